@@ -1,0 +1,247 @@
+// Self-test of the mock OpenCode server over real HTTP.
+// Run: node __test__/mock/opencode.selftest.mjs   (exit 0 = ok)
+import assert from 'node:assert/strict';
+import { startMockOpenCode } from './opencode.mjs';
+
+const DIR = '/tmp/selftest-project';
+const q = `?directory=${encodeURIComponent(DIR)}`;
+
+// Reads `data:` JSON lines from a fetch SSE response into `events` until aborted.
+function readSse(res, events) {
+  const reader = res.body.getReader();
+  const dec = new TextDecoder();
+  let buf = '';
+  return (async () => {
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return;
+        buf += dec.decode(value, { stream: true });
+        let i;
+        while ((i = buf.indexOf('\n\n')) >= 0) {
+          const block = buf.slice(0, i);
+          buf = buf.slice(i + 2);
+          for (const line of block.split('\n')) if (line.startsWith('data: ')) events.push(JSON.parse(line.slice(6)));
+        }
+      }
+    } catch {
+      // aborted / closed
+    }
+  })();
+}
+
+async function main() {
+  const mock = await startMockOpenCode({ heartbeatMs: 30 });
+  const api = (path, init = {}) =>
+    fetch(mock.url + path, {
+      ...init,
+      headers: { 'content-type': 'application/json', ...init.headers },
+      body: init.body === undefined || typeof init.body === 'string' ? init.body : JSON.stringify(init.body),
+    });
+  const step = async (name, fn) => {
+    try {
+      await fn();
+      console.log(`ok   ${name}`);
+    } catch (e) {
+      e.message = `${name}: ${e.message}`;
+      throw e;
+    }
+  };
+
+  const sseAbort = new AbortController();
+  try {
+    const parent = mock.createSession({ directory: DIR, metadata: { a: 1, openchamber: { goal: { id: 'g1' } } } });
+
+    // SSE first, so the PATCH below is observed live.
+    const events = [];
+    const sseRes = await fetch(`${mock.url}/global/event`, { signal: sseAbort.signal });
+    assert.equal(sseRes.status, 200);
+    assert.match(sseRes.headers.get('content-type'), /^text\/event-stream/);
+    const sseDone = readSse(sseRes, events);
+    await mock.waitFor(() => events.length >= 1);
+
+    await step('SSE: server.connected first', () => {
+      assert.equal(events[0].payload.type, 'server.connected');
+      assert.equal(events[0].directory, undefined);
+    });
+
+    await step('PATCH replaces metadata; null / absent keep it', async () => {
+      let r = await api(`/session/${parent.id}${q}`, { method: 'PATCH', body: { metadata: { b: 2 } } });
+      assert.equal(r.status, 200);
+      assert.deepEqual((await r.json()).metadata, { b: 2 });
+      r = await api(`/session/${parent.id}${q}`, { method: 'PATCH', body: { metadata: null } });
+      assert.deepEqual((await r.json()).metadata, { b: 2 });
+      r = await api(`/session/${parent.id}${q}`, { method: 'PATCH', body: { title: 'renamed' } });
+      const info = await r.json();
+      assert.equal(info.title, 'renamed');
+      assert.deepEqual(info.metadata, { b: 2 });
+      assert.deepEqual(mock.getSession(parent.id).metadata, { b: 2 });
+      assert.equal(mock.patches.length, 3);
+      assert.equal(mock.patches[0].sessionId, parent.id);
+    });
+
+    await step('SSE delivers session.updated after PATCH', async () => {
+      const ev = await mock.waitFor(() =>
+        events.find((e) => e.payload?.type === 'session.updated' && e.payload.properties.info.title === 'renamed'),
+      );
+      assert.equal(ev.directory, DIR);
+      assert.equal(ev.project, 'global');
+      assert.match(ev.payload.id, /^evt_/);
+      assert.equal(ev.payload.properties.sessionID, parent.id);
+      assert.deepEqual(ev.payload.properties.info.metadata, { b: 2 });
+      await mock.waitFor(() => events.some((e) => e.payload?.type === 'server.heartbeat'));
+    });
+
+    const childA = mock.createSession({ directory: DIR, parentID: parent.id });
+    const childB = mock.createSession({ directory: DIR, parentID: parent.id });
+    mock.createSession({ directory: DIR, parentID: childA.id }); // grandchild: not a direct child
+
+    await step('status map omits idle sessions', async () => {
+      mock.setStatus(childA.id, 'busy');
+      mock.setStatus(childB.id, 'retry');
+      mock.setStatus(parent.id, 'busy');
+      mock.setStatus(parent.id, 'idle');
+      const map = await (await api(`/session/status${q}`)).json();
+      assert.deepEqual(Object.keys(map).sort(), [childA.id, childB.id].sort());
+      assert.equal(map[childA.id].type, 'busy');
+      assert.equal(map[childB.id].type, 'retry');
+      mock.setStatus(childA.id, 'idle');
+      mock.setStatus(childB.id, 'idle');
+      assert.deepEqual(await (await api(`/session/status${q}`)).json(), {});
+    });
+
+    await step('children lists direct children only', async () => {
+      const kids = await (await api(`/session/${parent.id}/children${q}`)).json();
+      assert.deepEqual(kids.map((k) => k.id).sort(), [childA.id, childB.id].sort());
+      assert.ok(kids.every((k) => k.parentID === parent.id));
+    });
+
+    await step('message?limit=N returns the last N, oldest first', async () => {
+      const s = mock.createSession({ directory: DIR });
+      const ids = [];
+      for (let i = 0; i < 3; i++) {
+        ids.push(mock.addUserMessage(s.id, `u${i}`).info.id);
+        ids.push(mock.addAssistantMessage(s.id, { text: `a${i}`, tokens: { input: 10, output: 5 } }).info.id);
+      }
+      const all = mock.messages(s.id);
+      for (let i = 1; i < all.length; i++) assert.ok(all[i].info.time.created > all[i - 1].info.time.created);
+      assert.deepEqual([...ids].sort(), ids, 'ids sort in creation order');
+      const last = await (await api(`/session/${s.id}/message${q}&limit=3`)).json();
+      assert.deepEqual(last.map((m) => m.info.id), ids.slice(-3));
+      assert.equal(last[2].info.role, 'assistant');
+      assert.equal(last[2].info.parentID, ids[4]);
+      assert.equal(last[2].info.finish, 'stop');
+      assert.equal(last[2].info.tokens.input, 10);
+      assert.ok(last[2].parts.some((p) => p.type === 'text' && p.text === 'a2'));
+      const r = await api(`/session/ses_missing/message${q}`);
+      assert.equal(r.status, 404);
+      assert.equal((await r.json()).name, 'NotFoundError');
+    });
+
+    await step('prompt_async: 204, recorded, scripted reply', async () => {
+      const s = mock.createSession({ directory: DIR });
+      mock.scriptReplies(s.id, [{ text: 'first', tokens: { input: 100, output: 7 } }, { text: 'again' }], { replyDelayMs: 5 });
+      const prompted = [];
+      mock.onPrompt = async (id, body) => prompted.push([id, body.parts[0].text]);
+      const body = { model: { providerID: 'mock', modelID: 'mock-model' }, agent: 'build', parts: [{ type: 'text', text: 'do it' }] };
+      const r = await api(`/session/${s.id}/prompt_async${q}`, { method: 'POST', body });
+      assert.equal(r.status, 204);
+      assert.equal(await r.text(), '');
+      assert.equal(mock.prompts.length, 1);
+      assert.equal(mock.prompts[0].sessionId, s.id);
+      assert.equal(mock.prompts[0].directory, DIR);
+      assert.deepEqual(mock.prompts[0].body, body);
+      await mock.waitFor(() => mock.messages(s.id).some((m) => m.info.role === 'assistant' && m.info.time.completed));
+      await mock.waitFor(() => mock.status(s.id).type === 'idle');
+      const msgs = mock.messages(s.id);
+      assert.equal(msgs[0].info.role, 'user');
+      assert.equal(msgs[0].parts[0].text, 'do it');
+      assert.equal(msgs[1].info.parentID, msgs[0].info.id);
+      assert.equal(msgs[1].info.tokens.input, 100);
+      await mock.waitFor(() => prompted.length === 1);
+      assert.deepEqual(prompted[0], [s.id, 'do it']);
+      assert.ok(events.some((e) => e.payload?.type === 'session.idle' && e.payload.properties.sessionID === s.id));
+      mock.onPrompt = null;
+    });
+
+    await step('abort completes the running reply with MessageAbortedError', async () => {
+      const s = mock.createSession({ directory: DIR });
+      mock.scriptReplies(s.id, [{ text: 'slow' }], { replyDelayMs: 5000 });
+      await api(`/session/${s.id}/prompt_async${q}`, { method: 'POST', body: { parts: [{ type: 'text', text: 'slow turn' }] } });
+      await mock.waitFor(() => mock.status(s.id).type === 'busy' && mock.messages(s.id).length === 2);
+      const r = await api(`/session/${s.id}/abort${q}`, { method: 'POST' });
+      assert.equal(await r.json(), true);
+      const reply = mock.messages(s.id)[1].info;
+      assert.equal(reply.error.name, 'MessageAbortedError');
+      assert.ok(reply.time.completed);
+      assert.equal(mock.status(s.id).type, 'idle');
+      assert.deepEqual(mock.aborts, [s.id]);
+    });
+
+    await step('fault: 500 once, then normal', async () => {
+      mock.fault({ method: 'GET', path: `/session/${parent.id}`, times: 1, status: 500 });
+      const r1 = await api(`/session/${parent.id}${q}`);
+      assert.equal(r1.status, 500);
+      assert.equal((await r1.json()).name, 'UnknownError');
+      const r2 = await api(`/session/${parent.id}${q}`);
+      assert.equal(r2.status, 200);
+      assert.equal((await r2.json()).id, parent.id);
+    });
+
+    await step('fault: HTML 200, truncated JSON, destroy, delay', async () => {
+      const h = mock.fault({ path: /^\/session\/status$/, html: true });
+      const r = await api(`/session/status${q}`);
+      assert.equal(r.status, 200);
+      assert.match(r.headers.get('content-type'), /text\/html/);
+      assert.match(await r.text(), /<html/);
+      h.remove();
+      assert.equal((await api(`/session/status${q}`)).status, 200);
+
+      mock.fault({ path: `/session/${parent.id}`, times: 1, truncatedJson: true });
+      const t = await api(`/session/${parent.id}${q}`);
+      await assert.rejects(t.json());
+
+      mock.fault({ path: '/config', times: 1, destroy: true });
+      await assert.rejects(api('/config'));
+
+      mock.fault({ path: '/config', times: 1, delayMs: 60 });
+      const t0 = Date.now();
+      assert.equal((await api('/config')).status, 200);
+      assert.ok(Date.now() - t0 >= 50);
+    });
+
+    await step('malformed JSON → 400; catalog routes', async () => {
+      const r = await api(`/session/${parent.id}${q}`, { method: 'PATCH', body: '{"metadata": {' });
+      assert.equal(r.status, 400);
+      assert.deepEqual(mock.getSession(parent.id).metadata, { b: 2 });
+      const prov = await (await api('/provider')).json();
+      assert.equal(prov.all[0].id, 'mock');
+      assert.ok(prov.all[0].models['mock-model']);
+      const agents = await (await api('/agent')).json();
+      assert.deepEqual(agents.map((a) => a.name), ['build', 'plan', 'general']);
+      assert.ok(Array.isArray(await (await api('/command')).json()));
+    });
+
+    await step('dropEventStreams ends the SSE connection', async () => {
+      assert.equal(mock.eventStreams, 1);
+      mock.dropEventStreams();
+      await sseDone;
+      assert.equal(mock.eventStreams, 0);
+    });
+
+    assert.deepEqual(mock.errors, []);
+    assert.ok(mock.requests.length > 20);
+  } finally {
+    sseAbort.abort();
+    await mock.close();
+  }
+  console.log('mock OpenCode selftest: all passed');
+}
+
+main().then(
+  () => process.exit(0),
+  (e) => {
+    console.error(`mock OpenCode selftest FAILED: ${e.stack ?? e}`);
+    process.exit(1);
+  },
+);

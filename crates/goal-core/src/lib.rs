@@ -1,0 +1,16 @@
+//! Session goal loop and session assist for OpenCode sessions.
+//!
+//! The crate has no napi dependency: a Node binding (the top-level crate) or a Tauri shell links
+//! it directly. Layout follows the architecture: pure decisions (`model`, `accounting`,
+//! `decide`, `prompts`, `jsonx`, `script_guard`) apart from I/O (`opencode`, `writer`,
+//! `dispatch`, `tick`, `scheduler`, `assist`), apart from the binding.
+
+pub mod jsonx;
+pub mod prompts;
+pub mod script_guard;
+pub mod accounting;
+pub mod decide;
+pub mod model;
+pub mod objectives;
+pub mod opencode;
+pub mod services;

@@ -1,0 +1,350 @@
+//! The OpenCode HTTP client: timeouts on every call, `?directory=` on every call, tolerant JSON.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::model::{Message, SessionView};
+
+/// A boxed, sendable future (no async-trait dependency).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Where a request goes: a full URL and the headers to send.
+#[derive(Debug, Clone, Default)]
+pub struct RequestTarget {
+    /// Absolute URL without the query string.
+    pub url: String,
+    /// Headers (e.g. authorization); never logged.
+    pub headers: Vec<(String, String)>,
+}
+
+/// Resolves an OpenCode API path (`/session/x`) to a URL and headers. Hosts that move OpenCode
+/// between ports (OpenChamber restarts it) resolve per request.
+pub trait Endpoint: Send + Sync {
+    /// Resolves one path.
+    fn resolve<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<RequestTarget, String>>;
+    /// A stable key for grouping runtimes that talk to the same server.
+    fn key(&self) -> String;
+}
+
+/// A fixed base URL and fixed headers.
+#[derive(Debug, Clone)]
+pub struct StaticEndpoint {
+    base: String,
+    headers: Vec<(String, String)>,
+}
+
+impl StaticEndpoint {
+    /// A base like `http://127.0.0.1:4096` (a trailing slash is dropped).
+    pub fn new(base: &str, headers: Vec<(String, String)>) -> Self {
+        Self { base: base.trim_end_matches('/').to_string(), headers }
+    }
+}
+
+impl Endpoint for StaticEndpoint {
+    fn resolve<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<RequestTarget, String>> {
+        Box::pin(async move {
+            Ok(RequestTarget { url: format!("{}{}", self.base, path), headers: self.headers.clone() })
+        })
+    }
+
+    fn key(&self) -> String {
+        self.base.clone()
+    }
+}
+
+/// Why a call failed. Messages never carry bodies or headers (they may hold credentials or
+/// conversation text).
+#[derive(Debug, Clone, PartialEq)]
+pub enum HttpError {
+    /// The host could not resolve the URL.
+    Resolve(String),
+    /// Connection refused, reset, DNS…
+    Network(String),
+    /// No answer within the timeout.
+    Timeout,
+    /// A non-2xx answer.
+    Status(u16),
+    /// A 2xx answer whose body is not the JSON we need (HTML from a proxy, truncated JSON).
+    Body(u16),
+}
+
+impl std::fmt::Display for HttpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HttpError::Resolve(why) => write!(f, "cannot resolve OpenCode URL: {why}"),
+            HttpError::Network(kind) => write!(f, "network error: {kind}"),
+            HttpError::Timeout => write!(f, "timed out"),
+            HttpError::Status(code) => write!(f, "HTTP {code}"),
+            HttpError::Body(code) => write!(f, "HTTP {code} with an unusable body"),
+        }
+    }
+}
+
+/// The classified result of `prompt_async` (spec A.4 item 5).
+#[derive(Debug, Clone, PartialEq)]
+pub enum DispatchOutcome {
+    /// 2xx with an empty or JSON body: admitted.
+    Sent,
+    /// 4xx other than 408/429: proven not admitted.
+    NotAdmitted(u16),
+    /// 5xx, 408, 429, network errors, timeouts, non-JSON 2xx bodies: unknown.
+    Ambiguous(String),
+}
+
+/// One process-wide connection pool (runtimes created in one process share it).
+fn shared_http() -> reqwest::Client {
+    static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
+    CLIENT
+        .get_or_init(|| {
+            reqwest::Client::builder()
+                .no_proxy()
+                .pool_idle_timeout(Duration::from_secs(30))
+                .build()
+                .unwrap_or_else(|_| reqwest::Client::new())
+        })
+        .clone()
+}
+
+/// A raw answer.
+struct Answer {
+    status: u16,
+    body: Vec<u8>,
+    content_type: String,
+}
+
+/// The OpenCode API client.
+#[derive(Clone)]
+pub struct OpenCodeClient {
+    http: reqwest::Client,
+    endpoint: Arc<dyn Endpoint>,
+    timeout: Duration,
+}
+
+/// Largest body read from OpenCode (a hostile or broken server cannot exhaust memory).
+const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
+
+impl OpenCodeClient {
+    /// A client with the given per-request timeout.
+    pub fn new(endpoint: Arc<dyn Endpoint>, timeout: Duration) -> Self {
+        Self { http: shared_http(), endpoint, timeout }
+    }
+
+    /// The endpoint's grouping key.
+    pub fn key(&self) -> String {
+        self.endpoint.key()
+    }
+
+    async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        directory: &str,
+        query: &[(&str, String)],
+        body: Option<&Value>,
+    ) -> Result<Answer, HttpError> {
+        let target = self.endpoint.resolve(path).await.map_err(HttpError::Resolve)?;
+        let mut params: Vec<(&str, String)> = query.to_vec();
+        if !directory.is_empty() {
+            params.push(("directory", directory.to_string()));
+        }
+        let mut url = target.url;
+        for (index, (name, value)) in params.iter().enumerate() {
+            let separator = if index == 0 && !url.contains('?') { '?' } else { '&' };
+            url.push(separator);
+            url.push_str(&percent_encode(name));
+            url.push('=');
+            url.push_str(&percent_encode(value));
+        }
+        let mut request = self.http.request(method, &url).timeout(self.timeout);
+        for (name, value) in &target.headers {
+            request = request.header(name.as_str(), value.as_str());
+        }
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        let work = async {
+            let mut response = request.send().await.map_err(classify)?;
+            let status = response.status().as_u16();
+            let content_type = response
+                .headers()
+                .get(reqwest::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            let mut bytes = Vec::new();
+            while let Some(chunk) = response.chunk().await.map_err(classify)? {
+                if bytes.len() + chunk.len() > MAX_BODY_BYTES {
+                    return Err(HttpError::Body(status));
+                }
+                bytes.extend_from_slice(&chunk);
+            }
+            Ok(Answer { status, body: bytes, content_type })
+        };
+        // The reqwest timeout covers the body too, but a belt-and-braces bound keeps a stalled
+        // stream from pinning a tick forever.
+        match tokio::time::timeout(self.timeout + Duration::from_millis(250), work).await {
+            Ok(result) => result,
+            Err(_) => Err(HttpError::Timeout),
+        }
+    }
+
+    async fn json(&self, method: reqwest::Method, path: &str, directory: &str, query: &[(&str, String)], body: Option<&Value>) -> Result<Value, HttpError> {
+        let answer = self.send(method, path, directory, query, body).await?;
+        if !(200..300).contains(&answer.status) {
+            return Err(HttpError::Status(answer.status));
+        }
+        serde_json::from_slice(&answer.body).map_err(|_| HttpError::Body(answer.status))
+    }
+
+    /// `GET /session/:id`.
+    pub async fn get_session(&self, session_id: &str, directory: &str) -> Result<SessionView, HttpError> {
+        let value = self.json(reqwest::Method::GET, &session_path(session_id, ""), directory, &[], None).await?;
+        SessionView::from_value(&value).ok_or(HttpError::Body(200))
+    }
+
+    /// `GET /session?directory=` — sessions of one directory.
+    pub async fn list_sessions(&self, directory: &str) -> Result<Vec<SessionView>, HttpError> {
+        let value = self.json(reqwest::Method::GET, "/session", directory, &[], None).await?;
+        let list = value.as_array().ok_or(HttpError::Body(200))?;
+        Ok(list.iter().filter_map(SessionView::from_value).collect())
+    }
+
+    /// `PATCH /session/:id` with a whole metadata object (OpenCode replaces it).
+    pub async fn put_metadata(&self, session_id: &str, directory: &str, metadata: Map<String, Value>) -> Result<(), HttpError> {
+        let body = serde_json::json!({ "metadata": Value::Object(metadata) });
+        let answer = self
+            .send(reqwest::Method::PATCH, &session_path(session_id, ""), directory, &[], Some(&body))
+            .await?;
+        if !(200..300).contains(&answer.status) {
+            return Err(HttpError::Status(answer.status));
+        }
+        // A 2xx that is not JSON did not come from OpenCode (a proxy page): not a write.
+        if !answer.body.is_empty() && serde_json::from_slice::<Value>(&answer.body).is_err() {
+            return Err(HttpError::Body(answer.status));
+        }
+        Ok(())
+    }
+
+    /// `GET /session/status` — the raw map (absent = idle).
+    pub async fn status_map(&self, directory: &str) -> Result<Value, HttpError> {
+        let value = self.json(reqwest::Method::GET, "/session/status", directory, &[], None).await?;
+        if value.is_object() {
+            Ok(value)
+        } else {
+            Err(HttpError::Body(200))
+        }
+    }
+
+    /// `GET /session/:id/children`.
+    pub async fn children(&self, session_id: &str, directory: &str) -> Result<Vec<SessionView>, HttpError> {
+        let value = self
+            .json(reqwest::Method::GET, &session_path(session_id, "/children"), directory, &[], None)
+            .await?;
+        let list = value.as_array().ok_or(HttpError::Body(200))?;
+        Ok(list.iter().filter_map(SessionView::from_value).collect())
+    }
+
+    /// `GET /session/:id/message?limit=N`.
+    pub async fn messages(&self, session_id: &str, directory: &str, limit: usize) -> Result<Vec<Message>, HttpError> {
+        let value = self
+            .json(
+                reqwest::Method::GET,
+                &session_path(session_id, "/message"),
+                directory,
+                &[("limit", limit.to_string())],
+                None,
+            )
+            .await?;
+        Message::list_from_value(&value).ok_or(HttpError::Body(200))
+    }
+
+    /// `POST /session/:id/prompt_async`, classified.
+    pub async fn prompt_async(&self, session_id: &str, directory: &str, body: &Value) -> DispatchOutcome {
+        match self
+            .send(reqwest::Method::POST, &session_path(session_id, "/prompt_async"), directory, &[], Some(body))
+            .await
+        {
+            Ok(answer) if (200..300).contains(&answer.status) => {
+                let trimmed = answer.body.iter().all(u8::is_ascii_whitespace);
+                let json_body = serde_json::from_slice::<Value>(&answer.body).is_ok();
+                if (trimmed || json_body) && !answer.content_type.contains("text/html") {
+                    DispatchOutcome::Sent
+                } else {
+                    DispatchOutcome::Ambiguous(format!("HTTP {} with a non-JSON body", answer.status))
+                }
+            }
+            Ok(answer) if answer.status == 408 || answer.status == 429 || answer.status >= 500 => {
+                DispatchOutcome::Ambiguous(format!("HTTP {}", answer.status))
+            }
+            Ok(answer) => DispatchOutcome::NotAdmitted(answer.status),
+            // A URL that cannot be resolved was never sent.
+            Err(HttpError::Resolve(_)) => DispatchOutcome::NotAdmitted(0),
+            Err(error) => DispatchOutcome::Ambiguous(error.to_string()),
+        }
+    }
+
+    /// `POST /session/:id/abort`.
+    pub async fn abort(&self, session_id: &str, directory: &str) -> Result<(), HttpError> {
+        self.json(reqwest::Method::POST, &session_path(session_id, "/abort"), directory, &[], None)
+            .await
+            .map(|_| ())
+    }
+
+    /// Any JSON call (used by the creation helpers and the CLI).
+    pub async fn call(&self, method: &str, path: &str, directory: &str, body: Option<&Value>) -> Result<Value, HttpError> {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).map_err(|_| HttpError::Status(405))?;
+        let answer = self.send(method, path, directory, &[], body).await?;
+        if !(200..300).contains(&answer.status) {
+            return Err(HttpError::Status(answer.status));
+        }
+        if answer.body.iter().all(u8::is_ascii_whitespace) {
+            return Ok(Value::Null);
+        }
+        serde_json::from_slice(&answer.body).map_err(|_| HttpError::Body(answer.status))
+    }
+}
+
+/// Percent-encodes everything but RFC 3986 unreserved characters.
+pub fn percent_encode(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+            escaped.push(byte as char);
+        } else {
+            escaped.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    escaped
+}
+
+/// `/session/<escaped id><suffix>`: ids come from payloads, so they are escaped.
+pub fn session_path(session_id: &str, suffix: &str) -> String {
+    format!("/session/{}{suffix}", percent_encode(session_id))
+}
+
+fn classify(error: reqwest::Error) -> HttpError {
+    if error.is_timeout() {
+        HttpError::Timeout
+    } else if error.is_connect() {
+        HttpError::Network("connect".into())
+    } else if error.is_body() || error.is_decode() {
+        HttpError::Network("body".into())
+    } else {
+        HttpError::Network("request".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids_are_escaped() {
+        assert_eq!(session_path("ses_abc-1", "/message"), "/session/ses_abc-1/message");
+        assert_eq!(session_path("../x?y", ""), "/session/..%2Fx%3Fy");
+    }
+}
