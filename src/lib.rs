@@ -1,1 +1,287 @@
-//! napi binding (being written).
+//! The thin napi binding: option parsing, host callbacks, the runtime objects, error mapping.
+//! No decisions live here; `goal-core` has them all.
+
+#![deny(clippy::all)]
+
+mod callbacks;
+mod logging;
+mod payload;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use napi::bindgen_prelude::*;
+use napi::threadsafe_function::{ThreadsafeFunction, UnknownReturnValue};
+use napi_derive::napi;
+
+use goal_core::opencode::{Endpoint, OpenCodeClient, StaticEndpoint};
+use goal_core::runtime::{GoalRuntime, GoalRuntimeSettings};
+use goal_core::services::{resolve_data_dir, DataDir, NoNotifier, NoSmallModel, Notifier, Services, SmallModel};
+use goal_core::tick::GoalConfig;
+
+/// Where OpenCode listens (native-first form).
+#[napi(object)]
+pub struct OpenCodeTarget {
+  /// Base URL, e.g. `http://127.0.0.1:4096`.
+  pub base_url: String,
+  /// Headers sent with every request (e.g. `authorization`). Never logged.
+  pub headers: Option<HashMap<String, String>>,
+}
+
+/// Where OpenChamber-style settings and objective files live.
+#[napi(object)]
+pub struct RuntimeSettingsOptions {
+  /// Data directory (default: `OPENCHAMBER_DATA_DIR`, else `~/.config/openchamber`). The
+  /// runtime reads `settings.json` and `goals/<sessionId>.md` from it at fire time.
+  pub data_dir: Option<String>,
+}
+
+/// Options of `createSessionGoalRuntime`. Accepts OpenChamber's names (`buildOpenCodeUrl`,
+/// `getOpenCodeAuthHeaders`, `getSmallModelService`, `emitGoalNotification`, `idleQuietMs`,
+/// `kickoffQuietMs`, `maxAutoTurns`) and a native-first form (`openCode`, `settings`, every
+/// tunable, `generateSmallModelText`, `logger`).
+#[napi(object, object_to_js = false)]
+pub struct SessionGoalRuntimeOptions {
+  /// Native-first: a fixed OpenCode base URL and headers.
+  pub open_code: Option<OpenCodeTarget>,
+  /// Settings location.
+  pub settings: Option<RuntimeSettingsOptions>,
+  /// OpenChamber: builds the URL of an OpenCode API path (called per request, so a host that
+  /// restarts OpenCode on another port is followed).
+  pub build_open_code_url: Option<ThreadsafeFunction<FnArgs<(String, String)>, String, FnArgs<(String, String)>, Status, false, true>>,
+  /// OpenChamber: returns the headers for OpenCode (may be async).
+  pub get_open_code_auth_headers: Option<ThreadsafeFunction<(), Promise<serde_json::Value>, (), Status, false, true>>,
+  /// OpenChamber: resolves to a service with `generateSmallModelText(request)`. The package
+  /// entry adapts it to `generateSmallModelText`; errors with `statusCode` 404 are silent.
+  #[napi(ts_type = "() => Promise<{ generateSmallModelText(request: SmallModelRequest): Promise<SmallModelResult> } | null | undefined>")]
+  pub get_small_model_service: Option<UnknownReturnValue>,
+  /// Native-first small model: resolves to `{text, providerID, modelID}` or `{error: {statusCode?, code?}}`.
+  /// A rejection or throw counts as "unavailable".
+  pub generate_small_model_text: Option<ThreadsafeFunction<serde_json::Value, Promise<serde_json::Value>, serde_json::Value, Status, false, true>>,
+  /// Called when a goal settles: `{sessionId, directory, status, goal, title, body, tag, kind}`.
+  pub emit_goal_notification: Option<ThreadsafeFunction<serde_json::Value, UnknownReturnValue, serde_json::Value, Status, false, true>>,
+  /// Receives log lines `(level, message)`; messages never contain prompts, model output or credentials.
+  pub logger: Option<ThreadsafeFunction<FnArgs<(String, String)>, UnknownReturnValue, FnArgs<(String, String)>, Status, false, true>>,
+  /// Quiet window after `idle` (default 15000 ms).
+  pub idle_quiet_ms: Option<f64>,
+  /// Kickoff delay for a fresh goal on an idle session (default 3000 ms).
+  pub kickoff_quiet_ms: Option<f64>,
+  /// Kickoff delay after an explicit resume (default 250 ms).
+  pub resume_kickoff_ms: Option<f64>,
+  /// Auto-continuation cap per goal (default 20); printed in the continuation prompt.
+  pub max_auto_turns: Option<f64>,
+  /// Timeout of every OpenCode call (default 10000 ms).
+  pub fetch_timeout_ms: Option<f64>,
+  /// Messages fetched per tick (default 40).
+  pub message_fetch_limit: Option<f64>,
+  /// Small-model call timeout (default 60000 ms).
+  pub audit_timeout_ms: Option<f64>,
+  /// Read-failure retries before settling blocked (default 4; delays quiet × 1, 2, 4, 8).
+  pub max_retry_attempts: Option<f64>,
+  /// Continuation dispatch attempts before settling blocked (default 3).
+  pub max_dispatch_attempts: Option<f64>,
+  /// Directories scanned for active goals at start and when OpenCode reconnects.
+  pub directories: Option<Vec<String>>,
+  /// Scan the directories at start (default true when directories are given).
+  pub recover_on_start: Option<bool>,
+}
+
+fn millis(value: Option<f64>, default: u64) -> Duration {
+  match value {
+    Some(ms) if ms.is_finite() && ms >= 0.0 => Duration::from_millis(ms.min(86_400_000.0) as u64),
+    _ => Duration::from_millis(default),
+  }
+}
+
+fn count(value: Option<f64>, default: u64, min: u64) -> u64 {
+  match value {
+    Some(n) if n.is_finite() && n >= min as f64 => n.min(1_000_000.0).floor() as u64,
+    _ => default,
+  }
+}
+
+pub(crate) fn build_endpoint(
+  open_code: Option<OpenCodeTarget>,
+  build_url: Option<ThreadsafeFunction<FnArgs<(String, String)>, String, FnArgs<(String, String)>, Status, false, true>>,
+  headers: Option<ThreadsafeFunction<(), Promise<serde_json::Value>, (), Status, false, true>>,
+) -> Result<Arc<dyn Endpoint>> {
+  if let Some(build_url) = build_url {
+    return Ok(Arc::new(callbacks::HostEndpoint::new(build_url, headers)));
+  }
+  match open_code {
+    Some(target) if !target.base_url.trim().is_empty() => {
+      let headers = target.headers.unwrap_or_default().into_iter().collect();
+      Ok(Arc::new(StaticEndpoint::new(target.base_url.trim(), headers)))
+    }
+    _ => Err(Error::new(
+      Status::InvalidArg,
+      "session-goal-runtime: pass openCode: { baseUrl } or buildOpenCodeUrl(path, prefix)",
+    )),
+  }
+}
+
+fn runtime_handle() -> tokio::runtime::Handle {
+  napi::bindgen_prelude::within_runtime_if_available(tokio::runtime::Handle::current)
+}
+
+/// Counters and tracked sessions of a runtime.
+#[napi(object)]
+pub struct RuntimeSnapshot {
+  /// Sessions with an armed timer or a running tick.
+  pub sessions: Vec<SessionState>,
+  /// Timers armed.
+  pub armed_timers: u32,
+  /// Ticks running now.
+  pub in_flight: u32,
+  /// Ticks (or assist runs) started.
+  pub ticks: f64,
+  /// Continuations sent (goal) or assists written (assist).
+  pub continuations: f64,
+  /// Goals settled or paused by ticks.
+  pub settled: f64,
+  /// Follow-ups queued while a tick ran.
+  pub follow_ups: f64,
+  /// Ticks that panicked (caught; session state reset).
+  pub panics: f64,
+  /// Goals last seen active in events.
+  pub active_goals: u32,
+  /// `stop()` was called.
+  pub stopped: bool,
+}
+
+/// One tracked session.
+#[napi(object)]
+pub struct SessionState {
+  /// Session id.
+  pub session_id: String,
+  /// Directory.
+  pub directory: String,
+  /// Milliseconds until the timer fires, when one is armed.
+  pub due_in_ms: Option<f64>,
+  /// A tick is running.
+  pub ticking: bool,
+  /// A follow-up wake-up is queued.
+  pub follow_up: bool,
+  /// Consecutive read-failure retries.
+  pub attempt: u32,
+}
+
+pub(crate) fn to_js_snapshot(snapshot: goal_core::runtime::GoalSnapshot) -> RuntimeSnapshot {
+  RuntimeSnapshot {
+    sessions: snapshot
+      .sessions
+      .into_iter()
+      .map(|s| SessionState {
+        session_id: s.session_id,
+        directory: s.directory,
+        due_in_ms: s.due_in_ms.map(|ms| ms as f64),
+        ticking: s.ticking,
+        follow_up: s.follow_up,
+        attempt: s.attempt,
+      })
+      .collect(),
+    armed_timers: snapshot.armed as u32,
+    in_flight: snapshot.in_flight as u32,
+    ticks: snapshot.ticks as f64,
+    continuations: snapshot.continuations as f64,
+    settled: snapshot.settled as f64,
+    follow_ups: snapshot.follow_ups as f64,
+    panics: snapshot.panics as f64,
+    active_goals: snapshot.active_goals as u32,
+    stopped: snapshot.stopped,
+  }
+}
+
+/// The session goal runtime: keeps sessions with an active goal working until the auditor
+/// verifies the objective, the budget or the turn cap is reached, or the user stops it.
+#[napi]
+pub struct SessionGoalRuntime {
+  inner: GoalRuntime,
+}
+
+/// Creates the goal runtime. It runs on its own threads; `processPayload` only queues work.
+#[napi(catch_unwind)]
+pub fn create_session_goal_runtime(options: SessionGoalRuntimeOptions) -> Result<SessionGoalRuntime> {
+  if let Some(logger) = options.logger {
+    logging::add_js_logger(logger);
+  }
+  logging::init();
+  let endpoint = build_endpoint(options.open_code, options.build_open_code_url, options.get_open_code_auth_headers)?;
+  let fetch_timeout = millis(options.fetch_timeout_ms, 10_000);
+  let client = OpenCodeClient::new(endpoint, fetch_timeout);
+  let data_dir = DataDir::new(resolve_data_dir(options.settings.as_ref().and_then(|s| s.data_dir.as_deref())));
+  let small_model: Arc<dyn SmallModel> = match options.generate_small_model_text {
+    Some(callback) => Arc::new(callbacks::HostSmallModel::new(callback)),
+    None => Arc::new(NoSmallModel),
+  };
+  let notifier: Arc<dyn Notifier> = match options.emit_goal_notification {
+    Some(callback) => Arc::new(callbacks::HostNotifier::new(callback)),
+    None => Arc::new(NoNotifier),
+  };
+  let defaults = GoalConfig::default();
+  let config = GoalConfig {
+    idle_quiet: millis(options.idle_quiet_ms, 15_000),
+    kickoff_quiet: millis(options.kickoff_quiet_ms, 3_000),
+    resume_kickoff: millis(options.resume_kickoff_ms, 250),
+    max_auto_turns: count(options.max_auto_turns, defaults.max_auto_turns, 1),
+    message_limit: count(options.message_fetch_limit, defaults.message_limit as u64, 1) as usize,
+    audit_timeout: millis(options.audit_timeout_ms, 60_000),
+    max_retry_attempts: count(options.max_retry_attempts, defaults.max_retry_attempts as u64, 1) as u32,
+    max_dispatch_attempts: count(options.max_dispatch_attempts, defaults.max_dispatch_attempts as u64, 1) as u32,
+    dispatch_retry_delay: defaults.dispatch_retry_delay,
+  };
+  let directories = options.directories.unwrap_or_default();
+  let recover_on_start = options.recover_on_start.unwrap_or(!directories.is_empty());
+  let settings = GoalRuntimeSettings {
+    client,
+    services: Services { small_model, notifier, data_dir },
+    config,
+    directories,
+    recover_on_start,
+  };
+  let inner = GoalRuntime::start(settings, &runtime_handle());
+  Ok(SessionGoalRuntime { inner })
+}
+
+#[napi]
+impl SessionGoalRuntime {
+  /// Forwards one OpenCode payload (`{type, properties}`; unwrap the global event envelope
+  /// first). Returns at once; anything unreadable is ignored, never thrown.
+  #[napi(catch_unwind, ts_args_type = "payload: unknown, directoryHint?: string")]
+  pub fn process_payload(&self, env: Env, payload: Unknown, directory_hint: Option<String>) {
+    payload::forward(&env, &self.inner.group(), payload, directory_hint.as_deref().unwrap_or(""));
+  }
+
+  /// Alias of `processPayload` (OpenChamber's watcher name).
+  #[napi(catch_unwind, ts_args_type = "payload: unknown, directoryHint?: string")]
+  pub fn on_payload(&self, env: Env, payload: Unknown, directory_hint: Option<String>) {
+    payload::forward(&env, &self.inner.group(), payload, directory_hint.as_deref().unwrap_or(""));
+  }
+
+  /// Whether the session's goal was last seen active (for ready-notification suppression).
+  #[napi(catch_unwind)]
+  pub fn is_goal_active(&self, session_id: String) -> bool {
+    self.inner.is_goal_active(&session_id)
+  }
+
+  /// Tracked sessions, armed timers, in-flight ticks and counters.
+  #[napi(catch_unwind)]
+  pub fn snapshot(&self) -> RuntimeSnapshot {
+    to_js_snapshot(self.inner.snapshot())
+  }
+
+  /// Scans the known directories for active goals on idle sessions and re-arms them.
+  #[napi(catch_unwind)]
+  pub fn recover(&self) {
+    self.inner.recover();
+  }
+
+  /// Stops the runtime. Idempotent; resolves when in-flight work has ended. The process is
+  /// never kept alive by the runtime, stopped or not.
+  #[napi]
+  pub async fn stop(&self) -> Result<()> {
+    self.inner.stop().await;
+    Ok(())
+  }
+}

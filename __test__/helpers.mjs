@@ -1,0 +1,112 @@
+// Shared test setup: a mock OpenCode, the built addon, and a host-style SSE forwarder.
+import { createRequire } from 'node:module'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { startMockOpenCode } from './mock/opencode.mjs'
+
+const require = createRequire(import.meta.url)
+export const pkg = require('../runtime.js')
+const { subscribeGlobalEvents } = require('../lib/event-stream.js')
+
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+export function tempDataDir(settings) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'goal-test-'))
+  if (settings) fs.writeFileSync(path.join(dir, 'settings.json'), JSON.stringify(settings))
+  return dir
+}
+
+/** A scripted auditor: each call takes the next verdict (the last repeats). */
+export function scriptedAuditor(verdicts) {
+  const calls = []
+  const generateSmallModelText = async (request) => {
+    calls.push(request)
+    const next = verdicts[Math.min(calls.length - 1, verdicts.length - 1)]
+    if (typeof next === 'function') return next(request)
+    if (next instanceof Error) throw next
+    if (typeof next === 'string') return { text: next, providerID: 'small', modelID: 'nano' }
+    return { text: JSON.stringify(next), providerID: 'small', modelID: 'nano' }
+  }
+  return { calls, service: { generateSmallModelText }, getSmallModelService: async () => ({ generateSmallModelText }) }
+}
+
+export function goalMetadata(fields = {}) {
+  return {
+    openchamber: {
+      goal: {
+        id: 'goal-' + Math.random().toString(36).slice(2, 8),
+        objective: 'Make the parser handle nested lists',
+        objectiveFile: false,
+        status: 'active',
+        tokenBudget: null,
+        tokensUsed: 0,
+        turnsUsed: 0,
+        blockedStreak: 0,
+        auditFailStreak: 0,
+        note: '',
+        statusReason: '',
+        lastAccountedMessageID: '',
+        createdAt: Date.now() - 1000,
+        updatedAt: Date.now() - 1000,
+        ...fields,
+      },
+    },
+  }
+}
+
+export const goalOf = (mock, id) => mock.getSession(id)?.metadata?.openchamber?.goal
+
+/**
+ * Starts a mock OpenCode and a goal runtime wired like a host: SSE from the mock is forwarded
+ * into processPayload. Returns helpers and a cleanup.
+ */
+export async function setup({ runtimeOptions = {}, mockOptions = {}, auditor, forward = true } = {}) {
+  const mock = await startMockOpenCode({ heartbeatMs: 60_000, replyDelayMs: 15, ...mockOptions })
+  const notifications = []
+  const dataDir = runtimeOptions.dataDir ?? tempDataDir()
+  const runtime = pkg.createSessionGoalRuntime({
+    openCode: { baseUrl: mock.url },
+    settings: { dataDir },
+    idleQuietMs: 150,
+    kickoffQuietMs: 100,
+    resumeKickoffMs: 50,
+    emitGoalNotification: (event) => notifications.push(event),
+    ...(auditor ? { generateSmallModelText: auditor.service.generateSmallModelText } : {}),
+    ...runtimeOptions,
+  })
+  let stream = null
+  if (forward) {
+    stream = subscribeGlobalEvents({ url: mock.url, onPayload: (payload, dir) => runtime.processPayload(payload, dir) })
+    await mock.waitFor(() => mock.eventStreams > 0, { timeoutMs: 3000 })
+  }
+  const cleanup = async () => {
+    stream?.close()
+    await runtime.stop()
+    await mock.close()
+  }
+  return { mock, runtime, notifications, dataDir, cleanup }
+}
+
+/** A session with a goal and one completed exchange, idle. */
+export function sessionWithReply(mock, { goal = {}, reply = {}, directory = '/tmp/project' } = {}) {
+  const session = mock.createSession({ directory, metadata: goalMetadata(goal) })
+  mock.addUserMessage(session.id, 'Please make the parser handle nested lists')
+  mock.addAssistantMessage(session.id, { text: 'Started: parser skeleton in place. Remaining: nesting.', tokens: { input: 1000, output: 100 }, ...reply })
+  return session
+}
+
+export async function waitFor(fn, timeoutMs = 5000, intervalMs = 10) {
+  const start = Date.now()
+  for (;;) {
+    let value
+    try {
+      value = await fn()
+    } catch {
+      value = undefined
+    }
+    if (value) return value
+    if (Date.now() - start > timeoutMs) throw new Error('waitFor timed out: ' + fn.toString().slice(0, 200))
+    await sleep(intervalMs)
+  }
+}

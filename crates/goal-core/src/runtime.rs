@@ -1,0 +1,324 @@
+//! The goal runtime: event intake rules, the scheduler, ticks, restart recovery.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::{Mutex, RwLock};
+use tracing::{debug, warn};
+
+use crate::decide::REASON_RESUMED;
+use crate::intake::{Consumer, IntakeEvent};
+use crate::model::{Goal, GoalRevision, GoalStatus};
+use crate::opencode::OpenCodeClient;
+use crate::scheduler::{ArmMode, Job, Scheduler, SessionSnapshot};
+use crate::services::Services;
+use crate::tick::{pause_after_abort, run_tick, Generation, GoalConfig, TickContext, TickOutcome};
+use crate::writer::now_ms;
+
+/// Most directories remembered for restart recovery.
+const MAX_KNOWN_DIRECTORIES: usize = 50;
+
+/// Everything needed to build a goal runtime.
+pub struct GoalRuntimeSettings {
+    /// OpenCode client.
+    pub client: OpenCodeClient,
+    /// Host services.
+    pub services: Services,
+    /// Tunables.
+    pub config: GoalConfig,
+    /// Directories to scan for active goals at start and on reconnect.
+    pub directories: Vec<String>,
+    /// Scan for stranded active goals at start.
+    pub recover_on_start: bool,
+}
+
+/// What `snapshot()` reports.
+#[derive(Debug, Clone)]
+pub struct GoalSnapshot {
+    /// Sessions with a timer or tick.
+    pub sessions: Vec<SessionSnapshot>,
+    /// Timers armed.
+    pub armed: usize,
+    /// Ticks running.
+    pub in_flight: usize,
+    /// Ticks started.
+    pub ticks: u64,
+    /// Continuations sent.
+    pub continuations: u64,
+    /// Goals settled or paused by ticks.
+    pub settled: u64,
+    /// Follow-ups queued during ticks.
+    pub follow_ups: u64,
+    /// Ticks that panicked.
+    pub panics: u64,
+    /// Goals known to be active (from events).
+    pub active_goals: usize,
+    /// Runtime stopped.
+    pub stopped: bool,
+}
+
+struct Inner {
+    me: std::sync::Weak<Inner>,
+    ctx: TickContext,
+    scheduler: Scheduler,
+    group: String,
+    stopped: AtomicBool,
+    seen_goals: RwLock<HashMap<String, (GoalRevision, GoalStatus)>>,
+    pending_input: Arc<RwLock<HashMap<String, HashSet<String>>>>,
+    directories: Mutex<VecDeque<String>>,
+    runtime: tokio::runtime::Handle,
+}
+
+struct GoalJob {
+    ctx: TickContext,
+}
+
+impl Job for GoalJob {
+    fn run(&self, session_id: String, directory: String, attempt: u32, generation: Generation) -> Pin<Box<dyn Future<Output = TickOutcome> + Send>> {
+        let ctx = self.ctx.clone();
+        Box::pin(async move { run_tick(&ctx, &session_id, &directory, attempt, generation).await })
+    }
+
+    fn quiet(&self) -> Duration {
+        self.ctx.config.idle_quiet
+    }
+
+    fn max_attempts(&self) -> u32 {
+        self.ctx.config.max_retry_attempts
+    }
+}
+
+/// The native session goal runtime.
+#[derive(Clone)]
+pub struct GoalRuntime {
+    inner: Arc<Inner>,
+}
+
+impl GoalRuntime {
+    /// Starts the runtime on `runtime` and registers it with the shared intake.
+    pub fn start(settings: GoalRuntimeSettings, runtime: &tokio::runtime::Handle) -> GoalRuntime {
+        let pending_input: Arc<RwLock<HashMap<String, HashSet<String>>>> = Arc::default();
+        let pending_view = pending_input.clone();
+        let ctx = TickContext {
+            client: settings.client.clone(),
+            services: settings.services,
+            config: Arc::new(settings.config),
+            waiting_for_user: Arc::new(move |session: &str| {
+                pending_view.read().get(session).is_some_and(|set| !set.is_empty())
+            }),
+        };
+        let scheduler = Scheduler::start(Arc::new(GoalJob { ctx: ctx.clone() }), runtime);
+        let inner = Arc::new_cyclic(|me| Inner {
+            me: me.clone(),
+            group: settings.client.key(),
+            ctx,
+            scheduler,
+            stopped: AtomicBool::new(false),
+            seen_goals: RwLock::default(),
+            pending_input,
+            directories: Mutex::new(settings.directories.into_iter().filter(|d| !d.is_empty()).collect()),
+            runtime: runtime.clone(),
+        });
+        let consumer: Arc<dyn Consumer> = inner.clone();
+        crate::intake::register(&consumer);
+        let runtime_handle = GoalRuntime { inner };
+        if settings.recover_on_start {
+            runtime_handle.recover();
+        }
+        runtime_handle
+    }
+
+    /// The intake group (events dispatched to this key reach this runtime).
+    pub fn group(&self) -> String {
+        self.inner.group.clone()
+    }
+
+    /// Feeds one event directly (without the shared fan-out).
+    pub fn accept(&self, event: &IntakeEvent) {
+        self.inner.accept(event);
+    }
+
+    /// Whether the last seen state of the session's goal is active.
+    pub fn is_goal_active(&self, session_id: &str) -> bool {
+        self.inner
+            .seen_goals
+            .read()
+            .get(session_id)
+            .is_some_and(|(_, status)| *status == GoalStatus::Active)
+    }
+
+    /// Counters and tracked sessions.
+    pub fn snapshot(&self) -> GoalSnapshot {
+        let stats = self.inner.scheduler.stats();
+        let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+        GoalSnapshot {
+            sessions: self.inner.scheduler.sessions(),
+            armed: stats.armed.load(Ordering::Relaxed),
+            in_flight: stats.in_flight.load(Ordering::Relaxed),
+            ticks: load(&stats.ticks),
+            continuations: load(&stats.continuations),
+            settled: load(&stats.settled),
+            follow_ups: load(&stats.follow_ups),
+            panics: load(&stats.panics),
+            active_goals: self.inner.seen_goals.read().values().filter(|(_, s)| *s == GoalStatus::Active).count(),
+            stopped: self.inner.stopped.load(Ordering::SeqCst),
+        }
+    }
+
+    /// Stops: no new work, timers cleared, in-flight ticks invalidated and awaited (bounded).
+    pub async fn stop(&self) {
+        self.inner.stopped.store(true, Ordering::SeqCst);
+        self.inner.scheduler.stop().await;
+    }
+
+    /// Scans the known directories for active goals on idle sessions and re-arms them. The tick
+    /// itself re-checks everything, and a reservation for the same tail is never charged or
+    /// sent twice.
+    pub fn recover(&self) {
+        let inner = self.inner.clone();
+        self.inner.runtime.spawn(async move { inner.recover().await });
+    }
+}
+
+impl Inner {
+    fn remember_directory(&self, directory: &str) {
+        if directory.is_empty() {
+            return;
+        }
+        let mut known = self.directories.lock();
+        if known.front().map(String::as_str) == Some(directory) {
+            return;
+        }
+        known.retain(|d| d != directory);
+        known.push_front(directory.to_string());
+        known.truncate(MAX_KNOWN_DIRECTORIES);
+    }
+
+    async fn recover(self: Arc<Self>) {
+        let directories: Vec<String> = self.directories.lock().iter().cloned().collect();
+        for directory in directories {
+            if self.stopped.load(Ordering::SeqCst) {
+                return;
+            }
+            let sessions = match self.ctx.client.list_sessions(&directory).await {
+                Ok(sessions) => sessions,
+                Err(error) => {
+                    warn!(target: "session_goal", %error, "recovery scan failed for a directory");
+                    continue;
+                }
+            };
+            for session in sessions.iter().filter(|s| !s.is_subagent()) {
+                if let Some(goal) = session.goal() {
+                    self.record_goal(&session.id, Some(&goal));
+                    if goal.status == GoalStatus::Active {
+                        debug!(target: "session_goal", session = %session.id, "recovering active goal");
+                        let dir = if session.directory.is_empty() { directory.clone() } else { session.directory.clone() };
+                        self.scheduler.arm(&session.id, &dir, self.ctx.config.kickoff_quiet, ArmMode::Earliest);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Records the goal state seen in an event; returns whether a user change invalidates work
+    /// in flight (edit, pause, clear, completion, replacement).
+    fn record_goal(&self, session_id: &str, goal: Option<&Goal>) -> bool {
+        let mut seen = self.seen_goals.write();
+        let previous = seen.get(session_id).cloned();
+        match goal {
+            Some(goal) => {
+                seen.insert(session_id.to_string(), (goal.revision(), goal.status));
+                match previous {
+                    Some((revision, status)) => revision != goal.revision() || (status == GoalStatus::Active && goal.status != GoalStatus::Active),
+                    None => false,
+                }
+            }
+            None => seen.remove(session_id).is_some(),
+        }
+    }
+}
+
+impl Consumer for Inner {
+    fn accept(&self, event: &IntakeEvent) {
+        if self.stopped.load(Ordering::SeqCst) {
+            return;
+        }
+        let config = &self.ctx.config;
+        match event {
+            IntakeEvent::Status { session_id, directory, working } => {
+                self.remember_directory(directory);
+                if *working {
+                    self.scheduler.clear(session_id);
+                } else {
+                    self.scheduler.arm(session_id, directory, config.idle_quiet, ArmMode::Replace);
+                }
+            }
+            IntakeEvent::SessionUpdated { session_id, directory, is_child, goal } => {
+                if *is_child {
+                    return;
+                }
+                self.remember_directory(directory);
+                let goal = goal.as_ref().and_then(Goal::from_value);
+                if self.record_goal(session_id, goal.as_ref()) {
+                    self.scheduler.invalidate(session_id);
+                }
+                let Some(goal) = goal.filter(|g| g.status == GoalStatus::Active) else { return };
+                if goal.status_reason == REASON_RESUMED {
+                    self.scheduler.arm(session_id, directory, config.resume_kickoff, ArmMode::Earliest);
+                } else if goal.turns_used == 0 {
+                    self.scheduler.arm(session_id, directory, config.kickoff_quiet, ArmMode::IfNothingPending);
+                }
+            }
+            IntakeEvent::Aborted { session_id, directory, created } => {
+                self.scheduler.invalidate(session_id);
+                let client = self.ctx.client.clone();
+                let (session, dir, at) = (session_id.clone(), directory.clone(), *created);
+                self.runtime.spawn(async move {
+                    pause_after_abort(&client, &session, &dir, at).await;
+                });
+            }
+            IntakeEvent::UserMessage { session_id, created, .. } => {
+                let at = if *created > 0.0 { *created } else { now_ms() };
+                self.scheduler.user_activity(session_id, at);
+            }
+            IntakeEvent::UserInput { session_id, directory, request_id, pending } => {
+                let mut map = self.pending_input.write();
+                let set = map.entry(session_id.clone()).or_default();
+                if *pending {
+                    set.insert(request_id.clone());
+                } else {
+                    set.remove(request_id);
+                    if request_id.is_empty() {
+                        set.clear();
+                    }
+                }
+                if set.is_empty() {
+                    map.remove(session_id);
+                    drop(map);
+                    if !*pending {
+                        // Answered: look again once the session has been quiet.
+                        self.scheduler.arm(session_id, directory, config.idle_quiet, ArmMode::Earliest);
+                    }
+                }
+            }
+            IntakeEvent::Connected => {
+                if let Some(me) = self.me.upgrade() {
+                    debug!(target: "session_goal", "OpenCode connected; scanning for active goals");
+                    self.runtime.spawn(me.recover());
+                }
+            }
+        }
+    }
+
+    fn group(&self) -> String {
+        self.group.clone()
+    }
+
+    fn is_live(&self) -> bool {
+        !self.stopped.load(Ordering::SeqCst)
+    }
+}

@@ -1,0 +1,456 @@
+//! The one owner of per-session timing state: armed timers, running ticks, the single pending
+//! follow-up, retry attempts and the generation counter. Everything else sends it commands, so
+//! there are no lost wake-ups and never two ticks of one session at once.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::RwLock;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tracing::{error, warn};
+
+use crate::tick::{Generation, TickOutcome};
+use crate::writer::now_ms;
+
+/// What a scheduler runs when a session's timer fires.
+pub trait Job: Send + Sync + 'static {
+    /// Runs one tick for a session.
+    fn run(&self, session_id: String, directory: String, attempt: u32, generation: Generation)
+        -> Pin<Box<dyn Future<Output = TickOutcome> + Send>>;
+    /// The quiet window used for re-arms and backoff.
+    fn quiet(&self) -> Duration;
+    /// Retries before giving up.
+    fn max_attempts(&self) -> u32;
+}
+
+/// How an arm request treats a timer already pending.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArmMode {
+    /// Replace it (idle re-arms the quiet window).
+    Replace,
+    /// Keep whichever fires first (a resume kickoff replaces a pending longer timer).
+    Earliest,
+    /// Only when no timer is pending (a fresh-goal kickoff never replaces an idle timer).
+    IfNothingPending,
+}
+
+enum Command {
+    Arm { session: String, directory: String, delay: Duration, mode: ArmMode },
+    Clear { session: String },
+    UserActivity { session: String, at_ms: f64 },
+    Invalidate { session: String },
+    Fire { session: String, timer: u64 },
+    Finished { session: String, outcome: TickOutcome },
+    Stop { done: oneshot::Sender<()> },
+}
+
+struct Armed {
+    id: u64,
+    due: tokio::time::Instant,
+    armed_at_ms: f64,
+    handle: JoinHandle<()>,
+}
+
+struct Entry {
+    directory: String,
+    timer: Option<Armed>,
+    ticking: Option<f64>,
+    follow_up: Option<Duration>,
+    attempt: u32,
+    generation: Arc<AtomicU64>,
+}
+
+/// Counters and gauges published for `snapshot()`.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Sessions with state.
+    pub tracked: AtomicUsize,
+    /// Timers armed.
+    pub armed: AtomicUsize,
+    /// Ticks running.
+    pub in_flight: AtomicUsize,
+    /// Ticks started.
+    pub ticks: AtomicU64,
+    /// Continuations sent.
+    pub continuations: AtomicU64,
+    /// Goals settled or paused by a tick.
+    pub settled: AtomicU64,
+    /// Follow-ups queued while a tick ran.
+    pub follow_ups: AtomicU64,
+    /// Ticks that panicked (caught; state reset).
+    pub panics: AtomicU64,
+}
+
+/// A per-session view for `snapshot()`.
+#[derive(Debug, Clone)]
+pub struct SessionSnapshot {
+    /// Session id.
+    pub session_id: String,
+    /// Directory.
+    pub directory: String,
+    /// Milliseconds until the timer fires, when armed.
+    pub due_in_ms: Option<u64>,
+    /// A tick is running.
+    pub ticking: bool,
+    /// A follow-up is queued.
+    pub follow_up: bool,
+    /// Consecutive read-failure retries.
+    pub attempt: u32,
+}
+
+/// Handle to the actor.
+#[derive(Clone)]
+pub struct Scheduler {
+    tx: mpsc::UnboundedSender<Command>,
+    stats: Arc<Stats>,
+    view: Arc<RwLock<HashMap<String, SessionSnapshot>>>,
+}
+
+impl Scheduler {
+    /// Starts the actor on the given runtime.
+    pub fn start(job: Arc<dyn Job>, runtime: &tokio::runtime::Handle) -> Scheduler {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let stats = Arc::new(Stats::default());
+        let view = Arc::new(RwLock::new(HashMap::new()));
+        let actor = Actor {
+            job,
+            tx: tx.downgrade(),
+            entries: HashMap::new(),
+            next_timer: 0,
+            stats: stats.clone(),
+            view: view.clone(),
+            ticks: HashMap::new(),
+            stopped: false,
+            runtime: runtime.clone(),
+        };
+        runtime.spawn(actor.run(rx));
+        Scheduler { tx, stats, view }
+    }
+
+    fn send(&self, command: Command) {
+        // A closed channel means the runtime stopped: dropping the command is right.
+        let _ = self.tx.send(command);
+    }
+
+    /// Arms (or re-arms) a session's timer.
+    pub fn arm(&self, session: &str, directory: &str, delay: Duration, mode: ArmMode) {
+        self.send(Command::Arm { session: session.into(), directory: directory.into(), delay, mode });
+    }
+
+    /// Clears a pending timer and follow-up (the session went busy).
+    pub fn clear(&self, session: &str) {
+        self.send(Command::Clear { session: session.into() });
+    }
+
+    /// A user message created at `at_ms`: clears a timer armed before it and invalidates a tick
+    /// started before it.
+    pub fn user_activity(&self, session: &str, at_ms: f64) {
+        self.send(Command::UserActivity { session: session.into(), at_ms });
+    }
+
+    /// Invalidates any running tick and drops pending wake-ups (abort, pause, clear, edit).
+    pub fn invalidate(&self, session: &str) {
+        self.send(Command::Invalidate { session: session.into() });
+    }
+
+    /// Stops: clears timers, invalidates ticks, waits for them (bounded), then ends the actor.
+    pub async fn stop(&self) {
+        let (done, wait) = oneshot::channel();
+        if self.tx.send(Command::Stop { done }).is_ok() {
+            let _ = wait.await;
+        }
+    }
+
+    /// Published counters.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// Published per-session view.
+    pub fn sessions(&self) -> Vec<SessionSnapshot> {
+        self.view.read().values().cloned().collect()
+    }
+
+    /// Whether the session has a timer or tick.
+    pub fn is_tracking(&self, session: &str) -> bool {
+        self.view.read().contains_key(session)
+    }
+}
+
+struct Actor {
+    job: Arc<dyn Job>,
+    tx: mpsc::WeakUnboundedSender<Command>,
+    entries: HashMap<String, Entry>,
+    next_timer: u64,
+    stats: Arc<Stats>,
+    view: Arc<RwLock<HashMap<String, SessionSnapshot>>>,
+    ticks: HashMap<String, JoinHandle<()>>,
+    stopped: bool,
+    runtime: tokio::runtime::Handle,
+}
+
+/// How long `stop()` lets running ticks finish before cancelling them.
+const STOP_GRACE: Duration = Duration::from_millis(1500);
+
+impl Actor {
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Command>) {
+        while let Some(command) = rx.recv().await {
+            match command {
+                Command::Stop { done } => {
+                    self.stop().await;
+                    let _ = done.send(());
+                    // Keep draining so late senders never block; ignore everything.
+                    rx.close();
+                    break;
+                }
+                other if self.stopped => drop(other),
+                Command::Arm { session, directory, delay, mode } => self.arm(&session, &directory, delay, mode),
+                Command::Clear { session } => {
+                    if let Some(entry) = self.entries.get_mut(&session) {
+                        cancel_timer(entry);
+                        entry.follow_up = None;
+                    }
+                    self.publish(&session);
+                }
+                Command::UserActivity { session, at_ms } => {
+                    if let Some(entry) = self.entries.get_mut(&session) {
+                        if entry.timer.as_ref().is_some_and(|t| at_ms >= t.armed_at_ms) {
+                            cancel_timer(entry);
+                        }
+                        if entry.ticking.is_some_and(|started| at_ms >= started) {
+                            entry.generation.fetch_add(1, Ordering::SeqCst);
+                            entry.follow_up = None;
+                        }
+                    }
+                    self.publish(&session);
+                }
+                Command::Invalidate { session } => {
+                    if let Some(entry) = self.entries.get_mut(&session) {
+                        entry.generation.fetch_add(1, Ordering::SeqCst);
+                        cancel_timer(entry);
+                        entry.follow_up = None;
+                        entry.attempt = 0;
+                    }
+                    self.publish(&session);
+                }
+                Command::Fire { session, timer } => self.fire(&session, timer),
+                Command::Finished { session, outcome } => self.finished(&session, outcome),
+            }
+        }
+    }
+
+    fn entry(&mut self, session: &str, directory: &str) -> &mut Entry {
+        let entry = self.entries.entry(session.to_string()).or_insert_with(|| Entry {
+            directory: directory.to_string(),
+            timer: None,
+            ticking: None,
+            follow_up: None,
+            attempt: 0,
+            generation: Arc::new(AtomicU64::new(0)),
+        });
+        if !directory.is_empty() {
+            entry.directory = directory.to_string();
+        }
+        entry
+    }
+
+    fn arm(&mut self, session: &str, directory: &str, delay: Duration, mode: ArmMode) {
+        self.next_timer += 1;
+        let id = self.next_timer;
+        let tx = self.tx.clone();
+        let runtime = self.runtime.clone();
+        let entry = self.entry(session, directory);
+        if entry.ticking.is_some() {
+            // Exactly one follow-up, at the earliest delay asked for.
+            entry.follow_up = Some(entry.follow_up.map_or(delay, |d| d.min(delay)));
+            self.publish(session);
+            return;
+        }
+        let due = tokio::time::Instant::now() + delay;
+        if mode == ArmMode::Earliest && entry.timer.as_ref().is_some_and(|t| t.due <= due) {
+            return;
+        }
+        if mode == ArmMode::IfNothingPending && entry.timer.is_some() {
+            return;
+        }
+        cancel_timer(entry);
+        let key = session.to_string();
+        let handle = runtime.spawn(async move {
+            tokio::time::sleep_until(due).await;
+            if let Some(tx) = tx.upgrade() {
+                let _ = tx.send(Command::Fire { session: key, timer: id });
+            }
+        });
+        entry.timer = Some(Armed { id, due, armed_at_ms: now_ms(), handle });
+        self.publish(session);
+    }
+
+    fn fire(&mut self, session: &str, timer: u64) {
+        let Some(entry) = self.entries.get_mut(session) else { return };
+        if entry.timer.as_ref().map(|t| t.id) != Some(timer) {
+            return;
+        }
+        entry.timer = None;
+        if entry.ticking.is_some() {
+            entry.follow_up = Some(entry.follow_up.unwrap_or(Duration::ZERO));
+            self.publish(session);
+            return;
+        }
+        entry.ticking = Some(now_ms());
+        let generation = Generation::capture(&entry.generation);
+        let directory = entry.directory.clone();
+        let attempt = entry.attempt;
+        self.stats.ticks.fetch_add(1, Ordering::Relaxed);
+        let job = self.job.clone();
+        let tx = self.tx.clone();
+        let key = session.to_string();
+        let stats = self.stats.clone();
+        let work = job.run(key.clone(), directory, attempt, generation);
+        let handle = self.runtime.spawn(async move {
+            // A panic inside the tick must not take the actor down: run it as its own task and
+            // turn a panic into an ordinary outcome.
+            let outcome = match tokio::spawn(work).await {
+                Ok(outcome) => outcome,
+                Err(join) => {
+                    if join.is_panic() {
+                        stats.panics.fetch_add(1, Ordering::Relaxed);
+                        error!(target: "session_goal", session = %key, "tick panicked; session state reset");
+                    }
+                    TickOutcome::Done
+                }
+            };
+            if let Some(tx) = tx.upgrade() {
+                let _ = tx.send(Command::Finished { session: key, outcome });
+            }
+        });
+        self.ticks.insert(session.to_string(), handle);
+        self.publish(session);
+    }
+
+    fn finished(&mut self, session: &str, outcome: TickOutcome) {
+        self.ticks.remove(session);
+        let quiet = self.job.quiet();
+        let max_attempts = self.job.max_attempts();
+        let Some(entry) = self.entries.get_mut(session) else { return };
+        entry.ticking = None;
+        match outcome {
+            TickOutcome::Continued => self.stats.continuations.fetch_add(1, Ordering::Relaxed),
+            TickOutcome::Settled => self.stats.settled.fetch_add(1, Ordering::Relaxed),
+            _ => 0,
+        };
+        let mut next: Option<Duration> = None;
+        match outcome {
+            TickOutcome::Retry => {
+                entry.attempt += 1;
+                if entry.attempt < max_attempts {
+                    // Bounded backoff: q, 2q, 4q, 8q.
+                    next = Some(quiet * (1u32 << (entry.attempt - 1).min(8)));
+                } else {
+                    warn!(target: "session_goal", session, "giving up after repeated read failures");
+                    entry.attempt = 0;
+                }
+            }
+            TickOutcome::Rearm => {
+                entry.attempt = 0;
+                next = Some(quiet);
+            }
+            TickOutcome::Done | TickOutcome::Continued | TickOutcome::Settled => entry.attempt = 0,
+        }
+        if let Some(follow) = entry.follow_up.take() {
+            self.stats.follow_ups.fetch_add(1, Ordering::Relaxed);
+            // A follow-up is a fresh wake-up, not a retry.
+            if outcome != TickOutcome::Retry {
+                entry.attempt = 0;
+            }
+            next = Some(next.map_or(follow, |n| n.min(follow)));
+        }
+        let directory = entry.directory.clone();
+        match next {
+            Some(delay) => self.arm(session, &directory, delay, ArmMode::Replace),
+            None => self.publish(session),
+        }
+    }
+
+    async fn stop(&mut self) {
+        self.stopped = true;
+        for entry in self.entries.values_mut() {
+            entry.generation.fetch_add(1, Ordering::SeqCst);
+            cancel_timer(entry);
+            entry.follow_up = None;
+        }
+        let handles: Vec<JoinHandle<()>> = self.ticks.drain().map(|(_, h)| h).collect();
+        let aborts: Vec<_> = handles.iter().map(|h| h.abort_handle()).collect();
+        let all = futures_join_all(handles);
+        if tokio::time::timeout(STOP_GRACE, all).await.is_err() {
+            for abort in aborts {
+                abort.abort();
+            }
+        }
+        self.entries.clear();
+        self.view.write().clear();
+        self.stats.tracked.store(0, Ordering::Relaxed);
+        self.stats.armed.store(0, Ordering::Relaxed);
+        self.stats.in_flight.store(0, Ordering::Relaxed);
+    }
+
+    /// Updates the published view of one session and prunes entries with nothing pending.
+    fn publish(&mut self, session: &str) {
+        let now = tokio::time::Instant::now();
+        let keep = match self.entries.get(session) {
+            Some(entry) => entry.timer.is_some() || entry.ticking.is_some() || entry.follow_up.is_some(),
+            None => false,
+        };
+        let mut view = self.view.write();
+        let before = view.get(session).map(|s| (s.due_in_ms.is_some(), s.ticking));
+        let after = if keep {
+            let entry = &self.entries[session];
+            let snapshot = SessionSnapshot {
+                session_id: session.to_string(),
+                directory: entry.directory.clone(),
+                due_in_ms: entry.timer.as_ref().map(|t| t.due.saturating_duration_since(now).as_millis() as u64),
+                ticking: entry.ticking.is_some(),
+                follow_up: entry.follow_up.is_some(),
+                attempt: entry.attempt,
+            };
+            let flags = (snapshot.due_in_ms.is_some(), snapshot.ticking);
+            view.insert(session.to_string(), snapshot);
+            Some(flags)
+        } else {
+            view.remove(session);
+            // Nothing pending: the entry can go (retry attempts live while their timer does).
+            self.entries.remove(session);
+            None
+        };
+        drop(view);
+        // Incremental gauges: publishing is O(1) however many sessions are tracked.
+        let adjust = |gauge: &AtomicUsize, was: bool, is: bool| match (was, is) {
+            (false, true) => {
+                gauge.fetch_add(1, Ordering::Relaxed);
+            }
+            (true, false) => {
+                gauge.fetch_sub(1, Ordering::Relaxed);
+            }
+            _ => {}
+        };
+        adjust(&self.stats.tracked, before.is_some(), after.is_some());
+        adjust(&self.stats.armed, before.is_some_and(|b| b.0), after.is_some_and(|a| a.0));
+        adjust(&self.stats.in_flight, before.is_some_and(|b| b.1), after.is_some_and(|a| a.1));
+    }
+}
+
+fn cancel_timer(entry: &mut Entry) {
+    if let Some(timer) = entry.timer.take() {
+        timer.handle.abort();
+    }
+}
+
+async fn futures_join_all(handles: Vec<JoinHandle<()>>) {
+    for handle in handles {
+        let _ = handle.await;
+    }
+}

@@ -1,0 +1,532 @@
+//! One goal tick: observe (concurrent reads) → decide (pure) → act (guarded writes, audit,
+//! reserved and classified dispatch, notification).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tracing::{debug, info, warn};
+
+use crate::decide::{
+    self, after_audit, parse_verdict, plan_tick, unaudited_reservation, AfterAudit, Audit, Basis, Plan,
+    Reservation, Settlement, REASON_DISPATCH_FAILED, REASON_MESSAGES_UNAVAILABLE, REASON_OBJECTIVE_UNAVAILABLE,
+    REASON_PAUSED_AFTER_ABORT, REASON_RESUMED,
+};
+use crate::jsonx::extract_json_object;
+use crate::model::{chronological, truncate_chars, Goal, GoalStatus, LiveStatus, Role, NOTE_CHAR_LIMIT, REASON_CHAR_LIMIT};
+use crate::notify::goal_notification;
+use crate::opencode::{DispatchOutcome, OpenCodeClient};
+use crate::prompts;
+use crate::script_guard::introduces_foreign_script;
+use crate::services::{Services, SmallModelRequest};
+use crate::writer::{write_goal, GoalGuard, GoalWrite};
+
+/// Goal-loop tunables (Part B constants; all injectable).
+#[derive(Debug, Clone)]
+pub struct GoalConfig {
+    /// Quiet window after `idle` (15 s).
+    pub idle_quiet: Duration,
+    /// Kickoff for a fresh goal on an idle session (3 s).
+    pub kickoff_quiet: Duration,
+    /// Kickoff after an explicit resume (250 ms).
+    pub resume_kickoff: Duration,
+    /// Auto-continuation cap (20).
+    pub max_auto_turns: u64,
+    /// Messages fetched per tick (40).
+    pub message_limit: usize,
+    /// Small-model call timeout.
+    pub audit_timeout: Duration,
+    /// Read-failure retries before settling blocked (4: delays q, 2q, 4q, 8q).
+    pub max_retry_attempts: u32,
+    /// Continuation dispatch attempts before settling blocked (3).
+    pub max_dispatch_attempts: u32,
+    /// Pause between dispatch attempts.
+    pub dispatch_retry_delay: Duration,
+}
+
+impl Default for GoalConfig {
+    fn default() -> Self {
+        Self {
+            idle_quiet: Duration::from_millis(15_000),
+            kickoff_quiet: Duration::from_millis(3_000),
+            resume_kickoff: Duration::from_millis(250),
+            max_auto_turns: 20,
+            message_limit: 40,
+            audit_timeout: Duration::from_millis(60_000),
+            max_retry_attempts: 4,
+            max_dispatch_attempts: 3,
+            dispatch_retry_delay: Duration::from_millis(250),
+        }
+    }
+}
+
+/// How a tick ended, for the scheduler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TickOutcome {
+    /// Nothing more to do until the next event.
+    Done,
+    /// Look again after one quiet window (a child is busy).
+    Rearm,
+    /// A read failed: retry with backoff (the scheduler counts attempts).
+    Retry,
+    /// A continuation was sent.
+    Continued,
+    /// The goal was settled or paused.
+    Settled,
+}
+
+/// A per-session counter bumped by every user action that invalidates in-flight work.
+#[derive(Debug, Clone)]
+pub struct Generation {
+    counter: Arc<AtomicU64>,
+    seen: u64,
+}
+
+impl Generation {
+    /// Captures the current value.
+    pub fn capture(counter: &Arc<AtomicU64>) -> Self {
+        Self { counter: counter.clone(), seen: counter.load(Ordering::SeqCst) }
+    }
+
+    /// No abort/pause/clear/edit/new user message since the capture.
+    pub fn is_current(&self) -> bool {
+        self.counter.load(Ordering::SeqCst) == self.seen
+    }
+}
+
+/// Everything a tick needs.
+#[derive(Clone)]
+pub struct TickContext {
+    /// OpenCode.
+    pub client: OpenCodeClient,
+    /// Host services.
+    pub services: Services,
+    /// Tunables.
+    pub config: Arc<GoalConfig>,
+    /// Whether the session (or a child) waits for the user (permission, question).
+    pub waiting_for_user: Arc<dyn Fn(&str) -> bool + Send + Sync>,
+}
+
+/// The goal metadata field that records which tail a reserved turn answers: a later tick over
+/// the same tail reuses the reservation instead of charging a second turn (restart-safe).
+pub const CONTINUATION_FOR_FIELD: &str = "continuationFor";
+
+/// Status reason while a permission or question is pending.
+pub const WAITING_FOR_USER: &str = "waiting for user input";
+
+/// Runs one tick. `attempt` counts consecutive read failures (0 on a normal wake-up).
+pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, attempt: u32, generation: Generation) -> TickOutcome {
+    let flags = ctx.services.data_dir.flags().await;
+    if !flags.goal_enabled {
+        return TickOutcome::Done;
+    }
+    let exhausted = attempt + 1 >= ctx.config.max_retry_attempts;
+    let session = match ctx.client.get_session(session_id, directory).await {
+        Ok(session) => session,
+        Err(error) => {
+            warn!(target: "session_goal", session = session_id, %error, attempt, "session unreadable");
+            return if exhausted { TickOutcome::Done } else { TickOutcome::Retry };
+        }
+    };
+    if session.is_subagent() {
+        return TickOutcome::Done;
+    }
+    let Some(goal) = session.goal().filter(|g| g.status == GoalStatus::Active) else {
+        return TickOutcome::Done;
+    };
+    let guard = GoalGuard::Exact { revision: goal.revision(), status: GoalStatus::Active };
+
+    let objective = match effective_objective(ctx, session_id, &goal).await {
+        Some(text) => text,
+        None if exhausted => {
+            settle(ctx, session_id, directory, &goal, &guard, blocked(&goal, REASON_OBJECTIVE_UNAVAILABLE), "").await;
+            return TickOutcome::Settled;
+        }
+        None => {
+            warn!(target: "session_goal", session = session_id, "objective unavailable; retrying");
+            return TickOutcome::Retry;
+        }
+    };
+
+    let (status, children, messages) = tokio::join!(
+        ctx.client.status_map(directory),
+        ctx.client.children(session_id, directory),
+        ctx.client.messages(session_id, directory, ctx.config.message_limit),
+    );
+    let (status, children, messages) = match (status, children, messages) {
+        (Ok(s), Ok(c), Ok(m)) => (s, c, m),
+        (s, c, m) => {
+            let which = [("status", s.is_err()), ("children", c.is_err()), ("messages", m.is_err())]
+                .iter()
+                .filter(|(_, failed)| *failed)
+                .map(|(name, _)| *name)
+                .collect::<Vec<_>>()
+                .join(",");
+            warn!(target: "session_goal", session = session_id, failed = %which, attempt, "live state unreadable");
+            if exhausted {
+                settle(ctx, session_id, directory, &goal, &guard, blocked(&goal, REASON_MESSAGES_UNAVAILABLE), &objective).await;
+                return TickOutcome::Settled;
+            }
+            return TickOutcome::Retry;
+        }
+    };
+    if crate::model::live_status(&status, session_id) == LiveStatus::Working {
+        return TickOutcome::Done;
+    }
+    if children.iter().any(|child| crate::model::live_status(&status, &child.id) == LiveStatus::Working) {
+        debug!(target: "session_goal", session = session_id, "child busy; re-arming");
+        return TickOutcome::Rearm;
+    }
+    let waiting = (ctx.waiting_for_user)(session_id) || children.iter().any(|c| (ctx.waiting_for_user)(&c.id));
+    if waiting {
+        if goal.status_reason != WAITING_FOR_USER && goal.status_reason != REASON_RESUMED {
+            note_waiting(ctx, session_id, directory, &guard).await;
+        }
+        return TickOutcome::Done;
+    }
+
+    let plan = plan_tick(&goal, &messages, ctx.config.max_auto_turns);
+    let (basis, reservation) = match plan {
+        Plan::Wait(reason) => {
+            debug!(target: "session_goal", session = session_id, ?reason, "not quiescent");
+            return TickOutcome::Done;
+        }
+        Plan::Pause(accounting) => {
+            if !generation.is_current() {
+                return TickOutcome::Done;
+            }
+            let result = write_goal(&ctx.client, session_id, directory, &guard, |g| {
+                g.status = GoalStatus::Paused;
+                g.status_reason = REASON_PAUSED_AFTER_ABORT.into();
+                accounting.apply(g);
+            })
+            .await;
+            log_write(session_id, "pause", &result);
+            return TickOutcome::Settled;
+        }
+        Plan::Settle(settlement) => {
+            settle(ctx, session_id, directory, &goal, &guard, settlement, &objective).await;
+            return TickOutcome::Settled;
+        }
+        Plan::ContinueUnaudited(basis) => {
+            let reservation = unaudited_reservation(&goal, &basis);
+            (basis, reservation)
+        }
+        Plan::Audit(basis) => {
+            if !generation.is_current() {
+                return TickOutcome::Done;
+            }
+            let audit = run_audit(ctx, directory, &objective, &basis).await;
+            if !generation.is_current() {
+                debug!(target: "session_goal", session = session_id, "invalidated during audit");
+                return TickOutcome::Done;
+            }
+            match after_audit(&goal, &basis, audit) {
+                AfterAudit::Settle(settlement) => {
+                    settle(ctx, session_id, directory, &goal, &guard, settlement, &objective).await;
+                    return TickOutcome::Settled;
+                }
+                AfterAudit::Continue(reservation) => (basis, reservation),
+            }
+        }
+    };
+    continue_goal(ctx, session_id, directory, &goal, &guard, &objective, basis, reservation, generation).await
+}
+
+async fn effective_objective(ctx: &TickContext, session_id: &str, goal: &Goal) -> Option<String> {
+    if goal.objective_file {
+        if let Some(text) = ctx.services.data_dir.read_objective(session_id).await {
+            return Some(text);
+        }
+        if goal.objective.is_empty() {
+            return None;
+        }
+        warn!(target: "session_goal", session = session_id, "objective file unreadable; using inline objective");
+    }
+    Some(goal.objective.clone())
+}
+
+fn blocked(goal: &Goal, reason: &str) -> Settlement {
+    Settlement {
+        status: GoalStatus::Blocked,
+        reason: reason.into(),
+        note: None,
+        accounting: crate::accounting::Accounting::of(goal),
+        evaluation: None,
+    }
+}
+
+fn log_write(session_id: &str, what: &str, result: &Result<GoalWrite, crate::opencode::HttpError>) {
+    match result {
+        Ok(GoalWrite::Written(goal)) => info!(target: "session_goal", session = session_id, what, status = goal.status.as_str(), "goal written"),
+        Ok(GoalWrite::Stale) => info!(target: "session_goal", session = session_id, what, "goal changed during tick; write dropped"),
+        Err(error) => warn!(target: "session_goal", session = session_id, what, %error, "goal write failed"),
+    }
+}
+
+/// Records in `statusReason` that the goal waits on the user (permission or question).
+async fn note_waiting(ctx: &TickContext, session_id: &str, directory: &str, guard: &GoalGuard) {
+    let result = write_goal(&ctx.client, session_id, directory, guard, |g| {
+        if g.status_reason != REASON_RESUMED {
+            g.status_reason = WAITING_FOR_USER.into();
+        }
+    })
+    .await;
+    log_write(session_id, "waiting", &result);
+}
+
+/// Writes a terminal status and notifies the host.
+pub async fn settle(
+    ctx: &TickContext,
+    session_id: &str,
+    directory: &str,
+    goal: &Goal,
+    guard: &GoalGuard,
+    settlement: Settlement,
+    objective: &str,
+) {
+    let result = write_goal(&ctx.client, session_id, directory, guard, |g| {
+        g.status = settlement.status;
+        g.status_reason = truncate_chars(&settlement.reason, REASON_CHAR_LIMIT);
+        if let Some(note) = &settlement.note {
+            g.note = truncate_chars(note, NOTE_CHAR_LIMIT);
+        }
+        g.blocked_streak = 0;
+        g.audit_fail_streak = 0;
+        settlement.accounting.apply(g);
+        if let Some((provider, model)) = &settlement.evaluation {
+            g.evaluation_provider_id = provider.clone();
+            g.evaluation_model_id = model.clone();
+        }
+        g.extra.remove(CONTINUATION_FOR_FIELD);
+    })
+    .await;
+    log_write(session_id, "settle", &result);
+    if let Ok(GoalWrite::Written(written)) = result {
+        let flags = ctx.services.data_dir.flags().await;
+        if flags.notify_on_completion && written.status != GoalStatus::Paused {
+            let objective = if objective.is_empty() { goal.objective.as_str() } else { objective };
+            ctx.services.notifier.notify(goal_notification(session_id, directory, &written, objective));
+        }
+    }
+}
+
+/// Asks the small model for a verdict. `None` = unavailable or unparseable.
+async fn run_audit(ctx: &TickContext, directory: &str, objective: &str, basis: &Basis) -> Option<Audit> {
+    let request = SmallModelRequest {
+        prompt: prompts::audit_user_prompt(objective, &basis.assistant_text),
+        system: prompts::audit_system_prompt(),
+        directory: directory.to_string(),
+        preferred_provider_id: basis.target.provider_id.clone(),
+        preferred_model_id: basis.target.model_id.clone(),
+        restrict_to_preferred_provider: true,
+        max_output_tokens: None,
+        timeout_ms: ctx.config.audit_timeout.as_millis() as u64,
+    };
+    let call = ctx.services.small_model.generate(request);
+    let reply = match tokio::time::timeout(ctx.config.audit_timeout + Duration::from_millis(500), call).await {
+        Ok(Ok(reply)) => reply,
+        Ok(Err(error)) => {
+            if !error.is_silent() {
+                warn!(target: "session_goal", status = ?error.status, code = %error.code, "progress audit failed");
+            }
+            return None;
+        }
+        Err(_) => {
+            warn!(target: "session_goal", "progress audit timed out");
+            return None;
+        }
+    };
+    let object = extract_json_object(&reply.text);
+    let parsed = object.as_ref().and_then(parse_verdict);
+    let Some((verdict, raw_note)) = parsed else {
+        warn!(
+            target: "session_goal",
+            provider = %reply.provider_id,
+            model = %reply.model_id,
+            output_chars = reply.text.chars().count(),
+            json_object_found = object.is_some(),
+            "[session-goal:diagnostic] audit parse failed"
+        );
+        return None;
+    };
+    let mut note = truncate_chars(raw_note.trim(), NOTE_CHAR_LIMIT);
+    let reference = format!("{objective}\n{}", basis.assistant_text);
+    if introduces_foreign_script(&note, &reference) {
+        note.clear();
+    }
+    Some(Audit { verdict, note, provider_id: reply.provider_id, model_id: reply.model_id })
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn continue_goal(
+    ctx: &TickContext,
+    session_id: &str,
+    directory: &str,
+    goal: &Goal,
+    guard: &GoalGuard,
+    objective: &str,
+    basis: Basis,
+    reservation: Reservation,
+    generation: Generation,
+) -> TickOutcome {
+    if !generation.is_current() {
+        return TickOutcome::Done;
+    }
+    // Reserve the turn before prompting: a crash after this only waits for the next idle; the
+    // reverse could send twice. A reservation already made for this same tail is reused.
+    let tail = basis.tail_message_id.clone();
+    let reused = goal.extra.get(CONTINUATION_FOR_FIELD).and_then(Value::as_str) == Some(tail.as_str());
+    let written = write_goal(&ctx.client, session_id, directory, guard, |g| {
+        reservation.accounting.apply(g);
+        if !reused {
+            g.turns_used += 1;
+        }
+        g.blocked_streak = reservation.blocked_streak;
+        g.audit_fail_streak = reservation.audit_fail_streak;
+        g.status_reason.clear();
+        if let Some(note) = &reservation.note {
+            g.note = truncate_chars(note, NOTE_CHAR_LIMIT);
+        }
+        if let Some((provider, model)) = &reservation.evaluation {
+            g.evaluation_provider_id = provider.clone();
+            g.evaluation_model_id = model.clone();
+        }
+        g.extra.insert(CONTINUATION_FOR_FIELD.into(), Value::from(tail.clone()));
+    })
+    .await;
+    let reserved = match written {
+        Ok(GoalWrite::Written(goal)) => goal,
+        other => {
+            log_write(session_id, "reserve", &other);
+            return if other.is_err() { TickOutcome::Retry } else { TickOutcome::Done };
+        }
+    };
+    let reserved_guard = GoalGuard::Exact { revision: reserved.revision(), status: GoalStatus::Active };
+
+    // The user may have typed while we audited and wrote.
+    match ctx.client.messages(session_id, directory, ctx.config.message_limit).await {
+        Ok(messages) => {
+            let newest = chronological(&messages).last().map(|m| m.id.clone()).unwrap_or_default();
+            if newest != tail {
+                info!(target: "session_goal", session = session_id, "tail moved on; continuation dropped");
+                return TickOutcome::Done;
+            }
+        }
+        Err(error) => {
+            warn!(target: "session_goal", session = session_id, %error, "tail re-check failed");
+            return TickOutcome::Retry;
+        }
+    }
+
+    let text = prompts::continuation_prompt(
+        objective,
+        reserved.tokens_used,
+        reserved.token_budget,
+        reserved.turns_used.min(u32::MAX as u64) as u32,
+        ctx.config.max_auto_turns.min(u32::MAX as u64) as u32,
+    );
+    let mut body = json!({
+        "model": { "providerID": basis.target.provider_id, "modelID": basis.target.model_id },
+        "parts": [{ "type": "text", "text": text }],
+    });
+    if !basis.target.agent.is_empty() {
+        body["agent"] = Value::from(basis.target.agent.clone());
+    }
+    if !basis.target.variant.is_empty() {
+        body["variant"] = Value::from(basis.target.variant.clone());
+    }
+
+    for attempt in 1..=ctx.config.max_dispatch_attempts {
+        if !generation.is_current() {
+            info!(target: "session_goal", session = session_id, "stopped by the user before dispatch");
+            return TickOutcome::Done;
+        }
+        match ctx.client.prompt_async(session_id, directory, &body).await {
+            DispatchOutcome::Sent => {
+                info!(target: "session_goal", session = session_id, turn = reserved.turns_used, "continuation sent");
+                return TickOutcome::Continued;
+            }
+            DispatchOutcome::NotAdmitted(code) => {
+                warn!(target: "session_goal", session = session_id, code, attempt, "continuation not admitted");
+            }
+            DispatchOutcome::Ambiguous(why) => {
+                warn!(target: "session_goal", session = session_id, %why, attempt, "continuation outcome unknown; reconciling");
+                match reconcile(ctx, session_id, directory, &tail, &text).await {
+                    Reconciled::Admitted => return TickOutcome::Continued,
+                    Reconciled::UserTookOver => return TickOutcome::Done,
+                    Reconciled::NotAdmitted | Reconciled::Unknown => {}
+                }
+            }
+        }
+        if attempt < ctx.config.max_dispatch_attempts {
+            tokio::time::sleep(ctx.config.dispatch_retry_delay).await;
+        }
+    }
+    if !generation.is_current() {
+        return TickOutcome::Done;
+    }
+    let mut settlement = blocked(&reserved, REASON_DISPATCH_FAILED);
+    settlement.accounting = basis.accounting.clone();
+    settle(ctx, session_id, directory, &reserved, &reserved_guard, settlement, objective).await;
+    TickOutcome::Settled
+}
+
+enum Reconciled {
+    /// The session is busy, or a newer message shows our continuation landed.
+    Admitted,
+    /// The user sent something else: do not continue.
+    UserTookOver,
+    /// Idle with the same tail: nothing landed, a re-POST is safe.
+    NotAdmitted,
+    /// Could not tell.
+    Unknown,
+}
+
+/// After an ambiguous dispatch: find out whether OpenCode admitted the prompt. Never re-POST
+/// when there is any sign it did.
+async fn reconcile(ctx: &TickContext, session_id: &str, directory: &str, tail: &str, prompt_text: &str) -> Reconciled {
+    // Give a slow server a moment to record the prompt before judging.
+    tokio::time::sleep(ctx.config.dispatch_retry_delay).await;
+    let (status, messages) = tokio::join!(
+        ctx.client.status_map(directory),
+        ctx.client.messages(session_id, directory, ctx.config.message_limit)
+    );
+    let (Ok(status), Ok(messages)) = (status, messages) else {
+        return Reconciled::Unknown;
+    };
+    if crate::model::live_status(&status, session_id) == LiveStatus::Working {
+        return Reconciled::Admitted;
+    }
+    let ordered = chronological(&messages);
+    let Some(position) = ordered.iter().position(|m| m.id == tail) else {
+        return Reconciled::Unknown;
+    };
+    let newer = &ordered[position + 1..];
+    if newer.is_empty() {
+        return Reconciled::NotAdmitted;
+    }
+    if newer.iter().any(|m| m.role == Role::Assistant || m.text.trim() == prompt_text.trim()) {
+        return Reconciled::Admitted;
+    }
+    Reconciled::UserTookOver
+}
+
+/// The event-path pause: an abort landed for this session. Pauses an active goal unless the user
+/// resumed it after that abort.
+pub async fn pause_after_abort(client: &OpenCodeClient, session_id: &str, directory: &str, aborted_at: f64) -> bool {
+    let result = write_goal(client, session_id, directory, &GoalGuard::AnyWithStatus(GoalStatus::Active), |g| {
+        let resumed_since = g.status_reason == REASON_RESUMED && aborted_at > 0.0 && aborted_at <= g.updated_at;
+        if !resumed_since {
+            g.status = GoalStatus::Paused;
+            g.status_reason = REASON_PAUSED_AFTER_ABORT.into();
+        }
+    })
+    .await;
+    log_write(session_id, "abort-pause", &result);
+    matches!(result, Ok(GoalWrite::Written(ref g)) if g.status == GoalStatus::Paused)
+}
+
+#[doc(hidden)]
+pub use decide::Verdict as AuditVerdict;

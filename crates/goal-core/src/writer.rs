@@ -1,0 +1,133 @@
+//! Metadata writes: one process-wide queue per session, a fresh read before every write, a
+//! merge that keeps every other key, and a compare-and-set on the goal's identity.
+//!
+//! OpenCode's PATCH replaces the whole metadata object, so a writer that does not read fresh
+//! erases other features' data. Goal and assist share this queue, so neither erases the other.
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::Mutex;
+use serde_json::Value;
+
+use crate::model::{merge_namespace_key, Goal, GoalRevision, GoalStatus, SessionView};
+use crate::opencode::{HttpError, OpenCodeClient};
+
+type SessionLocks = Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>;
+
+fn locks() -> &'static SessionLocks {
+    static LOCKS: OnceLock<SessionLocks> = OnceLock::new();
+    LOCKS.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// Holds the session's write slot; released (and the map entry pruned) on drop.
+pub struct WriteSlot {
+    session_id: String,
+    lock: Arc<tokio::sync::Mutex<()>>,
+    _guard: Option<tokio::sync::OwnedMutexGuard<()>>,
+}
+
+impl Drop for WriteSlot {
+    fn drop(&mut self) {
+        self._guard.take();
+        let mut map = locks().lock();
+        // Two strong refs: the map's and ours. Nobody else waits: prune.
+        if Arc::strong_count(&self.lock) <= 2 {
+            map.remove(&self.session_id);
+        }
+    }
+}
+
+/// Waits for the session's write slot (serialises every metadata write in the process).
+pub async fn acquire(session_id: &str) -> WriteSlot {
+    let lock = {
+        let mut map = locks().lock();
+        map.entry(session_id.to_string())
+            .or_insert_with(|| Arc::new(tokio::sync::Mutex::new(())))
+            .clone()
+    };
+    let guard = lock.clone().lock_owned().await;
+    WriteSlot { session_id: session_id.to_string(), lock, _guard: Some(guard) }
+}
+
+/// What a goal write expects to find (compare-and-set).
+#[derive(Debug, Clone)]
+pub enum GoalGuard {
+    /// Same id, same revision, and this status.
+    Exact {
+        /// The revision read at the start of the tick.
+        revision: GoalRevision,
+        /// The status the write expects.
+        status: GoalStatus,
+    },
+    /// Any goal with this status (event-path pause).
+    AnyWithStatus(GoalStatus),
+    /// Whatever is there (host actions that decide themselves).
+    Any,
+}
+
+impl GoalGuard {
+    fn admits(&self, goal: &Goal) -> bool {
+        match self {
+            GoalGuard::Exact { revision, status } => goal.revision() == *revision && goal.status == *status,
+            GoalGuard::AnyWithStatus(status) => goal.status == *status,
+            GoalGuard::Any => true,
+        }
+    }
+}
+
+/// Result of a guarded goal write.
+#[derive(Debug)]
+pub enum GoalWrite {
+    /// Written: the goal now stored.
+    Written(Goal),
+    /// The stored goal no longer matches the guard: nothing written.
+    Stale,
+}
+
+/// Milliseconds since the epoch.
+pub fn now_ms() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as f64)
+        .unwrap_or(0.0)
+}
+
+/// Reads the session fresh, checks the guard, applies `mutate` and writes the merged metadata.
+pub async fn write_goal(
+    client: &OpenCodeClient,
+    session_id: &str,
+    directory: &str,
+    guard: &GoalGuard,
+    mutate: impl FnOnce(&mut Goal),
+) -> Result<GoalWrite, HttpError> {
+    let _slot = acquire(session_id).await;
+    let session = client.get_session(session_id, directory).await?;
+    let Some(mut goal) = session.goal().filter(|g| guard.admits(g)) else {
+        return Ok(GoalWrite::Stale);
+    };
+    mutate(&mut goal);
+    goal.updated_at = now_ms().max(goal.updated_at + 1.0);
+    let metadata = merge_namespace_key(&session.metadata, "goal", Some(goal.to_value()));
+    client.put_metadata(session_id, directory, metadata).await?;
+    Ok(GoalWrite::Written(goal))
+}
+
+/// Replaces (or removes, with `None`) `openchamber.<key>` from a fresh read; `decide` sees the
+/// fresh session and may cancel by returning `Err(())`.
+pub async fn write_namespace_key(
+    client: &OpenCodeClient,
+    session_id: &str,
+    directory: &str,
+    key: &str,
+    decide: impl FnOnce(&SessionView) -> Result<Option<Value>, ()>,
+) -> Result<Option<SessionView>, HttpError> {
+    let _slot = acquire(session_id).await;
+    let session = client.get_session(session_id, directory).await?;
+    let Ok(value) = decide(&session) else {
+        return Ok(None);
+    };
+    let metadata = merge_namespace_key(&session.metadata, key, value);
+    client.put_metadata(session_id, directory, metadata.clone()).await?;
+    Ok(Some(SessionView { metadata, ..session }))
+}

@@ -1,0 +1,102 @@
+// Subscribes to OpenCode's `GET /global/event` SSE stream and hands each payload to a callback
+// the way OpenChamber's server does: the global envelope unwrapped, `global` directory → ''.
+// Reconnects with capped exponential backoff; `close()` ends it and never keeps Node alive.
+'use strict'
+
+const http = require('node:http')
+const https = require('node:https')
+
+function parseBlock(block) {
+  const data = block
+    .split('\n')
+    .filter((line) => line.startsWith('data:'))
+    .map((line) => line.slice(5).replace(/^ /, ''))
+    .join('\n')
+  if (!data) return null
+  try {
+    return JSON.parse(data)
+  } catch {
+    return null
+  }
+}
+
+function unwrap(raw) {
+  if (!raw || typeof raw !== 'object') return null
+  const payload = raw.payload && typeof raw.payload === 'object' ? raw.payload : raw
+  if (!payload || payload.type === 'sync') return null
+  const directory = typeof raw.directory === 'string' && raw.directory !== 'global' ? raw.directory : ''
+  return { payload, directory }
+}
+
+/**
+ * @param {{ url: string, headers?: Record<string,string>, onPayload: (payload: object, directory: string) => void,
+ *           onStatus?: (status: 'connected'|'disconnected') => void, maxBackoffMs?: number }} options
+ */
+function subscribeGlobalEvents(options) {
+  const base = String(options.url).replace(/\/+$/, '')
+  const maxBackoff = options.maxBackoffMs ?? 5000
+  let closed = false
+  let request = null
+  let retryTimer = null
+  let attempt = 0
+
+  const connect = () => {
+    if (closed) return
+    const target = new URL(base + '/global/event')
+    const client = target.protocol === 'https:' ? https : http
+    request = client.get(target, { headers: { accept: 'text/event-stream', ...(options.headers || {}) } }, (response) => {
+      if (response.statusCode !== 200) {
+        response.resume()
+        scheduleRetry()
+        return
+      }
+      attempt = 0
+      options.onStatus?.('connected')
+      response.setEncoding('utf8')
+      let buffer = ''
+      response.on('data', (chunk) => {
+        buffer += chunk.replace(/\r\n/g, '\n')
+        let index
+        while ((index = buffer.indexOf('\n\n')) >= 0) {
+          const block = buffer.slice(0, index)
+          buffer = buffer.slice(index + 2)
+          const event = unwrap(parseBlock(block))
+          if (event) {
+            try {
+              options.onPayload(event.payload, event.directory)
+            } catch {
+              // A subscriber error must not kill the stream.
+            }
+          }
+        }
+      })
+      response.on('end', scheduleRetry)
+      response.on('error', scheduleRetry)
+    })
+    request.on('error', scheduleRetry)
+    request.on('socket', (socket) => socket.unref())
+  }
+
+  const scheduleRetry = () => {
+    if (closed || retryTimer) return
+    options.onStatus?.('disconnected')
+    const delay = Math.min(maxBackoff, 250 * 2 ** Math.min(attempt, 10))
+    attempt += 1
+    retryTimer = setTimeout(() => {
+      retryTimer = null
+      connect()
+    }, delay)
+    retryTimer.unref()
+  }
+
+  connect()
+  return {
+    close() {
+      closed = true
+      if (retryTimer) clearTimeout(retryTimer)
+      if (request) request.destroy()
+    },
+  }
+}
+
+module.exports = { subscribeGlobalEvents, unwrapEnvelope: unwrap }
