@@ -37,6 +37,26 @@ export declare class SessionGoalRuntime {
 /** Creates the goal runtime. It runs on its own threads; `processPayload` only queues work. */
 export declare function createSessionGoalRuntime(options: SessionGoalRuntimeOptions): SessionGoalRuntime
 
+/** What `emitGoalNotification` receives when a goal settles. */
+export interface GoalNotification {
+  /** Session id. */
+  sessionId: string
+  /** Project directory. */
+  directory: string
+  /** `complete`, `blocked` or `budgetLimited`. */
+  status: string
+  /** The written goal; `goal.objective` carries the effective objective, file-backed or not. */
+  goal: Record<string, unknown>
+  /** Ready-made title ("Goal complete", "Goal blocked", "Goal reached its token budget"). */
+  title: string
+  /** Ready-made body: objective and detail, ≤ 240 chars. */
+  body: string
+  /** `goal-<sessionId>`. */
+  tag: string
+  /** Always `goal`. */
+  kind: string
+}
+
 /** Where OpenCode listens (native-first form). */
 export interface OpenCodeTarget {
   /** Base URL, e.g. `http://127.0.0.1:4096`. */
@@ -93,9 +113,9 @@ export interface SessionGoalRuntimeOptions {
    * OpenChamber: builds the URL of an OpenCode API path (called per request, so a host that
    * restarts OpenCode on another port is followed).
    */
-  buildOpenCodeUrl?: ((arg0: string, arg1: string) => string)
+  buildOpenCodeUrl?: (path: string, prefix: string) => string
   /** OpenChamber: returns the headers for OpenCode (may be async). */
-  getOpenCodeAuthHeaders?: (() => Promise<any>)
+  getOpenCodeAuthHeaders?: () => Record<string, string> | Promise<Record<string, string>>
   /**
    * OpenChamber: resolves to a service with `generateSmallModelText(request)`. The package
    * entry adapts it to `generateSmallModelText`; errors with `statusCode` 404 are silent.
@@ -105,11 +125,11 @@ export interface SessionGoalRuntimeOptions {
    * Native-first small model: resolves to `{text, providerID, modelID}` or `{error: {statusCode?, code?}}`.
    * A rejection or throw counts as "unavailable".
    */
-  generateSmallModelText?: ((arg: any) => Promise<any>)
+  generateSmallModelText?: (request: SmallModelRequest) => Promise<SmallModelResult>
   /** Called when a goal settles: `{sessionId, directory, status, goal, title, body, tag, kind}`. */
-  emitGoalNotification?: ((arg: any) => unknown)
+  emitGoalNotification?: (event: GoalNotification) => unknown
   /** Receives log lines `(level, message)`; messages never contain prompts, model output or credentials. */
-  logger?: ((arg0: string, arg1: string) => unknown)
+  logger?: (level: string, message: string) => unknown
   /** Quiet window after `idle` (default 15000 ms). */
   idleQuietMs?: number
   /** Kickoff delay for a fresh goal on an idle session (default 3000 ms). */
@@ -148,4 +168,47 @@ export interface SessionState {
   followUp: boolean
   /** Consecutive read-failure retries. */
   attempt: number
+}
+
+/** A small-model failure as a value. */
+export interface SmallModelFailure {
+  /** HTTP-like status (404: no small model for this provider). */
+  statusCode?: number
+  /** Machine code such as `output-exhausted`. */
+  code?: string
+}
+
+/**
+ * The request the runtime sends to a small-model service (OpenChamber's
+ * `generateSmallModelText` argument).
+ */
+export interface SmallModelRequest {
+  /** User prompt. */
+  prompt: string
+  /** System prompt. */
+  system?: string
+  /** Project directory of the session. */
+  directory?: string
+  /** The session's provider. */
+  preferredProviderID?: string
+  /** The session's model. */
+  preferredModelID?: string
+  /** Never send conversation content to another provider (always true for goal and assist). */
+  restrictToPreferredProvider?: boolean
+  /** Output token cap. */
+  maxOutputTokens?: number
+  /** Per-call timeout in ms. */
+  timeoutMs?: number
+}
+
+/** A small-model answer, or an error as a value (`statusCode` 404 = no small model, silent). */
+export interface SmallModelResult {
+  /** Output text. */
+  text?: string
+  /** Provider that answered. */
+  providerID?: string
+  /** Model that answered. */
+  modelID?: string
+  /** Set instead of `text` when the call failed. */
+  error?: SmallModelFailure
 }

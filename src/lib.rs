@@ -49,8 +49,10 @@ pub struct SessionGoalRuntimeOptions {
   pub settings: Option<RuntimeSettingsOptions>,
   /// OpenChamber: builds the URL of an OpenCode API path (called per request, so a host that
   /// restarts OpenCode on another port is followed).
+  #[napi(ts_type = "(path: string, prefix: string) => string")]
   pub build_open_code_url: Option<ThreadsafeFunction<FnArgs<(String, String)>, String, FnArgs<(String, String)>, Status, false, true>>,
   /// OpenChamber: returns the headers for OpenCode (may be async).
+  #[napi(ts_type = "() => Record<string, string> | Promise<Record<string, string>>")]
   pub get_open_code_auth_headers: Option<ThreadsafeFunction<(), Promise<serde_json::Value>, (), Status, false, true>>,
   /// OpenChamber: resolves to a service with `generateSmallModelText(request)`. The package
   /// entry adapts it to `generateSmallModelText`; errors with `statusCode` 404 are silent.
@@ -58,10 +60,13 @@ pub struct SessionGoalRuntimeOptions {
   pub get_small_model_service: Option<UnknownReturnValue>,
   /// Native-first small model: resolves to `{text, providerID, modelID}` or `{error: {statusCode?, code?}}`.
   /// A rejection or throw counts as "unavailable".
+  #[napi(ts_type = "(request: SmallModelRequest) => Promise<SmallModelResult>")]
   pub generate_small_model_text: Option<ThreadsafeFunction<serde_json::Value, Promise<serde_json::Value>, serde_json::Value, Status, false, true>>,
   /// Called when a goal settles: `{sessionId, directory, status, goal, title, body, tag, kind}`.
+  #[napi(ts_type = "(event: GoalNotification) => unknown")]
   pub emit_goal_notification: Option<ThreadsafeFunction<serde_json::Value, UnknownReturnValue, serde_json::Value, Status, false, true>>,
   /// Receives log lines `(level, message)`; messages never contain prompts, model output or credentials.
+  #[napi(ts_type = "(level: string, message: string) => unknown")]
   pub logger: Option<ThreadsafeFunction<FnArgs<(String, String)>, UnknownReturnValue, FnArgs<(String, String)>, Status, false, true>>,
   /// Quiet window after `idle` (default 15000 ms).
   pub idle_quiet_ms: Option<f64>,
@@ -85,6 +90,54 @@ pub struct SessionGoalRuntimeOptions {
   pub directories: Option<Vec<String>>,
   /// Scan the directories at start (default true when directories are given).
   pub recover_on_start: Option<bool>,
+}
+
+/// The request the runtime sends to a small-model service (OpenChamber's
+/// `generateSmallModelText` argument).
+#[napi(object)]
+pub struct SmallModelRequest {
+  /// User prompt.
+  pub prompt: String,
+  /// System prompt.
+  pub system: Option<String>,
+  /// Project directory of the session.
+  pub directory: Option<String>,
+  /// The session's provider.
+  #[napi(js_name = "preferredProviderID")]
+  pub preferred_provider_id: Option<String>,
+  /// The session's model.
+  #[napi(js_name = "preferredModelID")]
+  pub preferred_model_id: Option<String>,
+  /// Never send conversation content to another provider (always true for goal and assist).
+  pub restrict_to_preferred_provider: Option<bool>,
+  /// Output token cap.
+  pub max_output_tokens: Option<u32>,
+  /// Per-call timeout in ms.
+  pub timeout_ms: Option<f64>,
+}
+
+/// A small-model answer, or an error as a value (`statusCode` 404 = no small model, silent).
+#[napi(object)]
+pub struct SmallModelResult {
+  /// Output text.
+  pub text: Option<String>,
+  /// Provider that answered.
+  #[napi(js_name = "providerID")]
+  pub provider_id: Option<String>,
+  /// Model that answered.
+  #[napi(js_name = "modelID")]
+  pub model_id: Option<String>,
+  /// Set instead of `text` when the call failed.
+  pub error: Option<SmallModelFailure>,
+}
+
+/// A small-model failure as a value.
+#[napi(object)]
+pub struct SmallModelFailure {
+  /// HTTP-like status (404: no small model for this provider).
+  pub status_code: Option<u32>,
+  /// Machine code such as `output-exhausted`.
+  pub code: Option<String>,
 }
 
 fn millis(value: Option<f64>, default: u64) -> Duration {
@@ -123,6 +176,28 @@ pub(crate) fn build_endpoint(
 
 fn runtime_handle() -> tokio::runtime::Handle {
   napi::bindgen_prelude::within_runtime_if_available(tokio::runtime::Handle::current)
+}
+
+/// What `emitGoalNotification` receives when a goal settles.
+#[napi(object)]
+pub struct GoalNotification {
+  /// Session id.
+  pub session_id: String,
+  /// Project directory.
+  pub directory: String,
+  /// `complete`, `blocked` or `budgetLimited`.
+  pub status: String,
+  /// The written goal; `goal.objective` carries the effective objective, file-backed or not.
+  #[napi(ts_type = "Record<string, unknown>")]
+  pub goal: serde_json::Value,
+  /// Ready-made title ("Goal complete", "Goal blocked", "Goal reached its token budget").
+  pub title: String,
+  /// Ready-made body: objective and detail, ≤ 240 chars.
+  pub body: String,
+  /// `goal-<sessionId>`.
+  pub tag: String,
+  /// Always `goal`.
+  pub kind: String,
 }
 
 /// Counters and tracked sessions of a runtime.

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Runs every test: the core's unit tests, a build of the addon, then the integration suites
+# against the built addon (mock OpenCode over loopback HTTP).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== cargo test (goal-core: pure decisions, accounting, prompts, parsing)"
+cargo test --workspace --target x86_64-unknown-linux-gnu
+
+echo "== napi build (debug)"
+npx napi build --platform --target x86_64-unknown-linux-gnu
+git diff --exit-code -- index.js index.d.ts || {
+  echo "index.js / index.d.ts changed after the build: regenerate and commit them" >&2
+  exit 1
+}
+
+echo "== vitest (built addon against the mock OpenCode)"
+npx vitest run
