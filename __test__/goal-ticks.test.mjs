@@ -1,0 +1,277 @@
+// One test (or more) per tick branch, in the reference order.
+import fs from 'node:fs'
+import path from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { setup, scriptedAuditor, sessionWithReply, goalOf, goalMetadata, waitFor, sleep, tempDataDir } from './helpers.mjs'
+
+let env
+afterEach(async () => {
+  await env?.cleanup()
+  env = undefined
+})
+
+const continueVerdict = { verdict: 'continue', note: 'keep going' }
+const idle = (session, directory = '/tmp/project') => ({ type: 'session.status', properties: { sessionID: session.id, status: { type: 'idle' } } })
+
+describe('tick branches', () => {
+  it('settings gate: sessionGoalEnabled false means no tick work at fire time', async () => {
+    const dataDir = tempDataDir({ sessionGoalEnabled: false })
+    env = await setup({ auditor: scriptedAuditor([continueVerdict]), runtimeOptions: { dataDir } })
+    const session = sessionWithReply(env.mock)
+    env.mock.setStatus(session.id, 'idle')
+    await sleep(600)
+    expect(env.mock.prompts).toHaveLength(0)
+    expect(env.mock.patches).toHaveLength(0)
+    // Flipping the setting on is picked up at the next fire, without a restart.
+    fs.writeFileSync(path.join(dataDir, 'settings.json'), JSON.stringify({ sessionGoalEnabled: true }))
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => env.mock.prompts.length === 1)
+  })
+
+  it('sub-agent sessions never carry goals', async () => {
+    const auditor = scriptedAuditor([continueVerdict])
+    env = await setup({ auditor })
+    const parent = env.mock.createSession({})
+    const child = env.mock.createSession({ parentID: parent.id, metadata: goalMetadata() })
+    env.mock.addUserMessage(child.id, 'task')
+    env.mock.addAssistantMessage(child.id, { text: 'done' })
+    env.mock.setStatus(child.id, 'idle')
+    await sleep(500)
+    expect(env.mock.prompts).toHaveLength(0)
+    expect(auditor.calls).toHaveLength(0)
+  })
+
+  it('only active goals tick', async () => {
+    env = await setup({ auditor: scriptedAuditor([continueVerdict]) })
+    for (const status of ['paused', 'blocked', 'budgetLimited', 'complete']) {
+      const session = sessionWithReply(env.mock, { goal: { status } })
+      env.mock.setStatus(session.id, 'idle')
+    }
+    await sleep(500)
+    expect(env.mock.prompts).toHaveLength(0)
+    expect(env.mock.patches).toHaveLength(0)
+  })
+
+  it('file-backed objective is read fresh each tick and shown in the prompt and notification', async () => {
+    const dataDir = tempDataDir()
+    const auditor = scriptedAuditor([continueVerdict, { verdict: 'complete', note: 'done' }])
+    env = await setup({ auditor, runtimeOptions: { dataDir } })
+    const session = sessionWithReply(env.mock, { goal: { objective: '', objectiveFile: true } })
+    fs.mkdirSync(path.join(dataDir, 'goals'), { recursive: true })
+    fs.writeFileSync(path.join(dataDir, 'goals', session.id + '.md'), 'Objective from the file, version one')
+    env.mock.scriptReplies(session.id, [{ text: 'progress', tokens: { input: 2000 } }])
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => env.mock.prompts.length === 1)
+    expect(env.mock.prompts[0].body.parts[0].text).toContain('Objective from the file, version one')
+    fs.writeFileSync(path.join(dataDir, 'goals', session.id + '.md'), 'Objective from the file, version two')
+    await waitFor(() => goalOf(env.mock, session.id).status === 'complete', 6000)
+    expect(auditor.calls[1].prompt).toContain('version two')
+    await waitFor(() => env.notifications.length === 1)
+    expect(env.notifications[0].goal.objective).toBe('Objective from the file, version two')
+    expect(env.notifications[0].body).toContain('version two')
+  })
+
+  it('falls back to the inline objective when the file is gone', async () => {
+    env = await setup({ auditor: scriptedAuditor([continueVerdict]) })
+    const session = sessionWithReply(env.mock, { goal: { objective: 'Inline fallback objective', objectiveFile: true } })
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => env.mock.prompts.length === 1)
+    expect(env.mock.prompts[0].body.parts[0].text).toContain('Inline fallback objective')
+  })
+
+  it('no objective at all: retried with backoff, then blocked "objective unavailable" (never stranded)', async () => {
+    env = await setup({ auditor: scriptedAuditor([continueVerdict]), runtimeOptions: { idleQuietMs: 80 } })
+    const session = sessionWithReply(env.mock, { goal: { objective: '', objectiveFile: true } })
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => goalOf(env.mock, session.id).status === 'blocked', 8000)
+    expect(goalOf(env.mock, session.id).statusReason).toBe('objective unavailable')
+    expect(env.mock.prompts).toHaveLength(0)
+    const sessionReads = env.mock.requests.filter((r) => r.method === 'GET' && r.path === '/session/' + session.id)
+    expect(sessionReads.length).toBeGreaterThanOrEqual(4)
+  })
+
+  it('parent busy at fire time: no audit, no prompt', async () => {
+    const auditor = scriptedAuditor([continueVerdict])
+    env = await setup({ auditor, forward: false })
+    const session = sessionWithReply(env.mock)
+    env.mock.setStatus(session.id, 'busy')
+    env.runtime.processPayload(idle(session), '/tmp/project')
+    await sleep(500)
+    expect(auditor.calls).toHaveLength(0)
+    expect(env.mock.prompts).toHaveLength(0)
+  })
+
+  it('a busy child defers the parent and re-arms; once the child is idle the loop continues', async () => {
+    const auditor = scriptedAuditor([continueVerdict])
+    env = await setup({ auditor, forward: false })
+    const session = sessionWithReply(env.mock)
+    const child = env.mock.createSession({ parentID: session.id })
+    env.mock.setStatus(child.id, 'busy')
+    env.runtime.processPayload(idle(session), '/tmp/project')
+    await sleep(450)
+    expect(auditor.calls).toHaveLength(0)
+    expect(env.runtime.snapshot().sessions.map((s) => s.sessionId)).toContain(session.id)
+    env.mock.setStatus(child.id, 'idle')
+    await waitFor(() => env.mock.prompts.length === 1, 3000)
+  })
+
+  it('status unreadable: the quiet window is retried', async () => {
+    env = await setup({ auditor: scriptedAuditor([continueVerdict]) })
+    const session = sessionWithReply(env.mock)
+    env.mock.fault({ method: 'GET', path: '/session/status', times: 2, status: 503 })
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => env.mock.prompts.length === 1, 5000)
+    expect(env.mock.requests.filter((r) => r.path === '/session/status').length).toBeGreaterThanOrEqual(3)
+  })
+
+  it('messages unreadable for good: blocked "messages unavailable" after bounded retries', async () => {
+    env = await setup({ auditor: scriptedAuditor([continueVerdict]), runtimeOptions: { idleQuietMs: 60 } })
+    const session = sessionWithReply(env.mock)
+    env.mock.fault({ method: 'GET', path: '/session/' + session.id + '/message', truncatedJson: true })
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => goalOf(env.mock, session.id).status === 'blocked', 8000)
+    expect(goalOf(env.mock, session.id).statusReason).toBe('messages unavailable')
+    expect(env.notifications.at(-1)).toMatchObject({ status: 'blocked', title: 'Goal blocked' })
+  })
+
+  it('quiescence: trailing user message, running reply, or no reply yet → nothing', async () => {
+    const auditor = scriptedAuditor([continueVerdict])
+    env = await setup({ auditor })
+    const trailingUser = sessionWithReply(env.mock)
+    env.mock.addUserMessage(trailingUser.id, 'one more thing')
+    const running = env.mock.createSession({ metadata: goalMetadata() })
+    env.mock.addUserMessage(running.id, 'go')
+    env.mock.addAssistantMessage(running.id, { text: 'partial', completed: false })
+    const noReply = env.mock.createSession({ metadata: goalMetadata() })
+    for (const s of [trailingUser, running, noReply]) env.mock.setStatus(s.id, 'idle')
+    await sleep(600)
+    expect(auditor.calls).toHaveLength(0)
+    expect(env.mock.prompts).toHaveLength(0)
+  })
+})
+
+describe('terminal conditions', () => {
+  it('aborted tail pauses (tick path), without notification', async () => {
+    env = await setup({ auditor: scriptedAuditor([continueVerdict]), forward: false })
+    const session = sessionWithReply(env.mock, { reply: { error: { name: 'MessageAbortedError', data: { message: 'Aborted' } } } })
+    env.runtime.processPayload(idle(session), '/tmp/project')
+    await waitFor(() => goalOf(env.mock, session.id).status === 'paused')
+    expect(goalOf(env.mock, session.id).statusReason).toBe('paused after abort')
+    await sleep(100)
+    expect(env.notifications).toHaveLength(0)
+  })
+
+  it('an assistant error blocks with its name', async () => {
+    env = await setup({ auditor: scriptedAuditor([continueVerdict]) })
+    const session = sessionWithReply(env.mock, { reply: { error: { name: 'APIError', data: { message: 'boom' } } } })
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => goalOf(env.mock, session.id).status === 'blocked')
+    expect(goalOf(env.mock, session.id).statusReason).toBe('APIError')
+  })
+
+  it('budget reached → budgetLimited with the counted tokens (reasoning and cache writes included)', async () => {
+    env = await setup({ auditor: scriptedAuditor([continueVerdict]) })
+    const session = sessionWithReply(env.mock, {
+      goal: { tokenBudget: 1000, createdAt: Date.now() - 60_000 },
+      reply: { tokens: { input: 600, output: 200, reasoning: 150, cache: { read: 40, write: 30 } } },
+    })
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => goalOf(env.mock, session.id).status === 'budgetLimited')
+    const goal = goalOf(env.mock, session.id)
+    expect(goal.tokensUsed).toBe(1020)
+    expect(goal.statusReason).toBe('token budget reached')
+    await waitFor(() => env.notifications.length === 1)
+    expect(env.notifications[0].title).toBe('Goal reached its token budget')
+  })
+
+  it('the configurable turn cap blocks, and the prompt prints the configured cap', async () => {
+    env = await setup({ auditor: scriptedAuditor([continueVerdict]), runtimeOptions: { maxAutoTurns: 2 } })
+    const session = sessionWithReply(env.mock)
+    env.mock.scriptReplies(session.id, [{ text: 'more progress', tokens: { input: 10 } }])
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => goalOf(env.mock, session.id).status === 'blocked', 8000)
+    expect(goalOf(env.mock, session.id).statusReason).toBe('auto-continuation limit reached')
+    expect(env.mock.prompts).toHaveLength(2)
+    expect(env.mock.prompts[0].body.parts[0].text).toContain('Auto-continuations used: 1 of 2.')
+    expect(env.mock.prompts[1].body.parts[0].text).toContain('Auto-continuations used: 2 of 2.')
+  })
+
+  it('length truncation: one continuation without audit, a second consecutive one blocks', async () => {
+    const auditor = scriptedAuditor([continueVerdict])
+    env = await setup({ auditor })
+    const session = sessionWithReply(env.mock, { reply: { text: '', finish: 'length', parts: [{ type: 'reasoning', text: 'thinking…' }] } })
+    env.mock.scriptReplies(session.id, [{ text: '', error: { name: 'MessageOutputLengthError', data: {} } }])
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => goalOf(env.mock, session.id).status === 'blocked', 6000)
+    expect(goalOf(env.mock, session.id).statusReason).toBe('repeated output truncation')
+    expect(env.mock.prompts).toHaveLength(1)
+    expect(auditor.calls).toHaveLength(0)
+  })
+
+  it('compaction summary: continue without audit, with the pre-summary model and variant', async () => {
+    const auditor = scriptedAuditor([continueVerdict])
+    env = await setup({ auditor })
+    const session = sessionWithReply(env.mock, { reply: { variant: 'high', agent: 'plan' } })
+    env.mock.addAssistantMessage(session.id, { text: 'summary', summary: true, agent: 'compaction', modelID: 'summarizer' })
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => env.mock.prompts.length === 1)
+    expect(auditor.calls).toHaveLength(0)
+    expect(env.mock.prompts[0].body).toMatchObject({ model: { providerID: 'mock', modelID: 'mock-model' }, agent: 'plan', variant: 'high' })
+  })
+})
+
+describe('audit outcomes', () => {
+  it('three blocked verdicts in a row settle blocked with the note', async () => {
+    const auditor = scriptedAuditor([{ verdict: 'blocked', note: 'needs the API key from the user' }])
+    env = await setup({ auditor })
+    const session = sessionWithReply(env.mock)
+    env.mock.scriptReplies(session.id, [{ text: 'still blocked on the key' }])
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => goalOf(env.mock, session.id).status === 'blocked', 8000)
+    const goal = goalOf(env.mock, session.id)
+    expect(goal.statusReason).toBe('needs the API key from the user')
+    expect(env.mock.prompts).toHaveLength(2)
+    expect(goal.blockedStreak).toBe(0)
+  })
+
+  it('auditor unavailable twice → blocked "progress audit unavailable" (one unaudited continuation)', async () => {
+    const auditor = scriptedAuditor([() => ({ error: { statusCode: 500 } })])
+    env = await setup({ auditor })
+    const session = sessionWithReply(env.mock)
+    env.mock.scriptReplies(session.id, [{ text: 'progress' }])
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => goalOf(env.mock, session.id).status === 'blocked', 8000)
+    expect(goalOf(env.mock, session.id).statusReason).toBe('progress audit unavailable')
+    expect(env.mock.prompts).toHaveLength(1)
+  })
+
+  it('garbage, throwing and 404 auditors all count as unavailable; a fenced JSON answer parses', async () => {
+    const throwing = scriptedAuditor([new Error('boom')])
+    env = await setup({ auditor: throwing })
+    const a = sessionWithReply(env.mock)
+    env.mock.scriptReplies(a.id, [{ text: 'x' }])
+    env.mock.setStatus(a.id, 'idle')
+    await waitFor(() => goalOf(env.mock, a.id).status === 'blocked', 8000)
+    await env.cleanup()
+    const fenced = scriptedAuditor(['Here you go:\n```json\n{"verdict": "Complete", "note": "ok",}\n```', '```json\n{"verdict":"complete","note":"verified"}\n```'])
+    env = await setup({ auditor: fenced })
+    const b = sessionWithReply(env.mock)
+    env.mock.scriptReplies(b.id, [{ text: 'x' }])
+    env.mock.setStatus(b.id, 'idle')
+    await waitFor(() => goalOf(env.mock, b.id).status === 'complete', 8000)
+    // First answer had a trailing comma (unparseable → unaudited continuation), second parsed.
+    expect(env.mock.prompts).toHaveLength(1)
+    expect(goalOf(env.mock, b.id).note).toBe('verified')
+  })
+
+  it('a note in a script the conversation never used is dropped, the verdict kept', async () => {
+    const auditor = scriptedAuditor([{ verdict: 'continue', note: '계속 진행 중입니다' }])
+    env = await setup({ auditor })
+    const session = sessionWithReply(env.mock, { goal: { objective: 'パーサーを完成させる', note: 'old note' } })
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => env.mock.prompts.length === 1)
+    const goal = goalOf(env.mock, session.id)
+    expect(goal.note).toBe('old note')
+    expect(goal.turnsUsed).toBe(1)
+  })
+})
