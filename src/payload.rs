@@ -3,6 +3,7 @@
 //! that throws, is swallowed: nothing is thrown back at the host.
 
 use napi::bindgen_prelude::*;
+use napi::bindgen_prelude::JsObjectValue;
 use napi::{sys, Env, ValueType};
 use serde_json::{json, Map, Value};
 
@@ -28,9 +29,59 @@ fn get_string(object: &Object, key: &str) -> Option<String> {
   String::from_unknown(value).ok()
 }
 
-fn to_json(env: &Env, value: Option<Unknown>) -> Option<Value> {
-  let value = value?;
-  env.from_js_value::<Value, _>(value).ok()
+/// Deepest nesting and most values converted from one JS value: a cyclic or gigantic object
+/// from a hostile host is cut off instead of overflowing the stack.
+const MAX_DEPTH: u32 = 16;
+const MAX_NODES: usize = 50_000;
+
+fn to_json(_env: &Env, value: Option<Unknown>) -> Option<Value> {
+  let mut budget = MAX_NODES;
+  convert(value?, MAX_DEPTH, &mut budget)
+}
+
+fn convert(value: Unknown, depth: u32, budget: &mut usize) -> Option<Value> {
+  if *budget == 0 {
+    return None;
+  }
+  *budget -= 1;
+  match value.get_type().ok()? {
+    ValueType::Null | ValueType::Undefined => Some(Value::Null),
+    ValueType::Boolean => bool::from_unknown(value).ok().map(Value::Bool),
+    ValueType::Number => f64::from_unknown(value)
+      .ok()
+      .map(|n| serde_json::Number::from_f64(n).map(Value::Number).unwrap_or(Value::Null)),
+    ValueType::String => String::from_unknown(value).ok().map(Value::String),
+    ValueType::Object if depth > 0 => {
+      let object = Object::from_unknown(value).ok()?;
+      if object.is_array().ok()? {
+        let length = object.get_array_length().ok()?;
+        let mut items = Vec::new();
+        for index in 0..length {
+          let item = object.get_element::<Unknown>(index).ok()?;
+          items.push(convert(item, depth - 1, budget).unwrap_or(Value::Null));
+          if *budget == 0 {
+            break;
+          }
+        }
+        return Some(Value::Array(items));
+      }
+      let names = object.get_property_names().ok()?;
+      let length = names.get_array_length().ok()?;
+      let mut map = Map::new();
+      for index in 0..length {
+        let Ok(key) = names.get_element::<String>(index) else { continue };
+        let Some(item) = get_unknown(&object, &key) else { continue };
+        if let Some(converted) = convert(item, depth - 1, budget) {
+          map.insert(key, converted);
+        }
+        if *budget == 0 {
+          break;
+        }
+      }
+      Some(Value::Object(map))
+    }
+    _ => None,
+  }
 }
 
 fn reduce(env: &Env, payload: Unknown) -> Option<Value> {
