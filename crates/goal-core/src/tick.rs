@@ -286,7 +286,23 @@ pub async fn settle(
     settlement: Settlement,
     objective: &str,
 ) {
+    settle_with(ctx, session_id, directory, goal, guard, settlement, objective, |_| {}).await
+}
+
+/// [`settle`] with an extra change made in the same write.
+#[allow(clippy::too_many_arguments)]
+async fn settle_with(
+    ctx: &TickContext,
+    session_id: &str,
+    directory: &str,
+    goal: &Goal,
+    guard: &GoalGuard,
+    settlement: Settlement,
+    objective: &str,
+    extra: impl FnOnce(&mut Goal),
+) {
     let result = write_goal(&ctx.client, session_id, directory, guard, |g| {
+        extra(g);
         g.status = settlement.status;
         g.status_reason = truncate_chars(&settlement.reason, REASON_CHAR_LIMIT);
         if let Some(note) = &settlement.note {
@@ -438,6 +454,8 @@ async fn continue_goal(
         body["variant"] = Value::from(basis.target.variant.clone());
     }
 
+    // Only a turn that was provably never admitted is given back.
+    let mut every_attempt_refused = true;
     for attempt in 1..=ctx.config.max_dispatch_attempts {
         if !generation.is_current() {
             info!(target: "session_goal", session = session_id, "stopped by the user before dispatch");
@@ -452,6 +470,7 @@ async fn continue_goal(
                 warn!(target: "session_goal", session = session_id, code, attempt, "continuation not admitted");
             }
             DispatchOutcome::Ambiguous(why) => {
+                every_attempt_refused = false;
                 warn!(target: "session_goal", session = session_id, %why, attempt, "continuation outcome unknown; reconciling");
                 match reconcile(ctx, session_id, directory, &tail, &text).await {
                     Reconciled::Admitted => return TickOutcome::Continued,
@@ -469,7 +488,13 @@ async fn continue_goal(
     }
     let mut settlement = blocked(&reserved, REASON_DISPATCH_FAILED);
     settlement.accounting = basis.accounting.clone();
-    settle(ctx, session_id, directory, &reserved, &reserved_guard, settlement, objective).await;
+    let give_back = every_attempt_refused && !reused;
+    settle_with(ctx, session_id, directory, &reserved, &reserved_guard, settlement, objective, |g| {
+        if give_back {
+            g.turns_used = g.turns_used.saturating_sub(1);
+        }
+    })
+    .await;
     TickOutcome::Settled
 }
 

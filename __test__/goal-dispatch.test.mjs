@@ -1,0 +1,85 @@
+// Classified dispatch: never twice, never stranded.
+import { afterEach, describe, expect, it } from 'vitest'
+import { setup, scriptedAuditor, sessionWithReply, goalOf, waitFor, sleep } from './helpers.mjs'
+
+let env
+afterEach(async () => {
+  await env?.cleanup()
+  env = undefined
+})
+
+const continueVerdict = { verdict: 'continue', note: 'keep going' }
+const promptPath = (id) => '/session/' + id + '/prompt_async'
+const posts = (mock, id) => mock.requests.filter((r) => r.method === 'POST' && r.path === promptPath(id))
+
+describe('continuation dispatch', () => {
+  it('5xx after the prompt was admitted: reconciled as sent, never re-posted', async () => {
+    env = await setup({ auditor: scriptedAuditor([continueVerdict]) })
+    const session = sessionWithReply(env.mock)
+    env.mock.fault({ method: 'POST', path: promptPath(session.id), times: 1, status: 502, apply: true })
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => env.mock.prompts.length === 1)
+    await sleep(800)
+    expect(posts(env.mock, session.id)).toHaveLength(1)
+    expect(goalOf(env.mock, session.id)).toMatchObject({ status: 'active', turnsUsed: 1 })
+  })
+
+  it('a timeout with nothing admitted: re-posted once the session is idle with the same tail', async () => {
+    env = await setup({ auditor: scriptedAuditor([continueVerdict]), runtimeOptions: { fetchTimeoutMs: 300 } })
+    const session = sessionWithReply(env.mock)
+    env.mock.fault({ method: 'POST', path: promptPath(session.id), times: 1, hang: true })
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => env.mock.prompts.length === 1, 5000)
+    expect(posts(env.mock, session.id)).toHaveLength(2)
+    expect(goalOf(env.mock, session.id).turnsUsed).toBe(1)
+  })
+
+  it('an HTML 200 from a proxy is not success: reconciled, then delivered once', async () => {
+    env = await setup({ auditor: scriptedAuditor([continueVerdict]) })
+    const session = sessionWithReply(env.mock)
+    env.mock.fault({ method: 'POST', path: promptPath(session.id), times: 1, html: true })
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => env.mock.prompts.length === 1, 5000)
+    expect(posts(env.mock, session.id)).toHaveLength(2)
+  })
+
+  it('4xx is proven non-admission: retried, and after 3 attempts blocked "continuation dispatch failed" with the turn rolled back', async () => {
+    env = await setup({ auditor: scriptedAuditor([continueVerdict]) })
+    const session = sessionWithReply(env.mock)
+    env.mock.fault({ method: 'POST', path: promptPath(session.id), status: 400 })
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => goalOf(env.mock, session.id).status === 'blocked', 5000)
+    const goal = goalOf(env.mock, session.id)
+    expect(goal.statusReason).toBe('continuation dispatch failed')
+    expect(posts(env.mock, session.id)).toHaveLength(3)
+    expect(env.mock.prompts).toHaveLength(0)
+    expect(goal.turnsUsed).toBe(0)
+    await waitFor(() => env.notifications.length === 1)
+  })
+
+  it('connection reset with nothing landed: blocked after the attempts, and a resume continues', async () => {
+    env = await setup({ auditor: scriptedAuditor([continueVerdict]), runtimeOptions: { maxDispatchAttempts: 1 } })
+    const session = sessionWithReply(env.mock)
+    // Reservation lands, then every dispatch attempt of this tick fails at the socket.
+    env.mock.fault({ method: 'POST', path: promptPath(session.id), times: 1, destroy: true })
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => goalOf(env.mock, session.id).status === 'blocked', 5000)
+    // The user resumes: the next tick sees the same tail and reuses the reservation.
+    const goal = goalOf(env.mock, session.id)
+    env.mock.setMetadata(session.id, { openchamber: { goal: { ...goal, status: 'active', statusReason: 'resumed', turnsUsed: 0 } } })
+    await waitFor(() => env.mock.prompts.length === 1, 5000)
+    expect(goalOf(env.mock, session.id).turnsUsed).toBe(1)
+  })
+
+  it('a reservation left for the same tail (crash after reserve) is reused: not charged twice', async () => {
+    env = await setup({ auditor: scriptedAuditor([continueVerdict]) })
+    const session = sessionWithReply(env.mock)
+    const tail = env.mock.messages(session.id).at(-1).info.id
+    const goal = goalOf(env.mock, session.id)
+    env.mock.setMetadata(session.id, { openchamber: { goal: { ...goal, turnsUsed: 3, continuationFor: tail } } })
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => env.mock.prompts.length === 1, 5000)
+    expect(goalOf(env.mock, session.id).turnsUsed).toBe(3)
+    expect(env.mock.prompts[0].body.parts[0].text).toContain('Auto-continuations used: 3 of 20.')
+  })
+})
