@@ -1,0 +1,59 @@
+// Exit behaviour in a child process: the runtime never keeps Node alive.
+import { spawn } from 'node:child_process'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startMockOpenCode } from './mock/opencode.mjs'
+import { goalMetadata } from './helpers.mjs'
+
+const child = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures', 'exit-child.cjs')
+let mock
+beforeAll(async () => {
+  mock = await startMockOpenCode({ heartbeatMs: 60_000 })
+})
+afterAll(async () => mock?.close())
+
+function run(args) {
+  return new Promise((resolve) => {
+    const proc = spawn(process.execPath, [child, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let out = ''
+    let err = ''
+    let markAt = 0
+    proc.stdout.on('data', (d) => {
+      out += d
+      if (!markAt && /(stopped|idle) \d+/.test(out)) markAt = Date.now()
+    })
+    proc.stderr.on('data', (d) => (err += d))
+    const killer = setTimeout(() => proc.kill('SIGKILL'), 15_000)
+    proc.on('exit', (code, signal) => {
+      clearTimeout(killer)
+      resolve({ code, signal, out, err, exitAfterMarkMs: markAt ? Date.now() - markAt : Infinity })
+    })
+  })
+}
+
+describe('process exit', () => {
+  it('after stop() Node exits within 2 s', async () => {
+    const result = await run([mock.url, 'stop'])
+    expect(result.signal).toBeNull()
+    expect(result.code).toBe(0)
+    expect(JSON.parse(result.out.split('\n')[0]).armed).toBe(50)
+    expect(result.exitAfterMarkMs).toBeLessThan(2000)
+  })
+
+  it('without stop() armed timers do not keep Node alive', async () => {
+    const result = await run([mock.url, 'idle'])
+    expect(result.code).toBe(0)
+    expect(result.exitAfterMarkMs).toBeLessThan(2000)
+  })
+
+  it('stop() with a tick in flight (auditor that never answers) still exits within 2 s', async () => {
+    const session = mock.createSession({ metadata: goalMetadata() })
+    mock.addUserMessage(session.id, 'go')
+    mock.addAssistantMessage(session.id, { text: 'step' })
+    const result = await run([mock.url, 'inflight', session.id])
+    expect(result.code).toBe(0)
+    expect(JSON.parse(result.out.split('\n')[0]).inFlight).toBe(1)
+    expect(result.exitAfterMarkMs).toBeLessThan(2000)
+  })
+})
