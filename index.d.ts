@@ -148,6 +148,8 @@ export interface SessionGoalRuntimeOptions {
   maxRetryAttempts?: number
   /** Continuation dispatch attempts before settling blocked (default 3). */
   maxDispatchAttempts?: number
+  /** How long a tick's lease keeps other hosts' runtimes off a session (default 120000 ms). */
+  leaseMs?: number
   /** Directories scanned for active goals at start and when OpenCode reconnects. */
   directories?: Array<string>
   /** Scan the directories at start (default true when directories are given). */

@@ -86,6 +86,8 @@ pub struct SessionGoalRuntimeOptions {
   pub max_retry_attempts: Option<f64>,
   /// Continuation dispatch attempts before settling blocked (default 3).
   pub max_dispatch_attempts: Option<f64>,
+  /// How long a tick's lease keeps other hosts' runtimes off a session (default 120000 ms).
+  pub lease_ms: Option<f64>,
   /// Directories scanned for active goals at start and when OpenCode reconnects.
   pub directories: Option<Vec<String>>,
   /// Scan the directories at start (default true when directories are given).
@@ -305,6 +307,7 @@ pub fn create_session_goal_runtime(options: SessionGoalRuntimeOptions) -> Result
     max_retry_attempts: count(options.max_retry_attempts, defaults.max_retry_attempts as u64, 1) as u32,
     max_dispatch_attempts: count(options.max_dispatch_attempts, defaults.max_dispatch_attempts as u64, 1) as u32,
     dispatch_retry_delay: defaults.dispatch_retry_delay,
+    lease: millis(options.lease_ms, defaults.lease.as_millis() as u64),
   };
   let directories = options.directories.unwrap_or_default();
   let recover_on_start = options.recover_on_start.unwrap_or(!directories.is_empty());

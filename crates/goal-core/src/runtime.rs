@@ -110,6 +110,7 @@ impl GoalRuntime {
             waiting_for_user: Arc::new(move |session: &str| {
                 pending_view.read().get(session).is_some_and(|set| !set.is_empty())
             }),
+            holder: crate::writer::holder_id(&settings.client.key()),
         };
         let scheduler = Scheduler::start(Arc::new(GoalJob { ctx: ctx.clone() }), runtime);
         let inner = Arc::new_cyclic(|me| Inner {

@@ -359,6 +359,10 @@ impl Actor {
                 entry.attempt = 0;
                 next = Some(quiet);
             }
+            TickOutcome::BackOff(wait) => {
+                entry.attempt = 0;
+                next = Some(wait);
+            }
             TickOutcome::Done | TickOutcome::Continued | TickOutcome::Settled => entry.attempt = 0,
         }
         if let Some(follow) = entry.follow_up.take() {

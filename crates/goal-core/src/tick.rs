@@ -20,7 +20,7 @@ use crate::opencode::{DispatchOutcome, OpenCodeClient};
 use crate::prompts;
 use crate::script_guard::introduces_foreign_script;
 use crate::services::{Services, SmallModelRequest};
-use crate::writer::{write_goal, GoalGuard, GoalWrite};
+use crate::writer::{held_by_other, lease_of, now_ms, take_lease, write_goal, GoalGuard, GoalWrite, LEASE_FIELD};
 
 /// Goal-loop tunables (Part B constants; all injectable).
 #[derive(Debug, Clone)]
@@ -43,6 +43,8 @@ pub struct GoalConfig {
     pub max_dispatch_attempts: u32,
     /// Pause between dispatch attempts.
     pub dispatch_retry_delay: Duration,
+    /// How long a tick's lease keeps other hosts' runtimes off the session.
+    pub lease: Duration,
 }
 
 impl Default for GoalConfig {
@@ -57,6 +59,7 @@ impl Default for GoalConfig {
             max_retry_attempts: 4,
             max_dispatch_attempts: 3,
             dispatch_retry_delay: Duration::from_millis(250),
+            lease: Duration::from_millis(120_000),
         }
     }
 }
@@ -68,6 +71,8 @@ pub enum TickOutcome {
     Done,
     /// Look again after one quiet window (a child is busy).
     Rearm,
+    /// Another host's runtime holds the lease: look again once it expires.
+    BackOff(Duration),
     /// A read failed: retry with backoff (the scheduler counts attempts).
     Retry,
     /// A continuation was sent.
@@ -106,6 +111,8 @@ pub struct TickContext {
     pub config: Arc<GoalConfig>,
     /// Whether the session (or a child) waits for the user (permission, question).
     pub waiting_for_user: Arc<dyn Fn(&str) -> bool + Send + Sync>,
+    /// This runtime's lease holder id (several hosts may watch one OpenCode server).
+    pub holder: String,
 }
 
 /// The goal metadata field that records which tail a reserved turn answers: a later tick over
@@ -135,7 +142,11 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
     let Some(goal) = session.goal().filter(|g| g.status == GoalStatus::Active) else {
         return TickOutcome::Done;
     };
-    let guard = GoalGuard::Exact { revision: goal.revision(), status: GoalStatus::Active };
+    if let Some(wait) = lease_wait(ctx, &goal) {
+        debug!(target: "session_goal", session = session_id, "another runtime holds the lease; backing off");
+        return TickOutcome::BackOff(wait);
+    }
+    let guard = GoalGuard::Exact { revision: goal.revision(), status: GoalStatus::Active, holder: ctx.holder.clone() };
 
     let objective = match effective_objective(ctx, session_id, &goal).await {
         Some(text) => text,
@@ -200,6 +211,7 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
                 g.status = GoalStatus::Paused;
                 g.status_reason = REASON_PAUSED_AFTER_ABORT.into();
                 accounting.apply(g);
+                g.extra.remove(LEASE_FIELD);
             })
             .await;
             log_write(session_id, "pause", &result);
@@ -232,6 +244,16 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
         }
     };
     continue_goal(ctx, session_id, directory, &goal, &guard, &objective, basis, reservation, generation).await
+}
+
+/// How long to wait when another runtime's lease is live.
+fn lease_wait(ctx: &TickContext, goal: &Goal) -> Option<Duration> {
+    let now = now_ms();
+    if !held_by_other(goal, &ctx.holder, now) {
+        return None;
+    }
+    let (_, expires) = lease_of(goal)?;
+    Some(Duration::from_millis((expires - now).max(0.0) as u64 + 50))
 }
 
 async fn effective_objective(ctx: &TickContext, session_id: &str, goal: &Goal) -> Option<String> {
@@ -316,6 +338,7 @@ async fn settle_with(
             g.evaluation_model_id = model.clone();
         }
         g.extra.remove(CONTINUATION_FOR_FIELD);
+        g.extra.remove(LEASE_FIELD);
     })
     .await;
     log_write(session_id, "settle", &result);
@@ -410,6 +433,7 @@ async fn continue_goal(
             g.evaluation_model_id = model.clone();
         }
         g.extra.insert(CONTINUATION_FOR_FIELD.into(), Value::from(tail.clone()));
+        take_lease(g, &ctx.holder, now_ms(), ctx.config.lease.as_millis() as f64);
     })
     .await;
     let reserved = match written {
@@ -419,10 +443,21 @@ async fn continue_goal(
             return if other.is_err() { TickOutcome::Retry } else { TickOutcome::Done };
         }
     };
-    let reserved_guard = GoalGuard::Exact { revision: reserved.revision(), status: GoalStatus::Active };
+    let reserved_guard = GoalGuard::Exact { revision: reserved.revision(), status: GoalStatus::Active, holder: ctx.holder.clone() };
 
-    // The user may have typed while we audited and wrote.
-    match ctx.client.messages(session_id, directory, ctx.config.message_limit).await {
+    // Read back: the user may have typed while we audited and wrote, and another host's runtime
+    // may have written its own lease over ours (the last writer wins; the loser backs off).
+    let (fresh_session, tail_messages) = tokio::join!(
+        ctx.client.get_session(session_id, directory),
+        ctx.client.messages(session_id, directory, ctx.config.message_limit)
+    );
+    if let Ok(fresh) = &fresh_session {
+        if let Some(wait) = fresh.goal().and_then(|g| lease_wait(ctx, &g)) {
+            info!(target: "session_goal", session = session_id, "lost the lease to another runtime; backing off");
+            return TickOutcome::BackOff(wait);
+        }
+    }
+    match tail_messages {
         Ok(messages) => {
             let newest = chronological(&messages).last().map(|m| m.id.clone()).unwrap_or_default();
             if newest != tail {
@@ -546,6 +581,7 @@ pub async fn pause_after_abort(client: &OpenCodeClient, session_id: &str, direct
         if !resumed_since {
             g.status = GoalStatus::Paused;
             g.status_reason = REASON_PAUSED_AFTER_ABORT.into();
+            g.extra.remove(LEASE_FIELD);
         }
     })
     .await;

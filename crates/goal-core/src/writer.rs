@@ -53,12 +53,14 @@ pub async fn acquire(session_id: &str) -> WriteSlot {
 /// What a goal write expects to find (compare-and-set).
 #[derive(Debug, Clone)]
 pub enum GoalGuard {
-    /// Same id, same revision, and this status.
+    /// Same id, same revision, this status, and no other runtime's live lease.
     Exact {
         /// The revision read at the start of the tick.
         revision: GoalRevision,
         /// The status the write expects.
         status: GoalStatus,
+        /// This runtime's lease holder id.
+        holder: String,
     },
     /// Any goal with this status (event-path pause).
     AnyWithStatus(GoalStatus),
@@ -69,11 +71,55 @@ pub enum GoalGuard {
 impl GoalGuard {
     fn admits(&self, goal: &Goal) -> bool {
         match self {
-            GoalGuard::Exact { revision, status } => goal.revision() == *revision && goal.status == *status,
+            GoalGuard::Exact { revision, status, holder } => {
+                goal.revision() == *revision && goal.status == *status && !held_by_other(goal, holder, now_ms())
+            }
             GoalGuard::AnyWithStatus(status) => goal.status == *status,
             GoalGuard::Any => true,
         }
     }
+}
+
+/// The goal metadata field holding the multi-host lease `{holder, expiresAt}`.
+pub const LEASE_FIELD: &str = "lease";
+
+/// The lease on a goal: who drives it and until when (ms since epoch).
+pub fn lease_of(goal: &Goal) -> Option<(String, f64)> {
+    let lease = goal.extra.get(LEASE_FIELD)?;
+    let holder = lease.get("holder")?.as_str()?.to_string();
+    let expires = lease.get("expiresAt")?.as_f64().filter(|n| n.is_finite())?;
+    Some((holder, expires))
+}
+
+/// Whether another runtime holds a live lease on the goal.
+pub fn held_by_other(goal: &Goal, holder: &str, now: f64) -> bool {
+    matches!(lease_of(goal), Some((other, expires)) if other != holder && expires > now)
+}
+
+/// Takes (or renews) the lease for `holder` until `now + duration_ms`.
+pub fn take_lease(goal: &mut Goal, holder: &str, now: f64, duration_ms: f64) {
+    goal.extra.insert(
+        LEASE_FIELD.to_string(),
+        serde_json::json!({ "holder": holder, "expiresAt": now + duration_ms }),
+    );
+}
+
+/// The lease holder id of this process for one OpenCode server. Stable within the process, so a
+/// host that drops its runtime and creates a new one keeps the lease; random across processes,
+/// so two hosts (web and desktop) exclude each other.
+pub fn holder_id(group: &str) -> String {
+    use std::hash::{BuildHasher, Hasher};
+    static PROCESS_SEED: OnceLock<u64> = OnceLock::new();
+    let seed = *PROCESS_SEED.get_or_init(|| {
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0));
+        hasher.write_u32(std::process::id());
+        hasher.finish()
+    });
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    hasher.write_u64(seed);
+    hasher.write(group.as_bytes());
+    format!("rt-{}-{:012x}", std::process::id(), hasher.finish() & 0xffff_ffff_ffff)
 }
 
 /// Result of a guarded goal write.

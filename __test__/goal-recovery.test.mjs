@@ -1,0 +1,130 @@
+// Restart recovery, several hosts on one server, and waiting for the user.
+import { afterEach, describe, expect, it } from 'vitest'
+import { createRequire } from 'node:module'
+import { setup, scriptedAuditor, sessionWithReply, goalOf, waitFor, sleep, pkg, tempDataDir } from './helpers.mjs'
+
+const require = createRequire(import.meta.url)
+const { subscribeGlobalEvents } = require('../lib/event-stream.js')
+
+let env
+const extra = []
+afterEach(async () => {
+  for (const fn of extra.splice(0)) await fn()
+  await env?.cleanup()
+  env = undefined
+})
+
+const continueVerdict = { verdict: 'continue', note: 'keep going' }
+
+describe('restart recovery', () => {
+  it('a new runtime finds an active goal on an idle session and continues it, with no event at all', async () => {
+    env = await setup({ auditor: scriptedAuditor([continueVerdict]), forward: false })
+    const session = sessionWithReply(env.mock)
+    const auditor = scriptedAuditor([continueVerdict])
+    const restarted = pkg.createSessionGoalRuntime({
+      openCode: { baseUrl: env.mock.url },
+      settings: { dataDir: tempDataDir() },
+      kickoffQuietMs: 50,
+      idleQuietMs: 100,
+      directories: ['/tmp/project'],
+      generateSmallModelText: auditor.service.generateSmallModelText,
+    })
+    extra.push(() => restarted.stop())
+    await waitFor(() => env.mock.prompts.length === 1, 5000)
+    expect(goalOf(env.mock, session.id).turnsUsed).toBe(1)
+  })
+
+  it('never resends a continuation admitted before the restart', async () => {
+    env = await setup({ auditor: scriptedAuditor([continueVerdict]), forward: false })
+    const session = sessionWithReply(env.mock)
+    const tail = env.mock.messages(session.id).at(-1).info.id
+    const goal = goalOf(env.mock, session.id)
+    // The previous process reserved and sent; the prompt landed (a user message after the tail).
+    env.mock.setMetadata(session.id, { openchamber: { goal: { ...goal, turnsUsed: 1, continuationFor: tail } } })
+    env.mock.addUserMessage(session.id, 'Continue working toward the active session goal.')
+    const restarted = pkg.createSessionGoalRuntime({
+      openCode: { baseUrl: env.mock.url },
+      settings: { dataDir: tempDataDir() },
+      kickoffQuietMs: 50,
+      directories: ['/tmp/project'],
+      generateSmallModelText: scriptedAuditor([continueVerdict]).service.generateSmallModelText,
+    })
+    extra.push(() => restarted.stop())
+    await sleep(600)
+    expect(env.mock.prompts).toHaveLength(0)
+    expect(goalOf(env.mock, session.id).turnsUsed).toBe(1)
+  })
+
+  it('server.connected rescans the directories seen in events', async () => {
+    env = await setup({ auditor: scriptedAuditor([continueVerdict]), forward: false, runtimeOptions: { kickoffQuietMs: 50 } })
+    // The runtime learns the directory from an event on another session.
+    env.runtime.processPayload({ type: 'session.status', properties: { sessionID: 'ses_other', status: { type: 'busy' } } }, '/tmp/project')
+    const session = sessionWithReply(env.mock)
+    await sleep(100)
+    expect(env.mock.prompts).toHaveLength(0)
+    env.runtime.processPayload({ type: 'server.connected', properties: {} }, '')
+    await waitFor(() => env.mock.prompts.length === 1, 5000)
+    expect(env.mock.prompts[0].sessionId).toBe(session.id)
+  })
+})
+
+describe('several hosts on one OpenCode server', () => {
+  it('two runtimes (different hosts) never both continue the same turn', async () => {
+    const auditorA = scriptedAuditor([continueVerdict, continueVerdict, { verdict: 'complete', note: 'done' }])
+    env = await setup({ auditor: auditorA, runtimeOptions: { idleQuietMs: 80 } })
+    const auditorB = scriptedAuditor([continueVerdict, continueVerdict, { verdict: 'complete', note: 'done' }])
+    // Another host: same server, reached by another name (its own process-level identity).
+    const other = pkg.createSessionGoalRuntime({
+      openCode: { baseUrl: env.mock.url.replace('127.0.0.1', 'localhost') },
+      settings: { dataDir: env.dataDir },
+      idleQuietMs: 80,
+      kickoffQuietMs: 100,
+      generateSmallModelText: auditorB.service.generateSmallModelText,
+    })
+    const stream = subscribeGlobalEvents({ url: env.mock.url, onPayload: (p, d) => other.processPayload(p, d) })
+    extra.push(async () => {
+      stream.close()
+      await other.stop()
+    })
+    await waitFor(() => env.mock.eventStreams >= 2)
+    const session = sessionWithReply(env.mock)
+    env.mock.scriptReplies(session.id, [{ text: 'progress', tokens: { input: 100 } }], { replyDelayMs: 30 })
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => goalOf(env.mock, session.id).status === 'complete', 10_000)
+    // Each continuation answered a different tail: no turn was continued twice.
+    const messages = env.mock.messages(session.id)
+    const userAfterReply = messages.filter((m, i) => m.info.role === 'user' && i > 0 && messages[i - 1].info.role === 'user')
+    expect(userAfterReply).toHaveLength(0)
+    expect(env.mock.prompts.length).toBeGreaterThanOrEqual(1)
+    expect(env.mock.prompts.length).toBeLessThanOrEqual(3)
+    expect(goalOf(env.mock, session.id).turnsUsed).toBe(env.mock.prompts.length)
+  })
+})
+
+describe('waiting for the user', () => {
+  it('a pending permission holds the loop (no audit, no prompt, statusReason says why) until it is answered', async () => {
+    const auditor = scriptedAuditor([continueVerdict])
+    env = await setup({ auditor })
+    const session = sessionWithReply(env.mock)
+    env.mock.setPending(session.id, 'permission', 'per_1')
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => goalOf(env.mock, session.id).statusReason === 'waiting for user input', 3000)
+    await sleep(300)
+    expect(auditor.calls).toHaveLength(0)
+    expect(env.mock.prompts).toHaveLength(0)
+    env.mock.clearPending(session.id, 'permission', 'per_1')
+    await waitFor(() => env.mock.prompts.length === 1, 5000)
+    expect(goalOf(env.mock, session.id).statusReason).toBe('')
+  })
+
+  it('a question pending in a child session holds the parent', async () => {
+    const auditor = scriptedAuditor([continueVerdict])
+    env = await setup({ auditor })
+    const session = sessionWithReply(env.mock)
+    const child = env.mock.createSession({ parentID: session.id })
+    env.mock.setPending(child.id, 'question', 'que_1')
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => goalOf(env.mock, session.id).statusReason === 'waiting for user input', 3000)
+    expect(auditor.calls).toHaveLength(0)
+  })
+})
