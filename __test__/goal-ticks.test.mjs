@@ -131,6 +131,7 @@ describe('tick branches', () => {
     env.mock.setStatus(session.id, 'idle')
     await waitFor(() => goalOf(env.mock, session.id).status === 'blocked', 8000)
     expect(goalOf(env.mock, session.id).statusReason).toBe('messages unavailable')
+    await waitFor(() => env.notifications.length > 0)
     expect(env.notifications.at(-1)).toMatchObject({ status: 'blocked', title: 'Goal blocked' })
   })
 
