@@ -35,8 +35,9 @@ pub enum IntakeEvent {
         session_id: String,
         /// Directory.
         directory: String,
-        /// `time.created` of the aborted message (0 unknown).
-        created: f64,
+        /// When the abort happened: `time.completed`, else `time.created` (0 unknown). A
+        /// re-emitted old message carries its old time, so it cannot undo a later resume.
+        at: f64,
     },
     /// A user message was created or updated.
     UserMessage {
@@ -140,7 +141,9 @@ pub fn parse_payload(payload: &Value, directory_hint: &str) -> Option<IntakeEven
                 Some("assistant") => {
                     let aborted = info.get("error").and_then(|e| e.get("name")).and_then(Value::as_str)
                         == Some(crate::model::ABORTED_ERROR);
-                    aborted.then(|| IntakeEvent::Aborted { session_id: session_id.to_string(), directory, created })
+                    let completed = number(info.get("time").and_then(|t| t.get("completed")));
+                    let at = if completed > 0.0 { completed } else { created };
+                    aborted.then(|| IntakeEvent::Aborted { session_id: session_id.to_string(), directory, at })
                 }
                 Some("user") => Some(IntakeEvent::UserMessage { session_id: session_id.to_string(), directory, created }),
                 _ => None,
@@ -241,7 +244,7 @@ mod tests {
     #[test]
     fn abort_user_and_input_events() {
         let abort = json!({"type": "message.updated", "properties": {"sessionID": "s", "info": {"role": "assistant", "sessionID": "s", "time": {"created": 9}, "error": {"name": "MessageAbortedError"}}}});
-        assert!(matches!(parse_payload(&abort, "d"), Some(IntakeEvent::Aborted { created, .. }) if created == 9.0));
+        assert!(matches!(parse_payload(&abort, "d"), Some(IntakeEvent::Aborted { at, .. }) if at == 9.0));
         let user = json!({"type": "message.updated", "properties": {"info": {"role": "user", "sessionID": "s", "time": {"created": 3}}}});
         assert!(matches!(parse_payload(&user, "d"), Some(IntakeEvent::UserMessage { .. })));
         let asked = json!({"type": "permission.asked", "properties": {"sessionID": "s", "id": "per_1"}});

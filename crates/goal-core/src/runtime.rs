@@ -274,10 +274,13 @@ impl Consumer for Inner {
                     self.scheduler.arm(session_id, directory, config.kickoff_quiet, ArmMode::IfNothingPending);
                 }
             }
-            IntakeEvent::Aborted { session_id, directory, created } => {
-                self.scheduler.invalidate(session_id);
+            IntakeEvent::Aborted { session_id, directory, at } => {
+                // Like a user message: invalidates a tick (and a timer) that started before the
+                // abort; an old abort re-emitted later cannot cancel a resume's kickoff.
+                let at = if *at > 0.0 { *at } else { now_ms() };
+                self.scheduler.user_activity(session_id, at);
                 let client = self.ctx.client.clone();
-                let (session, dir, at) = (session_id.clone(), directory.clone(), *created);
+                let (session, dir) = (session_id.clone(), directory.clone());
                 self.runtime.spawn(async move {
                     pause_after_abort(&client, &session, &dir, at).await;
                 });

@@ -458,3 +458,173 @@ async fn futures_join_all(handles: Vec<JoinHandle<()>>) {
         let _ = handle.await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parking_lot::Mutex;
+    use std::sync::atomic::AtomicBool;
+
+    /// A job that records when it ran and returns scripted outcomes; it can be held open.
+    struct Recorder {
+        runs: Mutex<Vec<(String, u32, tokio::time::Instant)>>,
+        outcomes: Mutex<Vec<TickOutcome>>,
+        hold: AtomicBool,
+        release: tokio::sync::Notify,
+        generations: Mutex<Vec<Generation>>,
+    }
+
+    impl Recorder {
+        fn new(outcomes: Vec<TickOutcome>) -> Arc<Recorder> {
+            Arc::new(Recorder {
+                runs: Mutex::new(Vec::new()),
+                outcomes: Mutex::new(outcomes),
+                hold: AtomicBool::new(false),
+                release: tokio::sync::Notify::new(),
+                generations: Mutex::new(Vec::new()),
+            })
+        }
+        fn count(&self) -> usize {
+            self.runs.lock().len()
+        }
+    }
+
+    struct Job2(Arc<Recorder>);
+
+    impl Job for Job2 {
+        fn run(&self, session_id: String, _d: String, attempt: u32, generation: Generation) -> Pin<Box<dyn Future<Output = TickOutcome> + Send>> {
+            let recorder = self.0.clone();
+            Box::pin(async move {
+                recorder.runs.lock().push((session_id, attempt, tokio::time::Instant::now()));
+                recorder.generations.lock().push(generation);
+                if recorder.hold.load(Ordering::SeqCst) {
+                    recorder.release.notified().await;
+                }
+                let mut outcomes = recorder.outcomes.lock();
+                if outcomes.is_empty() { TickOutcome::Done } else { outcomes.remove(0) }
+            })
+        }
+        fn quiet(&self) -> Duration {
+            Duration::from_millis(100)
+        }
+        fn max_attempts(&self) -> u32 {
+            4
+        }
+    }
+
+    fn start(recorder: &Arc<Recorder>) -> Scheduler {
+        Scheduler::start(Arc::new(Job2(recorder.clone())), &tokio::runtime::Handle::current())
+    }
+
+    async fn settle() {
+        for _ in 0..20 {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn idle_rearm_replaces_and_busy_clears() {
+        let recorder = Recorder::new(vec![]);
+        let scheduler = start(&recorder);
+        scheduler.arm("s", "/d", Duration::from_millis(100), ArmMode::Replace);
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        scheduler.arm("s", "/d", Duration::from_millis(100), ArmMode::Replace);
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        assert_eq!(recorder.count(), 0, "re-arm pushed the deadline out");
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        settle().await;
+        assert_eq!(recorder.count(), 1);
+        scheduler.arm("s", "/d", Duration::from_millis(100), ArmMode::Replace);
+        settle().await;
+        scheduler.clear("s");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(recorder.count(), 1, "busy cleared the timer");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn kickoff_modes() {
+        let recorder = Recorder::new(vec![]);
+        let scheduler = start(&recorder);
+        scheduler.arm("s", "", Duration::from_millis(15_000), ArmMode::Replace);
+        scheduler.arm("s", "", Duration::from_millis(3_000), ArmMode::IfNothingPending);
+        tokio::time::sleep(Duration::from_millis(5_000)).await;
+        assert_eq!(recorder.count(), 0, "a fresh kickoff never replaces a pending idle timer");
+        scheduler.arm("s", "", Duration::from_millis(250), ArmMode::Earliest);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        settle().await;
+        assert_eq!(recorder.count(), 1, "a resume kickoff replaces a longer timer");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn wakeups_during_a_tick_make_exactly_one_follow_up() {
+        let recorder = Recorder::new(vec![]);
+        recorder.hold.store(true, Ordering::SeqCst);
+        let scheduler = start(&recorder);
+        scheduler.arm("s", "", Duration::from_millis(10), ArmMode::Replace);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        settle().await;
+        assert_eq!(recorder.count(), 1);
+        for _ in 0..5 {
+            scheduler.arm("s", "", Duration::from_millis(100), ArmMode::Replace);
+        }
+        settle().await;
+        recorder.hold.store(false, Ordering::SeqCst);
+        recorder.release.notify_one();
+        tokio::time::sleep(Duration::from_millis(1_000)).await;
+        settle().await;
+        assert_eq!(recorder.count(), 2);
+        assert_eq!(scheduler.stats().follow_ups.load(Ordering::Relaxed), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn retries_back_off_and_are_bounded() {
+        let recorder = Recorder::new(vec![TickOutcome::Retry; 10]);
+        let scheduler = start(&recorder);
+        scheduler.arm("s", "", Duration::from_millis(1), ArmMode::Replace);
+        tokio::time::sleep(Duration::from_millis(10_000)).await;
+        settle().await;
+        let runs = recorder.runs.lock().clone();
+        assert_eq!(runs.len(), 4, "first run plus three retries, then it gives up");
+        let gaps: Vec<u128> = runs.windows(2).map(|w| (w[1].2 - w[0].2).as_millis()).collect();
+        assert_eq!(gaps, vec![100, 200, 400]);
+        let attempts: Vec<u32> = runs.iter().map(|r| r.1).collect();
+        assert_eq!(attempts, vec![0, 1, 2, 3]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn user_activity_invalidates_a_running_tick() {
+        let recorder = Recorder::new(vec![]);
+        recorder.hold.store(true, Ordering::SeqCst);
+        let scheduler = start(&recorder);
+        scheduler.arm("s", "", Duration::from_millis(10), ArmMode::Replace);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        settle().await;
+        let generation = recorder.generations.lock()[0].clone();
+        assert!(generation.is_current());
+        scheduler.user_activity("s", 0.0);
+        settle().await;
+        assert!(generation.is_current(), "an old message does not invalidate");
+        scheduler.user_activity("s", now_ms() + 1.0);
+        settle().await;
+        assert!(!generation.is_current());
+        recorder.release.notify_one();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn stop_ends_everything() {
+        let recorder = Recorder::new(vec![]);
+        let scheduler = start(&recorder);
+        for i in 0..100 {
+            scheduler.arm(&format!("s{i}"), "", Duration::from_millis(50), ArmMode::Replace);
+        }
+        settle().await;
+        assert_eq!(scheduler.stats().armed.load(Ordering::Relaxed), 100);
+        scheduler.stop().await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(recorder.count(), 0);
+        assert_eq!(scheduler.stats().armed.load(Ordering::Relaxed), 0);
+        scheduler.arm("late", "", Duration::from_millis(1), ArmMode::Replace);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert_eq!(recorder.count(), 0);
+    }
+}
