@@ -11,7 +11,7 @@ import { createRequire } from 'node:module'
 const require = createRequire(import.meta.url)
 const { subscribeGlobalEvents } = require('../lib/event-stream.js')
 
-const QUIET_MS = 120
+const QUIET_MS = 200
 const USER_TEXT = 'Why is CI red on main?'
 const REPLY_TEXT = 'A flaky snapshot test: I pinned its random seed and CI is green again.'
 const RECAP = 'Pinned the flaky snapshot test seed; CI is green.'
