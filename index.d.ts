@@ -10,6 +10,33 @@
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
 /**
+ * The session assist runtime: after a session has been quiet, writes a short recap of the
+ * agent's last reply and one suggested follow-up to `metadata.openchamber.assist`.
+ */
+export declare class SessionAssistRuntime {
+  /**
+   * Forwards one OpenCode payload (`{type, properties}`; unwrap the global event envelope
+   * first). Returns at once; anything unreadable is ignored, never thrown. The payload reaches
+   * every goal and assist runtime of the process that talks to the same OpenCode.
+   */
+  processPayload(payload: unknown, directoryHint?: string): void
+  /** Alias of `processPayload` (OpenChamber's watcher name). */
+  onPayload(payload: unknown, directoryHint?: string): void
+  /**
+   * The key of the event intake group this runtime belongs to (runtimes that talk to the same
+   * OpenCode share one). The package entry uses it to hand a payload to each group once.
+   */
+  intakeGroup(): string
+  /** Tracked sessions, armed timers, running generations and counters. */
+  snapshot(): AssistRuntimeSnapshot
+  /**
+   * Stops the runtime. Idempotent; resolves when running generations have ended (one still
+   * waiting for the model never writes). The process is never kept alive by the runtime.
+   */
+  stop(): Promise<void>
+}
+
+/**
  * The session goal runtime: keeps sessions with an active goal working until the auditor
  * verifies the objective, the budget or the turn cap is reached, or the user stops it.
  */
@@ -21,6 +48,11 @@ export declare class SessionGoalRuntime {
   processPayload(payload: unknown, directoryHint?: string): void
   /** Alias of `processPayload` (OpenChamber's watcher name). */
   onPayload(payload: unknown, directoryHint?: string): void
+  /**
+   * The key of the event intake group this runtime belongs to (runtimes that talk to the same
+   * OpenCode share one). The package entry uses it to hand a payload to each group once.
+   */
+  intakeGroup(): string
   /** Whether the session's goal was last seen active (for ready-notification suppression). */
   isGoalActive(sessionId: string): boolean
   /** Tracked sessions, armed timers, in-flight ticks and counters. */
@@ -33,6 +65,36 @@ export declare class SessionGoalRuntime {
    */
   stop(): Promise<void>
 }
+
+/** Counters and tracked sessions of the assist runtime. */
+export interface AssistRuntimeSnapshot {
+  /** Sessions with an armed timer or a running generation. */
+  sessions: Array<SessionState>
+  /** Timers armed. */
+  armedTimers: number
+  /** Generations running now. */
+  inFlight: number
+  /** Generations started (a quiet window ran out). */
+  runs: number
+  /** Small-model calls made. */
+  modelCalls: number
+  /** Recap/suggestion payloads written to session metadata. */
+  written: number
+  /** Results dropped because the conversation moved on while the model ran. */
+  droppedStale: number
+  /** Idles that arrived during a generation and queued one more. */
+  followUps: number
+  /** Runs that panicked (caught; session state reset). */
+  panics: number
+  /** `stop()` was called. */
+  stopped: boolean
+}
+
+/**
+ * Creates the assist runtime. It shares the event intake, the OpenCode connection pool and
+ * the per-session metadata write queue with every goal runtime of the process.
+ */
+export declare function createSessionAssistRuntime(options: SessionAssistRuntimeOptions): SessionAssistRuntime
 
 /** Creates the goal runtime. It runs on its own threads; `processPayload` only queues work. */
 export declare function createSessionGoalRuntime(options: SessionGoalRuntimeOptions): SessionGoalRuntime
@@ -99,6 +161,48 @@ export interface RuntimeSnapshot {
 }
 
 /**
+ * Options of `createSessionAssistRuntime`. Accepts OpenChamber's names (`buildOpenCodeUrl`,
+ * `getOpenCodeAuthHeaders`, `getSmallModelService`, `quietMs`) and a native-first form
+ * (`openCode`, `settings`, `generateSmallModelText`, `fetchTimeoutMs`, `logger`).
+ */
+export interface SessionAssistRuntimeOptions {
+  /** Native-first: a fixed OpenCode base URL and headers. */
+  openCode?: OpenCodeTarget
+  /**
+   * Settings location; `settings.json` is read at fire time for `sessionAssistEnabled`,
+   * `sessionRecapEnabled` and `sessionSuggestionEnabled` (all default on).
+   */
+  settings?: RuntimeSettingsOptions
+  /** OpenChamber: builds the URL of an OpenCode API path (called per request). */
+  buildOpenCodeUrl?: (path: string, prefix: string) => string
+  /** OpenChamber: returns the headers for OpenCode (may be async). */
+  getOpenCodeAuthHeaders?: () => Record<string, string> | Promise<Record<string, string>>
+  /**
+   * OpenChamber: resolves to a service with `generateSmallModelText(request)`. The package
+   * entry adapts it to `generateSmallModelText`; errors with `statusCode` 404 are silent.
+   */
+  getSmallModelService?: () => Promise<{ generateSmallModelText(request: SmallModelRequest): Promise<SmallModelResult> } | null | undefined>
+  /**
+   * Native-first small model: resolves to `{text, providerID, modelID}` or `{error: {statusCode?, code?}}`.
+   * A rejection or throw counts as "unavailable". Without one, nothing is generated.
+   */
+  generateSmallModelText?: (request: SmallModelRequest) => Promise<SmallModelResult>
+  /** Receives log lines `(level, message)`; messages never contain prompts, model output or credentials. */
+  logger?: (level: string, message: string) => unknown
+  /**
+   * Quiet window after `idle` before generating (default 60000 ms). Busy, retry or a newer
+   * user message clears it.
+   */
+  quietMs?: number
+  /** Timeout of every OpenCode call (default 5000 ms). */
+  fetchTimeoutMs?: number
+  /** Messages fetched for the last exchange and the tail re-check (default 12). */
+  messageFetchLimit?: number
+  /** Small-model call timeout (default 60000 ms). */
+  modelTimeoutMs?: number
+}
+
+/**
  * Options of `createSessionGoalRuntime`. Accepts OpenChamber's names (`buildOpenCodeUrl`,
  * `getOpenCodeAuthHeaders`, `getSmallModelService`, `emitGoalNotification`, `idleQuietMs`,
  * `kickoffQuietMs`, `maxAutoTurns`) and a native-first form (`openCode`, `settings`, every
@@ -154,6 +258,26 @@ export interface SessionGoalRuntimeOptions {
   directories?: Array<string>
   /** Scan the directories at start (default true when directories are given). */
   recoverOnStart?: boolean
+}
+
+/** One `metadata.openchamber.<key>` write. */
+export interface SessionMetadataKeyWrite {
+  /** Native-first: a fixed OpenCode base URL and headers. */
+  openCode?: OpenCodeTarget
+  /** OpenChamber: builds the URL of an OpenCode API path. */
+  buildOpenCodeUrl?: (path: string, prefix: string) => string
+  /** OpenChamber: returns the headers for OpenCode (may be async). */
+  getOpenCodeAuthHeaders?: () => Record<string, string> | Promise<Record<string, string>>
+  /** Timeout of each OpenCode call (default 10000 ms). */
+  fetchTimeoutMs?: number
+  /** Session to write. */
+  sessionId: string
+  /** Project directory of the session (sent as `?directory=`). */
+  directory?: string
+  /** Key under `metadata.openchamber` (`goal` and `assist` belong to the runtimes). */
+  key: string
+  /** The new value; `null` or absent removes the key. */
+  value?: unknown
 }
 
 /** One tracked session. */
@@ -214,3 +338,12 @@ export interface SmallModelResult {
   /** Set instead of `text` when the call failed. */
   error?: SmallModelFailure
 }
+
+/**
+ * Writes `metadata.openchamber.<key>` through the process-wide per-session write queue: the
+ * session is read fresh inside the queue and only that key is replaced, so concurrent goal,
+ * assist and host writes in this process all survive (OpenCode's PATCH replaces the whole
+ * metadata object). Resolves `true` once written; rejects when OpenCode cannot be read or
+ * written.
+ */
+export declare function writeSessionMetadataKey(write: SessionMetadataKeyWrite): Promise<boolean>

@@ -835,5 +835,8 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.SessionAssistRuntime = nativeBinding.SessionAssistRuntime
 module.exports.SessionGoalRuntime = nativeBinding.SessionGoalRuntime
+module.exports.createSessionAssistRuntime = nativeBinding.createSessionAssistRuntime
 module.exports.createSessionGoalRuntime = nativeBinding.createSessionGoalRuntime
+module.exports.writeSessionMetadataKey = nativeBinding.writeSessionMetadataKey

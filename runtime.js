@@ -24,9 +24,21 @@ const INTERESTING_TYPES = new Set([
 ])
 
 // One event intake per process: the native side fans a payload out to every runtime that
-// talks to the same OpenCode. A host that forwards the same payload object to the goal and the
-// assist runtime (as OpenChamber does) has it processed once.
-let recentlyForwarded = new WeakSet()
+// talks to the same OpenCode (one intake group). A host that forwards the same payload object
+// to the goal and the assist runtime (as OpenChamber does) has it processed once per group;
+// runtimes pointed at different servers each still get it.
+const forwardedToGroups = new WeakMap()
+
+function firstForwardToGroup(payload, group) {
+  let groups = forwardedToGroups.get(payload)
+  if (!groups) {
+    groups = new Set()
+    forwardedToGroups.set(payload, groups)
+  }
+  if (groups.has(group)) return false
+  groups.add(group)
+  return true
+}
 
 function statusOf(error) {
   for (const key of ['statusCode', 'status']) {
@@ -119,6 +131,7 @@ function adaptOptions(options) {
 }
 
 function wrapRuntime(inner) {
+  const group = typeof inner.intakeGroup === 'function' ? inner.intakeGroup() : ''
   const forward = (payload, directoryHint) => {
     if (payload === null || typeof payload !== 'object') return
     let type
@@ -128,8 +141,7 @@ function wrapRuntime(inner) {
       return
     }
     if (!INTERESTING_TYPES.has(type)) return
-    if (recentlyForwarded.has(payload)) return
-    recentlyForwarded.add(payload)
+    if (!firstForwardToGroup(payload, group)) return
     inner.processPayload(payload, typeof directoryHint === 'string' ? directoryHint : undefined)
   }
   return {
@@ -137,6 +149,7 @@ function wrapRuntime(inner) {
     onPayload: forward,
     stop: () => inner.stop(),
     snapshot: () => inner.snapshot(),
+    intakeGroup: () => group,
     isGoalActive: inner.isGoalActive ? (sessionId) => inner.isGoalActive(String(sessionId ?? '')) : undefined,
     recover: inner.recover ? () => inner.recover() : undefined,
     native: inner,
@@ -147,7 +160,17 @@ function createSessionGoalRuntime(options) {
   return wrapRuntime(native.createSessionGoalRuntime(adaptOptions(options)))
 }
 
+function createSessionAssistRuntime(options) {
+  return wrapRuntime(native.createSessionAssistRuntime(adaptOptions(options)))
+}
+
+function writeSessionMetadataKey(write) {
+  return native.writeSessionMetadataKey(adaptOptions(write))
+}
+
 module.exports = {
   ...native,
   createSessionGoalRuntime,
+  createSessionAssistRuntime,
+  writeSessionMetadataKey,
 }

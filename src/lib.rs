@@ -3,8 +3,10 @@
 
 #![deny(clippy::all)]
 
+mod assist;
 mod callbacks;
 mod logging;
+mod metadata;
 mod payload;
 
 use std::collections::HashMap;
@@ -335,6 +337,13 @@ impl SessionGoalRuntime {
   #[napi(catch_unwind, ts_args_type = "payload: unknown, directoryHint?: string")]
   pub fn on_payload(&self, env: Env, payload: Unknown, directory_hint: Option<String>) {
     payload::forward(&env, &self.inner.group(), payload, directory_hint.as_deref().unwrap_or(""));
+  }
+
+  /// The key of the event intake group this runtime belongs to (runtimes that talk to the same
+  /// OpenCode share one). The package entry uses it to hand a payload to each group once.
+  #[napi(catch_unwind)]
+  pub fn intake_group(&self) -> String {
+    self.inner.group()
   }
 
   /// Whether the session's goal was last seen active (for ready-notification suppression).

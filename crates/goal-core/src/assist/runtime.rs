@@ -1,0 +1,353 @@
+//! The assist runtime: a quiet window per session after `idle` (busy/retry or a newer user
+//! message clears it), then one run: settings → session → last exchange → small model → tail
+//! re-check → merged metadata write. It shares the process-wide event intake, HTTP pool and
+//! per-session metadata write queue with the goal runtime, so neither erases the other's keys.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tracing::{debug, warn};
+
+use super::content::{assist_payload, parse_reply, tail_reply, LastExchange, Targets};
+use crate::intake::{Consumer, IntakeEvent};
+use crate::opencode::OpenCodeClient;
+use crate::prompts::{assist_system_prompt, assist_user_prompt};
+use crate::scheduler::{ArmMode, Job, Scheduler, SessionSnapshot};
+use crate::services::{DataDir, SmallModel, SmallModelRequest};
+use crate::tick::{Generation, TickOutcome};
+use crate::writer::{now_ms, write_namespace_key};
+
+/// The metadata key under `openchamber` that the assist owns.
+pub const ASSIST_KEY: &str = "assist";
+
+/// Assist tunables (Part B constants).
+#[derive(Debug, Clone)]
+pub struct AssistConfig {
+    /// Quiet window after `idle` before generating (60 s).
+    pub quiet: Duration,
+    /// Messages fetched for the exchange and for the tail re-check (12).
+    pub message_limit: usize,
+    /// Small-model call timeout (60 s).
+    pub model_timeout: Duration,
+}
+
+impl Default for AssistConfig {
+    fn default() -> Self {
+        Self { quiet: Duration::from_millis(60_000), message_limit: 12, model_timeout: Duration::from_millis(60_000) }
+    }
+}
+
+/// Everything needed to build an assist runtime.
+pub struct AssistRuntimeSettings {
+    /// OpenCode client (its endpoint key is the intake group).
+    pub client: OpenCodeClient,
+    /// Small model (the host's service).
+    pub small_model: Arc<dyn SmallModel>,
+    /// Where `settings.json` is read from at fire time.
+    pub data_dir: DataDir,
+    /// Tunables.
+    pub config: AssistConfig,
+}
+
+/// Outcome counters, for `snapshot()` and for measuring.
+#[derive(Debug, Default)]
+struct Counters {
+    model_calls: AtomicU64,
+    written: AtomicU64,
+    dropped_stale: AtomicU64,
+}
+
+/// What `snapshot()` reports.
+#[derive(Debug, Clone)]
+pub struct AssistSnapshot {
+    /// Sessions with an armed timer or a running generation.
+    pub sessions: Vec<SessionSnapshot>,
+    /// Timers armed.
+    pub armed: usize,
+    /// Generations running.
+    pub in_flight: usize,
+    /// Generations started (timer fired).
+    pub runs: u64,
+    /// Small-model calls made.
+    pub model_calls: u64,
+    /// Payloads written to metadata.
+    pub written: u64,
+    /// Results dropped because the conversation moved on while the model ran.
+    pub dropped_stale: u64,
+    /// Idles that arrived while a generation ran and queued one more.
+    pub follow_ups: u64,
+    /// Runs that panicked (caught; session state reset).
+    pub panics: u64,
+    /// `stop()` was called.
+    pub stopped: bool,
+}
+
+#[derive(Clone)]
+struct AssistContext {
+    client: OpenCodeClient,
+    small_model: Arc<dyn SmallModel>,
+    data_dir: DataDir,
+    config: Arc<AssistConfig>,
+    counters: Arc<Counters>,
+}
+
+struct AssistJob {
+    ctx: AssistContext,
+}
+
+impl Job for AssistJob {
+    fn run(&self, session_id: String, directory: String, _attempt: u32, generation: Generation) -> Pin<Box<dyn Future<Output = TickOutcome> + Send>> {
+        let ctx = self.ctx.clone();
+        Box::pin(async move {
+            generate(&ctx, &session_id, &directory, &generation).await;
+            // The assist never retries: the next idle cycle is the next chance.
+            TickOutcome::Done
+        })
+    }
+
+    fn quiet(&self) -> Duration {
+        self.ctx.config.quiet
+    }
+
+    fn max_attempts(&self) -> u32 {
+        1
+    }
+}
+
+/// Why a run ended without writing (debug logging only; never carries text).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Skip {
+    Disabled,
+    SessionUnreadable,
+    Subagent,
+    MessagesUnreadable,
+    NoExchange,
+    ModelUnavailable,
+    NothingUsable,
+    Invalidated,
+    TailMovedOn,
+    WriteFailed,
+}
+
+async fn generate(ctx: &AssistContext, session_id: &str, directory: &str, generation: &Generation) {
+    if let Err(skip) = try_generate(ctx, session_id, directory, generation).await {
+        debug!(target: "session_assist", session = session_id, reason = ?skip, "no assist written");
+    }
+}
+
+async fn try_generate(ctx: &AssistContext, session_id: &str, directory: &str, generation: &Generation) -> Result<(), Skip> {
+    // Read at fire time: the user may flip the switches at any moment.
+    let targets = Targets::from_flags(&ctx.data_dir.flags().await);
+    if !targets.any() {
+        return Err(Skip::Disabled);
+    }
+    let session = ctx.client.get_session(session_id, directory).await.map_err(|error| {
+        warn!(target: "session_assist", session = session_id, %error, "session unreadable");
+        Skip::SessionUnreadable
+    })?;
+    if session.is_subagent() {
+        return Err(Skip::Subagent);
+    }
+    let messages = ctx.client.messages(session_id, directory, ctx.config.message_limit).await.map_err(|error| {
+        warn!(target: "session_assist", session = session_id, %error, "messages unreadable");
+        Skip::MessagesUnreadable
+    })?;
+    let exchange = LastExchange::from_messages(&messages).ok_or(Skip::NoExchange)?;
+
+    let request = SmallModelRequest {
+        prompt: assist_user_prompt(&exchange.transcript(), exchange.language_sample(), targets.recap, targets.suggestion),
+        system: assist_system_prompt(targets.recap, targets.suggestion),
+        directory: directory.to_string(),
+        preferred_provider_id: exchange.provider_id.clone(),
+        preferred_model_id: exchange.model_id.clone(),
+        // Conversation text never goes to a provider the user did not pick for this session.
+        restrict_to_preferred_provider: true,
+        max_output_tokens: None,
+        timeout_ms: ctx.config.model_timeout.as_millis() as u64,
+    };
+    ctx.counters.model_calls.fetch_add(1, Ordering::Relaxed);
+    let call = ctx.small_model.generate(request);
+    let reply = match tokio::time::timeout(ctx.config.model_timeout + Duration::from_millis(500), call).await {
+        Ok(Ok(reply)) => reply,
+        Ok(Err(error)) => {
+            // 404 is "no small model for this provider": expected, silent.
+            if !error.is_silent() {
+                warn!(target: "session_assist", session = session_id, status = ?error.status, code = %error.code, "small model failed");
+            }
+            return Err(Skip::ModelUnavailable);
+        }
+        Err(_) => {
+            warn!(target: "session_assist", session = session_id, "small model timed out");
+            return Err(Skip::ModelUnavailable);
+        }
+    };
+
+    let parsed = parse_reply(&reply.text, targets, &exchange.script_reference());
+    if !parsed.dropped_for_script.is_empty() {
+        debug!(target: "session_assist", session = session_id, fields = ?parsed.dropped_for_script, "dropped output in a foreign script");
+    }
+    if parsed.fields.is_empty() {
+        if !parsed.object_found {
+            warn!(
+                target: "session_assist",
+                provider = %reply.provider_id,
+                model = %reply.model_id,
+                output_chars = reply.text.chars().count(),
+                "[session-assist:diagnostic] no JSON object in the output"
+            );
+        }
+        return Err(Skip::NothingUsable);
+    }
+
+    // A user message created after the run started bumped the generation.
+    if !generation.is_current() {
+        ctx.counters.dropped_stale.fetch_add(1, Ordering::Relaxed);
+        return Err(Skip::Invalidated);
+    }
+    let tail = ctx.client.messages(session_id, directory, ctx.config.message_limit).await.map_err(|error| {
+        warn!(target: "session_assist", session = session_id, %error, "messages unreadable for the tail check");
+        Skip::MessagesUnreadable
+    })?;
+    if tail_reply(&tail).map(|m| m.id.as_str()) != Some(exchange.assistant_id.as_str()) {
+        ctx.counters.dropped_stale.fetch_add(1, Ordering::Relaxed);
+        return Err(Skip::TailMovedOn);
+    }
+
+    let payload = assist_payload(&parsed.fields, &exchange.assistant_id, now_ms() as u64);
+    let written = write_namespace_key(&ctx.client, session_id, directory, ASSIST_KEY, |_fresh| {
+        // Checked again inside the write slot: the last moment before the PATCH.
+        if generation.is_current() {
+            Ok(Some(payload))
+        } else {
+            Err(())
+        }
+    })
+    .await
+    .map_err(|error| {
+        warn!(target: "session_assist", session = session_id, %error, "assist write failed");
+        Skip::WriteFailed
+    })?;
+    if written.is_none() {
+        ctx.counters.dropped_stale.fetch_add(1, Ordering::Relaxed);
+        return Err(Skip::Invalidated);
+    }
+    ctx.counters.written.fetch_add(1, Ordering::Relaxed);
+    debug!(target: "session_assist", session = session_id, "assist written");
+    Ok(())
+}
+
+struct Inner {
+    scheduler: Scheduler,
+    config: Arc<AssistConfig>,
+    counters: Arc<Counters>,
+    group: String,
+    stopped: AtomicBool,
+}
+
+/// The native session assist runtime.
+#[derive(Clone)]
+pub struct AssistRuntime {
+    inner: Arc<Inner>,
+}
+
+impl AssistRuntime {
+    /// Starts the runtime on `runtime` and registers it with the shared intake.
+    pub fn start(settings: AssistRuntimeSettings, runtime: &tokio::runtime::Handle) -> AssistRuntime {
+        let config = Arc::new(settings.config);
+        let counters = Arc::new(Counters::default());
+        let ctx = AssistContext {
+            client: settings.client.clone(),
+            small_model: settings.small_model,
+            data_dir: settings.data_dir,
+            config: config.clone(),
+            counters: counters.clone(),
+        };
+        let scheduler = Scheduler::start(Arc::new(AssistJob { ctx }), runtime);
+        let inner = Arc::new(Inner {
+            scheduler,
+            config,
+            counters,
+            group: settings.client.key(),
+            stopped: AtomicBool::new(false),
+        });
+        let consumer: Arc<dyn Consumer> = inner.clone();
+        crate::intake::register(&consumer);
+        AssistRuntime { inner }
+    }
+
+    /// The intake group (events dispatched to this key reach this runtime).
+    pub fn group(&self) -> String {
+        self.inner.group.clone()
+    }
+
+    /// Feeds one event directly (without the shared fan-out).
+    pub fn accept(&self, event: &IntakeEvent) {
+        self.inner.accept(event);
+    }
+
+    /// Counters and tracked sessions.
+    pub fn snapshot(&self) -> AssistSnapshot {
+        let stats = self.inner.scheduler.stats();
+        let counters = &self.inner.counters;
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        AssistSnapshot {
+            sessions: self.inner.scheduler.sessions(),
+            armed: stats.armed.load(Ordering::Relaxed),
+            in_flight: stats.in_flight.load(Ordering::Relaxed),
+            runs: load(&stats.ticks),
+            model_calls: load(&counters.model_calls),
+            written: load(&counters.written),
+            dropped_stale: load(&counters.dropped_stale),
+            follow_ups: load(&stats.follow_ups),
+            panics: load(&stats.panics),
+            stopped: self.inner.stopped.load(Ordering::SeqCst),
+        }
+    }
+
+    /// Stops: no new work, timers cleared, running generations invalidated (nothing is written
+    /// after this resolves) and awaited, bounded.
+    pub async fn stop(&self) {
+        self.inner.stopped.store(true, Ordering::SeqCst);
+        self.inner.scheduler.stop().await;
+    }
+}
+
+impl Consumer for Inner {
+    fn accept(&self, event: &IntakeEvent) {
+        if self.stopped.load(Ordering::SeqCst) {
+            return;
+        }
+        match event {
+            IntakeEvent::Status { session_id, directory, working } => {
+                if *working {
+                    self.scheduler.clear(session_id);
+                } else {
+                    self.scheduler.arm(session_id, directory, self.config.quiet, ArmMode::Replace);
+                }
+            }
+            IntakeEvent::UserMessage { session_id, created, .. } => {
+                // OpenCode re-emits old user messages after a turn settles: only one created
+                // after the timer was armed means the user moved on.
+                let at = if *created > 0.0 { *created } else { now_ms() };
+                self.scheduler.user_activity(session_id, at);
+            }
+            // Sub-agent sessions are recognised at fire time (the status event does not say);
+            // aborts, goals and permission prompts do not concern the assist.
+            IntakeEvent::SessionUpdated { .. }
+            | IntakeEvent::Aborted { .. }
+            | IntakeEvent::UserInput { .. }
+            | IntakeEvent::Connected => {}
+        }
+    }
+
+    fn group(&self) -> String {
+        self.group.clone()
+    }
+
+    fn is_live(&self) -> bool {
+        !self.stopped.load(Ordering::SeqCst)
+    }
+}

@@ -1,0 +1,65 @@
+//! Lets host code that writes session metadata join the process-wide per-session write queue
+//! the goal and assist runtimes use, so no writer in the process erases another's keys.
+// napi needs the full ThreadsafeFunction type spelled out in exported option structs.
+#![allow(clippy::type_complexity)]
+
+use napi::bindgen_prelude::*;
+use napi::threadsafe_function::ThreadsafeFunction;
+use napi_derive::napi;
+
+use goal_core::opencode::OpenCodeClient;
+use goal_core::writer::write_namespace_key;
+
+use crate::{build_endpoint, millis, OpenCodeTarget};
+
+/// Longest accepted key under `metadata.openchamber`.
+const MAX_KEY_CHARS: usize = 128;
+
+/// One `metadata.openchamber.<key>` write.
+#[napi(object, object_to_js = false)]
+pub struct SessionMetadataKeyWrite {
+  /// Native-first: a fixed OpenCode base URL and headers.
+  pub open_code: Option<OpenCodeTarget>,
+  /// OpenChamber: builds the URL of an OpenCode API path.
+  #[napi(ts_type = "(path: string, prefix: string) => string")]
+  pub build_open_code_url: Option<ThreadsafeFunction<FnArgs<(String, String)>, String, FnArgs<(String, String)>, Status, false, true>>,
+  /// OpenChamber: returns the headers for OpenCode (may be async).
+  #[napi(ts_type = "() => Record<string, string> | Promise<Record<string, string>>")]
+  pub get_open_code_auth_headers: Option<ThreadsafeFunction<(), Promise<serde_json::Value>, (), Status, false, true>>,
+  /// Timeout of each OpenCode call (default 10000 ms).
+  pub fetch_timeout_ms: Option<f64>,
+  /// Session to write.
+  pub session_id: String,
+  /// Project directory of the session (sent as `?directory=`).
+  pub directory: Option<String>,
+  /// Key under `metadata.openchamber` (`goal` and `assist` belong to the runtimes).
+  pub key: String,
+  /// The new value; `null` or absent removes the key.
+  #[napi(ts_type = "unknown")]
+  pub value: Option<serde_json::Value>,
+}
+
+/// Writes `metadata.openchamber.<key>` through the process-wide per-session write queue: the
+/// session is read fresh inside the queue and only that key is replaced, so concurrent goal,
+/// assist and host writes in this process all survive (OpenCode's PATCH replaces the whole
+/// metadata object). Resolves `true` once written; rejects when OpenCode cannot be read or
+/// written.
+#[napi]
+pub async fn write_session_metadata_key(write: SessionMetadataKeyWrite) -> Result<bool> {
+  let session_id = write.session_id.trim().to_string();
+  let key = write.key.trim().to_string();
+  if session_id.is_empty() {
+    return Err(Error::new(Status::InvalidArg, "writeSessionMetadataKey: sessionId is required"));
+  }
+  if key.is_empty() || key.chars().count() > MAX_KEY_CHARS {
+    return Err(Error::new(Status::InvalidArg, "writeSessionMetadataKey: key must be 1 to 128 characters"));
+  }
+  let endpoint = build_endpoint(write.open_code, write.build_open_code_url, write.get_open_code_auth_headers)?;
+  let client = OpenCodeClient::new(endpoint, millis(write.fetch_timeout_ms, 10_000));
+  let directory = write.directory.unwrap_or_default();
+  let value = write.value.filter(|v| !v.is_null());
+  write_namespace_key(&client, &session_id, &directory, &key, |_fresh| Ok(value))
+    .await
+    .map(|written| written.is_some())
+    .map_err(|error| Error::new(Status::GenericFailure, format!("writeSessionMetadataKey: {error}")))
+}
