@@ -81,7 +81,7 @@ pub const INTERESTING_TYPES: &[&str] = &[
     "question.v2.rejected",
 ];
 
-fn text<'a>(value: Option<&'a Value>) -> &'a str {
+fn text(value: Option<&Value>) -> &str {
     value.and_then(Value::as_str).map(str::trim).unwrap_or("")
 }
 

@@ -437,7 +437,7 @@ async fn continue_goal(
     })
     .await;
     let reserved = match written {
-        Ok(GoalWrite::Written(goal)) => goal,
+        Ok(GoalWrite::Written(goal)) => *goal,
         other => {
             log_write(session_id, "reserve", &other);
             return if other.is_err() { TickOutcome::Retry } else { TickOutcome::Done };

@@ -126,7 +126,7 @@ pub fn holder_id(group: &str) -> String {
 #[derive(Debug)]
 pub enum GoalWrite {
     /// Written: the goal now stored.
-    Written(Goal),
+    Written(Box<Goal>),
     /// The stored goal no longer matches the guard: nothing written.
     Stale,
 }
@@ -156,7 +156,7 @@ pub async fn write_goal(
     goal.updated_at = now_ms().max(goal.updated_at + 1.0);
     let metadata = merge_namespace_key(&session.metadata, "goal", Some(goal.to_value()));
     client.put_metadata(session_id, directory, metadata).await?;
-    Ok(GoalWrite::Written(goal))
+    Ok(GoalWrite::Written(Box::new(goal)))
 }
 
 /// Replaces (or removes, with `None`) `openchamber.<key>` from a fresh read; `decide` sees the
