@@ -137,7 +137,7 @@ describe('tick branches', () => {
 
   it('quiescence: trailing user message, running reply, or no reply yet → nothing', async () => {
     const auditor = scriptedAuditor([continueVerdict])
-    env = await setup({ auditor })
+    env = await setup({ auditor, runtimeOptions: { idleQuietMs: 1000 } })
     const trailingUser = sessionWithReply(env.mock)
     env.mock.addUserMessage(trailingUser.id, 'one more thing')
     const running = env.mock.createSession({ metadata: goalMetadata() })
@@ -146,6 +146,24 @@ describe('tick branches', () => {
     const noReply = env.mock.createSession({ metadata: goalMetadata() })
     for (const s of [trailingUser, running, noReply]) env.mock.setStatus(s.id, 'idle')
     await sleep(600)
+    expect(auditor.calls).toHaveLength(0)
+    expect(env.mock.prompts).toHaveLength(0)
+  })
+
+  it('idle for good with a reply that never came: retried with backoff, then blocked (never stranded)', async () => {
+    const auditor = scriptedAuditor([continueVerdict])
+    env = await setup({ auditor, runtimeOptions: { idleQuietMs: 60 } })
+    const trailingUser = sessionWithReply(env.mock)
+    env.mock.addUserMessage(trailingUser.id, 'one more thing')
+    const running = env.mock.createSession({ metadata: goalMetadata() })
+    env.mock.addUserMessage(running.id, 'go')
+    env.mock.addAssistantMessage(running.id, { text: 'partial', completed: false })
+    const noReply = env.mock.createSession({ metadata: goalMetadata() })
+    for (const s of [trailingUser, running, noReply]) env.mock.setStatus(s.id, 'idle')
+    await waitFor(() => goalOf(env.mock, trailingUser.id).status === 'blocked' && goalOf(env.mock, running.id).status === 'blocked', 6000)
+    expect(goalOf(env.mock, running.id).statusReason).toBe('assistant turn failed')
+    // A goal that waits for the user's first exchange stays active.
+    expect(goalOf(env.mock, noReply.id).status).toBe('active')
     expect(auditor.calls).toHaveLength(0)
     expect(env.mock.prompts).toHaveLength(0)
   })

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use tracing::{debug, info, warn};
 
 use crate::decide::{
-    self, after_audit, parse_verdict, plan_tick, unaudited_reservation, AfterAudit, Audit, Basis, Plan,
+    self, after_audit, parse_verdict, plan_tick, unaudited_reservation, AfterAudit, Audit, Basis, Plan, WaitReason,
     Reservation, Settlement, REASON_DISPATCH_FAILED, REASON_MESSAGES_UNAVAILABLE, REASON_OBJECTIVE_UNAVAILABLE,
     REASON_PAUSED_AFTER_ABORT, REASON_RESUMED,
 };
@@ -199,9 +199,20 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
 
     let plan = plan_tick(&goal, &messages, ctx.config.max_auto_turns);
     let (basis, reservation) = match plan {
-        Plan::Wait(reason) => {
-            debug!(target: "session_goal", session = session_id, ?reason, "not quiescent");
+        Plan::Wait(WaitReason::NoReplyYet) => {
+            // Waiting for the user's first exchange is not being stuck.
             return TickOutcome::Done;
+        }
+        Plan::Wait(reason) => {
+            // The session is idle, yet its newest message has no finished reply: normally a
+            // turn that is just starting (busy follows), so look again with backoff; if it never
+            // starts, the turn failed and the goal must not sit active forever.
+            debug!(target: "session_goal", session = session_id, ?reason, attempt, "idle without a finished reply");
+            if exhausted {
+                settle(ctx, session_id, directory, &goal, &guard, blocked(&goal, decide::REASON_TURN_FAILED), &objective).await;
+                return TickOutcome::Settled;
+            }
+            return TickOutcome::Retry;
         }
         Plan::Pause(accounting) => {
             if !generation.is_current() {
