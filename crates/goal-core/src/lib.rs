@@ -20,3 +20,7 @@ pub mod writer;
 pub mod scheduler;
 pub mod intake;
 pub mod runtime;
+pub mod commands;
+pub mod create;
+pub mod orchestrate;
+pub mod actions;
