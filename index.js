@@ -835,5 +835,10 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.GoalControl = nativeBinding.GoalControl
 module.exports.SessionGoalRuntime = nativeBinding.SessionGoalRuntime
+module.exports.createGoalControl = nativeBinding.createGoalControl
 module.exports.createSessionGoalRuntime = nativeBinding.createSessionGoalRuntime
+module.exports.deleteObjectiveFile = nativeBinding.deleteObjectiveFile
+module.exports.readObjectiveFile = nativeBinding.readObjectiveFile
+module.exports.writeObjectiveFile = nativeBinding.writeObjectiveFile

@@ -147,7 +147,11 @@ function createSessionGoalRuntime(options) {
   return wrapRuntime(native.createSessionGoalRuntime(adaptOptions(options)))
 }
 
+// Goal creation and control (objective store, routes, create/send/fork, actions): lib/goals.js.
+const goalApi = require('./lib/goals.js').createGoalApi({ native, adaptOptions })
+
 module.exports = {
   ...native,
+  ...goalApi,
   createSessionGoalRuntime,
 }

@@ -4,6 +4,7 @@
 #![deny(clippy::all)]
 
 mod callbacks;
+mod control;
 mod logging;
 mod payload;
 
