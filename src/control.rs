@@ -166,10 +166,10 @@ pub struct InstalledGoal {
   pub warnings: Vec<String>,
 }
 
-fn installed(created: &CreatedGoal, session_id: &str, directory: &str) -> InstalledGoal {
+fn installed(created: &CreatedGoal, session_id: &str) -> InstalledGoal {
   InstalledGoal {
     session_id: session_id.to_string(),
-    directory: directory.to_string(),
+    directory: created.directory.clone(),
     goal: record(&created.goal),
     objective: created.objective.clone(),
     objective_fit: created.fit.as_str().to_string(),
@@ -220,7 +220,7 @@ pub struct SessionDispatch {
 }
 
 fn dispatch_result(action: &str, report: DispatchReport) -> SessionDispatch {
-  let goal = report.goal.as_ref().map(|g| installed(g, &report.session_id, &report.directory));
+  let goal = report.goal.as_ref().map(|g| installed(g, &report.session_id));
   SessionDispatch {
     action: action.to_string(),
     goal_enabled: goal.is_some(),
@@ -602,16 +602,15 @@ impl GoalControl {
     let ctx = self.ctx.clone();
     Ok(
       guarded(async move {
-        let (_, directory) = orchestrate::locate_session(&ctx, &request.session_id, request.directory.as_deref().unwrap_or("").trim()).await?;
         let new_goal = NewGoal {
           session_id: request.session_id.clone(),
-          directory: directory.clone(),
+          directory: request.directory.unwrap_or_default(),
           objective: request.objective,
           token_budget: request.token_budget.map(create::check_token_budget).transpose()?,
           model: model_choice(request.provider_id, request.model_id),
         };
         let created = create::create_session_goal(&ctx, &new_goal).await?;
-        Ok(installed(&created, &request.session_id, &directory))
+        Ok(installed(&created, &request.session_id))
       })
       .await,
     )
@@ -714,7 +713,7 @@ impl GoalControl {
         };
         let stamped = orchestrate::stamp_scheduled_goal(&ctx, &stamp).await?;
         Ok(ScheduledGoalStamp {
-          goal: installed(&stamped.goal, &request.session_id, &directory),
+          goal: installed(&stamped.goal, &request.session_id),
           command: stamped.command.as_ref().map(|c| c.name.clone()),
           command_arguments: stamped.command.map(|c| c.arguments),
           intro_part: stamped.intro_part,

@@ -319,6 +319,8 @@ pub struct NewGoal {
 pub struct CreatedGoal {
     /// The goal as written.
     pub goal: Goal,
+    /// The directory used (the caller's, else the one OpenCode reports).
+    pub directory: String,
     /// The effective objective text (what the auditor judges against).
     pub objective: String,
     /// How it was fitted.
@@ -331,7 +333,8 @@ pub struct CreatedGoal {
 
 /// Installs a fresh active goal on a session: fit the objective, write the objective file,
 /// then merge `openchamber.goal` into a fresh read of the metadata (every other key survives).
-/// Sub-agent sessions are refused (the loop never runs on them).
+/// Unknown sessions (404) and sub-agent sessions (400; the loop never runs on them) are refused
+/// before anything is written.
 pub async fn create_session_goal(ctx: &ControlContext, request: &NewGoal) -> Result<CreatedGoal, GoalError> {
     check_session_id(&request.session_id)?;
     if let Some(budget) = request.token_budget {
@@ -340,7 +343,21 @@ pub async fn create_session_goal(ctx: &ControlContext, request: &NewGoal) -> Res
     if request.objective.trim().is_empty() {
         return Err(GoalError::new(400, "goal objective is required"));
     }
-    let fitted = fit_objective(ctx, &request.objective, &request.directory, &request.model).await;
+    // Look before writing anything: an unknown session or a sub-agent is refused with no file
+    // written. The merge below reads fresh again inside the session's write slot.
+    let session = ctx
+        .client
+        .get_session(&request.session_id, request.directory.trim())
+        .await
+        .map_err(|error| GoalError::from_http("session lookup", &error))?;
+    if session.is_subagent() {
+        return Err(GoalError::new(400, "sub-agent sessions cannot carry a goal"));
+    }
+    let directory = match request.directory.trim() {
+        "" => session.directory.clone(),
+        given => given.to_string(),
+    };
+    let fitted = fit_objective(ctx, &request.objective, &directory, &request.model).await;
     if fitted.text.is_empty() {
         return Err(GoalError::new(400, "goal objective is required"));
     }
@@ -349,7 +366,7 @@ pub async fn create_session_goal(ctx: &ControlContext, request: &NewGoal) -> Res
     let mut refusal: Option<GoalError> = None;
     let mut replaced: Option<String> = None;
     let value = goal.to_value();
-    let written = write_namespace_key(&ctx.client, &request.session_id, &request.directory, "goal", |session: &SessionView| {
+    let written = write_namespace_key(&ctx.client, &request.session_id, &directory, "goal", |session: &SessionView| {
         if session.is_subagent() {
             refusal = Some(GoalError::new(400, "sub-agent sessions cannot carry a goal"));
             return Err(());
@@ -364,6 +381,7 @@ pub async fn create_session_goal(ctx: &ControlContext, request: &NewGoal) -> Res
     }
     Ok(CreatedGoal {
         goal,
+        directory,
         objective: fitted.text,
         fit: fitted.fit,
         warnings: warning.into_iter().collect(),
