@@ -181,6 +181,31 @@ describe('slash commands as goals', () => {
     })
   }
 
+  it('a long command turn: returns once the command has landed, while OpenCode still runs it', async () => {
+    const { mock, control } = await world()
+    const session = sessionWithHistory(mock)
+    mock.scriptReplies(session.id, [{ text: 'reviewed' }], { replyDelayMs: 2500 })
+    const started = Date.now()
+    const result = await control.sendPrompt({ sessionId: session.id, prompt: '/review everything', goal: true })
+    const elapsed = Date.now() - started
+    expect(result).toMatchObject({ dispatchedAsCommand: true, promptDispatched: true, promptLanded: true })
+    expect(elapsed).toBeLessThan(1500)
+    expect(mock.status(session.id).type).toBe('busy')
+    await waitFor(() => mock.status(session.id).type === 'idle', 8000)
+    expect(mock.commands).toHaveLength(1)
+  })
+
+  it('an unreadable command list: the prompt goes out as text, with a warning', async () => {
+    const { mock, control } = await world()
+    const session = sessionWithHistory(mock)
+    mock.fault({ method: 'GET', path: '/command', status: 500 })
+    const result = await control.sendPrompt({ sessionId: session.id, prompt: '/review all', goal: true })
+    expect(result.dispatchedAsCommand).toBe(false)
+    expect(result.warnings.some((w) => w.includes('command list unavailable'))).toBe(true)
+    expect(result.goal.objective).toBe('/review all')
+    expect(mock.prompts[0].body.parts[0].text).toBe('/review all')
+  })
+
   it('an unknown command is an ordinary prompt (text as written, goal intro attached)', async () => {
     const { mock, control } = await world()
     const session = sessionWithHistory(mock)

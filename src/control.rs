@@ -4,6 +4,9 @@
 //! the package entry turns them into thrown `GoalError`s. Every call runs in its own task, so
 //! a panic becomes a failure value instead of crossing into Node.
 
+// Exported option structs spell the callback types in full (napi needs them without aliases).
+#![allow(clippy::type_complexity)]
+
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;

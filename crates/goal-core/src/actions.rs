@@ -7,7 +7,7 @@ use tracing::warn;
 
 use crate::create::{check_token_budget, fit_objective, store_objective, ControlContext, GoalError, ModelChoice, ObjectiveFit};
 use crate::decide::REASON_RESUMED;
-use crate::model::{Goal, GoalStatus, SessionView};
+use crate::model::{live_status, merge_namespace_key, Goal, GoalStatus, LiveStatus, SessionView};
 use crate::objectives::{delete_objective, read_objective};
 use crate::orchestrate::locate_session;
 use crate::writer::{acquire, try_write_goal, GoalGuard, GoalUpdate};
@@ -66,8 +66,8 @@ pub struct ActionReport {
 }
 
 enum Declined {
-    Unchanged(Goal),
-    Refused(GoalError),
+    Unchanged(Box<Goal>),
+    Refused(Box<GoalError>),
 }
 
 async fn update(
@@ -88,9 +88,9 @@ async fn update(
         }
         GoalUpdate::Declined(Declined::Unchanged(goal)) => {
             report.previous_status = Some(goal.status);
-            report.goal = Some(goal);
+            report.goal = Some(*goal);
         }
-        GoalUpdate::Declined(Declined::Refused(error)) => return Err(error),
+        GoalUpdate::Declined(Declined::Refused(error)) => return Err(*error),
         GoalUpdate::Stale => return Err(target.missing()),
     }
     Ok(report)
@@ -119,8 +119,11 @@ pub async fn pause_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<Act
             goal.blocked_streak = 0;
             Ok(())
         }
-        GoalStatus::Paused => Err(Declined::Unchanged(goal.clone())),
-        other => Err(Declined::Refused(GoalError::new(409, format!("goal is {}; only an active goal can be paused", other.as_str())))),
+        GoalStatus::Paused => Err(Declined::Unchanged(Box::new(goal.clone()))),
+        other => Err(Declined::Refused(Box::new(GoalError::new(
+            409,
+            format!("goal is {}; only an active goal can be paused", other.as_str()),
+        )))),
     })
     .await?;
     if report.changed {
@@ -136,7 +139,7 @@ pub async fn resume_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<Ac
     let (_, directory) = locate_session(ctx, &target.session_id, target.directory.trim()).await?;
     update(ctx, target, &directory, |goal| {
         if goal.status == GoalStatus::Active {
-            return Err(Declined::Unchanged(goal.clone()));
+            return Err(Declined::Unchanged(Box::new(goal.clone())));
         }
         goal.status = GoalStatus::Active;
         goal.status_reason = REASON_RESUMED.into();
@@ -152,7 +155,7 @@ pub async fn complete_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<
     let (_, directory) = locate_session(ctx, &target.session_id, target.directory.trim()).await?;
     update(ctx, target, &directory, |goal| {
         if goal.status == GoalStatus::Complete {
-            return Err(Declined::Unchanged(goal.clone()));
+            return Err(Declined::Unchanged(Box::new(goal.clone())));
         }
         goal.status = GoalStatus::Complete;
         goal.status_reason = REASON_MARKED_BY_USER.into();
@@ -224,7 +227,7 @@ pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionRe
     let budget = edit.budget;
     let mut report = update(ctx, target, &directory, move |goal| {
         if goal.status == GoalStatus::Complete {
-            return Err(Declined::Refused(GoalError::new(409, "goal is complete; start a new goal instead of editing it")));
+            return Err(Declined::Refused(Box::new(GoalError::new(409, "goal is complete; start a new goal instead of editing it"))));
         }
         if let Some((text, in_file)) = new_objective {
             goal.objective_file = in_file;
@@ -251,8 +254,8 @@ pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionRe
 pub async fn clear_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<ActionReport, GoalError> {
     let (_, directory) = locate_session(ctx, &target.session_id, target.directory.trim()).await?;
     let guard = target.guard();
-    let mut previous: Option<Goal> = None;
-    let written = {
+    // The same fresh-read-and-merge as every goal write, removing the key instead of setting it.
+    let previous = {
         let _slot = acquire(&target.session_id).await;
         let session = ctx
             .client
@@ -263,21 +266,15 @@ pub async fn clear_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<Act
             GoalGuard::SameId(id) => goal.id == *id,
             _ => true,
         });
-        match present {
-            Some(goal) => {
-                let metadata = crate::model::merge_namespace_key(&session.metadata, "goal", None);
-                ctx.client
-                    .put_metadata(&target.session_id, &directory, metadata)
-                    .await
-                    .map_err(|error| GoalError::from_http("goal clear", &error))?;
-                previous = Some(goal);
-                true
-            }
-            None => false,
-        }
-    };
-    let Some(previous) = previous.filter(|_| written) else {
-        return Err(target.missing());
+        let Some(goal) = present else {
+            return Err(target.missing());
+        };
+        let metadata = merge_namespace_key(&session.metadata, "goal", None);
+        ctx.client
+            .put_metadata(&target.session_id, &directory, metadata)
+            .await
+            .map_err(|error| GoalError::from_http("goal clear", &error))?;
+        goal
     };
     let mut report = ActionReport {
         session_id: target.session_id.clone(),
@@ -380,7 +377,7 @@ pub async fn list_goals(ctx: &ControlContext, directory: &str) -> Result<Vec<Goa
             let goal = session.goal()?;
             let working = statuses
                 .as_ref()
-                .is_some_and(|map| crate::model::live_status(map, &session.id) == crate::model::LiveStatus::Working);
+                .is_some_and(|map| live_status(map, &session.id) == LiveStatus::Working);
             Some(GoalRow { session, goal, working })
         })
         .collect())

@@ -23,6 +23,13 @@ use crate::prompts::goal_intro_text;
 pub const MAX_PROMPT_BYTES: usize = 1_000_000;
 /// Messages read to find the selection and the baseline of the last exchange.
 const RECENT_MESSAGES: usize = 40;
+/// How long a dispatch waits for its message to show up in the session (the reference's
+/// `waitForPromptLanded`: 5 s at 150 ms).
+pub const DEFAULT_LANDING_TIMEOUT: Duration = Duration::from_millis(5_000);
+/// Poll interval of the landing wait.
+pub const DEFAULT_LANDING_POLL: Duration = Duration::from_millis(150);
+/// Timeout of `POST /session/:id/command`, which OpenCode answers only after the whole turn.
+pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// What to send and how (shared by create, send and fork).
 #[derive(Debug, Clone, Default)]
@@ -652,14 +659,6 @@ pub async fn stamp_scheduled_goal(ctx: &ControlContext, request: &ScheduledGoal)
     warnings.extend(goal.warnings.iter().cloned());
     Ok(StampedGoal { goal, command, intro_part: goal_intro_part(token_budget), warnings })
 }
-
-/// Default timeouts of the control context (distillation 60 s, landing 5 s at 150 ms, command
-/// call 10 min).
-pub const DEFAULT_LANDING_TIMEOUT: Duration = Duration::from_millis(5_000);
-/// Poll interval of the landing wait.
-pub const DEFAULT_LANDING_POLL: Duration = Duration::from_millis(150);
-/// Timeout of a synchronous command call.
-pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(600);
 
 #[cfg(test)]
 mod tests {

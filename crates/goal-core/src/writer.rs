@@ -137,6 +137,7 @@ pub async fn write_namespace_key(
 
 /// Result of [`try_write_goal`].
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // one value per write; boxing the goals buys nothing
 pub enum GoalUpdate<R> {
     /// Written: the goal before and after.
     Written {
