@@ -39,6 +39,7 @@ describe('usage errors: one line on stderr, exit code 2, nothing sent', () => {
     [['pause'], 'pause needs exactly one session id'],
     [['status', 'extra'], 'status takes no arguments'],
     [['watch', '--auditor', 'gpt'], '--auditor must be "none"'],
+    [['watch', '--auditor', 'opencode'], '--auditor opencode is not available yet'],
     [['watch', '--idle-quiet-ms', 'soon'], '--idle-quiet-ms must be a whole number'],
     [['status', '--url', 'ftp://x'], '--url must be an http(s) URL'],
     [['status', '--json=yes'], '--json takes no value'],

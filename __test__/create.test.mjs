@@ -168,6 +168,28 @@ describe('createSessionGoal', () => {
     }
   })
 
+  it('takes OpenChamber-style options (buildOpenCodeUrl, getOpenCodeAuthHeaders, getSmallModelService)', async () => {
+    const mock = await startMockOpenCode({ heartbeatMs: 60_000 })
+    cleanups.push(() => mock.close())
+    const smallModel = scriptedAuditor(['Distilled criteria.'])
+    const built = []
+    const control = createSessionGoalControl({
+      buildOpenCodeUrl: (apiPath, prefix) => {
+        built.push([apiPath, prefix])
+        return mock.url + apiPath
+      },
+      getOpenCodeAuthHeaders: async () => ({ authorization: 'Basic host' }),
+      getSmallModelService: smallModel.getSmallModelService,
+      settings: { dataDir: tempDataDir() },
+    })
+    const session = mock.createSession({ directory: '/tmp/project' })
+    const installed = await control.createSessionGoal({ sessionId: session.id, objective: 'x'.repeat(6000) })
+    expect(installed.objectiveFit).toBe('distilled')
+    expect(built.some(([apiPath]) => apiPath === `/session/${session.id}`)).toBe(true)
+    expect(mock.requests.every((r) => r.headers.authorization === 'Basic host')).toBe(true)
+    expect(fs.readFileSync(objectivePath(control.dataDir, session.id), 'utf8')).toBe('Distilled criteria.')
+  })
+
   it('works as one call with the reference names (baseUrl, sessionID, onWarning)', async () => {
     const mock = await startMockOpenCode({ heartbeatMs: 60_000 })
     cleanups.push(() => mock.close())

@@ -39,9 +39,10 @@ Options for create, send, fork:
   --message <messageId>        Fork before this message (fork)
 
 Options for watch:
-  --auditor none               Small model for audits. Only "none" is built in: without an
-                               auditor every audit is unavailable, so a goal gets one unaudited
-                               continuation and then blocks with "progress audit unavailable".
+  --auditor none               Small model for audits. Only "none" exists so far ("opencode",
+                               a built-in small model, is reserved): without an auditor every
+                               audit is unavailable, so a goal gets one unaudited continuation
+                               and then blocks with "progress audit unavailable".
   --idle-quiet-ms <n>          Quiet window after a turn ends (default 15000)
   --kickoff-quiet-ms <n>       Delay before a fresh goal starts (default 3000)
 
@@ -175,6 +176,9 @@ function validate(parsed) {
   connection(flags)
   if (['create', 'send', 'fork'].includes(command)) promptRequest(parsed)
   if (command === 'watch') {
+    if (flags.auditor === 'opencode') {
+      throw new UsageError('--auditor opencode is not available yet (no built-in small model in this build); use --auditor none')
+    }
     if (flags.auditor !== undefined && flags.auditor !== 'none') throw new UsageError(`--auditor must be "none" (got "${flags.auditor}")`)
     parseMillis(flags, 'idle-quiet-ms')
     parseMillis(flags, 'kickoff-quiet-ms')

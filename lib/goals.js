@@ -233,7 +233,7 @@ function createGoalApi({ native, adaptOptions }) {
 
 // The reference's create.js took {baseUrl, authHeaders}; the runtime takes openCode: {baseUrl, headers}.
 function connectionOptions(options) {
-  const out = { ...options }
+  const out = withoutNulls(options)
   if (!out.openCode && typeof options.baseUrl === 'string' && typeof options.buildOpenCodeUrl !== 'function') {
     out.openCode = { baseUrl: options.baseUrl, headers: isObject(options.authHeaders) ? { ...options.authHeaders } : undefined }
   }
