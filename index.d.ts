@@ -10,6 +10,51 @@
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
 /**
+ * Goal creation and control against one OpenCode server. Results resolve to a value or a
+ * `GoalFailure` (`failed: true`); nothing is thrown for a failed operation.
+ */
+export declare class GoalControl {
+  /** The data directory the objective files live in. */
+  get dataDir(): string
+  /**
+   * Installs a fresh active goal on a session: objective fitted (distilled over 5,000 chars),
+   * objective file written first (inline on failure), then merged into the session metadata.
+   */
+  createSessionGoal(request: SessionGoalRequest): Promise<InstalledGoal | GoalFailure>
+  /** Creates a session; with a prompt, installs the goal (if `goal`) and then dispatches. */
+  createSession(request: CreateSessionRequest): Promise<SessionDispatch | GoalFailure>
+  /** Sends a prompt to an existing session; with `goal`, installs a fresh goal first. */
+  sendPrompt(request: SendPromptRequest): Promise<SessionDispatch | GoalFailure>
+  /**
+   * Forks a session (at an optional message), installs the goal on the fork (if `goal`) and
+   * dispatches there.
+   */
+  forkSession(request: ForkSessionRequest): Promise<SessionDispatch | GoalFailure>
+  /**
+   * Stamps a goal onto a scheduled task's fresh session and says how to dispatch the task
+   * (command, or `prompt_async` with `introPart` after the prompt text).
+   */
+  stampScheduledGoal(request: ScheduledGoalRequest): Promise<ScheduledGoalStamp | GoalFailure>
+  /** Edits a goal's objective and/or budget (same id and counters; active, `resumed`). */
+  editGoal(request: GoalEditRequest): Promise<GoalActionResult | GoalFailure>
+  /** Pauses an active goal and aborts the running turn. */
+  pauseGoal(request: GoalActionRequest): Promise<GoalActionResult | GoalFailure>
+  /**
+   * Resumes a goal: active, `resumed`, a fresh turn allowance (the runtime kicks it off within
+   * its resume delay, 250 ms by default).
+   */
+  resumeGoal(request: GoalActionRequest): Promise<GoalActionResult | GoalFailure>
+  /** Marks a goal complete (`marked by user`). */
+  completeGoal(request: GoalActionRequest): Promise<GoalActionResult | GoalFailure>
+  /** Removes the goal (other metadata kept), deletes its objective file, aborts if it was active. */
+  clearGoal(request: GoalActionRequest): Promise<GoalActionResult | GoalFailure>
+  /** A session's goal and its effective objective (file text, else inline). */
+  getGoal(sessionId: string, directory?: string | undefined | null): Promise<SessionGoalView | GoalFailure>
+  /** The goals of a directory's top-level sessions (newest first). */
+  listGoals(directory: string): Promise<Array<GoalListEntry> | GoalFailure>
+}
+
+/**
  * The session assist runtime: after a session has been quiet, writes a short recap of the
  * agent's last reply and one suggested follow-up to `metadata.openchamber.assist`.
  */
@@ -90,6 +135,9 @@ export interface AssistRuntimeSnapshot {
   stopped: boolean
 }
 
+/** Creates a goal control. Throws only for unusable options (no OpenCode location). */
+export declare function createGoalControl(options: GoalControlOptions): GoalControl
+
 /**
  * Creates the assist runtime. It shares the event intake, the OpenCode connection pool and
  * the per-session metadata write queue with every goal runtime of the process.
@@ -98,6 +146,187 @@ export declare function createSessionAssistRuntime(options: SessionAssistRuntime
 
 /** Creates the goal runtime. It runs on its own threads; `processPayload` only queues work. */
 export declare function createSessionGoalRuntime(options: SessionGoalRuntimeOptions): SessionGoalRuntime
+
+/** `createSession` input. */
+export interface CreateSessionRequest {
+  /** Project directory (required). */
+  directory: string
+  /** Session title. */
+  title?: string
+  /** First prompt; a leading `/name` runs that command. Required with `goal`. */
+  prompt?: string
+  /** `provider/model`. */
+  model?: string
+  /** Provider id (with `modelID`, instead of `model`). */
+  providerID?: string
+  /** Model id. */
+  modelID?: string
+  /** Agent (primary agents only). */
+  agent?: string
+  /** Model variant. */
+  variant?: string
+  /** Start a goal with the prompt as its objective. */
+  goal?: boolean
+  /** The goal's token budget (requires `goal`): an integer in [1000, 100000000]. */
+  goalTokenBudget?: number
+}
+
+/** Deletes an objective file, best effort: whether a file was removed (false for an invalid id). */
+export declare function deleteObjectiveFile(sessionId: string, dataDir?: string | undefined | null): Promise<boolean>
+
+/** `forkSession` input. */
+export interface ForkSessionRequest {
+  /** Session to fork. */
+  sessionId: string
+  /** Fork before this message (default: the whole session). */
+  messageId?: string
+  /** Directory (default: the one OpenCode reports). */
+  directory?: string
+  /** Prompt for the fork (required). */
+  prompt: string
+  /** `provider/model` (default: the source's last user message's). */
+  model?: string
+  /** Provider id (with `modelID`). */
+  providerID?: string
+  /** Model id. */
+  modelID?: string
+  /** Agent. */
+  agent?: string
+  /** Variant. */
+  variant?: string
+  /** Install a goal on the fork before dispatching. */
+  goal?: boolean
+  /** The goal's token budget (requires `goal`). */
+  goalTokenBudget?: number
+}
+
+/** Target of pause / resume / complete / clear. */
+export interface GoalActionRequest {
+  /** Session. */
+  sessionId: string
+  /** Directory (default: the one OpenCode reports). */
+  directory?: string
+  /** Act only if the session's goal still has this id (409 otherwise). */
+  goalId?: string
+}
+
+/** Result of a goal action. */
+export interface GoalActionResult {
+  /** Session. */
+  sessionId: string
+  /** Directory used. */
+  directory: string
+  /** The goal after the action (absent after clear). */
+  goal?: GoalRecord
+  /** Status before the action. */
+  previousStatus?: string
+  /** Something was written (false: already in the requested state). */
+  changed: boolean
+  /** Pause / clear of an active goal: the running turn was aborted. */
+  aborted?: boolean
+  /** Clear: an objective file was removed. */
+  objectiveDeleted: boolean
+  /** Edit: how the new objective was fitted. */
+  objectiveFit?: string
+  /** Non-fatal problems. */
+  warnings: Array<string>
+}
+
+/**
+ * Options of `createGoalControl`: where OpenCode is (same forms as the runtime), where the
+ * objective files live, and the small model used to distill objectives over 5,000 chars.
+ */
+export interface GoalControlOptions {
+  /** A fixed OpenCode base URL and headers. */
+  openCode?: OpenCodeTarget
+  /** OpenChamber: builds the URL of an OpenCode API path. */
+  buildOpenCodeUrl?: (path: string, prefix: string) => string
+  /** OpenChamber: the headers for OpenCode (may be async). */
+  getOpenCodeAuthHeaders?: () => Record<string, string> | Promise<Record<string, string>>
+  /** Settings location (`settings.dataDir`). */
+  settings?: RuntimeSettingsOptions
+  /**
+   * Data directory (wins over `settings.dataDir`; default `OPENCHAMBER_DATA_DIR`, else
+   * `~/.config/openchamber`).
+   */
+  dataDir?: string
+  /**
+   * Small model for distilling long objectives: `{text, providerID, modelID}` or
+   * `{error: {statusCode?, code?}}`. Without one, long objectives are excerpted.
+   */
+  generateSmallModelText?: (request: SmallModelRequest) => Promise<SmallModelResult>
+  /** OpenChamber's form of the small model (adapted by the package entry). */
+  getSmallModelService?: () => Promise<{ generateSmallModelText(request: SmallModelRequest): Promise<SmallModelResult> } | null | undefined>
+  /** Timeout of every OpenCode call (default 10000 ms). */
+  fetchTimeoutMs?: number
+  /** Timeout of a distillation call (default 60000 ms). */
+  smallModelTimeoutMs?: number
+  /** How long a dispatch waits for its message to show up (default 5000 ms). */
+  landingTimeoutMs?: number
+  /**
+   * Timeout of a slash-command call, which OpenCode answers after the whole turn (default
+   * 600000 ms; the dispatch itself returns once the command has landed).
+   */
+  commandTimeoutMs?: number
+}
+
+/** `editGoal` input. */
+export interface GoalEditRequest {
+  /** Session. */
+  sessionId: string
+  /** Directory (default: the one OpenCode reports). */
+  directory?: string
+  /** Act only if the session's goal still has this id. */
+  goalId?: string
+  /** New objective (written to the objective file first). */
+  objective?: string
+  /** New token budget: an integer in [1000, 100000000]. */
+  tokenBudget?: number
+  /** Remove the token budget. */
+  clearTokenBudget?: boolean
+  /** Provider preferred when distilling a long objective. */
+  providerID?: string
+  /** Model preferred when distilling. */
+  modelID?: string
+}
+
+/**
+ * A failed goal operation, as a value. Shaped like the reference's HTTP error body, so a host
+ * can answer with `res.status(f.statusCode).json(f)`.
+ */
+export interface GoalFailure {
+  /** Always `true` (tells a failure from a result). */
+  failed: true
+  /** What went wrong (never prompt text, model output or credentials). */
+  error: string
+  /**
+   * 400 bad input, 404 unknown session or goal, 409 conflicting state, 413 too large, 500 local
+   * failure, 502/504 OpenCode failure.
+   */
+  statusCode: number
+  /** Some step had already taken effect (see `partialAction`). */
+  partial: boolean
+  /** `session-created`, `fork-created` or `goal-configured`. */
+  partialAction?: 'session-created' | 'fork-created' | 'goal-configured'
+  /** The session concerned (the new one after create or fork). */
+  sessionId?: string
+  /** Its directory. */
+  directory?: string
+}
+
+/** One goal of a directory. */
+export interface GoalListEntry {
+  /** Session. */
+  sessionId: string
+  /** Directory. */
+  directory: string
+  /** Session title. */
+  title: string
+  /** The goal. */
+  goal: GoalRecord
+  /** A turn is running now. */
+  working: boolean
+}
 
 /** What `emitGoalNotification` receives when a goal settles. */
 export interface GoalNotification {
@@ -119,6 +348,72 @@ export interface GoalNotification {
   kind: string
 }
 
+/** A goal as stored in `metadata.openchamber.goal`. */
+export interface GoalRecord {
+  /** Goal id (`Date.now().toString(36)` + 6 random base-36 chars for new goals). */
+  id: string
+  /** Inline objective; empty when the text lives in the objective file. */
+  objective: string
+  /** The objective lives in `<dataDir>/goals/<sessionId>.md`. */
+  objectiveFile: boolean
+  /** `active`, `paused`, `blocked`, `budgetLimited` or `complete`. */
+  status: string
+  /** Token budget, if any. */
+  tokenBudget?: number
+  /** Tokens charged to the goal. */
+  tokensUsed: number
+  /** Accounting baseline of the current segment. */
+  tokensBaseline: number
+  /** Tokens of closed segments. */
+  tokensCommitted: number
+  /** Automatic continuations sent. */
+  turnsUsed: number
+  /** Consecutive `blocked` verdicts. */
+  blockedStreak: number
+  /** Consecutive failed audits. */
+  auditFailStreak: number
+  /** Latest audit note. */
+  note: string
+  /** Why the goal is in its status. */
+  statusReason: string
+  /** Provider of the latest audit. */
+  evaluationProviderID: string
+  /** Model of the latest audit. */
+  evaluationModelID: string
+  /** Accounting cursor. */
+  lastAccountedMessageID: string
+  /** Creation time (ms since the epoch). */
+  createdAt: number
+  /** Last write (ms since the epoch). */
+  updatedAt: number
+}
+
+/** A goal just installed on a session. */
+export interface InstalledGoal {
+  /** Session. */
+  sessionId: string
+  /** Directory. */
+  directory: string
+  /** The goal written. */
+  goal: GoalRecord
+  /** The effective objective (what the auditor judges against). */
+  objective: string
+  /** `verbatim`, `distilled` (small model, over 5,000 chars) or `excerpt` (head + tail). */
+  objectiveFit: 'verbatim' | 'distilled' | 'excerpt'
+  /** The objective went to the objective file (false: stored inline after a file error). */
+  objectiveFile: boolean
+  /** The id of a goal this one replaced. */
+  replacedGoalId?: string
+  /** Non-fatal problems. */
+  warnings: Array<string>
+}
+
+/** The objective file after a write. */
+export interface ObjectiveWritten {
+  /** The stored text (trimmed, at most 5,000 chars). */
+  content: string
+}
+
 /** Where OpenCode listens (native-first form). */
 export interface OpenCodeTarget {
   /** Base URL, e.g. `http://127.0.0.1:4096`. */
@@ -126,6 +421,9 @@ export interface OpenCodeTarget {
   /** Headers sent with every request (e.g. `authorization`). Never logged. */
   headers?: Record<string, string>
 }
+
+/** Reads an objective file: its text, or `null` for an invalid id, a missing file or empty text. */
+export declare function readObjectiveFile(sessionId: string, dataDir?: string | undefined | null): Promise<string | null>
 
 /** Where OpenChamber-style settings and objective files live. */
 export interface RuntimeSettingsOptions {
@@ -158,6 +456,63 @@ export interface RuntimeSnapshot {
   activeGoals: number
   /** `stop()` was called. */
   stopped: boolean
+}
+
+/** `stampScheduledGoal` input. */
+export interface ScheduledGoalRequest {
+  /** The task's fresh session. */
+  sessionId: string
+  /** Its directory. */
+  directory?: string
+  /** The task prompt (a slash command's expanded template becomes the objective). */
+  prompt: string
+  /** Token budget: an integer in [1000, 100000000]. */
+  tokenBudget?: number
+  /** The task's provider. */
+  providerID?: string
+  /** The task's model. */
+  modelID?: string
+}
+
+/** A goal stamped onto a scheduled task's session, and how to dispatch the task. */
+export interface ScheduledGoalStamp {
+  /** The goal installed. */
+  goal: InstalledGoal
+  /**
+   * Set when the task prompt is an OpenCode command: dispatch with
+   * `POST /session/:id/command {command, arguments}` (no synthetic part possible).
+   */
+  command?: string
+  /** The command's arguments. */
+  commandArguments?: string
+  /** Append to the `prompt_async` parts after the prompt text. */
+  introPart: { type: 'text'; text: string; synthetic: true }
+  /** Non-fatal problems. */
+  warnings: Array<string>
+}
+
+/** `sendPrompt` input. */
+export interface SendPromptRequest {
+  /** Target session. */
+  sessionId: string
+  /** Its directory (default: the one OpenCode reports). */
+  directory?: string
+  /** Prompt (required); a leading `/name` runs that command. */
+  prompt: string
+  /** `provider/model` (default: the last user message's). */
+  model?: string
+  /** Provider id (with `modelID`). */
+  providerID?: string
+  /** Model id. */
+  modelID?: string
+  /** Agent (default: the last user message's). */
+  agent?: string
+  /** Variant. */
+  variant?: string
+  /** Install a fresh goal (merged into the existing metadata) before dispatching. */
+  goal?: boolean
+  /** The goal's token budget (requires `goal`). */
+  goalTokenBudget?: number
 }
 
 /**
@@ -200,6 +555,60 @@ export interface SessionAssistRuntimeOptions {
   messageFetchLimit?: number
   /** Small-model call timeout (default 60000 ms). */
   modelTimeoutMs?: number
+}
+
+/** Result of create / send / fork. */
+export interface SessionDispatch {
+  /** `create`, `send` or `fork`. */
+  action: 'create' | 'send' | 'fork'
+  /** The session prompted (the new one for create and fork). */
+  sessionId: string
+  /** Its directory. */
+  directory: string
+  /** Its title. */
+  title: string
+  /** Fork: the session forked from. */
+  sourceSessionId?: string
+  /** Model used (`provider/model`), when one was chosen or inherited. */
+  model?: string
+  /** Agent used, when chosen or inherited. */
+  agent?: string
+  /** Variant used. */
+  variant?: string
+  /** A prompt or command was dispatched (false: create without a prompt). */
+  promptDispatched: boolean
+  /** The dispatched message showed up in the session before returning. */
+  promptLanded: boolean
+  /** It ran as an OpenCode slash command. */
+  dispatchedAsCommand: boolean
+  /** The command name. */
+  command?: string
+  /** A goal was installed. */
+  goalEnabled: boolean
+  /** Its budget. */
+  goalTokenBudget?: number
+  /** The goal installed. */
+  goal?: InstalledGoal
+  /** Newest assistant message before the dispatch (the reply comes after it). */
+  baselineAssistantMessageId?: string
+  /** Non-fatal problems. */
+  warnings: Array<string>
+}
+
+/** `createSessionGoal` input. */
+export interface SessionGoalRequest {
+  /** Session to put the goal on (existing metadata is kept). */
+  sessionId: string
+  /** Its directory (default: the one OpenCode reports). */
+  directory?: string
+  /** Objective text; over 5,000 chars it is distilled (or excerpted). */
+  objective: string
+  /** Token budget: an integer in [1000, 100000000]. */
+  tokenBudget?: number
+  /** Provider the goal's turns run on (the distillation prefers it). */
+  providerID?: string
+  /** Model the goal's turns run on. */
+  modelID?: string
 }
 
 /**
@@ -258,6 +667,22 @@ export interface SessionGoalRuntimeOptions {
   directories?: Array<string>
   /** Scan the directories at start (default true when directories are given). */
   recoverOnStart?: boolean
+}
+
+/** A session's goal with its effective objective. */
+export interface SessionGoalView {
+  /** Session. */
+  sessionId: string
+  /** Directory. */
+  directory: string
+  /** Session title. */
+  title: string
+  /** The goal (absent: no goal). */
+  goal?: GoalRecord
+  /** The objective the loop audits against (file text, else inline). */
+  objective: string
+  /** `file`, `inline` or `missing`. */
+  objectiveSource?: 'file' | 'inline' | 'missing'
 }
 
 /** One `metadata.openchamber.<key>` write. */
@@ -338,6 +763,13 @@ export interface SmallModelResult {
   /** Set instead of `text` when the call failed. */
   error?: SmallModelFailure
 }
+
+/**
+ * Writes `<dataDir>/goals/<sessionId>.md` atomically (trimmed, at most 5,000 chars). The id
+ * must match `^[A-Za-z0-9_-]{4,128}$` (checked before any file access). Failures come back as
+ * values: 400 invalid id or empty content, 500 file-system error.
+ */
+export declare function writeObjectiveFile(sessionId: string, content: string, dataDir?: string | undefined | null): Promise<ObjectiveWritten | GoalFailure>
 
 /**
  * Writes `metadata.openchamber.<key>` through the process-wide per-session write queue: the

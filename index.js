@@ -835,8 +835,13 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.GoalControl = nativeBinding.GoalControl
 module.exports.SessionAssistRuntime = nativeBinding.SessionAssistRuntime
 module.exports.SessionGoalRuntime = nativeBinding.SessionGoalRuntime
+module.exports.createGoalControl = nativeBinding.createGoalControl
 module.exports.createSessionAssistRuntime = nativeBinding.createSessionAssistRuntime
 module.exports.createSessionGoalRuntime = nativeBinding.createSessionGoalRuntime
+module.exports.deleteObjectiveFile = nativeBinding.deleteObjectiveFile
+module.exports.readObjectiveFile = nativeBinding.readObjectiveFile
+module.exports.writeObjectiveFile = nativeBinding.writeObjectiveFile
 module.exports.writeSessionMetadataKey = nativeBinding.writeSessionMetadataKey

@@ -1,3 +1,140 @@
 // Types of the package entry (runtime.js). The native API and its documentation are generated
 // into index.d.ts by @napi-rs/cli; this file re-exports them and adds the JavaScript helpers.
 export * from './index'
+
+// ---- Goal creation and control (lib/goals.js) ---------------------------------------------------
+import type {
+  CreateSessionRequest,
+  ForkSessionRequest,
+  GoalActionRequest,
+  GoalActionResult,
+  GoalControl,
+  GoalControlOptions,
+  GoalEditRequest,
+  GoalFailure,
+  GoalListEntry,
+  InstalledGoal,
+  ObjectiveWritten,
+  ScheduledGoalRequest,
+  ScheduledGoalStamp,
+  SendPromptRequest,
+  SessionDispatch,
+  SessionGoalRequest,
+  SessionGoalView,
+} from './index'
+
+/** A failed goal operation, thrown by the helpers below. `toJSON()` is the HTTP error body. */
+export declare class GoalError extends Error {
+  constructor(failure: Pick<GoalFailure, 'error' | 'statusCode'> & Partial<GoalFailure>)
+  name: 'GoalError'
+  /** 400 bad input, 404 unknown session or goal, 409 conflicting state, 413 too large, 500, 502/504. */
+  statusCode: number
+  /** Some step had already taken effect. */
+  partial: boolean
+  /** Which step: `session-created`, `fork-created` or `goal-configured`. */
+  partialAction?: 'session-created' | 'fork-created' | 'goal-configured'
+  /** The session concerned (the new one after create or fork). */
+  sessionId?: string
+  /** Its directory. */
+  directory?: string
+  toJSON(): { error: string; partial?: true; partialAction?: string; sessionId?: string; directory?: string }
+}
+
+/** Where the objective store lives: `dataDir`, else `settings.dataDir`, else `OPENCHAMBER_DATA_DIR`, else `~/.config/openchamber`. */
+export interface ObjectiveStoreOptions {
+  dataDir?: string
+  settings?: { dataDir?: string }
+}
+
+/** Writes `<dataDir>/goals/<sessionId>.md` (trimmed, ≤ 5,000 chars, atomic). Throws `GoalError` 400 (invalid id, empty) or 500. */
+export declare function writeObjective(sessionId: string, content: string, options?: ObjectiveStoreOptions): Promise<ObjectiveWritten>
+/** The objective text, or `null` (invalid id, missing or unreadable file). */
+export declare function readObjective(sessionId: string, options?: ObjectiveStoreOptions): Promise<string | null>
+/** Deletes the objective file, best effort; whether one was removed. */
+export declare function deleteObjective(sessionId: string, options?: ObjectiveStoreOptions): Promise<boolean>
+
+/** Options of the objective routes. */
+export interface ObjectiveRouteOptions extends ObjectiveStoreOptions {
+  /** Route path (default `/api/goals/objective/:sessionId`). */
+  path?: string
+  /** Receives `(level, message)` for failures answered with 5xx (default `console.warn`). */
+  logger?: (level: string, message: string) => unknown
+}
+
+/** One objective request, without a framework. */
+export interface ObjectiveRequest {
+  method: string
+  sessionId: string
+  /** PUT: `{content: string}`. */
+  body?: unknown
+}
+
+/**
+ * PUT → `{ok: true}` or `{error}` (400/500); GET → `{content}` or 404 `{error: 'objective not found'}`;
+ * DELETE → `{ok: true}` (400 for an invalid id); other methods 405.
+ */
+export declare function handleObjectiveRequest(
+  request: ObjectiveRequest,
+  options?: ObjectiveRouteOptions,
+): Promise<{ status: number; body: { ok: true } | { content: string } | { error: string } }>
+
+/** The subset of an Express app the routes need. */
+export interface RouteApp {
+  put(path: string, handler: (req: any, res: any) => unknown): unknown
+  get(path: string, handler: (req: any, res: any) => unknown): unknown
+  delete(path: string, handler: (req: any, res: any) => unknown): unknown
+}
+
+/** Registers PUT/GET/DELETE `/api/goals/objective/:sessionId` (request bodies over 1 MB: 413). */
+export declare function registerSessionGoalRoutes<App extends RouteApp>(app: App, options?: ObjectiveRouteOptions): App
+
+/** Goal creation and control; every method throws `GoalError` on failure. */
+export interface SessionGoalControl {
+  /** The data directory of the objective files. */
+  readonly dataDir: string
+  /** Installs a fresh active goal on a session (objective file, then a metadata merge). */
+  createSessionGoal(request: SessionGoalRequest): Promise<InstalledGoal>
+  /** Creates a session; with a prompt: goal (if requested), then dispatch. */
+  createSession(request: CreateSessionRequest): Promise<SessionDispatch>
+  /** Sends to an existing session; with `goal`, installs a fresh goal first. */
+  sendPrompt(request: SendPromptRequest): Promise<SessionDispatch>
+  /** Forks (at an optional message), then goal and dispatch on the fork. */
+  forkSession(request: ForkSessionRequest): Promise<SessionDispatch>
+  /** Stamps a goal onto a scheduled task's fresh session; says how to dispatch it. */
+  stampScheduledGoal(request: ScheduledGoalRequest): Promise<ScheduledGoalStamp>
+  /** Edits objective and/or budget (same id and counters; active, `resumed`). */
+  editGoal(request: GoalEditRequest): Promise<GoalActionResult>
+  /** Pauses an active goal and aborts the running turn. */
+  pauseGoal(request: GoalActionRequest): Promise<GoalActionResult>
+  /** Resumes: active, `resumed`, fresh turn allowance. */
+  resumeGoal(request: GoalActionRequest): Promise<GoalActionResult>
+  /** Marks complete (`marked by user`). */
+  completeGoal(request: GoalActionRequest): Promise<GoalActionResult>
+  /** Removes the goal and its objective file; aborts if it was active. */
+  clearGoal(request: GoalActionRequest): Promise<GoalActionResult>
+  /** A session's goal and effective objective. */
+  getGoal(sessionId: string, directory?: string): Promise<SessionGoalView>
+  /** The goals of a directory. */
+  listGoals(directory: string): Promise<GoalListEntry[]>
+  /** The underlying native object (failures as values). */
+  readonly native: GoalControl
+}
+
+/** Creates a goal control (same connection options as the runtime; `getSmallModelService` accepted). */
+export declare function createSessionGoalControl(options: GoalControlOptions): SessionGoalControl
+
+/** Options of the one-call `createSessionGoal` (connection + request; the reference's names accepted). */
+export type CreateSessionGoalOptions = GoalControlOptions &
+  Partial<SessionGoalRequest> & {
+    /** Reference name of `sessionId`. */
+    sessionID?: string
+    /** Reference form of `openCode.baseUrl`. */
+    baseUrl?: string
+    /** Reference form of `openCode.headers`. */
+    authHeaders?: Record<string, string>
+    /** Called with each non-fatal warning (e.g. the objective was stored inline). */
+    onWarning?: (warning: string) => void
+  }
+
+/** Installs a fresh active goal on a session in one call. Throws `GoalError`. */
+export declare function createSessionGoal(options: CreateSessionGoalOptions): Promise<InstalledGoal>

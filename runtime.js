@@ -168,8 +168,12 @@ function writeSessionMetadataKey(write) {
   return native.writeSessionMetadataKey(adaptOptions(write))
 }
 
+// Goal creation and control (objective store, routes, create/send/fork, actions): lib/goals.js.
+const goalApi = require('./lib/goals.js').createGoalApi({ native, adaptOptions })
+
 module.exports = {
   ...native,
+  ...goalApi,
   createSessionGoalRuntime,
   createSessionAssistRuntime,
   writeSessionMetadataKey,

@@ -8,6 +8,7 @@
 
 mod assist;
 mod callbacks;
+mod control;
 mod logging;
 mod metadata;
 mod payload;

@@ -21,3 +21,7 @@ pub mod scheduler;
 pub mod intake;
 pub mod runtime;
 pub mod assist;
+pub mod commands;
+pub mod create;
+pub mod orchestrate;
+pub mod actions;

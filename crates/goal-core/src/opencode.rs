@@ -133,6 +133,12 @@ impl OpenCodeClient {
         Self { http: shared_http(), endpoint, timeout }
     }
 
+    /// The same endpoint with another per-request timeout (a synchronous command call runs a
+    /// whole turn before it answers).
+    pub fn with_timeout(&self, timeout: Duration) -> Self {
+        Self { http: self.http.clone(), endpoint: self.endpoint.clone(), timeout }
+    }
+
     /// The endpoint's grouping key.
     pub fn key(&self) -> String {
         self.endpoint.key()

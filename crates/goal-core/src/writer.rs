@@ -66,6 +66,8 @@ pub enum GoalGuard {
     AnyWithStatus(GoalStatus),
     /// Whatever is there (host actions that decide themselves).
     Any,
+    /// The goal with this id, whatever its status (a host action on the goal it showed).
+    SameId(String),
 }
 
 impl GoalGuard {
@@ -76,6 +78,7 @@ impl GoalGuard {
             }
             GoalGuard::AnyWithStatus(status) => goal.status == *status,
             GoalGuard::Any => true,
+            GoalGuard::SameId(id) => goal.id == *id,
         }
     }
 }
@@ -176,4 +179,45 @@ pub async fn write_namespace_key(
     let metadata = merge_namespace_key(&session.metadata, key, value);
     client.put_metadata(session_id, directory, metadata.clone()).await?;
     Ok(Some(SessionView { metadata, ..session }))
+}
+
+/// Result of [`try_write_goal`].
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // one value per write; boxing the goals buys nothing
+pub enum GoalUpdate<R> {
+    /// Written: the goal before and after.
+    Written {
+        /// The goal as read fresh.
+        before: Goal,
+        /// The goal now stored.
+        after: Goal,
+    },
+    /// No goal, or it does not match the guard: nothing written.
+    Stale,
+    /// `mutate` declined (e.g. the status does not allow the action): nothing written.
+    Declined(R),
+}
+
+/// Like [`write_goal`], but `mutate` sees the fresh goal and may decline, in which case nothing
+/// is written. Host actions use it to decide from the stored status, not from a stale copy.
+pub async fn try_write_goal<R>(
+    client: &OpenCodeClient,
+    session_id: &str,
+    directory: &str,
+    guard: &GoalGuard,
+    mutate: impl FnOnce(&mut Goal) -> Result<(), R>,
+) -> Result<GoalUpdate<R>, HttpError> {
+    let _slot = acquire(session_id).await;
+    let session = client.get_session(session_id, directory).await?;
+    let Some(before) = session.goal().filter(|g| guard.admits(g)) else {
+        return Ok(GoalUpdate::Stale);
+    };
+    let mut after = before.clone();
+    if let Err(reason) = mutate(&mut after) {
+        return Ok(GoalUpdate::Declined(reason));
+    }
+    after.updated_at = now_ms().max(before.updated_at + 1.0);
+    let metadata = merge_namespace_key(&session.metadata, "goal", Some(after.to_value()));
+    client.put_metadata(session_id, directory, metadata).await?;
+    Ok(GoalUpdate::Written { before, after })
 }

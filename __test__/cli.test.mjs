@@ -1,0 +1,205 @@
+// The session-goal CLI, run as a child process against the mock OpenCode over HTTP.
+import { afterEach, describe, expect, it } from 'vitest'
+import fs from 'node:fs'
+import path from 'node:path'
+import { goalMetadata, sessionWithReply, tempDataDir, goalOf, waitFor } from './helpers.mjs'
+import { startMockOpenCode } from './mock/opencode.mjs'
+import { ROOT, objectivePath, runCli, startCli } from './control-helpers.mjs'
+
+const AUDITOR = path.join(ROOT, '__test__', 'fixtures', 'auditor-complete.mjs')
+
+const cleanups = []
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()()
+})
+
+async function world(mockOptions = {}) {
+  const mock = await startMockOpenCode({ heartbeatMs: 60_000, replyDelayMs: 10, ...mockOptions })
+  cleanups.push(() => mock.close())
+  const dataDir = tempDataDir()
+  const common = ['--url', mock.url, '--directory', '/tmp/project', '--data-dir', dataDir]
+  return { mock, dataDir, common }
+}
+
+describe('usage errors: one line on stderr, exit code 2, nothing sent', () => {
+  const cases = [
+    [[], 'missing command'],
+    [['launch'], 'unknown command "launch"'],
+    [['create', '--goal'], '--goal requires --prompt.'],
+    [['create', '--prompt', 'x', '--goal-token-budget', '5000'], '--goal-token-budget requires --goal.'],
+    [['create', '--prompt', 'x', '--goal', '--goal-token-budget', '999'], 'between 1000 and 100000000'],
+    [['create', '--prompt', 'x', '--goal', '--goal-token-budget', '100000001'], 'between 1000 and 100000000'],
+    [['create', '--prompt', 'x', '--goal', '--goal-token-budget', '5e3'], 'between 1000 and 100000000'],
+    [['create', '--prompt', 'x', '--model', 'no-slash'], '--model must look like provider/model'],
+    [['create', '--prompt'], '--prompt needs a value'],
+    [['create', '--message', 'msg_1'], 'unknown option --message for create'],
+    [['send', '--prompt', 'x'], 'send needs exactly one session id'],
+    [['send', 'ses_abcd'], '--prompt is required.'],
+    [['fork', 'ses_abcd', 'ses_efgh', '--prompt', 'x'], 'fork needs exactly one session id'],
+    [['pause'], 'pause needs exactly one session id'],
+    [['status', 'extra'], 'status takes no arguments'],
+    [['watch', '--auditor', 'gpt'], '--auditor must be "none"'],
+    [['watch', '--auditor', 'opencode'], '--auditor opencode is not available yet'],
+    [['watch', '--idle-quiet-ms', 'soon'], '--idle-quiet-ms must be a whole number'],
+    [['status', '--url', 'ftp://x'], '--url must be an http(s) URL'],
+    [['status', '--json=yes'], '--json takes no value'],
+  ]
+  it.each(cases)('%j', async (args, message) => {
+    const { mock } = await world()
+    const urlArgs = args.includes('--url') ? [] : ['--url', mock.url]
+    const { code, stdout, stderr } = await runCli([...args, ...(args.length ? urlArgs : [])])
+    expect(code).toBe(2)
+    expect(stdout).toBe('')
+    const lines = stderr.trimEnd().split('\n')
+    expect(lines).toHaveLength(1)
+    expect(lines[0]).toContain(message)
+    expect(mock.requests).toEqual([])
+  })
+})
+
+describe('create, send, fork', () => {
+  it('create --goal: session, objective file, goal, prompt; basic auth from OPENCODE_SERVER_PASSWORD', async () => {
+    const { mock, dataDir, common } = await world()
+    const { code, stdout, stderr } = await runCli(
+      ['create', ...common, '--title', 'Importer', '--prompt', 'Make the importer read CSV', '--goal', '--goal-token-budget', '5000', '--model', 'mock/mock-model', '--agent', 'build'],
+      { env: { OPENCODE_SERVER_PASSWORD: 's3cret' } },
+    )
+    expect(stderr).toBe('')
+    expect(code).toBe(0)
+    const [session] = mock.sessions()
+    expect(stdout).toContain(`session ${session.id} (/tmp/project)`)
+    expect(stdout).toContain('prompt dispatched')
+    expect(stdout).toContain('goal mode active (budget: 5000)')
+    expect(session.title).toBe('Importer')
+    expect(goalOf(mock, session.id)).toMatchObject({ status: 'active', tokenBudget: 5000, objectiveFile: true })
+    expect(fs.readFileSync(objectivePath(dataDir, session.id), 'utf8')).toBe('Make the importer read CSV')
+    expect(mock.prompts[0].body.parts[1].synthetic).toBe(true)
+    const expected = 'Basic ' + Buffer.from('opencode:s3cret').toString('base64')
+    expect(mock.requests.length).toBeGreaterThan(0)
+    expect(mock.requests.every((r) => r.headers.authorization === expected)).toBe(true)
+  })
+
+  it('send --goal and fork --message --json print the results', async () => {
+    const { mock, common } = await world()
+    const session = sessionWithReply(mock, { goal: { status: 'complete' } })
+    mock.addUserMessage(session.id, 'Second question')
+    mock.addAssistantMessage(session.id, { text: 'Second answer' })
+
+    const sent = await runCli(['send', session.id, ...common, '--prompt', 'Now handle XLSX', '--goal'])
+    expect(sent.code).toBe(0)
+    expect(sent.stdout).toContain('goal mode active')
+    expect(goalOf(mock, session.id).status).toBe('active')
+
+    const forkAt = mock.messages(session.id)[2].info.id
+    const forked = await runCli(['fork', session.id, ...common, '--message', forkAt, '--prompt', 'Try another way', '--goal', '--json'])
+    expect(forked.code).toBe(0)
+    const result = JSON.parse(forked.stdout)
+    expect(result).toMatchObject({ action: 'fork', sourceSessionId: session.id, goalEnabled: true, promptDispatched: true })
+    expect(mock.messages(result.sessionId)).toHaveLength(3)
+    expect(goalOf(mock, result.sessionId).status).toBe('active')
+  })
+
+  it('an operation failure is one error line and exit code 1', async () => {
+    const { mock, common } = await world()
+    const { code, stdout, stderr } = await runCli(['send', 'ses_missing00', ...common, '--prompt', 'x'])
+    expect(code).toBe(1)
+    expect(stdout).toBe('')
+    expect(stderr.trim()).toBe('session-goal: session lookup: session not found')
+    mock.fault({ method: 'POST', path: /\/prompt_async$/, status: 400 })
+    const partial = await runCli(['create', ...common, '--prompt', 'x', '--goal'])
+    expect(partial.code).toBe(1)
+    expect(partial.stderr).toMatch(/partial: goal-configured, session ses_/)
+    const down = await runCli(['status', '--url', 'http://127.0.0.1:9', '--directory', '/tmp/project'])
+    expect(down.code).toBe(1)
+    expect(down.stderr).toContain('network error')
+  })
+})
+
+describe('status and goal actions', () => {
+  it('status prints a table of the directory\'s goals', async () => {
+    const { mock, common } = await world()
+    const a = mock.createSession({ directory: '/tmp/project', metadata: goalMetadata({ turnsUsed: 3, tokensUsed: 1200, tokenBudget: 5000, note: 'nesting still missing' }) })
+    const b = mock.createSession({ directory: '/tmp/project', metadata: goalMetadata({ status: 'blocked', statusReason: 'progress audit unavailable', tokensUsed: 800 }) })
+    mock.createSession({ directory: '/tmp/project' })
+    mock.createSession({ directory: '/tmp/elsewhere', metadata: goalMetadata() })
+    mock.setStatus(a.id, 'busy')
+    const { code, stdout } = await runCli(['status', ...common])
+    expect(code).toBe(0)
+    const lines = stdout.trimEnd().split('\n')
+    expect(lines).toHaveLength(3)
+    expect(lines[0].split(/\s{2,}/)).toEqual(['SESSION', 'STATUS', 'TURNS', 'TOKENS', 'NOTE'])
+    const row = (id) => lines.find((line) => line.startsWith(id)).split(/\s{2,}/)
+    expect(row(a.id)).toEqual([a.id, 'active (busy)', '3', '1200/5000', 'nesting still missing'])
+    expect(row(b.id)).toEqual([b.id, 'blocked', '0', '800', 'progress audit unavailable'])
+
+    const empty = await runCli(['status', '--url', mock.url, '--directory', '/tmp/nothing-here'])
+    expect(empty.stdout.trim()).toBe('no goals in /tmp/nothing-here')
+  })
+
+  it('pause, resume, complete, clear', async () => {
+    const { mock, dataDir, common } = await world()
+    const session = mock.createSession({ directory: '/tmp/project', metadata: { ...goalMetadata({ turnsUsed: 20, blockedStreak: 1 }), keep: 'me' } })
+    fs.mkdirSync(path.join(dataDir, 'goals'), { recursive: true })
+    fs.writeFileSync(objectivePath(dataDir, session.id), 'objective text')
+
+    let run = await runCli(['pause', session.id, ...common])
+    expect(run.stdout.trim()).toBe(`${session.id}: goal paused (was active); running turn aborted`)
+    expect(goalOf(mock, session.id)).toMatchObject({ status: 'paused', statusReason: '', blockedStreak: 0 })
+    expect(mock.aborts).toEqual([session.id])
+
+    run = await runCli(['pause', session.id, ...common])
+    expect(run.stdout.trim()).toBe(`${session.id}: goal already paused`)
+
+    run = await runCli(['resume', session.id, ...common])
+    expect(run.stdout.trim()).toBe(`${session.id}: goal resumed (was paused)`)
+    expect(goalOf(mock, session.id)).toMatchObject({ status: 'active', statusReason: 'resumed', turnsUsed: 0 })
+
+    run = await runCli(['complete', session.id, ...common, '--json'])
+    expect(JSON.parse(run.stdout)).toMatchObject({ changed: true, previousStatus: 'active', goal: { status: 'complete', statusReason: 'marked by user' } })
+
+    run = await runCli(['clear', session.id, ...common])
+    expect(run.stdout.trim()).toBe(`${session.id}: goal cleared (was complete)`)
+    expect(goalOf(mock, session.id)).toBeUndefined()
+    expect(mock.getSession(session.id).metadata.keep).toBe('me')
+    expect(fs.existsSync(objectivePath(dataDir, session.id))).toBe(false)
+
+    run = await runCli(['clear', session.id, ...common])
+    expect(run.code).toBe(1)
+    expect(run.stderr.trim()).toBe('session-goal: session has no goal')
+  })
+})
+
+describe('watch', () => {
+  it('runs the loop from /global/event and prints a goal reaching complete', async () => {
+    const { mock, common } = await world()
+    const existing = mock.createSession({ directory: '/tmp/project', metadata: goalMetadata({ status: 'paused' }) })
+    const watch = startCli(['watch', ...common, '--idle-quiet-ms', '100', '--kickoff-quiet-ms', '100'], { env: { SESSION_GOAL_TEST_AUDITOR: AUDITOR } })
+    cleanups.push(() => watch.stop())
+    await waitFor(() => watch.lines.some((line) => line.startsWith('watching ')), 10_000)
+    expect(watch.lines.some((line) => line.includes(`${existing.id} goal paused`))).toBe(true)
+    await waitFor(() => mock.eventStreams > 0, 5000)
+
+    // A goal set on an idle session with a finished exchange: kickoff, audit, complete.
+    const session = sessionWithReply(mock)
+    await waitFor(() => watch.lines.some((line) => line.includes(`${session.id} active → complete (verified by audit) — verified by the test auditor`)), 10_000)
+    expect(goalOf(mock, session.id)).toMatchObject({ status: 'complete', evaluationModelID: 'auditor' })
+    expect(watch.lines.some((line) => line.includes(`${session.id} goal active`))).toBe(true)
+    expect(watch.stderr).not.toContain('no auditor')
+
+    const { code, signal } = await watch.stop()
+    expect(signal ?? code).toBe(0)
+  })
+
+  it('without an auditor: one unaudited continuation, then blocked, and says why up front', async () => {
+    const { mock, common } = await world({ replies: [{ text: 'Progress: parser half done.', tokens: { input: 500, output: 50 } }] })
+    const watch = startCli(['watch', ...common, '--idle-quiet-ms', '100', '--kickoff-quiet-ms', '100', '--auditor', 'none'])
+    cleanups.push(() => watch.stop())
+    await waitFor(() => watch.lines.some((line) => line.startsWith('watching ')), 10_000)
+    expect(watch.stderr).toContain('audits are unavailable')
+    await waitFor(() => mock.eventStreams > 0, 5000)
+    const session = sessionWithReply(mock)
+    await waitFor(() => watch.lines.some((line) => line.includes(`${session.id} active → blocked (progress audit unavailable)`)), 10_000)
+    expect(watch.lines.some((line) => line.includes(`${session.id} continuation 1`)), watch.lines.join("\n")).toBe(true)
+    expect(mock.prompts).toHaveLength(1)
+  })
+})

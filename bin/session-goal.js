@@ -1,0 +1,394 @@
+#!/usr/bin/env node
+// session-goal: create, steer and watch OpenCode session goals from a terminal.
+//
+// It talks to an OpenCode server directly (--url, default http://127.0.0.1:4096; HTTP basic auth
+// as user "opencode" when OPENCODE_SERVER_PASSWORD is set) through the same native code a host
+// uses. `watch` runs a goal runtime itself, fed from OpenCode's /global/event stream.
+//
+// Exit codes: 0 done, 1 the operation failed, 2 usage error (one line on stderr).
+'use strict'
+
+const path = require('node:path')
+const { pathToFileURL } = require('node:url')
+
+const DEFAULT_URL = 'http://127.0.0.1:4096'
+const MIN_BUDGET = 1000
+const MAX_BUDGET = 100000000
+
+const USAGE = `Usage: session-goal <command> [options]
+
+Commands:
+  create                 Create a session (optionally with a first prompt and a goal)
+  send <sessionId>       Send a prompt to a session (optionally starting a goal)
+  fork <sessionId>       Fork a session (at --message) and prompt the fork
+  status                 Table of the goals in a directory
+  pause <sessionId>      Pause the goal and abort the running turn
+  resume <sessionId>     Resume the goal (fresh turn allowance)
+  complete <sessionId>   Mark the goal complete
+  clear <sessionId>      Remove the goal (and abort the turn if it was active)
+  watch                  Run the goal loop here and print goal transitions as they happen
+
+Options for create, send, fork:
+  --prompt <text>              Prompt; a leading /name runs that OpenCode command
+  --goal                       Make the prompt the goal objective
+  --goal-token-budget <n>      Token budget of the goal (1000..100000000; requires --goal)
+  --model <provider/model>     Model (send/fork default: the last user message's)
+  --agent <name>               Agent
+  --variant <name>             Model variant
+  --title <text>               Session title (create)
+  --message <messageId>        Fork before this message (fork)
+
+Options for watch:
+  --auditor none               Small model for audits. Only "none" exists so far ("opencode",
+                               a built-in small model, is reserved): without an auditor every
+                               audit is unavailable, so a goal gets one unaudited continuation
+                               and then blocks with "progress audit unavailable".
+  --idle-quiet-ms <n>          Quiet window after a turn ends (default 15000)
+  --kickoff-quiet-ms <n>       Delay before a fresh goal starts (default 3000)
+
+Common options:
+  --url <url>                  OpenCode server (default ${DEFAULT_URL})
+  --directory <path>           Project directory (default: the current directory)
+  --data-dir <path>            OpenChamber data directory for objective files
+                               (default: $OPENCHAMBER_DATA_DIR, else ~/.config/openchamber)
+  --json                       Print results as JSON
+  -h, --help                   Show this help
+
+Environment:
+  OPENCODE_SERVER_PASSWORD     Sent as HTTP basic auth (user: $OPENCODE_SERVER_USERNAME or "opencode")
+  SESSION_GOAL_TEST_AUDITOR    For testing only: path of a module exporting
+                               generateSmallModelText(request), used by watch as the auditor
+`
+
+class UsageError extends Error {}
+
+const PROMPT_FLAGS = ['prompt', 'goal', 'goal-token-budget', 'model', 'agent', 'variant']
+const COMMON_FLAGS = ['url', 'directory', 'data-dir', 'json', 'help']
+const COMMANDS = {
+  create: { positionals: 0, flags: [...PROMPT_FLAGS, 'title'] },
+  send: { positionals: 1, flags: PROMPT_FLAGS },
+  fork: { positionals: 1, flags: [...PROMPT_FLAGS, 'message'] },
+  status: { positionals: 0, flags: [] },
+  pause: { positionals: 1, flags: [] },
+  resume: { positionals: 1, flags: [] },
+  complete: { positionals: 1, flags: [] },
+  clear: { positionals: 1, flags: [] },
+  watch: { positionals: 0, flags: ['auditor', 'idle-quiet-ms', 'kickoff-quiet-ms'] },
+}
+const BOOLEAN_FLAGS = new Set(['goal', 'json', 'help'])
+
+function parseArgs(argv) {
+  if (argv.length === 0) throw new UsageError('missing command (run session-goal --help)')
+  if (argv[0] === '-h' || argv[0] === '--help' || argv[0] === 'help') return { help: true }
+  const command = argv[0]
+  const spec = COMMANDS[command]
+  if (!spec) throw new UsageError(`unknown command "${command}" (run session-goal --help)`)
+  const allowed = new Set([...spec.flags, ...COMMON_FLAGS])
+  const flags = {}
+  const positionals = []
+  for (let i = 1; i < argv.length; i++) {
+    const arg = argv[i]
+    if (arg === '-h') {
+      flags.help = true
+      continue
+    }
+    if (!arg.startsWith('--') || arg === '--') {
+      positionals.push(arg)
+      continue
+    }
+    const eq = arg.indexOf('=')
+    const name = arg.slice(2, eq < 0 ? undefined : eq)
+    if (!allowed.has(name)) throw new UsageError(`unknown option --${name} for ${command}`)
+    if (name in flags) throw new UsageError(`--${name} given twice`)
+    if (BOOLEAN_FLAGS.has(name)) {
+      if (eq >= 0) throw new UsageError(`--${name} takes no value`)
+      flags[name] = true
+      continue
+    }
+    let value
+    if (eq >= 0) value = arg.slice(eq + 1)
+    else {
+      value = argv[i + 1]
+      if (value === undefined || value.startsWith('--')) throw new UsageError(`--${name} needs a value`)
+      i++
+    }
+    flags[name] = value
+  }
+  if (flags.help) return { help: true }
+  if (positionals.length !== spec.positionals) {
+    throw new UsageError(spec.positionals === 1 ? `${command} needs exactly one session id` : `${command} takes no arguments (got "${positionals[0]}")`)
+  }
+  return { command, flags, sessionId: positionals[0] }
+}
+
+// Same contract as the reference CLI's parseGoalTokenBudget.
+function parseGoalTokenBudget(flags) {
+  const raw = flags['goal-token-budget']
+  if (raw === undefined) return undefined
+  if (!flags.goal) throw new UsageError('--goal-token-budget requires --goal.')
+  const value = /^\d+$/.test(raw) ? Number(raw) : NaN
+  if (!Number.isSafeInteger(value) || value < MIN_BUDGET || value > MAX_BUDGET) {
+    throw new UsageError(`--goal-token-budget must be an integer between ${MIN_BUDGET} and ${MAX_BUDGET}.`)
+  }
+  return value
+}
+
+function parseMillis(flags, name) {
+  const raw = flags[name]
+  if (raw === undefined) return undefined
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(Number(raw))) throw new UsageError(`--${name} must be a whole number of milliseconds`)
+  return Number(raw)
+}
+
+function connection(flags) {
+  const url = flags.url ?? DEFAULT_URL
+  let parsed
+  try {
+    parsed = new URL(url)
+  } catch {
+    throw new UsageError(`--url is not a URL: ${url}`)
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new UsageError('--url must be an http(s) URL')
+  const headers = {}
+  const password = process.env.OPENCODE_SERVER_PASSWORD
+  if (password) {
+    const user = process.env.OPENCODE_SERVER_USERNAME || 'opencode'
+    headers.authorization = 'Basic ' + Buffer.from(`${user}:${password}`).toString('base64')
+  }
+  return { url: url.replace(/\/+$/, ''), headers }
+}
+
+function promptRequest(parsed) {
+  const { command, flags } = parsed
+  const budget = parseGoalTokenBudget(flags)
+  const prompt = flags.prompt
+  if (command !== 'create' && (prompt === undefined || !prompt.trim())) throw new UsageError('--prompt is required.')
+  if (flags.goal && (prompt === undefined || !prompt.trim())) throw new UsageError('--goal requires --prompt.')
+  if (flags.model !== undefined && !/^[^/\s]+\/\S+$/.test(flags.model)) throw new UsageError('--model must look like provider/model')
+  const request = { prompt, model: flags.model, agent: flags.agent, variant: flags.variant }
+  if (flags.goal) request.goal = true
+  if (budget !== undefined) request.goalTokenBudget = budget
+  return request
+}
+
+function validate(parsed) {
+  const { command, flags } = parsed
+  connection(flags)
+  if (['create', 'send', 'fork'].includes(command)) promptRequest(parsed)
+  if (command === 'watch') {
+    if (flags.auditor === 'opencode') {
+      throw new UsageError('--auditor opencode is not available yet (no built-in small model in this build); use --auditor none')
+    }
+    if (flags.auditor !== undefined && flags.auditor !== 'none') throw new UsageError(`--auditor must be "none" (got "${flags.auditor}")`)
+    parseMillis(flags, 'idle-quiet-ms')
+    parseMillis(flags, 'kickoff-quiet-ms')
+  }
+}
+
+const out = (line = '') => process.stdout.write(line + '\n')
+const err = (line) => process.stderr.write(line + '\n')
+
+function describeDispatch(result) {
+  out(`session ${result.sessionId} (${result.directory})`)
+  if (result.sourceSessionId) out(`forked from ${result.sourceSessionId}`)
+  if (result.promptDispatched) out(result.dispatchedAsCommand ? `prompt dispatched as /${result.command}` : 'prompt dispatched')
+  else out('no prompt sent')
+  if (result.goalEnabled) out(result.goalTokenBudget ? `goal mode active (budget: ${result.goalTokenBudget})` : 'goal mode active')
+  for (const warning of result.warnings) out(`warning: ${warning}`)
+}
+
+const oneLine = (text, max) => {
+  const flat = String(text ?? '').replace(/\s+/g, ' ').trim()
+  return flat.length > max ? flat.slice(0, max - 1) + '…' : flat
+}
+
+function printTable(rows) {
+  const header = ['SESSION', 'STATUS', 'TURNS', 'TOKENS', 'NOTE']
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)))
+  const format = (cells) => cells.map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i]))).join('  ').trimEnd()
+  out(format(header))
+  for (const row of rows) out(format(row))
+}
+
+async function runStatus(control, directory, flags) {
+  const goals = await control.listGoals(directory)
+  if (flags.json) return out(JSON.stringify(goals, null, 2))
+  if (goals.length === 0) return out(`no goals in ${directory}`)
+  printTable(
+    goals.map(({ sessionId, goal, working }) => [
+      sessionId,
+      goal.status + (working ? ' (busy)' : ''),
+      String(goal.turnsUsed),
+      goal.tokenBudget ? `${goal.tokensUsed}/${goal.tokenBudget}` : String(goal.tokensUsed),
+      oneLine(goal.note || goal.statusReason, 60),
+    ]),
+  )
+}
+
+async function runAction(control, command, sessionId, directory, flags) {
+  const method = { pause: 'pauseGoal', resume: 'resumeGoal', complete: 'completeGoal', clear: 'clearGoal' }[command]
+  const result = await control[method]({ sessionId, directory })
+  if (flags.json) return out(JSON.stringify(result, null, 2))
+  const past = { pause: 'paused', resume: 'resumed', complete: 'marked complete', clear: 'cleared' }[command]
+  if (!result.changed) return out(`${sessionId}: goal already ${result.goal ? result.goal.status : past}`)
+  let line = `${sessionId}: goal ${past} (was ${result.previousStatus})`
+  if (result.aborted === true) line += '; running turn aborted'
+  out(line)
+  for (const warning of result.warnings) out(`warning: ${warning}`)
+}
+
+async function loadAuditor() {
+  const modulePath = process.env.SESSION_GOAL_TEST_AUDITOR
+  if (!modulePath) return undefined
+  const loaded = await import(pathToFileURL(path.resolve(modulePath)).href)
+  const generate = loaded.generateSmallModelText ?? loaded.default?.generateSmallModelText ?? loaded.default
+  if (typeof generate !== 'function') throw new Error('SESSION_GOAL_TEST_AUDITOR module exports no generateSmallModelText')
+  return generate
+}
+
+async function runWatch(pkg, control, target, directory, flags) {
+  const { subscribeGlobalEvents } = require('../lib/event-stream.js')
+  const auditor = await loadAuditor()
+  if (!auditor) err('note: no auditor (--auditor none): audits are unavailable, so each goal gets one unaudited continuation and then blocks with "progress audit unavailable"')
+  const known = new Map()
+  const stamp = () => new Date().toISOString().slice(11, 19)
+  const say = (sessionId, text) => out(`${stamp()} ${sessionId} ${text}`)
+  const detail = (goal) => {
+    const parts = []
+    if (goal.statusReason) parts.push(`(${oneLine(goal.statusReason, 80)})`)
+    if (goal.note) parts.push(`— ${oneLine(goal.note, 120)}`)
+    return parts.length ? ' ' + parts.join(' ') : ''
+  }
+  const observe = (sessionId, goal) => {
+    const previous = known.get(sessionId)
+    if (!goal) {
+      if (previous) {
+        known.delete(sessionId)
+        say(sessionId, 'goal cleared')
+      }
+      return
+    }
+    known.set(sessionId, { id: goal.id, status: goal.status, turnsUsed: goal.turnsUsed })
+    if (!previous || previous.id !== goal.id) return say(sessionId, `goal ${goal.status} (turns ${goal.turnsUsed})${detail(goal)}`)
+    if (previous.status !== goal.status) return say(sessionId, `${previous.status} → ${goal.status}${detail(goal)}`)
+    if (goal.turnsUsed > previous.turnsUsed) say(sessionId, `continuation ${goal.turnsUsed}`)
+  }
+  const readGoal = (info) => {
+    const goal = info && info.metadata && info.metadata.openchamber && info.metadata.openchamber.goal
+    if (!goal || typeof goal !== 'object' || typeof goal.id !== 'string' || !goal.id || typeof goal.status !== 'string') return null
+    return { id: goal.id, status: goal.status, turnsUsed: Number(goal.turnsUsed) || 0, statusReason: String(goal.statusReason || ''), note: String(goal.note || '') }
+  }
+
+  const runtime = pkg.createSessionGoalRuntime({
+    openCode: { baseUrl: target.url, headers: target.headers },
+    settings: { dataDir: control.dataDir },
+    directories: [directory],
+    idleQuietMs: parseMillis(flags, 'idle-quiet-ms'),
+    kickoffQuietMs: parseMillis(flags, 'kickoff-quiet-ms'),
+    ...(auditor ? { generateSmallModelText: auditor } : {}),
+  })
+  try {
+    for (const entry of await control.listGoals(directory)) {
+      known.set(entry.sessionId, { id: entry.goal.id, status: entry.goal.status, turnsUsed: entry.goal.turnsUsed })
+      say(entry.sessionId, `goal ${entry.goal.status} (turns ${entry.goal.turnsUsed})${detail(entry.goal)}`)
+    }
+  } catch (error) {
+    err(`warning: could not list the goals of ${directory}: ${error.message}`)
+  }
+  const stream = subscribeGlobalEvents({
+    url: target.url,
+    headers: target.headers,
+    onStatus: (status) => err(`event stream ${status}`),
+    onPayload: (payload, payloadDirectory) => {
+      runtime.processPayload(payload, payloadDirectory)
+      if (payload.type !== 'session.updated') return
+      const info = payload.properties && payload.properties.info
+      if (!info || typeof info.id !== 'string' || info.parentID) return
+      observe(info.id, readGoal(info))
+    },
+  })
+  out(`watching ${target.url} for goal transitions (Ctrl-C to stop)`)
+  // The event stream and the runtime never keep Node alive on their own (a host owns its
+  // lifetime); here the watch is the whole program, so hold the process open until a signal.
+  const keepAlive = setInterval(() => {}, 1 << 30)
+  await new Promise((resolve) => {
+    const stop = () => resolve()
+    process.once('SIGINT', stop)
+    process.once('SIGTERM', stop)
+  })
+  clearInterval(keepAlive)
+  stream.close()
+  await runtime.stop()
+}
+
+async function main(argv) {
+  let parsed
+  try {
+    parsed = parseArgs(argv)
+    if (parsed.help) {
+      process.stdout.write(USAGE)
+      return 0
+    }
+    validate(parsed)
+  } catch (error) {
+    if (error instanceof UsageError) {
+      err(`session-goal: ${error.message}`)
+      return 2
+    }
+    throw error
+  }
+  const { command, flags, sessionId } = parsed
+  const target = connection(flags)
+  const directory = path.resolve(flags.directory ?? process.cwd())
+  const pkg = require('../runtime.js')
+  const control = pkg.createSessionGoalControl({
+    openCode: { baseUrl: target.url, headers: target.headers },
+    ...(flags['data-dir'] ? { dataDir: path.resolve(flags['data-dir']) } : {}),
+  })
+  try {
+    switch (command) {
+      case 'create': {
+        const result = await control.createSession({ directory, title: flags.title, ...promptRequest(parsed) })
+        flags.json ? out(JSON.stringify(result, null, 2)) : describeDispatch(result)
+        break
+      }
+      case 'send':
+      case 'fork': {
+        const request = { sessionId, directory, ...promptRequest(parsed) }
+        if (command === 'fork' && flags.message) request.messageId = flags.message
+        const result = command === 'send' ? await control.sendPrompt(request) : await control.forkSession(request)
+        flags.json ? out(JSON.stringify(result, null, 2)) : describeDispatch(result)
+        break
+      }
+      case 'status':
+        await runStatus(control, directory, flags)
+        break
+      case 'watch':
+        await runWatch(pkg, control, target, directory, flags)
+        break
+      default:
+        await runAction(control, command, sessionId, directory, flags)
+    }
+  } catch (error) {
+    if (error instanceof pkg.GoalError) {
+      let line = `session-goal: ${error.message}`
+      if (error.partialAction) line += ` (partial: ${error.partialAction}${error.sessionId ? `, session ${error.sessionId}` : ''})`
+      err(line)
+      if (flags.json) out(JSON.stringify(error.toJSON(), null, 2))
+      return 1
+    }
+    err(`session-goal: ${error && error.message ? error.message : error}`)
+    return 1
+  }
+  return 0
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code
+  },
+  (error) => {
+    err(`session-goal: ${error && error.message ? error.message : error}`)
+    process.exitCode = 1
+  },
+)
