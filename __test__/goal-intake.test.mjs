@@ -222,3 +222,21 @@ describe('event intake', () => {
     expect(() => pkg.createSessionGoalRuntime({})).toThrow(/openCode|buildOpenCodeUrl/)
   })
 })
+
+describe('file-backed objective edits', () => {
+  it('an edit of a file-backed objective during the audit invalidates the tick (no stale continuation)', async () => {
+    const auditor = gatedAuditor()
+    env = await setup({ auditor })
+    const control = pkg.createSessionGoalControl({ openCode: { baseUrl: env.mock.url }, dataDir: env.dataDir })
+    const session = sessionWithReply(env.mock, { goal: { objective: '', objectiveFile: true } })
+    await pkg.writeObjective(session.id, 'Old objective text', { dataDir: env.dataDir })
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => auditor.calls.length === 1, 3000)
+    await control.editGoal({ sessionId: session.id, objective: 'New objective text' })
+    await sleep(100)
+    auditor.release()
+    await waitFor(() => env.mock.prompts.length >= 1, 5000)
+    expect(env.mock.prompts.every((p) => !p.body.parts[0].text.includes('Old objective text'))).toBe(true)
+    expect(goalOf(env.mock, session.id).objectiveRevision).toBe(1)
+  })
+})

@@ -232,6 +232,7 @@ pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionRe
         if let Some((text, in_file)) = new_objective {
             goal.objective_file = in_file;
             goal.objective = if in_file { String::new() } else { text };
+            goal.bump_objective_revision();
         }
         match budget {
             BudgetEdit::Keep => {}

@@ -235,9 +235,20 @@ impl Goal {
             objective_file: self.objective_file,
             token_budget: self.token_budget,
             created_at_bits: self.created_at.to_bits(),
+            objective_revision: positive_count(self.extra.get(OBJECTIVE_REVISION_FIELD)),
         }
     }
+
+    /// Marks an objective edit: a file-backed goal's text changes only on disk, so the counter
+    /// is what tells ticks in flight that the objective they read is stale.
+    pub fn bump_objective_revision(&mut self) {
+        let next = positive_count(self.extra.get(OBJECTIVE_REVISION_FIELD)) + 1;
+        self.extra.insert(OBJECTIVE_REVISION_FIELD.to_string(), Value::from(next));
+    }
 }
+
+/// Goal field counting objective edits (part of the revision key).
+pub const OBJECTIVE_REVISION_FIELD: &str = "objectiveRevision";
 
 /// The compare-and-set key of a goal: id plus every field only the user changes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -252,6 +263,8 @@ pub struct GoalRevision {
     pub token_budget: Option<u64>,
     /// `createdAt`, compared bit for bit.
     pub created_at_bits: u64,
+    /// Objective edits so far (`objectiveRevision`).
+    pub objective_revision: u64,
 }
 
 /// Token counters of one assistant message.
