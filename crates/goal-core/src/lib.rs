@@ -20,3 +20,4 @@ pub mod writer;
 pub mod scheduler;
 pub mod intake;
 pub mod runtime;
+pub mod small_model;
