@@ -13,7 +13,8 @@
 //
 // ROUTING. A request belongs to the scenario whose tag (`[scenario:NAME]`) appears anywhere in
 // its messages: the first user prompt of a session carries it into every later turn, and the
-// progress audit quotes the objective, which carries it too. A request is classified as
+// progress audit quotes the objective, which carries it too. Untagged requests go to
+// `defaultScenario` when one is given (the demo has a single conversation). A request is classified as
 //   'audit'  its system prompt is the goal auditor's (contains AUDIT_SYSTEM_MARK),
 //   'title'  OpenCode's session-title generator (system prompt about a title), answered with a
 //            fixed short title,
@@ -69,7 +70,7 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /**
  * Starts the server on 127.0.0.1 (port 0 = any free port unless given).
- * @param {{ port?: number, title?: string, defaultTurn?: object, defaultAudit?: object }} options
+ * @param {{ port?: number, title?: string, defaultScenario?: string, defaultTurn?: object, defaultAudit?: object }} options
  */
 export async function startScriptedModel(options = {}) {
   const scenarios = new Map() // name -> { turns, audits, used: {agent, audit} }
@@ -116,7 +117,7 @@ export async function startScriptedModel(options = {}) {
         : messages.filter((m) => m?.role === 'system' || m?.role === 'developer').map((m) => textOf(m.content)).join('\n')
     const conversation = messages.map((m) => textOf(m?.content)).join('\n')
     const prompt = textOf(messages.filter((m) => m?.role === 'user').at(-1)?.content)
-    const scenario = (conversation.match(TAG_PATTERN) ?? system.match(TAG_PATTERN))?.[1] ?? ''
+    const scenario = (conversation.match(TAG_PATTERN) ?? system.match(TAG_PATTERN))?.[1] ?? options.defaultScenario ?? ''
     const kind = classify(system)
     const authorization = String(req.headers.authorization ?? '')
     requests.push({
