@@ -129,8 +129,9 @@ impl ModelEntry {
     }
 }
 
-/// One provider as OpenCode reports it (`GET /config/providers` or `GET /provider`).
-#[derive(Debug, Clone, Default, PartialEq)]
+/// One provider as OpenCode reports it (`GET /config/providers` or `GET /provider`). Its `Debug`
+/// shows neither the key nor header values.
+#[derive(Clone, Default, PartialEq)]
 pub struct ProviderEntry {
     /// Provider id.
     pub id: String,
@@ -142,6 +143,18 @@ pub struct ProviderEntry {
     pub headers: Vec<(String, String)>,
     /// Its models, in catalog order.
     pub models: Vec<ModelEntry>,
+}
+
+impl fmt::Debug for ProviderEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProviderEntry")
+            .field("id", &self.id)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key)
+            .field("headers", &self.headers.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>())
+            .field("models", &self.models.len())
+            .finish()
+    }
 }
 
 impl ProviderEntry {
@@ -366,7 +379,8 @@ mod tests {
         assert_eq!(mock.base_url, "http://127.0.0.1:9/v1");
         assert_eq!(mock.headers, vec![("x-team".to_string(), "t".to_string())]);
         assert_eq!(format!("{:?}", mock.api_key), "Secret(***)");
-        assert!(!format!("{mock:?}").contains("\"k\""));
+        let debug = format!("{mock:?}");
+        assert!(!debug.contains("\"k\"") && !debug.contains("\"t\""), "no key or header value in {debug}");
         let image = catalog.provider("google").unwrap().models.iter().find(|m| m.id.contains("image")).unwrap();
         assert!(!image.text_io);
     }
