@@ -101,9 +101,12 @@ export async function startOpenCode(options) {
   const child = spawn(opencodeBinary(), ['serve', '--port', String(port), '--hostname', '127.0.0.1'], {
     cwd: directory,
     env,
+    // Same process group as the caller: a Ctrl-C in the terminal reaches OpenCode too, and the
+    // exit hook below covers a caller that ends without close().
     stdio: ['ignore', 'pipe', 'pipe'],
-    detached: process.platform !== 'win32',
   })
+  const killOnExit = () => stop('SIGKILL')
+  process.once('exit', killOnExit)
   const output = []
   const keep = (chunk) => {
     const text = chunk.toString('utf8')
@@ -116,6 +119,7 @@ export async function startOpenCode(options) {
   let exited = null
   child.on('exit', (code, signal) => {
     exited = { code, signal }
+    process.removeListener('exit', killOnExit)
   })
 
   const api = async (method, pathname, body, { query = {} } = {}) => {
@@ -151,11 +155,10 @@ export async function startOpenCode(options) {
   }
   const startMs = Date.now() - startedAt
 
-  function stop() {
+  function stop(signal = 'SIGTERM') {
     if (exited) return
     try {
-      if (process.platform !== 'win32') process.kill(-child.pid, 'SIGTERM')
-      else child.kill('SIGTERM')
+      child.kill(signal)
     } catch {
       // already gone
     }
@@ -173,14 +176,7 @@ export async function startOpenCode(options) {
       stop()
       const until = Date.now() + 5000
       while (!exited && Date.now() < until) await sleep(50)
-      if (!exited) {
-        try {
-          if (process.platform !== 'win32') process.kill(-child.pid, 'SIGKILL')
-          else child.kill('SIGKILL')
-        } catch {
-          // already gone
-        }
-      }
+      if (!exited) stop('SIGKILL')
       fs.rmSync(root, { recursive: true, force: true })
     },
   }
