@@ -635,6 +635,11 @@ export interface SessionGoalRuntimeOptions {
    */
   getSmallModelService?: () => Promise<{ generateSmallModelText(request: SmallModelRequest): Promise<SmallModelResult> } | null | undefined>
   /**
+   * The built-in small model's choice, overriding OpenCode's `small_model` and the family scan.
+   * Used only when the host passes no small-model service.
+   */
+  smallModel?: SmallModelChoice
+  /**
    * Native-first small model: resolves to `{text, providerID, modelID}` or `{error: {statusCode?, code?}}`.
    * A rejection or throw counts as "unavailable".
    */
@@ -719,6 +724,14 @@ export interface SessionState {
   followUp: boolean
   /** Consecutive read-failure retries. */
   attempt: number
+}
+
+/** A `provider/model` pair for the built-in small model (`smallModel` option). */
+export interface SmallModelChoice {
+  /** Provider id as OpenCode names it (`anthropic`, `openai`, a config provider…). */
+  providerID: string
+  /** Model id within that provider. */
+  modelID: string
 }
 
 /** A small-model failure as a value. */

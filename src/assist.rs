@@ -11,7 +11,7 @@ use napi_derive::napi;
 use goal_core::assist::{AssistConfig, AssistRuntime, AssistRuntimeSettings, AssistSnapshot};
 use goal_core::opencode::OpenCodeClient;
 use goal_core::scheduler::SessionSnapshot;
-use goal_core::services::{resolve_data_dir, DataDir, NoSmallModel, SmallModel};
+use goal_core::services::{resolve_data_dir, DataDir, SmallModel};
 
 use crate::{build_endpoint, callbacks, count, logging, millis, payload, runtime_handle, OpenCodeTarget, RuntimeSettingsOptions, SessionState};
 
@@ -40,6 +40,9 @@ pub struct SessionAssistRuntimeOptions {
   /// A rejection or throw counts as "unavailable". Without one, nothing is generated.
   #[napi(ts_type = "(request: SmallModelRequest) => Promise<SmallModelResult>")]
   pub generate_small_model_text: Option<ThreadsafeFunction<serde_json::Value, Promise<serde_json::Value>, serde_json::Value, Status, false, true>>,
+  /// The built-in small model's choice (`{providerID, modelID}`), used only when the host passes
+  /// no small-model service; else OpenCode's `small_model`, else the session provider's own.
+  pub small_model: Option<crate::SmallModelChoice>,
   /// Receives log lines `(level, message)`; messages never contain prompts, model output or credentials.
   #[napi(ts_type = "(level: string, message: string) => unknown")]
   pub logger: Option<ThreadsafeFunction<FnArgs<(String, String)>, UnknownReturnValue, FnArgs<(String, String)>, Status, false, true>>,
@@ -129,7 +132,7 @@ pub fn create_session_assist_runtime(options: SessionAssistRuntimeOptions) -> Re
   let data_dir = DataDir::new(resolve_data_dir(options.settings.as_ref().and_then(|s| s.data_dir.as_deref())));
   let small_model: Arc<dyn SmallModel> = match options.generate_small_model_text {
     Some(callback) => Arc::new(callbacks::HostSmallModel::new(callback)),
-    None => Arc::new(NoSmallModel),
+    None => crate::builtin_small_model(&client, options.small_model.as_ref()),
   };
   let defaults = AssistConfig::default();
   let config = AssistConfig {

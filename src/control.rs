@@ -25,7 +25,7 @@ use goal_core::orchestrate::{
   self, CreateSession, DispatchReport, ForkSession, PromptOptions, ScheduledGoal, SendPrompt,
   DEFAULT_COMMAND_TIMEOUT, DEFAULT_LANDING_POLL, DEFAULT_LANDING_TIMEOUT,
 };
-use goal_core::services::{resolve_data_dir, NoSmallModel, SmallModel};
+use goal_core::services::{resolve_data_dir, SmallModel};
 
 use crate::{build_endpoint, OpenCodeTarget, RuntimeSettingsOptions};
 
@@ -371,6 +371,9 @@ pub struct GoalControlOptions {
   /// `{error: {statusCode?, code?}}`. Without one, long objectives are excerpted.
   #[napi(ts_type = "(request: SmallModelRequest) => Promise<SmallModelResult>")]
   pub generate_small_model_text: Option<ThreadsafeFunction<serde_json::Value, Promise<serde_json::Value>, serde_json::Value, Status, false, true>>,
+  /// The built-in small model's choice (`{providerID, modelID}`), used only when the host passes
+  /// no small-model service; else OpenCode's `small_model`, else the session provider's own.
+  pub small_model: Option<crate::SmallModelChoice>,
   /// OpenChamber's form of the small model (adapted by the package entry).
   #[allow(dead_code)] // typed here; the package entry turns it into generateSmallModelText
   #[napi(ts_type = "() => Promise<{ generateSmallModelText(request: SmallModelRequest): Promise<SmallModelResult> } | null | undefined>")]
@@ -575,7 +578,7 @@ pub fn create_goal_control(options: GoalControlOptions) -> Result<GoalControl> {
   let client = OpenCodeClient::new(endpoint, millis(options.fetch_timeout_ms, Duration::from_millis(10_000)));
   let small_model: Arc<dyn SmallModel> = match options.generate_small_model_text {
     Some(callback) => Arc::new(crate::callbacks::HostSmallModel::new(callback)),
-    None => Arc::new(NoSmallModel),
+    None => crate::builtin_small_model(&client, options.small_model.as_ref()),
   };
   let explicit_dir = options.data_dir.or_else(|| options.settings.and_then(|s| s.data_dir));
   let ctx = ControlContext {

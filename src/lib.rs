@@ -23,7 +23,8 @@ use napi_derive::napi;
 
 use goal_core::opencode::{Endpoint, OpenCodeClient, StaticEndpoint};
 use goal_core::runtime::{GoalRuntime, GoalRuntimeSettings};
-use goal_core::services::{resolve_data_dir, DataDir, NoNotifier, NoSmallModel, Notifier, Services, SmallModel};
+use goal_core::services::{resolve_data_dir, DataDir, NoNotifier, Notifier, Services, SmallModel};
+use goal_core::small_model::{catalog::ModelRef, BuiltinSmallModel};
 use goal_core::tick::GoalConfig;
 
 /// Where OpenCode listens (native-first form).
@@ -64,6 +65,9 @@ pub struct SessionGoalRuntimeOptions {
   /// entry adapts it to `generateSmallModelText`; errors with `statusCode` 404 are silent.
   #[napi(ts_type = "() => Promise<{ generateSmallModelText(request: SmallModelRequest): Promise<SmallModelResult> } | null | undefined>")]
   pub get_small_model_service: Option<UnknownReturnValue>,
+  /// The built-in small model's choice, overriding OpenCode's `small_model` and the family scan.
+  /// Used only when the host passes no small-model service.
+  pub small_model: Option<SmallModelChoice>,
   /// Native-first small model: resolves to `{text, providerID, modelID}` or `{error: {statusCode?, code?}}`.
   /// A rejection or throw counts as "unavailable".
   #[napi(ts_type = "(request: SmallModelRequest) => Promise<SmallModelResult>")]
@@ -98,6 +102,24 @@ pub struct SessionGoalRuntimeOptions {
   pub directories: Option<Vec<String>>,
   /// Scan the directories at start (default true when directories are given).
   pub recover_on_start: Option<bool>,
+}
+
+/// A `provider/model` pair for the built-in small model (`smallModel` option).
+#[napi(object)]
+pub struct SmallModelChoice {
+  /// Provider id as OpenCode names it (`anthropic`, `openai`, a config provider…).
+  #[napi(js_name = "providerID")]
+  pub provider_id: String,
+  /// Model id within that provider.
+  #[napi(js_name = "modelID")]
+  pub model_id: String,
+}
+
+/// The built-in small model: the host's explicit choice, else OpenCode's `small_model`, else a
+/// small model of the session's own provider (see `goal_core::small_model`).
+pub(crate) fn builtin_small_model(client: &OpenCodeClient, choice: Option<&SmallModelChoice>) -> Arc<dyn SmallModel> {
+  let explicit = choice.and_then(|c| ModelRef::new(&c.provider_id, &c.model_id));
+  Arc::new(BuiltinSmallModel::new(client.clone(), explicit))
 }
 
 /// The request the runtime sends to a small-model service (OpenChamber's
@@ -296,7 +318,7 @@ pub fn create_session_goal_runtime(options: SessionGoalRuntimeOptions) -> Result
   let data_dir = DataDir::new(resolve_data_dir(options.settings.as_ref().and_then(|s| s.data_dir.as_deref())));
   let small_model: Arc<dyn SmallModel> = match options.generate_small_model_text {
     Some(callback) => Arc::new(callbacks::HostSmallModel::new(callback)),
-    None => Arc::new(NoSmallModel),
+    None => builtin_small_model(&client, options.small_model.as_ref()),
   };
   let notifier: Arc<dyn Notifier> = match options.emit_goal_notification {
     Some(callback) => Arc::new(callbacks::HostNotifier::new(callback)),

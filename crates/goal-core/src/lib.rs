@@ -25,3 +25,4 @@ pub mod commands;
 pub mod create;
 pub mod orchestrate;
 pub mod actions;
+pub mod small_model;

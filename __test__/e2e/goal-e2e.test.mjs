@@ -1,0 +1,299 @@
+// End to end against a real OpenCode server (opencode-ai 1.18.33, offline) whose provider `mock`
+// is the scripted model server. Real sessions, real messages, real token numbers; the runtime gets
+// OpenCode's /global/event stream the way a host forwards it, and audits through the built-in
+// small model (OpenCode's `small_model` = mock/mock-small), so both halves are exercised.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { spawn } from 'node:child_process'
+import { createRequire } from 'node:module'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { tempDataDir, waitFor, sleep } from '../helpers.mjs'
+import { startScriptedModel } from '../mock/model.mjs'
+import {
+  AGENT_MODEL,
+  SMALL_MODEL,
+  TEST_API_KEY,
+  createGoalSession,
+  readGoal,
+  resumeGoal,
+  startOpenCode,
+} from './opencode-server.mjs'
+
+const require = createRequire(import.meta.url)
+const pkg = require('../../runtime.js')
+const { subscribeGlobalEvents } = require('../../lib/event-stream.js')
+
+let model
+let oc
+let host
+
+beforeAll(async () => {
+  model = await startScriptedModel()
+  oc = await startOpenCode({ modelBaseURL: model.baseURL })
+  console.log(`opencode serve answered after ${oc.startMs} ms`)
+}, 120_000)
+
+afterAll(async () => {
+  await oc?.close()
+  await model?.close()
+})
+
+afterEach(async (context) => {
+  // E2E_LOG=1 prints the runtime's log lines of each scenario (never prompts, output or keys).
+  if (process.env.E2E_LOG && host) console.log(`--- ${context.task.name}\n${host.logs.join('\n')}`)
+  await host?.stop()
+  host = undefined
+})
+
+/** A goal runtime wired like a host: OpenCode's global event stream forwarded into it. */
+async function startHost(options = {}) {
+  const notifications = []
+  const logs = []
+  const runtime = pkg.createSessionGoalRuntime({
+    openCode: { baseUrl: oc.url },
+    settings: { dataDir: tempDataDir() },
+    idleQuietMs: 400,
+    kickoffQuietMs: 400,
+    resumeKickoffMs: 100,
+    emitGoalNotification: (event) => notifications.push(event),
+    logger: (level, message) => logs.push(`${level} ${message}`),
+    ...options,
+  })
+  let connected = false
+  const stream = subscribeGlobalEvents({
+    url: oc.url,
+    onPayload: (payload, directory) => runtime.processPayload(payload, directory),
+    onStatus: (status) => {
+      if (status === 'connected') connected = true
+    },
+  })
+  await waitFor(() => connected, 10_000)
+  return {
+    runtime,
+    notifications,
+    logs,
+    async stop() {
+      stream.close()
+      await runtime.stop()
+    },
+  }
+}
+
+const goalOf = (sessionId) => readGoal(oc.api, sessionId)
+
+async function settled(sessionId, status, timeoutMs = 45_000) {
+  return waitFor(
+    async () => {
+      const goal = await goalOf(sessionId)
+      return goal?.status === status ? goal : null
+    },
+    timeoutMs,
+    100,
+  )
+}
+
+const messagesOf = (sessionId) => oc.api('GET', `/session/${sessionId}/message`)
+const assistants = async (sessionId) => (await messagesOf(sessionId)).filter((m) => m.info.role === 'assistant')
+const userTexts = async (sessionId) =>
+  (await messagesOf(sessionId))
+    .filter((m) => m.info.role === 'user')
+    .map((m) => m.parts.filter((p) => p.type === 'text' && !p.synthetic).map((p) => p.text).join('\n'))
+
+const usage = (prompt, completion) => ({ prompt_tokens: prompt, completion_tokens: completion })
+
+describe('goal loop on a real OpenCode server', () => {
+  it('completes after several turns when the auditor verifies it', async () => {
+    const tag = model.scenario('complete', {
+      turns: [
+        { text: 'Done: parser skeleton. Verified: builds. Remaining: nesting, tests.', usage: usage(1200, 100) },
+        { text: 'Done: nesting. Verified: manual check. Remaining: tests.', usage: usage(2400, 150) },
+        { text: 'Done: tests added. Verified: all 12 tests pass. Remaining: nothing.', usage: usage(3600, 200) },
+      ],
+      audits: [
+        { verdict: 'continue', note: 'nesting and tests left' },
+        { verdict: 'continue', note: 'tests left' },
+        { verdict: 'complete', note: 'nesting works, 12 tests pass' },
+      ],
+    })
+    host = await startHost()
+    const { sessionId } = await createGoalSession(oc.api, { objective: `Make the parser handle nested lists ${tag}` })
+
+    const goal = await settled(sessionId, 'complete')
+    expect(goal).toMatchObject({ statusReason: 'verified by audit', note: 'nesting works, 12 tests pass', turnsUsed: 2 })
+    expect(goal).toMatchObject({ evaluationProviderID: SMALL_MODEL.providerID, evaluationModelID: SMALL_MODEL.modelID })
+
+    // Real messages with the scripted usage as their tokens; the goal is charged the last
+    // turn's snapshot (no pre-goal history, so no baseline).
+    const replies = await assistants(sessionId)
+    expect(replies).toHaveLength(3)
+    expect(replies.map((m) => [m.info.tokens.input, m.info.tokens.output])).toEqual([[1200, 100], [2400, 150], [3600, 200]])
+    expect(goal.tokensUsed).toBe(3800)
+
+    // Two continuations, sent with the session's own model and agent, numbered.
+    const users = await userTexts(sessionId)
+    expect(users).toHaveLength(3)
+    expect(users[1]).toContain('<objective>')
+    expect(users[1]).toContain('Auto-continuations used: 1 of 20.')
+    expect(users[2]).toContain('Auto-continuations used: 2 of 20.')
+    expect(replies.every((m) => m.info.providerID === AGENT_MODEL.providerID && m.info.modelID === AGENT_MODEL.modelID)).toBe(true)
+
+    // From a finished turn to the next continuation: never inside the quiet window (400 ms).
+    const messages = await messagesOf(sessionId)
+    const gaps = replies.slice(0, 2).map((reply) => {
+      const next = messages.find((m) => m.info.role === 'user' && m.info.time.created > reply.info.time.completed)
+      return next.info.time.created - reply.info.time.completed
+    })
+    console.log(`turn finished → continuation created: ${gaps.join(' ms, ')} ms (quiet window 400 ms)`)
+    expect(gaps.every((gap) => gap >= 400 && gap < 10_000)).toBe(true)
+
+    // The audits went through the built-in small model to OpenCode's small_model.
+    const audits = model.requestsOf('complete', 'audit')
+    expect(audits).toHaveLength(3)
+    expect(audits.every((a) => a.model === SMALL_MODEL.modelID && !a.stream && a.auth.bearer === TEST_API_KEY)).toBe(true)
+    expect(audits[2].prompt).toContain('all 12 tests pass')
+
+    await waitFor(() => host.notifications.length === 1)
+    expect(host.notifications[0]).toMatchObject({ sessionId, status: 'complete', directory: oc.directory, title: 'Goal complete' })
+  })
+
+  it('settles blocked after three blocked verdicts in a row', async () => {
+    const tag = model.scenario('blocked', {
+      turns: [{ text: 'Blocked: the deploy needs a token I do not have. Remaining: deploy.', usage: usage(1500, 80) }],
+      audits: [{ verdict: 'blocked', note: 'deploy token missing' }],
+    })
+    host = await startHost()
+    const { sessionId } = await createGoalSession(oc.api, { objective: `Deploy the service ${tag}` })
+
+    const goal = await settled(sessionId, 'blocked')
+    expect(goal.statusReason).toBe('deploy token missing')
+    expect(goal.turnsUsed).toBe(2)
+    expect(goal.blockedStreak).toBe(0)
+    expect(model.requestsOf('blocked', 'audit')).toHaveLength(3)
+    expect(await assistants(sessionId)).toHaveLength(3)
+  })
+
+  it('settles budgetLimited once the scripted usage reaches the budget', async () => {
+    const tag = model.scenario('budget', {
+      turns: [
+        { text: 'Done: first half. Remaining: second half.', usage: usage(3000, 500) },
+        { text: 'Done: most of the second half. Remaining: polish.', usage: usage(4800, 600) },
+      ],
+      audits: [{ verdict: 'continue', note: 'second half left' }],
+    })
+    host = await startHost()
+    const { sessionId } = await createGoalSession(oc.api, { objective: `Port the module ${tag}`, tokenBudget: 5000 })
+
+    const goal = await settled(sessionId, 'budgetLimited')
+    expect(goal.statusReason).toBe('token budget reached')
+    expect(goal.tokensUsed).toBe(5400)
+    expect(goal.turnsUsed).toBe(1)
+    // The budget check comes before the audit: one audit only.
+    expect(model.requestsOf('budget', 'audit')).toHaveLength(1)
+    const users = await userTexts(sessionId)
+    expect(users[1]).toContain('- Tokens used: 3500')
+    expect(users[1]).toContain('- Token budget: 5000')
+  })
+
+  it('pauses on an abort mid-turn and continues after a resume', async () => {
+    const tag = model.scenario('abort', {
+      turns: [
+        { text: 'Done: step one. Remaining: step two.', usage: usage(1000, 100) },
+        { text: 'Working on step two', stall: true },
+        { text: 'Done: step two. Verified: tests pass. Remaining: nothing.', usage: usage(2600, 120) },
+      ],
+      audits: [{ verdict: 'continue', note: 'step two left' }, { verdict: 'complete', note: 'both steps done' }],
+    })
+    host = await startHost()
+    const { sessionId } = await createGoalSession(oc.api, { objective: `Do both steps ${tag}` })
+
+    // The continuation's turn stalls in the model; the user aborts it.
+    await model.waitForStall('abort', { timeoutMs: 30_000 })
+    expect(await oc.api('POST', `/session/${sessionId}/abort`)).toBe(true)
+    const paused = await settled(sessionId, 'paused', 15_000)
+    expect(paused.statusReason).toBe('paused after abort')
+    expect(paused.turnsUsed).toBe(1)
+    const aborted = (await assistants(sessionId)).at(-1)
+    expect(aborted.info.error?.name).toBe('MessageAbortedError')
+
+    // Nothing continues a paused goal.
+    await sleep(1500)
+    expect(model.requestsOf('abort', 'agent')).toHaveLength(2)
+    expect((await goalOf(sessionId)).status).toBe('paused')
+
+    // Resume (fresh-read merge of statusReason 'resumed' + active): straight to a continuation,
+    // no audit over the aborted tail, then the audit verifies the next turn.
+    await resumeGoal(oc.api, sessionId)
+    const goal = await settled(sessionId, 'complete')
+    expect(goal.note).toBe('both steps done')
+    expect(goal.turnsUsed).toBe(2)
+    expect(model.requestsOf('abort', 'audit')).toHaveLength(2)
+    expect(model.requestsOf('abort', 'agent')).toHaveLength(3)
+  })
+
+  it('blocks at the configured turn cap', async () => {
+    const tag = model.scenario('cap', {
+      turns: [{ text: 'Done: a bit more. Remaining: lots.', usage: usage(900, 90) }],
+      audits: [{ verdict: 'continue', note: 'lots left' }],
+    })
+    host = await startHost({ maxAutoTurns: 2 })
+    const { sessionId } = await createGoalSession(oc.api, { objective: `Rewrite everything ${tag}` })
+
+    const goal = await settled(sessionId, 'blocked')
+    expect(goal.statusReason).toBe('auto-continuation limit reached')
+    expect(goal.turnsUsed).toBe(2)
+    expect(model.requestsOf('cap', 'audit')).toHaveLength(2)
+    const users = await userTexts(sessionId)
+    expect(users).toHaveLength(3)
+    expect(users[1]).toContain('Auto-continuations used: 1 of 2.')
+    expect(users[2]).toContain('Auto-continuations used: 2 of 2.')
+  })
+
+  it('blocks when the auditor is unavailable twice in a row', async () => {
+    const tag = model.scenario('audit-down', {
+      turns: [{ text: 'Done: part one. Remaining: part two.', usage: usage(1100, 90) }],
+      audits: [{ status: 503 }, { status: 401 }],
+    })
+    host = await startHost()
+    const { sessionId } = await createGoalSession(oc.api, { objective: `Finish both parts ${tag}` })
+
+    const goal = await settled(sessionId, 'blocked')
+    expect(goal.statusReason).toBe('progress audit unavailable')
+    // One unaudited continuation after the first failure; the second failure stops the loop.
+    expect(goal.turnsUsed).toBe(1)
+    expect(model.requestsOf('audit-down', 'audit')).toHaveLength(2)
+    expect(await assistants(sessionId)).toHaveLength(2)
+    expect(host.logs.join('\n')).not.toContain(TEST_API_KEY)
+  })
+
+  it('examples/attach.js keeps a goal on a running server going and prints its transitions', async () => {
+    const tag = model.scenario('attach', {
+      turns: [
+        { text: 'Done: half. Remaining: the other half.', usage: usage(1000, 100) },
+        { text: 'Done: all of it. Verified: tests pass. Remaining: nothing.', usage: usage(2000, 100) },
+      ],
+      audits: [{ verdict: 'continue', note: 'other half left' }, { verdict: 'complete', note: 'all done, tests pass' }],
+    })
+    const script = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'examples', 'attach.js')
+    const child = spawn(process.execPath, [script, '--url', oc.url, '--quiet-ms', '400'], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let output = ''
+    child.stdout.on('data', (chunk) => (output += chunk))
+    child.stderr.on('data', (chunk) => (output += chunk))
+    const exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)))
+    try {
+      await waitFor(() => output.includes('watching goals'), 15_000, 50)
+      const { sessionId } = await createGoalSession(oc.api, { objective: `Finish the port ${tag}` })
+      await waitFor(() => output.includes('goal COMPLETE'), 45_000, 50)
+      const lines = output.split('\n').filter((line) => line.includes(sessionId))
+      expect(lines.some((line) => line.includes('goal active'))).toBe(true)
+      expect(lines.some((line) => line.includes('continuation 1/20 sent — auditor: "other half left"'))).toBe(true)
+      expect(lines.some((line) => line.includes('goal COMPLETE: verified by audit — auditor: "all done, tests pass"'))).toBe(true)
+      expect(lines.some((line) => line.includes('notification: Goal complete'))).toBe(true)
+      expect((await goalOf(sessionId)).status).toBe('complete')
+    } finally {
+      child.kill('SIGINT')
+    }
+    expect(await exited).toBe(0)
+    expect(output).toMatch(/detached \(\d+ ticks, 1 continuations, 1 settled\)/)
+    expect(output).not.toContain(TEST_API_KEY)
+  })
+})

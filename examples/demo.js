@@ -1,0 +1,128 @@
+#!/usr/bin/env node
+// npm run demo — the goal loop on a real OpenCode server, with no API key and no network.
+//
+// Starts a scripted OpenAI-compatible model on loopback (the test suite's), a real `opencode
+// serve` (devDependency opencode-ai) whose provider points at it, and the goal runtime with its
+// built-in small model (OpenCode's `small_model`). Then it creates a session with a goal the way a
+// host does (goal metadata through a fresh-read merge, then the first prompt) and prints the
+// goal's progress until it settles. Exits 0 when the goal completes.
+'use strict'
+
+const path = require('node:path')
+const os = require('node:os')
+const fs = require('node:fs')
+const { createGoalProgress, elapsed } = require('./progress.js')
+
+const root = path.resolve(__dirname, '..')
+const OBJECTIVE = 'Add a --json flag to the CLI that prints the report as JSON, and cover it with tests.'
+const BUDGET = 20_000
+const TIMEOUT_MS = 180_000
+
+// What the scripted agent and auditor say, turn by turn (usage becomes OpenCode's real tokens).
+const SCRIPT = {
+  turns: [
+    { text: 'Done: --json flag parsed and wired to the report. Verified: `cli --json` prints output. Remaining: tests.', usage: { prompt_tokens: 1800, completion_tokens: 160 } },
+    { text: 'Done: 3 tests for --json. Verified: 2 pass, 1 fails on dates. Remaining: fix date serialisation.', usage: { prompt_tokens: 3100, completion_tokens: 210 } },
+    { text: 'Done: dates serialised as ISO 8601. Verified: all 3 --json tests pass, full suite green. Remaining: nothing.', usage: { prompt_tokens: 4300, completion_tokens: 180 } },
+  ],
+  audits: [
+    { verdict: 'continue', note: 'flag works; no tests yet' },
+    { verdict: 'continue', note: 'tests exist; date test failing' },
+    { verdict: 'complete', note: '--json verified by 3 passing tests' },
+  ],
+}
+
+async function main() {
+  const start = Date.now()
+  const say = (line) => console.log(`${elapsed(start)} ${line}`)
+  const cleanups = []
+  const cleanup = async () => {
+    while (cleanups.length) {
+      try {
+        await cleanups.pop()()
+      } catch {
+        // best effort
+      }
+    }
+  }
+  let exitCode = 1
+  process.once('SIGINT', () => cleanup().then(() => process.exit(130)))
+
+  try {
+    const pkg = require(path.join(root, 'runtime.js'))
+    const { subscribeGlobalEvents } = require(path.join(root, 'lib', 'event-stream.js'))
+    const { startScriptedModel } = await import(path.join(root, '__test__', 'mock', 'model.mjs'))
+    const { startOpenCode, createGoalSession } = await import(path.join(root, '__test__', 'e2e', 'opencode-server.mjs'))
+
+    const model = await startScriptedModel({ defaultScenario: 'demo', title: 'Add --json flag' })
+    model.scenario('demo', SCRIPT)
+    cleanups.push(() => model.close())
+    say(`scripted model listening at ${model.baseURL} (no API key, no network)`)
+
+    say('starting opencode serve (the first start takes a few seconds)…')
+    const oc = await startOpenCode({ modelBaseURL: model.baseURL })
+    cleanups.push(() => oc.close())
+    say(`OpenCode ready at ${oc.url} after ${(oc.startMs / 1000).toFixed(1)} s; project ${oc.directory}`)
+
+    let settledGoal = null
+    const progress = createGoalProgress({
+      print: (line) => say(line),
+      onSettled: (_sessionId, goal) => {
+        settledGoal = goal
+      },
+    })
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'goal-demo-data-'))
+    cleanups.push(() => fs.rmSync(dataDir, { recursive: true, force: true }))
+    const notifications = []
+    const runtime = pkg.createSessionGoalRuntime({
+      openCode: { baseUrl: oc.url },
+      settings: { dataDir },
+      idleQuietMs: 1000,
+      kickoffQuietMs: 1000,
+      emitGoalNotification: (event) => notifications.push(event),
+      logger: (level, message) => {
+        if (level === 'warn' || level === 'error') say(`runtime ${level}: ${message}`)
+      },
+    })
+    cleanups.push(() => runtime.stop())
+    let connected = false
+    const stream = subscribeGlobalEvents({
+      url: oc.url,
+      onPayload: (payload, directory) => {
+        runtime.processPayload(payload, directory)
+        progress.onPayload(payload)
+      },
+      onStatus: (status) => {
+        connected = connected || status === 'connected'
+      },
+    })
+    cleanups.push(() => stream.close())
+    while (!connected) await new Promise((resolve) => setTimeout(resolve, 20))
+
+    const { sessionId } = await createGoalSession(oc.api, { objective: OBJECTIVE, tokenBudget: BUDGET, title: 'Demo goal' })
+    say(`session ${sessionId}: goal written, first prompt sent`)
+
+    const deadline = Date.now() + TIMEOUT_MS
+    while (!settledGoal && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100))
+    if (!settledGoal) {
+      say(`the goal did not settle within ${TIMEOUT_MS / 1000} s`)
+    } else {
+      const waitUntil = Date.now() + 2000
+      while (!notifications.length && Date.now() < waitUntil) await new Promise((resolve) => setTimeout(resolve, 20))
+      if (notifications.length) say(`notification: ${notifications[0].title} — ${notifications[0].body}`)
+      const audits = model.requests.filter((r) => r.kind === 'audit').length
+      const turns = model.requests.filter((r) => r.kind === 'agent').length
+      say(`${turns} agent turns, ${audits} audits by the built-in small model (${settledGoal.evaluationProviderID}/${settledGoal.evaluationModelID})`)
+      exitCode = settledGoal.status === 'complete' ? 0 : 1
+    }
+  } catch (error) {
+    console.error(`demo failed: ${error && error.message ? error.message : error}`)
+    if (/Cannot find (module|native binding)|session-goal-runtime\..*\.node/.test(String(error && error.message))) {
+      console.error('Build the addon first: npm run build (or npm run build:debug).')
+    }
+  }
+  await cleanup()
+  process.exit(exitCode)
+}
+
+main()
