@@ -255,6 +255,11 @@ export interface GoalControlOptions {
    * `{error: {statusCode?, code?}}`. Without one, long objectives are excerpted.
    */
   generateSmallModelText?: (request: SmallModelRequest) => Promise<SmallModelResult>
+  /**
+   * The built-in small model's choice (`{providerID, modelID}`), used only when the host passes
+   * no small-model service; else OpenCode's `small_model`, else the session provider's own.
+   */
+  smallModel?: SmallModelChoice
   /** OpenChamber's form of the small model (adapted by the package entry). */
   getSmallModelService?: () => Promise<{ generateSmallModelText(request: SmallModelRequest): Promise<SmallModelResult> } | null | undefined>
   /** Timeout of every OpenCode call (default 10000 ms). */
@@ -542,6 +547,11 @@ export interface SessionAssistRuntimeOptions {
    * A rejection or throw counts as "unavailable". Without one, nothing is generated.
    */
   generateSmallModelText?: (request: SmallModelRequest) => Promise<SmallModelResult>
+  /**
+   * The built-in small model's choice (`{providerID, modelID}`), used only when the host passes
+   * no small-model service; else OpenCode's `small_model`, else the session provider's own.
+   */
+  smallModel?: SmallModelChoice
   /** Receives log lines `(level, message)`; messages never contain prompts, model output or credentials. */
   logger?: (level: string, message: string) => unknown
   /**

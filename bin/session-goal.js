@@ -39,10 +39,12 @@ Options for create, send, fork:
   --message <messageId>        Fork before this message (fork)
 
 Options for watch:
-  --auditor none               Small model for audits. Only "none" exists so far ("opencode",
-                               a built-in small model, is reserved): without an auditor every
-                               audit is unavailable, so a goal gets one unaudited continuation
-                               and then blocks with "progress audit unavailable".
+  --auditor builtin|none       Small model for audits (default builtin: --small-model, else
+                               OpenCode's small_model, else a small model of the session's own
+                               provider, else the session's model). With none every audit is
+                               unavailable, so a goal gets one unaudited continuation and then
+                               blocks with "progress audit unavailable".
+  --small-model <provider/model>  The built-in auditor's model
   --idle-quiet-ms <n>          Quiet window after a turn ends (default 15000)
   --kickoff-quiet-ms <n>       Delay before a fresh goal starts (default 3000)
 
@@ -73,7 +75,7 @@ const COMMANDS = {
   resume: { positionals: 1, flags: [] },
   complete: { positionals: 1, flags: [] },
   clear: { positionals: 1, flags: [] },
-  watch: { positionals: 0, flags: ['auditor', 'idle-quiet-ms', 'kickoff-quiet-ms'] },
+  watch: { positionals: 0, flags: ['auditor', 'small-model', 'idle-quiet-ms', 'kickoff-quiet-ms'] },
 }
 const BOOLEAN_FLAGS = new Set(['goal', 'json', 'help'])
 
@@ -176,10 +178,12 @@ function validate(parsed) {
   connection(flags)
   if (['create', 'send', 'fork'].includes(command)) promptRequest(parsed)
   if (command === 'watch') {
-    if (flags.auditor === 'opencode') {
-      throw new UsageError('--auditor opencode is not available yet (no built-in small model in this build); use --auditor none')
+    if (flags.auditor !== undefined && flags.auditor !== 'none' && flags.auditor !== 'builtin') {
+      throw new UsageError(`--auditor must be "builtin" or "none" (got "${flags.auditor}")`)
     }
-    if (flags.auditor !== undefined && flags.auditor !== 'none') throw new UsageError(`--auditor must be "none" (got "${flags.auditor}")`)
+    if (flags['small-model'] !== undefined && !/^[^/\s]+\/\S+$/.test(flags['small-model'])) {
+      throw new UsageError(`--small-model must look like provider/model (got "${flags['small-model']}")`)
+    }
     parseMillis(flags, 'idle-quiet-ms')
     parseMillis(flags, 'kickoff-quiet-ms')
   }
@@ -248,8 +252,13 @@ async function loadAuditor() {
 
 async function runWatch(pkg, control, target, directory, flags) {
   const { subscribeGlobalEvents } = require('../lib/event-stream.js')
-  const auditor = await loadAuditor()
-  if (!auditor) err('note: no auditor (--auditor none): audits are unavailable, so each goal gets one unaudited continuation and then blocks with "progress audit unavailable"')
+  let auditor = await loadAuditor()
+  if (!auditor && flags.auditor === 'none') {
+    err('note: no auditor (--auditor none): audits are unavailable, so each goal gets one unaudited continuation and then blocks with "progress audit unavailable"')
+    auditor = async () => ({ error: { statusCode: 404 } })
+  }
+  const [smallProvider, ...smallModelRest] = (flags['small-model'] || '').split('/')
+  const smallModel = smallProvider && smallModelRest.length ? { providerID: smallProvider, modelID: smallModelRest.join('/') } : undefined
   const known = new Map()
   const stamp = () => new Date().toISOString().slice(11, 19)
   const say = (sessionId, text) => out(`${stamp()} ${sessionId} ${text}`)
@@ -286,6 +295,7 @@ async function runWatch(pkg, control, target, directory, flags) {
     idleQuietMs: parseMillis(flags, 'idle-quiet-ms'),
     kickoffQuietMs: parseMillis(flags, 'kickoff-quiet-ms'),
     ...(auditor ? { generateSmallModelText: auditor } : {}),
+    ...(smallModel ? { smallModel } : {}),
   })
   try {
     for (const entry of await control.listGoals(directory)) {
