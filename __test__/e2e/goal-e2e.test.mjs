@@ -297,3 +297,43 @@ describe('goal loop on a real OpenCode server', () => {
     expect(output).not.toContain(TEST_API_KEY)
   })
 })
+
+describe('session assist on a real OpenCode server', () => {
+  it('writes a recap and a suggestion beside the goal, for the final reply, keeping the goal intact', async () => {
+    const tag = model.scenario('assist', {
+      turns: [
+        { text: 'Done: CSV export. Verified: 4 tests pass. Remaining: XLSX export.', usage: usage(900, 80) },
+        { text: 'Done: XLSX export. Verified: all 9 tests pass. Remaining: nothing.', usage: usage(1500, 120) },
+      ],
+      audits: [{ verdict: 'continue', note: 'XLSX left' }, { verdict: 'complete', note: 'both exports work' }],
+      assists: [{ recap: 'CSV and XLSX exports work; all 9 tests pass.', suggestion: 'Add a streaming mode for very large exports.' }],
+    })
+    host = await startHost()
+    const assist = pkg.createSessionAssistRuntime({ openCode: { baseUrl: oc.url }, settings: { dataDir: tempDataDir() }, quietMs: 600 })
+    const stream = subscribeGlobalEvents({ url: oc.url, onPayload: (payload, directory) => assist.processPayload(payload, directory) })
+    try {
+      const { sessionId } = await createGoalSession(oc.api, { objective: `Add CSV and XLSX export ${tag}` })
+      await settled(sessionId, 'complete')
+      const lastReply = (await assistants(sessionId)).at(-1).info.id
+      const session = await waitFor(async () => {
+        const current = await oc.api('GET', `/session/${sessionId}`)
+        return current?.metadata?.openchamber?.assist?.forMessageID === lastReply ? current : null
+      }, 20_000, 100)
+      expect(session.metadata.openchamber.assist).toMatchObject({
+        recap: 'CSV and XLSX exports work; all 9 tests pass.',
+        suggestion: 'Add a streaming mode for very large exports.',
+        forMessageID: lastReply,
+      })
+      expect(session.metadata.openchamber.goal).toMatchObject({ status: 'complete', statusReason: 'verified by audit' })
+      // The assist call went to the session's own provider, with only the last exchange.
+      const calls = model.requestsOf('assist', 'assist')
+      expect(calls.length).toBeGreaterThanOrEqual(1)
+      expect(calls.at(-1).prompt).toContain('Done: XLSX export.')
+      expect(calls.at(-1).prompt).not.toContain('Done: CSV export.')
+    } finally {
+      stream.close()
+      await assist.stop()
+    }
+  })
+})
+

@@ -16,6 +16,8 @@
 // progress audit quotes the objective, which carries it too. Untagged requests go to
 // `defaultScenario` when one is given (the demo has a single conversation). A request is classified as
 //   'audit'  its system prompt is the goal auditor's (contains AUDIT_SYSTEM_MARK),
+//   'assist' its system prompt is session assist's (contains ASSIST_SYSTEM_MARK), answered from
+//            the script's `assists: [{ recap, suggestion }]`,
 //   'title'  OpenCode's session-title generator (system prompt about a title), answered with a
 //            fixed short title,
 //   'agent'  anything else (a working turn of the session's agent).
@@ -35,6 +37,8 @@ import http from 'node:http'
 
 /** A phrase of the goal auditor's system prompt (crates/goal-core/src/prompts.rs). */
 export const AUDIT_SYSTEM_MARK = 'You review how far a coding agent has come toward a goal'
+/** A phrase of the session-assist system prompt (crates/goal-core/src/prompts.rs). */
+export const ASSIST_SYSTEM_MARK = 'You read the latest exchange between a user and a coding agent'
 
 /** The marker that routes a conversation to a scenario script. */
 export const scenarioTag = (name) => `[scenario:${name}]`
@@ -80,18 +84,22 @@ export async function startScriptedModel(options = {}) {
   const title = options.title ?? 'Scripted session'
   const defaultTurn = options.defaultTurn ?? { text: 'Nothing scripted for this conversation.', usage: { prompt_tokens: 100, completion_tokens: 10 } }
   const defaultAudit = options.defaultAudit ?? { verdict: 'continue', note: 'no script' }
+  const defaultAssist = options.defaultAssist ?? { recap: 'No script for this recap.', suggestion: 'Continue.' }
   let sequence = 0
 
   const nextEntry = (scenario, kind) => {
     const script = scenarios.get(scenario)
-    const list = kind === 'audit' ? script?.audits : script?.turns
-    if (!script || !Array.isArray(list) || list.length === 0) return kind === 'audit' ? defaultAudit : defaultTurn
+    const list = kind === 'audit' ? script?.audits : kind === 'assist' ? script?.assists : script?.turns
+    if (!script || !Array.isArray(list) || list.length === 0) {
+      return kind === 'audit' ? defaultAudit : kind === 'assist' ? defaultAssist : defaultTurn
+    }
     const index = script.used[kind]++
     return list[Math.min(index, list.length - 1)]
   }
 
   const classify = (system) => {
     if (system.includes(AUDIT_SYSTEM_MARK)) return 'audit'
+    if (system.includes(ASSIST_SYSTEM_MARK)) return 'assist'
     if (/\btitle\b/i.test(system) && /generat|summar/i.test(system)) return 'title'
     return 'agent'
   }
@@ -140,7 +148,7 @@ export async function startScriptedModel(options = {}) {
 
     let entry
     if (kind === 'title') entry = { text: title, usage: { prompt_tokens: 50, completion_tokens: 5 } }
-    else if (kind === 'audit') entry = nextEntry(scenario, 'audit')
+    else if (kind === 'audit' || kind === 'assist') entry = nextEntry(scenario, kind)
     else entry = nextEntry(scenario, 'agent')
     if (typeof entry === 'function') entry = entry({ kind, scenario, body })
     if (entry?.delayMs) await sleep(entry.delayMs)
@@ -187,7 +195,7 @@ export async function startScriptedModel(options = {}) {
     requests,
     /** Registers (or replaces) the script of one scenario. */
     scenario(name, script) {
-      scenarios.set(name, { turns: script.turns ?? [], audits: script.audits ?? [], used: { agent: 0, audit: 0 } })
+      scenarios.set(name, { turns: script.turns ?? [], audits: script.audits ?? [], assists: script.assists ?? [], used: { agent: 0, audit: 0, assist: 0 } })
       return scenarioTag(name)
     },
     /** Resolves once `count` `stall: true` turns of the scenario have been held open. */
@@ -220,6 +228,7 @@ function replyOf(entry) {
   if (typeof entry?.content === 'string') content = entry.content
   else if (typeof entry?.text === 'string') content = entry.text
   else if (entry && typeof entry.verdict === 'string') content = JSON.stringify({ verdict: entry.verdict, note: entry.note ?? '' })
+  else if (entry && ('recap' in entry || 'suggestion' in entry)) content = JSON.stringify({ recap: entry.recap, suggestion: entry.suggestion })
   else content = ''
   return { content, reasoning: entry?.reasoning ?? '', finish: entry?.finish ?? 'stop', usage }
 }
