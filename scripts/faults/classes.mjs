@@ -43,9 +43,19 @@ async function standardRuntime(h, options) {
 
 // ---- the OpenCode server misbehaves -----------------------------------------------------------
 
+/** A forwarding filter that hides every event of the sessions in `blind` (a host whose stream missed them). */
+function blindFilter(blind) {
+  return (payload) => {
+    const p = payload?.properties
+    const id = p?.sessionID ?? p?.info?.sessionID ?? p?.info?.id ?? p?.part?.sessionID
+    return !blind.has(id)
+  }
+}
+
 async function http5xx() {
   return withHarness('5xx', {}, async (h) => {
-    await standardRuntime(h)
+    const blind = new Set()
+    const runtime = await standardRuntime(h, { filter: blindFilter(blind) })
     const cases = [
       ['GET session 503 twice', (c) => ({ method: 'GET', path: sessionPath(c), times: 2, status: 503 })],
       ['GET messages 500 twice', (c) => ({ method: 'GET', path: messagesPath(c), times: 2, status: 500 })],
@@ -70,6 +80,22 @@ async function http5xx() {
       action: () => h.mock.fault({ method: 'GET', path: messagesPath(unresolved), times: 2, status: 503 }),
     })
     h.start(unresolved)
+    // The same with the host's event stream missing everything about the session after the
+    // idle that started it: only the session itself can show whether the prompt landed.
+    const unseen = h.addCase({ label: 'prompt 502 admitted, reconcile reads failing, events missed', start: false })
+    h.mock.fault({
+      method: 'POST', path: prompt(unseen), times: 1, status: 502, apply: true,
+      action: () => {
+        blind.add(unseen.sessionId)
+        h.mock.fault({ method: 'GET', path: messagesPath(unseen), times: 1, status: 503 })
+        // Once the first turn is over the host's stream reconnects (server.connected).
+        setTimeout(() => {
+          blind.delete(unseen.sessionId)
+          runtime.processPayload({ type: 'server.connected', properties: {} }, '')
+        }, 1500)
+      },
+    })
+    h.start(unseen)
     // Bounded retries, then blocked with a reason (never stranded).
     const refused = h.addCase({ label: 'prompt 500 on every attempt', start: false, expect: expectSettled('blocked', 'continuation dispatch failed', 0) })
     h.mock.fault({ method: 'POST', path: prompt(refused), status: 500 })

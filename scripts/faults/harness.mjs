@@ -429,24 +429,30 @@ function describe(r) {
 
 /**
  * Continuations in a session: user messages carrying the continuation prompt. The tail each one
- * answers is the newest assistant reply that had finished when its request reached the server
- * (a request held up on the way is judged by when it was sent, not when it landed).
+ * answers is the one its reservation named (the goal's `continuationFor` when the request reached
+ * the server: every continuation is reserved for a tail before it is posted); without one, the
+ * newest assistant reply that had finished when the request arrived. A request held up on the way
+ * is judged by when it was sent, not when it landed.
  */
-function continuationsOf(messages, prompts) {
+function continuationsOf(messages, prompts, patches) {
+  const reservedFor = (at) => {
+    let tail
+    for (const p of patches) {
+      if (p.at > at) break
+      tail = p.body?.metadata?.openchamber?.goal?.continuationFor
+    }
+    return typeof tail === 'string' && tail ? tail : null
+  }
   const out = []
   messages.forEach((m, index) => {
     if (m.info.role !== 'user') return
     const text = m.parts.filter((p) => p.type === 'text').map((p) => p.text).join('\n')
     if (!text.startsWith(CONTINUATION_MARK)) return
     const sentAt = prompts.find((p) => p.messageID === m.info.id)?.receivedAt ?? m.info.time.created
-    let tail = null
-    for (let i = index - 1; i >= 0; i--) {
+    let tail = reservedFor(sentAt)
+    for (let i = index - 1; i >= 0 && !tail; i--) {
       const a = messages[i].info
-      if (a.role !== 'assistant') continue
-      if (a.time?.completed && a.time.completed <= sentAt) {
-        tail = a.id
-        break
-      }
+      if (a.role === 'assistant' && a.time?.completed && a.time.completed <= sentAt) tail = a.id
     }
     out.push({ id: m.info.id, index, created: m.info.time.created, sentAt, text, tail })
   })
@@ -460,7 +466,8 @@ function resultOf(h, c) {
   const valid = validGoal(metadata)
   const messages = h.mock.messages(c.sessionId)
   const prompts = h.mock.prompts.filter((p) => p.sessionId === c.sessionId)
-  const continuations = continuationsOf(messages, prompts)
+  const patches = h.mock.patches.filter((p) => p.sessionId === c.sessionId)
+  const continuations = continuationsOf(messages, prompts, patches)
   const byTail = new Map()
   for (const k of continuations) byTail.set(k.tail, (byTail.get(k.tail) ?? 0) + 1)
   let twice = 0
@@ -500,7 +507,7 @@ function resultOf(h, c) {
     foreignLost,
     foreignLostKeys,
     prompts,
-    patches: h.mock.patches.filter((p) => p.sessionId === c.sessionId),
+    patches,
     requests: h.mock.requests.filter((r) => r.path.includes(c.sessionId) || r.query?.directory === c.directory),
   }
 }
