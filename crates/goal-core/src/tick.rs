@@ -491,10 +491,27 @@ async fn continue_goal(
 
     // Only a turn that was provably never admitted is given back.
     let mut every_attempt_refused = true;
+    // An ambiguous attempt whose fate the session has not shown yet may have landed: nothing is
+    // posted again until a reconcile proves it did not (a re-POST then would send twice).
+    let mut unresolved = false;
     for attempt in 1..=ctx.config.max_dispatch_attempts {
         if !generation.is_current() {
             info!(target: "session_goal", session = session_id, "stopped by the user before dispatch");
             return TickOutcome::Done;
+        }
+        if unresolved {
+            match reconcile(ctx, session_id, directory, &tail, &text).await {
+                Reconciled::Admitted => return TickOutcome::Continued,
+                Reconciled::UserTookOver => return TickOutcome::Done,
+                Reconciled::NotAdmitted => unresolved = false,
+                Reconciled::Unknown => {
+                    warn!(target: "session_goal", session = session_id, attempt, "continuation outcome still unknown; not posting again");
+                    continue;
+                }
+            }
+            if !generation.is_current() {
+                return TickOutcome::Done;
+            }
         }
         match ctx.client.prompt_async(session_id, directory, &body).await {
             DispatchOutcome::Sent => {
@@ -503,19 +520,23 @@ async fn continue_goal(
             }
             DispatchOutcome::NotAdmitted(code) => {
                 warn!(target: "session_goal", session = session_id, code, attempt, "continuation not admitted");
+                if attempt < ctx.config.max_dispatch_attempts {
+                    tokio::time::sleep(ctx.config.dispatch_retry_delay).await;
+                }
             }
             DispatchOutcome::Ambiguous(why) => {
                 every_attempt_refused = false;
+                unresolved = true;
                 warn!(target: "session_goal", session = session_id, %why, attempt, "continuation outcome unknown; reconciling");
-                match reconcile(ctx, session_id, directory, &tail, &text).await {
-                    Reconciled::Admitted => return TickOutcome::Continued,
-                    Reconciled::UserTookOver => return TickOutcome::Done,
-                    Reconciled::NotAdmitted | Reconciled::Unknown => {}
-                }
             }
         }
-        if attempt < ctx.config.max_dispatch_attempts {
-            tokio::time::sleep(ctx.config.dispatch_retry_delay).await;
+    }
+    // The last attempt may have landed too: one more look before giving up.
+    if unresolved && generation.is_current() {
+        match reconcile(ctx, session_id, directory, &tail, &text).await {
+            Reconciled::Admitted => return TickOutcome::Continued,
+            Reconciled::UserTookOver => return TickOutcome::Done,
+            Reconciled::NotAdmitted | Reconciled::Unknown => {}
         }
     }
     if !generation.is_current() {

@@ -1,0 +1,47 @@
+// Regressions found by the fault-injection suite (scripts/fault-suite.mjs): one test per bug.
+import { afterEach, describe, expect, it } from 'vitest'
+import { setup, scriptedAuditor, sessionWithReply, goalOf, waitFor, sleep } from './helpers.mjs'
+
+let env
+const extra = []
+afterEach(async () => {
+  for (const fn of extra.splice(0)) await fn()
+  await env?.cleanup()
+  env = undefined
+})
+
+const continueThenComplete = () => scriptedAuditor([{ verdict: 'continue', note: 'keep going' }, { verdict: 'complete', note: 'verified' }])
+const promptPath = (id) => '/session/' + id + '/prompt_async'
+const finished = [{ text: 'FINISHED: nested lists parse.', tokens: { input: 2000 } }]
+
+/** Continuations answering each tail: every value must be 1. */
+function continuationsPerTail(mock, sessionId) {
+  const counts = new Map()
+  let tail = null
+  for (const m of mock.messages(sessionId)) {
+    if (m.info.role === 'assistant') tail = m.info.id
+    else if (m.parts.some((p) => p.type === 'text' && p.text.startsWith('Keep working toward the session goal'))) counts.set(tail, (counts.get(tail) ?? 0) + 1)
+  }
+  return [...counts.values()]
+}
+
+describe('dispatch under ambiguous failures', () => {
+  it('a prompt whose fate stays unknown is never posted again', async () => {
+    // No event stream (a host whose SSE is down): only the session itself can tell.
+    env = await setup({ auditor: continueThenComplete(), forward: false })
+    const session = sessionWithReply(env.mock)
+    env.mock.scriptReplies(session.id, finished)
+    // Admitted but answered 502, and the reconcile that follows cannot read the messages.
+    env.mock.fault({
+      method: 'POST', path: promptPath(session.id), times: 1, status: 502, apply: true,
+      action: () => env.mock.fault({ method: 'GET', path: '/session/' + session.id + '/message', times: 1, status: 503 }),
+    })
+    env.runtime.processPayload({ type: 'session.status', properties: { sessionID: session.id, status: { type: 'idle' } } }, '/tmp/project')
+    await waitFor(() => env.mock.prompts.length === 1, 3000)
+    await waitFor(() => env.runtime.snapshot().inFlight === 0, 5000)
+    await sleep(300)
+    expect(env.mock.prompts).toHaveLength(1)
+    expect(continuationsPerTail(env.mock, session.id)).toEqual([1])
+    expect(goalOf(env.mock, session.id)).toMatchObject({ status: 'active', turnsUsed: 1 })
+  })
+})
