@@ -45,3 +45,58 @@ describe('dispatch under ambiguous failures', () => {
     expect(goalOf(env.mock, session.id)).toMatchObject({ status: 'active', turnsUsed: 1 })
   })
 })
+
+describe('a stop the host never forwarded', () => {
+  const idle = (session) => ({ type: 'session.status', properties: { sessionID: session.id, status: { type: 'idle' } } })
+  /** Runs `change(goal)` inside the PATCH that reserves the turn (between reservation and prompt). */
+  function onReservation(mock, session, change) {
+    let done = false
+    mock.onPatch = (id, { after }) => {
+      const goal = after?.openchamber?.goal
+      if (done || id !== session.id || !goal?.continuationFor) return
+      done = true
+      mock.setMetadata(id, { ...after, openchamber: { ...after.openchamber, goal: change(goal) } })
+    }
+  }
+
+  it('a pause between reservation and prompt: nothing is sent', async () => {
+    env = await setup({ auditor: continueThenComplete(), forward: false })
+    const session = sessionWithReply(env.mock)
+    onReservation(env.mock, session, (goal) => ({ ...goal, status: 'paused', statusReason: 'marked by user' }))
+    env.runtime.processPayload(idle(session), '/tmp/project')
+    await waitFor(() => goalOf(env.mock, session.id).status === 'paused', 3000)
+    await waitFor(() => env.runtime.snapshot().inFlight === 0, 3000)
+    await sleep(300)
+    expect(env.mock.prompts).toHaveLength(0)
+  })
+
+  it('an edit between reservation and prompt: the stale continuation is dropped, the edited goal goes on', async () => {
+    env = await setup({ auditor: scriptedAuditor([{ verdict: 'continue', note: 'keep going' }]), forward: false })
+    const session = sessionWithReply(env.mock)
+    onReservation(env.mock, session, (goal) => ({ ...goal, objective: 'Make the parser handle nested tables' }))
+    env.runtime.processPayload(idle(session), '/tmp/project')
+    await waitFor(() => env.mock.prompts.length === 1, 3000)
+    expect(env.mock.prompts[0].body.parts[0].text).toContain('nested tables')
+    // The reservation made for this tail is reused, not charged again.
+    expect(goalOf(env.mock, session.id).turnsUsed).toBe(1)
+  })
+
+  it('a pause between two dispatch attempts: nothing is posted again', async () => {
+    env = await setup({ auditor: continueThenComplete(), forward: false })
+    const session = sessionWithReply(env.mock)
+    env.mock.fault({
+      method: 'POST', path: promptPath(session.id), times: 1, status: 503,
+      action: () => {
+        const metadata = env.mock.getSession(session.id).metadata
+        env.mock.setMetadata(session.id, { ...metadata, openchamber: { ...metadata.openchamber, goal: { ...metadata.openchamber.goal, status: 'paused' } } })
+      },
+    })
+    env.runtime.processPayload(idle(session), '/tmp/project')
+    await waitFor(() => env.mock.requests.some((r) => r.path === promptPath(session.id)), 3000)
+    await waitFor(() => env.runtime.snapshot().inFlight === 0, 3000)
+    await sleep(300)
+    expect(env.mock.requests.filter((r) => r.path === promptPath(session.id))).toHaveLength(1)
+    expect(env.mock.prompts).toHaveLength(0)
+    expect(goalOf(env.mock, session.id).status).toBe('paused')
+  })
+})

@@ -445,16 +445,22 @@ async fn continue_goal(
     };
     let reserved_guard = GoalGuard::Exact { revision: reserved.revision(), status: GoalStatus::Active, holder: ctx.holder.clone() };
 
-    // Read back: the user may have typed while we audited and wrote, and another host's runtime
-    // may have written its own lease over ours (the last writer wins; the loser backs off).
+    // Read back: the user may have typed, paused, edited or cleared the goal while we audited and
+    // wrote (a host's event stream can miss or delay that), and another host's runtime may have
+    // written its own lease over ours (the last writer wins; the loser backs off).
     let (fresh_session, tail_messages) = tokio::join!(
         ctx.client.get_session(session_id, directory),
         ctx.client.messages(session_id, directory, ctx.config.message_limit)
     );
-    if let Ok(fresh) = &fresh_session {
-        if let Some(wait) = fresh.goal().and_then(|g| lease_wait(ctx, &g)) {
-            info!(target: "session_goal", session = session_id, "lost the lease to another runtime; backing off");
-            return TickOutcome::BackOff(wait);
+    match fresh_session {
+        Ok(fresh) => {
+            if let Some(outcome) = standing(ctx, session_id, &fresh, &reserved) {
+                return outcome;
+            }
+        }
+        Err(error) => {
+            warn!(target: "session_goal", session = session_id, %error, "goal re-check failed");
+            return TickOutcome::Retry;
         }
     }
     match tail_messages {
@@ -491,23 +497,27 @@ async fn continue_goal(
 
     // Only a turn that was provably never admitted is given back.
     let mut every_attempt_refused = true;
-    // An ambiguous attempt whose fate the session has not shown yet may have landed: nothing is
-    // posted again until a reconcile proves it did not (a re-POST then would send twice).
+    // After an ambiguous attempt the prompt may have landed. Before any further post the session
+    // is read again, and a post happens only when it shows the same tail, idle, with the goal as
+    // reserved; while an ambiguous attempt's fate stays unknown nothing is posted (that would
+    // send twice).
     let mut unresolved = false;
     for attempt in 1..=ctx.config.max_dispatch_attempts {
         if !generation.is_current() {
             info!(target: "session_goal", session = session_id, "stopped by the user before dispatch");
             return TickOutcome::Done;
         }
-        if unresolved {
-            match reconcile(ctx, session_id, directory, &tail, &text).await {
-                Reconciled::Admitted => return TickOutcome::Continued,
-                Reconciled::UserTookOver => return TickOutcome::Done,
+        if attempt > 1 {
+            match reconcile(ctx, session_id, directory, &tail, &text, &reserved).await {
+                // After refusals only, a busy session or a newer reply is not ours.
+                Reconciled::Admitted => return if unresolved { TickOutcome::Continued } else { TickOutcome::Done },
+                Reconciled::Stop(outcome) => return outcome,
                 Reconciled::NotAdmitted => unresolved = false,
-                Reconciled::Unknown => {
+                Reconciled::Unknown if unresolved => {
                     warn!(target: "session_goal", session = session_id, attempt, "continuation outcome still unknown; not posting again");
                     continue;
                 }
+                Reconciled::Unknown => {}
             }
             if !generation.is_current() {
                 return TickOutcome::Done;
@@ -520,9 +530,6 @@ async fn continue_goal(
             }
             DispatchOutcome::NotAdmitted(code) => {
                 warn!(target: "session_goal", session = session_id, code, attempt, "continuation not admitted");
-                if attempt < ctx.config.max_dispatch_attempts {
-                    tokio::time::sleep(ctx.config.dispatch_retry_delay).await;
-                }
             }
             DispatchOutcome::Ambiguous(why) => {
                 every_attempt_refused = false;
@@ -533,9 +540,9 @@ async fn continue_goal(
     }
     // The last attempt may have landed too: one more look before giving up.
     if unresolved && generation.is_current() {
-        match reconcile(ctx, session_id, directory, &tail, &text).await {
+        match reconcile(ctx, session_id, directory, &tail, &text, &reserved).await {
             Reconciled::Admitted => return TickOutcome::Continued,
-            Reconciled::UserTookOver => return TickOutcome::Done,
+            Reconciled::Stop(outcome) => return outcome,
             Reconciled::NotAdmitted | Reconciled::Unknown => {}
         }
     }
@@ -554,25 +561,47 @@ async fn continue_goal(
     TickOutcome::Settled
 }
 
+/// Whether the goal read back after the reservation is still the one this tick reserved for:
+/// `None` when it is; otherwise how the tick ends. A paused, finished or cleared goal ends it; an
+/// edited (or replaced) goal that is still active is planned again after a quiet window, with
+/// its new objective; another runtime's lease backs off.
+fn standing(ctx: &TickContext, session_id: &str, fresh: &crate::model::SessionView, reserved: &Goal) -> Option<TickOutcome> {
+    let Some(goal) = fresh.goal().filter(|g| g.status == GoalStatus::Active) else {
+        info!(target: "session_goal", session = session_id, "goal stopped by the user before dispatch; continuation dropped");
+        return Some(TickOutcome::Done);
+    };
+    if goal.revision() != reserved.revision() {
+        info!(target: "session_goal", session = session_id, "goal edited before dispatch; planning again");
+        return Some(TickOutcome::Rearm);
+    }
+    if let Some(wait) = lease_wait(ctx, &goal) {
+        info!(target: "session_goal", session = session_id, "lost the lease to another runtime; backing off");
+        return Some(TickOutcome::BackOff(wait));
+    }
+    None
+}
+
 enum Reconciled {
     /// The session is busy, or a newer message shows our continuation landed.
     Admitted,
-    /// The user sent something else: do not continue.
-    UserTookOver,
-    /// Idle with the same tail: nothing landed, a re-POST is safe.
+    /// The user sent something else, or stopped or edited the goal: end the tick this way.
+    Stop(TickOutcome),
+    /// Idle with the same tail and the goal as reserved: nothing landed, a re-POST is safe.
     NotAdmitted,
     /// Could not tell.
     Unknown,
 }
 
-/// After an ambiguous dispatch: find out whether OpenCode admitted the prompt. Never re-POST
-/// when there is any sign it did.
-async fn reconcile(ctx: &TickContext, session_id: &str, directory: &str, tail: &str, prompt_text: &str) -> Reconciled {
+/// After an ambiguous or refused dispatch: find out whether OpenCode admitted the prompt, and
+/// whether the goal is still the one reserved. Never re-POST when there is any sign it landed,
+/// or when the user stopped or changed the goal meanwhile.
+async fn reconcile(ctx: &TickContext, session_id: &str, directory: &str, tail: &str, prompt_text: &str, reserved: &Goal) -> Reconciled {
     // Give a slow server a moment to record the prompt before judging.
     tokio::time::sleep(ctx.config.dispatch_retry_delay).await;
-    let (status, messages) = tokio::join!(
+    let (status, messages, session) = tokio::join!(
         ctx.client.status_map(directory),
-        ctx.client.messages(session_id, directory, ctx.config.message_limit)
+        ctx.client.messages(session_id, directory, ctx.config.message_limit),
+        ctx.client.get_session(session_id, directory)
     );
     let (Ok(status), Ok(messages)) = (status, messages) else {
         return Reconciled::Unknown;
@@ -585,13 +614,19 @@ async fn reconcile(ctx: &TickContext, session_id: &str, directory: &str, tail: &
         return Reconciled::Unknown;
     };
     let newer = &ordered[position + 1..];
-    if newer.is_empty() {
-        return Reconciled::NotAdmitted;
-    }
     if newer.iter().any(|m| m.role == Role::Assistant || m.text.trim() == prompt_text.trim()) {
         return Reconciled::Admitted;
     }
-    Reconciled::UserTookOver
+    if !newer.is_empty() {
+        return Reconciled::Stop(TickOutcome::Done);
+    }
+    let Ok(session) = session else {
+        return Reconciled::Unknown;
+    };
+    match standing(ctx, session_id, &session, reserved) {
+        Some(outcome) => Reconciled::Stop(outcome),
+        None => Reconciled::NotAdmitted,
+    }
 }
 
 /// The event-path pause: an abort landed for this session. Pauses an active goal unless the user
