@@ -100,3 +100,17 @@ describe('a stop the host never forwarded', () => {
     expect(goalOf(env.mock, session.id).status).toBe('paused')
   })
 })
+
+describe('edits', () => {
+  it('editing an active goal that already continued keeps it going (the edit is not a stop)', async () => {
+    env = await setup({ auditor: scriptedAuditor([{ verdict: 'continue', note: 'keep going' }]), runtimeOptions: { idleQuietMs: 400 } })
+    const session = sessionWithReply(env.mock, { goal: { turnsUsed: 2 } })
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => env.runtime.snapshot().armedTimers === 1, 3000)
+    const goal = goalOf(env.mock, session.id)
+    env.mock.setMetadata(session.id, { openchamber: { goal: { ...goal, objective: 'Make the parser handle nested tables' } } })
+    await waitFor(() => env.mock.prompts.length === 1, 3000)
+    expect(env.mock.prompts[0].body.parts[0].text).toContain('nested tables')
+    expect(goalOf(env.mock, session.id).turnsUsed).toBe(3)
+  })
+})
