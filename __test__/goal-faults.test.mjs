@@ -114,3 +114,22 @@ describe('edits', () => {
     expect(goalOf(env.mock, session.id).turnsUsed).toBe(3)
   })
 })
+
+describe('counters at the numeric edge', () => {
+  it('streaks of 1e308 settle the goal instead of panicking the tick', async () => {
+    const blocked = scriptedAuditor([{ verdict: 'blocked', note: 'needs the API key' }])
+    env = await setup({ auditor: blocked })
+    const session = sessionWithReply(env.mock, { goal: { blockedStreak: 1e308 } })
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => goalOf(env.mock, session.id).status === 'blocked', 3000)
+    expect(goalOf(env.mock, session.id).statusReason).toBe('needs the API key')
+    await env.cleanup()
+    env = await setup({ auditor: scriptedAuditor([() => ({ error: { statusCode: 500 } })]) })
+    const failing = sessionWithReply(env.mock, { goal: { auditFailStreak: 1e308 } })
+    env.mock.setStatus(failing.id, 'idle')
+    await waitFor(() => goalOf(env.mock, failing.id).status === 'blocked', 3000)
+    expect(goalOf(env.mock, failing.id).statusReason).toBe('progress audit unavailable')
+    expect(env.mock.prompts).toHaveLength(0)
+    expect(env.runtime.snapshot().panics).toBe(0)
+  })
+})

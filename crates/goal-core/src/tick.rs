@@ -420,7 +420,7 @@ async fn continue_goal(
     let written = write_goal(&ctx.client, session_id, directory, guard, |g| {
         reservation.accounting.apply(g);
         if !reused {
-            g.turns_used += 1;
+            g.turns_used = g.turns_used.saturating_add(1);
         }
         g.blocked_streak = reservation.blocked_streak;
         g.audit_fail_streak = reservation.audit_fail_streak;
