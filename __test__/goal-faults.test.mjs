@@ -133,3 +133,24 @@ describe('counters at the numeric edge', () => {
     expect(env.runtime.snapshot().panics).toBe(0)
   })
 })
+
+describe('leases', () => {
+  it('a lease no runtime could have taken (expiring in 1e308 ms) is ignored, not waited on', async () => {
+    env = await setup({ auditor: continueThenComplete() })
+    const session = sessionWithReply(env.mock, { goal: { lease: { holder: 'another-host', expiresAt: 1e308 } } })
+    env.mock.scriptReplies(session.id, finished)
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => goalOf(env.mock, session.id).status === 'complete', 5000)
+    expect(env.mock.prompts).toHaveLength(1)
+    expect(env.runtime.snapshot().panics).toBe(0)
+  })
+
+  it('a live lease of another host still holds the goal off', async () => {
+    env = await setup({ auditor: continueThenComplete() })
+    const session = sessionWithReply(env.mock, { goal: { lease: { holder: 'another-host', expiresAt: Date.now() + 60_000 } } })
+    env.mock.setStatus(session.id, 'idle')
+    await sleep(600)
+    expect(env.mock.prompts).toHaveLength(0)
+    expect(env.runtime.snapshot().sessions.find((s) => s.sessionId === session.id)?.dueInMs).toBeGreaterThan(50_000)
+  })
+})

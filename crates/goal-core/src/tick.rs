@@ -20,7 +20,7 @@ use crate::opencode::{DispatchOutcome, OpenCodeClient};
 use crate::prompts;
 use crate::script_guard::introduces_foreign_script;
 use crate::services::{Services, SmallModelRequest};
-use crate::writer::{held_by_other, lease_of, now_ms, take_lease, write_goal, GoalGuard, GoalWrite, LEASE_FIELD};
+use crate::writer::{held_by_other, lease_of, now_ms, take_lease, write_goal, GoalGuard, GoalWrite, LEASE_FIELD, LEASE_HORIZON_MS};
 
 /// Goal-loop tunables (Part B constants; all injectable).
 #[derive(Debug, Clone)]
@@ -253,7 +253,8 @@ fn lease_wait(ctx: &TickContext, goal: &Goal) -> Option<Duration> {
         return None;
     }
     let (_, expires) = lease_of(goal)?;
-    Some(Duration::from_millis((expires - now).max(0.0) as u64 + 50))
+    let remaining = (expires - now).clamp(0.0, LEASE_HORIZON_MS) as u64;
+    Some(Duration::from_millis(remaining.saturating_add(50)))
 }
 
 async fn effective_objective(ctx: &TickContext, session_id: &str, goal: &Goal) -> Option<String> {

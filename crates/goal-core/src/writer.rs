@@ -91,9 +91,14 @@ pub fn lease_of(goal: &Goal) -> Option<(String, f64)> {
     Some((holder, expires))
 }
 
+/// The furthest a live lease can reach into the future: a day, the longest `leaseMs` a runtime
+/// accepts. A lease further out was not taken by a runtime (corrupt or hostile metadata): it is
+/// ignored, so it can neither hold a goal forever nor overflow a timer.
+pub const LEASE_HORIZON_MS: f64 = 86_400_000.0;
+
 /// Whether another runtime holds a live lease on the goal.
 pub fn held_by_other(goal: &Goal, holder: &str, now: f64) -> bool {
-    matches!(lease_of(goal), Some((other, expires)) if other != holder && expires > now)
+    matches!(lease_of(goal), Some((other, expires)) if other != holder && expires > now && expires <= now + LEASE_HORIZON_MS)
 }
 
 /// Takes (or renews) the lease for `holder` until `now + duration_ms`.
@@ -176,4 +181,26 @@ pub async fn write_namespace_key(
     let metadata = merge_namespace_key(&session.metadata, key, value);
     client.put_metadata(session_id, directory, metadata.clone()).await?;
     Ok(Some(SessionView { metadata, ..session }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn goal_with_lease(lease: serde_json::Value) -> Goal {
+        Goal::from_value(&json!({"id": "g", "status": "active", "objective": "o", "lease": lease})).unwrap()
+    }
+
+    #[test]
+    fn leases_beyond_the_horizon_are_not_credible() {
+        let now = 1_000_000.0;
+        assert!(held_by_other(&goal_with_lease(json!({"holder": "other", "expiresAt": now + 60_000.0})), "me", now));
+        assert!(!held_by_other(&goal_with_lease(json!({"holder": "me", "expiresAt": now + 60_000.0})), "me", now));
+        assert!(!held_by_other(&goal_with_lease(json!({"holder": "other", "expiresAt": now - 1.0})), "me", now));
+        assert!(!held_by_other(&goal_with_lease(json!({"holder": "other", "expiresAt": 1e308})), "me", now));
+        assert!(!held_by_other(&goal_with_lease(json!({"holder": "other", "expiresAt": now + 2.0 * LEASE_HORIZON_MS})), "me", now));
+        assert!(!held_by_other(&goal_with_lease(json!({"holder": 5, "expiresAt": "never"})), "me", now));
+        assert!(!held_by_other(&goal_with_lease(json!("x")), "me", now));
+    }
 }
