@@ -154,3 +154,15 @@ describe('leases', () => {
     expect(env.runtime.snapshot().sessions.find((s) => s.sessionId === session.id)?.dueInMs).toBeGreaterThan(50_000)
   })
 })
+
+describe('text OpenCode can send', () => {
+  it('a lone surrogate in the session (a JS slice through an emoji) does not make it unreadable', async () => {
+    env = await setup({ auditor: continueThenComplete() })
+    const session = sessionWithReply(env.mock, { goal: { objective: 'Fix the parser \ud83d', note: 'half an emoji \udc00' } })
+    env.mock.scriptReplies(session.id, [{ text: 'FINISHED \ud83d', tokens: { input: 2000 } }])
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => goalOf(env.mock, session.id).status === 'complete', 5000)
+    expect(env.mock.prompts).toHaveLength(1)
+    expect(env.mock.prompts[0].body.parts[0].text).toContain('Fix the parser \ufffd')
+  })
+})
