@@ -166,3 +166,16 @@ describe('text OpenCode can send', () => {
     expect(env.mock.prompts[0].body.parts[0].text).toContain('Fix the parser \ufffd')
   })
 })
+
+describe('hostile session ids', () => {
+  it('"." and ".." are never put in a URL (they would resolve to another path)', async () => {
+    env = await setup({ auditor: continueThenComplete(), forward: false })
+    for (const id of ['.', '..', ' .. ']) {
+      env.runtime.processPayload({ type: 'session.status', properties: { sessionID: id, status: { type: 'idle' } } }, '/tmp/project')
+      env.runtime.processPayload({ type: 'session.updated', properties: { info: { id, metadata: { openchamber: { goal: { id: 'g', status: 'active', objective: 'x' } } } } } }, '/tmp/project')
+    }
+    await sleep(600)
+    expect(env.mock.requests.filter((r) => !/^\/session\/[^/]+/.test(r.path))).toEqual([])
+    expect(env.runtime.snapshot().sessions).toEqual([])
+  })
+})

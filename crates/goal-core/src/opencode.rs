@@ -202,7 +202,7 @@ impl OpenCodeClient {
 
     /// `GET /session/:id`.
     pub async fn get_session(&self, session_id: &str, directory: &str) -> Result<SessionView, HttpError> {
-        let value = self.json(reqwest::Method::GET, &session_path(session_id, ""), directory, &[], None).await?;
+        let value = self.json(reqwest::Method::GET, &session_path(session_id, "")?, directory, &[], None).await?;
         SessionView::from_value(&value).ok_or(HttpError::Body(200))
     }
 
@@ -217,7 +217,7 @@ impl OpenCodeClient {
     pub async fn put_metadata(&self, session_id: &str, directory: &str, metadata: Map<String, Value>) -> Result<(), HttpError> {
         let body = serde_json::json!({ "metadata": Value::Object(metadata) });
         let answer = self
-            .send(reqwest::Method::PATCH, &session_path(session_id, ""), directory, &[], Some(&body))
+            .send(reqwest::Method::PATCH, &session_path(session_id, "")?, directory, &[], Some(&body))
             .await?;
         if !(200..300).contains(&answer.status) {
             return Err(HttpError::Status(answer.status));
@@ -242,7 +242,7 @@ impl OpenCodeClient {
     /// `GET /session/:id/children`.
     pub async fn children(&self, session_id: &str, directory: &str) -> Result<Vec<SessionView>, HttpError> {
         let value = self
-            .json(reqwest::Method::GET, &session_path(session_id, "/children"), directory, &[], None)
+            .json(reqwest::Method::GET, &session_path(session_id, "/children")?, directory, &[], None)
             .await?;
         let list = value.as_array().ok_or(HttpError::Body(200))?;
         Ok(list.iter().filter_map(SessionView::from_value).collect())
@@ -253,7 +253,7 @@ impl OpenCodeClient {
         let value = self
             .json(
                 reqwest::Method::GET,
-                &session_path(session_id, "/message"),
+                &session_path(session_id, "/message")?,
                 directory,
                 &[("limit", limit.to_string())],
                 None,
@@ -264,10 +264,11 @@ impl OpenCodeClient {
 
     /// `POST /session/:id/prompt_async`, classified.
     pub async fn prompt_async(&self, session_id: &str, directory: &str, body: &Value) -> DispatchOutcome {
-        match self
-            .send(reqwest::Method::POST, &session_path(session_id, "/prompt_async"), directory, &[], Some(body))
-            .await
-        {
+        let path = match session_path(session_id, "/prompt_async") {
+            Ok(path) => path,
+            Err(_) => return DispatchOutcome::NotAdmitted(0),
+        };
+        match self.send(reqwest::Method::POST, &path, directory, &[], Some(body)).await {
             Ok(answer) if (200..300).contains(&answer.status) => {
                 let trimmed = answer.body.iter().all(u8::is_ascii_whitespace);
                 let json_body = parse_server_json(&answer.body).is_some();
@@ -289,7 +290,7 @@ impl OpenCodeClient {
 
     /// `POST /session/:id/abort`.
     pub async fn abort(&self, session_id: &str, directory: &str) -> Result<(), HttpError> {
-        self.json(reqwest::Method::POST, &session_path(session_id, "/abort"), directory, &[], None)
+        self.json(reqwest::Method::POST, &session_path(session_id, "/abort")?, directory, &[], None)
             .await
             .map(|_| ())
     }
@@ -381,9 +382,19 @@ pub fn percent_encode(text: &str) -> String {
     escaped
 }
 
-/// `/session/<escaped id><suffix>`: ids come from payloads, so they are escaped.
-pub fn session_path(session_id: &str, suffix: &str) -> String {
-    format!("/session/{}{suffix}", percent_encode(session_id))
+/// Whether a session id can be put in a URL path. `.` and `..` cannot: URL parsers resolve them
+/// (escaped as `%2e` too) as dot segments, so `/session/..` would reach `/` instead.
+pub fn is_addressable_session_id(session_id: &str) -> bool {
+    !session_id.is_empty() && session_id != "." && session_id != ".."
+}
+
+/// `/session/<escaped id><suffix>`: ids come from payloads, so they are escaped, and an id that
+/// cannot be addressed is refused before any request is made.
+pub fn session_path(session_id: &str, suffix: &str) -> Result<String, HttpError> {
+    if !is_addressable_session_id(session_id) {
+        return Err(HttpError::Resolve("the session id cannot be addressed".into()));
+    }
+    Ok(format!("/session/{}{suffix}", percent_encode(session_id)))
 }
 
 fn classify(error: reqwest::Error) -> HttpError {
@@ -419,7 +430,10 @@ mod tests {
 
     #[test]
     fn session_ids_are_escaped() {
-        assert_eq!(session_path("ses_abc-1", "/message"), "/session/ses_abc-1/message");
-        assert_eq!(session_path("../x?y", ""), "/session/..%2Fx%3Fy");
+        assert_eq!(session_path("ses_abc-1", "/message").unwrap(), "/session/ses_abc-1/message");
+        assert_eq!(session_path("../x?y", "").unwrap(), "/session/..%2Fx%3Fy");
+        for id in ["", ".", ".."] {
+            assert!(session_path(id, "/message").is_err(), "{id:?}");
+        }
     }
 }
