@@ -179,3 +179,26 @@ describe('hostile session ids', () => {
     expect(env.runtime.snapshot().sessions).toEqual([])
   })
 })
+
+describe('huge payloads', () => {
+  it('a session.updated whose goal has 100,000 extra keys neither clears the goal nor costs much', async () => {
+    env = await setup({ auditor: continueThenComplete(), forward: false, runtimeOptions: { idleQuietMs: 800 } })
+    const session = sessionWithReply(env.mock, { goal: { turnsUsed: 2 } })
+    const goal = goalOf(env.mock, session.id)
+    const updated = (g) => ({ type: 'session.updated', properties: { info: { id: session.id, metadata: { openchamber: { goal: g } } } } })
+    const wide = {}
+    for (let i = 0; i < 100_000; i++) wide['k' + i] = { i }
+    const huge = updated({ ...wide, ...goal })
+    env.runtime.processPayload(updated(goal), '/tmp/project')
+    env.runtime.processPayload({ type: 'session.status', properties: { sessionID: session.id, status: { type: 'idle' } } }, '/tmp/project')
+    await waitFor(() => env.runtime.snapshot().armedTimers === 1, 2000)
+    const started = performance.now()
+    env.runtime.processPayload(huge, '/tmp/project')
+    const elapsed = performance.now() - started
+    await sleep(50)
+    // Still armed: the cut-off copy used to read as "goal cleared" and cancel the wake-up.
+    expect(env.runtime.snapshot().sessions.map((s) => s.sessionId)).toContain(session.id)
+    expect(elapsed).toBeLessThan(100)
+    await waitFor(() => env.mock.prompts.length === 1, 3000)
+  })
+})

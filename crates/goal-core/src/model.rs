@@ -97,7 +97,9 @@ pub struct Goal {
     pub extra: Map<String, Value>,
 }
 
-const KNOWN_GOAL_FIELDS: &[&str] = &[
+/// Every goal field this version reads; anything else is kept in [`Goal::extra`]. The event path
+/// reads only these from a payload (a goal object of any size costs the same).
+pub const KNOWN_GOAL_FIELDS: &[&str] = &[
     "id",
     "objective",
     "objectiveFile",
