@@ -202,3 +202,13 @@ describe('huge payloads', () => {
     await waitFor(() => env.mock.prompts.length === 1, 3000)
   })
 })
+
+describe('answers of the wrong shape', () => {
+  it('a message list of non-messages is a failed read (retried), not a session without a reply', async () => {
+    env = await setup({ auditor: continueThenComplete() })
+    const session = sessionWithReply(env.mock)
+    env.mock.fault({ method: 'GET', path: '/session/' + session.id + '/message', times: 1, status: 200, body: [null, 5, { info: 'x' }, { info: { role: 7 } }] })
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => env.mock.prompts.length === 1, 3000)
+  })
+})
