@@ -1,6 +1,6 @@
 // Regressions found by the fault-injection suite (scripts/fault-suite.mjs): one test per bug.
 import { afterEach, describe, expect, it } from 'vitest'
-import { setup, scriptedAuditor, sessionWithReply, goalOf, waitFor, sleep } from './helpers.mjs'
+import { setup, scriptedAuditor, sessionWithReply, goalOf, waitFor, sleep, pkg, tempDataDir } from './helpers.mjs'
 
 let env
 const extra = []
@@ -210,5 +210,35 @@ describe('answers of the wrong shape', () => {
     env.mock.fault({ method: 'GET', path: '/session/' + session.id + '/message', times: 1, status: 200, body: [null, 5, { info: 'x' }, { info: { role: 7 } }] })
     env.mock.setStatus(session.id, 'idle')
     await waitFor(() => env.mock.prompts.length === 1, 3000)
+  })
+})
+
+describe('a host that replaces its runtime without stopping the old one', () => {
+  it('two runtimes of one process never both send a continuation for one tail', async () => {
+    const auditor = scriptedAuditor([{ verdict: 'continue', note: 'keep going' }])
+    env = await setup({ auditor })
+    const session = sessionWithReply(env.mock)
+    // The old runtime's prompt is slow to reach OpenCode; meanwhile the host creates a new
+    // runtime (the old one is dropped, not stopped, so it keeps receiving events and finishing
+    // its tick), which recovers the goal at once.
+    env.mock.fault({ method: 'POST', path: promptPath(session.id), times: 1, delayMs: 600 })
+    let replacement
+    env.mock.onPatch = (id, { after }) => {
+      if (replacement || id !== session.id || !after?.openchamber?.goal?.continuationFor) return
+      replacement = pkg.createSessionGoalRuntime({
+        openCode: { baseUrl: env.mock.url },
+        settings: { dataDir: tempDataDir() },
+        kickoffQuietMs: 20,
+        idleQuietMs: 150,
+        directories: ['/tmp/project'],
+        generateSmallModelText: auditor.service.generateSmallModelText,
+      })
+      extra.push(() => replacement.stop())
+    }
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => env.mock.prompts.length >= 1, 3000)
+    await sleep(700)
+    expect(continuationsPerTail(env.mock, session.id).every((n) => n === 1)).toBe(true)
+    expect(goalOf(env.mock, session.id).turnsUsed).toBe(env.mock.prompts.length)
   })
 })

@@ -20,7 +20,10 @@ use crate::opencode::{DispatchOutcome, OpenCodeClient};
 use crate::prompts;
 use crate::script_guard::introduces_foreign_script;
 use crate::services::{Services, SmallModelRequest};
-use crate::writer::{held_by_other, lease_of, now_ms, take_lease, write_goal, GoalGuard, GoalWrite, LEASE_FIELD, LEASE_HORIZON_MS};
+use crate::writer::{
+    claim_dispatch, continuation_for_of, held_by_other, lease_of, now_ms, take_lease, write_goal, GoalGuard, GoalWrite, LEASE_FIELD,
+    LEASE_HORIZON_MS,
+};
 
 /// Goal-loop tunables (Part B constants; all injectable).
 #[derive(Debug, Clone)]
@@ -115,9 +118,7 @@ pub struct TickContext {
     pub holder: String,
 }
 
-/// The goal metadata field that records which tail a reserved turn answers: a later tick over
-/// the same tail reuses the reservation instead of charging a second turn (restart-safe).
-pub const CONTINUATION_FOR_FIELD: &str = "continuationFor";
+pub use crate::writer::CONTINUATION_FOR_FIELD;
 
 /// Status reason while a permission or question is pending.
 pub const WAITING_FOR_USER: &str = "waiting for user input";
@@ -243,7 +244,7 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
             }
         }
     };
-    continue_goal(ctx, session_id, directory, &goal, &guard, &objective, basis, reservation, generation).await
+    continue_goal(ctx, session_id, directory, &goal, &objective, basis, reservation, generation).await
 }
 
 /// How long to wait when another runtime's lease is live.
@@ -405,7 +406,6 @@ async fn continue_goal(
     session_id: &str,
     directory: &str,
     goal: &Goal,
-    guard: &GoalGuard,
     objective: &str,
     basis: Basis,
     reservation: Reservation,
@@ -414,11 +414,24 @@ async fn continue_goal(
     if !generation.is_current() {
         return TickOutcome::Done;
     }
+    // One dispatch per session at a time in this process, from the reservation until the outcome
+    // is known (runtimes of one process share a lease holder id; see DispatchClaim).
+    let Some(_claim) = claim_dispatch(session_id) else {
+        debug!(target: "session_goal", session = session_id, "another runtime of this process is dispatching; backing off");
+        return TickOutcome::BackOff(ctx.config.idle_quiet);
+    };
     // Reserve the turn before prompting: a crash after this only waits for the next idle; the
-    // reverse could send twice. A reservation already made for this same tail is reused.
+    // reverse could send twice. A reservation already made for this same tail is reused. The
+    // write only lands when nobody reserved since this tick read the goal.
     let tail = basis.tail_message_id.clone();
-    let reused = goal.extra.get(CONTINUATION_FOR_FIELD).and_then(Value::as_str) == Some(tail.as_str());
-    let written = write_goal(&ctx.client, session_id, directory, guard, |g| {
+    let reused = continuation_for_of(goal) == Some(tail.as_str());
+    let reserve_guard = GoalGuard::Reserve {
+        revision: goal.revision(),
+        holder: ctx.holder.clone(),
+        turns_used: goal.turns_used,
+        continuation_for: continuation_for_of(goal).map(str::to_string),
+    };
+    let written = write_goal(&ctx.client, session_id, directory, &reserve_guard, |g| {
         reservation.accounting.apply(g);
         if !reused {
             g.turns_used = g.turns_used.saturating_add(1);
