@@ -242,3 +242,24 @@ describe('a host that replaces its runtime without stopping the old one', () => 
     expect(goalOf(env.mock, session.id).turnsUsed).toBe(env.mock.prompts.length)
   })
 })
+
+describe('the event stream helper', () => {
+  it('a 10 MB session.updated reaches the subscriber in one linear pass', async () => {
+    const { startMockOpenCode } = await import('./mock/opencode.mjs')
+    const { subscribeGlobalEvents } = (await import('node:module')).createRequire(import.meta.url)('../lib/event-stream.js')
+    const mock = await startMockOpenCode({ heartbeatMs: 60_000, syncEvents: false })
+    const seen = []
+    const stream = subscribeGlobalEvents({ url: mock.url, onPayload: (payload) => seen.push([payload, performance.now()]) })
+    extra.push(async () => {
+      stream.close()
+      await mock.close()
+    })
+    await mock.waitFor(() => mock.eventStreams === 1)
+    const session = mock.createSession({})
+    const started = performance.now()
+    mock.setMetadata(session.id, { blob: 'x'.repeat(10 * 1024 * 1024) })
+    await waitFor(() => seen.some(([p]) => p.type === 'session.updated' && p.properties.info.metadata?.blob), 10_000)
+    const [, at] = seen.find(([p]) => p.properties?.info?.metadata?.blob)
+    expect(at - started).toBeLessThan(1000)
+  })
+})
