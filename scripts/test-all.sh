@@ -16,3 +16,6 @@ git diff --exit-code -- index.js index.d.ts || {
 
 echo "== vitest (built addon against the mock OpenCode)"
 npx vitest run
+
+echo "== fault-injection suite (one row per fault class; see RELIABILITY.md)"
+node scripts/fault-suite.mjs

@@ -600,21 +600,23 @@ async function hugeSessionUpdated() {
     // (b) a 10 MB session.updated forwarded for a session whose quiet window is armed.
     const injected = h.addCase({ label: '10 MB session.updated while the quiet window is armed', start: false })
     const goal = h.mock.getSession(injected.sessionId).metadata.openchamber.goal
+    const hugePayload = { type: 'session.updated', properties: { info: { id: injected.sessionId, directory: injected.directory, metadata: { blob, openchamber: { goal: { ...goal, pad: blob } } } } } }
     h.start(injected)
     await sleep(20)
     let t = process.hrtime.bigint()
-    runtime.processPayload({ type: 'session.updated', properties: { info: { id: injected.sessionId, directory: injected.directory, metadata: { blob, openchamber: { goal: { ...goal, pad: blob } } } } } }, injected.directory)
+    runtime.processPayload(hugePayload, injected.directory)
     const hugeMs = Number(process.hrtime.bigint() - t) / 1e6
     // (c) a goal object with 100,000 extra keys first: the payload reader must not mistake a
     // cut-off copy for "the goal was cleared".
     const wide = h.addCase({ label: 'goal with 100,000 keys while the quiet window is armed', start: false })
     const wideGoal = h.mock.getSession(wide.sessionId).metadata.openchamber.goal
-    h.start(wide)
-    await sleep(20)
     const many = {}
     for (let i = 0; i < 100_000; i++) many['k' + i] = i
+    const widePayload = { type: 'session.updated', properties: { info: { id: wide.sessionId, metadata: { openchamber: { goal: { ...many, ...wideGoal } } } } } }
+    h.start(wide)
+    await sleep(20)
     t = process.hrtime.bigint()
-    runtime.processPayload({ type: 'session.updated', properties: { info: { id: wide.sessionId, metadata: { openchamber: { goal: { ...many, ...wideGoal } } } } } }, wide.directory)
+    runtime.processPayload(widePayload, wide.directory)
     const wideMs = Number(process.hrtime.bigint() - t) / 1e6
     // (d) nesting 100,000 levels deep.
     const deep = h.addCase({ label: 'metadata nested 100,000 levels deep', start: false })
