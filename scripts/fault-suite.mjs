@@ -24,6 +24,8 @@ const CHILD_TIMEOUT_MS = 90_000
 const RESULT_PREFIX = 'FAULT-ROW '
 const TABLE_BEGIN = '<!-- fault-table:begin -->'
 const TABLE_END = '<!-- fault-table:end -->'
+const JUDGED_BEGIN = '<!-- fault-judging:begin -->'
+const JUDGED_END = '<!-- fault-judging:end -->'
 
 const args = process.argv.slice(2)
 const flag = (name) => args.includes(name)
@@ -33,8 +35,8 @@ const option = (name) => {
 }
 
 async function runChild(name) {
-  const { CLASSES } = await import('./faults/classes.mjs')
-  const spec = CLASSES.find((c) => c.name === name)
+  const { CLASSES, MEASUREMENTS } = await import('./faults/classes.mjs')
+  const spec = [...CLASSES, ...MEASUREMENTS].find((c) => c.name === name)
   if (!spec) throw new Error('unknown fault class ' + name)
   const started = Date.now()
   const row = await spec.run()
@@ -90,6 +92,7 @@ function spawnClass(spec) {
 }
 
 function failed(row) {
+  if (row.measurement) return Boolean(row.crashed || row.panics)
   return row.crashed || row.ended !== row.total || row.twice || row.afterStop || row.foreignLost || row.panics || row.stuck || row.failures.length > 0
 }
 
@@ -104,13 +107,14 @@ function table(rows) {
 
 async function main() {
   if (flag('--child')) return runChild(option('--child'))
-  const { CLASSES } = await import('./faults/classes.mjs')
+  const { CLASSES, MEASUREMENTS } = await import('./faults/classes.mjs')
+  const everything = [...CLASSES, ...MEASUREMENTS.map((m) => ({ ...m, measurement: true }))]
   if (flag('--list')) {
-    for (const c of CLASSES) console.log(c.name.padEnd(24) + c.title)
+    for (const c of everything) console.log(c.name.padEnd(24) + c.title)
     return
   }
   const only = option('--only')?.split(',').map((s) => s.trim()).filter(Boolean)
-  const selected = only ? CLASSES.filter((c) => only.includes(c.name)) : CLASSES
+  const selected = only ? everything.filter((c) => only.includes(c.name)) : everything
   if (only && selected.length !== only.length) {
     console.error('unknown class in --only; known: ' + CLASSES.map((c) => c.name).join(', '))
     process.exit(2)
@@ -123,13 +127,15 @@ async function main() {
     while (next < selected.length) {
       const index = next++
       const row = await spawnClass(selected[index])
+      row.measurement = Boolean(selected[index].measurement)
       rows[index] = row
       console.error(`${failed(row) ? 'FAIL' : 'ok  '} ${row.name} (${(row.ms / 1000).toFixed(1)} s)`)
     }
   }
   await Promise.all(Array.from({ length: jobs }, worker))
   const totalSeconds = ((Date.now() - started) / 1000).toFixed(0)
-  const text = table(rows)
+  const classRows = rows.filter((r) => !r.measurement)
+  const text = table(classRows)
   console.log('\n' + text)
   const notes = rows.flatMap((r) => r.notes ?? [])
   if (notes.length) console.log('\n' + notes.map((n) => '- ' + n).join('\n'))
@@ -139,21 +145,27 @@ async function main() {
     for (const f of row.failures.slice(0, 20)) console.log('  - ' + f)
     if (row.ended !== row.total && !row.failures.length) console.log('  - goals that did not end correctly')
   }
-  const goals = rows.reduce((n, r) => n + r.total, 0)
-  console.log(`\n${rows.length} fault classes, ${goals} cases, ${totalSeconds} s; ${bad.length ? bad.length + ' class(es) FAILED' : 'all rows clean'}`)
-  if (flag('--write')) writeReliability(text, notes, { classes: rows.length, goals, seconds: totalSeconds })
+  const goals = classRows.reduce((n, r) => n + r.total, 0)
+  console.log(`\n${classRows.length} fault classes, ${goals} cases, ${totalSeconds} s; ${bad.length ? bad.length + ' FAILED' : 'all rows clean'}`)
+  if (flag('--write')) writeReliability(text, notes, CLASSES, { rows: classRows.length, goals, seconds: totalSeconds })
   process.exitCode = bad.length ? 1 : 0
 }
 
-function writeReliability(text, notes, { classes, goals, seconds }) {
+/** Replaces the text between two markers of RELIABILITY.md. */
+function replaceBetween(doc, begin, end, body) {
+  const start = doc.indexOf(begin)
+  const stop = doc.indexOf(end)
+  if (start < 0 || stop < start) throw new Error(`RELIABILITY.md has no ${begin} … ${end} markers`)
+  return doc.slice(0, start) + [begin, body, end].join('\n') + doc.slice(stop + end.length)
+}
+
+function writeReliability(text, notes, classes, { rows, goals, seconds }) {
   const file = path.join(ROOT, 'RELIABILITY.md')
-  const doc = fs.readFileSync(file, 'utf8')
-  const start = doc.indexOf(TABLE_BEGIN)
-  const end = doc.indexOf(TABLE_END)
-  if (start < 0 || end < start) throw new Error('RELIABILITY.md has no fault-table markers')
-  const stamp = `Latest run: ${new Date().toISOString().slice(0, 10)}, ${classes} classes, ${goals} cases, ${seconds} s (\`npm run faults\`, debug build, ${os.cpus().length} cores).`
-  const block = [TABLE_BEGIN, stamp, '', text, '', ...notes.map((n) => '- ' + n), TABLE_END].join('\n')
-  fs.writeFileSync(file, doc.slice(0, start) + block + doc.slice(end + TABLE_END.length))
+  let doc = fs.readFileSync(file, 'utf8')
+  const stamp = `Latest run: ${new Date().toISOString().slice(0, 10)}, ${rows} classes, ${goals} cases, ${seconds} s (\`npm run faults\`, debug build, ${os.cpus().length} cores).`
+  doc = replaceBetween(doc, TABLE_BEGIN, TABLE_END, [stamp, '', text, '', ...notes.map((n) => '- ' + n)].join('\n'))
+  doc = replaceBetween(doc, JUDGED_BEGIN, JUDGED_END, classes.map((c) => `- **${c.title}** (\`${c.name}\`). ${c.judged}`).join('\n'))
+  fs.writeFileSync(file, doc)
   console.log('RELIABILITY.md updated')
 }
 
