@@ -8,7 +8,6 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import {
   ABORTED,
-  CONTINUATION_MARK,
   FINISHED_TEXT,
   QUIET_MS,
   createHarness,
@@ -914,5 +913,3 @@ export const CLASSES = [
     judged: 'metadata, openchamber, goal, id, status, objective or objectiveFile of the wrong type: no goal; nothing sent, nothing written, metadata untouched. Every other goal field of the wrong type (budget, token counters, turns, streaks, note, reason, evaluation ids, cursor, times, lease, continuationFor): `complete` after exactly one continuation, and what is written back is well typed. At the numeric edge, with no continuation: turnsUsed 1e308 → `blocked` "auto-continuation limit reached"; tokensUsed 1e308 with a budget → `budgetLimited`; blockedStreak 1e308 and a blocked verdict → `blocked` with the note; auditFailStreak 1e308 and a failing auditor → `blocked` "progress audit unavailable".',
   },
 ]
-
-export { CONTINUATION_MARK, QUIET_MS }
