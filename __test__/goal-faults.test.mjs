@@ -263,3 +263,24 @@ describe('the event stream helper', () => {
     expect(at - started).toBeLessThan(1000)
   })
 })
+
+describe('terminal writes that fail', () => {
+  it('a settle write that fails is retried, not dropped (the goal is not left active)', async () => {
+    env = await setup({ auditor: continueThenComplete() })
+    const session = sessionWithReply(env.mock)
+    env.mock.scriptReplies(session.id, finished)
+    // The write after the continuation is the settle: it fails once.
+    env.mock.onPrompt = () => env.mock.fault({ method: 'PATCH', path: '/session/' + session.id, times: 1, status: 500 })
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => goalOf(env.mock, session.id).status === 'complete', 5000)
+    expect(env.mock.prompts).toHaveLength(1)
+  })
+
+  it('a pause write that fails is retried', async () => {
+    env = await setup({ auditor: continueThenComplete(), forward: false })
+    const session = sessionWithReply(env.mock, { reply: { error: { name: 'MessageAbortedError', data: { message: 'Aborted' } } } })
+    env.mock.fault({ method: 'PATCH', path: '/session/' + session.id, times: 1, status: 503 })
+    env.runtime.processPayload({ type: 'session.status', properties: { sessionID: session.id, status: { type: 'idle' } } }, '/tmp/project')
+    await waitFor(() => goalOf(env.mock, session.id).status === 'paused', 5000)
+  })
+})

@@ -152,8 +152,7 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
     let objective = match effective_objective(ctx, session_id, &goal).await {
         Some(text) => text,
         None if exhausted => {
-            settle(ctx, session_id, directory, &goal, &guard, blocked(&goal, REASON_OBJECTIVE_UNAVAILABLE), "").await;
-            return TickOutcome::Settled;
+            return settle(ctx, session_id, directory, &goal, &guard, blocked(&goal, REASON_OBJECTIVE_UNAVAILABLE), "").await;
         }
         None => {
             warn!(target: "session_goal", session = session_id, "objective unavailable; retrying");
@@ -177,8 +176,7 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
                 .join(",");
             warn!(target: "session_goal", session = session_id, failed = %which, attempt, "live state unreadable");
             if exhausted {
-                settle(ctx, session_id, directory, &goal, &guard, blocked(&goal, REASON_MESSAGES_UNAVAILABLE), &objective).await;
-                return TickOutcome::Settled;
+                return settle(ctx, session_id, directory, &goal, &guard, blocked(&goal, REASON_MESSAGES_UNAVAILABLE), &objective).await;
             }
             return TickOutcome::Retry;
         }
@@ -216,11 +214,10 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
             })
             .await;
             log_write(session_id, "pause", &result);
-            return TickOutcome::Settled;
+            return written_outcome(&result);
         }
         Plan::Settle(settlement) => {
-            settle(ctx, session_id, directory, &goal, &guard, settlement, &objective).await;
-            return TickOutcome::Settled;
+            return settle(ctx, session_id, directory, &goal, &guard, settlement, &objective).await;
         }
         Plan::ContinueUnaudited(basis) => {
             let reservation = unaudited_reservation(&goal, &basis);
@@ -237,8 +234,7 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
             }
             match after_audit(&goal, &basis, audit) {
                 AfterAudit::Settle(settlement) => {
-                    settle(ctx, session_id, directory, &goal, &guard, settlement, &objective).await;
-                    return TickOutcome::Settled;
+                    return settle(ctx, session_id, directory, &goal, &guard, settlement, &objective).await;
                 }
                 AfterAudit::Continue(reservation) => (basis, reservation),
             }
@@ -300,7 +296,18 @@ async fn note_waiting(ctx: &TickContext, session_id: &str, directory: &str, guar
     log_write(session_id, "waiting", &result);
 }
 
-/// Writes a terminal status and notifies the host.
+/// How a tick ends after a terminal write: written, settled; the goal changed meanwhile, done
+/// (the change brings its own wake-up); the write failed, retried (a terminal decision that was
+/// never stored would otherwise leave the goal active with nothing armed).
+fn written_outcome(result: &Result<GoalWrite, crate::opencode::HttpError>) -> TickOutcome {
+    match result {
+        Ok(GoalWrite::Written(_)) => TickOutcome::Settled,
+        Ok(GoalWrite::Stale) => TickOutcome::Done,
+        Err(_) => TickOutcome::Retry,
+    }
+}
+
+/// Writes a terminal status and notifies the host; how the tick ends (see [`written_outcome`]).
 pub async fn settle(
     ctx: &TickContext,
     session_id: &str,
@@ -309,7 +316,7 @@ pub async fn settle(
     guard: &GoalGuard,
     settlement: Settlement,
     objective: &str,
-) {
+) -> TickOutcome {
     settle_with(ctx, session_id, directory, goal, guard, settlement, objective, |_| {}).await
 }
 
@@ -324,7 +331,7 @@ async fn settle_with(
     settlement: Settlement,
     objective: &str,
     extra: impl FnOnce(&mut Goal),
-) {
+) -> TickOutcome {
     let result = write_goal(&ctx.client, session_id, directory, guard, |g| {
         extra(g);
         g.status = settlement.status;
@@ -344,13 +351,14 @@ async fn settle_with(
     })
     .await;
     log_write(session_id, "settle", &result);
-    if let Ok(GoalWrite::Written(written)) = result {
+    if let Ok(GoalWrite::Written(written)) = &result {
         let flags = ctx.services.data_dir.flags().await;
         if flags.notify_on_completion && written.status != GoalStatus::Paused {
             let objective = if objective.is_empty() { goal.objective.as_str() } else { objective };
-            ctx.services.notifier.notify(goal_notification(session_id, directory, &written, objective));
+            ctx.services.notifier.notify(goal_notification(session_id, directory, written, objective));
         }
     }
+    written_outcome(&result)
 }
 
 /// Asks the small model for a verdict. `None` = unavailable or unparseable.
@@ -571,8 +579,7 @@ async fn continue_goal(
             g.turns_used = g.turns_used.saturating_sub(1);
         }
     })
-    .await;
-    TickOutcome::Settled
+    .await
 }
 
 /// Whether the goal read back after the reservation is still the one this tick reserved for:
