@@ -97,6 +97,11 @@ async function http5xx() {
       },
     })
     h.start(unseen)
+    // The write that settles the goal fails once (installed when the reservation lands, so the
+    // next write of the session is the settle).
+    const settleFails = h.addCase({ label: 'the settle PATCH answered 500', start: false })
+    h.onReservation(settleFails, () => h.mock.fault({ method: 'PATCH', path: sessionPath(settleFails), times: 1, status: 500 }))
+    h.start(settleFails)
     // Bounded retries, then blocked with a reason (never stranded).
     const refused = h.addCase({ label: 'prompt 500 on every attempt', start: false, expect: expectSettled('blocked', 'continuation dispatch failed', 0) })
     h.mock.fault({ method: 'POST', path: prompt(refused), status: 500 })
@@ -127,6 +132,9 @@ async function timeouts() {
       h.mock.fault(fault(c))
       h.start(c)
     }
+    const settleHangs = h.addCase({ label: 'the settle PATCH hangs', start: false })
+    h.onReservation(settleHangs, () => h.mock.fault({ method: 'PATCH', path: sessionPath(settleHangs), times: 1, hang: true }))
+    h.start(settleHangs)
     await h.settle()
   })
 }
@@ -826,11 +834,11 @@ export const MEASUREMENTS = [{ name: 'two-hosts', title: 'two hosts on one serve
 export const CLASSES = [
   {
     name: '5xx', title: 'HTTP 5xx / 429 on every endpoint', run: http5xx,
-    judged: 'One 5xx or 429 per case on GET session, messages, children or status, on the PATCH (applied or not) or on the prompt (admitted or not; admitted while the reconcile reads fail, with and without the host\'s events): `complete` after exactly one continuation. A prompt answered 500 on every attempt: `blocked` "continuation dispatch failed", none sent. Messages unreadable for good: `blocked` "messages unavailable", none sent.',
+    judged: 'One 5xx or 429 per case on GET session, messages, children or status, on the PATCH (applied or not) or on the prompt (admitted or not; admitted while the reconcile reads fail, with and without the host\'s events), or on the write that settles the goal: `complete` after exactly one continuation. A prompt answered 500 on every attempt: `blocked` "continuation dispatch failed", none sent. Messages unreadable for good: `blocked` "messages unavailable", none sent.',
   },
   {
     name: 'timeouts', title: 'timeouts (hung requests, late answers)', run: timeouts,
-    judged: 'fetchTimeoutMs 300; one request per case never answered (each endpoint; PATCH and prompt both applied and not) or answered after the timeout: `complete` after exactly one continuation.',
+    judged: 'fetchTimeoutMs 300; one request per case never answered (each endpoint; PATCH and prompt both applied and not; the write that settles the goal) or answered after the timeout: `complete` after exactly one continuation.',
   },
   {
     name: 'refused', title: 'connection refused, then back', run: connectionRefused,
