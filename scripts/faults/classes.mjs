@@ -811,16 +811,20 @@ async function twoHosts() {
     for (let i = 0; i < goals; i++) cases.push(h.addCase({ label: 'goal watched by two hosts', start: false }))
     for (const c of cases) h.start(c)
     await h.settle({ timeoutMs: 20_000 })
+    const exited = new Promise((resolve) => other.on('exit', (code, signal) => resolve({ code, signal })))
     other.stdin.end()
-    const exited = new Promise((resolve) => other.on('exit', resolve))
-    await Promise.race([exited, sleep(5000)])
+    const exit = await Promise.race([exited, sleep(5000).then(() => null)])
+    if (!exit) other.kill('SIGKILL')
     const report = out.split('\n').find((line) => line.startsWith('{'))
-    const second = report ? JSON.parse(report) : { panics: 1, continuations: 0 }
+    // A second host that died (a signal, a non-zero exit) counts as a crash.
+    const crashed = !exit || exit.signal || exit.code !== 0
+    const second = report && !crashed ? JSON.parse(report) : { panics: 1, continuations: 0 }
     const rows = cases.map((c) => h.result(c))
     const twice = rows.reduce((n, r) => n + r.twice, 0)
     const ended = rows.filter((r) => expectComplete(1)(r) || (r.goalRaw?.status === 'complete' && r.twice > 0)).length
     h.note(`two-hosts (measured, not gated): ${goals} goals watched by two hosts in two processes, all going idle at the same instant: ${ended} ended complete, ${twice} continuation(s) sent twice; the second host sent ${second.continuations} of the ${rows.reduce((n, r) => n + r.continuations.length, 0)} continuations; ${second.panics} panic(s) in the second host`)
-    if (second.panics) h.note('two-hosts: the second host panicked')
+    if (crashed) h.note(`two-hosts: the second host ${exit ? 'exited with ' + (exit.signal ?? exit.code) : 'did not exit'}`)
+    h.extraPanics = second.panics
   })
 }
 

@@ -360,6 +360,8 @@ export async function createHarness(name, { mockOptions = {}, runtimeOptions = {
           if (process.env.FAULTS_DEBUG) traceCase(h, c, r)
         }
       }
+      // Panics reported by runtimes outside this process (the two-hosts measurement).
+      row.panics += h.extraPanics ?? 0
       for (const { runtime, label } of runtimes) {
         try {
           row.panics += runtime.snapshot().panics
