@@ -20,6 +20,49 @@ function parseBlock(block) {
   }
 }
 
+/**
+ * Splits an SSE text stream into blocks (separated by a blank line) in time linear in its size:
+ * chunks of a block are collected and joined once, and each chunk is searched only once, so a
+ * 10 MB event (a session.updated carrying large metadata) costs one pass, not one pass per chunk.
+ */
+function blockSplitter(onBlock) {
+  let parts = []
+  let carriage = false // the previous chunk ended in '\r' (a CRLF split across chunks)
+  let newline = false // the previous chunk ended in '\n' (a blank line split across chunks)
+  return {
+    push(text) {
+      let chunk = text
+      if (carriage && chunk.startsWith('\n')) chunk = chunk.slice(1)
+      carriage = chunk.endsWith('\r')
+      chunk = chunk.replace(/\r\n?/g, '\n')
+      for (;;) {
+        if (newline && chunk.startsWith('\n')) {
+          const block = parts.join('')
+          parts = []
+          newline = false
+          onBlock(block.slice(0, -1))
+          chunk = chunk.slice(1)
+          continue
+        }
+        const index = chunk.indexOf('\n\n')
+        if (index < 0) {
+          if (chunk) {
+            parts.push(chunk)
+            newline = chunk.endsWith('\n')
+          }
+          return
+        }
+        parts.push(chunk.slice(0, index))
+        const block = parts.join('')
+        parts = []
+        newline = false
+        chunk = chunk.slice(index + 2)
+        onBlock(block)
+      }
+    },
+  }
+}
+
 function unwrap(raw) {
   if (!raw || typeof raw !== 'object') return null
   const payload = raw.payload && typeof raw.payload === 'object' ? raw.payload : raw
@@ -53,23 +96,17 @@ function subscribeGlobalEvents(options) {
       attempt = 0
       options.onStatus?.('connected')
       response.setEncoding('utf8')
-      let buffer = ''
-      response.on('data', (chunk) => {
-        buffer += chunk.replace(/\r\n/g, '\n')
-        let index
-        while ((index = buffer.indexOf('\n\n')) >= 0) {
-          const block = buffer.slice(0, index)
-          buffer = buffer.slice(index + 2)
-          const event = unwrap(parseBlock(block))
-          if (event) {
-            try {
-              options.onPayload(event.payload, event.directory)
-            } catch {
-              // A subscriber error must not kill the stream.
-            }
+      const blocks = blockSplitter((block) => {
+        const event = unwrap(parseBlock(block))
+        if (event) {
+          try {
+            options.onPayload(event.payload, event.directory)
+          } catch {
+            // A subscriber error must not kill the stream.
           }
         }
       })
+      response.on('data', (chunk) => blocks.push(chunk))
       response.on('end', scheduleRetry)
       response.on('error', scheduleRetry)
     })
@@ -99,4 +136,4 @@ function subscribeGlobalEvents(options) {
   }
 }
 
-module.exports = { subscribeGlobalEvents, unwrapEnvelope: unwrap }
+module.exports = { subscribeGlobalEvents, unwrapEnvelope: unwrap, blockSplitter }

@@ -17,5 +17,8 @@ git diff --exit-code -- index.js index.d.ts || {
 echo "== vitest (built addon against the mock OpenCode)"
 npx vitest run
 
+echo "== fault-injection suite (one row per fault class; see RELIABILITY.md)"
+node scripts/fault-suite.mjs
+
 echo "== vitest e2e (built addon against a real opencode serve, offline, scripted model)"
 npx vitest run --config vitest.e2e.config.mjs

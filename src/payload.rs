@@ -8,6 +8,7 @@ use napi::{sys, Env, ValueType};
 use serde_json::{json, Map, Value};
 
 use goal_core::intake::{dispatch, parse_payload, INTERESTING_TYPES};
+use goal_core::model::{KNOWN_GOAL_FIELDS, OBJECTIVE_REVISION_FIELD};
 
 fn get_unknown<'a>(object: &Object<'a>, key: &str) -> Option<Unknown<'a>> {
   object.get::<Unknown>(key).ok().flatten()
@@ -84,6 +85,30 @@ fn convert(value: Unknown, depth: u32, budget: &mut usize) -> Option<Value> {
   }
 }
 
+/// The goal's known fields, each only when it is a string, number, boolean or null (any other
+/// type reads as absent, exactly as the goal parser treats it). Reading just these keeps the cost
+/// of a goal object independent of its size: a copy cut off by the conversion budget would look
+/// like a goal without an id, that is, a cleared goal, and cancel the session's pending wake-up.
+fn goal_fields(goal: Unknown) -> Value {
+  let Some(object) = as_object(Some(goal)).filter(|o| !o.is_array().unwrap_or(true)) else {
+    return Value::Null;
+  };
+  let mut fields = Map::new();
+  // The objective revision is part of the goal's identity (an edit of a file-backed objective
+  // changes nothing else), so it is read too.
+  for key in KNOWN_GOAL_FIELDS.iter().chain(std::iter::once(&OBJECTIVE_REVISION_FIELD)) {
+    let Some(value) = get_unknown(&object, key) else { continue };
+    let scalar = match value.get_type() {
+      Ok(ValueType::String | ValueType::Number | ValueType::Boolean | ValueType::Null) => convert(value, 0, &mut 1),
+      _ => None,
+    };
+    if let Some(scalar) = scalar {
+      fields.insert((*key).to_string(), scalar);
+    }
+  }
+  Value::Object(fields)
+}
+
 fn reduce(env: &Env, payload: Unknown) -> Option<Value> {
   let object = as_object(Some(payload))?;
   let kind = get_string(&object, "type")?;
@@ -103,7 +128,8 @@ fn reduce(env: &Env, payload: Unknown) -> Option<Value> {
       }
       let goal = as_object(get_unknown(&info, "metadata"))
         .and_then(|m| as_object(get_unknown(&m, "openchamber")))
-        .and_then(|ns| to_json(env, get_unknown(&ns, "goal")));
+        .and_then(|ns| get_unknown(&ns, "goal"))
+        .map(goal_fields);
       if let Some(goal) = goal {
         out.insert("metadata".into(), json!({ "openchamber": { "goal": goal } }));
       }

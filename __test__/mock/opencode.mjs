@@ -61,7 +61,9 @@
 //
 // RECORDING (append-only arrays; clear with `.length = 0`)
 //   mock.requests  {method, path, query, body, headers, at} for every request (faulted ones too)
-//   mock.prompts   {sessionId, directory, body, at} per accepted POST /session/:id/prompt_async
+//   mock.prompts   {sessionId, directory, body, at, receivedAt, messageID} per accepted POST
+//                  /session/:id/prompt_async (receivedAt: when the request arrived, before any
+//                  injected delay; messageID: the user message it appended)
 //   mock.syncPrompts {sessionId, directory, body, at} per POST /session/:id/message
 //   mock.commands  {sessionId, directory, body, at} per POST /session/:id/command
 //   mock.patches   {sessionId, directory, body, at} per applied PATCH /session/:id
@@ -78,9 +80,24 @@
 //   destroy: reset the socket, no answer. hang: never answer (until close).
 //   apply: run the real handler first (side effects land, e.g. a prompt is accepted), then answer
 //   with the fault. truncatedJson always applies. mock.clearFaults() removes all.
+//   delayMs + apply: the handler runs at once, the answer leaves late (a slow answer, not a slow
+//   request). trickleMs: the (real or faulted) answer's headers leave at once and its body in
+//   eight slices spread over trickleMs. query: {name: value} — the fault only matches requests
+//   with these query parameters (e.g. {directory: '/tmp/p2'}). action(request, mock): called when
+//   the fault fires (after the handler when it applies), e.g. to take the server down.
+//
+// OUTAGES
+//   mock.refuseConnections({forMs?}) closes the listener and destroys every socket (SSE and
+//                     in-flight requests included): new connections are refused. With forMs the
+//                     listener comes back on the same port after that long. → Promise
+//   mock.acceptConnections()  listens again on the same port. → Promise
+//   mock.listening    whether the listener is up (getter)
 //
 // BEHAVIOUR HOOKS
 //   mock.onPrompt = async (sessionId, body, mock) => {}   after each accepted prompt_async
+//   mock.onPatch = (sessionId, {before, after, body}, mock) => {}   synchronously after a PATCH
+//                     /session/:id is applied and before it is answered (metadata before/after);
+//                     state changes made here land between a writer's write and its next request
 //   mock.scriptReplies(sessionId, replies, {replyDelayMs?})   (replies=null removes the script)
 //     Each accepted prompt (async, sync /message, /command) then runs a turn, serialised per
 //     session: status busy, an unfinished assistant reply (parentID = the prompt's user message,
@@ -702,12 +719,20 @@ export async function startMockOpenCode(options = {}) {
         if (body.title !== undefined && typeof body.title !== 'string') throw badRequest('title must be a string', 'Body', 'title');
         if (body.metadata !== undefined && body.metadata !== null && !isObj(body.metadata)) throw badRequest('metadata must be an object', 'Body', 'metadata');
         if (body.time !== undefined && !isObj(body.time)) throw badRequest('time must be an object', 'Body', 'time');
+        const before = clone(s.info.metadata);
         if (body.title !== undefined) s.info.title = body.title;
         if (isObj(body.metadata)) s.info.metadata = clone(body.metadata);
         if (body.time?.archived !== undefined) s.info.time.archived = body.time.archived;
         touch(s);
         mock.patches.push({ sessionId: id, directory: dir, body: clone(body), at: now() });
         emitSession('session.updated', s);
+        if (typeof mock.onPatch === 'function') {
+          try {
+            mock.onPatch(id, { before, after: clone(s.info.metadata), body: clone(body) }, mock);
+          } catch (e) {
+            mock.errors.push(e);
+          }
+        }
         return json(clone(s.info));
       }
     }
@@ -750,6 +775,8 @@ export async function startMockOpenCode(options = {}) {
       }
       mock.prompts.push(record);
       const user = autoUserMessage || scripts.has(id) || defaultScript ? userFromPrompt(id, body) : undefined;
+      record.receivedAt = req.receivedAt ?? record.at;
+      if (user) record.messageID = user.info.id;
       const reply = body.noReply ? undefined : nextReply(id);
       if (reply) runTurn(id, { userMessage: user, body, reply });
       if (typeof mock.onPrompt === 'function') {
@@ -866,45 +893,84 @@ export async function startMockOpenCode(options = {}) {
       query: Object.fromEntries(url.searchParams),
       body,
       headers: { ...req.headers },
+      receivedAt: now(),
     };
-    mock.requests.push({ ...clone({ method: r.method, path: r.path, query: r.query, body: r.body, headers: r.headers }), at: now() });
+    mock.requests.push({ ...clone({ method: r.method, path: r.path, query: r.query, body: r.body, headers: r.headers }), at: r.receivedAt });
 
-    const fault = faults.find((f) => f.remaining > 0 && (!f.method || f.method.toUpperCase() === r.method) && (f.path instanceof RegExp ? f.path.test(r.path) : f.path === r.path));
+    const queryMatches = (f) => !isObj(f.query) || Object.entries(f.query).every(([k, v]) => r.query[k] === String(v));
+    const fault = faults.find((f) => f.remaining > 0 && (!f.method || f.method.toUpperCase() === r.method) && (f.path instanceof RegExp ? f.path.test(r.path) : f.path === r.path) && queryMatches(f));
     if (fault) {
       fault.remaining--;
       if (fault.remaining <= 0) faults.splice(faults.indexOf(fault), 1);
-      if (fault.delayMs > 0) await sleep(fault.delayMs);
-      if (closed) return;
     }
     const kind = fault
       ? fault.hang ? 'hang' : fault.destroy ? 'destroy' : fault.html ? 'html' : fault.truncatedJson ? 'truncated' : fault.status !== undefined || fault.body !== undefined ? 'status' : 'delay'
       : 'none';
+    // A late answer (delay + apply) runs the handler first; a slow request waits before it.
+    const lateAnswer = fault?.apply && kind === 'delay';
+    if (fault?.delayMs > 0 && !lateAnswer) {
+      await sleep(fault.delayMs);
+      if (closed || !listening) return req.socket.destroy();
+    }
     const applyFirst = kind === 'truncated' || (kind !== 'delay' && kind !== 'none' && fault.apply);
+    const reply = (result) => (fault?.trickleMs > 0 ? trickle(res, result, fault.trickleMs) : send(res, result));
+    const fire = () => {
+      if (typeof fault?.action !== 'function') return;
+      try {
+        fault.action(clone({ method: r.method, path: r.path, query: r.query, body: r.body }), mock);
+      } catch (e) {
+        mock.errors.push(e);
+      }
+    };
 
     let result;
     if (kind === 'none' || kind === 'delay' || applyFirst) {
       result = badJson ? json({ _tag: 'InvalidRequestError', message: 'Malformed JSON in request body', kind: 'Body' }, 400) : await runHandler(r, res);
       if (result.sse && (kind === 'none' || kind === 'delay')) return openStream(r, res, result.sse);
-      if (kind === 'none' || kind === 'delay') return send(res, result);
+      if (kind === 'none') return send(res, result);
+      if (kind === 'delay') {
+        fire();
+        if (lateAnswer && fault.delayMs > 0) await sleep(fault.delayMs);
+        if (closed || !listening) return req.socket.destroy();
+        return reply(result);
+      }
     }
+    fire();
     switch (kind) {
       case 'hang':
         return; // the socket is destroyed by close()
       case 'destroy':
         return req.socket.destroy();
       case 'html':
-        return send(res, { status: fault.status ?? 200, body: fault.body ?? htmlPage, contentType: fault.contentType ?? 'text/html; charset=utf-8' });
+        return reply({ status: fault.status ?? 200, body: fault.body ?? htmlPage, contentType: fault.contentType ?? 'text/html; charset=utf-8' });
       case 'truncated': {
         const full = result?.body === undefined ? '{"name":"UnknownError","data":{"message":"truncated"}}' : JSON.stringify(result.body);
-        return send(res, { status: fault.status ?? (result?.sse ? 200 : result?.status === 204 ? 200 : result?.status ?? 200), body: full.slice(0, Math.max(1, Math.floor(full.length / 2))), contentType: fault.contentType });
+        return reply({ status: fault.status ?? (result?.sse ? 200 : result?.status === 204 ? 200 : result?.status ?? 200), body: full.slice(0, Math.max(1, Math.floor(full.length / 2))), contentType: fault.contentType });
       }
       default:
-        return send(res, {
+        return reply({
           status: fault.status ?? 500,
           body: fault.body ?? { name: 'UnknownError', data: { message: 'Injected fault' } },
           contentType: fault.contentType,
         });
     }
+  }
+
+  // Sends the headers at once and the body in eight slices over `ms` (a slow answer).
+  async function trickle(res, result, ms) {
+    if (res.destroyed || res.writableEnded) return;
+    const text = result.status === 204 || result.body === undefined ? '' : typeof result.body === 'string' ? result.body : JSON.stringify(result.body);
+    const bytes = Buffer.from(text);
+    const headers = text ? { 'content-type': result.contentType ?? 'application/json', 'content-length': bytes.length } : {};
+    res.writeHead(result.status ?? (text ? 200 : 204), headers);
+    const slices = 8;
+    for (let i = 0; i < slices; i++) {
+      await sleep(ms / slices);
+      if (res.destroyed || closed) return;
+      const chunk = bytes.subarray(Math.floor((i * bytes.length) / slices), Math.floor(((i + 1) * bytes.length) / slices));
+      if (chunk.length) res.write(chunk);
+    }
+    res.end();
   }
 
   const server = http.createServer((req, res) => {
@@ -924,16 +990,22 @@ export async function startMockOpenCode(options = {}) {
   });
   server.on('clientError', (_err, socket) => socket.destroy());
 
-  await new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
+  let listening = false;
+  let reopenTimer = null;
+  const listenOn = (port) =>
+    new Promise((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', () => {
+        server.off('error', reject);
+        listening = true;
+        resolve();
+      });
     });
-  });
+  await listenOn(0);
+  const port = server.address().port;
 
   const mock = {
-    url: `http://127.0.0.1:${server.address().port}`,
+    url: `http://127.0.0.1:${port}`,
     requests: [],
     prompts: [],
     syncPrompts: [],
@@ -943,6 +1015,7 @@ export async function startMockOpenCode(options = {}) {
     events: [],
     errors: [],
     onPrompt: null,
+    onPatch: null,
 
     createSession,
     getSession: (id) => clone(sessions.get(id)?.info),
@@ -993,6 +1066,35 @@ export async function startMockOpenCode(options = {}) {
       return streams.size;
     },
 
+    async refuseConnections({ forMs } = {}) {
+      if (closed) return;
+      clearTimeout(reopenTimer);
+      reopenTimer = null;
+      if (listening) {
+        listening = false;
+        for (const st of [...streams]) clearInterval(st.timer);
+        streams.clear();
+        const stopped = new Promise((resolve) => server.close(() => resolve()));
+        for (const sock of sockets) sock.destroy();
+        await stopped;
+      }
+      if (forMs > 0) {
+        reopenTimer = setTimeout(() => {
+          reopenTimer = null;
+          mock.acceptConnections().catch((e) => mock.errors.push(e));
+        }, forMs);
+      }
+    },
+    async acceptConnections() {
+      clearTimeout(reopenTimer);
+      reopenTimer = null;
+      if (closed || listening) return;
+      await listenOn(port);
+    },
+    get listening() {
+      return listening;
+    },
+
     async waitFor(fn, { timeoutMs = 2000, intervalMs = 5 } = {}) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
@@ -1006,12 +1108,16 @@ export async function startMockOpenCode(options = {}) {
     async close() {
       if (closed) return;
       closed = true;
+      clearTimeout(reopenTimer);
       for (const t of timers) clearTimeout(t);
       timers.clear();
       for (const st of streams) clearInterval(st.timer);
       streams.clear();
       for (const s of sockets) s.destroy();
-      await new Promise((resolve) => server.close(() => resolve()));
+      if (listening) {
+        listening = false;
+        await new Promise((resolve) => server.close(() => resolve()));
+      }
     },
   };
   return mock;

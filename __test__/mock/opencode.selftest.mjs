@@ -160,7 +160,8 @@ async function main() {
       assert.equal(msgs[1].info.tokens.input, 100);
       await mock.waitFor(() => prompted.length === 1);
       assert.deepEqual(prompted[0], [s.id, 'do it']);
-      assert.ok(events.some((e) => e.payload?.type === 'session.idle' && e.payload.properties.sessionID === s.id));
+      // SSE delivery is asynchronous: wait for the event instead of racing it.
+      await mock.waitFor(() => events.some((e) => e.payload?.type === 'session.idle' && e.payload.properties.sessionID === s.id));
       mock.onPrompt = null;
     });
 
@@ -222,11 +223,52 @@ async function main() {
       assert.ok(Array.isArray(await (await api('/command')).json()));
     });
 
+    await step('fault: late answer, trickle, query match, action; onPatch; receivedAt', async () => {
+      const s = mock.createSession({ directory: DIR, metadata: { keep: 1 } });
+      let fired = 0;
+      mock.fault({ method: 'PATCH', path: `/session/${s.id}`, times: 1, delayMs: 80, apply: true, action: () => fired++ });
+      const seen = [];
+      mock.onPatch = (id, change) => seen.push([id, change.before, change.after]);
+      let t = Date.now();
+      const patch = api(`/session/${s.id}${q}`, { method: 'PATCH', body: { metadata: { keep: 2 } } });
+      await mock.waitFor(() => mock.getSession(s.id).metadata.keep === 2, { timeoutMs: 60 });
+      assert.equal((await patch).status, 200);
+      assert.ok(Date.now() - t >= 75, 'answered late');
+      assert.equal(fired, 1);
+      assert.deepEqual(seen, [[s.id, { keep: 1 }, { keep: 2 }]]);
+      mock.onPatch = null;
+      mock.fault({ method: 'GET', path: '/session/status', query: { directory: '/elsewhere' }, times: 1, status: 503 });
+      assert.equal((await api(`/session/status${q}`)).status, 200);
+      assert.equal((await api('/session/status?directory=%2Felsewhere')).status, 503);
+      mock.fault({ method: 'GET', path: `/session/${s.id}`, times: 1, trickleMs: 80 });
+      t = Date.now();
+      assert.equal((await (await api(`/session/${s.id}${q}`)).json()).id, s.id);
+      assert.ok(Date.now() - t >= 70, 'trickled');
+      mock.fault({ method: 'POST', path: `/session/${s.id}/prompt_async`, times: 1, delayMs: 50 });
+      const sent = Date.now();
+      await api(`/session/${s.id}/prompt_async${q}`, { method: 'POST', body: { parts: [{ type: 'text', text: 'late' }] } });
+      const record = mock.prompts.at(-1);
+      assert.ok(record.receivedAt < record.at && record.receivedAt >= sent - 5);
+      assert.equal(record.messageID, mock.messages(s.id).at(-1).info.id);
+    });
+
     await step('dropEventStreams ends the SSE connection', async () => {
       assert.equal(mock.eventStreams, 1);
       mock.dropEventStreams();
       await sseDone;
       assert.equal(mock.eventStreams, 0);
+    });
+
+    await step('refuseConnections, then back on the same port', async () => {
+      await mock.refuseConnections();
+      assert.equal(mock.listening, false);
+      await assert.rejects(fetch(`${mock.url}/global/health`));
+      await mock.acceptConnections();
+      assert.equal((await api('/global/health')).status, 200);
+      await mock.refuseConnections({ forMs: 50 });
+      await assert.rejects(fetch(`${mock.url}/global/health`));
+      await mock.waitFor(() => mock.listening, { timeoutMs: 1000 });
+      assert.equal((await api('/global/health')).status, 200);
     });
 
     assert.deepEqual(mock.errors, []);

@@ -268,7 +268,7 @@ pub fn unaudited_reservation(goal: &Goal, basis: &Basis) -> Reservation {
 /// Applies the audit result (`None` = unavailable or unparseable).
 pub fn after_audit(goal: &Goal, basis: &Basis, audit: Option<Audit>) -> AfterAudit {
     let Some(audit) = audit else {
-        let failures = goal.audit_fail_streak + 1;
+        let failures = goal.audit_fail_streak.saturating_add(1);
         if failures >= AUDIT_FAIL_LIMIT {
             return AfterAudit::Settle(Settlement {
                 status: GoalStatus::Blocked,
@@ -297,7 +297,7 @@ pub fn after_audit(goal: &Goal, basis: &Basis, audit: Option<Audit>) -> AfterAud
             accounting: basis.accounting.clone(),
             evaluation,
         }),
-        Verdict::Blocked if goal.blocked_streak + 1 >= BLOCKED_STREAK_LIMIT => {
+        Verdict::Blocked if goal.blocked_streak.saturating_add(1) >= BLOCKED_STREAK_LIMIT => {
             let reason = if audit.note.is_empty() { REASON_BLOCKED_PER_AUDIT.to_string() } else { audit.note.clone() };
             AfterAudit::Settle(Settlement {
                 status: GoalStatus::Blocked,
@@ -309,7 +309,7 @@ pub fn after_audit(goal: &Goal, basis: &Basis, audit: Option<Audit>) -> AfterAud
         }
         verdict => AfterAudit::Continue(Reservation {
             accounting: basis.accounting.clone(),
-            blocked_streak: if verdict == Verdict::Blocked { goal.blocked_streak + 1 } else { 0 },
+            blocked_streak: if verdict == Verdict::Blocked { goal.blocked_streak.saturating_add(1) } else { 0 },
             audit_fail_streak: 0,
             note,
             evaluation,

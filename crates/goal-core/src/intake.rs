@@ -85,6 +85,11 @@ fn text(value: Option<&Value>) -> &str {
     value.and_then(Value::as_str).map(str::trim).unwrap_or("")
 }
 
+/// A session id from a payload, trimmed; `None` when it cannot name a session.
+fn session_id(value: Option<&Value>) -> Option<&str> {
+    Some(text(value)).filter(|id| crate::opencode::is_addressable_session_id(id))
+}
+
 fn number(value: Option<&Value>) -> f64 {
     value.and_then(Value::as_f64).filter(|n| n.is_finite() && *n > 0.0).unwrap_or(0.0)
 }
@@ -103,10 +108,7 @@ pub fn parse_payload(payload: &Value, directory_hint: &str) -> Option<IntakeEven
     };
     match kind {
         "session.status" => {
-            let session_id = text(properties?.get("sessionID"));
-            if session_id.is_empty() {
-                return None;
-            }
+            let session_id = session_id(properties?.get("sessionID"))?;
             let status_type = properties?
                 .get("status")
                 .and_then(|s| s.get("type"))
@@ -121,21 +123,14 @@ pub fn parse_payload(payload: &Value, directory_hint: &str) -> Option<IntakeEven
         }
         "session.updated" => {
             let info = info?;
-            let session_id = text(info.get("id"));
-            if session_id.is_empty() {
-                return None;
-            }
+            let session_id = session_id(info.get("id"))?;
             let is_child = !text(info.get("parentID")).is_empty();
             let goal = info.get("metadata").and_then(|m| m.get("openchamber")).and_then(|n| n.get("goal")).cloned();
             Some(IntakeEvent::SessionUpdated { session_id: session_id.to_string(), directory, is_child, goal })
         }
         "message.updated" => {
             let info = info?;
-            let session_id = text(info.get("sessionID"));
-            let session_id = if session_id.is_empty() { text(properties?.get("sessionID")) } else { session_id };
-            if session_id.is_empty() {
-                return None;
-            }
+            let session_id = session_id(info.get("sessionID")).or_else(|| session_id(properties?.get("sessionID")))?;
             let created = number(info.get("time").and_then(|t| t.get("created")));
             match info.get("role").and_then(Value::as_str) {
                 Some("assistant") => {
@@ -152,10 +147,7 @@ pub fn parse_payload(payload: &Value, directory_hint: &str) -> Option<IntakeEven
         "server.connected" => Some(IntakeEvent::Connected),
         kind if kind.starts_with("permission.") || kind.starts_with("question.") => {
             let properties = properties?;
-            let session_id = text(properties.get("sessionID"));
-            if session_id.is_empty() {
-                return None;
-            }
+            let session_id = session_id(properties.get("sessionID"))?;
             let request_id = [properties.get("id"), properties.get("requestID"), properties.get("permissionID")]
                 .into_iter()
                 .map(text)
@@ -224,6 +216,16 @@ mod tests {
             Some(IntakeEvent::Status { session_id: "s1".into(), directory: "/own".into(), working: true })
         );
         assert_eq!(parse_payload(&json!({"type": "session.status", "properties": {"status": {"type": "idle"}}}), ""), None);
+    }
+
+    #[test]
+    fn ids_that_cannot_be_addressed_are_ignored() {
+        for id in ["", "  ", ".", "..", " .. "] {
+            let status = json!({"type": "session.status", "properties": {"sessionID": id, "status": {"type": "idle"}}});
+            assert_eq!(parse_payload(&status, ""), None, "{id:?}");
+            let updated = json!({"type": "session.updated", "properties": {"info": {"id": id}}});
+            assert_eq!(parse_payload(&updated, ""), None, "{id:?}");
+        }
     }
 
     #[test]

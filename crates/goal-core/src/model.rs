@@ -97,7 +97,9 @@ pub struct Goal {
     pub extra: Map<String, Value>,
 }
 
-const KNOWN_GOAL_FIELDS: &[&str] = &[
+/// Every goal field this version reads; anything else is kept in [`Goal::extra`]. The event path
+/// reads only these from a payload (a goal object of any size costs the same).
+pub const KNOWN_GOAL_FIELDS: &[&str] = &[
     "id",
     "objective",
     "objectiveFile",
@@ -413,16 +415,19 @@ impl Message {
         })
     }
 
-    /// Parses a `GET /session/:id/message` answer; `None` when it is not an array.
+    /// Parses a `GET /session/:id/message` answer; `None` when it is not an array of messages.
+    ///
+    /// Fields of the wrong type inside a message are tolerated (read as absent), but an entry that
+    /// is not a message at all (not an object, no `info` object, no id) means the answer is not
+    /// OpenCode's message list: the read failed. Skipping such entries would let a broken answer
+    /// pass for a session without a reply, which ends the tick with nothing armed.
     pub fn list_from_value(value: &Value) -> Option<Vec<Message>> {
-        let entries = value.as_array()?;
-        Some(
-            entries
-                .iter()
-                .enumerate()
-                .filter_map(|(index, entry)| Message::from_value(entry, index))
-                .collect(),
-        )
+        value
+            .as_array()?
+            .iter()
+            .enumerate()
+            .map(|(index, entry)| Message::from_value(entry, index).filter(|m| !m.id.is_empty()))
+            .collect()
     }
 
     /// The reply finished (completed time set).
@@ -607,8 +612,7 @@ mod tests {
                       "tokens": {"input": 10, "output": 5, "reasoning": 2, "cache": {"read": 100, "write": 3}},
                       "error": {"name": "APIError"}, "finish": "length"},
              "parts": [{"type": "reasoning", "text": "hmm"}, {"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
-            "garbage",
-            {"info": {"id": "m3", "role": "assistant", "error": "not an object", "finish": "length"}}
+            {"info": {"id": "m3", "role": "assistant", "error": "not an object", "finish": "length", "time": "now"}, "parts": "none"}
         ]);
         let messages = Message::list_from_value(&list).unwrap();
         assert_eq!(messages.len(), 3);
@@ -620,6 +624,12 @@ mod tests {
         assert!(messages[2].is_length_truncated());
         assert!(!messages[2].is_completed());
         assert!(Message::list_from_value(&json!({"not": "array"})).is_none());
+        // An entry that is no message at all: the answer is not a message list.
+        for garbage in [json!("garbage"), json!(null), json!({"info": "x"}), json!({"info": {"role": "user"}})] {
+            let list = json!([{"info": {"id": "m1", "role": "user"}}, garbage]);
+            assert!(Message::list_from_value(&list).is_none(), "{list}");
+        }
+        assert_eq!(Message::list_from_value(&json!([])).unwrap().len(), 0);
     }
 
     #[test]

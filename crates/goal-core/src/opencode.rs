@@ -203,12 +203,12 @@ impl OpenCodeClient {
         if !(200..300).contains(&answer.status) {
             return Err(HttpError::Status(answer.status));
         }
-        serde_json::from_slice(&answer.body).map_err(|_| HttpError::Body(answer.status))
+        parse_server_json(&answer.body).ok_or(HttpError::Body(answer.status))
     }
 
     /// `GET /session/:id`.
     pub async fn get_session(&self, session_id: &str, directory: &str) -> Result<SessionView, HttpError> {
-        let value = self.json(reqwest::Method::GET, &session_path(session_id, ""), directory, &[], None).await?;
+        let value = self.json(reqwest::Method::GET, &session_path(session_id, "")?, directory, &[], None).await?;
         SessionView::from_value(&value).ok_or(HttpError::Body(200))
     }
 
@@ -223,13 +223,13 @@ impl OpenCodeClient {
     pub async fn put_metadata(&self, session_id: &str, directory: &str, metadata: Map<String, Value>) -> Result<(), HttpError> {
         let body = serde_json::json!({ "metadata": Value::Object(metadata) });
         let answer = self
-            .send(reqwest::Method::PATCH, &session_path(session_id, ""), directory, &[], Some(&body))
+            .send(reqwest::Method::PATCH, &session_path(session_id, "")?, directory, &[], Some(&body))
             .await?;
         if !(200..300).contains(&answer.status) {
             return Err(HttpError::Status(answer.status));
         }
         // A 2xx that is not JSON did not come from OpenCode (a proxy page): not a write.
-        if !answer.body.is_empty() && serde_json::from_slice::<Value>(&answer.body).is_err() {
+        if !answer.body.is_empty() && parse_server_json(&answer.body).is_none() {
             return Err(HttpError::Body(answer.status));
         }
         Ok(())
@@ -248,7 +248,7 @@ impl OpenCodeClient {
     /// `GET /session/:id/children`.
     pub async fn children(&self, session_id: &str, directory: &str) -> Result<Vec<SessionView>, HttpError> {
         let value = self
-            .json(reqwest::Method::GET, &session_path(session_id, "/children"), directory, &[], None)
+            .json(reqwest::Method::GET, &session_path(session_id, "/children")?, directory, &[], None)
             .await?;
         let list = value.as_array().ok_or(HttpError::Body(200))?;
         Ok(list.iter().filter_map(SessionView::from_value).collect())
@@ -259,7 +259,7 @@ impl OpenCodeClient {
         let value = self
             .json(
                 reqwest::Method::GET,
-                &session_path(session_id, "/message"),
+                &session_path(session_id, "/message")?,
                 directory,
                 &[("limit", limit.to_string())],
                 None,
@@ -270,13 +270,14 @@ impl OpenCodeClient {
 
     /// `POST /session/:id/prompt_async`, classified.
     pub async fn prompt_async(&self, session_id: &str, directory: &str, body: &Value) -> DispatchOutcome {
-        match self
-            .send(reqwest::Method::POST, &session_path(session_id, "/prompt_async"), directory, &[], Some(body))
-            .await
-        {
+        let path = match session_path(session_id, "/prompt_async") {
+            Ok(path) => path,
+            Err(_) => return DispatchOutcome::NotAdmitted(0),
+        };
+        match self.send(reqwest::Method::POST, &path, directory, &[], Some(body)).await {
             Ok(answer) if (200..300).contains(&answer.status) => {
                 let trimmed = answer.body.iter().all(u8::is_ascii_whitespace);
-                let json_body = serde_json::from_slice::<Value>(&answer.body).is_ok();
+                let json_body = parse_server_json(&answer.body).is_some();
                 if (trimmed || json_body) && !answer.content_type.contains("text/html") {
                     DispatchOutcome::Sent
                 } else {
@@ -295,7 +296,7 @@ impl OpenCodeClient {
 
     /// `POST /session/:id/abort`.
     pub async fn abort(&self, session_id: &str, directory: &str) -> Result<(), HttpError> {
-        self.json(reqwest::Method::POST, &session_path(session_id, "/abort"), directory, &[], None)
+        self.json(reqwest::Method::POST, &session_path(session_id, "/abort")?, directory, &[], None)
             .await
             .map(|_| ())
     }
@@ -310,8 +311,68 @@ impl OpenCodeClient {
         if answer.body.iter().all(u8::is_ascii_whitespace) {
             return Ok(Value::Null);
         }
-        serde_json::from_slice(&answer.body).map_err(|_| HttpError::Body(answer.status))
+        parse_server_json(&answer.body).ok_or(HttpError::Body(answer.status))
     }
+}
+
+/// Parses a JSON body from OpenCode. OpenCode is JavaScript: a string cut in the middle of a
+/// surrogate pair (an emoji sliced by a JS `slice`) is serialised as a lone `\ud83d` escape,
+/// which serde_json rejects. One such character anywhere in a session (an objective, a note, a
+/// model's reply) would make the whole session unreadable and its goal unreachable, so lone
+/// surrogate escapes are read as U+FFFD (what JavaScript's own UTF-8 conversion does).
+fn parse_server_json(body: &[u8]) -> Option<Value> {
+    match serde_json::from_slice(body) {
+        Ok(value) => Some(value),
+        Err(_) => serde_json::from_slice(&replace_lone_surrogates(body)?).ok(),
+    }
+}
+
+/// `body` with every lone UTF-16 surrogate escape replaced by `\ufffd`; `None` when there is
+/// none (nothing to retry). Backslashes only occur inside JSON strings, so escapes can be walked
+/// without tracking string boundaries.
+fn replace_lone_surrogates(body: &[u8]) -> Option<Vec<u8>> {
+    fn escape_at(body: &[u8], at: usize) -> Option<u32> {
+        let digits = body.get(at..at + 6)?;
+        if digits[0] != b'\\' || digits[1] != b'u' {
+            return None;
+        }
+        u32::from_str_radix(std::str::from_utf8(&digits[2..]).ok()?, 16).ok()
+    }
+    let mut out = Vec::with_capacity(body.len());
+    let mut changed = false;
+    let mut i = 0;
+    while i < body.len() {
+        if body[i] != b'\\' {
+            out.push(body[i]);
+            i += 1;
+            continue;
+        }
+        match escape_at(body, i) {
+            Some(0xD800..=0xDBFF) => {
+                if matches!(escape_at(body, i + 6), Some(0xDC00..=0xDFFF)) {
+                    out.extend_from_slice(&body[i..i + 12]);
+                    i += 12;
+                } else {
+                    out.extend_from_slice(b"\\ufffd");
+                    changed = true;
+                    i += 6;
+                }
+            }
+            Some(0xDC00..=0xDFFF) => {
+                out.extend_from_slice(b"\\ufffd");
+                changed = true;
+                i += 6;
+            }
+            _ => {
+                // Any other escape (including `\\`): copy it whole so its second byte is never
+                // mistaken for the start of an escape.
+                let end = (i + 2).min(body.len());
+                out.extend_from_slice(&body[i..end]);
+                i = end;
+            }
+        }
+    }
+    changed.then_some(out)
 }
 
 /// Percent-encodes everything but RFC 3986 unreserved characters.
@@ -327,9 +388,19 @@ pub fn percent_encode(text: &str) -> String {
     escaped
 }
 
-/// `/session/<escaped id><suffix>`: ids come from payloads, so they are escaped.
-pub fn session_path(session_id: &str, suffix: &str) -> String {
-    format!("/session/{}{suffix}", percent_encode(session_id))
+/// Whether a session id can be put in a URL path. `.` and `..` cannot: URL parsers resolve them
+/// (escaped as `%2e` too) as dot segments, so `/session/..` would reach `/` instead.
+pub fn is_addressable_session_id(session_id: &str) -> bool {
+    !session_id.is_empty() && session_id != "." && session_id != ".."
+}
+
+/// `/session/<escaped id><suffix>`: ids come from payloads, so they are escaped, and an id that
+/// cannot be addressed is refused before any request is made.
+pub fn session_path(session_id: &str, suffix: &str) -> Result<String, HttpError> {
+    if !is_addressable_session_id(session_id) {
+        return Err(HttpError::Resolve("the session id cannot be addressed".into()));
+    }
+    Ok(format!("/session/{}{suffix}", percent_encode(session_id)))
 }
 
 fn classify(error: reqwest::Error) -> HttpError {
@@ -349,8 +420,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn lone_surrogates_read_as_replacement_characters() {
+        let body = br#"{"a":"x\ud800y","b":"\udfff","pair":"\ud83d\ude00","escaped":"\\ud800","high_at_end":"\ud83d"}"#;
+        assert!(serde_json::from_slice::<Value>(body).is_err());
+        let value = parse_server_json(body).unwrap();
+        assert_eq!(value["a"], "x\u{fffd}y");
+        assert_eq!(value["b"], "\u{fffd}");
+        assert_eq!(value["pair"], "😀");
+        assert_eq!(value["escaped"], "\\ud800");
+        assert_eq!(value["high_at_end"], "\u{fffd}");
+        assert_eq!(parse_server_json(br#"{"ok":"\u00e9"}"#).unwrap()["ok"], "é");
+        assert!(parse_server_json(b"<html>").is_none());
+        assert!(replace_lone_surrogates(br#"{"plain":"\\u0041"}"#).is_none());
+    }
+
+    #[test]
     fn session_ids_are_escaped() {
-        assert_eq!(session_path("ses_abc-1", "/message"), "/session/ses_abc-1/message");
-        assert_eq!(session_path("../x?y", ""), "/session/..%2Fx%3Fy");
+        assert_eq!(session_path("ses_abc-1", "/message").unwrap(), "/session/ses_abc-1/message");
+        assert_eq!(session_path("../x?y", "").unwrap(), "/session/..%2Fx%3Fy");
+        for id in ["", ".", ".."] {
+            assert!(session_path(id, "/message").is_err(), "{id:?}");
+        }
     }
 }

@@ -170,7 +170,7 @@ fn read_history(raw: &Value) -> History {
 }
 
 async fn recent_history(ctx: &ControlContext, session_id: &str, directory: &str) -> Option<History> {
-    let path = format!("{}?limit={RECENT_MESSAGES}", session_path(session_id, "/message"));
+    let path = format!("{}?limit={RECENT_MESSAGES}", session_path(session_id, "/message").ok()?);
     match ctx.client.call("GET", &path, directory, None).await {
         Ok(raw) => Some(read_history(&raw)),
         Err(error) => {
@@ -332,7 +332,7 @@ async fn dispatch_prompt(ctx: &ControlContext, session_id: &str, directory: &str
 /// command's user message has landed (or the call itself answered).
 async fn dispatch_command(ctx: &ControlContext, session_id: &str, directory: &str, body: Value, baseline: Option<&str>) -> Result<Dispatched, GoalError> {
     let client = ctx.client.with_timeout(ctx.command_timeout);
-    let path = session_path(session_id, "/command");
+    let path = session_path(session_id, "/command").map_err(|error| GoalError::from_http("command", &error))?;
     let (session, dir) = (session_id.to_string(), directory.to_string());
     let mut call = tokio::spawn(async move {
         let result = client.call("POST", &path, &dir, Some(&body)).await;
@@ -580,9 +580,10 @@ pub async fn fork_session(ctx: &ControlContext, request: &ForkSession) -> Result
         Some(id) => json!({ "messageID": id }),
         None => json!({}),
     };
+    let fork_path = session_path(&source.id, "/fork").map_err(|error| GoalError::from_http("fork", &error))?;
     let forked = ctx
         .client
-        .call("POST", &session_path(&source.id, "/fork"), &directory, Some(&body))
+        .call("POST", &fork_path, &directory, Some(&body))
         .await
         .map_err(|error| GoalError::from_http("fork", &error))?;
     let fork = SessionView::from_value(&forked)

@@ -264,7 +264,8 @@ impl Consumer for Inner {
                 }
                 self.remember_directory(directory);
                 let goal = goal.as_ref().and_then(Goal::from_value);
-                if self.record_goal(session_id, goal.as_ref()) {
+                let invalidated = self.record_goal(session_id, goal.as_ref());
+                if invalidated {
                     self.scheduler.invalidate(session_id);
                 }
                 let Some(goal) = goal.filter(|g| g.status == GoalStatus::Active) else { return };
@@ -272,6 +273,11 @@ impl Consumer for Inner {
                     self.scheduler.arm(session_id, directory, config.resume_kickoff, ArmMode::Earliest);
                 } else if goal.turns_used == 0 {
                     self.scheduler.arm(session_id, directory, config.kickoff_quiet, ArmMode::IfNothingPending);
+                } else if invalidated {
+                    // Edited (or replaced) while active: the invalidation dropped the pending
+                    // wake-up and any tick in flight, and nothing else would bring one back on an
+                    // idle session. Plan again with the new content.
+                    self.scheduler.arm(session_id, directory, config.kickoff_quiet, ArmMode::Replace);
                 }
             }
             IntakeEvent::Aborted { session_id, directory, at } => {

@@ -20,7 +20,10 @@ use crate::opencode::{DispatchOutcome, OpenCodeClient};
 use crate::prompts;
 use crate::script_guard::introduces_foreign_script;
 use crate::services::{Services, SmallModelRequest};
-use crate::writer::{held_by_other, lease_of, now_ms, take_lease, write_goal, GoalGuard, GoalWrite, LEASE_FIELD};
+use crate::writer::{
+    claim_dispatch, continuation_for_of, held_by_other, lease_of, now_ms, take_lease, write_goal, GoalGuard, GoalWrite, LEASE_FIELD,
+    LEASE_HORIZON_MS,
+};
 
 /// Goal-loop tunables (Part B constants; all injectable).
 #[derive(Debug, Clone)]
@@ -115,9 +118,7 @@ pub struct TickContext {
     pub holder: String,
 }
 
-/// The goal metadata field that records which tail a reserved turn answers: a later tick over
-/// the same tail reuses the reservation instead of charging a second turn (restart-safe).
-pub const CONTINUATION_FOR_FIELD: &str = "continuationFor";
+pub use crate::writer::CONTINUATION_FOR_FIELD;
 
 /// Status reason while a permission or question is pending.
 pub const WAITING_FOR_USER: &str = "waiting for user input";
@@ -151,8 +152,7 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
     let objective = match effective_objective(ctx, session_id, &goal).await {
         Some(text) => text,
         None if exhausted => {
-            settle(ctx, session_id, directory, &goal, &guard, blocked(&goal, REASON_OBJECTIVE_UNAVAILABLE), "").await;
-            return TickOutcome::Settled;
+            return settle(ctx, session_id, directory, &goal, &guard, blocked(&goal, REASON_OBJECTIVE_UNAVAILABLE), "").await;
         }
         None => {
             warn!(target: "session_goal", session = session_id, "objective unavailable; retrying");
@@ -176,8 +176,7 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
                 .join(",");
             warn!(target: "session_goal", session = session_id, failed = %which, attempt, "live state unreadable");
             if exhausted {
-                settle(ctx, session_id, directory, &goal, &guard, blocked(&goal, REASON_MESSAGES_UNAVAILABLE), &objective).await;
-                return TickOutcome::Settled;
+                return settle(ctx, session_id, directory, &goal, &guard, blocked(&goal, REASON_MESSAGES_UNAVAILABLE), &objective).await;
             }
             return TickOutcome::Retry;
         }
@@ -226,11 +225,10 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
             })
             .await;
             log_write(session_id, "pause", &result);
-            return TickOutcome::Settled;
+            return written_outcome(&result);
         }
         Plan::Settle(settlement) => {
-            settle(ctx, session_id, directory, &goal, &guard, settlement, &objective).await;
-            return TickOutcome::Settled;
+            return settle(ctx, session_id, directory, &goal, &guard, settlement, &objective).await;
         }
         Plan::ContinueUnaudited(basis) => {
             let reservation = unaudited_reservation(&goal, &basis);
@@ -247,14 +245,13 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
             }
             match after_audit(&goal, &basis, audit) {
                 AfterAudit::Settle(settlement) => {
-                    settle(ctx, session_id, directory, &goal, &guard, settlement, &objective).await;
-                    return TickOutcome::Settled;
+                    return settle(ctx, session_id, directory, &goal, &guard, settlement, &objective).await;
                 }
                 AfterAudit::Continue(reservation) => (basis, reservation),
             }
         }
     };
-    continue_goal(ctx, session_id, directory, &goal, &guard, &objective, basis, reservation, generation).await
+    continue_goal(ctx, session_id, directory, &goal, &objective, basis, reservation, generation).await
 }
 
 /// How long to wait when another runtime's lease is live.
@@ -264,7 +261,8 @@ fn lease_wait(ctx: &TickContext, goal: &Goal) -> Option<Duration> {
         return None;
     }
     let (_, expires) = lease_of(goal)?;
-    Some(Duration::from_millis((expires - now).max(0.0) as u64 + 50))
+    let remaining = (expires - now).clamp(0.0, LEASE_HORIZON_MS) as u64;
+    Some(Duration::from_millis(remaining.saturating_add(50)))
 }
 
 async fn effective_objective(ctx: &TickContext, session_id: &str, goal: &Goal) -> Option<String> {
@@ -309,7 +307,18 @@ async fn note_waiting(ctx: &TickContext, session_id: &str, directory: &str, guar
     log_write(session_id, "waiting", &result);
 }
 
-/// Writes a terminal status and notifies the host.
+/// How a tick ends after a terminal write: written, settled; the goal changed meanwhile, done
+/// (the change brings its own wake-up); the write failed, retried (a terminal decision that was
+/// never stored would otherwise leave the goal active with nothing armed).
+fn written_outcome(result: &Result<GoalWrite, crate::opencode::HttpError>) -> TickOutcome {
+    match result {
+        Ok(GoalWrite::Written(_)) => TickOutcome::Settled,
+        Ok(GoalWrite::Stale) => TickOutcome::Done,
+        Err(_) => TickOutcome::Retry,
+    }
+}
+
+/// Writes a terminal status and notifies the host; how the tick ends (see [`written_outcome`]).
 pub async fn settle(
     ctx: &TickContext,
     session_id: &str,
@@ -318,7 +327,7 @@ pub async fn settle(
     guard: &GoalGuard,
     settlement: Settlement,
     objective: &str,
-) {
+) -> TickOutcome {
     settle_with(ctx, session_id, directory, goal, guard, settlement, objective, |_| {}).await
 }
 
@@ -333,7 +342,7 @@ async fn settle_with(
     settlement: Settlement,
     objective: &str,
     extra: impl FnOnce(&mut Goal),
-) {
+) -> TickOutcome {
     let result = write_goal(&ctx.client, session_id, directory, guard, |g| {
         extra(g);
         g.status = settlement.status;
@@ -353,13 +362,14 @@ async fn settle_with(
     })
     .await;
     log_write(session_id, "settle", &result);
-    if let Ok(GoalWrite::Written(written)) = result {
+    if let Ok(GoalWrite::Written(written)) = &result {
         let flags = ctx.services.data_dir.flags().await;
         if flags.notify_on_completion && written.status != GoalStatus::Paused {
             let objective = if objective.is_empty() { goal.objective.as_str() } else { objective };
-            ctx.services.notifier.notify(goal_notification(session_id, directory, &written, objective));
+            ctx.services.notifier.notify(goal_notification(session_id, directory, written, objective));
         }
     }
+    written_outcome(&result)
 }
 
 /// Asks the small model for a verdict. `None` = unavailable or unparseable.
@@ -415,7 +425,6 @@ async fn continue_goal(
     session_id: &str,
     directory: &str,
     goal: &Goal,
-    guard: &GoalGuard,
     objective: &str,
     basis: Basis,
     reservation: Reservation,
@@ -424,14 +433,27 @@ async fn continue_goal(
     if !generation.is_current() {
         return TickOutcome::Done;
     }
+    // One dispatch per session at a time in this process, from the reservation until the outcome
+    // is known (runtimes of one process share a lease holder id; see DispatchClaim).
+    let Some(_claim) = claim_dispatch(session_id) else {
+        debug!(target: "session_goal", session = session_id, "another runtime of this process is dispatching; backing off");
+        return TickOutcome::BackOff(ctx.config.idle_quiet);
+    };
     // Reserve the turn before prompting: a crash after this only waits for the next idle; the
-    // reverse could send twice. A reservation already made for this same tail is reused.
+    // reverse could send twice. A reservation already made for this same tail is reused. The
+    // write only lands when nobody reserved since this tick read the goal.
     let tail = basis.tail_message_id.clone();
-    let reused = goal.extra.get(CONTINUATION_FOR_FIELD).and_then(Value::as_str) == Some(tail.as_str());
-    let written = write_goal(&ctx.client, session_id, directory, guard, |g| {
+    let reused = continuation_for_of(goal) == Some(tail.as_str());
+    let reserve_guard = GoalGuard::Reserve {
+        revision: goal.revision(),
+        holder: ctx.holder.clone(),
+        turns_used: goal.turns_used,
+        continuation_for: continuation_for_of(goal).map(str::to_string),
+    };
+    let written = write_goal(&ctx.client, session_id, directory, &reserve_guard, |g| {
         reservation.accounting.apply(g);
         if !reused {
-            g.turns_used += 1;
+            g.turns_used = g.turns_used.saturating_add(1);
         }
         g.blocked_streak = reservation.blocked_streak;
         g.audit_fail_streak = reservation.audit_fail_streak;
@@ -456,16 +478,22 @@ async fn continue_goal(
     };
     let reserved_guard = GoalGuard::Exact { revision: reserved.revision(), status: GoalStatus::Active, holder: ctx.holder.clone() };
 
-    // Read back: the user may have typed while we audited and wrote, and another host's runtime
-    // may have written its own lease over ours (the last writer wins; the loser backs off).
+    // Read back: the user may have typed, paused, edited or cleared the goal while we audited and
+    // wrote (a host's event stream can miss or delay that), and another host's runtime may have
+    // written its own lease over ours (the last writer wins; the loser backs off).
     let (fresh_session, tail_messages) = tokio::join!(
         ctx.client.get_session(session_id, directory),
         ctx.client.messages(session_id, directory, ctx.config.message_limit)
     );
-    if let Ok(fresh) = &fresh_session {
-        if let Some(wait) = fresh.goal().and_then(|g| lease_wait(ctx, &g)) {
-            info!(target: "session_goal", session = session_id, "lost the lease to another runtime; backing off");
-            return TickOutcome::BackOff(wait);
+    match fresh_session {
+        Ok(fresh) => {
+            if let Some(outcome) = standing(ctx, session_id, &fresh, &reserved) {
+                return outcome;
+            }
+        }
+        Err(error) => {
+            warn!(target: "session_goal", session = session_id, %error, "goal re-check failed");
+            return TickOutcome::Retry;
         }
     }
     match tail_messages {
@@ -502,10 +530,31 @@ async fn continue_goal(
 
     // Only a turn that was provably never admitted is given back.
     let mut every_attempt_refused = true;
+    // After an ambiguous attempt the prompt may have landed. Before any further post the session
+    // is read again, and a post happens only when it shows the same tail, idle, with the goal as
+    // reserved; while an ambiguous attempt's fate stays unknown nothing is posted (that would
+    // send twice).
+    let mut unresolved = false;
     for attempt in 1..=ctx.config.max_dispatch_attempts {
         if !generation.is_current() {
             info!(target: "session_goal", session = session_id, "stopped by the user before dispatch");
             return TickOutcome::Done;
+        }
+        if attempt > 1 {
+            match reconcile(ctx, session_id, directory, &tail, &text, &reserved).await {
+                // After refusals only, a busy session or a newer reply is not ours.
+                Reconciled::Admitted => return if unresolved { TickOutcome::Continued } else { TickOutcome::Done },
+                Reconciled::Stop(outcome) => return outcome,
+                Reconciled::NotAdmitted => unresolved = false,
+                Reconciled::Unknown if unresolved => {
+                    warn!(target: "session_goal", session = session_id, attempt, "continuation outcome still unknown; not posting again");
+                    continue;
+                }
+                Reconciled::Unknown => {}
+            }
+            if !generation.is_current() {
+                return TickOutcome::Done;
+            }
         }
         match ctx.client.prompt_async(session_id, directory, &body).await {
             DispatchOutcome::Sent => {
@@ -517,16 +566,17 @@ async fn continue_goal(
             }
             DispatchOutcome::Ambiguous(why) => {
                 every_attempt_refused = false;
+                unresolved = true;
                 warn!(target: "session_goal", session = session_id, %why, attempt, "continuation outcome unknown; reconciling");
-                match reconcile(ctx, session_id, directory, &tail, &text).await {
-                    Reconciled::Admitted => return TickOutcome::Continued,
-                    Reconciled::UserTookOver => return TickOutcome::Done,
-                    Reconciled::NotAdmitted | Reconciled::Unknown => {}
-                }
             }
         }
-        if attempt < ctx.config.max_dispatch_attempts {
-            tokio::time::sleep(ctx.config.dispatch_retry_delay).await;
+    }
+    // The last attempt may have landed too: one more look before giving up.
+    if unresolved && generation.is_current() {
+        match reconcile(ctx, session_id, directory, &tail, &text, &reserved).await {
+            Reconciled::Admitted => return TickOutcome::Continued,
+            Reconciled::Stop(outcome) => return outcome,
+            Reconciled::NotAdmitted | Reconciled::Unknown => {}
         }
     }
     if !generation.is_current() {
@@ -540,29 +590,50 @@ async fn continue_goal(
             g.turns_used = g.turns_used.saturating_sub(1);
         }
     })
-    .await;
-    TickOutcome::Settled
+    .await
+}
+
+/// Whether the goal read back after the reservation is still the one this tick reserved for:
+/// `None` when it is; otherwise how the tick ends. A paused, finished or cleared goal ends it; an
+/// edited (or replaced) goal that is still active is planned again after a quiet window, with
+/// its new objective; another runtime's lease backs off.
+fn standing(ctx: &TickContext, session_id: &str, fresh: &crate::model::SessionView, reserved: &Goal) -> Option<TickOutcome> {
+    let Some(goal) = fresh.goal().filter(|g| g.status == GoalStatus::Active) else {
+        info!(target: "session_goal", session = session_id, "goal stopped by the user before dispatch; continuation dropped");
+        return Some(TickOutcome::Done);
+    };
+    if goal.revision() != reserved.revision() {
+        info!(target: "session_goal", session = session_id, "goal edited before dispatch; planning again");
+        return Some(TickOutcome::Rearm);
+    }
+    if let Some(wait) = lease_wait(ctx, &goal) {
+        info!(target: "session_goal", session = session_id, "lost the lease to another runtime; backing off");
+        return Some(TickOutcome::BackOff(wait));
+    }
+    None
 }
 
 enum Reconciled {
     /// The session is busy, or a newer message shows our continuation landed.
     Admitted,
-    /// The user sent something else: do not continue.
-    UserTookOver,
-    /// Idle with the same tail: nothing landed, a re-POST is safe.
+    /// The user sent something else, or stopped or edited the goal: end the tick this way.
+    Stop(TickOutcome),
+    /// Idle with the same tail and the goal as reserved: nothing landed, a re-POST is safe.
     NotAdmitted,
     /// Could not tell.
     Unknown,
 }
 
-/// After an ambiguous dispatch: find out whether OpenCode admitted the prompt. Never re-POST
-/// when there is any sign it did.
-async fn reconcile(ctx: &TickContext, session_id: &str, directory: &str, tail: &str, prompt_text: &str) -> Reconciled {
+/// After an ambiguous or refused dispatch: find out whether OpenCode admitted the prompt, and
+/// whether the goal is still the one reserved. Never re-POST when there is any sign it landed,
+/// or when the user stopped or changed the goal meanwhile.
+async fn reconcile(ctx: &TickContext, session_id: &str, directory: &str, tail: &str, prompt_text: &str, reserved: &Goal) -> Reconciled {
     // Give a slow server a moment to record the prompt before judging.
     tokio::time::sleep(ctx.config.dispatch_retry_delay).await;
-    let (status, messages) = tokio::join!(
+    let (status, messages, session) = tokio::join!(
         ctx.client.status_map(directory),
-        ctx.client.messages(session_id, directory, ctx.config.message_limit)
+        ctx.client.messages(session_id, directory, ctx.config.message_limit),
+        ctx.client.get_session(session_id, directory)
     );
     let (Ok(status), Ok(messages)) = (status, messages) else {
         return Reconciled::Unknown;
@@ -575,13 +646,19 @@ async fn reconcile(ctx: &TickContext, session_id: &str, directory: &str, tail: &
         return Reconciled::Unknown;
     };
     let newer = &ordered[position + 1..];
-    if newer.is_empty() {
-        return Reconciled::NotAdmitted;
-    }
     if newer.iter().any(|m| m.role == Role::Assistant || m.text.trim() == prompt_text.trim()) {
         return Reconciled::Admitted;
     }
-    Reconciled::UserTookOver
+    if !newer.is_empty() {
+        return Reconciled::Stop(TickOutcome::Done);
+    }
+    let Ok(session) = session else {
+        return Reconciled::Unknown;
+    };
+    match standing(ctx, session_id, &session, reserved) {
+        Some(outcome) => Reconciled::Stop(outcome),
+        None => Reconciled::NotAdmitted,
+    }
 }
 
 /// The event-path pause: an abort landed for this session. Pauses an active goal unless the user

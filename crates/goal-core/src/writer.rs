@@ -62,6 +62,18 @@ pub enum GoalGuard {
         /// This runtime's lease holder id.
         holder: String,
     },
+    /// [`GoalGuard::Exact`], and nobody reserved a turn since the tick read the goal: the same
+    /// turn count and the same reserved tail (compare-and-set of the reservation itself).
+    Reserve {
+        /// The revision read at the start of the tick.
+        revision: GoalRevision,
+        /// This runtime's lease holder id.
+        holder: String,
+        /// `turnsUsed` read at the start of the tick.
+        turns_used: u64,
+        /// `continuationFor` read at the start of the tick.
+        continuation_for: Option<String>,
+    },
     /// Any goal with this status (event-path pause).
     AnyWithStatus(GoalStatus),
     /// Whatever is there (host actions that decide themselves).
@@ -76,6 +88,13 @@ impl GoalGuard {
             GoalGuard::Exact { revision, status, holder } => {
                 goal.revision() == *revision && goal.status == *status && !held_by_other(goal, holder, now_ms())
             }
+            GoalGuard::Reserve { revision, holder, turns_used, continuation_for } => {
+                goal.revision() == *revision
+                    && goal.status == GoalStatus::Active
+                    && !held_by_other(goal, holder, now_ms())
+                    && goal.turns_used == *turns_used
+                    && continuation_for_of(goal) == continuation_for.as_deref()
+            }
             GoalGuard::AnyWithStatus(status) => goal.status == *status,
             GoalGuard::Any => true,
             GoalGuard::SameId(id) => goal.id == *id,
@@ -86,6 +105,45 @@ impl GoalGuard {
 /// The goal metadata field holding the multi-host lease `{holder, expiresAt}`.
 pub const LEASE_FIELD: &str = "lease";
 
+/// The goal metadata field that records which tail a reserved turn answers: a later tick over
+/// the same tail reuses the reservation instead of charging a second turn (restart-safe).
+pub const CONTINUATION_FOR_FIELD: &str = "continuationFor";
+
+/// The tail the goal's current reservation answers, if any.
+pub fn continuation_for_of(goal: &Goal) -> Option<&str> {
+    goal.extra.get(CONTINUATION_FOR_FIELD).and_then(Value::as_str)
+}
+
+type Claims = Mutex<std::collections::HashSet<String>>;
+
+fn claims() -> &'static Claims {
+    static CLAIMS: OnceLock<Claims> = OnceLock::new();
+    CLAIMS.get_or_init(|| Mutex::new(std::collections::HashSet::new()))
+}
+
+/// A process-wide claim on dispatching one session's continuation, held from the reservation
+/// until the dispatch outcome is known, and released on drop (also when the tick is cancelled or
+/// panics). Every runtime of a process shares one lease holder id (so a host that replaces its
+/// runtime keeps the lease), which means the lease cannot keep two runtimes of one process apart
+/// (a host that dropped its runtime without stopping it, then created a new one); this claim does.
+pub struct DispatchClaim {
+    session_id: String,
+}
+
+impl Drop for DispatchClaim {
+    fn drop(&mut self) {
+        claims().lock().remove(&self.session_id);
+    }
+}
+
+/// Claims the session's dispatch for this tick; `None` while another tick of the process has it.
+pub fn claim_dispatch(session_id: &str) -> Option<DispatchClaim> {
+    claims()
+        .lock()
+        .insert(session_id.to_string())
+        .then(|| DispatchClaim { session_id: session_id.to_string() })
+}
+
 /// The lease on a goal: who drives it and until when (ms since epoch).
 pub fn lease_of(goal: &Goal) -> Option<(String, f64)> {
     let lease = goal.extra.get(LEASE_FIELD)?;
@@ -94,9 +152,14 @@ pub fn lease_of(goal: &Goal) -> Option<(String, f64)> {
     Some((holder, expires))
 }
 
+/// The furthest a live lease can reach into the future: a day, the longest `leaseMs` a runtime
+/// accepts. A lease further out was not taken by a runtime (corrupt or hostile metadata): it is
+/// ignored, so it can neither hold a goal forever nor overflow a timer.
+pub const LEASE_HORIZON_MS: f64 = 86_400_000.0;
+
 /// Whether another runtime holds a live lease on the goal.
 pub fn held_by_other(goal: &Goal, holder: &str, now: f64) -> bool {
-    matches!(lease_of(goal), Some((other, expires)) if other != holder && expires > now)
+    matches!(lease_of(goal), Some((other, expires)) if other != holder && expires > now && expires <= now + LEASE_HORIZON_MS)
 }
 
 /// Takes (or renews) the lease for `holder` until `now + duration_ms`.
@@ -220,4 +283,49 @@ pub async fn try_write_goal<R>(
     let metadata = merge_namespace_key(&session.metadata, "goal", Some(after.to_value()));
     client.put_metadata(session_id, directory, metadata).await?;
     Ok(GoalUpdate::Written { before, after })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn goal_with_lease(lease: serde_json::Value) -> Goal {
+        Goal::from_value(&json!({"id": "g", "status": "active", "objective": "o", "lease": lease})).unwrap()
+    }
+
+    #[test]
+    fn one_dispatch_claim_per_session() {
+        let first = claim_dispatch("ses_claim_test").expect("free");
+        assert!(claim_dispatch("ses_claim_test").is_none());
+        assert!(claim_dispatch("ses_other_claim_test").is_some());
+        drop(first);
+        assert!(claim_dispatch("ses_claim_test").is_some());
+    }
+
+    #[test]
+    fn the_reservation_guard_compares_the_reservation() {
+        let goal = Goal::from_value(&json!({"id": "g", "status": "active", "objective": "o", "turnsUsed": 2, "continuationFor": "m1"})).unwrap();
+        let guard = |turns_used, continuation_for: Option<&str>| GoalGuard::Reserve {
+            revision: goal.revision(),
+            holder: "me".into(),
+            turns_used,
+            continuation_for: continuation_for.map(str::to_string),
+        };
+        assert!(guard(2, Some("m1")).admits(&goal));
+        assert!(!guard(1, Some("m1")).admits(&goal), "someone reserved since");
+        assert!(!guard(2, None).admits(&goal), "someone reserved this tail since");
+    }
+
+    #[test]
+    fn leases_beyond_the_horizon_are_not_credible() {
+        let now = 1_000_000.0;
+        assert!(held_by_other(&goal_with_lease(json!({"holder": "other", "expiresAt": now + 60_000.0})), "me", now));
+        assert!(!held_by_other(&goal_with_lease(json!({"holder": "me", "expiresAt": now + 60_000.0})), "me", now));
+        assert!(!held_by_other(&goal_with_lease(json!({"holder": "other", "expiresAt": now - 1.0})), "me", now));
+        assert!(!held_by_other(&goal_with_lease(json!({"holder": "other", "expiresAt": 1e308})), "me", now));
+        assert!(!held_by_other(&goal_with_lease(json!({"holder": "other", "expiresAt": now + 2.0 * LEASE_HORIZON_MS})), "me", now));
+        assert!(!held_by_other(&goal_with_lease(json!({"holder": 5, "expiresAt": "never"})), "me", now));
+        assert!(!held_by_other(&goal_with_lease(json!("x")), "me", now));
+    }
 }

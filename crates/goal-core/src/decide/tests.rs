@@ -268,3 +268,18 @@ fn verdict_parsing() {
     assert_eq!(parse(json!({"verdict": 3})), None);
     assert_eq!(parse(json!({"verdict": "blocked", "note": 5})), Some((Verdict::Blocked, String::new())));
 }
+
+#[test]
+fn streaks_at_the_numeric_edge_settle_instead_of_overflowing() {
+    // 1e308 in metadata parses as u64::MAX; adding one must not overflow (a panic in debug
+    // builds, a wrap to 0 in release).
+    let b = basis();
+    match after_audit(&goal_with(json!({"blockedStreak": 1e308})), &b, audit(Verdict::Blocked, "needs the key")) {
+        AfterAudit::Settle(s) => assert_eq!(s.reason, "needs the key"),
+        other => panic!("{other:?}"),
+    }
+    match after_audit(&goal_with(json!({"auditFailStreak": 1e308})), &b, None) {
+        AfterAudit::Settle(s) => assert_eq!(s.reason, REASON_AUDIT_UNAVAILABLE),
+        other => panic!("{other:?}"),
+    }
+}

@@ -1,0 +1,286 @@
+// Regressions found by the fault-injection suite (scripts/fault-suite.mjs): one test per bug.
+import { afterEach, describe, expect, it } from 'vitest'
+import { setup, scriptedAuditor, sessionWithReply, goalOf, waitFor, sleep, pkg, tempDataDir } from './helpers.mjs'
+
+let env
+const extra = []
+afterEach(async () => {
+  for (const fn of extra.splice(0)) await fn()
+  await env?.cleanup()
+  env = undefined
+})
+
+const continueThenComplete = () => scriptedAuditor([{ verdict: 'continue', note: 'keep going' }, { verdict: 'complete', note: 'verified' }])
+const promptPath = (id) => '/session/' + id + '/prompt_async'
+const finished = [{ text: 'FINISHED: nested lists parse.', tokens: { input: 2000 } }]
+
+/** Continuations answering each tail: every value must be 1. */
+function continuationsPerTail(mock, sessionId) {
+  const counts = new Map()
+  let tail = null
+  for (const m of mock.messages(sessionId)) {
+    if (m.info.role === 'assistant') tail = m.info.id
+    else if (m.parts.some((p) => p.type === 'text' && p.text.startsWith('Keep working toward the session goal'))) counts.set(tail, (counts.get(tail) ?? 0) + 1)
+  }
+  return [...counts.values()]
+}
+
+describe('dispatch under ambiguous failures', () => {
+  it('a prompt whose fate stays unknown is never posted again', async () => {
+    // No event stream (a host whose SSE is down): only the session itself can tell.
+    env = await setup({ auditor: continueThenComplete(), forward: false })
+    const session = sessionWithReply(env.mock)
+    env.mock.scriptReplies(session.id, finished)
+    // Admitted but answered 502, and the reconcile that follows cannot read the messages.
+    env.mock.fault({
+      method: 'POST', path: promptPath(session.id), times: 1, status: 502, apply: true,
+      action: () => env.mock.fault({ method: 'GET', path: '/session/' + session.id + '/message', times: 1, status: 503 }),
+    })
+    env.runtime.processPayload({ type: 'session.status', properties: { sessionID: session.id, status: { type: 'idle' } } }, '/tmp/project')
+    await waitFor(() => env.mock.prompts.length === 1, 3000)
+    await waitFor(() => env.runtime.snapshot().inFlight === 0, 5000)
+    await sleep(300)
+    expect(env.mock.prompts).toHaveLength(1)
+    expect(continuationsPerTail(env.mock, session.id)).toEqual([1])
+    expect(goalOf(env.mock, session.id)).toMatchObject({ status: 'active', turnsUsed: 1 })
+  })
+})
+
+describe('a stop the host never forwarded', () => {
+  const idle = (session) => ({ type: 'session.status', properties: { sessionID: session.id, status: { type: 'idle' } } })
+  /** Runs `change(goal)` inside the PATCH that reserves the turn (between reservation and prompt). */
+  function onReservation(mock, session, change) {
+    let done = false
+    mock.onPatch = (id, { after }) => {
+      const goal = after?.openchamber?.goal
+      if (done || id !== session.id || !goal?.continuationFor) return
+      done = true
+      mock.setMetadata(id, { ...after, openchamber: { ...after.openchamber, goal: change(goal) } })
+    }
+  }
+
+  it('a pause between reservation and prompt: nothing is sent', async () => {
+    env = await setup({ auditor: continueThenComplete(), forward: false })
+    const session = sessionWithReply(env.mock)
+    onReservation(env.mock, session, (goal) => ({ ...goal, status: 'paused', statusReason: 'marked by user' }))
+    env.runtime.processPayload(idle(session), '/tmp/project')
+    await waitFor(() => goalOf(env.mock, session.id).status === 'paused', 3000)
+    await waitFor(() => env.runtime.snapshot().inFlight === 0, 3000)
+    await sleep(300)
+    expect(env.mock.prompts).toHaveLength(0)
+  })
+
+  it('an edit between reservation and prompt: the stale continuation is dropped, the edited goal goes on', async () => {
+    env = await setup({ auditor: scriptedAuditor([{ verdict: 'continue', note: 'keep going' }]), forward: false })
+    const session = sessionWithReply(env.mock)
+    onReservation(env.mock, session, (goal) => ({ ...goal, objective: 'Make the parser handle nested tables' }))
+    env.runtime.processPayload(idle(session), '/tmp/project')
+    await waitFor(() => env.mock.prompts.length === 1, 3000)
+    expect(env.mock.prompts[0].body.parts[0].text).toContain('nested tables')
+    // The reservation made for this tail is reused, not charged again.
+    expect(goalOf(env.mock, session.id).turnsUsed).toBe(1)
+  })
+
+  it('a pause between two dispatch attempts: nothing is posted again', async () => {
+    env = await setup({ auditor: continueThenComplete(), forward: false })
+    const session = sessionWithReply(env.mock)
+    env.mock.fault({
+      method: 'POST', path: promptPath(session.id), times: 1, status: 503,
+      action: () => {
+        const metadata = env.mock.getSession(session.id).metadata
+        env.mock.setMetadata(session.id, { ...metadata, openchamber: { ...metadata.openchamber, goal: { ...metadata.openchamber.goal, status: 'paused' } } })
+      },
+    })
+    env.runtime.processPayload(idle(session), '/tmp/project')
+    await waitFor(() => env.mock.requests.some((r) => r.path === promptPath(session.id)), 3000)
+    await waitFor(() => env.runtime.snapshot().inFlight === 0, 3000)
+    await sleep(300)
+    expect(env.mock.requests.filter((r) => r.path === promptPath(session.id))).toHaveLength(1)
+    expect(env.mock.prompts).toHaveLength(0)
+    expect(goalOf(env.mock, session.id).status).toBe('paused')
+  })
+})
+
+describe('edits', () => {
+  it('editing an active goal that already continued keeps it going (the edit is not a stop)', async () => {
+    env = await setup({ auditor: scriptedAuditor([{ verdict: 'continue', note: 'keep going' }]), runtimeOptions: { idleQuietMs: 400 } })
+    const session = sessionWithReply(env.mock, { goal: { turnsUsed: 2 } })
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => env.runtime.snapshot().armedTimers === 1, 3000)
+    const goal = goalOf(env.mock, session.id)
+    env.mock.setMetadata(session.id, { openchamber: { goal: { ...goal, objective: 'Make the parser handle nested tables' } } })
+    await waitFor(() => env.mock.prompts.length === 1, 3000)
+    expect(env.mock.prompts[0].body.parts[0].text).toContain('nested tables')
+    expect(goalOf(env.mock, session.id).turnsUsed).toBe(3)
+  })
+})
+
+describe('counters at the numeric edge', () => {
+  it('streaks of 1e308 settle the goal instead of panicking the tick', async () => {
+    const blocked = scriptedAuditor([{ verdict: 'blocked', note: 'needs the API key' }])
+    env = await setup({ auditor: blocked })
+    const session = sessionWithReply(env.mock, { goal: { blockedStreak: 1e308 } })
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => goalOf(env.mock, session.id).status === 'blocked', 3000)
+    expect(goalOf(env.mock, session.id).statusReason).toBe('needs the API key')
+    await env.cleanup()
+    env = await setup({ auditor: scriptedAuditor([() => ({ error: { statusCode: 500 } })]) })
+    const failing = sessionWithReply(env.mock, { goal: { auditFailStreak: 1e308 } })
+    env.mock.setStatus(failing.id, 'idle')
+    await waitFor(() => goalOf(env.mock, failing.id).status === 'blocked', 3000)
+    expect(goalOf(env.mock, failing.id).statusReason).toBe('progress audit unavailable')
+    expect(env.mock.prompts).toHaveLength(0)
+    expect(env.runtime.snapshot().panics).toBe(0)
+  })
+})
+
+describe('leases', () => {
+  it('a lease no runtime could have taken (expiring in 1e308 ms) is ignored, not waited on', async () => {
+    env = await setup({ auditor: continueThenComplete() })
+    const session = sessionWithReply(env.mock, { goal: { lease: { holder: 'another-host', expiresAt: 1e308 } } })
+    env.mock.scriptReplies(session.id, finished)
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => goalOf(env.mock, session.id).status === 'complete', 5000)
+    expect(env.mock.prompts).toHaveLength(1)
+    expect(env.runtime.snapshot().panics).toBe(0)
+  })
+
+  it('a live lease of another host still holds the goal off', async () => {
+    env = await setup({ auditor: continueThenComplete() })
+    const session = sessionWithReply(env.mock, { goal: { lease: { holder: 'another-host', expiresAt: Date.now() + 60_000 } } })
+    env.mock.setStatus(session.id, 'idle')
+    await sleep(600)
+    expect(env.mock.prompts).toHaveLength(0)
+    expect(env.runtime.snapshot().sessions.find((s) => s.sessionId === session.id)?.dueInMs).toBeGreaterThan(50_000)
+  })
+})
+
+describe('text OpenCode can send', () => {
+  it('a lone surrogate in the session (a JS slice through an emoji) does not make it unreadable', async () => {
+    env = await setup({ auditor: continueThenComplete() })
+    const session = sessionWithReply(env.mock, { goal: { objective: 'Fix the parser \ud83d', note: 'half an emoji \udc00' } })
+    env.mock.scriptReplies(session.id, [{ text: 'FINISHED \ud83d', tokens: { input: 2000 } }])
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => goalOf(env.mock, session.id).status === 'complete', 5000)
+    expect(env.mock.prompts).toHaveLength(1)
+    expect(env.mock.prompts[0].body.parts[0].text).toContain('Fix the parser \ufffd')
+  })
+})
+
+describe('hostile session ids', () => {
+  it('"." and ".." are never put in a URL (they would resolve to another path)', async () => {
+    env = await setup({ auditor: continueThenComplete(), forward: false })
+    for (const id of ['.', '..', ' .. ']) {
+      env.runtime.processPayload({ type: 'session.status', properties: { sessionID: id, status: { type: 'idle' } } }, '/tmp/project')
+      env.runtime.processPayload({ type: 'session.updated', properties: { info: { id, metadata: { openchamber: { goal: { id: 'g', status: 'active', objective: 'x' } } } } } }, '/tmp/project')
+    }
+    await sleep(600)
+    expect(env.mock.requests.filter((r) => !/^\/session\/[^/]+/.test(r.path))).toEqual([])
+    expect(env.runtime.snapshot().sessions).toEqual([])
+  })
+})
+
+describe('huge payloads', () => {
+  it('a session.updated whose goal has 100,000 extra keys neither clears the goal nor costs much', async () => {
+    env = await setup({ auditor: continueThenComplete(), forward: false, runtimeOptions: { idleQuietMs: 800 } })
+    const session = sessionWithReply(env.mock, { goal: { turnsUsed: 2 } })
+    const goal = goalOf(env.mock, session.id)
+    const updated = (g) => ({ type: 'session.updated', properties: { info: { id: session.id, metadata: { openchamber: { goal: g } } } } })
+    const wide = {}
+    for (let i = 0; i < 100_000; i++) wide['k' + i] = { i }
+    const huge = updated({ ...wide, ...goal })
+    env.runtime.processPayload(updated(goal), '/tmp/project')
+    env.runtime.processPayload({ type: 'session.status', properties: { sessionID: session.id, status: { type: 'idle' } } }, '/tmp/project')
+    await waitFor(() => env.runtime.snapshot().armedTimers === 1, 2000)
+    const started = performance.now()
+    env.runtime.processPayload(huge, '/tmp/project')
+    const elapsed = performance.now() - started
+    await sleep(50)
+    // Still armed: the cut-off copy used to read as "goal cleared" and cancel the wake-up.
+    expect(env.runtime.snapshot().sessions.map((s) => s.sessionId)).toContain(session.id)
+    expect(elapsed).toBeLessThan(100)
+    await waitFor(() => env.mock.prompts.length === 1, 3000)
+  })
+})
+
+describe('answers of the wrong shape', () => {
+  it('a message list of non-messages is a failed read (retried), not a session without a reply', async () => {
+    env = await setup({ auditor: continueThenComplete() })
+    const session = sessionWithReply(env.mock)
+    env.mock.fault({ method: 'GET', path: '/session/' + session.id + '/message', times: 1, status: 200, body: [null, 5, { info: 'x' }, { info: { role: 7 } }] })
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => env.mock.prompts.length === 1, 3000)
+  })
+})
+
+describe('a host that replaces its runtime without stopping the old one', () => {
+  it('two runtimes of one process never both send a continuation for one tail', async () => {
+    const auditor = scriptedAuditor([{ verdict: 'continue', note: 'keep going' }])
+    env = await setup({ auditor })
+    const session = sessionWithReply(env.mock)
+    // The old runtime's prompt is slow to reach OpenCode; meanwhile the host creates a new
+    // runtime (the old one is dropped, not stopped, so it keeps receiving events and finishing
+    // its tick), which recovers the goal at once.
+    env.mock.fault({ method: 'POST', path: promptPath(session.id), times: 1, delayMs: 600 })
+    let replacement
+    env.mock.onPatch = (id, { after }) => {
+      if (replacement || id !== session.id || !after?.openchamber?.goal?.continuationFor) return
+      replacement = pkg.createSessionGoalRuntime({
+        openCode: { baseUrl: env.mock.url },
+        settings: { dataDir: tempDataDir() },
+        kickoffQuietMs: 20,
+        idleQuietMs: 150,
+        directories: ['/tmp/project'],
+        generateSmallModelText: auditor.service.generateSmallModelText,
+      })
+      extra.push(() => replacement.stop())
+    }
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => env.mock.prompts.length >= 1, 3000)
+    await sleep(700)
+    expect(continuationsPerTail(env.mock, session.id).every((n) => n === 1)).toBe(true)
+    expect(goalOf(env.mock, session.id).turnsUsed).toBe(env.mock.prompts.length)
+  })
+})
+
+describe('the event stream helper', () => {
+  it('a 10 MB session.updated reaches the subscriber in one linear pass', async () => {
+    const { startMockOpenCode } = await import('./mock/opencode.mjs')
+    const { subscribeGlobalEvents } = (await import('node:module')).createRequire(import.meta.url)('../lib/event-stream.js')
+    const mock = await startMockOpenCode({ heartbeatMs: 60_000, syncEvents: false })
+    const seen = []
+    const stream = subscribeGlobalEvents({ url: mock.url, onPayload: (payload) => seen.push([payload, performance.now()]) })
+    extra.push(async () => {
+      stream.close()
+      await mock.close()
+    })
+    await mock.waitFor(() => mock.eventStreams === 1)
+    const session = mock.createSession({})
+    const started = performance.now()
+    mock.setMetadata(session.id, { blob: 'x'.repeat(10 * 1024 * 1024) })
+    await waitFor(() => seen.some(([p]) => p.type === 'session.updated' && p.properties.info.metadata?.blob), 10_000)
+    const [, at] = seen.find(([p]) => p.properties?.info?.metadata?.blob)
+    expect(at - started).toBeLessThan(1000)
+  })
+})
+
+describe('terminal writes that fail', () => {
+  it('a settle write that fails is retried, not dropped (the goal is not left active)', async () => {
+    env = await setup({ auditor: continueThenComplete() })
+    const session = sessionWithReply(env.mock)
+    env.mock.scriptReplies(session.id, finished)
+    // The write after the continuation is the settle: it fails once.
+    env.mock.onPrompt = () => env.mock.fault({ method: 'PATCH', path: '/session/' + session.id, times: 1, status: 500 })
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => goalOf(env.mock, session.id).status === 'complete', 5000)
+    expect(env.mock.prompts).toHaveLength(1)
+  })
+
+  it('a pause write that fails is retried', async () => {
+    env = await setup({ auditor: continueThenComplete(), forward: false })
+    const session = sessionWithReply(env.mock, { reply: { error: { name: 'MessageAbortedError', data: { message: 'Aborted' } } } })
+    env.mock.fault({ method: 'PATCH', path: '/session/' + session.id, times: 1, status: 503 })
+    env.runtime.processPayload({ type: 'session.status', properties: { sessionID: session.id, status: { type: 'idle' } } }, '/tmp/project')
+    await waitFor(() => goalOf(env.mock, session.id).status === 'paused', 5000)
+  })
+})

@@ -1,0 +1,586 @@
+// The fault suite's harness: one mock OpenCode per fault class, goal runtimes wired like a host
+// (the mock's /global/event stream forwarded into processPayload), a case per session, and the
+// measurements every row of the table reports.
+//
+// A case is one session with a goal (or one hostile probe). The class decides how the case is
+// disturbed and what "ended correctly" means for it (`expect`); the harness measures the same
+// five invariants for every case:
+//   sent twice       two continuations answering the same assistant tail
+//   sent after stop  a continuation admitted after a recorded user stop that it should honour
+//   foreign lost     a metadata key another writer owns, missing or changed at the end (for an
+//                    uncoordinated concurrent writer: dropped although it was in what we read)
+//   panics           snapshot().panics of every runtime the class created
+//   stuck            a valid active goal on an idle session that no runtime tracks (no timer,
+//                    no tick) two quiet windows after the class settled
+import { createRequire } from 'node:module'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { startMockOpenCode } from '../../__test__/mock/opencode.mjs'
+
+const require = createRequire(import.meta.url)
+export const pkg = require('../../runtime.js')
+export const native = require('../../index.js')
+const { subscribeGlobalEvents } = require('../../lib/event-stream.js')
+
+/** The quiet window every class runs with (short, so the suite stays fast). */
+export const QUIET_MS = 150
+/** First line of every continuation prompt: how a continuation is told from a user message. */
+export const CONTINUATION_MARK = 'Keep working toward the session goal that is currently active.'
+/** The reply every scripted turn gives; the default auditor calls it complete. */
+export const FINISHED_TEXT = 'FINISHED: every requirement is met and verified by the test suite.'
+/** The reply the goal starts from; the default auditor says continue. */
+export const STARTED_TEXT = 'Started: parser skeleton in place. Remaining: nesting.'
+export const ABORTED = { name: 'MessageAbortedError', data: { message: 'Aborted' } }
+
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+export const verdict = (name, note = name === 'complete' ? 'verified' : 'keep going') => ({
+  text: JSON.stringify({ verdict: name, note }),
+  providerID: 'small',
+  modelID: 'nano',
+})
+
+/** Continue until the tail says FINISHED, then complete: stateless, so retries see the same. */
+export const defaultAuditor = (request) =>
+  Promise.resolve(verdict(String(request?.prompt ?? '').includes('FINISHED:') ? 'complete' : 'continue'))
+
+const STATUSES = new Set(['active', 'paused', 'blocked', 'budgetLimited', 'complete'])
+const isObj = (v) => v !== null && typeof v === 'object' && !Array.isArray(v)
+
+/** The reference parser's validity rule (mirrors parseGoalMetadata). */
+export function validGoal(metadata) {
+  const goal = isObj(metadata) && isObj(metadata.openchamber) ? metadata.openchamber.goal : undefined
+  if (!isObj(goal)) return null
+  if (typeof goal.id !== 'string' || goal.id === '') return null
+  if (typeof goal.status !== 'string' || !STATUSES.has(goal.status)) return null
+  const objective = typeof goal.objective === 'string' ? goal.objective.trim() : ''
+  if (!objective && goal.objectiveFile !== true) return null
+  return goal
+}
+
+/** Everything in metadata that is not the goal: what other writers own. */
+export function foreignPart(metadata) {
+  if (!isObj(metadata)) return metadata
+  const out = {}
+  for (const [key, value] of Object.entries(metadata)) {
+    if (key !== 'openchamber') out[key] = value
+  }
+  if (isObj(metadata.openchamber)) {
+    for (const [key, value] of Object.entries(metadata.openchamber)) {
+      if (key !== 'goal') out['openchamber.' + key] = value
+    }
+  }
+  return out
+}
+
+/** Flattened leaf keys of the foreign part, for set comparisons. */
+export function foreignKeys(metadata) {
+  const keys = []
+  const walk = (prefix, value, depth) => {
+    if (isObj(value) && depth < 3 && Object.keys(value).length) {
+      for (const [k, v] of Object.entries(value)) walk(prefix + '/' + k, v, depth + 1)
+    } else keys.push(prefix)
+  }
+  const part = foreignPart(metadata)
+  if (isObj(part)) for (const [k, v] of Object.entries(part)) walk(k, v, 0)
+  return keys.sort()
+}
+
+/** Leaf path → JSON text of a value (for "every seeded key is still there" checks). */
+function leaves(value) {
+  const out = new Map()
+  const walk = (prefix, v) => {
+    if (isObj(v) && Object.keys(v).length) for (const [k, x] of Object.entries(v)) walk(prefix ? prefix + '/' + k : k, x)
+    else out.set(prefix, JSON.stringify(v))
+  }
+  walk('', value)
+  return out
+}
+
+function deepEqual(a, b) {
+  return JSON.stringify(a) === JSON.stringify(b)
+}
+
+function tempDataDir() {
+  return fs.mkdtempSync(path.join(os.tmpdir(), 'goal-faults-'))
+}
+
+export async function createHarness(name, { mockOptions = {}, runtimeOptions = {} } = {}) {
+  const mock = await startMockOpenCode({ heartbeatMs: 60_000, replyDelayMs: 20, ...mockOptions })
+  const dataDir = tempDataDir()
+  const cases = []
+  const runtimes = [] // {runtime, stream, native, label, live}
+  const notifications = []
+  const logLines = []
+  const notes = []
+  const windowOverwrites = { count: 0 }
+  let counter = 0
+  const patchHooks = [] // {sessionId, fn}
+  mock.onPatch = (sessionId, change) => {
+    for (const hook of patchHooks.filter((x) => x.sessionId === sessionId)) hook.fn(change)
+  }
+
+  const caseByDirectory = (directory) => cases.find((c) => c.directory === directory)
+
+  // One auditor for every runtime: the case (found by the session's directory) decides. Not
+  // async on purpose: a case auditor may throw synchronously.
+  const auditor = (request) => {
+    const c = caseByDirectory(request?.directory)
+    if (c) c.auditCalls += 1
+    return (c?.auditor ?? defaultAuditor)(request, c)
+  }
+
+  const h = {
+    name,
+    mock,
+    runtimes,
+    dataDir,
+    cases,
+    notifications,
+    notes,
+    logLines,
+    windowOverwrites,
+    auditor,
+
+    /** Creates a goal runtime wired like a host; `filter(payload, directory)` drops events. */
+    newRuntime({ options = {}, raw = false, forward = true, filter, label = 'runtime', baseUrl = mock.url } = {}) {
+      const factory = raw ? native.createSessionGoalRuntime : pkg.createSessionGoalRuntime
+      const runtime = factory({
+        openCode: { baseUrl },
+        settings: { dataDir },
+        idleQuietMs: QUIET_MS,
+        kickoffQuietMs: 100,
+        resumeKickoffMs: 50,
+        fetchTimeoutMs: 1000,
+        auditTimeoutMs: 3000,
+        emitGoalNotification: (event) => notifications.push(event),
+        generateSmallModelText: auditor,
+        logger: (level, line) => logLines.push(level + ' ' + line),
+        ...runtimeOptions,
+        ...options,
+      })
+      const entry = { runtime, native: raw, label, live: true, stream: null, connected: false }
+      if (forward) {
+        entry.stream = subscribeGlobalEvents({
+          url: mock.url,
+          maxBackoffMs: 1000,
+          onStatus: (status) => {
+            entry.connected = status === 'connected'
+          },
+          onPayload: (payload, directory) => {
+            if (!entry.live) return
+            if (filter && !filter(payload, directory)) return
+            runtime.processPayload(payload, directory)
+          },
+        })
+      }
+      runtimes.push(entry)
+      return runtime
+    },
+
+    /** The host forgets a runtime: its events stop; with `stop`, it is also stopped. */
+    async dropRuntime(runtime, { stop = false } = {}) {
+      const entry = runtimes.find((r) => r.runtime === runtime)
+      if (!entry) return
+      entry.live = false
+      entry.stream?.close()
+      if (stop) await runtime.stop()
+    },
+
+    /** Waits until every live runtime's event stream is connected. */
+    async waitForStreams() {
+      await mock.waitFor(() => runtimes.every((r) => !r.live || !r.stream || r.connected), { timeoutMs: 5000 })
+    },
+
+    /** Waits until this runtime's event stream is connected. */
+    async waitForConnected(runtime) {
+      await mock.waitFor(() => runtimes.find((r) => r.runtime === runtime)?.connected !== false, { timeoutMs: 5000 })
+    },
+
+    /**
+     * Adds a session with a goal, one exchange and a reply script. Options:
+     *  label, goal (fields over the defaults), metadata (replaces the whole metadata),
+     *  objective, id, directory, exchange=true, replies, foreign=true, auditor(request, case),
+     *  expect(result) → bool, settled(result) → bool, start=true.
+     */
+    addCase(spec = {}) {
+      counter += 1
+      const label = spec.label ?? 'case ' + counter
+      const directory = spec.directory ?? `/tmp/faults/${name}/${counter}`
+      const objective = spec.objective ?? `Case ${counter} (${label}): make the parser handle nested lists`
+      const goal = {
+        id: 'goal-' + counter + '-' + Math.random().toString(36).slice(2, 8),
+        objective,
+        objectiveFile: false,
+        status: 'active',
+        tokenBudget: null,
+        tokensUsed: 0,
+        turnsUsed: 0,
+        blockedStreak: 0,
+        auditFailStreak: 0,
+        note: '',
+        statusReason: '',
+        lastAccountedMessageID: '',
+        createdAt: Date.now() - 60_000,
+        updatedAt: Date.now() - 60_000,
+        ...spec.goal,
+      }
+      const foreign = spec.foreign === false ? {} : { ui: { pinned: true, label }, other: { token: 'keep-' + counter } }
+      const assist = spec.foreign === false ? {} : { assist: { recap: 'recap ' + counter, forMessageID: 'msg_x' } }
+      const metadata = 'metadata' in spec ? spec.metadata : { ...foreign, openchamber: { ...assist, goal } }
+      const session = mock.createSession({ id: spec.id, directory, metadata, created: Date.now() - 120_000 })
+      if (spec.exchange !== false) {
+        mock.addUserMessage(session.id, 'Please make the parser handle nested lists', { created: Date.now() - 90_000 })
+        mock.addAssistantMessage(session.id, { text: STARTED_TEXT, tokens: { input: 1000, output: 100 }, ...spec.reply })
+      }
+      mock.scriptReplies(session.id, spec.replies ?? [{ text: FINISHED_TEXT, tokens: { input: 2000, output: 150 } }])
+      const c = {
+        label,
+        index: counter,
+        sessionId: session.id,
+        directory,
+        objective,
+        seedForeign: structuredClone(foreignPart(metadata)),
+        seedMetadata: structuredClone(metadata),
+        auditor: spec.auditor,
+        expect: spec.expect ?? expectComplete(1),
+        settled: spec.settled,
+        stops: [],
+        auditCalls: 0,
+        checkForeign: spec.checkForeign !== false,
+        foreignWriter: null,
+        data: {},
+      }
+      cases.push(c)
+      if (spec.start !== false) h.start(c)
+      return c
+    },
+
+    /**
+     * Runs `fn({before, after, body})` inside every PATCH of the session, after it is applied
+     * and before it is answered: what it changes lands between a write and the next request.
+     */
+    onPatch(c, fn) {
+      patchHooks.push({ sessionId: c.sessionId, fn })
+    },
+
+    /** Runs `fn` once, inside the PATCH that reserves a turn (the goal gains continuationFor). */
+    onReservation(c, fn) {
+      let done = false
+      h.onPatch(c, (change) => {
+        const goal = change.after?.openchamber?.goal
+        if (done || !goal?.continuationFor || goal.status !== 'active') return
+        done = true
+        fn(change)
+      })
+    },
+
+    /** The session goes idle (the event a host would forward). */
+    start(c) {
+      mock.setStatus(c.sessionId, 'idle')
+    },
+
+    /**
+     * Records a user stop. A continuation admitted after it (message index) and matching
+     * `stale(continuation)` counts as "sent after stop".
+     */
+    recordStop(c, kind, stale = () => true) {
+      c.stops.push({ kind, index: mock.messages(c.sessionId).length, at: Date.now(), stale })
+    },
+
+    note(text) {
+      notes.push(text)
+    },
+
+    /** Snapshot of every runtime still alive (stopped ones report no sessions). */
+    trackedSessions() {
+      const tracked = new Set()
+      for (const { runtime } of runtimes) {
+        try {
+          for (const s of runtime.snapshot().sessions) tracked.add(s.sessionId)
+        } catch {
+          // a runtime object that cannot answer is not tracking anything
+        }
+      }
+      return tracked
+    },
+
+    result(c) {
+      return resultOf(h, c)
+    },
+
+    /**
+     * Waits until every case is settled (its goal no longer active, or its expectation met, or
+     * its own `settled`), then two quiet windows more, so late double sends and stranded goals
+     * show.
+     */
+    async settle({ timeoutMs = 15_000 } = {}) {
+      const deadline = Date.now() + timeoutMs
+      const settledNow = () =>
+        cases.every((c) => {
+          const r = resultOf(h, c)
+          if (c.settled) return c.settled(r)
+          return !r.active || safeExpect(c, r)
+        })
+      while (Date.now() < deadline && !settledNow()) await sleep(25)
+      const inFlight = () => runtimes.some(({ runtime }) => {
+        try {
+          return runtime.snapshot().inFlight > 0
+        } catch {
+          return false
+        }
+      })
+      while (Date.now() < deadline && inFlight()) await sleep(25)
+      await sleep(2 * QUIET_MS + 100)
+      while (Date.now() < deadline + 3000 && inFlight()) await sleep(25)
+    },
+
+    /** Measures every case and returns the row. */
+    evaluate() {
+      const tracked = h.trackedSessions()
+      const row = { name, total: cases.length, ended: 0, twice: 0, afterStop: 0, foreignLost: 0, panics: 0, stuck: 0, failures: [] }
+      for (const c of cases) {
+        const r = resultOf(h, c)
+        const ok = safeExpect(c, r)
+        if (ok) row.ended += 1
+        const problems = []
+        if (!ok) problems.push('ended as ' + describe(r))
+        if (r.twice > 0) problems.push(`${r.twice} continuation(s) sent twice`)
+        if (r.afterStop > 0) problems.push(`${r.afterStop} continuation(s) after a stop`)
+        if (r.foreignLost > 0) problems.push(`${r.foreignLost} foreign key(s) lost: ${r.foreignLostKeys.join(', ')}`)
+        const stuck = r.active && mock.status(c.sessionId).type === 'idle' && !tracked.has(c.sessionId)
+        if (stuck) problems.push('stuck (active, idle, no timer)')
+        row.twice += r.twice
+        row.afterStop += r.afterStop
+        row.foreignLost += r.foreignLost
+        row.stuck += stuck ? 1 : 0
+        if (problems.length) {
+          row.failures.push(`${c.label}: ${problems.join('; ')}`)
+          if (process.env.FAULTS_DEBUG) traceCase(h, c, r)
+        }
+      }
+      // Panics reported by runtimes outside this process (the two-hosts measurement).
+      row.panics += h.extraPanics ?? 0
+      for (const { runtime, label } of runtimes) {
+        try {
+          row.panics += runtime.snapshot().panics
+        } catch (e) {
+          row.failures.push(`${label}: snapshot() threw ${e?.message ?? e}`)
+          row.panics += 1
+        }
+      }
+      const secrets = cases.flatMap((c) => [c.objective.slice(0, 40)]).concat([FINISHED_TEXT.slice(0, 30), STARTED_TEXT.slice(0, 30)])
+      const leaks = logLines.filter((line) => secrets.some((s) => s.trim().length > 8 && line.includes(s)))
+      if (leaks.length) row.failures.push(`${leaks.length} log line(s) carry conversation text`)
+      row.logLeaks = leaks.length
+      row.windowOverwrites = windowOverwrites.count
+      row.notes = notes
+      if (mock.errors.length) row.failures.push(`mock errors: ${mock.errors.map((e) => String(e?.message ?? e)).slice(0, 3).join(' | ')}`)
+      return row
+    },
+
+    async close() {
+      for (const c of cases) c.foreignWriter?.stop()
+      for (const entry of runtimes) {
+        entry.live = false
+        entry.stream?.close()
+      }
+      await Promise.all(runtimes.map(({ runtime }) => Promise.resolve(runtime.stop()).catch(() => {})))
+      await mock.close()
+      fs.rmSync(dataDir, { recursive: true, force: true })
+    },
+  }
+  return h
+}
+
+/** FAULTS_DEBUG=1: what happened to a failing case, on stderr. */
+function traceCase(h, c, r) {
+  const short = (id) => String(id ?? '').slice(-6)
+  const lines = [`--- ${h.name} / ${c.label} (${c.sessionId.slice(0, 40)})`]
+  for (const m of r.messages) {
+    const text = m.parts.filter((p) => p.type === 'text').map((p) => p.text).join(' ').slice(0, 50)
+    lines.push(`  ${m.info.role.padEnd(9)} ${short(m.info.id)} created=${m.info.time.created % 100000} completed=${(m.info.time.completed ?? 0) % 100000} ${m.info.error?.name ?? ''} ${JSON.stringify(text)}`)
+  }
+  for (const q of r.requests) lines.push(`  ${String(q.at % 100000).padStart(5)} ${q.method} ${q.path.replace(c.sessionId, 'S').slice(0, 60)}`)
+  lines.push('  goal: ' + JSON.stringify(r.goalRaw)?.slice(0, 600))
+  for (const entry of h.runtimes) {
+    try {
+      const snap = entry.runtime.snapshot()
+      lines.push(`  runtime ${entry.label} live=${entry.live} connected=${entry.connected} stopped=${snap.stopped} ticks=${snap.ticks} inFlight=${snap.inFlight} panics=${snap.panics} session=${JSON.stringify(snap.sessions.find((x) => x.sessionId === c.sessionId) ?? null)}`)
+    } catch (e) {
+      lines.push(`  runtime ${entry.label}: snapshot threw ${e}`)
+    }
+  }
+  console.error(lines.join('\n'))
+}
+
+function safeExpect(c, r) {
+  try {
+    return Boolean(c.expect(r))
+  } catch {
+    return false
+  }
+}
+
+function describe(r) {
+  if (!r.goalRaw) return `no goal (${r.continuations.length} continuation(s))`
+  const g = r.goalRaw
+  return `${JSON.stringify(g.status)} ${JSON.stringify(g.statusReason ?? '')} turns=${JSON.stringify(g.turnsUsed)}, ${r.continuations.length} continuation(s)`
+}
+
+/**
+ * Continuations in a session: user messages carrying the continuation prompt. The tail each one
+ * answers is the one its reservation named (the goal's `continuationFor` when the request reached
+ * the server: every continuation is reserved for a tail before it is posted); without one, the
+ * newest assistant reply that had finished when the request arrived. A request held up on the way
+ * is judged by when it was sent, not when it landed.
+ */
+function continuationsOf(messages, prompts, patches) {
+  const reservedFor = (at) => {
+    let tail
+    for (const p of patches) {
+      if (p.at > at) break
+      tail = p.body?.metadata?.openchamber?.goal?.continuationFor
+    }
+    return typeof tail === 'string' && tail ? tail : null
+  }
+  const out = []
+  messages.forEach((m, index) => {
+    if (m.info.role !== 'user') return
+    const text = m.parts.filter((p) => p.type === 'text').map((p) => p.text).join('\n')
+    if (!text.startsWith(CONTINUATION_MARK)) return
+    const sentAt = prompts.find((p) => p.messageID === m.info.id)?.receivedAt ?? m.info.time.created
+    let tail = reservedFor(sentAt)
+    for (let i = index - 1; i >= 0 && !tail; i--) {
+      const a = messages[i].info
+      if (a.role === 'assistant' && a.time?.completed && a.time.completed <= sentAt) tail = a.id
+    }
+    out.push({ id: m.info.id, index, created: m.info.time.created, sentAt, text, tail })
+  })
+  return out
+}
+
+function resultOf(h, c) {
+  const session = h.mock.getSession(c.sessionId)
+  const metadata = session?.metadata
+  const goalRaw = isObj(metadata) && isObj(metadata.openchamber) && isObj(metadata.openchamber.goal) ? metadata.openchamber.goal : null
+  const valid = validGoal(metadata)
+  const messages = h.mock.messages(c.sessionId)
+  const prompts = h.mock.prompts.filter((p) => p.sessionId === c.sessionId)
+  const patches = h.mock.patches.filter((p) => p.sessionId === c.sessionId)
+  const continuations = continuationsOf(messages, prompts, patches)
+  const byTail = new Map()
+  for (const k of continuations) byTail.set(k.tail, (byTail.get(k.tail) ?? 0) + 1)
+  let twice = 0
+  for (const n of byTail.values()) twice += Math.max(0, n - 1)
+  let afterStop = 0
+  for (const k of continuations) {
+    if (c.stops.some((stop) => k.index >= stop.index && stop.stale(k))) afterStop += 1
+  }
+  let foreignLost = 0
+  const foreignLostKeys = []
+  if (c.checkForeign && session) {
+    // Every leaf another writer put there at the start must still be there, unchanged.
+    const now = leaves(foreignPart(metadata))
+    for (const [key, value] of leaves(c.seedForeign)) {
+      if (!now.has(key) || now.get(key) !== value) {
+        foreignLost += 1
+        foreignLostKeys.push(key)
+      }
+    }
+    if (c.foreignWriter) {
+      foreignLost += c.foreignWriter.mergeLosses
+      foreignLostKeys.push(...c.foreignWriter.mergeLossKeys)
+    }
+  }
+  return {
+    session,
+    metadata,
+    goalRaw,
+    goal: valid,
+    active: Boolean(valid && valid.status === 'active'),
+    status: goalRaw?.status,
+    reason: goalRaw?.statusReason,
+    messages,
+    continuations,
+    twice,
+    afterStop,
+    foreignLost,
+    foreignLostKeys,
+    prompts,
+    patches,
+    requests: h.mock.requests.filter((r) => r.path.includes(c.sessionId) || r.query?.directory === c.directory),
+  }
+}
+
+// ---- expectations ----------------------------------------------------------------------------
+
+/** Settled complete ("verified by audit") after exactly `n` continuations. */
+export const expectComplete = (n = 1) => (r) =>
+  r.goalRaw?.status === 'complete' && r.goalRaw.statusReason === 'verified by audit' && r.continuations.length === n
+
+/** Settled with this status and reason after exactly `n` continuations. */
+export const expectSettled = (status, reason, n) => (r) =>
+  r.goalRaw?.status === status && (reason === undefined || r.goalRaw.statusReason === reason) && (n === undefined || r.continuations.length === n)
+
+/** Nothing happened: no continuation, no write, metadata as seeded. */
+export const expectUntouched = (c) => (r) =>
+  r.continuations.length === 0 && r.patches.length === 0 && deepEqual(r.metadata, c.seedMetadata)
+
+/**
+ * A writer of other metadata keys that never coordinates with the runtime: every few ms it adds a
+ * key (atomically inside the mock, as a server-side writer would). Each of our PATCHes is checked
+ * against the history of foreign key sets: a PATCH built from a version we read may drop keys
+ * added after that read (the read→write window OpenCode's whole-object PATCH leaves; counted as
+ * window overwrites), but a PATCH whose foreign keys match no version ever stored dropped keys
+ * it had read (a merge bug; counted as lost).
+ */
+export function startForeignWriter(h, c, { minMs = 4, maxMs = 14 } = {}) {
+  const mock = h.mock
+  const history = [foreignKeys(mock.getSession(c.sessionId)?.metadata).join('|')]
+  let n = 0
+  let timer = null
+  let stopped = false
+  h.onPatch(c, ({ before, body }) => writer.onPatch(before, body))
+  const writer = {
+    writes: 0,
+    mergeLosses: 0,
+    mergeLossKeys: [],
+    stop() {
+      stopped = true
+      clearTimeout(timer)
+    },
+    onPatch(before, body) {
+      const written = foreignKeys(body.metadata).join('|')
+      const dropped = foreignKeys(before).filter((k) => !foreignKeys(body.metadata).includes(k))
+      if (dropped.length) {
+        if (history.includes(written)) h.windowOverwrites.count += dropped.length
+        else {
+          writer.mergeLosses += dropped.length
+          writer.mergeLossKeys.push(...dropped)
+        }
+      }
+      history.push(foreignKeys(mock.getSession(c.sessionId)?.metadata).join('|'))
+    },
+  }
+  const tick = () => {
+    if (stopped) return
+    const session = mock.getSession(c.sessionId)
+    if (session) {
+      n += 1
+      const metadata = isObj(session.metadata) ? session.metadata : {}
+      const next = n % 2
+        ? { ...metadata, ui: { ...(isObj(metadata.ui) ? metadata.ui : {}), ['k' + n]: n } }
+        : { ...metadata, openchamber: { ...metadata.openchamber, assist: { ...(metadata.openchamber?.assist ?? {}), ['k' + n]: n } } }
+      mock.setMetadata(c.sessionId, next)
+      writer.writes += 1
+      history.push(foreignKeys(next).join('|'))
+    }
+    timer = setTimeout(tick, minMs + Math.random() * (maxMs - minMs))
+  }
+  timer = setTimeout(tick, minMs)
+  c.foreignWriter = writer
+  // Keys added by this writer are checked through the history, not against the seed.
+  return writer
+}
