@@ -324,11 +324,13 @@ impl Actor {
         let tx = self.tx.clone();
         let key = session.to_string();
         let stats = self.stats.clone();
-        let work = job.run(key.clone(), directory, attempt, generation);
         let slots = self.slots.clone();
         let handle = self.runtime.spawn(async move {
-            // The semaphore is never closed, so this only waits for a free slot.
+            // The semaphore is never closed, so this only waits for a free slot. The tick's
+            // future (tens of kB of state) is only built once it has one: thousands of waiting
+            // ticks then cost a few hundred bytes each.
             let _slot = slots.acquire_owned().await;
+            let work = job.run(key.clone(), directory, attempt, generation);
             // A panic inside the tick must not take the actor down: run it as its own task and
             // turn a panic into an ordinary outcome.
             let outcome = match tokio::spawn(work).await {
