@@ -196,7 +196,7 @@ function report(env, load, results) {
       `| ${f(scale.forwardMs)} ms | ${int(scale.armedAfterForward)} | ${f(scale.allSentAfterMs / 1000, 2)} s / ${f(scale.allSentAfterDueMs / 1000, 2)} s | ${f(scale.firstSentAfterDueMs, 0)} ms | ${f(scale.peakRssGrowthMb)} MB | ${scale.threadsBefore} → ${scale.threadsMax} (+${scale.threadsAdded}) | ${int(scale.prompted)} | ${int(scale.missed)} | ${int(scale.duplicated)} | ${int(scale.settled)} | ${f(scale.hostCpuMs / 1000, 1)} s | ${f(scale.mockCpuMs / 1000, 1)} s |`,
     )
     out.push('')
-    out.push(`Quiet window ${scale.quietMs} ms, no mock delay. RSS before the burst ${f(scale.rssBeforeMb)} MB, after ${f(scale.rssAfterMb)} MB; peak from ${scale.peakFromHwm ? 'VmHWM (reset before the burst) and' : ''} 10 ms samples. Threads after the burst ${scale.threadsAfter}, after stop() ${scale.threadsAfterStop}. Audits ${int(scale.audits)}, panics ${scale.panics}.`)
+    out.push(`Quiet window ${scale.quietMs} ms, no mock delay. RSS before the burst ${f(scale.rssBeforeMb)} MB, after ${f(scale.rssAfterMb)} MB; of the growth, the JS heap (peak heapTotal) ${f(scale.jsHeapTotalGrowthMb)} MB; peak from ${scale.peakFromHwm ? 'VmHWM (reset before the burst) and' : ''} 10 ms samples. Threads after the burst ${scale.threadsAfter}, after stop() ${scale.threadsAfterStop}. Audits ${int(scale.audits)}, panics ${scale.panics}.`)
     targets.push([
       `${int(scale.sessions)} sessions: RSS growth < 64 MB, none missed`,
       `${f(scale.peakRssGrowthMb)} MB, ${int(scale.missed)} missed, ${int(scale.duplicated)} prompted twice`,

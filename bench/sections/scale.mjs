@@ -54,12 +54,18 @@ runSection(async () => {
   const peakResettable = resetPeakRss()
   const mockBefore = await mock.call('usage')
   const cpuBefore = process.cpuUsage()
+  const heapBefore = process.memoryUsage()
   let maxThreads = before.threads
   let maxRssKb = before.rssKb
+  let maxHeapTotal = heapBefore.heapTotal
+  let maxHeapUsed = heapBefore.heapUsed
   const sampler = setInterval(() => {
     const now = procStatus()
     if (now.threads > maxThreads) maxThreads = now.threads
     if (now.rssKb > maxRssKb) maxRssKb = now.rssKb
+    const heap = process.memoryUsage()
+    if (heap.heapTotal > maxHeapTotal) maxHeapTotal = heap.heapTotal
+    if (heap.heapUsed > maxHeapUsed) maxHeapUsed = heap.heapUsed
   }, 10)
 
   const t0 = hrMs()
@@ -107,6 +113,9 @@ runSection(async () => {
     peakRssGrowthMb: (peakKb - before.rssKb) / 1024,
     peakFromHwm: peakResettable,
     rssAfterMb: after.rssKb / 1024,
+    // The JS heap's share: V8 keeps garbage (audit requests, promises) until it collects.
+    jsHeapTotalGrowthMb: (maxHeapTotal - heapBefore.heapTotal) / 1024 ** 2,
+    jsHeapUsedGrowthMb: (maxHeapUsed - heapBefore.heapUsed) / 1024 ** 2,
     threadsBefore: before.threads,
     threadsMax: maxThreads,
     threadsAdded: maxThreads - before.threads,
