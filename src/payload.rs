@@ -90,23 +90,34 @@ fn reduce(env: &Env, payload: Unknown) -> Option<Value> {
     }
     "message.updated" => {
       let properties = properties?;
+      let info = as_object(get_unknown(&properties, "info"))?;
+      let role = get_string(&info, "role");
+      let error = as_object(get_unknown(&info, "error"));
+      // Most of these are updates of an assistant reply while it streams; only a reply that
+      // ended with an error (the abort) is an event, so the others stop here.
+      if role.as_deref() == Some("assistant") && error.is_none() {
+        return None;
+      }
       let mut props = Map::new();
       for key in ["sessionID", "directory"] {
         if let Some(text) = get_string(&properties, key) {
           props.insert(key.into(), Value::from(text));
         }
       }
-      let info = as_object(get_unknown(&properties, "info"))?;
       let mut out = Map::new();
-      for key in ["id", "role", "sessionID", "directory"] {
+      if let Some(role) = role {
+        out.insert("role".into(), Value::from(role));
+      }
+      for key in ["id", "sessionID", "directory"] {
         if let Some(text) = get_string(&info, key) {
           out.insert(key.into(), Value::from(text));
         }
       }
-      for key in ["time", "error"] {
-        if let Some(value) = to_json(env, get_unknown(&info, key)) {
-          out.insert(key.into(), value);
-        }
+      if let Some(time) = to_json(env, get_unknown(&info, "time")) {
+        out.insert("time".into(), time);
+      }
+      if let Some(error) = to_json(env, error.map(|e| e.to_unknown())) {
+        out.insert("error".into(), error);
       }
       props.insert("info".into(), Value::Object(out));
       Value::Object(props)
