@@ -190,7 +190,7 @@ function report(env, load, results) {
     out.push('')
     out.push(`### 3. Scale: ${int(scale.sessions)} sessions with active goals go idle together`)
     out.push('')
-    out.push('| forward all idle payloads | timers armed | last continuation after (from first payload / from due) | first after due | peak RSS growth | threads before → max (added) | sent | missed | prompted twice | settled instead | host CPU | mock CPU |')
+    out.push('| forward all idle payloads | timers armed when the forward loop returned | last continuation after (from first payload / from due) | first after due | peak RSS growth | threads before → max (added) | sent | missed | prompted twice | settled instead | host CPU | mock CPU |')
     out.push('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
     out.push(
       `| ${f(scale.forwardMs)} ms | ${int(scale.armedAfterForward)} | ${f(scale.allSentAfterMs / 1000, 2)} s / ${f(scale.allSentAfterDueMs / 1000, 2)} s | ${f(scale.firstSentAfterDueMs, 0)} ms | ${f(scale.peakRssGrowthMb)} MB | ${scale.threadsBefore} → ${scale.threadsMax} (+${scale.threadsAdded}) | ${int(scale.prompted)} | ${int(scale.missed)} | ${int(scale.duplicated)} | ${int(scale.settled)} | ${f(scale.hostCpuMs / 1000, 1)} s | ${f(scale.mockCpuMs / 1000, 1)} s |`,
