@@ -4,11 +4,9 @@ import { fork } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { createRequire } from 'node:module'
 
 export const benchDir = path.dirname(fileURLToPath(import.meta.url))
 export const rootDir = path.dirname(benchDir)
-export const require = createRequire(import.meta.url)
 
 /** Milliseconds on CLOCK_MONOTONIC (the same clock in every process: see mock-server.mjs). */
 export const hrMs = () => Number(process.hrtime.bigint()) / 1e6
