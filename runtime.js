@@ -23,6 +23,20 @@ const INTERESTING_TYPES = new Set([
   'question.v2.rejected',
 ])
 
+// Streaming deltas are most of what a host forwards, and their `type` strings are fresh copies
+// made by JSON.parse (V8 only interns short string values), so a Set lookup would hash every one
+// of them. Checking the length and the first character first rejects them without hashing; only
+// a plausible type reaches the Set. Indexed by `length * 128 + first char code`.
+const MAX_TYPE_LENGTH = 64
+const PLAUSIBLE_TYPE = new Uint8Array(MAX_TYPE_LENGTH * 128)
+for (const type of INTERESTING_TYPES) PLAUSIBLE_TYPE[type.length * 128 + type.charCodeAt(0)] = 1
+
+function isInterestingType(type) {
+  if (typeof type !== 'string' || type.length >= MAX_TYPE_LENGTH) return false
+  const first = type.charCodeAt(0)
+  return first < 128 && PLAUSIBLE_TYPE[type.length * 128 + first] === 1 && INTERESTING_TYPES.has(type)
+}
+
 // One event intake per process: the native side fans a payload out to every runtime that
 // talks to the same OpenCode (one intake group). A host that forwards the same payload object
 // to the goal and the assist runtime (as OpenChamber does) has it processed once per group;
@@ -140,7 +154,7 @@ function wrapRuntime(inner) {
     } catch {
       return
     }
-    if (!INTERESTING_TYPES.has(type)) return
+    if (!isInterestingType(type)) return
     if (!firstForwardToGroup(payload, group)) return
     inner.processPayload(payload, typeof directoryHint === 'string' ? directoryHint : undefined)
   }

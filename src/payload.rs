@@ -5,7 +5,7 @@
 use napi::bindgen_prelude::*;
 use napi::bindgen_prelude::JsObjectValue;
 use napi::{sys, Env, ValueType};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use goal_core::intake::{dispatch, parse_payload, INTERESTING_TYPES};
 use goal_core::model::{KNOWN_GOAL_FIELDS, OBJECTIVE_REVISION_FIELD};
@@ -30,59 +30,33 @@ fn get_string(object: &Object, key: &str) -> Option<String> {
   String::from_unknown(value).ok()
 }
 
-/// Deepest nesting and most values converted from one JS value: a cyclic or gigantic object
-/// from a hostile host is cut off instead of overflowing the stack.
-const MAX_DEPTH: u32 = 16;
-const MAX_NODES: usize = 50_000;
+/// Largest JSON text taken from one payload field (a goal is a few hundred bytes).
+const MAX_JSON_BYTES: usize = 1 << 20;
 
-fn to_json(_env: &Env, value: Option<Unknown>) -> Option<Value> {
-  let mut budget = MAX_NODES;
-  convert(value?, MAX_DEPTH, &mut budget)
-}
-
-fn convert(value: Unknown, depth: u32, budget: &mut usize) -> Option<Value> {
-  if *budget == 0 {
+/// A JS value as JSON, through the engine's own `JSON.stringify`: one call into the engine
+/// instead of several N-API calls per property (a goal has some twenty fields, and each N-API
+/// call costs about as much as a JS property read costs a hundred times). A value that cannot
+/// be stringified (cyclic, BigInt, a throwing getter or `toJSON`) or gives no JSON text
+/// (undefined, a function), or whose text is over `MAX_JSON_BYTES`, is `None`; the exception, if
+/// any, is cleared by `forward`. serde_json's nesting limit (128) bounds the parse.
+fn to_json(env: &Env, value: Option<Unknown>) -> Option<Value> {
+  let value = value?;
+  let stringify = env
+    .get_global()
+    .ok()?
+    .get_named_property::<Object>("JSON")
+    .ok()?
+    .get_named_property::<Function<Unknown, Unknown>>("stringify")
+    .ok()?;
+  let text = stringify.call(value).ok()?;
+  if text.get_type().ok()? != ValueType::String {
     return None;
   }
-  *budget -= 1;
-  match value.get_type().ok()? {
-    ValueType::Null | ValueType::Undefined => Some(Value::Null),
-    ValueType::Boolean => bool::from_unknown(value).ok().map(Value::Bool),
-    ValueType::Number => f64::from_unknown(value)
-      .ok()
-      .map(|n| serde_json::Number::from_f64(n).map(Value::Number).unwrap_or(Value::Null)),
-    ValueType::String => String::from_unknown(value).ok().map(Value::String),
-    ValueType::Object if depth > 0 => {
-      let object = Object::from_unknown(value).ok()?;
-      if object.is_array().ok()? {
-        let length = object.get_array_length().ok()?;
-        let mut items = Vec::new();
-        for index in 0..length {
-          let item = object.get_element::<Unknown>(index).ok()?;
-          items.push(convert(item, depth - 1, budget).unwrap_or(Value::Null));
-          if *budget == 0 {
-            break;
-          }
-        }
-        return Some(Value::Array(items));
-      }
-      let names = object.get_property_names().ok()?;
-      let length = names.get_array_length().ok()?;
-      let mut map = Map::new();
-      for index in 0..length {
-        let Ok(key) = names.get_element::<String>(index) else { continue };
-        let Some(item) = get_unknown(&object, &key) else { continue };
-        if let Some(converted) = convert(item, depth - 1, budget) {
-          map.insert(key, converted);
-        }
-        if *budget == 0 {
-          break;
-        }
-      }
-      Some(Value::Object(map))
-    }
-    _ => None,
+  let text = String::from_unknown(text).ok()?;
+  if text.len() > MAX_JSON_BYTES {
+    return None;
   }
+  serde_json::from_str(&text).ok()
 }
 
 /// The goal's known fields, each only when it is a string, number, boolean or null (any other
@@ -99,7 +73,12 @@ fn goal_fields(goal: Unknown) -> Value {
   for key in KNOWN_GOAL_FIELDS.iter().chain(std::iter::once(&OBJECTIVE_REVISION_FIELD)) {
     let Some(value) = get_unknown(&object, key) else { continue };
     let scalar = match value.get_type() {
-      Ok(ValueType::String | ValueType::Number | ValueType::Boolean | ValueType::Null) => convert(value, 0, &mut 1),
+      Ok(ValueType::String) => String::from_unknown(value).ok().map(Value::String),
+      Ok(ValueType::Number) => f64::from_unknown(value)
+        .ok()
+        .map(|n| serde_json::Number::from_f64(n).map(Value::Number).unwrap_or(Value::Null)),
+      Ok(ValueType::Boolean) => bool::from_unknown(value).ok().map(Value::Bool),
+      Ok(ValueType::Null) => Some(Value::Null),
       _ => None,
     };
     if let Some(scalar) = scalar {
@@ -131,7 +110,7 @@ fn reduce(env: &Env, payload: Unknown) -> Option<Value> {
         .and_then(|ns| get_unknown(&ns, "goal"))
         .map(goal_fields);
       if let Some(goal) = goal {
-        out.insert("metadata".into(), json!({ "openchamber": { "goal": goal } }));
+        out.insert("metadata".into(), nest(&["openchamber", "goal"], goal));
       }
       let mut props = Map::new();
       if let Some(directory) = get_string(&properties, "directory") {
@@ -142,23 +121,34 @@ fn reduce(env: &Env, payload: Unknown) -> Option<Value> {
     }
     "message.updated" => {
       let properties = properties?;
+      let info = as_object(get_unknown(&properties, "info"))?;
+      let role = get_string(&info, "role");
+      let error = as_object(get_unknown(&info, "error"));
+      // Most of these are updates of an assistant reply while it streams; only a reply that
+      // ended with an error (the abort) is an event, so the others stop here.
+      if role.as_deref() == Some("assistant") && error.is_none() {
+        return None;
+      }
       let mut props = Map::new();
       for key in ["sessionID", "directory"] {
         if let Some(text) = get_string(&properties, key) {
           props.insert(key.into(), Value::from(text));
         }
       }
-      let info = as_object(get_unknown(&properties, "info"))?;
       let mut out = Map::new();
-      for key in ["id", "role", "sessionID", "directory"] {
+      if let Some(role) = role {
+        out.insert("role".into(), Value::from(role));
+      }
+      for key in ["id", "sessionID", "directory"] {
         if let Some(text) = get_string(&info, key) {
           out.insert(key.into(), Value::from(text));
         }
       }
-      for key in ["time", "error"] {
-        if let Some(value) = to_json(env, get_unknown(&info, key)) {
-          out.insert(key.into(), value);
-        }
+      if let Some(time) = to_json(env, get_unknown(&info, "time")) {
+        out.insert("time".into(), time);
+      }
+      if let Some(error) = to_json(env, error.map(|e| e.to_unknown())) {
+        out.insert("error".into(), error);
       }
       props.insert("info".into(), Value::Object(out));
       Value::Object(props)
@@ -166,7 +156,20 @@ fn reduce(env: &Env, payload: Unknown) -> Option<Value> {
     // Small payloads: take them whole.
     _ => properties.and_then(|p| to_json(env, Some(p.to_unknown()))).unwrap_or(Value::Null),
   };
-  Some(json!({ "type": kind, "properties": reduced_properties }))
+  let mut reduced = Map::new();
+  reduced.insert("type".into(), Value::String(kind));
+  reduced.insert("properties".into(), reduced_properties);
+  Some(Value::Object(reduced))
+}
+
+/// `{"a": {"b": value}}` for the path `["a", "b"]`, moving `value` (serde_json's `json!` macro
+/// would deep-copy it through its serializer).
+fn nest(path: &[&str], value: Value) -> Value {
+  path.iter().rev().fold(value, |inner, key| {
+    let mut map = Map::new();
+    map.insert((*key).to_string(), inner);
+    Value::Object(map)
+  })
 }
 
 fn clear_pending_exception(env: &Env) {

@@ -10,12 +10,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::RwLock;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio::task::JoinHandle;
 use tracing::{error, warn};
 
 use crate::tick::{Generation, TickOutcome};
 use crate::writer::now_ms;
+
+/// Most ticks of one runtime that run at once. A burst of wake-ups (thousands of sessions going
+/// idle together, a reconnect scan) would otherwise start every tick at once: one connection
+/// per read per session, OpenCode answering past the request timeout, and ticks giving up on
+/// reads that would have succeeded. Beyond this many, fired ticks wait their turn (FIFO). A
+/// waiting tick counts as in flight (follow-ups and invalidation work as for a running one).
+pub const MAX_CONCURRENT_TICKS: usize = 32;
 
 /// What a scheduler runs when a session's timer fires.
 pub trait Job: Send + Sync + 'static {
@@ -26,6 +33,10 @@ pub trait Job: Send + Sync + 'static {
     fn quiet(&self) -> Duration;
     /// Retries before giving up.
     fn max_attempts(&self) -> u32;
+    /// Ticks allowed to run at once (see [`MAX_CONCURRENT_TICKS`]).
+    fn max_concurrent(&self) -> usize {
+        MAX_CONCURRENT_TICKS
+    }
 }
 
 /// How an arm request treats a timer already pending.
@@ -117,8 +128,10 @@ impl Scheduler {
         let (tx, rx) = mpsc::unbounded_channel();
         let stats = Arc::new(Stats::default());
         let view = Arc::new(RwLock::new(HashMap::new()));
+        let slots = Arc::new(Semaphore::new(job.max_concurrent().max(1)));
         let actor = Actor {
             job,
+            slots,
             tx: tx.downgrade(),
             entries: HashMap::new(),
             next_timer: 0,
@@ -184,6 +197,7 @@ impl Scheduler {
 
 struct Actor {
     job: Arc<dyn Job>,
+    slots: Arc<Semaphore>,
     tx: mpsc::WeakUnboundedSender<Command>,
     entries: HashMap<String, Entry>,
     next_timer: u64,
@@ -310,8 +324,13 @@ impl Actor {
         let tx = self.tx.clone();
         let key = session.to_string();
         let stats = self.stats.clone();
-        let work = job.run(key.clone(), directory, attempt, generation);
+        let slots = self.slots.clone();
         let handle = self.runtime.spawn(async move {
+            // The semaphore is never closed, so this only waits for a free slot. The tick's
+            // future (tens of kB of state) is only built once it has one: thousands of waiting
+            // ticks then cost a few hundred bytes each.
+            let _slot = slots.acquire_owned().await;
+            let work = job.run(key.clone(), directory, attempt, generation);
             // A panic inside the tick must not take the actor down: run it as its own task and
             // turn a panic into an ordinary outcome.
             let outcome = match tokio::spawn(work).await {
@@ -626,5 +645,66 @@ mod tests {
         scheduler.arm("late", "", Duration::from_millis(1), ArmMode::Replace);
         tokio::time::sleep(Duration::from_millis(10)).await;
         assert_eq!(recorder.count(), 0);
+    }
+}
+
+#[cfg(test)]
+mod concurrency_tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    /// Records how many runs overlap.
+    struct CountingJob {
+        running: Arc<AtomicUsize>,
+        peak: Arc<AtomicUsize>,
+        done: Arc<AtomicUsize>,
+        limit: usize,
+    }
+
+    impl Job for CountingJob {
+        fn run(&self, _session: String, _directory: String, _attempt: u32, _generation: Generation)
+            -> Pin<Box<dyn Future<Output = TickOutcome> + Send>> {
+            let (running, peak, done) = (self.running.clone(), self.peak.clone(), self.done.clone());
+            Box::pin(async move {
+                let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                peak.fetch_max(now, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                running.fetch_sub(1, Ordering::SeqCst);
+                done.fetch_add(1, Ordering::SeqCst);
+                TickOutcome::Done
+            })
+        }
+        fn quiet(&self) -> Duration {
+            Duration::from_millis(10)
+        }
+        fn max_attempts(&self) -> u32 {
+            4
+        }
+        fn max_concurrent(&self) -> usize {
+            self.limit
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_burst_of_wake_ups_runs_every_tick_but_never_more_than_the_limit_at_once() {
+        let job = CountingJob {
+            running: Arc::default(),
+            peak: Arc::default(),
+            done: Arc::default(),
+            limit: 4,
+        };
+        let (peak, done) = (job.peak.clone(), job.done.clone());
+        let scheduler = Scheduler::start(Arc::new(job), &tokio::runtime::Handle::current());
+        for index in 0..40 {
+            scheduler.arm(&format!("ses_{index}"), "/tmp/project", Duration::ZERO, ArmMode::Replace);
+        }
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while done.load(Ordering::SeqCst) < 40 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(done.load(Ordering::SeqCst), 40, "every fired tick ran");
+        assert_eq!(peak.load(Ordering::SeqCst), 4, "never more than the limit at once");
+        assert_eq!(scheduler.stats().ticks.load(Ordering::Relaxed), 40);
+        scheduler.stop().await;
     }
 }

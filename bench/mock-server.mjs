@@ -1,0 +1,157 @@
+// The mock OpenCode of the tests (__test__/mock/opencode.mjs), run in its own process for the
+// benchmarks, so that its HTTP handling, memory and CPU never count against the host process
+// being measured. Driven over the fork IPC channel: {id, cmd, args} → {id, result | error}.
+//
+// Every recorded request is stamped with `atHr`: process.hrtime in ms (CLOCK_MONOTONIC, shared by
+// every process on the machine), taken when the request arrives, before any injected delay. The
+// host compares it with its own process.hrtime, so cross-process latencies need no clock sync.
+import { startMockOpenCode } from '../__test__/mock/opencode.mjs'
+
+const hrMs = () => Number(process.hrtime.bigint()) / 1e6
+
+let mock = null
+// sessionId → arrival times (atHr) of its POST /session/:id/prompt_async requests.
+const promptArrivals = new Map()
+let notifyPrompts = false
+// Request log kept compact (the mock's own log clones headers and bodies of every request).
+let log = []
+let keepLog = false
+
+const PROMPT_PATH = /^\/session\/([^/]+)\/prompt_async$/
+
+function goalMetadata(index, fields) {
+  const created = Date.now() - 60_000
+  return {
+    openchamber: {
+      goal: {
+        id: `goal-bench-${index}`,
+        objective: 'Make the parser handle nested lists and keep every existing test green',
+        objectiveFile: false,
+        status: 'active',
+        tokenBudget: null,
+        tokensUsed: 0,
+        turnsUsed: 0,
+        blockedStreak: 0,
+        auditFailStreak: 0,
+        note: '',
+        statusReason: '',
+        lastAccountedMessageID: '',
+        createdAt: created,
+        updatedAt: created,
+        ...fields,
+      },
+    },
+  }
+}
+
+const commands = {
+  async start({ directory = '/tmp/project' } = {}) {
+    mock = await startMockOpenCode({ heartbeatMs: 3_600_000, directory, autoUserMessage: true })
+    // Stamp and index every request as it is recorded (the mock calls mock.requests.push on arrival).
+    const requests = mock.requests
+    requests.push = (record) => {
+      const atHr = hrMs()
+      const match = record.method === 'POST' ? PROMPT_PATH.exec(record.path) : null
+      if (match) {
+        const sessionId = decodeURIComponent(match[1])
+        const list = promptArrivals.get(sessionId)
+        if (list) list.push(atHr)
+        else promptArrivals.set(sessionId, [atHr])
+        if (notifyPrompts) process.send({ event: 'prompt', sessionId, atHr })
+      }
+      if (keepLog) log.push({ method: record.method, path: record.path, query: record.query, body: record.body, atHr })
+      // The mock's own arrays are not needed by the benchmarks and would only grow.
+      return 0
+    }
+    return { url: mock.url }
+  },
+
+  /** Sessions with an active goal and one completed exchange, idle (like the tests' sessionWithReply). */
+  createGoalSessions({ count, directory = '/tmp/project', ids, goal = {} }) {
+    const created = []
+    for (let index = 0; index < count; index++) {
+      const session = mock.createSession({ id: ids?.[index], directory, metadata: goalMetadata(index, goal) })
+      mock.addUserMessage(session.id, 'Please make the parser handle nested lists')
+      mock.addAssistantMessage(session.id, {
+        text: 'Started: parser skeleton in place. Remaining: nesting.',
+        tokens: { input: 1000, output: 100 },
+      })
+      created.push(session.id)
+      // The mock records every emitted event; nothing here reads them.
+      if (mock.events.length > 10_000) mock.events.length = 0
+    }
+    mock.events.length = 0
+    return created
+  },
+
+  fault({ pathSource = '.*', delayMs }) {
+    mock.fault({ path: new RegExp(pathSource), delayMs })
+    return true
+  },
+
+  clearFaults() {
+    mock.clearFaults()
+    return true
+  },
+
+  setLogging({ keep = false, prompts = false }) {
+    keepLog = keep
+    notifyPrompts = prompts
+    return true
+  },
+
+  takeLog() {
+    const out = log
+    log = []
+    return out
+  },
+
+  promptStats() {
+    let prompts = 0
+    let duplicated = 0
+    let first = Infinity
+    let last = -Infinity
+    for (const list of promptArrivals.values()) {
+      prompts += list.length
+      if (list.length > 1) duplicated++
+      for (const at of list) {
+        if (at < first) first = at
+        if (at > last) last = at
+      }
+    }
+    return { sessions: promptArrivals.size, prompts, duplicated, first, last }
+  },
+
+  promptedSessions() {
+    return [...promptArrivals.keys()]
+  },
+
+  resetPrompts() {
+    promptArrivals.clear()
+    return true
+  },
+
+  usage() {
+    return { cpu: process.cpuUsage(), rss: process.memoryUsage().rss }
+  },
+
+  async close() {
+    await mock?.close()
+    setImmediate(() => process.exit(0))
+    return true
+  },
+}
+
+process.on('message', async (message) => {
+  if (!message || typeof message !== 'object' || !('cmd' in message)) return
+  const { id, cmd, args } = message
+  try {
+    const handler = commands[cmd]
+    if (!handler) throw new Error(`unknown command ${cmd}`)
+    const result = await handler(args ?? {})
+    process.send({ id, result })
+  } catch (error) {
+    process.send({ id, error: String(error?.stack ?? error) })
+  }
+})
+process.on('disconnect', () => process.exit(0))

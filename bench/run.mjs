@@ -1,0 +1,251 @@
+#!/usr/bin/env node
+// `npm run bench`: builds the release addon, runs every benchmark section in its own process and
+// prints one Markdown report (machine, figures, targets). Ratios are always taken within the same
+// run. Not part of the test run.
+//
+//   node bench/run.mjs [--no-build] [--only=intake,tick,scale,footprint] [--json=out.json]
+//
+// Environment knobs (defaults are the reported configuration): BENCH_PAYLOADS (1000000),
+// BENCH_DELTAS_PER_TURN (300), BENCH_TICKS (200), BENCH_SESSIONS (10000), BENCH_IDLE_MS (10000).
+import { execFileSync, fork } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { benchDir, rootDir } from './lib.mjs'
+
+const SECTIONS = ['intake', 'tick', 'scale', 'footprint']
+const BINARY = path.join(rootDir, 'session-goal-runtime.linux-x64-gnu.node')
+
+const args = process.argv.slice(2)
+const flag = (name) => args.find((a) => a === `--${name}` || a.startsWith(`--${name}=`))
+const value = (name) => flag(name)?.split('=').slice(1).join('=')
+const only = value('only') ? value('only').split(',') : SECTIONS
+
+function log(line) {
+  process.stderr.write(line + '\n')
+}
+
+function build() {
+  log('== release build: npx napi build --platform --release --target x86_64-unknown-linux-gnu')
+  execFileSync('npx', ['napi', 'build', '--platform', '--release', '--target', 'x86_64-unknown-linux-gnu'], {
+    cwd: rootDir,
+    stdio: ['ignore', process.stderr, process.stderr],
+  })
+}
+
+/** Names of an ELF64 file's sections. */
+function elfSectionNames(file) {
+  const elf = fs.readFileSync(file)
+  if (elf.readUInt32BE(0) !== 0x7f454c46 || elf[4] !== 2) throw new Error(`${file} is not an ELF64 file`)
+  const sectionsAt = Number(elf.readBigUInt64LE(0x28))
+  const entrySize = elf.readUInt16LE(0x3a)
+  const count = elf.readUInt16LE(0x3c)
+  const namesIndex = elf.readUInt16LE(0x3e)
+  const header = (i) => sectionsAt + i * entrySize
+  const namesAt = Number(elf.readBigUInt64LE(header(namesIndex) + 0x18))
+  const names = []
+  for (let i = 0; i < count; i++) {
+    const start = namesAt + elf.readUInt32LE(header(i))
+    names.push(elf.toString('latin1', start, elf.indexOf(0, start)))
+  }
+  return names
+}
+
+/** A debug build carries DWARF sections (.debug_*); the release profile strips them. */
+function assertReleaseBinary() {
+  if (!fs.existsSync(BINARY)) throw new Error(`${BINARY} is missing: run without --no-build`)
+  if (elfSectionNames(BINARY).some((name) => name.startsWith('.debug_'))) {
+    throw new Error(`${path.basename(BINARY)} is a debug build (has .debug_* sections): run without --no-build`)
+  }
+}
+
+function machine() {
+  const cpus = os.cpus()
+  let rustc = 'unknown'
+  try {
+    rustc = execFileSync('rustc', ['-V'], { encoding: 'utf8' }).trim()
+  } catch {
+    // Reported as unknown.
+  }
+  let commit = 'unknown'
+  try {
+    commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: rootDir, encoding: 'utf8' }).trim()
+    const dirty = execFileSync('git', ['status', '--porcelain'], { cwd: rootDir, encoding: 'utf8' }).trim()
+    if (dirty) commit += ' (uncommitted changes)'
+  } catch {
+    // Reported as unknown.
+  }
+  return {
+    nproc: os.availableParallelism?.() ?? cpus.length,
+    cpu: cpus[0]?.model ?? 'unknown',
+    memoryGb: os.totalmem() / 1024 ** 3,
+    node: process.version,
+    rustc,
+    kernel: os.release(),
+    commit,
+    date: new Date().toISOString(),
+  }
+}
+
+function runSection(name) {
+  return new Promise((resolve, reject) => {
+    log(`== ${name}`)
+    const child = fork(path.join(benchDir, 'sections', `${name}.mjs`), [], {
+      execArgv: ['--expose-gc'],
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    })
+    let settled = false
+    child.on('message', (message) => {
+      settled = true
+      if (message?.ok) resolve(message.result)
+      else reject(new Error(`${name}: ${message?.error ?? 'failed'}`))
+    })
+    child.on('exit', (code) => {
+      if (!settled) reject(new Error(`${name}: exited with ${code} before reporting`))
+    })
+  })
+}
+
+const f = (n, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a')
+const ns = (n) => (Number.isFinite(n) ? (n >= 1000 ? `${(n / 1000).toFixed(2)} µs` : `${n.toFixed(0)} ns`) : 'n/a')
+const x = (n) => `${f(n, 2)}×`
+const int = (n) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : 'n/a')
+
+function verdict(ok, miss) {
+  return ok ? 'met' : `**missed** (${miss})`
+}
+
+function report(env, load, results) {
+  const out = []
+  const targets = []
+  out.push('### Machine')
+  out.push('')
+  out.push('| nproc | CPU | memory | Node | rustc | kernel | commit | load avg 1/5/15 min (start → end) |')
+  out.push('|---|---|---|---|---|---|---|---|')
+  out.push(
+    `| ${env.nproc} | ${env.cpu} | ${f(env.memoryGb)} GiB | ${env.node} | ${env.rustc} | ${env.kernel} | ${env.commit} | ${load.start.map((l) => f(l, 2)).join(' / ')} → ${load.end.map((l) => f(l, 2)).join(' / ')} |`,
+  )
+  out.push('')
+  out.push(`Run at ${env.date}; release build of the addon.`)
+
+  const intake = results.intake
+  if (intake) {
+    out.push('')
+    out.push('### 1. Main-thread cost per forwarded payload')
+    out.push('')
+    out.push(
+      `${int(intake.mix.count)} payloads: \`server.connected\`, then ${int(intake.copies)} copies of the capture (${intake.copySize} payloads each: the capture's ${intake.copySize - intake.deltasPerTurn} with the reply streamed as ${intake.deltasPerTurn} deltas), each copy on its own session. Host JSON.parse of one SSE data line: ${ns(intake.parseNs)} on average.`,
+    )
+    out.push('')
+    out.push('| payload type | count | pre-parsed: no-op floor | type read | runtime | runtime ÷ floor | with JSON.parse: no-op floor | runtime | runtime ÷ floor |')
+    out.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|')
+    const row = (r, bold) => {
+      const name = bold ? `**${r.type}**` : r.type
+      return `| ${name} | ${int(r.count)} | ${ns(r.parsed.noopNs)} | ${ns(r.parsed.typeReadNs)} | ${ns(r.parsed.runtimeNs)} | ${x(r.parsed.ratio)} | ${ns(r.withParse.noopNs)} | ${ns(r.withParse.runtimeNs)} | ${x(r.withParse.ratio)} |`
+    }
+    out.push(row(intake.partDeltas, true))
+    for (const r of intake.perType) out.push(row(r))
+    out.push(row(intake.dropped, true))
+    out.push(row(intake.forwarded, true))
+    out.push(row(intake.mix, true))
+    out.push('')
+    out.push(
+      `After the replay: ${int(intake.afterReplay.armedTimers)} timers armed, ${int(intake.afterReplay.activeGoals)} goals seen active, ${int(intake.afterReplay.ticks)} ticks fired (quiet windows 60 s).`,
+    )
+    targets.push([
+      'part deltas ≤ 1.2× the no-op floor',
+      `pre-parsed ${x(intake.partDeltas.parsed.ratio)} (+${ns(intake.partDeltas.parsed.runtimeNs - intake.partDeltas.parsed.noopNs)}/payload; a bare type read alone is ${x(intake.partDeltas.parsed.typeReadRatio)}); with JSON.parse ${x(intake.partDeltas.withParse.ratio)}`,
+      verdict(intake.partDeltas.parsed.ratio <= 1.2, `pre-parsed by ${f((intake.partDeltas.parsed.ratio / 1.2 - 1) * 100, 0)} %; ${intake.partDeltas.withParse.ratio <= 1.2 ? 'met' : 'missed'} with JSON.parse`),
+    ])
+  }
+
+  const tick = results.tick
+  if (tick) {
+    out.push('')
+    out.push('### 2. Tick latency (timer fired → mock receives prompt_async)')
+    out.push('')
+    out.push(`Quiet window ${tick.quietMs} ms, mock delay ${tick.delayMs} ms per request, auditor answers at once, ${tick.ticks} continuations per row (after ${10} warm-up).`)
+    out.push('')
+    out.push('| path | p50 | p99 | min | max | from the tick\'s first request, p50 | requests per continuation |')
+    out.push('|---|---:|---:|---:|---:|---:|---:|')
+    const t = (label, r) =>
+      `| ${label} | ${f(r.fromFire.p50, 2)} ms | ${f(r.fromFire.p99, 2)} ms | ${f(r.fromFire.min, 2)} ms | ${f(r.fromFire.max, 2)} ms | ${f(r.fromFirstRequest.p50, 2)} ms | ${r.requests.min === r.requests.max ? r.requests.p50 : `${r.requests.min}–${r.requests.max}`} |`
+    out.push(t('tick, `openCode.baseUrl`', tick.native))
+    out.push(t('tick, OpenChamber `buildOpenCodeUrl` + `getOpenCodeAuthHeaders` + `getSmallModelService`', tick.hosted))
+    out.push(`| the same ${tick.requestSequence.length} requests one after another (JS, one keep-alive connection) | ${f(tick.sequentialJs.p50, 2)} ms | ${f(tick.sequentialJs.p99, 2)} ms | ${f(tick.sequentialJs.min, 2)} ms | ${f(tick.sequentialJs.max, 2)} ms | | ${tick.requestSequence.length} |`)
+    out.push(`| one round trip (JS, GET /session/:id) | ${f(tick.roundTrip.p50, 2)} ms | ${f(tick.roundTrip.p99, 2)} ms | ${f(tick.roundTrip.min, 2)} ms | ${f(tick.roundTrip.max, 2)} ms | | 1 |`)
+    out.push('')
+    out.push(`Requests of one continuation, in arrival order: ${tick.requestSequence.map((s) => '`' + s + '`').join(', ')}.`)
+    out.push(`Tick p50 ÷ sequential p50: ${x(tick.native.fromFire.p50 / tick.sequentialJs.p50)}; tick p50 in round trips: ${f(tick.native.fromFire.p50 / tick.roundTrip.p50, 2)}.`)
+    const limit = 4 * tick.roundTrip.p50
+    targets.push([
+      'tick p50 ≤ 4 sequential round trips',
+      `${f(tick.native.fromFire.p50, 2)} ms vs 4 × ${f(tick.roundTrip.p50, 2)} ms = ${f(limit, 2)} ms`,
+      verdict(tick.native.fromFire.p50 <= limit, `by ${f((tick.native.fromFire.p50 / limit - 1) * 100, 0)} %`),
+    ])
+  }
+
+  const scale = results.scale
+  if (scale) {
+    out.push('')
+    out.push(`### 3. Scale: ${int(scale.sessions)} sessions with active goals go idle together`)
+    out.push('')
+    out.push('| forward all idle payloads | timers armed when the forward loop returned | last continuation after (from first payload / from due) | first after due | peak RSS growth | threads before → max (added) | sent | missed | prompted twice | settled instead | host CPU | mock CPU |')
+    out.push('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
+    out.push(
+      `| ${f(scale.forwardMs)} ms | ${int(scale.armedAfterForward)} | ${f(scale.allSentAfterMs / 1000, 2)} s / ${f(scale.allSentAfterDueMs / 1000, 2)} s | ${f(scale.firstSentAfterDueMs, 0)} ms | ${f(scale.peakRssGrowthMb)} MB | ${scale.threadsBefore} → ${scale.threadsMax} (+${scale.threadsAdded}) | ${int(scale.prompted)} | ${int(scale.missed)} | ${int(scale.duplicated)} | ${int(scale.settled)} | ${f(scale.hostCpuMs / 1000, 1)} s | ${f(scale.mockCpuMs / 1000, 1)} s |`,
+    )
+    out.push('')
+    out.push(`Quiet window ${scale.quietMs} ms, no mock delay. RSS before the burst ${f(scale.rssBeforeMb)} MB, after ${f(scale.rssAfterMb)} MB; of the growth, the JS heap (peak heapTotal) ${f(scale.jsHeapTotalGrowthMb)} MB; peak from ${scale.peakFromHwm ? 'VmHWM (reset before the burst) and' : ''} 10 ms samples. Threads after the burst ${scale.threadsAfter}, after stop() ${scale.threadsAfterStop}. Audits ${int(scale.audits)}, panics ${scale.panics}.`)
+    targets.push([
+      `${int(scale.sessions)} sessions: RSS growth < 64 MB, none missed`,
+      `${f(scale.peakRssGrowthMb)} MB, ${int(scale.missed)} missed, ${int(scale.duplicated)} prompted twice`,
+      verdict(scale.peakRssGrowthMb < 64 && scale.missed === 0 && scale.duplicated === 0, `${scale.peakRssGrowthMb >= 64 ? `RSS by ${f(scale.peakRssGrowthMb - 64)} MB` : 'RSS ok'}, ${scale.missed} missed, ${scale.duplicated} twice`),
+    ])
+  }
+
+  const footprint = results.footprint
+  if (footprint) {
+    out.push('')
+    out.push('### 4. Footprint')
+    out.push('')
+    out.push('| require() first / median / max | .node size | CPU over 10 s idle, 1,000 timers armed | same 10 s, no addon | threads: bare node → after require → after create → 1,000 timers → at rest |')
+    out.push('|---:|---:|---:|---:|---:|')
+    const th = footprint.threads
+    out.push(
+      `| ${f(footprint.requireFirstMs, 2)} / ${f(footprint.requireMedianMs, 2)} / ${f(footprint.requireMaxMs, 2)} ms | ${f(footprint.nodeMb, 2)} MB (${int(footprint.nodeBytes)} B) | ${f(footprint.idleCpuMs, 1)} ms (${footprint.timers} timers) | ${f(footprint.idleCpuMsWithoutAddon, 1)} ms | ${th.bareNode} → ${th.afterRequire} → ${th.afterCreate} → ${th.withTimers} → ${th.atRest} (bare node at rest: ${th.bareNodeAtRest}) |`,
+    )
+    out.push('')
+    out.push(`require() runs: ${footprint.requireRuns} fresh node processes.`)
+    targets.push(['require() < 30 ms', `median ${f(footprint.requireMedianMs, 2)} ms, first ${f(footprint.requireFirstMs, 2)} ms, max ${f(footprint.requireMaxMs, 2)} ms`, verdict(footprint.requireMaxMs < 30, `max by ${f(footprint.requireMaxMs - 30, 1)} ms`)])
+    targets.push(['.node < 6 MB', `${f(footprint.nodeMb, 2)} MB`, verdict(footprint.nodeMb < 6, `by ${f(footprint.nodeMb - 6, 2)} MB`)])
+  }
+
+  out.push('')
+  out.push('### Targets')
+  out.push('')
+  out.push('| target | measured | verdict |')
+  out.push('|---|---|---|')
+  for (const [target, measured, result] of targets) out.push(`| ${target} | ${measured} | ${result} |`)
+  return out.join('\n')
+}
+
+async function main() {
+  if (!flag('no-build')) build()
+  assertReleaseBinary()
+  const env = machine()
+  const load = { start: os.loadavg() }
+  const results = {}
+  for (const name of SECTIONS) {
+    if (only.includes(name)) results[name] = await runSection(name)
+  }
+  load.end = os.loadavg()
+  const text = report(env, load, results)
+  if (value('json')) fs.writeFileSync(value('json'), JSON.stringify({ env, load, results }, null, 2))
+  process.stdout.write(text + '\n')
+}
+
+main().catch((error) => {
+  log(String(error?.stack ?? error))
+  process.exit(1)
+})
