@@ -2,7 +2,6 @@
 // napi needs the full ThreadsafeFunction type spelled out in exported option structs.
 #![allow(clippy::type_complexity)]
 
-use std::sync::Arc;
 
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::{ThreadsafeFunction, UnknownReturnValue};
@@ -11,9 +10,9 @@ use napi_derive::napi;
 use goal_core::assist::{AssistConfig, AssistRuntime, AssistRuntimeSettings, AssistSnapshot};
 use goal_core::opencode::OpenCodeClient;
 use goal_core::scheduler::SessionSnapshot;
-use goal_core::services::{resolve_data_dir, DataDir, SmallModel};
+use goal_core::services::{resolve_data_dir, DataDir};
 
-use crate::{build_endpoint, callbacks, count, logging, millis, payload, runtime_handle, OpenCodeTarget, RuntimeSettingsOptions, SessionState};
+use crate::{build_endpoint, count, logging, millis, payload, runtime_handle, OpenCodeTarget, RuntimeSettingsOptions, SessionState};
 
 /// Options of `createSessionAssistRuntime`. Accepts OpenChamber's names (`buildOpenCodeUrl`,
 /// `getOpenCodeAuthHeaders`, `getSmallModelService`, `quietMs`) and a native-first form
@@ -130,10 +129,7 @@ pub fn create_session_assist_runtime(options: SessionAssistRuntimeOptions) -> Re
   let endpoint = build_endpoint(options.open_code, options.build_open_code_url, options.get_open_code_auth_headers)?;
   let client = OpenCodeClient::new(endpoint, millis(options.fetch_timeout_ms, 5_000));
   let data_dir = DataDir::new(resolve_data_dir(options.settings.as_ref().and_then(|s| s.data_dir.as_deref())));
-  let small_model: Arc<dyn SmallModel> = match options.generate_small_model_text {
-    Some(callback) => Arc::new(callbacks::HostSmallModel::new(callback)),
-    None => crate::builtin_small_model(&client, options.small_model.as_ref()),
-  };
+  let small_model = crate::callbacks::small_model_for(options.generate_small_model_text, &client, options.small_model.as_ref());
   let defaults = AssistConfig::default();
   let config = AssistConfig {
     quiet: millis(options.quiet_ms, defaults.quiet.as_millis() as u64),

@@ -11,7 +11,7 @@ use goal_core::services::{Notifier, SmallModel, SmallModelError, SmallModelReply
 
 type UrlCallback = ThreadsafeFunction<FnArgs<(String, String)>, String, FnArgs<(String, String)>, Status, false, true>;
 type HeadersCallback = ThreadsafeFunction<(), Promise<Value>, (), Status, false, true>;
-type ModelCallback = ThreadsafeFunction<Value, Promise<Value>, Value, Status, false, true>;
+pub(crate) type ModelCallback = ThreadsafeFunction<Value, Promise<Value>, Value, Status, false, true>;
 type NotifyCallback = ThreadsafeFunction<Value, UnknownReturnValue, Value, Status, false, true>;
 
 /// OpenCode location resolved through the host's `buildOpenCodeUrl` / `getOpenCodeAuthHeaders`.
@@ -126,5 +126,17 @@ impl Notifier for HostNotifier {
         tracing::warn!(target: "session_goal", "emitGoalNotification threw");
       }
     });
+  }
+}
+
+/// The host's small-model service when it passed one, else the built-in small model.
+pub(crate) fn small_model_for(
+  host: Option<ModelCallback>,
+  client: &goal_core::opencode::OpenCodeClient,
+  choice: Option<&crate::SmallModelChoice>,
+) -> std::sync::Arc<dyn SmallModel> {
+  match host {
+    Some(callback) => std::sync::Arc::new(HostSmallModel::new(callback)),
+    None => crate::builtin_small_model(client, choice),
   }
 }

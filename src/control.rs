@@ -9,7 +9,6 @@
 
 use std::future::Future;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use napi::bindgen_prelude::*;
@@ -25,7 +24,7 @@ use goal_core::orchestrate::{
   self, CreateSession, DispatchReport, ForkSession, PromptOptions, ScheduledGoal, SendPrompt,
   DEFAULT_COMMAND_TIMEOUT, DEFAULT_LANDING_POLL, DEFAULT_LANDING_TIMEOUT,
 };
-use goal_core::services::{resolve_data_dir, SmallModel};
+use goal_core::services::resolve_data_dir;
 
 use crate::{build_endpoint, OpenCodeTarget, RuntimeSettingsOptions};
 
@@ -576,10 +575,7 @@ pub fn create_goal_control(options: GoalControlOptions) -> Result<GoalControl> {
   crate::logging::init();
   let endpoint = build_endpoint(options.open_code, options.build_open_code_url, options.get_open_code_auth_headers)?;
   let client = OpenCodeClient::new(endpoint, millis(options.fetch_timeout_ms, Duration::from_millis(10_000)));
-  let small_model: Arc<dyn SmallModel> = match options.generate_small_model_text {
-    Some(callback) => Arc::new(crate::callbacks::HostSmallModel::new(callback)),
-    None => crate::builtin_small_model(&client, options.small_model.as_ref()),
-  };
+  let small_model = crate::callbacks::small_model_for(options.generate_small_model_text, &client, options.small_model.as_ref());
   let explicit_dir = options.data_dir.or_else(|| options.settings.and_then(|s| s.data_dir));
   let ctx = ControlContext {
     client,

@@ -316,10 +316,7 @@ pub fn create_session_goal_runtime(options: SessionGoalRuntimeOptions) -> Result
   let fetch_timeout = millis(options.fetch_timeout_ms, 10_000);
   let client = OpenCodeClient::new(endpoint, fetch_timeout);
   let data_dir = DataDir::new(resolve_data_dir(options.settings.as_ref().and_then(|s| s.data_dir.as_deref())));
-  let small_model: Arc<dyn SmallModel> = match options.generate_small_model_text {
-    Some(callback) => Arc::new(callbacks::HostSmallModel::new(callback)),
-    None => builtin_small_model(&client, options.small_model.as_ref()),
-  };
+  let small_model = callbacks::small_model_for(options.generate_small_model_text, &client, options.small_model.as_ref());
   let notifier: Arc<dyn Notifier> = match options.emit_goal_notification {
     Some(callback) => Arc::new(callbacks::HostNotifier::new(callback)),
     None => Arc::new(NoNotifier),
