@@ -4,6 +4,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { startMockOpenCode } from './mock/opencode.mjs'
+import { freshGoal } from './mock/goal.mjs'
 
 const require = createRequire(import.meta.url)
 export const pkg = require('../runtime.js')
@@ -34,23 +35,7 @@ export function scriptedAuditor(verdicts) {
 export function goalMetadata(fields = {}) {
   return {
     openchamber: {
-      goal: {
-        id: 'goal-' + Math.random().toString(36).slice(2, 8),
-        objective: 'Make the parser handle nested lists',
-        objectiveFile: false,
-        status: 'active',
-        tokenBudget: null,
-        tokensUsed: 0,
-        turnsUsed: 0,
-        blockedStreak: 0,
-        auditFailStreak: 0,
-        note: '',
-        statusReason: '',
-        lastAccountedMessageID: '',
-        createdAt: Date.now() - 1000,
-        updatedAt: Date.now() - 1000,
-        ...fields,
-      },
+      goal: freshGoal(fields),
     },
   }
 }

@@ -6,6 +6,7 @@
 // every process on the machine), taken when the request arrives, before any injected delay. The
 // host compares it with its own process.hrtime, so cross-process latencies need no clock sync.
 import { startMockOpenCode } from '../__test__/mock/opencode.mjs'
+import { freshGoal } from '../__test__/mock/goal.mjs'
 
 const hrMs = () => Number(process.hrtime.bigint()) / 1e6
 
@@ -23,23 +24,13 @@ function goalMetadata(index, fields) {
   const created = Date.now() - 60_000
   return {
     openchamber: {
-      goal: {
+      goal: freshGoal({
         id: `goal-bench-${index}`,
         objective: 'Make the parser handle nested lists and keep every existing test green',
-        objectiveFile: false,
-        status: 'active',
-        tokenBudget: null,
-        tokensUsed: 0,
-        turnsUsed: 0,
-        blockedStreak: 0,
-        auditFailStreak: 0,
-        note: '',
-        statusReason: '',
-        lastAccountedMessageID: '',
         createdAt: created,
         updatedAt: created,
         ...fields,
-      },
+      }),
     },
   }
 }

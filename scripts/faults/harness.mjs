@@ -17,6 +17,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { startMockOpenCode } from '../../__test__/mock/opencode.mjs'
+import { freshGoal } from '../../__test__/mock/goal.mjs'
 
 const require = createRequire(import.meta.url)
 export const pkg = require('../../runtime.js')
@@ -209,23 +210,13 @@ export async function createHarness(name, { mockOptions = {}, runtimeOptions = {
       const label = spec.label ?? 'case ' + counter
       const directory = spec.directory ?? `/tmp/faults/${name}/${counter}`
       const objective = spec.objective ?? `Case ${counter} (${label}): make the parser handle nested lists`
-      const goal = {
+      const goal = freshGoal({
         id: 'goal-' + counter + '-' + Math.random().toString(36).slice(2, 8),
         objective,
-        objectiveFile: false,
-        status: 'active',
-        tokenBudget: null,
-        tokensUsed: 0,
-        turnsUsed: 0,
-        blockedStreak: 0,
-        auditFailStreak: 0,
-        note: '',
-        statusReason: '',
-        lastAccountedMessageID: '',
         createdAt: Date.now() - 60_000,
         updatedAt: Date.now() - 60_000,
         ...spec.goal,
-      }
+      })
       const foreign = spec.foreign === false ? {} : { ui: { pinned: true, label }, other: { token: 'keep-' + counter } }
       const assist = spec.foreign === false ? {} : { assist: { recap: 'recap ' + counter, forMessageID: 'msg_x' } }
       const metadata = 'metadata' in spec ? spec.metadata : { ...foreign, openchamber: { ...assist, goal } }
