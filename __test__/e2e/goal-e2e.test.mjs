@@ -283,6 +283,8 @@ describe('goal loop on a real OpenCode server', () => {
       await waitFor(() => output.includes('watching goals'), 15_000, 50)
       const { sessionId } = await createGoalSession(oc.api, { objective: `Finish the port ${tag}` })
       await waitFor(() => output.includes('goal COMPLETE'), 45_000, 50)
+      // The notification is delivered asynchronously, after the status line.
+      await waitFor(() => output.includes('notification: Goal complete'), 5_000, 50)
       const lines = output.split('\n').filter((line) => line.includes(sessionId))
       expect(lines.some((line) => line.includes('goal active'))).toBe(true)
       expect(lines.some((line) => line.includes('continuation 1/20 sent — auditor: "other half left"'))).toBe(true)
