@@ -393,6 +393,36 @@ export interface GoalRecord {
   updatedAt: number
 }
 
+/** The goal runtime's option defaults (`createSessionGoalRuntime` uses exactly these). */
+export declare function goalRuntimeDefaults(): GoalRuntimeDefaults
+
+/**
+ * The goal runtime's defaults, in the units of its options (the one place they are defined is
+ * the core's `GoalConfig`): for help texts and hosts that show them.
+ */
+export interface GoalRuntimeDefaults {
+  /** `idleQuietMs`. */
+  idleQuietMs: number
+  /** `kickoffQuietMs`. */
+  kickoffQuietMs: number
+  /** `resumeKickoffMs`. */
+  resumeKickoffMs: number
+  /** `maxAutoTurns`. */
+  maxAutoTurns: number
+  /** `fetchTimeoutMs`. */
+  fetchTimeoutMs: number
+  /** `messageFetchLimit`. */
+  messageFetchLimit: number
+  /** `auditTimeoutMs`. */
+  auditTimeoutMs: number
+  /** `maxRetryAttempts`. */
+  maxRetryAttempts: number
+  /** `maxDispatchAttempts`. */
+  maxDispatchAttempts: number
+  /** `leaseMs`. */
+  leaseMs: number
+}
+
 /** A goal just installed on a session. */
 export interface InstalledGoal {
   /** Session. */
@@ -412,6 +442,12 @@ export interface InstalledGoal {
   /** Non-fatal problems. */
   warnings: Array<string>
 }
+
+/**
+ * The payload types any runtime reads (the intake contract). The package entry builds its
+ * prefilter from this list at load, so JS and native code never disagree about what to forward.
+ */
+export declare function intakePayloadTypes(): Array<string>
 
 /** The objective file after a write. */
 export interface ObjectiveWritten {
@@ -672,7 +708,10 @@ export interface SessionGoalRuntimeOptions {
   messageFetchLimit?: number
   /** Small-model call timeout (default 60000 ms). */
   auditTimeoutMs?: number
-  /** Read-failure retries before settling blocked (default 4; delays quiet × 1, 2, 4, 8). */
+  /**
+   * Reads of an unreadable session before its goal settles blocked (default 4: the first read
+   * and three retries, waiting quiet × 1, 2 and 4 between them).
+   */
   maxRetryAttempts?: number
   /** Continuation dispatch attempts before settling blocked (default 3). */
   maxDispatchAttempts?: number

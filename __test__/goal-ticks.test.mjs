@@ -144,10 +144,17 @@ describe('tick branches', () => {
     env.mock.addUserMessage(running.id, 'go')
     env.mock.addAssistantMessage(running.id, { text: 'partial', completed: false })
     const noReply = env.mock.createSession({ metadata: goalMetadata() })
-    for (const s of [trailingUser, running, noReply]) env.mock.setStatus(s.id, 'idle')
+    const sessions = [trailingUser, running, noReply]
+    const messageReads = (s) => env.mock.requests.filter((r) => r.method === 'GET' && r.path === '/session/' + s.id + '/message').length
+    for (const s of sessions) env.mock.setStatus(s.id, 'idle')
     await sleep(600)
+    // Inside the quiet window nobody has looked yet.
+    expect(sessions.map(messageReads)).toEqual([0, 0, 0])
+    // Past the window each tick reads the conversation, and still does nothing.
+    await waitFor(() => sessions.every((s) => messageReads(s) >= 1), 5000)
     expect(auditor.calls).toHaveLength(0)
     expect(env.mock.prompts).toHaveLength(0)
+    for (const s of sessions) expect(goalOf(env.mock, s.id).status).toBe('active')
   })
 
   it('idle for good with a reply that never came: retried with backoff, then blocked (never stranded)', async () => {

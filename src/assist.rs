@@ -1,18 +1,17 @@
 //! Binding of the session assist runtime: options, the runtime object, its snapshot.
-// napi needs the full ThreadsafeFunction type spelled out in exported option structs.
-#![allow(clippy::type_complexity)]
-
 
 use napi::bindgen_prelude::*;
-use napi::threadsafe_function::{ThreadsafeFunction, UnknownReturnValue};
+use napi::threadsafe_function::UnknownReturnValue;
 use napi_derive::napi;
 
+use goal_core::assist::runtime::DEFAULT_ASSIST_FETCH_TIMEOUT;
 use goal_core::assist::{AssistConfig, AssistRuntime, AssistRuntimeSettings, AssistSnapshot};
-use goal_core::opencode::OpenCodeClient;
 use goal_core::scheduler::SessionSnapshot;
-use goal_core::services::{resolve_data_dir, DataDir};
+use goal_core::services::DataDir;
 
-use crate::{build_endpoint, count, logging, millis, payload, runtime_handle, OpenCodeTarget, RuntimeSettingsOptions, SessionState};
+use crate::callbacks::{HeadersCallback, LoggerCallback, ModelCallback, UrlCallback};
+use crate::options::{self, connection_of, count, millis};
+use crate::{install_logger, payload, runtime_handle, OpenCodeTarget, RuntimeSettingsOptions, SessionState};
 
 /// Options of `createSessionAssistRuntime`. Accepts OpenChamber's names (`buildOpenCodeUrl`,
 /// `getOpenCodeAuthHeaders`, `getSmallModelService`, `quietMs`) and a native-first form
@@ -26,10 +25,10 @@ pub struct SessionAssistRuntimeOptions {
   pub settings: Option<RuntimeSettingsOptions>,
   /// OpenChamber: builds the URL of an OpenCode API path (called per request).
   #[napi(ts_type = "(path: string, prefix: string) => string")]
-  pub build_open_code_url: Option<ThreadsafeFunction<FnArgs<(String, String)>, String, FnArgs<(String, String)>, Status, false, true>>,
+  pub build_open_code_url: Option<UrlCallback>,
   /// OpenChamber: returns the headers for OpenCode (may be async).
   #[napi(ts_type = "() => Record<string, string> | Promise<Record<string, string>>")]
-  pub get_open_code_auth_headers: Option<ThreadsafeFunction<(), Promise<serde_json::Value>, (), Status, false, true>>,
+  pub get_open_code_auth_headers: Option<HeadersCallback>,
   /// OpenChamber: resolves to a service with `generateSmallModelText(request)`. The package
   /// entry adapts it to `generateSmallModelText`; errors with `statusCode` 404 are silent.
   #[napi(ts_type = "() => Promise<{ generateSmallModelText(request: SmallModelRequest): Promise<SmallModelResult> } | null | undefined>")]
@@ -38,13 +37,13 @@ pub struct SessionAssistRuntimeOptions {
   /// Native-first small model: resolves to `{text, providerID, modelID}` or `{error: {statusCode?, code?}}`.
   /// A rejection or throw counts as "unavailable". Without one, nothing is generated.
   #[napi(ts_type = "(request: SmallModelRequest) => Promise<SmallModelResult>")]
-  pub generate_small_model_text: Option<ThreadsafeFunction<serde_json::Value, Promise<serde_json::Value>, serde_json::Value, Status, false, true>>,
+  pub generate_small_model_text: Option<ModelCallback>,
   /// The built-in small model's choice (`{providerID, modelID}`), used only when the host passes
   /// no small-model service; else OpenCode's `small_model`, else the session provider's own.
   pub small_model: Option<crate::SmallModelChoice>,
   /// Receives log lines `(level, message)`; messages never contain prompts, model output or credentials.
   #[napi(ts_type = "(level: string, message: string) => unknown")]
-  pub logger: Option<ThreadsafeFunction<FnArgs<(String, String)>, UnknownReturnValue, FnArgs<(String, String)>, Status, false, true>>,
+  pub logger: Option<LoggerCallback>,
   /// Quiet window after `idle` before generating (default 60000 ms). Busy, retry or a newer
   /// user message clears it.
   pub quiet_ms: Option<f64>,
@@ -118,25 +117,30 @@ pub struct SessionAssistRuntime {
   inner: AssistRuntime,
 }
 
+impl SessionAssistRuntimeOptions {
+  /// The core's assist settings, every unset or unusable option at `AssistConfig`'s default,
+  /// and the host logger to register. Fails only without an OpenCode location.
+  fn resolve(self) -> Result<(AssistRuntimeSettings, Option<LoggerCallback>)> {
+    let client = connection_of!(self).resolve(DEFAULT_ASSIST_FETCH_TIMEOUT)?;
+    let data_dir = DataDir::new(options::data_dir(None, self.settings));
+    let small_model = crate::callbacks::small_model_for(self.generate_small_model_text, &client, self.small_model.as_ref());
+    let defaults = AssistConfig::default();
+    let config = AssistConfig {
+      quiet: millis(self.quiet_ms, defaults.quiet),
+      message_limit: count(self.message_fetch_limit, defaults.message_limit as u64, 1) as usize,
+      model_timeout: millis(self.model_timeout_ms, defaults.model_timeout),
+    };
+    Ok((AssistRuntimeSettings { client, small_model, data_dir, config }, self.logger))
+  }
+}
+
 /// Creates the assist runtime. It shares the event intake, the OpenCode connection pool and
 /// the per-session metadata write queue with every goal runtime of the process.
 #[napi(catch_unwind)]
 pub fn create_session_assist_runtime(options: SessionAssistRuntimeOptions) -> Result<SessionAssistRuntime> {
-  if let Some(logger) = options.logger {
-    logging::add_js_logger(logger);
-  }
-  logging::init();
-  let endpoint = build_endpoint(options.open_code, options.build_open_code_url, options.get_open_code_auth_headers)?;
-  let client = OpenCodeClient::new(endpoint, millis(options.fetch_timeout_ms, 5_000));
-  let data_dir = DataDir::new(resolve_data_dir(options.settings.as_ref().and_then(|s| s.data_dir.as_deref())));
-  let small_model = crate::callbacks::small_model_for(options.generate_small_model_text, &client, options.small_model.as_ref());
-  let defaults = AssistConfig::default();
-  let config = AssistConfig {
-    quiet: millis(options.quiet_ms, defaults.quiet.as_millis() as u64),
-    message_limit: count(options.message_fetch_limit, defaults.message_limit as u64, 1) as usize,
-    model_timeout: millis(options.model_timeout_ms, defaults.model_timeout.as_millis() as u64),
-  };
-  let inner = AssistRuntime::start(AssistRuntimeSettings { client, small_model, data_dir, config }, &runtime_handle());
+  let (settings, logger) = options.resolve()?;
+  install_logger(logger);
+  let inner = AssistRuntime::start(settings, &runtime_handle());
   Ok(SessionAssistRuntime { inner })
 }
 

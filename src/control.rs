@@ -4,29 +4,28 @@
 //! the package entry turns them into thrown `GoalError`s. Every call runs in its own task, so
 //! a panic becomes a failure value instead of crossing into Node.
 
-// Exported option structs spell the callback types in full (napi needs them without aliases).
-#![allow(clippy::type_complexity)]
-
 use std::future::Future;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use napi::bindgen_prelude::*;
-use napi::threadsafe_function::{ThreadsafeFunction, UnknownReturnValue};
+use napi::threadsafe_function::UnknownReturnValue;
 use napi_derive::napi;
 
 use goal_core::actions::{self, ActionReport, BudgetEdit, GoalEdit, GoalTarget, GoalView};
 use goal_core::create::{self, ControlContext, CreatedGoal, GoalError, ModelChoice, NewGoal};
 use goal_core::model::Goal;
 use goal_core::objectives;
-use goal_core::opencode::OpenCodeClient;
+use goal_core::opencode::DEFAULT_FETCH_TIMEOUT;
 use goal_core::orchestrate::{
   self, CreateSession, DispatchReport, ForkSession, PromptOptions, ScheduledGoal, SendPrompt,
   DEFAULT_COMMAND_TIMEOUT, DEFAULT_LANDING_POLL, DEFAULT_LANDING_TIMEOUT,
 };
 use goal_core::services::resolve_data_dir;
+use goal_core::small_model::DEFAULT_CALL_TIMEOUT;
 
-use crate::{build_endpoint, OpenCodeTarget, RuntimeSettingsOptions};
+use crate::callbacks::{HeadersCallback, ModelCallback, UrlCallback};
+use crate::options::{self, connection_of, millis};
+use crate::{OpenCodeTarget, RuntimeSettingsOptions};
 
 /// A failed goal operation, as a value. Shaped like the reference's HTTP error body, so a host
 /// can answer with `res.status(f.statusCode).json(f)`.
@@ -357,10 +356,10 @@ pub struct GoalControlOptions {
   pub open_code: Option<OpenCodeTarget>,
   /// OpenChamber: builds the URL of an OpenCode API path.
   #[napi(ts_type = "(path: string, prefix: string) => string")]
-  pub build_open_code_url: Option<ThreadsafeFunction<FnArgs<(String, String)>, String, FnArgs<(String, String)>, Status, false, true>>,
+  pub build_open_code_url: Option<UrlCallback>,
   /// OpenChamber: the headers for OpenCode (may be async).
   #[napi(ts_type = "() => Record<string, string> | Promise<Record<string, string>>")]
-  pub get_open_code_auth_headers: Option<ThreadsafeFunction<(), Promise<serde_json::Value>, (), Status, false, true>>,
+  pub get_open_code_auth_headers: Option<HeadersCallback>,
   /// Settings location (`settings.dataDir`).
   pub settings: Option<RuntimeSettingsOptions>,
   /// Data directory (wins over `settings.dataDir`; default `OPENCHAMBER_DATA_DIR`, else
@@ -369,7 +368,7 @@ pub struct GoalControlOptions {
   /// Small model for distilling long objectives: `{text, providerID, modelID}` or
   /// `{error: {statusCode?, code?}}`. Without one, long objectives are excerpted.
   #[napi(ts_type = "(request: SmallModelRequest) => Promise<SmallModelResult>")]
-  pub generate_small_model_text: Option<ThreadsafeFunction<serde_json::Value, Promise<serde_json::Value>, serde_json::Value, Status, false, true>>,
+  pub generate_small_model_text: Option<ModelCallback>,
   /// The built-in small model's choice (`{providerID, modelID}`), used only when the host passes
   /// no small-model service; else OpenCode's `small_model`, else the session provider's own.
   pub small_model: Option<crate::SmallModelChoice>,
@@ -388,10 +387,21 @@ pub struct GoalControlOptions {
   pub command_timeout_ms: Option<f64>,
 }
 
-fn millis(value: Option<f64>, default: Duration) -> Duration {
-  match value {
-    Some(ms) if ms.is_finite() && ms >= 0.0 => Duration::from_millis(ms.min(86_400_000.0) as u64),
-    _ => default,
+impl GoalControlOptions {
+  /// The control context these options describe, every unset or unusable option at the core's
+  /// default. Fails only without an OpenCode location.
+  fn resolve(self) -> Result<ControlContext> {
+    let client = connection_of!(self).resolve(DEFAULT_FETCH_TIMEOUT)?;
+    let small_model = crate::callbacks::small_model_for(self.generate_small_model_text, &client, self.small_model.as_ref());
+    Ok(ControlContext {
+      client,
+      small_model,
+      data_dir: options::data_dir(self.data_dir, self.settings),
+      small_model_timeout: millis(self.small_model_timeout_ms, DEFAULT_CALL_TIMEOUT),
+      landing_timeout: millis(self.landing_timeout_ms, DEFAULT_LANDING_TIMEOUT),
+      landing_poll: DEFAULT_LANDING_POLL,
+      command_timeout: millis(self.command_timeout_ms, DEFAULT_COMMAND_TIMEOUT),
+    })
   }
 }
 
@@ -573,19 +583,7 @@ pub struct GoalControl {
 #[napi(catch_unwind)]
 pub fn create_goal_control(options: GoalControlOptions) -> Result<GoalControl> {
   crate::logging::init();
-  let endpoint = build_endpoint(options.open_code, options.build_open_code_url, options.get_open_code_auth_headers)?;
-  let client = OpenCodeClient::new(endpoint, millis(options.fetch_timeout_ms, Duration::from_millis(10_000)));
-  let small_model = crate::callbacks::small_model_for(options.generate_small_model_text, &client, options.small_model.as_ref());
-  let explicit_dir = options.data_dir.or_else(|| options.settings.and_then(|s| s.data_dir));
-  let ctx = ControlContext {
-    client,
-    small_model,
-    data_dir: data_dir_of(explicit_dir),
-    small_model_timeout: millis(options.small_model_timeout_ms, Duration::from_millis(60_000)),
-    landing_timeout: millis(options.landing_timeout_ms, DEFAULT_LANDING_TIMEOUT),
-    landing_poll: DEFAULT_LANDING_POLL,
-    command_timeout: millis(options.command_timeout_ms, DEFAULT_COMMAND_TIMEOUT),
-  };
+  let ctx = options.resolve()?;
   Ok(GoalControl { ctx })
 }
 

@@ -2,30 +2,30 @@
 //! No decisions live here; `goal-core` has them all.
 
 #![deny(clippy::all)]
-// Exported option structs must spell out full ThreadsafeFunction types (index.d.ts cannot
-// resolve aliases), so long types are the norm here.
-#![allow(clippy::type_complexity)]
 
 mod assist;
 mod callbacks;
 mod control;
 mod logging;
 mod metadata;
+mod options;
 mod payload;
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use napi::bindgen_prelude::*;
-use napi::threadsafe_function::{ThreadsafeFunction, UnknownReturnValue};
+use napi::threadsafe_function::UnknownReturnValue;
 use napi_derive::napi;
 
-use goal_core::opencode::{Endpoint, OpenCodeClient, StaticEndpoint};
+use goal_core::opencode::{OpenCodeClient, DEFAULT_FETCH_TIMEOUT};
 use goal_core::runtime::{GoalRuntime, GoalRuntimeSettings};
-use goal_core::services::{resolve_data_dir, DataDir, NoNotifier, Notifier, Services, SmallModel};
+use goal_core::services::{DataDir, NoNotifier, Notifier, Services, SmallModel};
 use goal_core::small_model::{catalog::ModelRef, BuiltinSmallModel};
 use goal_core::tick::GoalConfig;
+
+use callbacks::{HeadersCallback, LoggerCallback, ModelCallback, NotifyCallback, UrlCallback};
+use options::{connection_of, count, millis};
 
 /// Where OpenCode listens (native-first form).
 #[napi(object)]
@@ -57,10 +57,10 @@ pub struct SessionGoalRuntimeOptions {
   /// OpenChamber: builds the URL of an OpenCode API path (called per request, so a host that
   /// restarts OpenCode on another port is followed).
   #[napi(ts_type = "(path: string, prefix: string) => string")]
-  pub build_open_code_url: Option<ThreadsafeFunction<FnArgs<(String, String)>, String, FnArgs<(String, String)>, Status, false, true>>,
+  pub build_open_code_url: Option<UrlCallback>,
   /// OpenChamber: returns the headers for OpenCode (may be async).
   #[napi(ts_type = "() => Record<string, string> | Promise<Record<string, string>>")]
-  pub get_open_code_auth_headers: Option<ThreadsafeFunction<(), Promise<serde_json::Value>, (), Status, false, true>>,
+  pub get_open_code_auth_headers: Option<HeadersCallback>,
   /// OpenChamber: resolves to a service with `generateSmallModelText(request)`. The package
   /// entry adapts it to `generateSmallModelText`; errors with `statusCode` 404 are silent.
   #[napi(ts_type = "() => Promise<{ generateSmallModelText(request: SmallModelRequest): Promise<SmallModelResult> } | null | undefined>")]
@@ -71,13 +71,13 @@ pub struct SessionGoalRuntimeOptions {
   /// Native-first small model: resolves to `{text, providerID, modelID}` or `{error: {statusCode?, code?}}`.
   /// A rejection or throw counts as "unavailable".
   #[napi(ts_type = "(request: SmallModelRequest) => Promise<SmallModelResult>")]
-  pub generate_small_model_text: Option<ThreadsafeFunction<serde_json::Value, Promise<serde_json::Value>, serde_json::Value, Status, false, true>>,
+  pub generate_small_model_text: Option<ModelCallback>,
   /// Called when a goal settles: `{sessionId, directory, status, goal, title, body, tag, kind}`.
   #[napi(ts_type = "(event: GoalNotification) => unknown")]
-  pub emit_goal_notification: Option<ThreadsafeFunction<serde_json::Value, UnknownReturnValue, serde_json::Value, Status, false, true>>,
+  pub emit_goal_notification: Option<NotifyCallback>,
   /// Receives log lines `(level, message)`; messages never contain prompts, model output or credentials.
   #[napi(ts_type = "(level: string, message: string) => unknown")]
-  pub logger: Option<ThreadsafeFunction<FnArgs<(String, String)>, UnknownReturnValue, FnArgs<(String, String)>, Status, false, true>>,
+  pub logger: Option<LoggerCallback>,
   /// Quiet window after `idle` (default 15000 ms).
   pub idle_quiet_ms: Option<f64>,
   /// Kickoff delay for a fresh goal on an idle session (default 3000 ms).
@@ -92,7 +92,8 @@ pub struct SessionGoalRuntimeOptions {
   pub message_fetch_limit: Option<f64>,
   /// Small-model call timeout (default 60000 ms).
   pub audit_timeout_ms: Option<f64>,
-  /// Read-failure retries before settling blocked (default 4; delays quiet × 1, 2, 4, 8).
+  /// Reads of an unreadable session before its goal settles blocked (default 4: the first read
+  /// and three retries, waiting quiet × 1, 2 and 4 between them).
   pub max_retry_attempts: Option<f64>,
   /// Continuation dispatch attempts before settling blocked (default 3).
   pub max_dispatch_attempts: Option<f64>,
@@ -168,40 +169,6 @@ pub struct SmallModelFailure {
   pub status_code: Option<u32>,
   /// Machine code such as `output-exhausted`.
   pub code: Option<String>,
-}
-
-fn millis(value: Option<f64>, default: u64) -> Duration {
-  match value {
-    Some(ms) if ms.is_finite() && ms >= 0.0 => Duration::from_millis(ms.min(86_400_000.0) as u64),
-    _ => Duration::from_millis(default),
-  }
-}
-
-fn count(value: Option<f64>, default: u64, min: u64) -> u64 {
-  match value {
-    Some(n) if n.is_finite() && n >= min as f64 => n.min(1_000_000.0).floor() as u64,
-    _ => default,
-  }
-}
-
-pub(crate) fn build_endpoint(
-  open_code: Option<OpenCodeTarget>,
-  build_url: Option<ThreadsafeFunction<FnArgs<(String, String)>, String, FnArgs<(String, String)>, Status, false, true>>,
-  headers: Option<ThreadsafeFunction<(), Promise<serde_json::Value>, (), Status, false, true>>,
-) -> Result<Arc<dyn Endpoint>> {
-  if let Some(build_url) = build_url {
-    return Ok(Arc::new(callbacks::HostEndpoint::new(build_url, headers)));
-  }
-  match open_code {
-    Some(target) if !target.base_url.trim().is_empty() => {
-      let headers = target.headers.unwrap_or_default().into_iter().collect();
-      Ok(Arc::new(StaticEndpoint::new(target.base_url.trim(), headers)))
-    }
-    _ => Err(Error::new(
-      Status::InvalidArg,
-      "session-goal-runtime: pass openCode: { baseUrl } or buildOpenCodeUrl(path, prefix)",
-    )),
-  }
 }
 
 fn runtime_handle() -> tokio::runtime::Handle {
@@ -305,46 +272,103 @@ pub struct SessionGoalRuntime {
   inner: GoalRuntime,
 }
 
-/// Creates the goal runtime. It runs on its own threads; `processPayload` only queues work.
-#[napi(catch_unwind)]
-pub fn create_session_goal_runtime(options: SessionGoalRuntimeOptions) -> Result<SessionGoalRuntime> {
-  if let Some(logger) = options.logger {
+impl SessionGoalRuntimeOptions {
+  /// The core's runtime settings, every unset or unusable option at `GoalConfig`'s default,
+  /// and the host logger to register. Fails only without an OpenCode location.
+  fn resolve(self) -> Result<(GoalRuntimeSettings, Option<LoggerCallback>)> {
+    let client = connection_of!(self).resolve(DEFAULT_FETCH_TIMEOUT)?;
+    let data_dir = DataDir::new(options::data_dir(None, self.settings));
+    let small_model = callbacks::small_model_for(self.generate_small_model_text, &client, self.small_model.as_ref());
+    let notifier: Arc<dyn Notifier> = match self.emit_goal_notification {
+      Some(callback) => Arc::new(callbacks::HostNotifier::new(callback)),
+      None => Arc::new(NoNotifier),
+    };
+    let defaults = GoalConfig::default();
+    let config = GoalConfig {
+      idle_quiet: millis(self.idle_quiet_ms, defaults.idle_quiet),
+      kickoff_quiet: millis(self.kickoff_quiet_ms, defaults.kickoff_quiet),
+      resume_kickoff: millis(self.resume_kickoff_ms, defaults.resume_kickoff),
+      max_auto_turns: count(self.max_auto_turns, defaults.max_auto_turns, 1),
+      message_limit: count(self.message_fetch_limit, defaults.message_limit as u64, 1) as usize,
+      audit_timeout: millis(self.audit_timeout_ms, defaults.audit_timeout),
+      max_retry_attempts: count(self.max_retry_attempts, defaults.max_retry_attempts as u64, 1) as u32,
+      max_dispatch_attempts: count(self.max_dispatch_attempts, defaults.max_dispatch_attempts as u64, 1) as u32,
+      dispatch_retry_delay: defaults.dispatch_retry_delay,
+      lease: millis(self.lease_ms, defaults.lease),
+    };
+    let directories = self.directories.unwrap_or_default();
+    let recover_on_start = self.recover_on_start.unwrap_or(!directories.is_empty());
+    let settings = GoalRuntimeSettings {
+      client,
+      services: Services { small_model, notifier, data_dir },
+      config,
+      directories,
+      recover_on_start,
+    };
+    Ok((settings, self.logger))
+  }
+}
+
+/// Registers the host's logger (if any) and installs the log forwarding once per process.
+pub(crate) fn install_logger(logger: Option<LoggerCallback>) {
+  if let Some(logger) = logger {
     logging::add_js_logger(logger);
   }
   logging::init();
-  let endpoint = build_endpoint(options.open_code, options.build_open_code_url, options.get_open_code_auth_headers)?;
-  let fetch_timeout = millis(options.fetch_timeout_ms, 10_000);
-  let client = OpenCodeClient::new(endpoint, fetch_timeout);
-  let data_dir = DataDir::new(resolve_data_dir(options.settings.as_ref().and_then(|s| s.data_dir.as_deref())));
-  let small_model = callbacks::small_model_for(options.generate_small_model_text, &client, options.small_model.as_ref());
-  let notifier: Arc<dyn Notifier> = match options.emit_goal_notification {
-    Some(callback) => Arc::new(callbacks::HostNotifier::new(callback)),
-    None => Arc::new(NoNotifier),
-  };
-  let defaults = GoalConfig::default();
-  let config = GoalConfig {
-    idle_quiet: millis(options.idle_quiet_ms, 15_000),
-    kickoff_quiet: millis(options.kickoff_quiet_ms, 3_000),
-    resume_kickoff: millis(options.resume_kickoff_ms, 250),
-    max_auto_turns: count(options.max_auto_turns, defaults.max_auto_turns, 1),
-    message_limit: count(options.message_fetch_limit, defaults.message_limit as u64, 1) as usize,
-    audit_timeout: millis(options.audit_timeout_ms, 60_000),
-    max_retry_attempts: count(options.max_retry_attempts, defaults.max_retry_attempts as u64, 1) as u32,
-    max_dispatch_attempts: count(options.max_dispatch_attempts, defaults.max_dispatch_attempts as u64, 1) as u32,
-    dispatch_retry_delay: defaults.dispatch_retry_delay,
-    lease: millis(options.lease_ms, defaults.lease.as_millis() as u64),
-  };
-  let directories = options.directories.unwrap_or_default();
-  let recover_on_start = options.recover_on_start.unwrap_or(!directories.is_empty());
-  let settings = GoalRuntimeSettings {
-    client,
-    services: Services { small_model, notifier, data_dir },
-    config,
-    directories,
-    recover_on_start,
-  };
+}
+
+/// Creates the goal runtime. It runs on its own threads; `processPayload` only queues work.
+#[napi(catch_unwind)]
+pub fn create_session_goal_runtime(options: SessionGoalRuntimeOptions) -> Result<SessionGoalRuntime> {
+  let (settings, logger) = options.resolve()?;
+  install_logger(logger);
   let inner = GoalRuntime::start(settings, &runtime_handle());
   Ok(SessionGoalRuntime { inner })
+}
+
+/// The goal runtime's defaults, in the units of its options (the one place they are defined is
+/// the core's `GoalConfig`): for help texts and hosts that show them.
+#[napi(object, object_from_js = false)]
+pub struct GoalRuntimeDefaults {
+  /// `idleQuietMs`.
+  pub idle_quiet_ms: f64,
+  /// `kickoffQuietMs`.
+  pub kickoff_quiet_ms: f64,
+  /// `resumeKickoffMs`.
+  pub resume_kickoff_ms: f64,
+  /// `maxAutoTurns`.
+  pub max_auto_turns: f64,
+  /// `fetchTimeoutMs`.
+  pub fetch_timeout_ms: f64,
+  /// `messageFetchLimit`.
+  pub message_fetch_limit: f64,
+  /// `auditTimeoutMs`.
+  pub audit_timeout_ms: f64,
+  /// `maxRetryAttempts`.
+  pub max_retry_attempts: f64,
+  /// `maxDispatchAttempts`.
+  pub max_dispatch_attempts: f64,
+  /// `leaseMs`.
+  pub lease_ms: f64,
+}
+
+/// The goal runtime's option defaults (`createSessionGoalRuntime` uses exactly these).
+#[napi(catch_unwind)]
+pub fn goal_runtime_defaults() -> GoalRuntimeDefaults {
+  let defaults = GoalConfig::default();
+  let ms = |d: std::time::Duration| d.as_millis() as f64;
+  GoalRuntimeDefaults {
+    idle_quiet_ms: ms(defaults.idle_quiet),
+    kickoff_quiet_ms: ms(defaults.kickoff_quiet),
+    resume_kickoff_ms: ms(defaults.resume_kickoff),
+    max_auto_turns: defaults.max_auto_turns as f64,
+    fetch_timeout_ms: ms(DEFAULT_FETCH_TIMEOUT),
+    message_fetch_limit: defaults.message_limit as f64,
+    audit_timeout_ms: ms(defaults.audit_timeout),
+    max_retry_attempts: defaults.max_retry_attempts as f64,
+    max_dispatch_attempts: defaults.max_dispatch_attempts as f64,
+    lease_ms: ms(defaults.lease),
+  }
 }
 
 #[napi]

@@ -5,13 +5,11 @@ use std::fmt::Write as _;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use napi::bindgen_prelude::*;
-use napi::threadsafe_function::{ThreadsafeFunction, UnknownReturnValue};
+use crate::callbacks::LoggerCallback;
 use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::prelude::*;
-
-type LoggerCallback = ThreadsafeFunction<FnArgs<(String, String)>, UnknownReturnValue, FnArgs<(String, String)>, Status, false, true>;
 
 /// Registered JS loggers (held only to clone the list).
 #[derive(Default)]

@@ -1,16 +1,15 @@
 //! Lets host code that writes session metadata join the process-wide per-session write queue
 //! the goal and assist runtimes use, so no writer in the process erases another's keys.
-// napi needs the full ThreadsafeFunction type spelled out in exported option structs.
-#![allow(clippy::type_complexity)]
 
 use napi::bindgen_prelude::*;
-use napi::threadsafe_function::ThreadsafeFunction;
 use napi_derive::napi;
 
-use goal_core::opencode::OpenCodeClient;
+use goal_core::opencode::{OpenCodeClient, DEFAULT_FETCH_TIMEOUT};
 use goal_core::writer::write_namespace_key;
 
-use crate::{build_endpoint, millis, OpenCodeTarget};
+use crate::callbacks::{HeadersCallback, UrlCallback};
+use crate::options::connection_of;
+use crate::OpenCodeTarget;
 
 /// Longest accepted key under `metadata.openchamber`.
 const MAX_KEY_CHARS: usize = 128;
@@ -22,10 +21,10 @@ pub struct SessionMetadataKeyWrite {
   pub open_code: Option<OpenCodeTarget>,
   /// OpenChamber: builds the URL of an OpenCode API path.
   #[napi(ts_type = "(path: string, prefix: string) => string")]
-  pub build_open_code_url: Option<ThreadsafeFunction<FnArgs<(String, String)>, String, FnArgs<(String, String)>, Status, false, true>>,
+  pub build_open_code_url: Option<UrlCallback>,
   /// OpenChamber: returns the headers for OpenCode (may be async).
   #[napi(ts_type = "() => Record<string, string> | Promise<Record<string, string>>")]
-  pub get_open_code_auth_headers: Option<ThreadsafeFunction<(), Promise<serde_json::Value>, (), Status, false, true>>,
+  pub get_open_code_auth_headers: Option<HeadersCallback>,
   /// Timeout of each OpenCode call (default 10000 ms).
   pub fetch_timeout_ms: Option<f64>,
   /// Session to write.
@@ -39,6 +38,23 @@ pub struct SessionMetadataKeyWrite {
   pub value: Option<serde_json::Value>,
 }
 
+impl SessionMetadataKeyWrite {
+  /// The write, checked: the client, the session, its directory, the key and the value to put
+  /// (`None` removes the key).
+  fn resolve(self) -> Result<(OpenCodeClient, String, String, String, Option<serde_json::Value>)> {
+    let session_id = self.session_id.trim().to_string();
+    let key = self.key.trim().to_string();
+    if session_id.is_empty() {
+      return Err(Error::new(Status::InvalidArg, "writeSessionMetadataKey: sessionId is required"));
+    }
+    if key.is_empty() || key.chars().count() > MAX_KEY_CHARS {
+      return Err(Error::new(Status::InvalidArg, "writeSessionMetadataKey: key must be 1 to 128 characters"));
+    }
+    let client = connection_of!(self).resolve(DEFAULT_FETCH_TIMEOUT)?;
+    Ok((client, session_id, self.directory.unwrap_or_default(), key, self.value.filter(|v| !v.is_null())))
+  }
+}
+
 /// Writes `metadata.openchamber.<key>` through the process-wide per-session write queue: the
 /// session is read fresh inside the queue and only that key is replaced, so concurrent goal,
 /// assist and host writes in this process all survive (OpenCode's PATCH replaces the whole
@@ -46,18 +62,7 @@ pub struct SessionMetadataKeyWrite {
 /// written.
 #[napi]
 pub async fn write_session_metadata_key(write: SessionMetadataKeyWrite) -> Result<bool> {
-  let session_id = write.session_id.trim().to_string();
-  let key = write.key.trim().to_string();
-  if session_id.is_empty() {
-    return Err(Error::new(Status::InvalidArg, "writeSessionMetadataKey: sessionId is required"));
-  }
-  if key.is_empty() || key.chars().count() > MAX_KEY_CHARS {
-    return Err(Error::new(Status::InvalidArg, "writeSessionMetadataKey: key must be 1 to 128 characters"));
-  }
-  let endpoint = build_endpoint(write.open_code, write.build_open_code_url, write.get_open_code_auth_headers)?;
-  let client = OpenCodeClient::new(endpoint, millis(write.fetch_timeout_ms, 10_000));
-  let directory = write.directory.unwrap_or_default();
-  let value = write.value.filter(|v| !v.is_null());
+  let (client, session_id, directory, key, value) = write.resolve()?;
   write_namespace_key(&client, &session_id, &directory, &key, |_fresh| Ok(value))
     .await
     .map(|written| written.is_some())

@@ -1,13 +1,14 @@
 //! Reads only the fields a feature needs from a JS payload (never walks a whole 10 MB object)
-//! and hands the reduced event to the shared intake. Any failure, including a hostile getter
-//! that throws, is swallowed: nothing is thrown back at the host.
+//! and hands the reduced event to the shared intake. Which types are read, and how, is the
+//! intake contract of `goal_core::intake`; this module only reads fields. Any failure, including
+//! a hostile getter that throws, is swallowed: nothing is thrown back at the host.
 
 use napi::bindgen_prelude::*;
 use napi::bindgen_prelude::JsObjectValue;
 use napi::{sys, Env, ValueType};
 use serde_json::{Map, Value};
 
-use goal_core::intake::{dispatch, parse_payload, INTERESTING_TYPES};
+use goal_core::intake::{dispatch, message_update_matters, parse_payload, reading_of, PayloadReading};
 use goal_core::model::{KNOWN_GOAL_FIELDS, OBJECTIVE_REVISION_FIELD};
 
 fn get_unknown<'a>(object: &Object<'a>, key: &str) -> Option<Unknown<'a>> {
@@ -91,12 +92,10 @@ fn goal_fields(goal: Unknown) -> Value {
 fn reduce(env: &Env, payload: Unknown) -> Option<Value> {
   let object = as_object(Some(payload))?;
   let kind = get_string(&object, "type")?;
-  if !INTERESTING_TYPES.contains(&kind.as_str()) {
-    return None;
-  }
+  let reading = reading_of(&kind)?;
   let properties = as_object(get_unknown(&object, "properties"));
-  let reduced_properties = match kind.as_str() {
-    "session.updated" => {
+  let reduced_properties = match reading {
+    PayloadReading::SessionInfo => {
       let properties = properties?;
       let info = as_object(get_unknown(&properties, "info"))?;
       let mut out = Map::new();
@@ -119,14 +118,13 @@ fn reduce(env: &Env, payload: Unknown) -> Option<Value> {
       props.insert("info".into(), Value::Object(out));
       Value::Object(props)
     }
-    "message.updated" => {
+    PayloadReading::MessageInfo => {
       let properties = properties?;
       let info = as_object(get_unknown(&properties, "info"))?;
       let role = get_string(&info, "role");
       let error = as_object(get_unknown(&info, "error"));
-      // Most of these are updates of an assistant reply while it streams; only a reply that
-      // ended with an error (the abort) is an event, so the others stop here.
-      if role.as_deref() == Some("assistant") && error.is_none() {
+      // Streaming updates stop here, before anything else is copied off the message.
+      if !message_update_matters(role.as_deref(), error.is_some()) {
         return None;
       }
       let mut props = Map::new();
@@ -153,8 +151,7 @@ fn reduce(env: &Env, payload: Unknown) -> Option<Value> {
       props.insert("info".into(), Value::Object(out));
       Value::Object(props)
     }
-    // Small payloads: take them whole.
-    _ => properties.and_then(|p| to_json(env, Some(p.to_unknown()))).unwrap_or(Value::Null),
+    PayloadReading::Whole => properties.and_then(|p| to_json(env, Some(p.to_unknown()))).unwrap_or(Value::Null),
   };
   let mut reduced = Map::new();
   reduced.insert("type".into(), Value::String(kind));
@@ -181,6 +178,13 @@ fn clear_pending_exception(env: &Env) {
       sys::napi_get_and_clear_last_exception(env.raw(), &mut error);
     }
   }
+}
+
+/// The payload types any runtime reads (the intake contract). The package entry builds its
+/// prefilter from this list at load, so JS and native code never disagree about what to forward.
+#[napi_derive::napi(catch_unwind)]
+pub fn intake_payload_types() -> Vec<String> {
+  goal_core::intake::intake_payload_types().map(str::to_string).collect()
 }
 
 /// Reduces, parses and dispatches one payload to every runtime of `group`.

@@ -104,15 +104,6 @@ function gcThenTimed(loop, lines) {
   return timed(loop, lines)
 }
 
-// The payload types runtime.js forwards to native code (its INTERESTING_TYPES), for the
-// "dropped in JS" and "forwarded to native" rows.
-const FORWARDED_TYPES = [
-  'session.status', 'session.updated', 'message.updated', 'server.connected',
-  'permission.asked', 'permission.v2.asked', 'permission.replied', 'permission.v2.replied',
-  'question.asked', 'question.v2.asked', 'question.replied', 'question.v2.replied',
-  'question.rejected', 'question.v2.rejected',
-]
-
 const HANDLERS = ['noop', 'typeRead', 'runtime']
 const MIX = 'all, in stream order'
 const LINE_HANDLERS = ['noop', 'runtime']
@@ -266,7 +257,9 @@ runSection(async () => {
   const ofTypes = (types) => (record) => types.map((t) => record.types.get(t)).filter(Boolean)
   const allTypes = [...new Set(batches.flatMap((record) => [...record.types.keys()]))]
   const countOf = (type) => batches.reduce((n, record) => n + (record.types.get(type)?.count ?? 0), 0)
-  const interesting = new Set(FORWARDED_TYPES)
+  // The payload types runtime.js forwards to native code (the binding's intake contract), for
+  // the "dropped in JS" and "forwarded to native" rows.
+  const interesting = new Set(require(rootDir + '/index.js').intakePayloadTypes())
   return {
     copies,
     copySize: mix.copySize,

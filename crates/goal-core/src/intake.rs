@@ -63,23 +63,57 @@ pub enum IntakeEvent {
     Connected,
 }
 
-/// The payload types any feature reads; everything else is dropped before parsing.
-pub const INTERESTING_TYPES: &[&str] = &[
-    "session.status",
-    "session.updated",
-    "message.updated",
-    "server.connected",
-    "permission.asked",
-    "permission.v2.asked",
-    "permission.replied",
-    "permission.v2.replied",
-    "question.asked",
-    "question.v2.asked",
-    "question.replied",
-    "question.v2.replied",
-    "question.rejected",
-    "question.v2.rejected",
+/// How the binding reads one payload type off the host's object: it never walks a whole
+/// payload (a `session.updated` can carry megabytes of metadata), only what [`parse_payload`]
+/// looks at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PayloadReading {
+    /// The session's `id`, `parentID`, `directory` and the known fields of its goal.
+    SessionInfo,
+    /// The message's `role`, ids, `time` and `error`, and only when
+    /// [`message_update_matters`] says so.
+    MessageInfo,
+    /// `properties` whole (small payloads).
+    Whole,
+}
+
+/// The intake contract: every payload type a runtime reads, with how it is read. Everything
+/// else is dropped before parsing. The package entry's JS prefilter is built from this list at
+/// load (`intakePayloadTypes()`), so adding a type here and an arm to [`parse_payload`] is the
+/// whole change.
+pub const INTAKE_PAYLOADS: &[(&str, PayloadReading)] = &[
+    ("session.status", PayloadReading::Whole),
+    ("session.updated", PayloadReading::SessionInfo),
+    ("message.updated", PayloadReading::MessageInfo),
+    ("server.connected", PayloadReading::Whole),
+    ("permission.asked", PayloadReading::Whole),
+    ("permission.v2.asked", PayloadReading::Whole),
+    ("permission.replied", PayloadReading::Whole),
+    ("permission.v2.replied", PayloadReading::Whole),
+    ("question.asked", PayloadReading::Whole),
+    ("question.v2.asked", PayloadReading::Whole),
+    ("question.replied", PayloadReading::Whole),
+    ("question.v2.replied", PayloadReading::Whole),
+    ("question.rejected", PayloadReading::Whole),
+    ("question.v2.rejected", PayloadReading::Whole),
 ];
+
+/// The payload types of the intake contract, in order.
+pub fn intake_payload_types() -> impl Iterator<Item = &'static str> {
+    INTAKE_PAYLOADS.iter().map(|(kind, _)| *kind)
+}
+
+/// How a payload type is read, or `None` when no runtime reads it.
+pub fn reading_of(kind: &str) -> Option<PayloadReading> {
+    INTAKE_PAYLOADS.iter().find(|(listed, _)| *listed == kind).map(|(_, reading)| *reading)
+}
+
+/// Which `message.updated` payloads matter: most are updates of an assistant reply while it
+/// streams, and only a reply that ended with an error (the abort) is an event; user messages
+/// always are. The binding applies this before copying anything else off the message.
+pub fn message_update_matters(role: Option<&str>, has_error: bool) -> bool {
+    role != Some("assistant") || has_error
+}
 
 fn text(value: Option<&Value>) -> &str {
     value.and_then(Value::as_str).map(str::trim).unwrap_or("")
@@ -98,6 +132,7 @@ fn number(value: Option<&Value>) -> f64 {
 /// it cannot read is `None`, never an error.
 pub fn parse_payload(payload: &Value, directory_hint: &str) -> Option<IntakeEvent> {
     let kind = payload.get("type")?.as_str()?;
+    reading_of(kind)?;
     let properties = payload.get("properties");
     let info = properties.and_then(|p| p.get("info"));
     let directory = {
@@ -131,8 +166,12 @@ pub fn parse_payload(payload: &Value, directory_hint: &str) -> Option<IntakeEven
         "message.updated" => {
             let info = info?;
             let session_id = session_id(info.get("sessionID")).or_else(|| session_id(properties?.get("sessionID")))?;
+            let role = info.get("role").and_then(Value::as_str);
+            if !message_update_matters(role, info.get("error").is_some_and(|e| !e.is_null())) {
+                return None;
+            }
             let created = number(info.get("time").and_then(|t| t.get("created")));
-            match info.get("role").and_then(Value::as_str) {
+            match role {
                 Some("assistant") => {
                     let aborted = info.get("error").and_then(|e| e.get("name")).and_then(Value::as_str)
                         == Some(crate::model::ABORTED_ERROR);
@@ -241,6 +280,34 @@ mod tests {
         ] {
             assert_eq!(parse_payload(&p, ""), None, "{p}");
         }
+    }
+
+    /// A payload of `kind` carrying everything some arm of `parse_payload` needs.
+    fn minimal_payload(kind: &str) -> Value {
+        json!({"type": kind, "properties": {
+            "sessionID": "s", "id": "r1", "status": {"type": "idle"},
+            "info": {"id": "s", "sessionID": "s", "role": "user", "time": {"created": 1}},
+        }})
+    }
+
+    #[test]
+    fn every_listed_type_parses_and_no_other_does() {
+        for kind in intake_payload_types() {
+            assert!(parse_payload(&minimal_payload(kind), "").is_some(), "{kind} is listed but never parsed");
+        }
+        for kind in ["permission.updated", "question.v3.asked", "session.idle", "message.part.updated", "session.status "] {
+            assert_eq!(reading_of(kind), None);
+            assert_eq!(parse_payload(&minimal_payload(kind), ""), None, "{kind} is not listed but parsed");
+        }
+    }
+
+    #[test]
+    fn only_user_messages_and_failed_replies_matter() {
+        assert!(message_update_matters(Some("user"), false));
+        assert!(message_update_matters(Some("assistant"), true));
+        assert!(!message_update_matters(Some("assistant"), false));
+        let streaming = json!({"type": "message.updated", "properties": {"info": {"role": "assistant", "sessionID": "s", "error": null}}});
+        assert_eq!(parse_payload(&streaming, ""), None);
     }
 
     #[test]

@@ -95,6 +95,9 @@ pub enum DispatchOutcome {
     Ambiguous(String),
 }
 
+/// Timeout of one OpenCode call when the host sets none.
+pub const DEFAULT_FETCH_TIMEOUT: Duration = Duration::from_millis(10_000);
+
 /// One process-wide connection pool (runtimes created in one process share it).
 fn shared_http() -> reqwest::Client {
     static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();

@@ -34,6 +34,10 @@ pub struct AssistConfig {
     pub model_timeout: Duration,
 }
 
+/// Timeout of one OpenCode call of the assist runtime when the host sets none (shorter than the
+/// goal runtime's: nothing waits on an assist).
+pub const DEFAULT_ASSIST_FETCH_TIMEOUT: Duration = Duration::from_millis(5_000);
+
 impl Default for AssistConfig {
     fn default() -> Self {
         Self { quiet: Duration::from_millis(60_000), message_limit: 12, model_timeout: Duration::from_millis(60_000) }

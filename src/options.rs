@@ -1,0 +1,120 @@
+//! What every options struct shares: the connection to OpenCode, the data directory, and how a
+//! raw option number becomes a duration or a count. Each options struct has a `resolve()`
+//! beside it that turns it into the core's settings with this module; the defaults live in
+//! `goal-core`, next to the settings they fill.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use napi::bindgen_prelude::*;
+
+use goal_core::opencode::{Endpoint, OpenCodeClient, StaticEndpoint};
+use goal_core::services::resolve_data_dir;
+
+use crate::callbacks::{HeadersCallback, HostEndpoint, UrlCallback};
+use crate::{OpenCodeTarget, RuntimeSettingsOptions};
+
+/// Longest duration an option may ask for (one day).
+const MAX_MILLIS: f64 = 86_400_000.0;
+/// Largest count an option may ask for.
+const MAX_COUNT: f64 = 1_000_000.0;
+
+/// The connection fields every options struct carries (`openCode`, or OpenChamber's
+/// `buildOpenCodeUrl` and `getOpenCodeAuthHeaders`; `fetchTimeoutMs`).
+pub struct ConnectionOptions {
+  /// Native-first: a fixed base URL and headers.
+  pub open_code: Option<OpenCodeTarget>,
+  /// OpenChamber: the URL of an API path, asked per request.
+  pub build_url: Option<UrlCallback>,
+  /// OpenChamber: the headers, asked per request.
+  pub headers: Option<HeadersCallback>,
+  /// Timeout of one call, when set.
+  pub fetch_timeout_ms: Option<f64>,
+}
+
+/// The [`ConnectionOptions`] of an options struct, moved out of it (every options struct names
+/// the connection fields alike: `openCode`, `buildOpenCodeUrl`, `getOpenCodeAuthHeaders`,
+/// `fetchTimeoutMs`).
+macro_rules! connection_of {
+  ($options:expr) => {
+    $crate::options::ConnectionOptions {
+      open_code: $options.open_code,
+      build_url: $options.build_open_code_url,
+      headers: $options.get_open_code_auth_headers,
+      fetch_timeout_ms: $options.fetch_timeout_ms,
+    }
+  };
+}
+pub(crate) use connection_of;
+
+impl ConnectionOptions {
+  /// The OpenCode client these options describe; `default_timeout` when no valid
+  /// `fetchTimeoutMs` is set. Fails only when no OpenCode location is given.
+  pub fn resolve(self, default_timeout: Duration) -> Result<OpenCodeClient> {
+    let endpoint = endpoint(self.open_code, self.build_url, self.headers)?;
+    Ok(OpenCodeClient::new(endpoint, millis(self.fetch_timeout_ms, default_timeout)))
+  }
+}
+
+fn endpoint(open_code: Option<OpenCodeTarget>, build_url: Option<UrlCallback>, headers: Option<HeadersCallback>) -> Result<Arc<dyn Endpoint>> {
+  if let Some(build_url) = build_url {
+    return Ok(Arc::new(HostEndpoint::new(build_url, headers)));
+  }
+  match open_code {
+    Some(target) if !target.base_url.trim().is_empty() => {
+      let headers = target.headers.unwrap_or_default().into_iter().collect();
+      Ok(Arc::new(StaticEndpoint::new(target.base_url.trim(), headers)))
+    }
+    _ => Err(Error::new(
+      Status::InvalidArg,
+      "session-goal-runtime: pass openCode: { baseUrl } or buildOpenCodeUrl(path, prefix)",
+    )),
+  }
+}
+
+/// The data directory: an explicit one, else `settings.dataDir`, else the environment's.
+pub fn data_dir(explicit: Option<String>, settings: Option<RuntimeSettingsOptions>) -> PathBuf {
+  let chosen = explicit.or_else(|| settings.and_then(|s| s.data_dir));
+  resolve_data_dir(chosen.as_deref())
+}
+
+/// A millisecond option as a duration: `default` unless it is a finite, non-negative number
+/// (capped at one day).
+pub fn millis(value: Option<f64>, default: Duration) -> Duration {
+  match value {
+    Some(ms) if ms.is_finite() && ms >= 0.0 => Duration::from_millis(ms.min(MAX_MILLIS) as u64),
+    _ => default,
+  }
+}
+
+/// A count option: `default` unless it is a finite number of at least `min` (floored, capped).
+pub fn count(value: Option<f64>, default: u64, min: u64) -> u64 {
+  match value {
+    Some(n) if n.is_finite() && n >= min as f64 => n.min(MAX_COUNT).floor() as u64,
+    _ => default,
+  }
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  #[test]
+  fn millis_takes_only_usable_numbers() {
+    let default = Duration::from_millis(7);
+    assert_eq!(millis(None, default), default);
+    assert_eq!(millis(Some(f64::NAN), default), default);
+    assert_eq!(millis(Some(-1.0), default), default);
+    assert_eq!(millis(Some(0.0), default), Duration::ZERO);
+    assert_eq!(millis(Some(1e12), default), Duration::from_millis(86_400_000));
+  }
+
+  #[test]
+  fn count_floors_and_respects_the_minimum() {
+    assert_eq!(count(Some(2.9), 5, 1), 2);
+    assert_eq!(count(Some(0.0), 5, 1), 5);
+    assert_eq!(count(Some(f64::INFINITY), 5, 1), 5);
+    assert_eq!(count(Some(1e9), 5, 1), 1_000_000);
+  }
+}
