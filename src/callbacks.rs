@@ -43,12 +43,24 @@ pub struct HostFailure {
 /// What a host callback returned: a plain value, or what its promise settles to. Read on the JS
 /// thread, so a rejection's `statusCode` survives (napi's own `Promise` keeps only the message),
 /// and a rejected promise always has a handler. Dropping it unread is fine.
-pub struct HostReturn(oneshot::Receiver<std::result::Result<Value, HostFailure>>);
+pub struct HostReturn {
+  settled: oneshot::Receiver<std::result::Result<Value, HostFailure>>,
+  was_promise: bool,
+}
 
 impl HostReturn {
   /// The settled value; `Err` for a rejection (or a runtime that went away first).
   pub async fn settled(self) -> std::result::Result<Value, HostFailure> {
-    self.0.await.unwrap_or_else(|_| Err(HostFailure::default()))
+    self.settled.await.unwrap_or_else(|_| Err(HostFailure::default()))
+  }
+
+  /// Like [`settled`](Self::settled), for a callback whose contract is to return a promise: a
+  /// plain value is a broken service, not an answer.
+  pub async fn promised(self) -> std::result::Result<Value, HostFailure> {
+    if !self.was_promise {
+      return Err(HostFailure::default());
+    }
+    self.settled().await
   }
 }
 
@@ -79,7 +91,7 @@ impl FromNapiValue for HostReturn {
     unsafe { sys::napi_is_promise(env, value, &mut is_promise) };
     if !is_promise {
       let _ = sender.send(Ok(json_of(env, value)));
-      return Ok(Self(receiver));
+      return Ok(Self { settled: receiver, was_promise: false });
     }
     // SAFETY: checked to be a promise above.
     let promise = unsafe { PromiseRaw::<Unknown>::from_napi_value(env, value)? };
@@ -98,7 +110,7 @@ impl FromNapiValue for HostReturn {
         }
         Ok(())
       })?;
-    Ok(Self(receiver))
+    Ok(Self { settled: receiver, was_promise: true })
   }
 }
 
@@ -159,7 +171,8 @@ impl Endpoint for HostEndpoint {
 }
 
 /// The host's small-model service: resolves to `{text, providerID, modelID}` or
-/// `{error: {statusCode?, code?}}`; a throw or rejection is a failure with the error's status.
+/// `{error: {statusCode?, code?}}`; a throw or rejection is a failure with the error's status,
+/// and a value that is not a promise is unavailable.
 pub struct HostSmallModel {
   callback: ModelCallback,
 }
@@ -187,7 +200,7 @@ impl SmallModel for HostSmallModel {
         .await
         .map_err(|_| SmallModelError::unavailable())?;
       let value = returned
-        .settled()
+        .promised()
         .await
         .map_err(|failure| SmallModelError { status: failure.status, code: failure.code })?;
       if let Some(error) = value.get("error") {
