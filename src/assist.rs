@@ -130,7 +130,8 @@ impl SessionAssistRuntimeOptions {
       message_limit: count(self.message_fetch_limit, defaults.message_limit as u64, 1) as usize,
       model_timeout: millis(self.model_timeout_ms, defaults.model_timeout),
     };
-    Ok((AssistRuntimeSettings { client, small_model, data_dir, config }, self.logger))
+    let shared = crate::shared_context().clone();
+    Ok((AssistRuntimeSettings { client, small_model, data_dir, config, shared }, self.logger))
   }
 }
 

@@ -171,6 +171,13 @@ pub struct SmallModelFailure {
   pub code: Option<String>,
 }
 
+/// The one context the runtimes of this process share (the addon is loaded once per process);
+/// the core itself keeps no such state.
+pub(crate) fn shared_context() -> &'static goal_core::shared::SharedContext {
+  static SHARED: std::sync::OnceLock<goal_core::shared::SharedContext> = std::sync::OnceLock::new();
+  SHARED.get_or_init(goal_core::shared::SharedContext::new)
+}
+
 fn runtime_handle() -> tokio::runtime::Handle {
   napi::bindgen_prelude::within_runtime_if_available(tokio::runtime::Handle::current)
 }
@@ -304,6 +311,7 @@ impl SessionGoalRuntimeOptions {
       config,
       directories,
       recover_on_start,
+      shared: shared_context().clone(),
     };
     Ok((settings, self.logger))
   }

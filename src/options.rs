@@ -1,6 +1,6 @@
-//! What every options struct shares: the connection to OpenCode, the data directory, and how a
-//! raw option number becomes a duration or a count. Each options struct has a `resolve()`
-//! beside it that turns it into the core's settings with this module; the defaults live in
+//! What every options struct shares: the connection to OpenCode and the data directory. Each
+//! options struct has a `resolve()` beside it that turns it into the core's settings with this
+//! module and `goal_core::tunables` (raw numbers to durations and counts); the defaults live in
 //! `goal-core`, next to the settings they fill.
 
 use std::path::PathBuf;
@@ -15,10 +15,7 @@ use goal_core::services::resolve_data_dir;
 use crate::callbacks::{HeadersCallback, HostEndpoint, UrlCallback};
 use crate::{OpenCodeTarget, RuntimeSettingsOptions};
 
-/// Longest duration an option may ask for (one day).
-const MAX_MILLIS: f64 = 86_400_000.0;
-/// Largest count an option may ask for.
-const MAX_COUNT: f64 = 1_000_000.0;
+pub use goal_core::tunables::{count, millis};
 
 /// The connection fields every options struct carries (`openCode`, or OpenChamber's
 /// `buildOpenCodeUrl` and `getOpenCodeAuthHeaders`; `fetchTimeoutMs`).
@@ -77,44 +74,4 @@ fn endpoint(open_code: Option<OpenCodeTarget>, build_url: Option<UrlCallback>, h
 pub fn data_dir(explicit: Option<String>, settings: Option<RuntimeSettingsOptions>) -> PathBuf {
   let chosen = explicit.or_else(|| settings.and_then(|s| s.data_dir));
   resolve_data_dir(chosen.as_deref())
-}
-
-/// A millisecond option as a duration: `default` unless it is a finite, non-negative number
-/// (capped at one day).
-pub fn millis(value: Option<f64>, default: Duration) -> Duration {
-  match value {
-    Some(ms) if ms.is_finite() && ms >= 0.0 => Duration::from_millis(ms.min(MAX_MILLIS) as u64),
-    _ => default,
-  }
-}
-
-/// A count option: `default` unless it is a finite number of at least `min` (floored, capped).
-pub fn count(value: Option<f64>, default: u64, min: u64) -> u64 {
-  match value {
-    Some(n) if n.is_finite() && n >= min as f64 => n.min(MAX_COUNT).floor() as u64,
-    _ => default,
-  }
-}
-
-#[cfg(test)]
-mod tests {
-  use super::*;
-
-  #[test]
-  fn millis_takes_only_usable_numbers() {
-    let default = Duration::from_millis(7);
-    assert_eq!(millis(None, default), default);
-    assert_eq!(millis(Some(f64::NAN), default), default);
-    assert_eq!(millis(Some(-1.0), default), default);
-    assert_eq!(millis(Some(0.0), default), Duration::ZERO);
-    assert_eq!(millis(Some(1e12), default), Duration::from_millis(86_400_000));
-  }
-
-  #[test]
-  fn count_floors_and_respects_the_minimum() {
-    assert_eq!(count(Some(2.9), 5, 1), 2);
-    assert_eq!(count(Some(0.0), 5, 1), 5);
-    assert_eq!(count(Some(f64::INFINITY), 5, 1), 5);
-    assert_eq!(count(Some(1e9), 5, 1), 1_000_000);
-  }
 }

@@ -8,7 +8,7 @@ use napi::bindgen_prelude::JsObjectValue;
 use napi::{sys, Env, ValueType};
 use serde_json::{Map, Value};
 
-use goal_core::intake::{dispatch, message_update_matters, parse_payload, reading_of, PayloadReading};
+use goal_core::intake::{message_update_matters, parse_payload, reading_of, PayloadReading};
 use goal_core::model::{KNOWN_GOAL_FIELDS, OBJECTIVE_REVISION_FIELD};
 
 fn get_unknown<'a>(object: &Object<'a>, key: &str) -> Option<Unknown<'a>> {
@@ -192,6 +192,6 @@ pub fn forward(env: &Env, group: &str, payload: Unknown, directory_hint: &str) {
   let reduced = reduce(env, payload);
   clear_pending_exception(env);
   if let Some(event) = reduced.and_then(|value| parse_payload(&value, directory_hint)) {
-    dispatch(group, &event);
+    crate::shared_context().intake().dispatch(group, &event);
   }
 }

@@ -1,7 +1,8 @@
-//! Event intake: turns an OpenCode payload into the few events the features read, and fans each
-//! one out to every runtime of the process that talks to the same OpenCode server.
+//! Event intake: turns an OpenCode payload into the few events the features read (the intake
+//! contract, [`INTAKE_PAYLOADS`]), and fans each one out to every runtime registered with the
+//! same [`IntakeRegistry`] that talks to the same OpenCode server.
 
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Weak};
 
 use parking_lot::RwLock;
 use serde_json::Value;
@@ -210,30 +211,34 @@ pub trait Consumer: Send + Sync {
     fn is_live(&self) -> bool;
 }
 
-type Registry = RwLock<Vec<Weak<dyn Consumer>>>;
-
-fn registry() -> &'static Registry {
-    static REGISTRY: OnceLock<Registry> = OnceLock::new();
-    REGISTRY.get_or_init(|| RwLock::new(Vec::new()))
+/// The consumers events are fanned out to, held weakly (a dropped runtime stops receiving). An
+/// explicit object rather than a process-wide static: the host binding keeps the one its
+/// runtimes share (in `shared::SharedContext`), and a test or an embedder can keep its own.
+#[derive(Default)]
+pub struct IntakeRegistry {
+    consumers: RwLock<Vec<Weak<dyn Consumer>>>,
 }
 
-/// Registers a consumer for fan-out (held weakly: a dropped runtime stops receiving).
-pub fn register(consumer: &Arc<dyn Consumer>) {
-    let mut list = registry().write();
-    list.retain(|c| c.upgrade().is_some_and(|c| c.is_live()));
-    list.push(Arc::downgrade(consumer));
-}
+impl IntakeRegistry {
+    /// Registers a consumer for fan-out, dropping consumers that are gone or stopped.
+    pub fn register(&self, consumer: &Arc<dyn Consumer>) {
+        let mut list = self.consumers.write();
+        list.retain(|c| c.upgrade().is_some_and(|c| c.is_live()));
+        list.push(Arc::downgrade(consumer));
+    }
 
-/// Delivers an event to every live consumer of the group.
-pub fn dispatch(group: &str, event: &IntakeEvent) {
-    let consumers: Vec<Arc<dyn Consumer>> = registry()
-        .read()
-        .iter()
-        .filter_map(Weak::upgrade)
-        .filter(|c| c.is_live() && c.group() == group)
-        .collect();
-    for consumer in consumers {
-        consumer.accept(event);
+    /// Delivers an event to every live consumer of the group.
+    pub fn dispatch(&self, group: &str, event: &IntakeEvent) {
+        let consumers: Vec<Arc<dyn Consumer>> = self
+            .consumers
+            .read()
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter(|c| c.is_live() && c.group() == group)
+            .collect();
+        for consumer in consumers {
+            consumer.accept(event);
+        }
     }
 }
 
@@ -308,6 +313,39 @@ mod tests {
         assert!(!message_update_matters(Some("assistant"), false));
         let streaming = json!({"type": "message.updated", "properties": {"info": {"role": "assistant", "sessionID": "s", "error": null}}});
         assert_eq!(parse_payload(&streaming, ""), None);
+    }
+
+    struct Counting {
+        group: &'static str,
+        seen: parking_lot::Mutex<usize>,
+    }
+
+    impl Consumer for Counting {
+        fn accept(&self, _event: &IntakeEvent) {
+            *self.seen.lock() += 1;
+        }
+        fn group(&self) -> String {
+            self.group.to_string()
+        }
+        fn is_live(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn a_registry_reaches_its_own_consumers_of_the_group_only() {
+        let (first, second) = (IntakeRegistry::default(), IntakeRegistry::default());
+        let counting = |group| Arc::new(Counting { group, seen: parking_lot::Mutex::new(0) });
+        let (a, b, other) = (counting("g"), counting("g"), counting("h"));
+        let as_consumer = |c: &Arc<Counting>| -> Arc<dyn Consumer> { c.clone() };
+        first.register(&as_consumer(&a));
+        first.register(&as_consumer(&other));
+        second.register(&as_consumer(&b));
+        first.dispatch("g", &IntakeEvent::Connected);
+        assert_eq!((*a.seen.lock(), *b.seen.lock(), *other.seen.lock()), (1, 0, 0));
+        drop(a);
+        first.dispatch("g", &IntakeEvent::Connected);
+        assert_eq!(*b.seen.lock(), 0, "a dropped consumer is skipped, another registry untouched");
     }
 
     #[test]

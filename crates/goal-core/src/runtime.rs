@@ -34,6 +34,8 @@ pub struct GoalRuntimeSettings {
     pub directories: Vec<String>,
     /// Scan for stranded active goals at start.
     pub recover_on_start: bool,
+    /// What this runtime shares with the others of its host (it registers for events there).
+    pub shared: crate::shared::SharedContext,
 }
 
 /// What `snapshot()` reports.
@@ -125,7 +127,7 @@ impl GoalRuntime {
             runtime: runtime.clone(),
         });
         let consumer: Arc<dyn Consumer> = inner.clone();
-        crate::intake::register(&consumer);
+        settings.shared.intake().register(&consumer);
         let runtime_handle = GoalRuntime { inner };
         if settings.recover_on_start {
             runtime_handle.recover();

@@ -1,4 +1,5 @@
-//! What the host provides: a small model, a notification sink, settings on disk.
+//! What the host provides: a small model, a notification sink, settings on disk. The plain
+//! data these carry lives in pure modules (`small_model_call`, `settings`), re-exported here.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -6,82 +7,8 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::opencode::BoxFuture;
-
-/// A small-model request (the reference's `generateSmallModelText` argument).
-#[derive(Debug, Clone, Default)]
-pub struct SmallModelRequest {
-    /// User prompt.
-    pub prompt: String,
-    /// System prompt.
-    pub system: String,
-    /// Project directory.
-    pub directory: String,
-    /// The session's provider.
-    pub preferred_provider_id: String,
-    /// The session's model.
-    pub preferred_model_id: String,
-    /// Never send conversation content to another provider.
-    pub restrict_to_preferred_provider: bool,
-    /// Output cap, when set.
-    pub max_output_tokens: Option<u32>,
-    /// Per-call timeout in ms.
-    pub timeout_ms: u64,
-}
-
-impl SmallModelRequest {
-    /// The request as the reference's JS service takes it.
-    pub fn to_value(&self) -> Value {
-        let mut object = serde_json::json!({
-            "prompt": self.prompt,
-            "system": self.system,
-            "directory": self.directory,
-            "restrictToPreferredProvider": self.restrict_to_preferred_provider,
-            "timeoutMs": self.timeout_ms,
-        });
-        if !self.preferred_provider_id.is_empty() {
-            object["preferredProviderID"] = Value::from(self.preferred_provider_id.clone());
-        }
-        if !self.preferred_model_id.is_empty() {
-            object["preferredModelID"] = Value::from(self.preferred_model_id.clone());
-        }
-        if let Some(max) = self.max_output_tokens {
-            object["maxOutputTokens"] = Value::from(max);
-        }
-        object
-    }
-}
-
-/// A small-model answer.
-#[derive(Debug, Clone, Default)]
-pub struct SmallModelReply {
-    /// Output text (trimmed).
-    pub text: String,
-    /// Provider that answered.
-    pub provider_id: String,
-    /// Model that answered.
-    pub model_id: String,
-}
-
-/// A small-model failure. `status == Some(404)` means "no small model": silent.
-#[derive(Debug, Clone, Default)]
-pub struct SmallModelError {
-    /// HTTP-like status (`statusCode` or `status`).
-    pub status: Option<u16>,
-    /// Machine code (`output-exhausted`, `no-provider-login`, …).
-    pub code: String,
-}
-
-impl SmallModelError {
-    /// Unavailable without a status (callback threw, timed out, returned garbage).
-    pub fn unavailable() -> Self {
-        Self::default()
-    }
-
-    /// Whether the failure should be logged (404 is the expected "no small model").
-    pub fn is_silent(&self) -> bool {
-        self.status == Some(404)
-    }
-}
+pub use crate::settings::SettingsFlags;
+pub use crate::small_model_call::{SmallModelError, SmallModelReply, SmallModelRequest};
 
 /// A small model.
 pub trait SmallModel: Send + Sync {
@@ -127,47 +54,6 @@ pub fn resolve_data_dir(explicit: Option<&str>) -> PathBuf {
     home.join(".config").join("openchamber")
 }
 
-/// The switches read from `<dataDir>/settings.json` at fire time. A read error means "on".
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SettingsFlags {
-    /// `sessionGoalEnabled !== false`.
-    pub goal_enabled: bool,
-    /// `sessionAssistEnabled !== false`.
-    pub assist_enabled: bool,
-    /// `sessionRecapEnabled !== false`.
-    pub recap_enabled: bool,
-    /// `sessionSuggestionEnabled !== false`.
-    pub suggestion_enabled: bool,
-    /// `notifyOnCompletion !== false`.
-    pub notify_on_completion: bool,
-}
-
-impl SettingsFlags {
-    /// Everything on (missing or unreadable settings).
-    pub const DEFAULT: SettingsFlags = SettingsFlags {
-        goal_enabled: true,
-        assist_enabled: true,
-        recap_enabled: true,
-        suggestion_enabled: true,
-        notify_on_completion: true,
-    };
-
-    /// Parses settings text; unparseable text means defaults.
-    pub fn parse(text: &str) -> SettingsFlags {
-        let Ok(value) = serde_json::from_str::<Value>(text) else {
-            return Self::DEFAULT;
-        };
-        let on = |key: &str| value.get(key) != Some(&Value::Bool(false));
-        SettingsFlags {
-            goal_enabled: on("sessionGoalEnabled"),
-            assist_enabled: on("sessionAssistEnabled"),
-            recap_enabled: on("sessionRecapEnabled"),
-            suggestion_enabled: on("sessionSuggestionEnabled"),
-            notify_on_completion: on("notifyOnCompletion"),
-        }
-    }
-}
-
 /// The settings file and the objective files.
 #[derive(Debug, Clone)]
 pub struct DataDir {
@@ -208,18 +94,4 @@ pub struct Services {
     pub notifier: Arc<dyn Notifier>,
     /// Settings and objective files.
     pub data_dir: DataDir,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn settings_default_on_and_only_false_disables() {
-        assert_eq!(SettingsFlags::parse("not json"), SettingsFlags::DEFAULT);
-        let flags = SettingsFlags::parse(r#"{"sessionGoalEnabled": false, "sessionAssistEnabled": 0, "notifyOnCompletion": "false"}"#);
-        assert!(!flags.goal_enabled);
-        assert!(flags.assist_enabled);
-        assert!(flags.notify_on_completion);
-    }
 }

@@ -8,7 +8,7 @@ use crate::jsonx::extract_json_object;
 use crate::model::{chronological, truncate_chars, Message, Role};
 use crate::prompts::clamp_chars;
 use crate::script_guard::introduces_foreign_script;
-use crate::services::SettingsFlags;
+use crate::settings::SettingsFlags;
 
 /// Most characters of each side of the exchange sent to the small model.
 pub const TRANSCRIPT_PART_CHAR_LIMIT: usize = 6000;

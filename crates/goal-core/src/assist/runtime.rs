@@ -54,6 +54,8 @@ pub struct AssistRuntimeSettings {
     pub data_dir: DataDir,
     /// Tunables.
     pub config: AssistConfig,
+    /// What this runtime shares with the others of its host (it registers for events there).
+    pub shared: crate::shared::SharedContext,
 }
 
 /// Outcome counters, for `snapshot()` and for measuring.
@@ -278,7 +280,7 @@ impl AssistRuntime {
             stopped: AtomicBool::new(false),
         });
         let consumer: Arc<dyn Consumer> = inner.clone();
-        crate::intake::register(&consumer);
+        settings.shared.intake().register(&consumer);
         AssistRuntime { inner }
     }
 
