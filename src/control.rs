@@ -568,6 +568,23 @@ pub struct GoalEditRequest {
   pub model_id: Option<String>,
 }
 
+/// The prompt options of a create / send / fork request (all three name them alike), with the
+/// prompt text given separately (optional for create only).
+macro_rules! prompt_options {
+  ($request:ident, $prompt:expr) => {
+    PromptOptions {
+      prompt: $prompt,
+      model: $request.model,
+      provider_id: $request.provider_id,
+      model_id: $request.model_id,
+      agent: $request.agent,
+      variant: $request.variant,
+      goal: $request.goal == Some(true),
+      goal_token_budget: $request.goal_token_budget,
+    }
+  };
+}
+
 fn target(session_id: String, directory: Option<String>, goal_id: Option<String>) -> GoalTarget {
   GoalTarget { session_id, directory: directory.unwrap_or_default(), expected_goal_id: goal_id }
 }
@@ -625,16 +642,7 @@ impl GoalControl {
         let create = CreateSession {
           directory: request.directory,
           title: request.title,
-          options: PromptOptions {
-            prompt: request.prompt.unwrap_or_default(),
-            model: request.model,
-            provider_id: request.provider_id,
-            model_id: request.model_id,
-            agent: request.agent,
-            variant: request.variant,
-            goal: request.goal == Some(true),
-            goal_token_budget: request.goal_token_budget,
-          },
+          options: prompt_options!(request, request.prompt.unwrap_or_default()),
         };
         orchestrate::create_session(&ctx, &create).await.map(|r| dispatch_result("create", r))
       })
@@ -651,16 +659,7 @@ impl GoalControl {
         let send = SendPrompt {
           session_id: request.session_id,
           directory: request.directory.unwrap_or_default(),
-          options: PromptOptions {
-            prompt: request.prompt,
-            model: request.model,
-            provider_id: request.provider_id,
-            model_id: request.model_id,
-            agent: request.agent,
-            variant: request.variant,
-            goal: request.goal == Some(true),
-            goal_token_budget: request.goal_token_budget,
-          },
+          options: prompt_options!(request, request.prompt),
         };
         orchestrate::send_prompt(&ctx, &send).await.map(|r| dispatch_result("send", r))
       })
@@ -679,16 +678,7 @@ impl GoalControl {
           session_id: request.session_id,
           message_id: request.message_id,
           directory: request.directory.unwrap_or_default(),
-          options: PromptOptions {
-            prompt: request.prompt,
-            model: request.model,
-            provider_id: request.provider_id,
-            model_id: request.model_id,
-            agent: request.agent,
-            variant: request.variant,
-            goal: request.goal == Some(true),
-            goal_token_budget: request.goal_token_budget,
-          },
+          options: prompt_options!(request, request.prompt),
         };
         orchestrate::fork_session(&ctx, &fork).await.map(|r| dispatch_result("fork", r))
       })

@@ -248,18 +248,7 @@ pub struct SessionState {
 
 pub(crate) fn to_js_snapshot(snapshot: goal_core::runtime::GoalSnapshot) -> RuntimeSnapshot {
   RuntimeSnapshot {
-    sessions: snapshot
-      .sessions
-      .into_iter()
-      .map(|s| SessionState {
-        session_id: s.session_id,
-        directory: s.directory,
-        due_in_ms: s.due_in_ms.map(|ms| ms as f64),
-        ticking: s.ticking,
-        follow_up: s.follow_up,
-        attempt: s.attempt,
-      })
-      .collect(),
+    sessions: snapshot.sessions.into_iter().map(SessionState::from).collect(),
     armed_timers: snapshot.armed as u32,
     in_flight: snapshot.in_flight as u32,
     ticks: snapshot.ticks as f64,
