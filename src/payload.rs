@@ -187,11 +187,11 @@ pub fn intake_payload_types() -> Vec<String> {
   goal_core::intake::intake_payload_types().map(str::to_string).collect()
 }
 
-/// Reduces, parses and dispatches one payload to every runtime of `group`.
+/// Reduces, parses and delivers one payload to every runtime of `group`.
 pub fn forward(env: &Env, group: &str, payload: Unknown, directory_hint: &str) {
   let reduced = reduce(env, payload);
   clear_pending_exception(env);
   if let Some(event) = reduced.and_then(|value| parse_payload(&value, directory_hint)) {
-    crate::shared_context().intake().dispatch(group, &event);
+    crate::shared_context().intake().deliver(group, &event);
   }
 }

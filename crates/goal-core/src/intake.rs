@@ -228,7 +228,7 @@ impl IntakeRegistry {
     }
 
     /// Delivers an event to every live consumer of the group.
-    pub fn dispatch(&self, group: &str, event: &IntakeEvent) {
+    pub fn deliver(&self, group: &str, event: &IntakeEvent) {
         let consumers: Vec<Arc<dyn Consumer>> = self
             .consumers
             .read()
@@ -341,10 +341,10 @@ mod tests {
         first.register(&as_consumer(&a));
         first.register(&as_consumer(&other));
         second.register(&as_consumer(&b));
-        first.dispatch("g", &IntakeEvent::Connected);
+        first.deliver("g", &IntakeEvent::Connected);
         assert_eq!((*a.seen.lock(), *b.seen.lock(), *other.seen.lock()), (1, 0, 0));
         drop(a);
-        first.dispatch("g", &IntakeEvent::Connected);
+        first.deliver("g", &IntakeEvent::Connected);
         assert_eq!(*b.seen.lock(), 0, "a dropped consumer is skipped, another registry untouched");
     }
 
