@@ -132,8 +132,8 @@ export type CreateSessionGoalOptions = GoalControlOptions &
     baseUrl?: string
     /** Reference form of `openCode.headers`. */
     authHeaders?: Record<string, string>
-    /** Called with each non-fatal warning (e.g. the objective was stored inline). */
-    onWarning?: (warning: string) => void
+    /** Called with each non-fatal warning (e.g. the objective was stored inline) and an Error carrying its cause, as the reference calls it. */
+    onWarning?: (message: string, error: Error) => void
   }
 
 /** Installs a fresh active goal on a session in one call. Throws `GoalError`. */

@@ -4,7 +4,9 @@
 // never cross into native code.
 'use strict'
 
-const native = require('./index.js')
+// The generated loader, behind one clear error when no binary loads (lib/load-native.js).
+const native = require('./lib/load-native.js').loadNative()
+const { withDefaultLogger } = require('./lib/operator-console.js')
 
 const INTERESTING_TYPES = new Set([
   'session.status',
@@ -171,11 +173,11 @@ function wrapRuntime(inner) {
 }
 
 function createSessionGoalRuntime(options) {
-  return wrapRuntime(native.createSessionGoalRuntime(adaptOptions(options)))
+  return wrapRuntime(native.createSessionGoalRuntime(adaptOptions(withDefaultLogger(options))))
 }
 
 function createSessionAssistRuntime(options) {
-  return wrapRuntime(native.createSessionAssistRuntime(adaptOptions(options)))
+  return wrapRuntime(native.createSessionAssistRuntime(adaptOptions(withDefaultLogger(options))))
 }
 
 function writeSessionMetadataKey(write) {

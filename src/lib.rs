@@ -9,6 +9,7 @@
 mod assist;
 mod callbacks;
 mod control;
+mod intro;
 mod logging;
 mod metadata;
 mod payload;
