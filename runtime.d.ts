@@ -138,3 +138,10 @@ export type CreateSessionGoalOptions = GoalControlOptions &
 
 /** Installs a fresh active goal on a session in one call. Throws `GoalError`. */
 export declare function createSessionGoal(options: CreateSessionGoalOptions): Promise<InstalledGoal>
+
+/**
+ * The `<system-reminder>` goal-mode text a host attaches (as a synthetic text part) after a
+ * goal's first prompt. A positive budget (a number, or a numeric string from a JSON body) adds
+ * one sentence naming it; anything else means no budget.
+ */
+export declare function buildGoalIntroText(tokenBudget?: number | string | null): string

@@ -184,6 +184,13 @@ function writeSessionMetadataKey(write) {
   return native.writeSessionMetadataKey(adaptOptions(write))
 }
 
+// Hosts pass budgets from JSON bodies and forms: a numeric string counts, anything else that is
+// not a number means "no budget" rather than a conversion error.
+function buildGoalIntroText(tokenBudget) {
+  const budget = typeof tokenBudget === 'string' && tokenBudget.trim() !== '' ? Number(tokenBudget) : tokenBudget
+  return native.buildGoalIntroText(typeof budget === 'number' ? budget : undefined)
+}
+
 // Goal creation and control (objective store, routes, create/send/fork, actions): lib/goals.js.
 const goalApi = require('./lib/goals.js').createGoalApi({ native, adaptOptions })
 
@@ -193,4 +200,5 @@ module.exports = {
   createSessionGoalRuntime,
   createSessionAssistRuntime,
   writeSessionMetadataKey,
+  buildGoalIntroText,
 }

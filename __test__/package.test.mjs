@@ -68,6 +68,9 @@ describe('buildGoalIntroText', () => {
     expect(budgeted).toContain('250000 tokens')
     expect(budgeted.length).toBeGreaterThan(plain.length)
     expect(esm.buildGoalIntroText(1500.7)).toContain('1500 tokens')
+    // Budgets from JSON bodies: a numeric string counts; other values mean no budget, no throw.
+    expect(esm.buildGoalIntroText('50000')).toBe(esm.buildGoalIntroText(50000))
+    for (const odd of ['', 'lots', {}, [], true]) expect(esm.buildGoalIntroText(odd)).toBe(plain)
   })
 
   it('is the text a scheduled task stamp attaches', async () => {

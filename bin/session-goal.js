@@ -298,6 +298,8 @@ async function runWatch(pkg, control, target, directory, flags) {
     kickoffQuietMs: parseMillis(flags, 'kickoff-quiet-ms'),
     ...(auditor ? { generateSmallModelText: auditor } : {}),
     ...(smallModel ? { smallModel } : {}),
+    // watch prints the transitions itself (and --json needs a clean stdout): no console lines.
+    logger: null,
   })
   try {
     for (const entry of await control.listGoals(directory)) {

@@ -59,6 +59,14 @@ run "$node_bin" esm-imports.mjs
 run "$node_bin" cjs-requires.cjs
 run "$node_bin" drive-goal.mjs "$repo/__test__/mock/opencode.mjs"
 
+# Types for both entries, as a TypeScript host resolves them (nodenext: `import` → runtime.d.mts,
+# `require` → runtime.d.ts). TypeScript comes from the repository's dev tooling.
+if [ -f "$repo/node_modules/typescript/bin/tsc" ]; then
+  node "$repo/node_modules/typescript/bin/tsc" --noEmit --strict --module nodenext --moduleResolution nodenext \
+    --target es2022 types-esm.mts types-cjs.cts
+  echo "types: ESM (types-esm.mts) and CommonJS (types-cjs.cts) type-check against the installed package"
+fi
+
 # The CLI through npx (npm's own node must be new enough for npx; otherwise the bin directly).
 if run "$node_bin" -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)'; then
   version=$(run npx --offline --no-install session-goal --version)
