@@ -135,6 +135,13 @@ export interface AssistRuntimeSnapshot {
   stopped: boolean
 }
 
+/**
+ * The `<system-reminder>` block that tells the agent goal mode is on (attach it as a synthetic
+ * text part after the prompt). A positive `tokenBudget` adds one sentence naming the budget;
+ * `null`, `undefined`, 0, negative or non-finite values mean no budget.
+ */
+export declare function buildGoalIntroText(tokenBudget?: number | undefined | null): string
+
 /** Creates a goal control. Throws only for unusable options (no OpenCode location). */
 export declare function createGoalControl(options: GoalControlOptions): GoalControl
 

@@ -838,6 +838,7 @@ module.exports = nativeBinding
 module.exports.GoalControl = nativeBinding.GoalControl
 module.exports.SessionAssistRuntime = nativeBinding.SessionAssistRuntime
 module.exports.SessionGoalRuntime = nativeBinding.SessionGoalRuntime
+module.exports.buildGoalIntroText = nativeBinding.buildGoalIntroText
 module.exports.createGoalControl = nativeBinding.createGoalControl
 module.exports.createSessionAssistRuntime = nativeBinding.createSessionAssistRuntime
 module.exports.createSessionGoalRuntime = nativeBinding.createSessionGoalRuntime

@@ -132,9 +132,16 @@ export type CreateSessionGoalOptions = GoalControlOptions &
     baseUrl?: string
     /** Reference form of `openCode.headers`. */
     authHeaders?: Record<string, string>
-    /** Called with each non-fatal warning (e.g. the objective was stored inline). */
-    onWarning?: (warning: string) => void
+    /** Called with each non-fatal warning (e.g. the objective was stored inline) and an Error carrying its cause, as the reference calls it. */
+    onWarning?: (message: string, error: Error) => void
   }
 
 /** Installs a fresh active goal on a session in one call. Throws `GoalError`. */
 export declare function createSessionGoal(options: CreateSessionGoalOptions): Promise<InstalledGoal>
+
+/**
+ * The `<system-reminder>` goal-mode text a host attaches (as a synthetic text part) after a
+ * goal's first prompt. A positive budget (a number, or a numeric string from a JSON body) adds
+ * one sentence naming it; anything else means no budget.
+ */
+export declare function buildGoalIntroText(tokenBudget?: number | string | null): string

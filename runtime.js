@@ -4,7 +4,9 @@
 // read and never cross into native code.
 'use strict'
 
-const native = require('./index.js')
+// The generated loader, behind one clear error when no binary loads (lib/load-native.js).
+const native = require('./lib/load-native.js').loadNative()
+const { withDefaultLogger } = require('./lib/operator-console.js')
 
 // The payload types the runtimes read: the intake contract of goal-core, exported by the
 // binding, so this prefilter cannot drift from what native code parses.
@@ -100,15 +102,22 @@ function wrapRuntime(inner) {
 }
 
 function createSessionGoalRuntime(options) {
-  return wrapRuntime(native.createSessionGoalRuntime(adaptOptions(options)))
+  return wrapRuntime(native.createSessionGoalRuntime(adaptOptions(withDefaultLogger(options))))
 }
 
 function createSessionAssistRuntime(options) {
-  return wrapRuntime(native.createSessionAssistRuntime(adaptOptions(options)))
+  return wrapRuntime(native.createSessionAssistRuntime(adaptOptions(withDefaultLogger(options))))
 }
 
 function writeSessionMetadataKey(write) {
   return native.writeSessionMetadataKey(adaptOptions(write))
+}
+
+// Hosts pass budgets from JSON bodies and forms: a numeric string counts, anything else that is
+// not a number means "no budget" rather than a conversion error.
+function buildGoalIntroText(tokenBudget) {
+  const budget = typeof tokenBudget === 'string' && tokenBudget.trim() !== '' ? Number(tokenBudget) : tokenBudget
+  return native.buildGoalIntroText(typeof budget === 'number' ? budget : undefined)
 }
 
 // Goal creation and control (objective store, routes, create/send/fork, actions): lib/goals.js.
@@ -120,4 +129,5 @@ module.exports = {
   createSessionGoalRuntime,
   createSessionAssistRuntime,
   writeSessionMetadataKey,
+  buildGoalIntroText,
 }

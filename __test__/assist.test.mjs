@@ -157,8 +157,12 @@ describe('session assist', () => {
 
   it('a user message created after the timer was armed clears it; a re-emitted older one does not', async () => {
     const { mock, model, runtime } = await setupAssist()
+    // The user message must come after the runtime armed its timer: wait for the arm itself,
+    // not for a guess at how long the idle event takes to arrive.
+    const armed = (id) => runtime.snapshot().sessions.some((s) => s.sessionId === id && s.dueInMs != null)
     const moved = sessionWithExchange(mock)
     mock.setStatus(moved.session.id, 'idle')
+    await waitFor(() => armed(moved.session.id))
     await sleep(QUIET_MS / 3)
     mock.addUserMessage(moved.session.id, 'Also bump the CI cache key please')
     await sleep(QUIET_MS * 2)
@@ -167,7 +171,11 @@ describe('session assist', () => {
 
     // OpenCode re-emits old user messages after a turn settles: those must not clear it.
     const stays = sessionWithExchange(mock)
+    // "Older" in milliseconds: an idle in the same millisecond as the message creation would
+    // make the re-emitted message look as new as the timer.
+    await waitFor(() => Date.now() > stays.reply.info.time.created + 2)
     mock.setStatus(stays.session.id, 'idle')
+    await waitFor(() => armed(stays.session.id))
     await sleep(QUIET_MS / 3)
     mock.emit({ type: 'message.updated', properties: { sessionID: stays.session.id, info: stays.user.info } }, '/tmp/project')
     await waitFor(() => assistOf(mock, stays.session.id))

@@ -55,6 +55,7 @@ Common options:
                                (default: $OPENCHAMBER_DATA_DIR, else ~/.config/openchamber)
   --json                       Print results as JSON
   -h, --help                   Show this help
+  -V, --version                Print the package version
 
 Environment:
   OPENCODE_SERVER_PASSWORD     Sent as HTTP basic auth (user: $OPENCODE_SERVER_USERNAME or "opencode")
@@ -82,6 +83,7 @@ const BOOLEAN_FLAGS = new Set(['goal', 'json', 'help'])
 function parseArgs(argv) {
   if (argv.length === 0) throw new UsageError('missing command (run session-goal --help)')
   if (argv[0] === '-h' || argv[0] === '--help' || argv[0] === 'help') return { help: true }
+  if (argv[0] === '-V' || argv[0] === '--version' || argv[0] === 'version') return { version: true }
   const command = argv[0]
   const spec = COMMANDS[command]
   if (!spec) throw new UsageError(`unknown command "${command}" (run session-goal --help)`)
@@ -296,6 +298,8 @@ async function runWatch(pkg, control, target, directory, flags) {
     kickoffQuietMs: parseMillis(flags, 'kickoff-quiet-ms'),
     ...(auditor ? { generateSmallModelText: auditor } : {}),
     ...(smallModel ? { smallModel } : {}),
+    // watch prints the transitions itself (and --json needs a clean stdout): no console lines.
+    logger: null,
   })
   try {
     for (const entry of await control.listGoals(directory)) {
@@ -337,6 +341,12 @@ async function main(argv) {
     parsed = parseArgs(argv)
     if (parsed.help) {
       process.stdout.write(USAGE)
+      return 0
+    }
+    if (parsed.version) {
+      // Read from the package itself: no native binary is needed to answer.
+      const { name, version } = require('../package.json')
+      process.stdout.write(`${name} ${version}\n`)
       return 0
     }
     validate(parsed)

@@ -210,7 +210,8 @@ function createGoalApi({ native, adaptOptions }) {
     if (typeof options.onWarning === 'function') {
       for (const warning of installed.warnings) {
         try {
-          options.onWarning(warning)
+          // The reference calls onWarning(message, error); the error carries the cause.
+          options.onWarning(warning, warningError(warning))
         } catch {
           // A throwing warning sink must not fail a goal that is already installed.
         }
@@ -229,6 +230,15 @@ function createGoalApi({ native, adaptOptions }) {
     createSessionGoalControl,
     createSessionGoal,
   }
+}
+
+// A warning such as "objective file not written (<cause>); …" as an Error whose message is the
+// cause in parentheses (the whole warning when there is none).
+function warningError(warning) {
+  const cause = /\(([^()]+)\)/.exec(warning)
+  const error = new Error(cause ? cause[1] : warning)
+  error.name = 'GoalWarning'
+  return error
 }
 
 // The reference's create.js took {baseUrl, authHeaders}; the runtime takes openCode: {baseUrl, headers}.

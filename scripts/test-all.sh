@@ -17,6 +17,10 @@ git diff --exit-code -- index.js index.d.ts || {
 echo "== vitest (built addon against the mock OpenCode)"
 npx vitest run
 
+echo "== install test (packed root + platform package, offline host without cargo; ESM, CJS, a goal, the CLI)"
+node scripts/sync-platform-packages.mjs --check
+bash scripts/install-test.sh
+
 echo "== fault-injection suite (one row per fault class; see RELIABILITY.md)"
 node scripts/fault-suite.mjs
 

@@ -6,6 +6,7 @@
 mod assist;
 mod callbacks;
 mod control;
+mod intro;
 mod logging;
 mod metadata;
 mod options;

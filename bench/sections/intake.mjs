@@ -131,6 +131,7 @@ runSection(async () => {
 
   let auditCalls = 0
   const runtime = pkg.createSessionGoalRuntime({
+    logger: null, // no console lines: they would cost the measured thread
     openCode: { baseUrl: mock.url },
     idleQuietMs: 60_000,
     kickoffQuietMs: 60_000,

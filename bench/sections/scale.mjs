@@ -33,6 +33,7 @@ runSection(async () => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'goal-bench-'))
   let audits = 0
   const runtime = pkg.createSessionGoalRuntime({
+    logger: null, // no console lines: they would cost the measured thread
     openCode: { baseUrl: mock.url },
     settings: { dataDir },
     idleQuietMs: QUIET_MS,

@@ -110,6 +110,7 @@ runSection(async () => {
 
   // Native-first options: a fixed base URL.
   const native = pkg.createSessionGoalRuntime({
+    logger: null, // no console lines: they would cost the measured thread
     openCode: { baseUrl: mock.url },
     settings: { dataDir },
     idleQuietMs: QUIET_MS,
@@ -124,6 +125,7 @@ runSection(async () => {
   // OpenChamber's options: the URL and headers come from host callbacks on every request.
   const generate = auditor()
   const hosted = pkg.createSessionGoalRuntime({
+    logger: null, // no console lines: they would cost the measured thread
     buildOpenCodeUrl: (apiPath) => mock.url + apiPath,
     getOpenCodeAuthHeaders: () => ({ authorization: 'Bearer bench' }),
     getSmallModelService: async () => ({ generateSmallModelText: generate }),

@@ -11,6 +11,7 @@ const { subscribeGlobalEvents } = require('../../lib/event-stream.js')
 
 const [url, dataDir, quietMs] = process.argv.slice(2)
 const runtime = pkg.createSessionGoalRuntime({
+  logger: null, // no console lines: they would cost the measured thread
   openCode: { baseUrl: url },
   settings: { dataDir },
   idleQuietMs: Number(quietMs),

@@ -38,3 +38,6 @@ pub mod create;
 pub mod orchestrate;
 pub mod actions;
 pub mod small_model;
+pub mod http;
+pub mod operator;
+pub mod embed;

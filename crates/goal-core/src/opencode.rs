@@ -103,7 +103,7 @@ fn shared_http() -> reqwest::Client {
     static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
     CLIENT
         .get_or_init(|| {
-            reqwest::Client::builder()
+            crate::http::client_builder()
                 .no_proxy()
                 .pool_idle_timeout(Duration::from_secs(30))
                 .build()

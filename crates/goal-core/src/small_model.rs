@@ -132,7 +132,7 @@ fn provider_http(loopback: bool) -> reqwest::Client {
     static LOCAL: OnceLock<reqwest::Client> = OnceLock::new();
     let cell = if loopback { &LOCAL } else { &PUBLIC };
     cell.get_or_init(|| {
-        let builder = reqwest::Client::builder().pool_idle_timeout(Duration::from_secs(30));
+        let builder = crate::http::client_builder().pool_idle_timeout(Duration::from_secs(30));
         let builder = if loopback { builder.no_proxy() } else { builder };
         builder.build().unwrap_or_else(|_| reqwest::Client::new())
     })

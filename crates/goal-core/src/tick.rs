@@ -363,6 +363,7 @@ async fn settle_with(
     .await;
     log_write(session_id, "settle", &result);
     if let Ok(GoalWrite::Written(written)) = &result {
+        crate::operator::settled(session_id, written);
         let flags = ctx.services.data_dir.flags().await;
         if flags.notify_on_completion && written.status != GoalStatus::Paused {
             let objective = if objective.is_empty() { goal.objective.as_str() } else { objective };
@@ -390,11 +391,13 @@ async fn run_audit(ctx: &TickContext, directory: &str, objective: &str, basis: &
         Ok(Err(error)) => {
             if !error.is_silent() {
                 warn!(target: "session_goal", status = ?error.status, code = %error.code, "progress audit failed");
+                crate::operator::audit_failed(&error.status.map(|s| format!("status {s}")).unwrap_or_else(|| error.code.clone()));
             }
             return None;
         }
         Err(_) => {
             warn!(target: "session_goal", "progress audit timed out");
+            crate::operator::audit_failed("timed out");
             return None;
         }
     };
@@ -409,6 +412,7 @@ async fn run_audit(ctx: &TickContext, directory: &str, objective: &str, basis: &
             json_object_found = object.is_some(),
             "[session-goal:diagnostic] audit parse failed"
         );
+        crate::operator::audit_failed("reply not parseable");
         return None;
     };
     let mut note = truncate_chars(raw_note.trim(), NOTE_CHAR_LIMIT);
@@ -559,6 +563,7 @@ async fn continue_goal(
         match ctx.client.prompt_async(session_id, directory, &body).await {
             DispatchOutcome::Sent => {
                 info!(target: "session_goal", session = session_id, turn = reserved.turns_used, "continuation sent");
+                crate::operator::continuation_sent(session_id, reserved.turns_used, ctx.config.max_auto_turns);
                 return TickOutcome::Continued;
             }
             DispatchOutcome::NotAdmitted(code) => {

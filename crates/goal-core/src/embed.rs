@@ -1,0 +1,247 @@
+//! Embedding the goal runtime in a Rust application (a Tauri shell, a daemon) without Node.
+//!
+//! [`GoalRuntimeBuilder`] gathers the same settings the Node package takes as options; `start`
+//! runs the runtime on a tokio runtime handle the application owns. The application forwards
+//! OpenCode's events (from `GET /global/event`, envelope unwrapped) with
+//! [`EmbeddedGoalRuntime::feed`] or [`EmbeddedGoalRuntime::feed_json`], reads counters with
+//! [`EmbeddedGoalRuntime::snapshot`] and ends with [`EmbeddedGoalRuntime::stop`].
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use goal_core::embed::GoalRuntimeBuilder;
+//!
+//! # async fn run(events: tokio::sync::mpsc::Receiver<String>) {
+//! let runtime = GoalRuntimeBuilder::new("http://127.0.0.1:4096")
+//!     .header("authorization", "Basic b3BlbmNvZGU6c2VjcmV0")
+//!     .idle_quiet(Duration::from_secs(15))
+//!     .start(&tokio::runtime::Handle::current());
+//! let mut events = events;
+//! while let Some(line) = events.recv().await {
+//!     runtime.feed_json(&line, "");
+//! }
+//! runtime.stop().await;
+//! # }
+//! ```
+//!
+//! Goals themselves are created the way OpenChamber does it (metadata on the session, see
+//! [`crate::create`]); the runtime picks them up from `session.updated` events.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::intake::parse_payload;
+use crate::opencode::{OpenCodeClient, StaticEndpoint};
+use crate::runtime::{GoalRuntime, GoalRuntimeSettings, GoalSnapshot};
+use crate::shared::SharedContext;
+use crate::services::{resolve_data_dir, DataDir, NoNotifier, Notifier, Services, SmallModel};
+use crate::small_model::{catalog::ModelRef, BuiltinSmallModel};
+use crate::tick::GoalConfig;
+
+/// Settings of an embedded goal runtime; every setting has the Node package's default.
+pub struct GoalRuntimeBuilder {
+    base_url: String,
+    headers: Vec<(String, String)>,
+    data_dir: Option<PathBuf>,
+    small_model: Option<Arc<dyn SmallModel>>,
+    small_model_choice: Option<(String, String)>,
+    notifier: Option<Arc<dyn Notifier>>,
+    fetch_timeout: Duration,
+    config: GoalConfig,
+    directories: Vec<String>,
+    recover_on_start: Option<bool>,
+    shared: Option<SharedContext>,
+}
+
+impl GoalRuntimeBuilder {
+    /// A runtime for the OpenCode server at `base_url` (e.g. `http://127.0.0.1:4096`).
+    pub fn new(base_url: impl Into<String>) -> Self {
+        Self {
+            base_url: base_url.into(),
+            headers: Vec::new(),
+            data_dir: None,
+            small_model: None,
+            small_model_choice: None,
+            notifier: None,
+            fetch_timeout: Duration::from_millis(10_000),
+            config: GoalConfig::default(),
+            directories: Vec::new(),
+            recover_on_start: None,
+            shared: None,
+        }
+    }
+
+    /// A header sent with every OpenCode request (e.g. `authorization`); never logged.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// The OpenChamber data directory (`settings.json`, `goals/<sessionId>.md`). Default:
+    /// `OPENCHAMBER_DATA_DIR`, else `~/.config/openchamber`.
+    pub fn data_dir(mut self, path: impl Into<PathBuf>) -> Self {
+        self.data_dir = Some(path.into());
+        self
+    }
+
+    /// The small model that audits progress. Default: the built-in one, which asks OpenCode
+    /// (its `small_model`, else a small model of the session's own provider).
+    pub fn small_model(mut self, model: Arc<dyn SmallModel>) -> Self {
+        self.small_model = Some(model);
+        self
+    }
+
+    /// The built-in small model's explicit `provider/model` choice.
+    pub fn builtin_small_model(mut self, provider_id: impl Into<String>, model_id: impl Into<String>) -> Self {
+        self.small_model_choice = Some((provider_id.into(), model_id.into()));
+        self
+    }
+
+    /// Receives a notification when a goal settles (complete, blocked, budget reached).
+    pub fn notifier(mut self, notifier: Arc<dyn Notifier>) -> Self {
+        self.notifier = Some(notifier);
+        self
+    }
+
+    /// Quiet window after a session turns idle before the goal is evaluated (default 15 s).
+    pub fn idle_quiet(mut self, quiet: Duration) -> Self {
+        self.config.idle_quiet = quiet;
+        self
+    }
+
+    /// Delay before a fresh goal on an idle session starts (default 3 s).
+    pub fn kickoff_quiet(mut self, quiet: Duration) -> Self {
+        self.config.kickoff_quiet = quiet;
+        self
+    }
+
+    /// Auto-continuation cap per goal (default 20, at least 1).
+    pub fn max_auto_turns(mut self, turns: u64) -> Self {
+        self.config.max_auto_turns = turns.max(1);
+        self
+    }
+
+    /// Timeout of every OpenCode call (default 10 s).
+    pub fn fetch_timeout(mut self, timeout: Duration) -> Self {
+        self.fetch_timeout = timeout;
+        self
+    }
+
+    /// Every tunable at once (quiet windows, caps, timeouts, lease).
+    pub fn config(mut self, config: GoalConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Directories scanned for stranded active goals at start and when OpenCode reconnects.
+    pub fn directories(mut self, directories: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.directories = directories.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Shares one event intake with other runtimes built from the same context (for example an
+    /// assist runtime), so one forwarded payload reaches all of them. Without it the runtime gets
+    /// a context of its own.
+    pub fn shared_context(mut self, shared: SharedContext) -> Self {
+        self.shared = Some(shared);
+        self
+    }
+
+    /// Whether to scan the directories at start (default: when any are given).
+    pub fn recover_on_start(mut self, recover: bool) -> Self {
+        self.recover_on_start = Some(recover);
+        self
+    }
+
+    /// Starts the runtime on `handle` (a multi-thread tokio runtime the application keeps
+    /// alive). Returns at once; work happens on the handle's threads.
+    pub fn start(self, handle: &tokio::runtime::Handle) -> EmbeddedGoalRuntime {
+        let endpoint = Arc::new(StaticEndpoint::new(self.base_url.trim(), self.headers));
+        let client = OpenCodeClient::new(endpoint, self.fetch_timeout);
+        let small_model = self.small_model.unwrap_or_else(|| {
+            let explicit = self.small_model_choice.as_ref().and_then(|(p, m)| ModelRef::new(p, m));
+            Arc::new(BuiltinSmallModel::new(client.clone(), explicit))
+        });
+        let data_dir = DataDir::new(match self.data_dir {
+            Some(path) => path,
+            None => resolve_data_dir(None),
+        });
+        let notifier = self.notifier.unwrap_or_else(|| Arc::new(NoNotifier));
+        let recover_on_start = self.recover_on_start.unwrap_or(!self.directories.is_empty());
+        let shared = self.shared.unwrap_or_default();
+        let settings = GoalRuntimeSettings {
+            shared: shared.clone(),
+            client,
+            services: Services { small_model, notifier, data_dir },
+            config: self.config,
+            directories: self.directories,
+            recover_on_start,
+        };
+        EmbeddedGoalRuntime { runtime: GoalRuntime::start(settings, handle), shared }
+    }
+}
+
+/// A running goal runtime. Cloning shares it; dropping every clone without `stop` leaves
+/// in-flight work to finish on the tokio runtime.
+#[derive(Clone)]
+pub struct EmbeddedGoalRuntime {
+    runtime: GoalRuntime,
+    shared: SharedContext,
+}
+
+impl EmbeddedGoalRuntime {
+    /// Forwards one OpenCode event (`{type, properties}`; unwrap the global envelope first).
+    /// `directory_hint` is the envelope's directory (`""` for `global`). Returns whether the
+    /// event concerns the runtime at all; anything unreadable is ignored.
+    pub fn feed(&self, payload: &Value, directory_hint: &str) -> bool {
+        match parse_payload(payload, directory_hint) {
+            Some(event) => {
+                // Through the shared intake, so an assist runtime on the same server sees it too.
+                self.shared.intake().deliver(&self.runtime.group(), &event);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// [`feed`](Self::feed) for JSON text (one SSE `data:` line). A global envelope
+    /// (`{directory, payload}`) is unwrapped here. Invalid JSON is ignored (`false`).
+    pub fn feed_json(&self, text: &str, directory_hint: &str) -> bool {
+        let Ok(value) = serde_json::from_str::<Value>(text) else { return false };
+        match value.get("payload").filter(|p| p.is_object()) {
+            Some(payload) => {
+                let directory = value.get("directory").and_then(Value::as_str).unwrap_or(directory_hint);
+                let directory = if directory == "global" { "" } else { directory };
+                self.feed(payload, directory)
+            }
+            None => self.feed(&value, directory_hint),
+        }
+    }
+
+    /// Tracked sessions, armed timers, in-flight ticks and counters.
+    pub fn snapshot(&self) -> GoalSnapshot {
+        self.runtime.snapshot()
+    }
+
+    /// Whether the session's goal was last seen active.
+    pub fn is_goal_active(&self, session_id: &str) -> bool {
+        self.runtime.is_goal_active(session_id)
+    }
+
+    /// Scans the known directories for stranded active goals and re-arms them.
+    pub fn recover(&self) {
+        self.runtime.recover();
+    }
+
+    /// Stops: no new work; resolves when in-flight ticks have ended. Idempotent.
+    pub async fn stop(&self) {
+        self.runtime.stop().await;
+    }
+
+    /// The underlying runtime.
+    pub fn runtime(&self) -> &GoalRuntime {
+        &self.runtime
+    }
+}

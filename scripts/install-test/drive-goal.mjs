@@ -1,0 +1,86 @@
+// Installed package: one goal from active to complete against the mock OpenCode, wired the way
+// OpenChamber's server wires its runtime (its option names, the global event stream unwrapped,
+// processPayload(payload, directory)), the goal installed with the reference's createSessionGoal.
+import fs from 'node:fs'
+import http from 'node:http'
+import os from 'node:os'
+import path from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { createSessionGoal, createSessionGoalRuntime } from 'session-goal-runtime'
+
+const mockPath = process.argv[2]
+const { startMockOpenCode } = await import(pathToFileURL(mockPath).href)
+process.env.OPENCHAMBER_DATA_DIR = fs.mkdtempSync(path.join(os.tmpdir(), 'install-test-data-'))
+
+const mock = await startMockOpenCode({ heartbeatMs: 60_000, replyDelayMs: 20 })
+const directory = '/tmp/install-test-project'
+const authHeaders = { authorization: 'Basic ' + Buffer.from('opencode:install-test').toString('base64') }
+let audits = 0
+const smallModelService = {
+  async generateSmallModelText() {
+    audits += 1
+    const verdict = audits < 2 ? { verdict: 'continue', note: 'one step left' } : { verdict: 'complete', note: 'all steps verified' }
+    return { text: JSON.stringify(verdict), providerID: 'mock', modelID: 'small' }
+  },
+}
+const notifications = []
+const sessionGoalRuntime = createSessionGoalRuntime({
+  buildOpenCodeUrl: (apiPath, prefix = '') => `${mock.url}${prefix}${apiPath}`,
+  getOpenCodeAuthHeaders: () => authHeaders,
+  getSmallModelService: async () => smallModelService,
+  emitGoalNotification: (event) => notifications.push(event),
+  idleQuietMs: 150,
+  kickoffQuietMs: 100,
+  maxAutoTurns: 5,
+  logger: () => {},
+})
+
+const events = http.get(mock.url + '/global/event', (response) => {
+  let buffer = ''
+  response.setEncoding('utf8')
+  response.on('data', (chunk) => {
+    buffer += chunk
+    for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+      const data = buffer.slice(0, end).split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).join('\n')
+      buffer = buffer.slice(end + 2)
+      if (!data) continue
+      const raw = JSON.parse(data)
+      const payload = raw && typeof raw.payload === 'object' ? raw.payload : raw
+      sessionGoalRuntime.processPayload(payload, raw.directory && raw.directory !== 'global' ? raw.directory : '')
+    }
+  })
+})
+await mock.waitFor(() => mock.eventStreams > 0, { timeoutMs: 5000 })
+
+const session = mock.createSession({ directory, title: 'install test' })
+mock.addUserMessage(session.id, 'Add the CSV export')
+mock.addAssistantMessage(session.id, { text: 'Done: writer. Verified: unit test. Remaining: the header row.', tokens: { input: 2000, output: 100 } })
+mock.scriptReplies(session.id, [{ text: 'Done: header row. Verified: export test. Remaining: nothing.', tokens: { input: 2600, output: 120 } }])
+const warnings = []
+const installed = await createSessionGoal({
+  baseUrl: mock.url,
+  authHeaders,
+  sessionID: session.id,
+  directory,
+  objective: 'Add the CSV export with a header row',
+  tokenBudget: 50000,
+  onWarning: (message, error) => warnings.push([message, error]),
+})
+const goalOf = () => mock.getSession(session.id)?.metadata?.openchamber?.goal
+const seen = [goalOf().status]
+const deadline = Date.now() + 20000
+while (goalOf().status !== 'complete') {
+  if (!seen.includes(goalOf().status)) seen.push(goalOf().status)
+  if (Date.now() > deadline) throw new Error(`goal still ${goalOf().status} after 20 s`)
+  await new Promise((resolve) => setTimeout(resolve, 20))
+}
+seen.push('complete')
+const goal = goalOf()
+const unauthenticated = mock.requests.filter((r) => r.headers.authorization !== authHeaders.authorization && r.path !== '/global/event')
+events.destroy()
+await sessionGoalRuntime.stop()
+await mock.close()
+if (installed.goal.id !== goal.id) throw new Error('goal replaced')
+if (goal.turnsUsed < 1) throw new Error(`no continuation: ${JSON.stringify(goal)}`)
+if (unauthenticated.length) throw new Error(`${unauthenticated.length} request(s) without the host's auth header`)
+console.log(`goal: ${seen.join(' → ')} (${goal.statusReason}; ${goal.turnsUsed} continuation, ${audits} audits, objectiveFile=${goal.objectiveFile}, ${warnings.length} warnings)`)

@@ -1,0 +1,43 @@
+// Installed package, ESM: every documented export imported by name (a missing one is a link
+// error before this runs), and the list checked against what `require` gives.
+import { createRequire } from 'node:module'
+import {
+  buildGoalIntroText,
+  createGoalControl,
+  createSessionAssistRuntime,
+  createSessionGoal,
+  createSessionGoalControl,
+  createSessionGoalRuntime,
+  deleteObjective,
+  deleteObjectiveFile,
+  GoalControl,
+  GoalError,
+  handleObjectiveRequest,
+  readObjective,
+  readObjectiveFile,
+  registerSessionGoalRoutes,
+  SessionAssistRuntime,
+  SessionGoalRuntime,
+  writeObjective,
+  writeObjectiveFile,
+  writeSessionMetadataKey,
+} from 'session-goal-runtime'
+// A host that imports one name only (OpenChamber's routes import two).
+import { buildGoalIntroText as introOnly } from 'session-goal-runtime'
+
+const imported = {
+  buildGoalIntroText, createGoalControl, createSessionAssistRuntime, createSessionGoal, createSessionGoalControl,
+  createSessionGoalRuntime, deleteObjective, deleteObjectiveFile, GoalControl, GoalError, handleObjectiveRequest,
+  readObjective, readObjectiveFile, registerSessionGoalRoutes, SessionAssistRuntime, SessionGoalRuntime,
+  writeObjective, writeObjectiveFile, writeSessionMetadataKey,
+}
+const required = createRequire(import.meta.url)('session-goal-runtime')
+const documented = Object.keys(required).filter((name) => name !== '__napiBindingTarget').sort()
+const missing = documented.filter((name) => !(name in imported))
+if (missing.length) throw new Error(`exports not covered by the ESM check: ${missing.join(', ')}`)
+for (const [name, value] of Object.entries(imported)) {
+  if (typeof value !== 'function') throw new Error(`ESM export ${name} is ${typeof value}`)
+  if (value !== required[name]) throw new Error(`ESM export ${name} differs from the CommonJS one`)
+}
+if (introOnly(1000) !== buildGoalIntroText(1000) || !introOnly(1000).includes('1000 tokens')) throw new Error('buildGoalIntroText')
+console.log(`esm: ${Object.keys(imported).length} named exports import (${documented.length} documented)`)

@@ -1,0 +1,7 @@
+// Type check of the installed package from CommonJS (compiled with --module nodenext, not run).
+import pkg = require('session-goal-runtime')
+
+const runtime = pkg.createSessionAssistRuntime({ openCode: { baseUrl: 'http://127.0.0.1:4096' } })
+const stopped: Promise<void> = runtime.stop()
+const intro: string = pkg.buildGoalIntroText(null)
+export = { stopped, intro, control: pkg.createSessionGoalControl }
