@@ -12,7 +12,9 @@ import {
   deleteObjectiveFile,
   GoalControl,
   GoalError,
+  goalRuntimeDefaults,
   handleObjectiveRequest,
+  intakePayloadTypes,
   readObjective,
   readObjectiveFile,
   registerSessionGoalRoutes,
@@ -27,7 +29,7 @@ import { buildGoalIntroText as introOnly } from 'session-goal-runtime'
 
 const imported = {
   buildGoalIntroText, createGoalControl, createSessionAssistRuntime, createSessionGoal, createSessionGoalControl,
-  createSessionGoalRuntime, deleteObjective, deleteObjectiveFile, GoalControl, GoalError, handleObjectiveRequest,
+  createSessionGoalRuntime, deleteObjective, deleteObjectiveFile, GoalControl, GoalError, goalRuntimeDefaults, handleObjectiveRequest, intakePayloadTypes,
   readObjective, readObjectiveFile, registerSessionGoalRoutes, SessionAssistRuntime, SessionGoalRuntime,
   writeObjective, writeObjectiveFile, writeSessionMetadataKey,
 }
