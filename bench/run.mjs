@@ -3,7 +3,9 @@
 // prints one Markdown report (machine, figures, targets). Ratios are always taken within the same
 // run. Not part of the test run.
 //
-//   node bench/run.mjs [--no-build] [--only=intake,tick,scale,footprint] [--json=out.json]
+//   node bench/run.mjs [--no-build] [--only=intake,tick,scale,footprint] [--json=out.json] [--write]
+//
+// --write puts the report into BENCHMARKS.md (complete runs of a committed tree only).
 //
 // Environment knobs (defaults are the reported configuration): BENCH_PAYLOADS (1000000),
 // BENCH_DELTAS_PER_TURN (300), BENCH_TICKS (200), BENCH_SESSIONS (10000), BENCH_IDLE_MS (10000).
@@ -234,6 +236,7 @@ async function main() {
   if (!flag('no-build')) build()
   assertReleaseBinary()
   const env = machine()
+  if (flag('write')) checkWritable(env)
   const load = { start: os.loadavg() }
   const results = {}
   for (const name of SECTIONS) {
@@ -243,6 +246,33 @@ async function main() {
   const text = report(env, load, results)
   if (value('json')) fs.writeFileSync(value('json'), JSON.stringify({ env, load, results }, null, 2))
   process.stdout.write(text + '\n')
+  if (flag('write')) writeBenchmarks(text, env)
+}
+
+const RESULTS_BEGIN = '<!-- bench:results:begin (written by `npm run bench -- --write`; do not edit) -->'
+const RESULTS_END = '<!-- bench:results:end -->'
+
+/**
+ * Puts the report of a complete run into BENCHMARKS.md between its markers, so the figures there
+ * always come from one run whose commit the report names. A partial run (`--only`) or a run on
+ * a tree with uncommitted changes is refused: its figures would name no commit.
+ */
+function checkWritable(env) {
+  if (only.length !== SECTIONS.length) throw new Error('--write needs every section (no --only)')
+  const knobs = Object.keys(process.env).filter((name) => name.startsWith('BENCH_'))
+  if (knobs.length) throw new Error(`--write reports the default configuration only; unset ${knobs.join(', ')}`)
+  if (env.commit.includes('uncommitted')) throw new Error('--write needs a clean work tree: commit first')
+}
+
+function writeBenchmarks(text, env) {
+  const file = path.join(rootDir, 'BENCHMARKS.md')
+  const doc = fs.readFileSync(file, 'utf8')
+  const start = doc.indexOf(RESULTS_BEGIN)
+  const stop = doc.indexOf(RESULTS_END)
+  if (start < 0 || stop < start) throw new Error('BENCHMARKS.md has no results markers')
+  const body = `${RESULTS_BEGIN}\n\nMeasured on commit ${env.commit}, ${env.date}.\n\n${text}\n\n`
+  fs.writeFileSync(file, doc.slice(0, start) + body + doc.slice(stop))
+  log('BENCHMARKS.md updated')
 }
 
 main().catch((error) => {
