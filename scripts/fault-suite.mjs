@@ -12,7 +12,7 @@
 //
 // Each class runs in a child process, so a crash (a panic that escaped, an abort) is reported as
 // a row with a panic instead of ending the suite.
-import { spawn } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -159,10 +159,17 @@ function replaceBetween(doc, begin, end, body) {
   return doc.slice(0, start) + [begin, body, end].join('\n') + doc.slice(stop + end.length)
 }
 
+/** The commit the suite ran on; the table may only name a committed tree. */
+function measuredCommit() {
+  const git = (...args) => execFileSync('git', args, { cwd: ROOT, encoding: 'utf8' }).trim()
+  if (git('status', '--porcelain')) throw new Error('--write needs a clean work tree: commit first')
+  return git('rev-parse', '--short', 'HEAD')
+}
+
 function writeReliability(text, notes, classes, { rows, goals, seconds }) {
   const file = path.join(ROOT, 'RELIABILITY.md')
   let doc = fs.readFileSync(file, 'utf8')
-  const stamp = `Latest run: ${new Date().toISOString().slice(0, 10)}, ${rows} classes, ${goals} cases, ${seconds} s (\`npm run faults\`, debug build, ${os.cpus().length} cores).`
+  const stamp = `Latest run: commit ${measuredCommit()}, ${new Date().toISOString().slice(0, 10)}, ${rows} classes, ${goals} cases, ${seconds} s (\`npm run faults\`, debug build, ${os.cpus().length} cores).`
   doc = replaceBetween(doc, TABLE_BEGIN, TABLE_END, [stamp, '', text, '', ...notes.map((n) => '- ' + n)].join('\n'))
   doc = replaceBetween(doc, JUDGED_BEGIN, JUDGED_END, classes.map((c) => `- **${c.title}** (\`${c.name}\`). ${c.judged}`).join('\n'))
   fs.writeFileSync(file, doc)
