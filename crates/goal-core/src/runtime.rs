@@ -67,7 +67,7 @@ struct Inner {
     scheduler: Scheduler,
     group: String,
     stopped: AtomicBool,
-    seen_goals: RwLock<HashMap<String, (GoalRevision, GoalStatus)>>,
+    seen_goals: Arc<RwLock<HashMap<String, (GoalRevision, GoalStatus)>>>,
     pending_input: Arc<RwLock<HashMap<String, HashSet<String>>>>,
     directories: Mutex<VecDeque<String>>,
     runtime: tokio::runtime::Handle,
@@ -103,6 +103,8 @@ impl GoalRuntime {
     pub fn start(settings: GoalRuntimeSettings, runtime: &tokio::runtime::Handle) -> GoalRuntime {
         let pending_input: Arc<RwLock<HashMap<String, HashSet<String>>>> = Arc::default();
         let pending_view = pending_input.clone();
+        let seen_goals: Arc<RwLock<HashMap<String, (GoalRevision, GoalStatus)>>> = Arc::default();
+        let seen_view = seen_goals.clone();
         let ctx = TickContext {
             client: settings.client.clone(),
             services: settings.services,
@@ -111,6 +113,10 @@ impl GoalRuntime {
                 pending_view.read().get(session).is_some_and(|set| !set.is_empty())
             }),
             holder: crate::writer::holder_id(&settings.client.key()),
+            echoes: Arc::default(),
+            known_active: Arc::new(move |session: &str| {
+                seen_view.read().get(session).is_some_and(|(_, status)| *status == GoalStatus::Active)
+            }),
         };
         let scheduler = Scheduler::start(Arc::new(GoalJob { ctx: ctx.clone() }), runtime);
         let inner = Arc::new_cyclic(|me| Inner {
@@ -119,7 +125,7 @@ impl GoalRuntime {
             ctx,
             scheduler,
             stopped: AtomicBool::new(false),
-            seen_goals: RwLock::default(),
+            seen_goals,
             pending_input,
             directories: Mutex::new(settings.directories.into_iter().filter(|d| !d.is_empty()).collect()),
             runtime: runtime.clone(),
@@ -253,9 +259,9 @@ impl Consumer for Inner {
             IntakeEvent::Status { session_id, directory, working } => {
                 self.remember_directory(directory);
                 if *working {
-                    self.scheduler.clear(session_id);
+                    self.scheduler.busy(session_id);
                 } else {
-                    self.scheduler.arm(session_id, directory, config.idle_quiet, ArmMode::Replace);
+                    self.scheduler.idle(session_id, directory, config.idle_quiet);
                 }
             }
             IntakeEvent::SessionUpdated { session_id, directory, is_child, goal } => {
@@ -263,11 +269,15 @@ impl Consumer for Inner {
                     return;
                 }
                 self.remember_directory(directory);
-                let goal = goal.as_ref().and_then(Goal::from_value);
+                let raw_goal = goal.as_ref();
+                let goal = raw_goal.and_then(Goal::from_value);
                 let invalidated = self.record_goal(session_id, goal.as_ref());
                 if invalidated {
                     self.scheduler.invalidate(session_id);
                 }
+                // After the invalidation is queued, so a tick woken by this event is stopped as
+                // soon as the scheduler has handled it.
+                self.ctx.echoes.observe(session_id, raw_goal, now_ms());
                 let Some(goal) = goal.filter(|g| g.status == GoalStatus::Active) else { return };
                 if goal.status_reason == REASON_RESUMED {
                     self.scheduler.arm(session_id, directory, config.resume_kickoff, ArmMode::Earliest);

@@ -13,17 +13,17 @@ use crate::decide::{
     Reservation, Settlement, REASON_DISPATCH_FAILED, REASON_MESSAGES_UNAVAILABLE, REASON_OBJECTIVE_UNAVAILABLE,
     REASON_PAUSED_AFTER_ABORT, REASON_RESUMED,
 };
+use crate::dispatch::{continuation_message_id, Delivery, Dispatch, CONTINUATION_ID_FIELD};
+use crate::gates::{live_gate, quiet_remaining, LiveGate};
+use crate::repair::Echo;
 use crate::jsonx::extract_json_object;
-use crate::model::{chronological, truncate_chars, Goal, GoalStatus, LiveStatus, Role, NOTE_CHAR_LIMIT, REASON_CHAR_LIMIT};
+use crate::model::{chronological, truncate_chars, Goal, GoalStatus, NOTE_CHAR_LIMIT, REASON_CHAR_LIMIT};
 use crate::notify::goal_notification;
-use crate::opencode::{DispatchOutcome, OpenCodeClient};
+use crate::opencode::OpenCodeClient;
 use crate::prompts;
 use crate::script_guard::introduces_foreign_script;
 use crate::services::{Services, SmallModelRequest};
-use crate::writer::{
-    claim_dispatch, continuation_for_of, held_by_other, lease_of, now_ms, take_lease, write_goal, GoalGuard, GoalWrite, LEASE_FIELD,
-    LEASE_HORIZON_MS,
-};
+use crate::writer::{claim_dispatch, continuation_for_of, now_ms, take_lease, write_goal, GoalGuard, GoalWrite, LEASE_FIELD};
 
 /// Goal-loop tunables (Part B constants; all injectable).
 #[derive(Debug, Clone)]
@@ -116,7 +116,16 @@ pub struct TickContext {
     pub waiting_for_user: Arc<dyn Fn(&str) -> bool + Send + Sync>,
     /// This runtime's lease holder id (several hosts may watch one OpenCode server).
     pub holder: String,
+    /// Whether events last showed the session's goal active: the tick then reads the session
+    /// and the live state at once (one round trip instead of two); otherwise it reads the
+    /// session first, so a session without a goal costs one read.
+    pub known_active: Arc<dyn Fn(&str) -> bool + Send + Sync>,
+    /// Goal events seen while a reservation is written (lost-update repair).
+    pub echoes: Arc<crate::repair::WriteEchoes>,
 }
+
+/// Longest wait for the echo of the reservation before posting (see [`crate::repair`]).
+const ECHO_BOUND: Duration = Duration::from_millis(1_000);
 
 pub use crate::writer::CONTINUATION_FOR_FIELD;
 
@@ -130,7 +139,20 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
         return TickOutcome::Done;
     }
     let exhausted = attempt + 1 >= ctx.config.max_retry_attempts;
-    let session = match ctx.client.get_session(session_id, directory).await {
+    let read_live = || async {
+        tokio::join!(
+            ctx.client.status_map(directory),
+            ctx.client.children(session_id, directory),
+            ctx.client.messages(session_id, directory, ctx.config.message_limit),
+        )
+    };
+    let (session, early_live) = if (ctx.known_active)(session_id) {
+        let (session, live) = tokio::join!(ctx.client.get_session(session_id, directory), read_live());
+        (session, Some(live))
+    } else {
+        (ctx.client.get_session(session_id, directory).await, None)
+    };
+    let session = match session {
         Ok(session) => session,
         Err(error) => {
             warn!(target: "session_goal", session = session_id, %error, attempt, "session unreadable");
@@ -160,11 +182,10 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
         }
     };
 
-    let (status, children, messages) = tokio::join!(
-        ctx.client.status_map(directory),
-        ctx.client.children(session_id, directory),
-        ctx.client.messages(session_id, directory, ctx.config.message_limit),
-    );
+    let (status, children, messages) = match early_live {
+        Some(live) => live,
+        None => read_live().await,
+    };
     let (status, children, messages) = match (status, children, messages) {
         (Ok(s), Ok(c), Ok(m)) => (s, c, m),
         (s, c, m) => {
@@ -181,22 +202,34 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
             return TickOutcome::Retry;
         }
     };
-    if crate::model::live_status(&status, session_id) == LiveStatus::Working {
-        return TickOutcome::Done;
-    }
-    if children.iter().any(|child| crate::model::live_status(&status, &child.id) == LiveStatus::Working) {
-        debug!(target: "session_goal", session = session_id, "child busy; re-arming");
-        return TickOutcome::Rearm;
-    }
-    let waiting = (ctx.waiting_for_user)(session_id) || children.iter().any(|c| (ctx.waiting_for_user)(&c.id));
-    if waiting {
-        if goal.status_reason != WAITING_FOR_USER && goal.status_reason != REASON_RESUMED {
-            note_waiting(ctx, session_id, directory, &guard).await;
+    match live_gate(&status, session_id, &children, |id| (ctx.waiting_for_user)(id)) {
+        LiveGate::Proceed => {}
+        LiveGate::Busy => return TickOutcome::Done,
+        LiveGate::ChildBusy => {
+            debug!(target: "session_goal", session = session_id, "child busy; re-arming");
+            return TickOutcome::Rearm;
         }
-        return TickOutcome::Done;
+        LiveGate::WaitingForUser => {
+            if goal.status_reason != WAITING_FOR_USER && goal.status_reason != REASON_RESUMED {
+                note_waiting(ctx, session_id, directory, &guard).await;
+            }
+            return TickOutcome::Done;
+        }
     }
 
     let plan = plan_tick(&goal, &messages, ctx.config.max_auto_turns);
+    // The quiet window, from data: whatever order the events came in (a kickoff or follow-up
+    // armed during the turn, an idle seen late), nothing is sent within `idleQuietMs` of the
+    // tail's completion. Checked before the audit, which only adds time. An explicit resume is
+    // the user asking to go on now: its own short kickoff applies.
+    let resumed = goal.status_reason == REASON_RESUMED;
+    if let (Plan::Audit(basis) | Plan::ContinueUnaudited(basis), false) = (&plan, resumed) {
+        let tail = messages.iter().find(|m| m.id == basis.tail_message_id);
+        if let Some(wait) = quiet_remaining(tail, None, now_ms(), ctx.config.idle_quiet) {
+            debug!(target: "session_goal", session = session_id, wait_ms = wait.as_millis() as u64, "inside the quiet window; looking again after it");
+            return TickOutcome::BackOff(wait + Duration::from_millis(QUIET_MARGIN_MS));
+        }
+    }
     let (basis, reservation) = match plan {
         Plan::Wait(WaitReason::NoReplyYet) => {
             // Waiting for the user's first exchange is not being stuck.
@@ -254,15 +287,12 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
     continue_goal(ctx, session_id, directory, &goal, &objective, basis, reservation, generation).await
 }
 
+/// Slack added to a quiet-window back-off, so the next look lands after the window, not on it.
+const QUIET_MARGIN_MS: u64 = 20;
+
 /// How long to wait when another runtime's lease is live.
 fn lease_wait(ctx: &TickContext, goal: &Goal) -> Option<Duration> {
-    let now = now_ms();
-    if !held_by_other(goal, &ctx.holder, now) {
-        return None;
-    }
-    let (_, expires) = lease_of(goal)?;
-    let remaining = (expires - now).clamp(0.0, LEASE_HORIZON_MS) as u64;
-    Some(Duration::from_millis(remaining.saturating_add(50)))
+    crate::gates::lease_wait(goal, &ctx.holder, now_ms())
 }
 
 async fn effective_objective(ctx: &TickContext, session_id: &str, goal: &Goal) -> Option<String> {
@@ -358,6 +388,7 @@ async fn settle_with(
             g.evaluation_model_id = model.clone();
         }
         g.extra.remove(CONTINUATION_FOR_FIELD);
+        g.extra.remove(CONTINUATION_ID_FIELD);
         g.extra.remove(LEASE_FIELD);
     })
     .await;
@@ -444,13 +475,21 @@ async fn continue_goal(
     // write only lands when nobody reserved since this tick read the goal.
     let tail = basis.tail_message_id.clone();
     let reused = continuation_for_of(goal) == Some(tail.as_str());
+    // Every host and every retry derives this same id from the same tail; OpenCode answers a
+    // repeated id once.
+    let message_id = continuation_message_id(&goal.id, &tail);
     let reserve_guard = GoalGuard::Reserve {
         revision: goal.revision(),
         holder: ctx.holder.clone(),
         turns_used: goal.turns_used,
         continuation_for: continuation_for_of(goal).map(str::to_string),
     };
+    // Watch the goal's events from before the fresh read until our write's echo: another
+    // writer's pause, clear or edit landing in between shows up there (see `repair`).
+    let watch = ctx.echoes.watch(session_id);
+    let mut read_at = 0.0;
     let written = write_goal(&ctx.client, session_id, directory, &reserve_guard, |g| {
+        read_at = g.updated_at;
         reservation.accounting.apply(g);
         if !reused {
             g.turns_used = g.turns_used.saturating_add(1);
@@ -466,6 +505,10 @@ async fn continue_goal(
             g.evaluation_model_id = model.clone();
         }
         g.extra.insert(CONTINUATION_FOR_FIELD.into(), Value::from(tail.clone()));
+        match &message_id {
+            Some(id) => g.extra.insert(CONTINUATION_ID_FIELD.into(), Value::from(id.clone())),
+            None => g.extra.remove(CONTINUATION_ID_FIELD),
+        };
         take_lease(g, &ctx.holder, now_ms(), ctx.config.lease.as_millis() as f64);
     })
     .await;
@@ -477,38 +520,13 @@ async fn continue_goal(
         }
     };
     let reserved_guard = GoalGuard::Exact { revision: reserved.revision(), status: GoalStatus::Active, holder: ctx.holder.clone() };
-
-    // Read back: the user may have typed, paused, edited or cleared the goal while we audited and
-    // wrote (a host's event stream can miss or delay that), and another host's runtime may have
-    // written its own lease over ours (the last writer wins; the loser backs off).
-    let (fresh_session, tail_messages) = tokio::join!(
-        ctx.client.get_session(session_id, directory),
-        ctx.client.messages(session_id, directory, ctx.config.message_limit)
-    );
-    match fresh_session {
-        Ok(fresh) => {
-            if let Some(outcome) = standing(ctx, session_id, &fresh, &reserved) {
-                return outcome;
-            }
-        }
-        Err(error) => {
-            warn!(target: "session_goal", session = session_id, %error, "goal re-check failed");
-            return TickOutcome::Retry;
-        }
+    let bound = ECHO_BOUND.min(ctx.config.idle_quiet.max(Duration::from_millis(50)));
+    if let Echo::Overwrote(theirs) = watch.echo(read_at, reserved.updated_at, now_ms(), bound).await {
+        drop(watch);
+        give_back_to_the_user(ctx, session_id, directory, &reserved, theirs).await;
+        return TickOutcome::Done;
     }
-    match tail_messages {
-        Ok(messages) => {
-            let newest = chronological(&messages).last().map(|m| m.id.clone()).unwrap_or_default();
-            if newest != tail {
-                info!(target: "session_goal", session = session_id, "tail moved on; continuation dropped");
-                return TickOutcome::Done;
-            }
-        }
-        Err(error) => {
-            warn!(target: "session_goal", session = session_id, %error, "tail re-check failed");
-            return TickOutcome::Retry;
-        }
-    }
+    drop(watch);
 
     let text = prompts::continuation_prompt(
         objective,
@@ -527,70 +545,101 @@ async fn continue_goal(
     if !basis.target.variant.is_empty() {
         body["variant"] = Value::from(basis.target.variant.clone());
     }
+    let dispatch = Dispatch {
+        client: &ctx.client,
+        session_id,
+        directory,
+        body: &body,
+        attempts: ctx.config.max_dispatch_attempts,
+        retry_delay: ctx.config.dispatch_retry_delay,
+        message_limit: ctx.config.message_limit,
+    };
 
-    // Only a turn that was provably never admitted is given back.
-    let mut every_attempt_refused = true;
-    // After an ambiguous attempt the prompt may have landed. Before any further post the session
-    // is read again, and a post happens only when it shows the same tail, idle, with the goal as
-    // reserved; while an ambiguous attempt's fate stays unknown nothing is posted (that would
-    // send twice).
-    let mut unresolved = false;
-    for attempt in 1..=ctx.config.max_dispatch_attempts {
-        if !generation.is_current() {
-            info!(target: "session_goal", session = session_id, "stopped by the user before dispatch");
-            return TickOutcome::Done;
-        }
-        if attempt > 1 {
-            match reconcile(ctx, session_id, directory, &tail, &text, &reserved).await {
-                // After refusals only, a busy session or a newer reply is not ours.
-                Reconciled::Admitted => return if unresolved { TickOutcome::Continued } else { TickOutcome::Done },
-                Reconciled::Stop(outcome) => return outcome,
-                Reconciled::NotAdmitted => unresolved = false,
-                Reconciled::Unknown if unresolved => {
-                    warn!(target: "session_goal", session = session_id, attempt, "continuation outcome still unknown; not posting again");
-                    continue;
+    let delivery = match &message_id {
+        // With an id there is no read-back: a second host posting the same id makes no second
+        // turn, and a user who typed, paused, edited or cleared meanwhile is seen through the
+        // generation (events), checked right before every post; a pause that our reservation
+        // overwrote is re-applied by the runtime's lost-update repair.
+        Some(id) => dispatch.with_id(id, &generation, |fresh| standing(ctx, session_id, fresh, &reserved).is_none()).await,
+        None => {
+            // Without an id (unknown tail format) a second post could make a second turn. Read
+            // back: the user may have typed, paused, edited or cleared the goal while we audited
+            // and wrote, and another host's runtime may have written its lease over ours.
+            let (fresh_session, tail_messages) = tokio::join!(
+                ctx.client.get_session(session_id, directory),
+                ctx.client.messages(session_id, directory, ctx.config.message_limit)
+            );
+            match fresh_session {
+                Ok(fresh) => {
+                    if let Some(outcome) = standing(ctx, session_id, &fresh, &reserved) {
+                        return outcome;
+                    }
                 }
-                Reconciled::Unknown => {}
+                Err(error) => {
+                    warn!(target: "session_goal", session = session_id, %error, "goal re-check failed");
+                    return TickOutcome::Retry;
+                }
             }
+            match tail_messages {
+                Ok(messages) => {
+                    let newest = chronological(&messages).last().map(|m| m.id.clone()).unwrap_or_default();
+                    if newest != tail {
+                        info!(target: "session_goal", session = session_id, "tail moved on; continuation dropped");
+                        return TickOutcome::Done;
+                    }
+                }
+                Err(error) => {
+                    warn!(target: "session_goal", session = session_id, %error, "tail re-check failed");
+                    return TickOutcome::Retry;
+                }
+            }
+            dispatch
+                .classified(&tail, &text, &generation, |fresh| standing(ctx, session_id, fresh, &reserved).is_none())
+                .await
+        }
+    };
+    match delivery {
+        Delivery::Sent => {
+            info!(target: "session_goal", session = session_id, turn = reserved.turns_used, "continuation sent");
+            TickOutcome::Continued
+        }
+        Delivery::Stopped => {
+            info!(target: "session_goal", session = session_id, "stopped by the user before dispatch");
+            TickOutcome::Done
+        }
+        Delivery::Failed { refused } => {
             if !generation.is_current() {
                 return TickOutcome::Done;
             }
-        }
-        match ctx.client.prompt_async(session_id, directory, &body).await {
-            DispatchOutcome::Sent => {
-                info!(target: "session_goal", session = session_id, turn = reserved.turns_used, "continuation sent");
-                return TickOutcome::Continued;
-            }
-            DispatchOutcome::NotAdmitted(code) => {
-                warn!(target: "session_goal", session = session_id, code, attempt, "continuation not admitted");
-            }
-            DispatchOutcome::Ambiguous(why) => {
-                every_attempt_refused = false;
-                unresolved = true;
-                warn!(target: "session_goal", session = session_id, %why, attempt, "continuation outcome unknown; reconciling");
-            }
+            let mut settlement = blocked(&reserved, REASON_DISPATCH_FAILED);
+            settlement.accounting = basis.accounting.clone();
+            // Only a turn that was provably never admitted is given back.
+            let give_back = refused && !reused;
+            settle_with(ctx, session_id, directory, &reserved, &reserved_guard, settlement, objective, |g| {
+                if give_back {
+                    g.turns_used = g.turns_used.saturating_sub(1);
+                }
+                g.extra.remove(CONTINUATION_ID_FIELD);
+            })
+            .await
         }
     }
-    // The last attempt may have landed too: one more look before giving up.
-    if unresolved && generation.is_current() {
-        match reconcile(ctx, session_id, directory, &tail, &text, &reserved).await {
-            Reconciled::Admitted => return TickOutcome::Continued,
-            Reconciled::Stop(outcome) => return outcome,
-            Reconciled::NotAdmitted | Reconciled::Unknown => {}
-        }
-    }
-    if !generation.is_current() {
-        return TickOutcome::Done;
-    }
-    let mut settlement = blocked(&reserved, REASON_DISPATCH_FAILED);
-    settlement.accounting = basis.accounting.clone();
-    let give_back = every_attempt_refused && !reused;
-    settle_with(ctx, session_id, directory, &reserved, &reserved_guard, settlement, objective, |g| {
-        if give_back {
-            g.turns_used = g.turns_used.saturating_sub(1);
-        }
+}
+
+/// Our reservation overwrote another writer's goal state (a pause, clear or edit that landed
+/// between our fresh read and our write): write theirs back, unless the goal changed again since
+/// our write. The reserved turn goes back with it (their goal carries the count from before).
+async fn give_back_to_the_user(ctx: &TickContext, session_id: &str, directory: &str, reserved: &Goal, theirs: Option<Value>) {
+    info!(target: "session_goal", session = session_id, "another writer changed the goal during the reservation; restoring it, nothing sent");
+    let ours = reserved.updated_at;
+    let result = crate::writer::write_namespace_key(&ctx.client, session_id, directory, "goal", |fresh| match fresh.goal() {
+        Some(current) if current.updated_at == ours => Ok(theirs),
+        _ => Err(()),
     })
-    .await
+    .await;
+    if let Err(error) = result {
+        warn!(target: "session_goal", session = session_id, %error, "restoring the other writer's goal failed");
+    }
 }
 
 /// Whether the goal read back after the reservation is still the one this tick reserved for:
@@ -611,54 +660,6 @@ fn standing(ctx: &TickContext, session_id: &str, fresh: &crate::model::SessionVi
         return Some(TickOutcome::BackOff(wait));
     }
     None
-}
-
-enum Reconciled {
-    /// The session is busy, or a newer message shows our continuation landed.
-    Admitted,
-    /// The user sent something else, or stopped or edited the goal: end the tick this way.
-    Stop(TickOutcome),
-    /// Idle with the same tail and the goal as reserved: nothing landed, a re-POST is safe.
-    NotAdmitted,
-    /// Could not tell.
-    Unknown,
-}
-
-/// After an ambiguous or refused dispatch: find out whether OpenCode admitted the prompt, and
-/// whether the goal is still the one reserved. Never re-POST when there is any sign it landed,
-/// or when the user stopped or changed the goal meanwhile.
-async fn reconcile(ctx: &TickContext, session_id: &str, directory: &str, tail: &str, prompt_text: &str, reserved: &Goal) -> Reconciled {
-    // Give a slow server a moment to record the prompt before judging.
-    tokio::time::sleep(ctx.config.dispatch_retry_delay).await;
-    let (status, messages, session) = tokio::join!(
-        ctx.client.status_map(directory),
-        ctx.client.messages(session_id, directory, ctx.config.message_limit),
-        ctx.client.get_session(session_id, directory)
-    );
-    let (Ok(status), Ok(messages)) = (status, messages) else {
-        return Reconciled::Unknown;
-    };
-    if crate::model::live_status(&status, session_id) == LiveStatus::Working {
-        return Reconciled::Admitted;
-    }
-    let ordered = chronological(&messages);
-    let Some(position) = ordered.iter().position(|m| m.id == tail) else {
-        return Reconciled::Unknown;
-    };
-    let newer = &ordered[position + 1..];
-    if newer.iter().any(|m| m.role == Role::Assistant || m.text.trim() == prompt_text.trim()) {
-        return Reconciled::Admitted;
-    }
-    if !newer.is_empty() {
-        return Reconciled::Stop(TickOutcome::Done);
-    }
-    let Ok(session) = session else {
-        return Reconciled::Unknown;
-    };
-    match standing(ctx, session_id, &session, reserved) {
-        Some(outcome) => Reconciled::Stop(outcome),
-        None => Reconciled::NotAdmitted,
-    }
 }
 
 /// The event-path pause: an abort landed for this session. Pauses an active goal unless the user
