@@ -87,7 +87,7 @@ describe('another writer inside the reservation window (lost update)', () => {
   async function run(change) {
     const window = { fire: () => {} }
     env = await setup({ auditor: continueAndArm(() => window.fire()) })
-    const session = sessionWithReply(env.mock, { goal: { turnsUsed: 2 } })
+    const session = sessionWithReply(env.mock, { goal: { turnsUsed: 2, uiLayout: { pinned: true } } })
     sessionId = session.id
     window.fire = inReservationWindow(env.mock, session.id, change)
     env.mock.setStatus(session.id, 'idle')
@@ -100,7 +100,8 @@ describe('another writer inside the reservation window (lost update)', () => {
 
   it('a pause stays paused, the turn is given back, nothing is sent', async () => {
     const session = await run((goal) => ({ ...goal, status: 'paused', statusReason: 'paused by user', updatedAt: Date.now() }))
-    expect(goalOf(env.mock, session.id)).toMatchObject({ status: 'paused', statusReason: 'paused by user', turnsUsed: 2 })
+    // The user's goal as they wrote it, with the fields events do not carry.
+    expect(goalOf(env.mock, session.id)).toMatchObject({ status: 'paused', statusReason: 'paused by user', turnsUsed: 2, uiLayout: { pinned: true } })
     expect(env.mock.prompts).toHaveLength(0)
   })
 

@@ -487,9 +487,9 @@ async fn continue_goal(
     // Watch the goal's events from before the fresh read until our write's echo: another
     // writer's pause, clear or edit landing in between shows up there (see `repair`).
     let watch = ctx.echoes.watch(session_id);
-    let mut read_at = 0.0;
+    let mut read_goal: Option<Goal> = None;
     let written = write_goal(&ctx.client, session_id, directory, &reserve_guard, |g| {
-        read_at = g.updated_at;
+        read_goal = Some(g.clone());
         reservation.accounting.apply(g);
         if !reused {
             g.turns_used = g.turns_used.saturating_add(1);
@@ -521,9 +521,10 @@ async fn continue_goal(
     };
     let reserved_guard = GoalGuard::Exact { revision: reserved.revision(), status: GoalStatus::Active, holder: ctx.holder.clone() };
     let bound = ECHO_BOUND.min(ctx.config.idle_quiet.max(Duration::from_millis(50)));
+    let read_at = read_goal.as_ref().map_or(0.0, |g| g.updated_at);
     if let Echo::Overwrote(theirs) = watch.echo(read_at, reserved.updated_at, now_ms(), bound).await {
         drop(watch);
-        give_back_to_the_user(ctx, session_id, directory, &reserved, theirs).await;
+        give_back_to_the_user(ctx, session_id, directory, &reserved, read_goal.as_ref(), theirs).await;
         return TickOutcome::Done;
     }
     drop(watch);
@@ -629,9 +630,12 @@ async fn continue_goal(
 /// Our reservation overwrote another writer's goal state (a pause, clear or edit that landed
 /// between our fresh read and our write): write theirs back, unless the goal changed again since
 /// our write. The reserved turn goes back with it (their goal carries the count from before).
-async fn give_back_to_the_user(ctx: &TickContext, session_id: &str, directory: &str, reserved: &Goal, theirs: Option<Value>) {
+/// Events carry the goal's known fields only, so theirs is laid over the goal as we read it
+/// (the state their writer started from too), which keeps any other field it had.
+async fn give_back_to_the_user(ctx: &TickContext, session_id: &str, directory: &str, reserved: &Goal, read: Option<&Goal>, theirs: Option<Value>) {
     info!(target: "session_goal", session = session_id, "another writer changed the goal during the reservation; restoring it, nothing sent");
     let ours = reserved.updated_at;
+    let theirs = theirs.map(|their_goal| restored_goal(read, their_goal));
     let result = crate::writer::write_namespace_key(&ctx.client, session_id, directory, "goal", |fresh| match fresh.goal() {
         Some(current) if current.updated_at == ours => Ok(theirs),
         _ => Err(()),
@@ -640,6 +644,22 @@ async fn give_back_to_the_user(ctx: &TickContext, session_id: &str, directory: &
     if let Err(error) = result {
         warn!(target: "session_goal", session = session_id, %error, "restoring the other writer's goal failed");
     }
+}
+
+/// The other writer's goal (known fields, from an event) laid over the goal as we read it, when
+/// it is the same goal; a different goal (replaced) is taken as the event shows it.
+fn restored_goal(read: Option<&Goal>, theirs: Value) -> Value {
+    let (Some(read), Some(their_fields)) = (read, theirs.as_object()) else { return theirs };
+    if their_fields.get("id").and_then(Value::as_str) != Some(read.id.as_str()) {
+        return theirs;
+    }
+    let mut base = read.to_value();
+    if let Some(object) = base.as_object_mut() {
+        for (key, value) in their_fields {
+            object.insert(key.clone(), value.clone());
+        }
+    }
+    base
 }
 
 /// Whether the goal read back after the reservation is still the one this tick reserved for:
