@@ -102,6 +102,11 @@ pub struct SessionGoalRuntimeOptions {
   pub directories: Option<Vec<String>>,
   /// Scan the directories at start (default true when directories are given).
   pub recover_on_start: Option<bool>,
+  /// How often (ms) the known directories (given, or seen in events) are swept for active goals
+  /// on idle sessions with no pending wake-up, e.g. after an idle event the host never
+  /// forwarded: one `GET /session` list and one status read per directory (default 300000;
+  /// 0 disables).
+  pub sweep_interval_ms: Option<f64>,
 }
 
 /// A `provider/model` pair for the built-in small model (`smallModel` option).
@@ -333,6 +338,7 @@ pub fn create_session_goal_runtime(options: SessionGoalRuntimeOptions) -> Result
     max_dispatch_attempts: count(options.max_dispatch_attempts, defaults.max_dispatch_attempts as u64, 1) as u32,
     dispatch_retry_delay: defaults.dispatch_retry_delay,
     lease: millis(options.lease_ms, defaults.lease.as_millis() as u64),
+    sweep_interval: millis(options.sweep_interval_ms, defaults.sweep_interval.as_millis() as u64),
   };
   let directories = options.directories.unwrap_or_default();
   let recover_on_start = options.recover_on_start.unwrap_or(!directories.is_empty());

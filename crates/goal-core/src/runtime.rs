@@ -136,6 +136,20 @@ impl GoalRuntime {
         if settings.recover_on_start {
             runtime_handle.recover();
         }
+        let interval = runtime_handle.inner.ctx.config.sweep_interval;
+        if !interval.is_zero() {
+            let weak = Arc::downgrade(&runtime_handle.inner);
+            runtime.spawn(async move {
+                loop {
+                    tokio::time::sleep(interval).await;
+                    let Some(inner) = weak.upgrade() else { return };
+                    if inner.stopped.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    inner.sweep().await;
+                }
+            });
+        }
         runtime_handle
     }
 
@@ -227,6 +241,36 @@ impl Inner {
                         self.scheduler.arm(&session.id, &dir, self.ctx.config.kickoff_quiet, ArmMode::Earliest);
                     }
                 }
+            }
+        }
+    }
+
+    /// Lost events must not strand goals: for each known directory, one session list and one
+    /// status read; an active goal on an idle top-level session with no timer or tick is armed
+    /// (the tick re-checks everything).
+    async fn sweep(&self) {
+        let directories: Vec<String> = self.directories.lock().iter().cloned().collect();
+        for directory in directories {
+            if self.stopped.load(Ordering::SeqCst) {
+                return;
+            }
+            let (sessions, status) = tokio::join!(self.ctx.client.list_sessions(&directory), self.ctx.client.status_map(&directory));
+            let (Ok(sessions), Ok(status)) = (sessions, status) else {
+                warn!(target: "session_goal", "sweep could not read a directory");
+                continue;
+            };
+            for session in sessions.iter().filter(|s| !s.is_subagent()) {
+                let Some(goal) = session.goal() else { continue };
+                if goal.status != GoalStatus::Active
+                    || crate::model::live_status(&status, &session.id) == crate::model::LiveStatus::Working
+                    || self.scheduler.is_tracking(&session.id)
+                {
+                    continue;
+                }
+                debug!(target: "session_goal", session = %session.id, "sweep: active goal without a wake-up; arming");
+                self.record_goal(&session.id, Some(&goal));
+                let dir = if session.directory.is_empty() { directory.clone() } else { session.directory.clone() };
+                self.scheduler.arm(&session.id, &dir, self.ctx.config.kickoff_quiet, ArmMode::Earliest);
             }
         }
     }

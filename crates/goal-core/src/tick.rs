@@ -48,6 +48,9 @@ pub struct GoalConfig {
     pub dispatch_retry_delay: Duration,
     /// How long a tick's lease keeps other hosts' runtimes off the session.
     pub lease: Duration,
+    /// How often the known directories are swept for active goals on idle sessions that have no
+    /// timer or tick (an idle event the host never forwarded); zero disables the sweep.
+    pub sweep_interval: Duration,
 }
 
 impl Default for GoalConfig {
@@ -63,6 +66,7 @@ impl Default for GoalConfig {
             max_dispatch_attempts: 3,
             dispatch_retry_delay: Duration::from_millis(250),
             lease: Duration::from_millis(120_000),
+            sweep_interval: Duration::from_millis(300_000),
         }
     }
 }
@@ -556,48 +560,44 @@ async fn continue_goal(
         message_limit: ctx.config.message_limit,
     };
 
-    let delivery = match &message_id {
-        // With an id there is no read-back: a second host posting the same id makes no second
-        // turn, and a user who typed, paused, edited or cleared meanwhile is seen through the
-        // generation (events), checked right before every post; a pause that our reservation
-        // overwrote is re-applied by the runtime's lost-update repair.
-        Some(id) => dispatch.with_id(id, &generation, |fresh| standing(ctx, session_id, fresh, &reserved).is_none()).await,
-        None => {
-            // Without an id (unknown tail format) a second post could make a second turn. Read
-            // back: the user may have typed, paused, edited or cleared the goal while we audited
-            // and wrote, and another host's runtime may have written its lease over ours.
-            let (fresh_session, tail_messages) = tokio::join!(
-                ctx.client.get_session(session_id, directory),
-                ctx.client.messages(session_id, directory, ctx.config.message_limit)
-            );
-            match fresh_session {
-                Ok(fresh) => {
-                    if let Some(outcome) = standing(ctx, session_id, &fresh, &reserved) {
-                        return outcome;
-                    }
-                }
-                Err(error) => {
-                    warn!(target: "session_goal", session = session_id, %error, "goal re-check failed");
-                    return TickOutcome::Retry;
-                }
+    // Read back: the user may have typed, paused, edited or cleared the goal right after our
+    // reservation landed (a host that forwards no events, or an event still in flight), which
+    // only a fresh read shows. (The id makes a second host's post, or a retry, harmless; it
+    // cannot tell that the user stopped.)
+    let (fresh_session, tail_messages) = tokio::join!(
+        ctx.client.get_session(session_id, directory),
+        ctx.client.messages(session_id, directory, ctx.config.message_limit)
+    );
+    match fresh_session {
+        Ok(fresh) => {
+            if let Some(outcome) = standing(ctx, session_id, &fresh, &reserved) {
+                return outcome;
             }
-            match tail_messages {
-                Ok(messages) => {
-                    let newest = chronological(&messages).last().map(|m| m.id.clone()).unwrap_or_default();
-                    if newest != tail {
-                        info!(target: "session_goal", session = session_id, "tail moved on; continuation dropped");
-                        return TickOutcome::Done;
-                    }
-                }
-                Err(error) => {
-                    warn!(target: "session_goal", session = session_id, %error, "tail re-check failed");
-                    return TickOutcome::Retry;
-                }
-            }
-            dispatch
-                .classified(&tail, &text, &generation, |fresh| standing(ctx, session_id, fresh, &reserved).is_none())
-                .await
         }
+        Err(error) => {
+            warn!(target: "session_goal", session = session_id, %error, "goal re-check failed");
+            return TickOutcome::Retry;
+        }
+    }
+    match tail_messages {
+        Ok(messages) => {
+            let newest = chronological(&messages).last().map(|m| m.id.clone()).unwrap_or_default();
+            if newest != tail {
+                info!(target: "session_goal", session = session_id, "tail moved on; continuation dropped");
+                return TickOutcome::Done;
+            }
+        }
+        Err(error) => {
+            warn!(target: "session_goal", session = session_id, %error, "tail re-check failed");
+            return TickOutcome::Retry;
+        }
+    }
+    let still_ours = |fresh: &crate::model::SessionView| standing(ctx, session_id, fresh, &reserved).is_none();
+    let delivery = match &message_id {
+        // Every attempt posts the same id: a timeout or a 5xx is simply posted again.
+        Some(id) => dispatch.with_id(id, &generation, still_ours).await,
+        // Without an id (unknown tail format) a second post could make a second turn.
+        None => dispatch.classified(&tail, &text, &generation, still_ours).await,
     };
     match delivery {
         Delivery::Sent => {
@@ -606,7 +606,13 @@ async fn continue_goal(
         }
         Delivery::Stopped => {
             info!(target: "session_goal", session = session_id, "stopped by the user before dispatch");
-            TickOutcome::Done
+            // Stopped on a fresh read (no event said so): plan again, which settles on what the
+            // user did (a paused goal ends there; an edited one goes on with its new content).
+            if generation.is_current() {
+                TickOutcome::Rearm
+            } else {
+                TickOutcome::Done
+            }
         }
         Delivery::Failed { refused } => {
             if !generation.is_current() {
