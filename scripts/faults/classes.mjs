@@ -175,6 +175,10 @@ async function connectionRefused() {
       const deadline = Date.now() + 8000
       while (Date.now() < deadline && h.result(c).active) await sleep(25)
       while (!h.mock.listening) await sleep(25)
+      // The next phase starts once the host's event stream is back: an idle sent while it
+      // reconnects, for a directory the runtime has never seen, reaches nobody (a different
+      // fault: dropped events, which the sweep covers).
+      await h.mock.waitFor(() => h.runtimes.every((r) => !r.live || !r.stream || r.connected), { timeoutMs: 5000 })
     }
     await h.settle()
   })

@@ -68,6 +68,9 @@ struct Inner {
     group: String,
     stopped: AtomicBool,
     seen_goals: Arc<RwLock<HashMap<String, (GoalRevision, GoalStatus)>>>,
+    /// Sessions that events showed without a goal, or as sub-agents: their ticks read the
+    /// session alone first.
+    without_goal: Arc<RwLock<HashSet<String>>>,
     pending_input: Arc<RwLock<HashMap<String, HashSet<String>>>>,
     directories: Mutex<VecDeque<String>>,
     runtime: tokio::runtime::Handle,
@@ -105,6 +108,8 @@ impl GoalRuntime {
         let pending_view = pending_input.clone();
         let seen_goals: Arc<RwLock<HashMap<String, (GoalRevision, GoalStatus)>>> = Arc::default();
         let seen_view = seen_goals.clone();
+        let without_goal: Arc<RwLock<HashSet<String>>> = Arc::default();
+        let without_view = without_goal.clone();
         let ctx = TickContext {
             client: settings.client.clone(),
             services: settings.services,
@@ -114,8 +119,11 @@ impl GoalRuntime {
             }),
             holder: crate::writer::holder_id(&settings.client.key()),
             echoes: Arc::default(),
-            known_active: Arc::new(move |session: &str| {
-                seen_view.read().get(session).is_some_and(|(_, status)| *status == GoalStatus::Active)
+            // Optimistic: a session that events have not shown without an active goal is read
+            // at once (a host that forwards only status events still gets the short path).
+            known_active: Arc::new(move |session: &str| match seen_view.read().get(session) {
+                Some((_, status)) => *status == GoalStatus::Active,
+                None => !without_view.read().contains(session),
             }),
         };
         let scheduler = Scheduler::start(Arc::new(GoalJob { ctx: ctx.clone() }), runtime);
@@ -126,6 +134,7 @@ impl GoalRuntime {
             scheduler,
             stopped: AtomicBool::new(false),
             seen_goals,
+            without_goal,
             pending_input,
             directories: Mutex::new(settings.directories.into_iter().filter(|d| !d.is_empty()).collect()),
             runtime: runtime.clone(),
@@ -309,6 +318,15 @@ impl Consumer for Inner {
                 }
             }
             IntakeEvent::SessionUpdated { session_id, directory, is_child, goal } => {
+                let goalless = *is_child || goal.as_ref().and_then(Goal::from_value).is_none();
+                if goalless != self.without_goal.read().contains(session_id.as_str()) {
+                    let mut set = self.without_goal.write();
+                    if goalless {
+                        set.insert(session_id.clone());
+                    } else {
+                        set.remove(session_id.as_str());
+                    }
+                }
                 if *is_child {
                     return;
                 }
