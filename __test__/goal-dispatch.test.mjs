@@ -13,6 +13,25 @@ const promptPath = (id) => '/session/' + id + '/prompt_async'
 const posts = (mock, id) => mock.requests.filter((r) => r.method === 'POST' && r.path === promptPath(id))
 
 describe('continuation dispatch', () => {
+  it('every post carries the id derived from the tail; a repeated id makes no second message or turn', async () => {
+    // No event stream: only the idempotent id keeps the retry from sending twice.
+    env = await setup({ auditor: scriptedAuditor([continueVerdict]), forward: false })
+    const session = sessionWithReply(env.mock)
+    const tail = env.mock.messages(session.id).at(-1).info.id
+    env.mock.fault({ method: 'POST', path: promptPath(session.id), times: 1, status: 502, apply: true })
+    env.runtime.processPayload({ type: 'session.status', properties: { sessionID: session.id, status: { type: 'idle' } } }, '/tmp/project')
+    await waitFor(() => posts(env.mock, session.id).length === 2, 5000)
+    const ids = posts(env.mock, session.id).map((r) => r.body.messageID)
+    expect(ids[1]).toBe(ids[0])
+    expect(ids[0]).toMatch(/^msg_[0-9a-f]{12}[0-9A-Za-z]{14}$/)
+    expect(ids[0].slice(4, 16)).toBe((Number.parseInt(tail.slice(4, 16), 16) + 1).toString(16).padStart(12, '0'))
+    expect(env.mock.prompts).toHaveLength(1)
+    expect(env.mock.repeatedPrompts).toHaveLength(1)
+    expect(env.mock.messages(session.id).filter((m) => m.info.id === ids[0])).toHaveLength(1)
+    await waitFor(() => env.runtime.snapshot().inFlight === 0, 3000)
+    expect(goalOf(env.mock, session.id)).toMatchObject({ status: 'active', turnsUsed: 1, continuationFor: tail, continuationId: ids[0] })
+  })
+
   it('5xx after the prompt was admitted: reconciled as sent, never re-posted', async () => {
     env = await setup({ auditor: scriptedAuditor([continueVerdict]) })
     const session = sessionWithReply(env.mock)
