@@ -288,7 +288,7 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
             }
         }
     };
-    continue_goal(ctx, session_id, directory, &goal, &objective, basis, reservation, generation).await
+    continue_goal(ctx, session_id, directory, &goal, &objective, basis, reservation, generation, exhausted).await
 }
 
 /// Slack added to a quiet-window back-off, so the next look lands after the window, not on it.
@@ -464,6 +464,7 @@ async fn continue_goal(
     basis: Basis,
     reservation: Reservation,
     generation: Generation,
+    exhausted: bool,
 ) -> TickOutcome {
     if !generation.is_current() {
         return TickOutcome::Done;
@@ -617,6 +618,14 @@ async fn continue_goal(
         Delivery::Failed { refused } => {
             if !generation.is_current() {
                 return TickOutcome::Done;
+            }
+            // With an id, an ambiguous failure (an overloaded server timing out) may have landed
+            // or may not: a later tick over the same tail reuses the reservation and posts the
+            // same id again, which cannot make a second turn. Only once the retries are spent
+            // does the goal settle.
+            if !refused && message_id.is_some() && !exhausted {
+                warn!(target: "session_goal", session = session_id, "continuation outcome unknown after every attempt; retrying later with the same id");
+                return TickOutcome::Retry;
             }
             let mut settlement = blocked(&reserved, REASON_DISPATCH_FAILED);
             settlement.accounting = basis.accounting.clone();
