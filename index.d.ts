@@ -728,6 +728,13 @@ export interface SessionGoalRuntimeOptions {
   directories?: Array<string>
   /** Scan the directories at start (default true when directories are given). */
   recoverOnStart?: boolean
+  /**
+   * How often (ms) the known directories (given, or seen in events) are swept for active goals
+   * on idle sessions with no pending wake-up, e.g. after an idle event the host never
+   * forwarded: one `GET /session` list and one status read per directory (default 300000;
+   * 0 disables).
+   */
+  sweepIntervalMs?: number
 }
 
 /** A session's goal with its effective objective. */

@@ -647,7 +647,9 @@ describe('one per-session write queue for every writer in the process', () => {
     expect(goalWrites).toBeGreaterThanOrEqual(ROUNDS)
     expect(count('openchamber.third')).toBe(thirdWrites)
     expect(assistWrites).toBe(assist.snapshot().written)
-    expect(assistWrites).toBeGreaterThan(ROUNDS / 4)
+    // Enough interleaving to mean something; how many quiet gaps the assist gets depends on how
+    // fast the goal loop turns over (no read-back round trip since idempotent continuations).
+    expect(assistWrites).toBeGreaterThanOrEqual(10)
     // The last assist write is for a reply that was the tail when it was written.
     const last = stored.openchamber.assist
     expect(mock.messages(session.id).some((m) => m.info.id === last.forMessageID && m.info.role === 'assistant')).toBe(true)

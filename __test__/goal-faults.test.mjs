@@ -46,40 +46,80 @@ describe('dispatch under ambiguous failures', () => {
   })
 })
 
-describe('a stop the host never forwarded', () => {
-  const idle = (session) => ({ type: 'session.status', properties: { sessionID: session.id, status: { type: 'idle' } } })
-  /** Runs `change(goal)` inside the PATCH that reserves the turn (between reservation and prompt). */
-  function onReservation(mock, session, change) {
-    let done = false
-    mock.onPatch = (id, { after }) => {
-      const goal = after?.openchamber?.goal
-      if (done || id !== session.id || !goal?.continuationFor) return
-      done = true
-      mock.setMetadata(id, { ...after, openchamber: { ...after.openchamber, goal: change(goal) } })
-    }
+/**
+ * Makes `change(goal)` land inside the reservation window: after the tick's fresh read of the
+ * session (the first GET of it after the audit) and before its PATCH. OpenCode's PATCH has no
+ * compare-and-set, so the reservation overwrites it; the runtime must see it in the events and
+ * put it back.
+ */
+function inReservationWindow(mock, sessionId, change) {
+  let fired = false
+  return () => {
+    if (fired) return
+    fired = true
+    mock.fault({
+      method: 'GET', path: '/session/' + sessionId, times: 1, apply: true, delayMs: 5,
+      action: () => {
+        const metadata = mock.getSession(sessionId).metadata
+        const goal = change(metadata.openchamber.goal)
+        const openchamber = { ...metadata.openchamber }
+        if (goal === undefined) delete openchamber.goal
+        else openchamber.goal = goal
+        mock.setMetadata(sessionId, { ...metadata, openchamber, foreign: { by: 'another writer' } })
+      },
+    })
   }
+}
 
-  it('a pause between reservation and prompt: nothing is sent', async () => {
-    env = await setup({ auditor: continueThenComplete(), forward: false })
-    const session = sessionWithReply(env.mock)
-    onReservation(env.mock, session, (goal) => ({ ...goal, status: 'paused', statusReason: 'marked by user' }))
-    env.runtime.processPayload(idle(session), '/tmp/project')
-    await waitFor(() => goalOf(env.mock, session.id).status === 'paused', 3000)
+/** An auditor that says continue and arms `window` (the next session read is the fresh read). */
+function continueAndArm(window) {
+  return scriptedAuditor([
+    () => {
+      window()
+      return { text: JSON.stringify({ verdict: 'continue', note: 'keep going' }), providerID: 'small', modelID: 'nano' }
+    },
+  ])
+}
+
+describe('another writer inside the reservation window (lost update)', () => {
+  let sessionId
+
+  async function run(change) {
+    const window = { fire: () => {} }
+    env = await setup({ auditor: continueAndArm(() => window.fire()) })
+    const session = sessionWithReply(env.mock, { goal: { turnsUsed: 2, uiLayout: { pinned: true } } })
+    sessionId = session.id
+    window.fire = inReservationWindow(env.mock, session.id, change)
+    env.mock.setStatus(session.id, 'idle')
+    // The reservation was written over the other writer's change, then repaired.
+    await waitFor(() => env.mock.patches.length >= 2, 3000)
     await waitFor(() => env.runtime.snapshot().inFlight === 0, 3000)
     await sleep(300)
+    return session
+  }
+
+  it('a pause stays paused, the turn is given back, nothing is sent', async () => {
+    const session = await run((goal) => ({ ...goal, status: 'paused', statusReason: 'paused by user', updatedAt: Date.now() }))
+    // The user's goal as they wrote it, with the fields events do not carry.
+    expect(goalOf(env.mock, session.id)).toMatchObject({ status: 'paused', statusReason: 'paused by user', turnsUsed: 2, uiLayout: { pinned: true } })
     expect(env.mock.prompts).toHaveLength(0)
   })
 
-  it('an edit between reservation and prompt: the stale continuation is dropped, the edited goal goes on', async () => {
-    env = await setup({ auditor: scriptedAuditor([{ verdict: 'continue', note: 'keep going' }]), forward: false })
-    const session = sessionWithReply(env.mock)
-    onReservation(env.mock, session, (goal) => ({ ...goal, objective: 'Make the parser handle nested tables' }))
-    env.runtime.processPayload(idle(session), '/tmp/project')
-    await waitFor(() => env.mock.prompts.length === 1, 3000)
-    expect(env.mock.prompts[0].body.parts[0].text).toContain('nested tables')
-    // The reservation made for this tail is reused, not charged again.
-    expect(goalOf(env.mock, session.id).turnsUsed).toBe(1)
+  it('a clear stays cleared, nothing is sent', async () => {
+    const session = await run(() => undefined)
+    expect(goalOf(env.mock, session.id)).toBeUndefined()
+    expect(env.mock.prompts).toHaveLength(0)
   })
+
+  it('an edit is kept; no continuation with the old objective is sent', async () => {
+    const session = await run((goal) => ({ ...goal, objective: 'Make the parser handle nested tables', updatedAt: Date.now() }))
+    expect(goalOf(env.mock, session.id).objective).toBe('Make the parser handle nested tables')
+    expect(env.mock.prompts.filter((p) => !p.body.parts[0].text.includes('nested tables'))).toHaveLength(0)
+  })
+})
+
+describe('a stop the host never forwarded', () => {
+  const idle = (session) => ({ type: 'session.status', properties: { sessionID: session.id, status: { type: 'idle' } } })
 
   it('a pause between two dispatch attempts: nothing is posted again', async () => {
     env = await setup({ auditor: continueThenComplete(), forward: false })

@@ -104,6 +104,11 @@ pub struct SessionGoalRuntimeOptions {
   pub directories: Option<Vec<String>>,
   /// Scan the directories at start (default true when directories are given).
   pub recover_on_start: Option<bool>,
+  /// How often (ms) the known directories (given, or seen in events) are swept for active goals
+  /// on idle sessions with no pending wake-up, e.g. after an idle event the host never
+  /// forwarded: one `GET /session` list and one status read per directory (default 300000;
+  /// 0 disables).
+  pub sweep_interval_ms: Option<f64>,
 }
 
 /// A `provider/model` pair for the built-in small model (`smallModel` option).
@@ -292,6 +297,7 @@ impl SessionGoalRuntimeOptions {
       max_dispatch_attempts: count(self.max_dispatch_attempts, defaults.max_dispatch_attempts as u64, 1) as u32,
       dispatch_retry_delay: defaults.dispatch_retry_delay,
       lease: millis(self.lease_ms, defaults.lease),
+      sweep_interval: millis(self.sweep_interval_ms, defaults.sweep_interval),
     };
     let directories = self.directories.unwrap_or_default();
     let recover_on_start = self.recover_on_start.unwrap_or(!directories.is_empty());

@@ -45,8 +45,8 @@
 //                       stepParts=true (step-start/step-finish parts)}) → {info, parts}
 //   mock.completeAssistantMessage(id, messageID?, opts)  finish an unfinished reply (default: the last
 //                       unfinished one) with the addAssistantMessage options → {info, parts}
-//   Message ids are 'msg_' + an increasing sortable string; default time.created is now(), bumped
-//   so it strictly increases per session. Adding a message emits message.updated, then
+//   Message ids are 'msg_' + an increasing sortable string; default time.created is now() (never
+//   ahead of the clock; messages made in the same millisecond share it, as on OpenCode). Adding a message emits message.updated, then
 //   message.part.updated per part.
 //   mock.messages(id) → [{info, parts}] (all, oldest first; [] for an unknown session)
 //   mock.setMetadata(id, metadata)    direct replace (null removes it); emits session.updated
@@ -63,7 +63,10 @@
 //   mock.requests  {method, path, query, body, headers, at} for every request (faulted ones too)
 //   mock.prompts   {sessionId, directory, body, at, receivedAt, messageID} per accepted POST
 //                  /session/:id/prompt_async (receivedAt: when the request arrived, before any
-//                  injected delay; messageID: the user message it appended)
+//                  injected delay; messageID: the user message it appended, or the body's
+//                  messageID). A post whose messageID the session already holds (or was
+//                  posted before) is not a prompt: no message, no turn, 204, recorded in
+//   mock.repeatedPrompts  {sessionId, directory, body, at, receivedAt, messageID, route}
 //   mock.syncPrompts {sessionId, directory, body, at} per POST /session/:id/message
 //   mock.commands  {sessionId, directory, body, at} per POST /session/:id/command
 //   mock.patches   {sessionId, directory, body, at} per applied PATCH /session/:id
@@ -120,6 +123,7 @@
 //   GET  /session/:id/message?limit=&before=   last N (limit 0/absent: all), oldest first
 //   GET  /session/:id/message/:messageID
 //   POST /session/:id/prompt_async       204; appends the user message; turn/onPrompt afterwards
+//                                        (a repeated messageID: 204, nothing else)
 //   POST /session/:id/message            sync prompt → {info, parts} of the reply (empty reply
 //                                        without a script)
 //   POST /session/:id/command {command, arguments, agent?, model?:'p/m'} → {info, parts}
@@ -258,7 +262,9 @@ export async function startMockOpenCode(options = {}) {
   };
   const msgCopy = (m) => ({ info: clone(m.info), parts: clone(m.parts) });
   const nextCreated = (s, explicit) => {
-    const t = explicit ?? Math.max(now(), s.lastCreated + 1);
+    // Like OpenCode: stamped with the clock, never ahead of it, so two messages made in the same
+    // millisecond share a time (readers order by time, then position).
+    const t = explicit ?? now();
     s.lastCreated = Math.max(s.lastCreated, t);
     return t;
   };
@@ -336,7 +342,7 @@ export async function startMockOpenCode(options = {}) {
       ...(opts.metadata !== undefined && opts.metadata !== null ? { metadata: clone(opts.metadata) } : {}),
       time: { created, updated: created },
     };
-    const s = { info, messages: [], order: n, lastCreated: 0 };
+    const s = { info, messages: [], order: n, lastCreated: 0, promptIds: new Set() };
     sessions.set(id, s);
     emitSession('session.created', s);
     emitSession('session.updated', s);
@@ -762,7 +768,22 @@ export async function startMockOpenCode(options = {}) {
       if (!Array.isArray(body.parts)) throw badRequest('parts is required', 'Body', 'parts');
       if (body.model !== undefined && !(isObj(body.model) && typeof body.model.providerID === 'string' && typeof body.model.modelID === 'string'))
         throw badRequest('model must be {providerID, modelID}', 'Body', 'model');
+      if (body.messageID !== undefined && !(typeof body.messageID === 'string' && body.messageID.startsWith('msg')))
+        throw badRequest('messageID must match ^msg', 'Body', 'messageID');
       const record = { sessionId: id, directory: dir, body: clone(body), at: now() };
+      // Like OpenCode: a messageID seen before in this session (at once, mid-turn or later) makes
+      // no second message and no second turn; the post is answered as accepted.
+      if (typeof body.messageID === 'string') {
+        if (s.promptIds.has(body.messageID) || s.messages.some((m) => m.info.id === body.messageID)) {
+          mock.repeatedPrompts.push({ ...record, route: seg[2], messageID: body.messageID, receivedAt: req.receivedAt ?? record.at });
+          if (seg[2] === 'message') {
+            const stored = s.messages.find((m) => m.info.id === body.messageID);
+            return json(stored ? msgCopy(stored) : {});
+          }
+          return NO_CONTENT;
+        }
+        s.promptIds.add(body.messageID);
+      }
       if (body.model) {
         s.info.agent = body.agent ?? s.info.agent ?? 'build';
         s.info.model = { id: body.model.modelID, providerID: body.model.providerID, ...(body.variant ? { variant: body.variant } : {}) };
@@ -777,6 +798,7 @@ export async function startMockOpenCode(options = {}) {
       const user = autoUserMessage || scripts.has(id) || defaultScript ? userFromPrompt(id, body) : undefined;
       record.receivedAt = req.receivedAt ?? record.at;
       if (user) record.messageID = user.info.id;
+      else if (typeof body.messageID === 'string') record.messageID = body.messageID;
       const reply = body.noReply ? undefined : nextReply(id);
       if (reply) runTurn(id, { userMessage: user, body, reply });
       if (typeof mock.onPrompt === 'function') {
@@ -1008,6 +1030,7 @@ export async function startMockOpenCode(options = {}) {
     url: `http://127.0.0.1:${port}`,
     requests: [],
     prompts: [],
+    repeatedPrompts: [],
     syncPrompts: [],
     commands: [],
     patches: [],

@@ -11,6 +11,7 @@ import {
   FINISHED_TEXT,
   QUIET_MS,
   createHarness,
+  defaultAuditor,
   expectComplete,
   expectSettled,
   expectUntouched,
@@ -175,6 +176,10 @@ async function connectionRefused() {
       const deadline = Date.now() + 8000
       while (Date.now() < deadline && h.result(c).active) await sleep(25)
       while (!h.mock.listening) await sleep(25)
+      // The next phase starts once the host's event stream is back: an idle sent while it
+      // reconnects, for a directory the runtime has never seen, reaches nobody (a different
+      // fault: dropped events, which the sweep covers).
+      await h.mock.waitFor(() => h.runtimes.every((r) => !r.live || !r.stream || r.connected), { timeoutMs: 5000 })
     }
     await h.settle()
   })
@@ -806,11 +811,11 @@ async function twoHosts() {
     other.stderr.resume()
     const deadline = Date.now() + 10_000
     while (!out.includes('ready') && Date.now() < deadline) await sleep(20)
-    const goals = 30
+    const goals = Math.max(1, Number(process.env.FAULTS_TWO_HOSTS_GOALS ?? 30))
     const cases = []
     for (let i = 0; i < goals; i++) cases.push(h.addCase({ label: 'goal watched by two hosts', start: false }))
     for (const c of cases) h.start(c)
-    await h.settle({ timeoutMs: 20_000 })
+    await h.settle({ timeoutMs: Math.max(20_000, goals * 40) })
     const exited = new Promise((resolve) => other.on('exit', (code, signal) => resolve({ code, signal })))
     other.stdin.end()
     const exit = await Promise.race([exited, sleep(5000).then(() => null)])
@@ -822,20 +827,138 @@ async function twoHosts() {
     const rows = cases.map((c) => h.result(c))
     const twice = rows.reduce((n, r) => n + r.twice, 0)
     const ended = rows.filter((r) => expectComplete(1)(r) || (r.goalRaw?.status === 'complete' && r.twice > 0)).length
-    h.note(`two-hosts (measured, not gated): ${goals} goals watched by two hosts in two processes, all going idle at the same instant: ${ended} ended complete, ${twice} continuation(s) sent twice; the second host sent ${second.continuations} of the ${rows.reduce((n, r) => n + r.continuations.length, 0)} continuations; ${second.panics} panic(s) in the second host`)
+    h.note(`two-hosts: ${goals} goals watched by two hosts in two processes, all going idle at the same instant: ${ended} ended complete, ${twice} continuation(s) sent twice; the second host sent ${second.continuations} of the ${rows.reduce((n, r) => n + r.continuations.length, 0)} continuations; ${second.panics} panic(s) in the second host`)
     if (crashed) h.note(`two-hosts: the second host ${exit ? 'exited with ' + (exit.signal ?? exit.code) : 'did not exit'}`)
     h.extraPanics = second.panics
   })
 }
 
+/**
+ * Another writer (the UI) pauses or clears the goal inside the reservation window: after the
+ * tick's fresh read and before its PATCH, which overwrites it (OpenCode has no compare-and-set).
+ * The runtime sees the other writer's state in the events before the echo of its own write,
+ * sends nothing and writes the user's state back.
+ */
+async function writerInWindow() {
+  return withHarness('writer-in-window', {}, async (h) => {
+    await standardRuntime(h)
+    const edited = (c) => `EDITED ${c.index}: make the parser handle nested tables`
+    const placements = [
+      ['pause', (goal) => ({ ...goal, status: 'paused', statusReason: 'marked by user', updatedAt: Date.now() }),
+        (c) => (r) => expectSettled('paused', 'marked by user', 0)(r) && r.goalRaw.turnsUsed === c.data.turnsBefore],
+      ['clear', () => undefined, () => (r) => r.goalRaw === null && r.continuations.length === 0],
+      // The edit is kept and the goal goes on with it; no continuation quotes the old objective.
+      ['edit', (goal, c) => ({ ...goal, objective: edited(c), updatedAt: Date.now() }),
+        (c) => (r) => expectComplete(1)(r) && r.continuations[0].text.includes(edited(c))],
+    ]
+    for (const [label, change, expectFor] of placements) {
+      const c = h.addCase({ label: label + ' between the fresh read and the reservation', start: false })
+      const expect = expectFor(c)
+      // The disturbance must really have landed in the window for the case to count.
+      c.expect = (r) => c.data.fired === true && expect(r)
+      c.data.turnsBefore = h.mock.getSession(c.sessionId).metadata.openchamber.goal.turnsUsed ?? 0
+      let armed = false
+      c.auditor = (request) => {
+        if (!armed) {
+          armed = true
+          // The next read of the session is the reservation's fresh read.
+          h.mock.fault({
+            method: 'GET', path: sessionPath(c), times: 1, apply: true, delayMs: 5,
+            action: () => {
+              c.data.fired = true
+              const oldObjective = c.objective
+              if (label === 'edit') h.recordStop(c, 'edit', (k) => k.text.includes(oldObjective))
+              else h.recordStop(c, label)
+              const metadata = h.mock.getSession(c.sessionId).metadata
+              const goal = change(metadata.openchamber.goal, c)
+              const openchamber = { ...metadata.openchamber }
+              if (goal === undefined) delete openchamber.goal
+              else openchamber.goal = goal
+              h.mock.setMetadata(c.sessionId, { ...metadata, openchamber })
+            },
+          })
+        }
+        return defaultAuditor(request)
+      }
+      h.start(c)
+    }
+    await h.settle()
+  })
+}
+
+/**
+ * Requests held past the timeout: the prompt is admitted but its answer never comes back within
+ * fetchTimeoutMs, on every attempt or on the first one. Every attempt posts the same messageID,
+ * which OpenCode answers once: one continuation.
+ */
+async function heldPastTimeout() {
+  return withHarness('held-past-timeout', { runtimeOptions: { fetchTimeoutMs: 300 } }, async (h) => {
+    await standardRuntime(h)
+    const placements = [
+      ['prompt held on every attempt (admitted)', (c) => h.mock.fault({ method: 'POST', path: prompt(c), times: 3, apply: true, hang: true })],
+      ['prompt held, then 503', (c) => {
+        h.mock.fault({ method: 'POST', path: prompt(c), times: 1, apply: true, hang: true })
+        h.mock.fault({ method: 'POST', path: prompt(c), times: 1, status: 503 })
+      }],
+      ['prompt answered after the timeout (admitted), twice', (c) => h.mock.fault({ method: 'POST', path: prompt(c), times: 2, apply: true, delayMs: 600 })],
+      ['reservation PATCH held (applied)', (c) => h.mock.fault({ method: 'PATCH', path: sessionPath(c), times: 1, apply: true, hang: true })],
+    ]
+    for (const [label, arrange] of placements) {
+      const c = h.addCase({ label, start: false })
+      arrange(c)
+      h.start(c)
+    }
+    await h.settle({ timeoutMs: 20_000 })
+  })
+}
+
+/**
+ * Dropped events: the host never forwards any event of these sessions (neither the goal being
+ * set nor any idle). The periodic sweep of the known directories finds the active goals on idle
+ * sessions and drives each to completion.
+ */
+async function droppedEvents() {
+  return withHarness('dropped-events', {}, async (h) => {
+    const blind = new Set()
+    const cases = []
+    for (let i = 0; i < 4; i++) {
+      const c = h.addCase({ label: 'every event of the session dropped', start: false })
+      blind.add(c.sessionId)
+      cases.push(c)
+    }
+    await standardRuntime(h, {
+      filter: blindFilter(blind),
+      options: { sweepIntervalMs: 400, directories: cases.map((c) => c.directory), recoverOnStart: false },
+    })
+    for (const c of cases) h.start(c)
+    await h.settle({ timeoutMs: 20_000 })
+  })
+}
+
 /** Measurements reported under the table (not rows, not gated except for crashes and panics). */
-export const MEASUREMENTS = [{ name: 'two-hosts', title: 'two hosts on one server (measured)', run: twoHosts }]
+export const MEASUREMENTS = []
 
 /**
  * Every class, in table order, with how it is judged (`judged` is rendered into RELIABILITY.md;
  * the code above is the precise definition).
  */
 export const CLASSES = [
+  {
+    name: 'two-hosts', title: 'two hosts in two processes', run: twoHosts,
+    judged: 'A second goal runtime in its own process, with its own event stream, watches the same server; every goal goes idle at the same instant, so both hosts tick, audit, reserve and post together (worst timing). Both derive the same continuation id from the same tail, and the server answers a repeated id once: `complete` after exactly one continuation per goal. `FAULTS_TWO_HOSTS_GOALS` sets the number of goals (default 30; the measurement in RELIABILITY.md used 2,000).',
+  },
+  {
+    name: 'writer-in-window', title: 'a writer inside the reservation window', run: writerInWindow,
+    judged: 'Another writer pauses, clears or edits the goal after the tick\'s fresh read and before its reservation PATCH, which overwrites it: the runtime sees the other state in the events before the echo of its write, sends nothing and writes it back. Pause: `paused` "marked by user" with the turn count from before, nothing sent; clear: no goal, nothing sent; edit: `complete` after one continuation, which quotes the edited objective.',
+  },
+  {
+    name: 'held-past-timeout', title: 'requests held past the timeout', run: heldPastTimeout,
+    judged: 'fetchTimeoutMs 300; the prompt admitted but never answered on every attempt, held then 503, answered late twice; the reservation PATCH applied but never answered: `complete` after exactly one continuation (every attempt posts the same messageID).',
+  },
+  {
+    name: 'dropped-events', title: 'dropped events (sweep)', run: droppedEvents,
+    judged: 'The host forwards no event of the sessions at all (the goal being set, every idle); sweepIntervalMs 400 over the known directories: `complete` after exactly one continuation.',
+  },
   {
     name: '5xx', title: 'HTTP 5xx / 429 on every endpoint', run: http5xx,
     judged: 'One 5xx or 429 per case on GET session, messages, children or status, on the PATCH (applied or not) or on the prompt (admitted or not; admitted while the reconcile reads fail, with and without the host\'s events), or on the write that settles the goal: `complete` after exactly one continuation. A prompt answered 500 on every attempt: `blocked` "continuation dispatch failed", none sent. Messages unreadable for good: `blocked` "messages unavailable", none sent.',

@@ -157,7 +157,7 @@ export async function createHarness(name, { mockOptions = {}, runtimeOptions = {
         auditTimeoutMs: 3000,
         emitGoalNotification: (event) => notifications.push(event),
         generateSmallModelText: auditor,
-        logger: (level, line) => logLines.push(level + ' ' + line),
+        logger: (level, line) => { logLines.push(level + ' ' + line); if (process.env.FAULTS_LOG) console.error(Date.now() % 100000, label, level, line) },
         ...runtimeOptions,
         ...options,
       })

@@ -84,16 +84,7 @@ impl std::fmt::Display for HttpError {
     }
 }
 
-/// The classified result of `prompt_async` (spec A.4 item 5).
-#[derive(Debug, Clone, PartialEq)]
-pub enum DispatchOutcome {
-    /// 2xx with an empty or JSON body: admitted.
-    Sent,
-    /// 4xx other than 408/429: proven not admitted.
-    NotAdmitted(u16),
-    /// 5xx, 408, 429, network errors, timeouts, non-JSON 2xx bodies: unknown.
-    Ambiguous(String),
-}
+pub use crate::dispatch::DispatchOutcome;
 
 /// Timeout of one OpenCode call when the host sets none.
 pub const DEFAULT_FETCH_TIMEOUT: Duration = Duration::from_millis(10_000);
@@ -277,24 +268,16 @@ impl OpenCodeClient {
             Ok(path) => path,
             Err(_) => return DispatchOutcome::NotAdmitted(0),
         };
-        match self.send(reqwest::Method::POST, &path, directory, &[], Some(body)).await {
-            Ok(answer) if (200..300).contains(&answer.status) => {
-                let trimmed = answer.body.iter().all(u8::is_ascii_whitespace);
-                let json_body = parse_server_json(&answer.body).is_some();
-                if (trimmed || json_body) && !answer.content_type.contains("text/html") {
-                    DispatchOutcome::Sent
-                } else {
-                    DispatchOutcome::Ambiguous(format!("HTTP {} with a non-JSON body", answer.status))
-                }
-            }
-            Ok(answer) if answer.status == 408 || answer.status == 429 || answer.status >= 500 => {
-                DispatchOutcome::Ambiguous(format!("HTTP {}", answer.status))
-            }
-            Ok(answer) => DispatchOutcome::NotAdmitted(answer.status),
-            // A URL that cannot be resolved was never sent.
-            Err(HttpError::Resolve(_)) => DispatchOutcome::NotAdmitted(0),
-            Err(error) => DispatchOutcome::Ambiguous(error.to_string()),
-        }
+        let answer = self.send(reqwest::Method::POST, &path, directory, &[], Some(body)).await;
+        crate::dispatch::classify(match &answer {
+            Ok(answer) => Ok(crate::dispatch::PromptAnswer {
+                status: answer.status,
+                blank_body: answer.body.iter().all(u8::is_ascii_whitespace),
+                json_body: parse_server_json(&answer.body).is_some(),
+                html: answer.content_type.contains("text/html"),
+            }),
+            Err(error) => Err(error),
+        })
     }
 
     /// `POST /session/:id/abort`.

@@ -69,7 +69,10 @@ struct Inner {
     scheduler: Scheduler,
     group: String,
     stopped: AtomicBool,
-    seen_goals: RwLock<HashMap<String, (GoalRevision, GoalStatus)>>,
+    seen_goals: Arc<RwLock<HashMap<String, (GoalRevision, GoalStatus)>>>,
+    /// Sessions that events showed without a goal, or as sub-agents: their ticks read the
+    /// session alone first.
+    without_goal: Arc<RwLock<HashSet<String>>>,
     pending_input: Arc<RwLock<HashMap<String, HashSet<String>>>>,
     directories: Mutex<VecDeque<String>>,
     runtime: tokio::runtime::Handle,
@@ -105,6 +108,10 @@ impl GoalRuntime {
     pub fn start(settings: GoalRuntimeSettings, runtime: &tokio::runtime::Handle) -> GoalRuntime {
         let pending_input: Arc<RwLock<HashMap<String, HashSet<String>>>> = Arc::default();
         let pending_view = pending_input.clone();
+        let seen_goals: Arc<RwLock<HashMap<String, (GoalRevision, GoalStatus)>>> = Arc::default();
+        let seen_view = seen_goals.clone();
+        let without_goal: Arc<RwLock<HashSet<String>>> = Arc::default();
+        let without_view = without_goal.clone();
         let ctx = TickContext {
             client: settings.client.clone(),
             services: settings.services,
@@ -113,6 +120,13 @@ impl GoalRuntime {
                 pending_view.read().get(session).is_some_and(|set| !set.is_empty())
             }),
             holder: crate::writer::holder_id(&settings.client.key()),
+            echoes: Arc::default(),
+            // Optimistic: a session that events have not shown without an active goal is read
+            // at once (a host that forwards only status events still gets the short path).
+            known_active: Arc::new(move |session: &str| match seen_view.read().get(session) {
+                Some((_, status)) => *status == GoalStatus::Active,
+                None => !without_view.read().contains(session),
+            }),
         };
         let scheduler = Scheduler::start(Arc::new(GoalJob { ctx: ctx.clone() }), runtime);
         let inner = Arc::new_cyclic(|me| Inner {
@@ -121,7 +135,8 @@ impl GoalRuntime {
             ctx,
             scheduler,
             stopped: AtomicBool::new(false),
-            seen_goals: RwLock::default(),
+            seen_goals,
+            without_goal,
             pending_input,
             directories: Mutex::new(settings.directories.into_iter().filter(|d| !d.is_empty()).collect()),
             runtime: runtime.clone(),
@@ -131,6 +146,20 @@ impl GoalRuntime {
         let runtime_handle = GoalRuntime { inner };
         if settings.recover_on_start {
             runtime_handle.recover();
+        }
+        let interval = runtime_handle.inner.ctx.config.sweep_interval;
+        if !interval.is_zero() {
+            let weak = Arc::downgrade(&runtime_handle.inner);
+            runtime.spawn(async move {
+                loop {
+                    tokio::time::sleep(interval).await;
+                    let Some(inner) = weak.upgrade() else { return };
+                    if inner.stopped.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    inner.sweep().await;
+                }
+            });
         }
         runtime_handle
     }
@@ -227,6 +256,36 @@ impl Inner {
         }
     }
 
+    /// Lost events must not strand goals: for each known directory, one session list and one
+    /// status read; an active goal on an idle top-level session with no timer or tick is armed
+    /// (the tick re-checks everything).
+    async fn sweep(&self) {
+        let directories: Vec<String> = self.directories.lock().iter().cloned().collect();
+        for directory in directories {
+            if self.stopped.load(Ordering::SeqCst) {
+                return;
+            }
+            let (sessions, status) = tokio::join!(self.ctx.client.list_sessions(&directory), self.ctx.client.status_map(&directory));
+            let (Ok(sessions), Ok(status)) = (sessions, status) else {
+                warn!(target: "session_goal", "sweep could not read a directory");
+                continue;
+            };
+            for session in sessions.iter().filter(|s| !s.is_subagent()) {
+                let Some(goal) = session.goal() else { continue };
+                if goal.status != GoalStatus::Active
+                    || crate::model::live_status(&status, &session.id) == crate::model::LiveStatus::Working
+                    || self.scheduler.is_tracking(&session.id)
+                {
+                    continue;
+                }
+                debug!(target: "session_goal", session = %session.id, "sweep: active goal without a wake-up; arming");
+                self.record_goal(&session.id, Some(&goal));
+                let dir = if session.directory.is_empty() { directory.clone() } else { session.directory.clone() };
+                self.scheduler.arm(&session.id, &dir, self.ctx.config.kickoff_quiet, ArmMode::Earliest);
+            }
+        }
+    }
+
     /// Records the goal state seen in an event; returns whether a user change invalidates work
     /// in flight (edit, pause, clear, completion, replacement).
     fn record_goal(&self, session_id: &str, goal: Option<&Goal>) -> bool {
@@ -255,21 +314,34 @@ impl Consumer for Inner {
             IntakeEvent::Status { session_id, directory, working } => {
                 self.remember_directory(directory);
                 if *working {
-                    self.scheduler.clear(session_id);
+                    self.scheduler.busy(session_id);
                 } else {
-                    self.scheduler.arm(session_id, directory, config.idle_quiet, ArmMode::Replace);
+                    self.scheduler.idle(session_id, directory, config.idle_quiet);
                 }
             }
             IntakeEvent::SessionUpdated { session_id, directory, is_child, goal } => {
+                let goalless = *is_child || goal.as_ref().and_then(Goal::from_value).is_none();
+                if goalless != self.without_goal.read().contains(session_id.as_str()) {
+                    let mut set = self.without_goal.write();
+                    if goalless {
+                        set.insert(session_id.clone());
+                    } else {
+                        set.remove(session_id.as_str());
+                    }
+                }
                 if *is_child {
                     return;
                 }
                 self.remember_directory(directory);
-                let goal = goal.as_ref().and_then(Goal::from_value);
+                let raw_goal = goal.as_ref();
+                let goal = raw_goal.and_then(Goal::from_value);
                 let invalidated = self.record_goal(session_id, goal.as_ref());
                 if invalidated {
                     self.scheduler.invalidate(session_id);
                 }
+                // After the invalidation is queued, so a tick woken by this event is stopped as
+                // soon as the scheduler has handled it.
+                self.ctx.echoes.observe(session_id, raw_goal, now_ms());
                 let Some(goal) = goal.filter(|g| g.status == GoalStatus::Active) else { return };
                 if goal.status_reason == REASON_RESUMED {
                     self.scheduler.arm(session_id, directory, config.resume_kickoff, ArmMode::Earliest);

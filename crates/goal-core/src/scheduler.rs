@@ -46,13 +46,19 @@ pub enum ArmMode {
     Replace,
     /// Keep whichever fires first (a resume kickoff replaces a pending longer timer).
     Earliest,
-    /// Only when no timer is pending (a fresh-goal kickoff never replaces an idle timer).
+    /// The quiet window after an idle: replaces any pending timer, and ends the session's
+    /// known-busy state.
+    Idle,
+    /// Only when no timer is pending and the session is not known to be busy (a fresh-goal
+    /// kickoff never replaces an idle timer, and never arms during a turn: the idle that ends
+    /// the turn arms the quiet window instead).
     IfNothingPending,
 }
 
 enum Command {
     Arm { session: String, directory: String, delay: Duration, mode: ArmMode },
     Clear { session: String },
+    Busy { session: String },
     UserActivity { session: String, at_ms: f64 },
     Invalidate { session: String },
     Fire { session: String, timer: u64 },
@@ -138,6 +144,7 @@ impl Scheduler {
             stats: stats.clone(),
             view: view.clone(),
             ticks: HashMap::new(),
+            busy: std::collections::HashSet::new(),
             stopped: false,
             runtime: runtime.clone(),
         };
@@ -158,6 +165,18 @@ impl Scheduler {
     /// Clears a pending timer and follow-up (the session went busy).
     pub fn clear(&self, session: &str) {
         self.send(Command::Clear { session: session.into() });
+    }
+
+    /// The session went busy: clears like [`Scheduler::clear`] and remembers it, so that a
+    /// kickoff ([`ArmMode::IfNothingPending`]) does not arm until [`Scheduler::idle`].
+    pub fn busy(&self, session: &str) {
+        self.send(Command::Busy { session: session.into() });
+    }
+
+    /// The session went idle: forgets that it was busy and arms the quiet window (replacing any
+    /// pending kickoff).
+    pub fn idle(&self, session: &str, directory: &str, quiet: Duration) {
+        self.send(Command::Arm { session: session.into(), directory: directory.into(), delay: quiet, mode: ArmMode::Idle });
     }
 
     /// A user message created at `at_ms`: clears a timer armed before it and invalidates a tick
@@ -204,6 +223,8 @@ struct Actor {
     stats: Arc<Stats>,
     view: Arc<RwLock<HashMap<String, SessionSnapshot>>>,
     ticks: HashMap<String, JoinHandle<()>>,
+    /// Sessions last seen busy (a busy event without its idle yet).
+    busy: std::collections::HashSet<String>,
     stopped: bool,
     runtime: tokio::runtime::Handle,
 }
@@ -224,12 +245,10 @@ impl Actor {
                 }
                 other if self.stopped => drop(other),
                 Command::Arm { session, directory, delay, mode } => self.arm(&session, &directory, delay, mode),
-                Command::Clear { session } => {
-                    if let Some(entry) = self.entries.get_mut(&session) {
-                        cancel_timer(entry);
-                        entry.follow_up = None;
-                    }
-                    self.publish(&session);
+                Command::Clear { session } => self.clear(&session),
+                Command::Busy { session } => {
+                    self.busy.insert(session.clone());
+                    self.clear(&session);
                 }
                 Command::UserActivity { session, at_ms } => {
                     if let Some(entry) = self.entries.get_mut(&session) {
@@ -273,7 +292,20 @@ impl Actor {
         entry
     }
 
+    fn clear(&mut self, session: &str) {
+        if let Some(entry) = self.entries.get_mut(session) {
+            cancel_timer(entry);
+            entry.follow_up = None;
+        }
+        self.publish(session);
+    }
+
     fn arm(&mut self, session: &str, directory: &str, delay: Duration, mode: ArmMode) {
+        if mode == ArmMode::Idle {
+            self.busy.remove(session);
+        } else if mode == ArmMode::IfNothingPending && self.busy.contains(session) {
+            return;
+        }
         self.next_timer += 1;
         let id = self.next_timer;
         let tx = self.tx.clone();
@@ -292,6 +324,7 @@ impl Actor {
         if mode == ArmMode::IfNothingPending && entry.timer.is_some() {
             return;
         }
+        // Replace and Idle (and an earlier Earliest) replace whatever was pending.
         cancel_timer(entry);
         let key = session.to_string();
         let handle = runtime.spawn(async move {
@@ -415,6 +448,7 @@ impl Actor {
             }
         }
         self.entries.clear();
+        self.busy.clear();
         self.view.write().clear();
         self.stats.tracked.store(0, Ordering::Relaxed);
         self.stats.armed.store(0, Ordering::Relaxed);
@@ -572,6 +606,38 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(300)).await;
         settle().await;
         assert_eq!(recorder.count(), 1, "a resume kickoff replaces a longer timer");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn no_kickoff_while_busy_and_an_idle_replaces_a_pending_one() {
+        let recorder = Recorder::new(vec![]);
+        let scheduler = start(&recorder);
+        scheduler.busy("s");
+        scheduler.arm("s", "", Duration::from_millis(100), ArmMode::IfNothingPending);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        settle().await;
+        assert_eq!(recorder.count(), 0, "a kickoff armed during a turn would fire right after it");
+
+        // The idle ends the busy state: its quiet window applies, and a kickoff that arrives after
+        // it does not shorten it.
+        scheduler.idle("s", "", Duration::from_millis(1_000));
+        scheduler.arm("s", "", Duration::from_millis(100), ArmMode::IfNothingPending);
+        tokio::time::sleep(Duration::from_millis(900)).await;
+        settle().await;
+        assert_eq!(recorder.count(), 0, "the idle's quiet window holds");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        settle().await;
+        assert_eq!(recorder.count(), 1);
+
+        // A pending kickoff on an idle session is replaced by the idle's longer window.
+        scheduler.arm("t", "", Duration::from_millis(100), ArmMode::IfNothingPending);
+        scheduler.idle("t", "", Duration::from_millis(1_000));
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        settle().await;
+        assert_eq!(recorder.runs.lock().iter().filter(|r| r.0 == "t").count(), 0, "the idle replaced the kickoff");
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        settle().await;
+        assert_eq!(recorder.runs.lock().iter().filter(|r| r.0 == "t").count(), 1);
     }
 
     #[tokio::test(start_paused = true)]

@@ -13,17 +13,17 @@ use crate::decide::{
     Reservation, Settlement, REASON_DISPATCH_FAILED, REASON_MESSAGES_UNAVAILABLE, REASON_OBJECTIVE_UNAVAILABLE,
     REASON_PAUSED_AFTER_ABORT, REASON_RESUMED,
 };
+use crate::dispatch::{continuation_message_id, Delivery, Dispatch, CONTINUATION_ID_FIELD};
+use crate::gates::{live_gate, quiet_remaining, LiveGate};
+use crate::repair::Echo;
 use crate::jsonx::extract_json_object;
-use crate::model::{chronological, truncate_chars, Goal, GoalStatus, LiveStatus, Role, NOTE_CHAR_LIMIT, REASON_CHAR_LIMIT};
+use crate::model::{chronological, truncate_chars, Goal, GoalStatus, NOTE_CHAR_LIMIT, REASON_CHAR_LIMIT};
 use crate::notify::goal_notification;
-use crate::opencode::{DispatchOutcome, OpenCodeClient};
+use crate::opencode::OpenCodeClient;
 use crate::prompts;
 use crate::script_guard::introduces_foreign_script;
 use crate::services::{Services, SmallModelRequest};
-use crate::writer::{
-    claim_dispatch, continuation_for_of, held_by_other, lease_of, now_ms, take_lease, write_goal, GoalGuard, GoalWrite, LEASE_FIELD,
-    LEASE_HORIZON_MS,
-};
+use crate::writer::{claim_dispatch, continuation_for_of, now_ms, take_lease, write_goal, GoalGuard, GoalWrite, LEASE_FIELD};
 
 /// Goal-loop tunables (Part B constants; all injectable).
 #[derive(Debug, Clone)]
@@ -48,6 +48,9 @@ pub struct GoalConfig {
     pub dispatch_retry_delay: Duration,
     /// How long a tick's lease keeps other hosts' runtimes off the session.
     pub lease: Duration,
+    /// How often the known directories are swept for active goals on idle sessions that have no
+    /// timer or tick (an idle event the host never forwarded); zero disables the sweep.
+    pub sweep_interval: Duration,
 }
 
 impl Default for GoalConfig {
@@ -63,6 +66,7 @@ impl Default for GoalConfig {
             max_dispatch_attempts: 3,
             dispatch_retry_delay: Duration::from_millis(250),
             lease: Duration::from_millis(120_000),
+            sweep_interval: Duration::from_millis(300_000),
         }
     }
 }
@@ -116,7 +120,16 @@ pub struct TickContext {
     pub waiting_for_user: Arc<dyn Fn(&str) -> bool + Send + Sync>,
     /// This runtime's lease holder id (several hosts may watch one OpenCode server).
     pub holder: String,
+    /// Whether events last showed the session's goal active: the tick then reads the session
+    /// and the live state at once (one round trip instead of two); otherwise it reads the
+    /// session first, so a session without a goal costs one read.
+    pub known_active: Arc<dyn Fn(&str) -> bool + Send + Sync>,
+    /// Goal events seen while a reservation is written (lost-update repair).
+    pub echoes: Arc<crate::repair::WriteEchoes>,
 }
+
+/// Longest wait for the echo of the reservation before posting (see [`crate::repair`]).
+const ECHO_BOUND: Duration = Duration::from_millis(1_000);
 
 pub use crate::writer::CONTINUATION_FOR_FIELD;
 
@@ -130,7 +143,20 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
         return TickOutcome::Done;
     }
     let exhausted = attempt + 1 >= ctx.config.max_retry_attempts;
-    let session = match ctx.client.get_session(session_id, directory).await {
+    let read_live = || async {
+        tokio::join!(
+            ctx.client.status_map(directory),
+            ctx.client.children(session_id, directory),
+            ctx.client.messages(session_id, directory, ctx.config.message_limit),
+        )
+    };
+    let (session, early_live) = if (ctx.known_active)(session_id) {
+        let (session, live) = tokio::join!(ctx.client.get_session(session_id, directory), read_live());
+        (session, Some(live))
+    } else {
+        (ctx.client.get_session(session_id, directory).await, None)
+    };
+    let session = match session {
         Ok(session) => session,
         Err(error) => {
             warn!(target: "session_goal", session = session_id, %error, attempt, "session unreadable");
@@ -160,11 +186,10 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
         }
     };
 
-    let (status, children, messages) = tokio::join!(
-        ctx.client.status_map(directory),
-        ctx.client.children(session_id, directory),
-        ctx.client.messages(session_id, directory, ctx.config.message_limit),
-    );
+    let (status, children, messages) = match early_live {
+        Some(live) => live,
+        None => read_live().await,
+    };
     let (status, children, messages) = match (status, children, messages) {
         (Ok(s), Ok(c), Ok(m)) => (s, c, m),
         (s, c, m) => {
@@ -181,22 +206,34 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
             return TickOutcome::Retry;
         }
     };
-    if crate::model::live_status(&status, session_id) == LiveStatus::Working {
-        return TickOutcome::Done;
-    }
-    if children.iter().any(|child| crate::model::live_status(&status, &child.id) == LiveStatus::Working) {
-        debug!(target: "session_goal", session = session_id, "child busy; re-arming");
-        return TickOutcome::Rearm;
-    }
-    let waiting = (ctx.waiting_for_user)(session_id) || children.iter().any(|c| (ctx.waiting_for_user)(&c.id));
-    if waiting {
-        if goal.status_reason != WAITING_FOR_USER && goal.status_reason != REASON_RESUMED {
-            note_waiting(ctx, session_id, directory, &guard).await;
+    match live_gate(&status, session_id, &children, |id| (ctx.waiting_for_user)(id)) {
+        LiveGate::Proceed => {}
+        LiveGate::Busy => return TickOutcome::Done,
+        LiveGate::ChildBusy => {
+            debug!(target: "session_goal", session = session_id, "child busy; re-arming");
+            return TickOutcome::Rearm;
         }
-        return TickOutcome::Done;
+        LiveGate::WaitingForUser => {
+            if goal.status_reason != WAITING_FOR_USER && goal.status_reason != REASON_RESUMED {
+                note_waiting(ctx, session_id, directory, &guard).await;
+            }
+            return TickOutcome::Done;
+        }
     }
 
     let plan = plan_tick(&goal, &messages, ctx.config.max_auto_turns);
+    // The quiet window, from data: whatever order the events came in (a kickoff or follow-up
+    // armed during the turn, an idle seen late), nothing is sent within `idleQuietMs` of the
+    // tail's completion. Checked before the audit, which only adds time. An explicit resume is
+    // the user asking to go on now: its own short kickoff applies.
+    let resumed = goal.status_reason == REASON_RESUMED;
+    if let (Plan::Audit(basis) | Plan::ContinueUnaudited(basis), false) = (&plan, resumed) {
+        let tail = messages.iter().find(|m| m.id == basis.tail_message_id);
+        if let Some(wait) = quiet_remaining(tail, None, now_ms(), ctx.config.idle_quiet) {
+            debug!(target: "session_goal", session = session_id, wait_ms = wait.as_millis() as u64, "inside the quiet window; looking again after it");
+            return TickOutcome::BackOff(wait + Duration::from_millis(QUIET_MARGIN_MS));
+        }
+    }
     let (basis, reservation) = match plan {
         Plan::Wait(WaitReason::NoReplyYet) => {
             // Waiting for the user's first exchange is not being stuck.
@@ -251,18 +288,15 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
             }
         }
     };
-    continue_goal(ctx, session_id, directory, &goal, &objective, basis, reservation, generation).await
+    continue_goal(ctx, session_id, directory, &goal, &objective, basis, reservation, generation, exhausted).await
 }
+
+/// Slack added to a quiet-window back-off, so the next look lands after the window, not on it.
+const QUIET_MARGIN_MS: u64 = 20;
 
 /// How long to wait when another runtime's lease is live.
 fn lease_wait(ctx: &TickContext, goal: &Goal) -> Option<Duration> {
-    let now = now_ms();
-    if !held_by_other(goal, &ctx.holder, now) {
-        return None;
-    }
-    let (_, expires) = lease_of(goal)?;
-    let remaining = (expires - now).clamp(0.0, LEASE_HORIZON_MS) as u64;
-    Some(Duration::from_millis(remaining.saturating_add(50)))
+    crate::gates::lease_wait(goal, &ctx.holder, now_ms())
 }
 
 async fn effective_objective(ctx: &TickContext, session_id: &str, goal: &Goal) -> Option<String> {
@@ -358,6 +392,7 @@ async fn settle_with(
             g.evaluation_model_id = model.clone();
         }
         g.extra.remove(CONTINUATION_FOR_FIELD);
+        g.extra.remove(CONTINUATION_ID_FIELD);
         g.extra.remove(LEASE_FIELD);
     })
     .await;
@@ -433,6 +468,7 @@ async fn continue_goal(
     basis: Basis,
     reservation: Reservation,
     generation: Generation,
+    exhausted: bool,
 ) -> TickOutcome {
     if !generation.is_current() {
         return TickOutcome::Done;
@@ -448,13 +484,21 @@ async fn continue_goal(
     // write only lands when nobody reserved since this tick read the goal.
     let tail = basis.tail_message_id.clone();
     let reused = continuation_for_of(goal) == Some(tail.as_str());
+    // Every host and every retry derives this same id from the same tail; OpenCode answers a
+    // repeated id once.
+    let message_id = continuation_message_id(&goal.id, &tail);
     let reserve_guard = GoalGuard::Reserve {
         revision: goal.revision(),
         holder: ctx.holder.clone(),
         turns_used: goal.turns_used,
         continuation_for: continuation_for_of(goal).map(str::to_string),
     };
+    // Watch the goal's events from before the fresh read until our write's echo: another
+    // writer's pause, clear or edit landing in between shows up there (see `repair`).
+    let watch = ctx.echoes.watch(session_id);
+    let mut read_goal: Option<Goal> = None;
     let written = write_goal(&ctx.client, session_id, directory, &reserve_guard, |g| {
+        read_goal = Some(g.clone());
         reservation.accounting.apply(g);
         if !reused {
             g.turns_used = g.turns_used.saturating_add(1);
@@ -470,6 +514,10 @@ async fn continue_goal(
             g.evaluation_model_id = model.clone();
         }
         g.extra.insert(CONTINUATION_FOR_FIELD.into(), Value::from(tail.clone()));
+        match &message_id {
+            Some(id) => g.extra.insert(CONTINUATION_ID_FIELD.into(), Value::from(id.clone())),
+            None => g.extra.remove(CONTINUATION_ID_FIELD),
+        };
         take_lease(g, &ctx.holder, now_ms(), ctx.config.lease.as_millis() as f64);
     })
     .await;
@@ -481,10 +529,46 @@ async fn continue_goal(
         }
     };
     let reserved_guard = GoalGuard::Exact { revision: reserved.revision(), status: GoalStatus::Active, holder: ctx.holder.clone() };
+    let bound = ECHO_BOUND.min(ctx.config.idle_quiet.max(Duration::from_millis(50)));
+    let read_at = read_goal.as_ref().map_or(0.0, |g| g.updated_at);
+    if let Echo::Overwrote(theirs) = watch.echo(read_at, reserved.updated_at, now_ms(), bound).await {
+        drop(watch);
+        give_back_to_the_user(ctx, session_id, directory, &reserved, read_goal.as_ref(), theirs).await;
+        return TickOutcome::Done;
+    }
+    drop(watch);
 
-    // Read back: the user may have typed, paused, edited or cleared the goal while we audited and
-    // wrote (a host's event stream can miss or delay that), and another host's runtime may have
-    // written its own lease over ours (the last writer wins; the loser backs off).
+    let text = prompts::continuation_prompt(
+        objective,
+        reserved.tokens_used,
+        reserved.token_budget,
+        reserved.turns_used.min(u32::MAX as u64) as u32,
+        ctx.config.max_auto_turns.min(u32::MAX as u64) as u32,
+    );
+    let mut body = json!({
+        "model": { "providerID": basis.target.provider_id, "modelID": basis.target.model_id },
+        "parts": [{ "type": "text", "text": text }],
+    });
+    if !basis.target.agent.is_empty() {
+        body["agent"] = Value::from(basis.target.agent.clone());
+    }
+    if !basis.target.variant.is_empty() {
+        body["variant"] = Value::from(basis.target.variant.clone());
+    }
+    let dispatch = Dispatch {
+        client: &ctx.client,
+        session_id,
+        directory,
+        body: &body,
+        attempts: ctx.config.max_dispatch_attempts,
+        retry_delay: ctx.config.dispatch_retry_delay,
+        message_limit: ctx.config.message_limit,
+    };
+
+    // Read back: the user may have typed, paused, edited or cleared the goal right after our
+    // reservation landed (a host that forwards no events, or an event still in flight), which
+    // only a fresh read shows. (The id makes a second host's post, or a retry, harmless; it
+    // cannot tell that the user stopped.)
     let (fresh_session, tail_messages) = tokio::join!(
         ctx.client.get_session(session_id, directory),
         ctx.client.messages(session_id, directory, ctx.config.message_limit)
@@ -513,89 +597,89 @@ async fn continue_goal(
             return TickOutcome::Retry;
         }
     }
-
-    let text = prompts::continuation_prompt(
-        objective,
-        reserved.tokens_used,
-        reserved.token_budget,
-        reserved.turns_used.min(u32::MAX as u64) as u32,
-        ctx.config.max_auto_turns.min(u32::MAX as u64) as u32,
-    );
-    let mut body = json!({
-        "model": { "providerID": basis.target.provider_id, "modelID": basis.target.model_id },
-        "parts": [{ "type": "text", "text": text }],
-    });
-    if !basis.target.agent.is_empty() {
-        body["agent"] = Value::from(basis.target.agent.clone());
-    }
-    if !basis.target.variant.is_empty() {
-        body["variant"] = Value::from(basis.target.variant.clone());
-    }
-
-    // Only a turn that was provably never admitted is given back.
-    let mut every_attempt_refused = true;
-    // After an ambiguous attempt the prompt may have landed. Before any further post the session
-    // is read again, and a post happens only when it shows the same tail, idle, with the goal as
-    // reserved; while an ambiguous attempt's fate stays unknown nothing is posted (that would
-    // send twice).
-    let mut unresolved = false;
-    for attempt in 1..=ctx.config.max_dispatch_attempts {
-        if !generation.is_current() {
-            info!(target: "session_goal", session = session_id, "stopped by the user before dispatch");
-            return TickOutcome::Done;
+    let still_ours = |fresh: &crate::model::SessionView| standing(ctx, session_id, fresh, &reserved).is_none();
+    let delivery = match &message_id {
+        // Every attempt posts the same id: a timeout or a 5xx is simply posted again.
+        Some(id) => dispatch.with_id(id, &generation, still_ours).await,
+        // Without an id (unknown tail format) a second post could make a second turn.
+        None => dispatch.classified(&tail, &text, &generation, still_ours).await,
+    };
+    match delivery {
+        Delivery::Sent => {
+            info!(target: "session_goal", session = session_id, turn = reserved.turns_used, "continuation sent");
+            crate::operator::continuation_sent(session_id, reserved.turns_used, ctx.config.max_auto_turns);
+            TickOutcome::Continued
         }
-        if attempt > 1 {
-            match reconcile(ctx, session_id, directory, &tail, &text, &reserved).await {
-                // After refusals only, a busy session or a newer reply is not ours.
-                Reconciled::Admitted => return if unresolved { TickOutcome::Continued } else { TickOutcome::Done },
-                Reconciled::Stop(outcome) => return outcome,
-                Reconciled::NotAdmitted => unresolved = false,
-                Reconciled::Unknown if unresolved => {
-                    warn!(target: "session_goal", session = session_id, attempt, "continuation outcome still unknown; not posting again");
-                    continue;
-                }
-                Reconciled::Unknown => {}
+        Delivery::Stopped => {
+            info!(target: "session_goal", session = session_id, "stopped by the user before dispatch");
+            // Stopped on a fresh read (no event said so): plan again, which settles on what the
+            // user did (a paused goal ends there; an edited one goes on with its new content).
+            if generation.is_current() {
+                TickOutcome::Rearm
+            } else {
+                TickOutcome::Done
             }
+        }
+        Delivery::Failed { refused } => {
             if !generation.is_current() {
                 return TickOutcome::Done;
             }
-        }
-        match ctx.client.prompt_async(session_id, directory, &body).await {
-            DispatchOutcome::Sent => {
-                info!(target: "session_goal", session = session_id, turn = reserved.turns_used, "continuation sent");
-                crate::operator::continuation_sent(session_id, reserved.turns_used, ctx.config.max_auto_turns);
-                return TickOutcome::Continued;
+            // With an id, an ambiguous failure (an overloaded server timing out) may have landed
+            // or may not: a later tick over the same tail reuses the reservation and posts the
+            // same id again, which cannot make a second turn. Only once the retries are spent
+            // does the goal settle.
+            if !refused && message_id.is_some() && !exhausted {
+                warn!(target: "session_goal", session = session_id, "continuation outcome unknown after every attempt; retrying later with the same id");
+                return TickOutcome::Retry;
             }
-            DispatchOutcome::NotAdmitted(code) => {
-                warn!(target: "session_goal", session = session_id, code, attempt, "continuation not admitted");
-            }
-            DispatchOutcome::Ambiguous(why) => {
-                every_attempt_refused = false;
-                unresolved = true;
-                warn!(target: "session_goal", session = session_id, %why, attempt, "continuation outcome unknown; reconciling");
-            }
+            let mut settlement = blocked(&reserved, REASON_DISPATCH_FAILED);
+            settlement.accounting = basis.accounting.clone();
+            // Only a turn that was provably never admitted is given back.
+            let give_back = refused && !reused;
+            settle_with(ctx, session_id, directory, &reserved, &reserved_guard, settlement, objective, |g| {
+                if give_back {
+                    g.turns_used = g.turns_used.saturating_sub(1);
+                }
+                g.extra.remove(CONTINUATION_ID_FIELD);
+            })
+            .await
         }
     }
-    // The last attempt may have landed too: one more look before giving up.
-    if unresolved && generation.is_current() {
-        match reconcile(ctx, session_id, directory, &tail, &text, &reserved).await {
-            Reconciled::Admitted => return TickOutcome::Continued,
-            Reconciled::Stop(outcome) => return outcome,
-            Reconciled::NotAdmitted | Reconciled::Unknown => {}
-        }
-    }
-    if !generation.is_current() {
-        return TickOutcome::Done;
-    }
-    let mut settlement = blocked(&reserved, REASON_DISPATCH_FAILED);
-    settlement.accounting = basis.accounting.clone();
-    let give_back = every_attempt_refused && !reused;
-    settle_with(ctx, session_id, directory, &reserved, &reserved_guard, settlement, objective, |g| {
-        if give_back {
-            g.turns_used = g.turns_used.saturating_sub(1);
-        }
+}
+
+/// Our reservation overwrote another writer's goal state (a pause, clear or edit that landed
+/// between our fresh read and our write): write theirs back, unless the goal changed again since
+/// our write. The reserved turn goes back with it (their goal carries the count from before).
+/// Events carry the goal's known fields only, so theirs is laid over the goal as we read it
+/// (the state their writer started from too), which keeps any other field it had.
+async fn give_back_to_the_user(ctx: &TickContext, session_id: &str, directory: &str, reserved: &Goal, read: Option<&Goal>, theirs: Option<Value>) {
+    info!(target: "session_goal", session = session_id, "another writer changed the goal during the reservation; restoring it, nothing sent");
+    let ours = reserved.updated_at;
+    let theirs = theirs.map(|their_goal| restored_goal(read, their_goal));
+    let result = crate::writer::write_namespace_key(&ctx.client, session_id, directory, "goal", |fresh| match fresh.goal() {
+        Some(current) if current.updated_at == ours => Ok(theirs),
+        _ => Err(()),
     })
-    .await
+    .await;
+    if let Err(error) = result {
+        warn!(target: "session_goal", session = session_id, %error, "restoring the other writer's goal failed");
+    }
+}
+
+/// The other writer's goal (known fields, from an event) laid over the goal as we read it, when
+/// it is the same goal; a different goal (replaced) is taken as the event shows it.
+fn restored_goal(read: Option<&Goal>, theirs: Value) -> Value {
+    let (Some(read), Some(their_fields)) = (read, theirs.as_object()) else { return theirs };
+    if their_fields.get("id").and_then(Value::as_str) != Some(read.id.as_str()) {
+        return theirs;
+    }
+    let mut base = read.to_value();
+    if let Some(object) = base.as_object_mut() {
+        for (key, value) in their_fields {
+            object.insert(key.clone(), value.clone());
+        }
+    }
+    base
 }
 
 /// Whether the goal read back after the reservation is still the one this tick reserved for:
@@ -616,54 +700,6 @@ fn standing(ctx: &TickContext, session_id: &str, fresh: &crate::model::SessionVi
         return Some(TickOutcome::BackOff(wait));
     }
     None
-}
-
-enum Reconciled {
-    /// The session is busy, or a newer message shows our continuation landed.
-    Admitted,
-    /// The user sent something else, or stopped or edited the goal: end the tick this way.
-    Stop(TickOutcome),
-    /// Idle with the same tail and the goal as reserved: nothing landed, a re-POST is safe.
-    NotAdmitted,
-    /// Could not tell.
-    Unknown,
-}
-
-/// After an ambiguous or refused dispatch: find out whether OpenCode admitted the prompt, and
-/// whether the goal is still the one reserved. Never re-POST when there is any sign it landed,
-/// or when the user stopped or changed the goal meanwhile.
-async fn reconcile(ctx: &TickContext, session_id: &str, directory: &str, tail: &str, prompt_text: &str, reserved: &Goal) -> Reconciled {
-    // Give a slow server a moment to record the prompt before judging.
-    tokio::time::sleep(ctx.config.dispatch_retry_delay).await;
-    let (status, messages, session) = tokio::join!(
-        ctx.client.status_map(directory),
-        ctx.client.messages(session_id, directory, ctx.config.message_limit),
-        ctx.client.get_session(session_id, directory)
-    );
-    let (Ok(status), Ok(messages)) = (status, messages) else {
-        return Reconciled::Unknown;
-    };
-    if crate::model::live_status(&status, session_id) == LiveStatus::Working {
-        return Reconciled::Admitted;
-    }
-    let ordered = chronological(&messages);
-    let Some(position) = ordered.iter().position(|m| m.id == tail) else {
-        return Reconciled::Unknown;
-    };
-    let newer = &ordered[position + 1..];
-    if newer.iter().any(|m| m.role == Role::Assistant || m.text.trim() == prompt_text.trim()) {
-        return Reconciled::Admitted;
-    }
-    if !newer.is_empty() {
-        return Reconciled::Stop(TickOutcome::Done);
-    }
-    let Ok(session) = session else {
-        return Reconciled::Unknown;
-    };
-    match standing(ctx, session_id, &session, reserved) {
-        Some(outcome) => Reconciled::Stop(outcome),
-        None => Reconciled::NotAdmitted,
-    }
 }
 
 /// The event-path pause: an abort landed for this session. Pauses an active goal unless the user

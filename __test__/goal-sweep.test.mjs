@@ -1,0 +1,50 @@
+// The periodic sweep: an active goal whose idle event never reached the runtime (a dropped
+// event) is found by the sweep and continued; the sweep's cost is one session list and one
+// status read per known directory.
+import { afterEach, describe, expect, it } from 'vitest'
+import { setup, scriptedAuditor, sessionWithReply, goalOf, waitFor, sleep } from './helpers.mjs'
+
+let env
+afterEach(async () => {
+  await env?.cleanup()
+  env = undefined
+})
+
+const continueVerdict = { verdict: 'continue', note: 'keep going' }
+
+describe('periodic sweep', () => {
+  it('finds an idle session whose idle event was dropped and continues its goal, once', async () => {
+    env = await setup({
+      auditor: scriptedAuditor([continueVerdict]),
+      forward: false,
+      runtimeOptions: { sweepIntervalMs: 300, directories: ['/tmp/project'], recoverOnStart: false },
+    })
+    const stranded = sessionWithReply(env.mock)
+    const busy = sessionWithReply(env.mock)
+    env.mock.setStatus(busy.id, 'busy')
+    const paused = sessionWithReply(env.mock, { goal: { status: 'paused' } })
+    await waitFor(() => env.mock.prompts.length === 1, 5000)
+    expect(env.mock.prompts[0].sessionId).toBe(stranded.id)
+    expect(goalOf(env.mock, stranded.id).turnsUsed).toBe(1)
+    // Later sweeps find nothing new to do: the busy and paused goals stay untouched.
+    await sleep(800)
+    expect(env.mock.prompts).toHaveLength(1)
+    expect(goalOf(env.mock, busy.id).turnsUsed).toBe(0)
+    expect(goalOf(env.mock, paused.id).status).toBe('paused')
+    const sweepReads = env.mock.requests.filter((r) => r.method === 'GET' && (r.path === '/session' || r.path === '/session/status'))
+    expect(sweepReads.length).toBeGreaterThanOrEqual(4)
+    expect(sweepReads.every((r) => r.query.directory === '/tmp/project')).toBe(true)
+  })
+
+  it('0 disables it', async () => {
+    env = await setup({
+      auditor: scriptedAuditor([continueVerdict]),
+      forward: false,
+      runtimeOptions: { sweepIntervalMs: 0, directories: ['/tmp/project'], recoverOnStart: false },
+    })
+    sessionWithReply(env.mock)
+    await sleep(700)
+    expect(env.mock.prompts).toHaveLength(0)
+    expect(env.mock.requests.filter((r) => r.path === '/session')).toHaveLength(0)
+  })
+})

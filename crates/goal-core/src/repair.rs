@@ -1,0 +1,197 @@
+//! Lost-update repair. OpenCode's PATCH has no compare-and-set: a pause, clear or edit that
+//! another writer (the UI, another host) lands between our fresh read and our PATCH is
+//! overwritten by it. OpenCode emits `session.updated` with the whole metadata after every write,
+//! in write order, so the other writer's state shows up in an event before the echo of ours.
+//!
+//! A tick that reserves a turn watches the session's goal events from just before its write
+//! until the echo of that write arrives. A goal state seen in between that is neither what the
+//! write read nor what it wrote is another writer's: the tick then posts nothing and writes that
+//! state back (the user wins; the reserved turn goes back with it, since the user's goal carries
+//! the turn count from before the reservation).
+//!
+//! The echo is only awaited when this runtime receives `session.updated` events at all (a host
+//! that forwards none cannot show a lost update), and for a bounded time.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use serde_json::Value;
+use tokio::sync::Notify;
+
+/// Events older than this (ms) do not count as "this runtime receives goal events".
+const EVENTS_FRESH_MS: u64 = 10 * 60 * 1000;
+
+/// One goal state seen in a `session.updated` event: the goal's `updatedAt`, or `None` when the
+/// session has no (valid) goal, with the raw goal value.
+#[derive(Debug, Clone, PartialEq)]
+struct Seen {
+    updated_at: Option<f64>,
+    goal: Option<Value>,
+}
+
+#[derive(Default)]
+struct Watch {
+    seen: Vec<Seen>,
+    notify: Arc<Notify>,
+}
+
+/// What the events showed about one write.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Echo {
+    /// The write's echo arrived and nobody wrote in between.
+    Clean,
+    /// Another writer's goal state landed between our read and our write and was overwritten:
+    /// this is the state to write back (`None`: the goal was cleared).
+    Overwrote(Option<Value>),
+    /// No echo within the bound, or no goal events reach this runtime: nothing known.
+    Unknown,
+}
+
+/// Watches goal events for writes in flight (one per session at a time: the dispatch claim
+/// already keeps one tick per session dispatching).
+#[derive(Default)]
+pub struct WriteEchoes {
+    watches: Mutex<HashMap<String, Watch>>,
+    /// When the last goal event arrived (ms since the epoch; 0 = never).
+    last_event_ms: AtomicU64,
+}
+
+fn updated_at_of(goal: Option<&Value>) -> Option<f64> {
+    goal.and_then(|g| g.get("updatedAt")).and_then(Value::as_f64).filter(|n| n.is_finite())
+}
+
+/// Judges the events seen since a watch began, for a write that read the goal at `read` and
+/// wrote it at `wrote` (`updatedAt` values). `None` while the echo has not arrived. Pure.
+fn judge(seen: &[Seen], read: f64, wrote: f64) -> Option<Echo> {
+    let echo = seen.iter().position(|s| s.updated_at == Some(wrote))?;
+    // Another writer's state: newer than the one we read (an older or repeated event arriving
+    // late is not a write we overwrote), or a cleared goal.
+    let foreign = seen[..echo].iter().rev().find(|s| match s.updated_at {
+        Some(at) => at > read && at != wrote,
+        None => true,
+    });
+    Some(match foreign {
+        Some(state) => Echo::Overwrote(state.goal.clone()),
+        None => Echo::Clean,
+    })
+}
+
+impl WriteEchoes {
+    /// Records a `session.updated` goal state (called by the runtime's intake for every
+    /// top-level session event).
+    pub fn observe(&self, session_id: &str, goal: Option<&Value>, now_ms: f64) {
+        self.last_event_ms.store(now_ms.max(0.0) as u64, Ordering::Relaxed);
+        let mut watches = self.watches.lock();
+        if let Some(watch) = watches.get_mut(session_id) {
+            watch.seen.push(Seen { updated_at: updated_at_of(goal), goal: goal.cloned() });
+            watch.notify.notify_waiters();
+        }
+    }
+
+    /// Whether goal events reached this runtime recently.
+    pub fn events_flow(&self, now_ms: f64) -> bool {
+        let last = self.last_event_ms.load(Ordering::Relaxed);
+        last > 0 && (now_ms.max(0.0) as u64).saturating_sub(last) < EVENTS_FRESH_MS
+    }
+
+    /// Starts watching a session's goal events; call before the write's fresh read. The watch
+    /// ends when the returned guard is dropped.
+    pub fn watch(self: &Arc<Self>, session_id: &str) -> WatchGuard {
+        self.watches.lock().insert(session_id.to_string(), Watch::default());
+        WatchGuard { board: self.clone(), session_id: session_id.to_string() }
+    }
+}
+
+/// An active watch; see [`WriteEchoes::watch`].
+pub struct WatchGuard {
+    board: Arc<WriteEchoes>,
+    session_id: String,
+}
+
+impl WatchGuard {
+    /// Waits (at most `bound`) for the echo of a write that read the goal at `read` and wrote it
+    /// at `wrote` (`updatedAt` values), and says what the events showed.
+    pub async fn echo(&self, read: f64, wrote: f64, now_ms: f64, bound: Duration) -> Echo {
+        if !self.board.events_flow(now_ms) {
+            return Echo::Unknown;
+        }
+        let deadline = tokio::time::Instant::now() + bound;
+        loop {
+            let notify = {
+                let watches = self.board.watches.lock();
+                let Some(watch) = watches.get(&self.session_id) else { return Echo::Unknown };
+                if let Some(echo) = judge(&watch.seen, read, wrote) {
+                    return echo;
+                }
+                watch.notify.clone()
+            };
+            let notified = notify.notified();
+            tokio::pin!(notified);
+            // Registered before the re-check, so an event between the check and the wait wakes us.
+            notified.as_mut().enable();
+            {
+                let watches = self.board.watches.lock();
+                if let Some(echo) = watches.get(&self.session_id).and_then(|w| judge(&w.seen, read, wrote)) {
+                    return echo;
+                }
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return Echo::Unknown;
+            }
+        }
+    }
+}
+
+impl Drop for WatchGuard {
+    fn drop(&mut self) {
+        self.board.watches.lock().remove(&self.session_id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn seen(updated_at: f64, status: &str) -> Seen {
+        let goal = json!({"id": "g", "status": status, "updatedAt": updated_at});
+        Seen { updated_at: Some(updated_at), goal: Some(goal) }
+    }
+
+    #[test]
+    fn judging_the_events_between_read_and_echo() {
+        assert_eq!(judge(&[], 1.0, 3.0), None, "no echo yet");
+        assert_eq!(judge(&[seen(3.0, "active")], 1.0, 3.0), Some(Echo::Clean));
+        assert_eq!(judge(&[seen(1.0, "active"), seen(3.0, "active")], 1.0, 3.0), Some(Echo::Clean), "a late event of what we read");
+        let paused = seen(2.0, "paused");
+        assert_eq!(judge(&[paused.clone(), seen(3.0, "active")], 1.0, 3.0), Some(Echo::Overwrote(paused.goal.clone())));
+        let cleared = Seen { updated_at: None, goal: None };
+        assert_eq!(judge(&[cleared, seen(3.0, "active")], 1.0, 3.0), Some(Echo::Overwrote(None)));
+        assert_eq!(judge(&[seen(3.0, "active"), seen(4.0, "paused")], 1.0, 3.0), Some(Echo::Clean), "a later write is not overwritten");
+        assert_eq!(judge(&[seen(0.5, "paused"), seen(3.0, "active")], 1.0, 3.0), Some(Echo::Clean), "an older state arriving late");
+    }
+
+    #[tokio::test]
+    async fn the_echo_is_awaited_only_when_events_flow() {
+        let board = Arc::new(WriteEchoes::default());
+        let watch = board.watch("s");
+        assert_eq!(watch.echo(1.0, 3.0, 1_000.0, Duration::from_millis(50)).await, Echo::Unknown);
+        board.observe("other", None, 1_000.0);
+        let waiting = {
+            let board = board.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                board.observe("s", Some(&json!({"id": "g", "status": "paused", "updatedAt": 2.0})), 1_000.0);
+                board.observe("s", Some(&json!({"id": "g", "status": "active", "updatedAt": 3.0})), 1_000.0);
+            })
+        };
+        let echo = watch.echo(1.0, 3.0, 1_000.0, Duration::from_secs(5)).await;
+        waiting.await.unwrap();
+        assert!(matches!(echo, Echo::Overwrote(Some(ref g)) if g["status"] == "paused"), "{echo:?}");
+        drop(watch);
+        assert!(board.watches.lock().is_empty());
+    }
+}
