@@ -26,3 +26,7 @@ pub mod create;
 pub mod orchestrate;
 pub mod actions;
 pub mod small_model;
+pub mod evidence;
+pub mod active_time;
+pub mod hours;
+pub mod history;
