@@ -30,3 +30,4 @@ pub mod evidence;
 pub mod active_time;
 pub mod hours;
 pub mod history;
+pub mod tick_evidence;

@@ -48,6 +48,8 @@ pub struct GoalConfig {
     pub dispatch_retry_delay: Duration,
     /// How long a tick's lease keeps other hosts' runtimes off the session.
     pub lease: Duration,
+    /// Evidence digest limits, the no-progress breaker and the audit trail size.
+    pub evidence: crate::evidence::EvidenceConfig,
 }
 
 impl Default for GoalConfig {
@@ -63,6 +65,7 @@ impl Default for GoalConfig {
             max_dispatch_attempts: 3,
             dispatch_retry_delay: Duration::from_millis(250),
             lease: Duration::from_millis(120_000),
+            evidence: crate::evidence::EvidenceConfig::default(),
         }
     }
 }
@@ -197,6 +200,12 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
     }
 
     let plan = plan_tick(&goal, &messages, ctx.config.max_auto_turns);
+    // [evidence hook] time budget and working hours, before any audit or continuation.
+    if let Plan::Audit(basis) | Plan::ContinueUnaudited(basis) = &plan {
+        if let Some(outcome) = crate::tick_evidence::gate(ctx, session_id, directory, &goal, &guard, &objective, basis).await {
+            return outcome;
+        }
+    }
     let (basis, reservation) = match plan {
         Plan::Wait(WaitReason::NoReplyYet) => {
             // Waiting for the user's first exchange is not being stuck.
@@ -238,12 +247,27 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
             if !generation.is_current() {
                 return TickOutcome::Done;
             }
-            let audit = run_audit(ctx, directory, &objective, &basis).await;
+            // [evidence hook] read the evidence; the no-progress breaker may settle here.
+            let observed = match crate::tick_evidence::observe(ctx, session_id, directory, &goal, &guard, &objective, &basis).await {
+                Ok(observed) => observed,
+                Err(outcome) => return outcome,
+            };
+            let (audit, extras) = run_audit(ctx, directory, &objective, &basis, &observed.prompt_block(ctx)).await;
             if !generation.is_current() {
                 debug!(target: "session_goal", session = session_id, "invalidated during audit");
                 return TickOutcome::Done;
             }
-            match after_audit(&goal, &basis, audit) {
+            let decision = after_audit(&goal, &basis, audit.clone());
+            // [evidence hook] complete-while-failing review, breaker state, audit trail.
+            let decision = match crate::tick_evidence::review(
+                ctx, session_id, directory, &goal, &guard, &basis, &observed, audit.as_ref(), &extras, decision,
+            )
+            .await
+            {
+                Ok(decision) => decision,
+                Err(outcome) => return outcome,
+            };
+            match decision {
                 AfterAudit::Settle(settlement) => {
                     return settle(ctx, session_id, directory, &goal, &guard, settlement, &objective).await;
                 }
@@ -302,6 +326,8 @@ async fn note_waiting(ctx: &TickContext, session_id: &str, directory: &str, guar
         if g.status_reason != REASON_RESUMED {
             g.status_reason = WAITING_FOR_USER.into();
         }
+        // [evidence hook] waiting for the user is not active time.
+        crate::tick_evidence::begin_waiting_for_user(g);
     })
     .await;
     log_write(session_id, "waiting", &result);
@@ -372,11 +398,18 @@ async fn settle_with(
     written_outcome(&result)
 }
 
-/// Asks the small model for a verdict. `None` = unavailable or unparseable.
-async fn run_audit(ctx: &TickContext, directory: &str, objective: &str, basis: &Basis) -> Option<Audit> {
+/// Asks the small model for a verdict, with the evidence block. `None` = unavailable or
+/// unparseable; the extras carry the cited evidence and the audit's token cost.
+async fn run_audit(
+    ctx: &TickContext,
+    directory: &str,
+    objective: &str,
+    basis: &Basis,
+    evidence_block: &str,
+) -> (Option<Audit>, crate::tick_evidence::AuditExtras) {
     let request = SmallModelRequest {
-        prompt: prompts::audit_user_prompt(objective, &basis.assistant_text),
-        system: prompts::audit_system_prompt(),
+        prompt: format!("{}\n\n{evidence_block}", prompts::audit_user_prompt(objective, &basis.assistant_text)),
+        system: format!("{}\n{}", prompts::audit_system_prompt(), crate::evidence::AUDIT_SYSTEM_EVIDENCE),
         directory: directory.to_string(),
         preferred_provider_id: basis.target.provider_id.clone(),
         preferred_model_id: basis.target.model_id.clone(),
@@ -391,14 +424,15 @@ async fn run_audit(ctx: &TickContext, directory: &str, objective: &str, basis: &
             if !error.is_silent() {
                 warn!(target: "session_goal", status = ?error.status, code = %error.code, "progress audit failed");
             }
-            return None;
+            return (None, Default::default());
         }
         Err(_) => {
             warn!(target: "session_goal", "progress audit timed out");
-            return None;
+            return (None, Default::default());
         }
     };
     let object = extract_json_object(&reply.text);
+    let extras = crate::tick_evidence::audit_extras(object.as_ref(), reply.tokens);
     let parsed = object.as_ref().and_then(parse_verdict);
     let Some((verdict, raw_note)) = parsed else {
         warn!(
@@ -409,14 +443,14 @@ async fn run_audit(ctx: &TickContext, directory: &str, objective: &str, basis: &
             json_object_found = object.is_some(),
             "[session-goal:diagnostic] audit parse failed"
         );
-        return None;
+        return (None, extras);
     };
     let mut note = truncate_chars(raw_note.trim(), NOTE_CHAR_LIMIT);
     let reference = format!("{objective}\n{}", basis.assistant_text);
     if introduces_foreign_script(&note, &reference) {
         note.clear();
     }
-    Some(Audit { verdict, note, provider_id: reply.provider_id, model_id: reply.model_id })
+    (Some(Audit { verdict, note, provider_id: reply.provider_id, model_id: reply.model_id }), extras)
 }
 
 #[allow(clippy::too_many_arguments)]
