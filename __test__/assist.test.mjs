@@ -601,6 +601,8 @@ describe('one per-session write queue for every writer in the process', () => {
       idleQuietMs: 3,
       kickoffQuietMs: 60_000,
       maxAutoTurns: ROUNDS,
+      // 150 identical turns on purpose: the no-progress breaker (tested elsewhere) is off.
+      noProgressTurns: 0,
       generateSmallModelText: scriptedAuditor([{ verdict: 'continue', note: 'keep going' }]).service.generateSmallModelText,
     })
     cleanups.push(() => goal.stop())
