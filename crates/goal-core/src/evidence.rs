@@ -289,6 +289,46 @@ pub fn window<'a>(messages: &'a [Value], cursor: &Cursor, tail_id: &str) -> Vec<
         .collect()
 }
 
+/// The file changes of the turns the window covers, as OpenCode 1.18 records them: each user
+/// message that started a covered reply carries `summary.diffs` (the same list `GET
+/// /session/:id/diff?messageID=` returns). Returns the merged list (newest entry per file) when
+/// every such user message has one, and otherwise the ids of those without, newest first, for the
+/// caller to fetch.
+pub fn turn_diffs(messages: &[Value], covered: &[&Value]) -> Result<Value, Vec<String>> {
+    let id_of = |m: &Value| m.get("info").and_then(|i| i.get("id")).and_then(Value::as_str).unwrap_or("").to_string();
+    let mut parents: Vec<String> = Vec::new();
+    for message in covered {
+        let parent = message.get("info").and_then(|i| i.get("parentID")).and_then(Value::as_str).unwrap_or("");
+        if !parent.is_empty() && !parents.iter().any(|p| p == parent) {
+            parents.push(parent.to_string());
+        }
+    }
+    let mut merged: Vec<Value> = Vec::new();
+    let mut missing = Vec::new();
+    for parent in &parents {
+        let diffs = messages
+            .iter()
+            .find(|m| id_of(m) == *parent)
+            .and_then(|m| m.get("info")?.get("summary")?.get("diffs")?.as_array().cloned());
+        match diffs {
+            Some(list) => {
+                for entry in list {
+                    let file = entry.get("file").and_then(Value::as_str).unwrap_or("").to_string();
+                    merged.retain(|e| e.get("file").and_then(Value::as_str) != Some(file.as_str()));
+                    merged.push(entry);
+                }
+            }
+            None => missing.push(parent.clone()),
+        }
+    }
+    if missing.is_empty() && !parents.is_empty() {
+        Ok(Value::Array(merged))
+    } else {
+        missing.reverse();
+        Err(missing)
+    }
+}
+
 /// Builds the digest from the messages after the cursor, the session diff and the todo list.
 pub fn build_digest(
     messages: &[Value],

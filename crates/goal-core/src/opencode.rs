@@ -282,9 +282,11 @@ impl OpenCodeClient {
 
     /// `GET /session/:id/diff` (the session's file changes) or `GET /session/:id/todo`; any
     /// failure (404 on a server without the route included) is `None`: evidence is optional.
-    pub async fn session_evidence(&self, session_id: &str, directory: &str, suffix: &str) -> Option<Value> {
+    /// `message_id` narrows the diff to the turn one user message started.
+    pub async fn session_evidence(&self, session_id: &str, directory: &str, suffix: &str, message_id: Option<&str>) -> Option<Value> {
         let path = session_path(session_id, suffix).ok()?;
-        self.json(reqwest::Method::GET, &path, directory, &[], None).await.ok().filter(Value::is_array)
+        let query: Vec<(&str, String)> = message_id.map(|id| vec![("messageID", id.to_string())]).unwrap_or_default();
+        self.json(reqwest::Method::GET, &path, directory, &query, None).await.ok().filter(Value::is_array)
     }
 
     /// `POST /session/:id/prompt_async`, classified.

@@ -138,21 +138,31 @@ pub async fn observe(
     objective: &str,
     basis: &Basis,
 ) -> Result<Observed, TickOutcome> {
-    let (messages, diff, todos) = tokio::join!(
+    let (messages, todos) = tokio::join!(
         ctx.client.messages_raw(session_id, directory, ctx.config.message_limit),
-        ctx.client.session_evidence(session_id, directory, "/diff"),
-        ctx.client.session_evidence(session_id, directory, "/todo"),
+        ctx.client.session_evidence(session_id, directory, "/todo", None),
     );
     // The tick has read the messages already; a failure here only means less evidence.
     let messages = messages.unwrap_or_default();
     let tail = basis.tail_message_id.as_str();
+    let previous = ProgressState::from_goal_extra(&goal.extra);
+    let cursor = previous.cursor_for(tail, goal.created_at);
+    let diff = match evidence::turn_diffs(&messages, &evidence::window(&messages, &cursor, tail)) {
+        Ok(diffs) => Some(diffs),
+        // No recorded summary: ask for the newest turn's diff, else the session's.
+        Err(missing) => match missing.first() {
+            Some(message_id) => match ctx.client.session_evidence(session_id, directory, "/diff", Some(message_id)).await {
+                Some(diff) => Some(diff),
+                None => ctx.client.session_evidence(session_id, directory, "/diff", None).await,
+            },
+            None => ctx.client.session_evidence(session_id, directory, "/diff", None).await,
+        },
+    };
     let tail_created = messages
         .iter()
         .find(|m| m.get("info").and_then(|i| i.get("id")).and_then(Value::as_str) == Some(tail))
         .and_then(|m| m.get("info")?.get("time")?.get("created")?.as_f64())
         .unwrap_or(0.0);
-    let previous = ProgressState::from_goal_extra(&goal.extra);
-    let cursor = previous.cursor_for(tail, goal.created_at);
     let limits = &ctx.config.evidence.limits;
     let digest = evidence::build_digest(&messages, &cursor, tail, diff.as_ref(), todos.as_ref(), limits);
     let print = TurnPrint::of(&digest, &basis.assistant_text);

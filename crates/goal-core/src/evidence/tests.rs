@@ -250,3 +250,29 @@ fn no_progress_note_names_the_evidence() {
     assert!(note.contains("`make` (exit 2)"));
     assert!(note.chars().count() <= crate::model::NOTE_CHAR_LIMIT);
 }
+
+#[test]
+fn turn_diffs_come_from_the_user_messages_that_started_the_turns() {
+    let with_summary = |id: &str, created: f64, diffs: Value| {
+        json!({"info": {"id": id, "role": "user", "time": {"created": created}, "summary": {"diffs": diffs}}, "parts": []})
+    };
+    let reply = |id: &str, parent: &str, created: f64| {
+        json!({"info": {"id": id, "role": "assistant", "parentID": parent, "time": {"created": created, "completed": created + 1.0}}, "parts": []})
+    };
+    let messages = vec![
+        with_summary("u1", 1.0, json!([{"file": "a.rs", "additions": 1, "deletions": 0}])),
+        reply("a1", "u1", 2.0),
+        with_summary("u2", 3.0, json!([{"file": "a.rs", "additions": 5, "deletions": 1}, {"file": "b.rs", "additions": 2, "deletions": 0}])),
+        reply("a2", "u2", 4.0),
+        reply("a3", "u2", 5.0),
+        user("u3", 6.0),
+        reply("a4", "u3", 7.0),
+    ];
+    let covered = window(&messages, &Cursor::default(), "a3");
+    let merged = turn_diffs(&messages, &covered).unwrap();
+    assert_eq!(merged.as_array().unwrap().len(), 2, "newest entry per file");
+    assert_eq!(merged[0]["file"], json!("a.rs"));
+    assert_eq!(merged[0]["additions"], json!(5));
+    let without = window(&messages, &Cursor { after_id: "a3".into(), after_created: 0.0 }, "a4");
+    assert_eq!(turn_diffs(&messages, &without).unwrap_err(), vec!["u3".to_string()], "no summary: fetch it");
+}
