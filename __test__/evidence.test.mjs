@@ -258,6 +258,27 @@ describe('working hours', () => {
     expect(await control.history(session.id)).toEqual([])
   })
 
+  it('a pause marks the goal; a resume written by another client (the UI) folds the mark at the next tick', async () => {
+    const auditor = scriptedAuditor([{ verdict: 'continue', note: 'next' }])
+    env = await setup({ auditor })
+    const { mock } = env
+    const control = pkg.createSessionGoalControl({ openCode: { baseUrl: mock.url }, dataDir: env.dataDir })
+    const session = sessionWithReply(mock, { goal: { timeBudgetMs: 3_600_000, turnsUsed: 1 } })
+    await control.pauseGoal({ sessionId: session.id })
+    const paused = goalOf(mock, session.id)
+    expect(paused.status).toBe('paused')
+    expect(paused.inactiveSince).toBeGreaterThan(0)
+    await sleep(600)
+    // The UI resumes by writing the goal itself (not through this package).
+    const metadata = mock.getSession(session.id).metadata
+    mock.scriptReplies(session.id, [{ text: 'working', completed: false }])
+    mock.setMetadata(session.id, { ...metadata, openchamber: { ...metadata.openchamber, goal: { ...paused, status: 'active', statusReason: 'resumed', turnsUsed: 0 } } })
+    await waitFor(() => mock.prompts.length === 1, 8000)
+    const goal = goalOf(mock, session.id)
+    expect(goal.inactiveSince).toBeUndefined()
+    expect(goal.inactiveMs).toBeGreaterThanOrEqual(600)
+  })
+
   it('a resume counts the paused time as inactive', async () => {
     env = await setup({ forward: false })
     const { mock } = env

@@ -117,6 +117,8 @@ pub async fn pause_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<Act
             goal.status = GoalStatus::Paused;
             goal.status_reason = String::new();
             goal.blocked_streak = 0;
+            // Paused time is not active time (time budget); the resume folds it in.
+            crate::active_time::begin_inactive(goal, crate::writer::now_ms());
             Ok(())
         }
         GoalStatus::Paused => Err(Declined::Unchanged(Box::new(goal.clone()))),

@@ -74,13 +74,18 @@ fn add_inactive(goal: &mut Goal, ms: f64) {
     goal.extra.insert(INACTIVE_MS_FIELD.into(), Value::from(total.floor()));
 }
 
-/// A goal that was not active becomes active again: the time since it stopped (its `updatedAt`)
-/// was not spent working. Call before the resume changes `status`/`updatedAt`.
+/// A goal that was not active becomes active again: the time since it stopped (its
+/// `inactiveSince` mark, else its `updatedAt`) was not spent working. Call before the resume
+/// changes `status`/`updatedAt`.
 pub fn count_stopped_time(goal: &mut Goal, now_ms: f64) {
     if goal.status == GoalStatus::Active {
         return;
     }
-    end_inactive(goal, now_ms);
+    // The runtime marks when it stopped a goal (settle, pause after an abort); otherwise the
+    // last write is when it stopped.
+    if end_inactive(goal, now_ms) {
+        return;
+    }
     if goal.updated_at > 0.0 && goal.updated_at < now_ms {
         add_inactive(goal, now_ms - goal.updated_at);
     }
@@ -229,6 +234,9 @@ mod tests {
         let mut g = goal(json!({"status": "paused", "updatedAt": 1_020_000.0, "inactiveMs": 5000}));
         count_stopped_time(&mut g, 1_080_000.0);
         assert_eq!(g.extra[INACTIVE_MS_FIELD], json!(65_000.0));
+        let mut marked = goal(json!({"status": "blocked", "updatedAt": 1_050_000.0, "inactiveSince": 1_020_000.0}));
+        count_stopped_time(&mut marked, 1_080_000.0);
+        assert_eq!(marked.extra[INACTIVE_MS_FIELD], json!(60_000.0), "the mark wins; nothing counted twice");
         let mut active = goal(json!({"updatedAt": 1_020_000.0}));
         count_stopped_time(&mut active, 1_080_000.0);
         assert!(!active.extra.contains_key(INACTIVE_MS_FIELD), "an active goal was not stopped");

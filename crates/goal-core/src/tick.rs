@@ -231,6 +231,8 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
                 g.status_reason = REASON_PAUSED_AFTER_ABORT.into();
                 accounting.apply(g);
                 g.extra.remove(LEASE_FIELD);
+                // [evidence hook] paused time is not active time.
+                crate::active_time::begin_inactive(g, now_ms());
             })
             .await;
             log_write(session_id, "pause", &result);
@@ -385,6 +387,8 @@ async fn settle_with(
         }
         g.extra.remove(CONTINUATION_FOR_FIELD);
         g.extra.remove(LEASE_FIELD);
+        // [evidence hook] from here the goal is not working (time budget after a resume).
+        crate::active_time::begin_inactive(g, now_ms());
     })
     .await;
     log_write(session_id, "settle", &result);
@@ -704,6 +708,8 @@ pub async fn pause_after_abort(client: &OpenCodeClient, session_id: &str, direct
             g.status = GoalStatus::Paused;
             g.status_reason = REASON_PAUSED_AFTER_ABORT.into();
             g.extra.remove(LEASE_FIELD);
+            // [evidence hook] paused time is not active time.
+            crate::active_time::begin_inactive(g, now_ms());
         }
     })
     .await;
