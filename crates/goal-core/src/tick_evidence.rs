@@ -59,6 +59,18 @@ fn record(goal: &Goal, tail: &str, action: &str, reason: &str, now: f64) -> serd
     record
 }
 
+/// Every goal write of these hooks goes through one boxed closure type, so the write machinery is
+/// compiled once for all of them (binary size).
+async fn write(
+    ctx: &TickContext,
+    session_id: &str,
+    directory: &str,
+    guard: &GoalGuard,
+    mutate: Box<dyn FnOnce(&mut Goal) + Send + '_>,
+) -> Result<GoalWrite, crate::opencode::HttpError> {
+    write_goal(&ctx.client, session_id, directory, guard, mutate).await
+}
+
 async fn append(ctx: &TickContext, session_id: &str, record: serde_json::Map<String, Value>) {
     crate::history::append(ctx.services.data_dir.root(), session_id, &Value::Object(record), ctx.config.evidence.history_max_records).await;
 }
@@ -90,10 +102,16 @@ pub async fn gate(
     match hours::gate(&goal.extra, now) {
         HoursGate::WaitUntil(opens) => {
             if goal.status_reason != REASON_WAITING_FOR_HOURS || !goal.extra.contains_key(active_time::INACTIVE_SINCE_FIELD) {
-                let result = write_goal(&ctx.client, session_id, directory, guard, |g| {
-                    g.status_reason = REASON_WAITING_FOR_HOURS.into();
-                    active_time::begin_inactive(g, now);
-                })
+                let result = write(
+                    ctx,
+                    session_id,
+                    directory,
+                    guard,
+                    Box::new(move |g: &mut Goal| {
+                        g.status_reason = REASON_WAITING_FOR_HOURS.into();
+                        active_time::begin_inactive(g, now);
+                    }),
+                )
                 .await;
                 if matches!(result, Ok(GoalWrite::Written(_))) {
                     append(ctx, session_id, record(goal, &basis.tail_message_id, "wait", REASON_WAITING_FOR_HOURS, now)).await;
@@ -106,12 +124,18 @@ pub async fn gate(
         HoursGate::Open => {
             // Back from waiting (for the user or for working hours): close the waiting period.
             if goal.extra.contains_key(active_time::INACTIVE_SINCE_FIELD) || goal.status_reason == REASON_WAITING_FOR_HOURS {
-                let result = write_goal(&ctx.client, session_id, directory, guard, |g| {
-                    active_time::end_inactive(g, now);
-                    if g.status_reason == REASON_WAITING_FOR_HOURS {
-                        g.status_reason.clear();
-                    }
-                })
+                let result = write(
+                    ctx,
+                    session_id,
+                    directory,
+                    guard,
+                    Box::new(move |g: &mut Goal| {
+                        active_time::end_inactive(g, now);
+                        if g.status_reason == REASON_WAITING_FOR_HOURS {
+                            g.status_reason.clear();
+                        }
+                    }),
+                )
                 .await;
                 if !matches!(result, Ok(GoalWrite::Written(_))) {
                     return Some(if result.is_err() { TickOutcome::Retry } else { TickOutcome::Done });
@@ -256,12 +280,18 @@ pub async fn review(
 
     if let AfterAudit::Continue(_) = &decision {
         let state = observed.state.to_value();
-        let result = write_goal(&ctx.client, session_id, directory, guard, |g| {
-            g.extra.insert(PROGRESS_FIELD.into(), state.clone());
-            if let Some(used) = &overrides {
-                g.extra.insert(OVERRIDES_FIELD.into(), json!(used));
-            }
-        })
+        let result = write(
+            ctx,
+            session_id,
+            directory,
+            guard,
+            Box::new(move |g: &mut Goal| {
+                g.extra.insert(PROGRESS_FIELD.into(), state);
+                if let Some(used) = overrides {
+                    g.extra.insert(OVERRIDES_FIELD.into(), json!(used));
+                }
+            }),
+        )
         .await;
         match result {
             Ok(GoalWrite::Written(_)) => {}
