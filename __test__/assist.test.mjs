@@ -167,6 +167,10 @@ describe('session assist', () => {
 
     // OpenCode re-emits old user messages after a turn settles: those must not clear it.
     const stays = sessionWithExchange(mock)
+    // The mock keeps a session's timestamps strictly increasing, so a burst of messages can be
+    // stamped a few ms ahead of the clock; arm only once the clock has passed the user message,
+    // or the re-emitted message would really be "newer than the timer".
+    await waitFor(() => Date.now() > stays.user.info.time.created)
     mock.setStatus(stays.session.id, 'idle')
     await sleep(QUIET_MS / 3)
     mock.emit({ type: 'message.updated', properties: { sessionID: stays.session.id, info: stays.user.info } }, '/tmp/project')
