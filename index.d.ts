@@ -17,6 +17,11 @@ export declare class GoalControl {
   /** The data directory the objective files live in. */
   get dataDir(): string
   /**
+   * The goal's audit trail (`goals/<sessionId>.history.jsonl`), oldest first; `limit` keeps the
+   * newest records. An unknown session or a missing trail reads as an empty list.
+   */
+  history(sessionId: string, limit?: number | undefined | null): Promise<Array<GoalHistoryRecord>>
+  /**
    * Installs a fresh active goal on a session: objective fitted (distilled over 5,000 chars),
    * objective file written first (inline on failure), then merged into the session metadata.
    */
@@ -105,6 +110,12 @@ export declare class SessionGoalRuntime {
   /** Scans the known directories for active goals on idle sessions and re-arms them. */
   recover(): void
   /**
+   * The goal's audit trail (`goals/<sessionId>.history.jsonl`), oldest first; `limit` keeps the
+   * newest. Each record: `time`, `turn`, `tail`, `verdict`, `note`, `action`, `reason`,
+   * `digest` (counts), `evidence`, `missing`, `auditTokens`, `activeMs`, `timeBudgetMs`.
+   */
+  history(sessionId: string, limit?: number | undefined | null): Promise<Array<GoalHistoryRecord>>
+  /**
    * Stops the runtime. Idempotent; resolves when in-flight work has ended. The process is
    * never kept alive by the runtime, stopped or not.
    */
@@ -176,10 +187,37 @@ export interface CreateSessionRequest {
   goal?: boolean
   /** The goal's token budget (requires `goal`): an integer in [1000, 100000000]. */
   goalTokenBudget?: number
+  /** The goal's time budget in ms (requires `goal`; active time, at least 1000). */
+  goalTimeBudgetMs?: number
+  /** The goal's working hours `{start: "HH:MM", end: "HH:MM", timeZone}` (requires `goal`). */
+  goalActiveHours?: { start: string; end: string; timeZone: string }
 }
 
 /** Deletes an objective file, best effort: whether a file was removed (false for an invalid id). */
 export declare function deleteObjectiveFile(sessionId: string, dataDir?: string | undefined | null): Promise<boolean>
+
+/**
+ * Size limits of the evidence digest (tool calls, exit codes, file changes, todos) that each
+ * audit carries, and of the audit trail (`goals/<sessionId>.history.jsonl`).
+ */
+export interface EvidenceOptions {
+  /** Tool calls listed per audit; the newest are kept (default 40). */
+  maxToolCalls?: number
+  /** Characters of a shell command (default 300). */
+  maxCommandChars?: number
+  /** Last lines of a failing command's output (default 12). */
+  outputTailLines?: number
+  /** Characters of a failing command's output (default 1500). */
+  outputTailChars?: number
+  /** Files of the session diff listed (default 40). */
+  maxFiles?: number
+  /** Todos listed (default 30). */
+  maxTodos?: number
+  /** Characters of the whole digest (default 12000). */
+  maxDigestChars?: number
+  /** Records kept in a goal's audit trail; the oldest are dropped (default 500). */
+  historyMaxRecords?: number
+}
 
 /** `forkSession` input. */
 export interface ForkSessionRequest {
@@ -205,6 +243,10 @@ export interface ForkSessionRequest {
   goal?: boolean
   /** The goal's token budget (requires `goal`). */
   goalTokenBudget?: number
+  /** The goal's time budget in ms (requires `goal`; active time, at least 1000). */
+  goalTimeBudgetMs?: number
+  /** The goal's working hours `{start: "HH:MM", end: "HH:MM", timeZone}` (requires `goal`). */
+  goalActiveHours?: { start: string; end: string; timeZone: string }
 }
 
 /** Target of pause / resume / complete / clear. */
@@ -296,6 +338,14 @@ export interface GoalEditRequest {
   tokenBudget?: number
   /** Remove the token budget. */
   clearTokenBudget?: boolean
+  /** New time budget in ms (active time; at least 1000). */
+  timeBudgetMs?: number
+  /** Remove the time budget. */
+  clearTimeBudget?: boolean
+  /** New working hours `{start: "HH:MM", end: "HH:MM", timeZone}`. */
+  activeHours?: { start: string; end: string; timeZone: string }
+  /** Remove the working hours. */
+  clearActiveHours?: boolean
   /** Provider preferred when distilling a long objective. */
   providerID?: string
   /** Model preferred when distilling. */
@@ -324,6 +374,44 @@ export interface GoalFailure {
   sessionId?: string
   /** Its directory. */
   directory?: string
+}
+
+/**
+ * One record of a goal's audit trail (`history(sessionId)`). Written for every verdict and
+ * for every decision the runtime made without one (time budget, working hours, breaker).
+ */
+export interface GoalHistoryRecord {
+  /** When (ms since epoch). */
+  time: number
+  /** Continuations sent before this decision. */
+  turn: number
+  /** The assistant message judged. */
+  tail: string
+  /** The auditor's verdict (`null`: no audit, or the audit failed). */
+  verdict?: 'continue' | 'complete' | 'blocked' | null
+  /** The note written with the decision. */
+  note?: string
+  /** What the runtime did: `continue`, `continue (complete overridden)`, a settled status, or `wait`. */
+  action: string
+  /** The status reason written, when the goal settled or waits. */
+  reason?: string
+  /**
+   * Counts from the evidence digest: tool calls, successful ones, failing commands, files
+   * changed, additions, deletions, todos.
+   */
+  digest?: Record<string, unknown>
+  /** The recorded facts the auditor said it relied on. */
+  evidence?: Array<string>
+  /** What the auditor could not verify. */
+  missing?: Array<string>
+  /** Tokens the audit cost, when the small model reported its usage. */
+  auditTokens?: number
+  /** `provider/model` of the auditor. */
+  auditor?: string
+  /** Active time so far (ms). */
+  activeMs: number
+  /** The goal's time budget (ms), when set. */
+  timeBudgetMs?: number
 }
 
 /** One goal of a directory. */
@@ -398,6 +486,12 @@ export interface GoalRecord {
   createdAt: number
   /** Last write (ms since the epoch). */
   updatedAt: number
+  /** Time budget (ms), if any. */
+  timeBudgetMs?: number
+  /** Active time so far (ms): since `createdAt`, minus time paused or waiting. */
+  activeMs: number
+  /** Working hours `{start, end, timeZone}`, if any. */
+  activeHours?: { start: string; end: string; timeZone: string } | undefined
 }
 
 /** The goal runtime's option defaults (`createSessionGoalRuntime` uses exactly these). */
@@ -561,6 +655,10 @@ export interface SendPromptRequest {
   goal?: boolean
   /** The goal's token budget (requires `goal`). */
   goalTokenBudget?: number
+  /** The goal's time budget in ms (requires `goal`; active time, at least 1000). */
+  goalTimeBudgetMs?: number
+  /** The goal's working hours `{start: "HH:MM", end: "HH:MM", timeZone}` (requires `goal`). */
+  goalActiveHours?: { start: string; end: string; timeZone: string }
 }
 
 /**
@@ -658,6 +756,13 @@ export interface SessionGoalRequest {
   objective: string
   /** Token budget: an integer in [1000, 100000000]. */
   tokenBudget?: number
+  /** Time budget in ms (active time: paused and waiting time excluded); at least 1000. */
+  timeBudgetMs?: number
+  /**
+   * Working hours: `{start: "HH:MM", end: "HH:MM", timeZone: "Europe/Berlin"}` (IANA zone;
+   * `end < start` crosses midnight). Outside them no continuation is sent.
+   */
+  activeHours?: { start: string; end: string; timeZone: string }
   /** Provider the goal's turns run on (the distillation prefers it). */
   providerID?: string
   /** Model the goal's turns run on. */
@@ -735,6 +840,14 @@ export interface SessionGoalRuntimeOptions {
    * 0 disables).
    */
   sweepIntervalMs?: number
+  /**
+   * Consecutive turns with no file change, no successful tool call and near-identical replies
+   * that settle a goal `blocked` (`statusReason: 'no progress'`), whatever the auditor says.
+   * Default 3; 0 turns the breaker off.
+   */
+  noProgressTurns?: number
+  /** Size limits of the evidence digest sent with each audit, and of the audit trail. */
+  evidence?: EvidenceOptions
 }
 
 /** A session's goal with its effective objective. */

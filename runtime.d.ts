@@ -12,6 +12,7 @@ import type {
   GoalControlOptions,
   GoalEditRequest,
   GoalFailure,
+  GoalHistoryRecord,
   GoalListEntry,
   InstalledGoal,
   ObjectiveWritten,
@@ -116,6 +117,8 @@ export interface SessionGoalControl {
   getGoal(sessionId: string, directory?: string): Promise<SessionGoalView>
   /** The goals of a directory. */
   listGoals(directory: string): Promise<GoalListEntry[]>
+  /** The goal's audit trail (`goals/<sessionId>.history.jsonl`), oldest first; `limit` keeps the newest. */
+  history(sessionId: string, limit?: number): Promise<GoalHistoryRecord[]>
   /** The underlying native object (failures as values). */
   readonly native: GoalControl
 }

@@ -97,6 +97,7 @@ function wrapRuntime(inner) {
     intakeGroup: () => group,
     isGoalActive: inner.isGoalActive ? (sessionId) => inner.isGoalActive(String(sessionId ?? '')) : undefined,
     recover: inner.recover ? () => inner.recover() : undefined,
+    history: inner.history ? (sessionId, limit) => inner.history(String(sessionId ?? ''), typeof limit === 'number' ? limit : undefined) : undefined,
     native: inner,
   }
 }

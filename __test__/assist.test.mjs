@@ -171,9 +171,9 @@ describe('session assist', () => {
 
     // OpenCode re-emits old user messages after a turn settles: those must not clear it.
     const stays = sessionWithExchange(mock)
-    // "Older" in milliseconds: an idle in the same millisecond as the message creation would
-    // make the re-emitted message look as new as the timer.
-    await waitFor(() => Date.now() > stays.reply.info.time.created + 2)
+    // "Older" in milliseconds: arm only once the clock has passed both messages of the exchange
+    // (an idle in the same millisecond would make the re-emitted message look as new as the timer).
+    await waitFor(() => Date.now() > Math.max(stays.reply.info.time.created, stays.user.info.time.created) + 2)
     mock.setStatus(stays.session.id, 'idle')
     await waitFor(() => armed(stays.session.id))
     await sleep(QUIET_MS / 3)
@@ -609,6 +609,8 @@ describe('one per-session write queue for every writer in the process', () => {
       idleQuietMs: 3,
       kickoffQuietMs: 60_000,
       maxAutoTurns: ROUNDS,
+      // 150 identical turns on purpose: the no-progress breaker (tested elsewhere) is off.
+      noProgressTurns: 0,
       generateSmallModelText: scriptedAuditor([{ verdict: 'continue', note: 'keep going' }]).service.generateSmallModelText,
     })
     cleanups.push(() => goal.stop())

@@ -27,6 +27,11 @@ describe('usage errors: one line on stderr, exit code 2, nothing sent', () => {
     [['launch'], 'unknown command "launch"'],
     [['create', '--goal'], '--goal requires --prompt.'],
     [['create', '--prompt', 'x', '--goal-token-budget', '5000'], '--goal-token-budget requires --goal.'],
+    [['create', '--prompt', 'x', '--goal-time-budget', '2h'], '--goal-time-budget requires --goal.'],
+    [['create', '--prompt', 'x', '--goal', '--goal-time-budget', '90'], 'such as 90m, 2h'],
+    [['create', '--prompt', 'x', '--goal', '--goal-time-budget', '0m'], 'such as 90m, 2h'],
+    [['create', '--prompt', 'x', '--goal', '--goal-time-budget', '-5m'], 'such as 90m, 2h'],
+    [['create', '--prompt', 'x', '--goal', '--goal-active-hours', '9-17'], 'must look like 09:00-17:00@Europe/Berlin'],
     [['create', '--prompt', 'x', '--goal', '--goal-token-budget', '999'], 'between 1000 and 100000000'],
     [['create', '--prompt', 'x', '--goal', '--goal-token-budget', '100000001'], 'between 1000 and 100000000'],
     [['create', '--prompt', 'x', '--goal', '--goal-token-budget', '5e3'], 'between 1000 and 100000000'],
@@ -58,6 +63,42 @@ describe('usage errors: one line on stderr, exit code 2, nothing sent', () => {
 })
 
 describe('create, send, fork', () => {
+  it('create --goal-time-budget --goal-active-hours sets both; an unknown zone is refused before anything is written', async () => {
+    const { mock, common } = await world()
+    const made = await runCli(['create', ...common, '--prompt', 'Port the parser', '--goal', '--goal-time-budget', '1h30m', '--goal-active-hours', '22:00-06:00@Europe/Berlin'])
+    expect(made.stderr).toBe('')
+    expect(made.code).toBe(0)
+    expect(made.stdout).toContain('time budget: 1h30m of active time')
+    expect(made.stdout).toContain('working hours: 22:00-06:00 Europe/Berlin')
+    const [session] = mock.sessions()
+    expect(goalOf(mock, session.id)).toMatchObject({ timeBudgetMs: 5_400_000, activeHours: { start: '22:00', end: '06:00', timeZone: 'Europe/Berlin' } })
+    const refused = await runCli(['create', ...common, '--prompt', 'x', '--goal', '--goal-active-hours', '09:00-17:00@Mars/Olympus'])
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toContain('not a known IANA time zone')
+    expect(mock.sessions()).toHaveLength(1)
+  })
+
+  it('status --history prints the audit trail of a goal', async () => {
+    const { dataDir, common } = await world()
+    const trail = [
+      { time: Date.UTC(2026, 5, 1, 9, 0), turn: 0, tail: 'msg_1', action: 'continue (complete overridden)', verdict: 'complete', note: 'Not complete yet: the latest run failed for `npm test` (exit code 1).', activeMs: 600_000, timeBudgetMs: 7_200_000, digest: { toolCalls: 3, successfulToolCalls: 2, failingCommands: [{ command: 'npm test', exitCode: 1 }], filesChanged: 2, additions: 40, deletions: 3, todos: { total: 2, completed: 1 } }, evidence: ['npm test exit 1'], missing: [], auditTokens: 812 },
+      { time: Date.UTC(2026, 5, 1, 9, 5), turn: 1, tail: 'msg_2', action: 'complete', reason: 'verified by audit', verdict: 'complete', note: 'tests pass', activeMs: 900_000, timeBudgetMs: 7_200_000, digest: { toolCalls: 1, successfulToolCalls: 1, filesChanged: 2, additions: 41, deletions: 3 } },
+    ]
+    fs.mkdirSync(`${dataDir}/goals`, { recursive: true })
+    fs.writeFileSync(`${dataDir}/goals/ses_history1.history.jsonl`, trail.map((r) => JSON.stringify(r)).join('\n') + '\n')
+    const { code, stdout } = await runCli(['status', ...common, '--history', 'ses_history1'])
+    expect(code).toBe(0)
+    expect(stdout).toContain('2026-06-01 09:00:00  turn 0  complete → continue (complete overridden)  time 10m/2h')
+    expect(stdout).toContain('failing: npm test (exit 1)')
+    expect(stdout).toContain('files 2 (+40/-3); todos 1/2; audit 812 tokens')
+    expect(stdout).toContain('evidence: npm test exit 1')
+    expect(stdout).toContain('complete → complete (verified by audit)  time 15m/2h')
+    const json = await runCli(['status', ...common, '--history', 'ses_history1', '--json'])
+    expect(JSON.parse(json.stdout)).toHaveLength(2)
+    const none = await runCli(['status', ...common, '--history', 'ses_nothing1'])
+    expect(none.stdout.trim()).toBe('no audit trail for ses_nothing1')
+  })
+
   it('create --goal: session, objective file, goal, prompt; basic auth from OPENCODE_SERVER_PASSWORD', async () => {
     const { mock, dataDir, common } = await world()
     const { code, stdout, stderr } = await runCli(
@@ -118,8 +159,8 @@ describe('create, send, fork', () => {
 describe('status and goal actions', () => {
   it('status prints a table of the directory\'s goals', async () => {
     const { mock, common } = await world()
-    const a = mock.createSession({ directory: '/tmp/project', metadata: goalMetadata({ turnsUsed: 3, tokensUsed: 1200, tokenBudget: 5000, note: 'nesting still missing' }) })
-    const b = mock.createSession({ directory: '/tmp/project', metadata: goalMetadata({ status: 'blocked', statusReason: 'progress audit unavailable', tokensUsed: 800 }) })
+    const a = mock.createSession({ directory: '/tmp/project', metadata: goalMetadata({ turnsUsed: 3, tokensUsed: 1200, tokenBudget: 5000, note: 'nesting still missing', createdAt: Date.now() - 1_800_000, inactiveMs: 600_000, timeBudgetMs: 7_200_000 }) })
+    const b = mock.createSession({ directory: '/tmp/project', metadata: goalMetadata({ status: 'blocked', statusReason: 'progress audit unavailable', tokensUsed: 800, createdAt: Date.now() - 90_000 }) })
     mock.createSession({ directory: '/tmp/project' })
     mock.createSession({ directory: '/tmp/elsewhere', metadata: goalMetadata() })
     mock.setStatus(a.id, 'busy')
@@ -127,10 +168,11 @@ describe('status and goal actions', () => {
     expect(code).toBe(0)
     const lines = stdout.trimEnd().split('\n')
     expect(lines).toHaveLength(3)
-    expect(lines[0].split(/\s{2,}/)).toEqual(['SESSION', 'STATUS', 'TURNS', 'TOKENS', 'NOTE'])
+    expect(lines[0].split(/\s{2,}/)).toEqual(['SESSION', 'STATUS', 'TURNS', 'TOKENS', 'TIME', 'NOTE'])
     const row = (id) => lines.find((line) => line.startsWith(id)).split(/\s{2,}/)
-    expect(row(a.id)).toEqual([a.id, 'active (busy)', '3', '1200/5000', 'nesting still missing'])
-    expect(row(b.id)).toEqual([b.id, 'blocked', '0', '800', 'progress audit unavailable'])
+    // TIME is active time (paused and waiting time excluded) against the time budget.
+    expect(row(a.id)).toEqual([a.id, 'active (busy)', '3', '1200/5000', '20m/2h', 'nesting still missing'])
+    expect(row(b.id)).toEqual([b.id, 'blocked', '0', '800', '1m', 'progress audit unavailable'])
 
     const empty = await runCli(['status', '--url', mock.url, '--directory', '/tmp/nothing-here'])
     expect(empty.stdout.trim()).toBe('no goals in /tmp/nothing-here')

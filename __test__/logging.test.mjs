@@ -25,6 +25,8 @@ describe('logging and credentials', () => {
       getOpenCodeAuthHeaders: async () => ({ authorization: token }),
       getSmallModelService: async () => auditor.service,
       idleQuietMs: 100,
+      // The same reply every turn is what this test needs; the no-progress breaker is tested elsewhere.
+      noProgressTurns: 0,
       logger: (level, message) => lines.push(`${level} ${message}`),
       settings: { dataDir: env.dataDir },
     })

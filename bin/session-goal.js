@@ -21,7 +21,8 @@ Commands:
   create                 Create a session (optionally with a first prompt and a goal)
   send <sessionId>       Send a prompt to a session (optionally starting a goal)
   fork <sessionId>       Fork a session (at --message) and prompt the fork
-  status                 Table of the goals in a directory
+  status                 Table of the goals in a directory (time used against the time budget);
+                         --history <sessionId> prints that goal's audit trail instead
   pause <sessionId>      Pause the goal and abort the running turn
   resume <sessionId>     Resume the goal (fresh turn allowance)
   complete <sessionId>   Mark the goal complete
@@ -32,6 +33,10 @@ Options for create, send, fork:
   --prompt <text>              Prompt; a leading /name runs that OpenCode command
   --goal                       Make the prompt the goal objective
   --goal-token-budget <n>      Token budget of the goal (1000..100000000; requires --goal)
+  --goal-time-budget <d>       Time budget of the goal, active time only (90m, 2h, 1h30m, 45s, 1d;
+                               requires --goal)
+  --goal-active-hours <w>      Working hours HH:MM-HH:MM@TimeZone, e.g. 09:00-17:00@Europe/Berlin
+                               (IANA zone; end before start crosses midnight; requires --goal)
   --model <provider/model>     Model (send/fork default: the last user message's)
   --agent <name>               Agent
   --variant <name>             Model variant
@@ -65,13 +70,13 @@ Environment:
 
 class UsageError extends Error {}
 
-const PROMPT_FLAGS = ['prompt', 'goal', 'goal-token-budget', 'model', 'agent', 'variant']
+const PROMPT_FLAGS = ['prompt', 'goal', 'goal-token-budget', 'goal-time-budget', 'goal-active-hours', 'model', 'agent', 'variant']
 const COMMON_FLAGS = ['url', 'directory', 'data-dir', 'json', 'help']
 const COMMANDS = {
   create: { positionals: 0, flags: [...PROMPT_FLAGS, 'title'] },
   send: { positionals: 1, flags: PROMPT_FLAGS },
   fork: { positionals: 1, flags: [...PROMPT_FLAGS, 'message'] },
-  status: { positionals: 0, flags: [] },
+  status: { positionals: 0, flags: ['history'] },
   pause: { positionals: 1, flags: [] },
   resume: { positionals: 1, flags: [] },
   complete: { positionals: 1, flags: [] },
@@ -137,6 +142,44 @@ function parseGoalTokenBudget(flags) {
   return value
 }
 
+const DURATION_UNITS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
+
+/** `90m`, `2h`, `1h30m`, `45s`, `1d` → milliseconds; anything else (a bare number too) is refused. */
+function parseDuration(text) {
+  const source = String(text).trim().toLowerCase()
+  const parts = source.match(/\d+(?:\.\d+)?\s*(?:ms|s|m|h|d)/g)
+  if (!source || !parts || parts.join('').replace(/\s+/g, '') !== source.replace(/\s+/g, '')) return NaN
+  return parts.reduce((total, part) => {
+    const [, amount, unit] = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$/.exec(part)
+    return total + Number(amount) * DURATION_UNITS[unit]
+  }, 0)
+}
+
+function parseGoalTimeBudget(flags) {
+  const raw = flags['goal-time-budget']
+  if (raw === undefined) return undefined
+  if (!flags.goal) throw new UsageError('--goal-time-budget requires --goal.')
+  const ms = parseDuration(raw)
+  if (!Number.isFinite(ms) || ms < 1000) throw new UsageError(`--goal-time-budget must be a positive duration of at least 1s such as 90m, 2h or 1h30m (got "${raw}")`)
+  return Math.floor(ms)
+}
+
+function parseGoalActiveHours(flags) {
+  const raw = flags['goal-active-hours']
+  if (raw === undefined) return undefined
+  if (!flags.goal) throw new UsageError('--goal-active-hours requires --goal.')
+  const match = /^(\d\d:\d\d)-(\d\d:\d\d)@(\S+)$/.exec(String(raw).trim())
+  if (!match) throw new UsageError(`--goal-active-hours must look like 09:00-17:00@Europe/Berlin (got "${raw}")`)
+  return { start: match[1], end: match[2], timeZone: match[3] }
+}
+
+const formatDuration = (ms) => {
+  const minutes = Math.floor(Math.max(0, ms) / 60_000)
+  const [h, m] = [Math.floor(minutes / 60), minutes % 60]
+  if (h === 0 && m === 0) return `${Math.floor(Math.max(0, ms) / 1000)}s`
+  return h === 0 ? `${m}m` : m === 0 ? `${h}h` : `${h}h${m}m`
+}
+
 function parseMillis(flags, name) {
   const raw = flags[name]
   if (raw === undefined) return undefined
@@ -172,6 +215,10 @@ function promptRequest(parsed) {
   const request = { prompt, model: flags.model, agent: flags.agent, variant: flags.variant }
   if (flags.goal) request.goal = true
   if (budget !== undefined) request.goalTokenBudget = budget
+  const timeBudget = parseGoalTimeBudget(flags)
+  if (timeBudget !== undefined) request.goalTimeBudgetMs = timeBudget
+  const activeHours = parseGoalActiveHours(flags)
+  if (activeHours !== undefined) request.goalActiveHours = activeHours
   return request
 }
 
@@ -200,6 +247,9 @@ function describeDispatch(result) {
   if (result.promptDispatched) out(result.dispatchedAsCommand ? `prompt dispatched as /${result.command}` : 'prompt dispatched')
   else out('no prompt sent')
   if (result.goalEnabled) out(result.goalTokenBudget ? `goal mode active (budget: ${result.goalTokenBudget})` : 'goal mode active')
+  const goal = result.goal?.goal
+  if (goal?.timeBudgetMs) out(`time budget: ${formatDuration(goal.timeBudgetMs)} of active time`)
+  if (goal?.activeHours) out(`working hours: ${goal.activeHours.start}-${goal.activeHours.end} ${goal.activeHours.timeZone}`)
   for (const warning of result.warnings) out(`warning: ${warning}`)
 }
 
@@ -209,14 +259,37 @@ const oneLine = (text, max) => {
 }
 
 function printTable(rows) {
-  const header = ['SESSION', 'STATUS', 'TURNS', 'TOKENS', 'NOTE']
+  const header = ['SESSION', 'STATUS', 'TURNS', 'TOKENS', 'TIME', 'NOTE']
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)))
   const format = (cells) => cells.map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i]))).join('  ').trimEnd()
   out(format(header))
   for (const row of rows) out(format(row))
 }
 
+async function runHistory(control, sessionId, flags) {
+  const records = await control.history(sessionId)
+  if (flags.json) return out(JSON.stringify(records, null, 2))
+  if (records.length === 0) return out(`no audit trail for ${sessionId}`)
+  for (const r of records) {
+    const when = new Date(r.time).toISOString().replace('T', ' ').slice(0, 19)
+    const digest = r.digest || {}
+    const facts = []
+    if (digest.toolCalls !== undefined) facts.push(`tools ${digest.successfulToolCalls}/${digest.toolCalls} ok`)
+    for (const f of digest.failingCommands || []) facts.push(`failing: ${oneLine(f.command, 40)} (exit ${f.exitCode ?? 'error'})`)
+    if (typeof digest.filesChanged === 'number') facts.push(`files ${digest.filesChanged} (+${digest.additions}/-${digest.deletions})`)
+    if (digest.todos) facts.push(`todos ${digest.todos.completed}/${digest.todos.total}`)
+    if (r.auditTokens !== undefined) facts.push(`audit ${r.auditTokens} tokens`)
+    const time = r.timeBudgetMs ? `${formatDuration(r.activeMs)}/${formatDuration(r.timeBudgetMs)}` : formatDuration(r.activeMs)
+    out(`${when}  turn ${r.turn}  ${r.verdict ?? '-'} → ${r.action}${r.reason ? ` (${r.reason})` : ''}  time ${time}`)
+    if (r.note) out(`    note: ${oneLine(r.note, 200)}`)
+    if (facts.length) out(`    ${facts.join('; ')}`)
+    if (r.evidence?.length) out(`    evidence: ${r.evidence.map((e) => oneLine(e, 80)).join('; ')}`)
+    if (r.missing?.length) out(`    missing: ${r.missing.map((e) => oneLine(e, 80)).join('; ')}`)
+  }
+}
+
 async function runStatus(control, directory, flags) {
+  if (flags.history !== undefined) return runHistory(control, flags.history, flags)
   const goals = await control.listGoals(directory)
   if (flags.json) return out(JSON.stringify(goals, null, 2))
   if (goals.length === 0) return out(`no goals in ${directory}`)
@@ -226,6 +299,7 @@ async function runStatus(control, directory, flags) {
       goal.status + (working ? ' (busy)' : ''),
       String(goal.turnsUsed),
       goal.tokenBudget ? `${goal.tokensUsed}/${goal.tokenBudget}` : String(goal.tokensUsed),
+      goal.timeBudgetMs ? `${formatDuration(goal.activeMs)}/${formatDuration(goal.timeBudgetMs)}` : formatDuration(goal.activeMs),
       oneLine(goal.note || goal.statusReason, 60),
     ]),
   )

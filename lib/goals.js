@@ -187,6 +187,7 @@ function createGoalApi({ native, adaptOptions }) {
       clearGoal: method('clearGoal'),
       getGoal: (sessionId, directory) => settle(() => inner.getGoal(String(sessionId ?? ''), typeof directory === 'string' ? directory : undefined)),
       listGoals: (directory) => settle(() => inner.listGoals(String(directory ?? ''))),
+      history: (sessionId, limit) => inner.history(String(sessionId ?? ''), typeof limit === 'number' ? limit : undefined),
       native: inner,
     }
   }

@@ -211,7 +211,12 @@ impl SmallModel for HostSmallModel {
       }
       let text = value.get("text").and_then(Value::as_str).ok_or_else(SmallModelError::unavailable)?;
       let field = |key: &str| value.get(key).and_then(Value::as_str).unwrap_or("").to_string();
-      Ok(SmallModelReply { text: text.trim().to_string(), provider_id: field("providerID"), model_id: field("modelID") })
+      Ok(SmallModelReply {
+        text: text.trim().to_string(),
+        provider_id: field("providerID"),
+        model_id: field("modelID"),
+        tokens: goal_core::services::usage_total(value.get("usage")),
+      })
     })
   }
 }

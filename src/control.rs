@@ -11,7 +11,7 @@ use napi::bindgen_prelude::*;
 use napi::threadsafe_function::UnknownReturnValue;
 use napi_derive::napi;
 
-use goal_core::actions::{self, ActionReport, BudgetEdit, GoalEdit, GoalTarget, GoalView};
+use goal_core::actions::{self, ActionReport, BudgetEdit, GoalEdit, GoalTarget, GoalView, LimitEdit};
 use goal_core::create::{self, ControlContext, CreatedGoal, GoalError, ModelChoice, NewGoal};
 use goal_core::model::Goal;
 use goal_core::objectives;
@@ -120,6 +120,13 @@ pub struct GoalRecord {
   pub created_at: f64,
   /// Last write (ms since the epoch).
   pub updated_at: f64,
+  /// Time budget (ms), if any.
+  pub time_budget_ms: Option<f64>,
+  /// Active time so far (ms): since `createdAt`, minus time paused or waiting.
+  pub active_ms: f64,
+  /// Working hours `{start, end, timeZone}`, if any.
+  #[napi(ts_type = "{ start: string; end: string; timeZone: string } | undefined")]
+  pub active_hours: Option<serde_json::Value>,
 }
 
 fn record(goal: &Goal) -> GoalRecord {
@@ -142,6 +149,9 @@ fn record(goal: &Goal) -> GoalRecord {
     last_accounted_message_id: goal.last_accounted_message_id.clone(),
     created_at: goal.created_at,
     updated_at: goal.updated_at,
+    time_budget_ms: goal_core::active_time::time_budget_ms(goal).map(|b| b as f64),
+    active_ms: goal_core::active_time::active_ms(goal, goal_core::writer::now_ms()).floor(),
+    active_hours: goal.extra.get(goal_core::hours::ACTIVE_HOURS_FIELD).filter(|v| v.is_object()).cloned(),
   }
 }
 
@@ -424,6 +434,12 @@ pub struct SessionGoalRequest {
   pub objective: String,
   /// Token budget: an integer in [1000, 100000000].
   pub token_budget: Option<f64>,
+  /// Time budget in ms (active time: paused and waiting time excluded); at least 1000.
+  pub time_budget_ms: Option<f64>,
+  /// Working hours: `{start: "HH:MM", end: "HH:MM", timeZone: "Europe/Berlin"}` (IANA zone;
+  /// `end < start` crosses midnight). Outside them no continuation is sent.
+  #[napi(ts_type = "{ start: string; end: string; timeZone: string }")]
+  pub active_hours: Option<serde_json::Value>,
   /// Provider the goal's turns run on (the distillation prefers it).
   #[napi(js_name = "providerID")]
   pub provider_id: Option<String>,
@@ -457,6 +473,11 @@ pub struct CreateSessionRequest {
   pub goal: Option<bool>,
   /// The goal's token budget (requires `goal`): an integer in [1000, 100000000].
   pub goal_token_budget: Option<f64>,
+  /// The goal's time budget in ms (requires `goal`; active time, at least 1000).
+  pub goal_time_budget_ms: Option<f64>,
+  /// The goal's working hours `{start: "HH:MM", end: "HH:MM", timeZone}` (requires `goal`).
+  #[napi(ts_type = "{ start: string; end: string; timeZone: string }")]
+  pub goal_active_hours: Option<serde_json::Value>,
 }
 
 /// `sendPrompt` input.
@@ -484,6 +505,11 @@ pub struct SendPromptRequest {
   pub goal: Option<bool>,
   /// The goal's token budget (requires `goal`).
   pub goal_token_budget: Option<f64>,
+  /// The goal's time budget in ms (requires `goal`; active time, at least 1000).
+  pub goal_time_budget_ms: Option<f64>,
+  /// The goal's working hours `{start: "HH:MM", end: "HH:MM", timeZone}` (requires `goal`).
+  #[napi(ts_type = "{ start: string; end: string; timeZone: string }")]
+  pub goal_active_hours: Option<serde_json::Value>,
 }
 
 /// `forkSession` input.
@@ -513,6 +539,11 @@ pub struct ForkSessionRequest {
   pub goal: Option<bool>,
   /// The goal's token budget (requires `goal`).
   pub goal_token_budget: Option<f64>,
+  /// The goal's time budget in ms (requires `goal`; active time, at least 1000).
+  pub goal_time_budget_ms: Option<f64>,
+  /// The goal's working hours `{start: "HH:MM", end: "HH:MM", timeZone}` (requires `goal`).
+  #[napi(ts_type = "{ start: string; end: string; timeZone: string }")]
+  pub goal_active_hours: Option<serde_json::Value>,
 }
 
 /// `stampScheduledGoal` input.
@@ -560,6 +591,15 @@ pub struct GoalEditRequest {
   pub token_budget: Option<f64>,
   /// Remove the token budget.
   pub clear_token_budget: Option<bool>,
+  /// New time budget in ms (active time; at least 1000).
+  pub time_budget_ms: Option<f64>,
+  /// Remove the time budget.
+  pub clear_time_budget: Option<bool>,
+  /// New working hours `{start: "HH:MM", end: "HH:MM", timeZone}`.
+  #[napi(ts_type = "{ start: string; end: string; timeZone: string }")]
+  pub active_hours: Option<serde_json::Value>,
+  /// Remove the working hours.
+  pub clear_active_hours: Option<bool>,
   /// Provider preferred when distilling a long objective.
   #[napi(js_name = "providerID")]
   pub provider_id: Option<String>,
@@ -581,6 +621,8 @@ macro_rules! prompt_options {
       variant: $request.variant,
       goal: $request.goal == Some(true),
       goal_token_budget: $request.goal_token_budget,
+      goal_time_budget_ms: $request.goal_time_budget_ms,
+      goal_active_hours: $request.goal_active_hours,
     }
   };
 }
@@ -612,6 +654,14 @@ impl GoalControl {
     self.ctx.data_dir.to_string_lossy().into_owned()
   }
 
+  /// The goal's audit trail (`goals/<sessionId>.history.jsonl`), oldest first; `limit` keeps the
+  /// newest records. An unknown session or a missing trail reads as an empty list.
+  #[napi(ts_return_type = "Promise<Array<GoalHistoryRecord>>")]
+  pub async fn history(&self, session_id: String, limit: Option<f64>) -> Result<Vec<serde_json::Value>> {
+    let limit = limit.filter(|n| n.is_finite() && *n >= 1.0).map(|n| n.min(100_000.0) as usize);
+    Ok(goal_core::history::read(&self.ctx.data_dir, &session_id, limit).await)
+  }
+
   /// Installs a fresh active goal on a session: objective fitted (distilled over 5,000 chars),
   /// objective file written first (inline on failure), then merged into the session metadata.
   #[napi]
@@ -625,6 +675,8 @@ impl GoalControl {
           objective: request.objective,
           token_budget: request.token_budget.map(create::check_token_budget).transpose()?,
           model: model_choice(request.provider_id, request.model_id),
+          time_limits: goal_core::active_time::GoalTimeLimits::check(request.time_budget_ms, request.active_hours.as_ref())
+            .map_err(|message| GoalError::new(400, message))?,
         };
         let created = create::create_session_goal(&ctx, &new_goal).await?;
         Ok(installed(&created, &request.session_id))
@@ -726,10 +778,24 @@ impl GoalControl {
           (_, Some(value)) => BudgetEdit::Set(create::check_token_budget(value)?),
           _ => BudgetEdit::Keep,
         };
+        let time_budget = match (request.clear_time_budget, request.time_budget_ms) {
+          (Some(true), Some(_)) => return Err(GoalError::new(400, "pass either timeBudgetMs or clearTimeBudget")),
+          (Some(true), None) => LimitEdit::Clear,
+          (_, Some(ms)) => LimitEdit::Set(goal_core::active_time::check_time_budget_ms(ms).map_err(|m| GoalError::new(400, m))?),
+          _ => LimitEdit::Keep,
+        };
+        let active_hours = match (request.clear_active_hours, request.active_hours) {
+          (Some(true), Some(_)) => return Err(GoalError::new(400, "pass either activeHours or clearActiveHours")),
+          (Some(true), None) => LimitEdit::Clear,
+          (_, Some(value)) => LimitEdit::Set(goal_core::hours::ActiveHours::from_value(&value).map_err(|m| GoalError::new(400, m))?),
+          _ => LimitEdit::Keep,
+        };
         let edit = GoalEdit {
           target: target(request.session_id, request.directory, request.goal_id),
           objective: request.objective,
           budget,
+          time_budget,
+          active_hours,
           model: model_choice(request.provider_id, request.model_id),
         };
         actions::edit_goal(&ctx, &edit).await.map(action_result)

@@ -109,6 +109,96 @@ pub struct SessionGoalRuntimeOptions {
   /// forwarded: one `GET /session` list and one status read per directory (default 300000;
   /// 0 disables).
   pub sweep_interval_ms: Option<f64>,
+  /// Consecutive turns with no file change, no successful tool call and near-identical replies
+  /// that settle a goal `blocked` (`statusReason: 'no progress'`), whatever the auditor says.
+  /// Default 3; 0 turns the breaker off.
+  pub no_progress_turns: Option<f64>,
+  /// Size limits of the evidence digest sent with each audit, and of the audit trail.
+  pub evidence: Option<EvidenceOptions>,
+}
+
+/// Size limits of the evidence digest (tool calls, exit codes, file changes, todos) that each
+/// audit carries, and of the audit trail (`goals/<sessionId>.history.jsonl`).
+#[napi(object)]
+pub struct EvidenceOptions {
+  /// Tool calls listed per audit; the newest are kept (default 40).
+  pub max_tool_calls: Option<f64>,
+  /// Characters of a shell command (default 300).
+  pub max_command_chars: Option<f64>,
+  /// Last lines of a failing command's output (default 12).
+  pub output_tail_lines: Option<f64>,
+  /// Characters of a failing command's output (default 1500).
+  pub output_tail_chars: Option<f64>,
+  /// Files of the session diff listed (default 40).
+  pub max_files: Option<f64>,
+  /// Todos listed (default 30).
+  pub max_todos: Option<f64>,
+  /// Characters of the whole digest (default 12000).
+  pub max_digest_chars: Option<f64>,
+  /// Records kept in a goal's audit trail; the oldest are dropped (default 500).
+  pub history_max_records: Option<f64>,
+}
+
+/// One record of a goal's audit trail (`history(sessionId)`). Written for every verdict and
+/// for every decision the runtime made without one (time budget, working hours, breaker).
+#[napi(object, object_from_js = false)]
+pub struct GoalHistoryRecord {
+  /// When (ms since epoch).
+  pub time: f64,
+  /// Continuations sent before this decision.
+  pub turn: f64,
+  /// The assistant message judged.
+  pub tail: String,
+  /// The auditor's verdict (`null`: no audit, or the audit failed).
+  #[napi(ts_type = "'continue' | 'complete' | 'blocked' | null")]
+  pub verdict: Option<String>,
+  /// The note written with the decision.
+  pub note: Option<String>,
+  /// What the runtime did: `continue`, `continue (complete overridden)`, a settled status, or `wait`.
+  pub action: String,
+  /// The status reason written, when the goal settled or waits.
+  pub reason: Option<String>,
+  /// Counts from the evidence digest: tool calls, successful ones, failing commands, files
+  /// changed, additions, deletions, todos.
+  #[napi(ts_type = "Record<string, unknown>")]
+  pub digest: Option<serde_json::Value>,
+  /// The recorded facts the auditor said it relied on.
+  pub evidence: Option<Vec<String>>,
+  /// What the auditor could not verify.
+  pub missing: Option<Vec<String>>,
+  /// Tokens the audit cost, when the small model reported its usage.
+  pub audit_tokens: Option<f64>,
+  /// `provider/model` of the auditor.
+  pub auditor: Option<String>,
+  /// Active time so far (ms).
+  pub active_ms: f64,
+  /// The goal's time budget (ms), when set.
+  pub time_budget_ms: Option<f64>,
+}
+
+fn evidence_config(no_progress_turns: Option<f64>, options: Option<&EvidenceOptions>) -> goal_core::evidence::EvidenceConfig {
+  let defaults = goal_core::evidence::EvidenceConfig::default();
+  let limits = &defaults.limits;
+  let pick = |value: Option<f64>, default: usize| count(value, default as u64, 1) as usize;
+  let limits = match options {
+    Some(o) => goal_core::evidence::EvidenceLimits {
+      max_tool_calls: pick(o.max_tool_calls, limits.max_tool_calls),
+      max_command_chars: pick(o.max_command_chars, limits.max_command_chars),
+      output_tail_lines: pick(o.output_tail_lines, limits.output_tail_lines),
+      output_tail_chars: pick(o.output_tail_chars, limits.output_tail_chars),
+      max_files: pick(o.max_files, limits.max_files),
+      max_todos: pick(o.max_todos, limits.max_todos),
+      max_digest_chars: count(o.max_digest_chars, limits.max_digest_chars as u64, 500) as usize,
+    },
+    None => limits.clone(),
+  };
+  goal_core::evidence::EvidenceConfig {
+    limits,
+    no_progress_turns: count(no_progress_turns, defaults.no_progress_turns as u64, 0).min(10_000) as u32,
+    history_max_records: options
+      .map(|o| count(o.history_max_records, defaults.history_max_records as u64, 1) as usize)
+      .unwrap_or(defaults.history_max_records),
+  }
 }
 
 /// A `provider/model` pair for the built-in small model (`smallModel` option).
@@ -298,6 +388,7 @@ impl SessionGoalRuntimeOptions {
       dispatch_retry_delay: defaults.dispatch_retry_delay,
       lease: millis(self.lease_ms, defaults.lease),
       sweep_interval: millis(self.sweep_interval_ms, defaults.sweep_interval),
+      evidence: evidence_config(self.no_progress_turns, self.evidence.as_ref()),
     };
     let directories = self.directories.unwrap_or_default();
     let recover_on_start = self.recover_on_start.unwrap_or(!directories.is_empty());
@@ -413,6 +504,15 @@ impl SessionGoalRuntime {
   #[napi(catch_unwind)]
   pub fn recover(&self) {
     self.inner.recover();
+  }
+
+  /// The goal's audit trail (`goals/<sessionId>.history.jsonl`), oldest first; `limit` keeps the
+  /// newest. Each record: `time`, `turn`, `tail`, `verdict`, `note`, `action`, `reason`,
+  /// `digest` (counts), `evidence`, `missing`, `auditTokens`, `activeMs`, `timeBudgetMs`.
+  #[napi(ts_return_type = "Promise<Array<GoalHistoryRecord>>")]
+  pub async fn history(&self, session_id: String, limit: Option<f64>) -> Result<Vec<serde_json::Value>> {
+    let limit = limit.filter(|n| n.is_finite() && *n >= 1.0).map(|n| n.min(100_000.0) as usize);
+    Ok(self.inner.history(&session_id, limit).await)
   }
 
   /// Stops the runtime. Idempotent; resolves when in-flight work has ended. The process is

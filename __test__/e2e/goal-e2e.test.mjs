@@ -158,7 +158,13 @@ describe('goal loop on a real OpenCode server', () => {
 
   it('settles blocked after three blocked verdicts in a row', async () => {
     const tag = model.scenario('blocked', {
-      turns: [{ text: 'Blocked: the deploy needs a token I do not have. Remaining: deploy.', usage: usage(1500, 80) }],
+      // Each turn tries something else (identical no-change turns would trip the no-progress
+      // breaker first, which the evidence suite shows).
+      turns: [
+        { text: 'Blocked: the deploy needs a token I do not have. Remaining: deploy.', usage: usage(1500, 80) },
+        { text: 'Tried the staging credentials from the wiki; they are expired. Still need a deploy token.', usage: usage(1600, 80) },
+        { text: 'Checked the CI secrets: no deploy token is configured there either. Waiting for one.', usage: usage(1700, 80) },
+      ],
       audits: [{ verdict: 'blocked', note: 'deploy token missing' }],
     })
     host = await startHost()

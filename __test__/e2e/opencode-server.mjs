@@ -7,7 +7,7 @@
 //   ... oc.url, oc.directory, oc.api(method, path, body) ...
 //   await oc.close()
 
-import { spawn } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import fs from 'node:fs'
 import net from 'node:net'
 import os from 'node:os'
@@ -68,7 +68,7 @@ export function projectConfig(modelBaseURL, { smallModel = true } = {}) {
 }
 
 /**
- * @param {{ modelBaseURL: string, smallModel?: boolean, startTimeoutMs?: number, log?: (line: string) => void }} options
+ * @param {{ modelBaseURL: string, smallModel?: boolean, git?: boolean, startTimeoutMs?: number, log?: (line: string) => void }} options
  */
 export async function startOpenCode(options) {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'goal-e2e-'))
@@ -78,6 +78,14 @@ export async function startOpenCode(options) {
   fs.mkdirSync(directory, { recursive: true })
   fs.writeFileSync(path.join(directory, 'opencode.json'), JSON.stringify(projectConfig(options.modelBaseURL, options), null, 2))
   fs.writeFileSync(path.join(directory, 'README.md'), '# Demo project\n')
+  if (options.git) {
+    // OpenCode tracks a session's file changes (GET /session/:id/diff) only in a git project.
+    const git = (...args) =>
+      execFileSync('git', args, { cwd: directory, stdio: 'ignore', env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' } })
+    git('init', '-q')
+    git('add', '-A')
+    git('commit', '-q', '-m', 'initial')
+  }
   const port = await freePort()
   const url = `http://127.0.0.1:${port}`
   const env = {

@@ -24,7 +24,8 @@
 //
 // SCRIPTS. `scenario(name, { turns, audits })`; each request of a kind takes the next entry, the
 // last one repeats. Turn entries: `{ text, usage: {prompt_tokens, completion_tokens}, delayMs?,
-// stall? }` — `stall: true` streams the first words, then holds the response open until the
+// stall?, toolCalls? }` — `toolCalls: [{ name, arguments }]` makes the model call OpenCode's tools
+// (finish `tool_calls`); OpenCode runs them and asks again, which takes the next turn entry — `stall: true` streams the first words, then holds the response open until the
 // client goes away (an abort) or the server closes. Audit entries: `{ verdict, note }` (answered as
 // the JSON object), `{ text }` (raw content), `{ status, body? }` (an HTTP error), `{ content: '',
 // finish: 'length' }` (output exhausted), `{ reasoning, content: '' }` (reasoning only).
@@ -230,12 +231,14 @@ function replyOf(entry) {
   else if (entry && typeof entry.verdict === 'string') content = JSON.stringify({ verdict: entry.verdict, note: entry.note ?? '' })
   else if (entry && ('recap' in entry || 'suggestion' in entry)) content = JSON.stringify({ recap: entry.recap, suggestion: entry.suggestion })
   else content = ''
-  return { content, reasoning: entry?.reasoning ?? '', finish: entry?.finish ?? 'stop', usage }
+  const toolCalls = Array.isArray(entry?.toolCalls) ? entry.toolCalls : []
+  return { content, reasoning: entry?.reasoning ?? '', finish: entry?.finish ?? (toolCalls.length ? 'tool_calls' : 'stop'), usage, toolCalls }
 }
 
 function chatCompletion(id, model, reply) {
   const message = { role: 'assistant', content: reply.content }
   if (reply.reasoning) message.reasoning_content = reply.reasoning
+  if (reply.toolCalls.length) message.tool_calls = reply.toolCalls.map((call, index) => toolCallOf(id, call, index))
   return {
     id,
     object: 'chat.completion',
@@ -262,6 +265,11 @@ function anthropicMessage(id, model, reply) {
   }
 }
 
+/** One OpenAI tool call of a reply: `{ name, arguments }` from the script. */
+function toolCallOf(id, call, index) {
+  return { id: `call_${id}_${index}`, type: 'function', function: { name: call.name, arguments: JSON.stringify(call.arguments ?? {}) } }
+}
+
 /** Streams a chat completion as SSE chunks, usage on the final chunk, then `[DONE]`. */
 function streamCompletion(req, res, id, model, reply, stall, onStalled) {
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' })
@@ -277,6 +285,7 @@ function streamCompletion(req, res, id, model, reply, stall, onStalled) {
     return
   }
   for (const word of words) if (word) res.write(chunk({ content: word }))
+  reply.toolCalls.forEach((call, index) => res.write(chunk({ tool_calls: [{ index, ...toolCallOf(id, call, index) }] })))
   res.write(chunk({}, reply.finish, reply.usage))
   res.write('data: [DONE]\n\n')
   res.end()

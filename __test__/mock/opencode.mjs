@@ -120,6 +120,8 @@
 //   GET|PATCH|DELETE /session/:id        PATCH {title?, metadata?, time?:{archived}}: metadata
 //                                        REPLACES the whole object; null or absent keeps it
 //   GET  /session/:id/children           direct children
+//   GET  /session/:id/diff               session file changes (mock.setDiff; null → 404)
+//   GET  /session/:id/todo               todo list (mock.setTodos; null → 404)
 //   GET  /session/:id/message?limit=&before=   last N (limit 0/absent: all), oldest first
 //   GET  /session/:id/message/:messageID
 //   POST /session/:id/prompt_async       204; appends the user message; turn/onPrompt afterwards
@@ -243,6 +245,8 @@ export async function startMockOpenCode(options = {}) {
 
   // ---- state -----------------------------------------------------------------------------------
   const sessions = new Map(); // id -> {info, messages: [{info, parts}], order, lastCreated}
+  const diffs = new Map(); // id -> [{file, patch, additions, deletions, status}] | null (404)
+  const todoLists = new Map(); // id -> [{content, status, priority}] | null (404)
   const statuses = new Map(); // id -> {type, ...} (busy/retry only)
   const turns = new Map(); // id -> {queue: Promise, gen}
   const scripts = new Map(); // id -> {replies, index, delayMs}
@@ -742,6 +746,13 @@ export async function startMockOpenCode(options = {}) {
         return json(clone(s.info));
       }
     }
+    // Evidence routes (FACTS.md "Evidence the loop can read"): the session diff and todo list.
+    // mock.setDiff(id, null) makes /diff answer 404, like a server without the route.
+    if (seg.length === 3 && (seg[2] === 'diff' || seg[2] === 'todo') && method === 'GET') {
+      const store = seg[2] === 'diff' ? diffs : todoLists;
+      if (store.has(id) && store.get(id) === null) throw notFound(`Route not found: ${method} ${path}`);
+      return json(clone(store.get(id) ?? []));
+    }
     if (seg.length === 3 && seg[2] === 'children' && method === 'GET') {
       return json(sortedSessions().filter((c) => c.info.parentID === id).map((c) => clone(c.info)));
     }
@@ -1052,6 +1063,16 @@ export async function startMockOpenCode(options = {}) {
     messages: (id) => (sessions.get(id)?.messages ?? []).map(msgCopy),
     setMetadata,
     setPending,
+    /** Sets the session diff (`GET /session/:id/diff`) and emits `session.diff`; null → 404. */
+    setDiff(id, diff) {
+      diffs.set(id, clone(diff));
+      if (diff) emit({ type: 'session.diff', properties: { sessionID: id, diff: clone(diff) } }, sessions.get(id)?.info.directory);
+    },
+    /** Sets the todo list (`GET /session/:id/todo`) and emits `todo.updated`; null → 404. */
+    setTodos(id, todos) {
+      todoLists.set(id, clone(todos));
+      if (todos) emit({ type: 'todo.updated', properties: { sessionID: id, todos: clone(todos) } }, sessions.get(id)?.info.directory);
+    },
     clearPending: (id, kind, requestID) => clearPending(id, kind, requestID),
     emit: (payload, directory) => emit(clone(payload), directory),
 

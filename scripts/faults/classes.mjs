@@ -718,7 +718,7 @@ async function hostileSessionIds() {
     const outside = () =>
       h.mock.requests.slice(before).filter((q) => {
         if (q.path === '/session' || q.path === '/session/status') return false
-        const m = /^\/session\/([^/]+)(\/(message|children|prompt_async|abort))?$/.exec(q.path)
+        const m = /^\/session\/([^/]+)(\/(message|children|prompt_async|abort|diff|todo))?$/.exec(q.path)
         return !m
       })
     probe.expect = () => outside().length === 0 && h.mock.prompts.every((p) => !bogus.includes(p.sessionId)) && !bogus.some((id) => typeof id === 'string' && h.trackedSessions().has(id.trim()))

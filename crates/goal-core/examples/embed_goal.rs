@@ -50,6 +50,7 @@ impl SmallModel for ApprovingAuditor {
                 text: json!({ "verdict": "complete", "note": "greeting printed and checked" }).to_string(),
                 provider_id: "example".into(),
                 model_id: "auditor".into(),
+                tokens: None,
             })
         })
     }

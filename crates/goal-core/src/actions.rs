@@ -117,6 +117,8 @@ pub async fn pause_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<Act
             goal.status = GoalStatus::Paused;
             goal.status_reason = String::new();
             goal.blocked_streak = 0;
+            // Paused time is not active time (time budget); the resume folds it in.
+            crate::active_time::begin_inactive(goal, crate::writer::now_ms());
             Ok(())
         }
         GoalStatus::Paused => Err(Declined::Unchanged(Box::new(goal.clone()))),
@@ -141,6 +143,8 @@ pub async fn resume_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<Ac
         if goal.status == GoalStatus::Active {
             return Err(Declined::Unchanged(Box::new(goal.clone())));
         }
+        // The time it stood still is not active time (time budget).
+        crate::active_time::count_stopped_time(goal, crate::writer::now_ms());
         goal.status = GoalStatus::Active;
         goal.status_reason = REASON_RESUMED.into();
         goal.turns_used = 0;
@@ -177,6 +181,18 @@ pub enum BudgetEdit {
     Set(u64),
 }
 
+/// How an edit treats an optional limit (time budget, working hours).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum LimitEdit<T> {
+    /// Leave it.
+    #[default]
+    Keep,
+    /// Remove it.
+    Clear,
+    /// Set it (validated by the caller).
+    Set(T),
+}
+
 /// Input of [`edit_goal`].
 #[derive(Debug, Clone, Default)]
 pub struct GoalEdit {
@@ -186,6 +202,10 @@ pub struct GoalEdit {
     pub objective: Option<String>,
     /// Budget change.
     pub budget: BudgetEdit,
+    /// Time budget change (ms).
+    pub time_budget: LimitEdit<u64>,
+    /// Working hours change.
+    pub active_hours: LimitEdit<crate::hours::ActiveHours>,
     /// Model whose provider the distillation of a long objective prefers.
     pub model: ModelChoice,
 }
@@ -196,8 +216,8 @@ pub struct GoalEdit {
 pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionReport, GoalError> {
     let target = &edit.target;
     let objective = edit.objective.as_deref().map(str::trim).filter(|o| !o.is_empty());
-    if objective.is_none() && edit.budget == BudgetEdit::Keep {
-        return Err(GoalError::new(400, "nothing to edit: pass an objective or a token budget change"));
+    if objective.is_none() && edit.budget == BudgetEdit::Keep && edit.time_budget == LimitEdit::Keep && edit.active_hours == LimitEdit::Keep {
+        return Err(GoalError::new(400, "nothing to edit: pass an objective, a token budget, a time budget or working hours change"));
     }
     if let BudgetEdit::Set(budget) = edit.budget {
         check_token_budget(budget as f64)?;
@@ -225,6 +245,8 @@ pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionRe
         None => None,
     };
     let budget = edit.budget;
+    let time_budget = edit.time_budget.clone();
+    let active_hours = edit.active_hours.clone();
     let mut report = update(ctx, target, &directory, move |goal| {
         if goal.status == GoalStatus::Complete {
             return Err(Declined::Refused(Box::new(GoalError::new(409, "goal is complete; start a new goal instead of editing it"))));
@@ -239,6 +261,25 @@ pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionRe
             BudgetEdit::Clear => goal.token_budget = None,
             BudgetEdit::Set(value) => goal.token_budget = Some(value),
         }
+        match time_budget {
+            LimitEdit::Keep => {}
+            LimitEdit::Clear => {
+                goal.extra.remove(crate::active_time::TIME_BUDGET_FIELD);
+            }
+            LimitEdit::Set(ms) => {
+                goal.extra.insert(crate::active_time::TIME_BUDGET_FIELD.into(), serde_json::Value::from(ms));
+            }
+        }
+        match active_hours {
+            LimitEdit::Keep => {}
+            LimitEdit::Clear => {
+                goal.extra.remove(crate::hours::ACTIVE_HOURS_FIELD);
+            }
+            LimitEdit::Set(hours) => {
+                goal.extra.insert(crate::hours::ACTIVE_HOURS_FIELD.into(), hours.to_value());
+            }
+        }
+        crate::active_time::count_stopped_time(goal, crate::writer::now_ms());
         goal.status = GoalStatus::Active;
         goal.status_reason = REASON_RESUMED.into();
         goal.blocked_streak = 0;

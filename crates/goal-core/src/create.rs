@@ -312,6 +312,8 @@ pub struct NewGoal {
     pub token_budget: Option<u64>,
     /// The model the goal's turns run on.
     pub model: ModelChoice,
+    /// Time budget and working hours (validated by the caller).
+    pub time_limits: crate::active_time::GoalTimeLimits,
 }
 
 /// A goal installed on a session.
@@ -362,7 +364,8 @@ pub async fn create_session_goal(ctx: &ControlContext, request: &NewGoal) -> Res
         return Err(GoalError::new(400, "goal objective is required"));
     }
     let (objective_file, warning) = store_objective(ctx, &request.session_id, &fitted.text).await;
-    let goal = fresh_goal(&fitted.text, objective_file, request.token_budget, now_ms());
+    let mut goal = fresh_goal(&fitted.text, objective_file, request.token_budget, now_ms());
+    request.time_limits.apply(&mut goal);
     let mut refusal: Option<GoalError> = None;
     let mut replaced: Option<String> = None;
     let value = goal.to_value();
@@ -407,7 +410,7 @@ mod tests {
             let reply = self.reply.clone();
             Box::pin(async move {
                 reply
-                    .map(|text| SmallModelReply { text, provider_id: "p".into(), model_id: "m".into() })
+                    .map(|text| SmallModelReply { text, provider_id: "p".into(), model_id: "m".into(), tokens: None })
                     .map_err(|status| SmallModelError { status: Some(status), code: String::new() })
             })
         }

@@ -44,3 +44,8 @@ pub mod small_model;
 pub mod http;
 pub mod operator;
 pub mod embed;
+pub mod evidence;
+pub mod active_time;
+pub mod hours;
+pub mod history;
+pub mod tick_evidence;

@@ -37,7 +37,7 @@ pub fn goal_notification(session_id: &str, directory: &str, goal: &Goal, objecti
         "directory": directory,
         "status": goal.status.as_str(),
         "goal": goal_value,
-        "title": notification_title(goal.status),
+        "title": if goal.status_reason == crate::active_time::REASON_TIME_BUDGET { "Goal reached its time budget" } else { notification_title(goal.status) },
         "body": truncate_chars(&body, 240),
         "tag": format!("goal-{session_id}"),
         "kind": "goal",

@@ -262,6 +262,27 @@ impl OpenCodeClient {
         Message::list_from_value(&value).ok_or(HttpError::Body(200))
     }
 
+    /// `GET /session/:id/message?limit=N` as OpenCode sent it (the evidence digest reads the
+    /// tool parts the tolerant [`Message`] view leaves out).
+    pub async fn messages_raw(&self, session_id: &str, directory: &str, limit: usize) -> Result<Vec<Value>, HttpError> {
+        let value = self
+            .json(reqwest::Method::GET, &session_path(session_id, "/message")?, directory, &[("limit", limit.to_string())], None)
+            .await?;
+        match value {
+            Value::Array(list) => Ok(list),
+            _ => Err(HttpError::Body(200)),
+        }
+    }
+
+    /// `GET /session/:id/diff` (the session's file changes) or `GET /session/:id/todo`; any
+    /// failure (404 on a server without the route included) is `None`: evidence is optional.
+    /// `message_id` narrows the diff to the turn one user message started.
+    pub async fn session_evidence(&self, session_id: &str, directory: &str, suffix: &str, message_id: Option<&str>) -> Option<Value> {
+        let path = session_path(session_id, suffix).ok()?;
+        let query: Vec<(&str, String)> = message_id.map(|id| vec![("messageID", id.to_string())]).unwrap_or_default();
+        self.json(reqwest::Method::GET, &path, directory, &query, None).await.ok().filter(Value::is_array)
+    }
+
     /// `POST /session/:id/prompt_async`, classified.
     pub async fn prompt_async(&self, session_id: &str, directory: &str, body: &Value) -> DispatchOutcome {
         let path = match session_path(session_id, "/prompt_async") {

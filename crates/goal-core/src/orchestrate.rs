@@ -50,6 +50,10 @@ pub struct PromptOptions {
     pub goal: bool,
     /// Token budget of that goal (requires `goal`).
     pub goal_token_budget: Option<f64>,
+    /// Time budget of that goal in ms (requires `goal`).
+    pub goal_time_budget_ms: Option<f64>,
+    /// Working hours of that goal, `{start, end, timeZone}` (requires `goal`).
+    pub goal_active_hours: Option<Value>,
 }
 
 /// Options checked and normalized.
@@ -67,6 +71,8 @@ pub struct CheckedPrompt {
     pub goal: bool,
     /// Validated budget.
     pub token_budget: Option<u64>,
+    /// Validated time budget and working hours.
+    pub time_limits: crate::active_time::GoalTimeLimits,
 }
 
 fn non_empty(value: &Option<String>) -> Option<String> {
@@ -97,6 +103,11 @@ pub fn check_prompt_options(options: &PromptOptions, prompt_required: bool) -> R
         return Err(GoalError::new(400, "prompt is required"));
     }
     let token_budget = options.goal_token_budget.map(check_token_budget).transpose()?;
+    let time_limits = crate::active_time::GoalTimeLimits::check(options.goal_time_budget_ms, options.goal_active_hours.as_ref())
+        .map_err(|message| GoalError::new(400, message))?;
+    if !time_limits.is_empty() && !options.goal {
+        return Err(GoalError::new(400, "goalTimeBudgetMs and goalActiveHours require goal"));
+    }
     let model = match (non_empty(&options.model), non_empty(&options.provider_id), non_empty(&options.model_id)) {
         (Some(text), None, None) => {
             Some(parse_model(&text).ok_or_else(|| GoalError::new(400, "model must look like provider/model"))?)
@@ -112,6 +123,7 @@ pub fn check_prompt_options(options: &PromptOptions, prompt_required: bool) -> R
         variant: non_empty(&options.variant),
         goal: options.goal,
         token_budget,
+        time_limits,
     })
 }
 
@@ -427,6 +439,7 @@ async fn goal_then_dispatch(
             objective,
             token_budget: checked.token_budget,
             model: selection.model.clone().unwrap_or_default(),
+            time_limits: checked.time_limits.clone(),
         };
         let goal = create_session_goal(ctx, &request).await.map_err(|e| fail(e, created))?;
         report.warnings.extend(goal.warnings.iter().cloned());
@@ -654,6 +667,7 @@ pub async fn stamp_scheduled_goal(ctx: &ControlContext, request: &ScheduledGoal)
             objective,
             token_budget,
             model: request.model.clone(),
+            time_limits: Default::default(),
         },
     )
     .await?;

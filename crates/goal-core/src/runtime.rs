@@ -207,6 +207,11 @@ impl GoalRuntime {
         self.inner.scheduler.stop().await;
     }
 
+    /// The goal's audit trail, oldest first (`limit` keeps the newest).
+    pub async fn history(&self, session_id: &str, limit: Option<usize>) -> Vec<serde_json::Value> {
+        crate::history::read(self.inner.ctx.services.data_dir.root(), session_id, limit).await
+    }
+
     /// Scans the known directories for active goals on idle sessions and re-arms them. The tick
     /// itself re-checks everything, and a reservation for the same tail is never charged or
     /// sent twice.

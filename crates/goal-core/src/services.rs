@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::opencode::BoxFuture;
 pub use crate::settings::SettingsFlags;
-pub use crate::small_model_call::{SmallModelError, SmallModelReply, SmallModelRequest};
+pub use crate::small_model_call::{usage_total, SmallModelError, SmallModelReply, SmallModelRequest};
 
 /// A small model.
 pub trait SmallModel: Send + Sync {

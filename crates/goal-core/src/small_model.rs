@@ -115,7 +115,8 @@ impl BuiltinSmallModel {
         let timeout = if request.timeout_ms > 0 { Duration::from_millis(request.timeout_ms) } else { DEFAULT_CALL_TIMEOUT };
         let (status, body) = send(&call, timeout).await?;
         let text = parse_reply(call.format, status, &body)?;
-        Ok(SmallModelReply { text, provider_id: choice.provider.id.clone(), model_id: choice.model.id.clone() })
+        let tokens = serde_json::from_slice::<serde_json::Value>(&body).ok().and_then(|v| crate::services::usage_total(v.get("usage")));
+        Ok(SmallModelReply { text, provider_id: choice.provider.id.clone(), model_id: choice.model.id.clone(), tokens })
     }
 }
 

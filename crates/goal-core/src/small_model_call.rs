@@ -56,6 +56,8 @@ pub struct SmallModelReply {
     pub provider_id: String,
     /// Model that answered.
     pub model_id: String,
+    /// Tokens the call cost, when the model reported its usage.
+    pub tokens: Option<u64>,
 }
 
 /// A small-model failure. `status == Some(404)` means "no small model": silent.
@@ -76,5 +78,40 @@ impl SmallModelError {
     /// Whether the failure should be logged (404 is the expected "no small model").
     pub fn is_silent(&self) -> bool {
         self.status == Some(404)
+    }
+}
+
+/// Total tokens of a usage object in any of the usual shapes: `totalTokens` / `total_tokens`, or
+/// input + output (`inputTokens`/`outputTokens`, `prompt_tokens`/`completion_tokens`,
+/// `input_tokens`/`output_tokens`, the latter with Anthropic's cache counts). `None` when absent.
+pub fn usage_total(usage: Option<&Value>) -> Option<u64> {
+    let usage = usage?.as_object()?;
+    let count = |key: &str| usage.get(key).and_then(Value::as_f64).filter(|n| n.is_finite() && *n >= 0.0).map(|n| n as u64);
+    if let Some(total) = count("totalTokens").or_else(|| count("total_tokens")) {
+        return Some(total);
+    }
+    let pairs = [("inputTokens", "outputTokens"), ("prompt_tokens", "completion_tokens"), ("input_tokens", "output_tokens")];
+    pairs.iter().find_map(|(input, output)| {
+        let (i, o) = (count(input), count(output));
+        (i.is_some() || o.is_some()).then(|| {
+            i.unwrap_or(0) + o.unwrap_or(0) + count("cache_creation_input_tokens").unwrap_or(0) + count("cache_read_input_tokens").unwrap_or(0)
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_in_every_shape() {
+        use serde_json::json;
+        assert_eq!(usage_total(Some(&json!({"totalTokens": 120}))), Some(120));
+        assert_eq!(usage_total(Some(&json!({"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}))), Some(120));
+        assert_eq!(usage_total(Some(&json!({"input_tokens": 100, "output_tokens": 20, "cache_read_input_tokens": 5}))), Some(125));
+        assert_eq!(usage_total(Some(&json!({"inputTokens": 7}))), Some(7));
+        assert_eq!(usage_total(Some(&json!({"other": 1}))), None);
+        assert_eq!(usage_total(Some(&json!("lots"))), None);
+        assert_eq!(usage_total(None), None);
     }
 }

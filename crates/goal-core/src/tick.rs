@@ -51,6 +51,8 @@ pub struct GoalConfig {
     /// How often the known directories are swept for active goals on idle sessions that have no
     /// timer or tick (an idle event the host never forwarded); zero disables the sweep.
     pub sweep_interval: Duration,
+    /// Evidence digest limits, the no-progress breaker and the audit trail size.
+    pub evidence: crate::evidence::EvidenceConfig,
 }
 
 impl Default for GoalConfig {
@@ -67,6 +69,7 @@ impl Default for GoalConfig {
             dispatch_retry_delay: Duration::from_millis(250),
             lease: Duration::from_millis(120_000),
             sweep_interval: Duration::from_millis(300_000),
+            evidence: crate::evidence::EvidenceConfig::default(),
         }
     }
 }
@@ -222,6 +225,12 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
     }
 
     let plan = plan_tick(&goal, &messages, ctx.config.max_auto_turns);
+    // [evidence hook] time budget and working hours, before any audit or continuation.
+    if let Plan::Audit(basis) | Plan::ContinueUnaudited(basis) = &plan {
+        if let Some(outcome) = crate::tick_evidence::gate(ctx, session_id, directory, &goal, &guard, &objective, basis).await {
+            return outcome;
+        }
+    }
     // The quiet window, from data: whatever order the events came in (a kickoff or follow-up
     // armed during the turn, an idle seen late), nothing is sent within `idleQuietMs` of the
     // tail's completion. Checked before the audit, which only adds time. An explicit resume is
@@ -259,6 +268,8 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
                 g.status_reason = REASON_PAUSED_AFTER_ABORT.into();
                 accounting.apply(g);
                 g.extra.remove(LEASE_FIELD);
+                // [evidence hook] paused time is not active time.
+                crate::active_time::begin_inactive(g, now_ms());
             })
             .await;
             log_write(session_id, "pause", &result);
@@ -275,12 +286,27 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
             if !generation.is_current() {
                 return TickOutcome::Done;
             }
-            let audit = run_audit(ctx, directory, &objective, &basis).await;
+            // [evidence hook] read the evidence; the no-progress breaker may settle here.
+            let observed = match crate::tick_evidence::observe(ctx, session_id, directory, &goal, &guard, &objective, &basis).await {
+                Ok(observed) => observed,
+                Err(outcome) => return outcome,
+            };
+            let (audit, extras) = run_audit(ctx, directory, &objective, &basis, &observed.prompt_block(ctx)).await;
             if !generation.is_current() {
                 debug!(target: "session_goal", session = session_id, "invalidated during audit");
                 return TickOutcome::Done;
             }
-            match after_audit(&goal, &basis, audit) {
+            let decision = after_audit(&goal, &basis, audit.clone());
+            // [evidence hook] complete-while-failing review, breaker state, audit trail.
+            let decision = match crate::tick_evidence::review(
+                ctx, session_id, directory, &goal, &guard, &basis, &observed, audit.as_ref(), &extras, decision,
+            )
+            .await
+            {
+                Ok(decision) => decision,
+                Err(outcome) => return outcome,
+            };
+            match decision {
                 AfterAudit::Settle(settlement) => {
                     return settle(ctx, session_id, directory, &goal, &guard, settlement, &objective).await;
                 }
@@ -336,6 +362,8 @@ async fn note_waiting(ctx: &TickContext, session_id: &str, directory: &str, guar
         if g.status_reason != REASON_RESUMED {
             g.status_reason = WAITING_FOR_USER.into();
         }
+        // [evidence hook] waiting for the user is not active time.
+        crate::tick_evidence::begin_waiting_for_user(g);
     })
     .await;
     log_write(session_id, "waiting", &result);
@@ -394,6 +422,8 @@ async fn settle_with(
         g.extra.remove(CONTINUATION_FOR_FIELD);
         g.extra.remove(CONTINUATION_ID_FIELD);
         g.extra.remove(LEASE_FIELD);
+        // [evidence hook] from here the goal is not working (time budget after a resume).
+        crate::active_time::begin_inactive(g, now_ms());
     })
     .await;
     log_write(session_id, "settle", &result);
@@ -408,11 +438,18 @@ async fn settle_with(
     written_outcome(&result)
 }
 
-/// Asks the small model for a verdict. `None` = unavailable or unparseable.
-async fn run_audit(ctx: &TickContext, directory: &str, objective: &str, basis: &Basis) -> Option<Audit> {
+/// Asks the small model for a verdict, with the evidence block. `None` = unavailable or
+/// unparseable; the extras carry the cited evidence and the audit's token cost.
+async fn run_audit(
+    ctx: &TickContext,
+    directory: &str,
+    objective: &str,
+    basis: &Basis,
+    evidence_block: &str,
+) -> (Option<Audit>, crate::tick_evidence::AuditExtras) {
     let request = SmallModelRequest {
-        prompt: prompts::audit_user_prompt(objective, &basis.assistant_text),
-        system: prompts::audit_system_prompt(),
+        prompt: format!("{}\n\n{evidence_block}", prompts::audit_user_prompt(objective, &basis.assistant_text)),
+        system: format!("{}\n{}", prompts::audit_system_prompt(), crate::evidence::AUDIT_SYSTEM_EVIDENCE),
         directory: directory.to_string(),
         preferred_provider_id: basis.target.provider_id.clone(),
         preferred_model_id: basis.target.model_id.clone(),
@@ -428,15 +465,16 @@ async fn run_audit(ctx: &TickContext, directory: &str, objective: &str, basis: &
                 warn!(target: "session_goal", status = ?error.status, code = %error.code, "progress audit failed");
                 crate::operator::audit_failed(&error.status.map(|s| format!("status {s}")).unwrap_or_else(|| error.code.clone()));
             }
-            return None;
+            return (None, Default::default());
         }
         Err(_) => {
             warn!(target: "session_goal", "progress audit timed out");
             crate::operator::audit_failed("timed out");
-            return None;
+            return (None, Default::default());
         }
     };
     let object = extract_json_object(&reply.text);
+    let extras = crate::tick_evidence::audit_extras(object.as_ref(), reply.tokens);
     let parsed = object.as_ref().and_then(parse_verdict);
     let Some((verdict, raw_note)) = parsed else {
         warn!(
@@ -448,14 +486,14 @@ async fn run_audit(ctx: &TickContext, directory: &str, objective: &str, basis: &
             "[session-goal:diagnostic] audit parse failed"
         );
         crate::operator::audit_failed("reply not parseable");
-        return None;
+        return (None, extras);
     };
     let mut note = truncate_chars(raw_note.trim(), NOTE_CHAR_LIMIT);
     let reference = format!("{objective}\n{}", basis.assistant_text);
     if introduces_foreign_script(&note, &reference) {
         note.clear();
     }
-    Some(Audit { verdict, note, provider_id: reply.provider_id, model_id: reply.model_id })
+    (Some(Audit { verdict, note, provider_id: reply.provider_id, model_id: reply.model_id }), extras)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -711,6 +749,8 @@ pub async fn pause_after_abort(client: &OpenCodeClient, session_id: &str, direct
             g.status = GoalStatus::Paused;
             g.status_reason = REASON_PAUSED_AFTER_ABORT.into();
             g.extra.remove(LEASE_FIELD);
+            // [evidence hook] paused time is not active time.
+            crate::active_time::begin_inactive(g, now_ms());
         }
     })
     .await;
