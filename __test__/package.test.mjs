@@ -129,7 +129,8 @@ describe('default console lines (no logger option)', () => {
     env = await setup({ auditor })
     // setup() passes no `logger` key: the runtime prints the operator lines itself.
     const session = sessionWithReply(env.mock, { goal: { objective: secretObjective }, reply: { text: secretReply } })
-    env.mock.scriptReplies(session.id, [{ text: secretReply, tokens: { input: 10 } }])
+    // Each turn says something new, so the no-progress breaker has no reason to stop the goal.
+    env.mock.scriptReplies(session.id, [{ text: `${secretReply} first pass`, tokens: { input: 10 } }, { text: `${secretReply} tests written and passing`, tokens: { input: 10 } }])
     env.runtime.processPayload({ type: 'session.status', properties: { sessionID: session.id, status: { type: 'idle' } } }, '/tmp/project')
     await waitFor(() => goalOf(env.mock, session.id).status === 'complete', 15000)
     const settled = `[session-goal] ${session.id} settled as complete (verified by audit)`

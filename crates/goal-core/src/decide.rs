@@ -242,6 +242,9 @@ pub struct Reservation {
     pub note: Option<String>,
     /// Auditor ids to record.
     pub evaluation: Option<(String, String)>,
+    /// Further goal fields written with the reservation (the evidence review's progress state
+    /// and override set), so they ride on the one guarded write instead of a write of their own.
+    pub goal_fields: Vec<(String, serde_json::Value)>,
 }
 
 /// The outcome after the audit (or its absence).
@@ -262,6 +265,7 @@ pub fn unaudited_reservation(goal: &Goal, basis: &Basis) -> Reservation {
         audit_fail_streak: goal.audit_fail_streak,
         note: None,
         evaluation: None,
+        goal_fields: Vec::new(),
     }
 }
 
@@ -284,6 +288,7 @@ pub fn after_audit(goal: &Goal, basis: &Basis, audit: Option<Audit>) -> AfterAud
             audit_fail_streak: failures,
             note: None,
             evaluation: None,
+            goal_fields: Vec::new(),
         });
     };
     let evaluation = Some((audit.provider_id.clone(), audit.model_id.clone()))
@@ -313,6 +318,7 @@ pub fn after_audit(goal: &Goal, basis: &Basis, audit: Option<Audit>) -> AfterAud
             audit_fail_streak: 0,
             note,
             evaluation,
+            goal_fields: Vec::new(),
         }),
     }
 }

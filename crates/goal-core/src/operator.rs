@@ -26,6 +26,8 @@ const FIXED_REASONS: &[&str] = &[
     decide::REASON_MESSAGES_UNAVAILABLE,
     decide::REASON_OBJECTIVE_UNAVAILABLE,
     decide::REASON_DISPATCH_FAILED,
+    crate::evidence::REASON_NO_PROGRESS,
+    crate::active_time::REASON_TIME_BUDGET,
     "marked by user",
     "reported by agent",
 ];
@@ -72,6 +74,8 @@ mod tests {
         assert_eq!(printable_reason(decide::REASON_VERIFIED), decide::REASON_VERIFIED);
         assert_eq!(printable_reason("MessageAbortedError"), "MessageAbortedError");
         assert_eq!(printable_reason("  "), "no reason given");
+        assert_eq!(printable_reason(crate::evidence::REASON_NO_PROGRESS), "no progress");
+        assert_eq!(printable_reason(crate::active_time::REASON_TIME_BUDGET), "time budget reached");
     }
 
     #[test]

@@ -299,7 +299,7 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
             let decision = after_audit(&goal, &basis, audit.clone());
             // [evidence hook] complete-while-failing review, breaker state, audit trail.
             let decision = match crate::tick_evidence::review(
-                ctx, session_id, directory, &goal, &guard, &basis, &observed, audit.as_ref(), &extras, decision,
+                ctx, session_id, &goal, &basis, &observed, audit.as_ref(), &extras, decision,
             )
             .await
             {
@@ -550,6 +550,9 @@ async fn continue_goal(
         if let Some((provider, model)) = &reservation.evaluation {
             g.evaluation_provider_id = provider.clone();
             g.evaluation_model_id = model.clone();
+        }
+        for (field, value) in &reservation.goal_fields {
+            g.extra.insert(field.clone(), value.clone());
         }
         g.extra.insert(CONTINUATION_FOR_FIELD.into(), Value::from(tail.clone()));
         match &message_id {

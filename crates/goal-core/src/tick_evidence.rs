@@ -213,14 +213,12 @@ pub async fn observe(
 
 /// Applies the evidence to the decision after the audit: a `complete` while a command's latest
 /// run failed becomes `continue` (once per failing command), the breaker state and the override
-/// set are stored on the way to a continuation, and every outcome goes to the audit trail.
+/// set go with the continuation's reservation, and every outcome goes to the audit trail.
 #[allow(clippy::too_many_arguments)]
 pub async fn review(
     ctx: &TickContext,
     session_id: &str,
-    directory: &str,
     goal: &Goal,
-    guard: &GoalGuard,
     basis: &Basis,
     observed: &Observed,
     audit: Option<&Audit>,
@@ -240,6 +238,7 @@ pub async fn review(
                         audit_fail_streak: 0,
                         note: Some(note),
                         evaluation: settlement.evaluation,
+                        goal_fields: Vec::new(),
                     })
                 }
                 None => AfterAudit::Settle(settlement),
@@ -278,27 +277,18 @@ pub async fn review(
     }
     append(ctx, session_id, entry).await;
 
-    if let AfterAudit::Continue(_) = &decision {
-        let state = observed.state.to_value();
-        let result = write(
-            ctx,
-            session_id,
-            directory,
-            guard,
-            Box::new(move |g: &mut Goal| {
-                g.extra.insert(PROGRESS_FIELD.into(), state);
-                if let Some(used) = overrides {
-                    g.extra.insert(OVERRIDES_FIELD.into(), json!(used));
-                }
-            }),
-        )
-        .await;
-        match result {
-            Ok(GoalWrite::Written(_)) => {}
-            Ok(GoalWrite::Stale) => return Err(TickOutcome::Done),
-            Err(_) => return Err(TickOutcome::Retry),
+    // The breaker state and the override set ride on the reservation's guarded write (one
+    // write, watched for lost updates), not on a write of their own.
+    let decision = match decision {
+        AfterAudit::Continue(mut reservation) => {
+            reservation.goal_fields.push((PROGRESS_FIELD.into(), observed.state.to_value()));
+            if let Some(used) = overrides {
+                reservation.goal_fields.push((OVERRIDES_FIELD.into(), json!(used)));
+            }
+            AfterAudit::Continue(reservation)
         }
-    }
+        settle => settle,
+    };
     Ok(decision)
 }
 
