@@ -572,10 +572,17 @@ async fn continue_goal(
     let reserved_guard = GoalGuard::Exact { revision: reserved.revision(), status: GoalStatus::Active, holder: ctx.holder.clone() };
     let bound = ECHO_BOUND.min(ctx.config.idle_quiet.max(Duration::from_millis(50)));
     let read_at = read_goal.as_ref().map_or(0.0, |g| g.updated_at);
-    if let Echo::Overwrote(theirs) = watch.echo(read_at, reserved.updated_at, now_ms(), bound).await {
-        drop(watch);
-        give_back_to_the_user(ctx, session_id, directory, &reserved, read_goal.as_ref(), theirs).await;
-        return TickOutcome::Done;
+    let echo = watch.echo(read_at, reserved.updated_at, now_ms(), bound).await;
+    if let Echo::Overwrote(theirs) = echo {
+        if is_competing_reservation(theirs.as_ref(), read_goal.as_ref()) {
+            // Another host's reservation of the same turn is no user intent to restore: it
+            // posts the same message id, and the read-back below lets only the lease's holder on.
+            debug!(target: "session_goal", session = session_id, "another host reserved the same turn; the read-back decides");
+        } else {
+            drop(watch);
+            give_back_to_the_user(ctx, session_id, directory, &reserved, read_goal.as_ref(), theirs).await;
+            return TickOutcome::Done;
+        }
     }
     drop(watch);
 
@@ -688,6 +695,16 @@ async fn continue_goal(
     }
 }
 
+/// Whether the goal state our reservation overwrote was another host's reservation of the same
+/// turn rather than a user's change: the same goal, active before and after, with the same
+/// user-owned content (objective, budget, creation). Pure.
+fn is_competing_reservation(theirs: Option<&Value>, read: Option<&Goal>) -> bool {
+    let (Some(their_goal), Some(read)) = (theirs.and_then(Goal::from_value), read) else {
+        return false;
+    };
+    their_goal.status == GoalStatus::Active && read.status == GoalStatus::Active && their_goal.revision() == read.revision()
+}
+
 /// Our reservation overwrote another writer's goal state (a pause, clear or edit that landed
 /// between our fresh read and our write): write theirs back, unless the goal changed again since
 /// our write. The reserved turn goes back with it (their goal carries the count from before).
@@ -763,3 +780,24 @@ pub async fn pause_after_abort(client: &OpenCodeClient, session_id: &str, direct
 
 #[doc(hidden)]
 pub use decide::Verdict as AuditVerdict;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn goal(status: &str, objective: &str, turns: u64) -> Value {
+        json!({"id": "goal-1", "objective": objective, "status": status, "turnsUsed": turns, "createdAt": 1000.0, "updatedAt": 2000.0 + turns as f64})
+    }
+
+    #[test]
+    fn another_hosts_reservation_is_not_a_user_change() {
+        let read = Goal::from_value(&goal("active", "Port the parser", 1)).unwrap();
+        // Another host reserved the same turn: only counters, lease and timestamps differ.
+        assert!(is_competing_reservation(Some(&goal("active", "Port the parser", 2)), Some(&read)));
+        // The user paused, edited or cleared: theirs is restored.
+        assert!(!is_competing_reservation(Some(&goal("paused", "Port the parser", 1)), Some(&read)));
+        assert!(!is_competing_reservation(Some(&goal("active", "Port the lexer", 1)), Some(&read)));
+        assert!(!is_competing_reservation(None, Some(&read)));
+        assert!(!is_competing_reservation(Some(&goal("active", "Port the parser", 2)), None));
+    }
+}
