@@ -250,26 +250,18 @@ impl OpenCodeClient {
 
     /// `GET /session/:id/message?limit=N`.
     pub async fn messages(&self, session_id: &str, directory: &str, limit: usize) -> Result<Vec<Message>, HttpError> {
-        let value = self
-            .json(
-                reqwest::Method::GET,
-                &session_path(session_id, "/message")?,
-                directory,
-                &[("limit", limit.to_string())],
-                None,
-            )
-            .await?;
-        Message::list_from_value(&value).ok_or(HttpError::Body(200))
+        Ok(self.messages_with_raw(session_id, directory, limit).await?.0)
     }
 
-    /// `GET /session/:id/message?limit=N` as OpenCode sent it (the evidence digest reads the
-    /// tool parts the tolerant [`Message`] view leaves out).
-    pub async fn messages_raw(&self, session_id: &str, directory: &str, limit: usize) -> Result<Vec<Value>, HttpError> {
+    /// [`messages`](Self::messages) together with the list as OpenCode sent it, from one request
+    /// (the evidence digest reads the tool parts the tolerant [`Message`] view leaves out).
+    pub async fn messages_with_raw(&self, session_id: &str, directory: &str, limit: usize) -> Result<(Vec<Message>, Vec<Value>), HttpError> {
         let value = self
             .json(reqwest::Method::GET, &session_path(session_id, "/message")?, directory, &[("limit", limit.to_string())], None)
             .await?;
+        let messages = Message::list_from_value(&value).ok_or(HttpError::Body(200))?;
         match value {
-            Value::Array(list) => Ok(list),
+            Value::Array(list) => Ok((messages, list)),
             _ => Err(HttpError::Body(200)),
         }
     }

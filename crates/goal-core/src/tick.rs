@@ -150,7 +150,7 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
         tokio::join!(
             ctx.client.status_map(directory),
             ctx.client.children(session_id, directory),
-            ctx.client.messages(session_id, directory, ctx.config.message_limit),
+            ctx.client.messages_with_raw(session_id, directory, ctx.config.message_limit),
         )
     };
     let (session, early_live) = if (ctx.known_active)(session_id) {
@@ -209,6 +209,8 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
             return TickOutcome::Retry;
         }
     };
+    // The raw list feeds the evidence digest (tool parts), so the audit path reads nothing twice.
+    let (messages, raw_messages) = messages;
     match live_gate(&status, session_id, &children, |id| (ctx.waiting_for_user)(id)) {
         LiveGate::Proceed => {}
         LiveGate::Busy => return TickOutcome::Done,
@@ -287,7 +289,7 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
                 return TickOutcome::Done;
             }
             // [evidence hook] read the evidence; the no-progress breaker may settle here.
-            let observed = match crate::tick_evidence::observe(ctx, session_id, directory, &goal, &guard, &objective, &basis).await {
+            let observed = match crate::tick_evidence::observe(ctx, session_id, directory, &goal, &guard, &objective, &basis, &raw_messages).await {
                 Ok(observed) => observed,
                 Err(outcome) => return outcome,
             };

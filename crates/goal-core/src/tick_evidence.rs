@@ -151,8 +151,10 @@ pub fn begin_waiting_for_user(goal: &mut Goal) {
     active_time::begin_inactive(goal, now_ms());
 }
 
-/// Reads the evidence of the turn(s) since the previous audit and advances the breaker. `Err`
-/// ends the tick: the breaker settled the goal `blocked`.
+/// Reads the evidence of the turn(s) since the previous audit (from the message list the tick
+/// already holds, plus the todos) and advances the breaker. `Err` ends the tick: the breaker
+/// settled the goal `blocked`.
+#[allow(clippy::too_many_arguments)]
 pub async fn observe(
     ctx: &TickContext,
     session_id: &str,
@@ -161,17 +163,13 @@ pub async fn observe(
     guard: &GoalGuard,
     objective: &str,
     basis: &Basis,
+    messages: &[Value],
 ) -> Result<Observed, TickOutcome> {
-    let (messages, todos) = tokio::join!(
-        ctx.client.messages_raw(session_id, directory, ctx.config.message_limit),
-        ctx.client.session_evidence(session_id, directory, "/todo", None),
-    );
-    // The tick has read the messages already; a failure here only means less evidence.
-    let messages = messages.unwrap_or_default();
+    let todos = ctx.client.session_evidence(session_id, directory, "/todo", None).await;
     let tail = basis.tail_message_id.as_str();
     let previous = ProgressState::from_goal_extra(&goal.extra);
     let cursor = previous.cursor_for(tail, goal.created_at);
-    let diff = match evidence::turn_diffs(&messages, &evidence::window(&messages, &cursor, tail)) {
+    let diff = match evidence::turn_diffs(messages, &evidence::window(messages, &cursor, tail)) {
         Ok(diffs) => Some(diffs),
         // No recorded summary: ask for the newest turn's diff, else the session's.
         Err(missing) => match missing.first() {
@@ -188,7 +186,7 @@ pub async fn observe(
         .and_then(|m| m.get("info")?.get("time")?.get("created")?.as_f64())
         .unwrap_or(0.0);
     let limits = &ctx.config.evidence.limits;
-    let digest = evidence::build_digest(&messages, &cursor, tail, diff.as_ref(), todos.as_ref(), limits);
+    let digest = evidence::build_digest(messages, &cursor, tail, diff.as_ref(), todos.as_ref(), limits);
     let print = TurnPrint::of(&digest, &basis.assistant_text);
     let state = evidence::advance(&previous, tail, tail_created, cursor, print);
     let limit = ctx.config.evidence.no_progress_turns;
