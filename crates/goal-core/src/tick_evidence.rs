@@ -165,21 +165,24 @@ pub async fn observe(
     basis: &Basis,
     messages: &[Value],
 ) -> Result<Observed, TickOutcome> {
-    let todos = ctx.client.session_evidence(session_id, directory, "/todo", None).await;
     let tail = basis.tail_message_id.as_str();
     let previous = ProgressState::from_goal_extra(&goal.extra);
     let cursor = previous.cursor_for(tail, goal.created_at);
-    let diff = match evidence::turn_diffs(messages, &evidence::window(messages, &cursor, tail)) {
-        Ok(diffs) => Some(diffs),
-        // No recorded summary: ask for the newest turn's diff, else the session's.
-        Err(missing) => match missing.first() {
-            Some(message_id) => match ctx.client.session_evidence(session_id, directory, "/diff", Some(message_id)).await {
-                Some(diff) => Some(diff),
+    let read_diff = async {
+        match evidence::turn_diffs(messages, &evidence::window(messages, &cursor, tail)) {
+            Ok(diffs) => Some(diffs),
+            // No recorded summary: ask for the newest turn's diff, else the session's.
+            Err(missing) => match missing.first() {
+                Some(message_id) => match ctx.client.session_evidence(session_id, directory, "/diff", Some(message_id)).await {
+                    Some(diff) => Some(diff),
+                    None => ctx.client.session_evidence(session_id, directory, "/diff", None).await,
+                },
                 None => ctx.client.session_evidence(session_id, directory, "/diff", None).await,
             },
-            None => ctx.client.session_evidence(session_id, directory, "/diff", None).await,
-        },
+        }
     };
+    // Both reads are optional evidence: side by side, one step on the tick's path.
+    let (todos, diff) = tokio::join!(ctx.client.session_evidence(session_id, directory, "/todo", None), read_diff);
     let tail_created = messages
         .iter()
         .find(|m| m.get("info").and_then(|i| i.get("id")).and_then(Value::as_str) == Some(tail))
