@@ -821,8 +821,8 @@ export interface SessionGoalRuntimeOptions {
   /** Small-model call timeout (default 60000 ms). */
   auditTimeoutMs?: number
   /**
-   * Reads of an unreadable session before its goal settles blocked (default 4: the first read
-   * and three retries, waiting quiet × 1, 2 and 4 between them).
+   * Retries of an unreadable session before its goal settles blocked (default 4: after the
+   * first read, four more at quiet × 1, 2, 4 and 8; the last of them settles the goal).
    */
   maxRetryAttempts?: number
   /** Continuation dispatch attempts before settling blocked (default 3). */

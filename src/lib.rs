@@ -93,8 +93,8 @@ pub struct SessionGoalRuntimeOptions {
   pub message_fetch_limit: Option<f64>,
   /// Small-model call timeout (default 60000 ms).
   pub audit_timeout_ms: Option<f64>,
-  /// Reads of an unreadable session before its goal settles blocked (default 4: the first read
-  /// and three retries, waiting quiet × 1, 2 and 4 between them).
+  /// Retries of an unreadable session before its goal settles blocked (default 4: after the
+  /// first read, four more at quiet × 1, 2, 4 and 8; the last of them settles the goal).
   pub max_retry_attempts: Option<f64>,
   /// Continuation dispatch attempts before settling blocked (default 3).
   pub max_dispatch_attempts: Option<f64>,

@@ -31,7 +31,7 @@ pub trait Job: Send + Sync + 'static {
         -> Pin<Box<dyn Future<Output = TickOutcome> + Send>>;
     /// The quiet window used for re-arms and backoff.
     fn quiet(&self) -> Duration;
-    /// Retries before giving up.
+    /// Retries after the first run before giving up (the run after the last retry settles).
     fn max_attempts(&self) -> u32;
     /// Ticks allowed to run at once (see [`MAX_CONCURRENT_TICKS`]).
     fn max_concurrent(&self) -> usize {
@@ -399,8 +399,8 @@ impl Actor {
         match outcome {
             TickOutcome::Retry => {
                 entry.attempt += 1;
-                if entry.attempt < max_attempts {
-                    // Bounded backoff: q, 2q, 4q, 8q.
+                if entry.attempt <= max_attempts {
+                    // Bounded backoff: q, 2q, 4q, 8q; the run after the last one settles.
                     next = Some(quiet * (1u32 << (entry.attempt - 1).min(8)));
                 } else {
                     warn!(target: "session_goal", session, "giving up after repeated read failures");
@@ -669,11 +669,11 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(10_000)).await;
         settle().await;
         let runs = recorder.runs.lock().clone();
-        assert_eq!(runs.len(), 4, "first run plus three retries, then it gives up");
+        assert_eq!(runs.len(), 5, "first run plus four retries, then it gives up");
         let gaps: Vec<u128> = runs.windows(2).map(|w| (w[1].2 - w[0].2).as_millis()).collect();
-        assert_eq!(gaps, vec![100, 200, 400]);
+        assert_eq!(gaps, vec![100, 200, 400, 800]);
         let attempts: Vec<u32> = runs.iter().map(|r| r.1).collect();
-        assert_eq!(attempts, vec![0, 1, 2, 3]);
+        assert_eq!(attempts, vec![0, 1, 2, 3, 4]);
     }
 
     #[tokio::test(start_paused = true)]

@@ -40,7 +40,8 @@ pub struct GoalConfig {
     pub message_limit: usize,
     /// Small-model call timeout.
     pub audit_timeout: Duration,
-    /// Read-failure retries before settling blocked (4: delays q, 2q, 4q, 8q).
+    /// Retries of an unreadable session before its goal settles blocked (4: the first read, then
+    /// four more after q, 2q, 4q and 8q).
     pub max_retry_attempts: u32,
     /// Continuation dispatch attempts before settling blocked (3).
     pub max_dispatch_attempts: u32,
@@ -139,13 +140,14 @@ pub use crate::writer::CONTINUATION_FOR_FIELD;
 /// Status reason while a permission or question is pending.
 pub const WAITING_FOR_USER: &str = "waiting for user input";
 
-/// Runs one tick. `attempt` counts consecutive read failures (0 on a normal wake-up).
+/// Runs one tick. `attempt` counts consecutive read failures (0 on a normal wake-up); the tick
+/// that follows the last allowed retry settles the goal instead of asking for another.
 pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, attempt: u32, generation: Generation) -> TickOutcome {
     let flags = ctx.services.data_dir.flags().await;
     if !flags.goal_enabled {
         return TickOutcome::Done;
     }
-    let exhausted = attempt + 1 >= ctx.config.max_retry_attempts;
+    let exhausted = attempt >= ctx.config.max_retry_attempts;
     let read_live = || async {
         tokio::join!(
             ctx.client.status_map(directory),
