@@ -62,7 +62,8 @@ const commands = {
     const created = []
     for (let index = 0; index < count; index++) {
       const session = mock.createSession({ id: ids?.[index], directory, metadata: goalMetadata(index, goal) })
-      mock.addUserMessage(session.id, 'Please make the parser handle nested lists')
+      // As on a real server, the finished turn's user message carries its file changes.
+      mock.addUserMessage(session.id, 'Please make the parser handle nested lists', { summary: { diffs: [] } })
       mock.addAssistantMessage(session.id, {
         text: 'Started: parser skeleton in place. Remaining: nesting.',
         tokens: { input: 1000, output: 100 },

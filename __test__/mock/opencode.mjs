@@ -36,7 +36,7 @@
 //   mock.setStatus(id, 'busy'|'retry'|'idle'|{type,...})   emits session.status (+ session.idle)
 //   mock.status(id) → {type}                        ('idle' when absent from the map)
 //   mock.addUserMessage(id, text | partInputs[], {created?, id?, agent='build',
-//                       model={providerID:'mock', modelID:'mock-model'}, variant?}) → {info, parts}
+//                       model={providerID:'mock', modelID:'mock-model'}, variant?, summary?}) → {info, parts}
 //   mock.addAssistantMessage(id, {text='', parentID=<last user msg>, created?, completed=true|ms|false,
 //                       tokens={input,output,reasoning,cache:{read,write}} (0s), finish='stop' (none by
 //                       default when error is set), error?, summary?, providerID='mock',
@@ -412,6 +412,8 @@ export async function startMockOpenCode(options = {}) {
       agent: opts.agent ?? 'build',
       model: { ...(opts.model ?? { providerID: 'mock', modelID: 'mock-model' }), ...(opts.variant ? { variant: opts.variant } : {}) },
     };
+    // OpenCode records a finished turn's file changes here (`{diffs: [...]}`, see FACTS.md).
+    if (opts.summary !== undefined) info.summary = clone(opts.summary);
     const inputs = Array.isArray(text) ? text : [{ type: 'text', text: String(text ?? '') }];
     const parts = inputs.filter(isObj).map((p) => makePart(s, info.id, p));
     const m = { info, parts };

@@ -143,24 +143,30 @@ pub const WAITING_FOR_USER: &str = "waiting for user input";
 /// Runs one tick. `attempt` counts consecutive read failures (0 on a normal wake-up); the tick
 /// that follows the last allowed retry settles the goal instead of asking for another.
 pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, attempt: u32, generation: Generation) -> TickOutcome {
-    let flags = ctx.services.data_dir.flags().await;
-    if !flags.goal_enabled {
-        return TickOutcome::Done;
-    }
     let exhausted = attempt >= ctx.config.max_retry_attempts;
+    // The todo list is evidence for the audit: read beside the live state, so an audited turn
+    // spends no extra round trip on it (a tick that ends early just drops it).
     let read_live = || async {
         tokio::join!(
             ctx.client.status_map(directory),
             ctx.client.children(session_id, directory),
             ctx.client.messages_with_raw(session_id, directory, ctx.config.message_limit),
+            ctx.client.session_evidence(session_id, directory, "/todo", None),
         )
     };
-    let (session, early_live) = if (ctx.known_active)(session_id) {
-        let (session, live) = tokio::join!(ctx.client.get_session(session_id, directory), read_live());
-        (session, Some(live))
-    } else {
-        (ctx.client.get_session(session_id, directory).await, None)
-    };
+    // The settings file is read beside the first requests (a disk read would otherwise delay
+    // them); when goals are switched off, what was read is dropped unused.
+    let (flags, (session, early_live)) = tokio::join!(ctx.services.data_dir.flags(), async {
+        if (ctx.known_active)(session_id) {
+            let (session, live) = tokio::join!(ctx.client.get_session(session_id, directory), read_live());
+            (session, Some(live))
+        } else {
+            (ctx.client.get_session(session_id, directory).await, None)
+        }
+    });
+    if !flags.goal_enabled {
+        return TickOutcome::Done;
+    }
     let session = match session {
         Ok(session) => session,
         Err(error) => {
@@ -191,7 +197,7 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
         }
     };
 
-    let (status, children, messages) = match early_live {
+    let (status, children, messages, todos) = match early_live {
         Some(live) => live,
         None => read_live().await,
     };
@@ -291,7 +297,7 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
                 return TickOutcome::Done;
             }
             // [evidence hook] read the evidence; the no-progress breaker may settle here.
-            let observed = match crate::tick_evidence::observe(ctx, session_id, directory, &goal, &guard, &objective, &basis, &raw_messages).await {
+            let observed = match crate::tick_evidence::observe(ctx, session_id, directory, &goal, &guard, &objective, &basis, &raw_messages, todos).await {
                 Ok(observed) => observed,
                 Err(outcome) => return outcome,
             };

@@ -151,8 +151,9 @@ pub fn begin_waiting_for_user(goal: &mut Goal) {
     active_time::begin_inactive(goal, now_ms());
 }
 
-/// Reads the evidence of the turn(s) since the previous audit (from the message list the tick
-/// already holds, plus the todos) and advances the breaker. `Err` ends the tick: the breaker
+/// Reads the evidence of the turn(s) since the previous audit (from the message list and the
+/// todo list the tick already holds; the diff route only when a turn recorded no summary) and
+/// advances the breaker. `Err` ends the tick: the breaker
 /// settled the goal `blocked`.
 #[allow(clippy::too_many_arguments)]
 pub async fn observe(
@@ -164,11 +165,12 @@ pub async fn observe(
     objective: &str,
     basis: &Basis,
     messages: &[Value],
+    todos: Option<Value>,
 ) -> Result<Observed, TickOutcome> {
     let tail = basis.tail_message_id.as_str();
     let previous = ProgressState::from_goal_extra(&goal.extra);
     let cursor = previous.cursor_for(tail, goal.created_at);
-    let read_diff = async {
+    let diff = {
         match evidence::turn_diffs(messages, &evidence::window(messages, &cursor, tail)) {
             Ok(diffs) => Some(diffs),
             // No recorded summary: ask for the newest turn's diff, else the session's.
@@ -181,8 +183,6 @@ pub async fn observe(
             },
         }
     };
-    // Both reads are optional evidence: side by side, one step on the tick's path.
-    let (todos, diff) = tokio::join!(ctx.client.session_evidence(session_id, directory, "/todo", None), read_diff);
     let tail_created = messages
         .iter()
         .find(|m| m.get("info").and_then(|i| i.get("id")).and_then(Value::as_str) == Some(tail))
