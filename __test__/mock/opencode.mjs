@@ -143,7 +143,8 @@
 //   catalog.mjs   GET /command /config /provider /agent data and command template expansion
 //   sse.mjs       event envelopes, sync twins, event streams and heartbeats
 //   messages.mjs  message and part shapes (builders)
-//   state.mjs     sessions, messages, metadata, statuses, pending requests, diff/todo evidence
+//   state.mjs     sessions, messages, metadata, statuses, diff/todo evidence
+//   pending.mjs   open permission and question requests and their replies
 //   turns.mjs     scripted replies, one turn at a time per session; abort
 //   routes.mjs    the route table: one handler per endpoint
 //   faults.mjs    the fault list and what a matched fault does to a request
@@ -195,9 +196,12 @@ export async function startMockOpenCode(options = {}) {
     record: (envelope) => mock.events.push(envelope),
   });
   const faults = createFaults();
+  // State and turns refer to each other (a deleted session stops its turns; a turn writes
+  // replies), and turns stop once the server closes: the late bindings below are only called
+  // after startup.
+  let http = null;
   let turns = null;
   const state = createState({ now, ids, emit: events.emit, projectID, defaultDirectory, onSessionGone: (id) => turns.cancel(id) });
-  let http = null;
   turns = createTurns({
     state,
     emit: events.emit,

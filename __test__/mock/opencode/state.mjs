@@ -1,8 +1,9 @@
 // What the mock server holds: sessions (info with metadata, messages, accepted prompt ids),
-// statuses, pending permission/question requests and the evidence lists (diff, todos). Every
-// change stamps the clock and emits the event the real server would.
+// statuses, the evidence lists (diff, todos) and, through pending.mjs, the open permission and
+// question requests. Every change stamps the clock and emits the event the real server would.
 import { ABORTED, VERSION, clone, isObj, notFound, zeroTokens } from './common.mjs';
 import { applyAssistant, assistantInfo, makePart, messageCopy, userInfo } from './messages.mjs';
+import { createPending } from './pending.mjs';
 
 const SLUG_A = ['lucky', 'quiet', 'brave', 'shiny', 'gentle', 'swift', 'misty', 'calm'];
 const SLUG_B = ['moon', 'river', 'forest', 'comet', 'meadow', 'harbor', 'canyon', 'breeze'];
@@ -16,7 +17,6 @@ export function createState({ now, ids, emit, projectID, defaultDirectory, onSes
   const sessions = new Map(); // id -> {info, messages: [{info, parts}], order, lastCreated, promptIds}
   const statuses = new Map(); // id -> {type, ...} (busy/retry only; idle is absence)
   const evidence = { diff: new Map(), todo: new Map() }; // id -> list | null (null: route answers 404)
-  const pending = []; // {kind: 'permission'|'question', request}
   const build = { now, ids };
   let sessionOrder = 0;
 
@@ -191,44 +191,6 @@ export function createState({ now, ids, emit, projectID, defaultDirectory, onSes
     setStatus(id, 'idle');
   }
 
-  // ---- pending permission / question -----------------------------------------------------------
-  function setPending(id, kind, requestID, extra = {}) {
-    const s = mustSession(id);
-    if (kind !== 'permission' && kind !== 'question') throw new Error(`bad pending kind ${kind}`);
-    const request =
-      kind === 'permission'
-        ? { id: requestID ?? ids.ascending('per'), sessionID: id, permission: 'bash', patterns: ['*'], metadata: {}, always: [], ...clone(extra) }
-        : {
-            id: requestID ?? ids.ascending('que'),
-            sessionID: id,
-            questions: [{ question: 'Continue?', header: 'Continue', options: [{ label: 'Yes', description: 'Go on' }] }],
-            ...clone(extra),
-          };
-    pending.push({ kind, request });
-    emit({ type: `${kind}.asked`, properties: clone(request) }, s.info.directory);
-    return clone(request);
-  }
-
-  // Removes the matching requests (every filter optional) and emits their replies; returns how many.
-  function clearPending(id, kind, requestID, answer) {
-    let n = 0;
-    for (let i = pending.length - 1; i >= 0; i--) {
-      const { kind: k, request } = pending[i];
-      if ((id && request.sessionID !== id) || (kind && k !== kind) || (requestID && request.id !== requestID)) continue;
-      pending.splice(i, 1);
-      n++;
-      const dir = sessions.get(request.sessionID)?.info.directory ?? defaultDirectory;
-      const props = { sessionID: request.sessionID, requestID: request.id };
-      if (k === 'permission') emit({ type: 'permission.replied', properties: { ...props, reply: answer ?? 'once' } }, dir);
-      else if (answer === 'reject') emit({ type: 'question.rejected', properties: props }, dir);
-      else emit({ type: 'question.replied', properties: { ...props, answers: clone(answer) ?? [] } }, dir);
-    }
-    return n;
-  }
-
-  const pendingOf = (kind) => pending.filter((p) => p.kind === kind).map((p) => clone(p.request));
-  const hasPending = (kind, requestID) => pending.some((p) => p.kind === kind && p.request.id === requestID);
-
   // ---- evidence (FACTS.md "Evidence the loop can read") -----------------------------------------
   // Sets the diff or todo list of a session and emits its event; null makes the route answer 404.
   function setEvidence(kind, id, list) {
@@ -242,6 +204,13 @@ export function createState({ now, ids, emit, projectID, defaultDirectory, onSes
     const list = evidence[kind].get(id);
     return list === null ? null : clone(list ?? []);
   };
+
+  const requests = createPending({
+    ids,
+    emit,
+    mustSession,
+    directoryOf: (id) => sessions.get(id)?.info.directory ?? defaultDirectory,
+  });
 
   return {
     sessions,
@@ -262,10 +231,10 @@ export function createState({ now, ids, emit, projectID, defaultDirectory, onSes
     addAssistantMessage,
     completeAssistantMessage,
     abortReplies,
-    setPending,
-    clearPending,
-    pendingOf,
-    hasPending,
+    setPending: requests.add,
+    clearPending: requests.clear,
+    pendingOf: requests.list,
+    hasPending: requests.has,
     setEvidence,
     readEvidence,
   };
