@@ -2,6 +2,8 @@
 // Run: node __test__/mock/opencode.selftest.mjs   (exit 0 = ok)
 import assert from 'node:assert/strict';
 import { startMockOpenCode } from './opencode.mjs';
+import { ROUTE_LIST, matchRoute } from './opencode/routes.mjs';
+import { faultAnswer, planFault } from './opencode/faults.mjs';
 
 const DIR = '/tmp/selftest-project';
 const q = `?directory=${encodeURIComponent(DIR)}`;
@@ -124,7 +126,9 @@ async function main() {
         ids.push(mock.addAssistantMessage(s.id, { text: `a${i}`, tokens: { input: 10, output: 5 } }).info.id);
       }
       const all = mock.messages(s.id);
-      for (let i = 1; i < all.length; i++) assert.ok(all[i].info.time.created > all[i - 1].info.time.created);
+      // Stamped with the clock: messages made in the same millisecond share a time (FACTS.md),
+      // so times never go backwards but may tie.
+      for (let i = 1; i < all.length; i++) assert.ok(all[i].info.time.created >= all[i - 1].info.time.created);
       assert.deepEqual([...ids].sort(), ids, 'ids sort in creation order');
       const last = await (await api(`/session/${s.id}/message${q}&limit=3`)).json();
       assert.deepEqual(last.map((m) => m.info.id), ids.slice(-3));
@@ -269,6 +273,46 @@ async function main() {
       await assert.rejects(fetch(`${mock.url}/global/health`));
       await mock.waitFor(() => mock.listening, { timeoutMs: 1000 });
       assert.equal((await api('/global/health')).status, 200);
+    });
+
+    await step('route table: literal paths win, parameters bind, unknown paths fall through', async () => {
+      const at = (method, path) => matchRoute(method, path.split('/').filter(Boolean));
+      for (const [method, pattern] of ROUTE_LIST) {
+        const concrete = pattern.replace(/:(\w+)/g, (_, name) => (name === 'sessionID' ? 'ses_x' : `${name}_1`));
+        assert.equal(at(method, concrete)?.route.pattern, pattern, `${method} ${pattern}`);
+      }
+      assert.equal(at('GET', '/session/status').route.pattern, '/session/status');
+      assert.deepEqual(at('GET', '/session/ses_a/message/msg_b').params, { sessionID: 'ses_a', messageID: 'msg_b' });
+      assert.equal(at('PUT', '/session/ses_a'), undefined);
+      assert.equal(at('GET', '/session/ses_a/message/msg_b/extra'), undefined);
+      // Over HTTP, an unknown path under /session/ is checked like a session route first.
+      assert.equal((await (await api('/session/nope/whatever')).json()).kind, 'Params');
+      assert.match((await (await api('/session/ses_missing/whatever')).json()).data.message, /^Session not found/);
+      assert.match((await (await api(`/session/${parent.id}/whatever`)).json()).data.message, /^Route not found/);
+    });
+
+    await step('fault plans: what runs, what waits, what answers', async () => {
+      assert.deepEqual(planFault(undefined), { kind: 'none', waitBeforeMs: 0, waitAfterMs: 0, runHandler: true, realAnswer: true });
+      assert.deepEqual(planFault({ delayMs: 30 }), { kind: 'delay', waitBeforeMs: 30, waitAfterMs: 0, runHandler: true, realAnswer: true });
+      assert.deepEqual(planFault({ delayMs: 30, apply: true }), { kind: 'delay', waitBeforeMs: 0, waitAfterMs: 30, runHandler: true, realAnswer: true });
+      assert.deepEqual(planFault({ status: 503 }), { kind: 'status', waitBeforeMs: 0, waitAfterMs: 0, runHandler: false, realAnswer: false });
+      assert.equal(planFault({ status: 503, apply: true }).runHandler, true);
+      assert.equal(planFault({ truncatedJson: true }).runHandler, true);
+      assert.equal(planFault({ hang: true, destroy: true, html: true }).kind, 'hang');
+      assert.equal(faultAnswer('destroy', { destroy: true }), 'destroy');
+      // Truncated JSON: the real answer's first half, its status kept (204 and streams become 200).
+      assert.deepEqual(faultAnswer('truncated', { truncatedJson: true }, { status: 201, body: { a: 'bcdef' } }), { status: 201, body: '{"a":"', contentType: undefined });
+      assert.equal(faultAnswer('truncated', { truncatedJson: true }, { status: 204 }).status, 200);
+      assert.equal(faultAnswer('status', { body: 'x' }).status, 500);
+      // A held request answers nothing until the mock closes; others pass meanwhile.
+      const held = mock.fault({ path: '/agent', times: 1, hang: true });
+      const hanging = api('/agent').then(() => 'answered', () => 'reset');
+      await mock.waitFor(() => held.remaining === 0);
+      assert.equal((await api('/config')).status, 200);
+      assert.equal(await Promise.race([hanging, new Promise((r) => setTimeout(() => r('still held'), 50))]), 'still held');
+      await mock.refuseConnections();
+      assert.equal(await hanging, 'reset');
+      await mock.acceptConnections();
     });
 
     assert.deepEqual(mock.errors, []);

@@ -1,0 +1,103 @@
+// Scripted turns: what the mock "model" answers to an accepted prompt. Turns run one at a time
+// per session: status busy, an unfinished reply, the scripted entry after a delay, status idle.
+// Abort and delete cancel the running and queued turns.
+import { clone } from './common.mjs';
+import { messageCopy } from './messages.mjs';
+
+/**
+ * Options: `state` (createState), `emit`, `sleep` (createTimers), `mock` (the public object: its
+ * `errors` list and the argument of reply functions), `defaultDelayMs`, `defaultReplies` (the
+ * script of sessions without their own) and `isClosed()`.
+ */
+export function createTurns({ state, emit, sleep, mock, defaultDelayMs, defaultReplies, isClosed }) {
+  const scripts = new Map(); // id -> {replies, index, delayMs}
+  const turns = new Map(); // id -> {queue: Promise, gen, wake: Set}
+  const defaultScript = defaultReplies ? { replies: defaultReplies, index: 0, delayMs: defaultDelayMs } : null;
+
+  const turnState = (id) => {
+    if (!turns.has(id)) turns.set(id, { queue: Promise.resolve(), gen: 0, wake: new Set() });
+    return turns.get(id);
+  };
+
+  /** Sets (or with null removes) the reply script of a session. */
+  function script(sessionId, replies, { replyDelayMs } = {}) {
+    if (replies === null || replies === undefined) scripts.delete(sessionId);
+    else scripts.set(sessionId, { replies: [...replies], index: 0, delayMs: replyDelayMs ?? defaultDelayMs });
+  }
+
+  /** Whether prompts to the session get scripted replies. */
+  const hasScript = (id) => scripts.has(id) || Boolean(defaultScript);
+
+  /** Takes the session's next script entry ({entry, delayMs}; the last entry repeats), if any. */
+  function nextReply(id) {
+    const sc = scripts.get(id) ?? defaultScript;
+    if (!sc || !sc.replies.length) return undefined;
+    const entry = sc.replies[Math.min(sc.index, sc.replies.length - 1)];
+    sc.index++;
+    return { entry, delayMs: sc.delayMs };
+  }
+
+  /** Cancels the running and queued turns of a session (a sleeping turn wakes at once). */
+  function cancel(id) {
+    const t = turns.get(id);
+    if (!t) return;
+    t.gen++;
+    for (const wake of [...t.wake]) wake();
+  }
+
+  // The reply's addAssistantMessage options: the prompt's agent/model under the script entry.
+  function replyOptions(userMessage, body, entry) {
+    const base = {
+      parentID: userMessage?.info.id,
+      agent: body?.agent ?? userMessage?.info.agent,
+      providerID: body?.model?.providerID ?? userMessage?.info.model?.providerID,
+      modelID: body?.model?.modelID ?? userMessage?.info.model?.modelID,
+      variant: body?.variant,
+    };
+    for (const k of Object.keys(base)) if (base[k] === undefined) delete base[k];
+    return { ...base, ...entry };
+  }
+
+  /**
+   * Runs one turn after the queued ones; resolves with the reply {info, parts}, or null when the
+   * turn was cancelled before it started.
+   */
+  function run(id, { userMessage, body, reply }) {
+    const t = turnState(id);
+    const gen = t.gen;
+    const live = () => t.gen === gen && !isClosed() && state.sessions.has(id);
+    const turn = async () => {
+      if (!live()) return null;
+      const s = state.sessions.get(id);
+      let entry = reply.entry ?? {};
+      if (typeof entry === 'function') entry = (await entry({ sessionId: id, body: clone(body), mock })) ?? {};
+      if (!live()) return null;
+      state.setStatus(id, 'busy');
+      const opts = replyOptions(userMessage, body, entry);
+      const m = state.newAssistant(s, opts);
+      state.emitMessage(s, m);
+      await sleep(reply.delayMs ?? defaultDelayMs, t.wake);
+      if (!live() || opts.completed === false) return messageCopy(m);
+      const result = state.completeAssistantMessage(id, m.info.id, opts);
+      if (opts.error) emit({ type: 'session.error', properties: { sessionID: id, error: clone(opts.error) } }, s.info.directory);
+      state.setStatus(id, 'idle');
+      return result;
+    };
+    const p = t.queue.then(turn, turn).catch((e) => {
+      mock.errors.push(e);
+      return null;
+    });
+    t.queue = p;
+    return p;
+  }
+
+  /** POST /session/:id/abort: recorded, turns cancelled, unfinished replies aborted. */
+  function abort(id) {
+    mock.aborts.push(id);
+    if (!state.sessions.has(id)) return;
+    cancel(id);
+    state.abortReplies(id);
+  }
+
+  return { script, hasScript, nextReply, cancel, run, abort };
+}
