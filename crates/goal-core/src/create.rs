@@ -11,13 +11,15 @@ use std::time::Duration;
 
 use tracing::warn;
 
-use crate::model::{truncate_chars, Goal, GoalStatus, SessionView, GOAL_OBJECTIVE_CHAR_LIMIT};
+use crate::goal_record::{truncate_chars, Goal, GoalStatus, GOAL_OBJECTIVE_CHAR_LIMIT};
+use crate::session_data::SessionView;
 use crate::objectives::{is_valid_session_id, normalize_objective, write_objective};
 use crate::opencode::{HttpError, OpenCodeClient};
 use crate::prompts;
 use crate::script_guard::introduces_foreign_script;
 use crate::services::{SmallModel, SmallModelRequest};
-use crate::writer::{now_ms, write_namespace_key};
+use crate::clock::now_ms;
+use crate::writer::write_namespace_key;
 
 /// Smallest token budget a goal accepts.
 pub const MIN_TOKEN_BUDGET: u64 = 1_000;
@@ -420,7 +422,7 @@ mod tests {
         let model = Arc::new(Scripted { reply, calls: Mutex::new(Vec::new()) });
         let endpoint = Arc::new(StaticEndpoint::new("http://127.0.0.1:9", Vec::new()));
         let ctx = ControlContext {
-            client: OpenCodeClient::new(endpoint, Duration::from_millis(100)),
+            client: OpenCodeClient::new(&crate::shared::SharedContext::new(), endpoint, Duration::from_millis(100)),
             small_model: model.clone(),
             data_dir: std::env::temp_dir(),
             small_model_timeout: Duration::from_secs(1),

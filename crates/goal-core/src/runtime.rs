@@ -12,12 +12,12 @@ use tracing::{debug, warn};
 
 use crate::decide::REASON_RESUMED;
 use crate::intake::{Consumer, IntakeEvent};
-use crate::model::{Goal, GoalRevision, GoalStatus};
+use crate::goal_record::{Goal, GoalRevision, GoalStatus};
 use crate::opencode::OpenCodeClient;
 use crate::scheduler::{ArmMode, Job, Scheduler, SessionSnapshot};
 use crate::services::Services;
 use crate::tick::{pause_after_abort, run_tick, Generation, GoalConfig, TickContext, TickOutcome};
-use crate::writer::now_ms;
+use crate::clock::now_ms;
 
 /// Most directories remembered for restart recovery.
 const MAX_KNOWN_DIRECTORIES: usize = 50;
@@ -119,8 +119,9 @@ impl GoalRuntime {
             waiting_for_user: Arc::new(move |session: &str| {
                 pending_view.read().get(session).is_some_and(|set| !set.is_empty())
             }),
-            holder: crate::writer::holder_id(&settings.client.key()),
+            holder: crate::lease::holder_id(&settings.client.key()),
             echoes: Arc::default(),
+            dispatch_claims: settings.shared.dispatch_claims().clone(),
             // Optimistic: a session that events have not shown without an active goal is read
             // at once (a host that forwards only status events still gets the short path).
             known_active: Arc::new(move |session: &str| match seen_view.read().get(session) {
@@ -278,7 +279,7 @@ impl Inner {
             for session in sessions.iter().filter(|s| !s.is_subagent()) {
                 let Some(goal) = session.goal() else { continue };
                 if goal.status != GoalStatus::Active
-                    || crate::model::live_status(&status, &session.id) == crate::model::LiveStatus::Working
+                    || crate::session_data::live_status(&status, &session.id) == crate::session_data::LiveStatus::Working
                     || self.scheduler.is_tracking(&session.id)
                 {
                     continue;

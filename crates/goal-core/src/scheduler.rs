@@ -15,7 +15,7 @@ use tokio::task::JoinHandle;
 use tracing::{error, warn};
 
 use crate::tick::{Generation, TickOutcome};
-use crate::writer::now_ms;
+use crate::clock::now_ms;
 
 /// Most ticks of one runtime that run at once. A burst of wake-ups (thousands of sessions going
 /// idle together, a reconnect scan) would otherwise start every tick at once: one connection

@@ -18,7 +18,8 @@ use crate::prompts::{assist_system_prompt, assist_user_prompt};
 use crate::scheduler::{ArmMode, Job, Scheduler, SessionSnapshot};
 use crate::services::{DataDir, SmallModel, SmallModelRequest};
 use crate::tick::{Generation, TickOutcome};
-use crate::writer::{now_ms, write_namespace_key};
+use crate::clock::now_ms;
+use crate::writer::write_namespace_key;
 
 /// The metadata key under `openchamber` that the assist owns.
 pub const ASSIST_KEY: &str = "assist";
