@@ -35,6 +35,7 @@ pub mod clock;
 pub mod lease;
 pub mod session_locks;
 pub mod writer;
+pub mod session_facts;
 pub mod scheduler;
 pub mod intake;
 pub mod shared;
