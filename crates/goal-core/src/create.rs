@@ -150,7 +150,9 @@ pub fn new_goal_id() -> String {
     let millis = now_ms() as u64;
     let mut id = to_base36(millis);
     // RandomState is seeded from the OS once per thread and stepped per instance; mixing in a
-    // process-wide counter and the clock keeps ids distinct even within one millisecond.
+    // process-wide counter and the clock keeps ids distinct even within one millisecond. The
+    // counter stays a static: ids must differ across every context of the process, so it is
+    // process identity rather than state a context owns.
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
     hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));

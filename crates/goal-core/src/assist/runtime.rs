@@ -1,7 +1,7 @@
 //! The assist runtime: a quiet window per session after `idle` (busy/retry or a newer user
 //! message clears it), then one run: settings → session → last exchange → small model → tail
-//! re-check → merged metadata write. It shares the process-wide event intake, HTTP pool and
-//! per-session metadata write queue with the goal runtime, so neither erases the other's keys.
+//! re-check → merged metadata write. It shares its context's event intake, HTTP pools and
+//! per-session metadata write slots with the goal runtime, so neither erases the other's keys.
 
 use std::future::Future;
 use std::pin::Pin;
