@@ -74,7 +74,7 @@ pub struct GoalSighting {
 }
 
 enum Command {
-    Goal(GoalSighting),
+    Goal(Box<GoalSighting>),
     UserInput { session: String, directory: String, request_id: String, pending: bool, rearm: Duration },
     Arm { session: String, directory: String, delay: Duration, mode: ArmMode },
     Clear { session: String },
@@ -183,7 +183,7 @@ impl Scheduler {
     /// Records what was seen of a session's goal: a user change invalidates work in flight, then
     /// the sighting's wake-ups are armed.
     pub fn goal_seen(&self, sighting: GoalSighting) {
-        self.send(Command::Goal(sighting));
+        self.send(Command::Goal(Box::new(sighting)));
     }
 
     /// A permission or question request opened (`pending`) or was answered; answering the last
@@ -297,7 +297,7 @@ impl Actor {
                     break;
                 }
                 other if self.stopped => drop(other),
-                Command::Goal(sighting) => self.goal_seen(sighting),
+                Command::Goal(sighting) => self.goal_seen(*sighting),
                 Command::UserInput { session, directory, request_id, pending, rearm } => {
                     if self.facts.user_input(&session, &request_id, pending) {
                         // Answered: look again once the session has been quiet.
@@ -340,13 +340,14 @@ impl Actor {
     }
 
     fn goal_seen(&mut self, sighting: GoalSighting) {
-        let changed = self.facts.see(&sighting.session, &sighting.seen);
+        let GoalSighting { session, directory, seen, arm, arm_if_changed } = sighting;
+        let changed = self.facts.see(&session, seen);
         if changed {
-            self.invalidate(&sighting.session);
+            self.invalidate(&session);
         }
-        let wake = sighting.arm.or(if changed { sighting.arm_if_changed } else { None });
+        let wake = arm.or(if changed { arm_if_changed } else { None });
         if let Some((delay, mode)) = wake {
-            self.arm(&sighting.session, &sighting.directory, delay, mode);
+            self.arm(&session, &directory, delay, mode);
         }
     }
 

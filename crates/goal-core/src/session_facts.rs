@@ -37,34 +37,42 @@ impl SessionFacts {
     }
 
     /// Records a sighting; returns whether it is a user change that invalidates work in flight.
-    pub fn see(&mut self, session: &str, seen: &Seen) -> bool {
-        let goal = match seen {
+    pub fn see(&mut self, session: &str, seen: Seen) -> bool {
+        match seen {
             Seen::Child => {
                 self.view.set_without_goal(session, true);
-                return false;
+                false
             }
             Seen::Event(goal) => {
                 self.view.set_without_goal(session, goal.is_none());
-                goal.as_ref()
+                self.record(session, goal)
             }
             Seen::Scan(revision, status) => {
-                self.record(session, Some((revision, *status)));
-                return false;
+                self.record(session, Some((revision, status)));
+                false
             }
-        };
-        self.record(session, goal.map(|(revision, status)| (revision, *status)))
+        }
     }
 
     /// Stores the goal state; whether it changed in a way that invalidates a tick.
-    fn record(&mut self, session: &str, goal: Option<(&GoalRevision, GoalStatus)>) -> bool {
+    fn record(&mut self, session: &str, goal: Option<(GoalRevision, GoalStatus)>) -> bool {
+        let active = goal.as_ref().map(|(_, status)| *status == GoalStatus::Active);
         let changed = match goal {
-            Some((revision, status)) => {
-                let previous = self.goals.insert(session.to_string(), (revision.clone(), status));
-                previous.is_some_and(|(was, was_status)| was != *revision || (was_status == GoalStatus::Active && status != GoalStatus::Active))
-            }
+            Some((revision, status)) => match self.goals.get_mut(session) {
+                Some(stored) => {
+                    let (was, was_status) = std::mem::replace(stored, (revision, status));
+                    was != stored.0 || (was_status == GoalStatus::Active && status != GoalStatus::Active)
+                }
+                None => {
+                    self.goals.insert(session.to_string(), (revision, status));
+                    false
+                }
+            },
             None => self.goals.remove(session).is_some(),
         };
-        self.view.set_goal_active(session, goal.map(|(_, status)| status == GoalStatus::Active));
+        if active != self.view.goal_active(session) {
+            self.view.set_goal_active(session, active);
+        }
         changed
     }
 
@@ -133,6 +141,10 @@ impl SessionFactsView {
         self.published.read().goal_active.values().filter(|active| **active).count()
     }
 
+    fn goal_active(&self, session: &str) -> Option<bool> {
+        self.published.read().goal_active.get(session).copied()
+    }
+
     fn set_goal_active(&self, session: &str, active: Option<bool>) {
         let mut published = self.published.write();
         match active {
@@ -183,18 +195,18 @@ mod tests {
         let view = SessionFactsView::default();
         let mut facts = SessionFacts::publishing(view.clone());
         assert!(view.expects_active_goal("s"), "unknown sessions are read on the short path");
-        assert!(!facts.see("s", &Seen::Event(Some(goal("o", "active")))), "a first sighting changes nothing");
+        assert!(!facts.see("s", Seen::Event(Some(goal("o", "active")))), "a first sighting changes nothing");
         assert!(view.is_goal_active("s") && view.expects_active_goal("s"));
-        assert!(!facts.see("s", &Seen::Event(Some(goal("o", "active")))), "the same goal again");
-        assert!(facts.see("s", &Seen::Event(Some(goal("edited", "active")))), "an edit");
-        assert!(facts.see("s", &Seen::Event(Some(goal("edited", "paused")))), "a pause");
+        assert!(!facts.see("s", Seen::Event(Some(goal("o", "active")))), "the same goal again");
+        assert!(facts.see("s", Seen::Event(Some(goal("edited", "active")))), "an edit");
+        assert!(facts.see("s", Seen::Event(Some(goal("edited", "paused")))), "a pause");
         assert!(!view.is_goal_active("s") && !view.expects_active_goal("s"));
-        assert!(!facts.see("s", &Seen::Scan(goal("scanned", "active").0, GoalStatus::Active)), "a scan records only");
+        assert!(!facts.see("s", Seen::Scan(goal("scanned", "active").0, GoalStatus::Active)), "a scan records only");
         assert!(view.is_goal_active("s"));
         assert_eq!(view.active_goals(), 1);
-        assert!(facts.see("s", &Seen::Event(None)), "a clear");
+        assert!(facts.see("s", Seen::Event(None)), "a clear");
         assert!(!view.expects_active_goal("s"), "shown without a goal: read the session first");
-        assert!(!facts.see("child", &Seen::Child));
+        assert!(!facts.see("child", Seen::Child));
         assert!(!view.expects_active_goal("child"));
         assert_eq!(view.active_goals(), 0);
     }
