@@ -147,6 +147,8 @@ pub struct Scheduler {
     stats: Arc<Stats>,
     view: Arc<RwLock<HashMap<String, SessionSnapshot>>>,
     facts: SessionFactsView,
+    /// Goal sightings sent and not yet handled by the actor.
+    sightings_in_flight: Arc<AtomicUsize>,
 }
 
 impl Scheduler {
@@ -162,6 +164,7 @@ impl Scheduler {
         let stats = Arc::new(Stats::default());
         let view = Arc::new(RwLock::new(HashMap::new()));
         let slots = Arc::new(Semaphore::new(job.max_concurrent().max(1)));
+        let sightings_in_flight = Arc::new(AtomicUsize::new(0));
         let actor = Actor {
             job,
             slots,
@@ -173,16 +176,25 @@ impl Scheduler {
             ticks: HashMap::new(),
             busy: std::collections::HashSet::new(),
             facts: SessionFacts::publishing(facts.clone()),
+            sightings_in_flight: sightings_in_flight.clone(),
             stopped: false,
             runtime: runtime.clone(),
         };
         runtime.spawn(actor.run(rx));
-        Scheduler { tx, stats, view, facts }
+        Scheduler { tx, stats, view, facts, sightings_in_flight }
     }
 
     /// Records what was seen of a session's goal: a user change invalidates work in flight, then
-    /// the sighting's wake-ups are armed.
+    /// the sighting's wake-ups are armed. An event that repeats the published goal, asks for no
+    /// wake-up, and finds no other sighting on its way is not sent at all: the common repeat of
+    /// `session.updated` then costs a read of the published facts, not a wake-up of the task.
     pub fn goal_seen(&self, sighting: GoalSighting) {
+        if let (None, Seen::Event(Some((revision, status)))) = (&sighting.arm, &sighting.seen) {
+            if self.sightings_in_flight.load(Ordering::SeqCst) == 0 && self.facts.would_not_change(&sighting.session, revision, *status) {
+                return;
+            }
+        }
+        self.sightings_in_flight.fetch_add(1, Ordering::SeqCst);
         self.send(Command::Goal(Box::new(sighting)));
     }
 
@@ -278,6 +290,7 @@ struct Actor {
     busy: std::collections::HashSet<String>,
     /// What events showed of each session (kept across `stop`, like the last seen goal).
     facts: SessionFacts,
+    sightings_in_flight: Arc<AtomicUsize>,
     stopped: bool,
     runtime: tokio::runtime::Handle,
 }
@@ -297,7 +310,10 @@ impl Actor {
                     break;
                 }
                 other if self.stopped => drop(other),
-                Command::Goal(sighting) => self.goal_seen(*sighting),
+                Command::Goal(sighting) => {
+                    self.goal_seen(*sighting);
+                    self.sightings_in_flight.fetch_sub(1, Ordering::SeqCst);
+                }
                 Command::UserInput { session, directory, request_id, pending, rearm } => {
                     if self.facts.user_input(&session, &request_id, pending) {
                         // Answered: look again once the session has been quiet.

@@ -22,10 +22,10 @@ pub enum Seen {
     Scan(GoalRevision, GoalStatus),
 }
 
-/// The state the owner keeps (revisions and request ids), never shared.
+/// The owner's side: the only writer of the published facts, and the request ids behind the
+/// waiting flag (never shared).
 #[derive(Default)]
 pub struct SessionFacts {
-    goals: HashMap<String, (GoalRevision, GoalStatus)>,
     pending_input: HashMap<String, HashSet<String>>,
     view: SessionFactsView,
 }
@@ -33,7 +33,7 @@ pub struct SessionFacts {
 impl SessionFacts {
     /// State that publishes into `view`.
     pub fn publishing(view: SessionFactsView) -> Self {
-        Self { goals: HashMap::new(), pending_input: HashMap::new(), view }
+        Self { pending_input: HashMap::new(), view }
     }
 
     /// Records a sighting; returns whether it is a user change that invalidates work in flight.
@@ -56,24 +56,20 @@ impl SessionFacts {
 
     /// Stores the goal state; whether it changed in a way that invalidates a tick.
     fn record(&mut self, session: &str, goal: Option<(GoalRevision, GoalStatus)>) -> bool {
-        let active = goal.as_ref().map(|(_, status)| *status == GoalStatus::Active);
-        let changed = match goal {
-            Some((revision, status)) => match self.goals.get_mut(session) {
+        let mut published = self.view.published.write();
+        match goal {
+            Some((revision, status)) => match published.goals.get_mut(session) {
                 Some(stored) => {
                     let (was, was_status) = std::mem::replace(stored, (revision, status));
                     was != stored.0 || (was_status == GoalStatus::Active && status != GoalStatus::Active)
                 }
                 None => {
-                    self.goals.insert(session.to_string(), (revision, status));
+                    published.goals.insert(session.to_string(), (revision, status));
                     false
                 }
             },
-            None => self.goals.remove(session).is_some(),
-        };
-        if active != self.view.goal_active(session) {
-            self.view.set_goal_active(session, active);
+            None => published.goals.remove(session).is_some(),
         }
-        changed
     }
 
     /// A permission or question request opened (`pending`) or answered (an empty id answers
@@ -99,8 +95,8 @@ impl SessionFacts {
 
 #[derive(Default)]
 struct Published {
-    /// Whether the last seen goal is active, per session with a goal.
-    goal_active: HashMap<String, bool>,
+    /// The last seen goal's revision and status, per session with a goal.
+    goals: HashMap<String, (GoalRevision, GoalStatus)>,
     /// Sessions events showed without a goal, or as sub-agents.
     without_goal: HashSet<String>,
     /// Sessions (or sub-agents) waiting for the user.
@@ -117,7 +113,7 @@ pub struct SessionFactsView {
 impl SessionFactsView {
     /// Whether the last seen goal of the session is active.
     pub fn is_goal_active(&self, session: &str) -> bool {
-        self.published.read().goal_active.get(session).copied().unwrap_or(false)
+        self.published.read().goals.get(session).is_some_and(|(_, status)| *status == GoalStatus::Active)
     }
 
     /// Whether a tick should expect an active goal: the last seen goal is active, or nothing
@@ -125,8 +121,8 @@ impl SessionFactsView {
     /// still gets the short path).
     pub fn expects_active_goal(&self, session: &str) -> bool {
         let published = self.published.read();
-        match published.goal_active.get(session) {
-            Some(active) => *active,
+        match published.goals.get(session) {
+            Some((_, status)) => *status == GoalStatus::Active,
             None => !published.without_goal.contains(session),
         }
     }
@@ -138,23 +134,16 @@ impl SessionFactsView {
 
     /// Goals last seen active.
     pub fn active_goals(&self) -> usize {
-        self.published.read().goal_active.values().filter(|active| **active).count()
+        self.published.read().goals.values().filter(|(_, status)| *status == GoalStatus::Active).count()
     }
 
-    fn goal_active(&self, session: &str) -> Option<bool> {
-        self.published.read().goal_active.get(session).copied()
-    }
-
-    fn set_goal_active(&self, session: &str, active: Option<bool>) {
-        let mut published = self.published.write();
-        match active {
-            Some(active) => {
-                published.goal_active.insert(session.to_string(), active);
-            }
-            None => {
-                published.goal_active.remove(session);
-            }
-        }
+    /// Whether recording this goal from an event would change nothing: the same revision and
+    /// status are published, and the session is not marked goal-less. Only meaningful when no
+    /// other sighting of the session is still on its way to the owner.
+    pub fn would_not_change(&self, session: &str, revision: &GoalRevision, status: GoalStatus) -> bool {
+        let published = self.published.read();
+        published.goals.get(session).is_some_and(|(was, was_status)| was == revision && *was_status == status)
+            && !published.without_goal.contains(session)
     }
 
     fn set_without_goal(&self, session: &str, without: bool) {
@@ -198,6 +187,9 @@ mod tests {
         assert!(!facts.see("s", Seen::Event(Some(goal("o", "active")))), "a first sighting changes nothing");
         assert!(view.is_goal_active("s") && view.expects_active_goal("s"));
         assert!(!facts.see("s", Seen::Event(Some(goal("o", "active")))), "the same goal again");
+        let (revision, status) = goal("o", "active");
+        assert!(view.would_not_change("s", &revision, status));
+        assert!(!view.would_not_change("s", &goal("edited", "active").0, status));
         assert!(facts.see("s", Seen::Event(Some(goal("edited", "active")))), "an edit");
         assert!(facts.see("s", Seen::Event(Some(goal("edited", "paused")))), "a pause");
         assert!(!view.is_goal_active("s") && !view.expects_active_goal("s"));
@@ -225,5 +217,68 @@ mod tests {
         facts.user_input("s", "q3", true);
         assert!(facts.user_input("s", "", false), "an empty id answers every request");
         assert!(!view.waiting_for_user("s"));
+    }
+
+    /// Holds every tick open and records its generation.
+    struct HeldTick {
+        generations: parking_lot::Mutex<Vec<crate::tick::Generation>>,
+        release: tokio::sync::Notify,
+    }
+
+    struct HeldJob(Arc<HeldTick>);
+
+    impl crate::scheduler::Job for HeldJob {
+        fn run(&self, _session: String, _directory: String, _attempt: u32, generation: crate::tick::Generation)
+            -> std::pin::Pin<Box<dyn std::future::Future<Output = crate::tick::TickOutcome> + Send>> {
+            let held = self.0.clone();
+            Box::pin(async move {
+                held.generations.lock().push(generation);
+                held.release.notified().await;
+                crate::tick::TickOutcome::Done
+            })
+        }
+        fn quiet(&self) -> std::time::Duration {
+            std::time::Duration::from_millis(100)
+        }
+        fn max_attempts(&self) -> u32 {
+            4
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn repeated_sightings_skip_the_task_and_an_edit_still_invalidates() {
+        use crate::scheduler::{ArmMode, GoalSighting, Scheduler};
+        use std::time::Duration;
+        let held = Arc::new(HeldTick { generations: parking_lot::Mutex::new(Vec::new()), release: tokio::sync::Notify::new() });
+        let scheduler = Scheduler::start(Arc::new(HeldJob(held.clone())), &tokio::runtime::Handle::current());
+        let sighting = |objective: &str| GoalSighting {
+            session: "s".into(),
+            directory: "/d".into(),
+            seen: Seen::Event(Some(goal(objective, "active"))),
+            arm: None,
+            arm_if_changed: None,
+        };
+        let settle = || async {
+            for _ in 0..20 {
+                tokio::task::yield_now().await;
+            }
+        };
+        scheduler.goal_seen(sighting("o"));
+        scheduler.arm("s", "/d", Duration::from_millis(10), ArmMode::Replace);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        settle().await;
+        let generation = held.generations.lock()[0].clone();
+        for _ in 0..3 {
+            scheduler.goal_seen(sighting("o"));
+            settle().await;
+        }
+        assert!(generation.is_current(), "a repeated goal is no user change");
+        scheduler.goal_seen(sighting("o"));
+        scheduler.goal_seen(sighting("edited"));
+        settle().await;
+        assert!(!generation.is_current(), "the edit invalidated the running tick");
+        assert!(scheduler.facts().would_not_change("s", &goal("edited", "active").0, GoalStatus::Active));
+        held.release.notify_one();
+        scheduler.stop().await;
     }
 }
