@@ -13,7 +13,7 @@ use napi_derive::napi;
 
 use goal_core::actions::{self, ActionReport, BudgetEdit, GoalEdit, GoalTarget, GoalView, LimitEdit};
 use goal_core::create::{self, ControlContext, CreatedGoal, GoalError, ModelChoice, NewGoal};
-use goal_core::model::Goal;
+use goal_core::goal_record::Goal;
 use goal_core::objectives;
 use goal_core::opencode::DEFAULT_FETCH_TIMEOUT;
 use goal_core::orchestrate::{
@@ -150,7 +150,7 @@ fn record(goal: &Goal) -> GoalRecord {
     created_at: goal.created_at,
     updated_at: goal.updated_at,
     time_budget_ms: goal_core::active_time::time_budget_ms(goal).map(|b| b as f64),
-    active_ms: goal_core::active_time::active_ms(goal, goal_core::writer::now_ms()).floor(),
+    active_ms: goal_core::active_time::active_ms(goal, goal_core::clock::now_ms()).floor(),
     active_hours: goal.extra.get(goal_core::hours::ACTIVE_HOURS_FIELD).filter(|v| v.is_object()).cloned(),
   }
 }

@@ -216,7 +216,7 @@ pub struct SmallModelChoice {
 /// small model of the session's own provider (see `goal_core::small_model`).
 pub(crate) fn builtin_small_model(client: &OpenCodeClient, choice: Option<&SmallModelChoice>) -> Arc<dyn SmallModel> {
   let explicit = choice.and_then(|c| ModelRef::new(&c.provider_id, &c.model_id));
-  Arc::new(BuiltinSmallModel::new(client.clone(), explicit))
+  Arc::new(BuiltinSmallModel::new(shared_context(), client.clone(), explicit))
 }
 
 /// The request the runtime sends to a small-model service (OpenChamber's

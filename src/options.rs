@@ -50,7 +50,7 @@ impl ConnectionOptions {
   /// `fetchTimeoutMs` is set. Fails only when no OpenCode location is given.
   pub fn resolve(self, default_timeout: Duration) -> Result<OpenCodeClient> {
     let endpoint = endpoint(self.open_code, self.build_url, self.headers)?;
-    Ok(OpenCodeClient::new(endpoint, millis(self.fetch_timeout_ms, default_timeout)))
+    Ok(OpenCodeClient::new(crate::shared_context(), endpoint, millis(self.fetch_timeout_ms, default_timeout)))
   }
 }
 

@@ -9,7 +9,7 @@ use napi::{sys, Env, ValueType};
 use serde_json::{Map, Value};
 
 use goal_core::intake::{message_update_matters, parse_payload, reading_of, PayloadReading};
-use goal_core::model::{KNOWN_GOAL_FIELDS, OBJECTIVE_REVISION_FIELD};
+use goal_core::goal_record::{KNOWN_GOAL_FIELDS, OBJECTIVE_REVISION_FIELD};
 
 fn get_unknown<'a>(object: &Object<'a>, key: &str) -> Option<Unknown<'a>> {
   object.get::<Unknown>(key).ok().flatten()

@@ -5,7 +5,8 @@
 //! minus the pre-goal snapshot (baseline). A compaction summary closes a segment: the next
 //! segment starts from a zero baseline, and `tokensUsed` never moves backwards.
 
-use crate::model::{chronological, Goal, Message, Role};
+use crate::goal_record::Goal;
+use crate::session_data::{chronological, Message, Role};
 
 /// The accounting fields written back to the goal.
 #[derive(Debug, Clone, PartialEq)]
@@ -123,7 +124,8 @@ fn new_since_cursor<'a>(goal: &Goal, replies: &[&'a Message], first_pass: bool) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{GoalStatus, Tokens};
+    use crate::goal_record::GoalStatus;
+    use crate::session_data::Tokens;
 
     fn goal(created_at: f64) -> Goal {
         Goal::from_value(&serde_json::json!({

@@ -7,10 +7,11 @@ use tracing::warn;
 
 use crate::create::{check_token_budget, fit_objective, store_objective, ControlContext, GoalError, ModelChoice, ObjectiveFit};
 use crate::decide::REASON_RESUMED;
-use crate::model::{live_status, merge_namespace_key, Goal, GoalStatus, LiveStatus, SessionView};
+use crate::goal_record::{Goal, GoalStatus};
+use crate::session_data::{live_status, merge_namespace_key, LiveStatus, SessionView};
 use crate::objectives::{delete_objective, read_objective};
 use crate::orchestrate::locate_session;
-use crate::writer::{acquire, try_write_goal, GoalGuard, GoalUpdate};
+use crate::writer::{try_write_goal, GoalGuard, GoalUpdate};
 
 /// Status reason of a goal the user marked complete.
 pub const REASON_MARKED_BY_USER: &str = "marked by user";
@@ -118,7 +119,7 @@ pub async fn pause_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<Act
             goal.status_reason = String::new();
             goal.blocked_streak = 0;
             // Paused time is not active time (time budget); the resume folds it in.
-            crate::active_time::begin_inactive(goal, crate::writer::now_ms());
+            crate::active_time::begin_inactive(goal, crate::clock::now_ms());
             Ok(())
         }
         GoalStatus::Paused => Err(Declined::Unchanged(Box::new(goal.clone()))),
@@ -144,7 +145,7 @@ pub async fn resume_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<Ac
             return Err(Declined::Unchanged(Box::new(goal.clone())));
         }
         // The time it stood still is not active time (time budget).
-        crate::active_time::count_stopped_time(goal, crate::writer::now_ms());
+        crate::active_time::count_stopped_time(goal, crate::clock::now_ms());
         goal.status = GoalStatus::Active;
         goal.status_reason = REASON_RESUMED.into();
         goal.turns_used = 0;
@@ -279,7 +280,7 @@ pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionRe
                 goal.extra.insert(crate::hours::ACTIVE_HOURS_FIELD.into(), hours.to_value());
             }
         }
-        crate::active_time::count_stopped_time(goal, crate::writer::now_ms());
+        crate::active_time::count_stopped_time(goal, crate::clock::now_ms());
         goal.status = GoalStatus::Active;
         goal.status_reason = REASON_RESUMED.into();
         goal.blocked_streak = 0;
@@ -298,7 +299,7 @@ pub async fn clear_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<Act
     let guard = target.guard();
     // The same fresh-read-and-merge as every goal write, removing the key instead of setting it.
     let previous = {
-        let _slot = acquire(&target.session_id).await;
+        let _slot = ctx.client.write_slots().acquire(&target.session_id).await;
         let session = ctx
             .client
             .get_session(&target.session_id, &directory)

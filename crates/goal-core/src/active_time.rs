@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::model::{Goal, GoalStatus};
+use crate::goal_record::{Goal, GoalStatus};
 
 /// Goal field: the time budget in milliseconds.
 pub const TIME_BUDGET_FIELD: &str = "timeBudgetMs";

@@ -11,13 +11,15 @@ use std::time::Duration;
 
 use tracing::warn;
 
-use crate::model::{truncate_chars, Goal, GoalStatus, SessionView, GOAL_OBJECTIVE_CHAR_LIMIT};
+use crate::goal_record::{truncate_chars, Goal, GoalStatus, GOAL_OBJECTIVE_CHAR_LIMIT};
+use crate::session_data::SessionView;
 use crate::objectives::{is_valid_session_id, normalize_objective, write_objective};
 use crate::opencode::{HttpError, OpenCodeClient};
 use crate::prompts;
 use crate::script_guard::introduces_foreign_script;
 use crate::services::{SmallModel, SmallModelRequest};
-use crate::writer::{now_ms, write_namespace_key};
+use crate::clock::now_ms;
+use crate::writer::write_namespace_key;
 
 /// Smallest token budget a goal accepts.
 pub const MIN_TOKEN_BUDGET: u64 = 1_000;
@@ -148,7 +150,9 @@ pub fn new_goal_id() -> String {
     let millis = now_ms() as u64;
     let mut id = to_base36(millis);
     // RandomState is seeded from the OS once per thread and stepped per instance; mixing in a
-    // process-wide counter and the clock keeps ids distinct even within one millisecond.
+    // process-wide counter and the clock keeps ids distinct even within one millisecond. The
+    // counter stays a static: ids must differ across every context of the process, so it is
+    // process identity rather than state a context owns.
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
     hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
@@ -420,7 +424,7 @@ mod tests {
         let model = Arc::new(Scripted { reply, calls: Mutex::new(Vec::new()) });
         let endpoint = Arc::new(StaticEndpoint::new("http://127.0.0.1:9", Vec::new()));
         let ctx = ControlContext {
-            client: OpenCodeClient::new(endpoint, Duration::from_millis(100)),
+            client: OpenCodeClient::new(&crate::shared::SharedContext::new(), endpoint, Duration::from_millis(100)),
             small_model: model.clone(),
             data_dir: std::env::temp_dir(),
             small_model_timeout: Duration::from_secs(1),

@@ -4,7 +4,8 @@
 //! length-truncation recovery), so the function reads as the spec does.
 
 use crate::accounting::{account, Accounting};
-use crate::model::{chronological, Goal, GoalStatus, Message, Role};
+use crate::goal_record::{Goal, GoalStatus};
+use crate::session_data::{chronological, Message, Role};
 
 /// Status reason: the UI's explicit resume signal.
 pub const REASON_RESUMED: &str = "resumed";
@@ -175,7 +176,7 @@ pub fn plan_tick(goal: &Goal, messages: &[Message], max_auto_turns: u64) -> Plan
             variant: execution.variant.clone(),
         },
         tail_message_id: last.id.clone(),
-        assistant_text: crate::model::truncate_chars(&tail.text, TRANSCRIPT_PART_CHAR_LIMIT),
+        assistant_text: crate::goal_record::truncate_chars(&tail.text, TRANSCRIPT_PART_CHAR_LIMIT),
     };
     if tail.summary || aborted || truncated {
         Plan::ContinueUnaudited(basis)

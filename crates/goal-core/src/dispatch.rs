@@ -16,7 +16,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tracing::{info, warn};
 
-use crate::model::{chronological, LiveStatus, Role};
+use crate::session_data::{chronological, LiveStatus, Role};
 use crate::opencode::{HttpError, OpenCodeClient};
 use crate::tick::Generation;
 
@@ -156,7 +156,7 @@ impl Dispatch<'_> {
     /// even by a host that forwards no events (`still_ours` judges the fresh session). After
     /// attempts that all failed ambiguously, one read of the message list tells whether the id
     /// landed.
-    pub async fn with_id(&self, message_id: &str, generation: &Generation, still_ours: impl Fn(&crate::model::SessionView) -> bool) -> Delivery {
+    pub async fn with_id(&self, message_id: &str, generation: &Generation, still_ours: impl Fn(&crate::session_data::SessionView) -> bool) -> Delivery {
         let mut body = self.body.clone();
         body["messageID"] = Value::from(message_id);
         let mut refused = true;
@@ -206,7 +206,7 @@ impl Dispatch<'_> {
         tail: &str,
         prompt_text: &str,
         generation: &Generation,
-        still_ours: impl Fn(&crate::model::SessionView) -> bool,
+        still_ours: impl Fn(&crate::session_data::SessionView) -> bool,
     ) -> Delivery {
         let mut refused = true;
         let mut unresolved = false;
@@ -258,7 +258,7 @@ impl Dispatch<'_> {
 
     /// After an ambiguous or refused post without an id: did OpenCode admit it, and is the goal
     /// still the one reserved?
-    async fn reconcile(&self, tail: &str, prompt_text: &str, still_ours: &impl Fn(&crate::model::SessionView) -> bool) -> Reconciled {
+    async fn reconcile(&self, tail: &str, prompt_text: &str, still_ours: &impl Fn(&crate::session_data::SessionView) -> bool) -> Reconciled {
         // Give a slow server a moment to record the prompt before judging.
         tokio::time::sleep(self.retry_delay).await;
         let (status, messages, session) = tokio::join!(
@@ -269,7 +269,7 @@ impl Dispatch<'_> {
         let (Ok(status), Ok(messages)) = (status, messages) else {
             return Reconciled::Unknown;
         };
-        if crate::model::live_status(&status, self.session_id) == LiveStatus::Working {
+        if crate::session_data::live_status(&status, self.session_id) == LiveStatus::Working {
             return Reconciled::Admitted;
         }
         let ordered = chronological(&messages);

@@ -141,9 +141,9 @@ impl GoalRuntimeBuilder {
         self
     }
 
-    /// Shares one event intake with other runtimes built from the same context (for example an
-    /// assist runtime), so one forwarded payload reaches all of them. Without it the runtime gets
-    /// a context of its own.
+    /// Shares one context with other runtimes built from it (for example an assist runtime): one
+    /// forwarded payload reaches all of them, and they share connection pools, metadata write
+    /// slots and dispatch claims. Without it the runtime gets a context of its own.
     pub fn shared_context(mut self, shared: SharedContext) -> Self {
         self.shared = Some(shared);
         self
@@ -158,11 +158,12 @@ impl GoalRuntimeBuilder {
     /// Starts the runtime on `handle` (a multi-thread tokio runtime the application keeps
     /// alive). Returns at once; work happens on the handle's threads.
     pub fn start(self, handle: &tokio::runtime::Handle) -> EmbeddedGoalRuntime {
+        let shared = self.shared.unwrap_or_default();
         let endpoint = Arc::new(StaticEndpoint::new(self.base_url.trim(), self.headers));
-        let client = OpenCodeClient::new(endpoint, self.fetch_timeout);
+        let client = OpenCodeClient::new(&shared, endpoint, self.fetch_timeout);
         let small_model = self.small_model.unwrap_or_else(|| {
             let explicit = self.small_model_choice.as_ref().and_then(|(p, m)| ModelRef::new(p, m));
-            Arc::new(BuiltinSmallModel::new(client.clone(), explicit))
+            Arc::new(BuiltinSmallModel::new(&shared, client.clone(), explicit))
         });
         let data_dir = DataDir::new(match self.data_dir {
             Some(path) => path,
@@ -170,7 +171,6 @@ impl GoalRuntimeBuilder {
         });
         let notifier = self.notifier.unwrap_or_else(|| Arc::new(NoNotifier));
         let recover_on_start = self.recover_on_start.unwrap_or(!self.directories.is_empty());
-        let shared = self.shared.unwrap_or_default();
         let settings = GoalRuntimeSettings {
             shared: shared.clone(),
             client,

@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Map, Value};
 
-use crate::model::truncate_chars;
+use crate::goal_record::truncate_chars;
 
 /// Size limits of the digest (all configurable through the runtime's `evidence` option).
 #[derive(Debug, Clone, PartialEq)]
@@ -806,7 +806,7 @@ pub fn no_progress_note(turns: u32, digest: &Digest) -> String {
         let code = code.map_or("error".to_string(), |c| c.to_string());
         note.push_str(&format!(" Last failing command: `{}` (exit {code}).", truncate_chars(command, 80)));
     }
-    truncate_chars(&note, crate::model::NOTE_CHAR_LIMIT)
+    truncate_chars(&note, crate::goal_record::NOTE_CHAR_LIMIT)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -840,7 +840,7 @@ pub fn complete_override(digest: &Digest, used: &[String]) -> Option<(String, Ve
             format!("`{}` ({code})", truncate_chars(command, 80))
         })
         .collect();
-    let note = truncate_chars(&format!("Not complete yet: the latest run failed for {}.", named.join(", ")), crate::model::NOTE_CHAR_LIMIT);
+    let note = truncate_chars(&format!("Not complete yet: the latest run failed for {}.", named.join(", ")), crate::goal_record::NOTE_CHAR_LIMIT);
     let mut set: Vec<String> = used.to_vec();
     for (command, _) in fresh.iter().take(3) {
         set.push(command_key(command));

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::model::{live_status, Goal, LiveStatus, Message, SessionView};
-use crate::writer::{held_by_other, lease_of, LEASE_HORIZON_MS};
+use crate::goal_record::Goal;
+use crate::session_data::{live_status, LiveStatus, Message, SessionView};
+use crate::lease::{held_by_other, lease_of, LEASE_HORIZON_MS};
 
 /// What the live state says about acting now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

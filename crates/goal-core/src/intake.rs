@@ -175,7 +175,7 @@ pub fn parse_payload(payload: &Value, directory_hint: &str) -> Option<IntakeEven
             match role {
                 Some("assistant") => {
                     let aborted = info.get("error").and_then(|e| e.get("name")).and_then(Value::as_str)
-                        == Some(crate::model::ABORTED_ERROR);
+                        == Some(crate::session_data::ABORTED_ERROR);
                     let completed = number(info.get("time").and_then(|t| t.get("completed")));
                     let at = if completed > 0.0 { completed } else { created };
                     aborted.then(|| IntakeEvent::Aborted { session_id: session_id.to_string(), directory, at })

@@ -2,16 +2,24 @@
 //!
 //! The crate has no napi dependency: a Node binding (the top-level crate) or a Tauri shell links
 //! it directly. Layout follows the architecture, pure code apart from I/O, apart from the binding:
-//! - pure (imports only pure modules): `model` (OpenCode sessions, messages and the goal),
-//!   `accounting`, `decide`, `prompts`, `jsonx`, `script_guard`, `commands`, `notify`,
-//!   `settings`, `small_model_call`, `tunables`, `assist::content`, `small_model::catalog`,
-//!   `small_model::wire`;
+//! - pure (imports only pure modules): `goal_record` (the goal stored in session metadata),
+//!   `session_data` (OpenCode sessions, messages, live status, the metadata merge), `lease`
+//!   (the multi-host lease and holder id), `clock`, `accounting`, `decide`, `prompts`, `jsonx`,
+//!   `script_guard`, `commands`, `notify`, `settings`, `small_model_call`, `tunables`,
+//!   `operator`, `gates`, `repair`, `evidence`, `active_time`, `hours`, `session_facts` (what
+//!   events showed of each session, owned by the scheduler task), `assist::content`,
+//!   `small_model::catalog`, `small_model::wire`;
 //! - the intake contract, `intake`: which payloads are read and how they parse (pure), and the
-//!   registry that fans events out, held in `shared::SharedContext`;
-//! - I/O: `opencode` (the HTTP client), `objectives` (files), `services` (host services,
-//!   settings on disk), `writer` (metadata writes, leases), `tick`, `scheduler`, `runtime`,
-//!   `assist::runtime`, `small_model` (the built-in small model), `create`, `orchestrate`,
-//!   `actions`.
+//!   registry that fans events out;
+//! - what a host's runtimes share, `shared::SharedContext`: the intake registry, the HTTP pools
+//!   (`http`), and the per-session write slots and dispatch claims (`session_locks`). It is
+//!   passed explicitly to every client and runtime; the core keeps no hidden statics beyond
+//!   process identity (the lease holder seed, create ids) and the TLS provider install;
+//! - I/O: `http`, `opencode` (the HTTP client), `dispatch` (continuation ids, posting, outcome
+//!   classification), `objectives` (files), `services` (host services, settings on disk),
+//!   `writer` (guarded metadata writes), `tick` (+ `tick_evidence`), `history`, `scheduler` (the
+//!   one owner of per-session state), `runtime`, `assist::runtime`, `small_model` (the built-in
+//!   small model), `create`, `orchestrate`, `actions`, `embed` (the Rust embedding API).
 
 pub mod jsonx;
 pub mod prompts;
@@ -19,7 +27,8 @@ pub mod tunables;
 pub mod script_guard;
 pub mod accounting;
 pub mod decide;
-pub mod model;
+pub mod goal_record;
+pub mod session_data;
 pub mod objectives;
 pub mod opencode;
 pub mod services;
@@ -30,7 +39,11 @@ pub mod tick;
 pub mod dispatch;
 pub mod gates;
 pub mod repair;
+pub mod clock;
+pub mod lease;
+pub mod session_locks;
 pub mod writer;
+pub mod session_facts;
 pub mod scheduler;
 pub mod intake;
 pub mod shared;

@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use crate::decide::REASON_VERIFIED;
-use crate::model::{truncate_chars, Goal, GoalStatus};
+use crate::goal_record::{truncate_chars, Goal, GoalStatus};
 
 /// The title the reference shows for a status.
 pub fn notification_title(status: GoalStatus) -> &'static str {

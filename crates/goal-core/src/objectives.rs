@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::model::{truncate_chars, GOAL_OBJECTIVE_CHAR_LIMIT};
+use crate::goal_record::{truncate_chars, GOAL_OBJECTIVE_CHAR_LIMIT};
 
 /// Why an objective could not be written.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,12 +2,14 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::model::{Message, SessionView};
+use crate::session_data::{Message, SessionView};
+use crate::session_locks::WriteSlots;
+use crate::shared::SharedContext;
 
 /// A boxed, sendable future (no async-trait dependency).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -89,20 +91,6 @@ pub use crate::dispatch::DispatchOutcome;
 /// Timeout of one OpenCode call when the host sets none.
 pub const DEFAULT_FETCH_TIMEOUT: Duration = Duration::from_millis(10_000);
 
-/// One process-wide connection pool (runtimes created in one process share it).
-fn shared_http() -> reqwest::Client {
-    static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
-    CLIENT
-        .get_or_init(|| {
-            crate::http::client_builder()
-                .no_proxy()
-                .pool_idle_timeout(Duration::from_secs(30))
-                .build()
-                .unwrap_or_else(|_| reqwest::Client::new())
-        })
-        .clone()
-}
-
 /// A raw answer.
 struct Answer {
     status: u16,
@@ -110,10 +98,12 @@ struct Answer {
     content_type: String,
 }
 
-/// The OpenCode API client.
+/// The OpenCode API client. It carries its context's connection pool and metadata write slots,
+/// so every metadata write made through it queues behind the other writes of that context.
 #[derive(Clone)]
 pub struct OpenCodeClient {
     http: reqwest::Client,
+    write_slots: WriteSlots,
     endpoint: Arc<dyn Endpoint>,
     timeout: Duration,
 }
@@ -122,15 +112,20 @@ pub struct OpenCodeClient {
 const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
 
 impl OpenCodeClient {
-    /// A client with the given per-request timeout.
-    pub fn new(endpoint: Arc<dyn Endpoint>, timeout: Duration) -> Self {
-        Self { http: shared_http(), endpoint, timeout }
+    /// A client of `context` (its pool and write slots) with the given per-request timeout.
+    pub fn new(context: &SharedContext, endpoint: Arc<dyn Endpoint>, timeout: Duration) -> Self {
+        Self { http: context.http().opencode(), write_slots: context.write_slots().clone(), endpoint, timeout }
     }
 
     /// The same endpoint with another per-request timeout (a synchronous command call runs a
     /// whole turn before it answers).
     pub fn with_timeout(&self, timeout: Duration) -> Self {
-        Self { http: self.http.clone(), endpoint: self.endpoint.clone(), timeout }
+        Self { timeout, ..self.clone() }
+    }
+
+    /// The metadata write slots of the client's context (see [`crate::writer`]).
+    pub fn write_slots(&self) -> &WriteSlots {
+        &self.write_slots
     }
 
     /// The endpoint's grouping key.

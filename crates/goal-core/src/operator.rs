@@ -7,7 +7,7 @@
 use tracing::{info, warn};
 
 use crate::decide;
-use crate::model::Goal;
+use crate::goal_record::Goal;
 
 /// The `tracing` target of operator lines (the Node binding prints `[session-goal] …`).
 pub const TARGET: &str = "session-goal";

@@ -15,7 +15,7 @@ use crate::create::{
     check_session_id, check_token_budget, create_session_goal, ControlContext, CreatedGoal, GoalError, ModelChoice,
     NewGoal, PartialAction,
 };
-use crate::model::{chronological, Message, Role, SessionView};
+use crate::session_data::{chronological, Message, Role, SessionView};
 use crate::opencode::{session_path, DispatchOutcome};
 use crate::prompts::goal_intro_text;
 

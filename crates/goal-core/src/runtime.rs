@@ -1,23 +1,24 @@
 //! The goal runtime: event intake rules, the scheduler, ticks, restart recovery.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 use tracing::{debug, warn};
 
 use crate::decide::REASON_RESUMED;
 use crate::intake::{Consumer, IntakeEvent};
-use crate::model::{Goal, GoalRevision, GoalStatus};
+use crate::goal_record::{Goal, GoalStatus};
 use crate::opencode::OpenCodeClient;
-use crate::scheduler::{ArmMode, Job, Scheduler, SessionSnapshot};
+use crate::scheduler::{ArmMode, GoalSighting, Job, Scheduler, SessionSnapshot};
+use crate::session_facts::{Seen, SessionFactsView};
 use crate::services::Services;
 use crate::tick::{pause_after_abort, run_tick, Generation, GoalConfig, TickContext, TickOutcome};
-use crate::writer::now_ms;
+use crate::clock::now_ms;
 
 /// Most directories remembered for restart recovery.
 const MAX_KNOWN_DIRECTORIES: usize = 50;
@@ -69,11 +70,6 @@ struct Inner {
     scheduler: Scheduler,
     group: String,
     stopped: AtomicBool,
-    seen_goals: Arc<RwLock<HashMap<String, (GoalRevision, GoalStatus)>>>,
-    /// Sessions that events showed without a goal, or as sub-agents: their ticks read the
-    /// session alone first.
-    without_goal: Arc<RwLock<HashSet<String>>>,
-    pending_input: Arc<RwLock<HashMap<String, HashSet<String>>>>,
     directories: Mutex<VecDeque<String>>,
     runtime: tokio::runtime::Handle,
 }
@@ -106,38 +102,29 @@ pub struct GoalRuntime {
 impl GoalRuntime {
     /// Starts the runtime on `runtime` and registers it with the shared intake.
     pub fn start(settings: GoalRuntimeSettings, runtime: &tokio::runtime::Handle) -> GoalRuntime {
-        let pending_input: Arc<RwLock<HashMap<String, HashSet<String>>>> = Arc::default();
-        let pending_view = pending_input.clone();
-        let seen_goals: Arc<RwLock<HashMap<String, (GoalRevision, GoalStatus)>>> = Arc::default();
-        let seen_view = seen_goals.clone();
-        let without_goal: Arc<RwLock<HashSet<String>>> = Arc::default();
-        let without_view = without_goal.clone();
+        // What events showed of each session: the scheduler task owns it, ticks read the
+        // snapshot it publishes.
+        let facts = SessionFactsView::default();
+        let (waiting_view, active_view) = (facts.clone(), facts.clone());
         let ctx = TickContext {
             client: settings.client.clone(),
             services: settings.services,
             config: Arc::new(settings.config),
-            waiting_for_user: Arc::new(move |session: &str| {
-                pending_view.read().get(session).is_some_and(|set| !set.is_empty())
-            }),
-            holder: crate::writer::holder_id(&settings.client.key()),
+            waiting_for_user: Arc::new(move |session: &str| waiting_view.waiting_for_user(session)),
+            holder: crate::lease::holder_id(&settings.client.key()),
             echoes: Arc::default(),
+            dispatch_claims: settings.shared.dispatch_claims().clone(),
             // Optimistic: a session that events have not shown without an active goal is read
             // at once (a host that forwards only status events still gets the short path).
-            known_active: Arc::new(move |session: &str| match seen_view.read().get(session) {
-                Some((_, status)) => *status == GoalStatus::Active,
-                None => !without_view.read().contains(session),
-            }),
+            known_active: Arc::new(move |session: &str| active_view.expects_active_goal(session)),
         };
-        let scheduler = Scheduler::start(Arc::new(GoalJob { ctx: ctx.clone() }), runtime);
+        let scheduler = Scheduler::start_publishing(Arc::new(GoalJob { ctx: ctx.clone() }), runtime, facts);
         let inner = Arc::new_cyclic(|me| Inner {
             me: me.clone(),
             group: settings.client.key(),
             ctx,
             scheduler,
             stopped: AtomicBool::new(false),
-            seen_goals,
-            without_goal,
-            pending_input,
             directories: Mutex::new(settings.directories.into_iter().filter(|d| !d.is_empty()).collect()),
             runtime: runtime.clone(),
         });
@@ -176,11 +163,7 @@ impl GoalRuntime {
 
     /// Whether the last seen state of the session's goal is active.
     pub fn is_goal_active(&self, session_id: &str) -> bool {
-        self.inner
-            .seen_goals
-            .read()
-            .get(session_id)
-            .is_some_and(|(_, status)| *status == GoalStatus::Active)
+        self.inner.scheduler.facts().is_goal_active(session_id)
     }
 
     /// Counters and tracked sessions.
@@ -196,7 +179,7 @@ impl GoalRuntime {
             settled: load(&stats.settled),
             follow_ups: load(&stats.follow_ups),
             panics: load(&stats.panics),
-            active_goals: self.inner.seen_goals.read().values().filter(|(_, s)| *s == GoalStatus::Active).count(),
+            active_goals: self.inner.scheduler.facts().active_goals(),
             stopped: self.inner.stopped.load(Ordering::SeqCst),
         }
     }
@@ -250,12 +233,18 @@ impl Inner {
             };
             for session in sessions.iter().filter(|s| !s.is_subagent()) {
                 if let Some(goal) = session.goal() {
-                    self.record_goal(&session.id, Some(&goal));
-                    if goal.status == GoalStatus::Active {
+                    let active = goal.status == GoalStatus::Active;
+                    if active {
                         debug!(target: "session_goal", session = %session.id, "recovering active goal");
-                        let dir = if session.directory.is_empty() { directory.clone() } else { session.directory.clone() };
-                        self.scheduler.arm(&session.id, &dir, self.ctx.config.kickoff_quiet, ArmMode::Earliest);
                     }
+                    let dir = if session.directory.is_empty() { directory.clone() } else { session.directory.clone() };
+                    self.scheduler.goal_seen(GoalSighting {
+                        session: session.id.clone(),
+                        directory: dir,
+                        seen: Seen::Scan(goal.revision(), goal.status),
+                        arm: active.then_some((self.ctx.config.kickoff_quiet, ArmMode::Earliest)),
+                        arm_if_changed: None,
+                    });
                 }
             }
         }
@@ -278,33 +267,21 @@ impl Inner {
             for session in sessions.iter().filter(|s| !s.is_subagent()) {
                 let Some(goal) = session.goal() else { continue };
                 if goal.status != GoalStatus::Active
-                    || crate::model::live_status(&status, &session.id) == crate::model::LiveStatus::Working
+                    || crate::session_data::live_status(&status, &session.id) == crate::session_data::LiveStatus::Working
                     || self.scheduler.is_tracking(&session.id)
                 {
                     continue;
                 }
                 debug!(target: "session_goal", session = %session.id, "sweep: active goal without a wake-up; arming");
-                self.record_goal(&session.id, Some(&goal));
                 let dir = if session.directory.is_empty() { directory.clone() } else { session.directory.clone() };
-                self.scheduler.arm(&session.id, &dir, self.ctx.config.kickoff_quiet, ArmMode::Earliest);
+                self.scheduler.goal_seen(GoalSighting {
+                    session: session.id.clone(),
+                    directory: dir,
+                    seen: Seen::Scan(goal.revision(), goal.status),
+                    arm: Some((self.ctx.config.kickoff_quiet, ArmMode::Earliest)),
+                    arm_if_changed: None,
+                });
             }
-        }
-    }
-
-    /// Records the goal state seen in an event; returns whether a user change invalidates work
-    /// in flight (edit, pause, clear, completion, replacement).
-    fn record_goal(&self, session_id: &str, goal: Option<&Goal>) -> bool {
-        let mut seen = self.seen_goals.write();
-        let previous = seen.get(session_id).cloned();
-        match goal {
-            Some(goal) => {
-                seen.insert(session_id.to_string(), (goal.revision(), goal.status));
-                match previous {
-                    Some((revision, status)) => revision != goal.revision() || (status == GoalStatus::Active && goal.status != GoalStatus::Active),
-                    None => false,
-                }
-            }
-            None => seen.remove(session_id).is_some(),
         }
     }
 }
@@ -325,39 +302,41 @@ impl Consumer for Inner {
                 }
             }
             IntakeEvent::SessionUpdated { session_id, directory, is_child, goal } => {
-                let goalless = *is_child || goal.as_ref().and_then(Goal::from_value).is_none();
-                if goalless != self.without_goal.read().contains(session_id.as_str()) {
-                    let mut set = self.without_goal.write();
-                    if goalless {
-                        set.insert(session_id.clone());
-                    } else {
-                        set.remove(session_id.as_str());
-                    }
-                }
                 if *is_child {
+                    self.scheduler.goal_seen(GoalSighting {
+                        session: session_id.clone(),
+                        directory: directory.clone(),
+                        seen: Seen::Child,
+                        arm: None,
+                        arm_if_changed: None,
+                    });
                     return;
                 }
                 self.remember_directory(directory);
                 let raw_goal = goal.as_ref();
                 let goal = raw_goal.and_then(Goal::from_value);
-                let invalidated = self.record_goal(session_id, goal.as_ref());
-                if invalidated {
-                    self.scheduler.invalidate(session_id);
-                }
+                let active = goal.as_ref().filter(|g| g.status == GoalStatus::Active);
+                let (arm, arm_if_changed) = match active {
+                    Some(goal) if goal.status_reason == REASON_RESUMED => (Some((config.resume_kickoff, ArmMode::Earliest)), None),
+                    Some(goal) if goal.turns_used == 0 => (Some((config.kickoff_quiet, ArmMode::IfNothingPending)), None),
+                    // Edited (or replaced) while active: the invalidation drops the pending
+                    // wake-up and any tick in flight, and nothing else would bring one back on an
+                    // idle session. Plan again with the new content.
+                    Some(_) => (None, Some((config.kickoff_quiet, ArmMode::Replace))),
+                    None => (None, None),
+                };
+                // The scheduler task records the goal, invalidates work in flight on a user change
+                // (edit, pause, clear, completion, replacement), then arms.
+                self.scheduler.goal_seen(GoalSighting {
+                    session: session_id.clone(),
+                    directory: directory.clone(),
+                    seen: Seen::Event(goal.map(|g| (g.revision(), g.status))),
+                    arm,
+                    arm_if_changed,
+                });
                 // After the invalidation is queued, so a tick woken by this event is stopped as
                 // soon as the scheduler has handled it.
                 self.ctx.echoes.observe(session_id, raw_goal, now_ms());
-                let Some(goal) = goal.filter(|g| g.status == GoalStatus::Active) else { return };
-                if goal.status_reason == REASON_RESUMED {
-                    self.scheduler.arm(session_id, directory, config.resume_kickoff, ArmMode::Earliest);
-                } else if goal.turns_used == 0 {
-                    self.scheduler.arm(session_id, directory, config.kickoff_quiet, ArmMode::IfNothingPending);
-                } else if invalidated {
-                    // Edited (or replaced) while active: the invalidation dropped the pending
-                    // wake-up and any tick in flight, and nothing else would bring one back on an
-                    // idle session. Plan again with the new content.
-                    self.scheduler.arm(session_id, directory, config.kickoff_quiet, ArmMode::Replace);
-                }
             }
             IntakeEvent::Aborted { session_id, directory, at } => {
                 // Like a user message: invalidates a tick (and a timer) that started before the
@@ -375,24 +354,8 @@ impl Consumer for Inner {
                 self.scheduler.user_activity(session_id, at);
             }
             IntakeEvent::UserInput { session_id, directory, request_id, pending } => {
-                let mut map = self.pending_input.write();
-                let set = map.entry(session_id.clone()).or_default();
-                if *pending {
-                    set.insert(request_id.clone());
-                } else {
-                    set.remove(request_id);
-                    if request_id.is_empty() {
-                        set.clear();
-                    }
-                }
-                if set.is_empty() {
-                    map.remove(session_id);
-                    drop(map);
-                    if !*pending {
-                        // Answered: look again once the session has been quiet.
-                        self.scheduler.arm(session_id, directory, config.idle_quiet, ArmMode::Earliest);
-                    }
-                }
+                // Answering the last open request arms a look once the session has been quiet.
+                self.scheduler.user_input(session_id, directory, request_id, *pending, config.idle_quiet);
             }
             IntakeEvent::Connected => {
                 if let Some(me) = self.me.upgrade() {
@@ -409,5 +372,72 @@ impl Consumer for Inner {
 
     fn is_live(&self) -> bool {
         !self.stopped.load(Ordering::SeqCst)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::opencode::StaticEndpoint;
+    use crate::services::{DataDir, NoNotifier, NoSmallModel};
+    use crate::shared::SharedContext;
+
+    fn start_from(shared: &SharedContext) -> GoalRuntime {
+        let endpoint = Arc::new(StaticEndpoint::new("http://127.0.0.1:9", Vec::new()));
+        let settings = GoalRuntimeSettings {
+            client: OpenCodeClient::new(shared, endpoint, Duration::from_millis(100)),
+            services: Services {
+                small_model: Arc::new(NoSmallModel),
+                notifier: Arc::new(NoNotifier),
+                data_dir: DataDir::new(std::env::temp_dir()),
+            },
+            config: GoalConfig { sweep_interval: Duration::ZERO, ..GoalConfig::default() },
+            directories: Vec::new(),
+            recover_on_start: false,
+            shared: shared.clone(),
+        };
+        GoalRuntime::start(settings, &tokio::runtime::Handle::current())
+    }
+
+    #[tokio::test]
+    async fn two_runtimes_of_one_context_share_dispatch_claims_and_write_slots() {
+        let shared = SharedContext::new();
+        let (first, second) = (start_from(&shared), start_from(&shared));
+        let claim = first.inner.ctx.dispatch_claims.claim("ses_twice").expect("free");
+        assert!(second.inner.ctx.dispatch_claims.claim("ses_twice").is_none(), "the second runtime would send the same turn again");
+        drop(claim);
+        assert!(second.inner.ctx.dispatch_claims.claim("ses_twice").is_some());
+        let _slot = first.inner.ctx.client.write_slots().acquire("ses_twice").await;
+        let waited = tokio::time::timeout(Duration::from_millis(50), second.inner.ctx.client.write_slots().acquire("ses_twice")).await;
+        assert!(waited.is_err(), "writes of one context queue behind each other");
+        first.stop().await;
+        second.stop().await;
+    }
+
+    #[tokio::test]
+    async fn runtimes_of_two_contexts_share_no_claims_or_write_slots() {
+        let (first, second) = (start_from(&SharedContext::new()), start_from(&SharedContext::new()));
+        let _claim = first.inner.ctx.dispatch_claims.claim("ses_apart").expect("free");
+        assert!(second.inner.ctx.dispatch_claims.claim("ses_apart").is_some());
+        let _slot = first.inner.ctx.client.write_slots().acquire("ses_apart").await;
+        let other = tokio::time::timeout(Duration::from_millis(50), second.inner.ctx.client.write_slots().acquire("ses_apart")).await;
+        assert!(other.is_ok(), "another context never waits for this one");
+        first.stop().await;
+        second.stop().await;
+    }
+
+    #[tokio::test]
+    async fn the_scheduler_task_records_what_events_show() {
+        let runtime = start_from(&SharedContext::new());
+        let goal = serde_json::json!({"id": "g", "status": "active", "objective": "o", "turnsUsed": 3});
+        runtime.accept(&IntakeEvent::SessionUpdated { session_id: "s".into(), directory: "/d".into(), is_child: false, goal: Some(goal) });
+        runtime.accept(&IntakeEvent::UserInput { session_id: "s".into(), directory: "/d".into(), request_id: "q".into(), pending: true });
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while !(runtime.is_goal_active("s") && (runtime.inner.ctx.waiting_for_user)("s")) {
+            assert!(tokio::time::Instant::now() < deadline, "the published facts never showed the events");
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(runtime.snapshot().active_goals, 1);
+        runtime.stop().await;
     }
 }

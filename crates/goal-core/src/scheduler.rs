@@ -1,5 +1,6 @@
-//! The one owner of per-session timing state: armed timers, running ticks, the single pending
-//! follow-up, retry attempts and the generation counter. Everything else sends it commands, so
+//! The one owner of per-session state: armed timers, running ticks, the single pending
+//! follow-up, retry attempts, the generation counter, and what events showed of each session
+//! ([`crate::session_facts`]). Everything else sends it commands and reads what it publishes, so
 //! there are no lost wake-ups and never two ticks of one session at once.
 
 use std::collections::HashMap;
@@ -15,7 +16,8 @@ use tokio::task::JoinHandle;
 use tracing::{error, warn};
 
 use crate::tick::{Generation, TickOutcome};
-use crate::writer::now_ms;
+use crate::clock::now_ms;
+use crate::session_facts::{Seen, SessionFacts, SessionFactsView};
 
 /// Most ticks of one runtime that run at once. A burst of wake-ups (thousands of sessions going
 /// idle together, a reconnect scan) would otherwise start every tick at once: one connection
@@ -55,7 +57,25 @@ pub enum ArmMode {
     IfNothingPending,
 }
 
+/// A sighting of a session's goal, and what to arm because of it.
+#[derive(Debug, Clone)]
+pub struct GoalSighting {
+    /// Session id.
+    pub session: String,
+    /// Its directory.
+    pub directory: String,
+    /// What was seen.
+    pub seen: Seen,
+    /// Armed in any case (a kickoff, a resume, a recovered goal).
+    pub arm: Option<(Duration, ArmMode)>,
+    /// Armed only when the sighting invalidated work in flight (an edit of an active goal:
+    /// nothing else would bring a wake-up back).
+    pub arm_if_changed: Option<(Duration, ArmMode)>,
+}
+
 enum Command {
+    Goal(Box<GoalSighting>),
+    UserInput { session: String, directory: String, request_id: String, pending: bool, rearm: Duration },
     Arm { session: String, directory: String, delay: Duration, mode: ArmMode },
     Clear { session: String },
     Busy { session: String },
@@ -126,15 +146,25 @@ pub struct Scheduler {
     tx: mpsc::UnboundedSender<Command>,
     stats: Arc<Stats>,
     view: Arc<RwLock<HashMap<String, SessionSnapshot>>>,
+    facts: SessionFactsView,
+    /// Goal sightings sent and not yet handled by the actor.
+    sightings_in_flight: Arc<AtomicUsize>,
 }
 
 impl Scheduler {
     /// Starts the actor on the given runtime.
     pub fn start(job: Arc<dyn Job>, runtime: &tokio::runtime::Handle) -> Scheduler {
+        Self::start_publishing(job, runtime, SessionFactsView::default())
+    }
+
+    /// Starts the actor, publishing what it knows of each session into `facts` (a job built
+    /// before the scheduler reads it there).
+    pub fn start_publishing(job: Arc<dyn Job>, runtime: &tokio::runtime::Handle, facts: SessionFactsView) -> Scheduler {
         let (tx, rx) = mpsc::unbounded_channel();
         let stats = Arc::new(Stats::default());
         let view = Arc::new(RwLock::new(HashMap::new()));
         let slots = Arc::new(Semaphore::new(job.max_concurrent().max(1)));
+        let sightings_in_flight = Arc::new(AtomicUsize::new(0));
         let actor = Actor {
             job,
             slots,
@@ -145,11 +175,44 @@ impl Scheduler {
             view: view.clone(),
             ticks: HashMap::new(),
             busy: std::collections::HashSet::new(),
+            facts: SessionFacts::publishing(facts.clone()),
+            sightings_in_flight: sightings_in_flight.clone(),
             stopped: false,
             runtime: runtime.clone(),
         };
         runtime.spawn(actor.run(rx));
-        Scheduler { tx, stats, view }
+        Scheduler { tx, stats, view, facts, sightings_in_flight }
+    }
+
+    /// Records what was seen of a session's goal: a user change invalidates work in flight, then
+    /// the sighting's wake-ups are armed. An event that repeats the published goal, asks for no
+    /// wake-up, and finds no other sighting on its way is not sent at all: the common repeat of
+    /// `session.updated` then costs a read of the published facts, not a wake-up of the task.
+    pub fn goal_seen(&self, sighting: GoalSighting) {
+        if let (None, Seen::Event(Some((revision, status)))) = (&sighting.arm, &sighting.seen) {
+            if self.sightings_in_flight.load(Ordering::SeqCst) == 0 && self.facts.would_not_change(&sighting.session, revision, *status) {
+                return;
+            }
+        }
+        self.sightings_in_flight.fetch_add(1, Ordering::SeqCst);
+        self.send(Command::Goal(Box::new(sighting)));
+    }
+
+    /// A permission or question request opened (`pending`) or was answered; answering the last
+    /// open one arms a look after `rearm`.
+    pub fn user_input(&self, session: &str, directory: &str, request_id: &str, pending: bool, rearm: Duration) {
+        self.send(Command::UserInput {
+            session: session.into(),
+            directory: directory.into(),
+            request_id: request_id.into(),
+            pending,
+            rearm,
+        });
+    }
+
+    /// What the actor last published about each session.
+    pub fn facts(&self) -> &SessionFactsView {
+        &self.facts
     }
 
     fn send(&self, command: Command) {
@@ -225,6 +288,9 @@ struct Actor {
     ticks: HashMap<String, JoinHandle<()>>,
     /// Sessions last seen busy (a busy event without its idle yet).
     busy: std::collections::HashSet<String>,
+    /// What events showed of each session (kept across `stop`, like the last seen goal).
+    facts: SessionFacts,
+    sightings_in_flight: Arc<AtomicUsize>,
     stopped: bool,
     runtime: tokio::runtime::Handle,
 }
@@ -244,6 +310,16 @@ impl Actor {
                     break;
                 }
                 other if self.stopped => drop(other),
+                Command::Goal(sighting) => {
+                    self.goal_seen(*sighting);
+                    self.sightings_in_flight.fetch_sub(1, Ordering::SeqCst);
+                }
+                Command::UserInput { session, directory, request_id, pending, rearm } => {
+                    if self.facts.user_input(&session, &request_id, pending) {
+                        // Answered: look again once the session has been quiet.
+                        self.arm(&session, &directory, rearm, ArmMode::Earliest);
+                    }
+                }
                 Command::Arm { session, directory, delay, mode } => self.arm(&session, &directory, delay, mode),
                 Command::Clear { session } => self.clear(&session),
                 Command::Busy { session } => {
@@ -262,18 +338,32 @@ impl Actor {
                     }
                     self.publish(&session);
                 }
-                Command::Invalidate { session } => {
-                    if let Some(entry) = self.entries.get_mut(&session) {
-                        entry.generation.fetch_add(1, Ordering::SeqCst);
-                        cancel_timer(entry);
-                        entry.follow_up = None;
-                        entry.attempt = 0;
-                    }
-                    self.publish(&session);
-                }
+                Command::Invalidate { session } => self.invalidate(&session),
                 Command::Fire { session, timer } => self.fire(&session, timer),
                 Command::Finished { session, outcome } => self.finished(&session, outcome),
             }
+        }
+    }
+
+    fn invalidate(&mut self, session: &str) {
+        if let Some(entry) = self.entries.get_mut(session) {
+            entry.generation.fetch_add(1, Ordering::SeqCst);
+            cancel_timer(entry);
+            entry.follow_up = None;
+            entry.attempt = 0;
+        }
+        self.publish(session);
+    }
+
+    fn goal_seen(&mut self, sighting: GoalSighting) {
+        let GoalSighting { session, directory, seen, arm, arm_if_changed } = sighting;
+        let changed = self.facts.see(&session, seen);
+        if changed {
+            self.invalidate(&session);
+        }
+        let wake = arm.or(if changed { arm_if_changed } else { None });
+        if let Some((delay, mode)) = wake {
+            self.arm(&session, &directory, delay, mode);
         }
     }
 

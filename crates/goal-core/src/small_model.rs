@@ -9,15 +9,17 @@ pub mod catalog;
 pub mod wire;
 
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use serde_json::Value;
 use tracing::debug;
 
+use crate::http::HttpPools;
 use crate::opencode::{BoxFuture, HttpError, OpenCodeClient};
 use crate::services::{SmallModel, SmallModelError, SmallModelReply, SmallModelRequest};
+use crate::shared::SharedContext;
 use catalog::{resolve, Catalog, ModelRef, Preference};
 use wire::{build_call, parse_reply, ProviderCall};
 
@@ -36,21 +38,23 @@ const MAX_CACHED_DIRECTORIES: usize = 32;
 /// The built-in small model.
 pub struct BuiltinSmallModel {
     client: OpenCodeClient,
+    pools: Arc<HttpPools>,
     explicit: Option<ModelRef>,
     ttl: Duration,
     cache: Mutex<HashMap<String, (Instant, Arc<Catalog>)>>,
 }
 
 impl BuiltinSmallModel {
-    /// A small model that reads OpenCode through `client`; `explicit` overrides every other
-    /// choice (the runtime's `smallModel` option).
-    pub fn new(client: OpenCodeClient, explicit: Option<ModelRef>) -> Self {
-        Self::with_ttl(client, explicit, CATALOG_TTL)
+    /// A small model that reads OpenCode through `client` and calls providers through the
+    /// pools of `context`; `explicit` overrides every other choice (the runtime's `smallModel`
+    /// option).
+    pub fn new(context: &SharedContext, client: OpenCodeClient, explicit: Option<ModelRef>) -> Self {
+        Self::with_ttl(context, client, explicit, CATALOG_TTL)
     }
 
     /// Same, with another catalog lifetime (tests).
-    pub fn with_ttl(client: OpenCodeClient, explicit: Option<ModelRef>, ttl: Duration) -> Self {
-        Self { client, explicit, ttl, cache: Mutex::new(HashMap::new()) }
+    pub fn with_ttl(context: &SharedContext, client: OpenCodeClient, explicit: Option<ModelRef>, ttl: Duration) -> Self {
+        Self { client, pools: context.http().clone(), explicit, ttl, cache: Mutex::new(HashMap::new()) }
     }
 
     /// OpenCode's catalog for a directory, cached for `ttl`. Only complete reads are cached.
@@ -113,7 +117,7 @@ impl BuiltinSmallModel {
         );
         let call = build_call(&choice, &request)?;
         let timeout = if request.timeout_ms > 0 { Duration::from_millis(request.timeout_ms) } else { DEFAULT_CALL_TIMEOUT };
-        let (status, body) = send(&call, timeout).await?;
+        let (status, body) = send(&self.pools, &call, timeout).await?;
         let text = parse_reply(call.format, status, &body)?;
         let tokens = serde_json::from_slice::<serde_json::Value>(&body).ok().and_then(|v| crate::services::usage_total(v.get("usage")));
         Ok(SmallModelReply { text, provider_id: choice.provider.id.clone(), model_id: choice.model.id.clone(), tokens })
@@ -126,20 +130,6 @@ impl SmallModel for BuiltinSmallModel {
     }
 }
 
-/// One client for public providers (honours the environment's proxy settings) and one for
-/// loopback endpoints (a local model server must not be sent through a proxy).
-fn provider_http(loopback: bool) -> reqwest::Client {
-    static PUBLIC: OnceLock<reqwest::Client> = OnceLock::new();
-    static LOCAL: OnceLock<reqwest::Client> = OnceLock::new();
-    let cell = if loopback { &LOCAL } else { &PUBLIC };
-    cell.get_or_init(|| {
-        let builder = crate::http::client_builder().pool_idle_timeout(Duration::from_secs(30));
-        let builder = if loopback { builder.no_proxy() } else { builder };
-        builder.build().unwrap_or_else(|_| reqwest::Client::new())
-    })
-    .clone()
-}
-
 fn is_loopback(url: &str) -> bool {
     let rest = url.split_once("://").map(|(_, rest)| rest).unwrap_or(url);
     let host = rest.split(['/', '?']).next().unwrap_or("");
@@ -150,8 +140,8 @@ fn is_loopback(url: &str) -> bool {
 
 /// Sends a provider call; the answer's status and body (bounded). Errors never carry the URL's
 /// query, headers or body.
-async fn send(call: &ProviderCall, timeout: Duration) -> Result<(u16, Vec<u8>), SmallModelError> {
-    let mut request = provider_http(is_loopback(&call.url)).post(&call.url).timeout(timeout).json(&call.body);
+async fn send(pools: &HttpPools, call: &ProviderCall, timeout: Duration) -> Result<(u16, Vec<u8>), SmallModelError> {
+    let mut request = pools.provider(is_loopback(&call.url)).post(&call.url).timeout(timeout).json(&call.body);
     for (name, value) in &call.headers {
         request = request.header(name.as_str(), value.as_str());
     }

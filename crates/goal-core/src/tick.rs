@@ -17,13 +17,16 @@ use crate::dispatch::{continuation_message_id, Delivery, Dispatch, CONTINUATION_
 use crate::gates::{live_gate, quiet_remaining, LiveGate};
 use crate::repair::Echo;
 use crate::jsonx::extract_json_object;
-use crate::model::{chronological, truncate_chars, Goal, GoalStatus, NOTE_CHAR_LIMIT, REASON_CHAR_LIMIT};
+use crate::goal_record::{truncate_chars, Goal, GoalStatus, NOTE_CHAR_LIMIT, REASON_CHAR_LIMIT};
+use crate::session_data::chronological;
 use crate::notify::goal_notification;
 use crate::opencode::OpenCodeClient;
 use crate::prompts;
 use crate::script_guard::introduces_foreign_script;
 use crate::services::{Services, SmallModelRequest};
-use crate::writer::{claim_dispatch, continuation_for_of, now_ms, take_lease, write_goal, GoalGuard, GoalWrite, LEASE_FIELD};
+use crate::clock::now_ms;
+use crate::lease::{take_lease, LEASE_FIELD};
+use crate::writer::{continuation_for_of, write_goal, GoalGuard, GoalWrite};
 
 /// Goal-loop tunables (Part B constants; all injectable).
 #[derive(Debug, Clone)]
@@ -130,6 +133,8 @@ pub struct TickContext {
     pub known_active: Arc<dyn Fn(&str) -> bool + Send + Sync>,
     /// Goal events seen while a reservation is written (lost-update repair).
     pub echoes: Arc<crate::repair::WriteEchoes>,
+    /// The dispatch claims of the runtime's context (shared by its runtimes).
+    pub dispatch_claims: crate::session_locks::DispatchClaims,
 }
 
 /// Longest wait for the echo of the reservation before posting (see [`crate::repair`]).
@@ -521,9 +526,9 @@ async fn continue_goal(
     if !generation.is_current() {
         return TickOutcome::Done;
     }
-    // One dispatch per session at a time in this process, from the reservation until the outcome
-    // is known (runtimes of one process share a lease holder id; see DispatchClaim).
-    let Some(_claim) = claim_dispatch(session_id) else {
+    // One dispatch per session at a time in this context, from the reservation until the outcome
+    // is known (runtimes of one process share a lease holder id; see DispatchClaims).
+    let Some(_claim) = ctx.dispatch_claims.claim(session_id) else {
         debug!(target: "session_goal", session = session_id, "another runtime of this process is dispatching; backing off");
         return TickOutcome::BackOff(ctx.config.idle_quiet);
     };
@@ -655,7 +660,7 @@ async fn continue_goal(
             return TickOutcome::Retry;
         }
     }
-    let still_ours = |fresh: &crate::model::SessionView| standing(ctx, session_id, fresh, &reserved).is_none();
+    let still_ours = |fresh: &crate::session_data::SessionView| standing(ctx, session_id, fresh, &reserved).is_none();
     let delivery = match &message_id {
         // Every attempt posts the same id: a timeout or a 5xx is simply posted again.
         Some(id) => dispatch.with_id(id, &generation, still_ours).await,
@@ -754,7 +759,7 @@ fn restored_goal(read: Option<&Goal>, theirs: Value) -> Value {
 /// `None` when it is; otherwise how the tick ends. A paused, finished or cleared goal ends it; an
 /// edited (or replaced) goal that is still active is planned again after a quiet window, with
 /// its new objective; another runtime's lease backs off.
-fn standing(ctx: &TickContext, session_id: &str, fresh: &crate::model::SessionView, reserved: &Goal) -> Option<TickOutcome> {
+fn standing(ctx: &TickContext, session_id: &str, fresh: &crate::session_data::SessionView, reserved: &Goal) -> Option<TickOutcome> {
     let Some(goal) = fresh.goal().filter(|g| g.status == GoalStatus::Active) else {
         info!(target: "session_goal", session = session_id, "goal stopped by the user before dispatch; continuation dropped");
         return Some(TickOutcome::Done);

@@ -10,9 +10,10 @@ use crate::active_time::{self, REASON_TIME_BUDGET};
 use crate::decide::{AfterAudit, Audit, Basis, Reservation, Settlement, Verdict};
 use crate::evidence::{self, Digest, ProgressState, TurnPrint, OVERRIDES_FIELD, PROGRESS_FIELD, REASON_NO_PROGRESS};
 use crate::hours::{self, HoursGate};
-use crate::model::{Goal, GoalStatus};
+use crate::goal_record::{Goal, GoalStatus};
 use crate::tick::{settle, TickContext, TickOutcome};
-use crate::writer::{now_ms, write_goal, GoalGuard, GoalWrite};
+use crate::clock::now_ms;
+use crate::writer::{write_goal, GoalGuard, GoalWrite};
 
 /// Status reason while the goal waits for its working hours.
 pub const REASON_WAITING_FOR_HOURS: &str = "waiting for working hours";

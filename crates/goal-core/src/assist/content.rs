@@ -5,7 +5,8 @@
 use serde_json::{json, Map, Value};
 
 use crate::jsonx::extract_json_object;
-use crate::model::{chronological, truncate_chars, Message, Role};
+use crate::goal_record::truncate_chars;
+use crate::session_data::{chronological, Message, Role};
 use crate::prompts::clamp_chars;
 use crate::script_guard::introduces_foreign_script;
 use crate::settings::SettingsFlags;

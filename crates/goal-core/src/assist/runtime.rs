@@ -1,7 +1,7 @@
 //! The assist runtime: a quiet window per session after `idle` (busy/retry or a newer user
 //! message clears it), then one run: settings → session → last exchange → small model → tail
-//! re-check → merged metadata write. It shares the process-wide event intake, HTTP pool and
-//! per-session metadata write queue with the goal runtime, so neither erases the other's keys.
+//! re-check → merged metadata write. It shares its context's event intake, HTTP pools and
+//! per-session metadata write slots with the goal runtime, so neither erases the other's keys.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -18,7 +18,8 @@ use crate::prompts::{assist_system_prompt, assist_user_prompt};
 use crate::scheduler::{ArmMode, Job, Scheduler, SessionSnapshot};
 use crate::services::{DataDir, SmallModel, SmallModelRequest};
 use crate::tick::{Generation, TickOutcome};
-use crate::writer::{now_ms, write_namespace_key};
+use crate::clock::now_ms;
+use crate::writer::write_namespace_key;
 
 /// The metadata key under `openchamber` that the assist owns.
 pub const ASSIST_KEY: &str = "assist";

@@ -1,7 +1,7 @@
 //! Branch-by-branch tests of the tick decisions.
 
 use super::*;
-use crate::model::Tokens;
+use crate::session_data::Tokens;
 use serde_json::json;
 
 fn goal_with(extra: serde_json::Value) -> Goal {
@@ -113,7 +113,7 @@ fn abort_pauses_unless_resumed() {
     let resumed = goal_with(json!({"statusReason": "resumed"}));
     assert!(matches!(plan_tick(&resumed, &w, 20), Plan::ContinueUnaudited(_)));
 }
-const ABORTED: &str = crate::model::ABORTED_ERROR;
+const ABORTED: &str = crate::session_data::ABORTED_ERROR;
 
 #[test]
 fn errors_block_with_their_name() {
@@ -145,7 +145,7 @@ fn budget_then_cap() {
 fn truncated(id: &str, created: f64, by_error: bool) -> Message {
     let mut m = reply(id, created);
     if by_error {
-        m.error = Some(crate::model::LENGTH_ERROR.into());
+        m.error = Some(crate::session_data::LENGTH_ERROR.into());
     } else {
         m.finish = "length".into();
     }
