@@ -140,6 +140,21 @@ describe('tick branches', () => {
     expect(env.notifications.at(-1)).toMatchObject({ status: 'blocked', title: 'Goal blocked' })
   })
 
+  it('a server that keeps failing: after the last retry the goal waits a long pause for a fresh round, never dropped', async () => {
+    env = await setup({ auditor: scriptedAuditor([continueVerdict]), runtimeOptions: { idleQuietMs: 40 } })
+    const session = sessionWithReply(env.mock)
+    env.mock.fault({ method: 'GET', path: '/session/' + session.id, status: 503 })
+    env.mock.setStatus(session.id, 'idle')
+    const reads = () => env.mock.requests.filter((r) => r.method === 'GET' && r.path === '/session/' + session.id)
+    await waitFor(() => reads().length >= 6, 8000)
+    const at = reads().map((r) => r.at)
+    // q, 2q, 4q, 8q, then 16q before the next round.
+    expect(at[5] - at[4]).toBeGreaterThanOrEqual(16 * 40 - 5)
+    expect(goalOf(env.mock, session.id).status).toBe('active')
+    env.mock.clearFaults()
+    await waitFor(() => env.mock.prompts.length === 1, 8000)
+  })
+
   it('quiescence: trailing user message, running reply, or no reply yet → nothing', async () => {
     const auditor = scriptedAuditor([continueVerdict])
     env = await setup({ auditor, runtimeOptions: { idleQuietMs: 1000 } })

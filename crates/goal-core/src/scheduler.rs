@@ -33,7 +33,8 @@ pub trait Job: Send + Sync + 'static {
         -> Pin<Box<dyn Future<Output = TickOutcome> + Send>>;
     /// The quiet window used for re-arms and backoff.
     fn quiet(&self) -> Duration;
-    /// Retries after the first run before giving up (the run after the last retry settles).
+    /// Retries after the first run (the run after the last retry settles, or else the session
+    /// waits a long pause for a fresh round).
     fn max_attempts(&self) -> u32;
     /// Ticks allowed to run at once (see [`MAX_CONCURRENT_TICKS`]).
     fn max_concurrent(&self) -> usize {
@@ -493,8 +494,12 @@ impl Actor {
                     // Bounded backoff: q, 2q, 4q, 8q; the run after the last one settles.
                     next = Some(quiet * (1u32 << (entry.attempt - 1).min(8)));
                 } else {
-                    warn!(target: "session_goal", session, "giving up after repeated read failures");
+                    // The run after the last retry could not settle either (the server still
+                    // fails): never drop an active goal; look again after a long pause, with a
+                    // fresh round of retries.
+                    warn!(target: "session_goal", session, "read failures persist; looking again after a long pause");
                     entry.attempt = 0;
+                    next = Some(quiet * (1u32 << max_attempts.min(8)));
                 }
             }
             TickOutcome::Rearm => {
@@ -756,14 +761,22 @@ mod tests {
         let recorder = Recorder::new(vec![TickOutcome::Retry; 10]);
         let scheduler = start(&recorder);
         scheduler.arm("s", "", Duration::from_millis(1), ArmMode::Replace);
-        tokio::time::sleep(Duration::from_millis(10_000)).await;
+        tokio::time::sleep(Duration::from_millis(3_000)).await;
         settle().await;
         let runs = recorder.runs.lock().clone();
-        assert_eq!(runs.len(), 5, "first run plus four retries, then it gives up");
+        assert_eq!(runs.len(), 5, "first run plus four retries");
         let gaps: Vec<u128> = runs.windows(2).map(|w| (w[1].2 - w[0].2).as_millis()).collect();
         assert_eq!(gaps, vec![100, 200, 400, 800]);
         let attempts: Vec<u32> = runs.iter().map(|r| r.1).collect();
         assert_eq!(attempts, vec![0, 1, 2, 3, 4]);
+        // A run that still failed after the last retry is not dropped: a long pause (16 q), then
+        // a fresh round.
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        settle().await;
+        let runs = recorder.runs.lock().clone();
+        assert_eq!(runs.len(), 6);
+        assert_eq!((runs[5].2 - runs[4].2).as_millis(), 1_600);
+        assert_eq!(runs[5].1, 0);
     }
 
     #[tokio::test(start_paused = true)]
