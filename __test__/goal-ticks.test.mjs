@@ -140,12 +140,13 @@ describe('tick branches', () => {
     expect(env.notifications.at(-1)).toMatchObject({ status: 'blocked', title: 'Goal blocked' })
   })
 
-  it('a server that keeps failing: after the last retry the goal waits a long pause for a fresh round, never dropped', async () => {
+  it('a server that keeps failing: when even the blocked status cannot be written, a long pause, then a fresh round', async () => {
     env = await setup({ auditor: scriptedAuditor([continueVerdict]), runtimeOptions: { idleQuietMs: 40 } })
     const session = sessionWithReply(env.mock)
-    env.mock.fault({ method: 'GET', path: '/session/' + session.id, status: 503 })
+    env.mock.fault({ method: 'GET', path: '/session/' + session.id + '/message', status: 503 })
+    env.mock.fault({ method: 'PATCH', path: '/session/' + session.id, status: 503 })
     env.mock.setStatus(session.id, 'idle')
-    const reads = () => env.mock.requests.filter((r) => r.method === 'GET' && r.path === '/session/' + session.id)
+    const reads = () => env.mock.requests.filter((r) => r.method === 'GET' && r.path === '/session/' + session.id + '/message')
     await waitFor(() => reads().length >= 6, 8000)
     const at = reads().map((r) => r.at)
     // q, 2q, 4q, 8q, then 16q before the next round.

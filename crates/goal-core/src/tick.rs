@@ -176,11 +176,9 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
         Ok(session) => session,
         Err(error) => {
             warn!(target: "session_goal", session = session_id, %error, attempt, "session unreadable");
-            // No goal can be settled without reading it. A refusal (the session is gone, the id
-            // is no session) ends here once the retries are spent; a failing or overloaded
-            // server is looked at again after a long pause (the scheduler's), never dropped.
-            let refused = matches!(error, crate::opencode::HttpError::Status(400..=499) | crate::opencode::HttpError::Resolve(_));
-            return if exhausted && refused { TickOutcome::Done } else { TickOutcome::Retry };
+            // Nothing known can be settled once the retries are spent (it may be no session at
+            // all); a goal behind it is the periodic sweep's to find again.
+            return if exhausted { TickOutcome::Done } else { TickOutcome::Retry };
         }
     };
     if session.is_subagent() {
