@@ -2,6 +2,7 @@
 //! never puts prompts, model output or credentials into log fields, so lines are safe to forward.
 
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use napi::bindgen_prelude::*;
@@ -53,7 +54,8 @@ struct ForwardLayer {
 impl<S: Subscriber> Layer<S> for ForwardLayer {
   fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
     let level = *event.metadata().level();
-    if level > Level::INFO && !self.stderr {
+    // Debug lines are ours only: the HTTP stack's trace would drown them.
+    if level > Level::INFO && !(self.stderr && level <= Level::DEBUG && event.metadata().target() == "session_goal") {
       return;
     }
     let mut line = Line(String::new());
@@ -61,7 +63,10 @@ impl<S: Subscriber> Layer<S> for ForwardLayer {
     let text = format!("[{}] {}", event.metadata().target(), line.0.trim_end());
     let level_name = level.as_str().to_ascii_lowercase();
     if self.stderr {
-      eprintln!("{level_name} {text}");
+      // Epoch milliseconds first, so lines from several processes can be merged in order.
+      let at_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
+      // Not eprintln!: it panics when stderr is gone (a closed pipe), and a log line is not worth that.
+      let _ = writeln!(std::io::stderr().lock(), "{at_ms} {level_name} {text}");
     }
     if level > Level::INFO {
       return;

@@ -808,7 +808,9 @@ async function twoHosts() {
     const other = spawn(process.execPath, [script, h.mock.url, h.dataDir, String(QUIET_MS)], { stdio: ['pipe', 'pipe', 'pipe'] })
     let out = ''
     other.stdout.on('data', (d) => (out += d))
-    other.stderr.resume()
+    // FAULTS_SECOND_LOG=<file> keeps the second host's stderr (its log lines with SESSION_GOAL_LOG).
+    if (process.env.FAULTS_SECOND_LOG) other.stderr.pipe(fs.createWriteStream(process.env.FAULTS_SECOND_LOG))
+    else other.stderr.resume()
     const deadline = Date.now() + 10_000
     while (!out.includes('ready') && Date.now() < deadline) await sleep(20)
     const goals = Math.max(1, Number(process.env.FAULTS_TWO_HOSTS_GOALS ?? 30))

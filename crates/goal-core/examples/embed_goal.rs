@@ -223,7 +223,15 @@ pub async fn drive_goal_to_completion() -> Result<Outcome, String> {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
-    let snapshot = runtime.snapshot();
+    // The stored goal changes before the tick that wrote it reports back: wait for the tick to
+    // finish, so the counters include it.
+    let snapshot = loop {
+        let snapshot = runtime.snapshot();
+        if snapshot.in_flight == 0 || Instant::now() > deadline {
+            break snapshot;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
     runtime.stop().await;
     let _ = std::fs::remove_dir_all(&data_dir);
     let requests = state.lock().requests.clone();

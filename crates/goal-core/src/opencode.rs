@@ -74,6 +74,16 @@ pub enum HttpError {
     Body(u16),
 }
 
+impl HttpError {
+    /// The server answered that the thing asked for is not there, or that the request itself is
+    /// wrong (404, 400, 410, 422): asking again cannot help. Everything else (no answer, a
+    /// refused connection, 5xx, 429, 401/403 while credentials are fixed, a proxy's garbage) may
+    /// pass once the server or the network recovers.
+    pub fn is_definite(&self) -> bool {
+        matches!(self, HttpError::Status(400 | 404 | 410 | 422))
+    }
+}
+
 impl std::fmt::Display for HttpError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -412,6 +422,16 @@ fn classify(error: reqwest::Error) -> HttpError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_server_saying_no_is_definite() {
+        for code in [400, 404, 410, 422] {
+            assert!(HttpError::Status(code).is_definite(), "{code}");
+        }
+        for error in [HttpError::Timeout, HttpError::Network("reset".into()), HttpError::Resolve("x".into()), HttpError::Status(500), HttpError::Status(503), HttpError::Status(429), HttpError::Status(401), HttpError::Body(200)] {
+            assert!(!error.is_definite(), "{error}");
+        }
+    }
 
     #[test]
     fn lone_surrogates_read_as_replacement_characters() {

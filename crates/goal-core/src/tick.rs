@@ -176,9 +176,11 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
         Ok(session) => session,
         Err(error) => {
             warn!(target: "session_goal", session = session_id, %error, attempt, "session unreadable");
-            // Nothing known can be settled once the retries are spent (it may be no session at
-            // all); a goal behind it is the periodic sweep's to find again.
-            return if exhausted { TickOutcome::Done } else { TickOutcome::Retry };
+            // A session the server says is not there is dropped once the retries are spent.
+            // A server that is only slow or failing is never given up on: past the last retry,
+            // the scheduler looks again after a long pause (an active goal behind it must not
+            // wait for the periodic sweep).
+            return if exhausted && error.is_definite() { TickOutcome::Done } else { TickOutcome::Retry };
         }
     };
     if session.is_subagent() {
