@@ -47,10 +47,10 @@ describe('dispatch under ambiguous failures', () => {
 })
 
 /**
- * Makes `change(goal)` land inside the reservation window: after the tick's fresh read of the
- * session (the first GET of it after the audit) and before its PATCH. OpenCode's PATCH has no
- * compare-and-set, so the reservation overwrites it; the runtime must see it in the events and
- * put it back.
+ * Makes `change(goal)` land inside the reservation window: after the read the reservation is
+ * built on and just before its PATCH is applied (the first PATCH after the audit). OpenCode's
+ * PATCH has no compare-and-set, so the reservation overwrites it; the runtime must see it in the
+ * events and put it back.
  */
 function inReservationWindow(mock, sessionId, change) {
   let fired = false
@@ -58,7 +58,7 @@ function inReservationWindow(mock, sessionId, change) {
     if (fired) return
     fired = true
     mock.fault({
-      method: 'GET', path: '/session/' + sessionId, times: 1, apply: true, delayMs: 5,
+      method: 'PATCH', path: '/session/' + sessionId, times: 1, actionFirst: true,
       action: () => {
         const metadata = mock.getSession(sessionId).metadata
         const goal = change(metadata.openchamber.goal)
@@ -71,7 +71,7 @@ function inReservationWindow(mock, sessionId, change) {
   }
 }
 
-/** An auditor that says continue and arms `window` (the next session read is the fresh read). */
+/** An auditor that says continue and arms `window` (the next session write is the reservation). */
 function continueAndArm(window) {
   return scriptedAuditor([
     () => {

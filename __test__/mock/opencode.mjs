@@ -88,6 +88,8 @@
 //   eight slices spread over trickleMs. query: {name: value} — the fault only matches requests
 //   with these query parameters (e.g. {directory: '/tmp/p2'}). action(request, mock): called when
 //   the fault fires (after the handler when it applies), e.g. to take the server down.
+//   actionFirst: the action runs on arrival, before anything else (another writer landing just
+//   before this request is applied).
 //
 // OUTAGES
 //   mock.refuseConnections({forMs?}) closes the listener and destroys every socket (SSE and

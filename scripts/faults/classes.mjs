@@ -837,8 +837,9 @@ async function twoHosts() {
 }
 
 /**
- * Another writer (the UI) pauses or clears the goal inside the reservation window: after the
- * tick's fresh read and before its PATCH, which overwrites it (OpenCode has no compare-and-set).
+ * Another writer (the UI) pauses, clears or edits the goal inside the reservation window: after
+ * the read the reservation is built on and just before its PATCH, which overwrites it (OpenCode
+ * has no compare-and-set).
  * The runtime sees the other writer's state in the events before the echo of its own write,
  * sends nothing and writes the user's state back.
  */
@@ -864,9 +865,10 @@ async function writerInWindow() {
       c.auditor = (request) => {
         if (!armed) {
           armed = true
-          // The next read of the session is the reservation's fresh read.
+          // The next write to the session is the reservation: the other writer lands just before
+          // it, after whatever read it was built on (the tick's first read or a fresh one).
           h.mock.fault({
-            method: 'GET', path: sessionPath(c), times: 1, apply: true, delayMs: 5,
+            method: 'PATCH', path: sessionPath(c), times: 1, actionFirst: true,
             action: () => {
               c.data.fired = true
               const oldObjective = c.objective

@@ -98,6 +98,9 @@ export function createHttpServer({ route, faults, events, mock, now, sleep }) {
     const { r, badJson } = await readRequest(req, now);
     mock.requests.push({ ...clone({ method: r.method, path: r.path, query: r.query, body: r.body, headers: r.headers }), at: r.receivedAt });
     const fault = faults.take(r);
+    // An actionFirst fault's action runs on arrival, and only there.
+    const actionNow = fault?.actionFirst ? () => {} : () => fireAction(fault, r);
+    if (fault?.actionFirst) fireAction(fault, r);
     const plan = planFault(fault);
     if (plan.waitBeforeMs > 0) {
       await sleep(plan.waitBeforeMs);
@@ -110,13 +113,13 @@ export function createHttpServer({ route, faults, events, mock, now, sleep }) {
       if (plan.realAnswer) {
         if (result.sse) return events.open(r, res, result.sse);
         if (plan.kind === 'none') return send(res, result);
-        fireAction(fault, r);
+        actionNow();
         if (plan.waitAfterMs > 0) await sleep(plan.waitAfterMs);
         if (down()) return req.socket.destroy();
         return reply(result);
       }
     }
-    fireAction(fault, r);
+    actionNow();
     const answer = faultAnswer(plan.kind, fault, result);
     if (answer === 'hang') return; // the socket is destroyed by close()
     if (answer === 'destroy') return req.socket.destroy();

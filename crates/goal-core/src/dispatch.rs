@@ -122,7 +122,12 @@ pub enum Delivery {
     /// OpenCode admitted the continuation (or, with an id, holds a message under it).
     Sent,
     /// The user stopped, typed or changed the goal before a post: nothing more was posted.
-    Stopped,
+    /// `unused`: no attempt before it can have landed (none was made, or each was refused), so
+    /// the reserved turn was never used.
+    Stopped {
+        /// No attempt can have landed.
+        unused: bool,
+    },
     /// Not delivered after every attempt. `refused`: every attempt was provably refused (the
     /// turn can be given back); otherwise it may have landed unseen.
     Failed {
@@ -162,16 +167,16 @@ impl Dispatch<'_> {
         let mut refused = true;
         for attempt in 1..=self.attempts {
             if !generation.is_current() {
-                return Delivery::Stopped;
+                return Delivery::Stopped { unused: refused };
             }
             if attempt > 1 {
                 tokio::time::sleep(self.retry_delay).await;
                 if !generation.is_current() {
-                    return Delivery::Stopped;
+                    return Delivery::Stopped { unused: refused };
                 }
                 if let Ok(session) = self.client.get_session(self.session_id, self.directory).await {
                     if !still_ours(&session) {
-                        return Delivery::Stopped;
+                        return Delivery::Stopped { unused: refused };
                     }
                 }
             }
@@ -212,12 +217,12 @@ impl Dispatch<'_> {
         let mut unresolved = false;
         for attempt in 1..=self.attempts {
             if !generation.is_current() {
-                return Delivery::Stopped;
+                return Delivery::Stopped { unused: refused && !unresolved };
             }
             if attempt > 1 {
                 match self.reconcile(tail, prompt_text, &still_ours).await {
-                    Reconciled::Admitted => return if unresolved { Delivery::Sent } else { Delivery::Stopped },
-                    Reconciled::Stop => return Delivery::Stopped,
+                    Reconciled::Admitted => return if unresolved { Delivery::Sent } else { Delivery::Stopped { unused: false } },
+                    Reconciled::Stop => return Delivery::Stopped { unused: refused && !unresolved },
                     Reconciled::NotAdmitted => unresolved = false,
                     Reconciled::Unknown if unresolved => {
                         warn!(target: "session_goal", session = self.session_id, attempt, "continuation outcome still unknown; not posting again");
@@ -226,7 +231,7 @@ impl Dispatch<'_> {
                     Reconciled::Unknown => {}
                 }
                 if !generation.is_current() {
-                    return Delivery::Stopped;
+                    return Delivery::Stopped { unused: refused && !unresolved };
                 }
             }
             match self.client.prompt_async(self.session_id, self.directory, self.body).await {
@@ -245,12 +250,12 @@ impl Dispatch<'_> {
         if unresolved && generation.is_current() {
             match self.reconcile(tail, prompt_text, &still_ours).await {
                 Reconciled::Admitted => return Delivery::Sent,
-                Reconciled::Stop => return Delivery::Stopped,
+                Reconciled::Stop => return Delivery::Stopped { unused: refused && !unresolved },
                 Reconciled::NotAdmitted | Reconciled::Unknown => {}
             }
         }
         if !generation.is_current() {
-            return Delivery::Stopped;
+            return Delivery::Stopped { unused: refused && !unresolved };
         }
         info!(target: "session_goal", session = self.session_id, refused, "continuation not delivered");
         Delivery::Failed { refused }

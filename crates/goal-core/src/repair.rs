@@ -63,20 +63,54 @@ fn updated_at_of(goal: Option<&Value>) -> Option<f64> {
     goal.and_then(|g| g.get("updatedAt")).and_then(Value::as_f64).filter(|n| n.is_finite())
 }
 
-/// Judges the events seen since a watch began, for a write that read the goal at `read` and
-/// wrote it at `wrote` (`updatedAt` values). `None` while the echo has not arrived. Pure.
-fn judge(seen: &[Seen], read: f64, wrote: f64) -> Option<Echo> {
-    let echo = seen.iter().position(|s| s.updated_at == Some(wrote))?;
-    // Another writer's state: newer than the one we read (an older or repeated event arriving
-    // late is not a write we overwrote), or a cleared goal.
+/// JSON equality with numbers compared by value (`1` and `1.0` are the same number).
+fn same_json(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same_json(a, b)),
+        (Value::Object(x), Value::Object(y)) => x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same_json(v, w))),
+        _ => a == b,
+    }
+}
+
+/// Whether a seen goal state is `goal`: the same `updatedAt`, and every field the event carries
+/// as in `goal` (events may carry only the goal's known fields). `updatedAt` alone is not enough:
+/// it has millisecond resolution, and another writer can land in the same one.
+fn shows(seen: &Seen, goal: &Value) -> bool {
+    let (Some(theirs), Some(fields)) = (seen.goal.as_ref().and_then(Value::as_object), goal.as_object()) else {
+        return false;
+    };
+    seen.updated_at.is_some()
+        && seen.updated_at == updated_at_of(Some(goal))
+        && theirs.iter().all(|(key, value)| fields.get(key).is_some_and(|mine| same_json(value, mine)))
+}
+
+/// Judges the events seen since a watch began, for a write built on `read` (the goal as read)
+/// that wrote `ours` (the goal as written). `None` while the echo has not arrived. Pure.
+fn judge(seen: &[Seen], read: &Value, ours: &Value) -> Option<Echo> {
+    let echo = seen.iter().position(|s| shows(s, ours))?;
+    let read_at = updated_at_of(Some(read)).unwrap_or(0.0);
+    // Another writer's state: newer than the one we read, or as new but different (an older or
+    // repeated event arriving late is not a write we overwrote), or a cleared goal.
     let foreign = seen[..echo].iter().rev().find(|s| match s.updated_at {
-        Some(at) => at > read && at != wrote,
+        Some(at) => at > read_at || (at == read_at && !shows(s, read)),
         None => true,
     });
     Some(match foreign {
         Some(state) => Echo::Overwrote(state.goal.clone()),
         None => Echo::Clean,
     })
+}
+
+impl Echo {
+    /// A name for logs (never the goal itself).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Echo::Clean => "clean",
+            Echo::Overwrote(_) => "overwrote",
+            Echo::Unknown => "unknown",
+        }
+    }
 }
 
 impl WriteEchoes {
@@ -112,9 +146,9 @@ pub struct WatchGuard {
 }
 
 impl WatchGuard {
-    /// Waits (at most `bound`) for the echo of a write that read the goal at `read` and wrote it
-    /// at `wrote` (`updatedAt` values), and says what the events showed.
-    pub async fn echo(&self, read: f64, wrote: f64, now_ms: f64, bound: Duration) -> Echo {
+    /// Waits (at most `bound`) for the echo of a write built on `read` (the goal as read) that
+    /// wrote `ours` (the goal as written), and says what the events showed.
+    pub async fn echo(&self, read: &Value, ours: &Value, now_ms: f64, bound: Duration) -> Echo {
         if !self.board.events_flow(now_ms) {
             return Echo::Unknown;
         }
@@ -123,7 +157,7 @@ impl WatchGuard {
             let notify = {
                 let watches = self.board.watches.lock();
                 let Some(watch) = watches.get(&self.session_id) else { return Echo::Unknown };
-                if let Some(echo) = judge(&watch.seen, read, wrote) {
+                if let Some(echo) = judge(&watch.seen, read, ours) {
                     return echo;
                 }
                 watch.notify.clone()
@@ -134,7 +168,7 @@ impl WatchGuard {
             notified.as_mut().enable();
             {
                 let watches = self.board.watches.lock();
-                if let Some(echo) = watches.get(&self.session_id).and_then(|w| judge(&w.seen, read, wrote)) {
+                if let Some(echo) = watches.get(&self.session_id).and_then(|w| judge(&w.seen, read, ours)) {
                     return echo;
                 }
             }
@@ -161,24 +195,45 @@ mod tests {
         Seen { updated_at: Some(updated_at), goal: Some(goal) }
     }
 
+    fn goal(updated_at: f64, status: &str) -> Value {
+        json!({"id": "g", "status": status, "updatedAt": updated_at, "lease": {"holder": "me"}})
+    }
+
     #[test]
     fn judging_the_events_between_read_and_echo() {
-        assert_eq!(judge(&[], 1.0, 3.0), None, "no echo yet");
-        assert_eq!(judge(&[seen(3.0, "active")], 1.0, 3.0), Some(Echo::Clean));
-        assert_eq!(judge(&[seen(1.0, "active"), seen(3.0, "active")], 1.0, 3.0), Some(Echo::Clean), "a late event of what we read");
+        let (read, ours) = (goal(1.0, "active"), goal(3.0, "active"));
+        assert_eq!(judge(&[], &read, &ours), None, "no echo yet");
+        assert_eq!(judge(&[seen(3.0, "active")], &read, &ours), Some(Echo::Clean));
+        assert_eq!(judge(&[seen(1.0, "active"), seen(3.0, "active")], &read, &ours), Some(Echo::Clean), "a late event of what we read");
         let paused = seen(2.0, "paused");
-        assert_eq!(judge(&[paused.clone(), seen(3.0, "active")], 1.0, 3.0), Some(Echo::Overwrote(paused.goal.clone())));
+        assert_eq!(judge(&[paused.clone(), seen(3.0, "active")], &read, &ours), Some(Echo::Overwrote(paused.goal.clone())));
         let cleared = Seen { updated_at: None, goal: None };
-        assert_eq!(judge(&[cleared, seen(3.0, "active")], 1.0, 3.0), Some(Echo::Overwrote(None)));
-        assert_eq!(judge(&[seen(3.0, "active"), seen(4.0, "paused")], 1.0, 3.0), Some(Echo::Clean), "a later write is not overwritten");
-        assert_eq!(judge(&[seen(0.5, "paused"), seen(3.0, "active")], 1.0, 3.0), Some(Echo::Clean), "an older state arriving late");
+        assert_eq!(judge(&[cleared, seen(3.0, "active")], &read, &ours), Some(Echo::Overwrote(None)));
+        assert_eq!(judge(&[seen(3.0, "active"), seen(4.0, "paused")], &read, &ours), Some(Echo::Clean), "a later write is not overwritten");
+        assert_eq!(judge(&[seen(0.5, "paused"), seen(3.0, "active")], &read, &ours), Some(Echo::Clean), "an older state arriving late");
+    }
+
+    #[test]
+    fn a_write_in_the_same_millisecond_is_told_apart_by_content() {
+        let (read, ours) = (goal(1.0, "active"), goal(3.0, "active"));
+        // Paused in the very millisecond we wrote: not our echo, and overwritten by it.
+        let paused_now = seen(3.0, "paused");
+        assert_eq!(judge(&[paused_now.clone()], &read, &ours), None, "a same-millisecond pause is no echo");
+        assert_eq!(judge(&[paused_now.clone(), seen(3.0, "active")], &read, &ours), Some(Echo::Overwrote(paused_now.goal.clone())));
+        // Paused in the millisecond of the state we read.
+        let paused_then = seen(1.0, "paused");
+        assert_eq!(judge(&[paused_then.clone(), seen(3.0, "active")], &read, &ours), Some(Echo::Overwrote(paused_then.goal.clone())));
+        // Events carry only some fields, and numbers may come back as floats.
+        let reduced = Seen { updated_at: Some(3.0), goal: Some(json!({"id": "g", "status": "active", "updatedAt": 3})) };
+        assert_eq!(judge(&[reduced], &read, &ours), Some(Echo::Clean));
     }
 
     #[tokio::test]
     async fn the_echo_is_awaited_only_when_events_flow() {
         let board = Arc::new(WriteEchoes::default());
         let watch = board.watch("s");
-        assert_eq!(watch.echo(1.0, 3.0, 1_000.0, Duration::from_millis(50)).await, Echo::Unknown);
+        let (read, ours) = (goal(1.0, "active"), goal(3.0, "active"));
+        assert_eq!(watch.echo(&read, &ours, 1_000.0, Duration::from_millis(50)).await, Echo::Unknown);
         board.observe("other", None, 1_000.0);
         let waiting = {
             let board = board.clone();
@@ -188,7 +243,7 @@ mod tests {
                 board.observe("s", Some(&json!({"id": "g", "status": "active", "updatedAt": 3.0})), 1_000.0);
             })
         };
-        let echo = watch.echo(1.0, 3.0, 1_000.0, Duration::from_secs(5)).await;
+        let echo = watch.echo(&read, &ours, 1_000.0, Duration::from_secs(5)).await;
         waiting.await.unwrap();
         assert!(matches!(echo, Echo::Overwrote(Some(ref g)) if g["status"] == "paused"), "{echo:?}");
         drop(watch);

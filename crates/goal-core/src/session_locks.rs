@@ -4,16 +4,36 @@
 //! actions built from one context exclude each other, and two contexts never block each other.
 
 use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
 type SlotMap = Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>;
 
+/// Buckets of the write epoch (sessions hash into them; a shared bucket only costs a re-read).
+const EPOCH_BUCKETS: usize = 256;
+
 /// The per-session metadata write slots of one context. Cloning shares them.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct WriteSlots {
     slots: Arc<SlotMap>,
+    /// Bumped each time a slot is released. A session read taken while a bucket's epoch stayed
+    /// the same has seen every write of this context to that session.
+    epochs: Arc<[AtomicU64; EPOCH_BUCKETS]>,
+}
+
+impl Default for WriteSlots {
+    fn default() -> Self {
+        WriteSlots { slots: Arc::default(), epochs: Arc::new(std::array::from_fn(|_| AtomicU64::new(0))) }
+    }
+}
+
+fn epoch_bucket(session_id: &str) -> usize {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    session_id.hash(&mut hasher);
+    (hasher.finish() as usize) % EPOCH_BUCKETS
 }
 
 impl WriteSlots {
@@ -26,7 +46,15 @@ impl WriteSlots {
                 .clone()
         };
         let guard = lock.clone().lock_owned().await;
-        WriteSlot { slots: self.slots.clone(), session_id: session_id.to_string(), lock, guard: Some(guard) }
+        WriteSlot { slots: self.clone(), session_id: session_id.to_string(), lock, guard: Some(guard) }
+    }
+
+    /// The session's write epoch: unchanged between two calls means no write slot of this
+    /// context was released for the session in between (other sessions may share the bucket,
+    /// which only makes a caller read again). Take it before a read that a later write will use
+    /// as its base, and compare once the slot is held.
+    pub fn epoch(&self, session_id: &str) -> u64 {
+        self.epochs[epoch_bucket(session_id)].load(Ordering::SeqCst)
     }
 
     /// Sessions with a slot held or awaited (tests: entries are pruned on release).
@@ -42,7 +70,7 @@ impl WriteSlots {
 
 /// Holds the session's write slot; released (and the map entry pruned) on drop.
 pub struct WriteSlot {
-    slots: Arc<SlotMap>,
+    slots: WriteSlots,
     session_id: String,
     lock: Arc<tokio::sync::Mutex<()>>,
     guard: Option<tokio::sync::OwnedMutexGuard<()>>,
@@ -50,8 +78,10 @@ pub struct WriteSlot {
 
 impl Drop for WriteSlot {
     fn drop(&mut self) {
+        // Before the release: whoever takes the slot next sees the new epoch.
+        self.slots.epochs[epoch_bucket(&self.session_id)].fetch_add(1, Ordering::SeqCst);
         self.guard.take();
-        let mut map = self.slots.lock();
+        let mut map = self.slots.slots.lock();
         // Two strong refs: the map's and ours. Nobody else waits: prune.
         if Arc::strong_count(&self.lock) <= 2 {
             map.remove(&self.session_id);
@@ -104,6 +134,20 @@ mod tests {
         assert!(claims.claim("ses_other_claim_test").is_some());
         drop(first);
         assert!(claims.claim("ses_claim_test").is_some());
+    }
+
+    #[tokio::test]
+    async fn a_released_slot_moves_its_sessions_epoch() {
+        let slots = WriteSlots::default();
+        let before = slots.epoch("ses_epoch");
+        let held = slots.acquire("ses_epoch").await;
+        assert_eq!(slots.epoch("ses_epoch"), before, "held, not yet released");
+        drop(held);
+        assert_ne!(slots.epoch("ses_epoch"), before);
+        let shared = slots.clone();
+        let now = slots.epoch("ses_epoch");
+        drop(shared.acquire("ses_epoch").await);
+        assert_ne!(slots.epoch("ses_epoch"), now, "clones share the epochs");
     }
 
     #[tokio::test]

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use tracing::{debug, info, warn};
@@ -26,7 +26,7 @@ use crate::script_guard::introduces_foreign_script;
 use crate::services::{Services, SmallModelRequest};
 use crate::clock::now_ms;
 use crate::lease::{take_lease, LEASE_FIELD};
-use crate::writer::{continuation_for_of, write_goal, GoalGuard, GoalWrite};
+use crate::writer::{continuation_for_of, write_goal, write_goal_on, BaseRead, GoalGuard, GoalWrite};
 
 /// Goal-loop tunables (Part B constants; all injectable).
 #[derive(Debug, Clone)]
@@ -161,19 +161,28 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
     };
     // The settings file is read beside the first requests (a disk read would otherwise delay
     // them); when goals are switched off, what was read is dropped unused.
-    let (flags, (session, early_live)) = tokio::join!(ctx.services.data_dir.flags(), async {
+    // The session read may become the reservation's base (no second read when the tick goes
+    // straight on): the write epoch is taken before it is sent, and goal events are watched from
+    // here (see `repair`).
+    let epoch = ctx.client.write_slots().epoch(session_id);
+    let watch = ctx.echoes.watch(session_id);
+    let read_session = || async {
+        let session = ctx.client.get_session(session_id, directory).await;
+        (session, Instant::now())
+    };
+    let (flags, ((session, answered), early_live)) = tokio::join!(ctx.services.data_dir.flags(), async {
         if (ctx.known_active)(session_id) {
-            let (session, live) = tokio::join!(ctx.client.get_session(session_id, directory), read_live());
+            let (session, live) = tokio::join!(read_session(), read_live());
             (session, Some(live))
         } else {
-            (ctx.client.get_session(session_id, directory).await, None)
+            (read_session().await, None)
         }
     });
     if !flags.goal_enabled {
         return TickOutcome::Done;
     }
     let session = match session {
-        Ok(session) => session,
+        Ok(session) => BaseRead { session, epoch, answered },
         Err(error) => {
             warn!(target: "session_goal", session = session_id, %error, attempt, "session unreadable");
             // A session the server says is not there is dropped once the retries are spent.
@@ -183,10 +192,10 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
             return if exhausted && error.is_definite() { TickOutcome::Done } else { TickOutcome::Retry };
         }
     };
-    if session.is_subagent() {
+    if session.session.is_subagent() {
         return TickOutcome::Done;
     }
-    let Some(goal) = session.goal().filter(|g| g.status == GoalStatus::Active) else {
+    let Some(goal) = session.session.goal().filter(|g| g.status == GoalStatus::Active) else {
         return TickOutcome::Done;
     };
     if let Some(wait) = lease_wait(ctx, &goal) {
@@ -333,7 +342,14 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
             }
         }
     };
-    continue_goal(ctx, session_id, directory, &goal, &objective, basis, reservation, generation, exhausted).await
+    let read = ReadAtStart { base: session, watch };
+    continue_goal(ctx, session_id, directory, &goal, &objective, basis, reservation, generation, exhausted, read).await
+}
+
+/// The tick's first session read, and the goal-event watch started just before it.
+struct ReadAtStart {
+    base: BaseRead,
+    watch: crate::repair::WatchGuard,
 }
 
 /// Slack added to a quiet-window back-off, so the next look lands after the window, not on it.
@@ -526,6 +542,7 @@ async fn continue_goal(
     reservation: Reservation,
     generation: Generation,
     exhausted: bool,
+    read: ReadAtStart,
 ) -> TickOutcome {
     if !generation.is_current() {
         return TickOutcome::Done;
@@ -550,11 +567,17 @@ async fn continue_goal(
         turns_used: goal.turns_used,
         continuation_for: continuation_for_of(goal).map(str::to_string),
     };
-    // Watch the goal's events from before the fresh read until our write's echo: another
-    // writer's pause, clear or edit landing in between shows up there (see `repair`).
-    let watch = ctx.echoes.watch(session_id);
+    // Watch the goal's events from before the read the write builds on until the write's echo:
+    // another writer's pause, clear or edit landing in between shows up there (see `repair`).
+    // When the tick went straight on (an audit answered at once, or none), its first read is
+    // that base and its watch already runs; otherwise the write reads fresh, watched anew.
+    let ReadAtStart { base, watch } = read;
+    let (base, watch) = if base.usable() { (Some(base), watch) } else {
+        drop(watch);
+        (None, ctx.echoes.watch(session_id))
+    };
     let mut read_goal: Option<Goal> = None;
-    let written = write_goal(&ctx.client, session_id, directory, &reserve_guard, |g| {
+    let written = write_goal_on(&ctx.client, session_id, directory, &reserve_guard, base.as_ref(), |g| {
         read_goal = Some(g.clone());
         reservation.accounting.apply(g);
         if !reused {
@@ -590,8 +613,11 @@ async fn continue_goal(
     };
     let reserved_guard = GoalGuard::Exact { revision: reserved.revision(), status: GoalStatus::Active, holder: ctx.holder.clone() };
     let bound = ECHO_BOUND.min(ctx.config.idle_quiet.max(Duration::from_millis(50)));
-    let read_at = read_goal.as_ref().map_or(0.0, |g| g.updated_at);
-    let echo = watch.echo(read_at, reserved.updated_at, now_ms(), bound).await;
+    let read_value = read_goal.as_ref().map_or(Value::Null, Goal::to_value);
+    let written_value = reserved.to_value();
+    let echo = watch.echo(&read_value, &written_value, now_ms(), bound).await;
+    let echo_late = echo == Echo::Unknown;
+    debug!(target: "session_goal", session = session_id, echo = echo.kind(), reused_read = base.is_some(), "reservation written");
     if let Echo::Overwrote(theirs) = echo {
         if is_competing_reservation(theirs.as_ref(), read_goal.as_ref()) {
             // Another host's reservation of the same turn is no user intent to restore: it
@@ -603,7 +629,9 @@ async fn continue_goal(
             return TickOutcome::Done;
         }
     }
-    drop(watch);
+    // An echo that had not come by the bound (a slow event stream) is looked for again when the
+    // tick ends without posting: the event that stopped it is often the very write we overwrote.
+    let late = LateEcho { watch: echo_late.then_some(watch), read_value, written_value, reserved: &reserved, read_goal: read_goal.as_ref() };
 
     let text = prompts::continuation_prompt(
         objective,
@@ -643,6 +671,12 @@ async fn continue_goal(
     match fresh_session {
         Ok(fresh) => {
             if let Some(outcome) = standing(ctx, session_id, &fresh, &reserved) {
+                if late.repaired(ctx, session_id, directory).await {
+                    return TickOutcome::Done;
+                }
+                if !reused && fresh.goal().is_some_and(|g| g.id == reserved.id && g.status != GoalStatus::Active) {
+                    give_back_stopped_turn(ctx, session_id, directory, &reserved, &tail).await;
+                }
                 return outcome;
             }
         }
@@ -677,8 +711,16 @@ async fn continue_goal(
             crate::operator::continuation_sent(session_id, reserved.turns_used, ctx.config.max_auto_turns);
             TickOutcome::Continued
         }
-        Delivery::Stopped => {
+        Delivery::Stopped { unused } => {
             info!(target: "session_goal", session = session_id, "stopped by the user before dispatch");
+            if late.repaired(ctx, session_id, directory).await {
+                return TickOutcome::Done;
+            }
+            if unused && !reused {
+                // Declined inside unless the stored goal is stopped and still holds this
+                // reservation.
+                give_back_stopped_turn(ctx, session_id, directory, &reserved, &tail).await;
+            }
             // Stopped on a fresh read (no event said so): plan again, which settles on what the
             // user did (a paused goal ends there; an edited one goes on with its new content).
             if generation.is_current() {
@@ -689,6 +731,7 @@ async fn continue_goal(
         }
         Delivery::Failed { refused } => {
             if !generation.is_current() {
+                late.repaired(ctx, session_id, directory).await;
                 return TickOutcome::Done;
             }
             // With an id, an ambiguous failure (an overloaded server timing out) may have landed
@@ -710,6 +753,32 @@ async fn continue_goal(
                 g.extra.remove(CONTINUATION_ID_FIELD);
             })
             .await
+        }
+    }
+}
+
+/// The reservation's watch, kept when its echo had not arrived in time.
+struct LateEcho<'a> {
+    watch: Option<crate::repair::WatchGuard>,
+    read_value: Value,
+    written_value: Value,
+    reserved: &'a Goal,
+    read_goal: Option<&'a Goal>,
+}
+
+impl LateEcho<'_> {
+    /// Waits (bounded) for the late echo; when it shows that the reservation overwrote a user's
+    /// change, writes that change back and says so.
+    async fn repaired(&self, ctx: &TickContext, session_id: &str, directory: &str) -> bool {
+        let Some(watch) = &self.watch else { return false };
+        let echo = watch.echo(&self.read_value, &self.written_value, now_ms(), ECHO_BOUND).await;
+        debug!(target: "session_goal", session = session_id, echo = echo.kind(), "late echo");
+        match echo {
+            Echo::Overwrote(theirs) if !is_competing_reservation(theirs.as_ref(), self.read_goal) => {
+                give_back_to_the_user(ctx, session_id, directory, self.reserved, self.read_goal, theirs).await;
+                true
+            }
+            _ => false,
         }
     }
 }
@@ -757,6 +826,28 @@ fn restored_goal(read: Option<&Goal>, theirs: Value) -> Value {
         }
     }
     base
+}
+
+/// The user stopped the goal (paused it, or settled it) after this tick reserved a turn and
+/// before anything was posted: the turn was never used, so it goes back, with the reservation.
+/// Only while the stored goal still carries exactly this reservation (nobody reserved again).
+async fn give_back_stopped_turn(ctx: &TickContext, session_id: &str, directory: &str, reserved: &Goal, tail: &str) {
+    let result = crate::writer::try_write_goal(&ctx.client, session_id, directory, &GoalGuard::SameId(reserved.id.clone()), |g| {
+        if g.status == GoalStatus::Active || g.turns_used != reserved.turns_used || continuation_for_of(g) != Some(tail) {
+            return Err(());
+        }
+        g.turns_used = g.turns_used.saturating_sub(1);
+        g.extra.remove(CONTINUATION_FOR_FIELD);
+        g.extra.remove(CONTINUATION_ID_FIELD);
+        g.extra.remove(LEASE_FIELD);
+        Ok(())
+    })
+    .await;
+    match result {
+        Ok(crate::writer::GoalUpdate::Written { .. }) => info!(target: "session_goal", session = session_id, "stopped before dispatch; the reserved turn was given back"),
+        Ok(_) => {}
+        Err(error) => warn!(target: "session_goal", session = session_id, %error, "giving back the reserved turn failed"),
+    }
 }
 
 /// Whether the goal read back after the reservation is still the one this tick reserved for:

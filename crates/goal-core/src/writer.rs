@@ -83,6 +83,31 @@ pub enum GoalWrite {
     Stale,
 }
 
+/// A session read a write may build on instead of reading again: taken just before (see
+/// [`BaseRead::usable`]), and only when no write of this context to the session came between.
+#[derive(Debug, Clone)]
+pub struct BaseRead {
+    /// The session as read.
+    pub session: SessionView,
+    /// The context's write epoch for the session, taken before the read was sent.
+    pub epoch: u64,
+    /// When the read's answer arrived.
+    pub answered: std::time::Instant,
+}
+
+/// How old a base read may be when its write starts. A fresh read already leaves a window of
+/// one round trip in which another writer's change is overwritten (OpenCode has no
+/// compare-and-set); building on an earlier read widens that window by at most this much, and
+/// the echo watch (`repair`) restores what lands in it.
+pub const BASE_READ_FRESH: std::time::Duration = std::time::Duration::from_millis(50);
+
+impl BaseRead {
+    /// Whether the read is recent enough to write on.
+    pub fn usable(&self) -> bool {
+        self.answered.elapsed() <= BASE_READ_FRESH
+    }
+}
+
 /// Reads the session fresh, checks the guard, applies `mutate` and writes the merged metadata.
 pub async fn write_goal(
     client: &OpenCodeClient,
@@ -91,8 +116,26 @@ pub async fn write_goal(
     guard: &GoalGuard,
     mutate: impl FnOnce(&mut Goal),
 ) -> Result<GoalWrite, HttpError> {
+    write_goal_on(client, session_id, directory, guard, None, mutate).await
+}
+
+/// [`write_goal`] on a base read taken just before: it saves the fresh read (one round trip)
+/// when the base is still [`BaseRead::usable`] and no write of this context to the session has
+/// been released since it was sent; otherwise the session is read fresh as usual.
+pub async fn write_goal_on(
+    client: &OpenCodeClient,
+    session_id: &str,
+    directory: &str,
+    guard: &GoalGuard,
+    base: Option<&BaseRead>,
+    mutate: impl FnOnce(&mut Goal),
+) -> Result<GoalWrite, HttpError> {
     let _slot = client.write_slots().acquire(session_id).await;
-    let session = client.get_session(session_id, directory).await?;
+    let base = base.filter(|b| b.usable() && b.epoch == client.write_slots().epoch(session_id));
+    let session = match base {
+        Some(base) => base.session.clone(),
+        None => client.get_session(session_id, directory).await?,
+    };
     let Some(mut goal) = session.goal().filter(|g| guard.admits(g)) else {
         return Ok(GoalWrite::Stale);
     };
