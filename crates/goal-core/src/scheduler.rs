@@ -296,6 +296,10 @@ struct Actor {
     runtime: tokio::runtime::Handle,
 }
 
+/// How far ahead of its due time a wake-up's timer is set (see `arm`). A tick never posts
+/// inside the quiet window whatever the timer does: the tick checks the window from data.
+const TIMER_LEAD: Duration = Duration::from_millis(1);
+
 /// How long `stop()` lets running ticks finish before cancelling them.
 const STOP_GRACE: Duration = Duration::from_millis(1500);
 
@@ -419,7 +423,9 @@ impl Actor {
         cancel_timer(entry);
         let key = session.to_string();
         let handle = runtime.spawn(async move {
-            tokio::time::sleep_until(due).await;
+            // tokio rounds a deadline up to its next millisecond tick and wakes within about
+            // another: aiming one tick early centres the firing on `due`.
+            tokio::time::sleep_until(due.checked_sub(TIMER_LEAD).unwrap_or(due)).await;
             if let Some(tx) = tx.upgrade() {
                 let _ = tx.send(Command::Fire { session: key, timer: id });
             }

@@ -277,7 +277,14 @@ pub async fn review(
     if let Some(audit) = audit {
         entry.insert("auditor".into(), json!(format!("{}/{}", audit.provider_id, audit.model_id)));
     }
-    append(ctx, session_id, entry).await;
+    if matches!(decision, AfterAudit::Continue(_)) {
+        // A continuation waits for nothing it does not need: the trail's line (a few blocking
+        // file operations) is written beside it. Records of one session are a turn apart.
+        let (root, session, max) = (ctx.services.data_dir.root().to_path_buf(), session_id.to_string(), ctx.config.evidence.history_max_records);
+        tokio::spawn(async move { crate::history::append(&root, &session, &Value::Object(entry), max).await });
+    } else {
+        append(ctx, session_id, entry).await;
+    }
 
     // The breaker state and the override set ride on the reservation's guarded write (one
     // write, watched for lost updates), not on a write of their own.
