@@ -722,7 +722,11 @@ async function hostileSessionIds() {
         return !m
       })
     probe.expect = () => outside().length === 0 && h.mock.prompts.every((p) => !bogus.includes(p.sessionId)) && !bogus.some((id) => typeof id === 'string' && h.trackedSessions().has(id.trim()))
-    probe.settled = () => !bogus.some((id) => typeof id === 'string' && id.trim() && h.trackedSessions().has(id.trim()))
+    // Settled once no bogus id is tracked, looked at only after a whole round of retries could
+    // have run (q × 15 = 2.25 s): before the scheduler has armed, nothing is tracked yet.
+    const sentAt = Date.now()
+    probe.settled = () =>
+      Date.now() - sentAt > 3000 && !bogus.some((id) => typeof id === 'string' && id.trim() && h.trackedSessions().has(id.trim()))
     await h.settle({ timeoutMs: 20_000 })
     const stray = outside()
     if (stray.length) h.note(`hostile-session-ids: requests outside /session/<one segment>: ${stray.slice(0, 5).map((q) => q.method + ' ' + q.path.slice(0, 60)).join(', ')}`)

@@ -264,7 +264,8 @@ mod tests {
 
     #[test]
     fn ids_that_cannot_be_addressed_are_ignored() {
-        for id in ["", "  ", ".", "..", " .. "] {
+        let too_long = "x".repeat(crate::opencode::MAX_SESSION_ID_BYTES + 1);
+        for id in ["", "  ", ".", "..", " .. ", too_long.as_str()] {
             let status = json!({"type": "session.status", "properties": {"sessionID": id, "status": {"type": "idle"}}});
             assert_eq!(parse_payload(&status, ""), None, "{id:?}");
             let updated = json!({"type": "session.updated", "properties": {"info": {"id": id}}});

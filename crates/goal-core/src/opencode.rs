@@ -76,11 +76,11 @@ pub enum HttpError {
 
 impl HttpError {
     /// The server answered that the thing asked for is not there, or that the request itself is
-    /// wrong (404, 400, 410, 422): asking again cannot help. Everything else (no answer, a
+    /// wrong (400, 404, 410, 414, 422, 431): asking again cannot help. Everything else (no answer, a
     /// refused connection, 5xx, 429, 401/403 while credentials are fixed, a proxy's garbage) may
     /// pass once the server or the network recovers.
     pub fn is_definite(&self) -> bool {
-        matches!(self, HttpError::Status(400 | 404 | 410 | 422))
+        matches!(self, HttpError::Status(400 | 404 | 410 | 414 | 422 | 431))
     }
 }
 
@@ -392,10 +392,16 @@ pub fn percent_encode(text: &str) -> String {
     escaped
 }
 
+/// Longest session id addressed (bytes). OpenCode's are about 30; a URL of many kilobytes is
+/// refused by servers and proxies with a reset or a 414/431, which would look like a flaky server
+/// and be retried for ever.
+pub const MAX_SESSION_ID_BYTES: usize = 1024;
+
 /// Whether a session id can be put in a URL path. `.` and `..` cannot: URL parsers resolve them
-/// (escaped as `%2e` too) as dot segments, so `/session/..` would reach `/` instead.
+/// (escaped as `%2e` too) as dot segments, so `/session/..` would reach `/` instead. Nor can an id
+/// over [`MAX_SESSION_ID_BYTES`].
 pub fn is_addressable_session_id(session_id: &str) -> bool {
-    !session_id.is_empty() && session_id != "." && session_id != ".."
+    !session_id.is_empty() && session_id != "." && session_id != ".." && session_id.len() <= MAX_SESSION_ID_BYTES
 }
 
 /// `/session/<escaped id><suffix>`: ids come from payloads, so they are escaped, and an id that
@@ -425,7 +431,7 @@ mod tests {
 
     #[test]
     fn only_a_server_saying_no_is_definite() {
-        for code in [400, 404, 410, 422] {
+        for code in [400, 404, 410, 414, 422, 431] {
             assert!(HttpError::Status(code).is_definite(), "{code}");
         }
         for error in [HttpError::Timeout, HttpError::Network("reset".into()), HttpError::Resolve("x".into()), HttpError::Status(500), HttpError::Status(503), HttpError::Status(429), HttpError::Status(401), HttpError::Body(200)] {
