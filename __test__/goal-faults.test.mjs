@@ -103,12 +103,15 @@ describe('another writer inside the reservation window (lost update)', () => {
     // The user's goal as they wrote it, with the fields events do not carry.
     expect(goalOf(env.mock, session.id)).toMatchObject({ status: 'paused', statusReason: 'paused by user', turnsUsed: 2, uiLayout: { pinned: true } })
     expect(env.mock.prompts).toHaveLength(0)
+    // The other writer's own key, written with the pause, is back too.
+    await waitFor(() => env.mock.getSession(session.id).metadata.foreign?.by === 'another writer', 3000)
   })
 
   it('a clear stays cleared, nothing is sent', async () => {
     const session = await run(() => undefined)
     expect(goalOf(env.mock, session.id)).toBeUndefined()
     expect(env.mock.prompts).toHaveLength(0)
+    await waitFor(() => env.mock.getSession(session.id).metadata.foreign?.by === 'another writer', 3000)
   })
 
   it('an edit is kept; no continuation with the old objective is sent', async () => {

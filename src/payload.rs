@@ -8,7 +8,7 @@ use napi::bindgen_prelude::JsObjectValue;
 use napi::{sys, Env, ValueType};
 use serde_json::{Map, Value};
 
-use goal_core::intake::{message_update_matters, parse_payload, reading_of, PayloadReading};
+use goal_core::intake::{message_update_matters, parse_payload, reading_of, PayloadReading, WATCHED_METADATA_KEY};
 use goal_core::goal_record::{KNOWN_GOAL_FIELDS, OBJECTIVE_REVISION_FIELD};
 
 fn get_unknown<'a>(object: &Object<'a>, key: &str) -> Option<Unknown<'a>> {
@@ -89,7 +89,9 @@ fn goal_fields(goal: Unknown) -> Value {
   Value::Object(fields)
 }
 
-fn reduce(env: &Env, payload: Unknown) -> Option<Value> {
+/// `watched(session_id)`: whether a runtime watches the session's writes, in which case the
+/// whole metadata of its `session.updated` is read too (see `goal_core::repair`).
+fn reduce(env: &Env, payload: Unknown, watched: impl Fn(&str) -> bool) -> Option<Value> {
   let object = as_object(Some(payload))?;
   let kind = get_string(&object, "type")?;
   let reading = reading_of(&kind)?;
@@ -110,6 +112,14 @@ fn reduce(env: &Env, payload: Unknown) -> Option<Value> {
         .map(goal_fields);
       if let Some(goal) = goal {
         out.insert("metadata".into(), nest(&["openchamber", "goal"], goal));
+      }
+      // Only inside a watched write's window (a few events per continuation): the other keys
+      // are what a lost-update repair puts back.
+      let id = out.get("id").and_then(Value::as_str).map(str::trim).unwrap_or("");
+      if !id.is_empty() && watched(id) {
+        if let Some(metadata) = to_json(env, get_unknown(&info, "metadata")).filter(Value::is_object) {
+          out.insert(WATCHED_METADATA_KEY.into(), metadata);
+        }
       }
       let mut props = Map::new();
       if let Some(directory) = get_string(&properties, "directory") {
@@ -189,9 +199,10 @@ pub fn intake_payload_types() -> Vec<String> {
 
 /// Reduces, parses and delivers one payload to every runtime of `group`.
 pub fn forward(env: &Env, group: &str, payload: Unknown, directory_hint: &str) {
-  let reduced = reduce(env, payload);
+  let intake = crate::shared_context().intake();
+  let reduced = reduce(env, payload, |session_id| intake.watches_writes(group, session_id));
   clear_pending_exception(env);
   if let Some(event) = reduced.and_then(|value| parse_payload(&value, directory_hint)) {
-    crate::shared_context().intake().deliver(group, &event);
+    intake.deliver(group, &event);
   }
 }

@@ -841,10 +841,10 @@ async function twoHosts() {
 }
 
 /**
- * Another writer (the UI) pauses, clears or edits the goal inside the reservation window: after
- * the read the reservation is built on and just before its PATCH, which overwrites it (OpenCode
- * has no compare-and-set).
- * The runtime sees the other writer's state in the events before the echo of its own write,
+ * Another writer (the UI) pauses, clears or edits the goal, or adds a key of its own, inside the
+ * reservation window: after the read the reservation is built on and just before its PATCH,
+ * which overwrites it (OpenCode has no compare-and-set). The runtime sees the other writer's
+ * state in the events before the echo of its own write,
  * sends nothing and writes the user's state back.
  */
 async function writerInWindow() {
@@ -858,6 +858,9 @@ async function writerInWindow() {
       // The edit is kept and the goal goes on with it; no continuation quotes the old objective.
       ['edit', (goal, c) => ({ ...goal, objective: edited(c), updatedAt: Date.now() }),
         (c) => (r) => expectComplete(1)(r) && r.continuations[0].text.includes(edited(c))],
+      // Another feature's key, the goal untouched: the key is put back, the goal goes on.
+      ['foreign key', (goal) => goal,
+        (c) => (r) => expectComplete(1)(r) && JSON.stringify(r.metadata?.laterKey) === JSON.stringify({ by: 'another writer', case: c.index })],
     ]
     for (const [label, change, expectFor] of placements) {
       const c = h.addCase({ label: label + ' between the fresh read and the reservation', start: false })
@@ -877,13 +880,14 @@ async function writerInWindow() {
               c.data.fired = true
               const oldObjective = c.objective
               if (label === 'edit') h.recordStop(c, 'edit', (k) => k.text.includes(oldObjective))
-              else h.recordStop(c, label)
+              else if (label !== 'foreign key') h.recordStop(c, label)
               const metadata = h.mock.getSession(c.sessionId).metadata
               const goal = change(metadata.openchamber.goal, c)
               const openchamber = { ...metadata.openchamber }
               if (goal === undefined) delete openchamber.goal
               else openchamber.goal = goal
-              h.mock.setMetadata(c.sessionId, { ...metadata, openchamber })
+              const added = label === 'foreign key' ? { laterKey: { by: 'another writer', case: c.index } } : {}
+              h.mock.setMetadata(c.sessionId, { ...metadata, ...added, openchamber })
             },
           })
         }
@@ -958,7 +962,7 @@ export const CLASSES = [
   },
   {
     name: 'writer-in-window', title: 'a writer inside the reservation window', run: writerInWindow,
-    judged: 'Another writer pauses, clears or edits the goal after the tick\'s fresh read and before its reservation PATCH, which overwrites it: the runtime sees the other state in the events before the echo of its write, sends nothing and writes it back. Pause: `paused` "marked by user" with the turn count from before, nothing sent; clear: no goal, nothing sent; edit: `complete` after one continuation, which quotes the edited objective.',
+    judged: 'Another writer pauses, clears or edits the goal, or adds a metadata key of its own, after the read the reservation is built on and just before its PATCH, which overwrites it: the runtime sees the other state in the events before the echo of its write and writes it back (a changed goal: nothing sent). Pause: `paused` "marked by user" with the turn count from before, nothing sent; clear: no goal, nothing sent; edit: `complete` after one continuation, which quotes the edited objective; added key: the key is there at the end and the goal `complete` after one continuation.',
   },
   {
     name: 'held-past-timeout', title: 'requests held past the timeout', run: heldPastTimeout,

@@ -32,7 +32,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::intake::parse_payload;
+use crate::intake::{parse_payload, IntakeEvent};
 use crate::opencode::{OpenCodeClient, StaticEndpoint};
 use crate::runtime::{GoalRuntime, GoalRuntimeSettings, GoalSnapshot};
 use crate::shared::SharedContext;
@@ -197,9 +197,17 @@ impl EmbeddedGoalRuntime {
     /// event concerns the runtime at all; anything unreadable is ignored.
     pub fn feed(&self, payload: &Value, directory_hint: &str) -> bool {
         match parse_payload(payload, directory_hint) {
-            Some(event) => {
+            Some(mut event) => {
+                let group = self.runtime.group();
+                // A watched write's window wants the whole metadata (see `repair`); the payload
+                // here is the server's own, so it is taken from there.
+                if let IntakeEvent::SessionUpdated { session_id, metadata, .. } = &mut event {
+                    if self.shared.intake().watches_writes(&group, session_id) {
+                        *metadata = payload.pointer("/properties/info/metadata").filter(|m| m.is_object()).cloned();
+                    }
+                }
                 // Through the shared intake, so an assist runtime on the same server sees it too.
-                self.shared.intake().deliver(&self.runtime.group(), &event);
+                self.shared.intake().deliver(&group, &event);
                 true
             }
             None => false,

@@ -29,6 +29,9 @@ pub enum IntakeEvent {
         is_child: bool,
         /// `metadata.openchamber.goal` as sent (may be anything).
         goal: Option<Value>,
+        /// The session's whole metadata, only while a runtime watches the session's writes for
+        /// lost updates (see `repair`); a binding reads it only then ([`WATCHED_METADATA_KEY`]).
+        metadata: Option<Value>,
     },
     /// An assistant message ended with `MessageAbortedError`.
     Aborted {
@@ -63,6 +66,10 @@ pub enum IntakeEvent {
     /// OpenCode (re)connected.
     Connected,
 }
+
+/// Where a binding puts a watched session's whole metadata in the reduced `session.updated` info
+/// (beside the goal-only `metadata` it always reads).
+pub const WATCHED_METADATA_KEY: &str = "watchedMetadata";
 
 /// How the binding reads one payload type off the host's object: it never walks a whole
 /// payload (a `session.updated` can carry megabytes of metadata), only what [`parse_payload`]
@@ -162,7 +169,8 @@ pub fn parse_payload(payload: &Value, directory_hint: &str) -> Option<IntakeEven
             let session_id = session_id(info.get("id"))?;
             let is_child = !text(info.get("parentID")).is_empty();
             let goal = info.get("metadata").and_then(|m| m.get("openchamber")).and_then(|n| n.get("goal")).cloned();
-            Some(IntakeEvent::SessionUpdated { session_id: session_id.to_string(), directory, is_child, goal })
+            let metadata = info.get(WATCHED_METADATA_KEY).cloned();
+            Some(IntakeEvent::SessionUpdated { session_id: session_id.to_string(), directory, is_child, goal, metadata })
         }
         "message.updated" => {
             let info = info?;
@@ -209,6 +217,11 @@ pub trait Consumer: Send + Sync {
     fn group(&self) -> String;
     /// Whether the consumer still wants events.
     fn is_live(&self) -> bool;
+    /// Whether the consumer watches this session's metadata writes right now, and so wants the
+    /// whole metadata of its `session.updated` events.
+    fn watches_writes(&self, _session_id: &str) -> bool {
+        false
+    }
 }
 
 /// The consumers events are fanned out to, held weakly (a dropped runtime stops receiving). An
@@ -225,6 +238,16 @@ impl IntakeRegistry {
         let mut list = self.consumers.write();
         list.retain(|c| c.upgrade().is_some_and(|c| c.is_live()));
         list.push(Arc::downgrade(consumer));
+    }
+
+    /// Whether a live consumer of the group watches the session's writes (the binding then reads
+    /// the whole metadata of its `session.updated`).
+    pub fn watches_writes(&self, group: &str, session_id: &str) -> bool {
+        self.consumers
+            .read()
+            .iter()
+            .filter_map(Weak::upgrade)
+            .any(|c| c.is_live() && c.group() == group && c.watches_writes(session_id))
     }
 
     /// Delivers an event to every live consumer of the group.

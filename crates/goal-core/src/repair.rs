@@ -18,24 +18,60 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use tokio::sync::Notify;
 
 /// Events older than this (ms) do not count as "this runtime receives goal events".
 const EVENTS_FRESH_MS: u64 = 10 * 60 * 1000;
 
 /// One goal state seen in a `session.updated` event: the goal's `updatedAt`, or `None` when the
-/// session has no (valid) goal, with the raw goal value.
+/// session has no (valid) goal, with the raw goal value, and the metadata's other keys when the
+/// event carried the whole metadata.
 #[derive(Debug, Clone, PartialEq)]
 struct Seen {
     updated_at: Option<f64>,
     goal: Option<Value>,
+    foreign: Option<Value>,
 }
 
 #[derive(Default)]
 struct Watch {
+    /// Tells this watch from a later one of the same session (only its own guard removes it).
+    id: u64,
     seen: Vec<Seen>,
     notify: Arc<Notify>,
+}
+
+/// The metadata without the goal: what other writers own (other keys, other `openchamber.*`).
+pub fn foreign_part(metadata: &Value) -> Value {
+    let mut foreign = metadata.clone();
+    if let Some(namespace) = foreign.get_mut("openchamber").and_then(Value::as_object_mut) {
+        namespace.remove("goal");
+    }
+    foreign
+}
+
+/// The metadata to write so that the other writer's keys, overwritten by our write, are back:
+/// `current` (read fresh) with everything but the goal set to `theirs` (the other writer's state
+/// just before our write), only while everything but the goal still stands exactly as we wrote
+/// it (`ours`). Anything written since is someone's newer state and is left alone (`None`),
+/// and a restore never mixes two states into one nobody wrote. Pure.
+pub fn restored_metadata(current: &Map<String, Value>, ours: &Value, theirs: &Value) -> Option<Map<String, Value>> {
+    let current_value = Value::Object(current.clone());
+    if !same_json(&foreign_part(&current_value), ours) || same_json(ours, theirs) {
+        return None;
+    }
+    let mut out = theirs.as_object().cloned().unwrap_or_default();
+    if let Some(goal) = current.get("openchamber").and_then(|n| n.get("goal")) {
+        let namespace = out.entry("openchamber").or_insert_with(|| Value::Object(Map::new()));
+        if !namespace.is_object() {
+            *namespace = Value::Object(Map::new());
+        }
+        if let Some(namespace) = namespace.as_object_mut() {
+            namespace.insert("goal".into(), goal.clone());
+        }
+    }
+    Some(out)
 }
 
 /// What the events showed about one write.
@@ -57,6 +93,7 @@ pub struct WriteEchoes {
     watches: Mutex<HashMap<String, Watch>>,
     /// When the last goal event arrived (ms since the epoch; 0 = never).
     last_event_ms: AtomicU64,
+    next_watch: AtomicU64,
 }
 
 fn updated_at_of(goal: Option<&Value>) -> Option<f64> {
@@ -116,13 +153,19 @@ impl Echo {
 impl WriteEchoes {
     /// Records a `session.updated` goal state (called by the runtime's intake for every
     /// top-level session event).
-    pub fn observe(&self, session_id: &str, goal: Option<&Value>, now_ms: f64) {
+    /// `metadata` is the whole metadata when the event carried it (see [`Self::is_watching`]).
+    pub fn observe(&self, session_id: &str, goal: Option<&Value>, metadata: Option<&Value>, now_ms: f64) {
         self.last_event_ms.store(now_ms.max(0.0) as u64, Ordering::Relaxed);
         let mut watches = self.watches.lock();
         if let Some(watch) = watches.get_mut(session_id) {
-            watch.seen.push(Seen { updated_at: updated_at_of(goal), goal: goal.cloned() });
+            watch.seen.push(Seen { updated_at: updated_at_of(goal), goal: goal.cloned(), foreign: metadata.map(foreign_part) });
             watch.notify.notify_waiters();
         }
+    }
+
+    /// Whether a write of the session is being watched (its events' whole metadata is wanted).
+    pub fn is_watching(&self, session_id: &str) -> bool {
+        self.watches.lock().contains_key(session_id)
     }
 
     /// Whether goal events reached this runtime recently.
@@ -134,8 +177,9 @@ impl WriteEchoes {
     /// Starts watching a session's goal events; call before the write's fresh read. The watch
     /// ends when the returned guard is dropped.
     pub fn watch(self: &Arc<Self>, session_id: &str) -> WatchGuard {
-        self.watches.lock().insert(session_id.to_string(), Watch::default());
-        WatchGuard { board: self.clone(), session_id: session_id.to_string() }
+        let id = self.next_watch.fetch_add(1, Ordering::Relaxed) + 1;
+        self.watches.lock().insert(session_id.to_string(), Watch { id, ..Watch::default() });
+        WatchGuard { board: self.clone(), session_id: session_id.to_string(), id }
     }
 }
 
@@ -143,6 +187,7 @@ impl WriteEchoes {
 pub struct WatchGuard {
     board: Arc<WriteEchoes>,
     session_id: String,
+    id: u64,
 }
 
 impl WatchGuard {
@@ -156,7 +201,7 @@ impl WatchGuard {
         loop {
             let notify = {
                 let watches = self.board.watches.lock();
-                let Some(watch) = watches.get(&self.session_id) else { return Echo::Unknown };
+                let Some(watch) = watches.get(&self.session_id).filter(|w| w.id == self.id) else { return Echo::Unknown };
                 if let Some(echo) = judge(&watch.seen, read, ours) {
                     return echo;
                 }
@@ -168,7 +213,7 @@ impl WatchGuard {
             notified.as_mut().enable();
             {
                 let watches = self.board.watches.lock();
-                if let Some(echo) = watches.get(&self.session_id).and_then(|w| judge(&w.seen, read, ours)) {
+                if let Some(echo) = watches.get(&self.session_id).filter(|w| w.id == self.id).and_then(|w| judge(&w.seen, read, ours)) {
                     return echo;
                 }
             }
@@ -179,9 +224,32 @@ impl WatchGuard {
     }
 }
 
+impl WatchGuard {
+    /// Once the echo of our write (`ours`, the goal as written) has arrived: the other writers'
+    /// keys our whole-metadata write replaced (the state just before our echo, when it differs
+    /// from what we wrote around the goal, `written`), to put back. `None` when nothing was lost
+    /// or the events cannot tell (no echo yet, or an event without the whole metadata).
+    pub fn lost_foreign(&self, ours: &Value, written: &Value) -> Option<Value> {
+        let watches = self.board.watches.lock();
+        let seen = &watches.get(&self.session_id).filter(|w| w.id == self.id)?.seen;
+        lost_foreign(seen, ours, &foreign_part(written))
+    }
+}
+
+/// See [`WatchGuard::lost_foreign`]. Pure.
+fn lost_foreign(seen: &[Seen], ours: &Value, written_foreign: &Value) -> Option<Value> {
+    let echo = seen.iter().position(|s| shows(s, ours))?;
+    // Events arrive in write order: the one just before our echo is the state our write replaced.
+    let before = seen[..echo].last()?.foreign.as_ref()?;
+    (!same_json(before, written_foreign)).then(|| before.clone())
+}
+
 impl Drop for WatchGuard {
     fn drop(&mut self) {
-        self.board.watches.lock().remove(&self.session_id);
+        let mut watches = self.board.watches.lock();
+        if watches.get(&self.session_id).is_some_and(|w| w.id == self.id) {
+            watches.remove(&self.session_id);
+        }
     }
 }
 
@@ -192,7 +260,7 @@ mod tests {
 
     fn seen(updated_at: f64, status: &str) -> Seen {
         let goal = json!({"id": "g", "status": status, "updatedAt": updated_at});
-        Seen { updated_at: Some(updated_at), goal: Some(goal) }
+        Seen { updated_at: Some(updated_at), goal: Some(goal), foreign: None }
     }
 
     fn goal(updated_at: f64, status: &str) -> Value {
@@ -207,7 +275,7 @@ mod tests {
         assert_eq!(judge(&[seen(1.0, "active"), seen(3.0, "active")], &read, &ours), Some(Echo::Clean), "a late event of what we read");
         let paused = seen(2.0, "paused");
         assert_eq!(judge(&[paused.clone(), seen(3.0, "active")], &read, &ours), Some(Echo::Overwrote(paused.goal.clone())));
-        let cleared = Seen { updated_at: None, goal: None };
+        let cleared = Seen { updated_at: None, goal: None, foreign: None };
         assert_eq!(judge(&[cleared, seen(3.0, "active")], &read, &ours), Some(Echo::Overwrote(None)));
         assert_eq!(judge(&[seen(3.0, "active"), seen(4.0, "paused")], &read, &ours), Some(Echo::Clean), "a later write is not overwritten");
         assert_eq!(judge(&[seen(0.5, "paused"), seen(3.0, "active")], &read, &ours), Some(Echo::Clean), "an older state arriving late");
@@ -224,8 +292,56 @@ mod tests {
         let paused_then = seen(1.0, "paused");
         assert_eq!(judge(&[paused_then.clone(), seen(3.0, "active")], &read, &ours), Some(Echo::Overwrote(paused_then.goal.clone())));
         // Events carry only some fields, and numbers may come back as floats.
-        let reduced = Seen { updated_at: Some(3.0), goal: Some(json!({"id": "g", "status": "active", "updatedAt": 3})) };
+        let reduced = Seen { updated_at: Some(3.0), goal: Some(json!({"id": "g", "status": "active", "updatedAt": 3})), foreign: None };
         assert_eq!(judge(&[reduced], &read, &ours), Some(Echo::Clean));
+    }
+
+    #[test]
+    fn the_keys_our_write_replaced_are_told_from_the_state_before_its_echo() {
+        let ours = goal(3.0, "active");
+        let written = json!({"ui": {"pinned": true}, "openchamber": {"goal": ours.clone(), "assist": {"recap": "r"}}});
+        let with = |foreign: Value| Seen { updated_at: Some(2.0), goal: Some(goal(2.0, "active")), foreign: Some(foreign) };
+        let written_foreign = foreign_part(&written);
+        let echo = Seen { updated_at: Some(3.0), goal: Some(ours.clone()), foreign: Some(foreign_part(&written)) };
+        // Another writer added a key just before our write: it is what we replaced.
+        let theirs = json!({"ui": {"pinned": true}, "other": {"token": 1}, "openchamber": {"assist": {"recap": "r"}}});
+        assert_eq!(lost_foreign(&[with(theirs.clone()), echo.clone()], &ours, &written_foreign), Some(theirs));
+        // The state before our write is what we wrote around the goal: nothing lost.
+        assert_eq!(lost_foreign(&[with(foreign_part(&written)), echo.clone()], &ours, &written_foreign), None);
+        // No event before the echo, no echo yet, or an event without the whole metadata.
+        assert_eq!(lost_foreign(&[echo.clone()], &ours, &written_foreign), None);
+        assert_eq!(lost_foreign(&[with(json!({}))], &ours, &written_foreign), None);
+        let bare = Seen { foreign: None, ..with(json!({})) };
+        assert_eq!(lost_foreign(&[bare, echo], &ours, &written_foreign), None);
+    }
+
+    #[test]
+    fn restoring_puts_back_their_state_only_while_ours_still_stands() {
+        let ours = json!({"ui": {"pinned": true}, "gone": 1, "openchamber": {"assist": {"recap": "old"}}});
+        let theirs = json!({"ui": {"pinned": false}, "other": {"token": 7}, "openchamber": {"assist": {"recap": "new"}, "notes": "n"}});
+        // Now: our write (with the goal) untouched since: theirs comes back around our goal.
+        let current = json!({"ui": {"pinned": true}, "gone": 1, "openchamber": {"goal": {"id": "g"}, "assist": {"recap": "old"}}});
+        let out = restored_metadata(current.as_object().unwrap(), &ours, &theirs).expect("something to restore");
+        assert_eq!(
+            Value::Object(out),
+            json!({"ui": {"pinned": false}, "other": {"token": 7}, "openchamber": {"goal": {"id": "g"}, "assist": {"recap": "new"}, "notes": "n"}})
+        );
+        // Someone wrote since (gone = 2): their newer state is left alone.
+        let moved = json!({"ui": {"pinned": true}, "gone": 2, "openchamber": {"goal": {"id": "g"}, "assist": {"recap": "old"}}});
+        assert_eq!(restored_metadata(moved.as_object().unwrap(), &ours, &theirs), None);
+        // Nothing differs: nothing to write.
+        assert_eq!(restored_metadata(json!({"a": 1}).as_object().unwrap(), &json!({"a": 1}), &json!({"a": 1})), None);
+    }
+
+    #[tokio::test]
+    async fn a_later_watch_is_not_removed_by_an_earlier_guard() {
+        let board = Arc::new(WriteEchoes::default());
+        let first = board.watch("s");
+        let second = board.watch("s");
+        drop(first);
+        assert!(board.is_watching("s"));
+        drop(second);
+        assert!(!board.is_watching("s"));
     }
 
     #[tokio::test]
@@ -234,13 +350,13 @@ mod tests {
         let watch = board.watch("s");
         let (read, ours) = (goal(1.0, "active"), goal(3.0, "active"));
         assert_eq!(watch.echo(&read, &ours, 1_000.0, Duration::from_millis(50)).await, Echo::Unknown);
-        board.observe("other", None, 1_000.0);
+        board.observe("other", None, None, 1_000.0);
         let waiting = {
             let board = board.clone();
             tokio::spawn(async move {
                 tokio::time::sleep(Duration::from_millis(20)).await;
-                board.observe("s", Some(&json!({"id": "g", "status": "paused", "updatedAt": 2.0})), 1_000.0);
-                board.observe("s", Some(&json!({"id": "g", "status": "active", "updatedAt": 3.0})), 1_000.0);
+                board.observe("s", Some(&json!({"id": "g", "status": "paused", "updatedAt": 2.0})), None, 1_000.0);
+                board.observe("s", Some(&json!({"id": "g", "status": "active", "updatedAt": 3.0})), None, 1_000.0);
             })
         };
         let echo = watch.echo(&read, &ours, 1_000.0, Duration::from_secs(5)).await;

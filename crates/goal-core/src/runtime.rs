@@ -301,7 +301,7 @@ impl Consumer for Inner {
                     self.scheduler.idle(session_id, directory, config.idle_quiet);
                 }
             }
-            IntakeEvent::SessionUpdated { session_id, directory, is_child, goal } => {
+            IntakeEvent::SessionUpdated { session_id, directory, is_child, goal, metadata } => {
                 if *is_child {
                     self.scheduler.goal_seen(GoalSighting {
                         session: session_id.clone(),
@@ -336,7 +336,7 @@ impl Consumer for Inner {
                 });
                 // After the invalidation is queued, so a tick woken by this event is stopped as
                 // soon as the scheduler has handled it.
-                self.ctx.echoes.observe(session_id, raw_goal, now_ms());
+                self.ctx.echoes.observe(session_id, raw_goal, metadata.as_ref(), now_ms());
             }
             IntakeEvent::Aborted { session_id, directory, at } => {
                 // Like a user message: invalidates a tick (and a timer) that started before the
@@ -372,6 +372,10 @@ impl Consumer for Inner {
 
     fn is_live(&self) -> bool {
         !self.stopped.load(Ordering::SeqCst)
+    }
+
+    fn watches_writes(&self, session_id: &str) -> bool {
+        self.ctx.echoes.is_watching(session_id)
     }
 }
 
@@ -430,7 +434,7 @@ mod tests {
     async fn the_scheduler_task_records_what_events_show() {
         let runtime = start_from(&SharedContext::new());
         let goal = serde_json::json!({"id": "g", "status": "active", "objective": "o", "turnsUsed": 3});
-        runtime.accept(&IntakeEvent::SessionUpdated { session_id: "s".into(), directory: "/d".into(), is_child: false, goal: Some(goal) });
+        runtime.accept(&IntakeEvent::SessionUpdated { session_id: "s".into(), directory: "/d".into(), is_child: false, goal: Some(goal), metadata: None });
         runtime.accept(&IntakeEvent::UserInput { session_id: "s".into(), directory: "/d".into(), request_id: "q".into(), pending: true });
         let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
         while !(runtime.is_goal_active("s") && (runtime.inner.ctx.waiting_for_user)("s")) {

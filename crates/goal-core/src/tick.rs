@@ -604,6 +604,10 @@ async fn continue_goal(
         take_lease(g, &ctx.holder, now_ms(), ctx.config.lease.as_millis() as f64);
     })
     .await;
+    let (written, written_metadata) = match written {
+        Ok((write, metadata)) => (Ok(write), metadata),
+        Err(error) => (Err(error), None),
+    };
     let reserved = match written {
         Ok(GoalWrite::Written(goal)) => *goal,
         other => {
@@ -617,6 +621,9 @@ async fn continue_goal(
     let written_value = reserved.to_value();
     let echo = watch.echo(&read_value, &written_value, now_ms(), bound).await;
     let echo_late = echo == Echo::Unknown;
+    if !echo_late {
+        restore_lost_foreign_keys(ctx, session_id, directory, &watch, &written_value, written_metadata.as_ref());
+    }
     debug!(target: "session_goal", session = session_id, echo = echo.kind(), reused_read = base.is_some(), "reservation written");
     if let Echo::Overwrote(theirs) = echo {
         if is_competing_reservation(theirs.as_ref(), read_goal.as_ref()) {
@@ -631,7 +638,7 @@ async fn continue_goal(
     }
     // An echo that had not come by the bound (a slow event stream) is looked for again when the
     // tick ends without posting: the event that stopped it is often the very write we overwrote.
-    let late = LateEcho { watch: echo_late.then_some(watch), read_value, written_value, reserved: &reserved, read_goal: read_goal.as_ref() };
+    let late = LateEcho { watch: echo_late.then_some(watch), read_value, written_value, written_metadata, reserved: &reserved, read_goal: read_goal.as_ref() };
 
     let text = prompts::continuation_prompt(
         objective,
@@ -757,11 +764,27 @@ async fn continue_goal(
     }
 }
 
+/// Our whole-metadata write replaced keys another writer had just written (the events show the
+/// state before our echo): they are put back beside the dispatch, which they do not concern.
+fn restore_lost_foreign_keys(ctx: &TickContext, session_id: &str, directory: &str, watch: &crate::repair::WatchGuard, written_goal: &Value, written: Option<&Value>) {
+    let Some(written) = written else { return };
+    let Some(theirs) = watch.lost_foreign(written_goal, written) else { return };
+    info!(target: "session_goal", session = session_id, "the reservation replaced keys another writer had just written; putting them back");
+    let ours = crate::repair::foreign_part(written);
+    let (client, session, directory) = (ctx.client.clone(), session_id.to_string(), directory.to_string());
+    tokio::spawn(async move {
+        if let Err(error) = crate::writer::restore_foreign_keys(&client, &session, &directory, &ours, &theirs).await {
+            warn!(target: "session_goal", session = %session, %error, "putting back another writer's keys failed");
+        }
+    });
+}
+
 /// The reservation's watch, kept when its echo had not arrived in time.
 struct LateEcho<'a> {
     watch: Option<crate::repair::WatchGuard>,
     read_value: Value,
     written_value: Value,
+    written_metadata: Option<Value>,
     reserved: &'a Goal,
     read_goal: Option<&'a Goal>,
 }
@@ -773,6 +796,9 @@ impl LateEcho<'_> {
         let Some(watch) = &self.watch else { return false };
         let echo = watch.echo(&self.read_value, &self.written_value, now_ms(), ECHO_BOUND).await;
         debug!(target: "session_goal", session = session_id, echo = echo.kind(), "late echo");
+        if echo != Echo::Unknown {
+            restore_lost_foreign_keys(ctx, session_id, directory, watch, &self.written_value, self.written_metadata.as_ref());
+        }
         match echo {
             Echo::Overwrote(theirs) if !is_competing_reservation(theirs.as_ref(), self.read_goal) => {
                 give_back_to_the_user(ctx, session_id, directory, self.reserved, self.read_goal, theirs).await;

@@ -116,12 +116,13 @@ pub async fn write_goal(
     guard: &GoalGuard,
     mutate: impl FnOnce(&mut Goal),
 ) -> Result<GoalWrite, HttpError> {
-    write_goal_on(client, session_id, directory, guard, None, mutate).await
+    write_goal_on(client, session_id, directory, guard, None, mutate).await.map(|(write, _)| write)
 }
 
 /// [`write_goal`] on a base read taken just before: it saves the fresh read (one round trip)
 /// when the base is still [`BaseRead::usable`] and no write of this context to the session has
-/// been released since it was sent; otherwise the session is read fresh as usual.
+/// been released since it was sent; otherwise the session is read fresh as usual. Also returns
+/// the whole metadata written (`None` when nothing was).
 pub async fn write_goal_on(
     client: &OpenCodeClient,
     session_id: &str,
@@ -129,7 +130,7 @@ pub async fn write_goal_on(
     guard: &GoalGuard,
     base: Option<&BaseRead>,
     mutate: impl FnOnce(&mut Goal),
-) -> Result<GoalWrite, HttpError> {
+) -> Result<(GoalWrite, Option<Value>), HttpError> {
     let _slot = client.write_slots().acquire(session_id).await;
     let base = base.filter(|b| b.usable() && b.epoch == client.write_slots().epoch(session_id));
     let session = match base {
@@ -137,13 +138,13 @@ pub async fn write_goal_on(
         None => client.get_session(session_id, directory).await?,
     };
     let Some(mut goal) = session.goal().filter(|g| guard.admits(g)) else {
-        return Ok(GoalWrite::Stale);
+        return Ok((GoalWrite::Stale, None));
     };
     mutate(&mut goal);
     goal.updated_at = now_ms().max(goal.updated_at + 1.0);
     let metadata = merge_namespace_key(&session.metadata, "goal", Some(goal.to_value()));
-    client.put_metadata(session_id, directory, metadata).await?;
-    Ok(GoalWrite::Written(Box::new(goal)))
+    client.put_metadata(session_id, directory, metadata.clone()).await?;
+    Ok((GoalWrite::Written(Box::new(goal)), Some(Value::Object(metadata))))
 }
 
 /// Replaces (or removes, with `None`) `openchamber.<key>` from a fresh read; `decide` sees the
@@ -163,6 +164,18 @@ pub async fn write_namespace_key(
     let metadata = merge_namespace_key(&session.metadata, key, value);
     client.put_metadata(session_id, directory, metadata.clone()).await?;
     Ok(Some(SessionView { metadata, ..session }))
+}
+
+/// Puts back the other writers' keys our write replaced (see `repair::restored_metadata`): reads
+/// fresh, and writes only when some key still stands as we wrote it. Returns whether it wrote.
+pub async fn restore_foreign_keys(client: &OpenCodeClient, session_id: &str, directory: &str, ours: &Value, theirs: &Value) -> Result<bool, HttpError> {
+    let _slot = client.write_slots().acquire(session_id).await;
+    let session = client.get_session(session_id, directory).await?;
+    let Some(metadata) = crate::repair::restored_metadata(&session.metadata, ours, theirs) else {
+        return Ok(false);
+    };
+    client.put_metadata(session_id, directory, metadata).await?;
+    Ok(true)
 }
 
 /// Result of [`try_write_goal`].
