@@ -181,7 +181,7 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
     if !flags.goal_enabled {
         return TickOutcome::Done;
     }
-    let session = match session {
+    let first_read = match session {
         Ok(session) => BaseRead { session, epoch, answered },
         Err(error) => {
             warn!(target: "session_goal", session = session_id, %error, attempt, "session unreadable");
@@ -192,10 +192,10 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
             return if exhausted && error.is_definite() { TickOutcome::Done } else { TickOutcome::Retry };
         }
     };
-    if session.session.is_subagent() {
+    if first_read.session.is_subagent() {
         return TickOutcome::Done;
     }
-    let Some(goal) = session.session.goal().filter(|g| g.status == GoalStatus::Active) else {
+    let Some(goal) = first_read.session.goal().filter(|g| g.status == GoalStatus::Active) else {
         return TickOutcome::Done;
     };
     if let Some(wait) = lease_wait(ctx, &goal) {
@@ -342,7 +342,7 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
             }
         }
     };
-    let read = ReadAtStart { base: session, watch };
+    let read = ReadAtStart { base: first_read, watch };
     continue_goal(ctx, session_id, directory, &goal, &objective, basis, reservation, generation, exhausted, read).await
 }
 
