@@ -75,7 +75,7 @@ async fn update(
     ctx: &ControlContext,
     target: &GoalTarget,
     directory: &str,
-    mutate: impl FnOnce(&mut Goal) -> Result<(), Declined>,
+    mutate: impl FnOnce(&mut Goal) -> Result<(), Declined> + Send,
 ) -> Result<ActionReport, GoalError> {
     let result = try_write_goal(&ctx.client, &target.session_id, directory, &target.guard(), mutate)
         .await

@@ -139,17 +139,6 @@ fn judge(seen: &[Seen], read: &Value, ours: &Value) -> Option<Echo> {
     })
 }
 
-impl Echo {
-    /// A name for logs (never the goal itself).
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Echo::Clean => "clean",
-            Echo::Overwrote(_) => "overwrote",
-            Echo::Unknown => "unknown",
-        }
-    }
-}
-
 impl WriteEchoes {
     /// Records a `session.updated` goal state (called by the runtime's intake for every
     /// top-level session event).

@@ -438,7 +438,7 @@ async fn settle_with(
     guard: &GoalGuard,
     settlement: Settlement,
     objective: &str,
-    extra: impl FnOnce(&mut Goal),
+    extra: impl FnOnce(&mut Goal) + Send,
 ) -> TickOutcome {
     let result = write_goal(&ctx.client, session_id, directory, guard, |g| {
         extra(g);
@@ -624,7 +624,6 @@ async fn continue_goal(
     if !echo_late {
         restore_lost_foreign_keys(ctx, session_id, directory, &watch, &written_value, written_metadata.as_ref());
     }
-    debug!(target: "session_goal", session = session_id, echo = echo.kind(), reused_read = base.is_some(), "reservation written");
     if let Echo::Overwrote(theirs) = echo {
         if is_competing_reservation(theirs.as_ref(), read_goal.as_ref()) {
             // Another host's reservation of the same turn is no user intent to restore: it
@@ -772,11 +771,11 @@ fn restore_lost_foreign_keys(ctx: &TickContext, session_id: &str, directory: &st
     info!(target: "session_goal", session = session_id, "the reservation replaced keys another writer had just written; putting them back");
     let ours = crate::repair::foreign_part(written);
     let (client, session, directory) = (ctx.client.clone(), session_id.to_string(), directory.to_string());
-    tokio::spawn(async move {
+    spawn_detached(Box::pin(async move {
         if let Err(error) = crate::writer::restore_foreign_keys(&client, &session, &directory, &ours, &theirs).await {
             warn!(target: "session_goal", session = %session, %error, "putting back another writer's keys failed");
         }
-    });
+    }));
 }
 
 /// The reservation's watch, kept when its echo had not arrived in time.
@@ -795,7 +794,6 @@ impl LateEcho<'_> {
     async fn repaired(&self, ctx: &TickContext, session_id: &str, directory: &str) -> bool {
         let Some(watch) = &self.watch else { return false };
         let echo = watch.echo(&self.read_value, &self.written_value, now_ms(), ECHO_BOUND).await;
-        debug!(target: "session_goal", session = session_id, echo = echo.kind(), "late echo");
         if echo != Echo::Unknown {
             restore_lost_foreign_keys(ctx, session_id, directory, watch, &self.written_value, self.written_metadata.as_ref());
         }
@@ -912,6 +910,12 @@ pub async fn pause_after_abort(client: &OpenCodeClient, session_id: &str, direct
     .await;
     log_write(session_id, "abort-pause", &result);
     matches!(result, Ok(GoalWrite::Written(ref g)) if g.status == GoalStatus::Paused)
+}
+
+/// Runs side work that nothing waits for on the ambient tokio runtime. One boxed future type for
+/// every such site, so the task machinery is compiled once (the addon's size is budgeted).
+pub(crate) fn spawn_detached(work: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>) {
+    tokio::spawn(work);
 }
 
 #[doc(hidden)]

@@ -281,7 +281,7 @@ pub async fn review(
         // A continuation waits for nothing it does not need: the trail's line (a few blocking
         // file operations) is written beside it. Records of one session are a turn apart.
         let (root, session, max) = (ctx.services.data_dir.root().to_path_buf(), session_id.to_string(), ctx.config.evidence.history_max_records);
-        tokio::spawn(async move { crate::history::append(&root, &session, &Value::Object(entry), max).await });
+        crate::tick::spawn_detached(Box::pin(async move { crate::history::append(&root, &session, &Value::Object(entry), max).await }));
     } else {
         append(ctx, session_id, entry).await;
     }

@@ -114,9 +114,16 @@ pub async fn write_goal(
     session_id: &str,
     directory: &str,
     guard: &GoalGuard,
-    mutate: impl FnOnce(&mut Goal),
+    mutate: impl FnOnce(&mut Goal) + Send,
 ) -> Result<GoalWrite, HttpError> {
-    write_goal_on(client, session_id, directory, guard, None, mutate).await.map(|(write, _)| write)
+    let mut mutate = Some(mutate);
+    write_goal_dyn(client, session_id, directory, guard, None, &mut |g| {
+        if let Some(mutate) = mutate.take() {
+            mutate(g)
+        }
+    })
+    .await
+    .map(|(write, _)| write)
 }
 
 /// [`write_goal`] on a base read taken just before: it saves the fresh read (one round trip)
@@ -129,7 +136,26 @@ pub async fn write_goal_on(
     directory: &str,
     guard: &GoalGuard,
     base: Option<&BaseRead>,
-    mutate: impl FnOnce(&mut Goal),
+    mutate: impl FnOnce(&mut Goal) + Send,
+) -> Result<(GoalWrite, Option<Value>), HttpError> {
+    let mut mutate = Some(mutate);
+    write_goal_dyn(client, session_id, directory, guard, base, &mut |g| {
+        if let Some(mutate) = mutate.take() {
+            mutate(g)
+        }
+    })
+    .await
+}
+
+/// The body of the goal writes, compiled once: callers pass their change as a `dyn` closure
+/// (one copy of this future instead of one per caller; the addon's size is budgeted).
+async fn write_goal_dyn(
+    client: &OpenCodeClient,
+    session_id: &str,
+    directory: &str,
+    guard: &GoalGuard,
+    base: Option<&BaseRead>,
+    mutate: &mut (dyn FnMut(&mut Goal) + Send),
 ) -> Result<(GoalWrite, Option<Value>), HttpError> {
     let _slot = client.write_slots().acquire(session_id).await;
     let base = base.filter(|b| b.usable() && b.epoch == client.write_slots().epoch(session_id));
@@ -197,26 +223,52 @@ pub enum GoalUpdate<R> {
 
 /// Like [`write_goal`], but `mutate` sees the fresh goal and may decline, in which case nothing
 /// is written. Host actions use it to decide from the stored status, not from a stale copy.
-pub async fn try_write_goal<R>(
+pub async fn try_write_goal<R: Send>(
     client: &OpenCodeClient,
     session_id: &str,
     directory: &str,
     guard: &GoalGuard,
-    mutate: impl FnOnce(&mut Goal) -> Result<(), R>,
+    mutate: impl FnOnce(&mut Goal) -> Result<(), R> + Send,
 ) -> Result<GoalUpdate<R>, HttpError> {
+    let mut mutate = Some(mutate);
+    let mut declined: Option<R> = None;
+    let update = try_write_goal_dyn(client, session_id, directory, guard, &mut |g| match mutate.take().map(|m| m(g)) {
+        Some(Err(reason)) => {
+            declined = Some(reason);
+            false
+        }
+        _ => true,
+    })
+    .await?;
+    Ok(match (update, declined) {
+        (_, Some(reason)) => GoalUpdate::Declined(reason),
+        (Some((before, after)), None) => GoalUpdate::Written { before, after },
+        (None, None) => GoalUpdate::Stale,
+    })
+}
+
+/// The body of [`try_write_goal`], compiled once (see `write_goal_dyn`): `mutate` says whether
+/// to write. `Some((before, after))` when written, `None` when stale or declined.
+async fn try_write_goal_dyn(
+    client: &OpenCodeClient,
+    session_id: &str,
+    directory: &str,
+    guard: &GoalGuard,
+    mutate: &mut (dyn FnMut(&mut Goal) -> bool + Send),
+) -> Result<Option<(Goal, Goal)>, HttpError> {
     let _slot = client.write_slots().acquire(session_id).await;
     let session = client.get_session(session_id, directory).await?;
     let Some(before) = session.goal().filter(|g| guard.admits(g)) else {
-        return Ok(GoalUpdate::Stale);
+        return Ok(None);
     };
     let mut after = before.clone();
-    if let Err(reason) = mutate(&mut after) {
-        return Ok(GoalUpdate::Declined(reason));
+    if !mutate(&mut after) {
+        return Ok(None);
     }
     after.updated_at = now_ms().max(before.updated_at + 1.0);
     let metadata = merge_namespace_key(&session.metadata, "goal", Some(after.to_value()));
     client.put_metadata(session_id, directory, metadata).await?;
-    Ok(GoalUpdate::Written { before, after })
+    Ok(Some((before, after)))
 }
 
 #[cfg(test)]
