@@ -163,8 +163,9 @@ impl WriteEchoes {
         last > 0 && (now_ms.max(0.0) as u64).saturating_sub(last) < EVENTS_FRESH_MS
     }
 
-    /// Starts watching a session's goal events; call before the write's fresh read. The watch
-    /// ends when the returned guard is dropped.
+    /// Starts watching a session's goal events; call before the read a write will be built on.
+    /// The watch ends when the returned guard is dropped (a later watch of the session replaces
+    /// it).
     pub fn watch(self: &Arc<Self>, session_id: &str) -> WatchGuard {
         let id = self.next_watch.fetch_add(1, Ordering::Relaxed) + 1;
         self.watches.lock().insert(session_id.to_string(), Watch { id, ..Watch::default() });
@@ -190,7 +191,7 @@ impl WatchGuard {
         loop {
             let notify = {
                 let watches = self.board.watches.lock();
-                let Some(watch) = watches.get(&self.session_id).filter(|w| w.id == self.id) else { return Echo::Unknown };
+                let Some(watch) = self.own(&watches) else { return Echo::Unknown };
                 if let Some(echo) = judge(&watch.seen, read, ours) {
                     return echo;
                 }
@@ -202,7 +203,7 @@ impl WatchGuard {
             notified.as_mut().enable();
             {
                 let watches = self.board.watches.lock();
-                if let Some(echo) = watches.get(&self.session_id).filter(|w| w.id == self.id).and_then(|w| judge(&w.seen, read, ours)) {
+                if let Some(echo) = self.own(&watches).and_then(|w| judge(&w.seen, read, ours)) {
                     return echo;
                 }
             }
@@ -211,17 +212,19 @@ impl WatchGuard {
             }
         }
     }
-}
 
-impl WatchGuard {
     /// Once the echo of our write (`ours`, the goal as written) has arrived: the other writers'
     /// keys our whole-metadata write replaced (the state just before our echo, when it differs
     /// from what we wrote around the goal, `written`), to put back. `None` when nothing was lost
     /// or the events cannot tell (no echo yet, or an event without the whole metadata).
     pub fn lost_foreign(&self, ours: &Value, written: &Value) -> Option<Value> {
         let watches = self.board.watches.lock();
-        let seen = &watches.get(&self.session_id).filter(|w| w.id == self.id)?.seen;
-        lost_foreign(seen, ours, &foreign_part(written))
+        lost_foreign(&self.own(&watches)?.seen, ours, &foreign_part(written))
+    }
+
+    /// This guard's watch (not a later one of the same session).
+    fn own<'a>(&self, watches: &'a HashMap<String, Watch>) -> Option<&'a Watch> {
+        watches.get(&self.session_id).filter(|w| w.id == self.id)
     }
 }
 

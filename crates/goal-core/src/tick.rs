@@ -619,25 +619,14 @@ async fn continue_goal(
     let bound = ECHO_BOUND.min(ctx.config.idle_quiet.max(Duration::from_millis(50)));
     let read_value = read_goal.as_ref().map_or(Value::Null, Goal::to_value);
     let written_value = reserved.to_value();
-    let echo = watch.echo(&read_value, &written_value, now_ms(), bound).await;
-    let echo_late = echo == Echo::Unknown;
-    if !echo_late {
-        restore_lost_foreign_keys(ctx, session_id, directory, &watch, &written_value, written_metadata.as_ref());
-    }
-    if let Echo::Overwrote(theirs) = echo {
-        if is_competing_reservation(theirs.as_ref(), read_goal.as_ref()) {
-            // Another host's reservation of the same turn is no user intent to restore: it
-            // posts the same message id, and the read-back below lets only the lease's holder on.
-            debug!(target: "session_goal", session = session_id, "another host reserved the same turn; the read-back decides");
-        } else {
-            drop(watch);
-            give_back_to_the_user(ctx, session_id, directory, &reserved, read_goal.as_ref(), theirs).await;
-            return TickOutcome::Done;
-        }
-    }
+    let reservation_echo = ReservationEcho { watch, read_value, written_value, written_metadata, reserved: &reserved, read_goal: read_goal.as_ref() };
     // An echo that had not come by the bound (a slow event stream) is looked for again when the
     // tick ends without posting: the event that stopped it is often the very write we overwrote.
-    let late = LateEcho { watch: echo_late.then_some(watch), read_value, written_value, written_metadata, reserved: &reserved, read_goal: read_goal.as_ref() };
+    let late = match reservation_echo.hear(ctx, session_id, directory, bound).await {
+        Heard::Repaired => return TickOutcome::Done,
+        Heard::NotYet => Some(reservation_echo),
+        Heard::Settled => None,
+    };
 
     let text = prompts::continuation_prompt(
         objective,
@@ -677,7 +666,7 @@ async fn continue_goal(
     match fresh_session {
         Ok(fresh) => {
             if let Some(outcome) = standing(ctx, session_id, &fresh, &reserved) {
-                if late.repaired(ctx, session_id, directory).await {
+                if repaired_late(ctx, session_id, directory, late.as_ref()).await {
                     return TickOutcome::Done;
                 }
                 if !reused && fresh.goal().is_some_and(|g| g.id == reserved.id && g.status != GoalStatus::Active) {
@@ -719,7 +708,7 @@ async fn continue_goal(
         }
         Delivery::Stopped { unused } => {
             info!(target: "session_goal", session = session_id, "stopped by the user before dispatch");
-            if late.repaired(ctx, session_id, directory).await {
+            if repaired_late(ctx, session_id, directory, late.as_ref()).await {
                 return TickOutcome::Done;
             }
             if unused && !reused {
@@ -737,7 +726,7 @@ async fn continue_goal(
         }
         Delivery::Failed { refused } => {
             if !generation.is_current() {
-                late.repaired(ctx, session_id, directory).await;
+                repaired_late(ctx, session_id, directory, late.as_ref()).await;
                 return TickOutcome::Done;
             }
             // With an id, an ambiguous failure (an overloaded server timing out) may have landed
@@ -778,9 +767,9 @@ fn restore_lost_foreign_keys(ctx: &TickContext, session_id: &str, directory: &st
     }));
 }
 
-/// The reservation's watch, kept when its echo had not arrived in time.
-struct LateEcho<'a> {
-    watch: Option<crate::repair::WatchGuard>,
+/// The watch of a reservation's write, with what it needs to judge the echo.
+struct ReservationEcho<'a> {
+    watch: crate::repair::WatchGuard,
     read_value: Value,
     written_value: Value,
     written_metadata: Option<Value>,
@@ -788,22 +777,47 @@ struct LateEcho<'a> {
     read_goal: Option<&'a Goal>,
 }
 
-impl LateEcho<'_> {
-    /// Waits (bounded) for the late echo; when it shows that the reservation overwrote a user's
-    /// change, writes that change back and says so.
-    async fn repaired(&self, ctx: &TickContext, session_id: &str, directory: &str) -> bool {
-        let Some(watch) = &self.watch else { return false };
-        let echo = watch.echo(&self.read_value, &self.written_value, now_ms(), ECHO_BOUND).await;
-        if echo != Echo::Unknown {
-            restore_lost_foreign_keys(ctx, session_id, directory, watch, &self.written_value, self.written_metadata.as_ref());
+/// What the watch of a reservation heard.
+enum Heard {
+    /// The reservation overwrote a user's change, which was written back: nothing is sent.
+    Repaired,
+    /// The echo came; nothing of the user's was overwritten (other keys may have been put back).
+    Settled,
+    /// No echo within the bound (or no events reach this runtime).
+    NotYet,
+}
+
+impl ReservationEcho<'_> {
+    /// Waits (at most `bound`) for the echo, puts back other writers' keys it shows were
+    /// replaced, and writes back a user's goal change it shows was overwritten.
+    async fn hear(&self, ctx: &TickContext, session_id: &str, directory: &str, bound: Duration) -> Heard {
+        let echo = self.watch.echo(&self.read_value, &self.written_value, now_ms(), bound).await;
+        if echo == Echo::Unknown {
+            return Heard::NotYet;
         }
+        restore_lost_foreign_keys(ctx, session_id, directory, &self.watch, &self.written_value, self.written_metadata.as_ref());
         match echo {
             Echo::Overwrote(theirs) if !is_competing_reservation(theirs.as_ref(), self.read_goal) => {
                 give_back_to_the_user(ctx, session_id, directory, self.reserved, self.read_goal, theirs).await;
-                true
+                Heard::Repaired
             }
-            _ => false,
+            Echo::Overwrote(_) => {
+                // Another host's reservation of the same turn is no user intent to restore: it
+                // posts the same message id, and the read-back lets only the lease's holder on.
+                debug!(target: "session_goal", session = session_id, "another host reserved the same turn; the read-back decides");
+                Heard::Settled
+            }
+            _ => Heard::Settled,
         }
+    }
+}
+
+/// A tick ending without posting after its echo came late looks for it once more (see
+/// [`ReservationEcho::hear`]); whether a user's change was written back.
+async fn repaired_late(ctx: &TickContext, session_id: &str, directory: &str, late: Option<&ReservationEcho<'_>>) -> bool {
+    match late {
+        Some(late) => matches!(late.hear(ctx, session_id, directory, ECHO_BOUND).await, Heard::Repaired),
+        None => false,
     }
 }
 

@@ -116,14 +116,7 @@ pub async fn write_goal(
     guard: &GoalGuard,
     mutate: impl FnOnce(&mut Goal) + Send,
 ) -> Result<GoalWrite, HttpError> {
-    let mut mutate = Some(mutate);
-    write_goal_dyn(client, session_id, directory, guard, None, &mut |g| {
-        if let Some(mutate) = mutate.take() {
-            mutate(g)
-        }
-    })
-    .await
-    .map(|(write, _)| write)
+    write_goal_on(client, session_id, directory, guard, None, mutate).await.map(|(write, _)| write)
 }
 
 /// [`write_goal`] on a base read taken just before: it saves the fresh read (one round trip)
@@ -193,7 +186,8 @@ pub async fn write_namespace_key(
 }
 
 /// Puts back the other writers' keys our write replaced (see `repair::restored_metadata`): reads
-/// fresh, and writes only when some key still stands as we wrote it. Returns whether it wrote.
+/// fresh, and writes only while everything but the goal still stands as we wrote it. Returns
+/// whether it wrote.
 pub async fn restore_foreign_keys(client: &OpenCodeClient, session_id: &str, directory: &str, ours: &Value, theirs: &Value) -> Result<bool, HttpError> {
     let _slot = client.write_slots().acquire(session_id).await;
     let session = client.get_session(session_id, directory).await?;
