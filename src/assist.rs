@@ -18,167 +18,170 @@ use crate::{install_logger, payload, runtime_handle, OpenCodeTarget, RuntimeSett
 /// (`openCode`, `settings`, `generateSmallModelText`, `fetchTimeoutMs`, `logger`).
 #[napi(object, object_to_js = false)]
 pub struct SessionAssistRuntimeOptions {
-  /// Native-first: a fixed OpenCode base URL and headers.
-  pub open_code: Option<OpenCodeTarget>,
-  /// Settings location; `settings.json` is read at fire time for `sessionAssistEnabled`,
-  /// `sessionRecapEnabled` and `sessionSuggestionEnabled` (all default on).
-  pub settings: Option<RuntimeSettingsOptions>,
-  /// OpenChamber: builds the URL of an OpenCode API path (called per request).
-  #[napi(ts_type = "(path: string, prefix: string) => string")]
-  pub build_open_code_url: Option<UrlCallback>,
-  /// OpenChamber: returns the headers for OpenCode (may be async).
-  #[napi(ts_type = "() => Record<string, string> | Promise<Record<string, string>>")]
-  pub get_open_code_auth_headers: Option<HeadersCallback>,
-  /// OpenChamber: resolves to a service with `generateSmallModelText(request)`. The package
-  /// entry adapts it to `generateSmallModelText`; errors with `statusCode` 404 are silent.
-  #[napi(ts_type = "() => Promise<{ generateSmallModelText(request: SmallModelRequest): Promise<SmallModelResult> } | null | undefined>")]
-  #[allow(dead_code)] // Declared for the types only: runtime.js turns it into generateSmallModelText.
-  pub get_small_model_service: Option<UnknownReturnValue>,
-  /// Native-first small model: resolves to `{text, providerID, modelID}` or `{error: {statusCode?, code?}}`.
-  /// A rejection or throw counts as "unavailable". Without one, nothing is generated.
-  #[napi(ts_type = "(request: SmallModelRequest) => Promise<SmallModelResult>")]
-  pub generate_small_model_text: Option<ModelCallback>,
-  /// The built-in small model's choice (`{providerID, modelID}`), used only when the host passes
-  /// no small-model service; else OpenCode's `small_model`, else the session provider's own.
-  pub small_model: Option<crate::SmallModelChoice>,
-  /// Receives log lines `(level, message)`; messages never contain prompts, model output or credentials.
-  #[napi(ts_type = "(level: string, message: string) => unknown")]
-  pub logger: Option<LoggerCallback>,
-  /// Quiet window after `idle` before generating (default 60000 ms). Busy, retry or a newer
-  /// user message clears it.
-  pub quiet_ms: Option<f64>,
-  /// Timeout of every OpenCode call (default 5000 ms).
-  pub fetch_timeout_ms: Option<f64>,
-  /// Messages fetched for the last exchange and the tail re-check (default 12).
-  pub message_fetch_limit: Option<f64>,
-  /// Small-model call timeout (default 60000 ms).
-  pub model_timeout_ms: Option<f64>,
+    /// Native-first: a fixed OpenCode base URL and headers.
+    pub open_code: Option<OpenCodeTarget>,
+    /// Settings location; `settings.json` is read at fire time for `sessionAssistEnabled`,
+    /// `sessionRecapEnabled` and `sessionSuggestionEnabled` (all default on).
+    pub settings: Option<RuntimeSettingsOptions>,
+    /// OpenChamber: builds the URL of an OpenCode API path (called per request).
+    #[napi(ts_type = "(path: string, prefix: string) => string")]
+    pub build_open_code_url: Option<UrlCallback>,
+    /// OpenChamber: returns the headers for OpenCode (may be async).
+    #[napi(ts_type = "() => Record<string, string> | Promise<Record<string, string>>")]
+    pub get_open_code_auth_headers: Option<HeadersCallback>,
+    /// OpenChamber: resolves to a service with `generateSmallModelText(request)`. The package
+    /// entry adapts it to `generateSmallModelText`; errors with `statusCode` 404 are silent.
+    #[napi(
+        ts_type = "() => Promise<{ generateSmallModelText(request: SmallModelRequest): Promise<SmallModelResult> } | null | undefined>"
+    )]
+    #[allow(dead_code)] // Declared for the types only: runtime.js turns it into generateSmallModelText.
+    pub get_small_model_service: Option<UnknownReturnValue>,
+    /// Native-first small model: resolves to `{text, providerID, modelID}` or `{error: {statusCode?, code?}}`.
+    /// A rejection or throw counts as "unavailable". Without one, nothing is generated.
+    #[napi(ts_type = "(request: SmallModelRequest) => Promise<SmallModelResult>")]
+    pub generate_small_model_text: Option<ModelCallback>,
+    /// The built-in small model's choice (`{providerID, modelID}`), used only when the host passes
+    /// no small-model service; else OpenCode's `small_model`, else the session provider's own.
+    pub small_model: Option<crate::SmallModelChoice>,
+    /// Receives log lines `(level, message)`; messages never contain prompts, model output or credentials.
+    #[napi(ts_type = "(level: string, message: string) => unknown")]
+    pub logger: Option<LoggerCallback>,
+    /// Quiet window after `idle` before generating (default 60000 ms). Busy, retry or a newer
+    /// user message clears it.
+    pub quiet_ms: Option<f64>,
+    /// Timeout of every OpenCode call (default 5000 ms).
+    pub fetch_timeout_ms: Option<f64>,
+    /// Messages fetched for the last exchange and the tail re-check (default 12).
+    pub message_fetch_limit: Option<f64>,
+    /// Small-model call timeout (default 60000 ms).
+    pub model_timeout_ms: Option<f64>,
 }
 
 /// Counters and tracked sessions of the assist runtime.
 #[napi(object)]
 pub struct AssistRuntimeSnapshot {
-  /// Sessions with an armed timer or a running generation.
-  pub sessions: Vec<SessionState>,
-  /// Timers armed.
-  pub armed_timers: u32,
-  /// Generations running now.
-  pub in_flight: u32,
-  /// Generations started (a quiet window ran out).
-  pub runs: f64,
-  /// Small-model calls made.
-  pub model_calls: f64,
-  /// Recap/suggestion payloads written to session metadata.
-  pub written: f64,
-  /// Results dropped because the conversation moved on while the model ran.
-  pub dropped_stale: f64,
-  /// Idles that arrived during a generation and queued one more.
-  pub follow_ups: f64,
-  /// Runs that panicked (caught; session state reset).
-  pub panics: f64,
-  /// `stop()` was called.
-  pub stopped: bool,
+    /// Sessions with an armed timer or a running generation.
+    pub sessions: Vec<SessionState>,
+    /// Timers armed.
+    pub armed_timers: u32,
+    /// Generations running now.
+    pub in_flight: u32,
+    /// Generations started (a quiet window ran out).
+    pub runs: f64,
+    /// Small-model calls made.
+    pub model_calls: f64,
+    /// Recap/suggestion payloads written to session metadata.
+    pub written: f64,
+    /// Results dropped because the conversation moved on while the model ran.
+    pub dropped_stale: f64,
+    /// Idles that arrived during a generation and queued one more.
+    pub follow_ups: f64,
+    /// Runs that panicked (caught; session state reset).
+    pub panics: f64,
+    /// `stop()` was called.
+    pub stopped: bool,
 }
 
 impl From<SessionSnapshot> for SessionState {
-  fn from(s: SessionSnapshot) -> Self {
-    SessionState {
-      session_id: s.session_id,
-      directory: s.directory,
-      due_in_ms: s.due_in_ms.map(|ms| ms as f64),
-      ticking: s.ticking,
-      follow_up: s.follow_up,
-      attempt: s.attempt,
+    fn from(s: SessionSnapshot) -> Self {
+        SessionState {
+            session_id: s.session_id,
+            directory: s.directory,
+            due_in_ms: s.due_in_ms.map(|ms| ms as f64),
+            ticking: s.ticking,
+            follow_up: s.follow_up,
+            attempt: s.attempt,
+        }
     }
-  }
 }
 
 impl From<AssistSnapshot> for AssistRuntimeSnapshot {
-  fn from(s: AssistSnapshot) -> Self {
-    AssistRuntimeSnapshot {
-      sessions: s.sessions.into_iter().map(SessionState::from).collect(),
-      armed_timers: s.armed as u32,
-      in_flight: s.in_flight as u32,
-      runs: s.runs as f64,
-      model_calls: s.model_calls as f64,
-      written: s.written as f64,
-      dropped_stale: s.dropped_stale as f64,
-      follow_ups: s.follow_ups as f64,
-      panics: s.panics as f64,
-      stopped: s.stopped,
+    fn from(s: AssistSnapshot) -> Self {
+        AssistRuntimeSnapshot {
+            sessions: s.sessions.into_iter().map(SessionState::from).collect(),
+            armed_timers: s.armed as u32,
+            in_flight: s.in_flight as u32,
+            runs: s.runs as f64,
+            model_calls: s.model_calls as f64,
+            written: s.written as f64,
+            dropped_stale: s.dropped_stale as f64,
+            follow_ups: s.follow_ups as f64,
+            panics: s.panics as f64,
+            stopped: s.stopped,
+        }
     }
-  }
 }
 
 /// The session assist runtime: after a session has been quiet, writes a short recap of the
 /// agent's last reply and one suggested follow-up to `metadata.openchamber.assist`.
 #[napi]
 pub struct SessionAssistRuntime {
-  inner: AssistRuntime,
+    inner: AssistRuntime,
 }
 
 impl SessionAssistRuntimeOptions {
-  /// The core's assist settings, every unset or unusable option at `AssistConfig`'s default,
-  /// and the host logger to register. Fails only without an OpenCode location.
-  fn resolve(self) -> Result<(AssistRuntimeSettings, Option<LoggerCallback>)> {
-    let client = connection_of!(self).resolve(DEFAULT_ASSIST_FETCH_TIMEOUT)?;
-    let data_dir = DataDir::new(options::data_dir(None, self.settings));
-    let small_model = crate::callbacks::small_model_for(self.generate_small_model_text, &client, self.small_model.as_ref());
-    let defaults = AssistConfig::default();
-    let config = AssistConfig {
-      quiet: millis(self.quiet_ms, defaults.quiet),
-      message_limit: count(self.message_fetch_limit, defaults.message_limit as u64, 1) as usize,
-      model_timeout: millis(self.model_timeout_ms, defaults.model_timeout),
-    };
-    let shared = crate::shared_context().clone();
-    Ok((AssistRuntimeSettings { client, small_model, data_dir, config, shared }, self.logger))
-  }
+    /// The core's assist settings, every unset or unusable option at `AssistConfig`'s default,
+    /// and the host logger to register. Fails only without an OpenCode location.
+    fn resolve(self) -> Result<(AssistRuntimeSettings, Option<LoggerCallback>)> {
+        let client = connection_of!(self).resolve(DEFAULT_ASSIST_FETCH_TIMEOUT)?;
+        let data_dir = DataDir::new(options::data_dir(None, self.settings));
+        let small_model =
+            crate::callbacks::small_model_for(self.generate_small_model_text, &client, self.small_model.as_ref());
+        let defaults = AssistConfig::default();
+        let config = AssistConfig {
+            quiet: millis(self.quiet_ms, defaults.quiet),
+            message_limit: count(self.message_fetch_limit, defaults.message_limit as u64, 1) as usize,
+            model_timeout: millis(self.model_timeout_ms, defaults.model_timeout),
+        };
+        let shared = crate::shared_context().clone();
+        Ok((AssistRuntimeSettings { client, small_model, data_dir, config, shared }, self.logger))
+    }
 }
 
 /// Creates the assist runtime. It shares the event intake, the OpenCode connection pool and
 /// the per-session metadata write queue with every goal runtime of the process.
 #[napi(catch_unwind)]
 pub fn create_session_assist_runtime(options: SessionAssistRuntimeOptions) -> Result<SessionAssistRuntime> {
-  let (settings, logger) = options.resolve()?;
-  install_logger(logger);
-  let inner = AssistRuntime::start(settings, &runtime_handle());
-  Ok(SessionAssistRuntime { inner })
+    let (settings, logger) = options.resolve()?;
+    install_logger(logger);
+    let inner = AssistRuntime::start(settings, &runtime_handle());
+    Ok(SessionAssistRuntime { inner })
 }
 
 #[napi]
 impl SessionAssistRuntime {
-  /// Forwards one OpenCode payload (`{type, properties}`; unwrap the global event envelope
-  /// first). Returns at once; anything unreadable is ignored, never thrown. The payload reaches
-  /// every goal and assist runtime of the process that talks to the same OpenCode.
-  #[napi(catch_unwind, ts_args_type = "payload: unknown, directoryHint?: string")]
-  pub fn process_payload(&self, env: Env, payload: Unknown, directory_hint: Option<String>) {
-    payload::forward(&env, &self.inner.group(), payload, directory_hint.as_deref().unwrap_or(""));
-  }
+    /// Forwards one OpenCode payload (`{type, properties}`; unwrap the global event envelope
+    /// first). Returns at once; anything unreadable is ignored, never thrown. The payload reaches
+    /// every goal and assist runtime of the process that talks to the same OpenCode.
+    #[napi(catch_unwind, ts_args_type = "payload: unknown, directoryHint?: string")]
+    pub fn process_payload(&self, env: Env, payload: Unknown, directory_hint: Option<String>) {
+        payload::forward(&env, &self.inner.group(), payload, directory_hint.as_deref().unwrap_or(""));
+    }
 
-  /// Alias of `processPayload` (OpenChamber's watcher name).
-  #[napi(catch_unwind, ts_args_type = "payload: unknown, directoryHint?: string")]
-  pub fn on_payload(&self, env: Env, payload: Unknown, directory_hint: Option<String>) {
-    payload::forward(&env, &self.inner.group(), payload, directory_hint.as_deref().unwrap_or(""));
-  }
+    /// Alias of `processPayload` (OpenChamber's watcher name).
+    #[napi(catch_unwind, ts_args_type = "payload: unknown, directoryHint?: string")]
+    pub fn on_payload(&self, env: Env, payload: Unknown, directory_hint: Option<String>) {
+        payload::forward(&env, &self.inner.group(), payload, directory_hint.as_deref().unwrap_or(""));
+    }
 
-  /// The key of the event intake group this runtime belongs to (runtimes that talk to the same
-  /// OpenCode share one). The package entry uses it to hand a payload to each group once.
-  #[napi(catch_unwind)]
-  pub fn intake_group(&self) -> String {
-    self.inner.group()
-  }
+    /// The key of the event intake group this runtime belongs to (runtimes that talk to the same
+    /// OpenCode share one). The package entry uses it to hand a payload to each group once.
+    #[napi(catch_unwind)]
+    pub fn intake_group(&self) -> String {
+        self.inner.group()
+    }
 
-  /// Tracked sessions, armed timers, running generations and counters.
-  #[napi(catch_unwind)]
-  pub fn snapshot(&self) -> AssistRuntimeSnapshot {
-    self.inner.snapshot().into()
-  }
+    /// Tracked sessions, armed timers, running generations and counters.
+    #[napi(catch_unwind)]
+    pub fn snapshot(&self) -> AssistRuntimeSnapshot {
+        self.inner.snapshot().into()
+    }
 
-  /// Stops the runtime. Idempotent; resolves when running generations have ended (one still
-  /// waiting for the model never writes). The process is never kept alive by the runtime.
-  #[napi]
-  pub async fn stop(&self) -> Result<()> {
-    self.inner.stop().await;
-    Ok(())
-  }
+    /// Stops the runtime. Idempotent; resolves when running generations have ended (one still
+    /// waiting for the model never writes). The process is never kept alive by the runtime.
+    #[napi]
+    pub async fn stop(&self) -> Result<()> {
+        self.inner.stop().await;
+        Ok(())
+    }
 }

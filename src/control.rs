@@ -17,8 +17,8 @@ use goal_core::goal_record::Goal;
 use goal_core::objectives;
 use goal_core::opencode::DEFAULT_FETCH_TIMEOUT;
 use goal_core::orchestrate::{
-  self, CreateSession, DispatchReport, ForkSession, PromptOptions, ScheduledGoal, SendPrompt,
-  DEFAULT_COMMAND_TIMEOUT, DEFAULT_LANDING_POLL, DEFAULT_LANDING_TIMEOUT,
+    self, CreateSession, DispatchReport, ForkSession, PromptOptions, ScheduledGoal, SendPrompt,
+    DEFAULT_COMMAND_TIMEOUT, DEFAULT_LANDING_POLL, DEFAULT_LANDING_TIMEOUT,
 };
 use goal_core::services::resolve_data_dir;
 use goal_core::small_model::DEFAULT_CALL_TIMEOUT;
@@ -31,876 +31,887 @@ use crate::{OpenCodeTarget, RuntimeSettingsOptions};
 /// can answer with `res.status(f.statusCode).json(f)`.
 #[napi(object, object_from_js = false)]
 pub struct GoalFailure {
-  /// Always `true` (tells a failure from a result).
-  #[napi(ts_type = "true")]
-  pub failed: bool,
-  /// What went wrong (never prompt text, model output or credentials).
-  pub error: String,
-  /// 400 bad input, 404 unknown session or goal, 409 conflicting state, 413 too large, 500 local
-  /// failure, 502/504 OpenCode failure.
-  pub status_code: u32,
-  /// Some step had already taken effect (see `partialAction`).
-  pub partial: bool,
-  /// `session-created`, `fork-created` or `goal-configured`.
-  #[napi(ts_type = "'session-created' | 'fork-created' | 'goal-configured'")]
-  pub partial_action: Option<String>,
-  /// The session concerned (the new one after create or fork).
-  pub session_id: Option<String>,
-  /// Its directory.
-  pub directory: Option<String>,
+    /// Always `true` (tells a failure from a result).
+    #[napi(ts_type = "true")]
+    pub failed: bool,
+    /// What went wrong (never prompt text, model output or credentials).
+    pub error: String,
+    /// 400 bad input, 404 unknown session or goal, 409 conflicting state, 413 too large, 500 local
+    /// failure, 502/504 OpenCode failure.
+    pub status_code: u32,
+    /// Some step had already taken effect (see `partialAction`).
+    pub partial: bool,
+    /// `session-created`, `fork-created` or `goal-configured`.
+    #[napi(ts_type = "'session-created' | 'fork-created' | 'goal-configured'")]
+    pub partial_action: Option<String>,
+    /// The session concerned (the new one after create or fork).
+    pub session_id: Option<String>,
+    /// Its directory.
+    pub directory: Option<String>,
 }
 
 fn failure(error: GoalError) -> GoalFailure {
-  GoalFailure {
-    failed: true,
-    error: error.message,
-    status_code: u32::from(error.status),
-    partial: error.partial.is_some(),
-    partial_action: error.partial.map(|p| p.as_str().to_string()),
-    session_id: (!error.session_id.is_empty()).then_some(error.session_id),
-    directory: (!error.directory.is_empty()).then_some(error.directory),
-  }
+    GoalFailure {
+        failed: true,
+        error: error.message,
+        status_code: u32::from(error.status),
+        partial: error.partial.is_some(),
+        partial_action: error.partial.map(|p| p.as_str().to_string()),
+        session_id: (!error.session_id.is_empty()).then_some(error.session_id),
+        directory: (!error.directory.is_empty()).then_some(error.directory),
+    }
 }
 
 /// Runs one operation in its own task: a panic is a 500 failure, never a crash.
 async fn guarded<T, F>(work: F) -> Either<T, GoalFailure>
 where
-  T: Send + 'static,
-  F: Future<Output = std::result::Result<T, GoalError>> + Send + 'static,
+    T: Send + 'static,
+    F: Future<Output = std::result::Result<T, GoalError>> + Send + 'static,
 {
-  match tokio::spawn(work).await {
-    Ok(Ok(value)) => Either::A(value),
-    Ok(Err(error)) => Either::B(failure(error)),
-    Err(_) => {
-      tracing::error!(target: "session_goal", "goal operation panicked");
-      Either::B(failure(GoalError::new(500, "internal error")))
+    match tokio::spawn(work).await {
+        Ok(Ok(value)) => Either::A(value),
+        Ok(Err(error)) => Either::B(failure(error)),
+        Err(_) => {
+            tracing::error!(target: "session_goal", "goal operation panicked");
+            Either::B(failure(GoalError::new(500, "internal error")))
+        }
     }
-  }
 }
 
 /// A goal as stored in `metadata.openchamber.goal`.
 #[napi(object, object_from_js = false)]
 pub struct GoalRecord {
-  /// Goal id (`Date.now().toString(36)` + 6 random base-36 chars for new goals).
-  pub id: String,
-  /// Inline objective; empty when the text lives in the objective file.
-  pub objective: String,
-  /// The objective lives in `<dataDir>/goals/<sessionId>.md`.
-  pub objective_file: bool,
-  /// `active`, `paused`, `blocked`, `budgetLimited` or `complete`.
-  pub status: String,
-  /// Token budget, if any.
-  pub token_budget: Option<f64>,
-  /// Tokens charged to the goal.
-  pub tokens_used: f64,
-  /// Accounting baseline of the current segment.
-  pub tokens_baseline: f64,
-  /// Tokens of closed segments.
-  pub tokens_committed: f64,
-  /// Automatic continuations sent.
-  pub turns_used: f64,
-  /// Consecutive `blocked` verdicts.
-  pub blocked_streak: f64,
-  /// Consecutive failed audits.
-  pub audit_fail_streak: f64,
-  /// Latest audit note.
-  pub note: String,
-  /// Why the goal is in its status.
-  pub status_reason: String,
-  /// Provider of the latest audit.
-  #[napi(js_name = "evaluationProviderID")]
-  pub evaluation_provider_id: String,
-  /// Model of the latest audit.
-  #[napi(js_name = "evaluationModelID")]
-  pub evaluation_model_id: String,
-  /// Accounting cursor.
-  #[napi(js_name = "lastAccountedMessageID")]
-  pub last_accounted_message_id: String,
-  /// Creation time (ms since the epoch).
-  pub created_at: f64,
-  /// Last write (ms since the epoch).
-  pub updated_at: f64,
-  /// Time budget (ms), if any.
-  pub time_budget_ms: Option<f64>,
-  /// Active time so far (ms): since `createdAt`, minus time paused or waiting.
-  pub active_ms: f64,
-  /// Working hours `{start, end, timeZone}`, if any.
-  #[napi(ts_type = "{ start: string; end: string; timeZone: string } | undefined")]
-  pub active_hours: Option<serde_json::Value>,
+    /// Goal id (`Date.now().toString(36)` + 6 random base-36 chars for new goals).
+    pub id: String,
+    /// Inline objective; empty when the text lives in the objective file.
+    pub objective: String,
+    /// The objective lives in `<dataDir>/goals/<sessionId>.md`.
+    pub objective_file: bool,
+    /// `active`, `paused`, `blocked`, `budgetLimited` or `complete`.
+    pub status: String,
+    /// Token budget, if any.
+    pub token_budget: Option<f64>,
+    /// Tokens charged to the goal.
+    pub tokens_used: f64,
+    /// Accounting baseline of the current segment.
+    pub tokens_baseline: f64,
+    /// Tokens of closed segments.
+    pub tokens_committed: f64,
+    /// Automatic continuations sent.
+    pub turns_used: f64,
+    /// Consecutive `blocked` verdicts.
+    pub blocked_streak: f64,
+    /// Consecutive failed audits.
+    pub audit_fail_streak: f64,
+    /// Latest audit note.
+    pub note: String,
+    /// Why the goal is in its status.
+    pub status_reason: String,
+    /// Provider of the latest audit.
+    #[napi(js_name = "evaluationProviderID")]
+    pub evaluation_provider_id: String,
+    /// Model of the latest audit.
+    #[napi(js_name = "evaluationModelID")]
+    pub evaluation_model_id: String,
+    /// Accounting cursor.
+    #[napi(js_name = "lastAccountedMessageID")]
+    pub last_accounted_message_id: String,
+    /// Creation time (ms since the epoch).
+    pub created_at: f64,
+    /// Last write (ms since the epoch).
+    pub updated_at: f64,
+    /// Time budget (ms), if any.
+    pub time_budget_ms: Option<f64>,
+    /// Active time so far (ms): since `createdAt`, minus time paused or waiting.
+    pub active_ms: f64,
+    /// Working hours `{start, end, timeZone}`, if any.
+    #[napi(ts_type = "{ start: string; end: string; timeZone: string } | undefined")]
+    pub active_hours: Option<serde_json::Value>,
 }
 
 fn record(goal: &Goal) -> GoalRecord {
-  GoalRecord {
-    id: goal.id.clone(),
-    objective: goal.objective.clone(),
-    objective_file: goal.objective_file,
-    status: goal.status.as_str().to_string(),
-    token_budget: goal.token_budget.map(|b| b as f64),
-    tokens_used: goal.tokens_used as f64,
-    tokens_baseline: goal.tokens_baseline as f64,
-    tokens_committed: goal.tokens_committed as f64,
-    turns_used: goal.turns_used as f64,
-    blocked_streak: goal.blocked_streak as f64,
-    audit_fail_streak: goal.audit_fail_streak as f64,
-    note: goal.note.clone(),
-    status_reason: goal.status_reason.clone(),
-    evaluation_provider_id: goal.evaluation_provider_id.clone(),
-    evaluation_model_id: goal.evaluation_model_id.clone(),
-    last_accounted_message_id: goal.last_accounted_message_id.clone(),
-    created_at: goal.created_at,
-    updated_at: goal.updated_at,
-    time_budget_ms: goal_core::active_time::time_budget_ms(goal).map(|b| b as f64),
-    active_ms: goal_core::active_time::active_ms(goal, goal_core::clock::now_ms()).floor(),
-    active_hours: goal.extra.get(goal_core::hours::ACTIVE_HOURS_FIELD).filter(|v| v.is_object()).cloned(),
-  }
+    GoalRecord {
+        id: goal.id.clone(),
+        objective: goal.objective.clone(),
+        objective_file: goal.objective_file,
+        status: goal.status.as_str().to_string(),
+        token_budget: goal.token_budget.map(|b| b as f64),
+        tokens_used: goal.tokens_used as f64,
+        tokens_baseline: goal.tokens_baseline as f64,
+        tokens_committed: goal.tokens_committed as f64,
+        turns_used: goal.turns_used as f64,
+        blocked_streak: goal.blocked_streak as f64,
+        audit_fail_streak: goal.audit_fail_streak as f64,
+        note: goal.note.clone(),
+        status_reason: goal.status_reason.clone(),
+        evaluation_provider_id: goal.evaluation_provider_id.clone(),
+        evaluation_model_id: goal.evaluation_model_id.clone(),
+        last_accounted_message_id: goal.last_accounted_message_id.clone(),
+        created_at: goal.created_at,
+        updated_at: goal.updated_at,
+        time_budget_ms: goal_core::active_time::time_budget_ms(goal).map(|b| b as f64),
+        active_ms: goal_core::active_time::active_ms(goal, goal_core::clock::now_ms()).floor(),
+        active_hours: goal.extra.get(goal_core::hours::ACTIVE_HOURS_FIELD).filter(|v| v.is_object()).cloned(),
+    }
 }
 
 /// A goal just installed on a session.
 #[napi(object, object_from_js = false)]
 pub struct InstalledGoal {
-  /// Session.
-  pub session_id: String,
-  /// Directory.
-  pub directory: String,
-  /// The goal written.
-  pub goal: GoalRecord,
-  /// The effective objective (what the auditor judges against).
-  pub objective: String,
-  /// `verbatim`, `distilled` (small model, over 5,000 chars) or `excerpt` (head + tail).
-  #[napi(ts_type = "'verbatim' | 'distilled' | 'excerpt'")]
-  pub objective_fit: String,
-  /// The objective went to the objective file (false: stored inline after a file error).
-  pub objective_file: bool,
-  /// The id of a goal this one replaced.
-  pub replaced_goal_id: Option<String>,
-  /// Non-fatal problems.
-  pub warnings: Vec<String>,
+    /// Session.
+    pub session_id: String,
+    /// Directory.
+    pub directory: String,
+    /// The goal written.
+    pub goal: GoalRecord,
+    /// The effective objective (what the auditor judges against).
+    pub objective: String,
+    /// `verbatim`, `distilled` (small model, over 5,000 chars) or `excerpt` (head + tail).
+    #[napi(ts_type = "'verbatim' | 'distilled' | 'excerpt'")]
+    pub objective_fit: String,
+    /// The objective went to the objective file (false: stored inline after a file error).
+    pub objective_file: bool,
+    /// The id of a goal this one replaced.
+    pub replaced_goal_id: Option<String>,
+    /// Non-fatal problems.
+    pub warnings: Vec<String>,
 }
 
 fn installed(created: &CreatedGoal, session_id: &str) -> InstalledGoal {
-  InstalledGoal {
-    session_id: session_id.to_string(),
-    directory: created.directory.clone(),
-    goal: record(&created.goal),
-    objective: created.objective.clone(),
-    objective_fit: created.fit.as_str().to_string(),
-    objective_file: created.goal.objective_file,
-    replaced_goal_id: created.replaced_goal_id.clone(),
-    warnings: created.warnings.clone(),
-  }
+    InstalledGoal {
+        session_id: session_id.to_string(),
+        directory: created.directory.clone(),
+        goal: record(&created.goal),
+        objective: created.objective.clone(),
+        objective_fit: created.fit.as_str().to_string(),
+        objective_file: created.goal.objective_file,
+        replaced_goal_id: created.replaced_goal_id.clone(),
+        warnings: created.warnings.clone(),
+    }
 }
 
 /// Result of create / send / fork.
 #[napi(object, object_from_js = false)]
 pub struct SessionDispatch {
-  /// `create`, `send` or `fork`.
-  #[napi(ts_type = "'create' | 'send' | 'fork'")]
-  pub action: String,
-  /// The session prompted (the new one for create and fork).
-  pub session_id: String,
-  /// Its directory.
-  pub directory: String,
-  /// Its title.
-  pub title: String,
-  /// Fork: the session forked from.
-  pub source_session_id: Option<String>,
-  /// Model used (`provider/model`), when one was chosen or inherited.
-  pub model: Option<String>,
-  /// Agent used, when chosen or inherited.
-  pub agent: Option<String>,
-  /// Variant used.
-  pub variant: Option<String>,
-  /// A prompt or command was dispatched (false: create without a prompt).
-  pub prompt_dispatched: bool,
-  /// The dispatched message showed up in the session before returning.
-  pub prompt_landed: bool,
-  /// It ran as an OpenCode slash command.
-  pub dispatched_as_command: bool,
-  /// The command name.
-  pub command: Option<String>,
-  /// A goal was installed.
-  pub goal_enabled: bool,
-  /// Its budget.
-  pub goal_token_budget: Option<f64>,
-  /// The goal installed.
-  pub goal: Option<InstalledGoal>,
-  /// Newest assistant message before the dispatch (the reply comes after it).
-  pub baseline_assistant_message_id: Option<String>,
-  /// Non-fatal problems.
-  pub warnings: Vec<String>,
+    /// `create`, `send` or `fork`.
+    #[napi(ts_type = "'create' | 'send' | 'fork'")]
+    pub action: String,
+    /// The session prompted (the new one for create and fork).
+    pub session_id: String,
+    /// Its directory.
+    pub directory: String,
+    /// Its title.
+    pub title: String,
+    /// Fork: the session forked from.
+    pub source_session_id: Option<String>,
+    /// Model used (`provider/model`), when one was chosen or inherited.
+    pub model: Option<String>,
+    /// Agent used, when chosen or inherited.
+    pub agent: Option<String>,
+    /// Variant used.
+    pub variant: Option<String>,
+    /// A prompt or command was dispatched (false: create without a prompt).
+    pub prompt_dispatched: bool,
+    /// The dispatched message showed up in the session before returning.
+    pub prompt_landed: bool,
+    /// It ran as an OpenCode slash command.
+    pub dispatched_as_command: bool,
+    /// The command name.
+    pub command: Option<String>,
+    /// A goal was installed.
+    pub goal_enabled: bool,
+    /// Its budget.
+    pub goal_token_budget: Option<f64>,
+    /// The goal installed.
+    pub goal: Option<InstalledGoal>,
+    /// Newest assistant message before the dispatch (the reply comes after it).
+    pub baseline_assistant_message_id: Option<String>,
+    /// Non-fatal problems.
+    pub warnings: Vec<String>,
 }
 
 fn dispatch_result(action: &str, report: DispatchReport) -> SessionDispatch {
-  let goal = report.goal.as_ref().map(|g| installed(g, &report.session_id));
-  SessionDispatch {
-    action: action.to_string(),
-    goal_enabled: goal.is_some(),
-    goal_token_budget: report.goal.as_ref().and_then(|g| g.goal.token_budget).map(|b| b as f64),
-    goal,
-    model: report.selection.model.as_ref().map(|m| format!("{}/{}", m.provider_id, m.model_id)),
-    agent: report.selection.agent.clone(),
-    variant: report.selection.variant.clone(),
-    session_id: report.session_id,
-    directory: report.directory,
-    title: report.title,
-    source_session_id: report.source_session_id,
-    prompt_dispatched: report.prompt_dispatched,
-    prompt_landed: report.prompt_landed,
-    dispatched_as_command: report.dispatched_as_command,
-    command: report.command,
-    baseline_assistant_message_id: report.baseline_assistant_message_id,
-    warnings: report.warnings,
-  }
+    let goal = report.goal.as_ref().map(|g| installed(g, &report.session_id));
+    SessionDispatch {
+        action: action.to_string(),
+        goal_enabled: goal.is_some(),
+        goal_token_budget: report.goal.as_ref().and_then(|g| g.goal.token_budget).map(|b| b as f64),
+        goal,
+        model: report.selection.model.as_ref().map(|m| format!("{}/{}", m.provider_id, m.model_id)),
+        agent: report.selection.agent.clone(),
+        variant: report.selection.variant.clone(),
+        session_id: report.session_id,
+        directory: report.directory,
+        title: report.title,
+        source_session_id: report.source_session_id,
+        prompt_dispatched: report.prompt_dispatched,
+        prompt_landed: report.prompt_landed,
+        dispatched_as_command: report.dispatched_as_command,
+        command: report.command,
+        baseline_assistant_message_id: report.baseline_assistant_message_id,
+        warnings: report.warnings,
+    }
 }
 
 /// A goal stamped onto a scheduled task's session, and how to dispatch the task.
 #[napi(object, object_from_js = false)]
 pub struct ScheduledGoalStamp {
-  /// The goal installed.
-  pub goal: InstalledGoal,
-  /// Set when the task prompt is an OpenCode command: dispatch with
-  /// `POST /session/:id/command {command, arguments}` (no synthetic part possible).
-  pub command: Option<String>,
-  /// The command's arguments.
-  pub command_arguments: Option<String>,
-  /// Append to the `prompt_async` parts after the prompt text.
-  #[napi(ts_type = "{ type: 'text'; text: string; synthetic: true }")]
-  pub intro_part: serde_json::Value,
-  /// Non-fatal problems.
-  pub warnings: Vec<String>,
+    /// The goal installed.
+    pub goal: InstalledGoal,
+    /// Set when the task prompt is an OpenCode command: dispatch with
+    /// `POST /session/:id/command {command, arguments}` (no synthetic part possible).
+    pub command: Option<String>,
+    /// The command's arguments.
+    pub command_arguments: Option<String>,
+    /// Append to the `prompt_async` parts after the prompt text.
+    #[napi(ts_type = "{ type: 'text'; text: string; synthetic: true }")]
+    pub intro_part: serde_json::Value,
+    /// Non-fatal problems.
+    pub warnings: Vec<String>,
 }
 
 /// Result of a goal action.
 #[napi(object, object_from_js = false)]
 pub struct GoalActionResult {
-  /// Session.
-  pub session_id: String,
-  /// Directory used.
-  pub directory: String,
-  /// The goal after the action (absent after clear).
-  pub goal: Option<GoalRecord>,
-  /// Status before the action.
-  pub previous_status: Option<String>,
-  /// Something was written (false: already in the requested state).
-  pub changed: bool,
-  /// Pause / clear of an active goal: the running turn was aborted.
-  pub aborted: Option<bool>,
-  /// Clear: an objective file was removed.
-  pub objective_deleted: bool,
-  /// Edit: how the new objective was fitted.
-  pub objective_fit: Option<String>,
-  /// Non-fatal problems.
-  pub warnings: Vec<String>,
+    /// Session.
+    pub session_id: String,
+    /// Directory used.
+    pub directory: String,
+    /// The goal after the action (absent after clear).
+    pub goal: Option<GoalRecord>,
+    /// Status before the action.
+    pub previous_status: Option<String>,
+    /// Something was written (false: already in the requested state).
+    pub changed: bool,
+    /// Pause / clear of an active goal: the running turn was aborted.
+    pub aborted: Option<bool>,
+    /// Clear: an objective file was removed.
+    pub objective_deleted: bool,
+    /// Edit: how the new objective was fitted.
+    pub objective_fit: Option<String>,
+    /// Non-fatal problems.
+    pub warnings: Vec<String>,
 }
 
 fn action_result(report: ActionReport) -> GoalActionResult {
-  GoalActionResult {
-    session_id: report.session_id,
-    directory: report.directory,
-    goal: report.goal.as_ref().map(record),
-    previous_status: report.previous_status.map(|s| s.as_str().to_string()),
-    changed: report.changed,
-    aborted: report.aborted,
-    objective_deleted: report.objective_deleted,
-    objective_fit: report.fit.map(|f| f.as_str().to_string()),
-    warnings: report.warnings,
-  }
+    GoalActionResult {
+        session_id: report.session_id,
+        directory: report.directory,
+        goal: report.goal.as_ref().map(record),
+        previous_status: report.previous_status.map(|s| s.as_str().to_string()),
+        changed: report.changed,
+        aborted: report.aborted,
+        objective_deleted: report.objective_deleted,
+        objective_fit: report.fit.map(|f| f.as_str().to_string()),
+        warnings: report.warnings,
+    }
 }
 
 /// A session's goal with its effective objective.
 #[napi(object, object_from_js = false)]
 pub struct SessionGoalView {
-  /// Session.
-  pub session_id: String,
-  /// Directory.
-  pub directory: String,
-  /// Session title.
-  pub title: String,
-  /// The goal (absent: no goal).
-  pub goal: Option<GoalRecord>,
-  /// The objective the loop audits against (file text, else inline).
-  pub objective: String,
-  /// `file`, `inline` or `missing`.
-  #[napi(ts_type = "'file' | 'inline' | 'missing'")]
-  pub objective_source: Option<String>,
+    /// Session.
+    pub session_id: String,
+    /// Directory.
+    pub directory: String,
+    /// Session title.
+    pub title: String,
+    /// The goal (absent: no goal).
+    pub goal: Option<GoalRecord>,
+    /// The objective the loop audits against (file text, else inline).
+    pub objective: String,
+    /// `file`, `inline` or `missing`.
+    #[napi(ts_type = "'file' | 'inline' | 'missing'")]
+    pub objective_source: Option<String>,
 }
 
 fn view_result(view: GoalView) -> SessionGoalView {
-  SessionGoalView {
-    goal: view.goal.as_ref().map(record),
-    session_id: view.session_id,
-    directory: view.directory,
-    title: view.title,
-    objective: view.objective,
-    objective_source: view.objective_source.map(|s| s.as_str().to_string()),
-  }
+    SessionGoalView {
+        goal: view.goal.as_ref().map(record),
+        session_id: view.session_id,
+        directory: view.directory,
+        title: view.title,
+        objective: view.objective,
+        objective_source: view.objective_source.map(|s| s.as_str().to_string()),
+    }
 }
 
 /// One goal of a directory.
 #[napi(object, object_from_js = false)]
 pub struct GoalListEntry {
-  /// Session.
-  pub session_id: String,
-  /// Directory.
-  pub directory: String,
-  /// Session title.
-  pub title: String,
-  /// The goal.
-  pub goal: GoalRecord,
-  /// A turn is running now.
-  pub working: bool,
+    /// Session.
+    pub session_id: String,
+    /// Directory.
+    pub directory: String,
+    /// Session title.
+    pub title: String,
+    /// The goal.
+    pub goal: GoalRecord,
+    /// A turn is running now.
+    pub working: bool,
 }
 
 /// The objective file after a write.
 #[napi(object, object_from_js = false)]
 pub struct ObjectiveWritten {
-  /// The stored text (trimmed, at most 5,000 chars).
-  pub content: String,
+    /// The stored text (trimmed, at most 5,000 chars).
+    pub content: String,
 }
 
 /// Options of `createGoalControl`: where OpenCode is (same forms as the runtime), where the
 /// objective files live, and the small model used to distill objectives over 5,000 chars.
 #[napi(object, object_to_js = false)]
 pub struct GoalControlOptions {
-  /// A fixed OpenCode base URL and headers.
-  pub open_code: Option<OpenCodeTarget>,
-  /// OpenChamber: builds the URL of an OpenCode API path.
-  #[napi(ts_type = "(path: string, prefix: string) => string")]
-  pub build_open_code_url: Option<UrlCallback>,
-  /// OpenChamber: the headers for OpenCode (may be async).
-  #[napi(ts_type = "() => Record<string, string> | Promise<Record<string, string>>")]
-  pub get_open_code_auth_headers: Option<HeadersCallback>,
-  /// Settings location (`settings.dataDir`).
-  pub settings: Option<RuntimeSettingsOptions>,
-  /// Data directory (wins over `settings.dataDir`; default `OPENCHAMBER_DATA_DIR`, else
-  /// `~/.config/openchamber`).
-  pub data_dir: Option<String>,
-  /// Small model for distilling long objectives: `{text, providerID, modelID}` or
-  /// `{error: {statusCode?, code?}}`. Without one, long objectives are excerpted.
-  #[napi(ts_type = "(request: SmallModelRequest) => Promise<SmallModelResult>")]
-  pub generate_small_model_text: Option<ModelCallback>,
-  /// The built-in small model's choice (`{providerID, modelID}`), used only when the host passes
-  /// no small-model service; else OpenCode's `small_model`, else the session provider's own.
-  pub small_model: Option<crate::SmallModelChoice>,
-  /// OpenChamber's form of the small model (adapted by the package entry).
-  #[allow(dead_code)] // typed here; the package entry turns it into generateSmallModelText
-  #[napi(ts_type = "() => Promise<{ generateSmallModelText(request: SmallModelRequest): Promise<SmallModelResult> } | null | undefined>")]
-  pub get_small_model_service: Option<UnknownReturnValue>,
-  /// Timeout of every OpenCode call (default 10000 ms).
-  pub fetch_timeout_ms: Option<f64>,
-  /// Timeout of a distillation call (default 60000 ms).
-  pub small_model_timeout_ms: Option<f64>,
-  /// How long a dispatch waits for its message to show up (default 5000 ms).
-  pub landing_timeout_ms: Option<f64>,
-  /// Timeout of a slash-command call, which OpenCode answers after the whole turn (default
-  /// 600000 ms; the dispatch itself returns once the command has landed).
-  pub command_timeout_ms: Option<f64>,
+    /// A fixed OpenCode base URL and headers.
+    pub open_code: Option<OpenCodeTarget>,
+    /// OpenChamber: builds the URL of an OpenCode API path.
+    #[napi(ts_type = "(path: string, prefix: string) => string")]
+    pub build_open_code_url: Option<UrlCallback>,
+    /// OpenChamber: the headers for OpenCode (may be async).
+    #[napi(ts_type = "() => Record<string, string> | Promise<Record<string, string>>")]
+    pub get_open_code_auth_headers: Option<HeadersCallback>,
+    /// Settings location (`settings.dataDir`).
+    pub settings: Option<RuntimeSettingsOptions>,
+    /// Data directory (wins over `settings.dataDir`; default `OPENCHAMBER_DATA_DIR`, else
+    /// `~/.config/openchamber`).
+    pub data_dir: Option<String>,
+    /// Small model for distilling long objectives: `{text, providerID, modelID}` or
+    /// `{error: {statusCode?, code?}}`. Without one, long objectives are excerpted.
+    #[napi(ts_type = "(request: SmallModelRequest) => Promise<SmallModelResult>")]
+    pub generate_small_model_text: Option<ModelCallback>,
+    /// The built-in small model's choice (`{providerID, modelID}`), used only when the host passes
+    /// no small-model service; else OpenCode's `small_model`, else the session provider's own.
+    pub small_model: Option<crate::SmallModelChoice>,
+    /// OpenChamber's form of the small model (adapted by the package entry).
+    #[allow(dead_code)] // typed here; the package entry turns it into generateSmallModelText
+    #[napi(
+        ts_type = "() => Promise<{ generateSmallModelText(request: SmallModelRequest): Promise<SmallModelResult> } | null | undefined>"
+    )]
+    pub get_small_model_service: Option<UnknownReturnValue>,
+    /// Timeout of every OpenCode call (default 10000 ms).
+    pub fetch_timeout_ms: Option<f64>,
+    /// Timeout of a distillation call (default 60000 ms).
+    pub small_model_timeout_ms: Option<f64>,
+    /// How long a dispatch waits for its message to show up (default 5000 ms).
+    pub landing_timeout_ms: Option<f64>,
+    /// Timeout of a slash-command call, which OpenCode answers after the whole turn (default
+    /// 600000 ms; the dispatch itself returns once the command has landed).
+    pub command_timeout_ms: Option<f64>,
 }
 
 impl GoalControlOptions {
-  /// The control context these options describe, every unset or unusable option at the core's
-  /// default. Fails only without an OpenCode location.
-  fn resolve(self) -> Result<ControlContext> {
-    let client = connection_of!(self).resolve(DEFAULT_FETCH_TIMEOUT)?;
-    let small_model = crate::callbacks::small_model_for(self.generate_small_model_text, &client, self.small_model.as_ref());
-    Ok(ControlContext {
-      client,
-      small_model,
-      data_dir: options::data_dir(self.data_dir, self.settings),
-      small_model_timeout: millis(self.small_model_timeout_ms, DEFAULT_CALL_TIMEOUT),
-      landing_timeout: millis(self.landing_timeout_ms, DEFAULT_LANDING_TIMEOUT),
-      landing_poll: DEFAULT_LANDING_POLL,
-      command_timeout: millis(self.command_timeout_ms, DEFAULT_COMMAND_TIMEOUT),
-    })
-  }
+    /// The control context these options describe, every unset or unusable option at the core's
+    /// default. Fails only without an OpenCode location.
+    fn resolve(self) -> Result<ControlContext> {
+        let client = connection_of!(self).resolve(DEFAULT_FETCH_TIMEOUT)?;
+        let small_model =
+            crate::callbacks::small_model_for(self.generate_small_model_text, &client, self.small_model.as_ref());
+        Ok(ControlContext {
+            client,
+            small_model,
+            data_dir: options::data_dir(self.data_dir, self.settings),
+            small_model_timeout: millis(self.small_model_timeout_ms, DEFAULT_CALL_TIMEOUT),
+            landing_timeout: millis(self.landing_timeout_ms, DEFAULT_LANDING_TIMEOUT),
+            landing_poll: DEFAULT_LANDING_POLL,
+            command_timeout: millis(self.command_timeout_ms, DEFAULT_COMMAND_TIMEOUT),
+        })
+    }
 }
 
 fn model_choice(provider_id: Option<String>, model_id: Option<String>) -> ModelChoice {
-  ModelChoice { provider_id: provider_id.unwrap_or_default(), model_id: model_id.unwrap_or_default() }
+    ModelChoice { provider_id: provider_id.unwrap_or_default(), model_id: model_id.unwrap_or_default() }
 }
 
 fn data_dir_of(explicit: Option<String>) -> PathBuf {
-  resolve_data_dir(explicit.as_deref())
+    resolve_data_dir(explicit.as_deref())
 }
 
 /// `createSessionGoal` input.
 #[napi(object)]
 pub struct SessionGoalRequest {
-  /// Session to put the goal on (existing metadata is kept).
-  pub session_id: String,
-  /// Its directory (default: the one OpenCode reports).
-  pub directory: Option<String>,
-  /// Objective text; over 5,000 chars it is distilled (or excerpted).
-  pub objective: String,
-  /// Token budget: an integer in [1000, 100000000].
-  pub token_budget: Option<f64>,
-  /// Time budget in ms (active time: paused and waiting time excluded); at least 1000.
-  pub time_budget_ms: Option<f64>,
-  /// Working hours: `{start: "HH:MM", end: "HH:MM", timeZone: "Europe/Berlin"}` (IANA zone;
-  /// `end < start` crosses midnight). Outside them no continuation is sent.
-  #[napi(ts_type = "{ start: string; end: string; timeZone: string }")]
-  pub active_hours: Option<serde_json::Value>,
-  /// Provider the goal's turns run on (the distillation prefers it).
-  #[napi(js_name = "providerID")]
-  pub provider_id: Option<String>,
-  /// Model the goal's turns run on.
-  #[napi(js_name = "modelID")]
-  pub model_id: Option<String>,
+    /// Session to put the goal on (existing metadata is kept).
+    pub session_id: String,
+    /// Its directory (default: the one OpenCode reports).
+    pub directory: Option<String>,
+    /// Objective text; over 5,000 chars it is distilled (or excerpted).
+    pub objective: String,
+    /// Token budget: an integer in [1000, 100000000].
+    pub token_budget: Option<f64>,
+    /// Time budget in ms (active time: paused and waiting time excluded); at least 1000.
+    pub time_budget_ms: Option<f64>,
+    /// Working hours: `{start: "HH:MM", end: "HH:MM", timeZone: "Europe/Berlin"}` (IANA zone;
+    /// `end < start` crosses midnight). Outside them no continuation is sent.
+    #[napi(ts_type = "{ start: string; end: string; timeZone: string }")]
+    pub active_hours: Option<serde_json::Value>,
+    /// Provider the goal's turns run on (the distillation prefers it).
+    #[napi(js_name = "providerID")]
+    pub provider_id: Option<String>,
+    /// Model the goal's turns run on.
+    #[napi(js_name = "modelID")]
+    pub model_id: Option<String>,
 }
 
 /// `createSession` input.
 #[napi(object)]
 pub struct CreateSessionRequest {
-  /// Project directory (required).
-  pub directory: String,
-  /// Session title.
-  pub title: Option<String>,
-  /// First prompt; a leading `/name` runs that command. Required with `goal`.
-  pub prompt: Option<String>,
-  /// `provider/model`.
-  pub model: Option<String>,
-  /// Provider id (with `modelID`, instead of `model`).
-  #[napi(js_name = "providerID")]
-  pub provider_id: Option<String>,
-  /// Model id.
-  #[napi(js_name = "modelID")]
-  pub model_id: Option<String>,
-  /// Agent (primary agents only).
-  pub agent: Option<String>,
-  /// Model variant.
-  pub variant: Option<String>,
-  /// Start a goal with the prompt as its objective.
-  pub goal: Option<bool>,
-  /// The goal's token budget (requires `goal`): an integer in [1000, 100000000].
-  pub goal_token_budget: Option<f64>,
-  /// The goal's time budget in ms (requires `goal`; active time, at least 1000).
-  pub goal_time_budget_ms: Option<f64>,
-  /// The goal's working hours `{start: "HH:MM", end: "HH:MM", timeZone}` (requires `goal`).
-  #[napi(ts_type = "{ start: string; end: string; timeZone: string }")]
-  pub goal_active_hours: Option<serde_json::Value>,
+    /// Project directory (required).
+    pub directory: String,
+    /// Session title.
+    pub title: Option<String>,
+    /// First prompt; a leading `/name` runs that command. Required with `goal`.
+    pub prompt: Option<String>,
+    /// `provider/model`.
+    pub model: Option<String>,
+    /// Provider id (with `modelID`, instead of `model`).
+    #[napi(js_name = "providerID")]
+    pub provider_id: Option<String>,
+    /// Model id.
+    #[napi(js_name = "modelID")]
+    pub model_id: Option<String>,
+    /// Agent (primary agents only).
+    pub agent: Option<String>,
+    /// Model variant.
+    pub variant: Option<String>,
+    /// Start a goal with the prompt as its objective.
+    pub goal: Option<bool>,
+    /// The goal's token budget (requires `goal`): an integer in [1000, 100000000].
+    pub goal_token_budget: Option<f64>,
+    /// The goal's time budget in ms (requires `goal`; active time, at least 1000).
+    pub goal_time_budget_ms: Option<f64>,
+    /// The goal's working hours `{start: "HH:MM", end: "HH:MM", timeZone}` (requires `goal`).
+    #[napi(ts_type = "{ start: string; end: string; timeZone: string }")]
+    pub goal_active_hours: Option<serde_json::Value>,
 }
 
 /// `sendPrompt` input.
 #[napi(object)]
 pub struct SendPromptRequest {
-  /// Target session.
-  pub session_id: String,
-  /// Its directory (default: the one OpenCode reports).
-  pub directory: Option<String>,
-  /// Prompt (required); a leading `/name` runs that command.
-  pub prompt: String,
-  /// `provider/model` (default: the last user message's).
-  pub model: Option<String>,
-  /// Provider id (with `modelID`).
-  #[napi(js_name = "providerID")]
-  pub provider_id: Option<String>,
-  /// Model id.
-  #[napi(js_name = "modelID")]
-  pub model_id: Option<String>,
-  /// Agent (default: the last user message's).
-  pub agent: Option<String>,
-  /// Variant.
-  pub variant: Option<String>,
-  /// Install a fresh goal (merged into the existing metadata) before dispatching.
-  pub goal: Option<bool>,
-  /// The goal's token budget (requires `goal`).
-  pub goal_token_budget: Option<f64>,
-  /// The goal's time budget in ms (requires `goal`; active time, at least 1000).
-  pub goal_time_budget_ms: Option<f64>,
-  /// The goal's working hours `{start: "HH:MM", end: "HH:MM", timeZone}` (requires `goal`).
-  #[napi(ts_type = "{ start: string; end: string; timeZone: string }")]
-  pub goal_active_hours: Option<serde_json::Value>,
+    /// Target session.
+    pub session_id: String,
+    /// Its directory (default: the one OpenCode reports).
+    pub directory: Option<String>,
+    /// Prompt (required); a leading `/name` runs that command.
+    pub prompt: String,
+    /// `provider/model` (default: the last user message's).
+    pub model: Option<String>,
+    /// Provider id (with `modelID`).
+    #[napi(js_name = "providerID")]
+    pub provider_id: Option<String>,
+    /// Model id.
+    #[napi(js_name = "modelID")]
+    pub model_id: Option<String>,
+    /// Agent (default: the last user message's).
+    pub agent: Option<String>,
+    /// Variant.
+    pub variant: Option<String>,
+    /// Install a fresh goal (merged into the existing metadata) before dispatching.
+    pub goal: Option<bool>,
+    /// The goal's token budget (requires `goal`).
+    pub goal_token_budget: Option<f64>,
+    /// The goal's time budget in ms (requires `goal`; active time, at least 1000).
+    pub goal_time_budget_ms: Option<f64>,
+    /// The goal's working hours `{start: "HH:MM", end: "HH:MM", timeZone}` (requires `goal`).
+    #[napi(ts_type = "{ start: string; end: string; timeZone: string }")]
+    pub goal_active_hours: Option<serde_json::Value>,
 }
 
 /// `forkSession` input.
 #[napi(object)]
 pub struct ForkSessionRequest {
-  /// Session to fork.
-  pub session_id: String,
-  /// Fork before this message (default: the whole session).
-  pub message_id: Option<String>,
-  /// Directory (default: the one OpenCode reports).
-  pub directory: Option<String>,
-  /// Prompt for the fork (required).
-  pub prompt: String,
-  /// `provider/model` (default: the source's last user message's).
-  pub model: Option<String>,
-  /// Provider id (with `modelID`).
-  #[napi(js_name = "providerID")]
-  pub provider_id: Option<String>,
-  /// Model id.
-  #[napi(js_name = "modelID")]
-  pub model_id: Option<String>,
-  /// Agent.
-  pub agent: Option<String>,
-  /// Variant.
-  pub variant: Option<String>,
-  /// Install a goal on the fork before dispatching.
-  pub goal: Option<bool>,
-  /// The goal's token budget (requires `goal`).
-  pub goal_token_budget: Option<f64>,
-  /// The goal's time budget in ms (requires `goal`; active time, at least 1000).
-  pub goal_time_budget_ms: Option<f64>,
-  /// The goal's working hours `{start: "HH:MM", end: "HH:MM", timeZone}` (requires `goal`).
-  #[napi(ts_type = "{ start: string; end: string; timeZone: string }")]
-  pub goal_active_hours: Option<serde_json::Value>,
+    /// Session to fork.
+    pub session_id: String,
+    /// Fork before this message (default: the whole session).
+    pub message_id: Option<String>,
+    /// Directory (default: the one OpenCode reports).
+    pub directory: Option<String>,
+    /// Prompt for the fork (required).
+    pub prompt: String,
+    /// `provider/model` (default: the source's last user message's).
+    pub model: Option<String>,
+    /// Provider id (with `modelID`).
+    #[napi(js_name = "providerID")]
+    pub provider_id: Option<String>,
+    /// Model id.
+    #[napi(js_name = "modelID")]
+    pub model_id: Option<String>,
+    /// Agent.
+    pub agent: Option<String>,
+    /// Variant.
+    pub variant: Option<String>,
+    /// Install a goal on the fork before dispatching.
+    pub goal: Option<bool>,
+    /// The goal's token budget (requires `goal`).
+    pub goal_token_budget: Option<f64>,
+    /// The goal's time budget in ms (requires `goal`; active time, at least 1000).
+    pub goal_time_budget_ms: Option<f64>,
+    /// The goal's working hours `{start: "HH:MM", end: "HH:MM", timeZone}` (requires `goal`).
+    #[napi(ts_type = "{ start: string; end: string; timeZone: string }")]
+    pub goal_active_hours: Option<serde_json::Value>,
 }
 
 /// `stampScheduledGoal` input.
 #[napi(object)]
 pub struct ScheduledGoalRequest {
-  /// The task's fresh session.
-  pub session_id: String,
-  /// Its directory.
-  pub directory: Option<String>,
-  /// The task prompt (a slash command's expanded template becomes the objective).
-  pub prompt: String,
-  /// Token budget: an integer in [1000, 100000000].
-  pub token_budget: Option<f64>,
-  /// The task's provider.
-  #[napi(js_name = "providerID")]
-  pub provider_id: Option<String>,
-  /// The task's model.
-  #[napi(js_name = "modelID")]
-  pub model_id: Option<String>,
+    /// The task's fresh session.
+    pub session_id: String,
+    /// Its directory.
+    pub directory: Option<String>,
+    /// The task prompt (a slash command's expanded template becomes the objective).
+    pub prompt: String,
+    /// Token budget: an integer in [1000, 100000000].
+    pub token_budget: Option<f64>,
+    /// The task's provider.
+    #[napi(js_name = "providerID")]
+    pub provider_id: Option<String>,
+    /// The task's model.
+    #[napi(js_name = "modelID")]
+    pub model_id: Option<String>,
 }
 
 /// Target of pause / resume / complete / clear.
 #[napi(object)]
 pub struct GoalActionRequest {
-  /// Session.
-  pub session_id: String,
-  /// Directory (default: the one OpenCode reports).
-  pub directory: Option<String>,
-  /// Act only if the session's goal still has this id (409 otherwise).
-  pub goal_id: Option<String>,
+    /// Session.
+    pub session_id: String,
+    /// Directory (default: the one OpenCode reports).
+    pub directory: Option<String>,
+    /// Act only if the session's goal still has this id (409 otherwise).
+    pub goal_id: Option<String>,
 }
 
 /// `editGoal` input.
 #[napi(object)]
 pub struct GoalEditRequest {
-  /// Session.
-  pub session_id: String,
-  /// Directory (default: the one OpenCode reports).
-  pub directory: Option<String>,
-  /// Act only if the session's goal still has this id.
-  pub goal_id: Option<String>,
-  /// New objective (written to the objective file first).
-  pub objective: Option<String>,
-  /// New token budget: an integer in [1000, 100000000].
-  pub token_budget: Option<f64>,
-  /// Remove the token budget.
-  pub clear_token_budget: Option<bool>,
-  /// New time budget in ms (active time; at least 1000).
-  pub time_budget_ms: Option<f64>,
-  /// Remove the time budget.
-  pub clear_time_budget: Option<bool>,
-  /// New working hours `{start: "HH:MM", end: "HH:MM", timeZone}`.
-  #[napi(ts_type = "{ start: string; end: string; timeZone: string }")]
-  pub active_hours: Option<serde_json::Value>,
-  /// Remove the working hours.
-  pub clear_active_hours: Option<bool>,
-  /// Provider preferred when distilling a long objective.
-  #[napi(js_name = "providerID")]
-  pub provider_id: Option<String>,
-  /// Model preferred when distilling.
-  #[napi(js_name = "modelID")]
-  pub model_id: Option<String>,
+    /// Session.
+    pub session_id: String,
+    /// Directory (default: the one OpenCode reports).
+    pub directory: Option<String>,
+    /// Act only if the session's goal still has this id.
+    pub goal_id: Option<String>,
+    /// New objective (written to the objective file first).
+    pub objective: Option<String>,
+    /// New token budget: an integer in [1000, 100000000].
+    pub token_budget: Option<f64>,
+    /// Remove the token budget.
+    pub clear_token_budget: Option<bool>,
+    /// New time budget in ms (active time; at least 1000).
+    pub time_budget_ms: Option<f64>,
+    /// Remove the time budget.
+    pub clear_time_budget: Option<bool>,
+    /// New working hours `{start: "HH:MM", end: "HH:MM", timeZone}`.
+    #[napi(ts_type = "{ start: string; end: string; timeZone: string }")]
+    pub active_hours: Option<serde_json::Value>,
+    /// Remove the working hours.
+    pub clear_active_hours: Option<bool>,
+    /// Provider preferred when distilling a long objective.
+    #[napi(js_name = "providerID")]
+    pub provider_id: Option<String>,
+    /// Model preferred when distilling.
+    #[napi(js_name = "modelID")]
+    pub model_id: Option<String>,
 }
 
 /// The prompt options of a create / send / fork request (all three name them alike), with the
 /// prompt text given separately (optional for create only).
 macro_rules! prompt_options {
-  ($request:ident, $prompt:expr) => {
-    PromptOptions {
-      prompt: $prompt,
-      model: $request.model,
-      provider_id: $request.provider_id,
-      model_id: $request.model_id,
-      agent: $request.agent,
-      variant: $request.variant,
-      goal: $request.goal == Some(true),
-      goal_token_budget: $request.goal_token_budget,
-      goal_time_budget_ms: $request.goal_time_budget_ms,
-      goal_active_hours: $request.goal_active_hours,
-    }
-  };
+    ($request:ident, $prompt:expr) => {
+        PromptOptions {
+            prompt: $prompt,
+            model: $request.model,
+            provider_id: $request.provider_id,
+            model_id: $request.model_id,
+            agent: $request.agent,
+            variant: $request.variant,
+            goal: $request.goal == Some(true),
+            goal_token_budget: $request.goal_token_budget,
+            goal_time_budget_ms: $request.goal_time_budget_ms,
+            goal_active_hours: $request.goal_active_hours,
+        }
+    };
 }
 
 fn target(session_id: String, directory: Option<String>, goal_id: Option<String>) -> GoalTarget {
-  GoalTarget { session_id, directory: directory.unwrap_or_default(), expected_goal_id: goal_id }
+    GoalTarget { session_id, directory: directory.unwrap_or_default(), expected_goal_id: goal_id }
 }
 
 /// Goal creation and control against one OpenCode server. Results resolve to a value or a
 /// `GoalFailure` (`failed: true`); nothing is thrown for a failed operation.
 #[napi]
 pub struct GoalControl {
-  ctx: ControlContext,
+    ctx: ControlContext,
 }
 
 /// Creates a goal control. Throws only for unusable options (no OpenCode location).
 #[napi(catch_unwind)]
 pub fn create_goal_control(options: GoalControlOptions) -> Result<GoalControl> {
-  crate::logging::init();
-  let ctx = options.resolve()?;
-  Ok(GoalControl { ctx })
+    crate::logging::init();
+    let ctx = options.resolve()?;
+    Ok(GoalControl { ctx })
 }
 
 #[napi]
 impl GoalControl {
-  /// The data directory the objective files live in.
-  #[napi(getter)]
-  pub fn data_dir(&self) -> String {
-    self.ctx.data_dir.to_string_lossy().into_owned()
-  }
+    /// The data directory the objective files live in.
+    #[napi(getter)]
+    pub fn data_dir(&self) -> String {
+        self.ctx.data_dir.to_string_lossy().into_owned()
+    }
 
-  /// The goal's audit trail (`goals/<sessionId>.history.jsonl`), oldest first; `limit` keeps the
-  /// newest records. An unknown session or a missing trail reads as an empty list.
-  #[napi(ts_return_type = "Promise<Array<GoalHistoryRecord>>")]
-  pub async fn history(&self, session_id: String, limit: Option<f64>) -> Result<Vec<serde_json::Value>> {
-    let limit = limit.filter(|n| n.is_finite() && *n >= 1.0).map(|n| n.min(100_000.0) as usize);
-    Ok(goal_core::history::read(&self.ctx.data_dir, &session_id, limit).await)
-  }
+    /// The goal's audit trail (`goals/<sessionId>.history.jsonl`), oldest first; `limit` keeps the
+    /// newest records. An unknown session or a missing trail reads as an empty list.
+    #[napi(ts_return_type = "Promise<Array<GoalHistoryRecord>>")]
+    pub async fn history(&self, session_id: String, limit: Option<f64>) -> Result<Vec<serde_json::Value>> {
+        let limit = limit.filter(|n| n.is_finite() && *n >= 1.0).map(|n| n.min(100_000.0) as usize);
+        Ok(goal_core::history::read(&self.ctx.data_dir, &session_id, limit).await)
+    }
 
-  /// Installs a fresh active goal on a session: objective fitted (distilled over 5,000 chars),
-  /// objective file written first (inline on failure), then merged into the session metadata.
-  #[napi]
-  pub async fn create_session_goal(&self, request: SessionGoalRequest) -> Result<Either<InstalledGoal, GoalFailure>> {
-    let ctx = self.ctx.clone();
-    Ok(
-      guarded(async move {
-        let new_goal = NewGoal {
-          session_id: request.session_id.clone(),
-          directory: request.directory.unwrap_or_default(),
-          objective: request.objective,
-          token_budget: request.token_budget.map(create::check_token_budget).transpose()?,
-          model: model_choice(request.provider_id, request.model_id),
-          time_limits: goal_core::active_time::GoalTimeLimits::check(request.time_budget_ms, request.active_hours.as_ref())
-            .map_err(|message| GoalError::new(400, message))?,
-        };
-        let created = create::create_session_goal(&ctx, &new_goal).await?;
-        Ok(installed(&created, &request.session_id))
-      })
-      .await,
-    )
-  }
-
-  /// Creates a session; with a prompt, installs the goal (if `goal`) and then dispatches.
-  #[napi]
-  pub async fn create_session(&self, request: CreateSessionRequest) -> Result<Either<SessionDispatch, GoalFailure>> {
-    let ctx = self.ctx.clone();
-    Ok(
-      guarded(async move {
-        let create = CreateSession {
-          directory: request.directory,
-          title: request.title,
-          options: prompt_options!(request, request.prompt.unwrap_or_default()),
-        };
-        orchestrate::create_session(&ctx, &create).await.map(|r| dispatch_result("create", r))
-      })
-      .await,
-    )
-  }
-
-  /// Sends a prompt to an existing session; with `goal`, installs a fresh goal first.
-  #[napi]
-  pub async fn send_prompt(&self, request: SendPromptRequest) -> Result<Either<SessionDispatch, GoalFailure>> {
-    let ctx = self.ctx.clone();
-    Ok(
-      guarded(async move {
-        let send = SendPrompt {
-          session_id: request.session_id,
-          directory: request.directory.unwrap_or_default(),
-          options: prompt_options!(request, request.prompt),
-        };
-        orchestrate::send_prompt(&ctx, &send).await.map(|r| dispatch_result("send", r))
-      })
-      .await,
-    )
-  }
-
-  /// Forks a session (at an optional message), installs the goal on the fork (if `goal`) and
-  /// dispatches there.
-  #[napi]
-  pub async fn fork_session(&self, request: ForkSessionRequest) -> Result<Either<SessionDispatch, GoalFailure>> {
-    let ctx = self.ctx.clone();
-    Ok(
-      guarded(async move {
-        let fork = ForkSession {
-          session_id: request.session_id,
-          message_id: request.message_id,
-          directory: request.directory.unwrap_or_default(),
-          options: prompt_options!(request, request.prompt),
-        };
-        orchestrate::fork_session(&ctx, &fork).await.map(|r| dispatch_result("fork", r))
-      })
-      .await,
-    )
-  }
-
-  /// Stamps a goal onto a scheduled task's fresh session and says how to dispatch the task
-  /// (command, or `prompt_async` with `introPart` after the prompt text).
-  #[napi]
-  pub async fn stamp_scheduled_goal(&self, request: ScheduledGoalRequest) -> Result<Either<ScheduledGoalStamp, GoalFailure>> {
-    let ctx = self.ctx.clone();
-    Ok(
-      guarded(async move {
-        let directory = request.directory.unwrap_or_default();
-        let stamp = ScheduledGoal {
-          session_id: request.session_id.clone(),
-          directory: directory.clone(),
-          prompt: request.prompt,
-          token_budget: request.token_budget,
-          model: model_choice(request.provider_id, request.model_id),
-        };
-        let stamped = orchestrate::stamp_scheduled_goal(&ctx, &stamp).await?;
-        Ok(ScheduledGoalStamp {
-          goal: installed(&stamped.goal, &request.session_id),
-          command: stamped.command.as_ref().map(|c| c.name.clone()),
-          command_arguments: stamped.command.map(|c| c.arguments),
-          intro_part: stamped.intro_part,
-          warnings: stamped.warnings,
+    /// Installs a fresh active goal on a session: objective fitted (distilled over 5,000 chars),
+    /// objective file written first (inline on failure), then merged into the session metadata.
+    #[napi]
+    pub async fn create_session_goal(&self, request: SessionGoalRequest) -> Result<Either<InstalledGoal, GoalFailure>> {
+        let ctx = self.ctx.clone();
+        Ok(guarded(async move {
+            let new_goal = NewGoal {
+                session_id: request.session_id.clone(),
+                directory: request.directory.unwrap_or_default(),
+                objective: request.objective,
+                token_budget: request.token_budget.map(create::check_token_budget).transpose()?,
+                model: model_choice(request.provider_id, request.model_id),
+                time_limits: goal_core::active_time::GoalTimeLimits::check(
+                    request.time_budget_ms,
+                    request.active_hours.as_ref(),
+                )
+                .map_err(|message| GoalError::new(400, message))?,
+            };
+            let created = create::create_session_goal(&ctx, &new_goal).await?;
+            Ok(installed(&created, &request.session_id))
         })
-      })
-      .await,
-    )
-  }
+        .await)
+    }
 
-  /// Edits a goal's objective and/or budget (same id and counters; active, `resumed`).
-  #[napi]
-  pub async fn edit_goal(&self, request: GoalEditRequest) -> Result<Either<GoalActionResult, GoalFailure>> {
-    let ctx = self.ctx.clone();
-    Ok(
-      guarded(async move {
-        let budget = match (request.clear_token_budget, request.token_budget) {
-          (Some(true), Some(_)) => return Err(GoalError::new(400, "pass either tokenBudget or clearTokenBudget")),
-          (Some(true), None) => BudgetEdit::Clear,
-          (_, Some(value)) => BudgetEdit::Set(create::check_token_budget(value)?),
-          _ => BudgetEdit::Keep,
-        };
-        let time_budget = match (request.clear_time_budget, request.time_budget_ms) {
-          (Some(true), Some(_)) => return Err(GoalError::new(400, "pass either timeBudgetMs or clearTimeBudget")),
-          (Some(true), None) => LimitEdit::Clear,
-          (_, Some(ms)) => LimitEdit::Set(goal_core::active_time::check_time_budget_ms(ms).map_err(|m| GoalError::new(400, m))?),
-          _ => LimitEdit::Keep,
-        };
-        let active_hours = match (request.clear_active_hours, request.active_hours) {
-          (Some(true), Some(_)) => return Err(GoalError::new(400, "pass either activeHours or clearActiveHours")),
-          (Some(true), None) => LimitEdit::Clear,
-          (_, Some(value)) => LimitEdit::Set(goal_core::hours::ActiveHours::from_value(&value).map_err(|m| GoalError::new(400, m))?),
-          _ => LimitEdit::Keep,
-        };
-        let edit = GoalEdit {
-          target: target(request.session_id, request.directory, request.goal_id),
-          objective: request.objective,
-          budget,
-          time_budget,
-          active_hours,
-          model: model_choice(request.provider_id, request.model_id),
-        };
-        actions::edit_goal(&ctx, &edit).await.map(action_result)
-      })
-      .await,
-    )
-  }
+    /// Creates a session; with a prompt, installs the goal (if `goal`) and then dispatches.
+    #[napi]
+    pub async fn create_session(&self, request: CreateSessionRequest) -> Result<Either<SessionDispatch, GoalFailure>> {
+        let ctx = self.ctx.clone();
+        Ok(guarded(async move {
+            let create = CreateSession {
+                directory: request.directory,
+                title: request.title,
+                options: prompt_options!(request, request.prompt.unwrap_or_default()),
+            };
+            orchestrate::create_session(&ctx, &create).await.map(|r| dispatch_result("create", r))
+        })
+        .await)
+    }
 
-  /// Pauses an active goal and aborts the running turn.
-  #[napi]
-  pub async fn pause_goal(&self, request: GoalActionRequest) -> Result<Either<GoalActionResult, GoalFailure>> {
-    let ctx = self.ctx.clone();
-    let target = target(request.session_id, request.directory, request.goal_id);
-    Ok(guarded(async move { actions::pause_goal(&ctx, &target).await.map(action_result) }).await)
-  }
+    /// Sends a prompt to an existing session; with `goal`, installs a fresh goal first.
+    #[napi]
+    pub async fn send_prompt(&self, request: SendPromptRequest) -> Result<Either<SessionDispatch, GoalFailure>> {
+        let ctx = self.ctx.clone();
+        Ok(guarded(async move {
+            let send = SendPrompt {
+                session_id: request.session_id,
+                directory: request.directory.unwrap_or_default(),
+                options: prompt_options!(request, request.prompt),
+            };
+            orchestrate::send_prompt(&ctx, &send).await.map(|r| dispatch_result("send", r))
+        })
+        .await)
+    }
 
-  /// Resumes a goal: active, `resumed`, a fresh turn allowance (the runtime kicks it off within
-  /// its resume delay, 250 ms by default).
-  #[napi]
-  pub async fn resume_goal(&self, request: GoalActionRequest) -> Result<Either<GoalActionResult, GoalFailure>> {
-    let ctx = self.ctx.clone();
-    let target = target(request.session_id, request.directory, request.goal_id);
-    Ok(guarded(async move { actions::resume_goal(&ctx, &target).await.map(action_result) }).await)
-  }
+    /// Forks a session (at an optional message), installs the goal on the fork (if `goal`) and
+    /// dispatches there.
+    #[napi]
+    pub async fn fork_session(&self, request: ForkSessionRequest) -> Result<Either<SessionDispatch, GoalFailure>> {
+        let ctx = self.ctx.clone();
+        Ok(guarded(async move {
+            let fork = ForkSession {
+                session_id: request.session_id,
+                message_id: request.message_id,
+                directory: request.directory.unwrap_or_default(),
+                options: prompt_options!(request, request.prompt),
+            };
+            orchestrate::fork_session(&ctx, &fork).await.map(|r| dispatch_result("fork", r))
+        })
+        .await)
+    }
 
-  /// Marks a goal complete (`marked by user`).
-  #[napi]
-  pub async fn complete_goal(&self, request: GoalActionRequest) -> Result<Either<GoalActionResult, GoalFailure>> {
-    let ctx = self.ctx.clone();
-    let target = target(request.session_id, request.directory, request.goal_id);
-    Ok(guarded(async move { actions::complete_goal(&ctx, &target).await.map(action_result) }).await)
-  }
-
-  /// Removes the goal (other metadata kept), deletes its objective file, aborts if it was active.
-  #[napi]
-  pub async fn clear_goal(&self, request: GoalActionRequest) -> Result<Either<GoalActionResult, GoalFailure>> {
-    let ctx = self.ctx.clone();
-    let target = target(request.session_id, request.directory, request.goal_id);
-    Ok(guarded(async move { actions::clear_goal(&ctx, &target).await.map(action_result) }).await)
-  }
-
-  /// A session's goal and its effective objective (file text, else inline).
-  #[napi]
-  pub async fn get_goal(&self, session_id: String, directory: Option<String>) -> Result<Either<SessionGoalView, GoalFailure>> {
-    let ctx = self.ctx.clone();
-    Ok(
-      guarded(async move {
-        actions::get_goal(&ctx, &session_id, directory.as_deref().unwrap_or("")).await.map(view_result)
-      })
-      .await,
-    )
-  }
-
-  /// The goals of a directory's top-level sessions (newest first).
-  #[napi]
-  pub async fn list_goals(&self, directory: String) -> Result<Either<Vec<GoalListEntry>, GoalFailure>> {
-    let ctx = self.ctx.clone();
-    Ok(
-      guarded(async move {
-        let rows = actions::list_goals(&ctx, &directory).await?;
-        Ok(
-          rows
-            .into_iter()
-            .map(|row| GoalListEntry {
-              goal: record(&row.goal),
-              directory: if row.session.directory.is_empty() { directory.clone() } else { row.session.directory.clone() },
-              session_id: row.session.id,
-              title: row.session.title,
-              working: row.working,
+    /// Stamps a goal onto a scheduled task's fresh session and says how to dispatch the task
+    /// (command, or `prompt_async` with `introPart` after the prompt text).
+    #[napi]
+    pub async fn stamp_scheduled_goal(
+        &self,
+        request: ScheduledGoalRequest,
+    ) -> Result<Either<ScheduledGoalStamp, GoalFailure>> {
+        let ctx = self.ctx.clone();
+        Ok(guarded(async move {
+            let directory = request.directory.unwrap_or_default();
+            let stamp = ScheduledGoal {
+                session_id: request.session_id.clone(),
+                directory: directory.clone(),
+                prompt: request.prompt,
+                token_budget: request.token_budget,
+                model: model_choice(request.provider_id, request.model_id),
+            };
+            let stamped = orchestrate::stamp_scheduled_goal(&ctx, &stamp).await?;
+            Ok(ScheduledGoalStamp {
+                goal: installed(&stamped.goal, &request.session_id),
+                command: stamped.command.as_ref().map(|c| c.name.clone()),
+                command_arguments: stamped.command.map(|c| c.arguments),
+                intro_part: stamped.intro_part,
+                warnings: stamped.warnings,
             })
-            .collect(),
-        )
-      })
-      .await,
-    )
-  }
+        })
+        .await)
+    }
+
+    /// Edits a goal's objective and/or budget (same id and counters; active, `resumed`).
+    #[napi]
+    pub async fn edit_goal(&self, request: GoalEditRequest) -> Result<Either<GoalActionResult, GoalFailure>> {
+        let ctx = self.ctx.clone();
+        Ok(guarded(async move {
+            let budget = match (request.clear_token_budget, request.token_budget) {
+                (Some(true), Some(_)) => {
+                    return Err(GoalError::new(400, "pass either tokenBudget or clearTokenBudget"))
+                }
+                (Some(true), None) => BudgetEdit::Clear,
+                (_, Some(value)) => BudgetEdit::Set(create::check_token_budget(value)?),
+                _ => BudgetEdit::Keep,
+            };
+            let time_budget = match (request.clear_time_budget, request.time_budget_ms) {
+                (Some(true), Some(_)) => {
+                    return Err(GoalError::new(400, "pass either timeBudgetMs or clearTimeBudget"))
+                }
+                (Some(true), None) => LimitEdit::Clear,
+                (_, Some(ms)) => LimitEdit::Set(
+                    goal_core::active_time::check_time_budget_ms(ms).map_err(|m| GoalError::new(400, m))?,
+                ),
+                _ => LimitEdit::Keep,
+            };
+            let active_hours = match (request.clear_active_hours, request.active_hours) {
+                (Some(true), Some(_)) => {
+                    return Err(GoalError::new(400, "pass either activeHours or clearActiveHours"))
+                }
+                (Some(true), None) => LimitEdit::Clear,
+                (_, Some(value)) => LimitEdit::Set(
+                    goal_core::hours::ActiveHours::from_value(&value).map_err(|m| GoalError::new(400, m))?,
+                ),
+                _ => LimitEdit::Keep,
+            };
+            let edit = GoalEdit {
+                target: target(request.session_id, request.directory, request.goal_id),
+                objective: request.objective,
+                budget,
+                time_budget,
+                active_hours,
+                model: model_choice(request.provider_id, request.model_id),
+            };
+            actions::edit_goal(&ctx, &edit).await.map(action_result)
+        })
+        .await)
+    }
+
+    /// Pauses an active goal and aborts the running turn.
+    #[napi]
+    pub async fn pause_goal(&self, request: GoalActionRequest) -> Result<Either<GoalActionResult, GoalFailure>> {
+        let ctx = self.ctx.clone();
+        let target = target(request.session_id, request.directory, request.goal_id);
+        Ok(guarded(async move { actions::pause_goal(&ctx, &target).await.map(action_result) }).await)
+    }
+
+    /// Resumes a goal: active, `resumed`, a fresh turn allowance (the runtime kicks it off within
+    /// its resume delay, 250 ms by default).
+    #[napi]
+    pub async fn resume_goal(&self, request: GoalActionRequest) -> Result<Either<GoalActionResult, GoalFailure>> {
+        let ctx = self.ctx.clone();
+        let target = target(request.session_id, request.directory, request.goal_id);
+        Ok(guarded(async move { actions::resume_goal(&ctx, &target).await.map(action_result) }).await)
+    }
+
+    /// Marks a goal complete (`marked by user`).
+    #[napi]
+    pub async fn complete_goal(&self, request: GoalActionRequest) -> Result<Either<GoalActionResult, GoalFailure>> {
+        let ctx = self.ctx.clone();
+        let target = target(request.session_id, request.directory, request.goal_id);
+        Ok(guarded(async move { actions::complete_goal(&ctx, &target).await.map(action_result) }).await)
+    }
+
+    /// Removes the goal (other metadata kept), deletes its objective file, aborts if it was active.
+    #[napi]
+    pub async fn clear_goal(&self, request: GoalActionRequest) -> Result<Either<GoalActionResult, GoalFailure>> {
+        let ctx = self.ctx.clone();
+        let target = target(request.session_id, request.directory, request.goal_id);
+        Ok(guarded(async move { actions::clear_goal(&ctx, &target).await.map(action_result) }).await)
+    }
+
+    /// A session's goal and its effective objective (file text, else inline).
+    #[napi]
+    pub async fn get_goal(
+        &self,
+        session_id: String,
+        directory: Option<String>,
+    ) -> Result<Either<SessionGoalView, GoalFailure>> {
+        let ctx = self.ctx.clone();
+        Ok(guarded(async move {
+            actions::get_goal(&ctx, &session_id, directory.as_deref().unwrap_or("")).await.map(view_result)
+        })
+        .await)
+    }
+
+    /// The goals of a directory's top-level sessions (newest first).
+    #[napi]
+    pub async fn list_goals(&self, directory: String) -> Result<Either<Vec<GoalListEntry>, GoalFailure>> {
+        let ctx = self.ctx.clone();
+        Ok(guarded(async move {
+            let rows = actions::list_goals(&ctx, &directory).await?;
+            Ok(rows
+                .into_iter()
+                .map(|row| GoalListEntry {
+                    goal: record(&row.goal),
+                    directory: if row.session.directory.is_empty() {
+                        directory.clone()
+                    } else {
+                        row.session.directory.clone()
+                    },
+                    session_id: row.session.id,
+                    title: row.session.title,
+                    working: row.working,
+                })
+                .collect())
+        })
+        .await)
+    }
 }
 
 /// Writes `<dataDir>/goals/<sessionId>.md` atomically (trimmed, at most 5,000 chars). The id
 /// must match `^[A-Za-z0-9_-]{4,128}$` (checked before any file access). Failures come back as
 /// values: 400 invalid id or empty content, 500 file-system error.
 #[napi]
-pub async fn write_objective_file(session_id: String, content: String, data_dir: Option<String>) -> Result<Either<ObjectiveWritten, GoalFailure>> {
-  Ok(
-    guarded(async move {
-      let root = data_dir_of(data_dir);
-      objectives::write_objective(&root, &session_id, &content)
-        .await
-        .map(|content| ObjectiveWritten { content })
-        .map_err(|error| GoalError::new(error.status_code(), error.to_string()))
+pub async fn write_objective_file(
+    session_id: String,
+    content: String,
+    data_dir: Option<String>,
+) -> Result<Either<ObjectiveWritten, GoalFailure>> {
+    Ok(guarded(async move {
+        let root = data_dir_of(data_dir);
+        objectives::write_objective(&root, &session_id, &content)
+            .await
+            .map(|content| ObjectiveWritten { content })
+            .map_err(|error| GoalError::new(error.status_code(), error.to_string()))
     })
-    .await,
-  )
+    .await)
 }
 
 /// Reads an objective file: its text, or `null` for an invalid id, a missing file or empty text.
 #[napi]
 pub async fn read_objective_file(session_id: String, data_dir: Option<String>) -> Result<Option<String>> {
-  let root = data_dir_of(data_dir);
-  Ok(tokio::spawn(async move { objectives::read_objective(&root, &session_id).await }).await.ok().flatten())
+    let root = data_dir_of(data_dir);
+    Ok(tokio::spawn(async move { objectives::read_objective(&root, &session_id).await }).await.ok().flatten())
 }
 
 /// Deletes an objective file, best effort: whether a file was removed (false for an invalid id).
 #[napi]
 pub async fn delete_objective_file(session_id: String, data_dir: Option<String>) -> Result<bool> {
-  let root = data_dir_of(data_dir);
-  Ok(tokio::spawn(async move { objectives::delete_objective(&root, &session_id).await }).await.unwrap_or(false))
+    let root = data_dir_of(data_dir);
+    Ok(tokio::spawn(async move { objectives::delete_objective(&root, &session_id).await }).await.unwrap_or(false))
 }

@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use napi::bindgen_prelude::*;
 use crate::callbacks::LoggerCallback;
+use napi::bindgen_prelude::*;
 use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
@@ -17,79 +17,80 @@ use tracing_subscriber::prelude::*;
 struct Loggers(Mutex<Vec<Arc<LoggerCallback>>>);
 
 fn loggers() -> &'static Loggers {
-  static LOGGERS: OnceLock<Loggers> = OnceLock::new();
-  LOGGERS.get_or_init(Loggers::default)
+    static LOGGERS: OnceLock<Loggers> = OnceLock::new();
+    LOGGERS.get_or_init(Loggers::default)
 }
 
 /// Adds a host logger; every runtime's lines reach every registered logger.
 pub fn add_js_logger(callback: LoggerCallback) {
-  if let Ok(mut list) = loggers().0.lock() {
-    list.push(Arc::new(callback));
-  }
+    if let Ok(mut list) = loggers().0.lock() {
+        list.push(Arc::new(callback));
+    }
 }
 
 struct Line(String);
 
 impl Visit for Line {
-  fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-    if field.name() == "message" {
-      let _ = write!(self.0, "{value:?} ");
-    } else {
-      let _ = write!(self.0, "{}={:?} ", field.name(), value);
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            let _ = write!(self.0, "{value:?} ");
+        } else {
+            let _ = write!(self.0, "{}={:?} ", field.name(), value);
+        }
     }
-  }
-  fn record_str(&mut self, field: &Field, value: &str) {
-    if field.name() == "message" {
-      let _ = write!(self.0, "{value} ");
-    } else {
-      let _ = write!(self.0, "{}={} ", field.name(), value);
+    fn record_str(&mut self, field: &Field, value: &str) {
+        if field.name() == "message" {
+            let _ = write!(self.0, "{value} ");
+        } else {
+            let _ = write!(self.0, "{}={} ", field.name(), value);
+        }
     }
-  }
 }
 
 struct ForwardLayer {
-  stderr: bool,
+    stderr: bool,
 }
 
 impl<S: Subscriber> Layer<S> for ForwardLayer {
-  fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
-    let level = *event.metadata().level();
-    // Debug lines are ours only: the HTTP stack's trace would drown them.
-    if level > Level::INFO && !(self.stderr && level <= Level::DEBUG && event.metadata().target() == "session_goal") {
-      return;
+    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+        let level = *event.metadata().level();
+        // Debug lines are ours only: the HTTP stack's trace would drown them.
+        if level > Level::INFO && !(self.stderr && level <= Level::DEBUG && event.metadata().target() == "session_goal")
+        {
+            return;
+        }
+        let mut line = Line(String::new());
+        event.record(&mut line);
+        let text = format!("[{}] {}", event.metadata().target(), line.0.trim_end());
+        let level_name = level.as_str().to_ascii_lowercase();
+        if self.stderr {
+            // Epoch milliseconds first, so lines from several processes can be merged in order.
+            let at_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
+            // Not eprintln!: it panics when stderr is gone (a closed pipe), and a log line is not worth that.
+            let _ = writeln!(std::io::stderr().lock(), "{at_ms} {level_name} {text}");
+        }
+        if level > Level::INFO {
+            return;
+        }
+        let list = match loggers().0.lock() {
+            Ok(list) => list.clone(),
+            Err(_) => return,
+        };
+        for logger in list {
+            let args = FnArgs::from((level_name.clone(), text.clone()));
+            // A throwing logger must never crash the host: catch, and drop the line.
+            napi::bindgen_prelude::spawn(async move {
+                let _ = logger.call_async_catch(args).await;
+            });
+        }
     }
-    let mut line = Line(String::new());
-    event.record(&mut line);
-    let text = format!("[{}] {}", event.metadata().target(), line.0.trim_end());
-    let level_name = level.as_str().to_ascii_lowercase();
-    if self.stderr {
-      // Epoch milliseconds first, so lines from several processes can be merged in order.
-      let at_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
-      // Not eprintln!: it panics when stderr is gone (a closed pipe), and a log line is not worth that.
-      let _ = writeln!(std::io::stderr().lock(), "{at_ms} {level_name} {text}");
-    }
-    if level > Level::INFO {
-      return;
-    }
-    let list = match loggers().0.lock() {
-      Ok(list) => list.clone(),
-      Err(_) => return,
-    };
-    for logger in list {
-      let args = FnArgs::from((level_name.clone(), text.clone()));
-      // A throwing logger must never crash the host: catch, and drop the line.
-      napi::bindgen_prelude::spawn(async move {
-        let _ = logger.call_async_catch(args).await;
-      });
-    }
-  }
 }
 
 /// Installs the forwarding subscriber once per process.
 pub fn init() {
-  static INIT: OnceLock<()> = OnceLock::new();
-  INIT.get_or_init(|| {
-    let stderr = std::env::var_os("SESSION_GOAL_LOG").is_some_and(|v| !v.is_empty());
-    let _ = tracing_subscriber::registry().with(ForwardLayer { stderr }).try_init();
-  });
+    static INIT: OnceLock<()> = OnceLock::new();
+    INIT.get_or_init(|| {
+        let stderr = std::env::var_os("SESSION_GOAL_LOG").is_some_and(|v| !v.is_empty());
+        let _ = tracing_subscriber::registry().with(ForwardLayer { stderr }).try_init();
+    });
 }

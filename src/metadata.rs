@@ -17,42 +17,42 @@ const MAX_KEY_CHARS: usize = 128;
 /// One `metadata.openchamber.<key>` write.
 #[napi(object, object_to_js = false)]
 pub struct SessionMetadataKeyWrite {
-  /// Native-first: a fixed OpenCode base URL and headers.
-  pub open_code: Option<OpenCodeTarget>,
-  /// OpenChamber: builds the URL of an OpenCode API path.
-  #[napi(ts_type = "(path: string, prefix: string) => string")]
-  pub build_open_code_url: Option<UrlCallback>,
-  /// OpenChamber: returns the headers for OpenCode (may be async).
-  #[napi(ts_type = "() => Record<string, string> | Promise<Record<string, string>>")]
-  pub get_open_code_auth_headers: Option<HeadersCallback>,
-  /// Timeout of each OpenCode call (default 10000 ms).
-  pub fetch_timeout_ms: Option<f64>,
-  /// Session to write.
-  pub session_id: String,
-  /// Project directory of the session (sent as `?directory=`).
-  pub directory: Option<String>,
-  /// Key under `metadata.openchamber` (`goal` and `assist` belong to the runtimes).
-  pub key: String,
-  /// The new value; `null` or absent removes the key.
-  #[napi(ts_type = "unknown")]
-  pub value: Option<serde_json::Value>,
+    /// Native-first: a fixed OpenCode base URL and headers.
+    pub open_code: Option<OpenCodeTarget>,
+    /// OpenChamber: builds the URL of an OpenCode API path.
+    #[napi(ts_type = "(path: string, prefix: string) => string")]
+    pub build_open_code_url: Option<UrlCallback>,
+    /// OpenChamber: returns the headers for OpenCode (may be async).
+    #[napi(ts_type = "() => Record<string, string> | Promise<Record<string, string>>")]
+    pub get_open_code_auth_headers: Option<HeadersCallback>,
+    /// Timeout of each OpenCode call (default 10000 ms).
+    pub fetch_timeout_ms: Option<f64>,
+    /// Session to write.
+    pub session_id: String,
+    /// Project directory of the session (sent as `?directory=`).
+    pub directory: Option<String>,
+    /// Key under `metadata.openchamber` (`goal` and `assist` belong to the runtimes).
+    pub key: String,
+    /// The new value; `null` or absent removes the key.
+    #[napi(ts_type = "unknown")]
+    pub value: Option<serde_json::Value>,
 }
 
 impl SessionMetadataKeyWrite {
-  /// The write, checked: the client, the session, its directory, the key and the value to put
-  /// (`None` removes the key).
-  fn resolve(self) -> Result<(OpenCodeClient, String, String, String, Option<serde_json::Value>)> {
-    let session_id = self.session_id.trim().to_string();
-    let key = self.key.trim().to_string();
-    if session_id.is_empty() {
-      return Err(Error::new(Status::InvalidArg, "writeSessionMetadataKey: sessionId is required"));
+    /// The write, checked: the client, the session, its directory, the key and the value to put
+    /// (`None` removes the key).
+    fn resolve(self) -> Result<(OpenCodeClient, String, String, String, Option<serde_json::Value>)> {
+        let session_id = self.session_id.trim().to_string();
+        let key = self.key.trim().to_string();
+        if session_id.is_empty() {
+            return Err(Error::new(Status::InvalidArg, "writeSessionMetadataKey: sessionId is required"));
+        }
+        if key.is_empty() || key.chars().count() > MAX_KEY_CHARS {
+            return Err(Error::new(Status::InvalidArg, "writeSessionMetadataKey: key must be 1 to 128 characters"));
+        }
+        let client = connection_of!(self).resolve(DEFAULT_FETCH_TIMEOUT)?;
+        Ok((client, session_id, self.directory.unwrap_or_default(), key, self.value.filter(|v| !v.is_null())))
     }
-    if key.is_empty() || key.chars().count() > MAX_KEY_CHARS {
-      return Err(Error::new(Status::InvalidArg, "writeSessionMetadataKey: key must be 1 to 128 characters"));
-    }
-    let client = connection_of!(self).resolve(DEFAULT_FETCH_TIMEOUT)?;
-    Ok((client, session_id, self.directory.unwrap_or_default(), key, self.value.filter(|v| !v.is_null())))
-  }
 }
 
 /// Writes `metadata.openchamber.<key>` through the process-wide per-session write queue: the
@@ -62,9 +62,9 @@ impl SessionMetadataKeyWrite {
 /// written.
 #[napi]
 pub async fn write_session_metadata_key(write: SessionMetadataKeyWrite) -> Result<bool> {
-  let (client, session_id, directory, key, value) = write.resolve()?;
-  write_namespace_key(&client, &session_id, &directory, &key, |_fresh| Ok(value))
-    .await
-    .map(|written| written.is_some())
-    .map_err(|error| Error::new(Status::GenericFailure, format!("writeSessionMetadataKey: {error}")))
+    let (client, session_id, directory, key, value) = write.resolve()?;
+    write_namespace_key(&client, &session_id, &directory, &key, |_fresh| Ok(value))
+        .await
+        .map(|written| written.is_some())
+        .map_err(|error| Error::new(Status::GenericFailure, format!("writeSessionMetadataKey: {error}")))
 }

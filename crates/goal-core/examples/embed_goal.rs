@@ -113,7 +113,9 @@ fn answer(state: &Mutex<StandIn>, method: &str, path: &str, body: &[u8]) -> (u16
         ("GET", p) if p == session_path => (200, state.session.clone()),
         ("PATCH", p) if p == session_path => {
             // OpenCode replaces the whole metadata object on PATCH.
-            let Ok(update) = serde_json::from_slice::<Value>(body) else { return (400, json!({ "error": "bad json" })) };
+            let Ok(update) = serde_json::from_slice::<Value>(body) else {
+                return (400, json!({ "error": "bad json" }));
+            };
             if let Some(metadata) = update.get("metadata") {
                 state.session["metadata"] = metadata.clone();
             }
@@ -139,7 +141,8 @@ async fn serve_connection(mut stream: TcpStream, state: Arc<Mutex<StandIn>>) {
         let head = String::from_utf8_lossy(&buffer[..head_end]).to_string();
         let mut lines = head.lines();
         let mut request_line = lines.next().unwrap_or("").split_whitespace();
-        let (method, path) = (request_line.next().unwrap_or("").to_string(), request_line.next().unwrap_or("").to_string());
+        let (method, path) =
+            (request_line.next().unwrap_or("").to_string(), request_line.next().unwrap_or("").to_string());
         let length = lines
             .filter_map(|line| line.split_once(':'))
             .find(|(name, _)| name.trim().eq_ignore_ascii_case("content-length"))
@@ -166,7 +169,8 @@ async fn serve_connection(mut stream: TcpStream, state: Arc<Mutex<StandIn>>) {
 
 /// Starts the stand-in; returns its base URL and state.
 async fn start_stand_in() -> std::io::Result<(String, Arc<Mutex<StandIn>>)> {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+    let now =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
     let session = json!({
         "id": SESSION_ID,
         "directory": DIRECTORY,

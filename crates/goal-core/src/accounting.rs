@@ -48,10 +48,8 @@ impl Accounting {
 /// Runs one accounting pass over the fetched window.
 pub fn account(goal: &Goal, messages: &[Message]) -> Accounting {
     let mut result = Accounting::of(goal);
-    let replies: Vec<&Message> = chronological(messages)
-        .into_iter()
-        .filter(|m| m.role == Role::Assistant && !m.id.is_empty())
-        .collect();
+    let replies: Vec<&Message> =
+        chronological(messages).into_iter().filter(|m| m.role == Role::Assistant && !m.id.is_empty()).collect();
     let first_pass = goal.last_accounted_message_id.is_empty() && goal.tokens_baseline == 0;
     if first_pass {
         // Pre-goal context is not the goal's cost.
@@ -70,9 +68,7 @@ pub fn account(goal: &Goal, messages: &[Message]) -> Accounting {
         seen_any = true;
         if message.summary {
             let closed = snapshot.unwrap_or(0).saturating_sub(result.tokens_baseline);
-            result.tokens_committed = goal
-                .tokens_used
-                .max(result.tokens_committed.saturating_add(closed));
+            result.tokens_committed = goal.tokens_used.max(result.tokens_committed.saturating_add(closed));
             result.tokens_baseline = 0;
             snapshot = None;
         } else {
@@ -83,9 +79,7 @@ pub fn account(goal: &Goal, messages: &[Message]) -> Accounting {
     }
     if seen_any {
         let current = snapshot.map_or(0, |s| s.saturating_sub(result.tokens_baseline));
-        result.tokens_used = goal
-            .tokens_used
-            .max(result.tokens_committed.saturating_add(current));
+        result.tokens_used = goal.tokens_used.max(result.tokens_committed.saturating_add(current));
     }
     result
 }
@@ -113,8 +107,7 @@ fn new_since_cursor<'a>(goal: &Goal, replies: &[&'a Message], first_pass: bool) 
             .iter()
             .copied()
             .filter(|m| {
-                m.created.is_some_and(|c| c > goal.created_at)
-                    || m.completed.is_some_and(|c| c > goal.created_at)
+                m.created.is_some_and(|c| c > goal.created_at) || m.completed.is_some_and(|c| c > goal.created_at)
             })
             .collect();
     }

@@ -5,12 +5,14 @@
 
 use tracing::warn;
 
-use crate::create::{check_token_budget, fit_objective, store_objective, ControlContext, GoalError, ModelChoice, ObjectiveFit};
+use crate::create::{
+    check_token_budget, fit_objective, store_objective, ControlContext, GoalError, ModelChoice, ObjectiveFit,
+};
 use crate::decide::REASON_RESUMED;
 use crate::goal_record::{Goal, GoalStatus};
-use crate::session_data::{live_status, merge_namespace_key, LiveStatus, SessionView};
 use crate::objectives::{delete_objective, read_objective};
 use crate::orchestrate::locate_session;
+use crate::session_data::{live_status, merge_namespace_key, LiveStatus, SessionView};
 use crate::writer::{try_write_goal, GoalGuard, GoalUpdate};
 
 /// Status reason of a goal the user marked complete.
@@ -37,7 +39,9 @@ impl GoalTarget {
 
     fn missing(&self) -> GoalError {
         match &self.expected_goal_id {
-            Some(id) if !id.trim().is_empty() => GoalError::new(409, format!("the session's goal is no longer {}", id.trim())),
+            Some(id) if !id.trim().is_empty() => {
+                GoalError::new(409, format!("the session's goal is no longer {}", id.trim()))
+            }
             _ => GoalError::new(404, "session has no goal"),
         }
     }
@@ -80,7 +84,8 @@ async fn update(
     let result = try_write_goal(&ctx.client, &target.session_id, directory, &target.guard(), mutate)
         .await
         .map_err(|error| GoalError::from_http("goal write", &error))?;
-    let mut report = ActionReport { session_id: target.session_id.clone(), directory: directory.to_string(), ..Default::default() };
+    let mut report =
+        ActionReport { session_id: target.session_id.clone(), directory: directory.to_string(), ..Default::default() };
     match result {
         GoalUpdate::Written { before, after } => {
             report.previous_status = Some(before.status);
@@ -217,8 +222,15 @@ pub struct GoalEdit {
 pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionReport, GoalError> {
     let target = &edit.target;
     let objective = edit.objective.as_deref().map(str::trim).filter(|o| !o.is_empty());
-    if objective.is_none() && edit.budget == BudgetEdit::Keep && edit.time_budget == LimitEdit::Keep && edit.active_hours == LimitEdit::Keep {
-        return Err(GoalError::new(400, "nothing to edit: pass an objective, a token budget, a time budget or working hours change"));
+    if objective.is_none()
+        && edit.budget == BudgetEdit::Keep
+        && edit.time_budget == LimitEdit::Keep
+        && edit.active_hours == LimitEdit::Keep
+    {
+        return Err(GoalError::new(
+            400,
+            "nothing to edit: pass an objective, a token budget, a time budget or working hours change",
+        ));
     }
     if let BudgetEdit::Set(budget) = edit.budget {
         check_token_budget(budget as f64)?;
@@ -230,7 +242,9 @@ pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionRe
         Some(goal) if goal.status == GoalStatus::Complete => {
             return Err(GoalError::new(409, "goal is complete; start a new goal instead of editing it"));
         }
-        Some(goal) if matches!(&target.guard(), GoalGuard::SameId(id) if *id != goal.id) => return Err(target.missing()),
+        Some(goal) if matches!(&target.guard(), GoalGuard::SameId(id) if *id != goal.id) => {
+            return Err(target.missing())
+        }
         Some(_) => {}
     }
     let mut warnings = Vec::new();
@@ -250,7 +264,10 @@ pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionRe
     let active_hours = edit.active_hours.clone();
     let mut report = update(ctx, target, &directory, move |goal| {
         if goal.status == GoalStatus::Complete {
-            return Err(Declined::Refused(Box::new(GoalError::new(409, "goal is complete; start a new goal instead of editing it"))));
+            return Err(Declined::Refused(Box::new(GoalError::new(
+                409,
+                "goal is complete; start a new goal instead of editing it",
+            ))));
         }
         if let Some((text, in_file)) = new_objective {
             goal.objective_file = in_file;
@@ -387,7 +404,14 @@ pub async fn get_goal(ctx: &ControlContext, session_id: &str, directory: &str) -
             }
         }
     };
-    Ok(GoalView { session_id: session.id.clone(), directory, title: session.title.clone(), goal, objective, objective_source: source })
+    Ok(GoalView {
+        session_id: session.id.clone(),
+        directory,
+        title: session.title.clone(),
+        goal,
+        objective,
+        objective_source: source,
+    })
 }
 
 /// One row of [`list_goals`].
@@ -407,20 +431,15 @@ pub async fn list_goals(ctx: &ControlContext, directory: &str) -> Result<Vec<Goa
     if directory.is_empty() {
         return Err(GoalError::new(400, "directory is required"));
     }
-    let sessions = ctx
-        .client
-        .list_sessions(directory)
-        .await
-        .map_err(|error| GoalError::from_http("session list", &error))?;
+    let sessions =
+        ctx.client.list_sessions(directory).await.map_err(|error| GoalError::from_http("session list", &error))?;
     let statuses = ctx.client.status_map(directory).await.ok();
     Ok(sessions
         .into_iter()
         .filter(|session| !session.is_subagent())
         .filter_map(|session| {
             let goal = session.goal()?;
-            let working = statuses
-                .as_ref()
-                .is_some_and(|map| live_status(map, &session.id) == LiveStatus::Working);
+            let working = statuses.as_ref().is_some_and(|map| live_status(map, &session.id) == LiveStatus::Working);
             Some(GoalRow { session, goal, working })
         })
         .collect())

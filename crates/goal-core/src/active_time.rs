@@ -172,7 +172,8 @@ impl GoalTimeLimits {
     /// Validates a request's `timeBudgetMs` and `activeHours` (either may be absent).
     pub fn check(time_budget_ms: Option<f64>, active_hours: Option<&Value>) -> Result<GoalTimeLimits, String> {
         let time_budget_ms = time_budget_ms.map(check_time_budget_ms).transpose()?;
-        let active_hours = active_hours.filter(|v| !v.is_null()).map(crate::hours::ActiveHours::from_value).transpose()?;
+        let active_hours =
+            active_hours.filter(|v| !v.is_null()).map(crate::hours::ActiveHours::from_value).transpose()?;
         Ok(GoalTimeLimits { time_budget_ms, active_hours })
     }
 
@@ -265,7 +266,11 @@ mod tests {
 
     #[test]
     fn limits_validate_before_they_apply() {
-        let limits = GoalTimeLimits::check(Some(7_200_000.0), Some(&json!({"start": "09:00", "end": "17:00", "timeZone": "Europe/Berlin"}))).unwrap();
+        let limits = GoalTimeLimits::check(
+            Some(7_200_000.0),
+            Some(&json!({"start": "09:00", "end": "17:00", "timeZone": "Europe/Berlin"})),
+        )
+        .unwrap();
         let mut g = goal(json!({}));
         limits.apply(&mut g);
         assert_eq!(time_budget_ms(&g), Some(7_200_000));
@@ -273,7 +278,11 @@ mod tests {
         assert!(GoalTimeLimits::check(Some(0.0), None).unwrap_err().contains("positive"));
         assert!(GoalTimeLimits::check(Some(-5.0), None).is_err());
         assert!(GoalTimeLimits::check(None, Some(&json!({"start": "9", "end": "17:00", "timeZone": "UTC"}))).is_err());
-        assert!(GoalTimeLimits::check(None, Some(&json!({"start": "09:00", "end": "17:00", "timeZone": "Nowhere/City"}))).is_err());
+        assert!(GoalTimeLimits::check(
+            None,
+            Some(&json!({"start": "09:00", "end": "17:00", "timeZone": "Nowhere/City"}))
+        )
+        .is_err());
         assert!(GoalTimeLimits::check(None, None).unwrap().is_empty());
     }
 }

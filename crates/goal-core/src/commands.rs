@@ -228,7 +228,10 @@ mod tests {
 
     #[test]
     fn positional_highest_swallows_rest() {
-        assert_eq!(expand_template("Fix $1 in $2", r#"bug "src/a b.rs" quickly please"#), "Fix bug in src/a b.rs quickly please");
+        assert_eq!(
+            expand_template("Fix $1 in $2", r#"bug "src/a b.rs" quickly please"#),
+            "Fix bug in src/a b.rs quickly please"
+        );
         assert_eq!(expand_template("$2 then $1", "first second third"), "second third then first");
         assert_eq!(expand_template("A=$1 B=$2 C=$3", "only"), "A=only B= C=");
         assert_eq!(expand_template("cost $10 for $1", "x"), "cost  for x", "a position past the arguments is empty");
@@ -257,7 +260,13 @@ mod tests {
     #[test]
     fn command_list_is_tolerant() {
         let list = command_list(&json!([{"name": "a", "template": "t"}, {"name": 3}, {"name": "b"}, "x"])).unwrap();
-        assert_eq!(list, [CommandInfo { name: "a".into(), template: "t".into() }, CommandInfo { name: "b".into(), template: String::new() }]);
+        assert_eq!(
+            list,
+            [
+                CommandInfo { name: "a".into(), template: "t".into() },
+                CommandInfo { name: "b".into(), template: String::new() }
+            ]
+        );
         assert!(command_list(&json!({})).is_none());
     }
 }

@@ -11,14 +11,14 @@ use std::time::Duration;
 
 use tracing::warn;
 
+use crate::clock::now_ms;
 use crate::goal_record::{truncate_chars, Goal, GoalStatus, GOAL_OBJECTIVE_CHAR_LIMIT};
-use crate::session_data::SessionView;
 use crate::objectives::{is_valid_session_id, normalize_objective, write_objective};
 use crate::opencode::{HttpError, OpenCodeClient};
 use crate::prompts;
 use crate::script_guard::introduces_foreign_script;
 use crate::services::{SmallModel, SmallModelRequest};
-use crate::clock::now_ms;
+use crate::session_data::SessionView;
 use crate::writer::write_namespace_key;
 
 /// Smallest token budget a goal accepts.
@@ -135,7 +135,11 @@ pub fn check_session_id(session_id: &str) -> Result<(), GoalError> {
 
 /// Validates a token budget: an integer in [1,000, 100,000,000].
 pub fn check_token_budget(budget: f64) -> Result<u64, GoalError> {
-    if budget.is_finite() && budget.fract() == 0.0 && budget >= MIN_TOKEN_BUDGET as f64 && budget <= MAX_TOKEN_BUDGET as f64 {
+    if budget.is_finite()
+        && budget.fract() == 0.0
+        && budget >= MIN_TOKEN_BUDGET as f64
+        && budget <= MAX_TOKEN_BUDGET as f64
+    {
         Ok(budget as u64)
     } else {
         Err(GoalError::new(
@@ -156,7 +160,9 @@ pub fn new_goal_id() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
     hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    hasher.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0));
+    hasher.write_u128(
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0),
+    );
     let mut random = hasher.finish();
     for _ in 0..6 {
         id.push(BASE36[(random % 36) as usize] as char);
@@ -224,7 +230,12 @@ pub struct ModelChoice {
 /// completion criteria (restricted to the dispatch model's provider, the full text as prompt);
 /// a result that is empty or introduces a script the objective does not use (a Korean
 /// distillation of a Japanese task) falls back to the head + tail excerpt.
-pub async fn fit_objective(ctx: &ControlContext, objective: &str, directory: &str, model: &ModelChoice) -> FittedObjective {
+pub async fn fit_objective(
+    ctx: &ControlContext,
+    objective: &str,
+    directory: &str,
+    model: &ModelChoice,
+) -> FittedObjective {
     let trimmed = objective.trim();
     if trimmed.chars().count() <= GOAL_OBJECTIVE_CHAR_LIMIT {
         return FittedObjective { text: trimmed.to_string(), fit: ObjectiveFit::Verbatim };
@@ -470,7 +481,10 @@ mod tests {
         let (ctx, model) = context(Ok("  Importer exists and its tests pass.  ".into()));
         let choice = ModelChoice { provider_id: "anthropic".into(), model_id: "big".into() };
         let fitted = fit_objective(&ctx, &long, "/d", &choice).await;
-        assert_eq!(fitted, FittedObjective { text: "Importer exists and its tests pass.".into(), fit: ObjectiveFit::Distilled });
+        assert_eq!(
+            fitted,
+            FittedObjective { text: "Importer exists and its tests pass.".into(), fit: ObjectiveFit::Distilled }
+        );
         let calls = model.calls.lock();
         assert_eq!(calls.len(), 1);
         assert!(calls[0].restrict_to_preferred_provider);

@@ -158,12 +158,7 @@ pub fn plan_tick(goal: &Goal, messages: &[Message], max_auto_turns: u64) -> Plan
         return settle(GoalStatus::Blocked, REASON_REPEATED_TRUNCATION);
     }
 
-    let execution = ordered
-        .iter()
-        .rev()
-        .find(|m| m.role == Role::Assistant && !m.summary)
-        .copied()
-        .unwrap_or(tail);
+    let execution = ordered.iter().rev().find(|m| m.role == Role::Assistant && !m.summary).copied().unwrap_or(tail);
     if execution.provider_id.is_empty() || execution.model_id.is_empty() {
         return settle(GoalStatus::Blocked, REASON_DISPATCH_FAILED);
     }
@@ -199,9 +194,7 @@ pub fn has_repeated_length_tail(ordered: &[&Message], latest: &Message, goal_cre
         .rev()
         .find(|m| m.role == Role::Assistant && m.is_completed() && !m.summary && m.created.is_some());
     match predecessor {
-        Some(previous) => {
-            previous.created.unwrap_or(0.0) > goal_created_at && previous.is_length_truncated()
-        }
+        Some(previous) => previous.created.unwrap_or(0.0) > goal_created_at && previous.is_length_truncated(),
         None => false,
     }
 }
@@ -292,8 +285,8 @@ pub fn after_audit(goal: &Goal, basis: &Basis, audit: Option<Audit>) -> AfterAud
             goal_fields: Vec::new(),
         });
     };
-    let evaluation = Some((audit.provider_id.clone(), audit.model_id.clone()))
-        .filter(|(p, m)| !p.is_empty() || !m.is_empty());
+    let evaluation =
+        Some((audit.provider_id.clone(), audit.model_id.clone())).filter(|(p, m)| !p.is_empty() || !m.is_empty());
     let note = (!audit.note.is_empty()).then(|| audit.note.clone());
     match audit.verdict {
         Verdict::Complete => AfterAudit::Settle(Settlement {

@@ -16,8 +16,8 @@ use std::time::Duration;
 use serde_json::Value;
 use tracing::{info, warn};
 
-use crate::session_data::{chronological, LiveStatus, Role};
 use crate::opencode::{HttpError, OpenCodeClient};
+use crate::session_data::{chronological, LiveStatus, Role};
 use crate::tick::Generation;
 
 /// The goal metadata field that stores the reserved turn's continuation id (beside
@@ -58,7 +58,9 @@ pub fn classify(answer: Result<PromptAnswer, &HttpError>) -> DispatchOutcome {
                 DispatchOutcome::Ambiguous(format!("HTTP {} with a non-JSON body", a.status))
             }
         }
-        Ok(a) if a.status == 408 || a.status == 429 || a.status >= 500 => DispatchOutcome::Ambiguous(format!("HTTP {}", a.status)),
+        Ok(a) if a.status == 408 || a.status == 429 || a.status >= 500 => {
+            DispatchOutcome::Ambiguous(format!("HTTP {}", a.status))
+        }
         Ok(a) => DispatchOutcome::NotAdmitted(a.status),
         // A URL that cannot be resolved was never sent.
         Err(HttpError::Resolve(_)) => DispatchOutcome::NotAdmitted(0),
@@ -161,7 +163,12 @@ impl Dispatch<'_> {
     /// even by a host that forwards no events (`still_ours` judges the fresh session). After
     /// attempts that all failed ambiguously, one read of the message list tells whether the id
     /// landed.
-    pub async fn with_id(&self, message_id: &str, generation: &Generation, still_ours: impl Fn(&crate::session_data::SessionView) -> bool) -> Delivery {
+    pub async fn with_id(
+        &self,
+        message_id: &str,
+        generation: &Generation,
+        still_ours: impl Fn(&crate::session_data::SessionView) -> bool,
+    ) -> Delivery {
         let mut body = self.body.clone();
         body["messageID"] = Value::from(message_id);
         let mut refused = true;
@@ -221,7 +228,9 @@ impl Dispatch<'_> {
             }
             if attempt > 1 {
                 match self.reconcile(tail, prompt_text, &still_ours).await {
-                    Reconciled::Admitted => return if unresolved { Delivery::Sent } else { Delivery::Stopped { unused: false } },
+                    Reconciled::Admitted => {
+                        return if unresolved { Delivery::Sent } else { Delivery::Stopped { unused: false } }
+                    }
                     Reconciled::Stop => return Delivery::Stopped { unused: refused && !unresolved },
                     Reconciled::NotAdmitted => unresolved = false,
                     Reconciled::Unknown if unresolved => {
@@ -263,7 +272,12 @@ impl Dispatch<'_> {
 
     /// After an ambiguous or refused post without an id: did OpenCode admit it, and is the goal
     /// still the one reserved?
-    async fn reconcile(&self, tail: &str, prompt_text: &str, still_ours: &impl Fn(&crate::session_data::SessionView) -> bool) -> Reconciled {
+    async fn reconcile(
+        &self,
+        tail: &str,
+        prompt_text: &str,
+        still_ours: &impl Fn(&crate::session_data::SessionView) -> bool,
+    ) -> Reconciled {
         // Give a slow server a moment to record the prompt before judging.
         tokio::time::sleep(self.retry_delay).await;
         let (status, messages, session) = tokio::join!(
@@ -319,13 +333,22 @@ mod tests {
     fn classification_table() {
         assert_eq!(classify(Ok(answer(204, true, false, false))), DispatchOutcome::Sent);
         assert_eq!(classify(Ok(answer(200, false, true, false))), DispatchOutcome::Sent);
-        assert!(matches!(classify(Ok(answer(200, false, false, true))), DispatchOutcome::Ambiguous(_)), "a proxy's HTML page");
+        assert!(
+            matches!(classify(Ok(answer(200, false, false, true))), DispatchOutcome::Ambiguous(_)),
+            "a proxy's HTML page"
+        );
         assert!(matches!(classify(Ok(answer(200, true, false, true))), DispatchOutcome::Ambiguous(_)));
-        assert!(matches!(classify(Ok(answer(200, false, false, false))), DispatchOutcome::Ambiguous(_)), "non-JSON 2xx");
+        assert!(
+            matches!(classify(Ok(answer(200, false, false, false))), DispatchOutcome::Ambiguous(_)),
+            "non-JSON 2xx"
+        );
         assert_eq!(classify(Ok(answer(400, false, true, false))), DispatchOutcome::NotAdmitted(400));
         assert_eq!(classify(Ok(answer(404, false, true, false))), DispatchOutcome::NotAdmitted(404));
         for status in [408, 429, 500, 502, 503] {
-            assert!(matches!(classify(Ok(answer(status, false, true, false))), DispatchOutcome::Ambiguous(_)), "{status}");
+            assert!(
+                matches!(classify(Ok(answer(status, false, true, false))), DispatchOutcome::Ambiguous(_)),
+                "{status}"
+            );
         }
         assert!(matches!(classify(Err(&HttpError::Timeout)), DispatchOutcome::Ambiguous(_)));
         assert_eq!(classify(Err(&HttpError::Resolve("no url".into()))), DispatchOutcome::NotAdmitted(0));
@@ -340,8 +363,15 @@ mod tests {
         // Every host and every retry derives the same id (these values are fixed: a change of
         // the hash would make two versions of the runtime post different ids).
         assert_eq!(continuation_message_id("goal-1", "msg_22d3cae37001XpDQ7ZXEzK3ibZ").as_deref(), Some(id.as_str()));
-        assert_ne!(continuation_message_id("goal-2", "msg_22d3cae37001XpDQ7ZXEzK3ibZ"), Some(id.clone()), "goal id matters");
-        assert_ne!(continuation_message_id("goal-1", "msg_22d3cae37001XpDQ7ZXEzK3ibY").map(|s| s[16..].to_string()), Some(id[16..].to_string()));
+        assert_ne!(
+            continuation_message_id("goal-2", "msg_22d3cae37001XpDQ7ZXEzK3ibZ"),
+            Some(id.clone()),
+            "goal id matters"
+        );
+        assert_ne!(
+            continuation_message_id("goal-1", "msg_22d3cae37001XpDQ7ZXEzK3ibY").map(|s| s[16..].to_string()),
+            Some(id[16..].to_string())
+        );
         // Ids sort after the tail.
         assert!(id.as_str() > "msg_22d3cae37001XpDQ7ZXEzK3ibZ");
     }
@@ -360,13 +390,13 @@ mod tests {
             "",
             "msg_",
             "m1",
-            "msg_22d3cae37001XpDQ7ZXEzK3ib",    // 13 suffix chars
-            "msg_22d3cae37001XpDQ7ZXEzK3ibZZ",  // 15
-            "msg_22d3cae3700gXpDQ7ZXEzK3ibZ",   // not hex
-            "msg_22d3cae37001XpDQ7ZXEz-3ibZ",   // not base 62
-            "ses_22d3cae37001XpDQ7ZXEzK3ibZ",   // not a message id
-            "msg_ffffffffffffXpDQ7ZXEzK3ibZ",   // nothing after it
-            "msg_22d3cae37001XpDQ7ZXEzK3ibé",   // not ASCII
+            "msg_22d3cae37001XpDQ7ZXEzK3ib",   // 13 suffix chars
+            "msg_22d3cae37001XpDQ7ZXEzK3ibZZ", // 15
+            "msg_22d3cae3700gXpDQ7ZXEzK3ibZ",  // not hex
+            "msg_22d3cae37001XpDQ7ZXEz-3ibZ",  // not base 62
+            "ses_22d3cae37001XpDQ7ZXEzK3ibZ",  // not a message id
+            "msg_ffffffffffffXpDQ7ZXEzK3ibZ",  // nothing after it
+            "msg_22d3cae37001XpDQ7ZXEzK3ibé",  // not ASCII
         ] {
             assert_eq!(continuation_message_id("g", tail), None, "{tail:?}");
         }

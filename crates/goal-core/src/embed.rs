@@ -35,8 +35,8 @@ use serde_json::Value;
 use crate::intake::{parse_payload, IntakeEvent};
 use crate::opencode::{OpenCodeClient, StaticEndpoint};
 use crate::runtime::{GoalRuntime, GoalRuntimeSettings, GoalSnapshot};
-use crate::shared::SharedContext;
 use crate::services::{resolve_data_dir, DataDir, NoNotifier, Notifier, Services, SmallModel};
+use crate::shared::SharedContext;
 use crate::small_model::{catalog::ModelRef, BuiltinSmallModel};
 use crate::tick::GoalConfig;
 

@@ -139,7 +139,8 @@ pub struct Digest {
 }
 
 /// Shell tool names across OpenCode versions and forks.
-const SHELL_TOOLS: &[&str] = &["bash", "shell", "sh", "zsh", "powershell", "pwsh", "cmd", "terminal", "run_command", "exec"];
+const SHELL_TOOLS: &[&str] =
+    &["bash", "shell", "sh", "zsh", "powershell", "pwsh", "cmd", "terminal", "run_command", "exec"];
 /// Metadata fields that carry a shell exit code (`exit` on OpenCode 1.18; the others for forks).
 const EXIT_FIELDS: &[&str] = &["exit", "exitCode", "exit_code", "code", "status"];
 
@@ -159,7 +160,10 @@ pub fn sanitize(text: &str) -> String {
         return String::new();
     }
     // Terminal escapes (ESC) are common in real output and are stripped below, not counted.
-    let odd = text.chars().filter(|c| *c == '\u{FFFD}' || (c.is_control() && !matches!(c, '\n' | '\t' | '\r' | '\u{1b}'))).count();
+    let odd = text
+        .chars()
+        .filter(|c| *c == '\u{FFFD}' || (c.is_control() && !matches!(c, '\n' | '\t' | '\r' | '\u{1b}')))
+        .count();
     if odd * 10 > total {
         return format!("[binary output omitted: {total} characters]");
     }
@@ -226,11 +230,13 @@ pub fn tool_call_of(part: &Value, limits: &EvidenceLimits) -> Option<ToolCall> {
     let status = truncate_chars(&sanitize(state.get("status").and_then(Value::as_str).unwrap_or("unknown")), 20);
     let raw_command = str_at(state, &["input", "command"]);
     let exit_code = exit_code_of(state);
-    let is_shell = SHELL_TOOLS.contains(&tool.to_ascii_lowercase().as_str()) || (raw_command.is_some() && exit_code.is_some());
+    let is_shell =
+        SHELL_TOOLS.contains(&tool.to_ascii_lowercase().as_str()) || (raw_command.is_some() && exit_code.is_some());
     let command = raw_command
         .filter(|_| is_shell)
         .map(|c| truncate_chars(&sanitize(&normalize_command(c)), limits.max_command_chars));
-    let mut call = ToolCall { tool, status, command, exit_code: if is_shell { exit_code } else { None }, output_tail: None };
+    let mut call =
+        ToolCall { tool, status, command, exit_code: if is_shell { exit_code } else { None }, output_tail: None };
     let failed = call.status == "error" || call.failed_command();
     if failed {
         let output = state
@@ -268,7 +274,8 @@ fn created_of(entry: &Value) -> f64 {
 /// The assistant messages after the cursor, in chronological order (`time.created`, index as
 /// tie-break), up to and including `tail_id`.
 pub fn window<'a>(messages: &'a [Value], cursor: &Cursor, tail_id: &str) -> Vec<&'a Value> {
-    let mut ordered: Vec<(f64, usize, &Value)> = messages.iter().enumerate().map(|(i, m)| (created_of(m), i, m)).collect();
+    let mut ordered: Vec<(f64, usize, &Value)> =
+        messages.iter().enumerate().map(|(i, m)| (created_of(m), i, m)).collect();
     ordered.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     let id_of = |m: &Value| m.get("info").and_then(|i| i.get("id")).and_then(Value::as_str).unwrap_or("").to_string();
     let start = if cursor.after_id.is_empty() {
@@ -369,18 +376,30 @@ pub fn build_digest(
                 .iter()
                 .filter_map(|entry| {
                     let path = entry.get("file").or_else(|| entry.get("path")).and_then(Value::as_str)?;
-                    let count = |key: &str| entry.get(key).and_then(Value::as_f64).filter(|n| n.is_finite() && *n > 0.0).map_or(0, |n| n as u64);
+                    let count = |key: &str| {
+                        entry
+                            .get(key)
+                            .and_then(Value::as_f64)
+                            .filter(|n| n.is_finite() && *n > 0.0)
+                            .map_or(0, |n| n as u64)
+                    };
                     Some(FileChange {
                         path: truncate_chars(&sanitize(path), 300),
                         additions: count("additions"),
                         deletions: count("deletions"),
-                        status: truncate_chars(&sanitize(entry.get("status").and_then(Value::as_str).unwrap_or("")), 20),
+                        status: truncate_chars(
+                            &sanitize(entry.get("status").and_then(Value::as_str).unwrap_or("")),
+                            20,
+                        ),
                     })
                 })
                 .collect();
             all.sort_by(|a, b| a.path.cmp(&b.path));
             let key = hex64(fnv1a(
-                all.iter().map(|f| format!("{}\u{0}{}\u{0}{}\n", f.path, f.additions, f.deletions)).collect::<String>().as_bytes(),
+                all.iter()
+                    .map(|f| format!("{}\u{0}{}\u{0}{}\n", f.path, f.additions, f.deletions))
+                    .collect::<String>()
+                    .as_bytes(),
             ));
             let omitted = all.len().saturating_sub(limits.max_files);
             all.truncate(limits.max_files);
@@ -395,7 +414,10 @@ pub fn build_digest(
                 .filter_map(|entry| {
                     Some(Todo {
                         content: truncate_chars(&sanitize(entry.get("content").and_then(Value::as_str)?), 200),
-                        status: truncate_chars(&sanitize(entry.get("status").and_then(Value::as_str).unwrap_or("")), 20),
+                        status: truncate_chars(
+                            &sanitize(entry.get("status").and_then(Value::as_str).unwrap_or("")),
+                            20,
+                        ),
                     })
                 })
                 .collect();
@@ -448,8 +470,12 @@ impl Digest {
             out["olderToolCallsOmitted"] = json!(self.omitted_tool_calls);
         }
         if !self.failing_commands.is_empty() {
-            out["failingCommands"] =
-                Value::from(self.failing_commands.iter().map(|(c, code)| json!({"command": c, "exitCode": code})).collect::<Vec<_>>());
+            out["failingCommands"] = Value::from(
+                self.failing_commands
+                    .iter()
+                    .map(|(c, code)| json!({"command": c, "exitCode": code}))
+                    .collect::<Vec<_>>(),
+            );
         }
         match &self.files {
             Some(files) => {
@@ -464,7 +490,9 @@ impl Digest {
         }
         match &self.todos {
             Some(todos) => {
-                out["todos"] = Value::from(todos.iter().map(|t| json!({"content": t.content, "status": t.status})).collect::<Vec<_>>());
+                out["todos"] = Value::from(
+                    todos.iter().map(|t| json!({"content": t.content, "status": t.status})).collect::<Vec<_>>(),
+                );
                 if self.omitted_todos > 0 {
                     out["todosOmitted"] = json!(self.omitted_todos);
                 }
@@ -478,11 +506,14 @@ impl Digest {
     /// oldest tool calls, files and todos, so the result always parses.
     pub fn render(&self, max_chars: usize) -> String {
         let mut digest = self.clone();
-        let fits = |d: &Digest| serde_json::to_string(&d.to_value()).map(|s| s.chars().count() <= max_chars).unwrap_or(false);
+        let fits =
+            |d: &Digest| serde_json::to_string(&d.to_value()).map(|s| s.chars().count() <= max_chars).unwrap_or(false);
         let mut guard = 0;
         while !fits(&digest) && guard < 10_000 {
             guard += 1;
-            if let Some(call) = digest.tool_calls.iter_mut().find(|c| c.output_tail.as_ref().is_some_and(|t| t.chars().count() > 200)) {
+            if let Some(call) =
+                digest.tool_calls.iter_mut().find(|c| c.output_tail.as_ref().is_some_and(|t| t.chars().count() > 200))
+            {
                 let tail = call.output_tail.take().unwrap_or_default();
                 call.output_tail = Some(tail_lines(&tail, 3, 150));
             } else if digest.failing_commands.len() > 3 {
@@ -628,7 +659,10 @@ impl ReplyPrint {
                 shingles.insert(fnv1a(trigram.join(" ").as_bytes()) as u32);
             }
         }
-        ReplyPrint { hash: hex64(fnv1a(normalized.as_bytes())), sketch: shingles.into_iter().take(SKETCH_SIZE).collect() }
+        ReplyPrint {
+            hash: hex64(fnv1a(normalized.as_bytes())),
+            sketch: shingles.into_iter().take(SKETCH_SIZE).collect(),
+        }
     }
 
     /// Similarity in [0, 1]: 1 when the normalised texts are equal, else the (estimated) Jaccard
@@ -644,7 +678,10 @@ impl ReplyPrint {
         if union.is_empty() {
             return 0.0;
         }
-        let both = union.iter().filter(|h| self.sketch.binary_search(h).is_ok() && other.sketch.binary_search(h).is_ok()).count();
+        let both = union
+            .iter()
+            .filter(|h| self.sketch.binary_search(h).is_ok() && other.sketch.binary_search(h).is_ok())
+            .count();
         both as f64 / union.len() as f64
     }
 
@@ -659,7 +696,8 @@ impl ReplyPrint {
         if !text.len().is_multiple_of(8) || !text.is_ascii() {
             return None;
         }
-        let mut sketch: Vec<u32> = (0..text.len()).step_by(8).filter_map(|i| u32::from_str_radix(&text[i..i + 8], 16).ok()).collect();
+        let mut sketch: Vec<u32> =
+            (0..text.len()).step_by(8).filter_map(|i| u32::from_str_radix(&text[i..i + 8], 16).ok()).collect();
         sketch.sort_unstable();
         sketch.dedup();
         Some(ReplyPrint { hash, sketch })
@@ -680,7 +718,11 @@ pub struct TurnPrint {
 impl TurnPrint {
     /// The fingerprint of the turn a digest covers, with its final reply text.
     pub fn of(digest: &Digest, reply_text: &str) -> TurnPrint {
-        TurnPrint { files_key: digest.files_key.clone(), successful_tools: digest.successful_tool_calls, reply: ReplyPrint::of(reply_text) }
+        TurnPrint {
+            files_key: digest.files_key.clone(),
+            successful_tools: digest.successful_tool_calls,
+            reply: ReplyPrint::of(reply_text),
+        }
     }
 }
 
@@ -733,7 +775,11 @@ impl ProgressState {
             tail_created: value.get("tailCreated").and_then(Value::as_f64).filter(|n| n.is_finite()).unwrap_or(0.0),
             cursor: Cursor {
                 after_id: value.get("since").and_then(Value::as_str).unwrap_or("").to_string(),
-                after_created: value.get("sinceCreated").and_then(Value::as_f64).filter(|n| n.is_finite()).unwrap_or(0.0),
+                after_created: value
+                    .get("sinceCreated")
+                    .and_then(Value::as_f64)
+                    .filter(|n| n.is_finite())
+                    .unwrap_or(0.0),
             },
             streak: count("streak"),
             print: print_from(value.get("print")),
@@ -780,7 +826,13 @@ pub fn made_progress(previous: Option<&TurnPrint>, current: &TurnPrint) -> bool 
 }
 
 /// The breaker's next state for the turn ending at `tail`.
-pub fn advance(state: &ProgressState, tail: &str, tail_created: f64, cursor: Cursor, print: TurnPrint) -> ProgressState {
+pub fn advance(
+    state: &ProgressState,
+    tail: &str,
+    tail_created: f64,
+    cursor: Cursor,
+    print: TurnPrint,
+) -> ProgressState {
     let (base_streak, base_print) = if state.tail == tail {
         (state.previous_streak, state.previous.clone())
     } else {
@@ -790,18 +842,27 @@ pub fn advance(state: &ProgressState, tail: &str, tail_created: f64, cursor: Cur
         0
     } else {
         match &base_print {
-            Some(previous) if base_streak > 0 && previous.reply.similarity(&print.reply) >= NEAR_IDENTICAL => base_streak.saturating_add(1),
+            Some(previous) if base_streak > 0 && previous.reply.similarity(&print.reply) >= NEAR_IDENTICAL => {
+                base_streak.saturating_add(1)
+            }
             _ => 1,
         }
     };
-    ProgressState { tail: tail.to_string(), tail_created, cursor, streak, print: Some(print), previous_streak: base_streak, previous: base_print }
+    ProgressState {
+        tail: tail.to_string(),
+        tail_created,
+        cursor,
+        streak,
+        print: Some(print),
+        previous_streak: base_streak,
+        previous: base_print,
+    }
 }
 
 /// The note of a breaker stop: what the evidence showed.
 pub fn no_progress_note(turns: u32, digest: &Digest) -> String {
-    let mut note = format!(
-        "No progress in {turns} turns: no file changed, no tool call succeeded, near-identical replies."
-    );
+    let mut note =
+        format!("No progress in {turns} turns: no file changed, no tool call succeeded, near-identical replies.");
     if let Some((command, code)) = digest.failing_commands.first() {
         let code = code.map_or("error".to_string(), |c| c.to_string());
         note.push_str(&format!(" Last failing command: `{}` (exit {code}).", truncate_chars(command, 80)));
@@ -828,7 +889,8 @@ pub fn overrides_of(extra: &Map<String, Value>) -> Vec<String> {
 /// A `complete` verdict with a failing command that was not used before: the note for the
 /// `continue` it becomes, and the override set to store. `None`: no override.
 pub fn complete_override(digest: &Digest, used: &[String]) -> Option<(String, Vec<String>)> {
-    let fresh: Vec<&(String, Option<i64>)> = digest.failing_commands.iter().filter(|(c, _)| !used.contains(&command_key(c))).collect();
+    let fresh: Vec<&(String, Option<i64>)> =
+        digest.failing_commands.iter().filter(|(c, _)| !used.contains(&command_key(c))).collect();
     if fresh.is_empty() {
         return None;
     }
@@ -840,7 +902,10 @@ pub fn complete_override(digest: &Digest, used: &[String]) -> Option<(String, Ve
             format!("`{}` ({code})", truncate_chars(command, 80))
         })
         .collect();
-    let note = truncate_chars(&format!("Not complete yet: the latest run failed for {}.", named.join(", ")), crate::goal_record::NOTE_CHAR_LIMIT);
+    let note = truncate_chars(
+        &format!("Not complete yet: the latest run failed for {}.", named.join(", ")),
+        crate::goal_record::NOTE_CHAR_LIMIT,
+    );
     let mut set: Vec<String> = used.to_vec();
     for (command, _) in fresh.iter().take(3) {
         set.push(command_key(command));

@@ -7,8 +7,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::goal_record::Goal;
-use crate::session_data::{live_status, LiveStatus, Message, SessionView};
 use crate::lease::{held_by_other, lease_of, LEASE_HORIZON_MS};
+use crate::session_data::{live_status, LiveStatus, Message, SessionView};
 
 /// What the live state says about acting now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,7 +25,12 @@ pub enum LiveGate {
 
 /// Judges the live state: the status map, the children, and whether a session id waits on the
 /// user.
-pub fn live_gate(status: &Value, session_id: &str, children: &[SessionView], waiting_for_user: impl Fn(&str) -> bool) -> LiveGate {
+pub fn live_gate(
+    status: &Value,
+    session_id: &str,
+    children: &[SessionView],
+    waiting_for_user: impl Fn(&str) -> bool,
+) -> LiveGate {
     if live_status(status, session_id) == LiveStatus::Working {
         return LiveGate::Busy;
     }
@@ -53,7 +58,12 @@ pub fn lease_wait(goal: &Goal, holder: &str, now_ms: f64) -> Option<Duration> {
 /// the runtime saw, whichever is later). `None` once the window has passed. Whatever order the
 /// events arrived in, no continuation goes out inside the window. A time in the future (clock
 /// skew, bad data) waits at most one window.
-pub fn quiet_remaining(tail: Option<&Message>, last_activity_ms: Option<f64>, now_ms: f64, quiet: Duration) -> Option<Duration> {
+pub fn quiet_remaining(
+    tail: Option<&Message>,
+    last_activity_ms: Option<f64>,
+    now_ms: f64,
+    quiet: Duration,
+) -> Option<Duration> {
     let finished = tail.and_then(|m| m.completed.or(m.created));
     let since = match (finished, last_activity_ms.filter(|t| t.is_finite() && *t > 0.0)) {
         (Some(a), Some(b)) => a.max(b),
@@ -114,13 +124,17 @@ mod tests {
 
     #[test]
     fn live_gate_order() {
-        let children: Vec<SessionView> = vec![SessionView::from_value(&json!({"id": "ses_child", "parentID": "ses_p"})).unwrap()];
+        let children: Vec<SessionView> =
+            vec![SessionView::from_value(&json!({"id": "ses_child", "parentID": "ses_p"})).unwrap()];
         let nobody = |_: &str| false;
         assert_eq!(live_gate(&json!({}), "ses_p", &children, nobody), LiveGate::Proceed);
         assert_eq!(live_gate(&json!({"ses_p": {"type": "busy"}}), "ses_p", &children, nobody), LiveGate::Busy);
         assert_eq!(live_gate(&json!({"ses_p": {"type": "retry"}}), "ses_p", &children, nobody), LiveGate::Busy);
         assert_eq!(live_gate(&json!({"ses_child": {"type": "busy"}}), "ses_p", &children, nobody), LiveGate::ChildBusy);
-        assert_eq!(live_gate(&json!({"ses_p": {"type": "idle"}}), "ses_p", &children, |s| s == "ses_child"), LiveGate::WaitingForUser);
+        assert_eq!(
+            live_gate(&json!({"ses_p": {"type": "idle"}}), "ses_p", &children, |s| s == "ses_child"),
+            LiveGate::WaitingForUser
+        );
         assert_eq!(live_gate(&json!({}), "ses_p", &[], |s| s == "ses_p"), LiveGate::WaitingForUser);
     }
 

@@ -77,11 +77,8 @@ async fn compact(path: &Path, max_records: usize) -> std::io::Result<()> {
 pub async fn read(root: &Path, session_id: &str, limit: Option<usize>) -> Vec<Value> {
     let Some(path) = trail_path(root, session_id) else { return Vec::new() };
     let Ok(text) = tokio::fs::read_to_string(&path).await else { return Vec::new() };
-    let records: Vec<Value> = text
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(Value::is_object)
-        .collect();
+    let records: Vec<Value> =
+        text.lines().filter_map(|line| serde_json::from_str::<Value>(line).ok()).filter(Value::is_object).collect();
     match limit {
         Some(n) if n < records.len() => records[records.len() - n..].to_vec(),
         _ => records,
@@ -111,7 +108,8 @@ mod tests {
     async fn appends_reads_and_drops_the_oldest() {
         let root = temp_root("bounded");
         for turn in 0..30 {
-            append(&root, "ses_trail", &json!({"turn": turn, "verdict": "continue", "note": "x".repeat(120)}), 10).await;
+            append(&root, "ses_trail", &json!({"turn": turn, "verdict": "continue", "note": "x".repeat(120)}), 10)
+                .await;
         }
         let records = read(&root, "ses_trail", None).await;
         assert!(records.len() <= 10, "bounded: {}", records.len());

@@ -29,7 +29,9 @@ pub struct ActiveHours {
 
 impl PartialEq for ActiveHours {
     fn eq(&self, other: &Self) -> bool {
-        self.start_minute == other.start_minute && self.end_minute == other.end_minute && self.zone_name == other.zone_name
+        self.start_minute == other.start_minute
+            && self.end_minute == other.end_minute
+            && self.zone_name == other.zone_name
     }
 }
 
@@ -51,8 +53,10 @@ fn format_minute(minute: u16) -> String {
 impl ActiveHours {
     /// Validates a window; the error says what is wrong, for the user.
     pub fn new(start: &str, end: &str, time_zone: &str) -> Result<ActiveHours, String> {
-        let start_minute = parse_hh_mm(start.trim()).ok_or_else(|| format!("activeHours.start must be HH:MM (00:00–23:59), got {start:?}"))?;
-        let end_minute = parse_hh_mm(end.trim()).ok_or_else(|| format!("activeHours.end must be HH:MM (00:00–23:59), got {end:?}"))?;
+        let start_minute = parse_hh_mm(start.trim())
+            .ok_or_else(|| format!("activeHours.start must be HH:MM (00:00–23:59), got {start:?}"))?;
+        let end_minute = parse_hh_mm(end.trim())
+            .ok_or_else(|| format!("activeHours.end must be HH:MM (00:00–23:59), got {end:?}"))?;
         if start_minute == end_minute {
             return Err("activeHours.start and activeHours.end must differ".into());
         }
@@ -60,7 +64,8 @@ impl ActiveHours {
         if zone_name.is_empty() {
             return Err("activeHours.timeZone is required (an IANA name such as Europe/Berlin)".into());
         }
-        let zone = TimeZone::get(zone_name).map_err(|_| format!("activeHours.timeZone {zone_name:?} is not a known IANA time zone"))?;
+        let zone = TimeZone::get(zone_name)
+            .map_err(|_| format!("activeHours.timeZone {zone_name:?} is not a known IANA time zone"))?;
         Ok(ActiveHours { start_minute, end_minute, zone_name: zone_name.to_string(), zone })
     }
 
@@ -147,7 +152,9 @@ pub enum HoursGate {
 /// Reads the goal's window (an invalid stored window is ignored: it was validated when set, and
 /// a hand-edited one must not stop the loop) and decides.
 pub fn gate(goal_extra: &serde_json::Map<String, Value>, now_ms: f64) -> HoursGate {
-    let Some(hours) = goal_extra.get(ACTIVE_HOURS_FIELD).filter(|v| !v.is_null()).and_then(|v| ActiveHours::from_value(v).ok()) else {
+    let Some(hours) =
+        goal_extra.get(ACTIVE_HOURS_FIELD).filter(|v| !v.is_null()).and_then(|v| ActiveHours::from_value(v).ok())
+    else {
         return HoursGate::Open;
     };
     if hours.contains(now_ms) {
@@ -186,7 +193,8 @@ mod tests {
         assert!(ActiveHours::new("09:00", "09:00", "UTC").unwrap_err().contains("differ"));
         assert!(ActiveHours::new("09:00", "17:00", "../../etc/passwd").is_err());
         assert!(ActiveHours::from_value(&json!("09:00-17:00")).is_err());
-        let round = ActiveHours::from_value(&json!({"start": "08:30", "end": "18:00", "timeZone": "Asia/Tokyo"})).unwrap();
+        let round =
+            ActiveHours::from_value(&json!({"start": "08:30", "end": "18:00", "timeZone": "Asia/Tokyo"})).unwrap();
         assert_eq!(round.to_value(), json!({"start": "08:30", "end": "18:00", "timeZone": "Asia/Tokyo"}));
     }
 
@@ -218,7 +226,11 @@ mod tests {
         // New York, 2026-03-08: 02:00 EST jumps to 03:00 EDT.
         let hours = ActiveHours::new("09:00", "17:00", "America/New_York").unwrap();
         assert_eq!(iso(hours.next_start(ms("2026-03-07T23:00:00Z")).unwrap()), "2026-03-08T13:00:00Z", "09:00 EDT");
-        assert_eq!(iso(hours.next_start(ms("2026-03-07T12:00:00Z")).unwrap()), "2026-03-07T14:00:00Z", "09:00 EST the day before");
+        assert_eq!(
+            iso(hours.next_start(ms("2026-03-07T12:00:00Z")).unwrap()),
+            "2026-03-07T14:00:00Z",
+            "09:00 EST the day before"
+        );
         // A start inside the skipped hour opens at the transition (03:00 EDT = 07:00Z).
         let skipped = ActiveHours::new("02:30", "05:00", "America/New_York").unwrap();
         let open = skipped.next_start(ms("2026-03-08T05:00:00Z")).unwrap();
@@ -250,6 +262,10 @@ mod tests {
         assert_eq!(gate(&extra, ms("2026-06-01T03:00:00Z")), HoursGate::WaitUntil(ms("2026-06-01T09:00:00Z")));
         assert_eq!(gate(&extra, ms("2026-06-01T10:00:00Z")), HoursGate::Open);
         extra.insert(ACTIVE_HOURS_FIELD.into(), json!({"start": "nope"}));
-        assert_eq!(gate(&extra, ms("2026-06-01T03:00:00Z")), HoursGate::Open, "a hand-broken window never stops the loop");
+        assert_eq!(
+            gate(&extra, ms("2026-06-01T03:00:00Z")),
+            HoursGate::Open,
+            "a hand-broken window never stops the loop"
+        );
     }
 }

@@ -146,8 +146,18 @@ pub fn parse_payload(payload: &Value, directory_hint: &str) -> Option<IntakeEven
     let directory = {
         let own = text(properties.and_then(|p| p.get("directory")));
         let from_info = text(info.and_then(|i| i.get("directory")));
-        let chosen = if !own.is_empty() { own } else if !from_info.is_empty() { from_info } else { directory_hint.trim() };
-        if chosen == "global" { String::new() } else { chosen.to_string() }
+        let chosen = if !own.is_empty() {
+            own
+        } else if !from_info.is_empty() {
+            from_info
+        } else {
+            directory_hint.trim()
+        };
+        if chosen == "global" {
+            String::new()
+        } else {
+            chosen.to_string()
+        }
     };
     match kind {
         "session.status" => {
@@ -170,7 +180,13 @@ pub fn parse_payload(payload: &Value, directory_hint: &str) -> Option<IntakeEven
             let is_child = !text(info.get("parentID")).is_empty();
             let goal = info.get("metadata").and_then(|m| m.get("openchamber")).and_then(|n| n.get("goal")).cloned();
             let metadata = info.get(WATCHED_METADATA_KEY).cloned();
-            Some(IntakeEvent::SessionUpdated { session_id: session_id.to_string(), directory, is_child, goal, metadata })
+            Some(IntakeEvent::SessionUpdated {
+                session_id: session_id.to_string(),
+                directory,
+                is_child,
+                goal,
+                metadata,
+            })
         }
         "message.updated" => {
             let info = info?;
@@ -188,7 +204,9 @@ pub fn parse_payload(payload: &Value, directory_hint: &str) -> Option<IntakeEven
                     let at = if completed > 0.0 { completed } else { created };
                     aborted.then(|| IntakeEvent::Aborted { session_id: session_id.to_string(), directory, at })
                 }
-                Some("user") => Some(IntakeEvent::UserMessage { session_id: session_id.to_string(), directory, created }),
+                Some("user") => {
+                    Some(IntakeEvent::UserMessage { session_id: session_id.to_string(), directory, created })
+                }
                 _ => None,
             }
         }
@@ -282,7 +300,10 @@ mod tests {
             parse_payload(&fallback, "global"),
             Some(IntakeEvent::Status { session_id: "s1".into(), directory: "/own".into(), working: true })
         );
-        assert_eq!(parse_payload(&json!({"type": "session.status", "properties": {"status": {"type": "idle"}}}), ""), None);
+        assert_eq!(
+            parse_payload(&json!({"type": "session.status", "properties": {"status": {"type": "idle"}}}), ""),
+            None
+        );
     }
 
     #[test]
@@ -324,7 +345,9 @@ mod tests {
         for kind in intake_payload_types() {
             assert!(parse_payload(&minimal_payload(kind), "").is_some(), "{kind} is listed but never parsed");
         }
-        for kind in ["permission.updated", "question.v3.asked", "session.idle", "message.part.updated", "session.status "] {
+        for kind in
+            ["permission.updated", "question.v3.asked", "session.idle", "message.part.updated", "session.status "]
+        {
             assert_eq!(reading_of(kind), None);
             assert_eq!(parse_payload(&minimal_payload(kind), ""), None, "{kind} is not listed but parsed");
         }

@@ -66,11 +66,7 @@ fn fence_body(text: &str) -> Option<&str> {
     let open = text.find(FENCE)?;
     let mut body_start = open + FENCE.len();
     // The tag check works on bytes; "json" is ASCII, so a match ends on a char boundary.
-    if text
-        .as_bytes()
-        .get(body_start..body_start + 4)
-        .is_some_and(|tag| tag.eq_ignore_ascii_case(b"json"))
-    {
+    if text.as_bytes().get(body_start..body_start + 4).is_some_and(|tag| tag.eq_ignore_ascii_case(b"json")) {
         body_start += 4;
     }
     let rest = &text[body_start..];
@@ -118,26 +114,16 @@ mod tests {
 
     #[test]
     fn json_fence_body_is_used() {
-        let text =
-            "Here you go:\n```json\n{\"verdict\": \"complete\", \"note\": \"done\"}\n```\nbye";
-        assert_eq!(
-            verdict(&extract_json_object(text).unwrap()),
-            Some("complete")
-        );
+        let text = "Here you go:\n```json\n{\"verdict\": \"complete\", \"note\": \"done\"}\n```\nbye";
+        assert_eq!(verdict(&extract_json_object(text).unwrap()), Some("complete"));
     }
 
     #[test]
     fn bare_and_uppercase_fences() {
         let bare = "```\n{\"verdict\": \"blocked\"}\n```";
-        assert_eq!(
-            verdict(&extract_json_object(bare).unwrap()),
-            Some("blocked")
-        );
+        assert_eq!(verdict(&extract_json_object(bare).unwrap()), Some("blocked"));
         let upper = "```JSON\n{\"verdict\": \"continue\"}\n```";
-        assert_eq!(
-            verdict(&extract_json_object(upper).unwrap()),
-            Some("continue")
-        );
+        assert_eq!(verdict(&extract_json_object(upper).unwrap()), Some("continue"));
     }
 
     #[test]
@@ -149,19 +135,13 @@ mod tests {
     #[test]
     fn falls_back_to_whole_text_when_fence_has_no_object() {
         let text = "```\nnot json\n```\n{\"verdict\":\"continue\"}";
-        assert_eq!(
-            verdict(&extract_json_object(text).unwrap()),
-            Some("continue")
-        );
+        assert_eq!(verdict(&extract_json_object(text).unwrap()), Some("continue"));
     }
 
     #[test]
     fn unclosed_fence_still_finds_object() {
         let text = "```json\n{\"verdict\":\"continue\"}";
-        assert_eq!(
-            verdict(&extract_json_object(text).unwrap()),
-            Some("continue")
-        );
+        assert_eq!(verdict(&extract_json_object(text).unwrap()), Some("continue"));
     }
 
     #[test]
@@ -228,18 +208,12 @@ mod tests {
         text.push('語');
         text.push('}');
         assert!(extract_json_object(&text).is_none());
-        assert_eq!(
-            truncate_to_boundary(&text, MAX_INPUT_BYTES).len(),
-            MAX_INPUT_BYTES - 1
-        );
+        assert_eq!(truncate_to_boundary(&text, MAX_INPUT_BYTES).len(), MAX_INPUT_BYTES - 1);
     }
 
     #[test]
     fn object_past_the_input_cap_is_ignored() {
-        let text = format!(
-            "{}{{\"verdict\":\"continue\"}}",
-            " x".repeat(MAX_INPUT_BYTES)
-        );
+        let text = format!("{}{{\"verdict\":\"continue\"}}", " x".repeat(MAX_INPUT_BYTES));
         assert!(extract_json_object(&text).is_none());
     }
 
@@ -259,18 +233,9 @@ mod tests {
 
     #[test]
     fn attempt_cap_gives_up_after_many_closing_braces() {
-        let text = format!(
-            "{{\"verdict\":\"continue\"}}{}",
-            " }".repeat(MAX_PARSE_ATTEMPTS + 1)
-        );
+        let text = format!("{{\"verdict\":\"continue\"}}{}", " }".repeat(MAX_PARSE_ATTEMPTS + 1));
         assert!(extract_json_object(&text).is_none());
-        let text = format!(
-            "{{\"verdict\":\"continue\"}}{}",
-            " }".repeat(MAX_PARSE_ATTEMPTS - 1)
-        );
-        assert_eq!(
-            verdict(&extract_json_object(&text).unwrap()),
-            Some("continue")
-        );
+        let text = format!("{{\"verdict\":\"continue\"}}{}", " }".repeat(MAX_PARSE_ATTEMPTS - 1));
+        assert_eq!(verdict(&extract_json_object(&text).unwrap()), Some("continue"));
     }
 }

@@ -28,10 +28,7 @@ pub fn held_by_other(goal: &Goal, holder: &str, now: f64) -> bool {
 
 /// Takes (or renews) the lease for `holder` until `now + duration_ms`.
 pub fn take_lease(goal: &mut Goal, holder: &str, now: f64, duration_ms: f64) {
-    goal.extra.insert(
-        LEASE_FIELD.to_string(),
-        serde_json::json!({ "holder": holder, "expiresAt": now + duration_ms }),
-    );
+    goal.extra.insert(LEASE_FIELD.to_string(), serde_json::json!({ "holder": holder, "expiresAt": now + duration_ms }));
 }
 
 /// The lease holder id of this process for one OpenCode server. Stable within the process, so a
@@ -46,7 +43,9 @@ pub fn holder_id(group: &str) -> String {
     static PROCESS_SEED: OnceLock<u64> = OnceLock::new();
     let seed = *PROCESS_SEED.get_or_init(|| {
         let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-        hasher.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0));
+        hasher.write_u128(
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0),
+        );
         hasher.write_u32(std::process::id());
         hasher.finish()
     });
@@ -72,7 +71,11 @@ mod tests {
         assert!(!held_by_other(&goal_with_lease(json!({"holder": "me", "expiresAt": now + 60_000.0})), "me", now));
         assert!(!held_by_other(&goal_with_lease(json!({"holder": "other", "expiresAt": now - 1.0})), "me", now));
         assert!(!held_by_other(&goal_with_lease(json!({"holder": "other", "expiresAt": 1e308})), "me", now));
-        assert!(!held_by_other(&goal_with_lease(json!({"holder": "other", "expiresAt": now + 2.0 * LEASE_HORIZON_MS})), "me", now));
+        assert!(!held_by_other(
+            &goal_with_lease(json!({"holder": "other", "expiresAt": now + 2.0 * LEASE_HORIZON_MS})),
+            "me",
+            now
+        ));
         assert!(!held_by_other(&goal_with_lease(json!({"holder": 5, "expiresAt": "never"})), "me", now));
         assert!(!held_by_other(&goal_with_lease(json!("x")), "me", now));
     }

@@ -59,7 +59,10 @@ mod tests {
         assert_eq!(event["title"], "Goal complete");
         assert_eq!(event["body"], "Ship the parser — all tests pass");
         assert_eq!(event["tag"], "goal-ses_1");
-        let blocked = Goal::from_value(&json!({"id": "g", "status": "budgetLimited", "objective": "x", "statusReason": "token budget reached"})).unwrap();
+        let blocked = Goal::from_value(
+            &json!({"id": "g", "status": "budgetLimited", "objective": "x", "statusReason": "token budget reached"}),
+        )
+        .unwrap();
         let event = goal_notification("s", "", &blocked, "x");
         assert_eq!(event["body"], "x — token budget reached");
         assert_eq!(event["title"], "Goal reached its token budget");

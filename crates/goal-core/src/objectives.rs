@@ -64,10 +64,7 @@ pub async fn write_objective(root: &Path, session_id: &str, content: &str) -> Re
     let unique = format!(
         ".{session_id}.{}.{}.tmp",
         std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
     );
     let temp = dir.join(unique);
     if let Err(error) = tokio::fs::write(&temp, text.as_bytes()).await {

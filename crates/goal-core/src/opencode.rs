@@ -48,9 +48,9 @@ impl StaticEndpoint {
 
 impl Endpoint for StaticEndpoint {
     fn resolve<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<RequestTarget, String>> {
-        Box::pin(async move {
-            Ok(RequestTarget { url: format!("{}{}", self.base, path), headers: self.headers.clone() })
-        })
+        Box::pin(
+            async move { Ok(RequestTarget { url: format!("{}{}", self.base, path), headers: self.headers.clone() }) },
+        )
     }
 
     fn key(&self) -> String {
@@ -197,7 +197,14 @@ impl OpenCodeClient {
         }
     }
 
-    async fn json(&self, method: reqwest::Method, path: &str, directory: &str, query: &[(&str, String)], body: Option<&Value>) -> Result<Value, HttpError> {
+    async fn json(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        directory: &str,
+        query: &[(&str, String)],
+        body: Option<&Value>,
+    ) -> Result<Value, HttpError> {
         let answer = self.send(method, path, directory, query, body).await?;
         if !(200..300).contains(&answer.status) {
             return Err(HttpError::Status(answer.status));
@@ -219,11 +226,15 @@ impl OpenCodeClient {
     }
 
     /// `PATCH /session/:id` with a whole metadata object (OpenCode replaces it).
-    pub async fn put_metadata(&self, session_id: &str, directory: &str, metadata: Map<String, Value>) -> Result<(), HttpError> {
+    pub async fn put_metadata(
+        &self,
+        session_id: &str,
+        directory: &str,
+        metadata: Map<String, Value>,
+    ) -> Result<(), HttpError> {
         let body = serde_json::json!({ "metadata": Value::Object(metadata) });
-        let answer = self
-            .send(reqwest::Method::PATCH, &session_path(session_id, "")?, directory, &[], Some(&body))
-            .await?;
+        let answer =
+            self.send(reqwest::Method::PATCH, &session_path(session_id, "")?, directory, &[], Some(&body)).await?;
         if !(200..300).contains(&answer.status) {
             return Err(HttpError::Status(answer.status));
         }
@@ -246,9 +257,8 @@ impl OpenCodeClient {
 
     /// `GET /session/:id/children`.
     pub async fn children(&self, session_id: &str, directory: &str) -> Result<Vec<SessionView>, HttpError> {
-        let value = self
-            .json(reqwest::Method::GET, &session_path(session_id, "/children")?, directory, &[], None)
-            .await?;
+        let value =
+            self.json(reqwest::Method::GET, &session_path(session_id, "/children")?, directory, &[], None).await?;
         let list = value.as_array().ok_or(HttpError::Body(200))?;
         Ok(list.iter().filter_map(SessionView::from_value).collect())
     }
@@ -260,9 +270,20 @@ impl OpenCodeClient {
 
     /// [`messages`](Self::messages) together with the list as OpenCode sent it, from one request
     /// (the evidence digest reads the tool parts the tolerant [`Message`] view leaves out).
-    pub async fn messages_with_raw(&self, session_id: &str, directory: &str, limit: usize) -> Result<(Vec<Message>, Vec<Value>), HttpError> {
+    pub async fn messages_with_raw(
+        &self,
+        session_id: &str,
+        directory: &str,
+        limit: usize,
+    ) -> Result<(Vec<Message>, Vec<Value>), HttpError> {
         let value = self
-            .json(reqwest::Method::GET, &session_path(session_id, "/message")?, directory, &[("limit", limit.to_string())], None)
+            .json(
+                reqwest::Method::GET,
+                &session_path(session_id, "/message")?,
+                directory,
+                &[("limit", limit.to_string())],
+                None,
+            )
             .await?;
         let messages = Message::list_from_value(&value).ok_or(HttpError::Body(200))?;
         match value {
@@ -274,7 +295,13 @@ impl OpenCodeClient {
     /// `GET /session/:id/diff` (the session's file changes) or `GET /session/:id/todo`; any
     /// failure (404 on a server without the route included) is `None`: evidence is optional.
     /// `message_id` narrows the diff to the turn one user message started.
-    pub async fn session_evidence(&self, session_id: &str, directory: &str, suffix: &str, message_id: Option<&str>) -> Option<Value> {
+    pub async fn session_evidence(
+        &self,
+        session_id: &str,
+        directory: &str,
+        suffix: &str,
+        message_id: Option<&str>,
+    ) -> Option<Value> {
         let path = session_path(session_id, suffix).ok()?;
         let query: Vec<(&str, String)> = message_id.map(|id| vec![("messageID", id.to_string())]).unwrap_or_default();
         self.json(reqwest::Method::GET, &path, directory, &query, None).await.ok().filter(Value::is_array)
@@ -300,13 +327,17 @@ impl OpenCodeClient {
 
     /// `POST /session/:id/abort`.
     pub async fn abort(&self, session_id: &str, directory: &str) -> Result<(), HttpError> {
-        self.json(reqwest::Method::POST, &session_path(session_id, "/abort")?, directory, &[], None)
-            .await
-            .map(|_| ())
+        self.json(reqwest::Method::POST, &session_path(session_id, "/abort")?, directory, &[], None).await.map(|_| ())
     }
 
     /// Any JSON call (used by the creation helpers and the CLI).
-    pub async fn call(&self, method: &str, path: &str, directory: &str, body: Option<&Value>) -> Result<Value, HttpError> {
+    pub async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        directory: &str,
+        body: Option<&Value>,
+    ) -> Result<Value, HttpError> {
         let method = reqwest::Method::from_bytes(method.as_bytes()).map_err(|_| HttpError::Status(405))?;
         let answer = self.send(method, path, directory, &[], body).await?;
         if !(200..300).contains(&answer.status) {
@@ -434,7 +465,16 @@ mod tests {
         for code in [400, 404, 410, 414, 422, 431] {
             assert!(HttpError::Status(code).is_definite(), "{code}");
         }
-        for error in [HttpError::Timeout, HttpError::Network("reset".into()), HttpError::Resolve("x".into()), HttpError::Status(500), HttpError::Status(503), HttpError::Status(429), HttpError::Status(401), HttpError::Body(200)] {
+        for error in [
+            HttpError::Timeout,
+            HttpError::Network("reset".into()),
+            HttpError::Resolve("x".into()),
+            HttpError::Status(500),
+            HttpError::Status(503),
+            HttpError::Status(429),
+            HttpError::Status(401),
+            HttpError::Body(200),
+        ] {
             assert!(!error.is_definite(), "{error}");
         }
     }

@@ -15,9 +15,9 @@ use crate::create::{
     check_session_id, check_token_budget, create_session_goal, ControlContext, CreatedGoal, GoalError, ModelChoice,
     NewGoal, PartialAction,
 };
-use crate::session_data::{chronological, Message, Role, SessionView};
 use crate::opencode::{session_path, DispatchOutcome};
 use crate::prompts::goal_intro_text;
+use crate::session_data::{chronological, Message, Role, SessionView};
 
 /// Largest prompt accepted (the reference's JSON body limit).
 pub const MAX_PROMPT_BYTES: usize = 1_000_000;
@@ -103,8 +103,9 @@ pub fn check_prompt_options(options: &PromptOptions, prompt_required: bool) -> R
         return Err(GoalError::new(400, "prompt is required"));
     }
     let token_budget = options.goal_token_budget.map(check_token_budget).transpose()?;
-    let time_limits = crate::active_time::GoalTimeLimits::check(options.goal_time_budget_ms, options.goal_active_hours.as_ref())
-        .map_err(|message| GoalError::new(400, message))?;
+    let time_limits =
+        crate::active_time::GoalTimeLimits::check(options.goal_time_budget_ms, options.goal_active_hours.as_ref())
+            .map_err(|message| GoalError::new(400, message))?;
     if !time_limits.is_empty() && !options.goal {
         return Err(GoalError::new(400, "goalTimeBudgetMs and goalActiveHours require goal"));
     }
@@ -155,7 +156,8 @@ fn read_history(raw: &Value) -> History {
     };
     let ordered = chronological(&messages);
     let newest = |role: Role| ordered.iter().rev().find(|m| m.role == role && !m.id.is_empty()).map(|m| m.id.clone());
-    let mut history = History { last_user_id: newest(Role::User), last_assistant_id: newest(Role::Assistant), ..Default::default() };
+    let mut history =
+        History { last_user_id: newest(Role::User), last_assistant_id: newest(Role::Assistant), ..Default::default() };
     // The selection lives on the user message's info (`model`, `agent`, `variant`), which the
     // tolerant Message view does not keep: read it from the raw entry.
     if let Some(id) = &history.last_user_id {
@@ -166,10 +168,12 @@ fn read_history(raw: &Value) -> History {
             .filter_map(|entry| entry.get("info"))
             .find(|info| info.get("id").and_then(Value::as_str) == Some(id.as_str()));
         if let Some(info) = info {
-            let text = |value: Option<&Value>| value.and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string);
+            let text =
+                |value: Option<&Value>| value.and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string);
             let model = info.get("model");
             history.last_selection = Selection {
-                model: match (text(model.and_then(|m| m.get("providerID"))), text(model.and_then(|m| m.get("modelID")))) {
+                model: match (text(model.and_then(|m| m.get("providerID"))), text(model.and_then(|m| m.get("modelID"))))
+                {
                     (Some(provider_id), Some(model_id)) => Some(ModelChoice { provider_id, model_id }),
                     _ => None,
                 },
@@ -239,7 +243,11 @@ pub struct ResolvedCommand {
 /// Resolves a slash prompt through `GET /command`. `Ok(None)`: an ordinary prompt (no slash,
 /// or no such command). The error is a warning: the list could not be read, so the prompt is
 /// sent as text.
-pub async fn resolve_command(ctx: &ControlContext, directory: &str, prompt: &str) -> Result<Option<ResolvedCommand>, String> {
+pub async fn resolve_command(
+    ctx: &ControlContext,
+    directory: &str,
+    prompt: &str,
+) -> Result<Option<ResolvedCommand>, String> {
     let Some(invocation) = parse_slash(prompt) else {
         return Ok(None);
     };
@@ -248,8 +256,12 @@ pub async fn resolve_command(ctx: &ControlContext, directory: &str, prompt: &str
         .call("GET", "/command", directory, None)
         .await
         .map_err(|error| format!("command list unavailable ({error}); the prompt was sent as text"))?;
-    let commands = command_list(&list).ok_or_else(|| "command list unreadable; the prompt was sent as text".to_string())?;
-    Ok(commands.iter().find(|c| c.name == invocation.name).map(|command| resolved(&invocation, Some(&command.template))))
+    let commands =
+        command_list(&list).ok_or_else(|| "command list unreadable; the prompt was sent as text".to_string())?;
+    Ok(commands
+        .iter()
+        .find(|c| c.name == invocation.name)
+        .map(|command| resolved(&invocation, Some(&command.template))))
 }
 
 fn resolved(invocation: &SlashInvocation, template: Option<&str>) -> ResolvedCommand {
@@ -307,7 +319,9 @@ async fn wait_landed(ctx: &ControlContext, session_id: &str, directory: &str, ba
     loop {
         match recent_history(ctx, session_id, directory).await {
             None => return true,
-            Some(history) if history.last_user_id.is_some() && history.last_user_id.as_deref() != baseline => return true,
+            Some(history) if history.last_user_id.is_some() && history.last_user_id.as_deref() != baseline => {
+                return true
+            }
             Some(_) => {}
         }
         if tokio::time::Instant::now() + ctx.landing_poll > deadline {
@@ -323,11 +337,19 @@ struct Dispatched {
     landed: bool,
 }
 
-async fn dispatch_prompt(ctx: &ControlContext, session_id: &str, directory: &str, body: &Value, baseline: Option<&str>) -> Result<Dispatched, GoalError> {
+async fn dispatch_prompt(
+    ctx: &ControlContext,
+    session_id: &str,
+    directory: &str,
+    body: &Value,
+    baseline: Option<&str>,
+) -> Result<Dispatched, GoalError> {
     match ctx.client.prompt_async(session_id, directory, body).await {
         DispatchOutcome::Sent => Ok(Dispatched { landed: wait_landed(ctx, session_id, directory, baseline).await }),
         DispatchOutcome::NotAdmitted(0) => Err(GoalError::new(502, "prompt not sent: OpenCode URL unavailable")),
-        DispatchOutcome::NotAdmitted(code) => Err(GoalError::new(code, format!("OpenCode refused the prompt (HTTP {code})"))),
+        DispatchOutcome::NotAdmitted(code) => {
+            Err(GoalError::new(code, format!("OpenCode refused the prompt (HTTP {code})")))
+        }
         DispatchOutcome::Ambiguous(why) => {
             // Maybe admitted: look before calling it a failure (and never re-send).
             if wait_landed(ctx, session_id, directory, baseline).await {
@@ -342,7 +364,13 @@ async fn dispatch_prompt(ctx: &ControlContext, session_id: &str, directory: &str
 /// Runs a command. OpenCode answers `POST /session/:id/command` only after the whole turn, so
 /// the call runs in the background with a long timeout and the dispatch returns once the
 /// command's user message has landed (or the call itself answered).
-async fn dispatch_command(ctx: &ControlContext, session_id: &str, directory: &str, body: Value, baseline: Option<&str>) -> Result<Dispatched, GoalError> {
+async fn dispatch_command(
+    ctx: &ControlContext,
+    session_id: &str,
+    directory: &str,
+    body: Value,
+    baseline: Option<&str>,
+) -> Result<Dispatched, GoalError> {
     let client = ctx.client.with_timeout(ctx.command_timeout);
     let path = session_path(session_id, "/command").map_err(|error| GoalError::from_http("command", &error))?;
     let (session, dir) = (session_id.to_string(), directory.to_string());
@@ -448,10 +476,13 @@ async fn goal_then_dispatch(
     let after_goal = if checked.goal { Some(PartialAction::GoalConfigured) } else { created };
     let baseline = history.last_user_id.as_deref();
     let dispatched = match &command {
-        Some(command) => dispatch_command(ctx, session_id, directory, command_body(command, &selection), baseline).await,
+        Some(command) => {
+            dispatch_command(ctx, session_id, directory, command_body(command, &selection), baseline).await
+        }
         None => {
             let intro = checked.goal.then(|| goal_intro_part(checked.token_budget));
-            dispatch_prompt(ctx, session_id, directory, &prompt_body(&checked.prompt, &selection, intro), baseline).await
+            dispatch_prompt(ctx, session_id, directory, &prompt_body(&checked.prompt, &selection, intro), baseline)
+                .await
         }
     }
     .map_err(|e| fail(e, after_goal))?;
@@ -485,7 +516,11 @@ fn report_for(session: &SessionView, directory: &str) -> DispatchReport {
 
 /// Reads a session and settles the directory every later call passes: the caller's, else the
 /// one OpenCode reports.
-pub async fn locate_session(ctx: &ControlContext, session_id: &str, directory: &str) -> Result<(SessionView, String), GoalError> {
+pub async fn locate_session(
+    ctx: &ControlContext,
+    session_id: &str,
+    directory: &str,
+) -> Result<(SessionView, String), GoalError> {
     check_session_id(session_id)?;
     let session = ctx
         .client
@@ -533,7 +568,16 @@ pub async fn create_session(ctx: &ControlContext, request: &CreateSession) -> Re
         return Ok(report);
     }
     let selection = pick_selection(&checked, None);
-    goal_then_dispatch(ctx, &session, &directory, &checked, selection, Some(PartialAction::SessionCreated), &mut report).await?;
+    goal_then_dispatch(
+        ctx,
+        &session,
+        &directory,
+        &checked,
+        selection,
+        Some(PartialAction::SessionCreated),
+        &mut report,
+    )
+    .await?;
     Ok(report)
 }
 
@@ -606,7 +650,8 @@ pub async fn fork_session(ctx: &ControlContext, request: &ForkSession) -> Result
     let mut report = report_for(&fork, &fork_directory);
     report.source_session_id = Some(source.id.clone());
     let selection = pick_selection(&checked, inherited.as_ref());
-    goal_then_dispatch(ctx, &fork, &fork_directory, &checked, selection, Some(PartialAction::ForkCreated), &mut report).await?;
+    goal_then_dispatch(ctx, &fork, &fork_directory, &checked, selection, Some(PartialAction::ForkCreated), &mut report)
+        .await?;
     Ok(report)
 }
 
@@ -686,7 +731,10 @@ mod tests {
     #[test]
     fn goal_and_budget_rules() {
         let budget_without_goal = PromptOptions { goal_token_budget: Some(5000.0), ..options("x") };
-        assert_eq!(check_prompt_options(&budget_without_goal, true).unwrap_err().message, "goalTokenBudget requires goal");
+        assert_eq!(
+            check_prompt_options(&budget_without_goal, true).unwrap_err().message,
+            "goalTokenBudget requires goal"
+        );
         let goal_without_prompt = PromptOptions { goal: true, ..options("  ") };
         assert_eq!(check_prompt_options(&goal_without_prompt, false).unwrap_err().message, "goal requires a prompt");
         assert_eq!(check_prompt_options(&options(""), true).unwrap_err().message, "prompt is required");
@@ -700,13 +748,26 @@ mod tests {
 
     #[test]
     fn model_forms() {
-        let checked = check_prompt_options(&PromptOptions { model: Some("openrouter/anthropic/claude".into()), ..options("x") }, true).unwrap();
-        assert_eq!(checked.model, Some(ModelChoice { provider_id: "openrouter".into(), model_id: "anthropic/claude".into() }));
+        let checked = check_prompt_options(
+            &PromptOptions { model: Some("openrouter/anthropic/claude".into()), ..options("x") },
+            true,
+        )
+        .unwrap();
+        assert_eq!(
+            checked.model,
+            Some(ModelChoice { provider_id: "openrouter".into(), model_id: "anthropic/claude".into() })
+        );
         for bad in ["nomodel", "/m", "p/"] {
-            assert!(check_prompt_options(&PromptOptions { model: Some(bad.into()), ..options("x") }, true).is_err(), "{bad}");
+            assert!(
+                check_prompt_options(&PromptOptions { model: Some(bad.into()), ..options("x") }, true).is_err(),
+                "{bad}"
+            );
         }
         let split = PromptOptions { provider_id: Some("p".into()), model_id: Some("m".into()), ..options("x") };
-        assert_eq!(check_prompt_options(&split, true).unwrap().model, Some(ModelChoice { provider_id: "p".into(), model_id: "m".into() }));
+        assert_eq!(
+            check_prompt_options(&split, true).unwrap().model,
+            Some(ModelChoice { provider_id: "p".into(), model_id: "m".into() })
+        );
         let half = PromptOptions { provider_id: Some("p".into()), ..options("x") };
         assert!(check_prompt_options(&half, true).is_err());
     }
@@ -725,7 +786,10 @@ mod tests {
         assert_eq!(body["model"], json!({"providerID": "p", "modelID": "m"}));
         assert!(body.get("variant").is_none());
         let command = ResolvedCommand { name: "review".into(), arguments: "a b".into(), objective: String::new() };
-        assert_eq!(command_body(&command, &selection), json!({"command": "review", "arguments": "a b", "model": "p/m", "agent": "build"}));
+        assert_eq!(
+            command_body(&command, &selection),
+            json!({"command": "review", "arguments": "a b", "model": "p/m", "agent": "build"})
+        );
     }
 
     #[test]
@@ -740,7 +804,10 @@ mod tests {
         let inherited = pick_selection(&CheckedPrompt::default(), Some(&history.last_selection));
         assert_eq!(inherited.agent.as_deref(), Some("plan"));
         assert_eq!(inherited.variant.as_deref(), Some("high"));
-        let explicit = CheckedPrompt { model: Some(ModelChoice { provider_id: "x".into(), model_id: "y".into() }), ..Default::default() };
+        let explicit = CheckedPrompt {
+            model: Some(ModelChoice { provider_id: "x".into(), model_id: "y".into() }),
+            ..Default::default()
+        };
         let mixed = pick_selection(&explicit, Some(&history.last_selection));
         assert_eq!(mixed.model.unwrap().provider_id, "x");
         assert_eq!(mixed.variant, None, "a variant is not carried over to another model");

@@ -181,9 +181,8 @@ pub fn goal_intro_text(token_budget: Option<u64>) -> String {
         objective. Until the objective is verifiably complete, the system will keep prompting \
         you to continue. Your progress is assessed independently after each turn, so close \
         every turn with a factual account of what is done, what was verified, and what remains.";
-    let budget_note = token_budget
-        .map(|budget| format!(" This goal has a token budget of {budget} tokens."))
-        .unwrap_or_default();
+    let budget_note =
+        token_budget.map(|budget| format!(" This goal has a token budget of {budget} tokens.")).unwrap_or_default();
     format!("<system-reminder>\n{BODY}{budget_note}\n</system-reminder>")
 }
 
@@ -330,10 +329,7 @@ mod tests {
 
     #[test]
     fn xml_escape_only_touches_amp_lt_gt() {
-        assert_eq!(
-            xml_escape("a & b < c > d \"q\" 'x'"),
-            "a &amp; b &lt; c &gt; d \"q\" 'x'"
-        );
+        assert_eq!(xml_escape("a & b < c > d \"q\" 'x'"), "a &amp; b &lt; c &gt; d \"q\" 'x'");
         assert_eq!(xml_escape("&lt;"), "&amp;lt;");
         assert_eq!(xml_escape("</objective>"), "&lt;/objective&gt;");
     }
@@ -371,18 +367,11 @@ mod tests {
     fn continuation_prompt_with_budget() {
         let prompt = continuation_prompt("Ship <v2> & docs", 1200, Some(5000), 3, 35);
         assert!(prompt.contains("<objective>\nShip &lt;v2&gt; &amp; docs\n</objective>"));
-        assert!(prompt.contains(
-            "Budget:\n- Tokens used: 1200\n- Token budget: 5000\n- Tokens remaining: 3800\n"
-        ));
+        assert!(prompt.contains("Budget:\n- Tokens used: 1200\n- Token budget: 5000\n- Tokens remaining: 3800\n"));
         assert!(prompt.contains("Auto-continuations used: 3 of 35.\n\nContinuation rules:"));
         assert!(!prompt.contains("of 20."));
-        let bullets = prompt
-            .split("Continuation rules:\n")
-            .nth(1)
-            .unwrap()
-            .lines()
-            .filter(|l| l.starts_with("- "))
-            .count();
+        let bullets =
+            prompt.split("Continuation rules:\n").nth(1).unwrap().lines().filter(|l| l.starts_with("- ")).count();
         assert_eq!(bullets, 6);
     }
 
@@ -392,10 +381,7 @@ mod tests {
         let lines: Vec<&str> = prompt.lines().collect();
         assert!(lines[0].contains("session goal"));
         assert!(lines[1].contains("user") && lines[1].contains("data"));
-        assert_eq!(
-            &lines[2..7],
-            &["", "<objective>", "goal", "</objective>", ""]
-        );
+        assert_eq!(&lines[2..7], &["", "<objective>", "goal", "</objective>", ""]);
         assert_eq!(lines[7], "No token budget is set for this goal.");
         assert_eq!(lines[8], "Auto-continuations used: 1 of 20.");
         assert_eq!(lines[9], "");
@@ -407,9 +393,7 @@ mod tests {
     #[test]
     fn continuation_prompt_remaining_clamped_at_zero() {
         let prompt = continuation_prompt("goal", 9000, Some(5000), 20, 20);
-        assert!(
-            prompt.contains("- Tokens used: 9000\n- Token budget: 5000\n- Tokens remaining: 0\n")
-        );
+        assert!(prompt.contains("- Tokens used: 9000\n- Token budget: 5000\n- Tokens remaining: 0\n"));
     }
 
     #[test]
@@ -457,8 +441,7 @@ mod tests {
         assert!(plain.contains("what is done, what was verified, and what remains"));
         assert!(!plain.contains("budget"));
         let budgeted = goal_intro_text(Some(250_000));
-        assert!(budgeted
-            .contains(" This goal has a token budget of 250000 tokens.\n</system-reminder>"));
+        assert!(budgeted.contains(" This goal has a token budget of 250000 tokens.\n</system-reminder>"));
     }
 
     #[test]
@@ -546,9 +529,7 @@ mod tests {
     fn assist_user_prompt_names_enabled_fields() {
         let transcript = "User:\nWhy is CI red?\n\nAssistant:\nA flaky test; I pinned the seed.";
         let both = assist_user_prompt(transcript, "Why  is\nCI red?", true, true);
-        assert!(both.starts_with(&format!(
-            "The latest exchange in the conversation:\n\n{transcript}\n\n"
-        )));
+        assert!(both.starts_with(&format!("The latest exchange in the conversation:\n\n{transcript}\n\n")));
         assert!(both.ends_with(
             "Write the recap and the suggestion in the SAME language as this sample from the \
              conversation: \"Why is CI red?\""

@@ -105,7 +105,9 @@ fn same_json(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
         (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same_json(a, b)),
-        (Value::Object(x), Value::Object(y)) => x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same_json(v, w))),
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same_json(v, w)))
+        }
         _ => a == b,
     }
 }
@@ -147,7 +149,11 @@ impl WriteEchoes {
         self.last_event_ms.store(now_ms.max(0.0) as u64, Ordering::Relaxed);
         let mut watches = self.watches.lock();
         if let Some(watch) = watches.get_mut(session_id) {
-            watch.seen.push(Seen { updated_at: updated_at_of(goal), goal: goal.cloned(), foreign: metadata.map(foreign_part) });
+            watch.seen.push(Seen {
+                updated_at: updated_at_of(goal),
+                goal: goal.cloned(),
+                foreign: metadata.map(foreign_part),
+            });
             watch.notify.notify_waiters();
         }
     }
@@ -264,13 +270,28 @@ mod tests {
         let (read, ours) = (goal(1.0, "active"), goal(3.0, "active"));
         assert_eq!(judge(&[], &read, &ours), None, "no echo yet");
         assert_eq!(judge(&[seen(3.0, "active")], &read, &ours), Some(Echo::Clean));
-        assert_eq!(judge(&[seen(1.0, "active"), seen(3.0, "active")], &read, &ours), Some(Echo::Clean), "a late event of what we read");
+        assert_eq!(
+            judge(&[seen(1.0, "active"), seen(3.0, "active")], &read, &ours),
+            Some(Echo::Clean),
+            "a late event of what we read"
+        );
         let paused = seen(2.0, "paused");
-        assert_eq!(judge(&[paused.clone(), seen(3.0, "active")], &read, &ours), Some(Echo::Overwrote(paused.goal.clone())));
+        assert_eq!(
+            judge(&[paused.clone(), seen(3.0, "active")], &read, &ours),
+            Some(Echo::Overwrote(paused.goal.clone()))
+        );
         let cleared = Seen { updated_at: None, goal: None, foreign: None };
         assert_eq!(judge(&[cleared, seen(3.0, "active")], &read, &ours), Some(Echo::Overwrote(None)));
-        assert_eq!(judge(&[seen(3.0, "active"), seen(4.0, "paused")], &read, &ours), Some(Echo::Clean), "a later write is not overwritten");
-        assert_eq!(judge(&[seen(0.5, "paused"), seen(3.0, "active")], &read, &ours), Some(Echo::Clean), "an older state arriving late");
+        assert_eq!(
+            judge(&[seen(3.0, "active"), seen(4.0, "paused")], &read, &ours),
+            Some(Echo::Clean),
+            "a later write is not overwritten"
+        );
+        assert_eq!(
+            judge(&[seen(0.5, "paused"), seen(3.0, "active")], &read, &ours),
+            Some(Echo::Clean),
+            "an older state arriving late"
+        );
     }
 
     #[test]
@@ -279,12 +300,22 @@ mod tests {
         // Paused in the very millisecond we wrote: not our echo, and overwritten by it.
         let paused_now = seen(3.0, "paused");
         assert_eq!(judge(&[paused_now.clone()], &read, &ours), None, "a same-millisecond pause is no echo");
-        assert_eq!(judge(&[paused_now.clone(), seen(3.0, "active")], &read, &ours), Some(Echo::Overwrote(paused_now.goal.clone())));
+        assert_eq!(
+            judge(&[paused_now.clone(), seen(3.0, "active")], &read, &ours),
+            Some(Echo::Overwrote(paused_now.goal.clone()))
+        );
         // Paused in the millisecond of the state we read.
         let paused_then = seen(1.0, "paused");
-        assert_eq!(judge(&[paused_then.clone(), seen(3.0, "active")], &read, &ours), Some(Echo::Overwrote(paused_then.goal.clone())));
+        assert_eq!(
+            judge(&[paused_then.clone(), seen(3.0, "active")], &read, &ours),
+            Some(Echo::Overwrote(paused_then.goal.clone()))
+        );
         // Events carry only some fields, and numbers may come back as floats.
-        let reduced = Seen { updated_at: Some(3.0), goal: Some(json!({"id": "g", "status": "active", "updatedAt": 3})), foreign: None };
+        let reduced = Seen {
+            updated_at: Some(3.0),
+            goal: Some(json!({"id": "g", "status": "active", "updatedAt": 3})),
+            foreign: None,
+        };
         assert_eq!(judge(&[reduced], &read, &ours), Some(Echo::Clean));
     }
 
@@ -292,7 +323,8 @@ mod tests {
     fn the_keys_our_write_replaced_are_told_from_the_state_before_its_echo() {
         let ours = goal(3.0, "active");
         let written = json!({"ui": {"pinned": true}, "openchamber": {"goal": ours.clone(), "assist": {"recap": "r"}}});
-        let with = |foreign: Value| Seen { updated_at: Some(2.0), goal: Some(goal(2.0, "active")), foreign: Some(foreign) };
+        let with =
+            |foreign: Value| Seen { updated_at: Some(2.0), goal: Some(goal(2.0, "active")), foreign: Some(foreign) };
         let written_foreign = foreign_part(&written);
         let echo = Seen { updated_at: Some(3.0), goal: Some(ours.clone()), foreign: Some(foreign_part(&written)) };
         // Another writer added a key just before our write: it is what we replaced.

@@ -10,15 +10,15 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tracing::{debug, warn};
 
+use crate::clock::now_ms;
 use crate::decide::REASON_RESUMED;
-use crate::intake::{Consumer, IntakeEvent};
 use crate::goal_record::{Goal, GoalStatus};
+use crate::intake::{Consumer, IntakeEvent};
 use crate::opencode::OpenCodeClient;
 use crate::scheduler::{ArmMode, GoalSighting, Job, Scheduler, SessionSnapshot};
-use crate::session_facts::{Seen, SessionFactsView};
 use crate::services::Services;
+use crate::session_facts::{Seen, SessionFactsView};
 use crate::tick::{pause_after_abort, run_tick, Generation, GoalConfig, TickContext, TickOutcome};
-use crate::clock::now_ms;
 
 /// Most directories remembered for restart recovery.
 const MAX_KNOWN_DIRECTORIES: usize = 50;
@@ -79,7 +79,13 @@ struct GoalJob {
 }
 
 impl Job for GoalJob {
-    fn run(&self, session_id: String, directory: String, attempt: u32, generation: Generation) -> Pin<Box<dyn Future<Output = TickOutcome> + Send>> {
+    fn run(
+        &self,
+        session_id: String,
+        directory: String,
+        attempt: u32,
+        generation: Generation,
+    ) -> Pin<Box<dyn Future<Output = TickOutcome> + Send>> {
         let ctx = self.ctx.clone();
         Box::pin(async move { run_tick(&ctx, &session_id, &directory, attempt, generation).await })
     }
@@ -259,7 +265,8 @@ impl Inner {
             if self.stopped.load(Ordering::SeqCst) {
                 return;
             }
-            let (sessions, status) = tokio::join!(self.ctx.client.list_sessions(&directory), self.ctx.client.status_map(&directory));
+            let (sessions, status) =
+                tokio::join!(self.ctx.client.list_sessions(&directory), self.ctx.client.status_map(&directory));
             let (Ok(sessions), Ok(status)) = (sessions, status) else {
                 warn!(target: "session_goal", "sweep could not read a directory");
                 continue;
@@ -267,7 +274,8 @@ impl Inner {
             for session in sessions.iter().filter(|s| !s.is_subagent()) {
                 let Some(goal) = session.goal() else { continue };
                 if goal.status != GoalStatus::Active
-                    || crate::session_data::live_status(&status, &session.id) == crate::session_data::LiveStatus::Working
+                    || crate::session_data::live_status(&status, &session.id)
+                        == crate::session_data::LiveStatus::Working
                     || self.scheduler.is_tracking(&session.id)
                 {
                     continue;
@@ -317,8 +325,12 @@ impl Consumer for Inner {
                 let goal = raw_goal.and_then(Goal::from_value);
                 let active = goal.as_ref().filter(|g| g.status == GoalStatus::Active);
                 let (arm, arm_if_changed) = match active {
-                    Some(goal) if goal.status_reason == REASON_RESUMED => (Some((config.resume_kickoff, ArmMode::Earliest)), None),
-                    Some(goal) if goal.turns_used == 0 => (Some((config.kickoff_quiet, ArmMode::IfNothingPending)), None),
+                    Some(goal) if goal.status_reason == REASON_RESUMED => {
+                        (Some((config.resume_kickoff, ArmMode::Earliest)), None)
+                    }
+                    Some(goal) if goal.turns_used == 0 => {
+                        (Some((config.kickoff_quiet, ArmMode::IfNothingPending)), None)
+                    }
                     // Edited (or replaced) while active: the invalidation drops the pending
                     // wake-up and any tick in flight, and nothing else would bring one back on an
                     // idle session. Plan again with the new content.
@@ -408,11 +420,16 @@ mod tests {
         let shared = SharedContext::new();
         let (first, second) = (start_from(&shared), start_from(&shared));
         let claim = first.inner.ctx.dispatch_claims.claim("ses_twice").expect("free");
-        assert!(second.inner.ctx.dispatch_claims.claim("ses_twice").is_none(), "the second runtime would send the same turn again");
+        assert!(
+            second.inner.ctx.dispatch_claims.claim("ses_twice").is_none(),
+            "the second runtime would send the same turn again"
+        );
         drop(claim);
         assert!(second.inner.ctx.dispatch_claims.claim("ses_twice").is_some());
         let _slot = first.inner.ctx.client.write_slots().acquire("ses_twice").await;
-        let waited = tokio::time::timeout(Duration::from_millis(50), second.inner.ctx.client.write_slots().acquire("ses_twice")).await;
+        let waited =
+            tokio::time::timeout(Duration::from_millis(50), second.inner.ctx.client.write_slots().acquire("ses_twice"))
+                .await;
         assert!(waited.is_err(), "writes of one context queue behind each other");
         first.stop().await;
         second.stop().await;
@@ -424,7 +441,9 @@ mod tests {
         let _claim = first.inner.ctx.dispatch_claims.claim("ses_apart").expect("free");
         assert!(second.inner.ctx.dispatch_claims.claim("ses_apart").is_some());
         let _slot = first.inner.ctx.client.write_slots().acquire("ses_apart").await;
-        let other = tokio::time::timeout(Duration::from_millis(50), second.inner.ctx.client.write_slots().acquire("ses_apart")).await;
+        let other =
+            tokio::time::timeout(Duration::from_millis(50), second.inner.ctx.client.write_slots().acquire("ses_apart"))
+                .await;
         assert!(other.is_ok(), "another context never waits for this one");
         first.stop().await;
         second.stop().await;
@@ -434,8 +453,19 @@ mod tests {
     async fn the_scheduler_task_records_what_events_show() {
         let runtime = start_from(&SharedContext::new());
         let goal = serde_json::json!({"id": "g", "status": "active", "objective": "o", "turnsUsed": 3});
-        runtime.accept(&IntakeEvent::SessionUpdated { session_id: "s".into(), directory: "/d".into(), is_child: false, goal: Some(goal), metadata: None });
-        runtime.accept(&IntakeEvent::UserInput { session_id: "s".into(), directory: "/d".into(), request_id: "q".into(), pending: true });
+        runtime.accept(&IntakeEvent::SessionUpdated {
+            session_id: "s".into(),
+            directory: "/d".into(),
+            is_child: false,
+            goal: Some(goal),
+            metadata: None,
+        });
+        runtime.accept(&IntakeEvent::UserInput {
+            session_id: "s".into(),
+            directory: "/d".into(),
+            request_id: "q".into(),
+            pending: true,
+        });
         let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
         while !(runtime.is_goal_active("s") && (runtime.inner.ctx.waiting_for_user)("s")) {
             assert!(tokio::time::Instant::now() < deadline, "the published facts never showed the events");

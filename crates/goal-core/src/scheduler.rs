@@ -15,9 +15,9 @@ use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio::task::JoinHandle;
 use tracing::{error, warn};
 
-use crate::tick::{Generation, TickOutcome};
 use crate::clock::now_ms;
 use crate::session_facts::{Seen, SessionFacts, SessionFactsView};
+use crate::tick::{Generation, TickOutcome};
 
 /// Most ticks of one runtime that run at once. A burst of wake-ups (thousands of sessions going
 /// idle together, a reconnect scan) would otherwise start every tick at once: one connection
@@ -29,8 +29,13 @@ pub const MAX_CONCURRENT_TICKS: usize = 32;
 /// What a scheduler runs when a session's timer fires.
 pub trait Job: Send + Sync + 'static {
     /// Runs one tick for a session.
-    fn run(&self, session_id: String, directory: String, attempt: u32, generation: Generation)
-        -> Pin<Box<dyn Future<Output = TickOutcome> + Send>>;
+    fn run(
+        &self,
+        session_id: String,
+        directory: String,
+        attempt: u32,
+        generation: Generation,
+    ) -> Pin<Box<dyn Future<Output = TickOutcome> + Send>>;
     /// The quiet window used for re-arms and backoff.
     fn quiet(&self) -> Duration;
     /// Retries after the first run (the run after the last retry settles, or else the session
@@ -191,7 +196,9 @@ impl Scheduler {
     /// `session.updated` then costs a read of the published facts, not a wake-up of the task.
     pub fn goal_seen(&self, sighting: GoalSighting) {
         if let (None, Seen::Event(Some((revision, status)))) = (&sighting.arm, &sighting.seen) {
-            if self.sightings_in_flight.load(Ordering::SeqCst) == 0 && self.facts.would_not_change(&sighting.session, revision, *status) {
+            if self.sightings_in_flight.load(Ordering::SeqCst) == 0
+                && self.facts.would_not_change(&sighting.session, revision, *status)
+            {
                 return;
             }
         }
@@ -240,7 +247,12 @@ impl Scheduler {
     /// The session went idle: forgets that it was busy and arms the quiet window (replacing any
     /// pending kickoff).
     pub fn idle(&self, session: &str, directory: &str, quiet: Duration) {
-        self.send(Command::Arm { session: session.into(), directory: directory.into(), delay: quiet, mode: ArmMode::Idle });
+        self.send(Command::Arm {
+            session: session.into(),
+            directory: directory.into(),
+            delay: quiet,
+            mode: ArmMode::Idle,
+        });
     }
 
     /// A user message created at `at_ms`: clears a timer armed before it and invalidates a tick
@@ -646,7 +658,13 @@ mod tests {
     struct Job2(Arc<Recorder>);
 
     impl Job for Job2 {
-        fn run(&self, session_id: String, _d: String, attempt: u32, generation: Generation) -> Pin<Box<dyn Future<Output = TickOutcome> + Send>> {
+        fn run(
+            &self,
+            session_id: String,
+            _d: String,
+            attempt: u32,
+            generation: Generation,
+        ) -> Pin<Box<dyn Future<Output = TickOutcome> + Send>> {
             let recorder = self.0.clone();
             Box::pin(async move {
                 recorder.runs.lock().push((session_id, attempt, tokio::time::Instant::now()));
@@ -655,7 +673,11 @@ mod tests {
                     recorder.release.notified().await;
                 }
                 let mut outcomes = recorder.outcomes.lock();
-                if outcomes.is_empty() { TickOutcome::Done } else { outcomes.remove(0) }
+                if outcomes.is_empty() {
+                    TickOutcome::Done
+                } else {
+                    outcomes.remove(0)
+                }
             })
         }
         fn quiet(&self) -> Duration {
@@ -839,8 +861,13 @@ mod concurrency_tests {
     }
 
     impl Job for CountingJob {
-        fn run(&self, _session: String, _directory: String, _attempt: u32, _generation: Generation)
-            -> Pin<Box<dyn Future<Output = TickOutcome> + Send>> {
+        fn run(
+            &self,
+            _session: String,
+            _directory: String,
+            _attempt: u32,
+            _generation: Generation,
+        ) -> Pin<Box<dyn Future<Output = TickOutcome> + Send>> {
             let (running, peak, done) = (self.running.clone(), self.peak.clone(), self.done.clone());
             Box::pin(async move {
                 let now = running.fetch_add(1, Ordering::SeqCst) + 1;
@@ -864,12 +891,7 @@ mod concurrency_tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_burst_of_wake_ups_runs_every_tick_but_never_more_than_the_limit_at_once() {
-        let job = CountingJob {
-            running: Arc::default(),
-            peak: Arc::default(),
-            done: Arc::default(),
-            limit: 4,
-        };
+        let job = CountingJob { running: Arc::default(), peak: Arc::default(), done: Arc::default(), limit: 4 };
         let (peak, done) = (job.peak.clone(), job.done.clone());
         let scheduler = Scheduler::start(Arc::new(job), &tokio::runtime::Handle::current());
         for index in 0..40 {

@@ -34,13 +34,7 @@ pub enum Script {
 
 impl Script {
     /// Every tracked class, in the order [`scripts_present`] reports them.
-    const ALL: [Script; 5] = [
-        Script::Cyrillic,
-        Script::Hangul,
-        Script::KanaHan,
-        Script::Devanagari,
-        Script::Arabic,
-    ];
+    const ALL: [Script; 5] = [Script::Cyrillic, Script::Hangul, Script::KanaHan, Script::Devanagari, Script::Arabic];
 
     /// Bit for this class in the internal presence mask.
     const fn bit(self) -> u8 {
@@ -88,10 +82,7 @@ fn mask_of(text: &str) -> u8 {
 /// An empty vector means the text uses no tracked script (for example plain ASCII).
 pub fn scripts_present(text: &str) -> Vec<Script> {
     let mask = mask_of(text);
-    Script::ALL
-        .into_iter()
-        .filter(|script| mask & script.bit() != 0)
-        .collect()
+    Script::ALL.into_iter().filter(|script| mask & script.bit() != 0).collect()
 }
 
 /// Returns true when `output` uses a tracked script that `reference` does not contain.
@@ -134,15 +125,7 @@ mod tests {
     #[test]
     fn reports_each_class_once_in_order() {
         let mixed = format!("{KOREAN} {RUSSIAN} {JAPANESE} {RUSSIAN} اختبار");
-        assert_eq!(
-            scripts_present(&mixed),
-            vec![
-                Script::Cyrillic,
-                Script::Hangul,
-                Script::KanaHan,
-                Script::Arabic
-            ]
-        );
+        assert_eq!(scripts_present(&mixed), vec![Script::Cyrillic, Script::Hangul, Script::KanaHan, Script::Arabic]);
         assert!(scripts_present("plain ASCII, café, naïve — “quotes”").is_empty());
     }
 
@@ -160,10 +143,7 @@ mod tests {
     #[test]
     fn cyrillic_note_for_english_objective_is_foreign() {
         assert!(introduces_foreign_script(RUSSIAN, "Fix the login bug"));
-        assert!(!introduces_foreign_script(
-            RUSSIAN,
-            &format!("Fix it\n{RUSSIAN}")
-        ));
+        assert!(!introduces_foreign_script(RUSSIAN, &format!("Fix it\n{RUSSIAN}")));
     }
 
     #[test]
@@ -182,19 +162,13 @@ mod tests {
     #[test]
     fn plain_ascii_output_is_never_flagged() {
         for reference in ["", JAPANESE, KOREAN, RUSSIAN, "English objective"] {
-            assert!(!introduces_foreign_script(
-                "Parser done; tests remain.",
-                reference
-            ));
+            assert!(!introduces_foreign_script("Parser done; tests remain.", reference));
         }
     }
 
     #[test]
     fn partial_overlap_still_flags_the_new_script() {
         // Output uses Han (present) and Hangul (absent): the Hangul is foreign.
-        assert!(introduces_foreign_script(
-            &format!("{CHINESE} {KOREAN}"),
-            CHINESE
-        ));
+        assert!(introduces_foreign_script(&format!("{CHINESE} {KOREAN}"), CHINESE));
     }
 }

@@ -104,9 +104,10 @@ impl Message {
             }
             positive_count(node)
         };
-        let error = info.get("error").and_then(Value::as_object).map(|error| {
-            error.get("name").and_then(Value::as_str).unwrap_or("").to_string()
-        });
+        let error = info
+            .get("error")
+            .and_then(Value::as_object)
+            .map(|error| error.get("name").and_then(Value::as_str).unwrap_or("").to_string());
         let agent = info
             .get("agent")
             .and_then(Value::as_str)
@@ -226,20 +227,13 @@ impl SessionView {
             parent_id: string_field(object.get("parentID")),
             directory: string_field(object.get("directory")),
             title: string_field(object.get("title")),
-            metadata: object
-                .get("metadata")
-                .and_then(Value::as_object)
-                .cloned()
-                .unwrap_or_default(),
+            metadata: object.get("metadata").and_then(Value::as_object).cloned().unwrap_or_default(),
         })
     }
 
     /// The goal stored on this session, if valid.
     pub fn goal(&self) -> Option<Goal> {
-        self.metadata
-            .get("openchamber")
-            .and_then(|ns| ns.get("goal"))
-            .and_then(Goal::from_value)
+        self.metadata.get("openchamber").and_then(|ns| ns.get("goal")).and_then(Goal::from_value)
     }
 
     /// A sub-agent session (never carries a goal).
@@ -250,17 +244,9 @@ impl SessionView {
 
 /// Builds the whole-metadata body for a write: the fresh metadata with `openchamber.<key>`
 /// replaced (or removed when `value` is `None`), every other key kept.
-pub fn merge_namespace_key(
-    fresh: &Map<String, Value>,
-    key: &str,
-    value: Option<Value>,
-) -> Map<String, Value> {
+pub fn merge_namespace_key(fresh: &Map<String, Value>, key: &str, value: Option<Value>) -> Map<String, Value> {
     let mut metadata = fresh.clone();
-    let mut namespace = metadata
-        .get("openchamber")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
+    let mut namespace = metadata.get("openchamber").and_then(Value::as_object).cloned().unwrap_or_default();
     match value {
         Some(value) => {
             namespace.insert(key.to_string(), value);
@@ -284,10 +270,7 @@ pub enum LiveStatus {
 
 /// Reads one session's live status from the status map (absent ⇒ idle).
 pub fn live_status(map: &Value, session_id: &str) -> LiveStatus {
-    let kind = map
-        .get(session_id)
-        .and_then(|entry| entry.get("type"))
-        .and_then(Value::as_str);
+    let kind = map.get(session_id).and_then(|entry| entry.get("type")).and_then(Value::as_str);
     match kind {
         Some("busy") | Some("retry") => LiveStatus::Working,
         _ => LiveStatus::Idle,

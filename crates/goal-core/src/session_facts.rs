@@ -228,8 +228,13 @@ mod tests {
     struct HeldJob(Arc<HeldTick>);
 
     impl crate::scheduler::Job for HeldJob {
-        fn run(&self, _session: String, _directory: String, _attempt: u32, generation: crate::tick::Generation)
-            -> std::pin::Pin<Box<dyn std::future::Future<Output = crate::tick::TickOutcome> + Send>> {
+        fn run(
+            &self,
+            _session: String,
+            _directory: String,
+            _attempt: u32,
+            generation: crate::tick::Generation,
+        ) -> std::pin::Pin<Box<dyn std::future::Future<Output = crate::tick::TickOutcome> + Send>> {
             let held = self.0.clone();
             Box::pin(async move {
                 held.generations.lock().push(generation);
@@ -249,7 +254,10 @@ mod tests {
     async fn repeated_sightings_skip_the_task_and_an_edit_still_invalidates() {
         use crate::scheduler::{ArmMode, GoalSighting, Scheduler};
         use std::time::Duration;
-        let held = Arc::new(HeldTick { generations: parking_lot::Mutex::new(Vec::new()), release: tokio::sync::Notify::new() });
+        let held = Arc::new(HeldTick {
+            generations: parking_lot::Mutex::new(Vec::new()),
+            release: tokio::sync::Notify::new(),
+        });
         let scheduler = Scheduler::start(Arc::new(HeldJob(held.clone())), &tokio::runtime::Handle::current());
         let sighting = |objective: &str| GoalSighting {
             session: "s".into(),

@@ -41,9 +41,7 @@ impl WriteSlots {
     pub async fn acquire(&self, session_id: &str) -> WriteSlot {
         let lock = {
             let mut map = self.slots.lock();
-            map.entry(session_id.to_string())
-                .or_insert_with(|| Arc::new(tokio::sync::Mutex::new(())))
-                .clone()
+            map.entry(session_id.to_string()).or_insert_with(|| Arc::new(tokio::sync::Mutex::new(()))).clone()
         };
         let guard = lock.clone().lock_owned().await;
         WriteSlot { slots: self.clone(), session_id: session_id.to_string(), lock, guard: Some(guard) }

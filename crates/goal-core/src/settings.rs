@@ -51,7 +51,9 @@ mod tests {
     #[test]
     fn settings_default_on_and_only_false_disables() {
         assert_eq!(SettingsFlags::parse("not json"), SettingsFlags::DEFAULT);
-        let flags = SettingsFlags::parse(r#"{"sessionGoalEnabled": false, "sessionAssistEnabled": 0, "notifyOnCompletion": "false"}"#);
+        let flags = SettingsFlags::parse(
+            r#"{"sessionGoalEnabled": false, "sessionAssistEnabled": 0, "notifyOnCompletion": "false"}"#,
+        );
         assert!(!flags.goal_enabled);
         assert!(flags.assist_enabled);
         assert!(flags.notify_on_completion);

@@ -57,7 +57,10 @@ mod tests {
         let context = SharedContext::new();
         let (first_runtime, second_runtime) = (context.clone(), context.clone());
         let held = first_runtime.dispatch_claims().claim("ses_shared").expect("free");
-        assert!(second_runtime.dispatch_claims().claim("ses_shared").is_none(), "the second runtime must not dispatch too");
+        assert!(
+            second_runtime.dispatch_claims().claim("ses_shared").is_none(),
+            "the second runtime must not dispatch too"
+        );
         drop(held);
         assert!(second_runtime.dispatch_claims().claim("ses_shared").is_some());
     }
@@ -70,7 +73,8 @@ mod tests {
         let _slot = first.write_slots().acquire("ses_apart").await;
         let other = tokio::time::timeout(Duration::from_millis(50), second.write_slots().acquire("ses_apart")).await;
         assert!(other.is_ok(), "another context has its own write slots");
-        let same = tokio::time::timeout(Duration::from_millis(50), first.clone().write_slots().acquire("ses_apart")).await;
+        let same =
+            tokio::time::timeout(Duration::from_millis(50), first.clone().write_slots().acquire("ses_apart")).await;
         assert!(same.is_err(), "a clone of the context waits for the same slot");
     }
 }

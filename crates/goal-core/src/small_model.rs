@@ -53,7 +53,12 @@ impl BuiltinSmallModel {
     }
 
     /// Same, with another catalog lifetime (tests).
-    pub fn with_ttl(context: &SharedContext, client: OpenCodeClient, explicit: Option<ModelRef>, ttl: Duration) -> Self {
+    pub fn with_ttl(
+        context: &SharedContext,
+        client: OpenCodeClient,
+        explicit: Option<ModelRef>,
+        ttl: Duration,
+    ) -> Self {
         Self { client, pools: context.http().clone(), explicit, ttl, cache: Mutex::new(HashMap::new()) }
     }
 
@@ -64,10 +69,8 @@ impl BuiltinSmallModel {
                 return Ok(catalog.clone());
             }
         }
-        let (config, providers) = tokio::join!(
-            self.client.call("GET", "/config", directory, None),
-            self.providers(directory),
-        );
+        let (config, providers) =
+            tokio::join!(self.client.call("GET", "/config", directory, None), self.providers(directory),);
         let unavailable = |error: HttpError| {
             debug!(target: "session_goal", %error, "small model: OpenCode catalog unreadable");
             SmallModelError { status: None, code: "opencode-unavailable".into() }
@@ -116,10 +119,13 @@ impl BuiltinSmallModel {
             "small model chosen"
         );
         let call = build_call(&choice, &request)?;
-        let timeout = if request.timeout_ms > 0 { Duration::from_millis(request.timeout_ms) } else { DEFAULT_CALL_TIMEOUT };
+        let timeout =
+            if request.timeout_ms > 0 { Duration::from_millis(request.timeout_ms) } else { DEFAULT_CALL_TIMEOUT };
         let (status, body) = send(&self.pools, &call, timeout).await?;
         let text = parse_reply(call.format, status, &body)?;
-        let tokens = serde_json::from_slice::<serde_json::Value>(&body).ok().and_then(|v| crate::services::usage_total(v.get("usage")));
+        let tokens = serde_json::from_slice::<serde_json::Value>(&body)
+            .ok()
+            .and_then(|v| crate::services::usage_total(v.get("usage")));
         Ok(SmallModelReply { text, provider_id: choice.provider.id.clone(), model_id: choice.model.id.clone(), tokens })
     }
 }
@@ -134,7 +140,11 @@ fn is_loopback(url: &str) -> bool {
     let rest = url.split_once("://").map(|(_, rest)| rest).unwrap_or(url);
     let host = rest.split(['/', '?']).next().unwrap_or("");
     let host = host.rsplit_once('@').map(|(_, h)| h).unwrap_or(host);
-    let host = if host.starts_with('[') { host.split(']').next().unwrap_or("").trim_start_matches('[') } else { host.split(':').next().unwrap_or("") };
+    let host = if host.starts_with('[') {
+        host.split(']').next().unwrap_or("").trim_start_matches('[')
+    } else {
+        host.split(':').next().unwrap_or("")
+    };
     host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
@@ -173,7 +183,8 @@ mod tests {
 
     #[test]
     fn loopback_hosts() {
-        for url in ["http://127.0.0.1:9/v1", "http://localhost/v1", "http://[::1]:80/v1", "http://user:pw@127.0.0.2/x"] {
+        for url in ["http://127.0.0.1:9/v1", "http://localhost/v1", "http://[::1]:80/v1", "http://user:pw@127.0.0.2/x"]
+        {
             assert!(is_loopback(url), "{url}");
         }
         for url in ["https://api.openai.com/v1", "http://127.0.0.1.example.com/v1", "http://10.0.0.1/v1"] {

@@ -86,15 +86,20 @@ impl SmallModelError {
 /// `input_tokens`/`output_tokens`, the latter with Anthropic's cache counts). `None` when absent.
 pub fn usage_total(usage: Option<&Value>) -> Option<u64> {
     let usage = usage?.as_object()?;
-    let count = |key: &str| usage.get(key).and_then(Value::as_f64).filter(|n| n.is_finite() && *n >= 0.0).map(|n| n as u64);
+    let count =
+        |key: &str| usage.get(key).and_then(Value::as_f64).filter(|n| n.is_finite() && *n >= 0.0).map(|n| n as u64);
     if let Some(total) = count("totalTokens").or_else(|| count("total_tokens")) {
         return Some(total);
     }
-    let pairs = [("inputTokens", "outputTokens"), ("prompt_tokens", "completion_tokens"), ("input_tokens", "output_tokens")];
+    let pairs =
+        [("inputTokens", "outputTokens"), ("prompt_tokens", "completion_tokens"), ("input_tokens", "output_tokens")];
     pairs.iter().find_map(|(input, output)| {
         let (i, o) = (count(input), count(output));
         (i.is_some() || o.is_some()).then(|| {
-            i.unwrap_or(0) + o.unwrap_or(0) + count("cache_creation_input_tokens").unwrap_or(0) + count("cache_read_input_tokens").unwrap_or(0)
+            i.unwrap_or(0)
+                + o.unwrap_or(0)
+                + count("cache_creation_input_tokens").unwrap_or(0)
+                + count("cache_read_input_tokens").unwrap_or(0)
         })
     })
 }
@@ -107,8 +112,14 @@ mod tests {
     fn usage_in_every_shape() {
         use serde_json::json;
         assert_eq!(usage_total(Some(&json!({"totalTokens": 120}))), Some(120));
-        assert_eq!(usage_total(Some(&json!({"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}))), Some(120));
-        assert_eq!(usage_total(Some(&json!({"input_tokens": 100, "output_tokens": 20, "cache_read_input_tokens": 5}))), Some(125));
+        assert_eq!(
+            usage_total(Some(&json!({"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}))),
+            Some(120)
+        );
+        assert_eq!(
+            usage_total(Some(&json!({"input_tokens": 100, "output_tokens": 20, "cache_read_input_tokens": 5}))),
+            Some(125)
+        );
         assert_eq!(usage_total(Some(&json!({"inputTokens": 7}))), Some(7));
         assert_eq!(usage_total(Some(&json!({"other": 1}))), None);
         assert_eq!(usage_total(Some(&json!("lots"))), None);

@@ -8,24 +8,24 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use tracing::{debug, info, warn};
 
+use crate::clock::now_ms;
 use crate::decide::{
-    self, after_audit, parse_verdict, plan_tick, unaudited_reservation, AfterAudit, Audit, Basis, Plan, WaitReason,
-    Reservation, Settlement, REASON_DISPATCH_FAILED, REASON_MESSAGES_UNAVAILABLE, REASON_OBJECTIVE_UNAVAILABLE,
+    self, after_audit, parse_verdict, plan_tick, unaudited_reservation, AfterAudit, Audit, Basis, Plan, Reservation,
+    Settlement, WaitReason, REASON_DISPATCH_FAILED, REASON_MESSAGES_UNAVAILABLE, REASON_OBJECTIVE_UNAVAILABLE,
     REASON_PAUSED_AFTER_ABORT, REASON_RESUMED,
 };
 use crate::dispatch::{continuation_message_id, Delivery, Dispatch, CONTINUATION_ID_FIELD};
 use crate::gates::{live_gate, quiet_remaining, LiveGate};
-use crate::repair::Echo;
-use crate::jsonx::extract_json_object;
 use crate::goal_record::{truncate_chars, Goal, GoalStatus, NOTE_CHAR_LIMIT, REASON_CHAR_LIMIT};
-use crate::session_data::chronological;
+use crate::jsonx::extract_json_object;
+use crate::lease::{take_lease, LEASE_FIELD};
 use crate::notify::goal_notification;
 use crate::opencode::OpenCodeClient;
 use crate::prompts;
+use crate::repair::Echo;
 use crate::script_guard::introduces_foreign_script;
 use crate::services::{Services, SmallModelRequest};
-use crate::clock::now_ms;
-use crate::lease::{take_lease, LEASE_FIELD};
+use crate::session_data::chronological;
 use crate::writer::{continuation_for_of, write_goal, write_goal_on, BaseRead, GoalGuard, GoalWrite};
 
 /// Goal-loop tunables (Part B constants; all injectable).
@@ -147,7 +147,13 @@ pub const WAITING_FOR_USER: &str = "waiting for user input";
 
 /// Runs one tick. `attempt` counts consecutive read failures (0 on a normal wake-up); the tick
 /// that follows the last allowed retry settles the goal instead of asking for another.
-pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, attempt: u32, generation: Generation) -> TickOutcome {
+pub async fn run_tick(
+    ctx: &TickContext,
+    session_id: &str,
+    directory: &str,
+    attempt: u32,
+    generation: Generation,
+) -> TickOutcome {
     let exhausted = attempt >= ctx.config.max_retry_attempts;
     // The todo list is evidence for the audit: read beside the live state, so an audited turn
     // spends no extra round trip on it (a tick that ends early just drops it).
@@ -207,7 +213,8 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
     let objective = match effective_objective(ctx, session_id, &goal).await {
         Some(text) => text,
         None if exhausted => {
-            return settle(ctx, session_id, directory, &goal, &guard, blocked(&goal, REASON_OBJECTIVE_UNAVAILABLE), "").await;
+            return settle(ctx, session_id, directory, &goal, &guard, blocked(&goal, REASON_OBJECTIVE_UNAVAILABLE), "")
+                .await;
         }
         None => {
             warn!(target: "session_goal", session = session_id, "objective unavailable; retrying");
@@ -230,7 +237,16 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
                 .join(",");
             warn!(target: "session_goal", session = session_id, failed = %which, attempt, "live state unreadable");
             if exhausted {
-                return settle(ctx, session_id, directory, &goal, &guard, blocked(&goal, REASON_MESSAGES_UNAVAILABLE), &objective).await;
+                return settle(
+                    ctx,
+                    session_id,
+                    directory,
+                    &goal,
+                    &guard,
+                    blocked(&goal, REASON_MESSAGES_UNAVAILABLE),
+                    &objective,
+                )
+                .await;
             }
             return TickOutcome::Retry;
         }
@@ -255,7 +271,9 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
     let plan = plan_tick(&goal, &messages, ctx.config.max_auto_turns);
     // [evidence hook] time budget and working hours, before any audit or continuation.
     if let Plan::Audit(basis) | Plan::ContinueUnaudited(basis) = &plan {
-        if let Some(outcome) = crate::tick_evidence::gate(ctx, session_id, directory, &goal, &guard, &objective, basis).await {
+        if let Some(outcome) =
+            crate::tick_evidence::gate(ctx, session_id, directory, &goal, &guard, &objective, basis).await
+        {
             return outcome;
         }
     }
@@ -282,7 +300,16 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
             // starts, the turn failed and the goal must not sit active forever.
             debug!(target: "session_goal", session = session_id, ?reason, attempt, "idle without a finished reply");
             if exhausted {
-                settle(ctx, session_id, directory, &goal, &guard, blocked(&goal, decide::REASON_TURN_FAILED), &objective).await;
+                settle(
+                    ctx,
+                    session_id,
+                    directory,
+                    &goal,
+                    &guard,
+                    blocked(&goal, decide::REASON_TURN_FAILED),
+                    &objective,
+                )
+                .await;
                 return TickOutcome::Settled;
             }
             return TickOutcome::Retry;
@@ -315,7 +342,19 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
                 return TickOutcome::Done;
             }
             // [evidence hook] read the evidence; the no-progress breaker may settle here.
-            let observed = match crate::tick_evidence::observe(ctx, session_id, directory, &goal, &guard, &objective, &basis, &raw_messages, todos).await {
+            let observed = match crate::tick_evidence::observe(
+                ctx,
+                session_id,
+                directory,
+                &goal,
+                &guard,
+                &objective,
+                &basis,
+                &raw_messages,
+                todos,
+            )
+            .await
+            {
                 Ok(observed) => observed,
                 Err(outcome) => return outcome,
             };
@@ -327,7 +366,14 @@ pub async fn run_tick(ctx: &TickContext, session_id: &str, directory: &str, atte
             let decision = after_audit(&goal, &basis, audit.clone());
             // [evidence hook] complete-while-failing review, breaker state, audit trail.
             let decision = match crate::tick_evidence::review(
-                ctx, session_id, &goal, &basis, &observed, audit.as_ref(), &extras, decision,
+                ctx,
+                session_id,
+                &goal,
+                &basis,
+                &observed,
+                audit.as_ref(),
+                &extras,
+                decision,
             )
             .await
             {
@@ -385,8 +431,12 @@ fn blocked(goal: &Goal, reason: &str) -> Settlement {
 
 fn log_write(session_id: &str, what: &str, result: &Result<GoalWrite, crate::opencode::HttpError>) {
     match result {
-        Ok(GoalWrite::Written(goal)) => info!(target: "session_goal", session = session_id, what, status = goal.status.as_str(), "goal written"),
-        Ok(GoalWrite::Stale) => info!(target: "session_goal", session = session_id, what, "goal changed during tick; write dropped"),
+        Ok(GoalWrite::Written(goal)) => {
+            info!(target: "session_goal", session = session_id, what, status = goal.status.as_str(), "goal written")
+        }
+        Ok(GoalWrite::Stale) => {
+            info!(target: "session_goal", session = session_id, what, "goal changed during tick; write dropped")
+        }
         Err(error) => warn!(target: "session_goal", session = session_id, what, %error, "goal write failed"),
     }
 }
@@ -498,7 +548,9 @@ async fn run_audit(
         Ok(Err(error)) => {
             if !error.is_silent() {
                 warn!(target: "session_goal", status = ?error.status, code = %error.code, "progress audit failed");
-                crate::operator::audit_failed(&error.status.map(|s| format!("status {s}")).unwrap_or_else(|| error.code.clone()));
+                crate::operator::audit_failed(
+                    &error.status.map(|s| format!("status {s}")).unwrap_or_else(|| error.code.clone()),
+                );
             }
             return (None, Default::default());
         }
@@ -572,7 +624,9 @@ async fn continue_goal(
     // When the tick went straight on (an audit answered at once, or none), its first read is
     // that base and its watch already runs; otherwise the write reads fresh, watched anew.
     let ReadAtStart { base, watch } = read;
-    let (base, watch) = if base.usable() { (Some(base), watch) } else {
+    let (base, watch) = if base.usable() {
+        (Some(base), watch)
+    } else {
         drop(watch);
         (None, ctx.echoes.watch(session_id))
     };
@@ -615,11 +669,19 @@ async fn continue_goal(
             return if other.is_err() { TickOutcome::Retry } else { TickOutcome::Done };
         }
     };
-    let reserved_guard = GoalGuard::Exact { revision: reserved.revision(), status: GoalStatus::Active, holder: ctx.holder.clone() };
+    let reserved_guard =
+        GoalGuard::Exact { revision: reserved.revision(), status: GoalStatus::Active, holder: ctx.holder.clone() };
     let bound = ECHO_BOUND.min(ctx.config.idle_quiet.max(Duration::from_millis(50)));
     let read_value = read_goal.as_ref().map_or(Value::Null, Goal::to_value);
     let written_value = reserved.to_value();
-    let reservation_echo = ReservationEcho { watch, read_value, written_value, written_metadata, reserved: &reserved, read_goal: read_goal.as_ref() };
+    let reservation_echo = ReservationEcho {
+        watch,
+        read_value,
+        written_value,
+        written_metadata,
+        reserved: &reserved,
+        read_goal: read_goal.as_ref(),
+    };
     // An echo that had not come by the bound (a slow event stream) is looked for again when the
     // tick ends without posting: the event that stopped it is often the very write we overwrote.
     let late = match reservation_echo.hear(ctx, session_id, directory, bound).await {
@@ -754,7 +816,14 @@ async fn continue_goal(
 
 /// Our whole-metadata write replaced keys another writer had just written (the events show the
 /// state before our echo): they are put back beside the dispatch, which they do not concern.
-fn restore_lost_foreign_keys(ctx: &TickContext, session_id: &str, directory: &str, watch: &crate::repair::WatchGuard, written_goal: &Value, written: Option<&Value>) {
+fn restore_lost_foreign_keys(
+    ctx: &TickContext,
+    session_id: &str,
+    directory: &str,
+    watch: &crate::repair::WatchGuard,
+    written_goal: &Value,
+    written: Option<&Value>,
+) {
     let Some(written) = written else { return };
     let Some(theirs) = watch.lost_foreign(written_goal, written) else { return };
     info!(target: "session_goal", session = session_id, "the reservation replaced keys another writer had just written; putting them back");
@@ -795,7 +864,14 @@ impl ReservationEcho<'_> {
         if echo == Echo::Unknown {
             return Heard::NotYet;
         }
-        restore_lost_foreign_keys(ctx, session_id, directory, &self.watch, &self.written_value, self.written_metadata.as_ref());
+        restore_lost_foreign_keys(
+            ctx,
+            session_id,
+            directory,
+            &self.watch,
+            &self.written_value,
+            self.written_metadata.as_ref(),
+        );
         match echo {
             Echo::Overwrote(theirs) if !is_competing_reservation(theirs.as_ref(), self.read_goal) => {
                 give_back_to_the_user(ctx, session_id, directory, self.reserved, self.read_goal, theirs).await;
@@ -814,7 +890,12 @@ impl ReservationEcho<'_> {
 
 /// A tick ending without posting after its echo came late looks for it once more (see
 /// [`ReservationEcho::hear`]); whether a user's change was written back.
-async fn repaired_late(ctx: &TickContext, session_id: &str, directory: &str, late: Option<&ReservationEcho<'_>>) -> bool {
+async fn repaired_late(
+    ctx: &TickContext,
+    session_id: &str,
+    directory: &str,
+    late: Option<&ReservationEcho<'_>>,
+) -> bool {
     match late {
         Some(late) => matches!(late.hear(ctx, session_id, directory, ECHO_BOUND).await, Heard::Repaired),
         None => false,
@@ -828,7 +909,9 @@ fn is_competing_reservation(theirs: Option<&Value>, read: Option<&Goal>) -> bool
     let (Some(their_goal), Some(read)) = (theirs.and_then(Goal::from_value), read) else {
         return false;
     };
-    their_goal.status == GoalStatus::Active && read.status == GoalStatus::Active && their_goal.revision() == read.revision()
+    their_goal.status == GoalStatus::Active
+        && read.status == GoalStatus::Active
+        && their_goal.revision() == read.revision()
 }
 
 /// Our reservation overwrote another writer's goal state (a pause, clear or edit that landed
@@ -836,15 +919,23 @@ fn is_competing_reservation(theirs: Option<&Value>, read: Option<&Goal>) -> bool
 /// our write. The reserved turn goes back with it (their goal carries the count from before).
 /// Events carry the goal's known fields only, so theirs is laid over the goal as we read it
 /// (the state their writer started from too), which keeps any other field it had.
-async fn give_back_to_the_user(ctx: &TickContext, session_id: &str, directory: &str, reserved: &Goal, read: Option<&Goal>, theirs: Option<Value>) {
+async fn give_back_to_the_user(
+    ctx: &TickContext,
+    session_id: &str,
+    directory: &str,
+    reserved: &Goal,
+    read: Option<&Goal>,
+    theirs: Option<Value>,
+) {
     info!(target: "session_goal", session = session_id, "another writer changed the goal during the reservation; restoring it, nothing sent");
     let ours = reserved.updated_at;
     let theirs = theirs.map(|their_goal| restored_goal(read, their_goal));
-    let result = crate::writer::write_namespace_key(&ctx.client, session_id, directory, "goal", |fresh| match fresh.goal() {
-        Some(current) if current.updated_at == ours => Ok(theirs),
-        _ => Err(()),
-    })
-    .await;
+    let result =
+        crate::writer::write_namespace_key(&ctx.client, session_id, directory, "goal", |fresh| match fresh.goal() {
+            Some(current) if current.updated_at == ours => Ok(theirs),
+            _ => Err(()),
+        })
+        .await;
     if let Err(error) = result {
         warn!(target: "session_goal", session = session_id, %error, "restoring the other writer's goal failed");
     }
@@ -870,21 +961,34 @@ fn restored_goal(read: Option<&Goal>, theirs: Value) -> Value {
 /// before anything was posted: the turn was never used, so it goes back, with the reservation.
 /// Only while the stored goal still carries exactly this reservation (nobody reserved again).
 async fn give_back_stopped_turn(ctx: &TickContext, session_id: &str, directory: &str, reserved: &Goal, tail: &str) {
-    let result = crate::writer::try_write_goal(&ctx.client, session_id, directory, &GoalGuard::SameId(reserved.id.clone()), |g| {
-        if g.status == GoalStatus::Active || g.turns_used != reserved.turns_used || continuation_for_of(g) != Some(tail) {
-            return Err(());
-        }
-        g.turns_used = g.turns_used.saturating_sub(1);
-        g.extra.remove(CONTINUATION_FOR_FIELD);
-        g.extra.remove(CONTINUATION_ID_FIELD);
-        g.extra.remove(LEASE_FIELD);
-        Ok(())
-    })
+    let result = crate::writer::try_write_goal(
+        &ctx.client,
+        session_id,
+        directory,
+        &GoalGuard::SameId(reserved.id.clone()),
+        |g| {
+            if g.status == GoalStatus::Active
+                || g.turns_used != reserved.turns_used
+                || continuation_for_of(g) != Some(tail)
+            {
+                return Err(());
+            }
+            g.turns_used = g.turns_used.saturating_sub(1);
+            g.extra.remove(CONTINUATION_FOR_FIELD);
+            g.extra.remove(CONTINUATION_ID_FIELD);
+            g.extra.remove(LEASE_FIELD);
+            Ok(())
+        },
+    )
     .await;
     match result {
-        Ok(crate::writer::GoalUpdate::Written { .. }) => info!(target: "session_goal", session = session_id, "stopped before dispatch; the reserved turn was given back"),
+        Ok(crate::writer::GoalUpdate::Written { .. }) => {
+            info!(target: "session_goal", session = session_id, "stopped before dispatch; the reserved turn was given back")
+        }
         Ok(_) => {}
-        Err(error) => warn!(target: "session_goal", session = session_id, %error, "giving back the reserved turn failed"),
+        Err(error) => {
+            warn!(target: "session_goal", session = session_id, %error, "giving back the reserved turn failed")
+        }
     }
 }
 
@@ -892,7 +996,12 @@ async fn give_back_stopped_turn(ctx: &TickContext, session_id: &str, directory: 
 /// `None` when it is; otherwise how the tick ends. A paused, finished or cleared goal ends it; an
 /// edited (or replaced) goal that is still active is planned again after a quiet window, with
 /// its new objective; another runtime's lease backs off.
-fn standing(ctx: &TickContext, session_id: &str, fresh: &crate::session_data::SessionView, reserved: &Goal) -> Option<TickOutcome> {
+fn standing(
+    ctx: &TickContext,
+    session_id: &str,
+    fresh: &crate::session_data::SessionView,
+    reserved: &Goal,
+) -> Option<TickOutcome> {
     let Some(goal) = fresh.goal().filter(|g| g.status == GoalStatus::Active) else {
         info!(target: "session_goal", session = session_id, "goal stopped by the user before dispatch; continuation dropped");
         return Some(TickOutcome::Done);

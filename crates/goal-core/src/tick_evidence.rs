@@ -7,12 +7,12 @@ use serde_json::{json, Value};
 use tracing::{debug, info};
 
 use crate::active_time::{self, REASON_TIME_BUDGET};
+use crate::clock::now_ms;
 use crate::decide::{AfterAudit, Audit, Basis, Reservation, Settlement, Verdict};
 use crate::evidence::{self, Digest, ProgressState, TurnPrint, OVERRIDES_FIELD, PROGRESS_FIELD, REASON_NO_PROGRESS};
-use crate::hours::{self, HoursGate};
 use crate::goal_record::{Goal, GoalStatus};
+use crate::hours::{self, HoursGate};
 use crate::tick::{settle, TickContext, TickOutcome};
-use crate::clock::now_ms;
 use crate::writer::{write_goal, GoalGuard, GoalWrite};
 
 /// Status reason while the goal waits for its working hours.
@@ -73,7 +73,13 @@ async fn write(
 }
 
 async fn append(ctx: &TickContext, session_id: &str, record: serde_json::Map<String, Value>) {
-    crate::history::append(ctx.services.data_dir.root(), session_id, &Value::Object(record), ctx.config.evidence.history_max_records).await;
+    crate::history::append(
+        ctx.services.data_dir.root(),
+        session_id,
+        &Value::Object(record),
+        ctx.config.evidence.history_max_records,
+    )
+    .await;
 }
 
 /// Time budget and working hours, checked before any audit or continuation. `Some` ends the
@@ -90,7 +96,12 @@ pub async fn gate(
     let now = now_ms();
     if active_time::time_budget_reached(goal, now) {
         info!(target: "session_goal", session = session_id, "time budget reached");
-        append(ctx, session_id, record(goal, &basis.tail_message_id, GoalStatus::BudgetLimited.as_str(), REASON_TIME_BUDGET, now)).await;
+        append(
+            ctx,
+            session_id,
+            record(goal, &basis.tail_message_id, GoalStatus::BudgetLimited.as_str(), REASON_TIME_BUDGET, now),
+        )
+        .await;
         let settlement = Settlement {
             status: GoalStatus::BudgetLimited,
             reason: REASON_TIME_BUDGET.into(),
@@ -102,7 +113,9 @@ pub async fn gate(
     }
     match hours::gate(&goal.extra, now) {
         HoursGate::WaitUntil(opens) => {
-            if goal.status_reason != REASON_WAITING_FOR_HOURS || !goal.extra.contains_key(active_time::INACTIVE_SINCE_FIELD) {
+            if goal.status_reason != REASON_WAITING_FOR_HOURS
+                || !goal.extra.contains_key(active_time::INACTIVE_SINCE_FIELD)
+            {
                 let result = write(
                     ctx,
                     session_id,
@@ -115,7 +128,12 @@ pub async fn gate(
                 )
                 .await;
                 if matches!(result, Ok(GoalWrite::Written(_))) {
-                    append(ctx, session_id, record(goal, &basis.tail_message_id, "wait", REASON_WAITING_FOR_HOURS, now)).await;
+                    append(
+                        ctx,
+                        session_id,
+                        record(goal, &basis.tail_message_id, "wait", REASON_WAITING_FOR_HOURS, now),
+                    )
+                    .await;
                 }
             }
             let wait_ms = (opens - now).max(0.0) + 50.0;
@@ -124,7 +142,9 @@ pub async fn gate(
         }
         HoursGate::Open => {
             // Back from waiting (for the user or for working hours): close the waiting period.
-            if goal.extra.contains_key(active_time::INACTIVE_SINCE_FIELD) || goal.status_reason == REASON_WAITING_FOR_HOURS {
+            if goal.extra.contains_key(active_time::INACTIVE_SINCE_FIELD)
+                || goal.status_reason == REASON_WAITING_FOR_HOURS
+            {
                 let result = write(
                     ctx,
                     session_id,
@@ -176,10 +196,12 @@ pub async fn observe(
             Ok(diffs) => Some(diffs),
             // No recorded summary: ask for the newest turn's diff, else the session's.
             Err(missing) => match missing.first() {
-                Some(message_id) => match ctx.client.session_evidence(session_id, directory, "/diff", Some(message_id)).await {
-                    Some(diff) => Some(diff),
-                    None => ctx.client.session_evidence(session_id, directory, "/diff", None).await,
-                },
+                Some(message_id) => {
+                    match ctx.client.session_evidence(session_id, directory, "/diff", Some(message_id)).await {
+                        Some(diff) => Some(diff),
+                        None => ctx.client.session_evidence(session_id, directory, "/diff", None).await,
+                    }
+                }
                 None => ctx.client.session_evidence(session_id, directory, "/diff", None).await,
             },
         }
@@ -280,8 +302,14 @@ pub async fn review(
     if matches!(decision, AfterAudit::Continue(_)) {
         // A continuation waits for nothing it does not need: the trail's line (a few blocking
         // file operations) is written beside it. Records of one session are a turn apart.
-        let (root, session, max) = (ctx.services.data_dir.root().to_path_buf(), session_id.to_string(), ctx.config.evidence.history_max_records);
-        crate::tick::spawn_detached(Box::pin(async move { crate::history::append(&root, &session, &Value::Object(entry), max).await }));
+        let (root, session, max) = (
+            ctx.services.data_dir.root().to_path_buf(),
+            session_id.to_string(),
+            ctx.config.evidence.history_max_records,
+        );
+        crate::tick::spawn_detached(Box::pin(async move {
+            crate::history::append(&root, &session, &Value::Object(entry), max).await
+        }));
     } else {
         append(ctx, session_id, entry).await;
     }
@@ -304,7 +332,11 @@ pub async fn review(
 /// Parses `evidence` / `missing` from the auditor's JSON object.
 pub fn audit_extras(object: Option<&serde_json::Map<String, Value>>, tokens: Option<u64>) -> AuditExtras {
     match object {
-        Some(object) => AuditExtras { evidence: evidence::citations(object, "evidence"), missing: evidence::citations(object, "missing"), tokens },
+        Some(object) => AuditExtras {
+            evidence: evidence::citations(object, "evidence"),
+            missing: evidence::citations(object, "missing"),
+            tokens,
+        },
         None => AuditExtras { tokens, ..AuditExtras::default() },
     }
 }

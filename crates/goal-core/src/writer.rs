@@ -188,7 +188,13 @@ pub async fn write_namespace_key(
 /// Puts back the other writers' keys our write replaced (see `repair::restored_metadata`): reads
 /// fresh, and writes only while everything but the goal still stands as we wrote it. Returns
 /// whether it wrote.
-pub async fn restore_foreign_keys(client: &OpenCodeClient, session_id: &str, directory: &str, ours: &Value, theirs: &Value) -> Result<bool, HttpError> {
+pub async fn restore_foreign_keys(
+    client: &OpenCodeClient,
+    session_id: &str,
+    directory: &str,
+    ours: &Value,
+    theirs: &Value,
+) -> Result<bool, HttpError> {
     let _slot = client.write_slots().acquire(session_id).await;
     let session = client.get_session(session_id, directory).await?;
     let Some(metadata) = crate::repair::restored_metadata(&session.metadata, ours, theirs) else {
@@ -272,7 +278,10 @@ mod tests {
 
     #[test]
     fn the_reservation_guard_compares_the_reservation() {
-        let goal = Goal::from_value(&json!({"id": "g", "status": "active", "objective": "o", "turnsUsed": 2, "continuationFor": "m1"})).unwrap();
+        let goal = Goal::from_value(
+            &json!({"id": "g", "status": "active", "objective": "o", "turnsUsed": 2, "continuationFor": "m1"}),
+        )
+        .unwrap();
         let guard = |turns_used, continuation_for: Option<&str>| GoalGuard::Reserve {
             revision: goal.revision(),
             holder: "me".into(),

@@ -4,11 +4,11 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::jsonx::extract_json_object;
 use crate::goal_record::truncate_chars;
-use crate::session_data::{chronological, Message, Role};
+use crate::jsonx::extract_json_object;
 use crate::prompts::clamp_chars;
 use crate::script_guard::introduces_foreign_script;
+use crate::session_data::{chronological, Message, Role};
 use crate::settings::SettingsFlags;
 
 /// Most characters of each side of the exchange sent to the small model.
@@ -272,7 +272,9 @@ mod tests {
 
     #[test]
     fn no_exchange_when_user_spoke_last_or_reply_unusable() {
-        assert!(LastExchange::from_messages(&messages(json!([reply("m2", "m1", 2, "a"), user("m3", 3, "next")]))).is_none());
+        assert!(
+            LastExchange::from_messages(&messages(json!([reply("m2", "m1", 2, "a"), user("m3", 3, "next")]))).is_none()
+        );
         assert!(LastExchange::from_messages(&[]).is_none());
         let no_id = json!([{"info": {"role": "assistant", "time": {"created": 1, "completed": 2}}, "parts": [{"type": "text", "text": "x"}]}]);
         // A list holding an entry without an id is a failed read, not an exchange.
@@ -331,7 +333,10 @@ mod tests {
     fn parse_reads_only_requested_string_fields() {
         let text = r#"{"recap": "Pinned the seed; CI green.", "suggestion": "Add a regression test for the seed."}"#;
         let recap_only = parse_reply(text, Targets { recap: true, suggestion: false }, "");
-        assert_eq!(recap_only.fields, AssistFields { recap: "Pinned the seed; CI green.".into(), suggestion: String::new() });
+        assert_eq!(
+            recap_only.fields,
+            AssistFields { recap: "Pinned the seed; CI green.".into(), suggestion: String::new() }
+        );
         let suggestion_only = parse_reply(text, Targets { recap: false, suggestion: true }, "");
         assert_eq!(suggestion_only.fields.recap, "");
         assert_eq!(suggestion_only.fields.suggestion, "Add a regression test for the seed.");
@@ -354,7 +359,8 @@ mod tests {
     #[test]
     fn language_guard_drops_each_field_on_its_own() {
         let reference = "Why is CI red?\nA flaky test; I pinned the seed.";
-        let text = r#"{"recap": "시드를 고정해 CI가 통과합니다.", "suggestion": "Add a regression test for the seed."}"#;
+        let text =
+            r#"{"recap": "시드를 고정해 CI가 통과합니다.", "suggestion": "Add a regression test for the seed."}"#;
         let parsed = parse_reply(text, BOTH, reference);
         assert_eq!(parsed.fields.recap, "");
         assert_eq!(parsed.fields.suggestion, "Add a regression test for the seed.");

@@ -12,13 +12,13 @@ use std::time::Duration;
 use tracing::{debug, warn};
 
 use super::content::{assist_payload, parse_reply, tail_reply, LastExchange, Targets};
+use crate::clock::now_ms;
 use crate::intake::{Consumer, IntakeEvent};
 use crate::opencode::OpenCodeClient;
 use crate::prompts::{assist_system_prompt, assist_user_prompt};
 use crate::scheduler::{ArmMode, Job, Scheduler, SessionSnapshot};
 use crate::services::{DataDir, SmallModel, SmallModelRequest};
 use crate::tick::{Generation, TickOutcome};
-use crate::clock::now_ms;
 use crate::writer::write_namespace_key;
 
 /// The metadata key under `openchamber` that the assist owns.
@@ -106,7 +106,13 @@ struct AssistJob {
 }
 
 impl Job for AssistJob {
-    fn run(&self, session_id: String, directory: String, _attempt: u32, generation: Generation) -> Pin<Box<dyn Future<Output = TickOutcome> + Send>> {
+    fn run(
+        &self,
+        session_id: String,
+        directory: String,
+        _attempt: u32,
+        generation: Generation,
+    ) -> Pin<Box<dyn Future<Output = TickOutcome> + Send>> {
         let ctx = self.ctx.clone();
         Box::pin(async move {
             generate(&ctx, &session_id, &directory, &generation).await;
@@ -145,7 +151,12 @@ async fn generate(ctx: &AssistContext, session_id: &str, directory: &str, genera
     }
 }
 
-async fn try_generate(ctx: &AssistContext, session_id: &str, directory: &str, generation: &Generation) -> Result<(), Skip> {
+async fn try_generate(
+    ctx: &AssistContext,
+    session_id: &str,
+    directory: &str,
+    generation: &Generation,
+) -> Result<(), Skip> {
     // Read at fire time: the user may flip the switches at any moment.
     let targets = Targets::from_flags(&ctx.data_dir.flags().await);
     if !targets.any() {
@@ -165,7 +176,12 @@ async fn try_generate(ctx: &AssistContext, session_id: &str, directory: &str, ge
     let exchange = LastExchange::from_messages(&messages).ok_or(Skip::NoExchange)?;
 
     let request = SmallModelRequest {
-        prompt: assist_user_prompt(&exchange.transcript(), exchange.language_sample(), targets.recap, targets.suggestion),
+        prompt: assist_user_prompt(
+            &exchange.transcript(),
+            exchange.language_sample(),
+            targets.recap,
+            targets.suggestion,
+        ),
         system: assist_system_prompt(targets.recap, targets.suggestion),
         directory: directory.to_string(),
         preferred_provider_id: exchange.provider_id.clone(),

@@ -97,7 +97,9 @@ impl ModelEntry {
         let api = value.get("api");
         let api_id = Some(text(api.and_then(|a| a.get("id")))).filter(|s| !s.is_empty()).unwrap_or_else(|| id.clone());
         let capabilities = value.get("capabilities");
-        let io = |side: &str, kind: &str| capabilities.and_then(|c| c.get(side)).and_then(|s| s.get(kind)).and_then(Value::as_bool);
+        let io = |side: &str, kind: &str| {
+            capabilities.and_then(|c| c.get(side)).and_then(|s| s.get(kind)).and_then(Value::as_bool)
+        };
         // Unknown capabilities (a config-defined model) count as plain text.
         let text_io = io("input", "text") != Some(false)
             && io("output", "text") != Some(false)
@@ -164,7 +166,8 @@ impl ProviderEntry {
             return None;
         }
         let options = value.get("options");
-        let option = |key: &str| options.and_then(|o| o.get(key)).and_then(Value::as_str).unwrap_or("").trim().to_string();
+        let option =
+            |key: &str| options.and_then(|o| o.get(key)).and_then(Value::as_str).unwrap_or("").trim().to_string();
         let mut api_key = option("apiKey");
         if api_key.is_empty() {
             api_key = value.get("key").and_then(Value::as_str).unwrap_or("").trim().to_string();
@@ -176,7 +179,9 @@ impl ProviderEntry {
             .unwrap_or_default();
         let models = match value.get("models") {
             Some(Value::Object(map)) => map.iter().map(|(key, model)| ModelEntry::from_value(key, model)).collect(),
-            Some(Value::Array(list)) => list.iter().map(|model| ModelEntry::from_value("", model)).filter(|m| !m.id.is_empty()).collect(),
+            Some(Value::Array(list)) => {
+                list.iter().map(|model| ModelEntry::from_value("", model)).filter(|m| !m.id.is_empty()).collect()
+            }
             _ => Vec::new(),
         };
         Some(ProviderEntry { id, base_url: option("baseURL"), api_key: Secret::new(api_key), headers, models })
@@ -310,7 +315,11 @@ pub fn resolve(catalog: &Catalog, explicit: Option<&ModelRef>, preference: Prefe
         }
         let model_id = preference.model_id.trim();
         if !model_id.is_empty() {
-            return Some(Choice { provider: provider.clone(), model: provider.model_or_named(model_id), source: Source::SessionModel });
+            return Some(Choice {
+                provider: provider.clone(),
+                model: provider.model_or_named(model_id),
+                source: Source::SessionModel,
+            });
         }
     }
     if preference.restrict {
@@ -395,7 +404,10 @@ mod tests {
 
     #[test]
     fn model_refs_parse() {
-        assert_eq!(ModelRef::parse(" openrouter/google/gemini-flash "), ModelRef::new("openrouter", "google/gemini-flash"));
+        assert_eq!(
+            ModelRef::parse(" openrouter/google/gemini-flash "),
+            ModelRef::new("openrouter", "google/gemini-flash")
+        );
         assert_eq!(ModelRef::parse("nomodel"), None);
         assert_eq!(ModelRef::parse("/m"), None);
         assert_eq!(ModelRef::parse("p/ "), None);
@@ -407,11 +419,17 @@ mod tests {
         catalog.small_model = ModelRef::parse("google/gemini-flash-latest");
         let explicit = ModelRef::parse("mock/custom-small");
         let choice = resolve(&catalog, explicit.as_ref(), prefer("openai", "gpt-5.4", true)).unwrap();
-        assert_eq!((choice.provider.id.as_str(), choice.model.id.as_str(), choice.source), ("mock", "custom-small", Source::Override));
+        assert_eq!(
+            (choice.provider.id.as_str(), choice.model.id.as_str(), choice.source),
+            ("mock", "custom-small", Source::Override)
+        );
         assert_eq!(choice.model.api_id, "custom-small", "a model the catalog does not list is called by its id");
         // Config goes to another provider even when restricted: the user chose it.
         let choice = resolve(&catalog, None, prefer("openai", "gpt-5.4", true)).unwrap();
-        assert_eq!((choice.provider.id.as_str(), choice.model.id.as_str(), choice.source), ("google", "gemini-flash-latest", Source::Config));
+        assert_eq!(
+            (choice.provider.id.as_str(), choice.model.id.as_str(), choice.source),
+            ("google", "gemini-flash-latest", Source::Config)
+        );
     }
 
     #[test]
@@ -433,7 +451,10 @@ mod tests {
     #[test]
     fn session_model_when_the_provider_has_no_small_family() {
         let choice = resolve(&catalog(), None, prefer("mock", "mock-model", true)).unwrap();
-        assert_eq!((choice.provider.id.as_str(), choice.model.id.as_str(), choice.source), ("mock", "mock-model", Source::SessionModel));
+        assert_eq!(
+            (choice.provider.id.as_str(), choice.model.id.as_str(), choice.source),
+            ("mock", "mock-model", Source::SessionModel)
+        );
     }
 
     #[test]
@@ -443,7 +464,10 @@ mod tests {
         assert_eq!(resolve(&catalog(), None, prefer("", "", true)), None);
         // Unrestricted: the same families across the other providers, family-major.
         let choice = resolve(&catalog(), None, prefer("ghost", "m", false)).unwrap();
-        assert_eq!((choice.provider.id.as_str(), choice.model.id.as_str(), choice.source), ("google", "gemini-flash-latest", Source::Scan));
+        assert_eq!(
+            (choice.provider.id.as_str(), choice.model.id.as_str(), choice.source),
+            ("google", "gemini-flash-latest", Source::Scan)
+        );
     }
 
     #[test]

@@ -106,7 +106,11 @@ pub fn build_call(choice: &Choice, request: &SmallModelRequest) -> Result<Provid
             messages.push(json!({ "role": "user", "content": request.prompt }));
             // OpenAI's own API rejects `max_tokens` for its reasoning models; everyone else that
             // speaks the format still expects `max_tokens`.
-            let cap_field = if model.npm == "@ai-sdk/openai" || provider.id == "openai" { "max_completion_tokens" } else { "max_tokens" };
+            let cap_field = if model.npm == "@ai-sdk/openai" || provider.id == "openai" {
+                "max_completion_tokens"
+            } else {
+                "max_tokens"
+            };
             let mut body = json!({ "model": model.api_id, "messages": messages, "stream": false });
             body[cap_field] = Value::from(max_output);
             (format!("{base}/chat/completions"), body)
@@ -155,29 +159,38 @@ pub fn parse_reply(format: WireFormat, status: u16, body: &[u8]) -> Result<Strin
     let value: Value = serde_json::from_slice(body).map_err(|_| error("provider-bad-response"))?;
     let (text, exhausted) = match format {
         WireFormat::OpenAiChat => {
-            let choice = value.get("choices").and_then(Value::as_array).and_then(|c| c.first()).ok_or_else(|| error("provider-bad-response"))?;
+            let choice = value
+                .get("choices")
+                .and_then(Value::as_array)
+                .and_then(|c| c.first())
+                .ok_or_else(|| error("provider-bad-response"))?;
             let message = choice.get("message");
             let text = match message.and_then(|m| m.get("content")) {
                 Some(Value::String(text)) => text.clone(),
                 // Some gateways answer with content parts.
-                Some(Value::Array(parts)) => parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join(""),
+                Some(Value::Array(parts)) => {
+                    parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("")
+                }
                 _ => String::new(),
             };
-            let reasoned = ["reasoning_content", "reasoning"]
-                .iter()
-                .any(|key| message.and_then(|m| m.get(*key)).and_then(Value::as_str).is_some_and(|r| !r.trim().is_empty()));
+            let reasoned = ["reasoning_content", "reasoning"].iter().any(|key| {
+                message.and_then(|m| m.get(*key)).and_then(Value::as_str).is_some_and(|r| !r.trim().is_empty())
+            });
             let length = choice.get("finish_reason").and_then(Value::as_str) == Some("length");
             (text, length || reasoned)
         }
         WireFormat::AnthropicMessages => {
-            let blocks = value.get("content").and_then(Value::as_array).ok_or_else(|| error("provider-bad-response"))?;
+            let blocks =
+                value.get("content").and_then(Value::as_array).ok_or_else(|| error("provider-bad-response"))?;
             let text = blocks
                 .iter()
                 .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
                 .filter_map(|b| b.get("text").and_then(Value::as_str))
                 .collect::<Vec<_>>()
                 .join("");
-            let thought = blocks.iter().any(|b| matches!(b.get("type").and_then(Value::as_str), Some("thinking" | "redacted_thinking")));
+            let thought = blocks
+                .iter()
+                .any(|b| matches!(b.get("type").and_then(Value::as_str), Some("thinking" | "redacted_thinking")));
             let length = value.get("stop_reason").and_then(Value::as_str) == Some("max_tokens");
             (text, length || thought)
         }
@@ -225,7 +238,8 @@ mod tests {
 
     #[test]
     fn openai_compatible_request() {
-        let call = build_call(&choice("mock", "@ai-sdk/openai-compatible", "http://127.0.0.1:9/v1/", "k1"), &request()).unwrap();
+        let call = build_call(&choice("mock", "@ai-sdk/openai-compatible", "http://127.0.0.1:9/v1/", "k1"), &request())
+            .unwrap();
         assert_eq!(call.url, "http://127.0.0.1:9/v1/chat/completions");
         assert_eq!(call.format, WireFormat::OpenAiChat);
         assert_eq!(header(&call, "authorization"), Some("Bearer k1"));
@@ -292,7 +306,8 @@ mod tests {
         assert_eq!(parse_reply(WireFormat::OpenAiChat, 200, parts).unwrap(), "ab");
         let length = br#"{"choices":[{"message":{"content":""},"finish_reason":"length"}]}"#;
         assert_eq!(parse_reply(WireFormat::OpenAiChat, 200, length).unwrap_err().code, "output-exhausted");
-        let reasoning = br#"{"choices":[{"message":{"content":null,"reasoning_content":"thinking..."},"finish_reason":"stop"}]}"#;
+        let reasoning =
+            br#"{"choices":[{"message":{"content":null,"reasoning_content":"thinking..."},"finish_reason":"stop"}]}"#;
         assert_eq!(parse_reply(WireFormat::OpenAiChat, 200, reasoning).unwrap_err().code, "output-exhausted");
         let empty = br#"{"choices":[{"message":{"content":""},"finish_reason":"stop"}]}"#;
         assert_eq!(parse_reply(WireFormat::OpenAiChat, 200, empty).unwrap_err().code, "empty-output");
@@ -312,7 +327,13 @@ mod tests {
 
     #[test]
     fn http_failures_are_classified() {
-        for (status, expected) in [(401, (Some(401), "provider-unauthorized")), (403, (Some(401), "provider-unauthorized")), (404, (Some(404), "provider-model-not-found")), (429, (Some(429), "provider-rate-limited")), (503, (Some(503), "provider-error"))] {
+        for (status, expected) in [
+            (401, (Some(401), "provider-unauthorized")),
+            (403, (Some(401), "provider-unauthorized")),
+            (404, (Some(404), "provider-model-not-found")),
+            (429, (Some(429), "provider-rate-limited")),
+            (503, (Some(503), "provider-error")),
+        ] {
             let error = parse_reply(WireFormat::OpenAiChat, status, b"{\"error\":{}}").unwrap_err();
             assert_eq!((error.status, error.code.as_str()), expected, "status {status}");
         }
