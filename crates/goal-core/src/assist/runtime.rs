@@ -12,6 +12,7 @@ use std::time::Duration;
 use tracing::{debug, warn};
 
 use super::content::{assist_payload, parse_reply, tail_reply, AssistFields, LastExchange, Targets};
+use crate::error::Cancelled;
 use crate::intake::{Consumer, IntakeEvent};
 use crate::io::opencode::OpenCodeClient;
 use crate::io::services::{DataDir, SmallModel, SmallModelReply, SmallModelRequest};
@@ -272,7 +273,7 @@ async fn write_if_current(
         if generation.is_current() {
             Ok(Some(payload))
         } else {
-            Err(())
+            Err(Cancelled)
         }
     })
     .await

@@ -6,6 +6,7 @@
 use serde_json::{json, Value};
 use tracing::{info, warn};
 
+use crate::error::Cancelled;
 use crate::goal::context::Tick;
 use crate::goal::dispatch::{Delivery, Dispatch, CONTINUATION_ID_FIELD};
 use crate::goal::echo::repaired_late;
@@ -173,7 +174,7 @@ async fn give_back_stopped_turn(tick: &Tick<'_>, reserved: &Goal, tail: &str) {
     let result = try_write_goal(&tick.ctx.client, session_id, tick.directory, &guard, |g| {
         if g.status == GoalStatus::Active || g.turns_used != reserved.turns_used || continuation_for_of(g) != Some(tail)
         {
-            return Err(());
+            return Err(Cancelled);
         }
         g.turns_used = g.turns_used.saturating_sub(1);
         g.extra.remove(CONTINUATION_FOR_FIELD);
