@@ -25,6 +25,7 @@ pub mod accounting;
 pub mod actions;
 pub mod active_time;
 pub mod assist;
+pub mod cause;
 pub mod clock;
 pub mod commands;
 pub mod create;
