@@ -17,6 +17,9 @@ cargo clippy --workspace --all-targets --target x86_64-unknown-linux-gnu -- -D w
 echo "== cargo test (goal-core: pure decisions, accounting, prompts, parsing)"
 cargo test --workspace --target x86_64-unknown-linux-gnu
 
+echo "== cargo package goal-core (the packaged crate builds on its own; offline, deps fetched above)"
+cargo package -p goal-core --allow-dirty --offline
+
 echo "== napi build (debug)"
 npx napi build --platform --target x86_64-unknown-linux-gnu
 git diff --exit-code -- index.js index.d.ts || {
