@@ -145,32 +145,36 @@ async function connectionRefused() {
   // different phase of a tick.
   return withHarness('refused', {}, async (h) => {
     await standardRuntime(h)
-    const outage = (ms) => h.mock.refuseConnections({ forMs: ms }).catch(() => {})
+    const outage = (c, ms) => {
+      c.data.outageHappened()
+      return h.mock.refuseConnections({ forMs: ms }).catch(() => {})
+    }
     const phases = [
       ['down during the audit (500 ms)', (c) => {
         let first = true
         c.auditor = async (request) => {
           if (first) {
             first = false
-            outage(500)
+            outage(c, 500)
             await sleep(50)
           }
           return verdict(request.prompt.includes('FINISHED:') ? 'complete' : 'continue')
         }
       }],
-      ['down right after the reservation landed (500 ms)', (c) => h.onReservation(c, () => outage(500))],
+      ['down right after the reservation landed (500 ms)', (c) => h.onReservation(c, () => outage(c, 500))],
       ['down while the admitted prompt was answered (600 ms)', (c) => {
-        h.mock.fault({ method: 'POST', path: prompt(c), times: 1, apply: true, destroy: true, action: () => outage(600) })
+        h.mock.fault({ method: 'POST', path: prompt(c), times: 1, apply: true, destroy: true, action: () => outage(c, 600) })
       }],
       ['down when the quiet window fired (400 ms)', (c) => {
-        h.mock.fault({ method: 'GET', path: sessionPath(c), times: 1, destroy: true, action: () => outage(400) })
+        h.mock.fault({ method: 'GET', path: sessionPath(c), times: 1, destroy: true, action: () => outage(c, 400) })
       }],
       ['down longer than every read retry (1.8 s): recovered on reconnect', (c) => {
-        h.mock.fault({ method: 'GET', path: sessionPath(c), times: 1, destroy: true, action: () => outage(1800) })
+        h.mock.fault({ method: 'GET', path: sessionPath(c), times: 1, destroy: true, action: () => outage(c, 1800) })
       }],
     ]
     for (const [label, arrange] of phases) {
       const c = h.addCase({ label, start: false })
+      c.data.outageHappened = h.disturbance(c, 'the outage (connections refused)')
       arrange(c)
       h.start(c)
       const deadline = Date.now() + 8000
@@ -458,6 +462,7 @@ async function userMessageDuringAudit() {
     await standardRuntime(h, { filter })
     // The user types: their message lands at once, their turn runs (busy), the reply comes.
     const userTurn = (c, replyDelayMs) => {
+      c.data.userTyped()
       h.recordStop(c, 'user message', (k) => k.tail === c.data.oldTail)
       h.mock.addUserMessage(c.sessionId, 'Also handle tables, please.')
       h.mock.setStatus(c.sessionId, 'busy')
@@ -476,6 +481,7 @@ async function userMessageDuringAudit() {
     for (const [label, missEvents, when, replyDelayMs] of variants) {
       const c = h.addCase({ label, start: false, expect: expectComplete(0) })
       c.data.oldTail = h.mock.messages(c.sessionId).at(-1).info.id
+      c.data.userTyped = h.disturbance(c, 'the user\'s message and turn')
       if (missEvents) blind.add(c.sessionId)
       if (when === 'audit') {
         c.auditor = async (request, self) => {
@@ -523,7 +529,8 @@ async function runtimeDropped() {
   // (same process, as a host that reloads its module does).
   return withHarness('runtime-dropped', {}, async (h) => {
     let current = await standardRuntime(h)
-    const replace = async ({ stop, directories }) => {
+    const replace = async (c, { stop, directories }) => {
+      c.data.replaced()
       const old = current
       current = h.newRuntime({ options: { directories } })
       await h.dropRuntime(old, { stop })
@@ -537,9 +544,10 @@ async function runtimeDropped() {
     }
     const midAudit = (label, stop) => {
       const c = h.addCase({ label, start: false })
+      c.data.replaced = h.disturbance(c, 'the host replaced its runtime')
       c.auditor = async (request, self) => {
         if (self.auditCalls === 1) {
-          replace({ stop, directories: [self.directory] })
+          replace(self, { stop, directories: [self.directory] })
           await sleep(300)
         }
         return verdict(request.prompt.includes('FINISHED:') ? 'complete' : 'continue')
@@ -550,17 +558,19 @@ async function runtimeDropped() {
     await phase(midAudit('dropped (not stopped) during the audit, new runtime recovers', false))
     const midDispatch = (label, stop) => {
       const c = h.addCase({ label, start: false })
+      c.data.replaced = h.disturbance(c, 'the host replaced its runtime')
       h.mock.fault({
         method: 'POST', path: prompt(c), times: 1, delayMs: 600,
-        action: () => replace({ stop, directories: [c.directory] }),
+        action: () => replace(c, { stop, directories: [c.directory] }),
       })
       return c
     }
     await phase(midDispatch('stopped while the prompt was in flight', true))
     await phase(midDispatch('dropped while the prompt was in flight', false))
     const reserved = h.addCase({ label: 'dropped right after the reservation', start: false })
+    reserved.data.replaced = h.disturbance(reserved, 'the host replaced its runtime')
     h.onReservation(reserved, () => {
-      replace({ stop: false, directories: [reserved.directory] })
+      replace(reserved, { stop: false, directories: [reserved.directory] })
     })
     await phase(reserved)
     await h.settle()
@@ -817,9 +827,15 @@ async function twoHosts() {
     else other.stderr.resume()
     const deadline = Date.now() + 10_000
     while (!out.includes('ready') && Date.now() < deadline) await sleep(20)
+    // A run in which only one host took part measures nothing: it fails (and so does one where
+    // the second host never sent a continuation, checked below).
+    if (!out.includes('ready')) h.fail('two-hosts: the second host never reported ready within 10 s')
     const goals = Math.max(1, Number(process.env.FAULTS_TWO_HOSTS_GOALS ?? 30))
     const cases = []
-    for (let i = 0; i < goals; i++) cases.push(h.addCase({ label: 'goal watched by two hosts', start: false }))
+    // Both hosts derive the same continuation id from the same tail: the one that loses the race
+    // re-posts an id the server already holds (answered once), whatever answer the other had.
+    const repostsBecause = 'a second host posts the id the first derived'
+    for (let i = 0; i < goals; i++) cases.push(h.addCase({ label: 'goal watched by two hosts', start: false, repostsBecause }))
     for (const c of cases) h.start(c)
     // Two hosts on two cores work through a large run slowly: the budget grows with the goals.
     await h.settle({ timeoutMs: Number(process.env.FAULTS_TWO_HOSTS_SETTLE_MS ?? Math.max(20_000, goals * 40)) })
@@ -837,6 +853,8 @@ async function twoHosts() {
     h.note(`two-hosts: ${goals} goals watched by two hosts in two processes, all going idle at the same instant: ${ended} ended complete, ${twice} continuation(s) sent twice; the second host sent ${second.continuations} of the ${rows.reduce((n, r) => n + r.continuations.length, 0)} continuations; ${second.panics} panic(s) in the second host`)
     if (crashed) h.note(`two-hosts: the second host ${exit ? 'exited with ' + (exit.signal ?? exit.code) : 'did not exit'}`)
     h.extraPanics = second.panics
+    if (!crashed && !(second.continuations > 0)) h.fail(`two-hosts: the second host sent no continuation (of ${goals} goals): one host did all the work`)
+    if (crashed) h.fail(`two-hosts: the second host ${exit ? 'exited with ' + (exit.signal ?? exit.code) : 'did not exit'}`)
   })
 }
 
@@ -900,20 +918,21 @@ async function writerInWindow() {
 }
 
 /**
- * Requests held past the timeout: the prompt is admitted but its answer never comes back within
- * fetchTimeoutMs, on every attempt or on the first one. Every attempt posts the same messageID,
- * which OpenCode answers once: one continuation.
+ * Requests held past the timeout (fetchTimeoutMs 300). An admitted prompt whose answer never
+ * comes back: before any retry the runtime reads the session, which shows the prompt landed, so
+ * it does not post again. A prompt held without being admitted, then refused: the retries post
+ * the same messageID until one is admitted. Every fault below must fire as often as it says.
  */
 async function heldPastTimeout() {
   return withHarness('held-past-timeout', { runtimeOptions: { fetchTimeoutMs: 300 } }, async (h) => {
     await standardRuntime(h)
     const placements = [
-      ['prompt held on every attempt (admitted)', (c) => h.mock.fault({ method: 'POST', path: prompt(c), times: 3, apply: true, hang: true })],
-      ['prompt held, then 503', (c) => {
-        h.mock.fault({ method: 'POST', path: prompt(c), times: 1, apply: true, hang: true })
+      ['prompt held (admitted): the re-read shows it, no second post', (c) => h.mock.fault({ method: 'POST', path: prompt(c), times: 1, apply: true, hang: true })],
+      ['prompt held (not admitted), then 503, then admitted', (c) => {
+        h.mock.fault({ method: 'POST', path: prompt(c), times: 1, hang: true })
         h.mock.fault({ method: 'POST', path: prompt(c), times: 1, status: 503 })
       }],
-      ['prompt answered after the timeout (admitted), twice', (c) => h.mock.fault({ method: 'POST', path: prompt(c), times: 2, apply: true, delayMs: 600 })],
+      ['prompt answered after the timeout (admitted)', (c) => h.mock.fault({ method: 'POST', path: prompt(c), times: 1, apply: true, delayMs: 600 })],
       ['reservation PATCH held (applied)', (c) => h.mock.fault({ method: 'PATCH', path: sessionPath(c), times: 1, apply: true, hang: true })],
     ]
     for (const [label, arrange] of placements) {
@@ -966,7 +985,7 @@ export const CLASSES = [
   },
   {
     name: 'held-past-timeout', title: 'requests held past the timeout', run: heldPastTimeout,
-    judged: 'fetchTimeoutMs 300; the prompt admitted but never answered on every attempt, held then 503, answered late twice; the reservation PATCH applied but never answered: `complete` after exactly one continuation (every attempt posts the same messageID).',
+    judged: 'fetchTimeoutMs 300; the prompt admitted but never answered (the session read before a retry shows it landed: no second post); held without being admitted, then refused with 503, then admitted (three posts of one messageID, one message); answered after the timeout; the reservation PATCH applied but never answered: `complete` after exactly one continuation, every fault fired as often as it was set.',
   },
   {
     name: 'dropped-events', title: 'dropped events (sweep)', run: droppedEvents,
