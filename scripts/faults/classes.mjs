@@ -45,19 +45,33 @@ async function standardRuntime(h, options) {
 
 // ---- the OpenCode server misbehaves -----------------------------------------------------------
 
-/** A forwarding filter that hides every event of the sessions in `blind` (a host whose stream missed them). */
-function blindFilter(blind) {
+/**
+ * A forwarding filter that hides every event of the sessions in `blind` (a host whose stream
+ * missed them). Each case whose events it hid has its "events missed" disturbance fired.
+ */
+function blindFilter(h, blind) {
   return (payload) => {
     const p = payload?.properties
     const id = p?.sessionID ?? p?.info?.sessionID ?? p?.info?.id ?? p?.part?.sessionID
-    return !blind.has(id)
+    if (!blind.has(id)) return true
+    eventMissed(h, id)
+    return false
   }
+}
+
+/** Arms the disturbance "the host missed this session's events": it must happen at least once. */
+function missEvents(h, c) {
+  c.data.eventMissed = h.disturbance(c, 'an event of the session the host did not forward')
+}
+
+function eventMissed(h, sessionId) {
+  h.cases.find((c) => c.sessionId === sessionId)?.data.eventMissed?.()
 }
 
 async function http5xx() {
   return withHarness('5xx', {}, async (h) => {
     const blind = new Set()
-    const runtime = await standardRuntime(h, { filter: blindFilter(blind) })
+    const runtime = await standardRuntime(h, { filter: blindFilter(h, blind) })
     const cases = [
       ['GET session 503 twice', (c) => ({ method: 'GET', path: sessionPath(c), times: 2, status: 503 })],
       ['GET messages 500 twice', (c) => ({ method: 'GET', path: messagesPath(c), times: 2, status: 500 })],
@@ -85,6 +99,7 @@ async function http5xx() {
     // The same with the host's event stream missing everything about the session after the
     // idle that started it: only the session itself can show whether the prompt landed.
     const unseen = h.addCase({ label: 'prompt 502 admitted, reconcile reads failing, events missed', start: false })
+    missEvents(h, unseen)
     h.mock.fault({
       method: 'POST', path: prompt(unseen), times: 1, status: 502, apply: true,
       action: () => {
@@ -381,7 +396,9 @@ function stopClass(name, act, expectFor) {
       const blind = new Set()
       const filter = (payload) => {
         const id = payload?.properties?.info?.id ?? payload?.properties?.info?.sessionID ?? payload?.properties?.sessionID
-        return !(blind.has(id) && (payload.type === 'session.updated' || payload.type === 'message.updated'))
+        const hidden = blind.has(id) && (payload.type === 'session.updated' || payload.type === 'message.updated')
+        if (hidden) eventMissed(h, id)
+        return !hidden
       }
       await standardRuntime(h, { filter })
       const placements = [
@@ -390,10 +407,13 @@ function stopClass(name, act, expectFor) {
         ['between dispatch attempts', false, 'retry'],
         ['between dispatch attempts, events missed', true, 'retry'],
       ]
-      for (const [where, missEvents, when] of placements) {
+      for (const [where, missed, when] of placements) {
         const c = h.addCase({ label: where, start: false })
         c.expect = expectFor(c)
-        if (missEvents) blind.add(c.sessionId)
+        if (missed) {
+          missEvents(h, c)
+          blind.add(c.sessionId)
+        }
         if (when === 'reservation') h.onReservation(c, ({ after }) => act(h, c, after))
         else {
           h.mock.fault({
@@ -457,7 +477,9 @@ async function userMessageDuringAudit() {
     const blind = new Set()
     const filter = (payload) => {
       const id = payload?.properties?.info?.sessionID ?? payload?.properties?.sessionID
-      return !(blind.has(id) && payload.type === 'message.updated')
+      const hidden = blind.has(id) && payload.type === 'message.updated'
+      if (hidden) eventMissed(h, id)
+      return !hidden
     }
     await standardRuntime(h, { filter })
     // The user types: their message lands at once, their turn runs (busy), the reply comes.
@@ -478,11 +500,14 @@ async function userMessageDuringAudit() {
       ['inside the reservation write', false, 'reservation', 20],
       ['inside the reservation write, message event missed', true, 'reservation', 20],
     ]
-    for (const [label, missEvents, when, replyDelayMs] of variants) {
+    for (const [label, missed, when, replyDelayMs] of variants) {
       const c = h.addCase({ label, start: false, expect: expectComplete(0) })
       c.data.oldTail = h.mock.messages(c.sessionId).at(-1).info.id
       c.data.userTyped = h.disturbance(c, 'the user\'s message and turn')
-      if (missEvents) blind.add(c.sessionId)
+      if (missed) {
+        missEvents(h, c)
+        blind.add(c.sessionId)
+      }
       if (when === 'audit') {
         c.auditor = async (request, self) => {
           if (self.auditCalls === 1) {
@@ -955,11 +980,12 @@ async function droppedEvents() {
     const cases = []
     for (let i = 0; i < 4; i++) {
       const c = h.addCase({ label: 'every event of the session dropped', start: false })
+      missEvents(h, c)
       blind.add(c.sessionId)
       cases.push(c)
     }
     await standardRuntime(h, {
-      filter: blindFilter(blind),
+      filter: blindFilter(h, blind),
       options: { sweepIntervalMs: 400, directories: cases.map((c) => c.directory), recoverOnStart: false },
     })
     for (const c of cases) h.start(c)
