@@ -842,7 +842,25 @@ async function wrongTypes() {
  */
 async function twoHosts() {
   return withHarness('two-hosts', {}, async (h) => {
-    await standardRuntime(h)
+    // Every third goal reaches this host late (its events forwarded 300 ms after they came, as
+    // on a slower host): the second host gets there first and must win those, so both hosts
+    // take part in every run. The other goals reach both at the same instant (the worst race).
+    const late = new Set()
+    let first = null
+    const delayLate = (payload, directory) => {
+      const p = payload?.properties
+      const id = p?.sessionID ?? p?.info?.sessionID ?? p?.info?.id ?? p?.part?.sessionID
+      if (!late.has(id)) return true
+      setTimeout(() => {
+        try {
+          first?.processPayload(payload, directory)
+        } catch {
+          // the run is over and the runtime stopped
+        }
+      }, 300)
+      return false
+    }
+    first = await standardRuntime(h, { filter: delayLate })
     const script = path.join(path.dirname(fileURLToPath(import.meta.url)), 'second-host.mjs')
     const other = spawn(process.execPath, [script, h.mock.url, h.dataDir, String(QUIET_MS)], { stdio: ['pipe', 'pipe', 'pipe'] })
     let out = ''
@@ -860,7 +878,11 @@ async function twoHosts() {
     // Both hosts derive the same continuation id from the same tail: the one that loses the race
     // re-posts an id the server already holds (answered once), whatever answer the other had.
     const repostsBecause = 'a second host posts the id the first derived'
-    for (let i = 0; i < goals; i++) cases.push(h.addCase({ label: 'goal watched by two hosts', start: false, repostsBecause }))
+    for (let i = 0; i < goals; i++) {
+      const c = h.addCase({ label: i % 3 === 2 ? 'goal reaching the first host 300 ms late' : 'goal watched by two hosts', start: false, repostsBecause })
+      if (i % 3 === 2) late.add(c.sessionId)
+      cases.push(c)
+    }
     for (const c of cases) h.start(c)
     // Two hosts on two cores work through a large run slowly: the budget grows with the goals.
     await h.settle({ timeoutMs: Number(process.env.FAULTS_TWO_HOSTS_SETTLE_MS ?? Math.max(20_000, goals * 40)) })
@@ -875,7 +897,7 @@ async function twoHosts() {
     const rows = cases.map((c) => h.result(c))
     const twice = rows.reduce((n, r) => n + r.twice, 0)
     const ended = rows.filter((r) => expectComplete(1)(r) || (r.goalRaw?.status === 'complete' && r.twice > 0)).length
-    h.note(`two-hosts: ${goals} goals watched by two hosts in two processes, all going idle at the same instant: ${ended} ended complete, ${twice} continuation(s) sent twice; the second host sent ${second.continuations} of the ${rows.reduce((n, r) => n + r.continuations.length, 0)} continuations; ${second.panics} panic(s) in the second host`)
+    h.note(`two-hosts: ${goals} goals watched by two hosts in two processes (${goals - late.size} going idle on both at the same instant, ${late.size} reaching the first host 300 ms late): ${ended} ended complete, ${twice} continuation(s) sent twice; the second host sent ${second.continuations} of the ${rows.reduce((n, r) => n + r.continuations.length, 0)} continuations; ${second.panics} panic(s) in the second host`)
     if (crashed) h.note(`two-hosts: the second host ${exit ? 'exited with ' + (exit.signal ?? exit.code) : 'did not exit'}`)
     h.extraPanics = second.panics
     if (!crashed && !(second.continuations > 0)) h.fail(`two-hosts: the second host sent no continuation (of ${goals} goals): one host did all the work`)
@@ -1003,7 +1025,7 @@ export const MEASUREMENTS = []
 export const CLASSES = [
   {
     name: 'two-hosts', title: 'two hosts in two processes', run: twoHosts,
-    judged: 'A second goal runtime in its own process, with its own event stream, watches the same server; every goal goes idle at the same instant, so both hosts tick, audit, reserve and post together (worst timing). Both derive the same continuation id from the same tail, and the server answers a repeated id once: `complete` after exactly one continuation per goal. `FAULTS_TWO_HOSTS_GOALS` sets the number of goals (default 30) and `FAULTS_TWO_HOSTS_SETTLE_MS` how long they may take to end (default 40 ms per goal, at least 20 s).',
+    judged: 'A second goal runtime in its own process, with its own event stream, watches the same server; the goals go idle at the same instant, so both hosts tick, audit, reserve and post together (worst timing), except every third goal, whose events reach the first host 300 ms late, so the second host must win those. Both derive the same continuation id from the same tail, and the server answers a repeated id once: `complete` after exactly one continuation per goal, and the row fails unless the second host reported ready and sent at least one continuation. A same-id post by the host that lost the race is allowed (the server keeps one message); a post under another id fails the case. `FAULTS_TWO_HOSTS_GOALS` sets the number of goals (default 30) and `FAULTS_TWO_HOSTS_SETTLE_MS` how long they may take to end (default 40 ms per goal, at least 20 s).',
   },
   {
     name: 'writer-in-window', title: 'a writer inside the reservation window', run: writerInWindow,
