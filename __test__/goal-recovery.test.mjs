@@ -106,6 +106,16 @@ describe('several hosts on one OpenCode server', () => {
     expect(env.mock.prompts.length).toBeGreaterThanOrEqual(1)
     expect(env.mock.prompts.length).toBeLessThanOrEqual(3)
     expect(goalOf(env.mock, session.id).turnsUsed).toBe(env.mock.prompts.length)
+    // At the wire, before the server's de-duplication: for each tail (the newest finished reply
+    // when the post arrived) the two hosts posted one id at most.
+    const replies = env.mock.messages(session.id).filter((m) => m.info.role === 'assistant')
+    const idsPerTail = new Map()
+    for (const post of env.mock.sends(session.id)) {
+      const tail = replies.filter((m) => m.info.time.completed <= post.at).at(-1)?.info.id
+      idsPerTail.set(tail, new Set([...(idsPerTail.get(tail) ?? []), post.body?.messageID]))
+    }
+    expect([...idsPerTail.values()].every((ids) => ids.size === 1)).toBe(true)
+    expect(env.mock.sends(session.id).length).toBe(env.mock.prompts.length + env.mock.repeatedPrompts.length)
   })
 })
 
