@@ -1,6 +1,6 @@
 // The fault classes: one row of the table each. Every class builds its cases on a fresh mock
 // OpenCode, disturbs them, lets them settle and returns the harness's row. What "ended correctly"
-// means is written next to each case (`expect`); the other five columns are measured the same way
+// means is written next to each case (`expect`); the other columns are measured the same way
 // for every case (see harness.mjs).
 import { spawn } from 'node:child_process'
 import fs from 'node:fs'

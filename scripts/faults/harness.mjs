@@ -4,7 +4,7 @@
 //
 // A case is one session with a goal (or one hostile probe). The class decides how the case is
 // disturbed and what "ended correctly" means for it (`expect`); the harness measures the same
-// five invariants for every case:
+// invariants for every case:
 //   sent twice       two continuations answering the same assistant tail
 //   sent after stop  a continuation admitted after a recorded user stop that it should honour
 //   foreign lost     a metadata key another writer owns, missing or changed at the end (for an
