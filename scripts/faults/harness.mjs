@@ -395,6 +395,7 @@ export async function createHarness(name, { mockOptions = {}, runtimeOptions = {
         ...(c.auditor && c.auditCalls === 0 ? ['disturbance never happened: the case\'s small model was never asked'] : []),
       ]
       row.failures.push(...classFailures)
+      const reposting = []
       for (const f of injected.filter((x) => !x.case && x.handle.fired < x.mustFire)) {
         row.failures.push(`fault ${describeFault(f.spec)} fired ${f.handle.fired} of ${f.mustFire} time(s)`)
       }
@@ -413,6 +414,7 @@ export async function createHarness(name, { mockOptions = {}, runtimeOptions = {
         if (stuck) problems.push('stuck (active, idle, no timer)')
         row.twice += r.twice
         row.reposted += r.wire.reposted
+        if (r.wire.reposted) reposting.push(`${c.label} (${r.wire.reposted}${c.repostsBecause ? ', ' + c.repostsBecause : ''})`)
         row.postedTwice += r.wire.postedTwice
         row.afterStop += r.afterStop
         row.foreignLost += r.foreignLost
@@ -437,6 +439,7 @@ export async function createHarness(name, { mockOptions = {}, runtimeOptions = {
       if (leaks.length) row.failures.push(`${leaks.length} log line(s) carry conversation text`)
       row.logLeaks = leaks.length
       row.windowOverwrites = windowOverwrites.count
+      if (reposting.length) notes.push(`${name}: same-id re-posts (one message on the server each time): ${reposting.join('; ')}`)
       row.notes = notes
       if (mock.errors.length) row.failures.push(`mock errors: ${mock.errors.map((e) => String(e?.message ?? e)).slice(0, 3).join(' | ')}`)
       return row
