@@ -115,7 +115,7 @@ function table(rows) {
 
 // The classes the mutation check runs: each injects faults on the HTTP side, so with a mock whose
 // fault matcher matches nothing every one of them must fail (a fault that never fired).
-const MUTATION_CLASSES = ['timeouts', 'malformed-json', 'html-200', '5xx']
+const MUTATION_CLASSES = ['timeouts', 'malformed-json', 'html-200', '5xx', 'slow', 'held-past-timeout']
 
 /** The suite's own honesty: every class of MUTATION_CLASSES must fail when its faults never fire. */
 async function mutationCheck() {
