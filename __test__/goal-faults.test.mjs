@@ -47,10 +47,9 @@ describe('dispatch under ambiguous failures', () => {
     const session = sessionWithReply(env.mock)
     env.mock.scriptReplies(session.id, finished)
     // Admitted but answered 502, and the reconcile that follows cannot read the messages.
-    let readFault
     const promptFault = env.mock.fault({
       method: 'POST', path: promptPath(session.id), times: 1, status: 502, apply: true,
-      action: () => (readFault = env.mock.fault({ method: 'GET', path: '/session/' + session.id + '/message', times: 1, status: 503 })),
+      action: () => env.mock.fault({ method: 'GET', path: '/session/' + session.id + '/message', times: 1, status: 503 }),
     })
     env.runtime.processPayload({ type: 'session.status', properties: { sessionID: session.id, status: { type: 'idle' } } }, '/tmp/project')
     await waitFor(() => env.mock.prompts.length === 1, 3000)
@@ -67,7 +66,6 @@ describe('dispatch under ambiguous failures', () => {
     expect(env.mock.prompts).toHaveLength(1)
     expect(continuationsPerTail(env.mock, session.id)).toEqual([1])
     expect(goalOf(env.mock, session.id)).toMatchObject({ status: 'active', turnsUsed: 1 })
-    expect(readFault === undefined || readFault.fired <= 1).toBe(true)
   })
 
   it('without an id to post (a tail id of an unknown format), a prompt whose fate stays unknown is never posted again', async () => {
