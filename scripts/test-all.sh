@@ -37,5 +37,8 @@ bash scripts/install-test.sh
 echo "== fault-injection suite (one row per fault class; see RELIABILITY.md)"
 node scripts/fault-suite.mjs
 
+echo "== fault suite mutation check (faults that never fire: every class it runs must fail)"
+node scripts/fault-suite.mjs --mutate
+
 echo "== vitest e2e (built addon against a real opencode serve, offline, scripted model)"
 npx vitest run --config vitest.e2e.config.mjs
