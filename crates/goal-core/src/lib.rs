@@ -11,6 +11,7 @@
 //! |---|---|
 //! | error types | `error.rs` |
 //! | the goal record, its fields and status reasons | `record/mod.rs` |
+//! | why a goal stopped or waits (cause codes) | `record/cause.rs` |
 //! | OpenCode sessions, messages, live status, metadata merge | `record/session.rs`, `record/metadata.rs` |
 //! | the multi-host lease | `record/lease.rs` |
 //! | every tunable and its default; option numbers; settings switches | `config/mod.rs`, `config/tunables.rs`, `config/settings.rs` |
@@ -70,7 +71,10 @@ pub use config::{EvidenceConfig, EvidenceLimits, GoalConfig};
 
 // The goal record.
 pub use goal::plan::REASON_VERIFIED;
-pub use record::{Goal, GoalStatus, KNOWN_GOAL_FIELDS, OBJECTIVE_REVISION_FIELD};
+pub use record::cause::{Cause, CauseCode};
+pub use record::{
+    parse_checks, AcceptanceCheck, ChecksError, Goal, GoalStatus, KNOWN_GOAL_FIELDS, OBJECTIVE_REVISION_FIELD,
+};
 pub use time::active::{
     active_ms, check_time_budget_ms, check_time_budget_value, format_duration, parse_duration, time_budget_ms,
     GoalTimeLimits,

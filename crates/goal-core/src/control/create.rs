@@ -235,6 +235,9 @@ pub fn fresh_goal(objective: &str, objective_file: bool, token_budget: Option<u6
         last_accounted_created: 0.0,
         created_at: now,
         updated_at: now,
+        session_id: None,
+        cause: None,
+        checks: Vec::new(),
         extra: Default::default(),
     }
 }

@@ -2,11 +2,14 @@
 //! revision that compare-and-set writes check. Parsing never fails loudly: a field of the wrong
 //! type is treated as absent, exactly as the reference parser does.
 
+pub mod cause;
 pub mod lease;
 pub mod metadata;
 pub mod session;
 
 use serde_json::{Map, Value};
+
+use crate::record::cause::Cause;
 
 /// Maximum characters of an inline objective (and of an objective file).
 pub const GOAL_OBJECTIVE_CHAR_LIMIT: usize = 5000;
@@ -97,12 +100,24 @@ pub struct Goal {
     pub created_at: f64,
     /// Last write time (ms since epoch).
     pub updated_at: f64,
+    /// The session this goal belongs to (`sessionId`); a goal whose owner names another
+    /// session is a copy (a fork copies the whole metadata). `None` for goals written before
+    /// the field existed, or when the stored value is not a string.
+    pub session_id: Option<String>,
+    /// Why the goal stopped or waits (`cause`); `None` while it simply runs. A stored value
+    /// that does not parse stays verbatim in `extra`.
+    pub cause: Option<Cause>,
+    /// The user's acceptance checks (`checks`), run before the goal settles `complete`. Empty
+    /// when none; a stored value that does not parse stays verbatim in `extra` (see
+    /// [`Goal::checks_unreadable`]).
+    pub checks: Vec<AcceptanceCheck>,
     /// Unknown fields, preserved across writes.
     pub extra: Map<String, Value>,
 }
 
-/// Every goal field this version reads; anything else is kept in [`Goal::extra`]. The event path
-/// reads only these from a payload (a goal object of any size costs the same).
+/// Every goal field this version reads. The event path reads only these from a payload (a goal
+/// object of any size costs the same). The last three are typed when they parse and kept in
+/// [`Goal::extra`] verbatim when they do not.
 pub const KNOWN_GOAL_FIELDS: &[&str] = &[
     "id",
     "objective",
@@ -123,7 +138,103 @@ pub const KNOWN_GOAL_FIELDS: &[&str] = &[
     "lastAccountedCreated",
     "createdAt",
     "updatedAt",
+    SESSION_ID_FIELD,
+    CAUSE_FIELD,
+    CHECKS_FIELD,
 ];
+
+/// Goal field naming the owning session.
+pub const SESSION_ID_FIELD: &str = "sessionId";
+/// Goal field holding the typed cause of a stop or wait.
+pub const CAUSE_FIELD: &str = "cause";
+/// Goal field holding the user's acceptance checks.
+pub const CHECKS_FIELD: &str = "checks";
+/// Fields that are typed only when their stored value parses.
+const TYPED_WHEN_VALID: [&str; 3] = [SESSION_ID_FIELD, CAUSE_FIELD, CHECKS_FIELD];
+
+/// At most this many acceptance checks per goal.
+pub const MAX_CHECKS: usize = 8;
+/// At most this many characters per check command.
+pub const CHECK_COMMAND_CHAR_LIMIT: usize = 2000;
+/// A check's time limit when it names none: 10 minutes.
+pub const DEFAULT_CHECK_TIMEOUT_MS: u64 = 600_000;
+
+/// One acceptance check: a shell command run in the session before the goal may settle
+/// `complete`. Only user actions set them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AcceptanceCheck {
+    /// The command, run through OpenCode's shell endpoint.
+    pub command: String,
+    /// Time limit in ms; `None` means [`DEFAULT_CHECK_TIMEOUT_MS`].
+    pub timeout_ms: Option<u64>,
+}
+
+impl AcceptanceCheck {
+    /// The time limit that applies.
+    pub fn effective_timeout_ms(&self) -> u64 {
+        self.timeout_ms.unwrap_or(DEFAULT_CHECK_TIMEOUT_MS)
+    }
+
+    /// The stored shape.
+    pub fn to_value(&self) -> Value {
+        let mut object = Map::new();
+        object.insert("command".into(), Value::from(self.command.clone()));
+        if let Some(timeout) = self.timeout_ms {
+            object.insert("timeoutMs".into(), Value::from(timeout));
+        }
+        Value::Object(object)
+    }
+}
+
+/// Why a list of checks was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChecksError(pub String);
+
+impl std::fmt::Display for ChecksError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ChecksError {}
+
+/// Parses a list of checks strictly: an array of at most [`MAX_CHECKS`] objects, each with a
+/// non-empty `command` of at most [`CHECK_COMMAND_CHAR_LIMIT`] characters and an optional
+/// positive integer `timeoutMs`. The same rule serves user input (where the error is shown)
+/// and stored values (where a failure keeps the value verbatim and runs no check).
+pub fn parse_checks(value: &Value) -> Result<Vec<AcceptanceCheck>, ChecksError> {
+    let items = value.as_array().ok_or_else(|| ChecksError("checks must be an array".into()))?;
+    if items.len() > MAX_CHECKS {
+        return Err(ChecksError(format!("at most {MAX_CHECKS} checks")));
+    }
+    items.iter().enumerate().map(|(index, item)| parse_check(index, item)).collect()
+}
+
+fn parse_check(index: usize, item: &Value) -> Result<AcceptanceCheck, ChecksError> {
+    let refuse = |why: &str| ChecksError(format!("check {}: {why}", index + 1));
+    let (command, timeout) = match item {
+        Value::String(command) => (command.as_str(), None),
+        Value::Object(object) => (
+            object.get("command").and_then(Value::as_str).ok_or_else(|| refuse("command must be a string"))?,
+            object.get("timeoutMs").filter(|v| !v.is_null()),
+        ),
+        _ => return Err(refuse("must be an object with a command")),
+    };
+    if command.trim().is_empty() {
+        return Err(refuse("command is empty"));
+    }
+    if command.chars().count() > CHECK_COMMAND_CHAR_LIMIT {
+        return Err(refuse(&format!("command is longer than {CHECK_COMMAND_CHAR_LIMIT} characters")));
+    }
+    let timeout_ms = match timeout {
+        None => None,
+        Some(value) => match value.as_f64() {
+            Some(n) if n.is_finite() && n >= 1.0 && n.fract() == 0.0 && n <= u64::MAX as f64 => Some(n as u64),
+            _ => return Err(refuse("timeoutMs must be a positive whole number of milliseconds")),
+        },
+    };
+    Ok(AcceptanceCheck { command: command.to_string(), timeout_ms })
+}
 
 /// A finite number > 0, floored; anything else is 0 (the reference rule for counters).
 pub fn positive_count(value: Option<&Value>) -> u64 {
@@ -176,9 +287,19 @@ impl Goal {
             return None;
         }
         let budget = positive_count(object.get("tokenBudget"));
+        let session_id = object.get(SESSION_ID_FIELD).and_then(Value::as_str).map(str::to_string);
+        let cause = object.get(CAUSE_FIELD).and_then(Cause::from_value);
+        let checks = object.get(CHECKS_FIELD).map(parse_checks);
+        let parsed = |key: &str| match key {
+            SESSION_ID_FIELD => session_id.is_some(),
+            CAUSE_FIELD => cause.is_some(),
+            _ => matches!(checks, Some(Ok(_))),
+        };
         let extra = object
             .iter()
-            .filter(|(key, _)| !KNOWN_GOAL_FIELDS.contains(&key.as_str()))
+            .filter(|(key, _)| {
+                !KNOWN_GOAL_FIELDS.contains(&key.as_str()) || (TYPED_WHEN_VALID.contains(&key.as_str()) && !parsed(key))
+            })
             .map(|(key, value)| (key.clone(), value.clone()))
             .collect();
         Some(Goal {
@@ -201,6 +322,9 @@ impl Goal {
             last_accounted_created: finite_non_negative(object.get("lastAccountedCreated")),
             created_at: finite_non_negative(object.get("createdAt")),
             updated_at: finite_non_negative(object.get("updatedAt")),
+            session_id,
+            cause,
+            checks: checks.and_then(Result::ok).unwrap_or_default(),
             extra,
         })
     }
@@ -230,7 +354,39 @@ impl Goal {
         put("lastAccountedCreated", Value::from(self.last_accounted_created));
         put("createdAt", Value::from(self.created_at));
         put("updatedAt", Value::from(self.updated_at));
+        if let Some(session_id) = &self.session_id {
+            put(SESSION_ID_FIELD, Value::from(session_id.clone()));
+        }
+        if let Some(cause) = &self.cause {
+            put(CAUSE_FIELD, cause.to_value());
+        }
+        if !self.checks.is_empty() {
+            put(CHECKS_FIELD, Value::Array(self.checks.iter().map(AcceptanceCheck::to_value).collect()));
+        }
         Value::Object(object)
+    }
+
+    /// Sets or clears the cause, dropping any unreadable stored one it replaces.
+    pub fn set_cause(&mut self, cause: Option<Cause>) {
+        self.extra.remove(CAUSE_FIELD);
+        self.cause = cause;
+    }
+
+    /// Replaces the checks (empty clears them), dropping any unreadable stored value.
+    pub fn set_checks(&mut self, checks: Vec<AcceptanceCheck>) {
+        self.extra.remove(CHECKS_FIELD);
+        self.checks = checks;
+    }
+
+    /// Whether a `checks` field is stored but unreadable: the goal then falls back to the
+    /// audit alone, and `explain` says so.
+    pub fn checks_unreadable(&self) -> bool {
+        self.extra.contains_key(CHECKS_FIELD)
+    }
+
+    /// Whether the stored goal names another session as its owner (a copy made by a fork).
+    pub fn owned_by_other_session(&self, session_id: &str) -> bool {
+        self.session_id.as_deref().is_some_and(|owner| owner != session_id)
     }
 
     /// Identity of the goal's user-owned content: a change means the user edited or replaced
@@ -318,5 +474,50 @@ mod tests {
         assert_eq!(stored["mystery"], json!({"a": 1}));
         assert_eq!(stored["tokenBudget"], Value::Null);
         assert_eq!(Goal::from_value(&stored).unwrap(), goal);
+    }
+
+    #[test]
+    fn typed_fields_parse_or_stay_verbatim() {
+        let meta = json!({"openchamber": {"goal": {
+            "id": "g", "status": "paused", "objective": "x", "sessionId": "ses_a",
+            "cause": {"code": "userPaused", "since": 4}, "checks": [{"command": "npm test", "timeoutMs": 5000}, "make"]
+        }}});
+        let goal = Goal::from_metadata(Some(&meta)).unwrap();
+        assert_eq!(goal.session_id.as_deref(), Some("ses_a"));
+        assert!(goal.owned_by_other_session("ses_b") && !goal.owned_by_other_session("ses_a"));
+        assert_eq!(goal.cause.as_ref().unwrap().code, crate::record::cause::CauseCode::UserPaused);
+        assert_eq!(goal.checks.len(), 2);
+        assert_eq!(goal.checks[1].effective_timeout_ms(), DEFAULT_CHECK_TIMEOUT_MS);
+        assert!(goal.extra.is_empty() && !goal.checks_unreadable());
+        assert_eq!(Goal::from_value(&goal.to_value()).unwrap(), goal);
+
+        let odd = json!({"openchamber": {"goal": {
+            "id": "g", "status": "active", "objective": "x", "sessionId": 7,
+            "cause": {"code": "fromTheFuture"}, "checks": "npm test"
+        }}});
+        let mut goal = Goal::from_metadata(Some(&odd)).unwrap();
+        assert!(goal.session_id.is_none() && goal.cause.is_none() && goal.checks.is_empty());
+        assert!(goal.checks_unreadable());
+        let stored = goal.to_value();
+        let original = &odd["openchamber"]["goal"];
+        for key in ["sessionId", "cause", "checks"] {
+            assert_eq!(stored[key], original[key], "{key} kept verbatim");
+        }
+        goal.set_checks(Vec::new());
+        goal.set_cause(None);
+        assert!(goal.to_value().get("checks").is_none() && goal.to_value().get("cause").is_none());
+    }
+
+    #[test]
+    fn checks_are_bounded() {
+        assert!(parse_checks(&json!([{"command": "  "}])).is_err());
+        assert!(parse_checks(&json!([{"command": "x".repeat(CHECK_COMMAND_CHAR_LIMIT + 1)}])).is_err());
+        assert!(parse_checks(&json!([{"command": "x", "timeoutMs": 0}])).is_err());
+        assert!(parse_checks(&json!([{"command": "x", "timeoutMs": 1.5}])).is_err());
+        assert!(parse_checks(&json!(vec![json!("x"); MAX_CHECKS + 1])).is_err());
+        assert!(parse_checks(&json!([7])).is_err());
+        assert_eq!(parse_checks(&json!([])).unwrap(), Vec::new());
+        let err = parse_checks(&json!([{"command": "ok"}, {"command": ""}])).unwrap_err();
+        assert_eq!(err.to_string(), "check 2: command is empty");
     }
 }
