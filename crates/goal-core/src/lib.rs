@@ -10,7 +10,8 @@
 //! | concept | file |
 //! |---|---|
 //! | error types | `error.rs` |
-//! | the goal record, its fields and status reasons | `record/mod.rs` |
+//! | the goal record and its field table (every field, once) | `record/mod.rs`, `record/fields.rs` |
+//! | status reasons | `record/reasons.rs` |
 //! | why a goal stopped or waits (cause codes) | `record/cause.rs` |
 //! | OpenCode sessions, messages, live status, metadata merge | `record/session.rs`, `record/metadata.rs` |
 //! | the multi-host lease | `record/lease.rs` |
@@ -70,8 +71,9 @@ pub use config::tunables::{count, millis};
 pub use config::{EvidenceConfig, EvidenceLimits, GoalConfig};
 
 // The goal record.
-pub use goal::plan::REASON_VERIFIED;
 pub use record::cause::{Cause, CauseCode};
+/// Every `statusReason` this package writes.
+pub use record::reasons;
 pub use record::{
     parse_checks, AcceptanceCheck, ChecksError, Goal, GoalStatus, KNOWN_GOAL_FIELDS, OBJECTIVE_REVISION_FIELD,
 };
@@ -80,7 +82,7 @@ pub use time::active::{
     GoalTimeLimits,
 };
 pub use time::clock::now_ms;
-pub use time::hours::{ActiveHours, ACTIVE_HOURS_FIELD};
+pub use time::hours::ActiveHours;
 
 // Errors.
 pub use error::{Cancelled, GoalError, HttpError, ObjectiveError, PartialAction, SmallModelError};

@@ -21,10 +21,6 @@ use crate::io::prompt_outcome::DispatchOutcome;
 use crate::record::session::{chronological, LiveStatus, Role};
 use crate::sched::Generation;
 
-/// The goal metadata field that stores the reserved turn's continuation id (beside
-/// `continuationFor`, the tail it answers): every retry and every host posts this id.
-pub const CONTINUATION_ID_FIELD: &str = "continuationId";
-
 const ID_PREFIX: &str = "msg_";
 const HEX_DIGITS: usize = 12;
 const SUFFIX_CHARS: usize = 14;

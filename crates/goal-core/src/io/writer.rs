@@ -66,13 +66,9 @@ impl GoalGuard {
     }
 }
 
-/// The goal metadata field that records which tail a reserved turn answers: a later tick over
-/// the same tail reuses the reservation instead of charging a second turn (restart-safe).
-pub const CONTINUATION_FOR_FIELD: &str = "continuationFor";
-
 /// The tail the goal's current reservation answers, if any.
 pub fn continuation_for_of(goal: &Goal) -> Option<&str> {
-    goal.extra.get(CONTINUATION_FOR_FIELD).and_then(Value::as_str)
+    goal.continuation_for.get().map(String::as_str)
 }
 
 /// Result of a guarded goal write.
