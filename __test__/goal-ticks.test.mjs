@@ -131,7 +131,7 @@ describe('tick branches', () => {
     env.mock.setStatus(session.id, 'idle')
     await waitFor(() => goalOf(env.mock, session.id).status === 'blocked', 8000)
     expect(goalOf(env.mock, session.id).statusReason).toBe('messages unavailable')
-    // The first read and four retries after quiet × 1, 2, 4 and 8 (SPEC A.4 item 2).
+    // The first read and four retries after quiet × 1, 2, 4 and 8 (maxRetryAttempts, config/mod.rs).
     const reads = env.mock.requests.filter((r) => r.method === 'GET' && r.path === '/session/' + session.id + '/message')
     expect(reads).toHaveLength(5)
     const gaps = reads.slice(1).map((r, i) => r.at - reads[i].at)

@@ -1,5 +1,5 @@
 // In-process mock of the OpenCode 1.18.33 HTTP server, for tests. Plain node:http, no dependencies.
-// Shapes follow /work/shared/opencode/{FACTS.md, openapi-1.18.33.json, sse-global-event-capture.txt}.
+// Shapes follow docs/opencode.md (OpenCode 1.18.33's behaviour as the runtime relies on it).
 //
 //   import { startMockOpenCode } from './mock/opencode.mjs'
 //   const mock = await startMockOpenCode({ heartbeatMs: 50 })

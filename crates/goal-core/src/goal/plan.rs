@@ -1,7 +1,7 @@
 //! The pure goal-loop decisions: given what a tick observed, what to do. No I/O, no clock.
 //!
-//! The branch order is the reference's (Part B, "tick — exact branch order", steps 7–12, plus
-//! length-truncation recovery), so the function reads as the spec does.
+//! The branch order is the reference runtime's (OpenChamber's JavaScript goal loop), plus
+//! recovery from length-truncated replies, so the decisions match it branch for branch.
 
 use crate::goal::accounting::{account, Accounting};
 use crate::record::reasons::{

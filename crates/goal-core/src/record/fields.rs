@@ -21,20 +21,15 @@ use super::{
 
 /// A goal field as stored: absent, readable (typed), or present in a shape this version cannot
 /// read, which is kept verbatim so no writer's data is lost.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub enum Stored<T> {
     /// Not in the record.
+    #[default]
     Absent,
     /// Present and readable.
     Valid(T),
     /// Present, in a shape this version cannot read (written back unchanged).
     Unreadable(Value),
-}
-
-impl<T> Default for Stored<T> {
-    fn default() -> Self {
-        Stored::Absent
-    }
 }
 
 impl<T> Stored<T> {
@@ -156,8 +151,8 @@ fn finite_non_negative(value: Option<&Value>) -> f64 {
     }
 }
 
-fn text(value: &String) -> Option<Value> {
-    Some(Value::from(value.clone()))
+fn text(value: &str) -> Option<Value> {
+    Some(Value::from(value))
 }
 
 fn count(value: &u64) -> Option<Value> {
