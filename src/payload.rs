@@ -1,5 +1,5 @@
 //! Reads only the fields a feature needs from a JS payload (never walks a whole 10 MB object)
-//! and hands the reduced event to the shared intake. Which types are read, and how, is the
+//! and hands the reduced event to the intake of the environment's shared context. Which types are read, and how, is the
 //! intake contract of `goal_core::intake`; this module only reads fields. Any failure, including
 //! a hostile getter that throws, is swallowed: nothing is thrown back at the host.
 
@@ -197,9 +197,16 @@ pub fn intake_payload_types() -> Vec<String> {
     goal_core::intake::intake_payload_types().map(str::to_string).collect()
 }
 
-/// Reduces, parses and delivers one payload to every runtime of `group`.
-pub fn forward(env: &Env, group: &str, payload: Unknown, directory_hint: &str) {
-    let intake = crate::shared_context().intake();
+/// Reduces, parses and delivers one payload to every runtime of `group` in `shared` (the
+/// context of the environment the payload was forwarded in).
+pub fn forward(
+    env: &Env,
+    shared: &goal_core::shared::SharedContext,
+    group: &str,
+    payload: Unknown,
+    directory_hint: &str,
+) {
+    let intake = shared.intake();
     let reduced = reduce(env, payload, |session_id| intake.watches_writes(group, session_id));
     clear_pending_exception(env);
     if let Some(event) = reduced.and_then(|value| parse_payload(&value, directory_hint)) {
