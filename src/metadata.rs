@@ -66,8 +66,10 @@ impl SessionMetadataKeyWrite {
 /// cannot be read or written.
 #[napi(ts_return_type = "Promise<boolean>")]
 pub fn write_session_metadata_key(env: &Env, write: SessionMetadataKeyWrite) -> Result<PromiseRaw<'_, bool>> {
-    let (client, session_id, directory, key, value) = write.resolve(&*EnvContext::of(env)?)?;
+    // Checked before the promise exists, but reported through it: bad input rejects, never throws.
+    let resolved = EnvContext::of(env).and_then(|context| write.resolve(&context));
     env.spawn_future(async move {
+        let (client, session_id, directory, key, value) = resolved?;
         write_namespace_key(&client, &session_id, &directory, &key, |_fresh| Ok(value))
             .await
             .map(|written| written.is_some())
