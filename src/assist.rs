@@ -167,25 +167,13 @@ impl SessionAssistRuntime {
     /// every goal and assist runtime of this JavaScript environment that talks to the same OpenCode.
     #[napi(catch_unwind, ts_args_type = "payload: unknown, directoryHint?: string")]
     pub fn process_payload(&self, env: Env, payload: Unknown, directory_hint: Option<String>) {
-        payload::forward(
-            &env,
-            self.context.shared(),
-            &self.inner.group(),
-            payload,
-            directory_hint.as_deref().unwrap_or(""),
-        );
+        payload::forward(&env, &self.context, &self.inner.group(), payload, directory_hint.as_deref().unwrap_or(""));
     }
 
     /// Alias of `processPayload` (OpenChamber's watcher name).
     #[napi(catch_unwind, ts_args_type = "payload: unknown, directoryHint?: string")]
     pub fn on_payload(&self, env: Env, payload: Unknown, directory_hint: Option<String>) {
-        payload::forward(
-            &env,
-            self.context.shared(),
-            &self.inner.group(),
-            payload,
-            directory_hint.as_deref().unwrap_or(""),
-        );
+        payload::forward(&env, &self.context, &self.inner.group(), payload, directory_hint.as_deref().unwrap_or(""));
     }
 
     /// The key of the event intake group this runtime belongs to (runtimes that talk to the same

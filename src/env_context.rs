@@ -15,6 +15,8 @@ use napi::bindgen_prelude::*;
 use goal_core::opencode::{BoxFuture, Endpoint, RequestTarget};
 use goal_core::shared::SharedContext;
 
+use crate::js_helpers::JsHelpers;
+
 /// A runtime that belongs to an environment and is stopped when the environment ends.
 pub(crate) trait EnvRuntime: Send + Sync {
     /// Stops the runtime without waiting (the environment is going away and cannot wait).
@@ -45,6 +47,8 @@ pub(crate) struct EnvContext {
     /// Held weakly: a runtime the host dropped is not kept alive for the environment's sake.
     runtimes: Mutex<Vec<Weak<dyn EnvRuntime>>>,
     runtime: tokio::runtime::Handle,
+    /// The payload reader's JavaScript helpers, compiled in this environment.
+    js: Option<JsHelpers>,
 }
 
 impl EnvContext {
@@ -60,6 +64,7 @@ impl EnvContext {
             open: Arc::new(AtomicBool::new(true)),
             runtimes: Mutex::new(Vec::new()),
             runtime: napi::bindgen_prelude::within_runtime_if_available(tokio::runtime::Handle::current),
+            js: JsHelpers::new(env),
         });
         env.set_instance_data(context.clone(), (), |_| {})?;
         env.add_env_cleanup_hook(context.clone(), |context| context.close())?;
@@ -74,6 +79,12 @@ impl EnvContext {
     /// What this environment's runtimes and clients share.
     pub fn shared(&self) -> &SharedContext {
         &self.shared
+    }
+
+    /// The payload reader's helpers (`None` if the engine refused to compile them). Use them only
+    /// on this environment's JavaScript thread.
+    pub fn js(&self) -> Option<&JsHelpers> {
+        self.js.as_ref()
     }
 
     /// The tokio runtime the environment's runtimes run on (the addon's, shared by the process).

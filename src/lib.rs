@@ -8,6 +8,7 @@ mod callbacks;
 mod control;
 mod env_context;
 mod intro;
+mod js_helpers;
 mod logging;
 mod metadata;
 mod options;
@@ -480,25 +481,13 @@ impl SessionGoalRuntime {
     /// first). Returns at once; anything unreadable is ignored, never thrown.
     #[napi(catch_unwind, ts_args_type = "payload: unknown, directoryHint?: string")]
     pub fn process_payload(&self, env: Env, payload: Unknown, directory_hint: Option<String>) {
-        payload::forward(
-            &env,
-            self.context.shared(),
-            &self.inner.group(),
-            payload,
-            directory_hint.as_deref().unwrap_or(""),
-        );
+        payload::forward(&env, &self.context, &self.inner.group(), payload, directory_hint.as_deref().unwrap_or(""));
     }
 
     /// Alias of `processPayload` (OpenChamber's watcher name).
     #[napi(catch_unwind, ts_args_type = "payload: unknown, directoryHint?: string")]
     pub fn on_payload(&self, env: Env, payload: Unknown, directory_hint: Option<String>) {
-        payload::forward(
-            &env,
-            self.context.shared(),
-            &self.inner.group(),
-            payload,
-            directory_hint.as_deref().unwrap_or(""),
-        );
+        payload::forward(&env, &self.context, &self.inner.group(), payload, directory_hint.as_deref().unwrap_or(""));
     }
 
     /// The key of the event intake group this runtime belongs to (runtimes that talk to the same
