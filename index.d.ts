@@ -67,7 +67,7 @@ export declare class SessionAssistRuntime {
   /**
    * Forwards one OpenCode payload (`{type, properties}`; unwrap the global event envelope
    * first). Returns at once; anything unreadable is ignored, never thrown. The payload reaches
-   * every goal and assist runtime of the process that talks to the same OpenCode.
+   * every goal and assist runtime of this JavaScript environment that talks to the same OpenCode.
    */
   processPayload(payload: unknown, directoryHint?: string): void
   /** Alias of `processPayload` (OpenChamber's watcher name). */
@@ -158,11 +158,16 @@ export declare function createGoalControl(options: GoalControlOptions): GoalCont
 
 /**
  * Creates the assist runtime. It shares the event intake, the OpenCode connection pool and
- * the per-session metadata write queue with every goal runtime of the process.
+ * the per-session metadata write queue with every goal runtime of its JavaScript environment
+ * (the main thread or one Worker), and stops when the environment ends.
  */
 export declare function createSessionAssistRuntime(options: SessionAssistRuntimeOptions): SessionAssistRuntime
 
-/** Creates the goal runtime. It runs on its own threads; `processPayload` only queues work. */
+/**
+ * Creates the goal runtime. It runs on its own threads; `processPayload` only queues work. It
+ * belongs to the calling JavaScript environment (the main thread or one Worker): it hears only
+ * payloads forwarded in that environment and stops when the environment ends.
+ */
 export declare function createSessionGoalRuntime(options: SessionGoalRuntimeOptions): SessionGoalRuntime
 
 /** `createSession` input. */
@@ -961,10 +966,10 @@ export interface SmallModelResult {
 export declare function writeObjectiveFile(sessionId: string, content: string, dataDir?: string | undefined | null): Promise<ObjectiveWritten | GoalFailure>
 
 /**
- * Writes `metadata.openchamber.<key>` through the process-wide per-session write queue: the
- * session is read fresh inside the queue and only that key is replaced, so concurrent goal,
- * assist and host writes in this process all survive (OpenCode's PATCH replaces the whole
- * metadata object). Resolves `true` once written; rejects when OpenCode cannot be read or
- * written.
+ * Writes `metadata.openchamber.<key>` through the per-session write queue of this JavaScript
+ * environment: the session is read fresh inside the queue and only that key is replaced, so
+ * concurrent goal, assist and host writes of the environment all survive (OpenCode's PATCH
+ * replaces the whole metadata object). Resolves `true` once written; rejects when OpenCode
+ * cannot be read or written.
  */
 export declare function writeSessionMetadataKey(write: SessionMetadataKeyWrite): Promise<boolean>

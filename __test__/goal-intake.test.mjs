@@ -204,6 +204,20 @@ describe('event intake', () => {
     expect(env.runtime.snapshot().panics).toBe(0)
   })
 
+  it('a goal with a throwing getter or a lone surrogate in one field still reads as its other fields say', async () => {
+    env = await setup({ auditor: scriptedAuditor([continueVerdict]), forward: false })
+    const withGetter = { ...goalMetadata({ turnsUsed: 2 }).openchamber.goal }
+    Object.defineProperty(withGetter, 'note', { enumerable: true, get() { throw new Error('getter') } })
+    const withSurrogate = { ...goalMetadata({ turnsUsed: 2 }).openchamber.goal, note: 'half a pair: \ud800' }
+    const updated = (id, goal) => ({ type: 'session.updated', properties: { info: { id, directory: '/tmp/project', metadata: { openchamber: { goal } } } } })
+    env.runtime.processPayload(updated('ses_getter', withGetter), '/tmp/project')
+    env.runtime.processPayload(updated('ses_surrogate', withSurrogate), '/tmp/project')
+    await waitFor(() => env.runtime.isGoalActive('ses_getter') && env.runtime.isGoalActive('ses_surrogate'), 3000)
+    env.runtime.processPayload(updated('ses_getter', { ...withSurrogate, status: 'paused' }), '/tmp/project')
+    await waitFor(() => !env.runtime.isGoalActive('ses_getter'), 3000)
+    expect(env.runtime.snapshot().panics).toBe(0)
+  })
+
   it('stop() is idempotent, clears timers and ignores later payloads', async () => {
     env = await setup({ auditor: scriptedAuditor([continueVerdict]), runtimeOptions: { idleQuietMs: 200 } })
     const session = sessionWithReply(env.mock)

@@ -1,5 +1,7 @@
 //! Binding of the session assist runtime: options, the runtime object, its snapshot.
 
+use std::sync::Arc;
+
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::UnknownReturnValue;
 use napi_derive::napi;
@@ -10,8 +12,9 @@ use goal_core::DEFAULT_ASSIST_FETCH_TIMEOUT;
 use goal_core::{AssistConfig, AssistRuntime, AssistRuntimeSettings, AssistSnapshot};
 
 use crate::callbacks::{HeadersCallback, LoggerCallback, ModelCallback, UrlCallback};
+use crate::env_context::{EnvContext, EnvRuntime};
 use crate::options::{self, connection_of, count, millis};
-use crate::{install_logger, payload, runtime_handle, OpenCodeTarget, RuntimeSettingsOptions, SessionState};
+use crate::{install_logger, payload, OpenCodeTarget, RuntimeSettingsOptions, SessionState};
 
 /// Options of `createSessionAssistRuntime`. Accepts OpenChamber's names (`buildOpenCodeUrl`,
 /// `getOpenCodeAuthHeaders`, `getSmallModelService`, `quietMs`) and a native-first form
@@ -116,52 +119,61 @@ impl From<AssistSnapshot> for AssistRuntimeSnapshot {
 /// agent's last reply and one suggested follow-up to `metadata.openchamber.assist`.
 #[napi]
 pub struct SessionAssistRuntime {
-    inner: AssistRuntime,
+    inner: Arc<AssistRuntime>,
+    /// The JavaScript environment the runtime belongs to (its intake is that environment's).
+    context: Arc<EnvContext>,
 }
 
 impl SessionAssistRuntimeOptions {
     /// The core's assist settings, every unset or unusable option at `AssistConfig`'s default,
     /// and the host logger to register. Fails only without an OpenCode location.
-    fn resolve(self) -> Result<(AssistRuntimeSettings, Option<LoggerCallback>)> {
-        let client = connection_of!(self).resolve(DEFAULT_ASSIST_FETCH_TIMEOUT)?;
+    fn resolve(self, context: &EnvContext) -> Result<(AssistRuntimeSettings, Option<LoggerCallback>)> {
+        let client = connection_of!(self).resolve(context, DEFAULT_ASSIST_FETCH_TIMEOUT)?;
         let data_dir = DataDir::new(options::data_dir(None, self.settings));
-        let small_model =
-            crate::callbacks::small_model_for(self.generate_small_model_text, &client, self.small_model.as_ref());
+        let small_model = crate::callbacks::small_model_for(
+            context,
+            self.generate_small_model_text,
+            &client,
+            self.small_model.as_ref(),
+        );
         let defaults = AssistConfig::default();
         let config = AssistConfig {
             quiet: millis(self.quiet_ms, defaults.quiet),
             message_limit: count(self.message_fetch_limit, defaults.message_limit as u64, 1) as usize,
             model_timeout: millis(self.model_timeout_ms, defaults.model_timeout),
         };
-        let shared = crate::shared_context().clone();
+        let shared = context.shared().clone();
         Ok((AssistRuntimeSettings { client, small_model, data_dir, config, shared }, self.logger))
     }
 }
 
 /// Creates the assist runtime. It shares the event intake, the OpenCode connection pool and
-/// the per-session metadata write queue with every goal runtime of the process.
+/// the per-session metadata write queue with every goal runtime of its JavaScript environment
+/// (the main thread or one Worker), and stops when the environment ends.
 #[napi(catch_unwind)]
-pub fn create_session_assist_runtime(options: SessionAssistRuntimeOptions) -> Result<SessionAssistRuntime> {
-    let (settings, logger) = options.resolve()?;
-    install_logger(logger);
-    let inner = AssistRuntime::start(settings, &runtime_handle());
-    Ok(SessionAssistRuntime { inner })
+pub fn create_session_assist_runtime(env: Env, options: SessionAssistRuntimeOptions) -> Result<SessionAssistRuntime> {
+    let context = EnvContext::of(&env)?;
+    let (settings, logger) = options.resolve(&context)?;
+    install_logger(&context, logger);
+    let inner = Arc::new(AssistRuntime::start(settings, context.runtime()));
+    context.adopt(Arc::downgrade(&inner) as std::sync::Weak<dyn EnvRuntime>);
+    Ok(SessionAssistRuntime { inner, context })
 }
 
 #[napi]
 impl SessionAssistRuntime {
     /// Forwards one OpenCode payload (`{type, properties}`; unwrap the global event envelope
     /// first). Returns at once; anything unreadable is ignored, never thrown. The payload reaches
-    /// every goal and assist runtime of the process that talks to the same OpenCode.
+    /// every goal and assist runtime of this JavaScript environment that talks to the same OpenCode.
     #[napi(catch_unwind, ts_args_type = "payload: unknown, directoryHint?: string")]
     pub fn process_payload(&self, env: Env, payload: Unknown, directory_hint: Option<String>) {
-        payload::forward(&env, &self.inner.group(), payload, directory_hint.as_deref().unwrap_or(""));
+        payload::forward(&env, &self.context, &self.inner.group(), payload, directory_hint.as_deref().unwrap_or(""));
     }
 
     /// Alias of `processPayload` (OpenChamber's watcher name).
     #[napi(catch_unwind, ts_args_type = "payload: unknown, directoryHint?: string")]
     pub fn on_payload(&self, env: Env, payload: Unknown, directory_hint: Option<String>) {
-        payload::forward(&env, &self.inner.group(), payload, directory_hint.as_deref().unwrap_or(""));
+        payload::forward(&env, &self.context, &self.inner.group(), payload, directory_hint.as_deref().unwrap_or(""));
     }
 
     /// The key of the event intake group this runtime belongs to (runtimes that talk to the same

@@ -247,12 +247,13 @@ impl Notifier for HostNotifier {
 
 /// The host's small-model service when it passed one, else the built-in small model.
 pub(crate) fn small_model_for(
+    context: &crate::env_context::EnvContext,
     host: Option<ModelCallback>,
     client: &goal_core::OpenCodeClient,
     choice: Option<&crate::SmallModelChoice>,
 ) -> std::sync::Arc<dyn SmallModel> {
     match host {
         Some(callback) => std::sync::Arc::new(HostSmallModel::new(callback)),
-        None => crate::builtin_small_model(client, choice),
+        None => crate::builtin_small_model(context, client, choice),
     }
 }

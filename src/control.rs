@@ -23,6 +23,7 @@ use goal_core::{
 };
 
 use crate::callbacks::{HeadersCallback, ModelCallback, UrlCallback};
+use crate::env_context::EnvContext;
 use crate::options::{self, connection_of, millis};
 use crate::{OpenCodeTarget, RuntimeSettingsOptions};
 
@@ -397,10 +398,14 @@ pub struct GoalControlOptions {
 impl GoalControlOptions {
     /// The control context these options describe, every unset or unusable option at the core's
     /// default. Fails only without an OpenCode location.
-    fn resolve(self) -> Result<ControlContext> {
-        let client = connection_of!(self).resolve(DEFAULT_FETCH_TIMEOUT)?;
-        let small_model =
-            crate::callbacks::small_model_for(self.generate_small_model_text, &client, self.small_model.as_ref());
+    fn resolve(self, context: &EnvContext) -> Result<ControlContext> {
+        let client = connection_of!(self).resolve(context, DEFAULT_FETCH_TIMEOUT)?;
+        let small_model = crate::callbacks::small_model_for(
+            context,
+            self.generate_small_model_text,
+            &client,
+            self.small_model.as_ref(),
+        );
         Ok(ControlContext {
             client,
             small_model,
@@ -638,9 +643,9 @@ pub struct GoalControl {
 
 /// Creates a goal control. Throws only for unusable options (no OpenCode location).
 #[napi(catch_unwind)]
-pub fn create_goal_control(options: GoalControlOptions) -> Result<GoalControl> {
+pub fn create_goal_control(env: Env, options: GoalControlOptions) -> Result<GoalControl> {
     crate::logging::init();
-    let ctx = options.resolve()?;
+    let ctx = options.resolve(&*EnvContext::of(&env)?)?;
     Ok(GoalControl { ctx })
 }
 

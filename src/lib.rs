@@ -9,7 +9,9 @@
 mod assist;
 mod callbacks;
 mod control;
+mod env_context;
 mod intro;
+mod js_helpers;
 mod logging;
 mod metadata;
 mod options;
@@ -29,6 +31,7 @@ use goal_core::{GoalRuntime, GoalRuntimeSettings};
 use goal_core::{OpenCodeClient, DEFAULT_FETCH_TIMEOUT};
 
 use callbacks::{HeadersCallback, LoggerCallback, ModelCallback, NotifyCallback, UrlCallback};
+use env_context::{EnvContext, EnvRuntime};
 use options::{connection_of, count, millis};
 
 /// Where OpenCode listens (native-first form).
@@ -219,9 +222,13 @@ pub struct SmallModelChoice {
 
 /// The built-in small model: the host's explicit choice, else OpenCode's `small_model`, else a
 /// small model of the session's own provider (see `goal_core::small_model`).
-pub(crate) fn builtin_small_model(client: &OpenCodeClient, choice: Option<&SmallModelChoice>) -> Arc<dyn SmallModel> {
+pub(crate) fn builtin_small_model(
+    context: &EnvContext,
+    client: &OpenCodeClient,
+    choice: Option<&SmallModelChoice>,
+) -> Arc<dyn SmallModel> {
     let explicit = choice.and_then(|c| ModelRef::new(&c.provider_id, &c.model_id));
-    Arc::new(BuiltinSmallModel::new(shared_context(), client.clone(), explicit))
+    Arc::new(BuiltinSmallModel::new(context.shared(), client.clone(), explicit))
 }
 
 /// The request the runtime sends to a small-model service (OpenChamber's
@@ -270,17 +277,6 @@ pub struct SmallModelFailure {
     pub status_code: Option<u32>,
     /// Machine code such as `output-exhausted`.
     pub code: Option<String>,
-}
-
-/// The one context the runtimes of this process share (the addon is loaded once per process);
-/// the core itself keeps no such state.
-pub(crate) fn shared_context() -> &'static goal_core::SharedContext {
-    static SHARED: std::sync::OnceLock<goal_core::SharedContext> = std::sync::OnceLock::new();
-    SHARED.get_or_init(goal_core::SharedContext::new)
-}
-
-fn runtime_handle() -> tokio::runtime::Handle {
-    napi::bindgen_prelude::within_runtime_if_available(tokio::runtime::Handle::current)
 }
 
 /// What `emitGoalNotification` receives when a goal settles.
@@ -366,17 +362,19 @@ pub(crate) fn to_js_snapshot(snapshot: goal_core::GoalSnapshot) -> RuntimeSnapsh
 /// verifies the objective, the budget or the turn cap is reached, or the user stops it.
 #[napi]
 pub struct SessionGoalRuntime {
-    inner: GoalRuntime,
+    inner: Arc<GoalRuntime>,
+    /// The JavaScript environment the runtime belongs to (its intake is that environment's).
+    context: Arc<EnvContext>,
 }
 
 impl SessionGoalRuntimeOptions {
     /// The core's runtime settings, every unset or unusable option at `GoalConfig`'s default,
     /// and the host logger to register. Fails only without an OpenCode location.
-    fn resolve(self) -> Result<(GoalRuntimeSettings, Option<LoggerCallback>)> {
-        let client = connection_of!(self).resolve(DEFAULT_FETCH_TIMEOUT)?;
+    fn resolve(self, context: &EnvContext) -> Result<(GoalRuntimeSettings, Option<LoggerCallback>)> {
+        let client = connection_of!(self).resolve(context, DEFAULT_FETCH_TIMEOUT)?;
         let data_dir = DataDir::new(options::data_dir(None, self.settings));
         let small_model =
-            callbacks::small_model_for(self.generate_small_model_text, &client, self.small_model.as_ref());
+            callbacks::small_model_for(context, self.generate_small_model_text, &client, self.small_model.as_ref());
         let notifier: Arc<dyn Notifier> = match self.emit_goal_notification {
             Some(callback) => Arc::new(callbacks::HostNotifier::new(callback)),
             None => Arc::new(NoNotifier),
@@ -404,27 +402,32 @@ impl SessionGoalRuntimeOptions {
             config,
             directories,
             recover_on_start,
-            shared: shared_context().clone(),
+            shared: context.shared().clone(),
         };
         Ok((settings, self.logger))
     }
 }
 
-/// Registers the host's logger (if any) and installs the log forwarding once per process.
-pub(crate) fn install_logger(logger: Option<LoggerCallback>) {
+/// Registers the host's logger (if any) for `context`'s environment and installs the log
+/// forwarding once per process.
+pub(crate) fn install_logger(context: &EnvContext, logger: Option<LoggerCallback>) {
     if let Some(logger) = logger {
-        logging::add_js_logger(logger);
+        logging::add_js_logger(context.id(), logger);
     }
     logging::init();
 }
 
-/// Creates the goal runtime. It runs on its own threads; `processPayload` only queues work.
+/// Creates the goal runtime. It runs on its own threads; `processPayload` only queues work. It
+/// belongs to the calling JavaScript environment (the main thread or one Worker): it hears only
+/// payloads forwarded in that environment and stops when the environment ends.
 #[napi(catch_unwind)]
-pub fn create_session_goal_runtime(options: SessionGoalRuntimeOptions) -> Result<SessionGoalRuntime> {
-    let (settings, logger) = options.resolve()?;
-    install_logger(logger);
-    let inner = GoalRuntime::start(settings, &runtime_handle());
-    Ok(SessionGoalRuntime { inner })
+pub fn create_session_goal_runtime(env: Env, options: SessionGoalRuntimeOptions) -> Result<SessionGoalRuntime> {
+    let context = EnvContext::of(&env)?;
+    let (settings, logger) = options.resolve(&context)?;
+    install_logger(&context, logger);
+    let inner = Arc::new(GoalRuntime::start(settings, context.runtime()));
+    context.adopt(Arc::downgrade(&inner) as std::sync::Weak<dyn EnvRuntime>);
+    Ok(SessionGoalRuntime { inner, context })
 }
 
 /// The goal runtime's defaults, in the units of its options (the one place they are defined is
@@ -478,13 +481,13 @@ impl SessionGoalRuntime {
     /// first). Returns at once; anything unreadable is ignored, never thrown.
     #[napi(catch_unwind, ts_args_type = "payload: unknown, directoryHint?: string")]
     pub fn process_payload(&self, env: Env, payload: Unknown, directory_hint: Option<String>) {
-        payload::forward(&env, &self.inner.group(), payload, directory_hint.as_deref().unwrap_or(""));
+        payload::forward(&env, &self.context, &self.inner.group(), payload, directory_hint.as_deref().unwrap_or(""));
     }
 
     /// Alias of `processPayload` (OpenChamber's watcher name).
     #[napi(catch_unwind, ts_args_type = "payload: unknown, directoryHint?: string")]
     pub fn on_payload(&self, env: Env, payload: Unknown, directory_hint: Option<String>) {
-        payload::forward(&env, &self.inner.group(), payload, directory_hint.as_deref().unwrap_or(""));
+        payload::forward(&env, &self.context, &self.inner.group(), payload, directory_hint.as_deref().unwrap_or(""));
     }
 
     /// The key of the event intake group this runtime belongs to (runtimes that talk to the same

@@ -12,19 +12,28 @@ use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::prelude::*;
 
-/// Registered JS loggers (held only to clone the list).
+/// Registered JS loggers, each with the id of the JavaScript environment it belongs to (held
+/// only to clone the list). The tracing subscriber is process-wide, so every runtime's lines
+/// reach every live environment's loggers; an environment's loggers are dropped when it ends.
 #[derive(Default)]
-struct Loggers(Mutex<Vec<Arc<LoggerCallback>>>);
+struct Loggers(Mutex<Vec<(u64, Arc<LoggerCallback>)>>);
 
 fn loggers() -> &'static Loggers {
     static LOGGERS: OnceLock<Loggers> = OnceLock::new();
     LOGGERS.get_or_init(Loggers::default)
 }
 
-/// Adds a host logger; every runtime's lines reach every registered logger.
-pub fn add_js_logger(callback: LoggerCallback) {
+/// Adds a host logger of the environment `env_id`; every runtime's lines reach every registered logger.
+pub fn add_js_logger(env_id: u64, callback: LoggerCallback) {
     if let Ok(mut list) = loggers().0.lock() {
-        list.push(Arc::new(callback));
+        list.push((env_id, Arc::new(callback)));
+    }
+}
+
+/// Drops the loggers of an environment that ended (they would call into a dead environment).
+pub fn remove_js_loggers(env_id: u64) {
+    if let Ok(mut list) = loggers().0.lock() {
+        list.retain(|(owner, _)| *owner != env_id);
     }
 }
 
@@ -76,7 +85,7 @@ impl<S: Subscriber> Layer<S> for ForwardLayer {
             Ok(list) => list.clone(),
             Err(_) => return,
         };
-        for logger in list {
+        for (_, logger) in list {
             let args = FnArgs::from((level_name.clone(), text.clone()));
             // A throwing logger must never crash the host: catch, and drop the line.
             napi::bindgen_prelude::spawn(async move {

@@ -8,6 +8,7 @@ use goal_core::write_namespace_key;
 use goal_core::{OpenCodeClient, DEFAULT_FETCH_TIMEOUT};
 
 use crate::callbacks::{HeadersCallback, UrlCallback};
+use crate::env_context::EnvContext;
 use crate::options::connection_of;
 use crate::OpenCodeTarget;
 
@@ -41,7 +42,10 @@ pub struct SessionMetadataKeyWrite {
 impl SessionMetadataKeyWrite {
     /// The write, checked: the client, the session, its directory, the key and the value to put
     /// (`None` removes the key).
-    fn resolve(self) -> Result<(OpenCodeClient, String, String, String, Option<serde_json::Value>)> {
+    fn resolve(
+        self,
+        context: &EnvContext,
+    ) -> Result<(OpenCodeClient, String, String, String, Option<serde_json::Value>)> {
         let session_id = self.session_id.trim().to_string();
         let key = self.key.trim().to_string();
         if session_id.is_empty() {
@@ -50,21 +54,25 @@ impl SessionMetadataKeyWrite {
         if key.is_empty() || key.chars().count() > MAX_KEY_CHARS {
             return Err(Error::new(Status::InvalidArg, "writeSessionMetadataKey: key must be 1 to 128 characters"));
         }
-        let client = connection_of!(self).resolve(DEFAULT_FETCH_TIMEOUT)?;
+        let client = connection_of!(self).resolve(context, DEFAULT_FETCH_TIMEOUT)?;
         Ok((client, session_id, self.directory.unwrap_or_default(), key, self.value.filter(|v| !v.is_null())))
     }
 }
 
-/// Writes `metadata.openchamber.<key>` through the process-wide per-session write queue: the
-/// session is read fresh inside the queue and only that key is replaced, so concurrent goal,
-/// assist and host writes in this process all survive (OpenCode's PATCH replaces the whole
-/// metadata object). Resolves `true` once written; rejects when OpenCode cannot be read or
-/// written.
-#[napi]
-pub async fn write_session_metadata_key(write: SessionMetadataKeyWrite) -> Result<bool> {
-    let (client, session_id, directory, key, value) = write.resolve()?;
-    write_namespace_key(&client, &session_id, &directory, &key, |_fresh| Ok(value))
-        .await
-        .map(|written| written.is_some())
-        .map_err(|error| Error::new(Status::GenericFailure, format!("writeSessionMetadataKey: {error}")))
+/// Writes `metadata.openchamber.<key>` through the per-session write queue of this JavaScript
+/// environment: the session is read fresh inside the queue and only that key is replaced, so
+/// concurrent goal, assist and host writes of the environment all survive (OpenCode's PATCH
+/// replaces the whole metadata object). Resolves `true` once written; rejects when OpenCode
+/// cannot be read or written.
+#[napi(ts_return_type = "Promise<boolean>")]
+pub fn write_session_metadata_key(env: &Env, write: SessionMetadataKeyWrite) -> Result<PromiseRaw<'_, bool>> {
+    // Checked before the promise exists, but reported through it: bad input rejects, never throws.
+    let resolved = EnvContext::of(env).and_then(|context| write.resolve(&context));
+    env.spawn_future(async move {
+        let (client, session_id, directory, key, value) = resolved?;
+        write_namespace_key(&client, &session_id, &directory, &key, |_fresh| Ok(value))
+            .await
+            .map(|written| written.is_some())
+            .map_err(|error| Error::new(Status::GenericFailure, format!("writeSessionMetadataKey: {error}")))
+    })
 }

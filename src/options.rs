@@ -13,6 +13,7 @@ use goal_core::resolve_data_dir;
 use goal_core::{Endpoint, OpenCodeClient, StaticEndpoint};
 
 use crate::callbacks::{HeadersCallback, HostEndpoint, UrlCallback};
+use crate::env_context::EnvContext;
 use crate::{OpenCodeTarget, RuntimeSettingsOptions};
 
 pub use goal_core::{count, millis};
@@ -48,9 +49,11 @@ pub(crate) use connection_of;
 impl ConnectionOptions {
     /// The OpenCode client these options describe; `default_timeout` when no valid
     /// `fetchTimeoutMs` is set. Fails only when no OpenCode location is given.
-    pub fn resolve(self, default_timeout: Duration) -> Result<OpenCodeClient> {
-        let endpoint = endpoint(self.open_code, self.build_url, self.headers)?;
-        Ok(OpenCodeClient::new(crate::shared_context(), endpoint, millis(self.fetch_timeout_ms, default_timeout)))
+    /// The client belongs to `context`'s JavaScript environment: it shares that environment's
+    /// pools and write slots, and sends nothing once the environment has ended.
+    pub fn resolve(self, context: &EnvContext, default_timeout: Duration) -> Result<OpenCodeClient> {
+        let endpoint = context.guard(endpoint(self.open_code, self.build_url, self.headers)?);
+        Ok(OpenCodeClient::new(context.shared(), endpoint, millis(self.fetch_timeout_ms, default_timeout)))
     }
 }
 

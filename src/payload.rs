@@ -1,5 +1,5 @@
 //! Reads only the fields a feature needs from a JS payload (never walks a whole 10 MB object)
-//! and hands the reduced event to the shared intake. Which types are read, and how, is the
+//! and hands the reduced event to the intake of the environment's shared context. Which types are read, and how, is the
 //! intake contract of `goal_core::intake`; this module only reads fields. Any failure, including
 //! a hostile getter that throws, is swallowed: nothing is thrown back at the host.
 
@@ -10,6 +10,9 @@ use serde_json::{Map, Value};
 
 use goal_core::{message_update_matters, parse_payload, reading_of, PayloadReading, WATCHED_METADATA_KEY};
 use goal_core::{KNOWN_GOAL_FIELDS, OBJECTIVE_REVISION_FIELD};
+
+use crate::env_context::EnvContext;
+use crate::js_helpers::JsHelpers;
 
 fn get_unknown<'a>(object: &Object<'a>, key: &str) -> Option<Unknown<'a>> {
     object.get::<Unknown>(key).ok().flatten()
@@ -40,8 +43,20 @@ const MAX_JSON_BYTES: usize = 1 << 20;
 /// be stringified (cyclic, BigInt, a throwing getter or `toJSON`) or gives no JSON text
 /// (undefined, a function), or whose text is over `MAX_JSON_BYTES`, is `None`; the exception, if
 /// any, is cleared by `forward`. serde_json's nesting limit (128) bounds the parse.
-fn to_json(env: &Env, value: Option<Unknown>) -> Option<Value> {
+fn to_json(reader: &Reader, value: Option<Unknown>) -> Option<Value> {
     let value = value?;
+    let text = match reader.js {
+        Some(js) => js.stringify(reader.env, value)?,
+        None => stringify_looked_up(reader.env, value)?,
+    };
+    if text.len() > MAX_JSON_BYTES {
+        return None;
+    }
+    serde_json::from_str(&text).ok()
+}
+
+/// `JSON.stringify(value)` looked up on the global object (when the helpers are missing).
+fn stringify_looked_up(env: &Env, value: Unknown) -> Option<String> {
     let stringify = env
         .get_global()
         .ok()?
@@ -53,11 +68,39 @@ fn to_json(env: &Env, value: Option<Unknown>) -> Option<Value> {
     if text.get_type().ok()? != ValueType::String {
         return None;
     }
-    let text = String::from_unknown(text).ok()?;
-    if text.len() > MAX_JSON_BYTES {
-        return None;
+    String::from_unknown(text).ok()
+}
+
+/// What the payload reader works with: the env, and its JavaScript helpers when compiled.
+struct Reader<'a> {
+    env: &'a Env,
+    js: Option<&'a JsHelpers>,
+}
+
+/// The goal's known scalar fields (see [`goal_fields`]) through one call of the JavaScript
+/// helper; when it throws (a hostile getter) or its text does not parse (a lone surrogate), the
+/// fields are read one by one, which skips just the failing field as before. Numbers become
+/// floats, as [`goal_fields`] reads them.
+fn goal_fields_of(reader: &Reader, goal: Unknown) -> Value {
+    let parsed = reader
+        .js
+        .and_then(|js| js.goal_fields(reader.env, goal))
+        .and_then(|text| serde_json::from_str::<Value>(&text).ok());
+    match parsed {
+        Some(Value::Object(mut fields)) => {
+            for value in fields.values_mut() {
+                if let Value::Number(number) = value {
+                    *value = number.as_f64().and_then(serde_json::Number::from_f64).map_or(Value::Null, Value::Number);
+                }
+            }
+            Value::Object(fields)
+        }
+        Some(Value::Null) => Value::Null,
+        _ => {
+            clear_pending_exception(reader.env);
+            goal_fields(goal)
+        }
     }
-    serde_json::from_str(&text).ok()
 }
 
 /// The goal's known fields, each only when it is a string, number, boolean or null (any other
@@ -91,7 +134,7 @@ fn goal_fields(goal: Unknown) -> Value {
 
 /// `watched(session_id)`: whether a runtime watches the session's writes, in which case the
 /// whole metadata of its `session.updated` is read too (see `goal_core::repair`).
-fn reduce(env: &Env, payload: Unknown, watched: impl Fn(&str) -> bool) -> Option<Value> {
+fn reduce(reader: &Reader, payload: Unknown, watched: impl Fn(&str) -> bool) -> Option<Value> {
     let object = as_object(Some(payload))?;
     let kind = get_string(&object, "type")?;
     let reading = reading_of(&kind)?;
@@ -109,7 +152,7 @@ fn reduce(env: &Env, payload: Unknown, watched: impl Fn(&str) -> bool) -> Option
             let goal = as_object(get_unknown(&info, "metadata"))
                 .and_then(|m| as_object(get_unknown(&m, "openchamber")))
                 .and_then(|ns| get_unknown(&ns, "goal"))
-                .map(goal_fields);
+                .map(|goal| goal_fields_of(reader, goal));
             if let Some(goal) = goal {
                 out.insert("metadata".into(), nest(&["openchamber", "goal"], goal));
             }
@@ -117,7 +160,7 @@ fn reduce(env: &Env, payload: Unknown, watched: impl Fn(&str) -> bool) -> Option
             // are what a lost-update repair puts back.
             let id = out.get("id").and_then(Value::as_str).map(str::trim).unwrap_or("");
             if !id.is_empty() && watched(id) {
-                if let Some(metadata) = to_json(env, get_unknown(&info, "metadata")).filter(Value::is_object) {
+                if let Some(metadata) = to_json(reader, get_unknown(&info, "metadata")).filter(Value::is_object) {
                     out.insert(WATCHED_METADATA_KEY.into(), metadata);
                 }
             }
@@ -152,16 +195,16 @@ fn reduce(env: &Env, payload: Unknown, watched: impl Fn(&str) -> bool) -> Option
                     out.insert(key.into(), Value::from(text));
                 }
             }
-            if let Some(time) = to_json(env, get_unknown(&info, "time")) {
+            if let Some(time) = to_json(reader, get_unknown(&info, "time")) {
                 out.insert("time".into(), time);
             }
-            if let Some(error) = to_json(env, error.map(|e| e.to_unknown())) {
+            if let Some(error) = to_json(reader, error.map(|e| e.to_unknown())) {
                 out.insert("error".into(), error);
             }
             props.insert("info".into(), Value::Object(out));
             Value::Object(props)
         }
-        PayloadReading::Whole => properties.and_then(|p| to_json(env, Some(p.to_unknown()))).unwrap_or(Value::Null),
+        PayloadReading::Whole => properties.and_then(|p| to_json(reader, Some(p.to_unknown()))).unwrap_or(Value::Null),
     };
     let mut reduced = Map::new();
     reduced.insert("type".into(), Value::String(kind));
@@ -197,10 +240,12 @@ pub fn intake_payload_types() -> Vec<String> {
     goal_core::intake_payload_types().map(str::to_string).collect()
 }
 
-/// Reduces, parses and delivers one payload to every runtime of `group`.
-pub fn forward(env: &Env, group: &str, payload: Unknown, directory_hint: &str) {
-    let intake = crate::shared_context().intake();
-    let reduced = reduce(env, payload, |session_id| intake.watches_writes(group, session_id));
+/// Reduces, parses and delivers one payload to every runtime of `group` in `context` (the
+/// environment the payload was forwarded in).
+pub fn forward(env: &Env, context: &EnvContext, group: &str, payload: Unknown, directory_hint: &str) {
+    let intake = context.shared().intake();
+    let reader = Reader { env, js: context.js() };
+    let reduced = reduce(&reader, payload, |session_id| intake.watches_writes(group, session_id));
     clear_pending_exception(env);
     if let Some(event) = reduced.and_then(|value| parse_payload(&value, directory_hint)) {
         intake.deliver(group, &event);

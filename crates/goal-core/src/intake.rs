@@ -245,17 +245,20 @@ pub trait Consumer: Send + Sync {
 /// The consumers events are fanned out to, held weakly (a dropped runtime stops receiving). An
 /// explicit object rather than a process-wide static: the host binding keeps the one its
 /// runtimes share (in `shared::SharedContext`), and a test or an embedder can keep its own.
+/// Each consumer's group is kept beside it (a consumer's group never changes): matching a
+/// payload's group then costs a string comparison, not an upgrade and a copy of the key per
+/// consumer, on the host's thread for every forwarded payload.
 #[derive(Default)]
 pub struct IntakeRegistry {
-    consumers: RwLock<Vec<Weak<dyn Consumer>>>,
+    consumers: RwLock<Vec<(String, Weak<dyn Consumer>)>>,
 }
 
 impl IntakeRegistry {
     /// Registers a consumer for fan-out, dropping consumers that are gone or stopped.
     pub fn register(&self, consumer: &Arc<dyn Consumer>) {
         let mut list = self.consumers.write();
-        list.retain(|c| c.upgrade().is_some_and(|c| c.is_live()));
-        list.push(Arc::downgrade(consumer));
+        list.retain(|(_, c)| c.upgrade().is_some_and(|c| c.is_live()));
+        list.push((consumer.group(), Arc::downgrade(consumer)));
     }
 
     /// Whether a live consumer of the group watches the session's writes (the binding then reads
@@ -264,8 +267,9 @@ impl IntakeRegistry {
         self.consumers
             .read()
             .iter()
-            .filter_map(Weak::upgrade)
-            .any(|c| c.is_live() && c.group() == group && c.watches_writes(session_id))
+            .filter(|(key, _)| key == group)
+            .filter_map(|(_, c)| c.upgrade())
+            .any(|c| c.is_live() && c.watches_writes(session_id))
     }
 
     /// Delivers an event to every live consumer of the group.
@@ -274,8 +278,9 @@ impl IntakeRegistry {
             .consumers
             .read()
             .iter()
-            .filter_map(Weak::upgrade)
-            .filter(|c| c.is_live() && c.group() == group)
+            .filter(|(key, _)| key == group)
+            .filter_map(|(_, c)| c.upgrade())
+            .filter(|c| c.is_live())
             .collect();
         for consumer in consumers {
             consumer.accept(event);

@@ -1,0 +1,137 @@
+//! What the runtimes of one JavaScript environment share. Node loads the addon once per
+//! process, but the main thread, every `worker_threads` Worker and every Electron context is an
+//! environment of its own: a process-wide static would hand one environment's sessions to
+//! another's runtimes and keep a terminated Worker's runtimes running. So the shared context
+//! (intake, pools, write slots, dispatch claims) is the addon's instance data of the
+//! environment, and the environment's cleanup hook stops its runtimes: timers are cancelled,
+//! and its OpenCode clients refuse every request from then on (a tick already in flight ends on
+//! an error instead of reaching the server again).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use napi::bindgen_prelude::*;
+
+use goal_core::SharedContext;
+use goal_core::{BoxFuture, Endpoint, RequestTarget};
+
+use crate::js_helpers::JsHelpers;
+
+/// A runtime that belongs to an environment and is stopped when the environment ends.
+pub(crate) trait EnvRuntime: Send + Sync {
+    /// Stops the runtime without waiting (the environment is going away and cannot wait).
+    fn stop_in_background(&self, runtime: &tokio::runtime::Handle);
+}
+
+impl EnvRuntime for goal_core::GoalRuntime {
+    fn stop_in_background(&self, runtime: &tokio::runtime::Handle) {
+        let this = self.clone();
+        runtime.spawn(async move { this.stop().await });
+    }
+}
+
+impl EnvRuntime for goal_core::AssistRuntime {
+    fn stop_in_background(&self, runtime: &tokio::runtime::Handle) {
+        let this = self.clone();
+        runtime.spawn(async move { this.stop().await });
+    }
+}
+
+/// One JavaScript environment's share of the addon.
+pub(crate) struct EnvContext {
+    /// Tells this environment's loggers apart from the others' in the process-wide list.
+    id: u64,
+    shared: SharedContext,
+    /// False once the environment was torn down.
+    open: Arc<AtomicBool>,
+    /// Held weakly: a runtime the host dropped is not kept alive for the environment's sake.
+    runtimes: Mutex<Vec<Weak<dyn EnvRuntime>>>,
+    runtime: tokio::runtime::Handle,
+    /// The payload reader's JavaScript helpers, compiled in this environment.
+    js: Option<JsHelpers>,
+}
+
+impl EnvContext {
+    /// The environment's context, created (with its cleanup hook) on first use.
+    pub fn of(env: &Env) -> Result<Arc<EnvContext>> {
+        if let Some(context) = env.get_instance_data::<Arc<EnvContext>>()? {
+            return Ok(context.clone());
+        }
+        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+        let context = Arc::new(EnvContext {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            shared: SharedContext::new(),
+            open: Arc::new(AtomicBool::new(true)),
+            runtimes: Mutex::new(Vec::new()),
+            runtime: napi::bindgen_prelude::within_runtime_if_available(tokio::runtime::Handle::current),
+            js: JsHelpers::new(env),
+        });
+        env.set_instance_data(context.clone(), (), |_| {})?;
+        env.add_env_cleanup_hook(context.clone(), |context| context.close())?;
+        Ok(context)
+    }
+
+    /// Identifies the environment (for its loggers).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// What this environment's runtimes and clients share.
+    pub fn shared(&self) -> &SharedContext {
+        &self.shared
+    }
+
+    /// The payload reader's helpers (`None` if the engine refused to compile them). Use them only
+    /// on this environment's JavaScript thread.
+    pub fn js(&self) -> Option<&JsHelpers> {
+        self.js.as_ref()
+    }
+
+    /// The tokio runtime the environment's runtimes run on (the addon's, shared by the process).
+    pub fn runtime(&self) -> &tokio::runtime::Handle {
+        &self.runtime
+    }
+
+    /// `endpoint`, refusing every request once the environment has ended.
+    pub fn guard(&self, endpoint: Arc<dyn Endpoint>) -> Arc<dyn Endpoint> {
+        Arc::new(EnvEndpoint { inner: endpoint, open: self.open.clone() })
+    }
+
+    /// Registers a runtime to stop when the environment ends.
+    pub fn adopt(&self, runtime: Weak<dyn EnvRuntime>) {
+        if let Ok(mut runtimes) = self.runtimes.lock() {
+            runtimes.retain(|r| r.strong_count() > 0);
+            runtimes.push(runtime);
+        }
+    }
+
+    /// The environment ended: no request leaves its clients any more, its runtimes stop and its
+    /// loggers are dropped.
+    fn close(&self) {
+        self.open.store(false, Ordering::SeqCst);
+        let runtimes = self.runtimes.lock().map(|mut r| std::mem::take(&mut *r)).unwrap_or_default();
+        for runtime in runtimes.iter().filter_map(Weak::upgrade) {
+            runtime.stop_in_background(&self.runtime);
+        }
+        crate::logging::remove_js_loggers(self.id);
+    }
+}
+
+/// An endpoint that answers only while its environment lives.
+struct EnvEndpoint {
+    inner: Arc<dyn Endpoint>,
+    open: Arc<AtomicBool>,
+}
+
+impl Endpoint for EnvEndpoint {
+    fn resolve<'a>(&'a self, path: &'a str) -> BoxFuture<'a, std::result::Result<RequestTarget, String>> {
+        if !self.open.load(Ordering::SeqCst) {
+            return Box::pin(async { Err("the JavaScript environment of this runtime has ended".to_string()) });
+        }
+        self.inner.resolve(path)
+    }
+
+    fn key(&self) -> String {
+        self.inner.key()
+    }
+}
