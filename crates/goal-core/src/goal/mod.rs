@@ -1,0 +1,27 @@
+//! The goal loop, one tick at a time: observe (the session, its live state and evidence) →
+//! plan (pure decisions and gates) → audit (the small model's verdict, reviewed against the
+//! evidence) → reserve (a guarded write of the turn) → dispatch (an idempotent post) → settle
+//! (a terminal status and the notification). `repair` watches a reservation's echo for a lost
+//! update.
+
+// Pure: decisions, gates, accounting, the notification.
+pub mod accounting;
+pub mod gates;
+pub mod notify;
+pub mod operator;
+pub mod plan;
+// What the stages share.
+pub mod context;
+pub mod repair;
+pub mod trail;
+// The stages, in the order a tick runs them.
+pub mod audit;
+pub mod deliver;
+pub mod dispatch;
+pub mod echo;
+pub mod evidence;
+pub mod observe;
+pub mod reserve;
+pub mod settle;
+pub mod tick;
+pub mod time_gate;

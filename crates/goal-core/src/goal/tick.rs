@@ -1,0 +1,149 @@
+//! One goal tick, stage by stage: observe (`observe.rs`) → plan (`plan.rs`, pure; the time
+//! stage `time_gate.rs` and the quiet window) → audit (`audit.rs`, with the evidence stage
+//! `evidence.rs`) → reserve (`reserve.rs`, echo reactions in `echo.rs`) → dispatch
+//! (`deliver.rs`, `dispatch.rs`) → settle (`settle.rs`). A [`Tick`] carries what every stage
+//! needs.
+
+use std::time::Duration;
+
+use tracing::debug;
+
+use crate::goal::audit::audit_turn;
+use crate::goal::context::{ReadAtStart, Tick, TickContext};
+use crate::goal::deliver::deliver;
+use crate::goal::gates::quiet_remaining;
+use crate::goal::observe::{self, Live};
+use crate::goal::plan::{
+    self, plan_tick, unaudited_reservation, Basis, Plan, Reservation, WaitReason, REASON_OBJECTIVE_UNAVAILABLE,
+    REASON_RESUMED,
+};
+use crate::goal::reserve::reserve;
+use crate::goal::settle::blocked;
+use crate::goal::time_gate;
+use crate::io::writer::GoalGuard;
+use crate::record::GoalStatus;
+use crate::sched::{Generation, TickOutcome};
+use crate::time::clock::now_ms;
+
+/// Slack added to a quiet-window back-off, so the next look lands after the window, not on it.
+const QUIET_MARGIN_MS: u64 = 20;
+
+/// Runs one tick. `attempt` counts consecutive read failures (0 on a normal wake-up); the tick
+/// that follows the last allowed retry settles the goal instead of asking for another.
+pub async fn run_tick(
+    ctx: &TickContext,
+    session_id: &str,
+    directory: &str,
+    attempt: u32,
+    generation: Generation,
+) -> TickOutcome {
+    let exhausted = attempt >= ctx.config.max_retry_attempts;
+    let (mut started, goal) = match observe::start(ctx, session_id, directory, attempt).await {
+        Ok(started) => started,
+        Err(outcome) => return outcome,
+    };
+    let guard = GoalGuard::Exact { revision: goal.revision(), status: GoalStatus::Active, holder: ctx.holder.clone() };
+    let objective = observe::effective_objective(ctx, session_id, &goal).await;
+    let tick = Tick {
+        ctx,
+        session_id,
+        directory,
+        goal,
+        guard,
+        objective: objective.clone().unwrap_or_default(),
+        generation,
+        attempt,
+        exhausted,
+    };
+    if objective.is_none() {
+        if exhausted {
+            return tick.settle(blocked(&tick.goal, REASON_OBJECTIVE_UNAVAILABLE)).await;
+        }
+        tracing::warn!(target: "session_goal", session = session_id, "objective unavailable; retrying");
+        return TickOutcome::Retry;
+    }
+    let live = match started.live(&tick).await {
+        Ok(live) => live,
+        Err(outcome) => return outcome,
+    };
+    let (basis, reservation) = match plan_and_audit(&tick, live).await {
+        Ok(next) => next,
+        Err(outcome) => return outcome,
+    };
+    continue_goal(&tick, basis, reservation, started.read).await
+}
+
+/// Plans the tick on the live state: the time stage and the quiet window first, then the plan's
+/// own ends (wait, pause, settle), else the turn to continue, audited or not.
+async fn plan_and_audit(tick: &Tick<'_>, live: Live) -> Result<(Basis, Reservation), TickOutcome> {
+    let plan = plan_tick(&tick.goal, &live.messages, tick.ctx.config.max_auto_turns);
+    if let Plan::Audit(basis) | Plan::ContinueUnaudited(basis) = &plan {
+        if let Some(outcome) = time_gate::check(tick, basis).await {
+            return Err(outcome);
+        }
+        if let Some(wait) = quiet_wait(tick, &live, basis) {
+            debug!(target: "session_goal", session = tick.session_id, wait_ms = wait.as_millis() as u64, "inside the quiet window; looking again after it");
+            return Err(TickOutcome::BackOff(wait + Duration::from_millis(QUIET_MARGIN_MS)));
+        }
+    }
+    match plan {
+        // Waiting for the user's first exchange is not being stuck.
+        Plan::Wait(WaitReason::NoReplyYet) => Err(TickOutcome::Done),
+        Plan::Wait(reason) => {
+            // The session is idle, yet its newest message has no finished reply: normally a
+            // turn that is just starting (busy follows), so look again with backoff; if it never
+            // starts, the turn failed and the goal must not sit active forever.
+            debug!(target: "session_goal", session = tick.session_id, ?reason, attempt = tick.attempt, "idle without a finished reply");
+            if tick.exhausted {
+                tick.settle_blocked(plan::REASON_TURN_FAILED).await;
+                return Err(TickOutcome::Settled);
+            }
+            Err(TickOutcome::Retry)
+        }
+        Plan::Pause(accounting) => {
+            if !tick.generation.is_current() {
+                return Err(TickOutcome::Done);
+            }
+            Err(tick.pause(accounting).await)
+        }
+        Plan::Settle(settlement) => Err(tick.settle(settlement).await),
+        Plan::ContinueUnaudited(basis) => {
+            let reservation = unaudited_reservation(&tick.goal, &basis);
+            Ok((basis, reservation))
+        }
+        Plan::Audit(basis) => {
+            let reservation = audit_turn(tick, &basis, &live.raw_messages, live.todos).await?;
+            Ok((basis, reservation))
+        }
+    }
+}
+
+/// The quiet window, from data: whatever order the events came in (a kickoff or follow-up armed
+/// during the turn, an idle seen late), nothing is sent within `idleQuietMs` of the tail's
+/// completion. Checked before the audit, which only adds time. An explicit resume is the user
+/// asking to go on now: its own short kickoff applies.
+fn quiet_wait(tick: &Tick<'_>, live: &Live, basis: &Basis) -> Option<Duration> {
+    if tick.goal.status_reason == REASON_RESUMED {
+        return None;
+    }
+    let tail = live.messages.iter().find(|m| m.id == basis.tail_message_id);
+    quiet_remaining(tail, None, now_ms(), tick.ctx.config.idle_quiet)
+}
+
+/// Reserves the turn and posts its continuation: one dispatch per session at a time in this
+/// context, from the reservation until the outcome is known (runtimes of one process share a
+/// lease holder id; see `DispatchClaims`).
+async fn continue_goal(tick: &Tick<'_>, basis: Basis, reservation: Reservation, read: ReadAtStart) -> TickOutcome {
+    if !tick.generation.is_current() {
+        return TickOutcome::Done;
+    }
+    let Some(_claim) = tick.ctx.dispatch_claims.claim(tick.session_id) else {
+        debug!(target: "session_goal", session = tick.session_id, "another runtime of this process is dispatching; backing off");
+        return TickOutcome::BackOff(tick.ctx.config.idle_quiet);
+    };
+    let reserved = match reserve(tick, &basis.tail_message_id, reservation, read).await {
+        Ok(reserved) => reserved,
+        Err(outcome) => return outcome,
+    };
+    deliver(tick, &basis, reserved).await
+}
