@@ -69,9 +69,12 @@ pub use config::tunables::{count, millis};
 pub use config::{EvidenceConfig, EvidenceLimits, GoalConfig};
 
 // The goal record.
+pub use goal::causes::{cause_of, fix_action, fix_sentence, FixAction};
 pub use goal::plan::REASON_VERIFIED;
 pub use record::cause::{Cause, CauseCode};
-pub use record::{parse_checks, AcceptanceCheck, ChecksError, Goal, GoalStatus, KNOWN_GOAL_FIELDS, OBJECTIVE_REVISION_FIELD};
+pub use record::{
+    parse_checks, AcceptanceCheck, ChecksError, Goal, GoalStatus, KNOWN_GOAL_FIELDS, OBJECTIVE_REVISION_FIELD,
+};
 pub use time::active::{
     active_ms, check_time_budget_ms, check_time_budget_value, format_duration, parse_duration, time_budget_ms,
     GoalTimeLimits,

@@ -3,6 +3,9 @@
 //! merges into the existing metadata. "Stop" means stop on both axes: pausing (or clearing) an
 //! active goal also aborts the running turn, as an abort pauses the goal.
 
+use crate::goal::causes::cause_of;
+use crate::record::cause::CauseCode;
+use crate::time::clock::now_ms;
 use tracing::warn;
 
 use crate::control::create::{
@@ -122,6 +125,7 @@ pub async fn pause_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<Act
         GoalStatus::Active => {
             goal.status = GoalStatus::Paused;
             goal.status_reason = String::new();
+            goal.set_cause(Some(cause_of(CauseCode::UserPaused, now_ms(), &target.session_id, None)));
             goal.blocked_streak = 0;
             // Paused time is not active time (time budget); the resume folds it in.
             crate::time::active::begin_inactive(goal, crate::time::clock::now_ms());
@@ -153,6 +157,8 @@ pub async fn resume_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<Ac
         crate::time::active::count_stopped_time(goal, crate::time::clock::now_ms());
         goal.status = GoalStatus::Active;
         goal.status_reason = REASON_RESUMED.into();
+        // A goal that is simply running carries no cause.
+        goal.set_cause(None);
         goal.turns_used = 0;
         goal.blocked_streak = 0;
         Ok(())
@@ -169,6 +175,7 @@ pub async fn complete_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<
         }
         goal.status = GoalStatus::Complete;
         goal.status_reason = REASON_MARKED_BY_USER.into();
+        goal.set_cause(Some(cause_of(CauseCode::UserComplete, now_ms(), &target.session_id, None)));
         goal.blocked_streak = 0;
         Ok(())
     })
@@ -300,6 +307,8 @@ pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionRe
         crate::time::active::count_stopped_time(goal, crate::time::clock::now_ms());
         goal.status = GoalStatus::Active;
         goal.status_reason = REASON_RESUMED.into();
+        // A goal that is simply running carries no cause.
+        goal.set_cause(None);
         goal.blocked_streak = 0;
         Ok(())
     })

@@ -33,7 +33,12 @@ pub async fn audit_turn(
         debug!(target: "session_goal", session = tick.session_id, "invalidated during audit");
         return Err(TickOutcome::Done);
     }
-    let decision = after_audit(&tick.goal, basis, audit.clone());
+    let mut decision = after_audit(&tick.goal, basis, audit.clone());
+    if let AfterAudit::Settle(settlement) = &mut decision {
+        if settlement.detail.is_none() {
+            settlement.detail = extras.failure.clone();
+        }
+    }
     match evidence::review(tick, basis, &observed, audit.as_ref(), &extras, decision).await {
         AfterAudit::Settle(settlement) => Err(tick.settle(settlement).await),
         AfterAudit::Continue(reservation) => Ok(reservation),
@@ -58,18 +63,17 @@ async fn request_verdict(tick: &Tick<'_>, basis: &Basis, evidence_block: &str) -
     let reply = match tokio::time::timeout(timeout + Duration::from_millis(500), call).await {
         Ok(Ok(reply)) => reply,
         Ok(Err(error)) => {
+            let failure = error.status.map(|s| format!("status {s}")).unwrap_or_else(|| error.code.clone());
             if !error.is_silent() {
                 warn!(target: "session_goal", status = ?error.status, code = %error.code, "progress audit failed");
-                crate::goal::operator::audit_failed(
-                    &error.status.map(|s| format!("status {s}")).unwrap_or_else(|| error.code.clone()),
-                );
+                crate::goal::operator::audit_failed(&failure);
             }
-            return (None, Default::default());
+            return (None, AuditExtras { failure: Some(failure), ..Default::default() });
         }
         Err(_) => {
             warn!(target: "session_goal", "progress audit timed out");
             crate::goal::operator::audit_failed("timed out");
-            return (None, Default::default());
+            return (None, AuditExtras { failure: Some("timed out".into()), ..Default::default() });
         }
     };
     let object = extract_json_object(&reply.text);
@@ -84,7 +88,7 @@ async fn request_verdict(tick: &Tick<'_>, basis: &Basis, evidence_block: &str) -
             "[session-goal:diagnostic] audit parse failed"
         );
         crate::goal::operator::audit_failed("reply not parseable");
-        return (None, extras);
+        return (None, AuditExtras { failure: Some("reply not parseable".into()), ..extras });
     };
     let mut note = truncate_chars(raw_note.trim(), NOTE_CHAR_LIMIT);
     let reference = format!("{objective}\n{}", basis.assistant_text);

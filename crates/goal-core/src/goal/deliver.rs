@@ -13,6 +13,7 @@ use crate::goal::plan::{Basis, REASON_DISPATCH_FAILED};
 use crate::goal::reserve::Reserved;
 use crate::goal::settle::blocked;
 use crate::io::writer::{continuation_for_of, try_write_goal, GoalGuard, GoalUpdate, CONTINUATION_FOR_FIELD};
+use crate::record::cause::CauseCode;
 use crate::record::lease::LEASE_FIELD;
 use crate::record::session::{chronological, SessionView};
 use crate::record::{Goal, GoalStatus};
@@ -152,7 +153,7 @@ async fn failed(tick: &Tick<'_>, basis: &Basis, reserved: &Reserved, refused: bo
         warn!(target: "session_goal", session = tick.session_id, "continuation outcome unknown after every attempt; retrying later with the same id");
         return TickOutcome::Retry;
     }
-    let mut settlement = blocked(&reserved.goal, REASON_DISPATCH_FAILED);
+    let mut settlement = blocked(&reserved.goal, REASON_DISPATCH_FAILED, CauseCode::DispatchFailed);
     settlement.accounting = basis.accounting.clone();
     let give_back = refused && !reserved.reused;
     tick.settle_on(&reserved.goal, &reserved.guard, settlement, |g| {

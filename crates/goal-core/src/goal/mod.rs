@@ -6,6 +6,7 @@
 
 // Pure: decisions, gates, accounting, the notification.
 pub mod accounting;
+pub mod causes;
 pub mod gates;
 pub mod notify;
 pub mod operator;

@@ -41,6 +41,7 @@ pub fn goal_notification(session_id: &str, directory: &str, goal: &Goal, objecti
         "body": truncate_chars(&body, 240),
         "tag": format!("goal-{session_id}"),
         "kind": "goal",
+        "cause": goal.cause.as_ref().map_or(Value::Null, crate::record::cause::Cause::to_value),
     })
 }
 

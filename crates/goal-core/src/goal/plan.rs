@@ -4,6 +4,7 @@
 //! length-truncation recovery), so the function reads as the spec does.
 
 use crate::goal::accounting::{account, Accounting};
+use crate::record::cause::CauseCode;
 use crate::record::session::{chronological, Message, Role};
 use crate::record::{Goal, GoalStatus};
 
@@ -78,6 +79,10 @@ pub struct Settlement {
     pub accounting: Accounting,
     /// The auditor that decided, when one did.
     pub evaluation: Option<(String, String)>,
+    /// The typed cause written beside the reason (see `goal/causes.rs`).
+    pub cause: CauseCode,
+    /// The cause's detail (an error name, an HTTP status), when there is one.
+    pub detail: Option<String>,
 }
 
 /// What the tick's audit-free part decided.
@@ -130,15 +135,16 @@ pub fn plan_tick(goal: &Goal, messages: &[Message], max_auto_turns: u64) -> Plan
     let accounting = account(goal, messages);
     let resumed = goal.status_reason == REASON_RESUMED;
     let aborted = tail.is_aborted();
-    let settle = |status, reason: &str| {
-        Plan::Settle(Settlement {
-            status,
-            reason: reason.to_string(),
-            note: None,
-            accounting: accounting.clone(),
-            evaluation: None,
-        })
+    let settlement = |status, reason: &str, cause: CauseCode| Settlement {
+        status,
+        reason: reason.to_string(),
+        note: None,
+        accounting: accounting.clone(),
+        evaluation: None,
+        cause,
+        detail: None,
     };
+    let settle = |status, reason: &str, cause: CauseCode| Plan::Settle(settlement(status, reason, cause));
 
     if aborted && !resumed {
         return Plan::Pause(accounting);
@@ -147,22 +153,24 @@ pub fn plan_tick(goal: &Goal, messages: &[Message], max_auto_turns: u64) -> Plan
     if !aborted && !truncated {
         if let Some(name) = &tail.error {
             let reason = if name.trim().is_empty() { REASON_TURN_FAILED } else { name.as_str() };
-            return settle(GoalStatus::Blocked, reason);
+            let mut failed = settlement(GoalStatus::Blocked, reason, CauseCode::DispatchFailed);
+            failed.detail = (!name.trim().is_empty()).then(|| name.clone());
+            return Plan::Settle(failed);
         }
     }
     if goal.token_budget.is_some_and(|budget| accounting.tokens_used >= budget) {
-        return settle(GoalStatus::BudgetLimited, REASON_BUDGET);
+        return settle(GoalStatus::BudgetLimited, REASON_BUDGET, CauseCode::TokenBudget);
     }
     if goal.turns_used >= max_auto_turns {
-        return settle(GoalStatus::Blocked, REASON_TURN_CAP);
+        return settle(GoalStatus::Blocked, REASON_TURN_CAP, CauseCode::TurnCap);
     }
     if truncated && !resumed && has_repeated_length_tail(&ordered, tail, goal.created_at) {
-        return settle(GoalStatus::Blocked, REASON_REPEATED_TRUNCATION);
+        return settle(GoalStatus::Blocked, REASON_REPEATED_TRUNCATION, CauseCode::NoProgress);
     }
 
     let execution = ordered.iter().rev().find(|m| m.role == Role::Assistant && !m.summary).copied().unwrap_or(tail);
     if execution.provider_id.is_empty() || execution.model_id.is_empty() {
-        return settle(GoalStatus::Blocked, REASON_DISPATCH_FAILED);
+        return settle(GoalStatus::Blocked, REASON_DISPATCH_FAILED, CauseCode::DispatchFailed);
     }
     let basis = Basis {
         accounting: accounting.clone(),
@@ -276,6 +284,8 @@ pub fn after_audit(goal: &Goal, basis: &Basis, audit: Option<Audit>) -> AfterAud
                 note: None,
                 accounting: basis.accounting.clone(),
                 evaluation: None,
+                cause: CauseCode::AuditUnavailable,
+                detail: None,
             });
         }
         return AfterAudit::Continue(Reservation {
@@ -297,6 +307,8 @@ pub fn after_audit(goal: &Goal, basis: &Basis, audit: Option<Audit>) -> AfterAud
             note,
             accounting: basis.accounting.clone(),
             evaluation,
+            cause: CauseCode::Verified,
+            detail: None,
         }),
         Verdict::Blocked if goal.blocked_streak.saturating_add(1) >= BLOCKED_STREAK_LIMIT => {
             let reason = if audit.note.is_empty() { REASON_BLOCKED_PER_AUDIT.to_string() } else { audit.note.clone() };
@@ -306,6 +318,8 @@ pub fn after_audit(goal: &Goal, basis: &Basis, audit: Option<Audit>) -> AfterAud
                 note,
                 accounting: basis.accounting.clone(),
                 evaluation,
+                cause: CauseCode::AuditorBlocked,
+                detail: None,
             })
         }
         verdict => AfterAudit::Continue(Reservation {

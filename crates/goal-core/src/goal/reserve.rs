@@ -120,6 +120,8 @@ fn apply_reservation(
     g.blocked_streak = reservation.blocked_streak;
     g.audit_fail_streak = reservation.audit_fail_streak;
     g.status_reason.clear();
+    // A goal that is simply running carries no cause.
+    g.set_cause(None);
     if let Some(note) = &reservation.note {
         g.note = truncate_chars(note, NOTE_CHAR_LIMIT);
     }
