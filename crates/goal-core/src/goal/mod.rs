@@ -5,6 +5,7 @@
 //! update.
 
 // Pure: decisions, gates, accounting, the notification.
+pub mod acceptance;
 pub mod accounting;
 pub mod causes;
 pub mod gates;

@@ -3,6 +3,7 @@
 //! type is treated as absent, exactly as the reference parser does.
 
 pub mod cause;
+pub mod check_id;
 pub mod lease;
 pub mod metadata;
 pub mod session;
