@@ -6,11 +6,13 @@ use std::time::Duration;
 use serde_json::Value;
 use tracing::{debug, warn};
 
+use crate::evidence::PROGRESS_FIELD;
+use crate::goal::checks::RoundInput;
 use crate::goal::context::Tick;
 use crate::goal::evidence::{self, audit_extras, AuditExtras};
 use crate::goal::plan::{after_audit, parse_verdict, AfterAudit, Audit, Basis, Reservation};
 use crate::io::services::SmallModelRequest;
-use crate::record::{truncate_chars, NOTE_CHAR_LIMIT};
+use crate::record::{truncate_chars, GoalStatus, NOTE_CHAR_LIMIT};
 use crate::sched::TickOutcome;
 use crate::text::jsonx::extract_json_object;
 use crate::text::prompts;
@@ -27,7 +29,10 @@ pub async fn audit_turn(
     if !tick.generation.is_current() {
         return Err(TickOutcome::Done);
     }
-    let observed = evidence::observe(tick, basis, raw_messages, todos).await?;
+    // The runtime's own check runs are not the agent's work: the digest reads without them.
+    let without_checks = crate::goal::checks::without_check_runs(raw_messages);
+    let evidence_messages = without_checks.as_deref().unwrap_or(raw_messages);
+    let observed = evidence::observe(tick, basis, evidence_messages, todos).await?;
     let (audit, extras) = request_verdict(tick, basis, &observed.prompt_block(tick)).await;
     if !tick.generation.is_current() {
         debug!(target: "session_goal", session = tick.session_id, "invalidated during audit");
@@ -40,6 +45,13 @@ pub async fn audit_turn(
         }
     }
     match evidence::review(tick, basis, &observed, audit.as_ref(), &extras, decision).await {
+        // Proof before the claim: a goal with checks settles complete only once they pass.
+        AfterAudit::Settle(settlement) if settlement.status == GoalStatus::Complete && !tick.goal.checks.is_empty() => {
+            let mut reservation = tick.run_checks(RoundInput { basis, settlement }).await?;
+            // A failed check is a turn like any other: the no-progress breaker counts it.
+            reservation.goal_fields.push((PROGRESS_FIELD.into(), observed.state.to_value()));
+            Ok(reservation)
+        }
         AfterAudit::Settle(settlement) => Err(tick.settle(settlement).await),
         AfterAudit::Continue(reservation) => Ok(reservation),
     }

@@ -23,13 +23,17 @@ use crate::text::prompts;
 /// Reads back, posts the continuation of the reserved turn, and ends the tick on the outcome.
 pub async fn deliver(tick: &Tick<'_>, basis: &Basis, reserved: Reserved) -> TickOutcome {
     let ctx = tick.ctx;
-    let text = prompts::continuation_prompt(
+    let mut text = prompts::continuation_prompt(
         &tick.objective,
         reserved.goal.tokens_used,
         reserved.goal.token_budget,
         reserved.goal.turns_used.min(u32::MAX as u64) as u32,
         ctx.config.max_auto_turns.min(u32::MAX as u64) as u32,
     );
+    if let Some(appendix) = &reserved.appendix {
+        text.push_str("\n\n");
+        text.push_str(appendix);
+    }
     let body = prompt_body(basis, &text);
     if let Some(outcome) = read_back(tick, &reserved).await {
         return outcome;
@@ -54,7 +58,8 @@ pub async fn deliver(tick: &Tick<'_>, basis: &Basis, reserved: Reserved) -> Tick
         Delivery::Sent => {
             let turn = reserved.goal.turns_used;
             info!(target: "session_goal", session = tick.session_id, turn, "continuation sent");
-            crate::goal::operator::continuation_sent(tick.session_id, turn, ctx.config.max_auto_turns);
+            let (tokens, budget) = (reserved.goal.tokens_used, reserved.goal.token_budget);
+            crate::goal::operator::continuation_sent(tick.session_id, turn, ctx.config.max_auto_turns, tokens, budget);
             TickOutcome::Continued
         }
         Delivery::Stopped { unused } => stopped(tick, &reserved, unused).await,

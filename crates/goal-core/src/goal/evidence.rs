@@ -167,6 +167,7 @@ fn override_complete(
                 note: Some(note),
                 evaluation: settlement.evaluation,
                 goal_fields: Vec::new(),
+                appendix: None,
             };
             (AfterAudit::Continue(reservation), Some(used))
         }

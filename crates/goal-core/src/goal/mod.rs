@@ -18,6 +18,7 @@ pub mod repair;
 pub mod trail;
 // The stages, in the order a tick runs them.
 pub mod audit;
+pub mod checks;
 pub mod deliver;
 pub mod dispatch;
 pub mod echo;

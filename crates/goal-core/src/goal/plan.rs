@@ -249,6 +249,8 @@ pub struct Reservation {
     /// Further goal fields written with the reservation (the evidence review's progress state
     /// and override set), so they ride on the one guarded write instead of a write of their own.
     pub goal_fields: Vec<(String, serde_json::Value)>,
+    /// A paragraph appended to the continuation (a failed acceptance check, quoted as data).
+    pub appendix: Option<String>,
 }
 
 /// The outcome after the audit (or its absence).
@@ -270,6 +272,7 @@ pub fn unaudited_reservation(goal: &Goal, basis: &Basis) -> Reservation {
         note: None,
         evaluation: None,
         goal_fields: Vec::new(),
+        appendix: None,
     }
 }
 
@@ -295,6 +298,7 @@ pub fn after_audit(goal: &Goal, basis: &Basis, audit: Option<Audit>) -> AfterAud
             note: None,
             evaluation: None,
             goal_fields: Vec::new(),
+            appendix: None,
         });
     };
     let evaluation =
@@ -329,6 +333,7 @@ pub fn after_audit(goal: &Goal, basis: &Basis, audit: Option<Audit>) -> AfterAud
             note,
             evaluation,
             goal_fields: Vec::new(),
+            appendix: None,
         }),
     }
 }
