@@ -116,7 +116,10 @@ pub use control::actions::{
     clear_goal, complete_goal, edit_goal, get_goal, list_goals, pause_goal, resume_goal, ActionReport, BudgetEdit,
     GoalEdit, GoalTarget, GoalView, LimitEdit,
 };
-pub use control::create::{check_token_budget, create_session_goal, ControlContext, CreatedGoal, ModelChoice, NewGoal};
+pub use control::create::{
+    check_goal_checks, check_token_budget, create_session_goal, ControlContext, CreatedGoal, ModelChoice, NewGoal,
+};
+pub use control::explain::explain as explain_goal;
 pub use control::orchestrate::{
     create_session, fork_session, send_prompt, stamp_scheduled_goal, CreateSession, DispatchReport, ForkSession,
     PromptOptions, ScheduledGoal, SendPrompt, DEFAULT_COMMAND_TIMEOUT, DEFAULT_LANDING_POLL, DEFAULT_LANDING_TIMEOUT,

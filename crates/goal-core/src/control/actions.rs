@@ -219,6 +219,8 @@ pub struct GoalEdit {
     pub time_budget: LimitEdit<u64>,
     /// Working hours change.
     pub active_hours: LimitEdit<crate::time::hours::ActiveHours>,
+    /// Acceptance checks change (validated by the caller).
+    pub checks: LimitEdit<Vec<crate::record::AcceptanceCheck>>,
     /// Model whose provider the distillation of a long objective prefers.
     pub model: ModelChoice,
 }
@@ -233,10 +235,11 @@ pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionRe
         && edit.budget == BudgetEdit::Keep
         && edit.time_budget == LimitEdit::Keep
         && edit.active_hours == LimitEdit::Keep
+        && edit.checks == LimitEdit::Keep
     {
         return Err(GoalError::new(
             400,
-            "nothing to edit: pass an objective, a token budget, a time budget or working hours change",
+            "nothing to edit: pass an objective, a token budget, a time budget, working hours or checks change",
         ));
     }
     if let BudgetEdit::Set(budget) = edit.budget {
@@ -269,6 +272,7 @@ pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionRe
     let budget = edit.budget;
     let time_budget = edit.time_budget.clone();
     let active_hours = edit.active_hours.clone();
+    let checks = edit.checks.clone();
     let mut report = update(ctx, target, &directory, move |goal| {
         if goal.status == GoalStatus::Complete {
             return Err(Declined::Refused(Box::new(GoalError::new(
@@ -294,6 +298,11 @@ pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionRe
             LimitEdit::Set(ms) => {
                 goal.extra.insert(crate::time::active::TIME_BUDGET_FIELD.into(), serde_json::Value::from(ms));
             }
+        }
+        match checks {
+            LimitEdit::Keep => {}
+            LimitEdit::Clear => goal.set_checks(Vec::new()),
+            LimitEdit::Set(list) => goal.set_checks(list),
         }
         match active_hours {
             LimitEdit::Keep => {}
