@@ -292,6 +292,7 @@ function describeDispatch(result) {
   const goal = result.goal?.goal
   if (goal?.timeBudgetMs) out(`time budget: ${formatDuration(goal.timeBudgetMs)} of active time`)
   if (goal?.activeHours) out(`working hours: ${goal.activeHours.start}-${goal.activeHours.end} ${goal.activeHours.timeZone}`)
+  if (goal?.checks?.length) out(`acceptance checks: ${goal.checks.length} (run before the goal may complete)`)
   for (const warning of result.warnings) out(`warning: ${warning}`)
 }
 
@@ -301,7 +302,7 @@ const oneLine = (text, max) => {
 }
 
 function printTable(rows) {
-  const header = ['SESSION', 'STATUS', 'TURNS', 'TOKENS', 'TIME', 'NOTE']
+  const header = ['SESSION', 'STATUS', 'TURNS', 'TOKENS', 'TIME', 'CHECKS', 'NOTE']
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)))
   const format = (cells) => cells.map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i]))).join('  ').trimEnd()
   out(format(header))
@@ -342,6 +343,7 @@ async function runStatus(control, directory, flags) {
       String(goal.turnsUsed),
       goal.tokenBudget ? `${goal.tokensUsed}/${goal.tokenBudget}` : String(goal.tokensUsed),
       goal.timeBudgetMs ? `${formatDuration(goal.activeMs)}/${formatDuration(goal.timeBudgetMs)}` : formatDuration(goal.activeMs),
+      String(goal.checks?.length ?? 0),
       oneLine(goal.note || goal.statusReason, 60),
     ]),
   )
