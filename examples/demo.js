@@ -89,7 +89,7 @@ async function main() {
       logger: (level, message) => {
         if (level === 'warn' || level === 'error') say(`runtime ${level}: ${message}`)
         // The operator lines of the check stage and of each continuation, as a host prints them.
-        else if (/acceptance check|continuing/.test(message)) say(`[session-goal] ${message}`)
+        else if (/acceptance check|continuing/.test(message)) say(message)
       },
     })
     cleanups.push(() => runtime.stop())
@@ -122,7 +122,9 @@ async function main() {
       for (const record of await runtime.history(sessionId)) {
         if (record.action !== 'check') continue
         const run = record.check
-        say(`check run: ${run.result} (exit ${run.exitStatus ?? '?'}, ${Math.round(run.durationMs)} ms) — ${run.outputTail.split('\n').pop()}`)
+        const lines = run.outputTail.split('\n')
+        const telling = lines.find((line) => /Error/.test(line)) ?? lines.at(-1)
+        say(`check run: ${run.result} (exit ${run.exitStatus ?? '?'}, ${Math.round(run.durationMs)} ms) — ${telling.trim()}`)
       }
       if (settledGoal.cause) say(`cause: ${settledGoal.cause.code}${settledGoal.cause.detail ? ` (${settledGoal.cause.detail})` : ''}`)
       const audits = model.requests.filter((r) => r.kind === 'audit').length
