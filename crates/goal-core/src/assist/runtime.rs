@@ -12,6 +12,7 @@ use std::time::Duration;
 use tracing::{debug, warn};
 
 use super::content::{assist_payload, parse_reply, tail_reply, AssistFields, LastExchange, Targets};
+use crate::error::Cancelled;
 use crate::intake::{Consumer, IntakeEvent};
 use crate::io::opencode::OpenCodeClient;
 use crate::io::services::{DataDir, SmallModel, SmallModelReply, SmallModelRequest};
@@ -24,7 +25,7 @@ use crate::time::clock::now_ms;
 /// The metadata key under `openchamber` that the assist owns.
 pub const ASSIST_KEY: &str = "assist";
 
-/// Assist tunables (Part B constants).
+/// Assist tunables (the reference runtime's values by default).
 #[derive(Debug, Clone)]
 pub struct AssistConfig {
     /// Quiet window after `idle` before generating (60 s).
@@ -272,7 +273,7 @@ async fn write_if_current(
         if generation.is_current() {
             Ok(Some(payload))
         } else {
-            Err(())
+            Err(Cancelled)
         }
     })
     .await

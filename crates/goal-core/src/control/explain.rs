@@ -72,7 +72,7 @@ fn effective_cause(goal: &Goal, observed: &Observed<'_>) -> Option<Cause> {
     if !observed.pending.is_empty() {
         return Some(cause_of(CauseCode::WaitingForUser, now, id, None));
     }
-    if let HoursGate::WaitUntil(opens) = hours::gate(&goal.extra, now) {
+    if let HoursGate::WaitUntil(opens) = hours::gate(goal.active_hours.get(), now) {
         return Some(cause_of(CauseCode::WaitingForHours, now, id, None).with_until(opens));
     }
     let holder = observed.own_holder?;

@@ -6,7 +6,6 @@ use std::time::Duration;
 use serde_json::Value;
 use tracing::{debug, warn};
 
-use crate::evidence::PROGRESS_FIELD;
 use crate::goal::checks::RoundInput;
 use crate::goal::context::Tick;
 use crate::goal::evidence::{self, audit_extras, AuditExtras};
@@ -49,7 +48,7 @@ pub async fn audit_turn(
         AfterAudit::Settle(settlement) if settlement.status == GoalStatus::Complete && !tick.goal.checks.is_empty() => {
             let mut reservation = tick.run_checks(RoundInput { basis, settlement }).await?;
             // A failed check is a turn like any other: the no-progress breaker counts it.
-            reservation.goal_fields.push((PROGRESS_FIELD.into(), observed.state.to_value()));
+            reservation.evidence.progress = observed.state.to_value().as_object().cloned();
             Ok(reservation)
         }
         AfterAudit::Settle(settlement) => Err(tick.settle(settlement).await),

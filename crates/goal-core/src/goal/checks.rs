@@ -27,10 +27,7 @@ use crate::record::{AcceptanceCheck, GoalStatus};
 use crate::sched::TickOutcome;
 use crate::time::clock::now_ms;
 
-/// Status reason of a goal settled on its checks.
-pub const REASON_CHECKS_PASSED: &str = "checks passed";
-/// Status reason of a goal whose checks cannot run (the shell endpoint refused or is missing).
-pub const REASON_CHECKS_UNAVAILABLE: &str = "acceptance checks unavailable";
+pub use crate::record::reasons::{REASON_CHECKS_PASSED, REASON_CHECKS_UNAVAILABLE};
 /// How long an aborted run may take to come back before the stage stops waiting for it.
 const ABORT_GRACE: Duration = Duration::from_secs(15);
 /// Slack on the shell call's own HTTP time limit beyond the check's limit.
@@ -275,7 +272,7 @@ fn failed_reservation(basis: &Basis, settlement: Settlement, run: &CheckRun, tot
         audit_fail_streak: 0,
         note: Some(format!("acceptance check {} of {total} did not pass", run.index + 1)),
         evaluation: settlement.evaluation,
-        goal_fields: Vec::new(),
+        evidence: Default::default(),
         appendix: Some(acceptance::failure_prompt(run, total)),
     }
 }

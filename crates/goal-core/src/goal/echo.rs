@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tracing::{debug, info, warn};
 
+use crate::error::Cancelled;
 use crate::goal::context::{spawn_detached, Tick};
 use crate::goal::repair::{Echo, WatchGuard};
 use crate::record::metadata::foreign_part;
@@ -120,7 +121,7 @@ async fn give_back_to_the_user(tick: &Tick<'_>, reserved: &Goal, read: Option<&G
     let result = crate::io::writer::write_namespace_key(&tick.ctx.client, session_id, directory, "goal", |fresh| {
         match fresh.goal() {
             Some(current) if current.updated_at == ours => Ok(theirs),
-            _ => Err(()),
+            _ => Err(Cancelled),
         }
     })
     .await;

@@ -4,13 +4,12 @@
 
 use crate::goal::causes::cause_of;
 use crate::goal::context::{log_write, written_outcome, Tick};
-use crate::goal::dispatch::CONTINUATION_ID_FIELD;
 use crate::goal::notify::goal_notification;
-use crate::goal::plan::{Settlement, REASON_PAUSED_AFTER_ABORT, REASON_RESUMED, WAITING_FOR_USER};
+use crate::goal::plan::Settlement;
 use crate::io::opencode::OpenCodeClient;
-use crate::io::writer::{write_goal, GoalGuard, GoalWrite, CONTINUATION_FOR_FIELD};
+use crate::io::writer::{write_goal, GoalGuard, GoalWrite};
 use crate::record::cause::CauseCode;
-use crate::record::lease::LEASE_FIELD;
+use crate::record::reasons::{REASON_PAUSED_AFTER_ABORT, REASON_RESUMED, WAITING_FOR_USER};
 use crate::record::{truncate_chars, Goal, GoalStatus, NOTE_CHAR_LIMIT, REASON_CHAR_LIMIT};
 use crate::sched::TickOutcome;
 use crate::time::active::begin_inactive;
@@ -74,7 +73,7 @@ impl Tick<'_> {
             g.status_reason = REASON_PAUSED_AFTER_ABORT.into();
             g.set_cause(Some(cause_of(CauseCode::UserAborted, now_ms(), self.session_id, None)));
             accounting.apply(g);
-            g.extra.remove(LEASE_FIELD);
+            g.lease.clear();
             // Paused time is not active time.
             begin_inactive(g, now_ms());
         })
@@ -114,9 +113,9 @@ fn apply_settlement(g: &mut Goal, settlement: &Settlement, session_id: &str) {
         g.evaluation_provider_id = provider.clone();
         g.evaluation_model_id = model.clone();
     }
-    g.extra.remove(CONTINUATION_FOR_FIELD);
-    g.extra.remove(CONTINUATION_ID_FIELD);
-    g.extra.remove(LEASE_FIELD);
+    g.continuation_for.clear();
+    g.continuation_id.clear();
+    g.lease.clear();
     // From here the goal is not working (time budget after a resume).
     begin_inactive(g, now_ms());
 }
@@ -130,7 +129,7 @@ pub async fn pause_after_abort(client: &OpenCodeClient, session_id: &str, direct
             g.status = GoalStatus::Paused;
             g.status_reason = REASON_PAUSED_AFTER_ABORT.into();
             g.set_cause(Some(cause_of(CauseCode::UserAborted, now_ms(), session_id, None)));
-            g.extra.remove(LEASE_FIELD);
+            g.lease.clear();
             // Paused time is not active time.
             begin_inactive(g, now_ms());
         }

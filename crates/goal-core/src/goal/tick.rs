@@ -13,15 +13,13 @@ use crate::goal::context::{ReadAtStart, Tick, TickContext};
 use crate::goal::deliver::deliver;
 use crate::goal::gates::quiet_remaining;
 use crate::goal::observe::{self, Live};
-use crate::goal::plan::{
-    self, plan_tick, unaudited_reservation, Basis, Plan, Reservation, WaitReason, REASON_OBJECTIVE_UNAVAILABLE,
-    REASON_RESUMED,
-};
+use crate::goal::plan::{plan_tick, unaudited_reservation, Basis, Plan, Reservation, WaitReason};
 use crate::goal::reserve::reserve;
 use crate::goal::settle::blocked;
 use crate::goal::time_gate;
 use crate::io::writer::GoalGuard;
 use crate::record::cause::CauseCode;
+use crate::record::reasons::{REASON_OBJECTIVE_UNAVAILABLE, REASON_RESUMED, REASON_TURN_FAILED};
 use crate::record::GoalStatus;
 use crate::sched::{Generation, TickOutcome};
 use crate::time::clock::now_ms;
@@ -98,7 +96,7 @@ async fn plan_and_audit(tick: &Tick<'_>, live: Live) -> Result<(Basis, Reservati
             // starts, the turn failed and the goal must not sit active forever.
             debug!(target: "session_goal", session = tick.session_id, ?reason, attempt = tick.attempt, "idle without a finished reply");
             if tick.exhausted {
-                let mut settlement = blocked(&tick.goal, plan::REASON_TURN_FAILED, CauseCode::DispatchFailed);
+                let mut settlement = blocked(&tick.goal, REASON_TURN_FAILED, CauseCode::DispatchFailed);
                 settlement.detail = Some("no reply".into());
                 tick.settle(settlement).await;
                 return Err(TickOutcome::Settled);

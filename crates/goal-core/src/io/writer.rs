@@ -7,6 +7,7 @@
 
 use serde_json::Value;
 
+use crate::error::Cancelled;
 use crate::io::opencode::{HttpError, OpenCodeClient};
 use crate::record::lease::held_by_other;
 use crate::record::session::{merge_namespace_key, SessionView};
@@ -65,13 +66,9 @@ impl GoalGuard {
     }
 }
 
-/// The goal metadata field that records which tail a reserved turn answers: a later tick over
-/// the same tail reuses the reservation instead of charging a second turn (restart-safe).
-pub const CONTINUATION_FOR_FIELD: &str = "continuationFor";
-
 /// The tail the goal's current reservation answers, if any.
 pub fn continuation_for_of(goal: &Goal) -> Option<&str> {
-    goal.extra.get(CONTINUATION_FOR_FIELD).and_then(Value::as_str)
+    goal.continuation_for.get().map(String::as_str)
 }
 
 /// Result of a guarded goal write.
@@ -167,13 +164,13 @@ async fn write_goal_dyn(
 }
 
 /// Replaces (or removes, with `None`) `openchamber.<key>` from a fresh read; `decide` sees the
-/// fresh session and may cancel by returning `Err(())`.
+/// fresh session and may decline by returning `Err(Cancelled)`.
 pub async fn write_namespace_key(
     client: &OpenCodeClient,
     session_id: &str,
     directory: &str,
     key: &str,
-    decide: impl FnOnce(&SessionView) -> Result<Option<Value>, ()>,
+    decide: impl FnOnce(&SessionView) -> Result<Option<Value>, Cancelled>,
 ) -> Result<Option<SessionView>, HttpError> {
     let _slot = client.write_slots().acquire(session_id).await;
     let session = client.get_session(session_id, directory).await?;

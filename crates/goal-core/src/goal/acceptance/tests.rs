@@ -92,7 +92,7 @@ fn a_recorded_run_is_found_by_its_id() {
         "parts": [{"type": "tool", "tool": "bash", "state": {"status": "completed", "output": format!("fail\n{m}1\n"),
             "time": {"start": 100.0, "end": 350.0}}}]});
     assert_eq!(recorded_run(&[], ID, 0, &check), None);
-    assert_eq!(recorded_run(&[user.clone()], ID, 0, &check), Some(None));
+    assert_eq!(recorded_run(std::slice::from_ref(&user), ID, 0, &check), Some(None));
     assert_eq!(recorded_run(&[user.clone(), running], ID, 0, &check), Some(None));
     let run = recorded_run(&[user, done], ID, 0, &check).unwrap().unwrap();
     assert_eq!((run.result, run.duration_ms, run.output_tail.as_str()), (CheckResult::Failed(1), 250.0, "fail"));
