@@ -190,7 +190,7 @@ fn reduce(reader: &Reader, payload: Unknown, watched: impl Fn(&str) -> bool) -> 
             if let Some(role) = role {
                 out.insert("role".into(), Value::from(role));
             }
-            for key in ["id", "sessionID", "directory"] {
+            for key in ["id", "parentID", "sessionID", "directory"] {
                 if let Some(text) = get_string(&info, key) {
                     out.insert(key.into(), Value::from(text));
                 }

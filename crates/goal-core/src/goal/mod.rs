@@ -5,7 +5,9 @@
 //! update.
 
 // Pure: decisions, gates, accounting, the notification.
+pub mod acceptance;
 pub mod accounting;
+pub mod causes;
 pub mod gates;
 pub mod notify;
 pub mod operator;
@@ -16,6 +18,7 @@ pub mod repair;
 pub mod trail;
 // The stages, in the order a tick runs them.
 pub mod audit;
+pub mod checks;
 pub mod deliver;
 pub mod dispatch;
 pub mod echo;

@@ -39,6 +39,10 @@ pub const REASON_WAITING_FOR_HOURS: &str = "waiting for working hours";
 /// Status reason OpenChamber writes when the agent itself reports the goal complete (read, never
 /// written, by this package).
 pub const REASON_REPORTED_BY_AGENT: &str = "reported by agent";
+/// Every acceptance check passed (the goal settled `complete` on them).
+pub const REASON_CHECKS_PASSED: &str = "checks passed";
+/// The acceptance checks cannot run (the shell endpoint is missing or refuses).
+pub const REASON_CHECKS_UNAVAILABLE: &str = "acceptance checks unavailable";
 
 /// Every reason above: the ones the runtime writes itself (anything else in `statusReason` may
 /// be an auditor's note, which is model output).
@@ -61,4 +65,6 @@ pub const ALL: &[&str] = &[
     REASON_DISPATCH_FAILED,
     REASON_WAITING_FOR_HOURS,
     REASON_REPORTED_BY_AGENT,
+    REASON_CHECKS_PASSED,
+    REASON_CHECKS_UNAVAILABLE,
 ];
