@@ -47,6 +47,7 @@ pub mod opencode;
 pub mod operator;
 pub mod orchestrate;
 pub mod prompts;
+pub mod provider;
 pub mod repair;
 pub mod runtime;
 pub mod scheduler;
