@@ -20,9 +20,7 @@ use crate::opencode::{HttpError, OpenCodeClient};
 use crate::session_data::{chronological, LiveStatus, Role};
 use crate::tick::Generation;
 
-/// The goal metadata field that stores the reserved turn's continuation id (beside
-/// `continuationFor`, the tail it answers): every retry and every host posts this id.
-pub const CONTINUATION_ID_FIELD: &str = "continuationId";
+pub use crate::goal_record::CONTINUATION_ID_FIELD;
 
 /// The classified result of `prompt_async` (spec A.4 item 5).
 #[derive(Debug, Clone, PartialEq)]

@@ -405,6 +405,12 @@ impl Goal {
     }
 }
 
+/// Goal field: the tail reply the reserved turn answers (a later tick over the same tail reuses
+/// the reservation instead of charging a second turn).
+pub const CONTINUATION_FOR_FIELD: &str = "continuationFor";
+/// Goal field: the reserved turn's continuation id (every retry and every host posts it).
+pub const CONTINUATION_ID_FIELD: &str = "continuationId";
+
 /// Goal field counting objective edits (part of the revision key).
 pub const OBJECTIVE_REVISION_FIELD: &str = "objectiveRevision";
 

@@ -41,6 +41,7 @@ pub mod http;
 pub mod intake;
 pub mod jsonx;
 pub mod lease;
+pub mod lineage;
 pub mod notify;
 pub mod objectives;
 pub mod opencode;

@@ -65,9 +65,7 @@ impl GoalGuard {
     }
 }
 
-/// The goal metadata field that records which tail a reserved turn answers: a later tick over
-/// the same tail reuses the reservation instead of charging a second turn (restart-safe).
-pub const CONTINUATION_FOR_FIELD: &str = "continuationFor";
+pub use crate::goal_record::CONTINUATION_FOR_FIELD;
 
 /// The tail the goal's current reservation answers, if any.
 pub fn continuation_for_of(goal: &Goal) -> Option<&str> {

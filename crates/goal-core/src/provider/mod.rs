@@ -2,4 +2,5 @@
 //! resets (`reset`), and the goal's parked state and decisions (`park`). Pure: no I/O.
 
 pub mod failure;
+pub mod park;
 pub mod reset;
