@@ -522,6 +522,10 @@ export interface GoalRuntimeDefaults {
   maxDispatchAttempts: number
   /** `leaseMs`. */
   leaseMs: number
+  /** `maxProviderWaitMs`. */
+  maxProviderWaitMs: number
+  /** `maxProviderWaits`. */
+  maxProviderWaits: number
 }
 
 /** A goal just installed on a session. */
@@ -848,6 +852,16 @@ export interface SessionGoalRuntimeOptions {
   noProgressTurns?: number
   /** Size limits of the evidence digest sent with each audit, and of the audit trail. */
   evidence?: EvidenceOptions
+  /**
+   * Longest single wait (ms) of a goal parked on a provider's rate or usage limit, whatever
+   * reset time the provider states (default 21600000, 6 hours).
+   */
+  maxProviderWaitMs?: number
+  /**
+   * Parks in a row, with no turn that produced output, before a goal that keeps hitting a
+   * provider limit settles `blocked` with cause `providerQuota` (default 6).
+   */
+  maxProviderWaits?: number
 }
 
 /** A session's goal with its effective objective. */

@@ -383,10 +383,20 @@ async function runWatch(pkg, control, target, directory, flags) {
   } catch (error) {
     err(`warning: could not list the goals of ${directory}: ${error.message}`)
   }
+  let reconnecting = false
   const stream = subscribeGlobalEvents({
     url: target.url,
     headers: target.headers,
-    onStatus: (status) => err(`event stream ${status}`),
+    onStatus: (status) => {
+      err(`event stream ${status}`)
+      // Back after a drop (OpenCode restarted, say): events lost meanwhile announce nothing, and a
+      // turn cut by the restart is announced by no event at all, so scan for active goals now.
+      if (status === 'disconnected') reconnecting = true
+      else if (status === 'connected' && reconnecting) {
+        reconnecting = false
+        runtime.recover()
+      }
+    },
     onPayload: (payload, payloadDirectory) => {
       runtime.processPayload(payload, payloadDirectory)
       if (payload.type !== 'session.updated') return

@@ -384,6 +384,7 @@ pub async fn create_session_goal(ctx: &ControlContext, request: &NewGoal) -> Res
     let (objective_file, warning) = store_objective(ctx, &request.session_id, &fitted.text).await;
     let mut goal = fresh_goal(&fitted.text, objective_file, request.token_budget, now_ms());
     request.time_limits.apply(&mut goal);
+    goal.session_id = Some(request.session_id.clone());
     let mut refusal: Option<GoalError> = None;
     let mut replaced: Option<String> = None;
     let value = goal.to_value();

@@ -96,6 +96,16 @@ pub fn mark_owner(goal: &mut Goal, session_id: &str) {
     }
 }
 
+/// Every goal written carries its session: a goal that names none (written before the field
+/// existed, or with a value that is not a string) is marked as this session's. A goal naming
+/// another session is left as it is: only adoption or a resume changes an owner.
+pub fn mark_unowned(goal: &mut Goal, session_id: &str) {
+    if goal.session_id.is_none() && !session_id.is_empty() {
+        goal.extra.remove(SESSION_ID_FIELD);
+        goal.session_id = Some(session_id.to_string());
+    }
+}
+
 /// Fields a runtime writes for the turns it drives (not the user's): a copy does not inherit them.
 const RUNTIME_FIELDS: &[&str] =
     &[crate::lease::LEASE_FIELD, crate::goal_record::CONTINUATION_FOR_FIELD, crate::goal_record::CONTINUATION_ID_FIELD];

@@ -57,6 +57,9 @@ pub struct GoalConfig {
     pub sweep_interval: Duration,
     /// Evidence digest limits, the no-progress breaker and the audit trail size.
     pub evidence: crate::evidence::EvidenceConfig,
+    /// Parking on provider limits: parks in a row (`maxProviderWaits`, 6) and the longest
+    /// single wait (`maxProviderWaitMs`, 6 h).
+    pub provider_limits: crate::provider::park::ParkLimits,
 }
 
 impl Default for GoalConfig {
@@ -74,6 +77,7 @@ impl Default for GoalConfig {
             lease: Duration::from_millis(120_000),
             sweep_interval: Duration::from_millis(300_000),
             evidence: crate::evidence::EvidenceConfig::default(),
+            provider_limits: crate::provider::park::ParkLimits::default(),
         }
     }
 }
