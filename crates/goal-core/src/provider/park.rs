@@ -35,7 +35,7 @@ pub const PROVIDER_WAITS_FIELD: &str = "providerWaits";
 pub const PROVIDER_WAIT_FOR_FIELD: &str = "providerWaitFor";
 /// Goal field: cut turns in a row.
 pub const CUT_TURNS_FIELD: &str = "cutTurns";
-/// Cut turns in a row that settle the goal.
+/// Cut turns in a row that settle the goal (the first is continued, the second settles).
 pub const MAX_CUT_TURNS: u64 = 2;
 
 /// The limits of parking (runtime options `maxProviderWaits`, `maxProviderWaitMs`).
@@ -132,7 +132,7 @@ pub fn tail_step(goal: &Goal, tail: &Message, now_ms: f64, limits: ParkLimits, c
             return TailStep::Usual;
         }
         let nth = if resumed { 1 } else { count_of(goal, CUT_TURNS_FIELD) + 1 };
-        if nth > MAX_CUT_TURNS {
+        if nth >= MAX_CUT_TURNS {
             return TailStep::Block(stop(CauseCode::TurnInterrupted, REASON_TURN_INTERRUPTED, now_ms, None));
         }
         return TailStep::ContinueCut { nth };

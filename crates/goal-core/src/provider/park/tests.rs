@@ -156,10 +156,9 @@ fn cut_turns_continue_once_then_block() {
     assert_eq!(step(&goal(json!({})), &cut), TailStep::Usual, "not confirmed: may be a turn starting");
     let confirmed = |g: &Goal| tail_step(g, &cut, NOW, ParkLimits::default(), true);
     assert_eq!(confirmed(&goal(json!({}))), TailStep::ContinueCut { nth: 1 });
-    assert_eq!(confirmed(&goal(json!({"cutTurns": 1}))), TailStep::ContinueCut { nth: 2 });
-    let TailStep::Block(stop) = confirmed(&goal(json!({"cutTurns": 2}))) else { panic!() };
+    let TailStep::Block(stop) = confirmed(&goal(json!({"cutTurns": 1}))) else { panic!() };
     assert_eq!(stop.cause.code, CauseCode::TurnInterrupted);
-    assert_eq!(confirmed(&goal(json!({"cutTurns": 2, "statusReason": "resumed"}))), TailStep::ContinueCut { nth: 1 });
+    assert_eq!(confirmed(&goal(json!({"cutTurns": 1, "statusReason": "resumed"}))), TailStep::ContinueCut { nth: 1 });
     let mut counted = goal(json!({}));
     streaks_after(&mut counted, &cut, Some(1));
     assert_eq!(count_of(&counted, CUT_TURNS_FIELD), 1);
