@@ -4,10 +4,10 @@ use napi::bindgen_prelude::*;
 use napi::threadsafe_function::UnknownReturnValue;
 use napi_derive::napi;
 
-use goal_core::assist::runtime::DEFAULT_ASSIST_FETCH_TIMEOUT;
-use goal_core::assist::{AssistConfig, AssistRuntime, AssistRuntimeSettings, AssistSnapshot};
-use goal_core::scheduler::SessionSnapshot;
-use goal_core::services::DataDir;
+use goal_core::DataDir;
+use goal_core::SessionSnapshot;
+use goal_core::DEFAULT_ASSIST_FETCH_TIMEOUT;
+use goal_core::{AssistConfig, AssistRuntime, AssistRuntimeSettings, AssistSnapshot};
 
 use crate::callbacks::{HeadersCallback, LoggerCallback, ModelCallback, UrlCallback};
 use crate::options::{self, connection_of, count, millis};

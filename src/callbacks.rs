@@ -13,8 +13,8 @@ use napi::threadsafe_function::ThreadsafeFunction;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use goal_core::opencode::{BoxFuture, Endpoint, RequestTarget};
-use goal_core::services::{Notifier, SmallModel, SmallModelError, SmallModelReply, SmallModelRequest};
+use goal_core::{BoxFuture, Endpoint, RequestTarget};
+use goal_core::{Notifier, SmallModel, SmallModelError, SmallModelReply, SmallModelRequest};
 
 /// A host callback as the option structs take it: called with `Args`, weakly referenced (it
 /// never keeps Node alive), its return value settled by [`HostReturn`].
@@ -213,7 +213,7 @@ impl SmallModel for HostSmallModel {
                 text: text.trim().to_string(),
                 provider_id: field("providerID"),
                 model_id: field("modelID"),
-                tokens: goal_core::services::usage_total(value.get("usage")),
+                tokens: goal_core::usage_total(value.get("usage")),
             })
         })
     }
@@ -248,7 +248,7 @@ impl Notifier for HostNotifier {
 /// The host's small-model service when it passed one, else the built-in small model.
 pub(crate) fn small_model_for(
     host: Option<ModelCallback>,
-    client: &goal_core::opencode::OpenCodeClient,
+    client: &goal_core::OpenCodeClient,
     choice: Option<&crate::SmallModelChoice>,
 ) -> std::sync::Arc<dyn SmallModel> {
     match host {

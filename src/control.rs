@@ -11,17 +11,16 @@ use napi::bindgen_prelude::*;
 use napi::threadsafe_function::UnknownReturnValue;
 use napi_derive::napi;
 
-use goal_core::actions::{self, ActionReport, BudgetEdit, GoalEdit, GoalTarget, GoalView, LimitEdit};
-use goal_core::create::{self, ControlContext, CreatedGoal, GoalError, ModelChoice, NewGoal};
-use goal_core::goal_record::Goal;
-use goal_core::objectives;
-use goal_core::opencode::DEFAULT_FETCH_TIMEOUT;
-use goal_core::orchestrate::{
-    self, CreateSession, DispatchReport, ForkSession, PromptOptions, ScheduledGoal, SendPrompt,
-    DEFAULT_COMMAND_TIMEOUT, DEFAULT_LANDING_POLL, DEFAULT_LANDING_TIMEOUT,
+use goal_core::resolve_data_dir;
+use goal_core::Goal;
+use goal_core::DEFAULT_CALL_TIMEOUT;
+use goal_core::DEFAULT_FETCH_TIMEOUT;
+use goal_core::{ActionReport, BudgetEdit, GoalEdit, GoalTarget, GoalView, LimitEdit};
+use goal_core::{ControlContext, CreatedGoal, GoalError, ModelChoice, NewGoal};
+use goal_core::{
+    CreateSession, DispatchReport, ForkSession, PromptOptions, ScheduledGoal, SendPrompt, DEFAULT_COMMAND_TIMEOUT,
+    DEFAULT_LANDING_POLL, DEFAULT_LANDING_TIMEOUT,
 };
-use goal_core::services::resolve_data_dir;
-use goal_core::small_model::DEFAULT_CALL_TIMEOUT;
 
 use crate::callbacks::{HeadersCallback, ModelCallback, UrlCallback};
 use crate::options::{self, connection_of, millis};
@@ -149,9 +148,9 @@ fn record(goal: &Goal) -> GoalRecord {
         last_accounted_message_id: goal.last_accounted_message_id.clone(),
         created_at: goal.created_at,
         updated_at: goal.updated_at,
-        time_budget_ms: goal_core::active_time::time_budget_ms(goal).map(|b| b as f64),
-        active_ms: goal_core::active_time::active_ms(goal, goal_core::clock::now_ms()).floor(),
-        active_hours: goal.extra.get(goal_core::hours::ACTIVE_HOURS_FIELD).filter(|v| v.is_object()).cloned(),
+        time_budget_ms: goal_core::time_budget_ms(goal).map(|b| b as f64),
+        active_ms: goal_core::active_ms(goal, goal_core::now_ms()).floor(),
+        active_hours: goal.extra.get(goal_core::ACTIVE_HOURS_FIELD).filter(|v| v.is_object()).cloned(),
     }
 }
 
@@ -662,7 +661,7 @@ impl GoalControl {
     #[napi(ts_return_type = "Promise<Array<GoalHistoryRecord>>")]
     pub async fn history(&self, session_id: String, limit: Option<f64>) -> Result<Vec<serde_json::Value>> {
         let limit = limit.filter(|n| n.is_finite() && *n >= 1.0).map(|n| n.min(100_000.0) as usize);
-        Ok(goal_core::history::read(&self.ctx.data_dir, &session_id, limit).await)
+        Ok(goal_core::read_history(&self.ctx.data_dir, &session_id, limit).await)
     }
 
     /// Installs a fresh active goal on a session: objective fitted (distilled over 5,000 chars),
@@ -675,15 +674,12 @@ impl GoalControl {
                 session_id: request.session_id.clone(),
                 directory: request.directory.unwrap_or_default(),
                 objective: request.objective,
-                token_budget: request.token_budget.map(create::check_token_budget).transpose()?,
+                token_budget: request.token_budget.map(goal_core::check_token_budget).transpose()?,
                 model: model_choice(request.provider_id, request.model_id),
-                time_limits: goal_core::active_time::GoalTimeLimits::check(
-                    request.time_budget_ms,
-                    request.active_hours.as_ref(),
-                )
-                .map_err(|message| GoalError::new(400, message))?,
+                time_limits: goal_core::GoalTimeLimits::check(request.time_budget_ms, request.active_hours.as_ref())
+                    .map_err(|message| GoalError::new(400, message))?,
             };
-            let created = create::create_session_goal(&ctx, &new_goal).await?;
+            let created = goal_core::create_session_goal(&ctx, &new_goal).await?;
             Ok(installed(&created, &request.session_id))
         })
         .await)
@@ -699,7 +695,7 @@ impl GoalControl {
                 title: request.title,
                 options: prompt_options!(request, request.prompt.unwrap_or_default()),
             };
-            orchestrate::create_session(&ctx, &create).await.map(|r| dispatch_result("create", r))
+            goal_core::create_session(&ctx, &create).await.map(|r| dispatch_result("create", r))
         })
         .await)
     }
@@ -714,7 +710,7 @@ impl GoalControl {
                 directory: request.directory.unwrap_or_default(),
                 options: prompt_options!(request, request.prompt),
             };
-            orchestrate::send_prompt(&ctx, &send).await.map(|r| dispatch_result("send", r))
+            goal_core::send_prompt(&ctx, &send).await.map(|r| dispatch_result("send", r))
         })
         .await)
     }
@@ -731,7 +727,7 @@ impl GoalControl {
                 directory: request.directory.unwrap_or_default(),
                 options: prompt_options!(request, request.prompt),
             };
-            orchestrate::fork_session(&ctx, &fork).await.map(|r| dispatch_result("fork", r))
+            goal_core::fork_session(&ctx, &fork).await.map(|r| dispatch_result("fork", r))
         })
         .await)
     }
@@ -753,7 +749,7 @@ impl GoalControl {
                 token_budget: request.token_budget,
                 model: model_choice(request.provider_id, request.model_id),
             };
-            let stamped = orchestrate::stamp_scheduled_goal(&ctx, &stamp).await?;
+            let stamped = goal_core::stamp_scheduled_goal(&ctx, &stamp).await?;
             Ok(ScheduledGoalStamp {
                 goal: installed(&stamped.goal, &request.session_id),
                 command: stamped.command.as_ref().map(|c| c.name.clone()),
@@ -775,7 +771,7 @@ impl GoalControl {
                     return Err(GoalError::new(400, "pass either tokenBudget or clearTokenBudget"))
                 }
                 (Some(true), None) => BudgetEdit::Clear,
-                (_, Some(value)) => BudgetEdit::Set(create::check_token_budget(value)?),
+                (_, Some(value)) => BudgetEdit::Set(goal_core::check_token_budget(value)?),
                 _ => BudgetEdit::Keep,
             };
             let time_budget = match (request.clear_time_budget, request.time_budget_ms) {
@@ -783,9 +779,9 @@ impl GoalControl {
                     return Err(GoalError::new(400, "pass either timeBudgetMs or clearTimeBudget"))
                 }
                 (Some(true), None) => LimitEdit::Clear,
-                (_, Some(ms)) => LimitEdit::Set(
-                    goal_core::active_time::check_time_budget_ms(ms).map_err(|m| GoalError::new(400, m))?,
-                ),
+                (_, Some(ms)) => {
+                    LimitEdit::Set(goal_core::check_time_budget_ms(ms).map_err(|m| GoalError::new(400, m))?)
+                }
                 _ => LimitEdit::Keep,
             };
             let active_hours = match (request.clear_active_hours, request.active_hours) {
@@ -793,9 +789,9 @@ impl GoalControl {
                     return Err(GoalError::new(400, "pass either activeHours or clearActiveHours"))
                 }
                 (Some(true), None) => LimitEdit::Clear,
-                (_, Some(value)) => LimitEdit::Set(
-                    goal_core::hours::ActiveHours::from_value(&value).map_err(|m| GoalError::new(400, m))?,
-                ),
+                (_, Some(value)) => {
+                    LimitEdit::Set(goal_core::ActiveHours::from_value(&value).map_err(|m| GoalError::new(400, m))?)
+                }
                 _ => LimitEdit::Keep,
             };
             let edit = GoalEdit {
@@ -806,7 +802,7 @@ impl GoalControl {
                 active_hours,
                 model: model_choice(request.provider_id, request.model_id),
             };
-            actions::edit_goal(&ctx, &edit).await.map(action_result)
+            goal_core::edit_goal(&ctx, &edit).await.map(action_result)
         })
         .await)
     }
@@ -816,7 +812,7 @@ impl GoalControl {
     pub async fn pause_goal(&self, request: GoalActionRequest) -> Result<Either<GoalActionResult, GoalFailure>> {
         let ctx = self.ctx.clone();
         let target = target(request.session_id, request.directory, request.goal_id);
-        Ok(guarded(async move { actions::pause_goal(&ctx, &target).await.map(action_result) }).await)
+        Ok(guarded(async move { goal_core::pause_goal(&ctx, &target).await.map(action_result) }).await)
     }
 
     /// Resumes a goal: active, `resumed`, a fresh turn allowance (the runtime kicks it off within
@@ -825,7 +821,7 @@ impl GoalControl {
     pub async fn resume_goal(&self, request: GoalActionRequest) -> Result<Either<GoalActionResult, GoalFailure>> {
         let ctx = self.ctx.clone();
         let target = target(request.session_id, request.directory, request.goal_id);
-        Ok(guarded(async move { actions::resume_goal(&ctx, &target).await.map(action_result) }).await)
+        Ok(guarded(async move { goal_core::resume_goal(&ctx, &target).await.map(action_result) }).await)
     }
 
     /// Marks a goal complete (`marked by user`).
@@ -833,7 +829,7 @@ impl GoalControl {
     pub async fn complete_goal(&self, request: GoalActionRequest) -> Result<Either<GoalActionResult, GoalFailure>> {
         let ctx = self.ctx.clone();
         let target = target(request.session_id, request.directory, request.goal_id);
-        Ok(guarded(async move { actions::complete_goal(&ctx, &target).await.map(action_result) }).await)
+        Ok(guarded(async move { goal_core::complete_goal(&ctx, &target).await.map(action_result) }).await)
     }
 
     /// Removes the goal (other metadata kept), deletes its objective file, aborts if it was active.
@@ -841,7 +837,7 @@ impl GoalControl {
     pub async fn clear_goal(&self, request: GoalActionRequest) -> Result<Either<GoalActionResult, GoalFailure>> {
         let ctx = self.ctx.clone();
         let target = target(request.session_id, request.directory, request.goal_id);
-        Ok(guarded(async move { actions::clear_goal(&ctx, &target).await.map(action_result) }).await)
+        Ok(guarded(async move { goal_core::clear_goal(&ctx, &target).await.map(action_result) }).await)
     }
 
     /// A session's goal and its effective objective (file text, else inline).
@@ -853,7 +849,7 @@ impl GoalControl {
     ) -> Result<Either<SessionGoalView, GoalFailure>> {
         let ctx = self.ctx.clone();
         Ok(guarded(async move {
-            actions::get_goal(&ctx, &session_id, directory.as_deref().unwrap_or("")).await.map(view_result)
+            goal_core::get_goal(&ctx, &session_id, directory.as_deref().unwrap_or("")).await.map(view_result)
         })
         .await)
     }
@@ -863,7 +859,7 @@ impl GoalControl {
     pub async fn list_goals(&self, directory: String) -> Result<Either<Vec<GoalListEntry>, GoalFailure>> {
         let ctx = self.ctx.clone();
         Ok(guarded(async move {
-            let rows = actions::list_goals(&ctx, &directory).await?;
+            let rows = goal_core::list_goals(&ctx, &directory).await?;
             Ok(rows
                 .into_iter()
                 .map(|row| GoalListEntry {
@@ -894,7 +890,7 @@ pub async fn write_objective_file(
 ) -> Result<Either<ObjectiveWritten, GoalFailure>> {
     Ok(guarded(async move {
         let root = data_dir_of(data_dir);
-        objectives::write_objective(&root, &session_id, &content)
+        goal_core::write_objective(&root, &session_id, &content)
             .await
             .map(|content| ObjectiveWritten { content })
             .map_err(|error| GoalError::new(error.status_code(), error.to_string()))
@@ -906,12 +902,12 @@ pub async fn write_objective_file(
 #[napi]
 pub async fn read_objective_file(session_id: String, data_dir: Option<String>) -> Result<Option<String>> {
     let root = data_dir_of(data_dir);
-    Ok(tokio::spawn(async move { objectives::read_objective(&root, &session_id).await }).await.ok().flatten())
+    Ok(tokio::spawn(async move { goal_core::read_objective(&root, &session_id).await }).await.ok().flatten())
 }
 
 /// Deletes an objective file, best effort: whether a file was removed (false for an invalid id).
 #[napi]
 pub async fn delete_objective_file(session_id: String, data_dir: Option<String>) -> Result<bool> {
     let root = data_dir_of(data_dir);
-    Ok(tokio::spawn(async move { objectives::delete_objective(&root, &session_id).await }).await.unwrap_or(false))
+    Ok(tokio::spawn(async move { goal_core::delete_objective(&root, &session_id).await }).await.unwrap_or(false))
 }

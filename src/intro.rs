@@ -9,5 +9,5 @@ use napi_derive::napi;
 #[napi(catch_unwind)]
 pub fn build_goal_intro_text(token_budget: Option<f64>) -> String {
     let budget = token_budget.filter(|b| b.is_finite() && *b >= 1.0).map(|b| b.min(u64::MAX as f64).floor() as u64);
-    goal_core::prompts::goal_intro_text(budget)
+    goal_core::goal_intro_text(budget)
 }

@@ -19,11 +19,11 @@ use napi::bindgen_prelude::*;
 use napi::threadsafe_function::UnknownReturnValue;
 use napi_derive::napi;
 
-use goal_core::opencode::{OpenCodeClient, DEFAULT_FETCH_TIMEOUT};
-use goal_core::runtime::{GoalRuntime, GoalRuntimeSettings};
-use goal_core::services::{DataDir, NoNotifier, Notifier, Services, SmallModel};
-use goal_core::small_model::{catalog::ModelRef, BuiltinSmallModel};
-use goal_core::tick::GoalConfig;
+use goal_core::GoalConfig;
+use goal_core::{BuiltinSmallModel, ModelRef};
+use goal_core::{DataDir, NoNotifier, Notifier, Services, SmallModel};
+use goal_core::{GoalRuntime, GoalRuntimeSettings};
+use goal_core::{OpenCodeClient, DEFAULT_FETCH_TIMEOUT};
 
 use callbacks::{HeadersCallback, LoggerCallback, ModelCallback, NotifyCallback, UrlCallback};
 use options::{connection_of, count, millis};
@@ -184,15 +184,12 @@ pub struct GoalHistoryRecord {
     pub time_budget_ms: Option<f64>,
 }
 
-fn evidence_config(
-    no_progress_turns: Option<f64>,
-    options: Option<&EvidenceOptions>,
-) -> goal_core::evidence::EvidenceConfig {
-    let defaults = goal_core::evidence::EvidenceConfig::default();
+fn evidence_config(no_progress_turns: Option<f64>, options: Option<&EvidenceOptions>) -> goal_core::EvidenceConfig {
+    let defaults = goal_core::EvidenceConfig::default();
     let limits = &defaults.limits;
     let pick = |value: Option<f64>, default: usize| count(value, default as u64, 1) as usize;
     let limits = match options {
-        Some(o) => goal_core::evidence::EvidenceLimits {
+        Some(o) => goal_core::EvidenceLimits {
             max_tool_calls: pick(o.max_tool_calls, limits.max_tool_calls),
             max_command_chars: pick(o.max_command_chars, limits.max_command_chars),
             output_tail_lines: pick(o.output_tail_lines, limits.output_tail_lines),
@@ -203,7 +200,7 @@ fn evidence_config(
         },
         None => limits.clone(),
     };
-    goal_core::evidence::EvidenceConfig {
+    goal_core::EvidenceConfig {
         limits,
         no_progress_turns: count(no_progress_turns, defaults.no_progress_turns as u64, 0).min(10_000) as u32,
         history_max_records: options
@@ -280,9 +277,9 @@ pub struct SmallModelFailure {
 
 /// The one context the runtimes of this process share (the addon is loaded once per process);
 /// the core itself keeps no such state.
-pub(crate) fn shared_context() -> &'static goal_core::shared::SharedContext {
-    static SHARED: std::sync::OnceLock<goal_core::shared::SharedContext> = std::sync::OnceLock::new();
-    SHARED.get_or_init(goal_core::shared::SharedContext::new)
+pub(crate) fn shared_context() -> &'static goal_core::SharedContext {
+    static SHARED: std::sync::OnceLock<goal_core::SharedContext> = std::sync::OnceLock::new();
+    SHARED.get_or_init(goal_core::SharedContext::new)
 }
 
 fn runtime_handle() -> tokio::runtime::Handle {
@@ -353,7 +350,7 @@ pub struct SessionState {
     pub attempt: u32,
 }
 
-pub(crate) fn to_js_snapshot(snapshot: goal_core::runtime::GoalSnapshot) -> RuntimeSnapshot {
+pub(crate) fn to_js_snapshot(snapshot: goal_core::GoalSnapshot) -> RuntimeSnapshot {
     RuntimeSnapshot {
         sessions: snapshot.sessions.into_iter().map(SessionState::from).collect(),
         armed_timers: snapshot.armed as u32,
@@ -401,7 +398,7 @@ impl SessionGoalRuntimeOptions {
             lease: millis(self.lease_ms, defaults.lease),
             sweep_interval: millis(self.sweep_interval_ms, defaults.sweep_interval),
             evidence: evidence_config(self.no_progress_turns, self.evidence.as_ref()),
-            provider_limits: goal_core::provider::park::ParkLimits {
+            provider_limits: goal_core::ProviderLimits {
                 max_waits: count(self.max_provider_waits, defaults.provider_limits.max_waits, 1),
                 max_wait_ms: millis(
                     self.max_provider_wait_ms,

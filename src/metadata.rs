@@ -4,8 +4,8 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use goal_core::opencode::{OpenCodeClient, DEFAULT_FETCH_TIMEOUT};
-use goal_core::writer::write_namespace_key;
+use goal_core::write_namespace_key;
+use goal_core::{OpenCodeClient, DEFAULT_FETCH_TIMEOUT};
 
 use crate::callbacks::{HeadersCallback, UrlCallback};
 use crate::options::connection_of;

@@ -9,13 +9,13 @@ use std::time::Duration;
 
 use napi::bindgen_prelude::*;
 
-use goal_core::opencode::{Endpoint, OpenCodeClient, StaticEndpoint};
-use goal_core::services::resolve_data_dir;
+use goal_core::resolve_data_dir;
+use goal_core::{Endpoint, OpenCodeClient, StaticEndpoint};
 
 use crate::callbacks::{HeadersCallback, HostEndpoint, UrlCallback};
 use crate::{OpenCodeTarget, RuntimeSettingsOptions};
 
-pub use goal_core::tunables::{count, millis};
+pub use goal_core::{count, millis};
 
 /// The connection fields every options struct carries (`openCode`, or OpenChamber's
 /// `buildOpenCodeUrl` and `getOpenCodeAuthHeaders`; `fetchTimeoutMs`).

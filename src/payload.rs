@@ -8,8 +8,8 @@ use napi::bindgen_prelude::*;
 use napi::{sys, Env, ValueType};
 use serde_json::{Map, Value};
 
-use goal_core::goal_record::{KNOWN_GOAL_FIELDS, OBJECTIVE_REVISION_FIELD};
-use goal_core::intake::{message_update_matters, parse_payload, reading_of, PayloadReading, WATCHED_METADATA_KEY};
+use goal_core::{message_update_matters, parse_payload, reading_of, PayloadReading, WATCHED_METADATA_KEY};
+use goal_core::{KNOWN_GOAL_FIELDS, OBJECTIVE_REVISION_FIELD};
 
 fn get_unknown<'a>(object: &Object<'a>, key: &str) -> Option<Unknown<'a>> {
     object.get::<Unknown>(key).ok().flatten()
@@ -194,7 +194,7 @@ fn clear_pending_exception(env: &Env) {
 /// prefilter from this list at load, so JS and native code never disagree about what to forward.
 #[napi_derive::napi(catch_unwind)]
 pub fn intake_payload_types() -> Vec<String> {
-    goal_core::intake::intake_payload_types().map(str::to_string).collect()
+    goal_core::intake_payload_types().map(str::to_string).collect()
 }
 
 /// Reduces, parses and delivers one payload to every runtime of `group`.

@@ -13,9 +13,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use goal_core::embed::GoalRuntimeBuilder;
-use goal_core::opencode::BoxFuture;
-use goal_core::services::{SmallModel, SmallModelError, SmallModelReply, SmallModelRequest};
+use goal_core::BoxFuture;
+use goal_core::GoalRuntimeBuilder;
+use goal_core::{SmallModel, SmallModelError, SmallModelReply, SmallModelRequest};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

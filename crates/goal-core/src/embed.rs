@@ -8,7 +8,7 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use goal_core::embed::GoalRuntimeBuilder;
+//! use goal_core::GoalRuntimeBuilder;
 //!
 //! # async fn run(events: tokio::sync::mpsc::Receiver<String>) {
 //! let runtime = GoalRuntimeBuilder::new("http://127.0.0.1:4096")
@@ -24,7 +24,7 @@
 //! ```
 //!
 //! Goals themselves are created the way OpenChamber does it (metadata on the session, see
-//! [`crate::create`]); the runtime picks them up from `session.updated` events.
+//! `control/create.rs`); the runtime picks them up from `session.updated` events.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -32,13 +32,13 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::config::GoalConfig;
 use crate::intake::{parse_payload, IntakeEvent};
-use crate::opencode::{OpenCodeClient, StaticEndpoint};
+use crate::io::opencode::{OpenCodeClient, StaticEndpoint};
+use crate::io::services::{resolve_data_dir, DataDir, NoNotifier, Notifier, Services, SmallModel};
+use crate::io::shared::SharedContext;
 use crate::runtime::{GoalRuntime, GoalRuntimeSettings, GoalSnapshot};
-use crate::services::{resolve_data_dir, DataDir, NoNotifier, Notifier, Services, SmallModel};
-use crate::shared::SharedContext;
 use crate::small_model::{catalog::ModelRef, BuiltinSmallModel};
-use crate::tick::GoalConfig;
 
 /// Settings of an embedded goal runtime; every setting has the Node package's default.
 pub struct GoalRuntimeBuilder {

@@ -129,7 +129,7 @@ fn text(value: Option<&Value>) -> &str {
 
 /// A session id from a payload, trimmed; `None` when it cannot name a session.
 fn session_id(value: Option<&Value>) -> Option<&str> {
-    Some(text(value)).filter(|id| crate::opencode::is_addressable_session_id(id))
+    Some(text(value)).filter(|id| crate::record::session::is_addressable_session_id(id))
 }
 
 fn number(value: Option<&Value>) -> f64 {
@@ -199,7 +199,7 @@ pub fn parse_payload(payload: &Value, directory_hint: &str) -> Option<IntakeEven
             match role {
                 Some("assistant") => {
                     let aborted = info.get("error").and_then(|e| e.get("name")).and_then(Value::as_str)
-                        == Some(crate::session_data::ABORTED_ERROR);
+                        == Some(crate::record::session::ABORTED_ERROR);
                     let completed = number(info.get("time").and_then(|t| t.get("completed")));
                     let at = if completed > 0.0 { completed } else { created };
                     aborted.then(|| IntakeEvent::Aborted { session_id: session_id.to_string(), directory, at })
@@ -308,7 +308,7 @@ mod tests {
 
     #[test]
     fn ids_that_cannot_be_addressed_are_ignored() {
-        let too_long = "x".repeat(crate::opencode::MAX_SESSION_ID_BYTES + 1);
+        let too_long = "x".repeat(crate::record::session::MAX_SESSION_ID_BYTES + 1);
         for id in ["", "  ", ".", "..", " .. ", too_long.as_str()] {
             let status = json!({"type": "session.status", "properties": {"sessionID": id, "status": {"type": "idle"}}});
             assert_eq!(parse_payload(&status, ""), None, "{id:?}");

@@ -10,15 +10,17 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tracing::{debug, warn};
 
-use crate::clock::now_ms;
-use crate::decide::REASON_RESUMED;
-use crate::goal_record::{Goal, GoalStatus};
+use crate::config::GoalConfig;
+use crate::goal::plan::REASON_RESUMED;
+use crate::goal::tick::{pause_after_abort, run_tick, TickContext};
 use crate::intake::{Consumer, IntakeEvent};
-use crate::opencode::OpenCodeClient;
-use crate::scheduler::{ArmMode, GoalSighting, Job, Scheduler, SessionSnapshot};
-use crate::services::Services;
-use crate::session_facts::{Seen, SessionFactsView};
-use crate::tick::{pause_after_abort, run_tick, Generation, GoalConfig, TickContext, TickOutcome};
+use crate::io::opencode::OpenCodeClient;
+use crate::io::services::Services;
+use crate::record::{Goal, GoalStatus};
+use crate::sched::facts::{Seen, SessionFactsView};
+use crate::sched::{ArmMode, GoalSighting, Job, Scheduler, SessionSnapshot};
+use crate::sched::{Generation, TickOutcome};
+use crate::time::clock::now_ms;
 
 /// Most directories remembered for restart recovery.
 const MAX_KNOWN_DIRECTORIES: usize = 50;
@@ -36,7 +38,7 @@ pub struct GoalRuntimeSettings {
     /// Scan for stranded active goals at start.
     pub recover_on_start: bool,
     /// What this runtime shares with the others of its host (it registers for events there).
-    pub shared: crate::shared::SharedContext,
+    pub shared: crate::io::shared::SharedContext,
 }
 
 /// What `snapshot()` reports.
@@ -117,7 +119,7 @@ impl GoalRuntime {
             services: settings.services,
             config: Arc::new(settings.config),
             waiting_for_user: Arc::new(move |session: &str| waiting_view.waiting_for_user(session)),
-            holder: crate::lease::holder_id(&settings.client.key()),
+            holder: crate::record::lease::holder_id(&settings.client.key()),
             echoes: Arc::default(),
             dispatch_claims: settings.shared.dispatch_claims().clone(),
             // Optimistic: a session that events have not shown without an active goal is read
@@ -198,7 +200,7 @@ impl GoalRuntime {
 
     /// The goal's audit trail, oldest first (`limit` keeps the newest).
     pub async fn history(&self, session_id: &str, limit: Option<usize>) -> Vec<serde_json::Value> {
-        crate::history::read(self.inner.ctx.services.data_dir.root(), session_id, limit).await
+        crate::io::history::read(self.inner.ctx.services.data_dir.root(), session_id, limit).await
     }
 
     /// Scans the known directories for active goals on idle sessions and re-arms them. The tick
@@ -274,8 +276,8 @@ impl Inner {
             for session in sessions.iter().filter(|s| !s.is_subagent()) {
                 let Some(goal) = session.goal() else { continue };
                 if goal.status != GoalStatus::Active
-                    || crate::session_data::live_status(&status, &session.id)
-                        == crate::session_data::LiveStatus::Working
+                    || crate::record::session::live_status(&status, &session.id)
+                        == crate::record::session::LiveStatus::Working
                     || self.scheduler.is_tracking(&session.id)
                 {
                     continue;
@@ -394,9 +396,9 @@ impl Consumer for Inner {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::opencode::StaticEndpoint;
-    use crate::services::{DataDir, NoNotifier, NoSmallModel};
-    use crate::shared::SharedContext;
+    use crate::io::opencode::StaticEndpoint;
+    use crate::io::services::{DataDir, NoNotifier, NoSmallModel};
+    use crate::io::shared::SharedContext;
 
     fn start_from(shared: &SharedContext) -> GoalRuntime {
         let endpoint = Arc::new(StaticEndpoint::new("http://127.0.0.1:9", Vec::new()));

@@ -1,5 +1,5 @@
 //! Runs the embedding example (examples/embed_goal.rs) as a test: a goal driven from `active`
-//! to `complete` through `goal_core::embed` against the example's local stand-in for OpenCode.
+//! to `complete` through `goal_core`'s embedding API against the example's local stand-in for OpenCode.
 
 #[path = "../examples/embed_goal.rs"]
 mod example;
@@ -8,7 +8,7 @@ mod example;
 async fn embedded_runtime_drives_a_goal_to_complete() {
     let outcome = example::drive_goal_to_completion().await.expect("example ran");
     assert_eq!(outcome.status, "complete", "{outcome:?}");
-    assert_eq!(outcome.reason, goal_core::decide::REASON_VERIFIED);
+    assert_eq!(outcome.reason, goal_core::REASON_VERIFIED);
     assert!(outcome.ticks >= 1 && outcome.settled == 1, "{outcome:?}");
     // The settle went through OpenCode's API: a PATCH of the session's metadata, no prompt.
     let patches = outcome.requests.get("PATCH /session/ses_embedexample01").copied().unwrap_or(0);

@@ -4,12 +4,12 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::goal_record::truncate_chars;
-use crate::jsonx::extract_json_object;
-use crate::prompts::clamp_chars;
-use crate::script_guard::introduces_foreign_script;
-use crate::session_data::{chronological, Message, Role};
-use crate::settings::SettingsFlags;
+use crate::config::settings::SettingsFlags;
+use crate::record::session::{chronological, Message, Role};
+use crate::record::truncate_chars;
+use crate::text::jsonx::extract_json_object;
+use crate::text::prompts::clamp_chars;
+use crate::text::script_guard::introduces_foreign_script;
 
 /// Most characters of each side of the exchange sent to the small model.
 pub const TRANSCRIPT_PART_CHAR_LIMIT: usize = 6000;

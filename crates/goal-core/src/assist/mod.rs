@@ -7,8 +7,4 @@
 pub mod content;
 pub mod runtime;
 
-pub use content::{
-    AssistFields, LastExchange, ParsedReply, Targets, RECAP_CHAR_LIMIT, SUGGESTION_CHAR_LIMIT,
-    TRANSCRIPT_PART_CHAR_LIMIT,
-};
 pub use runtime::{AssistConfig, AssistRuntime, AssistRuntimeSettings, AssistSnapshot};

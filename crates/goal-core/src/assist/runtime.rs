@@ -12,14 +12,14 @@ use std::time::Duration;
 use tracing::{debug, warn};
 
 use super::content::{assist_payload, parse_reply, tail_reply, LastExchange, Targets};
-use crate::clock::now_ms;
 use crate::intake::{Consumer, IntakeEvent};
-use crate::opencode::OpenCodeClient;
-use crate::prompts::{assist_system_prompt, assist_user_prompt};
-use crate::scheduler::{ArmMode, Job, Scheduler, SessionSnapshot};
-use crate::services::{DataDir, SmallModel, SmallModelRequest};
-use crate::tick::{Generation, TickOutcome};
-use crate::writer::write_namespace_key;
+use crate::io::opencode::OpenCodeClient;
+use crate::io::services::{DataDir, SmallModel, SmallModelRequest};
+use crate::io::writer::write_namespace_key;
+use crate::sched::{ArmMode, Job, Scheduler, SessionSnapshot};
+use crate::sched::{Generation, TickOutcome};
+use crate::text::prompts::{assist_system_prompt, assist_user_prompt};
+use crate::time::clock::now_ms;
 
 /// The metadata key under `openchamber` that the assist owns.
 pub const ASSIST_KEY: &str = "assist";
@@ -56,7 +56,7 @@ pub struct AssistRuntimeSettings {
     /// Tunables.
     pub config: AssistConfig,
     /// What this runtime shares with the others of its host (it registers for events there).
-    pub shared: crate::shared::SharedContext,
+    pub shared: crate::io::shared::SharedContext,
 }
 
 /// Outcome counters, for `snapshot()` and for measuring.

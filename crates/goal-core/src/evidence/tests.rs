@@ -303,7 +303,7 @@ fn no_progress_note_names_the_evidence() {
     let note = no_progress_note(3, &digest);
     assert!(note.starts_with("No progress in 3 turns"));
     assert!(note.contains("`make` (exit 2)"));
-    assert!(note.chars().count() <= crate::goal_record::NOTE_CHAR_LIMIT);
+    assert!(note.chars().count() <= crate::record::NOTE_CHAR_LIMIT);
 }
 
 #[test]

@@ -54,11 +54,6 @@ impl Secret {
     pub fn expose(&self) -> &str {
         &self.0
     }
-
-    /// Whether a value is present.
-    pub fn is_set(&self) -> bool {
-        !self.0.is_empty()
-    }
 }
 
 impl fmt::Debug for Secret {

@@ -8,7 +8,7 @@ use std::fmt;
 use serde_json::{json, Value};
 
 use super::catalog::Choice;
-use crate::small_model_call::{SmallModelError, SmallModelRequest};
+use crate::io::small_model_call::{SmallModelError, SmallModelRequest};
 
 /// Output tokens asked for when the request sets no cap.
 pub const DEFAULT_MAX_OUTPUT_TOKENS: u32 = 4_000;

@@ -1,0 +1,6 @@
+//! What a host asks for directly, outside the loop: create a goal, act on one (pause, resume,
+//! edit, complete, clear, read), and orchestrate a session (create, prompt, fork, schedule).
+
+pub mod actions;
+pub mod create;
+pub mod orchestrate;

@@ -1,0 +1,386 @@
+//! Delivering a continuation: reserve → post with an idempotent id → classify.
+//!
+//! OpenCode stores a `prompt_async` under a client-chosen `messageID` and answers a repeated id
+//! once (FACTS.md, "Idempotent prompts"): one message, one turn, whenever the repeat arrives. So
+//! every host and every retry derives the same id from the same observed state — the newest
+//! assistant reply's id (the tail) advanced by one, plus a suffix hashed from goal id and tail id
+//! — and re-posting after a timeout or a 5xx is safe. Only when the tail's id has an unknown
+//! format does delivery fall back to the classified, reconciled dispatch of spec A.4 item 5,
+//! which must never re-post while an earlier post's fate is unknown.
+//!
+//! The id derivation and the outcome classification are pure and unit-tested here; the posting
+//! loops take the client and the generation from the tick.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use tracing::{info, warn};
+
+use crate::io::opencode::OpenCodeClient;
+use crate::io::prompt_outcome::DispatchOutcome;
+use crate::record::session::{chronological, LiveStatus, Role};
+use crate::sched::Generation;
+
+pub use crate::record::CONTINUATION_ID_FIELD;
+
+const ID_PREFIX: &str = "msg_";
+const HEX_DIGITS: usize = 12;
+const SUFFIX_CHARS: usize = 14;
+const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+/// FNV-1a, 64 bits, from a given offset basis. Fixed and written out here (not std's hasher,
+/// whose keys are random per process) so every process derives the same id.
+fn fnv1a(basis: u64, parts: &[&[u8]]) -> u64 {
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let mut hash = basis;
+    for part in parts {
+        for byte in *part {
+            hash ^= u64::from(*byte);
+            hash = hash.wrapping_mul(PRIME);
+        }
+        // A separator byte that cannot occur in either id keeps ("ab","c") apart from ("a","bc").
+        hash ^= 0xff;
+        hash = hash.wrapping_mul(PRIME);
+    }
+    hash
+}
+
+/// The continuation id for a goal over a tail reply: `msg_` + the tail's 12-hex time-and-counter
+/// part advanced by one (lowercase, carrying) + 14 base-62 characters hashed from goal id and
+/// tail id. `None` when the tail id is not `msg_` + 12 hex + 14 base-62 characters, or its hex
+/// part is `ffffffffffff` (nothing after it): the caller falls back to classified dispatch.
+pub fn continuation_message_id(goal_id: &str, tail_id: &str) -> Option<String> {
+    let rest = tail_id.strip_prefix(ID_PREFIX)?;
+    if rest.len() != HEX_DIGITS + SUFFIX_CHARS || !rest.is_ascii() {
+        return None;
+    }
+    let (hex, suffix) = rest.split_at(HEX_DIGITS);
+    if !hex.bytes().all(|b| b.is_ascii_hexdigit()) || !suffix.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        return None;
+    }
+    let counter = u64::from_str_radix(hex, 16).ok()?;
+    let next = counter.checked_add(1).filter(|n| *n <= 0xffff_ffff_ffff)?;
+    // Two independent 64-bit hashes: 128 bits, of which 14 base-62 digits keep about 83.
+    let high = fnv1a(0xcbf2_9ce4_8422_2325, &[goal_id.as_bytes(), tail_id.as_bytes()]);
+    let low = fnv1a(0x6c62_272e_07bb_0142, &[tail_id.as_bytes(), goal_id.as_bytes()]);
+    Some(format!("{ID_PREFIX}{next:012x}{}", base62_suffix(high, low)))
+}
+
+/// The continuation id for a tail of any format (spec: idempotent ids for any tail): the
+/// OpenCode-format derivation of [`continuation_message_id`] when the tail id has that format;
+/// otherwise, when the tail has an id and a creation time, `msg_` + 12 hex digits made the way
+/// OpenCode makes its own (the creation time in ms times 4096, plus one, in 48 bits) + 14
+/// base-62 characters hashed from goal id, tail id and creation time. Every host that sees the
+/// same tail computes the same id. `None` only for a tail with neither an id nor a creation time:
+/// the caller then falls back to classified dispatch.
+pub fn continuation_message_id_for(goal_id: &str, tail_id: &str, tail_created: Option<f64>) -> Option<String> {
+    if let Some(id) = continuation_message_id(goal_id, tail_id) {
+        return Some(id);
+    }
+    let created = tail_created.filter(|t| t.is_finite() && *t > 0.0 && *t < 1e15)?;
+    if tail_id.is_empty() {
+        return None;
+    }
+    let created_ms = created.floor() as u64;
+    let counter = (created_ms.wrapping_mul(0x1000).wrapping_add(1)) & 0xffff_ffff_ffff;
+    let created_text = created_ms.to_string();
+    let parts: [&[u8]; 3] = [goal_id.as_bytes(), tail_id.as_bytes(), created_text.as_bytes()];
+    let high = fnv1a(0xcbf2_9ce4_8422_2325, &parts);
+    let low = fnv1a(0x6c62_272e_07bb_0142, &[parts[2], parts[1], parts[0]]);
+    Some(format!("{ID_PREFIX}{counter:012x}{}", base62_suffix(high, low)))
+}
+
+/// 14 base-62 characters from two 64-bit hashes.
+fn base62_suffix(high: u64, low: u64) -> String {
+    let mut value = (u128::from(high) << 64) | u128::from(low);
+    let mut out = [0u8; SUFFIX_CHARS];
+    for slot in out.iter_mut().rev() {
+        *slot = BASE62[(value % 62) as usize];
+        value /= 62;
+    }
+    out.iter().map(|b| *b as char).collect()
+}
+
+/// How a delivery ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Delivery {
+    /// OpenCode admitted the continuation (or, with an id, holds a message under it).
+    Sent,
+    /// The user stopped, typed or changed the goal before a post: nothing more was posted.
+    /// `unused`: no attempt before it can have landed (none was made, or each was refused), so
+    /// the reserved turn was never used.
+    Stopped {
+        /// No attempt can have landed.
+        unused: bool,
+    },
+    /// Not delivered after every attempt. `refused`: every attempt was provably refused (the
+    /// turn can be given back); otherwise it may have landed unseen.
+    Failed {
+        /// Every attempt was a definite refusal.
+        refused: bool,
+    },
+}
+
+/// Everything one delivery needs.
+pub struct Dispatch<'a> {
+    /// OpenCode.
+    pub client: &'a OpenCodeClient,
+    /// Session.
+    pub session_id: &'a str,
+    /// Directory.
+    pub directory: &'a str,
+    /// The `prompt_async` body, without `messageID`.
+    pub body: &'a Value,
+    /// Attempts before giving up.
+    pub attempts: u32,
+    /// Pause between attempts.
+    pub retry_delay: Duration,
+    /// Messages read when reconciling.
+    pub message_limit: usize,
+}
+
+impl Dispatch<'_> {
+    /// Posts with the idempotent `message_id`: every attempt posts the same id, so a timeout, a
+    /// 5xx or a second host's post of the same id can only ever make one turn. Before a retry the
+    /// session is read once, so that a user who stopped or changed the goal meanwhile is obeyed
+    /// even by a host that forwards no events (`still_ours` judges the fresh session). After
+    /// attempts that all failed ambiguously, one read of the message list tells whether the id
+    /// landed.
+    pub async fn with_id(
+        &self,
+        message_id: &str,
+        generation: &Generation,
+        still_ours: impl Fn(&crate::record::session::SessionView) -> bool,
+    ) -> Delivery {
+        let mut body = self.body.clone();
+        body["messageID"] = Value::from(message_id);
+        let mut refused = true;
+        for attempt in 1..=self.attempts {
+            if !generation.is_current() {
+                return Delivery::Stopped { unused: refused };
+            }
+            if attempt > 1 {
+                tokio::time::sleep(self.retry_delay).await;
+                if !generation.is_current() {
+                    return Delivery::Stopped { unused: refused };
+                }
+                if let Ok(session) = self.client.get_session(self.session_id, self.directory).await {
+                    if !still_ours(&session) {
+                        return Delivery::Stopped { unused: refused };
+                    }
+                }
+            }
+            match self.client.prompt_async(self.session_id, self.directory, &body).await {
+                DispatchOutcome::Sent => return Delivery::Sent,
+                DispatchOutcome::NotAdmitted(code) => {
+                    warn!(target: "session_goal", session = self.session_id, code, attempt, "continuation not admitted");
+                }
+                DispatchOutcome::Ambiguous(why) => {
+                    refused = false;
+                    warn!(target: "session_goal", session = self.session_id, %why, attempt, "continuation outcome unknown; posting the same id again");
+                }
+            }
+        }
+        if !refused {
+            if let Ok(messages) = self.client.messages(self.session_id, self.directory, self.message_limit).await {
+                if messages.iter().any(|m| m.id == message_id) {
+                    return Delivery::Sent;
+                }
+            }
+        }
+        Delivery::Failed { refused }
+    }
+
+    /// The fallback without an id (unknown tail format): classified dispatch. After an
+    /// ambiguous attempt the prompt may have landed, so before any further post the session is
+    /// read again, and a post happens only when it shows the same tail, idle, with `still_ours`
+    /// true of the fresh session; while an ambiguous attempt's fate stays unknown nothing more
+    /// is posted (that could send twice).
+    pub async fn classified(
+        &self,
+        tail: &str,
+        prompt_text: &str,
+        generation: &Generation,
+        still_ours: impl Fn(&crate::record::session::SessionView) -> bool,
+    ) -> Delivery {
+        let mut refused = true;
+        let mut unresolved = false;
+        for attempt in 1..=self.attempts {
+            if !generation.is_current() {
+                return Delivery::Stopped { unused: refused && !unresolved };
+            }
+            if attempt > 1 {
+                match self.reconcile(tail, prompt_text, &still_ours).await {
+                    Reconciled::Admitted => {
+                        return if unresolved { Delivery::Sent } else { Delivery::Stopped { unused: false } }
+                    }
+                    Reconciled::Stop => return Delivery::Stopped { unused: refused && !unresolved },
+                    Reconciled::NotAdmitted => unresolved = false,
+                    Reconciled::Unknown if unresolved => {
+                        warn!(target: "session_goal", session = self.session_id, attempt, "continuation outcome still unknown; not posting again");
+                        continue;
+                    }
+                    Reconciled::Unknown => {}
+                }
+                if !generation.is_current() {
+                    return Delivery::Stopped { unused: refused && !unresolved };
+                }
+            }
+            match self.client.prompt_async(self.session_id, self.directory, self.body).await {
+                DispatchOutcome::Sent => return Delivery::Sent,
+                DispatchOutcome::NotAdmitted(code) => {
+                    warn!(target: "session_goal", session = self.session_id, code, attempt, "continuation not admitted");
+                }
+                DispatchOutcome::Ambiguous(why) => {
+                    refused = false;
+                    unresolved = true;
+                    warn!(target: "session_goal", session = self.session_id, %why, attempt, "continuation outcome unknown; reconciling");
+                }
+            }
+        }
+        // The last attempt may have landed too: one more look before giving up.
+        if unresolved && generation.is_current() {
+            match self.reconcile(tail, prompt_text, &still_ours).await {
+                Reconciled::Admitted => return Delivery::Sent,
+                Reconciled::Stop => return Delivery::Stopped { unused: refused && !unresolved },
+                Reconciled::NotAdmitted | Reconciled::Unknown => {}
+            }
+        }
+        if !generation.is_current() {
+            return Delivery::Stopped { unused: refused && !unresolved };
+        }
+        info!(target: "session_goal", session = self.session_id, refused, "continuation not delivered");
+        Delivery::Failed { refused }
+    }
+
+    /// After an ambiguous or refused post without an id: did OpenCode admit it, and is the goal
+    /// still the one reserved?
+    async fn reconcile(
+        &self,
+        tail: &str,
+        prompt_text: &str,
+        still_ours: &impl Fn(&crate::record::session::SessionView) -> bool,
+    ) -> Reconciled {
+        // Give a slow server a moment to record the prompt before judging.
+        tokio::time::sleep(self.retry_delay).await;
+        let (status, messages, session) = tokio::join!(
+            self.client.status_map(self.directory),
+            self.client.messages(self.session_id, self.directory, self.message_limit),
+            self.client.get_session(self.session_id, self.directory)
+        );
+        let (Ok(status), Ok(messages)) = (status, messages) else {
+            return Reconciled::Unknown;
+        };
+        if crate::record::session::live_status(&status, self.session_id) == LiveStatus::Working {
+            return Reconciled::Admitted;
+        }
+        let ordered = chronological(&messages);
+        let Some(position) = ordered.iter().position(|m| m.id == tail) else {
+            return Reconciled::Unknown;
+        };
+        let newer = &ordered[position + 1..];
+        if newer.iter().any(|m| m.role == Role::Assistant || m.text.trim() == prompt_text.trim()) {
+            return Reconciled::Admitted;
+        }
+        if !newer.is_empty() {
+            return Reconciled::Stop;
+        }
+        match session {
+            Ok(session) if still_ours(&session) => Reconciled::NotAdmitted,
+            Ok(_) => Reconciled::Stop,
+            Err(_) => Reconciled::Unknown,
+        }
+    }
+}
+
+enum Reconciled {
+    /// The session is busy, or a newer message shows the continuation landed.
+    Admitted,
+    /// The user sent something else, or stopped or changed the goal.
+    Stop,
+    /// Idle with the same tail and the goal as reserved: nothing landed, a re-post is safe.
+    NotAdmitted,
+    /// Could not tell.
+    Unknown,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_id_advances_the_counter_and_is_stable() {
+        let id = continuation_message_id("goal-1", "msg_22d3cae37001XpDQ7ZXEzK3ibZ").expect("known format");
+        assert!(id.starts_with("msg_22d3cae37002"), "{id}");
+        assert_eq!(id.len(), 4 + 12 + 14);
+        assert!(id[16..].bytes().all(|b| b.is_ascii_alphanumeric()));
+        // Every host and every retry derives the same id (these values are fixed: a change of
+        // the hash would make two versions of the runtime post different ids).
+        assert_eq!(continuation_message_id("goal-1", "msg_22d3cae37001XpDQ7ZXEzK3ibZ").as_deref(), Some(id.as_str()));
+        assert_ne!(
+            continuation_message_id("goal-2", "msg_22d3cae37001XpDQ7ZXEzK3ibZ"),
+            Some(id.clone()),
+            "goal id matters"
+        );
+        assert_ne!(
+            continuation_message_id("goal-1", "msg_22d3cae37001XpDQ7ZXEzK3ibY").map(|s| s[16..].to_string()),
+            Some(id[16..].to_string())
+        );
+        // Ids sort after the tail.
+        assert!(id.as_str() > "msg_22d3cae37001XpDQ7ZXEzK3ibZ");
+    }
+
+    #[test]
+    fn the_counter_carries_in_lowercase() {
+        let id = continuation_message_id("g", "msg_0000000000ffAAAAAAAAAAAAAA").unwrap();
+        assert!(id.starts_with("msg_000000000100"), "{id}");
+        let id = continuation_message_id("g", "msg_ABCDEF0FFFFFAAAAAAAAAAAAAA").unwrap();
+        assert!(id.starts_with("msg_abcdef100000"), "{id}");
+    }
+
+    #[test]
+    fn unknown_formats_fall_back() {
+        for tail in [
+            "",
+            "msg_",
+            "m1",
+            "msg_22d3cae37001XpDQ7ZXEzK3ib",   // 13 suffix chars
+            "msg_22d3cae37001XpDQ7ZXEzK3ibZZ", // 15
+            "msg_22d3cae3700gXpDQ7ZXEzK3ibZ",  // not hex
+            "msg_22d3cae37001XpDQ7ZXEz-3ibZ",  // not base 62
+            "ses_22d3cae37001XpDQ7ZXEzK3ibZ",  // not a message id
+            "msg_ffffffffffffXpDQ7ZXEzK3ibZ",  // nothing after it
+            "msg_22d3cae37001XpDQ7ZXEzK3ibé",  // not ASCII
+        ] {
+            assert_eq!(continuation_message_id("g", tail), None, "{tail:?}");
+        }
+    }
+
+    #[test]
+    fn tails_of_any_format_get_a_stable_id_from_id_and_creation_time() {
+        let known = "msg_22d3cae37001XpDQ7ZXEzK3ibZ";
+        assert_eq!(continuation_message_id_for("g", known, Some(5.0)), continuation_message_id("g", known));
+        let created = Some(1_764_600_000_123.0);
+        let id = continuation_message_id_for("g", "m1", created).expect("derived from id and time");
+        assert_eq!(id.len(), 4 + HEX_DIGITS + SUFFIX_CHARS);
+        assert!(id.starts_with("msg_") && id[4..16].bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_eq!(
+            u64::from_str_radix(&id[4..16], 16).unwrap(),
+            (1_764_600_000_123u64 * 0x1000 + 1) & 0xffff_ffff_ffff
+        );
+        assert!(id[16..].bytes().all(|b| b.is_ascii_alphanumeric()));
+        // Same tail on two hosts: same id; another goal, tail or time: another id.
+        assert_eq!(continuation_message_id_for("g", "m1", created), Some(id.clone()));
+        assert_ne!(continuation_message_id_for("h", "m1", created), Some(id.clone()));
+        assert_ne!(continuation_message_id_for("g", "m2", created), Some(id.clone()));
+        assert_ne!(continuation_message_id_for("g", "m1", Some(1_764_600_000_124.0)), Some(id.clone()));
+        // The known format with nothing after it, or any other format: derived the same way.
+        assert!(continuation_message_id_for("g", "msg_ffffffffffffXpDQ7ZXEzK3ibZ", created).is_some());
+        // Neither a usable id nor a usable time: classified dispatch.
+        for (tail, created) in
+            [("", Some(5.0)), ("m1", None), ("m1", Some(f64::NAN)), ("m1", Some(-1.0)), ("m1", Some(1e300))]
+        {
+            assert_eq!(continuation_message_id_for("g", tail, created), None, "{tail:?} {created:?}");
+        }
+    }
+}

@@ -1,0 +1,70 @@
+//! The settle notification: the reference's `{sessionId, directory, status, goal}` plus a
+//! ready-made `{title, body, tag}` for hosts that do not build their own.
+
+use serde_json::{json, Value};
+
+use crate::goal::plan::REASON_VERIFIED;
+use crate::record::{truncate_chars, Goal, GoalStatus};
+
+/// The title the reference shows for a status.
+pub fn notification_title(status: GoalStatus) -> &'static str {
+    match status {
+        GoalStatus::Complete => "Goal complete",
+        GoalStatus::BudgetLimited => "Goal reached its token budget",
+        _ => "Goal blocked",
+    }
+}
+
+/// Builds the notification event. `objective` is the effective objective (file text for
+/// file-backed goals, which the reference left empty).
+pub fn goal_notification(session_id: &str, directory: &str, goal: &Goal, objective: &str) -> Value {
+    let mut goal_value = goal.to_value();
+    goal_value["objective"] = Value::from(objective.to_string());
+    let detail = if goal.status_reason == REASON_VERIFIED || goal.status_reason == "reported by agent" {
+        goal.note.clone()
+    } else {
+        goal.status_reason.clone()
+    };
+    let short_objective = truncate_chars(objective.trim(), 140);
+    let body = [short_objective.as_str(), detail.as_str()]
+        .iter()
+        .filter(|s| !s.is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join(" — ");
+    json!({
+        "sessionId": session_id,
+        "directory": directory,
+        "status": goal.status.as_str(),
+        "goal": goal_value,
+        "title": if goal.status_reason == crate::time::active::REASON_TIME_BUDGET { "Goal reached its time budget" } else { notification_title(goal.status) },
+        "body": truncate_chars(&body, 240),
+        "tag": format!("goal-{session_id}"),
+        "kind": "goal",
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_backed_objective_is_shown() {
+        let goal = Goal::from_value(&json!({
+            "id": "g", "status": "complete", "objectiveFile": true, "statusReason": "verified by audit", "note": "all tests pass"
+        }))
+        .unwrap();
+        let event = goal_notification("ses_1", "/p", &goal, "Ship the parser");
+        assert_eq!(event["goal"]["objective"], "Ship the parser");
+        assert_eq!(event["title"], "Goal complete");
+        assert_eq!(event["body"], "Ship the parser — all tests pass");
+        assert_eq!(event["tag"], "goal-ses_1");
+        let blocked = Goal::from_value(
+            &json!({"id": "g", "status": "budgetLimited", "objective": "x", "statusReason": "token budget reached"}),
+        )
+        .unwrap();
+        let event = goal_notification("s", "", &blocked, "x");
+        assert_eq!(event["body"], "x — token budget reached");
+        assert_eq!(event["title"], "Goal reached its token budget");
+    }
+}

@@ -1,0 +1,261 @@
+//! The goal's side of provider failures and cut turns: what the tail reply means for the goal
+//! (park, still parked, resume, settle, continue a cut turn) and the fields a park leaves on the
+//! goal. Pure: the clock value and the settings are passed in.
+//!
+//! A park keeps the goal `active` with `statusReason` [`REASON_WAITING_FOR_PROVIDER`] and cause
+//! `waitingForProviderLimit` (its `until` is the wake-up time), and remembers the failed reply
+//! (`providerWaitFor`) and how many parks came in a row (`providerWaits`). At `until` one
+//! continuation answers that reply, with the id every host derives from it.
+
+pub mod reset;
+
+use serde_json::Value;
+
+use self::reset::{jitter_unit, park_until};
+use crate::goal::plan::REASON_RESUMED;
+use crate::record::cause::{Cause, CauseCode};
+use crate::record::provider_error::{classify, ProviderFailure};
+use crate::record::session::{Message, Role};
+use crate::record::Goal;
+
+/// Status reason of a parked goal.
+pub const REASON_WAITING_FOR_PROVIDER: &str = "waiting for provider limit";
+/// Status reason: the quota is spent (or the limit never reset within the allowed parks).
+pub const REASON_PROVIDER_QUOTA: &str = "provider quota exhausted";
+/// Status reason: the provider refused the credentials.
+pub const REASON_PROVIDER_AUTH: &str = "provider authentication failed";
+/// Status reason: the conversation no longer fits the model's context.
+pub const REASON_CONTEXT_OVERFLOW: &str = "context window exceeded";
+/// Status reason: the provider's content filter stopped the reply.
+pub const REASON_CONTENT_FILTER: &str = "stopped by the provider's content filter";
+/// Status reason: turns were cut by server restarts, repeatedly.
+pub const REASON_TURN_INTERRUPTED: &str = "turns interrupted by server restarts";
+
+/// Goal field: parks in a row with no turn that produced output.
+pub const PROVIDER_WAITS_FIELD: &str = "providerWaits";
+/// Goal field: the failed reply the current park answers.
+pub const PROVIDER_WAIT_FOR_FIELD: &str = "providerWaitFor";
+/// Goal field: cut turns in a row.
+pub const CUT_TURNS_FIELD: &str = "cutTurns";
+/// Cut turns in a row that settle the goal (the first is continued, the second settles).
+pub const MAX_CUT_TURNS: u64 = 2;
+
+/// The limits of parking (runtime options `maxProviderWaits`, `maxProviderWaitMs`).
+pub use crate::config::ProviderLimits as ParkLimits;
+
+/// A new park.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Park {
+    /// The failed reply.
+    pub tail: String,
+    /// Wake-up time (epoch ms).
+    pub until: f64,
+    /// This park's number in the row (1-based).
+    pub nth: u64,
+    /// The failed reply answered our continuation: that turn goes back.
+    pub give_back: bool,
+    /// The cause written with it.
+    pub cause: Cause,
+}
+
+/// A provider failure or a cut turn that settles the goal `blocked`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stop {
+    /// Status reason.
+    pub reason: &'static str,
+    /// Typed cause.
+    pub cause: Cause,
+}
+
+/// What the tail means before any audit.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TailStep {
+    /// Nothing provider-related: the tick plans as usual.
+    Usual,
+    /// Park the goal until the limit resets.
+    Park(Park),
+    /// Parked for this reply and not yet due: look again at `until`.
+    Parked {
+        /// Wake-up time (epoch ms).
+        until: f64,
+    },
+    /// The park is over (or the user resumed): one continuation over the failed reply, no audit.
+    Resume,
+    /// A turn cut by a server restart: one continuation over it, no audit (`nth` in a row).
+    ContinueCut {
+        /// This cut's number in the row (1-based).
+        nth: u64,
+    },
+    /// Settle `blocked` with a typed cause; never audited, never continued.
+    Block(Stop),
+}
+
+/// How many of something the goal counted (a field the runtime owns; bad values are 0).
+pub fn count_of(goal: &Goal, field: &str) -> u64 {
+    crate::record::positive_count(goal.extra.get(field))
+}
+
+/// The failed reply the goal is parked for, when it is parked.
+pub fn parked_for(goal: &Goal) -> Option<&str> {
+    goal.extra.get(PROVIDER_WAIT_FOR_FIELD).and_then(Value::as_str)
+}
+
+/// When a parked goal wakes up (from its cause), when it is parked.
+pub fn wake_at(goal: &Goal) -> Option<f64> {
+    parked_for(goal)?;
+    goal.cause.as_ref().filter(|c| c.code == CauseCode::WaitingForProviderLimit).and_then(|c| c.until)
+}
+
+/// Decides what the tail reply means. `tail` is the newest message (the tick has seen the
+/// session idle); `cut_confirmed` says an unfinished tail is not a turn that is just starting
+/// (seen idle on an earlier look, or older than the quiet window).
+pub fn tail_step(goal: &Goal, tail: &Message, now_ms: f64, limits: ParkLimits, cut_confirmed: bool) -> TailStep {
+    if tail.role != Role::Assistant || tail.id.is_empty() {
+        return TailStep::Usual;
+    }
+    let resumed = goal.status_reason == REASON_RESUMED;
+    if is_cut(tail) {
+        if !cut_confirmed {
+            return TailStep::Usual;
+        }
+        let nth = if resumed { 1 } else { count_of(goal, CUT_TURNS_FIELD) + 1 };
+        if nth >= MAX_CUT_TURNS {
+            return TailStep::Block(stop(CauseCode::TurnInterrupted, REASON_TURN_INTERRUPTED, now_ms, None));
+        }
+        return TailStep::ContinueCut { nth };
+    }
+    let Some(error) = &tail.provider_error else { return TailStep::Usual };
+    match classify(error, &tail.provider_id) {
+        ProviderFailure::Other => TailStep::Usual,
+        ProviderFailure::Quota => {
+            TailStep::Block(stop(CauseCode::ProviderQuota, REASON_PROVIDER_QUOTA, now_ms, provider(tail)))
+        }
+        ProviderFailure::Auth { provider } => TailStep::Block(stop(
+            CauseCode::ProviderAuth,
+            REASON_PROVIDER_AUTH,
+            now_ms,
+            Some(provider).filter(|p| !p.is_empty()),
+        )),
+        ProviderFailure::ContextOverflow => {
+            TailStep::Block(stop(CauseCode::ContextOverflow, REASON_CONTEXT_OVERFLOW, now_ms, provider(tail)))
+        }
+        ProviderFailure::ContentFilter => {
+            TailStep::Block(stop(CauseCode::ContentFilter, REASON_CONTENT_FILTER, now_ms, provider(tail)))
+        }
+        ProviderFailure::Resetting => resetting(goal, tail, now_ms, limits, resumed),
+    }
+}
+
+fn resetting(goal: &Goal, tail: &Message, now_ms: f64, limits: ParkLimits, resumed: bool) -> TailStep {
+    if parked_for(goal) == Some(tail.id.as_str()) {
+        return match wake_at(goal) {
+            Some(until) if until > now_ms && !resumed => TailStep::Parked { until },
+            _ => TailStep::Resume,
+        };
+    }
+    if resumed {
+        // The user asked to go on now: one continuation, no park.
+        return TailStep::Resume;
+    }
+    let nth = count_of(goal, PROVIDER_WAITS_FIELD) + 1;
+    if nth > limits.max_waits {
+        let mut blocked = stop(CauseCode::ProviderQuota, REASON_PROVIDER_QUOTA, now_ms, provider(tail));
+        blocked.cause.detail = Some(format!("limit did not reset after {} waits", limits.max_waits));
+        return TailStep::Block(blocked);
+    }
+    let error = tail.provider_error.clone().unwrap_or_default();
+    let completed = tail.completed.or(tail.created).unwrap_or(now_ms);
+    let jitter = jitter_unit(&format!("{}/{}", goal.id, tail.id));
+    let wait = park_until(&error, completed, nth, jitter, limits.max_wait_ms);
+    let status = error.status.map(|s| s.to_string()).unwrap_or_default();
+    let detail = [tail.provider_id.as_str(), status.as_str()]
+        .iter()
+        .filter(|s| !s.is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let cause = Cause::new(CauseCode::WaitingForProviderLimit, now_ms)
+        .with_until(wait.until)
+        .with_detail(detail)
+        .with_fix("Nothing to do: the goal goes on by itself when the limit resets; resume it to try sooner.");
+    let give_back = goal.extra.get(crate::record::CONTINUATION_ID_FIELD).and_then(Value::as_str)
+        == Some(tail.parent_id.as_str())
+        && !tail.parent_id.is_empty();
+    TailStep::Park(Park { tail: tail.id.clone(), until: wait.until, nth, give_back, cause })
+}
+
+/// A reply cut by a server restart: not finished, no `finish`, no error.
+pub fn is_cut(tail: &Message) -> bool {
+    tail.role == Role::Assistant && !tail.is_completed() && tail.error.is_none() && tail.finish.is_empty()
+}
+
+fn provider(tail: &Message) -> Option<String> {
+    Some(tail.provider_id.clone()).filter(|p| !p.is_empty())
+}
+
+fn stop(code: CauseCode, reason: &'static str, now_ms: f64, provider: Option<String>) -> Stop {
+    let who = provider.clone().unwrap_or_else(|| "the provider".into());
+    let fix = match code {
+        CauseCode::ProviderAuth => {
+            format!("Check the credentials for {who} in OpenCode (API key or login), then resume the goal.")
+        }
+        CauseCode::ProviderQuota => {
+            format!("Add credit or raise the quota with {who}, or switch model, then resume the goal.")
+        }
+        CauseCode::ContextOverflow => "Compact the session or narrow the objective, then resume the goal.".into(),
+        CauseCode::ContentFilter => "Rephrase the objective or the last request, then resume the goal.".into(),
+        _ => "Make sure the OpenCode server stays up, then resume the goal.".into(),
+    };
+    let mut cause = Cause::new(code, now_ms).with_fix(fix);
+    if let Some(provider) = provider {
+        cause = cause.with_detail(provider);
+    }
+    Stop { reason, cause }
+}
+
+/// Writes a park onto the goal (the tick's guarded write): still active, the reason, the
+/// cause, the count, the failed reply; the failed turn goes back; parked time is not active.
+pub fn apply_park(goal: &mut Goal, park: &Park, now_ms: f64) {
+    goal.status_reason = REASON_WAITING_FOR_PROVIDER.into();
+    goal.set_cause(Some(park.cause.clone()));
+    goal.extra.insert(PROVIDER_WAITS_FIELD.into(), Value::from(park.nth));
+    goal.extra.insert(PROVIDER_WAIT_FOR_FIELD.into(), Value::from(park.tail.clone()));
+    if park.give_back {
+        goal.turns_used = goal.turns_used.saturating_sub(1);
+    }
+    goal.extra.remove(crate::record::CONTINUATION_FOR_FIELD);
+    goal.extra.remove(crate::record::CONTINUATION_ID_FIELD);
+    crate::time::active::begin_inactive(goal, now_ms);
+}
+
+/// Ends a park (a continuation goes out, or the user paused, resumed or edited): the reason and
+/// the waiting cause go, the count of parks in a row stays until a turn produces output.
+pub fn clear_park(goal: &mut Goal) {
+    goal.extra.remove(PROVIDER_WAIT_FOR_FIELD);
+    if goal.cause.as_ref().is_some_and(|c| c.code == CauseCode::WaitingForProviderLimit) {
+        goal.set_cause(None);
+    }
+    if goal.status_reason == REASON_WAITING_FOR_PROVIDER {
+        goal.status_reason.clear();
+    }
+}
+
+/// The counts a reservation writes after `tail`: a reply that produced output resets parks and
+/// cut turns in a row; a cut turn counts one more. `cut_nth` is set for a cut-turn continuation.
+pub fn streaks_after(goal: &mut Goal, tail: &Message, cut_nth: Option<u64>) {
+    if tail.produced_output {
+        goal.extra.remove(PROVIDER_WAITS_FIELD);
+    }
+    match cut_nth {
+        Some(nth) => {
+            goal.extra.insert(CUT_TURNS_FIELD.into(), Value::from(nth));
+        }
+        None if tail.is_completed() => {
+            goal.extra.remove(CUT_TURNS_FIELD);
+        }
+        None => {}
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,333 @@
+//! The pure goal-loop decisions: given what a tick observed, what to do. No I/O, no clock.
+//!
+//! The branch order is the reference's (Part B, "tick — exact branch order", steps 7–12, plus
+//! length-truncation recovery), so the function reads as the spec does.
+
+use crate::goal::accounting::{account, Accounting};
+use crate::record::session::{chronological, Message, Role};
+use crate::record::{Goal, GoalStatus};
+
+/// Status reason: the UI's explicit resume signal.
+pub const REASON_RESUMED: &str = "resumed";
+/// Status reason: the user aborted the running turn.
+pub const REASON_PAUSED_AFTER_ABORT: &str = "paused after abort";
+/// Status reason: budget spent.
+pub const REASON_BUDGET: &str = "token budget reached";
+/// Status reason: the turn cap was reached.
+pub const REASON_TURN_CAP: &str = "auto-continuation limit reached";
+/// Status reason: the auditor failed twice in a row.
+pub const REASON_AUDIT_UNAVAILABLE: &str = "progress audit unavailable";
+/// Status reason: the auditor verified the objective.
+pub const REASON_VERIFIED: &str = "verified by audit";
+/// Status reason: the auditor said blocked three times without a note.
+pub const REASON_BLOCKED_PER_AUDIT: &str = "blocked per audit";
+/// Status reason: an unnamed assistant error.
+pub const REASON_TURN_FAILED: &str = "assistant turn failed";
+/// Status reason: two truncated turns in a row.
+pub const REASON_REPEATED_TRUNCATION: &str = "repeated output truncation";
+/// Status reason: messages (or session state) could not be read after every retry.
+pub const REASON_MESSAGES_UNAVAILABLE: &str = "messages unavailable";
+/// Status reason: neither the objective file nor an inline objective could be read.
+pub const REASON_OBJECTIVE_UNAVAILABLE: &str = "objective unavailable";
+/// Status reason: the continuation could not be delivered.
+pub const REASON_DISPATCH_FAILED: &str = "continuation dispatch failed";
+
+/// Consecutive `blocked` verdicts that settle a goal.
+pub const BLOCKED_STREAK_LIMIT: u64 = 3;
+/// Consecutive audit failures that settle a goal.
+pub const AUDIT_FAIL_LIMIT: u64 = 2;
+/// Assistant text sent to the auditor, in characters.
+pub const TRANSCRIPT_PART_CHAR_LIMIT: usize = 6000;
+
+/// Why a tick ends without acting (the next idle transition re-arms it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitReason {
+    /// The newest message is from the user: a turn is about to run.
+    TrailingUserMessage,
+    /// The newest reply is still streaming.
+    ReplyRunning,
+    /// No reply yet: nothing to continue with.
+    NoReplyYet,
+}
+
+/// How to continue: the model, agent and variant of the newest non-summary reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecutionTarget {
+    /// Provider id.
+    pub provider_id: String,
+    /// Model id.
+    pub model_id: String,
+    /// Agent (or mode).
+    pub agent: String,
+    /// Variant.
+    pub variant: String,
+}
+
+/// A terminal write.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settlement {
+    /// New status.
+    pub status: GoalStatus,
+    /// Why.
+    pub reason: String,
+    /// A new note, when there is one.
+    pub note: Option<String>,
+    /// Accounting to persist with it.
+    pub accounting: Accounting,
+    /// The auditor that decided, when one did.
+    pub evaluation: Option<(String, String)>,
+}
+
+/// What the tick's audit-free part decided.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Plan {
+    /// End the tick; the next idle re-arms.
+    Wait(WaitReason),
+    /// The tail was aborted by the user: pause (no notification).
+    Pause(Accounting),
+    /// Settle with a notification.
+    Settle(Settlement),
+    /// Ask the auditor, then call [`after_audit`].
+    Audit(Basis),
+    /// Continue without an audit (compaction summary, resume over an abort, truncation).
+    ContinueUnaudited(Basis),
+}
+
+/// Everything needed to continue after this tick.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Basis {
+    /// Fresh accounting.
+    pub accounting: Accounting,
+    /// Where to send the continuation.
+    pub target: ExecutionTarget,
+    /// The reply the tick judged (the tail re-check compares against it).
+    pub tail_message_id: String,
+    /// The reply's text for the auditor (≤ 6000 chars).
+    pub assistant_text: String,
+}
+
+/// Decides steps 7–12 of a tick from the goal and the message window (already fetched).
+pub fn plan_tick(goal: &Goal, messages: &[Message], max_auto_turns: u64) -> Plan {
+    let ordered = chronological(messages);
+    let Some(last) = ordered.last() else {
+        return Plan::Wait(WaitReason::NoReplyYet);
+    };
+    if last.role == Role::User {
+        return Plan::Wait(WaitReason::TrailingUserMessage);
+    }
+    let Some(tail) = ordered.iter().rev().find(|m| m.role == Role::Assistant).copied() else {
+        return Plan::Wait(WaitReason::NoReplyYet);
+    };
+    if !tail.is_completed() && tail.error.is_none() {
+        return Plan::Wait(WaitReason::ReplyRunning);
+    }
+    if tail.id.is_empty() {
+        return Plan::Wait(WaitReason::NoReplyYet);
+    }
+
+    let accounting = account(goal, messages);
+    let resumed = goal.status_reason == REASON_RESUMED;
+    let aborted = tail.is_aborted();
+    let settle = |status, reason: &str| {
+        Plan::Settle(Settlement {
+            status,
+            reason: reason.to_string(),
+            note: None,
+            accounting: accounting.clone(),
+            evaluation: None,
+        })
+    };
+
+    if aborted && !resumed {
+        return Plan::Pause(accounting);
+    }
+    let truncated = tail.is_length_truncated();
+    if !aborted && !truncated {
+        if let Some(name) = &tail.error {
+            let reason = if name.trim().is_empty() { REASON_TURN_FAILED } else { name.as_str() };
+            return settle(GoalStatus::Blocked, reason);
+        }
+    }
+    if goal.token_budget.is_some_and(|budget| accounting.tokens_used >= budget) {
+        return settle(GoalStatus::BudgetLimited, REASON_BUDGET);
+    }
+    if goal.turns_used >= max_auto_turns {
+        return settle(GoalStatus::Blocked, REASON_TURN_CAP);
+    }
+    if truncated && !resumed && has_repeated_length_tail(&ordered, tail, goal.created_at) {
+        return settle(GoalStatus::Blocked, REASON_REPEATED_TRUNCATION);
+    }
+
+    let execution = ordered.iter().rev().find(|m| m.role == Role::Assistant && !m.summary).copied().unwrap_or(tail);
+    if execution.provider_id.is_empty() || execution.model_id.is_empty() {
+        return settle(GoalStatus::Blocked, REASON_DISPATCH_FAILED);
+    }
+    let basis = Basis {
+        accounting: accounting.clone(),
+        target: ExecutionTarget {
+            provider_id: execution.provider_id.clone(),
+            model_id: execution.model_id.clone(),
+            agent: execution.agent.clone(),
+            variant: execution.variant.clone(),
+        },
+        tail_message_id: last.id.clone(),
+        assistant_text: crate::record::truncate_chars(&tail.text, TRANSCRIPT_PART_CHAR_LIMIT),
+    };
+    if tail.summary || aborted || truncated {
+        Plan::ContinueUnaudited(basis)
+    } else {
+        Plan::Audit(basis)
+    }
+}
+
+/// True when `latest` is truncated and so was the previous completed, non-summary reply made
+/// after the goal was created (chronological order; summaries neither break nor satisfy it).
+pub fn has_repeated_length_tail(ordered: &[&Message], latest: &Message, goal_created_at: f64) -> bool {
+    if latest.summary || !latest.is_completed() || latest.created.is_none() || !latest.is_length_truncated() {
+        return false;
+    }
+    let Some(position) = ordered.iter().position(|m| std::ptr::eq(*m, latest)) else {
+        return false;
+    };
+    let predecessor = ordered[..position]
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::Assistant && m.is_completed() && !m.summary && m.created.is_some());
+    match predecessor {
+        Some(previous) => previous.created.unwrap_or(0.0) > goal_created_at && previous.is_length_truncated(),
+        None => false,
+    }
+}
+
+/// The auditor's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Keep going.
+    Continue,
+    /// Verified done.
+    Complete,
+    /// Cannot go on without the user.
+    Blocked,
+}
+
+/// A successful audit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Audit {
+    /// Verdict.
+    pub verdict: Verdict,
+    /// Note (already clamped and language-guarded; empty when dropped).
+    pub note: String,
+    /// Auditor provider.
+    pub provider_id: String,
+    /// Auditor model.
+    pub model_id: String,
+}
+
+/// The reservation written before a continuation is sent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reservation {
+    /// Accounting to persist.
+    pub accounting: Accounting,
+    /// New blocked streak.
+    pub blocked_streak: u64,
+    /// New audit failure streak.
+    pub audit_fail_streak: u64,
+    /// New note (None keeps the old one).
+    pub note: Option<String>,
+    /// Auditor ids to record.
+    pub evaluation: Option<(String, String)>,
+    /// Further goal fields written with the reservation (the evidence review's progress state
+    /// and override set), so they ride on the one guarded write instead of a write of their own.
+    pub goal_fields: Vec<(String, serde_json::Value)>,
+}
+
+/// The outcome after the audit (or its absence).
+#[derive(Debug, Clone, PartialEq)]
+pub enum AfterAudit {
+    /// Settle.
+    Settle(Settlement),
+    /// Reserve a turn and continue.
+    Continue(Reservation),
+}
+
+/// Continuation without an audit keeps the blocked streak (compaction, resume over abort,
+/// truncation recovery).
+pub fn unaudited_reservation(goal: &Goal, basis: &Basis) -> Reservation {
+    Reservation {
+        accounting: basis.accounting.clone(),
+        blocked_streak: goal.blocked_streak,
+        audit_fail_streak: goal.audit_fail_streak,
+        note: None,
+        evaluation: None,
+        goal_fields: Vec::new(),
+    }
+}
+
+/// Applies the audit result (`None` = unavailable or unparseable).
+pub fn after_audit(goal: &Goal, basis: &Basis, audit: Option<Audit>) -> AfterAudit {
+    let Some(audit) = audit else {
+        let failures = goal.audit_fail_streak.saturating_add(1);
+        if failures >= AUDIT_FAIL_LIMIT {
+            return AfterAudit::Settle(Settlement {
+                status: GoalStatus::Blocked,
+                reason: REASON_AUDIT_UNAVAILABLE.into(),
+                note: None,
+                accounting: basis.accounting.clone(),
+                evaluation: None,
+            });
+        }
+        return AfterAudit::Continue(Reservation {
+            accounting: basis.accounting.clone(),
+            blocked_streak: 0,
+            audit_fail_streak: failures,
+            note: None,
+            evaluation: None,
+            goal_fields: Vec::new(),
+        });
+    };
+    let evaluation =
+        Some((audit.provider_id.clone(), audit.model_id.clone())).filter(|(p, m)| !p.is_empty() || !m.is_empty());
+    let note = (!audit.note.is_empty()).then(|| audit.note.clone());
+    match audit.verdict {
+        Verdict::Complete => AfterAudit::Settle(Settlement {
+            status: GoalStatus::Complete,
+            reason: REASON_VERIFIED.into(),
+            note,
+            accounting: basis.accounting.clone(),
+            evaluation,
+        }),
+        Verdict::Blocked if goal.blocked_streak.saturating_add(1) >= BLOCKED_STREAK_LIMIT => {
+            let reason = if audit.note.is_empty() { REASON_BLOCKED_PER_AUDIT.to_string() } else { audit.note.clone() };
+            AfterAudit::Settle(Settlement {
+                status: GoalStatus::Blocked,
+                reason,
+                note,
+                accounting: basis.accounting.clone(),
+                evaluation,
+            })
+        }
+        verdict => AfterAudit::Continue(Reservation {
+            accounting: basis.accounting.clone(),
+            blocked_streak: if verdict == Verdict::Blocked { goal.blocked_streak.saturating_add(1) } else { 0 },
+            audit_fail_streak: 0,
+            note,
+            evaluation,
+            goal_fields: Vec::new(),
+        }),
+    }
+}
+
+/// Parses the auditor's JSON object into a verdict and a raw note.
+pub fn parse_verdict(object: &serde_json::Map<String, serde_json::Value>) -> Option<(Verdict, String)> {
+    let verdict = match object.get("verdict")?.as_str()?.trim().to_lowercase().as_str() {
+        "continue" => Verdict::Continue,
+        "complete" => Verdict::Complete,
+        "blocked" => Verdict::Blocked,
+        _ => return None,
+    };
+    let note = object.get("note").and_then(|n| n.as_str()).unwrap_or("").to_string();
+    Some((verdict, note))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,125 @@
+//! The objective store: `<dataDir>/goals/<sessionId>.md`. Metadata never carries a path; the
+//! session id is validated before any file access, so metadata cannot become a file-read vector.
+
+use std::path::{Path, PathBuf};
+
+use crate::record::{truncate_chars, GOAL_OBJECTIVE_CHAR_LIMIT};
+
+/// Why an objective could not be written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ObjectiveError {
+    /// The session id does not match `^[A-Za-z0-9_-]{4,128}$`.
+    InvalidSessionId,
+    /// Nothing left after trimming.
+    Empty,
+    /// The file system refused (message has no content).
+    Io(String),
+}
+
+impl ObjectiveError {
+    /// The HTTP status the routes answer with.
+    pub fn status_code(&self) -> u16 {
+        match self {
+            ObjectiveError::InvalidSessionId | ObjectiveError::Empty => 400,
+            ObjectiveError::Io(_) => 500,
+        }
+    }
+}
+
+impl std::fmt::Display for ObjectiveError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ObjectiveError::InvalidSessionId => write!(f, "invalid session id"),
+            ObjectiveError::Empty => write!(f, "objective content is required"),
+            ObjectiveError::Io(kind) => write!(f, "failed to write objective: {kind}"),
+        }
+    }
+}
+
+/// `^[A-Za-z0-9_-]{4,128}$`.
+pub fn is_valid_session_id(session_id: &str) -> bool {
+    (4..=128).contains(&session_id.len())
+        && session_id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// Trims and clamps objective text to 5000 characters.
+pub fn normalize_objective(content: &str) -> String {
+    truncate_chars(content.trim(), GOAL_OBJECTIVE_CHAR_LIMIT).trim_end().to_string()
+}
+
+fn objective_path(root: &Path, session_id: &str) -> Option<PathBuf> {
+    is_valid_session_id(session_id).then(|| root.join("goals").join(format!("{session_id}.md")))
+}
+
+/// Writes an objective atomically (temp file + rename: a reader never sees half a file).
+pub async fn write_objective(root: &Path, session_id: &str, content: &str) -> Result<String, ObjectiveError> {
+    let path = objective_path(root, session_id).ok_or(ObjectiveError::InvalidSessionId)?;
+    let text = normalize_objective(content);
+    if text.is_empty() {
+        return Err(ObjectiveError::Empty);
+    }
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let io = |e: std::io::Error| ObjectiveError::Io(format!("{:?}", e.kind()));
+    tokio::fs::create_dir_all(&dir).await.map_err(io)?;
+    let unique = format!(
+        ".{session_id}.{}.{}.tmp",
+        std::process::id(),
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
+    );
+    let temp = dir.join(unique);
+    if let Err(error) = tokio::fs::write(&temp, text.as_bytes()).await {
+        let _ = tokio::fs::remove_file(&temp).await;
+        return Err(io(error));
+    }
+    if let Err(error) = tokio::fs::rename(&temp, &path).await {
+        let _ = tokio::fs::remove_file(&temp).await;
+        return Err(io(error));
+    }
+    Ok(text)
+}
+
+/// Reads an objective. `None` for an invalid id, a missing or unreadable file, or empty text.
+pub async fn read_objective(root: &Path, session_id: &str) -> Option<String> {
+    let path = objective_path(root, session_id)?;
+    let text = tokio::fs::read_to_string(path).await.ok()?;
+    let text = normalize_objective(&text);
+    (!text.is_empty()).then_some(text)
+}
+
+/// Deletes an objective, best effort. Returns whether a file was removed.
+pub async fn delete_objective(root: &Path, session_id: &str) -> bool {
+    match objective_path(root, session_id) {
+        Some(path) => tokio::fs::remove_file(path).await.is_ok(),
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_id_shape() {
+        assert!(is_valid_session_id("ses_abc-123"));
+        for bad in ["abc", "../../etc/passwd", "a b c d", "ses/abc", "ses.abc", &"x".repeat(129), "sés_abcd"] {
+            assert!(!is_valid_session_id(bad), "{bad}");
+        }
+    }
+
+    #[tokio::test]
+    async fn round_trip_clamp_and_refusals() {
+        let root = std::env::temp_dir().join(format!("objectives-test-{}", std::process::id()));
+        let long = format!("  {}  ", "é".repeat(6000));
+        let written = write_objective(&root, "ses_test1", &long).await.unwrap();
+        assert_eq!(written.chars().count(), 5000);
+        assert_eq!(read_objective(&root, "ses_test1").await.unwrap(), written);
+        assert_eq!(write_objective(&root, "../evil", "x").await, Err(ObjectiveError::InvalidSessionId));
+        assert_eq!(write_objective(&root, "ses_test2", "   ").await, Err(ObjectiveError::Empty));
+        assert!(read_objective(&root, "ses_test2").await.is_none());
+        assert!(delete_objective(&root, "ses_test1").await);
+        assert!(read_objective(&root, "ses_test1").await.is_none());
+        let leftovers: Vec<_> = std::fs::read_dir(root.join("goals")).unwrap().collect();
+        assert!(leftovers.is_empty(), "no temp files left");
+        let _ = std::fs::remove_dir_all(root);
+    }
+}

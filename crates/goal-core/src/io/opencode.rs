@@ -1,0 +1,437 @@
+//! The OpenCode HTTP client: timeouts on every call, `?directory=` on every call, tolerant JSON.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::io::locks::WriteSlots;
+use crate::io::shared::SharedContext;
+use crate::record::session::{is_addressable_session_id, Message, SessionView};
+
+/// A boxed, sendable future (no async-trait dependency).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Where a request goes: a full URL and the headers to send.
+#[derive(Debug, Clone, Default)]
+pub struct RequestTarget {
+    /// Absolute URL without the query string.
+    pub url: String,
+    /// Headers (e.g. authorization); never logged.
+    pub headers: Vec<(String, String)>,
+}
+
+/// Resolves an OpenCode API path (`/session/x`) to a URL and headers. Hosts that move OpenCode
+/// between ports (OpenChamber restarts it) resolve per request.
+pub trait Endpoint: Send + Sync {
+    /// Resolves one path.
+    fn resolve<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<RequestTarget, String>>;
+    /// A stable key for grouping runtimes that talk to the same server.
+    fn key(&self) -> String;
+}
+
+/// A fixed base URL and fixed headers.
+#[derive(Debug, Clone)]
+pub struct StaticEndpoint {
+    base: String,
+    headers: Vec<(String, String)>,
+}
+
+impl StaticEndpoint {
+    /// A base like `http://127.0.0.1:4096` (a trailing slash is dropped).
+    pub fn new(base: &str, headers: Vec<(String, String)>) -> Self {
+        Self { base: base.trim_end_matches('/').to_string(), headers }
+    }
+}
+
+impl Endpoint for StaticEndpoint {
+    fn resolve<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<RequestTarget, String>> {
+        Box::pin(
+            async move { Ok(RequestTarget { url: format!("{}{}", self.base, path), headers: self.headers.clone() }) },
+        )
+    }
+
+    fn key(&self) -> String {
+        self.base.clone()
+    }
+}
+
+pub use crate::error::HttpError;
+pub use crate::io::prompt_outcome::DispatchOutcome;
+
+/// Timeout of one OpenCode call when the host sets none.
+pub const DEFAULT_FETCH_TIMEOUT: Duration = Duration::from_millis(10_000);
+
+/// A raw answer.
+struct Answer {
+    status: u16,
+    body: Vec<u8>,
+    content_type: String,
+}
+
+/// The OpenCode API client. It carries its context's connection pool and metadata write slots,
+/// so every metadata write made through it queues behind the other writes of that context.
+#[derive(Clone)]
+pub struct OpenCodeClient {
+    http: reqwest::Client,
+    write_slots: WriteSlots,
+    endpoint: Arc<dyn Endpoint>,
+    timeout: Duration,
+}
+
+/// Largest body read from OpenCode (a hostile or broken server cannot exhaust memory).
+const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
+
+impl OpenCodeClient {
+    /// A client of `context` (its pool and write slots) with the given per-request timeout.
+    pub fn new(context: &SharedContext, endpoint: Arc<dyn Endpoint>, timeout: Duration) -> Self {
+        Self { http: context.http().opencode(), write_slots: context.write_slots().clone(), endpoint, timeout }
+    }
+
+    /// The same endpoint with another per-request timeout (a synchronous command call runs a
+    /// whole turn before it answers).
+    pub fn with_timeout(&self, timeout: Duration) -> Self {
+        Self { timeout, ..self.clone() }
+    }
+
+    /// The metadata write slots of the client's context (see [`crate::io::writer`]).
+    pub fn write_slots(&self) -> &WriteSlots {
+        &self.write_slots
+    }
+
+    /// The endpoint's grouping key.
+    pub fn key(&self) -> String {
+        self.endpoint.key()
+    }
+
+    async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        directory: &str,
+        query: &[(&str, String)],
+        body: Option<&Value>,
+    ) -> Result<Answer, HttpError> {
+        let target = self.endpoint.resolve(path).await.map_err(HttpError::Resolve)?;
+        let mut params: Vec<(&str, String)> = query.to_vec();
+        if !directory.is_empty() {
+            params.push(("directory", directory.to_string()));
+        }
+        let mut url = target.url;
+        for (index, (name, value)) in params.iter().enumerate() {
+            let separator = if index == 0 && !url.contains('?') { '?' } else { '&' };
+            url.push(separator);
+            url.push_str(&percent_encode(name));
+            url.push('=');
+            url.push_str(&percent_encode(value));
+        }
+        let mut request = self.http.request(method, &url).timeout(self.timeout);
+        for (name, value) in &target.headers {
+            request = request.header(name.as_str(), value.as_str());
+        }
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        let work = async {
+            let mut response = request.send().await.map_err(classify)?;
+            let status = response.status().as_u16();
+            let content_type = response
+                .headers()
+                .get(reqwest::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            let mut bytes = Vec::new();
+            while let Some(chunk) = response.chunk().await.map_err(classify)? {
+                if bytes.len() + chunk.len() > MAX_BODY_BYTES {
+                    return Err(HttpError::Body(status));
+                }
+                bytes.extend_from_slice(&chunk);
+            }
+            Ok(Answer { status, body: bytes, content_type })
+        };
+        // The reqwest timeout covers the body too, but a belt-and-braces bound keeps a stalled
+        // stream from pinning a tick forever.
+        match tokio::time::timeout(self.timeout + Duration::from_millis(250), work).await {
+            Ok(result) => result,
+            Err(_) => Err(HttpError::Timeout),
+        }
+    }
+
+    async fn json(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        directory: &str,
+        query: &[(&str, String)],
+        body: Option<&Value>,
+    ) -> Result<Value, HttpError> {
+        let answer = self.send(method, path, directory, query, body).await?;
+        if !(200..300).contains(&answer.status) {
+            return Err(HttpError::Status(answer.status));
+        }
+        parse_server_json(&answer.body).ok_or(HttpError::Body(answer.status))
+    }
+
+    /// `GET /session/:id`.
+    pub async fn get_session(&self, session_id: &str, directory: &str) -> Result<SessionView, HttpError> {
+        let value = self.json(reqwest::Method::GET, &session_path(session_id, "")?, directory, &[], None).await?;
+        SessionView::from_value(&value).ok_or(HttpError::Body(200))
+    }
+
+    /// `GET /session?directory=` — sessions of one directory.
+    pub async fn list_sessions(&self, directory: &str) -> Result<Vec<SessionView>, HttpError> {
+        let value = self.json(reqwest::Method::GET, "/session", directory, &[], None).await?;
+        let list = value.as_array().ok_or(HttpError::Body(200))?;
+        Ok(list.iter().filter_map(SessionView::from_value).collect())
+    }
+
+    /// `PATCH /session/:id` with a whole metadata object (OpenCode replaces it).
+    pub async fn put_metadata(
+        &self,
+        session_id: &str,
+        directory: &str,
+        metadata: Map<String, Value>,
+    ) -> Result<(), HttpError> {
+        let body = serde_json::json!({ "metadata": Value::Object(metadata) });
+        let answer =
+            self.send(reqwest::Method::PATCH, &session_path(session_id, "")?, directory, &[], Some(&body)).await?;
+        if !(200..300).contains(&answer.status) {
+            return Err(HttpError::Status(answer.status));
+        }
+        // A 2xx that is not JSON did not come from OpenCode (a proxy page): not a write.
+        if !answer.body.is_empty() && parse_server_json(&answer.body).is_none() {
+            return Err(HttpError::Body(answer.status));
+        }
+        Ok(())
+    }
+
+    /// `GET /session/status` — the raw map (absent = idle).
+    pub async fn status_map(&self, directory: &str) -> Result<Value, HttpError> {
+        let value = self.json(reqwest::Method::GET, "/session/status", directory, &[], None).await?;
+        if value.is_object() {
+            Ok(value)
+        } else {
+            Err(HttpError::Body(200))
+        }
+    }
+
+    /// `GET /session/:id/children`.
+    pub async fn children(&self, session_id: &str, directory: &str) -> Result<Vec<SessionView>, HttpError> {
+        let value =
+            self.json(reqwest::Method::GET, &session_path(session_id, "/children")?, directory, &[], None).await?;
+        let list = value.as_array().ok_or(HttpError::Body(200))?;
+        Ok(list.iter().filter_map(SessionView::from_value).collect())
+    }
+
+    /// `GET /session/:id/message?limit=N`.
+    pub async fn messages(&self, session_id: &str, directory: &str, limit: usize) -> Result<Vec<Message>, HttpError> {
+        Ok(self.messages_with_raw(session_id, directory, limit).await?.0)
+    }
+
+    /// [`messages`](Self::messages) together with the list as OpenCode sent it, from one request
+    /// (the evidence digest reads the tool parts the tolerant [`Message`] view leaves out).
+    pub async fn messages_with_raw(
+        &self,
+        session_id: &str,
+        directory: &str,
+        limit: usize,
+    ) -> Result<(Vec<Message>, Vec<Value>), HttpError> {
+        let value = self
+            .json(
+                reqwest::Method::GET,
+                &session_path(session_id, "/message")?,
+                directory,
+                &[("limit", limit.to_string())],
+                None,
+            )
+            .await?;
+        let messages = Message::list_from_value(&value).ok_or(HttpError::Body(200))?;
+        match value {
+            Value::Array(list) => Ok((messages, list)),
+            _ => Err(HttpError::Body(200)),
+        }
+    }
+
+    /// `GET /session/:id/diff` (the session's file changes) or `GET /session/:id/todo`; any
+    /// failure (404 on a server without the route included) is `None`: evidence is optional.
+    /// `message_id` narrows the diff to the turn one user message started.
+    pub async fn session_evidence(
+        &self,
+        session_id: &str,
+        directory: &str,
+        suffix: &str,
+        message_id: Option<&str>,
+    ) -> Option<Value> {
+        let path = session_path(session_id, suffix).ok()?;
+        let query: Vec<(&str, String)> = message_id.map(|id| vec![("messageID", id.to_string())]).unwrap_or_default();
+        self.json(reqwest::Method::GET, &path, directory, &query, None).await.ok().filter(Value::is_array)
+    }
+
+    /// `POST /session/:id/prompt_async`, classified.
+    pub async fn prompt_async(&self, session_id: &str, directory: &str, body: &Value) -> DispatchOutcome {
+        let path = match session_path(session_id, "/prompt_async") {
+            Ok(path) => path,
+            Err(_) => return DispatchOutcome::NotAdmitted(0),
+        };
+        let answer = self.send(reqwest::Method::POST, &path, directory, &[], Some(body)).await;
+        crate::io::prompt_outcome::classify(match &answer {
+            Ok(answer) => Ok(crate::io::prompt_outcome::PromptAnswer {
+                status: answer.status,
+                blank_body: answer.body.iter().all(u8::is_ascii_whitespace),
+                json_body: parse_server_json(&answer.body).is_some(),
+                html: answer.content_type.contains("text/html"),
+            }),
+            Err(error) => Err(error),
+        })
+    }
+
+    /// `POST /session/:id/abort`.
+    pub async fn abort(&self, session_id: &str, directory: &str) -> Result<(), HttpError> {
+        self.json(reqwest::Method::POST, &session_path(session_id, "/abort")?, directory, &[], None).await.map(|_| ())
+    }
+
+    /// Any JSON call (used by the creation helpers and the CLI).
+    pub async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        directory: &str,
+        body: Option<&Value>,
+    ) -> Result<Value, HttpError> {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).map_err(|_| HttpError::Status(405))?;
+        let answer = self.send(method, path, directory, &[], body).await?;
+        if !(200..300).contains(&answer.status) {
+            return Err(HttpError::Status(answer.status));
+        }
+        if answer.body.iter().all(u8::is_ascii_whitespace) {
+            return Ok(Value::Null);
+        }
+        parse_server_json(&answer.body).ok_or(HttpError::Body(answer.status))
+    }
+}
+
+/// Parses a JSON body from OpenCode. OpenCode is JavaScript: a string cut in the middle of a
+/// surrogate pair (an emoji sliced by a JS `slice`) is serialised as a lone `\ud83d` escape,
+/// which serde_json rejects. One such character anywhere in a session (an objective, a note, a
+/// model's reply) would make the whole session unreadable and its goal unreachable, so lone
+/// surrogate escapes are read as U+FFFD (what JavaScript's own UTF-8 conversion does).
+fn parse_server_json(body: &[u8]) -> Option<Value> {
+    match serde_json::from_slice(body) {
+        Ok(value) => Some(value),
+        Err(_) => serde_json::from_slice(&replace_lone_surrogates(body)?).ok(),
+    }
+}
+
+/// `body` with every lone UTF-16 surrogate escape replaced by `\ufffd`; `None` when there is
+/// none (nothing to retry). Backslashes only occur inside JSON strings, so escapes can be walked
+/// without tracking string boundaries.
+fn replace_lone_surrogates(body: &[u8]) -> Option<Vec<u8>> {
+    fn escape_at(body: &[u8], at: usize) -> Option<u32> {
+        let digits = body.get(at..at + 6)?;
+        if digits[0] != b'\\' || digits[1] != b'u' {
+            return None;
+        }
+        u32::from_str_radix(std::str::from_utf8(&digits[2..]).ok()?, 16).ok()
+    }
+    let mut out = Vec::with_capacity(body.len());
+    let mut changed = false;
+    let mut i = 0;
+    while i < body.len() {
+        if body[i] != b'\\' {
+            out.push(body[i]);
+            i += 1;
+            continue;
+        }
+        match escape_at(body, i) {
+            Some(0xD800..=0xDBFF) => {
+                if matches!(escape_at(body, i + 6), Some(0xDC00..=0xDFFF)) {
+                    out.extend_from_slice(&body[i..i + 12]);
+                    i += 12;
+                } else {
+                    out.extend_from_slice(b"\\ufffd");
+                    changed = true;
+                    i += 6;
+                }
+            }
+            Some(0xDC00..=0xDFFF) => {
+                out.extend_from_slice(b"\\ufffd");
+                changed = true;
+                i += 6;
+            }
+            _ => {
+                // Any other escape (including `\\`): copy it whole so its second byte is never
+                // mistaken for the start of an escape.
+                let end = (i + 2).min(body.len());
+                out.extend_from_slice(&body[i..end]);
+                i = end;
+            }
+        }
+    }
+    changed.then_some(out)
+}
+
+/// Percent-encodes everything but RFC 3986 unreserved characters.
+pub fn percent_encode(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+            escaped.push(byte as char);
+        } else {
+            escaped.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    escaped
+}
+
+/// `/session/<escaped id><suffix>`: ids come from payloads, so they are escaped, and an id that
+/// cannot be addressed is refused before any request is made.
+pub fn session_path(session_id: &str, suffix: &str) -> Result<String, HttpError> {
+    if !is_addressable_session_id(session_id) {
+        return Err(HttpError::Resolve("the session id cannot be addressed".into()));
+    }
+    Ok(format!("/session/{}{suffix}", percent_encode(session_id)))
+}
+
+fn classify(error: reqwest::Error) -> HttpError {
+    if error.is_timeout() {
+        HttpError::Timeout
+    } else if error.is_connect() {
+        HttpError::Network("connect".into())
+    } else if error.is_body() || error.is_decode() {
+        HttpError::Network("body".into())
+    } else {
+        HttpError::Network("request".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lone_surrogates_read_as_replacement_characters() {
+        let body = br#"{"a":"x\ud800y","b":"\udfff","pair":"\ud83d\ude00","escaped":"\\ud800","high_at_end":"\ud83d"}"#;
+        assert!(serde_json::from_slice::<Value>(body).is_err());
+        let value = parse_server_json(body).unwrap();
+        assert_eq!(value["a"], "x\u{fffd}y");
+        assert_eq!(value["b"], "\u{fffd}");
+        assert_eq!(value["pair"], "😀");
+        assert_eq!(value["escaped"], "\\ud800");
+        assert_eq!(value["high_at_end"], "\u{fffd}");
+        assert_eq!(parse_server_json(br#"{"ok":"\u00e9"}"#).unwrap()["ok"], "é");
+        assert!(parse_server_json(b"<html>").is_none());
+        assert!(replace_lone_surrogates(br#"{"plain":"\\u0041"}"#).is_none());
+    }
+
+    #[test]
+    fn session_ids_are_escaped() {
+        assert_eq!(session_path("ses_abc-1", "/message").unwrap(), "/session/ses_abc-1/message");
+        assert_eq!(session_path("../x?y", "").unwrap(), "/session/..%2Fx%3Fy");
+        for id in ["", ".", ".."] {
+            assert!(session_path(id, "/message").is_err(), "{id:?}");
+        }
+    }
+}

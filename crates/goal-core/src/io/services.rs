@@ -1,0 +1,97 @@
+//! What the host provides: a small model, a notification sink, settings on disk. The plain
+//! data these carry lives in pure modules (`small_model_call`, `settings`), re-exported here.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+pub use crate::config::settings::SettingsFlags;
+use crate::io::opencode::BoxFuture;
+pub use crate::io::small_model_call::{usage_total, SmallModelError, SmallModelReply, SmallModelRequest};
+
+/// A small model.
+pub trait SmallModel: Send + Sync {
+    /// Generates text.
+    fn generate(&self, request: SmallModelRequest) -> BoxFuture<'_, Result<SmallModelReply, SmallModelError>>;
+}
+
+/// No small model: every audit is unavailable (404, silent).
+pub struct NoSmallModel;
+
+impl SmallModel for NoSmallModel {
+    fn generate(&self, _request: SmallModelRequest) -> BoxFuture<'_, Result<SmallModelReply, SmallModelError>> {
+        Box::pin(async { Err(SmallModelError { status: Some(404), code: String::new() }) })
+    }
+}
+
+/// Where notifications go.
+pub trait Notifier: Send + Sync {
+    /// Delivers one settle notification (fire and forget).
+    fn notify(&self, event: Value);
+}
+
+/// Drops notifications.
+pub struct NoNotifier;
+
+impl Notifier for NoNotifier {
+    fn notify(&self, _event: Value) {}
+}
+
+/// The OpenChamber data directory: explicit, else `OPENCHAMBER_DATA_DIR`, else
+/// `~/.config/openchamber`.
+pub fn resolve_data_dir(explicit: Option<&str>) -> PathBuf {
+    if let Some(dir) = explicit.filter(|d| !d.trim().is_empty()) {
+        return PathBuf::from(dir);
+    }
+    if let Some(dir) = std::env::var_os("OPENCHAMBER_DATA_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    let home = std::env::var_os("HOME")
+        .or_else(|| std::env::var_os("USERPROFILE"))
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."));
+    home.join(".config").join("openchamber")
+}
+
+/// The settings file and the objective files.
+#[derive(Debug, Clone)]
+pub struct DataDir {
+    root: PathBuf,
+}
+
+impl DataDir {
+    /// A data directory.
+    pub fn new(root: PathBuf) -> Self {
+        Self { root }
+    }
+
+    /// Its path.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Reads the switches now (never cached: the user may flip them at any time).
+    pub async fn flags(&self) -> SettingsFlags {
+        match tokio::fs::read_to_string(self.root.join("settings.json")).await {
+            Ok(text) => SettingsFlags::parse(&text),
+            Err(_) => SettingsFlags::DEFAULT,
+        }
+    }
+
+    /// Reads an objective file fresh. `None` when invalid id, missing, unreadable or empty.
+    pub async fn read_objective(&self, session_id: &str) -> Option<String> {
+        crate::io::objectives::read_objective(&self.root, session_id).await
+    }
+}
+
+/// The host services one runtime uses.
+#[derive(Clone)]
+pub struct Services {
+    /// Small model.
+    pub small_model: Arc<dyn SmallModel>,
+    /// Notifications.
+    pub notifier: Arc<dyn Notifier>,
+    /// Settings and objective files.
+    pub data_dir: DataDir,
+}

@@ -1,0 +1,295 @@
+//! Metadata writes: one queue per session (the write slots of the client's context), a fresh
+//! read before every write, a merge that keeps every other key, and a compare-and-set on the
+//! goal's identity.
+//!
+//! OpenCode's PATCH replaces the whole metadata object, so a writer that does not read fresh
+//! erases other features' data. Goal and assist share this queue, so neither erases the other.
+
+use serde_json::Value;
+
+use crate::io::opencode::{HttpError, OpenCodeClient};
+use crate::record::lease::held_by_other;
+use crate::record::session::{merge_namespace_key, SessionView};
+use crate::record::{Goal, GoalRevision, GoalStatus};
+use crate::time::clock::now_ms;
+
+/// What a goal write expects to find (compare-and-set).
+#[derive(Debug, Clone)]
+pub enum GoalGuard {
+    /// Same id, same revision, this status, and no other runtime's live lease.
+    Exact {
+        /// The revision read at the start of the tick.
+        revision: GoalRevision,
+        /// The status the write expects.
+        status: GoalStatus,
+        /// This runtime's lease holder id.
+        holder: String,
+    },
+    /// [`GoalGuard::Exact`], and nobody reserved a turn since the tick read the goal: the same
+    /// turn count and the same reserved tail (compare-and-set of the reservation itself).
+    Reserve {
+        /// The revision read at the start of the tick.
+        revision: GoalRevision,
+        /// This runtime's lease holder id.
+        holder: String,
+        /// `turnsUsed` read at the start of the tick.
+        turns_used: u64,
+        /// `continuationFor` read at the start of the tick.
+        continuation_for: Option<String>,
+    },
+    /// Any goal with this status (event-path pause).
+    AnyWithStatus(GoalStatus),
+    /// Whatever is there (host actions that decide themselves).
+    Any,
+    /// The goal with this id, whatever its status (a host action on the goal it showed).
+    SameId(String),
+}
+
+impl GoalGuard {
+    fn admits(&self, goal: &Goal) -> bool {
+        match self {
+            GoalGuard::Exact { revision, status, holder } => {
+                goal.revision() == *revision && goal.status == *status && !held_by_other(goal, holder, now_ms())
+            }
+            GoalGuard::Reserve { revision, holder, turns_used, continuation_for } => {
+                goal.revision() == *revision
+                    && goal.status == GoalStatus::Active
+                    && !held_by_other(goal, holder, now_ms())
+                    && goal.turns_used == *turns_used
+                    && continuation_for_of(goal) == continuation_for.as_deref()
+            }
+            GoalGuard::AnyWithStatus(status) => goal.status == *status,
+            GoalGuard::Any => true,
+            GoalGuard::SameId(id) => goal.id == *id,
+        }
+    }
+}
+
+pub use crate::record::CONTINUATION_FOR_FIELD;
+
+/// The tail the goal's current reservation answers, if any.
+pub fn continuation_for_of(goal: &Goal) -> Option<&str> {
+    goal.extra.get(CONTINUATION_FOR_FIELD).and_then(Value::as_str)
+}
+
+/// Result of a guarded goal write.
+#[derive(Debug)]
+pub enum GoalWrite {
+    /// Written: the goal now stored.
+    Written(Box<Goal>),
+    /// The stored goal no longer matches the guard: nothing written.
+    Stale,
+}
+
+/// A session read a write may build on instead of reading again: taken just before (see
+/// [`BaseRead::usable`]), and only when no write of this context to the session came between.
+#[derive(Debug, Clone)]
+pub struct BaseRead {
+    /// The session as read.
+    pub session: SessionView,
+    /// The context's write epoch for the session, taken before the read was sent.
+    pub epoch: u64,
+    /// When the read's answer arrived.
+    pub answered: std::time::Instant,
+}
+
+/// How old a base read may be when its write starts. A fresh read already leaves a window of
+/// one round trip in which another writer's change is overwritten (OpenCode has no
+/// compare-and-set); building on an earlier read widens that window by at most this much, and
+/// the echo watch (`repair`) restores what lands in it.
+pub const BASE_READ_FRESH: std::time::Duration = std::time::Duration::from_millis(50);
+
+impl BaseRead {
+    /// Whether the read is recent enough to write on.
+    pub fn usable(&self) -> bool {
+        self.answered.elapsed() <= BASE_READ_FRESH
+    }
+}
+
+/// Reads the session fresh, checks the guard, applies `mutate` and writes the merged metadata.
+pub async fn write_goal(
+    client: &OpenCodeClient,
+    session_id: &str,
+    directory: &str,
+    guard: &GoalGuard,
+    mutate: impl FnOnce(&mut Goal) + Send,
+) -> Result<GoalWrite, HttpError> {
+    write_goal_on(client, session_id, directory, guard, None, mutate).await.map(|(write, _)| write)
+}
+
+/// [`write_goal`] on a base read taken just before: it saves the fresh read (one round trip)
+/// when the base is still [`BaseRead::usable`] and no write of this context to the session has
+/// been released since it was sent; otherwise the session is read fresh as usual. Also returns
+/// the whole metadata written (`None` when nothing was).
+pub async fn write_goal_on(
+    client: &OpenCodeClient,
+    session_id: &str,
+    directory: &str,
+    guard: &GoalGuard,
+    base: Option<&BaseRead>,
+    mutate: impl FnOnce(&mut Goal) + Send,
+) -> Result<(GoalWrite, Option<Value>), HttpError> {
+    let mut mutate = Some(mutate);
+    write_goal_dyn(client, session_id, directory, guard, base, &mut |g| {
+        if let Some(mutate) = mutate.take() {
+            mutate(g)
+        }
+    })
+    .await
+}
+
+/// The body of the goal writes, compiled once: callers pass their change as a `dyn` closure
+/// (one copy of this future instead of one per caller; the addon's size is budgeted).
+async fn write_goal_dyn(
+    client: &OpenCodeClient,
+    session_id: &str,
+    directory: &str,
+    guard: &GoalGuard,
+    base: Option<&BaseRead>,
+    mutate: &mut (dyn FnMut(&mut Goal) + Send),
+) -> Result<(GoalWrite, Option<Value>), HttpError> {
+    let _slot = client.write_slots().acquire(session_id).await;
+    let base = base.filter(|b| b.usable() && b.epoch == client.write_slots().epoch(session_id));
+    let session = match base {
+        Some(base) => base.session.clone(),
+        None => client.get_session(session_id, directory).await?,
+    };
+    let Some(mut goal) = session.goal().filter(|g| guard.admits(g)) else {
+        return Ok((GoalWrite::Stale, None));
+    };
+    mutate(&mut goal);
+    goal.mark_if_unowned(session_id);
+    goal.updated_at = now_ms().max(goal.updated_at + 1.0);
+    let metadata = merge_namespace_key(&session.metadata, "goal", Some(goal.to_value()));
+    client.put_metadata(session_id, directory, metadata.clone()).await?;
+    Ok((GoalWrite::Written(Box::new(goal)), Some(Value::Object(metadata))))
+}
+
+/// Replaces (or removes, with `None`) `openchamber.<key>` from a fresh read; `decide` sees the
+/// fresh session and may cancel by returning `Err(())`.
+pub async fn write_namespace_key(
+    client: &OpenCodeClient,
+    session_id: &str,
+    directory: &str,
+    key: &str,
+    decide: impl FnOnce(&SessionView) -> Result<Option<Value>, ()>,
+) -> Result<Option<SessionView>, HttpError> {
+    let _slot = client.write_slots().acquire(session_id).await;
+    let session = client.get_session(session_id, directory).await?;
+    let Ok(value) = decide(&session) else {
+        return Ok(None);
+    };
+    let metadata = merge_namespace_key(&session.metadata, key, value);
+    client.put_metadata(session_id, directory, metadata.clone()).await?;
+    Ok(Some(SessionView { metadata, ..session }))
+}
+
+/// Puts back the other writers' keys our write replaced (see `record::metadata::restored_metadata`): reads
+/// fresh, and writes only while everything but the goal still stands as we wrote it. Returns
+/// whether it wrote.
+pub async fn restore_foreign_keys(
+    client: &OpenCodeClient,
+    session_id: &str,
+    directory: &str,
+    ours: &Value,
+    theirs: &Value,
+) -> Result<bool, HttpError> {
+    let _slot = client.write_slots().acquire(session_id).await;
+    let session = client.get_session(session_id, directory).await?;
+    let Some(metadata) = crate::record::metadata::restored_metadata(&session.metadata, ours, theirs) else {
+        return Ok(false);
+    };
+    client.put_metadata(session_id, directory, metadata).await?;
+    Ok(true)
+}
+
+/// Result of [`try_write_goal`].
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // one value per write; boxing the goals buys nothing
+pub enum GoalUpdate<R> {
+    /// Written: the goal before and after.
+    Written {
+        /// The goal as read fresh.
+        before: Goal,
+        /// The goal now stored.
+        after: Goal,
+    },
+    /// No goal, or it does not match the guard: nothing written.
+    Stale,
+    /// `mutate` declined (e.g. the status does not allow the action): nothing written.
+    Declined(R),
+}
+
+/// Like [`write_goal`], but `mutate` sees the fresh goal and may decline, in which case nothing
+/// is written. Host actions use it to decide from the stored status, not from a stale copy.
+pub async fn try_write_goal<R: Send>(
+    client: &OpenCodeClient,
+    session_id: &str,
+    directory: &str,
+    guard: &GoalGuard,
+    mutate: impl FnOnce(&mut Goal) -> Result<(), R> + Send,
+) -> Result<GoalUpdate<R>, HttpError> {
+    let mut mutate = Some(mutate);
+    let mut declined: Option<R> = None;
+    let update = try_write_goal_dyn(client, session_id, directory, guard, &mut |g| match mutate.take().map(|m| m(g)) {
+        Some(Err(reason)) => {
+            declined = Some(reason);
+            false
+        }
+        _ => true,
+    })
+    .await?;
+    Ok(match (update, declined) {
+        (_, Some(reason)) => GoalUpdate::Declined(reason),
+        (Some((before, after)), None) => GoalUpdate::Written { before, after },
+        (None, None) => GoalUpdate::Stale,
+    })
+}
+
+/// The body of [`try_write_goal`], compiled once (see `write_goal_dyn`): `mutate` says whether
+/// to write. `Some((before, after))` when written, `None` when stale or declined.
+async fn try_write_goal_dyn(
+    client: &OpenCodeClient,
+    session_id: &str,
+    directory: &str,
+    guard: &GoalGuard,
+    mutate: &mut (dyn FnMut(&mut Goal) -> bool + Send),
+) -> Result<Option<(Goal, Goal)>, HttpError> {
+    let _slot = client.write_slots().acquire(session_id).await;
+    let session = client.get_session(session_id, directory).await?;
+    let Some(before) = session.goal().filter(|g| guard.admits(g)) else {
+        return Ok(None);
+    };
+    let mut after = before.clone();
+    if !mutate(&mut after) {
+        return Ok(None);
+    }
+    after.mark_if_unowned(session_id);
+    after.updated_at = now_ms().max(before.updated_at + 1.0);
+    let metadata = merge_namespace_key(&session.metadata, "goal", Some(after.to_value()));
+    client.put_metadata(session_id, directory, metadata).await?;
+    Ok(Some((before, after)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_reservation_guard_compares_the_reservation() {
+        let goal = Goal::from_value(
+            &json!({"id": "g", "status": "active", "objective": "o", "turnsUsed": 2, "continuationFor": "m1"}),
+        )
+        .unwrap();
+        let guard = |turns_used, continuation_for: Option<&str>| GoalGuard::Reserve {
+            revision: goal.revision(),
+            holder: "me".into(),
+            turns_used,
+            continuation_for: continuation_for.map(str::to_string),
+        };
+        assert!(guard(2, Some("m1")).admits(&goal));
+        assert!(!guard(1, Some("m1")).admits(&goal), "someone reserved since");
+        assert!(!guard(2, None).admits(&goal), "someone reserved this tail since");
+    }
+}

@@ -1,0 +1,540 @@
+//! The goal record stored under `metadata.openchamber.goal`: its fields, status, limits and the
+//! revision that compare-and-set writes check. Parsing never fails loudly: a field of the wrong
+//! type is treated as absent, exactly as the reference parser does.
+
+pub mod cause;
+pub mod lease;
+pub mod metadata;
+pub mod provider_error;
+pub mod session;
+
+use serde_json::{Map, Value};
+
+use crate::record::cause::Cause;
+
+/// Maximum characters of an inline objective (and of an objective file).
+pub const GOAL_OBJECTIVE_CHAR_LIMIT: usize = 5000;
+/// Maximum characters of an audit note.
+pub const NOTE_CHAR_LIMIT: usize = 280;
+/// Maximum characters of a status reason.
+pub const REASON_CHAR_LIMIT: usize = 200;
+
+/// The lifecycle status of a goal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GoalStatus {
+    /// The loop keeps the session working.
+    Active,
+    /// The user stopped the loop (pause button or abort).
+    Paused,
+    /// The loop cannot go on without the user.
+    Blocked,
+    /// The token budget is spent.
+    BudgetLimited,
+    /// The auditor (or the user) verified the objective.
+    Complete,
+}
+
+impl GoalStatus {
+    /// Parses the wire name; anything else is not a status.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "active" => Some(Self::Active),
+            "paused" => Some(Self::Paused),
+            "blocked" => Some(Self::Blocked),
+            "budgetLimited" => Some(Self::BudgetLimited),
+            "complete" => Some(Self::Complete),
+            _ => None,
+        }
+    }
+
+    /// The wire name stored in metadata.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Active => "active",
+            Self::Paused => "paused",
+            Self::Blocked => "blocked",
+            Self::BudgetLimited => "budgetLimited",
+            Self::Complete => "complete",
+        }
+    }
+}
+
+/// A normalized goal. `extra` keeps fields this version does not know, so a write never drops
+/// data another writer (a newer UI, a lease) put there.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Goal {
+    /// Opaque id of one logical goal; the stale-write guard compares it.
+    pub id: String,
+    /// Inline objective (fallback when the file is unreadable), ≤ 5000 chars.
+    pub objective: String,
+    /// The objective text lives in `<dataDir>/goals/<sessionId>.md`.
+    pub objective_file: bool,
+    /// Lifecycle status.
+    pub status: GoalStatus,
+    /// Optional token budget.
+    pub token_budget: Option<u64>,
+    /// Tokens charged to the goal so far.
+    pub tokens_used: u64,
+    /// Snapshot subtracted from the current segment (pre-goal context; 0 after compaction).
+    pub tokens_baseline: u64,
+    /// Total of the segments closed by compactions.
+    pub tokens_committed: u64,
+    /// Automatic continuations sent (reserved).
+    pub turns_used: u64,
+    /// Consecutive `blocked` verdicts.
+    pub blocked_streak: u64,
+    /// Consecutive failed audits.
+    pub audit_fail_streak: u64,
+    /// Latest audit note.
+    pub note: String,
+    /// Why the goal is in its status; `resumed` is the UI's kickoff signal.
+    pub status_reason: String,
+    /// Provider of the latest successful audit.
+    pub evaluation_provider_id: String,
+    /// Model of the latest successful audit.
+    pub evaluation_model_id: String,
+    /// Accounting cursor: the newest assistant message already counted.
+    pub last_accounted_message_id: String,
+    /// `time.created` of the cursor message (chronological cursor; 0 when unknown).
+    pub last_accounted_created: f64,
+    /// Creation time (ms since epoch).
+    pub created_at: f64,
+    /// Last write time (ms since epoch).
+    pub updated_at: f64,
+    /// The session this goal belongs to (`sessionId`); a goal whose owner names another
+    /// session is a copy (a fork copies the whole metadata). `None` for goals written before
+    /// the field existed, or when the stored value is not a string.
+    pub session_id: Option<String>,
+    /// Why the goal stopped or waits (`cause`); `None` while it simply runs. A stored value
+    /// that does not parse stays verbatim in `extra`.
+    pub cause: Option<Cause>,
+    /// The user's acceptance checks (`checks`), run before the goal settles `complete`. Empty
+    /// when none; a stored value that does not parse stays verbatim in `extra` (see
+    /// [`Goal::checks_unreadable`]).
+    pub checks: Vec<AcceptanceCheck>,
+    /// Unknown fields, preserved across writes.
+    pub extra: Map<String, Value>,
+}
+
+/// Every goal field this version reads. The event path reads only these from a payload (a goal
+/// object of any size costs the same). The last three are typed when they parse and kept in
+/// [`Goal::extra`] verbatim when they do not.
+pub const KNOWN_GOAL_FIELDS: &[&str] = &[
+    "id",
+    "objective",
+    "objectiveFile",
+    "status",
+    "tokenBudget",
+    "tokensUsed",
+    "tokensBaseline",
+    "tokensCommitted",
+    "turnsUsed",
+    "blockedStreak",
+    "auditFailStreak",
+    "note",
+    "statusReason",
+    "evaluationProviderID",
+    "evaluationModelID",
+    "lastAccountedMessageID",
+    "lastAccountedCreated",
+    "createdAt",
+    "updatedAt",
+    SESSION_ID_FIELD,
+    CAUSE_FIELD,
+    CHECKS_FIELD,
+];
+
+/// Goal field naming the owning session.
+pub const SESSION_ID_FIELD: &str = "sessionId";
+/// Goal field holding the typed cause of a stop or wait.
+pub const CAUSE_FIELD: &str = "cause";
+/// Goal field holding the user's acceptance checks.
+pub const CHECKS_FIELD: &str = "checks";
+/// Fields that are typed only when their stored value parses.
+const TYPED_WHEN_VALID: [&str; 3] = [SESSION_ID_FIELD, CAUSE_FIELD, CHECKS_FIELD];
+
+/// At most this many acceptance checks per goal.
+pub const MAX_CHECKS: usize = 8;
+/// At most this many characters per check command.
+pub const CHECK_COMMAND_CHAR_LIMIT: usize = 2000;
+/// A check's time limit when it names none: 10 minutes.
+pub const DEFAULT_CHECK_TIMEOUT_MS: u64 = 600_000;
+
+/// One acceptance check: a shell command run in the session before the goal may settle
+/// `complete`. Only user actions set them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AcceptanceCheck {
+    /// The command, run through OpenCode's shell endpoint.
+    pub command: String,
+    /// Time limit in ms; `None` means [`DEFAULT_CHECK_TIMEOUT_MS`].
+    pub timeout_ms: Option<u64>,
+}
+
+impl AcceptanceCheck {
+    /// The time limit that applies.
+    pub fn effective_timeout_ms(&self) -> u64 {
+        self.timeout_ms.unwrap_or(DEFAULT_CHECK_TIMEOUT_MS)
+    }
+
+    /// The stored shape.
+    pub fn to_value(&self) -> Value {
+        let mut object = Map::new();
+        object.insert("command".into(), Value::from(self.command.clone()));
+        if let Some(timeout) = self.timeout_ms {
+            object.insert("timeoutMs".into(), Value::from(timeout));
+        }
+        Value::Object(object)
+    }
+}
+
+/// Why a list of checks was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChecksError(pub String);
+
+impl std::fmt::Display for ChecksError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ChecksError {}
+
+/// Parses a list of checks strictly: an array of at most [`MAX_CHECKS`] objects, each with a
+/// non-empty `command` of at most [`CHECK_COMMAND_CHAR_LIMIT`] characters and an optional
+/// positive integer `timeoutMs`. The same rule serves user input (where the error is shown)
+/// and stored values (where a failure keeps the value verbatim and runs no check).
+pub fn parse_checks(value: &Value) -> Result<Vec<AcceptanceCheck>, ChecksError> {
+    let items = value.as_array().ok_or_else(|| ChecksError("checks must be an array".into()))?;
+    if items.len() > MAX_CHECKS {
+        return Err(ChecksError(format!("at most {MAX_CHECKS} checks")));
+    }
+    items.iter().enumerate().map(|(index, item)| parse_check(index, item)).collect()
+}
+
+fn parse_check(index: usize, item: &Value) -> Result<AcceptanceCheck, ChecksError> {
+    let refuse = |why: &str| ChecksError(format!("check {}: {why}", index + 1));
+    let (command, timeout) = match item {
+        Value::String(command) => (command.as_str(), None),
+        Value::Object(object) => (
+            object.get("command").and_then(Value::as_str).ok_or_else(|| refuse("command must be a string"))?,
+            object.get("timeoutMs").filter(|v| !v.is_null()),
+        ),
+        _ => return Err(refuse("must be an object with a command")),
+    };
+    if command.trim().is_empty() {
+        return Err(refuse("command is empty"));
+    }
+    if command.chars().count() > CHECK_COMMAND_CHAR_LIMIT {
+        return Err(refuse(&format!("command is longer than {CHECK_COMMAND_CHAR_LIMIT} characters")));
+    }
+    let timeout_ms = match timeout {
+        None => None,
+        Some(value) => match value.as_f64() {
+            Some(n) if n.is_finite() && n >= 1.0 && n.fract() == 0.0 && n <= u64::MAX as f64 => Some(n as u64),
+            _ => return Err(refuse("timeoutMs must be a positive whole number of milliseconds")),
+        },
+    };
+    Ok(AcceptanceCheck { command: command.to_string(), timeout_ms })
+}
+
+/// A finite number > 0, floored; anything else is 0 (the reference rule for counters).
+pub fn positive_count(value: Option<&Value>) -> u64 {
+    match value.and_then(Value::as_f64) {
+        Some(n) if n.is_finite() && n > 0.0 => n.floor().min(u64::MAX as f64) as u64,
+        _ => 0,
+    }
+}
+
+fn finite_non_negative(value: Option<&Value>) -> f64 {
+    match value.and_then(Value::as_f64) {
+        Some(n) if n.is_finite() && n > 0.0 => n,
+        _ => 0.0,
+    }
+}
+
+/// A string field; empty when absent or not a string.
+pub(crate) fn string_field(value: Option<&Value>) -> String {
+    value.and_then(Value::as_str).unwrap_or("").to_string()
+}
+
+/// Keeps at most `max` characters (not bytes).
+pub fn truncate_chars(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((byte, _)) => text[..byte].to_string(),
+        None => text.to_string(),
+    }
+}
+
+impl Goal {
+    /// Parses `metadata.openchamber.goal` from a session's metadata value. `None` when the
+    /// goal is absent or invalid (no id, unknown status, no objective at all).
+    pub fn from_metadata(metadata: Option<&Value>) -> Option<Goal> {
+        let goal = metadata?.get("openchamber")?.get("goal")?;
+        Goal::from_value(goal)
+    }
+
+    /// Parses a goal object (the value of `openchamber.goal`).
+    pub fn from_value(goal: &Value) -> Option<Goal> {
+        let object = goal.as_object()?;
+        let id = object.get("id")?.as_str()?;
+        if id.is_empty() {
+            return None;
+        }
+        let status = GoalStatus::parse(object.get("status")?.as_str()?)?;
+        let objective_raw = string_field(object.get("objective"));
+        let objective = truncate_chars(objective_raw.trim(), GOAL_OBJECTIVE_CHAR_LIMIT);
+        let objective_file = object.get("objectiveFile") == Some(&Value::Bool(true));
+        if objective.is_empty() && !objective_file {
+            return None;
+        }
+        let budget = positive_count(object.get("tokenBudget"));
+        let session_id = object.get(SESSION_ID_FIELD).and_then(Value::as_str).map(str::to_string);
+        let cause = object.get(CAUSE_FIELD).and_then(Cause::from_value);
+        let checks = object.get(CHECKS_FIELD).map(parse_checks);
+        let parsed = |key: &str| match key {
+            SESSION_ID_FIELD => session_id.is_some(),
+            CAUSE_FIELD => cause.is_some(),
+            _ => matches!(checks, Some(Ok(_))),
+        };
+        let extra = object
+            .iter()
+            .filter(|(key, _)| {
+                !KNOWN_GOAL_FIELDS.contains(&key.as_str()) || (TYPED_WHEN_VALID.contains(&key.as_str()) && !parsed(key))
+            })
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect();
+        Some(Goal {
+            id: id.to_string(),
+            objective,
+            objective_file,
+            status,
+            token_budget: (budget > 0).then_some(budget),
+            tokens_used: positive_count(object.get("tokensUsed")),
+            tokens_baseline: positive_count(object.get("tokensBaseline")),
+            tokens_committed: positive_count(object.get("tokensCommitted")),
+            turns_used: positive_count(object.get("turnsUsed")),
+            blocked_streak: positive_count(object.get("blockedStreak")),
+            audit_fail_streak: positive_count(object.get("auditFailStreak")),
+            note: truncate_chars(&string_field(object.get("note")), NOTE_CHAR_LIMIT),
+            status_reason: truncate_chars(&string_field(object.get("statusReason")), REASON_CHAR_LIMIT),
+            evaluation_provider_id: string_field(object.get("evaluationProviderID")),
+            evaluation_model_id: string_field(object.get("evaluationModelID")),
+            last_accounted_message_id: string_field(object.get("lastAccountedMessageID")),
+            last_accounted_created: finite_non_negative(object.get("lastAccountedCreated")),
+            created_at: finite_non_negative(object.get("createdAt")),
+            updated_at: finite_non_negative(object.get("updatedAt")),
+            session_id,
+            cause,
+            checks: checks.and_then(Result::ok).unwrap_or_default(),
+            extra,
+        })
+    }
+
+    /// The goal as stored in metadata (unknown fields kept).
+    pub fn to_value(&self) -> Value {
+        let mut object = self.extra.clone();
+        let mut put = |key: &str, value: Value| {
+            object.insert(key.to_string(), value);
+        };
+        put("id", Value::from(self.id.clone()));
+        put("objective", Value::from(self.objective.clone()));
+        put("objectiveFile", Value::from(self.objective_file));
+        put("status", Value::from(self.status.as_str()));
+        put("tokenBudget", self.token_budget.map(Value::from).unwrap_or(Value::Null));
+        put("tokensUsed", Value::from(self.tokens_used));
+        put("tokensBaseline", Value::from(self.tokens_baseline));
+        put("tokensCommitted", Value::from(self.tokens_committed));
+        put("turnsUsed", Value::from(self.turns_used));
+        put("blockedStreak", Value::from(self.blocked_streak));
+        put("auditFailStreak", Value::from(self.audit_fail_streak));
+        put("note", Value::from(self.note.clone()));
+        put("statusReason", Value::from(self.status_reason.clone()));
+        put("evaluationProviderID", Value::from(self.evaluation_provider_id.clone()));
+        put("evaluationModelID", Value::from(self.evaluation_model_id.clone()));
+        put("lastAccountedMessageID", Value::from(self.last_accounted_message_id.clone()));
+        put("lastAccountedCreated", Value::from(self.last_accounted_created));
+        put("createdAt", Value::from(self.created_at));
+        put("updatedAt", Value::from(self.updated_at));
+        if let Some(session_id) = &self.session_id {
+            put(SESSION_ID_FIELD, Value::from(session_id.clone()));
+        }
+        if let Some(cause) = &self.cause {
+            put(CAUSE_FIELD, cause.to_value());
+        }
+        if !self.checks.is_empty() {
+            put(CHECKS_FIELD, Value::Array(self.checks.iter().map(AcceptanceCheck::to_value).collect()));
+        }
+        Value::Object(object)
+    }
+
+    /// Sets or clears the cause, dropping any unreadable stored one it replaces.
+    pub fn set_cause(&mut self, cause: Option<Cause>) {
+        self.extra.remove(CAUSE_FIELD);
+        self.cause = cause;
+    }
+
+    /// Replaces the checks (empty clears them), dropping any unreadable stored value.
+    pub fn set_checks(&mut self, checks: Vec<AcceptanceCheck>) {
+        self.extra.remove(CHECKS_FIELD);
+        self.checks = checks;
+    }
+
+    /// Whether a `checks` field is stored but unreadable: the goal then falls back to the
+    /// audit alone, and `explain` says so.
+    pub fn checks_unreadable(&self) -> bool {
+        self.extra.contains_key(CHECKS_FIELD)
+    }
+
+    /// Every goal written carries its session: a goal that names none (written before the field
+    /// existed, or with a value that is not a string) is marked as `session_id`'s. A goal that
+    /// names another session keeps it: only adoption or a resume changes an owner.
+    pub fn mark_if_unowned(&mut self, session_id: &str) {
+        if self.session_id.is_none() && !session_id.is_empty() {
+            self.extra.remove(SESSION_ID_FIELD);
+            self.session_id = Some(session_id.to_string());
+        }
+    }
+
+    /// Whether the stored goal names another session as its owner (a copy made by a fork).
+    pub fn owned_by_other_session(&self, session_id: &str) -> bool {
+        self.session_id.as_deref().is_some_and(|owner| owner != session_id)
+    }
+
+    /// Identity of the goal's user-owned content: a change means the user edited or replaced
+    /// it, which invalidates any tick in flight.
+    pub fn revision(&self) -> GoalRevision {
+        GoalRevision {
+            id: self.id.clone(),
+            objective: self.objective.clone(),
+            objective_file: self.objective_file,
+            token_budget: self.token_budget,
+            created_at_bits: self.created_at.to_bits(),
+            objective_revision: positive_count(self.extra.get(OBJECTIVE_REVISION_FIELD)),
+        }
+    }
+
+    /// Marks an objective edit: a file-backed goal's text changes only on disk, so the counter
+    /// is what tells ticks in flight that the objective they read is stale.
+    pub fn bump_objective_revision(&mut self) {
+        let next = positive_count(self.extra.get(OBJECTIVE_REVISION_FIELD)) + 1;
+        self.extra.insert(OBJECTIVE_REVISION_FIELD.to_string(), Value::from(next));
+    }
+}
+
+/// Goal field: the tail reply the reserved turn answers (a later tick over the same tail reuses
+/// the reservation instead of charging a second turn).
+pub const CONTINUATION_FOR_FIELD: &str = "continuationFor";
+/// Goal field: the reserved turn's continuation id (every retry and every host posts it).
+pub const CONTINUATION_ID_FIELD: &str = "continuationId";
+
+/// Goal field counting objective edits (part of the revision key).
+pub const OBJECTIVE_REVISION_FIELD: &str = "objectiveRevision";
+
+/// The compare-and-set key of a goal: id plus every field only the user changes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct GoalRevision {
+    /// Goal id.
+    pub id: String,
+    /// Inline objective.
+    pub objective: String,
+    /// File-backed flag.
+    pub objective_file: bool,
+    /// Budget.
+    pub token_budget: Option<u64>,
+    /// `createdAt`, compared bit for bit.
+    pub created_at_bits: u64,
+    /// Objective edits so far (`objectiveRevision`).
+    pub objective_revision: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn goal_parse_requires_id_status_and_objective() {
+        let meta = json!({"openchamber": {"goal": {"id": "g1", "status": "active", "objective": "  ship it  "}}});
+        let goal = Goal::from_metadata(Some(&meta)).unwrap();
+        assert_eq!(goal.objective, "ship it");
+        assert_eq!(goal.status, GoalStatus::Active);
+        for bad in [
+            json!({"openchamber": {"goal": {"id": "", "status": "active", "objective": "x"}}}),
+            json!({"openchamber": {"goal": {"id": "g", "status": "running", "objective": "x"}}}),
+            json!({"openchamber": {"goal": {"id": "g", "status": "active", "objective": "  "}}}),
+            json!({"openchamber": {"goal": {"id": 7, "status": "active", "objective": "x"}}}),
+            json!({"openchamber": {"goal": "nope"}}),
+            json!({"openchamber": []}),
+            json!(null),
+        ] {
+            assert!(Goal::from_metadata(Some(&bad)).is_none(), "{bad}");
+        }
+        let file_backed = json!({"openchamber": {"goal": {"id": "g", "status": "paused", "objectiveFile": true}}});
+        assert!(Goal::from_metadata(Some(&file_backed)).unwrap().objective_file);
+    }
+
+    #[test]
+    fn goal_numbers_are_normalized() {
+        let meta = json!({"openchamber": {"goal": {
+            "id": "g", "status": "active", "objective": "x",
+            "tokenBudget": 0, "tokensUsed": 12.9, "turnsUsed": -3, "blockedStreak": "2",
+            "auditFailStreak": "inf", "note": "n".repeat(400), "mystery": {"a": 1}
+        }}});
+        let goal = Goal::from_metadata(Some(&meta)).unwrap();
+        assert_eq!(goal.token_budget, None);
+        assert_eq!(goal.tokens_used, 12);
+        assert_eq!(goal.turns_used, 0);
+        assert_eq!(goal.blocked_streak, 0);
+        assert_eq!(goal.audit_fail_streak, 0);
+        assert_eq!(goal.note.chars().count(), NOTE_CHAR_LIMIT);
+        let stored = goal.to_value();
+        assert_eq!(stored["mystery"], json!({"a": 1}));
+        assert_eq!(stored["tokenBudget"], Value::Null);
+        assert_eq!(Goal::from_value(&stored).unwrap(), goal);
+    }
+
+    #[test]
+    fn typed_fields_parse_or_stay_verbatim() {
+        let meta = json!({"openchamber": {"goal": {
+            "id": "g", "status": "paused", "objective": "x", "sessionId": "ses_a",
+            "cause": {"code": "userPaused", "since": 4}, "checks": [{"command": "npm test", "timeoutMs": 5000}, "make"]
+        }}});
+        let goal = Goal::from_metadata(Some(&meta)).unwrap();
+        assert_eq!(goal.session_id.as_deref(), Some("ses_a"));
+        assert!(goal.owned_by_other_session("ses_b") && !goal.owned_by_other_session("ses_a"));
+        assert_eq!(goal.cause.as_ref().unwrap().code, crate::record::cause::CauseCode::UserPaused);
+        assert_eq!(goal.checks.len(), 2);
+        assert_eq!(goal.checks[1].effective_timeout_ms(), DEFAULT_CHECK_TIMEOUT_MS);
+        assert!(goal.extra.is_empty() && !goal.checks_unreadable());
+        assert_eq!(Goal::from_value(&goal.to_value()).unwrap(), goal);
+
+        let odd = json!({"openchamber": {"goal": {
+            "id": "g", "status": "active", "objective": "x", "sessionId": 7,
+            "cause": {"code": "fromTheFuture"}, "checks": "npm test"
+        }}});
+        let mut goal = Goal::from_metadata(Some(&odd)).unwrap();
+        assert!(goal.session_id.is_none() && goal.cause.is_none() && goal.checks.is_empty());
+        assert!(goal.checks_unreadable());
+        let stored = goal.to_value();
+        let original = &odd["openchamber"]["goal"];
+        for key in ["sessionId", "cause", "checks"] {
+            assert_eq!(stored[key], original[key], "{key} kept verbatim");
+        }
+        goal.set_checks(Vec::new());
+        goal.set_cause(None);
+        assert!(goal.to_value().get("checks").is_none() && goal.to_value().get("cause").is_none());
+    }
+
+    #[test]
+    fn checks_are_bounded() {
+        assert!(parse_checks(&json!([{"command": "  "}])).is_err());
+        assert!(parse_checks(&json!([{"command": "x".repeat(CHECK_COMMAND_CHAR_LIMIT + 1)}])).is_err());
+        assert!(parse_checks(&json!([{"command": "x", "timeoutMs": 0}])).is_err());
+        assert!(parse_checks(&json!([{"command": "x", "timeoutMs": 1.5}])).is_err());
+        assert!(parse_checks(&json!(vec![json!("x"); MAX_CHECKS + 1])).is_err());
+        assert!(parse_checks(&json!([7])).is_err());
+        assert_eq!(parse_checks(&json!([])).unwrap(), Vec::new());
+        let err = parse_checks(&json!([{"command": "ok"}, {"command": ""}])).unwrap_err();
+        assert_eq!(err.to_string(), "check 2: command is empty");
+    }
+}

@@ -1,0 +1,364 @@
+//! Tolerant views of OpenCode data: sessions, messages, token counts, the live status map, and
+//! the whole-metadata merge a write sends. A field of the wrong type is treated as absent.
+
+use serde_json::{Map, Value};
+
+use crate::record::provider_error::ProviderError;
+use crate::record::{positive_count, string_field, Goal};
+
+/// Token counters of one assistant message.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Tokens {
+    /// Prompt tokens.
+    pub input: u64,
+    /// Completion tokens.
+    pub output: u64,
+    /// Reasoning tokens.
+    pub reasoning: u64,
+    /// Cached prompt tokens read.
+    pub cache_read: u64,
+    /// Cached prompt tokens written.
+    pub cache_write: u64,
+}
+
+impl Tokens {
+    /// Everything the turn paid for: input + output + reasoning + cache read + cache write.
+    pub fn total(&self) -> u64 {
+        self.input
+            .saturating_add(self.output)
+            .saturating_add(self.reasoning)
+            .saturating_add(self.cache_read)
+            .saturating_add(self.cache_write)
+    }
+}
+
+/// The role of a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Sent by the user (or by us, as a continuation).
+    User,
+    /// A model reply.
+    Assistant,
+    /// Anything else.
+    Other,
+}
+
+/// A message as the loop needs it: the info fields plus its joined text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    /// Message id (`msg_…`); empty when missing.
+    pub id: String,
+    /// Role.
+    pub role: Role,
+    /// For assistant replies: the user message it answers.
+    pub parent_id: String,
+    /// `time.created` when finite and > 0.
+    pub created: Option<f64>,
+    /// `time.completed` when finite and > 0.
+    pub completed: Option<f64>,
+    /// `error` when it is an object: `Some(name)` (name may be empty).
+    pub error: Option<String>,
+    /// `finish` reason.
+    pub finish: String,
+    /// A compaction summary.
+    pub summary: bool,
+    /// Token counters.
+    pub tokens: Tokens,
+    /// Provider of the reply.
+    pub provider_id: String,
+    /// Model of the reply.
+    pub model_id: String,
+    /// Agent (falls back to `mode`).
+    pub agent: String,
+    /// Variant.
+    pub variant: String,
+    /// Text parts joined with `\n` (synthetic parts included, reasoning and tools ignored).
+    pub text: String,
+    /// The error's details, read for the provider-failure table (`None` when no error object).
+    pub provider_error: Option<ProviderError>,
+    /// The reply produced something: a non-empty text part, a tool part, or output tokens.
+    pub produced_output: bool,
+    /// Position in the fetched window (tie-break for equal timestamps).
+    pub index: usize,
+}
+
+/// The error name OpenCode uses for a user abort.
+pub const ABORTED_ERROR: &str = "MessageAbortedError";
+/// The error name OpenCode uses for an output cut at the length limit.
+pub const LENGTH_ERROR: &str = "MessageOutputLengthError";
+
+fn positive_time(value: Option<&Value>) -> Option<f64> {
+    value.and_then(Value::as_f64).filter(|n| n.is_finite() && *n > 0.0)
+}
+
+impl Message {
+    /// Parses one `{info, parts}` entry. Returns `None` when it is not an object.
+    pub fn from_value(entry: &Value, index: usize) -> Option<Message> {
+        let info = entry.get("info")?.as_object()?;
+        let role = match info.get("role").and_then(Value::as_str) {
+            Some("user") => Role::User,
+            Some("assistant") => Role::Assistant,
+            _ => Role::Other,
+        };
+        let time = info.get("time");
+        let tokens = info.get("tokens");
+        let count = |path: &[&str]| {
+            let mut node = tokens;
+            for key in path {
+                node = node.and_then(|n| n.get(*key));
+            }
+            positive_count(node)
+        };
+        let error = info
+            .get("error")
+            .and_then(Value::as_object)
+            .map(|error| error.get("name").and_then(Value::as_str).unwrap_or("").to_string());
+        let agent = info
+            .get("agent")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .or_else(|| info.get("mode").and_then(Value::as_str))
+            .unwrap_or("")
+            .to_string();
+        let parts = entry.get("parts").and_then(Value::as_array);
+        let output_part = parts.is_some_and(|parts| {
+            parts.iter().any(|part| match part.get("type").and_then(Value::as_str) {
+                Some("tool") => true,
+                Some("text") => part.get("text").and_then(Value::as_str).is_some_and(|t| !t.trim().is_empty()),
+                _ => false,
+            })
+        });
+        let text = parts
+            .map(|parts| {
+                parts
+                    .iter()
+                    .filter(|part| part.get("type").and_then(Value::as_str) == Some("text"))
+                    .filter_map(|part| part.get("text").and_then(Value::as_str))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+            .unwrap_or_default();
+        Some(Message {
+            id: string_field(info.get("id")),
+            role,
+            parent_id: string_field(info.get("parentID")),
+            created: positive_time(time.and_then(|t| t.get("created"))),
+            completed: positive_time(time.and_then(|t| t.get("completed"))),
+            error,
+            finish: string_field(info.get("finish")),
+            summary: info.get("summary") == Some(&Value::Bool(true)),
+            tokens: Tokens {
+                input: count(&["input"]),
+                output: count(&["output"]),
+                reasoning: count(&["reasoning"]),
+                cache_read: count(&["cache", "read"]),
+                cache_write: count(&["cache", "write"]),
+            },
+            provider_id: string_field(info.get("providerID")),
+            model_id: string_field(info.get("modelID")),
+            agent,
+            variant: string_field(info.get("variant")),
+            text,
+            provider_error: info.get("error").and_then(ProviderError::from_value),
+            produced_output: output_part || count(&["output"]) > 0,
+            index,
+        })
+    }
+
+    /// Parses a `GET /session/:id/message` answer; `None` when it is not an array of messages.
+    ///
+    /// Fields of the wrong type inside a message are tolerated (read as absent), but an entry that
+    /// is not a message at all (not an object, no `info` object, no id) means the answer is not
+    /// OpenCode's message list: the read failed. Skipping such entries would let a broken answer
+    /// pass for a session without a reply, which ends the tick with nothing armed.
+    pub fn list_from_value(value: &Value) -> Option<Vec<Message>> {
+        value
+            .as_array()?
+            .iter()
+            .enumerate()
+            .map(|(index, entry)| Message::from_value(entry, index).filter(|m| !m.id.is_empty()))
+            .collect()
+    }
+
+    /// The reply finished (completed time set).
+    pub fn is_completed(&self) -> bool {
+        self.completed.is_some()
+    }
+
+    /// The user aborted this reply.
+    pub fn is_aborted(&self) -> bool {
+        self.error.as_deref() == Some(ABORTED_ERROR)
+    }
+
+    /// Output was cut at the length limit: the length error, or no error and `finish: length`.
+    pub fn is_length_truncated(&self) -> bool {
+        match self.error.as_deref() {
+            Some(name) => name == LENGTH_ERROR,
+            None => self.finish == "length",
+        }
+    }
+}
+
+/// Sorts messages chronologically: by `time.created`, the fetched order breaking ties. A
+/// message without a timestamp keeps its place after its predecessor.
+pub fn chronological(messages: &[Message]) -> Vec<&Message> {
+    let mut last_known = 0.0_f64;
+    let mut keyed: Vec<(f64, usize, &Message)> = messages
+        .iter()
+        .map(|message| {
+            if let Some(created) = message.created {
+                last_known = created;
+            }
+            (message.created.unwrap_or(last_known), message.index, message)
+        })
+        .collect();
+    keyed.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    keyed.into_iter().map(|(_, _, message)| message).collect()
+}
+
+/// The fields of a session the loop reads.
+#[derive(Debug, Clone)]
+pub struct SessionView {
+    /// Session id.
+    pub id: String,
+    /// Parent session (sub-agent sessions have one).
+    pub parent_id: String,
+    /// Project directory reported by OpenCode.
+    pub directory: String,
+    /// Title.
+    pub title: String,
+    /// `time.created` (epoch ms; 0 when absent): which of two sessions carrying one goal is the
+    /// older (a fork is newer than its source).
+    pub created: f64,
+    /// The whole metadata object (for merging writes).
+    pub metadata: Map<String, Value>,
+}
+
+impl SessionView {
+    /// Parses a session object; `None` when it is not an object.
+    pub fn from_value(value: &Value) -> Option<SessionView> {
+        let object = value.as_object()?;
+        Some(SessionView {
+            id: string_field(object.get("id")),
+            parent_id: string_field(object.get("parentID")),
+            directory: string_field(object.get("directory")),
+            title: string_field(object.get("title")),
+            created: positive_time(object.get("time").and_then(|t| t.get("created"))).unwrap_or(0.0),
+            metadata: object.get("metadata").and_then(Value::as_object).cloned().unwrap_or_default(),
+        })
+    }
+
+    /// The goal stored on this session, if valid.
+    pub fn goal(&self) -> Option<Goal> {
+        self.metadata.get("openchamber").and_then(|ns| ns.get("goal")).and_then(Goal::from_value)
+    }
+
+    /// A sub-agent session (never carries a goal).
+    pub fn is_subagent(&self) -> bool {
+        !self.parent_id.trim().is_empty()
+    }
+}
+
+/// Builds the whole-metadata body for a write: the fresh metadata with `openchamber.<key>`
+/// replaced (or removed when `value` is `None`), every other key kept.
+pub fn merge_namespace_key(fresh: &Map<String, Value>, key: &str, value: Option<Value>) -> Map<String, Value> {
+    let mut metadata = fresh.clone();
+    let mut namespace = metadata.get("openchamber").and_then(Value::as_object).cloned().unwrap_or_default();
+    match value {
+        Some(value) => {
+            namespace.insert(key.to_string(), value);
+        }
+        None => {
+            namespace.remove(key);
+        }
+    }
+    metadata.insert("openchamber".to_string(), Value::Object(namespace));
+    metadata
+}
+
+/// The busy/idle state of a session as `GET /session/status` reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LiveStatus {
+    /// Absent from the map, or `idle`.
+    Idle,
+    /// `busy` or `retry`: a turn is running.
+    Working,
+}
+
+/// Reads one session's live status from the status map (absent ⇒ idle).
+pub fn live_status(map: &Value, session_id: &str) -> LiveStatus {
+    let kind = map.get(session_id).and_then(|entry| entry.get("type")).and_then(Value::as_str);
+    match kind {
+        Some("busy") | Some("retry") => LiveStatus::Working,
+        _ => LiveStatus::Idle,
+    }
+}
+
+/// Longest session id addressed (bytes). OpenCode's are about 30; a URL of many kilobytes is
+/// refused by servers and proxies with a reset or a 414/431, which would look like a flaky server
+/// and be retried for ever.
+pub const MAX_SESSION_ID_BYTES: usize = 1024;
+
+/// Whether a session id can be put in a URL path. `.` and `..` cannot: URL parsers resolve them
+/// (escaped as `%2e` too) as dot segments, so `/session/..` would reach `/` instead. Nor can an id
+/// over [`MAX_SESSION_ID_BYTES`].
+pub fn is_addressable_session_id(session_id: &str) -> bool {
+    !session_id.is_empty() && session_id != "." && session_id != ".." && session_id.len() <= MAX_SESSION_ID_BYTES
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn messages_parse_tolerantly() {
+        let list = json!([
+            {"info": {"id": "m1", "role": "user", "time": {"created": 5}}, "parts": [{"type": "text", "text": "hi"}]},
+            {"info": {"id": "m2", "role": "assistant", "mode": "build", "time": {"created": 6, "completed": 9},
+                      "tokens": {"input": 10, "output": 5, "reasoning": 2, "cache": {"read": 100, "write": 3}},
+                      "error": {"name": "APIError"}, "finish": "length"},
+             "parts": [{"type": "reasoning", "text": "hmm"}, {"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+            {"info": {"id": "m3", "role": "assistant", "error": "not an object", "finish": "length", "time": "now"}, "parts": "none"}
+        ]);
+        let messages = Message::list_from_value(&list).unwrap();
+        assert_eq!(messages.len(), 3);
+        assert_eq!(messages[1].text, "a\nb");
+        assert_eq!(messages[1].agent, "build");
+        assert_eq!(messages[1].tokens.total(), 120);
+        assert_eq!(messages[1].error.as_deref(), Some("APIError"));
+        assert!(!messages[1].is_length_truncated(), "a non-length error wins over finish length");
+        assert!(messages[2].is_length_truncated());
+        assert!(!messages[2].is_completed());
+        assert!(Message::list_from_value(&json!({"not": "array"})).is_none());
+        // An entry that is no message at all: the answer is not a message list.
+        for garbage in [json!("garbage"), json!(null), json!({"info": "x"}), json!({"info": {"role": "user"}})] {
+            let list = json!([{"info": {"id": "m1", "role": "user"}}, garbage]);
+            assert!(Message::list_from_value(&list).is_none(), "{list}");
+        }
+        assert_eq!(Message::list_from_value(&json!([])).unwrap().len(), 0);
+    }
+
+    #[test]
+    fn chronology_uses_created_then_index() {
+        let list = json!([
+            {"info": {"id": "z", "role": "assistant", "time": {"created": 20}}},
+            {"info": {"id": "a", "role": "assistant", "time": {"created": 10}}},
+            {"info": {"id": "b", "role": "assistant", "time": {"created": 10}}},
+        ]);
+        let messages = Message::list_from_value(&list).unwrap();
+        let ids: Vec<_> = chronological(&messages).iter().map(|m| m.id.as_str()).collect();
+        assert_eq!(ids, ["a", "b", "z"]);
+    }
+
+    #[test]
+    fn merge_keeps_foreign_keys() {
+        let fresh = json!({"other": 1, "openchamber": {"assist": {"recap": "r"}, "goal": {}}});
+        let merged = merge_namespace_key(fresh.as_object().unwrap(), "goal", Some(json!({"id": "g"})));
+        assert_eq!(merged["other"], json!(1));
+        assert_eq!(merged["openchamber"]["assist"]["recap"], json!("r"));
+        assert_eq!(merged["openchamber"]["goal"]["id"], json!("g"));
+        let removed = merge_namespace_key(fresh.as_object().unwrap(), "goal", None);
+        assert!(removed["openchamber"].get("goal").is_none());
+    }
+}

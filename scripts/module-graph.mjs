@@ -1,0 +1,295 @@
+#!/usr/bin/env node
+// Structure checks for crates/goal-core, run by scripts/test-all.sh and .ci/run:
+// - the import graph between the crate's top-level modules (from `crate::…` and `super::…`
+//   paths in non-test code) must have no cycle;
+// - modules listed as pure must not depend on an I/O module;
+// - no function outside tests may be longer than 100 lines.
+// Usage: node scripts/module-graph.mjs [--graph] [--files] [--longest N] [--no-fail]
+//   --graph     print the top-level module graph
+//   --files     also check (and print cycles of) the graph between individual files
+//   --longest N print the N longest functions
+//   --allow-long  report functions over the limit without failing
+import { readFileSync, readdirSync, statSync } from 'node:fs'
+import { join, relative, sep } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const root = join(fileURLToPath(new URL('.', import.meta.url)), '..', 'crates', 'goal-core', 'src')
+const args = process.argv.slice(2)
+const flag = (name) => args.includes(name)
+const longestCount = args.includes('--longest') ? Number(args[args.indexOf('--longest') + 1]) || 15 : 0
+const MAX_FUNCTION_LINES = 100
+
+// Modules (a top-level module, or `top::file`) whose code must stay free of I/O: they may not
+// import any module listed in IO. A top-level name covers every file under it.
+const PURE = ['config', 'error', 'record', 'text', 'time', 'evidence', 'intake', 'goal::plan', 'goal::gates',
+  'goal::accounting', 'goal::notify', 'goal::park', 'goal::lineage', 'assist::content', 'small_model::catalog', 'small_model::wire',
+  'io::small_model_call', 'io::prompt_outcome']
+// Modules that perform I/O (network, files, tasks, locks and wake-ups).
+const IO = ['io', 'sched', 'runtime', 'embed', 'control', 'small_model', 'goal::tick', 'goal::evidence',
+  'goal::dispatch', 'goal::repair', 'assist::runtime']
+const within = (list, path) => list.some((m) => path === m || path.startsWith(`${m}::`))
+const isPure = (path) => within(PURE, path)
+const isIo = (path) => within(IO, path) && !isPure(path)
+
+function walk(dir) {
+  const out = []
+  for (const name of readdirSync(dir)) {
+    const full = join(dir, name)
+    if (statSync(full).isDirectory()) out.push(...walk(full))
+    else if (name.endsWith('.rs')) out.push(full)
+  }
+  return out
+}
+
+/** Module path of a file: src/a/b.rs → [a, b]; src/a/mod.rs → [a]; src/lib.rs → []. */
+function modulePath(file) {
+  const parts = relative(root, file).split(sep)
+  const last = parts.pop().replace(/\.rs$/, '')
+  if (last !== 'mod' && last !== 'lib') parts.push(last)
+  return parts
+}
+
+/** Source with comments, string and char literals blanked (newlines kept, so line numbers hold). */
+function strip(src) {
+  let out = ''
+  let i = 0
+  const n = src.length
+  while (i < n) {
+    const c = src[i]
+    const next = src[i + 1]
+    if (c === '/' && next === '/') {
+      while (i < n && src[i] !== '\n') i++
+    } else if (c === '/' && next === '*') {
+      let depth = 1
+      i += 2
+      while (i < n && depth > 0) {
+        if (src[i] === '/' && src[i + 1] === '*') (depth++, (i += 2))
+        else if (src[i] === '*' && src[i + 1] === '/') (depth--, (i += 2))
+        else (out += src[i] === '\n' ? '\n' : ''), i++
+      }
+    } else if (c === 'r' && (next === '"' || next === '#') && !/[A-Za-z0-9_]/.test((src[i - 1] === 'b' ? src[i - 2] : src[i - 1]) ?? '')) {
+      let j = i + 1
+      let hashes = 0
+      while (src[j] === '#') (hashes++, j++)
+      if (src[j] !== '"') {
+        out += c
+        i++
+        continue
+      }
+      const close = '"' + '#'.repeat(hashes)
+      const end = src.indexOf(close, j + 1)
+      const body = src.slice(i, end + close.length)
+      out += '""' + '\n'.repeat((body.match(/\n/g) ?? []).length)
+      i = end + close.length
+    } else if (c === '"') {
+      let j = i + 1
+      let lines = 0
+      while (j < n && src[j] !== '"') {
+        if (src[j] === '\\') j++
+        if (src[j] === '\n') lines++
+        j++
+      }
+      out += '""' + '\n'.repeat(lines)
+      i = j + 1
+    } else if (c === "'") {
+      // A char literal ('a', '\n', '\u{1F600}') or a lifetime ('a): only literals are blanked.
+      const m = /^'(\\u\{[0-9a-fA-F]+\}|\\.|[^\\'])'/u.exec(src.slice(i, i + 12))
+      if (m) {
+        out += "' '"
+        i += m[0].length
+      } else {
+        out += c
+        i++
+      }
+    } else {
+      out += c
+      i++
+    }
+  }
+  return out
+}
+
+/** Index just past the block whose `{` is at `open`. */
+function blockEnd(text, open) {
+  let depth = 0
+  for (let i = open; i < text.length; i++) {
+    if (text[i] === '{') depth++
+    else if (text[i] === '}' && --depth === 0) return i + 1
+  }
+  return text.length
+}
+
+/** Code with `#[cfg(test)]` items blanked (newlines kept). */
+function withoutTests(text) {
+  let out = text
+  const re = /#\[cfg\(test\)\]\s*(pub\s+)?mod\s+\w+\s*(;|\{)/g
+  let m
+  while ((m = re.exec(out))) {
+    if (m[2] === ';') continue
+    const open = m.index + m[0].length - 1
+    const end = blockEnd(out, open)
+    const blank = out.slice(m.index, end).replace(/[^\n]/g, ' ')
+    out = out.slice(0, m.index) + blank + out.slice(end)
+  }
+  return out
+}
+
+/** Expands a `use` tree (`crate::{a::{B, C}, d}`) into its leaf paths. */
+function expandUse(tree) {
+  tree = tree.replace(/\s+/g, '')
+  const brace = tree.indexOf('{')
+  if (brace < 0) return [tree.replace(/\bas\w+$/, '')]
+  const prefix = tree.slice(0, brace)
+  const inner = tree.slice(brace + 1, tree.lastIndexOf('}'))
+  const parts = []
+  let depth = 0
+  let start = 0
+  for (let i = 0; i < inner.length; i++) {
+    if (inner[i] === '{') depth++
+    else if (inner[i] === '}') depth--
+    else if (inner[i] === ',' && depth === 0) (parts.push(inner.slice(start, i)), (start = i + 1))
+  }
+  parts.push(inner.slice(start))
+  return parts.filter(Boolean).flatMap((p) => expandUse(p).map((leaf) => prefix + leaf))
+}
+
+/** Resolves a path written in module `self` to an absolute module path (first segments). */
+function resolve(path, self, isModRoot) {
+  const segs = path.split('::').filter(Boolean)
+  if (segs[0] === 'crate') return segs.slice(1)
+  if (segs[0] === 'self') return [...self, ...segs.slice(1)]
+  if (segs[0] === 'super') {
+    // In a.rs (module a) `super` is the parent; the same holds for a/mod.rs.
+    let base = [...self]
+    while (segs[0] === 'super') (segs.shift(), base.pop())
+    return [...base, ...segs]
+  }
+  return null
+}
+
+const files = walk(root).filter((f) => !/(^|[\\/])tests?\.rs$/.test(f) && !f.includes(`${sep}tests${sep}`))
+const edges = new Map() // top-level module → Map(target → [evidence])
+const fileEdges = new Map() // file module path → Set(file module path)
+const functions = []
+const topLevel = new Set()
+
+for (const file of files) {
+  const self = modulePath(file)
+  const top = self[0] ?? '(lib)'
+  topLevel.add(top)
+  const text = withoutTests(strip(readFileSync(file, 'utf8')))
+  const refs = []
+  for (const m of text.matchAll(/\buse\s+((?:crate|super|self)::[^;]*);/g)) {
+    for (const leaf of expandUse(m[1])) refs.push([leaf, text.slice(0, m.index).split('\n').length])
+  }
+  for (const m of text.matchAll(/(?<![\w:])((?:crate|super)(?:::\w+)+)/g)) {
+    refs.push([m[1], text.slice(0, m.index).split('\n').length])
+  }
+  for (const [path, line] of refs) {
+    const abs = resolve(path, self)
+    if (!abs || abs.length === 0) continue
+    const target = abs[0]
+    const where = `${relative(root, file)}:${line} ${path}`
+    if (target !== top && top !== '(lib)') {
+      if (!edges.has(top)) edges.set(top, new Map())
+      const to = edges.get(top)
+      if (!to.has(target)) to.set(target, [])
+      to.get(target).push(where)
+    }
+    const from = self.join('::') || '(lib)'
+    if (!fileEdges.has(from)) fileEdges.set(from, new Map())
+    fileEdges.get(from).set(abs.slice(0, 2).join('::'), where)
+  }
+  // Function lengths: `fn name` … its body block.
+  for (const m of text.matchAll(/\bfn\s+(\w+)/g)) {
+    let i = m.index + m[0].length
+    let depth = 0
+    while (i < text.length) {
+      const c = text[i]
+      if (c === '(' || c === '[' || c === '<') depth++
+      else if (c === ')' || c === ']' || (c === '>' && text[i - 1] !== '-' && text[i - 1] !== '=')) depth--
+      else if (c === ';' && depth <= 0) break
+      else if (c === '{' && depth <= 0) break
+      i++
+    }
+    if (text[i] !== '{') continue
+    const end = blockEnd(text, i)
+    const startLine = text.slice(0, m.index).split('\n').length
+    const endLine = text.slice(0, end).split('\n').length
+    functions.push({ name: m[1], file: relative(root, file), line: startLine, lines: endLine - startLine + 1 })
+  }
+}
+
+/** Strongly connected components with more than one node (Tarjan). */
+function cycles(graph) {
+  let index = 0
+  const stack = []
+  const on = new Set()
+  const idx = new Map()
+  const low = new Map()
+  const out = []
+  const nodes = new Set([...graph.keys(), ...[...graph.values()].flatMap((m) => [...m.keys()])])
+  const visit = (v) => {
+    idx.set(v, index)
+    low.set(v, index++)
+    stack.push(v)
+    on.add(v)
+    for (const w of graph.get(v)?.keys() ?? []) {
+      if (!idx.has(w)) (visit(w), low.set(v, Math.min(low.get(v), low.get(w))))
+      else if (on.has(w)) low.set(v, Math.min(low.get(v), idx.get(w)))
+    }
+    if (low.get(v) === idx.get(v)) {
+      const comp = []
+      let w
+      do (w = stack.pop()), on.delete(w), comp.push(w)
+      while (w !== v)
+      if (comp.length > 1) out.push(comp.sort())
+    }
+  }
+  for (const v of nodes) if (!idx.has(v)) visit(v)
+  return out
+}
+
+let failed = false
+const moduleCount = topLevel.size
+const edgeCount = [...edges.values()].reduce((n, m) => n + m.size, 0)
+console.log(`goal-core: ${moduleCount} top-level modules, ${edgeCount} import edges between them`)
+if (flag("--where")) for (const [f, t] of edges) for (const [x, w] of t) console.log(f, "→", x, w.join(" | "))
+if (flag('--graph')) {
+  for (const [from, to] of [...edges].sort()) console.log(`  ${from} → ${[...to.keys()].sort().join(', ')}`)
+}
+const topCycles = cycles(edges)
+if (topCycles.length === 0) console.log('top-level import cycles: none')
+for (const comp of topCycles) {
+  failed = true
+  console.log(`IMPORT CYCLE between ${comp.length} top-level modules: ${comp.join(', ')}`)
+  const set = new Set(comp)
+  for (const from of comp)
+    for (const [to, where] of edges.get(from) ?? [])
+      if (set.has(to)) console.log(`  ${from} → ${to}  (${where[0]}${where.length > 1 ? `, +${where.length - 1}` : ''})`)
+}
+let pureFiles = 0
+for (const [from, to] of fileEdges) {
+  if (!isPure(from)) continue
+  pureFiles++
+  for (const [target, where] of to) {
+    if (isIo(target)) {
+      failed = true
+      console.log(`PURE module ${from} imports I/O module ${target} (${where})`)
+    }
+  }
+}
+console.log(`pure modules importing I/O: checked ${pureFiles}`)
+if (flag('--files')) {
+  const fileCycles = cycles(fileEdges)
+  console.log(`file-level import cycles: ${fileCycles.length}`)
+  for (const comp of fileCycles) console.log(`  ${comp.join(', ')}`)
+}
+functions.sort((a, b) => b.lines - a.lines)
+const tooLong = functions.filter((f) => f.lines > MAX_FUNCTION_LINES)
+console.log(`functions: ${functions.length}; longest ${functions[0]?.lines ?? 0} lines; over ${MAX_FUNCTION_LINES}: ${tooLong.length}`)
+for (const f of longestCount ? functions.slice(0, longestCount) : tooLong) {
+  console.log(`  ${String(f.lines).padStart(4)}  ${f.file}:${f.line} ${f.name}`)
+}
+if (tooLong.length && !flag('--allow-long')) failed = true
+if (failed && !flag('--no-fail')) process.exit(1)
