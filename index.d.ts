@@ -492,6 +492,10 @@ export interface GoalRecord {
   activeMs: number
   /** Working hours `{start, end, timeZone}`, if any. */
   activeHours?: { start: string; end: string; timeZone: string } | undefined
+  /** The session the goal belongs to (`sessionId`), when it names one. */
+  sessionId?: string
+  /** When a goal parked on a provider limit goes on by itself (ms since the epoch). */
+  wakeAt?: number
 }
 
 /** The goal runtime's option defaults (`createSessionGoalRuntime` uses exactly these). */

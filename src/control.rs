@@ -126,6 +126,10 @@ pub struct GoalRecord {
     /// Working hours `{start, end, timeZone}`, if any.
     #[napi(ts_type = "{ start: string; end: string; timeZone: string } | undefined")]
     pub active_hours: Option<serde_json::Value>,
+    /// The session the goal belongs to (`sessionId`), when it names one.
+    pub session_id: Option<String>,
+    /// When a goal parked on a provider limit goes on by itself (ms since the epoch).
+    pub wake_at: Option<f64>,
 }
 
 fn record(goal: &Goal) -> GoalRecord {
@@ -151,6 +155,8 @@ fn record(goal: &Goal) -> GoalRecord {
         time_budget_ms: goal_core::time_budget_ms(goal).map(|b| b as f64),
         active_ms: goal_core::active_ms(goal, goal_core::now_ms()).floor(),
         active_hours: goal.extra.get(goal_core::ACTIVE_HOURS_FIELD).filter(|v| v.is_object()).cloned(),
+        session_id: goal.session_id.clone(),
+        wake_at: goal_core::provider_wake_at(goal),
     }
 }
 

@@ -69,6 +69,7 @@ pub use config::tunables::{count, millis};
 pub use config::{EvidenceConfig, EvidenceLimits, GoalConfig, ProviderLimits};
 
 // The goal record.
+pub use goal::park::wake_at as provider_wake_at;
 pub use goal::plan::REASON_VERIFIED;
 pub use record::{Goal, GoalStatus, KNOWN_GOAL_FIELDS, OBJECTIVE_REVISION_FIELD};
 pub use time::active::{
