@@ -128,6 +128,11 @@ impl GoalHolders {
         }
     }
 
+    /// Whether any session is known to carry `goal_id`.
+    pub fn knows(&self, goal_id: &str) -> bool {
+        self.oldest.lock().contains_key(goal_id)
+    }
+
     /// The oldest session known to carry `goal_id`, when it is not `session_id`.
     pub fn older_than(&self, goal_id: &str, session_id: &str) -> Option<String> {
         self.oldest.lock().get(goal_id).map(|(_, holder)| holder.clone()).filter(|holder| holder != session_id)

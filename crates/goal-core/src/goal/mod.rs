@@ -5,9 +5,11 @@
 //! update.
 
 pub mod accounting;
+pub mod adopt;
 pub mod dispatch;
 pub mod evidence;
 pub mod gates;
+pub mod limits;
 pub mod lineage;
 pub mod notify;
 pub mod operator;
