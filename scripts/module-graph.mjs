@@ -1,12 +1,12 @@
 #!/usr/bin/env node
 // Structure checks for crates/goal-core, run by scripts/test-all.sh and .ci/run:
-// - the import graph between the crate's top-level modules (from `crate::…` and `super::…`
-//   paths in non-test code) must have no cycle;
+// - the import graph between the crate's top-level modules, and between its files (from
+//   `crate::…` and `super::…` paths in non-test code), must have no cycle;
 // - modules listed as pure must not depend on an I/O module;
-// - no function outside tests may be longer than 100 lines.
+// - no function outside tests, in goal-core or in the binding (src/), may be longer than 100
+//   lines.
 // Usage: node scripts/module-graph.mjs [--graph] [--files] [--longest N] [--no-fail]
 //   --graph     print the top-level module graph
-//   --files     also check (and print cycles of) the graph between individual files
 //   --longest N print the N longest functions
 //   --allow-long  report functions over the limit without failing
 import { readFileSync, readdirSync, statSync } from 'node:fs'
@@ -167,6 +167,28 @@ function resolve(path, self, isModRoot) {
   return null
 }
 
+const bindingRoot = join(root, '..', '..', '..', 'src')
+/** Records the length of every function with a body in `text` (stripped source). */
+function functionLengths(text, name) {
+  for (const m of text.matchAll(/\bfn\s+(\w+)/g)) {
+    let i = m.index + m[0].length
+    let depth = 0
+    while (i < text.length) {
+      const c = text[i]
+      if (c === '(' || c === '[' || c === '<') depth++
+      else if (c === ')' || c === ']' || (c === '>' && text[i - 1] !== '-' && text[i - 1] !== '=')) depth--
+      else if (c === ';' && depth <= 0) break
+      else if (c === '{' && depth <= 0) break
+      i++
+    }
+    if (text[i] !== '{') continue
+    const end = blockEnd(text, i)
+    const startLine = text.slice(0, m.index).split('\n').length
+    const endLine = text.slice(0, end).split('\n').length
+    functions.push({ name: m[1], file: name, line: startLine, lines: endLine - startLine + 1 })
+  }
+}
+
 const files = walk(root).filter((f) => !/(^|[\\/])tests?\.rs$/.test(f) && !f.includes(`${sep}tests${sep}`))
 const edges = new Map() // top-level module → Map(target → [evidence])
 const fileEdges = new Map() // file module path → Set(file module path)
@@ -200,24 +222,13 @@ for (const file of files) {
     if (!fileEdges.has(from)) fileEdges.set(from, new Map())
     fileEdges.get(from).set(abs.slice(0, 2).join('::'), where)
   }
-  // Function lengths: `fn name` … its body block.
-  for (const m of text.matchAll(/\bfn\s+(\w+)/g)) {
-    let i = m.index + m[0].length
-    let depth = 0
-    while (i < text.length) {
-      const c = text[i]
-      if (c === '(' || c === '[' || c === '<') depth++
-      else if (c === ')' || c === ']' || (c === '>' && text[i - 1] !== '-' && text[i - 1] !== '=')) depth--
-      else if (c === ';' && depth <= 0) break
-      else if (c === '{' && depth <= 0) break
-      i++
-    }
-    if (text[i] !== '{') continue
-    const end = blockEnd(text, i)
-    const startLine = text.slice(0, m.index).split('\n').length
-    const endLine = text.slice(0, end).split('\n').length
-    functions.push({ name: m[1], file: relative(root, file), line: startLine, lines: endLine - startLine + 1 })
-  }
+  functionLengths(text, relative(root, file))
+}
+
+// The binding's functions count toward the length limit too.
+for (const file of walk(bindingRoot)) {
+  const text = withoutTests(strip(readFileSync(file, 'utf8')))
+  functionLengths(text, `src/${relative(bindingRoot, file)}`)
 }
 
 /** Strongly connected components with more than one node (Tarjan). */
@@ -280,10 +291,11 @@ for (const [from, to] of fileEdges) {
   }
 }
 console.log(`pure modules importing I/O: checked ${pureFiles}`)
-if (flag('--files')) {
-  const fileCycles = cycles(fileEdges)
-  console.log(`file-level import cycles: ${fileCycles.length}`)
-  for (const comp of fileCycles) console.log(`  ${comp.join(', ')}`)
+const fileCycles = cycles(fileEdges)
+console.log(`file-level import cycles: ${fileCycles.length === 0 ? 'none' : fileCycles.length}`)
+for (const comp of fileCycles) {
+  failed = true
+  console.log(`  IMPORT CYCLE between files: ${comp.join(', ')}`)
 }
 functions.sort((a, b) => b.lines - a.lines)
 const tooLong = functions.filter((f) => f.lines > MAX_FUNCTION_LINES)

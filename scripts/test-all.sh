@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 echo "== goal-core structure (no import cycle, pure modules import no I/O, no function over 100 lines)"
-node scripts/module-graph.mjs --allow-long
+node scripts/module-graph.mjs
 
 echo "== cargo test (goal-core: pure decisions, accounting, prompts, parsing)"
 cargo test --workspace --target x86_64-unknown-linux-gnu

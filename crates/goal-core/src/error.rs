@@ -1,5 +1,6 @@
-//! The crate's error types. Each implements `std::error::Error`, so a host can `?` them into
-//! its own errors.
+//! The crate's error types. Each implements `std::error::Error` (a wrapping error reports
+//! what it wraps as its `source()`), so a host can `?` them into its own errors; and
+//! [`Cancelled`], the named "do not write" answer of a write's decision closure.
 
 /// Why a call failed. Messages never carry bodies or headers (they may hold credentials or
 /// conversation text).
@@ -39,6 +40,183 @@ impl std::fmt::Display for HttpError {
     }
 }
 
+impl std::error::Error for HttpError {}
+
+/// A write's decision closure declining: the fresh read showed the write no longer applies, so
+/// nothing is written (not a failure).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cancelled;
+
+impl std::fmt::Display for Cancelled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the write no longer applies; nothing was written")
+    }
+}
+
+impl std::error::Error for Cancelled {}
+
+/// Which step had already taken effect when an operation failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PartialAction {
+    /// A session was created; the goal or the dispatch failed afterwards.
+    SessionCreated,
+    /// A fork was created; its goal step (or, without a goal, the dispatch) failed.
+    ForkCreated,
+    /// The goal is installed; the dispatch failed.
+    GoalConfigured,
+}
+
+impl PartialAction {
+    /// Wire name (`session-created`, `fork-created`, `goal-configured`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PartialAction::SessionCreated => "session-created",
+            PartialAction::ForkCreated => "fork-created",
+            PartialAction::GoalConfigured => "goal-configured",
+        }
+    }
+}
+
+/// A failed goal operation, shaped for HTTP-style hosts. Messages never carry prompt text,
+/// model output or credentials.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GoalError {
+    /// HTTP-like status: 400 bad input, 404 unknown session or goal, 409 conflicting state,
+    /// 413 too large, 500 local failure, 502/504 OpenCode failure.
+    pub status: u16,
+    /// What went wrong.
+    pub message: String,
+    /// What had already taken effect.
+    pub partial: Option<PartialAction>,
+    /// The session concerned (the new one for create/fork), when known.
+    pub session_id: String,
+    /// Its directory, when known.
+    pub directory: String,
+    /// The OpenCode failure behind it, when there was one.
+    source: Option<HttpError>,
+}
+
+impl GoalError {
+    /// A failure with no side effect.
+    pub fn new(status: u16, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            message: message.into(),
+            partial: None,
+            session_id: String::new(),
+            directory: String::new(),
+            source: None,
+        }
+    }
+
+    /// Maps an OpenCode call failure; `what` names the call (e.g. "session lookup").
+    pub fn from_http(what: &str, error: &HttpError) -> Self {
+        let mapped = match error {
+            HttpError::Status(404) => Self::new(404, format!("{what}: session not found")),
+            HttpError::Status(code) if (400..500).contains(code) => {
+                Self::new(*code, format!("{what}: OpenCode refused the request (HTTP {code})"))
+            }
+            HttpError::Timeout => Self::new(504, format!("{what}: OpenCode timed out")),
+            other => Self::new(502, format!("{what}: {other}")),
+        };
+        Self { source: Some(error.clone()), ..mapped }
+    }
+
+    /// Records what had already happened.
+    pub fn after(mut self, partial: Option<PartialAction>, session_id: &str, directory: &str) -> Self {
+        if partial.is_some() {
+            self.partial = partial;
+        }
+        if !session_id.is_empty() {
+            self.session_id = session_id.to_string();
+        }
+        if !directory.is_empty() {
+            self.directory = directory.to_string();
+        }
+        self
+    }
+}
+
+impl std::fmt::Display for GoalError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for GoalError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source.as_ref().map(|error| error as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// Why an objective could not be written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ObjectiveError {
+    /// The session id does not match `^[A-Za-z0-9_-]{4,128}$`.
+    InvalidSessionId,
+    /// Nothing left after trimming.
+    Empty,
+    /// The file system refused (message has no content).
+    Io(String),
+}
+
+impl ObjectiveError {
+    /// The HTTP status the routes answer with.
+    pub fn status_code(&self) -> u16 {
+        match self {
+            ObjectiveError::InvalidSessionId | ObjectiveError::Empty => 400,
+            ObjectiveError::Io(_) => 500,
+        }
+    }
+}
+
+impl std::fmt::Display for ObjectiveError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ObjectiveError::InvalidSessionId => write!(f, "invalid session id"),
+            ObjectiveError::Empty => write!(f, "objective content is required"),
+            ObjectiveError::Io(kind) => write!(f, "failed to write objective: {kind}"),
+        }
+    }
+}
+
+impl std::error::Error for ObjectiveError {}
+
+/// A small-model failure. `status == Some(404)` means "no small model": silent.
+#[derive(Debug, Clone, Default)]
+pub struct SmallModelError {
+    /// HTTP-like status (`statusCode` or `status`).
+    pub status: Option<u16>,
+    /// Machine code (`output-exhausted`, `no-provider-login`, …).
+    pub code: String,
+}
+
+impl SmallModelError {
+    /// Unavailable without a status (callback threw, timed out, returned garbage).
+    pub fn unavailable() -> Self {
+        Self::default()
+    }
+
+    /// Whether the failure should be logged (404 is the expected "no small model").
+    pub fn is_silent(&self) -> bool {
+        self.status == Some(404)
+    }
+}
+
+impl std::fmt::Display for SmallModelError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.status, self.code.as_str()) {
+            (Some(404), _) => f.write_str("no small model for this provider"),
+            (Some(status), "") => write!(f, "small model failed (status {status})"),
+            (Some(status), code) => write!(f, "small model failed (status {status}, {code})"),
+            (None, "") => f.write_str("small model unavailable"),
+            (None, code) => write!(f, "small model failed ({code})"),
+        }
+    }
+}
+
+impl std::error::Error for SmallModelError {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -60,5 +238,33 @@ mod tests {
         ] {
             assert!(!error.is_definite(), "{error}");
         }
+    }
+
+    #[test]
+    fn every_error_composes_with_question_mark_and_reports_its_cause() {
+        fn host_call(which: u8) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+            match which {
+                0 => Err(HttpError::Timeout)?,
+                1 => Err(GoalError::from_http("session lookup", &HttpError::Status(503)))?,
+                2 => Err(ObjectiveError::Empty)?,
+                3 => Err(SmallModelError { status: Some(429), code: "rate-limited".into() })?,
+                _ => Err(Cancelled)?,
+            }
+        }
+        let messages: Vec<String> = (0..5).map(|which| host_call(which).unwrap_err().to_string()).collect();
+        assert_eq!(
+            messages,
+            [
+                "timed out",
+                "session lookup: HTTP 503",
+                "objective content is required",
+                "small model failed (status 429, rate-limited)",
+                "the write no longer applies; nothing was written",
+            ]
+        );
+        let wrapped = GoalError::from_http("session lookup", &HttpError::Timeout);
+        let source = std::error::Error::source(&wrapped).expect("the OpenCode failure");
+        assert_eq!(source.to_string(), "timed out");
+        assert!(std::error::Error::source(&GoalError::new(400, "bad")).is_none());
     }
 }

@@ -80,10 +80,7 @@ pub use time::clock::now_ms;
 pub use time::hours::{ActiveHours, ACTIVE_HOURS_FIELD};
 
 // Errors.
-pub use control::create::GoalError;
-pub use error::HttpError;
-pub use io::objectives::ObjectiveError;
-pub use io::small_model_call::SmallModelError;
+pub use error::{Cancelled, GoalError, HttpError, ObjectiveError, PartialAction, SmallModelError};
 
 // Runtimes.
 pub use assist::runtime::DEFAULT_ASSIST_FETCH_TIMEOUT;

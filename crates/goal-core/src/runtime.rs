@@ -11,8 +11,10 @@ use parking_lot::Mutex;
 use tracing::{debug, warn};
 
 use crate::config::GoalConfig;
+use crate::goal::context::TickContext;
 use crate::goal::plan::REASON_RESUMED;
-use crate::goal::tick::{pause_after_abort, run_tick, TickContext};
+use crate::goal::settle::pause_after_abort;
+use crate::goal::tick::run_tick;
 use crate::intake::{Consumer, IntakeEvent};
 use crate::io::opencode::OpenCodeClient;
 use crate::io::services::Services;

@@ -11,10 +11,11 @@ use std::time::Duration;
 
 use tracing::{debug, warn};
 
-use super::content::{assist_payload, parse_reply, tail_reply, LastExchange, Targets};
+use super::content::{assist_payload, parse_reply, tail_reply, AssistFields, LastExchange, Targets};
+use crate::error::Cancelled;
 use crate::intake::{Consumer, IntakeEvent};
 use crate::io::opencode::OpenCodeClient;
-use crate::io::services::{DataDir, SmallModel, SmallModelRequest};
+use crate::io::services::{DataDir, SmallModel, SmallModelReply, SmallModelRequest};
 use crate::io::writer::write_namespace_key;
 use crate::sched::{ArmMode, Job, Scheduler, SessionSnapshot};
 use crate::sched::{Generation, TickOutcome};
@@ -175,38 +176,7 @@ async fn try_generate(
     })?;
     let exchange = LastExchange::from_messages(&messages).ok_or(Skip::NoExchange)?;
 
-    let request = SmallModelRequest {
-        prompt: assist_user_prompt(
-            &exchange.transcript(),
-            exchange.language_sample(),
-            targets.recap,
-            targets.suggestion,
-        ),
-        system: assist_system_prompt(targets.recap, targets.suggestion),
-        directory: directory.to_string(),
-        preferred_provider_id: exchange.provider_id.clone(),
-        preferred_model_id: exchange.model_id.clone(),
-        // Conversation text never goes to a provider the user did not pick for this session.
-        restrict_to_preferred_provider: true,
-        max_output_tokens: None,
-        timeout_ms: ctx.config.model_timeout.as_millis() as u64,
-    };
-    ctx.counters.model_calls.fetch_add(1, Ordering::Relaxed);
-    let call = ctx.small_model.generate(request);
-    let reply = match tokio::time::timeout(ctx.config.model_timeout + Duration::from_millis(500), call).await {
-        Ok(Ok(reply)) => reply,
-        Ok(Err(error)) => {
-            // 404 is "no small model for this provider": expected, silent.
-            if !error.is_silent() {
-                warn!(target: "session_assist", session = session_id, status = ?error.status, code = %error.code, "small model failed");
-            }
-            return Err(Skip::ModelUnavailable);
-        }
-        Err(_) => {
-            warn!(target: "session_assist", session = session_id, "small model timed out");
-            return Err(Skip::ModelUnavailable);
-        }
-    };
+    let reply = ask_model(ctx, session_id, directory, &exchange, targets).await?;
 
     let parsed = parse_reply(&reply.text, targets, &exchange.script_reference());
     if !parsed.dropped_for_script.is_empty() {
@@ -225,6 +195,64 @@ async fn try_generate(
         return Err(Skip::NothingUsable);
     }
 
+    write_if_current(ctx, session_id, directory, generation, &exchange, &parsed.fields).await?;
+    ctx.counters.written.fetch_add(1, Ordering::Relaxed);
+    debug!(target: "session_assist", session = session_id, "assist written");
+    Ok(())
+}
+
+/// Asks the small model for the recap and suggestion of the last exchange.
+async fn ask_model(
+    ctx: &AssistContext,
+    session_id: &str,
+    directory: &str,
+    exchange: &LastExchange,
+    targets: Targets,
+) -> Result<SmallModelReply, Skip> {
+    let request = SmallModelRequest {
+        prompt: assist_user_prompt(
+            &exchange.transcript(),
+            exchange.language_sample(),
+            targets.recap,
+            targets.suggestion,
+        ),
+        system: assist_system_prompt(targets.recap, targets.suggestion),
+        directory: directory.to_string(),
+        preferred_provider_id: exchange.provider_id.clone(),
+        preferred_model_id: exchange.model_id.clone(),
+        // Conversation text never goes to a provider the user did not pick for this session.
+        restrict_to_preferred_provider: true,
+        max_output_tokens: None,
+        timeout_ms: ctx.config.model_timeout.as_millis() as u64,
+    };
+    ctx.counters.model_calls.fetch_add(1, Ordering::Relaxed);
+    let call = ctx.small_model.generate(request);
+    match tokio::time::timeout(ctx.config.model_timeout + Duration::from_millis(500), call).await {
+        Ok(Ok(reply)) => Ok(reply),
+        Ok(Err(error)) => {
+            // 404 is "no small model for this provider": expected, silent.
+            if !error.is_silent() {
+                warn!(target: "session_assist", session = session_id, status = ?error.status, code = %error.code, "small model failed");
+            }
+            Err(Skip::ModelUnavailable)
+        }
+        Err(_) => {
+            warn!(target: "session_assist", session = session_id, "small model timed out");
+            Err(Skip::ModelUnavailable)
+        }
+    }
+}
+
+/// Writes the assist fields, unless the exchange is no longer current (a newer user message,
+/// or the tail moved on).
+async fn write_if_current(
+    ctx: &AssistContext,
+    session_id: &str,
+    directory: &str,
+    generation: &Generation,
+    exchange: &LastExchange,
+    fields: &AssistFields,
+) -> Result<(), Skip> {
     // A user message created after the run started bumped the generation.
     if !generation.is_current() {
         ctx.counters.dropped_stale.fetch_add(1, Ordering::Relaxed);
@@ -239,13 +267,13 @@ async fn try_generate(
         return Err(Skip::TailMovedOn);
     }
 
-    let payload = assist_payload(&parsed.fields, &exchange.assistant_id, now_ms() as u64);
+    let payload = assist_payload(fields, &exchange.assistant_id, now_ms() as u64);
     let written = write_namespace_key(&ctx.client, session_id, directory, ASSIST_KEY, |_fresh| {
         // Checked again inside the write slot: the last moment before the PATCH.
         if generation.is_current() {
             Ok(Some(payload))
         } else {
-            Err(())
+            Err(Cancelled)
         }
     })
     .await
@@ -257,8 +285,6 @@ async fn try_generate(
         ctx.counters.dropped_stale.fetch_add(1, Ordering::Relaxed);
         return Err(Skip::Invalidated);
     }
-    ctx.counters.written.fetch_add(1, Ordering::Relaxed);
-    debug!(target: "session_assist", session = session_id, "assist written");
     Ok(())
 }
 

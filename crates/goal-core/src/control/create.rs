@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use tracing::warn;
 
+use crate::error::Cancelled;
 use crate::io::objectives::{is_valid_session_id, normalize_objective, write_objective};
-use crate::io::opencode::{HttpError, OpenCodeClient};
+use crate::io::opencode::OpenCodeClient;
 use crate::io::services::{SmallModel, SmallModelRequest};
 use crate::io::writer::write_namespace_key;
 use crate::record::session::SessionView;
@@ -46,83 +47,7 @@ pub struct ControlContext {
     pub command_timeout: Duration,
 }
 
-/// Which step had already taken effect when an operation failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PartialAction {
-    /// A session was created; the goal or the dispatch failed afterwards.
-    SessionCreated,
-    /// A fork was created; its goal step (or, without a goal, the dispatch) failed.
-    ForkCreated,
-    /// The goal is installed; the dispatch failed.
-    GoalConfigured,
-}
-
-impl PartialAction {
-    /// Wire name (`session-created`, `fork-created`, `goal-configured`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PartialAction::SessionCreated => "session-created",
-            PartialAction::ForkCreated => "fork-created",
-            PartialAction::GoalConfigured => "goal-configured",
-        }
-    }
-}
-
-/// A failed goal operation, shaped for HTTP-style hosts. Messages never carry prompt text,
-/// model output or credentials.
-#[derive(Debug, Clone, PartialEq)]
-pub struct GoalError {
-    /// HTTP-like status: 400 bad input, 404 unknown session or goal, 409 conflicting state,
-    /// 413 too large, 500 local failure, 502/504 OpenCode failure.
-    pub status: u16,
-    /// What went wrong.
-    pub message: String,
-    /// What had already taken effect.
-    pub partial: Option<PartialAction>,
-    /// The session concerned (the new one for create/fork), when known.
-    pub session_id: String,
-    /// Its directory, when known.
-    pub directory: String,
-}
-
-impl GoalError {
-    /// A failure with no side effect.
-    pub fn new(status: u16, message: impl Into<String>) -> Self {
-        Self { status, message: message.into(), partial: None, session_id: String::new(), directory: String::new() }
-    }
-
-    /// Maps an OpenCode call failure; `what` names the call (e.g. "session lookup").
-    pub fn from_http(what: &str, error: &HttpError) -> Self {
-        match error {
-            HttpError::Status(404) => Self::new(404, format!("{what}: session not found")),
-            HttpError::Status(code) if (400..500).contains(code) => {
-                Self::new(*code, format!("{what}: OpenCode refused the request (HTTP {code})"))
-            }
-            HttpError::Timeout => Self::new(504, format!("{what}: OpenCode timed out")),
-            other => Self::new(502, format!("{what}: {other}")),
-        }
-    }
-
-    /// Records what had already happened.
-    pub fn after(mut self, partial: Option<PartialAction>, session_id: &str, directory: &str) -> Self {
-        if partial.is_some() {
-            self.partial = partial;
-        }
-        if !session_id.is_empty() {
-            self.session_id = session_id.to_string();
-        }
-        if !directory.is_empty() {
-            self.directory = directory.to_string();
-        }
-        self
-    }
-}
-
-impl std::fmt::Display for GoalError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
+pub use crate::error::{GoalError, PartialAction};
 
 /// Refuses a session id that could not be an OpenCode id (and could not name an objective file).
 pub fn check_session_id(session_id: &str) -> Result<(), GoalError> {
@@ -391,7 +316,7 @@ pub async fn create_session_goal(ctx: &ControlContext, request: &NewGoal) -> Res
     let written = write_namespace_key(&ctx.client, &request.session_id, &directory, "goal", |session: &SessionView| {
         if session.is_subagent() {
             refusal = Some(GoalError::new(400, "sub-agent sessions cannot carry a goal"));
-            return Err(());
+            return Err(Cancelled);
         }
         replaced = session.goal().map(|g| g.id);
         Ok(Some(value))

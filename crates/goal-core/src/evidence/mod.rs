@@ -322,7 +322,26 @@ pub fn build_digest(
     let omitted = calls.len().saturating_sub(limits.max_tool_calls);
     let tool_calls = calls.split_off(omitted);
 
-    let (files, omitted_files, files_key) = match diff.and_then(Value::as_array) {
+    let (files, omitted_files, files_key) = file_changes(diff, limits);
+    let (todos, omitted_todos) = todo_list(todos, limits);
+    Digest {
+        messages: covered.len(),
+        tool_calls,
+        omitted_tool_calls: omitted,
+        successful_tool_calls: successful,
+        failing_commands: failing,
+        files,
+        omitted_files,
+        files_key,
+        todos,
+        omitted_todos,
+    }
+}
+
+/// The files of the session diff (bounded, sorted by path), how many were left out, and a key
+/// of the whole list (for the progress fingerprint).
+fn file_changes(diff: Option<&Value>, limits: &EvidenceLimits) -> (Option<Vec<FileChange>>, usize, String) {
+    match diff.and_then(Value::as_array) {
         Some(entries) => {
             let mut all: Vec<FileChange> = entries
                 .iter()
@@ -358,8 +377,12 @@ pub fn build_digest(
             (Some(all), omitted, key)
         }
         None => (None, 0, String::new()),
-    };
-    let (todos, omitted_todos) = match todos.and_then(Value::as_array) {
+    }
+}
+
+/// The todo list (bounded) and how many items were left out.
+fn todo_list(todos: Option<&Value>, limits: &EvidenceLimits) -> (Option<Vec<Todo>>, usize) {
+    match todos.and_then(Value::as_array) {
         Some(entries) => {
             let mut all: Vec<Todo> = entries
                 .iter()
@@ -378,18 +401,6 @@ pub fn build_digest(
             (Some(all), omitted)
         }
         None => (None, 0),
-    };
-    Digest {
-        messages: covered.len(),
-        tool_calls,
-        omitted_tool_calls: omitted,
-        successful_tool_calls: successful,
-        failing_commands: failing,
-        files,
-        omitted_files,
-        files_key,
-        todos,
-        omitted_todos,
     }
 }
 

@@ -4,16 +4,28 @@
 //! (a terminal status and the notification). `repair` watches a reservation's echo for a lost
 //! update.
 
+// Pure: decisions, gates, accounting, the notification.
 pub mod accounting;
-pub mod adopt;
-pub mod dispatch;
-pub mod evidence;
 pub mod gates;
-pub mod limits;
 pub mod lineage;
 pub mod notify;
 pub mod operator;
 pub mod park;
 pub mod plan;
+// What the stages share.
+pub mod context;
 pub mod repair;
+pub mod trail;
+// The stages, in the order a tick runs them.
+pub mod adopt;
+pub mod audit;
+pub mod deliver;
+pub mod dispatch;
+pub mod echo;
+pub mod evidence;
+pub mod limits;
+pub mod observe;
+pub mod reserve;
+pub mod settle;
 pub mod tick;
+pub mod time_gate;

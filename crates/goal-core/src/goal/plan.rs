@@ -9,6 +9,8 @@ use crate::record::{Goal, GoalStatus};
 
 /// Status reason: the UI's explicit resume signal.
 pub const REASON_RESUMED: &str = "resumed";
+/// Status reason while a permission or question is pending.
+pub const WAITING_FOR_USER: &str = "waiting for user input";
 /// Status reason: the user aborted the running turn.
 pub const REASON_PAUSED_AFTER_ABORT: &str = "paused after abort";
 /// Status reason: budget spent.

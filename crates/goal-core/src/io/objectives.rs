@@ -5,36 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::record::{truncate_chars, GOAL_OBJECTIVE_CHAR_LIMIT};
 
-/// Why an objective could not be written.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ObjectiveError {
-    /// The session id does not match `^[A-Za-z0-9_-]{4,128}$`.
-    InvalidSessionId,
-    /// Nothing left after trimming.
-    Empty,
-    /// The file system refused (message has no content).
-    Io(String),
-}
-
-impl ObjectiveError {
-    /// The HTTP status the routes answer with.
-    pub fn status_code(&self) -> u16 {
-        match self {
-            ObjectiveError::InvalidSessionId | ObjectiveError::Empty => 400,
-            ObjectiveError::Io(_) => 500,
-        }
-    }
-}
-
-impl std::fmt::Display for ObjectiveError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ObjectiveError::InvalidSessionId => write!(f, "invalid session id"),
-            ObjectiveError::Empty => write!(f, "objective content is required"),
-            ObjectiveError::Io(kind) => write!(f, "failed to write objective: {kind}"),
-        }
-    }
-}
+pub use crate::error::ObjectiveError;
 
 /// `^[A-Za-z0-9_-]{4,128}$`.
 pub fn is_valid_session_id(session_id: &str) -> bool {

@@ -60,26 +60,7 @@ pub struct SmallModelReply {
     pub tokens: Option<u64>,
 }
 
-/// A small-model failure. `status == Some(404)` means "no small model": silent.
-#[derive(Debug, Clone, Default)]
-pub struct SmallModelError {
-    /// HTTP-like status (`statusCode` or `status`).
-    pub status: Option<u16>,
-    /// Machine code (`output-exhausted`, `no-provider-login`, …).
-    pub code: String,
-}
-
-impl SmallModelError {
-    /// Unavailable without a status (callback threw, timed out, returned garbage).
-    pub fn unavailable() -> Self {
-        Self::default()
-    }
-
-    /// Whether the failure should be logged (404 is the expected "no small model").
-    pub fn is_silent(&self) -> bool {
-        self.status == Some(404)
-    }
-}
+pub use crate::error::SmallModelError;
 
 /// Total tokens of a usage object in any of the usual shapes: `totalTokens` / `total_tokens`, or
 /// input + output (`inputTokens`/`outputTokens`, `prompt_tokens`/`completion_tokens`,

@@ -7,6 +7,7 @@
 
 use serde_json::Value;
 
+use crate::error::Cancelled;
 use crate::io::opencode::{HttpError, OpenCodeClient};
 use crate::record::lease::held_by_other;
 use crate::record::session::{merge_namespace_key, SessionView};
@@ -166,13 +167,13 @@ async fn write_goal_dyn(
 }
 
 /// Replaces (or removes, with `None`) `openchamber.<key>` from a fresh read; `decide` sees the
-/// fresh session and may cancel by returning `Err(())`.
+/// fresh session and may decline by returning `Err(Cancelled)`.
 pub async fn write_namespace_key(
     client: &OpenCodeClient,
     session_id: &str,
     directory: &str,
     key: &str,
-    decide: impl FnOnce(&SessionView) -> Result<Option<Value>, ()>,
+    decide: impl FnOnce(&SessionView) -> Result<Option<Value>, Cancelled>,
 ) -> Result<Option<SessionView>, HttpError> {
     let _slot = client.write_slots().acquire(session_id).await;
     let session = client.get_session(session_id, directory).await?;

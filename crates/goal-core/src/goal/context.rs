@@ -1,0 +1,109 @@
+//! What every stage of a tick shares: the runtime's [`TickContext`], and the [`Tick`] value that
+//! carries one tick's session, goal, guard, objective and generation from stage to stage.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tracing::{info, warn};
+
+use crate::config::GoalConfig;
+use crate::error::HttpError;
+use crate::goal::repair::WriteEchoes;
+use crate::io::locks::DispatchClaims;
+use crate::io::opencode::OpenCodeClient;
+use crate::io::services::Services;
+use crate::io::writer::{GoalGuard, GoalWrite};
+use crate::record::Goal;
+use crate::sched::{Generation, TickOutcome};
+use crate::time::clock::now_ms;
+
+/// Everything a tick needs.
+#[derive(Clone)]
+pub struct TickContext {
+    /// OpenCode.
+    pub client: OpenCodeClient,
+    /// Host services.
+    pub services: Services,
+    /// Tunables.
+    pub config: Arc<GoalConfig>,
+    /// Whether the session (or a child) waits for the user (permission, question).
+    pub waiting_for_user: Arc<dyn Fn(&str) -> bool + Send + Sync>,
+    /// This runtime's lease holder id (several hosts may watch one OpenCode server).
+    pub holder: String,
+    /// Whether events last showed the session's goal active: the tick then reads the session
+    /// and the live state at once (one round trip instead of two); otherwise it reads the
+    /// session first, so a session without a goal costs one read.
+    pub known_active: Arc<dyn Fn(&str) -> bool + Send + Sync>,
+    /// Goal events seen while a reservation is written (lost-update repair).
+    pub echoes: Arc<WriteEchoes>,
+    /// The dispatch claims of the runtime's context (shared by its runtimes).
+    pub dispatch_claims: DispatchClaims,
+}
+
+impl TickContext {
+    /// How long to wait when another runtime's lease on `goal` is live.
+    pub fn lease_wait(&self, goal: &Goal) -> Option<Duration> {
+        crate::goal::gates::lease_wait(goal, &self.holder, now_ms())
+    }
+}
+
+/// One tick of one session's active goal, once its goal and objective are known.
+pub struct Tick<'a> {
+    /// The runtime's context.
+    pub ctx: &'a TickContext,
+    /// The session.
+    pub session_id: &'a str,
+    /// Its project directory.
+    pub directory: &'a str,
+    /// The goal as read at the start of the tick.
+    pub goal: Goal,
+    /// The guard every write of this tick checks (the goal as read, still active, no other lease).
+    pub guard: GoalGuard,
+    /// The effective objective (the objective file's text for file-backed goals).
+    pub objective: String,
+    /// Invalidated by any user action since the tick began.
+    pub generation: Generation,
+    /// Consecutive read failures before this tick (0 on a normal wake-up).
+    pub attempt: u32,
+    /// The last allowed retry: a failure now settles instead of asking for another.
+    pub exhausted: bool,
+}
+
+/// Logs a goal write's result.
+pub fn log_write(session_id: &str, what: &str, result: &Result<GoalWrite, HttpError>) {
+    match result {
+        Ok(GoalWrite::Written(goal)) => {
+            info!(target: "session_goal", session = session_id, what, status = goal.status.as_str(), "goal written")
+        }
+        Ok(GoalWrite::Stale) => {
+            info!(target: "session_goal", session = session_id, what, "goal changed during tick; write dropped")
+        }
+        Err(error) => warn!(target: "session_goal", session = session_id, what, %error, "goal write failed"),
+    }
+}
+
+/// How a tick ends after a terminal write: written, settled; the goal changed meanwhile, done
+/// (the change brings its own wake-up); the write failed, retried (a terminal decision that was
+/// never stored would otherwise leave the goal active with nothing armed).
+pub fn written_outcome(result: &Result<GoalWrite, HttpError>) -> TickOutcome {
+    match result {
+        Ok(GoalWrite::Written(_)) => TickOutcome::Settled,
+        Ok(GoalWrite::Stale) => TickOutcome::Done,
+        Err(_) => TickOutcome::Retry,
+    }
+}
+
+/// Runs side work that nothing waits for on the ambient tokio runtime. One boxed future type for
+/// every such site, so the task machinery is compiled once (the addon's size is budgeted).
+pub fn spawn_detached(work: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>) {
+    tokio::spawn(work);
+}
+
+/// The tick's first session read, and the goal-event watch started just before it: the base
+/// the reservation's write may build on (no second read when the tick goes straight on).
+pub struct ReadAtStart {
+    /// The first read.
+    pub base: crate::io::writer::BaseRead,
+    /// The watch of the session's goal events since just before that read.
+    pub watch: crate::goal::repair::WatchGuard,
+}

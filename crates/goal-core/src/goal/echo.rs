@@ -1,0 +1,170 @@
+//! Reactions to a reservation's echo (the watch itself is `repair.rs`): another writer's keys
+//! our whole-metadata write replaced are put back; a user's goal change it overwrote is written
+//! back, and nothing is sent.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use tracing::{debug, info, warn};
+
+use crate::error::Cancelled;
+use crate::goal::context::{spawn_detached, Tick};
+use crate::goal::repair::{Echo, WatchGuard};
+use crate::record::metadata::foreign_part;
+use crate::record::{Goal, GoalStatus};
+use crate::time::clock::now_ms;
+
+/// Longest wait for the echo of the reservation before posting (see `repair.rs`).
+pub const ECHO_BOUND: Duration = Duration::from_millis(1_000);
+
+/// The watch of a reservation's write, with what it needs to judge the echo.
+pub struct ReservationEcho {
+    /// The watch, started before the read the write built on.
+    pub watch: WatchGuard,
+    /// The goal as read, as JSON.
+    pub read_value: Value,
+    /// The goal as written, as JSON.
+    pub written_value: Value,
+    /// The whole metadata the write sent, when known.
+    pub written_metadata: Option<Value>,
+    /// The goal as written.
+    pub reserved: Goal,
+    /// The goal as read.
+    pub read_goal: Option<Goal>,
+}
+
+/// What the watch of a reservation heard.
+pub enum Heard {
+    /// The reservation overwrote a user's change, which was written back: nothing is sent.
+    Repaired,
+    /// The echo came; nothing of the user's was overwritten (other keys may have been put back).
+    Settled,
+    /// No echo within the bound (or no events reach this runtime).
+    NotYet,
+}
+
+impl ReservationEcho {
+    /// Waits (at most `bound`) for the echo, puts back other writers' keys it shows were
+    /// replaced, and writes back a user's goal change it shows was overwritten.
+    pub async fn hear(&self, tick: &Tick<'_>, bound: Duration) -> Heard {
+        let echo = self.watch.echo(&self.read_value, &self.written_value, now_ms(), bound).await;
+        if echo == Echo::Unknown {
+            return Heard::NotYet;
+        }
+        self.restore_lost_foreign_keys(tick);
+        match echo {
+            Echo::Overwrote(theirs) if !is_competing_reservation(theirs.as_ref(), self.read_goal.as_ref()) => {
+                give_back_to_the_user(tick, &self.reserved, self.read_goal.as_ref(), theirs).await;
+                Heard::Repaired
+            }
+            Echo::Overwrote(_) => {
+                // Another host's reservation of the same turn is no user intent to restore: it
+                // posts the same message id, and the read-back lets only the lease's holder on.
+                debug!(target: "session_goal", session = tick.session_id, "another host reserved the same turn; the read-back decides");
+                Heard::Settled
+            }
+            _ => Heard::Settled,
+        }
+    }
+
+    /// Our whole-metadata write replaced keys another writer had just written (the events show
+    /// the state before our echo): they are put back beside the dispatch, which they do not
+    /// concern.
+    fn restore_lost_foreign_keys(&self, tick: &Tick<'_>) {
+        let Some(written) = self.written_metadata.as_ref() else { return };
+        let Some(theirs) = self.watch.lost_foreign(&self.written_value, written) else { return };
+        info!(target: "session_goal", session = tick.session_id, "the reservation replaced keys another writer had just written; putting them back");
+        let ours = foreign_part(written);
+        let (client, session, directory) =
+            (tick.ctx.client.clone(), tick.session_id.to_string(), tick.directory.to_string());
+        spawn_detached(Box::pin(async move {
+            if let Err(error) =
+                crate::io::writer::restore_foreign_keys(&client, &session, &directory, &ours, &theirs).await
+            {
+                warn!(target: "session_goal", session = %session, %error, "putting back another writer's keys failed");
+            }
+        }));
+    }
+}
+
+/// A tick ending without posting after its echo came late looks for it once more (see
+/// [`ReservationEcho::hear`]); whether a user's change was written back.
+pub async fn repaired_late(tick: &Tick<'_>, late: Option<&ReservationEcho>) -> bool {
+    match late {
+        Some(late) => matches!(late.hear(tick, ECHO_BOUND).await, Heard::Repaired),
+        None => false,
+    }
+}
+
+/// Whether the goal state our reservation overwrote was another host's reservation of the same
+/// turn rather than a user's change: the same goal, active before and after, with the same
+/// user-owned content (objective, budget, creation). Pure.
+fn is_competing_reservation(theirs: Option<&Value>, read: Option<&Goal>) -> bool {
+    let (Some(their_goal), Some(read)) = (theirs.and_then(Goal::from_value), read) else {
+        return false;
+    };
+    their_goal.status == GoalStatus::Active
+        && read.status == GoalStatus::Active
+        && their_goal.revision() == read.revision()
+}
+
+/// Our reservation overwrote another writer's goal state (a pause, clear or edit that landed
+/// between our fresh read and our write): write theirs back, unless the goal changed again since
+/// our write. The reserved turn goes back with it (their goal carries the count from before).
+/// Events carry the goal's known fields only, so theirs is laid over the goal as we read it
+/// (the state their writer started from too), which keeps any other field it had.
+async fn give_back_to_the_user(tick: &Tick<'_>, reserved: &Goal, read: Option<&Goal>, theirs: Option<Value>) {
+    let (session_id, directory) = (tick.session_id, tick.directory);
+    info!(target: "session_goal", session = session_id, "another writer changed the goal during the reservation; restoring it, nothing sent");
+    let ours = reserved.updated_at;
+    let theirs = theirs.map(|their_goal| restored_goal(read, their_goal));
+    let result = crate::io::writer::write_namespace_key(&tick.ctx.client, session_id, directory, "goal", |fresh| {
+        match fresh.goal() {
+            Some(current) if current.updated_at == ours => Ok(theirs),
+            _ => Err(Cancelled),
+        }
+    })
+    .await;
+    if let Err(error) = result {
+        warn!(target: "session_goal", session = session_id, %error, "restoring the other writer's goal failed");
+    }
+}
+
+/// The other writer's goal (known fields, from an event) laid over the goal as we read it, when
+/// it is the same goal; a different goal (replaced) is taken as the event shows it.
+fn restored_goal(read: Option<&Goal>, theirs: Value) -> Value {
+    let (Some(read), Some(their_fields)) = (read, theirs.as_object()) else { return theirs };
+    if their_fields.get("id").and_then(Value::as_str) != Some(read.id.as_str()) {
+        return theirs;
+    }
+    let mut base = read.to_value();
+    if let Some(object) = base.as_object_mut() {
+        for (key, value) in their_fields {
+            object.insert(key.clone(), value.clone());
+        }
+    }
+    base
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn goal(status: &str, objective: &str, turns: u64) -> Value {
+        json!({"id": "goal-1", "objective": objective, "status": status, "turnsUsed": turns, "createdAt": 1000.0, "updatedAt": 2000.0 + turns as f64})
+    }
+
+    #[test]
+    fn another_hosts_reservation_is_not_a_user_change() {
+        let read = Goal::from_value(&goal("active", "Port the parser", 1)).unwrap();
+        // Another host reserved the same turn: only counters, lease and timestamps differ.
+        assert!(is_competing_reservation(Some(&goal("active", "Port the parser", 2)), Some(&read)));
+        // The user paused, edited or cleared: theirs is restored.
+        assert!(!is_competing_reservation(Some(&goal("paused", "Port the parser", 1)), Some(&read)));
+        assert!(!is_competing_reservation(Some(&goal("active", "Port the lexer", 1)), Some(&read)));
+        assert!(!is_competing_reservation(None, Some(&read)));
+        assert!(!is_competing_reservation(Some(&goal("active", "Port the parser", 2)), None));
+    }
+}

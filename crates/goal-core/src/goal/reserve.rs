@@ -1,0 +1,139 @@
+//! The reserve stage: the turn is reserved in the goal record before anything is posted (a crash
+//! after this only waits for the next idle; the reverse could send twice), under a guard that
+//! only lets the write land when nobody reserved since this tick read the goal; then the
+//! reservation's echo is awaited briefly for a lost update (see `echo.rs`).
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::goal::context::{log_write, ReadAtStart, Tick};
+use crate::goal::dispatch::{continuation_message_id, CONTINUATION_ID_FIELD};
+use crate::goal::echo::{Heard, ReservationEcho, ECHO_BOUND};
+use crate::goal::plan::Reservation;
+use crate::io::writer::{continuation_for_of, write_goal_on, GoalGuard, GoalWrite, CONTINUATION_FOR_FIELD};
+use crate::record::lease::take_lease;
+use crate::record::{truncate_chars, Goal, GoalStatus, NOTE_CHAR_LIMIT};
+use crate::sched::TickOutcome;
+use crate::time::clock::now_ms;
+
+/// A turn reserved in the goal record.
+pub struct Reserved {
+    /// The goal as written by the reservation.
+    pub goal: Goal,
+    /// The guard of writes that build on the reservation.
+    pub guard: GoalGuard,
+    /// The tail the turn answers.
+    pub tail: String,
+    /// An earlier reservation of this same tail was reused (the turn was counted then).
+    pub reused: bool,
+    /// The message id every post of this turn uses (`None`: the tail's id has an unknown format).
+    pub message_id: Option<String>,
+    /// The echo watch, when the echo had not come by the bound: looked at again when the tick
+    /// ends without posting.
+    pub late: Option<ReservationEcho>,
+}
+
+/// Reserves the turn answering `tail` (reusing a reservation already made for it). `Err` ends
+/// the tick: the write failed or was stale, or the echo showed a user's change, written back.
+pub async fn reserve(
+    tick: &Tick<'_>,
+    tail: &str,
+    reservation: Reservation,
+    read: ReadAtStart,
+) -> Result<Reserved, TickOutcome> {
+    let ctx = tick.ctx;
+    let goal = &tick.goal;
+    let reused = continuation_for_of(goal) == Some(tail);
+    // Every host and every retry derives this same id from the same tail; OpenCode answers a
+    // repeated id once.
+    let message_id = continuation_message_id(&goal.id, tail);
+    let reserve_guard = GoalGuard::Reserve {
+        revision: goal.revision(),
+        holder: ctx.holder.clone(),
+        turns_used: goal.turns_used,
+        continuation_for: continuation_for_of(goal).map(str::to_string),
+    };
+    // Watch the goal's events from before the read the write builds on until the write's echo:
+    // another writer's pause, clear or edit landing in between shows up there (see `repair`).
+    // When the tick went straight on (an audit answered at once, or none), its first read is
+    // that base and its watch already runs; otherwise the write reads fresh, watched anew.
+    let ReadAtStart { base, watch } = read;
+    let (base, watch) = if base.usable() {
+        (Some(base), watch)
+    } else {
+        drop(watch);
+        (None, ctx.echoes.watch(tick.session_id))
+    };
+    let mut read_goal: Option<Goal> = None;
+    let written = write_goal_on(&ctx.client, tick.session_id, tick.directory, &reserve_guard, base.as_ref(), |g| {
+        read_goal = Some(g.clone());
+        apply_reservation(g, &reservation, reused, tail, message_id.as_deref(), tick);
+    })
+    .await;
+    let (written, written_metadata) = match written {
+        Ok((write, metadata)) => (Ok(write), metadata),
+        Err(error) => (Err(error), None),
+    };
+    let reserved = match written {
+        Ok(GoalWrite::Written(goal)) => *goal,
+        other => {
+            log_write(tick.session_id, "reserve", &other);
+            return Err(if other.is_err() { TickOutcome::Retry } else { TickOutcome::Done });
+        }
+    };
+    let guard =
+        GoalGuard::Exact { revision: reserved.revision(), status: GoalStatus::Active, holder: ctx.holder.clone() };
+    let bound = ECHO_BOUND.min(ctx.config.idle_quiet.max(Duration::from_millis(50)));
+    let echo = ReservationEcho {
+        watch,
+        read_value: read_goal.as_ref().map_or(Value::Null, Goal::to_value),
+        written_value: reserved.to_value(),
+        written_metadata,
+        reserved: reserved.clone(),
+        read_goal,
+    };
+    // An echo that had not come by the bound (a slow event stream) is looked for again when the
+    // tick ends without posting: the event that stopped it is often the very write we overwrote.
+    let late = match echo.hear(tick, bound).await {
+        Heard::Repaired => return Err(TickOutcome::Done),
+        Heard::NotYet => Some(echo),
+        Heard::Settled => None,
+    };
+    Ok(Reserved { goal: reserved, guard, tail: tail.to_string(), reused, message_id, late })
+}
+
+/// The reservation's fields: accounting, the turn counted (unless reused), streaks, note,
+/// auditor, evidence fields, the tail and message id, and this runtime's lease.
+fn apply_reservation(
+    g: &mut Goal,
+    reservation: &Reservation,
+    reused: bool,
+    tail: &str,
+    message_id: Option<&str>,
+    tick: &Tick<'_>,
+) {
+    reservation.accounting.apply(g);
+    if !reused {
+        g.turns_used = g.turns_used.saturating_add(1);
+    }
+    g.blocked_streak = reservation.blocked_streak;
+    g.audit_fail_streak = reservation.audit_fail_streak;
+    g.status_reason.clear();
+    if let Some(note) = &reservation.note {
+        g.note = truncate_chars(note, NOTE_CHAR_LIMIT);
+    }
+    if let Some((provider, model)) = &reservation.evaluation {
+        g.evaluation_provider_id = provider.clone();
+        g.evaluation_model_id = model.clone();
+    }
+    for (field, value) in &reservation.goal_fields {
+        g.extra.insert(field.clone(), value.clone());
+    }
+    g.extra.insert(CONTINUATION_FOR_FIELD.into(), Value::from(tail));
+    match message_id {
+        Some(id) => g.extra.insert(CONTINUATION_ID_FIELD.into(), Value::from(id)),
+        None => g.extra.remove(CONTINUATION_ID_FIELD),
+    };
+    take_lease(g, &tick.ctx.holder, now_ms(), tick.ctx.config.lease.as_millis() as f64);
+}

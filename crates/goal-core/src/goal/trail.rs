@@ -1,0 +1,51 @@
+//! The audit trail: one line per decision of the evidence stages, appended to the session's
+//! history file (see `io/history.rs`).
+
+use serde_json::{json, Map, Value};
+
+use crate::goal::context::{spawn_detached, Tick};
+use crate::record::Goal;
+use crate::time::active::{active_ms, time_budget_ms};
+
+/// A trail line: when, which turn and tail, what the tick did and why, and the time spent.
+pub fn line(goal: &Goal, tail: &str, action: &str, reason: &str, now: f64) -> Map<String, Value> {
+    let mut record = Map::new();
+    record.insert("time".into(), json!(now));
+    record.insert("turn".into(), json!(goal.turns_used));
+    record.insert("tail".into(), json!(tail));
+    record.insert("action".into(), json!(action));
+    if !reason.is_empty() {
+        record.insert("reason".into(), json!(reason));
+    }
+    record.insert("activeMs".into(), json!(active_ms(goal, now).floor()));
+    if let Some(budget) = time_budget_ms(goal) {
+        record.insert("timeBudgetMs".into(), json!(budget));
+    }
+    record
+}
+
+impl Tick<'_> {
+    /// Appends a line to the trail and waits for it.
+    pub async fn append_trail(&self, line: Map<String, Value>) {
+        crate::io::history::append(
+            self.ctx.services.data_dir.root(),
+            self.session_id,
+            &Value::Object(line),
+            self.ctx.config.evidence.history_max_records,
+        )
+        .await;
+    }
+
+    /// Appends a line to the trail beside the work that follows (a continuation waits for
+    /// nothing it does not need; records of one session are a turn apart).
+    pub fn append_trail_detached(&self, line: Map<String, Value>) {
+        let (root, session, max) = (
+            self.ctx.services.data_dir.root().to_path_buf(),
+            self.session_id.to_string(),
+            self.ctx.config.evidence.history_max_records,
+        );
+        spawn_detached(Box::pin(async move {
+            crate::io::history::append(&root, &session, &Value::Object(line), max).await
+        }));
+    }
+}
