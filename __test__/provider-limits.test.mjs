@@ -78,7 +78,7 @@ describe('a limit that resets parks the goal', () => {
     expect(done.cause?.code).not.toBe('waitingForProviderLimit')
     // The trail records the park.
     const trail = await env.runtime.history(session.id)
-    const park = trail.find((entry) => entry.kind === 'park')
+    const park = trail.find((entry) => entry.action === 'park')
     expect(park).toMatchObject({ tail: failed.info.id })
     expect(park.until).toBe(parked.cause.until)
   })

@@ -127,6 +127,7 @@ impl GoalRuntime {
             // Optimistic: a session that events have not shown without an active goal is read
             // at once (a host that forwards only status events still gets the short path).
             known_active: Arc::new(move |session: &str| active_view.expects_active_goal(session)),
+            holders: Arc::default(),
         };
         let scheduler = Scheduler::start_publishing(Arc::new(GoalJob { ctx: ctx.clone() }), runtime, facts);
         let inner = Arc::new_cyclic(|me| Inner {
@@ -243,6 +244,7 @@ impl Inner {
             };
             for session in sessions.iter().filter(|s| !s.is_subagent()) {
                 if let Some(goal) = session.goal() {
+                    self.ctx.holders.saw(&goal.id, &session.id, session.created);
                     let active = goal.status == GoalStatus::Active;
                     if active {
                         debug!(target: "session_goal", session = %session.id, "recovering active goal");
@@ -277,6 +279,7 @@ impl Inner {
             };
             for session in sessions.iter().filter(|s| !s.is_subagent()) {
                 let Some(goal) = session.goal() else { continue };
+                self.ctx.holders.saw(&goal.id, &session.id, session.created);
                 if goal.status != GoalStatus::Active
                     || crate::record::session::live_status(&status, &session.id)
                         == crate::record::session::LiveStatus::Working

@@ -11,12 +11,15 @@ use tracing::{debug, info};
 use crate::config::ProviderLimits;
 use crate::error::HttpError;
 use crate::goal::accounting::account;
+use crate::goal::context::Tick;
 use crate::goal::park::{self, Park, TailStep};
+use crate::goal::plan::Settlement;
 use crate::io::opencode::OpenCodeClient;
 use crate::io::writer::{write_goal, GoalGuard, GoalWrite};
 use crate::record::session::{chronological, Message, Role};
-use crate::record::Goal;
+use crate::record::{Goal, GoalStatus};
 use crate::sched::TickOutcome;
+use crate::time::clock::now_ms;
 
 /// What the provider stage leaves to the rest of the tick.
 #[derive(Debug, Clone, PartialEq)]
@@ -97,18 +100,85 @@ pub fn plannable(messages: &[Message], tail_id: &str) -> Vec<Message> {
 
 /// A trail record of a park.
 pub fn park_record(goal: &Goal, park: &Park, now_ms: f64) -> Map<String, Value> {
-    let mut record = Map::new();
-    record.insert("time".into(), json!(now_ms));
-    record.insert("turn".into(), json!(goal.turns_used));
-    record.insert("tail".into(), json!(park.tail));
-    record.insert("action".into(), json!("park"));
-    record.insert("reason".into(), json!(park::REASON_WAITING_FOR_PROVIDER));
+    let mut record = crate::goal::trail::line(goal, &park.tail, "park", park::REASON_WAITING_FOR_PROVIDER, now_ms);
     record.insert("until".into(), json!(park.until));
     record.insert("park".into(), json!(park.nth));
     if let Some(detail) = &park.cause.detail {
         record.insert("detail".into(), json!(detail));
     }
     record
+}
+
+/// What the tick plans on after the provider stage: the window (the failed or cut reply made
+/// plannable when it is continued), whether the audit is skipped, and a cut turn's number.
+pub struct AfterStage {
+    /// The window to plan on, when it differs from the one read.
+    pub messages: Option<Vec<Message>>,
+    /// A cut turn's number in the row (its continuation records it).
+    pub cut: Option<u64>,
+}
+
+impl Tick<'_> {
+    /// The provider stage (see the module). `Err` ends the tick: parked, still parked, or
+    /// settled with a typed cause.
+    pub async fn provider_stage(&self, messages: &[Message]) -> Result<AfterStage, TickOutcome> {
+        let (ctx, now) = (self.ctx, now_ms());
+        let stage = decide(&self.goal, messages, now, ctx.config.provider_limits, self.attempt, ctx.config.idle_quiet);
+        match stage {
+            Stage::Usual => {
+                if let Err(outcome) =
+                    end_stale_park(&ctx.client, self.session_id, self.directory, &self.guard, &self.goal, messages)
+                        .await
+                {
+                    return Err(outcome);
+                }
+                Ok(AfterStage { messages: None, cut: None })
+            }
+            Stage::Continue { messages, cut } => Ok(AfterStage { messages: Some(messages), cut }),
+            Stage::Wait(wait) => {
+                debug!(target: "session_goal", session = self.session_id, wait_ms = wait.as_millis() as u64, "parked on a provider limit");
+                Err(TickOutcome::BackOff(wait))
+            }
+            Stage::Park(park) => {
+                let (outcome, result) = write_park(
+                    &ctx.client,
+                    self.session_id,
+                    self.directory,
+                    &self.guard,
+                    &self.goal,
+                    messages,
+                    &park,
+                    now,
+                )
+                .await;
+                if let Ok(GoalWrite::Written(written)) = &result {
+                    self.append_trail(park_record(written, &park, now)).await;
+                }
+                Err(outcome)
+            }
+            Stage::Block(stop) => Err(self.provider_stop(messages, stop, now).await),
+        }
+    }
+
+    /// Settles `blocked` with the stop's reason and cause (never audited, never continued).
+    async fn provider_stop(&self, messages: &[Message], stop: park::Stop, now: f64) -> TickOutcome {
+        info!(target: "session_goal", session = self.session_id, cause = stop.cause.code.as_str(), "provider failure or cut turns: settling");
+        let tail = chronological(messages).last().map(|m| m.id.clone()).unwrap_or_default();
+        let settlement = Settlement {
+            status: GoalStatus::Blocked,
+            reason: stop.reason.to_string(),
+            note: None,
+            accounting: account(&self.goal, messages),
+            evaluation: None,
+        };
+        self.append_trail(crate::goal::trail::line(&self.goal, &tail, "blocked", stop.reason, now)).await;
+        let cause = stop.cause;
+        self.settle_on(&self.goal, &self.guard, settlement, move |g| {
+            park::clear_park(g);
+            g.set_cause(Some(cause));
+        })
+        .await
+    }
 }
 
 /// Writes a park: the goal stays active and waits. How the tick ends: looking again at the

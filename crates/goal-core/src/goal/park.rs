@@ -240,21 +240,17 @@ pub fn clear_park(goal: &mut Goal) {
     }
 }
 
-/// The counts a reservation writes after `tail`: a reply that produced output resets parks and
-/// cut turns in a row; a cut turn counts one more. `cut_nth` is set for a cut-turn continuation.
-pub fn streaks_after(goal: &mut Goal, tail: &Message, cut_nth: Option<u64>) {
-    if tail.produced_output {
+/// What a reservation changes of the park state: any park is over (a continuation goes out),
+/// the goal is simply running again (no cause), and a judged reply that produced output ends
+/// the row of parks; the row of cut turns ends too unless the reservation sets it again (a cut
+/// turn's continuation writes its number in the same write).
+pub fn on_reserve(goal: &mut Goal, tail_output: bool) {
+    clear_park(goal);
+    goal.set_cause(None);
+    if tail_output {
         goal.extra.remove(PROVIDER_WAITS_FIELD);
     }
-    match cut_nth {
-        Some(nth) => {
-            goal.extra.insert(CUT_TURNS_FIELD.into(), Value::from(nth));
-        }
-        None if tail.is_completed() => {
-            goal.extra.remove(CUT_TURNS_FIELD);
-        }
-        None => {}
-    }
+    goal.extra.remove(CUT_TURNS_FIELD);
 }
 
 #[cfg(test)]

@@ -96,10 +96,10 @@ fn parks_in_a_row_are_bounded_and_output_resets_them() {
     };
     assert_eq!((stop.reason, stop.cause.code), (REASON_PROVIDER_QUOTA, CauseCode::ProviderQuota));
     let mut counted = goal(json!({"providerWaits": 4, "cutTurns": 1}));
-    streaks_after(&mut counted, &failed, None);
-    assert_eq!(count_of(&counted, PROVIDER_WAITS_FIELD), 4, "an empty reply resets nothing");
+    on_reserve(&mut counted, failed.produced_output);
+    assert_eq!(count_of(&counted, PROVIDER_WAITS_FIELD), 4, "an empty reply ends no row of parks");
     let productive = tail(json!({"tokens": {"output": 12}}), json!([]));
-    streaks_after(&mut counted, &productive, None);
+    on_reserve(&mut counted, productive.produced_output);
     assert_eq!((count_of(&counted, PROVIDER_WAITS_FIELD), count_of(&counted, CUT_TURNS_FIELD)), (0, 0));
     let tool_only = tail(json!({}), json!([{"type": "tool", "tool": "bash", "state": {"status": "completed"}}]));
     assert!(tool_only.produced_output && !failed.produced_output);
@@ -159,12 +159,10 @@ fn cut_turns_continue_once_then_block() {
     let TailStep::Block(stop) = confirmed(&goal(json!({"cutTurns": 1}))) else { panic!() };
     assert_eq!(stop.cause.code, CauseCode::TurnInterrupted);
     assert_eq!(confirmed(&goal(json!({"cutTurns": 1, "statusReason": "resumed"}))), TailStep::ContinueCut { nth: 1 });
-    let mut counted = goal(json!({}));
-    streaks_after(&mut counted, &cut, Some(1));
-    assert_eq!(count_of(&counted, CUT_TURNS_FIELD), 1);
-    // A finished reply (even an empty one) ends the row of cut turns.
-    streaks_after(&mut counted, &limited(json!({})), None);
-    assert_eq!(count_of(&counted, CUT_TURNS_FIELD), 0);
+    let mut counted = goal(json!({"cutTurns": 1, "cause": {"code": "waitingForProviderLimit", "since": 1}}));
+    on_reserve(&mut counted, false);
+    assert_eq!(count_of(&counted, CUT_TURNS_FIELD), 0, "a reservation ends the row unless it sets it again");
+    assert!(counted.cause.is_none(), "a running goal has no cause");
     // Odd stored counts read as zero.
     assert_eq!(confirmed(&goal(json!({"cutTurns": "lots"}))), TailStep::ContinueCut { nth: 1 });
 }
