@@ -30,6 +30,13 @@ const FIXED_REASONS: &[&str] = &[
     crate::time::active::REASON_TIME_BUDGET,
     "marked by user",
     "reported by agent",
+    crate::goal::park::REASON_WAITING_FOR_PROVIDER,
+    crate::goal::park::REASON_PROVIDER_QUOTA,
+    crate::goal::park::REASON_PROVIDER_AUTH,
+    crate::goal::park::REASON_CONTEXT_OVERFLOW,
+    crate::goal::park::REASON_CONTENT_FILTER,
+    crate::goal::park::REASON_TURN_INTERRUPTED,
+    crate::goal::lineage::REASON_COPIED,
 ];
 
 /// The reason as it may be printed: fixed reasons and error names (`MessageAbortedError`) as
@@ -76,6 +83,7 @@ mod tests {
         assert_eq!(printable_reason("  "), "no reason given");
         assert_eq!(printable_reason(crate::evidence::REASON_NO_PROGRESS), "no progress");
         assert_eq!(printable_reason(crate::time::active::REASON_TIME_BUDGET), "time budget reached");
+        assert_eq!(printable_reason(crate::goal::park::REASON_PROVIDER_AUTH), "provider authentication failed");
     }
 
     #[test]
