@@ -26,7 +26,9 @@ afterAll(async () => {
   await model?.close()
 })
 
-afterEach(async () => {
+afterEach(async (context) => {
+  // E2E_LOG=1 prints the runtime's log lines of each scenario (never prompts, output or keys).
+  if (process.env.E2E_LOG && host) console.log(`--- ${context.task.name}\n${host.logs.join('\n')}`)
   await host?.stop()
   host = undefined
 })
@@ -34,6 +36,7 @@ afterEach(async () => {
 /** A host: the runtime fed from OpenCode's event stream, recover() after every reconnect. */
 async function startHost(options = {}) {
   const notifications = []
+  const logs = []
   const runtime = pkg.createSessionGoalRuntime({
     openCode: { baseUrl: oc.url },
     settings: { dataDir: tempDataDir() },
@@ -42,6 +45,7 @@ async function startHost(options = {}) {
     kickoffQuietMs: 400,
     resumeKickoffMs: 100,
     emitGoalNotification: (event) => notifications.push(event),
+    logger: (level, message) => logs.push(`${new Date().toISOString().slice(11, 23)} ${level} ${message}`),
     ...options,
   })
   let connected = false
@@ -64,6 +68,7 @@ async function startHost(options = {}) {
   return {
     runtime,
     notifications,
+    logs,
     async stop() {
       stream.close()
       await runtime.stop()
@@ -120,7 +125,8 @@ describe('provider limits, forks and restarts on a real OpenCode server', () => 
     const agentCalls = model.requestsOf('limit', 'agent')
     expect(agentCalls.length).toBeGreaterThanOrEqual(3) // OpenCode retried the 429 itself first
     expect(model.requestsOf('limit', 'audit')).toHaveLength(2) // the failed reply was not audited
-    expect(done.turnsUsed).toBe(2)
+    // The failed turn was given back: the resumed continuation is the second of two sent.
+    expect(done.turnsUsed).toBe(1)
   }, 120_000)
 
   it('a real fork of a goal session is adopted paused, and the source completes', async () => {

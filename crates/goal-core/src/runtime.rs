@@ -338,6 +338,11 @@ impl Consumer for Inner {
                     Some(goal) if goal.turns_used == 0 => {
                         (Some((config.kickoff_quiet, ArmMode::IfNothingPending)), None)
                     }
+                    // A goal that names another session, or none (a fork's copy, which no idle
+                    // event announces): look at once whose it is.
+                    Some(goal) if goal.session_id.as_deref() != Some(session_id.as_str()) => {
+                        (Some((config.resume_kickoff, ArmMode::IfNothingPending)), None)
+                    }
                     // Edited (or replaced) while active: the invalidation drops the pending
                     // wake-up and any tick in flight, and nothing else would bring one back on an
                     // idle session. Plan again with the new content.
