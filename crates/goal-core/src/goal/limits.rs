@@ -126,12 +126,7 @@ impl Tick<'_> {
         let stage = decide(&self.goal, messages, now, ctx.config.provider_limits, self.attempt, ctx.config.idle_quiet);
         match stage {
             Stage::Usual => {
-                if let Err(outcome) =
-                    end_stale_park(&ctx.client, self.session_id, self.directory, &self.guard, &self.goal, messages)
-                        .await
-                {
-                    return Err(outcome);
-                }
+                end_stale_park(&ctx.client, self.session_id, self.directory, &self.guard, &self.goal, messages).await?;
                 Ok(AfterStage { messages: None, cut: None })
             }
             Stage::Continue { messages, cut } => Ok(AfterStage { messages: Some(messages), cut }),
@@ -140,17 +135,7 @@ impl Tick<'_> {
                 Err(TickOutcome::BackOff(wait))
             }
             Stage::Park(park) => {
-                let (outcome, result) = write_park(
-                    &ctx.client,
-                    self.session_id,
-                    self.directory,
-                    &self.guard,
-                    &self.goal,
-                    messages,
-                    &park,
-                    now,
-                )
-                .await;
+                let (outcome, result) = write_park(self, messages, &park, now).await;
                 if let Ok(GoalWrite::Written(written)) = &result {
                     self.append_trail(park_record(written, &park, now)).await;
                 }
@@ -184,17 +169,13 @@ impl Tick<'_> {
 /// Writes a park: the goal stays active and waits. How the tick ends: looking again at the
 /// wake-up time when written; done when the goal changed meanwhile; retried when the write failed.
 pub async fn write_park(
-    client: &OpenCodeClient,
-    session_id: &str,
-    directory: &str,
-    guard: &GoalGuard,
-    goal: &Goal,
+    tick: &Tick<'_>,
     messages: &[Message],
     park: &Park,
     now_ms: f64,
 ) -> (TickOutcome, Result<GoalWrite, HttpError>) {
-    let accounting = account(goal, messages);
-    let result = write_goal(client, session_id, directory, guard, |g| {
+    let accounting = account(&tick.goal, messages);
+    let result = write_goal(&tick.ctx.client, tick.session_id, tick.directory, &tick.guard, |g| {
         accounting.apply(g);
         park::apply_park(g, park, now_ms);
         g.extra.remove(crate::record::lease::LEASE_FIELD);
@@ -202,7 +183,7 @@ pub async fn write_park(
     .await;
     let outcome = match &result {
         Ok(GoalWrite::Written(_)) => {
-            info!(target: "session_goal", session = session_id, park = park.nth, wait_ms = (park.until - now_ms).max(0.0) as u64, "provider limit: parked until it resets");
+            info!(target: "session_goal", session = tick.session_id, park = park.nth, wait_ms = (park.until - now_ms).max(0.0) as u64, "provider limit: parked until it resets");
             TickOutcome::BackOff(wait_until(park.until, now_ms))
         }
         Ok(GoalWrite::Stale) => TickOutcome::Done,
