@@ -120,5 +120,30 @@ describe('host callbacks', () => {
     await waitFor(() => goalOf(env.mock, quiet.id).status === 'blocked', 8000)
     expect(goalOf(env.mock, quiet.id).statusReason).toBe('progress audit unavailable')
     expect(lines.filter((l) => l.includes('progress audit failed'))).toEqual([])
+    await env.cleanup()
+    lines.length = 0
+
+    // A service that rejects with a 404 (no small model configured): unavailable, and silent
+    // where the 429 above was logged.
+    let asked = 0
+    env = await setup({
+      runtimeOptions: {
+        getSmallModelService: async () => ({
+          generateSmallModelText: async () => {
+            asked += 1
+            throw Object.assign(new Error('no small model'), { statusCode: 404 })
+          },
+        }),
+        logger: (level, message) => lines.push(`${level} ${message}`),
+      },
+    })
+    const missing = sessionWithReply(env.mock)
+    env.mock.scriptReplies(missing.id, [{ text: 'x' }])
+    env.mock.setStatus(missing.id, 'idle')
+    await waitFor(() => goalOf(env.mock, missing.id).status === 'blocked', 8000)
+    expect(asked).toBeGreaterThanOrEqual(1)
+    expect(goalOf(env.mock, missing.id).statusReason).toBe('progress audit unavailable')
+    expect(lines.filter((l) => l.includes('progress audit failed'))).toEqual([])
+    expect(lines.filter((l) => l.includes('404'))).toEqual([])
   })
 })

@@ -3,7 +3,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { setup, scriptedAuditor, sessionWithReply, goalOf, waitFor, sleep, pkg } from './helpers.mjs'
+import { setup, scriptedAuditor, sessionWithReply, goalOf, goalMetadata, waitFor, sleep, pkg } from './helpers.mjs'
 
 let env
 afterEach(async () => {
@@ -74,6 +74,26 @@ describe('evidence audit', () => {
       digest: { toolCalls: 2, successfulToolCalls: 1, filesChanged: 1, additions: 12, deletions: 3, todos: { total: 1, completed: 0 } },
     })
     expect(fs.existsSync(path.join(env.dataDir, 'goals', `${session.id}.history.jsonl`))).toBe(true)
+  })
+
+  it('a turn whose user message records its changes (even none) reads no /diff: the summary is the list', async () => {
+    const auditor = scriptedAuditor([{ verdict: 'continue', note: 'keep going' }])
+    env = await setup({ auditor })
+    const { mock } = env
+    // A turn that changed nothing: OpenCode records an empty list on the user message.
+    const quiet = mock.createSession({ directory: '/tmp/project', metadata: goalMetadata() })
+    mock.addUserMessage(quiet.id, 'Please make the parser handle nested lists', { summary: { diffs: [] } })
+    mock.addAssistantMessage(quiet.id, { text: 'Looked around; nothing to change yet.', tokens: { input: 1000, output: 100 } })
+    // The /diff route would answer something else, so a read of it would show in the digest.
+    mock.setDiff(quiet.id, [{ file: 'from-the-route.js', patch: '@@', additions: 1, deletions: 0, status: 'added' }])
+    mock.scriptReplies(quiet.id, [{ text: 'still looking', completed: false }])
+    mock.setStatus(quiet.id, 'idle')
+
+    await waitFor(() => mock.prompts.length === 1, 8000)
+    expect(auditor.calls).toHaveLength(1)
+    expect(evidenceOf(auditor.calls[0]).filesChanged).toEqual([])
+    // Counted at the wire: not one request for the diff, with or without a message id.
+    expect(mock.requests.filter((r) => r.path.endsWith('/diff'))).toEqual([])
   })
 
   it('a missing diff endpoint and unknown tool shapes are ignored safely', async () => {

@@ -25,14 +25,29 @@ function continuationsPerTail(mock, sessionId) {
   return [...counts.values()]
 }
 
+/** The messageID of every POST on the wire that asked the session for a turn (repeats included). */
+const postedIds = (mock, sessionId) => mock.sends(sessionId).map((r) => r.body?.messageID ?? null)
+
+/** Tail (the newest finished assistant reply when the post arrived) → the ids posted for it. */
+function idsPerTail(mock, sessionId) {
+  const replies = mock.messages(sessionId).filter((m) => m.info.role === 'assistant')
+  const out = new Map()
+  for (const post of mock.sends(sessionId)) {
+    const tail = replies.filter((m) => m.info.time.completed && m.info.time.completed <= post.at).at(-1)?.info.id
+    if (!out.has(tail)) out.set(tail, new Set())
+    out.get(tail).add(post.body?.messageID ?? null)
+  }
+  return out
+}
+
 describe('dispatch under ambiguous failures', () => {
-  it('a prompt whose fate stays unknown is never posted again', async () => {
+  it('a continuation whose answer is unclear is posted again only under the same id: one message, one turn', async () => {
     // No event stream (a host whose SSE is down): only the session itself can tell.
     env = await setup({ auditor: continueThenComplete(), forward: false })
     const session = sessionWithReply(env.mock)
     env.mock.scriptReplies(session.id, finished)
     // Admitted but answered 502, and the reconcile that follows cannot read the messages.
-    env.mock.fault({
+    const promptFault = env.mock.fault({
       method: 'POST', path: promptPath(session.id), times: 1, status: 502, apply: true,
       action: () => env.mock.fault({ method: 'GET', path: '/session/' + session.id + '/message', times: 1, status: 503 }),
     })
@@ -40,7 +55,39 @@ describe('dispatch under ambiguous failures', () => {
     await waitFor(() => env.mock.prompts.length === 1, 3000)
     await waitFor(() => env.runtime.snapshot().inFlight === 0, 5000)
     await sleep(300)
+    expect(promptFault.fired).toBe(1)
+    // Counted at the wire, before the server's de-duplication: the 502 was unclear, so the
+    // runtime posted again, and every post carried the one id the server stores once.
+    const ids = postedIds(env.mock, session.id)
+    expect(ids.length).toBeGreaterThanOrEqual(2)
+    expect(new Set(ids).size).toBe(1)
+    expect(ids[0]).toMatch(/^msg_/)
+    expect(env.mock.repeatedPrompts).toHaveLength(ids.length - 1)
     expect(env.mock.prompts).toHaveLength(1)
+    expect(continuationsPerTail(env.mock, session.id)).toEqual([1])
+    expect(goalOf(env.mock, session.id)).toMatchObject({ status: 'active', turnsUsed: 1 })
+  })
+
+  it('without an id to post (a tail id of an unknown format), a prompt whose fate stays unknown is never posted again', async () => {
+    env = await setup({ auditor: continueThenComplete(), forward: false })
+    // The tail's id is not msg_ + 12 hex + 14 base-62 characters: no continuation id can be
+    // derived from it, so a re-post could make a second message.
+    const session = sessionWithReply(env.mock, { reply: { id: 'msg_imported-tail' } })
+    env.mock.scriptReplies(session.id, finished)
+    let readFault
+    const promptFault = env.mock.fault({
+      method: 'POST', path: promptPath(session.id), times: 1, status: 502, apply: true,
+      action: () => (readFault = env.mock.fault({ method: 'GET', path: '/session/' + session.id + '/message', times: 1, status: 503 })),
+    })
+    env.runtime.processPayload({ type: 'session.status', properties: { sessionID: session.id, status: { type: 'idle' } } }, '/tmp/project')
+    await waitFor(() => env.mock.prompts.length === 1, 3000)
+    // The reconcile read failed once and the runtime went on looking, not posting.
+    await waitFor(() => readFault?.fired === 1, 3000)
+    await waitFor(() => env.runtime.snapshot().inFlight === 0, 5000)
+    await sleep(300)
+    expect(promptFault.fired).toBe(1)
+    expect(postedIds(env.mock, session.id)).toEqual([null])
+    expect(env.mock.repeatedPrompts).toHaveLength(0)
     expect(continuationsPerTail(env.mock, session.id)).toEqual([1])
     expect(goalOf(env.mock, session.id)).toMatchObject({ status: 'active', turnsUsed: 1 })
   })
@@ -257,14 +304,14 @@ describe('answers of the wrong shape', () => {
 })
 
 describe('a host that replaces its runtime without stopping the old one', () => {
-  it('two runtimes of one process never both send a continuation for one tail', async () => {
+  it('two runtimes of one process never make two continuations of one tail: a second post carries the same id', async () => {
     const auditor = scriptedAuditor([{ verdict: 'continue', note: 'keep going' }])
     env = await setup({ auditor })
     const session = sessionWithReply(env.mock)
     // The old runtime's prompt is slow to reach OpenCode; meanwhile the host creates a new
     // runtime (the old one is dropped, not stopped, so it keeps receiving events and finishing
     // its tick), which recovers the goal at once.
-    env.mock.fault({ method: 'POST', path: promptPath(session.id), times: 1, delayMs: 600 })
+    const slow = env.mock.fault({ method: 'POST', path: promptPath(session.id), times: 1, delayMs: 600 })
     let replacement
     env.mock.onPatch = (id, { after }) => {
       if (replacement || id !== session.id || !after?.openchamber?.goal?.continuationFor) return
@@ -281,8 +328,14 @@ describe('a host that replaces its runtime without stopping the old one', () => 
     env.mock.setStatus(session.id, 'idle')
     await waitFor(() => env.mock.prompts.length >= 1, 3000)
     await sleep(700)
+    expect(slow.fired).toBe(1)
+    expect(replacement).toBeDefined()
     expect(continuationsPerTail(env.mock, session.id).every((n) => n === 1)).toBe(true)
     expect(goalOf(env.mock, session.id).turnsUsed).toBe(env.mock.prompts.length)
+    // At the wire: whichever runtime posted for the first tail, every post carried one id, so
+    // the server made one message of them (a second id would be a second continuation).
+    for (const ids of idsPerTail(env.mock, session.id).values()) expect(ids.size).toBe(1)
+    expect(env.mock.sends(session.id).length).toBe(env.mock.prompts.length + env.mock.repeatedPrompts.length)
   })
 })
 

@@ -34,7 +34,7 @@ describe('restart recovery', () => {
     expect(goalOf(env.mock, session.id).turnsUsed).toBe(1)
   })
 
-  it('never resends a continuation admitted before the restart', async () => {
+  it('a continuation admitted before the restart (now the trailing user message) keeps the restarted runtime silent', async () => {
     env = await setup({ auditor: scriptedAuditor([continueVerdict]), forward: false })
     const session = sessionWithReply(env.mock)
     const tail = env.mock.messages(session.id).at(-1).info.id
@@ -42,16 +42,24 @@ describe('restart recovery', () => {
     // The previous process reserved and sent; the prompt landed (a user message after the tail).
     env.mock.setMetadata(session.id, { openchamber: { goal: { ...goal, turnsUsed: 1, continuationFor: tail } } })
     env.mock.addUserMessage(session.id, 'Continue working toward the active session goal.')
+    const idleQuietMs = 150
     const restarted = pkg.createSessionGoalRuntime({
       openCode: { baseUrl: env.mock.url },
       settings: { dataDir: tempDataDir() },
       kickoffQuietMs: 50,
+      idleQuietMs,
       directories: ['/tmp/project'],
       generateSmallModelText: scriptedAuditor([continueVerdict]).service.generateSmallModelText,
     })
     extra.push(() => restarted.stop())
-    await sleep(600)
-    expect(env.mock.prompts).toHaveLength(0)
+    // The restarted runtime has looked at the conversation (its recovery tick ran) and finished;
+    // then longer than a quiet window more, so a re-armed tick would have acted too.
+    const reads = () => env.mock.requests.filter((r) => r.method === 'GET' && r.path === '/session/' + session.id + '/message').length
+    await waitFor(() => reads() >= 1, 5000)
+    await waitFor(() => restarted.snapshot().inFlight === 0, 5000)
+    await sleep(2 * idleQuietMs + 200)
+    // Counted at the wire: no post at all, not even one the server would de-duplicate.
+    expect(env.mock.sends(session.id)).toHaveLength(0)
     expect(goalOf(env.mock, session.id).turnsUsed).toBe(1)
   })
 
@@ -98,6 +106,16 @@ describe('several hosts on one OpenCode server', () => {
     expect(env.mock.prompts.length).toBeGreaterThanOrEqual(1)
     expect(env.mock.prompts.length).toBeLessThanOrEqual(3)
     expect(goalOf(env.mock, session.id).turnsUsed).toBe(env.mock.prompts.length)
+    // At the wire, before the server's de-duplication: for each tail (the newest finished reply
+    // when the post arrived) the two hosts posted one id at most.
+    const replies = env.mock.messages(session.id).filter((m) => m.info.role === 'assistant')
+    const idsPerTail = new Map()
+    for (const post of env.mock.sends(session.id)) {
+      const tail = replies.filter((m) => m.info.time.completed <= post.at).at(-1)?.info.id
+      idsPerTail.set(tail, new Set([...(idsPerTail.get(tail) ?? []), post.body?.messageID]))
+    }
+    expect([...idsPerTail.values()].every((ids) => ids.size === 1)).toBe(true)
+    expect(env.mock.sends(session.id).length).toBe(env.mock.prompts.length + env.mock.repeatedPrompts.length)
   })
 })
 

@@ -2,7 +2,7 @@
 // event) is found by the sweep and continued; the sweep's cost is one session list and one
 // status read per known directory.
 import { afterEach, describe, expect, it } from 'vitest'
-import { setup, scriptedAuditor, sessionWithReply, goalOf, waitFor, sleep } from './helpers.mjs'
+import { setup, scriptedAuditor, sessionWithReply, goalOf, waitFor, sleep, pkg, tempDataDir } from './helpers.mjs'
 
 let env
 afterEach(async () => {
@@ -36,15 +36,37 @@ describe('periodic sweep', () => {
     expect(sweepReads.every((r) => r.query.directory === '/tmp/project')).toBe(true)
   })
 
-  it('0 disables it', async () => {
+  it('0 disables it: while a 200 ms sweep beside it runs three times and continues its goal, a 0 sweep reads nothing', async () => {
+    // The runtime under test: sweepIntervalMs 0, one stranded goal in its directory.
     env = await setup({
       auditor: scriptedAuditor([continueVerdict]),
       forward: false,
-      runtimeOptions: { sweepIntervalMs: 0, directories: ['/tmp/project'], recoverOnStart: false },
+      runtimeOptions: { sweepIntervalMs: 0, directories: ['/tmp/off'], recoverOnStart: false },
     })
-    sessionWithReply(env.mock)
-    await sleep(700)
-    expect(env.mock.prompts).toHaveLength(0)
-    expect(env.mock.requests.filter((r) => r.path === '/session')).toHaveLength(0)
+    const off = sessionWithReply(env.mock, { directory: '/tmp/off' })
+    // The comparison: the same setup with a 200 ms sweep, in a directory of its own. Whatever
+    // wait shows its sweeps also rules out any short interval the 0 could have turned into.
+    const on = sessionWithReply(env.mock, { directory: '/tmp/on' })
+    const sweeping = pkg.createSessionGoalRuntime({
+      openCode: { baseUrl: env.mock.url },
+      settings: { dataDir: tempDataDir() },
+      idleQuietMs: 150,
+      kickoffQuietMs: 100,
+      sweepIntervalMs: 200,
+      directories: ['/tmp/on'],
+      recoverOnStart: false,
+      generateSmallModelText: scriptedAuditor([continueVerdict]).service.generateSmallModelText,
+    })
+    const sweepReads = (directory) => env.mock.requests.filter((r) => r.method === 'GET' && r.path === '/session' && r.query.directory === directory).length
+    try {
+      await waitFor(() => sweepReads('/tmp/on') >= 3, 5000)
+      await waitFor(() => env.mock.sends(on.id).length === 1, 5000)
+    } finally {
+      await sweeping.stop()
+    }
+    expect(sweepReads('/tmp/off')).toBe(0)
+    expect(env.mock.requests.filter((r) => r.query.directory === '/tmp/off')).toHaveLength(0)
+    expect(env.mock.sends(off.id)).toHaveLength(0)
+    expect(goalOf(env.mock, off.id).turnsUsed).toBe(0)
   })
 })

@@ -131,7 +131,7 @@ describe('tick branches', () => {
     env.mock.setStatus(session.id, 'idle')
     await waitFor(() => goalOf(env.mock, session.id).status === 'blocked', 8000)
     expect(goalOf(env.mock, session.id).statusReason).toBe('messages unavailable')
-    // The first read and four retries after quiet × 1, 2, 4 and 8 (SPEC A.4 item 2).
+    // The first read and four retries after quiet × 1, 2, 4 and 8 (maxRetryAttempts, config/mod.rs).
     const reads = env.mock.requests.filter((r) => r.method === 'GET' && r.path === '/session/' + session.id + '/message')
     expect(reads).toHaveLength(5)
     const gaps = reads.slice(1).map((r, i) => r.at - reads[i].at)
@@ -171,9 +171,13 @@ describe('tick branches', () => {
     await sleep(600)
     // Inside the quiet window nobody has looked yet.
     expect(sessions.map(messageReads)).toEqual([0, 0, 0])
-    // Past the window each tick reads the conversation, and still does nothing.
+    // Past the window each tick reads the conversation, and still does nothing: not in the
+    // tick itself (waited out), nor in a tick re-armed for one more window (waited out too).
     await waitFor(() => sessions.every((s) => messageReads(s) >= 1), 5000)
+    await waitFor(() => env.runtime.snapshot().inFlight === 0, 5000)
+    await sleep(1000 + 300)
     expect(auditor.calls).toHaveLength(0)
+    expect(env.mock.sends()).toHaveLength(0)
     expect(env.mock.prompts).toHaveLength(0)
     for (const s of sessions) expect(goalOf(env.mock, s.id).status).toBe('active')
   })

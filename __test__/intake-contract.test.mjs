@@ -1,7 +1,12 @@
 // The intake contract: the package entry's JS prefilter forwards exactly the payload types the
 // native intake reads (goal-core's intake list), and drops everything else before native code.
 import { afterEach, describe, expect, it } from 'vitest'
+import fs from 'node:fs'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { pkg } from './helpers.mjs'
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 
 let runtime
 afterEach(async () => {
@@ -19,10 +24,14 @@ function recordingRuntime() {
 }
 
 describe('intake contract', () => {
-  it('the native list is the one documented set of types, without duplicates', () => {
+  it('the native list is the one in goal-core (intake.rs INTAKE_PAYLOADS), in order, without duplicates', () => {
     const types = pkg.intakePayloadTypes()
-    expect(types).toContain('session.status')
-    expect(types).toContain('message.updated')
+    // The list as intake.rs writes it down: what the binary reports must be exactly that.
+    const source = fs.readFileSync(path.join(root, 'crates/goal-core/src/intake.rs'), 'utf8')
+    const table = source.slice(source.indexOf('pub const INTAKE_PAYLOADS'), source.indexOf('];', source.indexOf('pub const INTAKE_PAYLOADS')))
+    const written = [...table.matchAll(/\("([^"]+)", PayloadReading::/g)].map((m) => m[1])
+    expect(written.length).toBeGreaterThan(5)
+    expect(types).toEqual(written)
     expect(new Set(types).size).toBe(types.length)
     for (const type of types) expect(type).toMatch(/^[a-z0-9]+(\.[a-z0-9]+)+$/)
   })

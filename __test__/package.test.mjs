@@ -10,7 +10,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import * as esm from '../runtime.mjs'
 import esmDefault from '../runtime.mjs'
-import { setup, scriptedAuditor, sessionWithReply, goalOf, waitFor, tempDataDir } from './helpers.mjs'
+import { setup, scriptedAuditor, sessionWithReply, goalOf, waitFor, sleep, tempDataDir } from './helpers.mjs'
 import { startMockOpenCode } from './mock/opencode.mjs'
 
 const require = createRequire(import.meta.url)
@@ -146,6 +146,34 @@ describe('default console lines (no logger option)', () => {
   })
 
   it('an explicit logger: null keeps the runtime silent', async () => {
+    // In a process of its own: the console logger is registered once per process and the native
+    // side hands every line to every registered logger, so a runtime created earlier in this
+    // file without a logger would print this runtime's lines too (see lib/operator-console.js).
+    // The run: an audit failure, two continuations, a settle; each a console line by default.
+    const script = `
+      import { setup, scriptedAuditor, sessionWithReply, goalOf, waitFor, sleep } from ${JSON.stringify(path.join(root, '__test__/helpers.mjs'))}
+      const printed = []
+      for (const m of ['log', 'warn', 'error', 'info']) console[m] = (...args) => printed.push(args.join(' '))
+      const failing = Object.assign(new Error('provider down'), { statusCode: 500 })
+      const env = await setup({ auditor: scriptedAuditor([failing, { verdict: 'continue', note: 'n' }, { verdict: 'complete', note: 'n' }]), runtimeOptions: process.argv[1] === 'null' ? { logger: null } : {} })
+      const session = sessionWithReply(env.mock)
+      env.mock.scriptReplies(session.id, [{ text: 'first pass', tokens: { input: 10 } }, { text: 'tests written and passing', tokens: { input: 10 } }])
+      env.runtime.processPayload({ type: 'session.status', properties: { sessionID: session.id, status: { type: 'idle' } } }, '/tmp/project')
+      await waitFor(() => goalOf(env.mock, session.id).status === 'complete', 15000)
+      await sleep(500)
+      const sends = env.mock.sends(session.id).length
+      await env.cleanup()
+      process.stdout.write(JSON.stringify({ printed, sends }) + '\\n')
+      process.exit(0)
+    `
+    const run = (logger) => JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script, logger], { cwd: root, encoding: 'utf8' }).trim().split('\n').pop())
+    const silent = run('null')
+    expect(silent.sends).toBeGreaterThanOrEqual(2)
+    expect(silent.printed).toEqual([])
+    // The same run with no logger option at all prints its operator lines.
+    const loud = run('none')
+    expect(loud.printed.some((line) => line.includes('settled as complete'))).toBe(true)
+
     const printed = []
     vi.spyOn(console, 'log').mockImplementation((...args) => printed.push(args.join(' ')))
     vi.spyOn(console, 'warn').mockImplementation((...args) => printed.push(args.join(' ')))

@@ -60,12 +60,16 @@ run "$node_bin" cjs-requires.cjs
 run "$node_bin" drive-goal.mjs "$repo/__test__/mock/opencode.mjs"
 
 # Types for both entries, as a TypeScript host resolves them (nodenext: `import` → runtime.d.mts,
-# `require` → runtime.d.ts). TypeScript comes from the repository's dev tooling.
-if [ -f "$repo/node_modules/typescript/bin/tsc" ]; then
-  node "$repo/node_modules/typescript/bin/tsc" --noEmit --strict --module nodenext --moduleResolution nodenext \
-    --target es2022 types-esm.mts types-cjs.cts
-  echo "types: ESM (types-esm.mts) and CommonJS (types-cjs.cts) type-check against the installed package"
+# `require` → runtime.d.ts). TypeScript is a devDependency of the repository: without it the
+# check cannot run, and a check that cannot run is a failure, not a skip.
+tsc="$repo/node_modules/typescript/bin/tsc"
+if [ ! -f "$tsc" ]; then
+  echo "install test: TypeScript is missing ($tsc); run npm ci in the repository" >&2
+  exit 1
 fi
+node "$tsc" --noEmit --strict --module nodenext --moduleResolution nodenext \
+  --target es2022 types-esm.mts types-cjs.cts
+echo "types: ESM (types-esm.mts) and CommonJS (types-cjs.cts) type-check against the installed package"
 
 # The CLI through npx (npm's own node must be new enough for npx; otherwise the bin directly).
 if run "$node_bin" -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)'; then

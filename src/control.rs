@@ -77,8 +77,12 @@ where
     }
 }
 
+// Read from the goal's own stored form (the core's field table defines every field once), so
+// no field is copied here by hand; only the derived times are computed (see `record`).
 /// A goal as stored in `metadata.openchamber.goal`.
 #[napi(object, object_from_js = false)]
+#[derive(Default, serde::Deserialize)]
+#[serde(default, rename_all = "camelCase")]
 pub struct GoalRecord {
     /// Goal id (`Date.now().toString(36)` + 6 random base-36 chars for new goals).
     pub id: String,
@@ -108,23 +112,29 @@ pub struct GoalRecord {
     pub status_reason: String,
     /// Provider of the latest audit.
     #[napi(js_name = "evaluationProviderID")]
+    #[serde(rename = "evaluationProviderID")]
     pub evaluation_provider_id: String,
     /// Model of the latest audit.
     #[napi(js_name = "evaluationModelID")]
+    #[serde(rename = "evaluationModelID")]
     pub evaluation_model_id: String,
     /// Accounting cursor.
     #[napi(js_name = "lastAccountedMessageID")]
+    #[serde(rename = "lastAccountedMessageID")]
     pub last_accounted_message_id: String,
     /// Creation time (ms since the epoch).
     pub created_at: f64,
     /// Last write (ms since the epoch).
     pub updated_at: f64,
     /// Time budget (ms), if any.
+    #[serde(skip)]
     pub time_budget_ms: Option<f64>,
     /// Active time so far (ms): since `createdAt`, minus time paused or waiting.
+    #[serde(skip)]
     pub active_ms: f64,
     /// Working hours `{start, end, timeZone}`, if any.
     #[napi(ts_type = "{ start: string; end: string; timeZone: string } | undefined")]
+    #[serde(skip)]
     pub active_hours: Option<serde_json::Value>,
     /// The session the goal belongs to (`sessionId`), when it names one.
     pub session_id: Option<String>,
@@ -133,30 +143,16 @@ pub struct GoalRecord {
 }
 
 fn record(goal: &Goal) -> GoalRecord {
+    // The stored form is well typed by construction; a mismatch could only come from a change in
+    // the core, and then the fields that did read are still shown rather than failing the call.
+    let stored: GoalRecord = serde_json::from_value(goal.to_value()).unwrap_or_default();
     GoalRecord {
-        id: goal.id.clone(),
-        objective: goal.objective.clone(),
-        objective_file: goal.objective_file,
-        status: goal.status.as_str().to_string(),
-        token_budget: goal.token_budget.map(|b| b as f64),
-        tokens_used: goal.tokens_used as f64,
-        tokens_baseline: goal.tokens_baseline as f64,
-        tokens_committed: goal.tokens_committed as f64,
-        turns_used: goal.turns_used as f64,
-        blocked_streak: goal.blocked_streak as f64,
-        audit_fail_streak: goal.audit_fail_streak as f64,
-        note: goal.note.clone(),
-        status_reason: goal.status_reason.clone(),
-        evaluation_provider_id: goal.evaluation_provider_id.clone(),
-        evaluation_model_id: goal.evaluation_model_id.clone(),
-        last_accounted_message_id: goal.last_accounted_message_id.clone(),
-        created_at: goal.created_at,
-        updated_at: goal.updated_at,
         time_budget_ms: goal_core::time_budget_ms(goal).map(|b| b as f64),
         active_ms: goal_core::active_ms(goal, goal_core::now_ms()).floor(),
-        active_hours: goal.extra.get(goal_core::ACTIVE_HOURS_FIELD).filter(|v| v.is_object()).cloned(),
+        active_hours: goal.active_hours.get().cloned().map(serde_json::Value::Object),
         session_id: goal.session_id.clone(),
         wake_at: goal_core::provider_wake_at(goal),
+        ..stored
     }
 }
 

@@ -306,6 +306,48 @@ describe('goal loop on a real OpenCode server', () => {
   })
 })
 
+describe('idempotent prompts on a real OpenCode server (what the runtime\'s re-posts rely on)', () => {
+  /** The id a continuation of `tailId` gets: the tail's 12-hex part plus one, then 14 characters. */
+  const nextId = (tailId) => 'msg_' + (parseInt(tailId.slice(4, 16), 16) + 1).toString(16).padStart(12, '0') + 'RepeatE2eTest0'
+  const idle = async (sessionId) => {
+    const statuses = await oc.api('GET', '/session/status')
+    return !statuses?.[sessionId] || statuses[sessionId].type === 'idle'
+  }
+
+  it('one continuation id posted twice at once and again after the turn: one user message, one reply, one model call', async () => {
+    const tag = model.scenario('repeat-id', {
+      turns: [{ text: 'Started: parser skeleton. Remaining: nesting.', usage: usage(500, 20) }, { text: 'Done: nesting.', usage: usage(900, 30) }],
+    })
+    const session = await oc.api('POST', '/session', { title: 'repeated id' })
+    await oc.api('POST', `/session/${session.id}/prompt_async`, { parts: [{ type: 'text', text: `Make the parser handle nested lists ${tag}` }], model: AGENT_MODEL })
+    const tail = await waitFor(async () => (await assistants(session.id)).find((m) => m.info.time.completed), 30_000, 100)
+    await waitFor(() => idle(session.id), 10_000, 100)
+    const callsBefore = model.requestsOf('repeat-id', 'agent').length
+    expect(callsBefore).toBe(1)
+
+    const id = nextId(tail.info.id)
+    const body = { messageID: id, parts: [{ type: 'text', text: `Keep working toward the session goal ${tag}` }], model: AGENT_MODEL }
+    const post = () => oc.api('POST', `/session/${session.id}/prompt_async`, body)
+    // Two posts of the one id at the same instant (two hosts, or a retry racing its original).
+    await Promise.all([post(), post()])
+    const reply = await waitFor(async () => (await assistants(session.id)).find((m) => m.info.parentID === id && m.info.time.completed), 30_000, 100)
+    await waitFor(() => idle(session.id), 10_000, 100)
+    // And once more after the turn is over (a retry whose first answer was lost).
+    await post()
+    // Longer than the first turn took, so a second turn would have shown.
+    await sleep(Math.max(1500, reply.info.time.completed - reply.info.time.created + 1000))
+    await waitFor(() => idle(session.id), 10_000, 100)
+
+    const messages = await messagesOf(session.id)
+    expect(messages.filter((m) => m.info.id === id)).toHaveLength(1)
+    expect(messages.filter((m) => m.info.role === 'user')).toHaveLength(2)
+    expect(messages.filter((m) => m.info.role === 'assistant' && m.info.parentID === id)).toHaveLength(1)
+    expect(messages.filter((m) => m.info.role === 'assistant')).toHaveLength(2)
+    // Counted at the scripted model server: the continuation cost one model call.
+    expect(model.requestsOf('repeat-id', 'agent')).toHaveLength(callsBefore + 1)
+  })
+})
+
 describe('session assist on a real OpenCode server', () => {
   it('writes a recap and a suggestion beside the goal, for the final reply, keeping the goal intact', async () => {
     const tag = model.scenario('assist', {

@@ -1,5 +1,5 @@
 // In-process mock of the OpenCode 1.18.33 HTTP server, for tests. Plain node:http, no dependencies.
-// Shapes follow /work/shared/opencode/{FACTS.md, openapi-1.18.33.json, sse-global-event-capture.txt}.
+// Shapes follow docs/opencode.md (OpenCode 1.18.33's behaviour as the runtime relies on it).
 //
 //   import { startMockOpenCode } from './mock/opencode.mjs'
 //   const mock = await startMockOpenCode({ heartbeatMs: 50 })
@@ -23,7 +23,9 @@
 //                             (missing Provider/Model fields are filled in); default one provider
 //                             "mock" with model "mock-model"
 //   agents                    GET /agent list; default build + plan (primary), general (subagent)
-//   now=Date.now })           clock used for every timestamp
+//   now=Date.now              clock used for every timestamp
+//   faultsNeverMatch=false })  mutation check of a test suite: no fault ever matches, so every
+//                             check that an injected fault fired must fail
 //
 // STATE HELPERS (synchronous; returned state is a deep copy; mutators throw on an unknown session)
 //   mock.url                          'http://127.0.0.1:PORT'
@@ -60,7 +62,12 @@
 //   await mock.waitFor(fn, {timeoutMs=2000, intervalMs=5})  resolves with fn()'s first truthy value
 //
 // RECORDING (append-only arrays; clear with `.length = 0`)
-//   mock.requests  {method, path, query, body, headers, at} for every request (faulted ones too)
+//   mock.requests  {method, path, query, body, headers, at} for every request (faulted ones too);
+//                  `fault` {kind, apply} when a fault matched it; `answered` {status, at} once the
+//                  whole answer left, null when the connection closed before it did
+//   mock.sends(sessionId?)  the POSTs on the wire that ask a session for a turn (SEND_ROUTES:
+//                  prompt_async, shell), faulted and repeated ones included: "never twice" is
+//                  counted here, before the server's de-duplication
 //   mock.prompts   {sessionId, directory, body, at, receivedAt, messageID} per accepted POST
 //                  /session/:id/prompt_async (receivedAt: when the request arrived, before any
 //                  injected delay; messageID: the user message it appended, or the body's
@@ -171,6 +178,21 @@ import { dispatch } from './opencode/routes.mjs';
 import { createFaults } from './opencode/faults.mjs';
 import { createHttpServer } from './opencode/server.mjs';
 
+/** The routes that ask a session for a turn: every POST to one is counted by `mock.sends()`. */
+export const SEND_ROUTES = ['prompt_async', 'shell'];
+const SEND_PATH = new RegExp(`^/session/([^/]+)/(${SEND_ROUTES.join('|')})$`);
+
+/** The session a send request addresses (its path segment decoded), or null for other requests. */
+export function sendTarget(request) {
+  const m = request.method === 'POST' ? SEND_PATH.exec(request.path) : null;
+  if (!m) return null;
+  try {
+    return decodeURIComponent(m[1]);
+  } catch {
+    return m[1];
+  }
+}
+
 /** Starts the mock OpenCode server on a free loopback port; see the header for options and API. */
 export async function startMockOpenCode(options = {}) {
   const now = options.now ?? Date.now;
@@ -206,7 +228,7 @@ export async function startMockOpenCode(options = {}) {
     syncEvents: options.syncEvents !== false,
     record: (envelope) => mock.events.push(envelope),
   });
-  const faults = createFaults();
+  const faults = createFaults({ neverMatch: options.faultsNeverMatch === true });
   // State and turns refer to each other (a deleted session stops its turns; a turn writes
   // replies), and turns stop once the server closes: the late bindings below are only called
   // after startup.
@@ -262,6 +284,10 @@ export async function startMockOpenCode(options = {}) {
 
     fault: faults.add,
     clearFaults: faults.clear,
+    sends: (sessionId) => mock.requests.filter((r) => {
+      const target = sendTarget(r);
+      return target !== null && (sessionId === undefined || target === sessionId);
+    }),
 
     dropEventStreams: events.drop,
     get eventStreams() {

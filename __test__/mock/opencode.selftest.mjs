@@ -126,7 +126,7 @@ async function main() {
         ids.push(mock.addAssistantMessage(s.id, { text: `a${i}`, tokens: { input: 10, output: 5 } }).info.id);
       }
       const all = mock.messages(s.id);
-      // Stamped with the clock: messages made in the same millisecond share a time (FACTS.md),
+      // Stamped with the clock: messages made in the same millisecond share a time (docs/opencode.md),
       // so times never go backwards but may tie.
       for (let i = 1; i < all.length; i++) assert.ok(all[i].info.time.created >= all[i - 1].info.time.created);
       assert.deepEqual([...ids].sort(), ids, 'ids sort in creation order');

@@ -1,6 +1,6 @@
 // The fault classes: one row of the table each. Every class builds its cases on a fresh mock
 // OpenCode, disturbs them, lets them settle and returns the harness's row. What "ended correctly"
-// means is written next to each case (`expect`); the other five columns are measured the same way
+// means is written next to each case (`expect`); the other columns are measured the same way
 // for every case (see harness.mjs).
 import { spawn } from 'node:child_process'
 import fs from 'node:fs'
@@ -45,19 +45,33 @@ async function standardRuntime(h, options) {
 
 // ---- the OpenCode server misbehaves -----------------------------------------------------------
 
-/** A forwarding filter that hides every event of the sessions in `blind` (a host whose stream missed them). */
-function blindFilter(blind) {
+/**
+ * A forwarding filter that hides every event of the sessions in `blind` (a host whose stream
+ * missed them). Each case whose events it hid has its "events missed" disturbance fired.
+ */
+function blindFilter(h, blind) {
   return (payload) => {
     const p = payload?.properties
     const id = p?.sessionID ?? p?.info?.sessionID ?? p?.info?.id ?? p?.part?.sessionID
-    return !blind.has(id)
+    if (!blind.has(id)) return true
+    eventMissed(h, id)
+    return false
   }
+}
+
+/** Arms the disturbance "the host missed this session's events": it must happen at least once. */
+function missEvents(h, c) {
+  c.data.eventMissed = h.disturbance(c, 'an event of the session the host did not forward')
+}
+
+function eventMissed(h, sessionId) {
+  h.cases.find((c) => c.sessionId === sessionId)?.data.eventMissed?.()
 }
 
 async function http5xx() {
   return withHarness('5xx', {}, async (h) => {
     const blind = new Set()
-    const runtime = await standardRuntime(h, { filter: blindFilter(blind) })
+    const runtime = await standardRuntime(h, { filter: blindFilter(h, blind) })
     const cases = [
       ['GET session 503 twice', (c) => ({ method: 'GET', path: sessionPath(c), times: 2, status: 503 })],
       ['GET messages 500 twice', (c) => ({ method: 'GET', path: messagesPath(c), times: 2, status: 500 })],
@@ -85,6 +99,7 @@ async function http5xx() {
     // The same with the host's event stream missing everything about the session after the
     // idle that started it: only the session itself can show whether the prompt landed.
     const unseen = h.addCase({ label: 'prompt 502 admitted, reconcile reads failing, events missed', start: false })
+    missEvents(h, unseen)
     h.mock.fault({
       method: 'POST', path: prompt(unseen), times: 1, status: 502, apply: true,
       action: () => {
@@ -145,32 +160,36 @@ async function connectionRefused() {
   // different phase of a tick.
   return withHarness('refused', {}, async (h) => {
     await standardRuntime(h)
-    const outage = (ms) => h.mock.refuseConnections({ forMs: ms }).catch(() => {})
+    const outage = (c, ms) => {
+      c.data.outageHappened()
+      return h.mock.refuseConnections({ forMs: ms }).catch(() => {})
+    }
     const phases = [
       ['down during the audit (500 ms)', (c) => {
         let first = true
         c.auditor = async (request) => {
           if (first) {
             first = false
-            outage(500)
+            outage(c, 500)
             await sleep(50)
           }
           return verdict(request.prompt.includes('FINISHED:') ? 'complete' : 'continue')
         }
       }],
-      ['down right after the reservation landed (500 ms)', (c) => h.onReservation(c, () => outage(500))],
+      ['down right after the reservation landed (500 ms)', (c) => h.onReservation(c, () => outage(c, 500))],
       ['down while the admitted prompt was answered (600 ms)', (c) => {
-        h.mock.fault({ method: 'POST', path: prompt(c), times: 1, apply: true, destroy: true, action: () => outage(600) })
+        h.mock.fault({ method: 'POST', path: prompt(c), times: 1, apply: true, destroy: true, action: () => outage(c, 600) })
       }],
       ['down when the quiet window fired (400 ms)', (c) => {
-        h.mock.fault({ method: 'GET', path: sessionPath(c), times: 1, destroy: true, action: () => outage(400) })
+        h.mock.fault({ method: 'GET', path: sessionPath(c), times: 1, destroy: true, action: () => outage(c, 400) })
       }],
       ['down longer than every read retry (1.8 s): recovered on reconnect', (c) => {
-        h.mock.fault({ method: 'GET', path: sessionPath(c), times: 1, destroy: true, action: () => outage(1800) })
+        h.mock.fault({ method: 'GET', path: sessionPath(c), times: 1, destroy: true, action: () => outage(c, 1800) })
       }],
     ]
     for (const [label, arrange] of phases) {
       const c = h.addCase({ label, start: false })
+      c.data.outageHappened = h.disturbance(c, 'the outage (connections refused)')
       arrange(c)
       h.start(c)
       const deadline = Date.now() + 8000
@@ -377,7 +396,9 @@ function stopClass(name, act, expectFor) {
       const blind = new Set()
       const filter = (payload) => {
         const id = payload?.properties?.info?.id ?? payload?.properties?.info?.sessionID ?? payload?.properties?.sessionID
-        return !(blind.has(id) && (payload.type === 'session.updated' || payload.type === 'message.updated'))
+        const hidden = blind.has(id) && (payload.type === 'session.updated' || payload.type === 'message.updated')
+        if (hidden) eventMissed(h, id)
+        return !hidden
       }
       await standardRuntime(h, { filter })
       const placements = [
@@ -386,10 +407,13 @@ function stopClass(name, act, expectFor) {
         ['between dispatch attempts', false, 'retry'],
         ['between dispatch attempts, events missed', true, 'retry'],
       ]
-      for (const [where, missEvents, when] of placements) {
+      for (const [where, missed, when] of placements) {
         const c = h.addCase({ label: where, start: false })
         c.expect = expectFor(c)
-        if (missEvents) blind.add(c.sessionId)
+        if (missed) {
+          missEvents(h, c)
+          blind.add(c.sessionId)
+        }
         if (when === 'reservation') h.onReservation(c, ({ after }) => act(h, c, after))
         else {
           h.mock.fault({
@@ -453,11 +477,14 @@ async function userMessageDuringAudit() {
     const blind = new Set()
     const filter = (payload) => {
       const id = payload?.properties?.info?.sessionID ?? payload?.properties?.sessionID
-      return !(blind.has(id) && payload.type === 'message.updated')
+      const hidden = blind.has(id) && payload.type === 'message.updated'
+      if (hidden) eventMissed(h, id)
+      return !hidden
     }
     await standardRuntime(h, { filter })
     // The user types: their message lands at once, their turn runs (busy), the reply comes.
     const userTurn = (c, replyDelayMs) => {
+      c.data.userTyped()
       h.recordStop(c, 'user message', (k) => k.tail === c.data.oldTail)
       h.mock.addUserMessage(c.sessionId, 'Also handle tables, please.')
       h.mock.setStatus(c.sessionId, 'busy')
@@ -473,10 +500,14 @@ async function userMessageDuringAudit() {
       ['inside the reservation write', false, 'reservation', 20],
       ['inside the reservation write, message event missed', true, 'reservation', 20],
     ]
-    for (const [label, missEvents, when, replyDelayMs] of variants) {
+    for (const [label, missed, when, replyDelayMs] of variants) {
       const c = h.addCase({ label, start: false, expect: expectComplete(0) })
       c.data.oldTail = h.mock.messages(c.sessionId).at(-1).info.id
-      if (missEvents) blind.add(c.sessionId)
+      c.data.userTyped = h.disturbance(c, 'the user\'s message and turn')
+      if (missed) {
+        missEvents(h, c)
+        blind.add(c.sessionId)
+      }
       if (when === 'audit') {
         c.auditor = async (request, self) => {
           if (self.auditCalls === 1) {
@@ -523,7 +554,8 @@ async function runtimeDropped() {
   // (same process, as a host that reloads its module does).
   return withHarness('runtime-dropped', {}, async (h) => {
     let current = await standardRuntime(h)
-    const replace = async ({ stop, directories }) => {
+    const replace = async (c, { stop, directories }) => {
+      c.data.replaced()
       const old = current
       current = h.newRuntime({ options: { directories } })
       await h.dropRuntime(old, { stop })
@@ -537,9 +569,10 @@ async function runtimeDropped() {
     }
     const midAudit = (label, stop) => {
       const c = h.addCase({ label, start: false })
+      c.data.replaced = h.disturbance(c, 'the host replaced its runtime')
       c.auditor = async (request, self) => {
         if (self.auditCalls === 1) {
-          replace({ stop, directories: [self.directory] })
+          replace(self, { stop, directories: [self.directory] })
           await sleep(300)
         }
         return verdict(request.prompt.includes('FINISHED:') ? 'complete' : 'continue')
@@ -550,17 +583,19 @@ async function runtimeDropped() {
     await phase(midAudit('dropped (not stopped) during the audit, new runtime recovers', false))
     const midDispatch = (label, stop) => {
       const c = h.addCase({ label, start: false })
+      c.data.replaced = h.disturbance(c, 'the host replaced its runtime')
       h.mock.fault({
         method: 'POST', path: prompt(c), times: 1, delayMs: 600,
-        action: () => replace({ stop, directories: [c.directory] }),
+        action: () => replace(c, { stop, directories: [c.directory] }),
       })
       return c
     }
     await phase(midDispatch('stopped while the prompt was in flight', true))
     await phase(midDispatch('dropped while the prompt was in flight', false))
     const reserved = h.addCase({ label: 'dropped right after the reservation', start: false })
+    reserved.data.replaced = h.disturbance(reserved, 'the host replaced its runtime')
     h.onReservation(reserved, () => {
-      replace({ stop: false, directories: [reserved.directory] })
+      replace(reserved, { stop: false, directories: [reserved.directory] })
     })
     await phase(reserved)
     await h.settle()
@@ -807,7 +842,25 @@ async function wrongTypes() {
  */
 async function twoHosts() {
   return withHarness('two-hosts', {}, async (h) => {
-    await standardRuntime(h)
+    // Every third goal reaches this host late (its events forwarded 300 ms after they came, as
+    // on a slower host): the second host gets there first and must win those, so both hosts
+    // take part in every run. The other goals reach both at the same instant (the worst race).
+    const late = new Set()
+    let first = null
+    const delayLate = (payload, directory) => {
+      const p = payload?.properties
+      const id = p?.sessionID ?? p?.info?.sessionID ?? p?.info?.id ?? p?.part?.sessionID
+      if (!late.has(id)) return true
+      setTimeout(() => {
+        try {
+          first?.processPayload(payload, directory)
+        } catch {
+          // the run is over and the runtime stopped
+        }
+      }, 300)
+      return false
+    }
+    first = await standardRuntime(h, { filter: delayLate })
     const script = path.join(path.dirname(fileURLToPath(import.meta.url)), 'second-host.mjs')
     const other = spawn(process.execPath, [script, h.mock.url, h.dataDir, String(QUIET_MS)], { stdio: ['pipe', 'pipe', 'pipe'] })
     let out = ''
@@ -817,9 +870,19 @@ async function twoHosts() {
     else other.stderr.resume()
     const deadline = Date.now() + 10_000
     while (!out.includes('ready') && Date.now() < deadline) await sleep(20)
+    // A run in which only one host took part measures nothing: it fails (and so does one where
+    // the second host never sent a continuation, checked below).
+    if (!out.includes('ready')) h.fail('two-hosts: the second host never reported ready within 10 s')
     const goals = Math.max(1, Number(process.env.FAULTS_TWO_HOSTS_GOALS ?? 30))
     const cases = []
-    for (let i = 0; i < goals; i++) cases.push(h.addCase({ label: 'goal watched by two hosts', start: false }))
+    // Both hosts derive the same continuation id from the same tail: the one that loses the race
+    // re-posts an id the server already holds (answered once), whatever answer the other had.
+    const repostsBecause = 'a second host posts the id the first derived'
+    for (let i = 0; i < goals; i++) {
+      const c = h.addCase({ label: i % 3 === 2 ? 'goal reaching the first host 300 ms late' : 'goal watched by two hosts', start: false, repostsBecause })
+      if (i % 3 === 2) late.add(c.sessionId)
+      cases.push(c)
+    }
     for (const c of cases) h.start(c)
     // Two hosts on two cores work through a large run slowly: the budget grows with the goals.
     await h.settle({ timeoutMs: Number(process.env.FAULTS_TWO_HOSTS_SETTLE_MS ?? Math.max(20_000, goals * 40)) })
@@ -834,9 +897,11 @@ async function twoHosts() {
     const rows = cases.map((c) => h.result(c))
     const twice = rows.reduce((n, r) => n + r.twice, 0)
     const ended = rows.filter((r) => expectComplete(1)(r) || (r.goalRaw?.status === 'complete' && r.twice > 0)).length
-    h.note(`two-hosts: ${goals} goals watched by two hosts in two processes, all going idle at the same instant: ${ended} ended complete, ${twice} continuation(s) sent twice; the second host sent ${second.continuations} of the ${rows.reduce((n, r) => n + r.continuations.length, 0)} continuations; ${second.panics} panic(s) in the second host`)
+    h.note(`two-hosts: ${goals} goals watched by two hosts in two processes (${goals - late.size} going idle on both at the same instant, ${late.size} reaching the first host 300 ms late): ${ended} ended complete, ${twice} continuation(s) sent twice; the second host sent ${second.continuations} of the ${rows.reduce((n, r) => n + r.continuations.length, 0)} continuations; ${second.panics} panic(s) in the second host`)
     if (crashed) h.note(`two-hosts: the second host ${exit ? 'exited with ' + (exit.signal ?? exit.code) : 'did not exit'}`)
     h.extraPanics = second.panics
+    if (!crashed && !(second.continuations > 0)) h.fail(`two-hosts: the second host sent no continuation (of ${goals} goals): one host did all the work`)
+    if (crashed) h.fail(`two-hosts: the second host ${exit ? 'exited with ' + (exit.signal ?? exit.code) : 'did not exit'}`)
   })
 }
 
@@ -900,20 +965,21 @@ async function writerInWindow() {
 }
 
 /**
- * Requests held past the timeout: the prompt is admitted but its answer never comes back within
- * fetchTimeoutMs, on every attempt or on the first one. Every attempt posts the same messageID,
- * which OpenCode answers once: one continuation.
+ * Requests held past the timeout (fetchTimeoutMs 300). An admitted prompt whose answer never
+ * comes back: before any retry the runtime reads the session, which shows the prompt landed, so
+ * it does not post again. A prompt held without being admitted, then refused: the retries post
+ * the same messageID until one is admitted. Every fault below must fire as often as it says.
  */
 async function heldPastTimeout() {
   return withHarness('held-past-timeout', { runtimeOptions: { fetchTimeoutMs: 300 } }, async (h) => {
     await standardRuntime(h)
     const placements = [
-      ['prompt held on every attempt (admitted)', (c) => h.mock.fault({ method: 'POST', path: prompt(c), times: 3, apply: true, hang: true })],
-      ['prompt held, then 503', (c) => {
-        h.mock.fault({ method: 'POST', path: prompt(c), times: 1, apply: true, hang: true })
+      ['prompt held (admitted): the re-read shows it, no second post', (c) => h.mock.fault({ method: 'POST', path: prompt(c), times: 1, apply: true, hang: true })],
+      ['prompt held (not admitted), then 503, then admitted', (c) => {
+        h.mock.fault({ method: 'POST', path: prompt(c), times: 1, hang: true })
         h.mock.fault({ method: 'POST', path: prompt(c), times: 1, status: 503 })
       }],
-      ['prompt answered after the timeout (admitted), twice', (c) => h.mock.fault({ method: 'POST', path: prompt(c), times: 2, apply: true, delayMs: 600 })],
+      ['prompt answered after the timeout (admitted)', (c) => h.mock.fault({ method: 'POST', path: prompt(c), times: 1, apply: true, delayMs: 600 })],
       ['reservation PATCH held (applied)', (c) => h.mock.fault({ method: 'PATCH', path: sessionPath(c), times: 1, apply: true, hang: true })],
     ]
     for (const [label, arrange] of placements) {
@@ -936,11 +1002,12 @@ async function droppedEvents() {
     const cases = []
     for (let i = 0; i < 4; i++) {
       const c = h.addCase({ label: 'every event of the session dropped', start: false })
+      missEvents(h, c)
       blind.add(c.sessionId)
       cases.push(c)
     }
     await standardRuntime(h, {
-      filter: blindFilter(blind),
+      filter: blindFilter(h, blind),
       options: { sweepIntervalMs: 400, directories: cases.map((c) => c.directory), recoverOnStart: false },
     })
     for (const c of cases) h.start(c)
@@ -958,7 +1025,7 @@ export const MEASUREMENTS = []
 export const CLASSES = [
   {
     name: 'two-hosts', title: 'two hosts in two processes', run: twoHosts,
-    judged: 'A second goal runtime in its own process, with its own event stream, watches the same server; every goal goes idle at the same instant, so both hosts tick, audit, reserve and post together (worst timing). Both derive the same continuation id from the same tail, and the server answers a repeated id once: `complete` after exactly one continuation per goal. `FAULTS_TWO_HOSTS_GOALS` sets the number of goals (default 30) and `FAULTS_TWO_HOSTS_SETTLE_MS` how long they may take to end (default 40 ms per goal, at least 20 s).',
+    judged: 'A second goal runtime in its own process, with its own event stream, watches the same server; the goals go idle at the same instant, so both hosts tick, audit, reserve and post together (worst timing), except every third goal, whose events reach the first host 300 ms late, so the second host must win those. Both derive the same continuation id from the same tail, and the server answers a repeated id once: `complete` after exactly one continuation per goal, and the row fails unless the second host reported ready and sent at least one continuation. A same-id post by the host that lost the race is allowed (the server keeps one message); a post under another id fails the case. `FAULTS_TWO_HOSTS_GOALS` sets the number of goals (default 30) and `FAULTS_TWO_HOSTS_SETTLE_MS` how long they may take to end (default 40 ms per goal, at least 20 s).',
   },
   {
     name: 'writer-in-window', title: 'a writer inside the reservation window', run: writerInWindow,
@@ -966,7 +1033,7 @@ export const CLASSES = [
   },
   {
     name: 'held-past-timeout', title: 'requests held past the timeout', run: heldPastTimeout,
-    judged: 'fetchTimeoutMs 300; the prompt admitted but never answered on every attempt, held then 503, answered late twice; the reservation PATCH applied but never answered: `complete` after exactly one continuation (every attempt posts the same messageID).',
+    judged: 'fetchTimeoutMs 300; the prompt admitted but never answered (the session read before a retry shows it landed: no second post); held without being admitted, then refused with 503, then admitted (three posts of one messageID, one message); answered after the timeout; the reservation PATCH applied but never answered: `complete` after exactly one continuation, every fault fired as often as it was set.',
   },
   {
     name: 'dropped-events', title: 'dropped events (sweep)', run: droppedEvents,
@@ -974,7 +1041,7 @@ export const CLASSES = [
   },
   {
     name: '5xx', title: 'HTTP 5xx / 429 on every endpoint', run: http5xx,
-    judged: 'One 5xx or 429 per case on GET session, messages, children or status, on the PATCH (applied or not) or on the prompt (admitted or not; admitted while the reconcile reads fail, with and without the host\'s events), or on the write that settles the goal: `complete` after exactly one continuation. A prompt answered 500 on every attempt: `blocked` "continuation dispatch failed", none sent. Messages unreadable for good: `blocked` "messages unavailable", none sent.',
+    judged: 'One 5xx or 429 per case on GET session, messages, children or status, on the PATCH (applied or not) or on the prompt (admitted or not; admitted while the reconcile reads fail, with and without the host\'s events), or on the write that settles the goal: `complete` after exactly one continuation. A prompt answered 500 on every attempt: `blocked` "continuation dispatch failed", none sent. A prompt admitted but answered 502 is unclear to the runtime; when the session cannot show it landed (reads failing, events missed) it is posted again under the same `messageID`, which the server keeps as one message: counted under same-id re-posts, not as posted twice. Messages unreadable for good: `blocked` "messages unavailable", none sent.',
   },
   {
     name: 'timeouts', title: 'timeouts (hung requests, late answers)', run: timeouts,

@@ -4,7 +4,7 @@
 //
 // A case is one session with a goal (or one hostile probe). The class decides how the case is
 // disturbed and what "ended correctly" means for it (`expect`); the harness measures the same
-// five invariants for every case:
+// invariants for every case:
 //   sent twice       two continuations answering the same assistant tail
 //   sent after stop  a continuation admitted after a recorded user stop that it should honour
 //   foreign lost     a metadata key another writer owns, missing or changed at the end (for an
@@ -12,11 +12,22 @@
 //   panics           snapshot().panics of every runtime the class created
 //   stuck            a valid active goal on an idle session that no runtime tracks (no timer,
 //                    no tick) two quiet windows after the class settled
+// and two more counted at the wire, from the POSTs the mock received on its send routes
+// (prompt_async, shell), before the server's de-duplication by messageID:
+//   re-posted        a post answering a tail whose continuation the server had already taken,
+//                    carrying the same messageID, while no earlier post of that id had been
+//                    answered cleanly (an unclear answer: a timeout, a 5xx, a cut or HTML body),
+//                    or for a reason the case declares (`repostsBecause`, e.g. a second host)
+//   posted twice     every other such post: a re-post after a clean answer, or under another id
+// A case also fails when a fault it injected (every `mock.fault()` of the class is checked) or a
+// disturbance it arranged (`h.disturbance()`) never happened: an undisturbed run must not count.
+
 import { createRequire } from 'node:module'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { startMockOpenCode } from '../../__test__/mock/opencode.mjs'
+import { wireReport } from './wire.mjs'
 import { freshGoal } from '../../__test__/mock/goal.mjs'
 
 const require = createRequire(import.meta.url)
@@ -107,8 +118,18 @@ function tempDataDir() {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'goal-faults-'))
 }
 
+/** FAULTS_MUTATE=1: the mock's fault matcher matches nothing (the suite's own mutation check). */
+export const MUTATED = process.env.FAULTS_MUTATE === '1'
+
+/** A fault as the failure names it: method, path (session id shortened), what it does, how often. */
+function describeFault(spec, c) {
+  const where = String(spec.path).replace(c?.sessionId ?? '\u0000', ':id')
+  const what = spec.hang ? 'hang' : spec.destroy ? 'reset' : spec.html ? 'HTML' : spec.truncatedJson ? 'cut JSON' : spec.status !== undefined ? String(spec.status) : spec.trickleMs ? 'trickle' : 'delay'
+  return `${spec.method ?? 'ANY'} ${where} ${what}${spec.apply ? ' (applied)' : ''}${Number.isFinite(spec.times) ? ' ×' + spec.times : ''}`
+}
+
 export async function createHarness(name, { mockOptions = {}, runtimeOptions = {} } = {}) {
-  const mock = await startMockOpenCode({ heartbeatMs: 60_000, replyDelayMs: 20, ...mockOptions })
+  const mock = await startMockOpenCode({ heartbeatMs: 60_000, replyDelayMs: 20, faultsNeverMatch: MUTATED, ...mockOptions })
   const dataDir = tempDataDir()
   const cases = []
   const runtimes = [] // {runtime, stream, native, label, live}
@@ -123,6 +144,20 @@ export async function createHarness(name, { mockOptions = {}, runtimeOptions = {
   }
 
   const caseByDirectory = (directory) => cases.find((c) => c.directory === directory)
+
+  // Every fault the class injects, with the number of requests it must have matched by the end
+  // (`mustFire`: `times` when finite, else at least one).
+  const injected = [] // {spec, handle, mustFire, case}
+  const addFault = mock.fault
+  mock.fault = (spec) => {
+    const { mustFire, ...rest } = spec
+    const handle = addFault(rest)
+    const owner = cases.find((c) => String(rest.path).includes(c.sessionId) || rest.query?.directory === c.directory)
+    injected.push({ spec: rest, handle, mustFire: mustFire ?? (Number.isFinite(rest.times) ? rest.times : 1), case: owner })
+    return handle
+  }
+  const disturbances = [] // {case, label, fired}
+  const classFailures = []
 
   // One auditor for every runtime: the case (found by the session's directory) decides. Not
   // async on purpose: a case auditor may throw synchronously.
@@ -241,6 +276,7 @@ export async function createHarness(name, { mockOptions = {}, runtimeOptions = {
         auditCalls: 0,
         checkForeign: spec.checkForeign !== false,
         foreignWriter: null,
+        repostsBecause: spec.repostsBecause,
         data: {},
       }
       cases.push(c)
@@ -256,13 +292,28 @@ export async function createHarness(name, { mockOptions = {}, runtimeOptions = {
       patchHooks.push({ sessionId: c.sessionId, fn })
     },
 
+    /**
+     * A disturbance the case arranges other than a fault (an outage, a user's turn, a runtime
+     * replaced): returns `fire()`, to be called when it happens. A case whose disturbance never
+     * happened fails, naming it.
+     */
+    disturbance(c, label) {
+      const d = { case: c, label, fired: false }
+      disturbances.push(d)
+      return () => {
+        d.fired = true
+      }
+    },
+
     /** Runs `fn` once, inside the PATCH that reserves a turn (the goal gains continuationFor). */
     onReservation(c, fn) {
       let done = false
+      const fired = h.disturbance(c, 'the hook inside the reservation write')
       h.onPatch(c, (change) => {
         const goal = change.after?.openchamber?.goal
         if (done || !goal?.continuationFor || goal.status !== 'active') return
         done = true
+        fired()
         fn(change)
       })
     },
@@ -282,6 +333,11 @@ export async function createHarness(name, { mockOptions = {}, runtimeOptions = {
 
     note(text) {
       notes.push(text)
+    },
+
+    /** A failure of the class as a whole (not of one case): the row fails with this text. */
+    fail(text) {
+      classFailures.push(text)
     },
 
     /** Snapshot of every runtime still alive (stopped ones report no sessions). */
@@ -330,19 +386,36 @@ export async function createHarness(name, { mockOptions = {}, runtimeOptions = {
     /** Measures every case and returns the row. */
     evaluate() {
       const tracked = h.trackedSessions()
-      const row = { name, total: cases.length, ended: 0, twice: 0, afterStop: 0, foreignLost: 0, panics: 0, stuck: 0, failures: [] }
+      const row = { name, total: cases.length, ended: 0, twice: 0, reposted: 0, postedTwice: 0, afterStop: 0, foreignLost: 0, panics: 0, stuck: 0, failures: [] }
+      const unfired = (c) => [
+        ...injected.filter((f) => f.case === c && f.handle.fired < f.mustFire)
+          .map((f) => `fault ${describeFault(f.spec, c)} fired ${f.handle.fired} of ${f.mustFire} time(s)`),
+        ...disturbances.filter((d) => d.case === c && !d.fired).map((d) => `disturbance never happened: ${d.label}`),
+        // A case's own small model is its disturbance (or what arranges one): it must have been asked.
+        ...(c.auditor && c.auditCalls === 0 ? ['disturbance never happened: the case\'s small model was never asked'] : []),
+      ]
+      row.failures.push(...classFailures)
+      const reposting = []
+      for (const f of injected.filter((x) => !x.case && x.handle.fired < x.mustFire)) {
+        row.failures.push(`fault ${describeFault(f.spec)} fired ${f.handle.fired} of ${f.mustFire} time(s)`)
+      }
       for (const c of cases) {
         const r = resultOf(h, c)
-        const ok = safeExpect(c, r)
+        const missed = unfired(c)
+        const ok = safeExpect(c, r) && missed.length === 0
         if (ok) row.ended += 1
-        const problems = []
-        if (!ok) problems.push('ended as ' + describe(r))
+        const problems = [...missed]
+        if (!safeExpect(c, r)) problems.push('ended as ' + describe(r))
         if (r.twice > 0) problems.push(`${r.twice} continuation(s) sent twice`)
+        if (r.wire.postedTwice > 0) problems.push(`${r.wire.postedTwice} unexpected re-post(s) on the wire: ${r.wire.unexpected.join('; ')}`)
         if (r.afterStop > 0) problems.push(`${r.afterStop} continuation(s) after a stop`)
         if (r.foreignLost > 0) problems.push(`${r.foreignLost} foreign key(s) lost: ${r.foreignLostKeys.join(', ')}`)
         const stuck = r.active && mock.status(c.sessionId).type === 'idle' && !tracked.has(c.sessionId)
         if (stuck) problems.push('stuck (active, idle, no timer)')
         row.twice += r.twice
+        row.reposted += r.wire.reposted
+        if (r.wire.reposted) reposting.push(`${c.label} (${r.wire.reposted}${c.repostsBecause ? ', ' + c.repostsBecause : ''})`)
+        row.postedTwice += r.wire.postedTwice
         row.afterStop += r.afterStop
         row.foreignLost += r.foreignLost
         row.stuck += stuck ? 1 : 0
@@ -366,6 +439,7 @@ export async function createHarness(name, { mockOptions = {}, runtimeOptions = {
       if (leaks.length) row.failures.push(`${leaks.length} log line(s) carry conversation text`)
       row.logLeaks = leaks.length
       row.windowOverwrites = windowOverwrites.count
+      if (reposting.length) notes.push(`${name}: same-id re-posts (one message on the server each time): ${reposting.join('; ')}`)
       row.notes = notes
       if (mock.errors.length) row.failures.push(`mock errors: ${mock.errors.map((e) => String(e?.message ?? e)).slice(0, 3).join(' | ')}`)
       return row
@@ -428,28 +502,34 @@ function describe(r) {
  * is judged by when it was sent, not when it landed.
  */
 function continuationsOf(messages, prompts, patches) {
-  const reservedFor = (at) => {
-    let tail
-    for (const p of patches) {
-      if (p.at > at) break
-      tail = p.body?.metadata?.openchamber?.goal?.continuationFor
-    }
-    return typeof tail === 'string' && tail ? tail : null
-  }
   const out = []
   messages.forEach((m, index) => {
     if (m.info.role !== 'user') return
     const text = m.parts.filter((p) => p.type === 'text').map((p) => p.text).join('\n')
     if (!text.startsWith(CONTINUATION_MARK)) return
     const sentAt = prompts.find((p) => p.messageID === m.info.id)?.receivedAt ?? m.info.time.created
-    let tail = reservedFor(sentAt)
-    for (let i = index - 1; i >= 0 && !tail; i--) {
-      const a = messages[i].info
-      if (a.role === 'assistant' && a.time?.completed && a.time.completed <= sentAt) tail = a.id
-    }
+    const tail = tailAt(messages.slice(0, index), patches, sentAt)
     out.push({ id: m.info.id, index, created: m.info.time.created, sentAt, text, tail })
   })
   return out
+}
+
+/**
+ * The tail a request sent at `at` answers: the `continuationFor` of the newest reservation
+ * written by then; without one, the newest assistant reply among `messages` finished by then.
+ */
+function tailAt(messages, patches, at) {
+  let tail
+  for (const p of patches) {
+    if (p.at > at) break
+    tail = p.body?.metadata?.openchamber?.goal?.continuationFor
+  }
+  if (typeof tail === 'string' && tail) return tail
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const a = messages[i].info
+    if (a.role === 'assistant' && a.time?.completed && a.time.completed <= at) return a.id
+  }
+  return null
 }
 
 function resultOf(h, c) {
@@ -485,7 +565,14 @@ function resultOf(h, c) {
       foreignLostKeys.push(...c.foreignWriter.mergeLossKeys)
     }
   }
+  const wire = wireReport({
+    sends: h.mock.sends(c.sessionId),
+    admitted: h.mock.prompts.filter((p) => p.sessionId === c.sessionId),
+    tailAt: (at) => tailAt(messages, patches, at),
+    allowedBecause: c.repostsBecause,
+  })
   return {
+    wire,
     session,
     metadata,
     goalRaw,
@@ -534,6 +621,7 @@ export function startForeignWriter(h, c, { minMs = 4, maxMs = 14 } = {}) {
   let timer = null
   let stopped = false
   h.onPatch(c, ({ before, body }) => writer.onPatch(before, body))
+  const wrote = h.disturbance(c, 'a write by the other writer while the goal ran')
   const writer = {
     writes: 0,
     mergeLosses: 0,
@@ -566,6 +654,7 @@ export function startForeignWriter(h, c, { minMs = 4, maxMs = 14 } = {}) {
         : { ...metadata, openchamber: { ...metadata.openchamber, assist: { ...(metadata.openchamber?.assist ?? {}), ['k' + n]: n } } }
       mock.setMetadata(c.sessionId, next)
       writer.writes += 1
+      if (validGoal(next)?.status === 'active') wrote()
       history.push(foreignKeys(next).join('|'))
     }
     timer = setTimeout(tick, minMs + Math.random() * (maxMs - minMs))

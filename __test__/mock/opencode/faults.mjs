@@ -10,11 +10,15 @@ export const HTML_PAGE =
 const INJECTED = { name: 'UnknownError', data: { message: 'Injected fault' } };
 const TRUNCATED_FALLBACK = '{"name":"UnknownError","data":{"message":"truncated"}}';
 
-/** The fault list: `add(spec)` → {remove(), remaining}, `clear()`, `take(request)`. */
-export function createFaults() {
+/**
+ * The fault list: `add(spec)` → {remove(), remaining, fired}, `clear()`, `take(request)`.
+ * `neverMatch`: no fault ever matches (a mutation that test suites must notice).
+ */
+export function createFaults({ neverMatch = false } = {}) {
   const faults = [];
   const queryMatches = (f, query) => !isObj(f.query) || Object.entries(f.query).every(([k, v]) => query[k] === String(v));
   const matches = (f, r) =>
+    !neverMatch &&
     f.remaining > 0 &&
     (!f.method || f.method.toUpperCase() === r.method) &&
     (f.path instanceof RegExp ? f.path.test(r.path) : f.path === r.path) &&
@@ -22,7 +26,7 @@ export function createFaults() {
 
   return {
     add(spec = {}) {
-      const f = { ...spec, remaining: spec.times ?? Infinity };
+      const f = { ...spec, remaining: spec.times ?? Infinity, fired: 0 };
       faults.push(f);
       return {
         remove: () => {
@@ -31,6 +35,10 @@ export function createFaults() {
         },
         get remaining() {
           return f.remaining;
+        },
+        /** How many requests this fault has matched so far. */
+        get fired() {
+          return f.fired;
         },
       };
     },
@@ -41,6 +49,7 @@ export function createFaults() {
     take(r) {
       const fault = faults.find((f) => matches(f, r));
       if (fault) {
+        fault.fired++;
         fault.remaining--;
         if (fault.remaining <= 0) faults.splice(faults.indexOf(fault), 1);
       }

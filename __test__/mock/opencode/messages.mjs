@@ -32,7 +32,7 @@ export function userInfo({ ids }, sessionID, created, opts = {}) {
     time: { created },
     agent: opts.agent ?? 'build',
     model: { ...(opts.model ?? { providerID: 'mock', modelID: 'mock-model' }), ...(opts.variant ? { variant: opts.variant } : {}) },
-    // OpenCode records a finished turn's file changes here (`{diffs: [...]}`, see FACTS.md).
+    // OpenCode records a finished turn's file changes here (`{diffs: [...]}`, see docs/opencode.md).
     ...(opts.summary !== undefined ? { summary: clone(opts.summary) } : {}),
   };
 }

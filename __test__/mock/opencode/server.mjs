@@ -3,7 +3,7 @@
 // the same port, close).
 import http from 'node:http';
 import { HttpError, clone, json } from './common.mjs';
-import { faultAnswer, planFault } from './faults.mjs';
+import { faultAnswer, faultKind, planFault } from './faults.mjs';
 
 const MALFORMED_JSON = { _tag: 'InvalidRequestError', message: 'Malformed JSON in request body', kind: 'Body' };
 const TRICKLE_SLICES = 8;
@@ -61,6 +61,21 @@ async function readRequest(req, now) {
 }
 
 /**
+ * Notes on the request's log entry what became of it: `fault` (the matched fault's kind, and
+ * `apply` when the real handler ran too), then `answered` {status, at} once the whole answer
+ * left, or `answered: null` when the connection closed first (the client never had an answer).
+ */
+function recordAnswer(entry, fault, res, now) {
+  if (fault) entry.fault = { kind: faultKind(fault), apply: Boolean(fault.apply || fault.truncatedJson), ...(fault.name ? { name: fault.name } : {}) };
+  res.once('finish', () => {
+    entry.answered = { status: res.statusCode, at: now() };
+  });
+  res.once('close', () => {
+    if (!('answered' in entry)) entry.answered = null;
+  });
+}
+
+/**
  * The HTTP server. Options: `route(request)` (the route dispatcher), `faults` (createFaults),
  * `events` (the event hub: opens streams), `mock` (requests, errors, fault actions), `now`,
  * `sleep`. Returns {listen(port), refuse({forMs}), accept(), close(), port, listening}.
@@ -96,8 +111,10 @@ export function createHttpServer({ route, faults, events, mock, now, sleep }) {
 
   async function handle(req, res) {
     const { r, badJson } = await readRequest(req, now);
-    mock.requests.push({ ...clone({ method: r.method, path: r.path, query: r.query, body: r.body, headers: r.headers }), at: r.receivedAt });
+    const entry = { ...clone({ method: r.method, path: r.path, query: r.query, body: r.body, headers: r.headers }), at: r.receivedAt };
+    mock.requests.push(entry);
     const fault = faults.take(r);
+    recordAnswer(entry, fault, res, now);
     // An actionFirst fault's action runs on arrival, and only there.
     const actionNow = fault?.actionFirst ? () => {} : () => fireAction(fault, r);
     if (fault?.actionFirst) fireAction(fault, r);

@@ -102,7 +102,7 @@ export function createState({ now, ids, emit, projectID, defaultDirectory, onSes
     return clone(s.info);
   }
 
-  // PATCH /session/:id on a validated body: metadata REPLACES the whole object (FACTS.md); null
+  // PATCH /session/:id on a validated body: metadata REPLACES the whole object (docs/opencode.md); null
   // or absent metadata keeps it. Returns the metadata before; the caller records and announces.
   function applyPatch(s, body) {
     const before = clone(s.info.metadata);
@@ -193,7 +193,7 @@ export function createState({ now, ids, emit, projectID, defaultDirectory, onSes
     setStatus(id, 'idle');
   }
 
-  // ---- evidence (FACTS.md "Evidence the loop can read") -----------------------------------------
+  // ---- evidence (docs/opencode.md, "Evidence of a turn") -----------------------------------------
   // Sets the diff or todo list of a session and emits its event; null makes the route answer 404.
   function setEvidence(kind, id, list) {
     evidence[kind].set(id, clone(list));

@@ -4,34 +4,41 @@
 //! it directly, through the items re-exported here (the modules themselves are private).
 //!
 //! # Layout: concept → file
-//! Layers, bottom up; a module imports only from layers below it (`scripts/module-graph.mjs`
-//! checks it, and that no function outside tests is longer than 100 lines).
+//! Layers, bottom up: `record`, `config`, `error`, `text`, `time`; `evidence`, `intake`; `io`,
+//! `sched`; `goal`, `small_model`, `assist`, `control`; `runtime`, `embed`. A module imports
+//! only from layers below it and pure modules import no I/O module (`scripts/module-graph.mjs`
+//! checks both, and that no function outside tests is longer than 100 lines). The README's
+//! Layout section has the same map.
 //!
 //! | concept | file |
 //! |---|---|
-//! | error types | `error.rs` |
-//! | the goal record, its fields and status reasons | `record/mod.rs` |
-//! | OpenCode sessions, messages, live status, metadata merge | `record/session.rs`, `record/metadata.rs` |
+//! | the goal record: every field once, unknown fields kept | `record/fields.rs`, `record/mod.rs` |
+//! | status reasons; why a goal stopped or waits (cause) | `record/reasons.rs`, `record/cause.rs` |
 //! | the multi-host lease | `record/lease.rs` |
-//! | every tunable and its default; option numbers; settings switches | `config/mod.rs`, `config/tunables.rs`, `config/settings.rs` |
+//! | sessions, messages, live status; metadata merge | `record/session.rs`, `record/metadata.rs` |
+//! | every tunable and its default | `config/mod.rs` (`tunables.rs`, `settings.rs`) |
+//! | errors (`std::error::Error`), the `Cancelled` decline | `error.rs` |
 //! | prompts, JSON in replies, script guard, slash commands | `text/` |
-//! | active time and time budget, working hours, clock | `time/active.rs`, `time/hours.rs`, `time/clock.rs` |
+//! | time budget and active time; working hours | `time/active.rs`, `time/hours.rs` |
 //! | evidence digest, no-progress breaker, complete override | `evidence/mod.rs` |
-//! | the intake contract (which payloads are read, how they parse) | `intake.rs` |
-//! | HTTP pools, OpenCode client, prompt outcome classification | `io/http.rs`, `io/opencode.rs`, `io/prompt_outcome.rs` |
-//! | guarded metadata writes; write slots and dispatch claims | `io/writer.rs`, `io/locks.rs` |
-//! | objective files, audit history, host services, shared context | `io/objectives.rs`, `io/history.rs`, `io/services.rs`, `io/shared.rs` |
-//! | the scheduler (one owner of per-session state), session facts | `sched/mod.rs`, `sched/facts.rs`, `sched/job.rs` |
-//! | one goal tick: observe → plan → audit → reserve → dispatch → settle | `goal/tick.rs` |
-//! | pure decisions and gates; token accounting | `goal/plan.rs`, `goal/gates.rs`, `goal/accounting.rs` |
-//! | evidence in the tick (time gate, digest read, review, trail) | `goal/evidence.rs` |
-//! | idempotent continuation ids and delivery | `goal/dispatch.rs` |
-//! | lost-update repair (reservation echo) | `goal/repair.rs` |
-//! | settle notification, operator log lines | `goal/notify.rs`, `goal/operator.rs` |
+//! | which events are read and how they parse | `intake.rs` |
+//! | OpenCode client, HTTP pools, prompt outcome classes | `io/opencode.rs`, `io/http.rs`, `io/prompt_outcome.rs` |
+//! | guarded metadata writes; write slots, dispatch claims | `io/writer.rs`, `io/locks.rs` |
+//! | objective files, audit trail file, host services | `io/objectives.rs`, `io/history.rs`, `io/services.rs` |
+//! | what a host's runtimes share | `io/shared.rs` |
+//! | scheduler: timers, retries, generations, sweep | `sched/mod.rs`, `sched/job.rs`, `sched/facts.rs` |
+//! | one tick, stage by stage | `goal/tick.rs` (`context.rs`: the `Tick` value) |
+//! | observe: session, live state, objective | `goal/observe.rs` |
+//! | plan: decisions, gates, quiet window, token accounting | `goal/plan.rs`, `goal/gates.rs`, `goal/accounting.rs` |
+//! | time stage: time budget, working hours | `goal/time_gate.rs` |
+//! | audit: verdict; evidence read and review; trail | `goal/audit.rs`, `goal/evidence.rs`, `goal/trail.rs` |
+//! | reserve; lost-update repair | `goal/reserve.rs`, `goal/repair.rs`, `goal/echo.rs` |
+//! | dispatch: idempotent message id, post, outcome | `goal/dispatch.rs`, `goal/deliver.rs` |
+//! | settle; notification; console lines | `goal/settle.rs`, `goal/notify.rs`, `goal/operator.rs` |
 //! | the built-in small model | `small_model/` |
 //! | session assist (recap, suggestion) | `assist/` |
-//! | create, act on, orchestrate goals | `control/create.rs`, `control/actions.rs`, `control/orchestrate.rs` |
-//! | the goal runtime (events → scheduler → ticks) | `runtime.rs` |
+//! | create, act on and orchestrate goals | `control/` |
+//! | the goal runtime: events → scheduler → ticks | `runtime.rs` |
 //! | the Rust embedding API | `embed.rs` |
 //!
 //! What a host's runtimes share is one explicit [`SharedContext`], passed to every client and
@@ -70,14 +77,19 @@ pub use config::{EvidenceConfig, EvidenceLimits, GoalConfig, ProviderLimits};
 
 // The goal record.
 pub use goal::park::wake_at as provider_wake_at;
-pub use goal::plan::REASON_VERIFIED;
-pub use record::{Goal, GoalStatus, KNOWN_GOAL_FIELDS, OBJECTIVE_REVISION_FIELD};
+pub use record::cause::{Cause, CauseCode};
+/// Every `statusReason` this package writes.
+pub use record::reasons;
+pub use record::{
+    parse_checks, AcceptanceCheck, ChecksError, Goal, GoalStatus, CHECK_COMMAND_CHAR_LIMIT, DEFAULT_CHECK_TIMEOUT_MS,
+    KNOWN_GOAL_FIELDS, MAX_CHECKS, OBJECTIVE_REVISION_FIELD,
+};
 pub use time::active::{
     active_ms, check_time_budget_ms, check_time_budget_value, format_duration, parse_duration, time_budget_ms,
     GoalTimeLimits,
 };
 pub use time::clock::now_ms;
-pub use time::hours::{ActiveHours, ACTIVE_HOURS_FIELD};
+pub use time::hours::ActiveHours;
 
 // Errors.
 pub use error::{Cancelled, GoalError, HttpError, ObjectiveError, PartialAction, SmallModelError};

@@ -12,12 +12,12 @@ use tracing::{debug, warn};
 
 use crate::config::GoalConfig;
 use crate::goal::context::TickContext;
-use crate::goal::plan::REASON_RESUMED;
 use crate::goal::settle::pause_after_abort;
 use crate::goal::tick::run_tick;
 use crate::intake::{Consumer, IntakeEvent};
 use crate::io::opencode::OpenCodeClient;
 use crate::io::services::Services;
+use crate::record::reasons::REASON_RESUMED;
 use crate::record::{Goal, GoalStatus};
 use crate::sched::facts::{Seen, SessionFactsView};
 use crate::sched::{ArmMode, GoalSighting, Job, Scheduler, SessionSnapshot};

@@ -8,7 +8,7 @@ mod example;
 async fn embedded_runtime_drives_a_goal_to_complete() {
     let outcome = example::drive_goal_to_completion().await.expect("example ran");
     assert_eq!(outcome.status, "complete", "{outcome:?}");
-    assert_eq!(outcome.reason, goal_core::REASON_VERIFIED);
+    assert_eq!(outcome.reason, goal_core::reasons::REASON_VERIFIED);
     assert!(outcome.ticks >= 1 && outcome.settled == 1, "{outcome:?}");
     // The settle went through OpenCode's API: a PATCH of the session's metadata, no prompt.
     let patches = outcome.requests.get("PATCH /session/ses_embedexample01").copied().unwrap_or(0);

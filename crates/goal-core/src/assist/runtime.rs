@@ -25,7 +25,7 @@ use crate::time::clock::now_ms;
 /// The metadata key under `openchamber` that the assist owns.
 pub const ASSIST_KEY: &str = "assist";
 
-/// Assist tunables (Part B constants).
+/// Assist tunables (the reference runtime's values by default).
 #[derive(Debug, Clone)]
 pub struct AssistConfig {
     /// Quiet window after `idle` before generating (60 s).

@@ -8,7 +8,7 @@ pub mod tunables;
 
 use std::time::Duration;
 
-/// Goal-loop tunables (Part B constants; all injectable).
+/// Goal-loop tunables (the reference runtime's values by default; all injectable).
 #[derive(Debug, Clone)]
 pub struct GoalConfig {
     /// Quiet window after `idle` (15 s).

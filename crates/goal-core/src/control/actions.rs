@@ -9,14 +9,11 @@ use crate::control::create::{
     check_token_budget, fit_objective, store_objective, ControlContext, GoalError, ModelChoice, ObjectiveFit,
 };
 use crate::control::orchestrate::locate_session;
-use crate::goal::plan::REASON_RESUMED;
 use crate::io::objectives::{delete_objective, read_objective};
 use crate::io::writer::{try_write_goal, GoalGuard, GoalUpdate};
+use crate::record::reasons::{REASON_MARKED_BY_USER, REASON_RESUMED};
 use crate::record::session::{live_status, merge_namespace_key, LiveStatus, SessionView};
 use crate::record::{Goal, GoalStatus};
-
-/// Status reason of a goal the user marked complete.
-pub const REASON_MARKED_BY_USER: &str = "marked by user";
 
 /// Which goal an action targets.
 #[derive(Debug, Clone, Default)]
@@ -293,20 +290,16 @@ pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionRe
         match time_budget {
             LimitEdit::Keep => {}
             LimitEdit::Clear => {
-                goal.extra.remove(crate::time::active::TIME_BUDGET_FIELD);
+                goal.time_budget_ms.clear();
             }
-            LimitEdit::Set(ms) => {
-                goal.extra.insert(crate::time::active::TIME_BUDGET_FIELD.into(), serde_json::Value::from(ms));
-            }
+            LimitEdit::Set(ms) => goal.time_budget_ms.set(ms),
         }
         match active_hours {
             LimitEdit::Keep => {}
             LimitEdit::Clear => {
-                goal.extra.remove(crate::time::hours::ACTIVE_HOURS_FIELD);
+                goal.active_hours.clear();
             }
-            LimitEdit::Set(hours) => {
-                goal.extra.insert(crate::time::hours::ACTIVE_HOURS_FIELD.into(), hours.to_value());
-            }
+            LimitEdit::Set(hours) => goal.active_hours.set(hours.to_object()),
         }
         crate::time::active::count_stopped_time(goal, crate::time::clock::now_ms());
         // An edit ends a park: the goal goes on with its new content now.

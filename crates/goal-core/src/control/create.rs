@@ -221,24 +221,9 @@ pub fn fresh_goal(objective: &str, objective_file: bool, token_budget: Option<u6
         objective_file,
         status: GoalStatus::Active,
         token_budget,
-        tokens_used: 0,
-        tokens_baseline: 0,
-        tokens_committed: 0,
-        turns_used: 0,
-        blocked_streak: 0,
-        audit_fail_streak: 0,
-        note: String::new(),
-        status_reason: String::new(),
-        evaluation_provider_id: String::new(),
-        evaluation_model_id: String::new(),
-        last_accounted_message_id: String::new(),
-        last_accounted_created: 0.0,
         created_at: now,
         updated_at: now,
-        session_id: None,
-        cause: None,
-        checks: Vec::new(),
-        extra: Default::default(),
+        ..Goal::default()
     }
 }
 

@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Map, Value};
 
-use crate::record::truncate_chars;
+use crate::record::{truncate_chars, Goal, Stored};
 
 pub use crate::config::EvidenceLimits;
 
@@ -567,12 +567,6 @@ pub fn citations(object: &Map<String, Value>, key: &str) -> Vec<String> {
 // ---------------------------------------------------------------------------------------------
 // Progress fingerprint and the no-progress breaker.
 
-/// Goal field holding the breaker's state.
-pub const PROGRESS_FIELD: &str = "progress";
-/// Goal field: failing commands already used once to turn a `complete` into `continue`.
-pub const OVERRIDES_FIELD: &str = "evidenceOverrides";
-/// Status reason of the breaker.
-pub const REASON_NO_PROGRESS: &str = "no progress";
 /// Trigram hashes kept per reply (bottom-k sketch; exact for replies of up to this many trigrams).
 const SKETCH_SIZE: usize = 48;
 /// Similarity at or above which two replies are near-identical.
@@ -728,8 +722,8 @@ fn print_from(value: Option<&Value>) -> Option<TurnPrint> {
 
 impl ProgressState {
     /// Reads the goal's state (absent or malformed: a fresh start).
-    pub fn from_goal_extra(extra: &Map<String, Value>) -> ProgressState {
-        let Some(value) = extra.get(PROGRESS_FIELD).filter(|v| v.is_object()) else {
+    pub fn of_goal(goal: &Goal) -> ProgressState {
+        let Some(value) = goal.progress.get() else {
             return ProgressState::default();
         };
         let count = |key: &str| value.get(key).and_then(Value::as_u64).unwrap_or(0).min(10_000) as u32;
@@ -841,12 +835,15 @@ fn command_key(command: &str) -> String {
 }
 
 /// The failing commands already used for an override.
-pub fn overrides_of(extra: &Map<String, Value>) -> Vec<String> {
-    extra
-        .get(OVERRIDES_FIELD)
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
-        .unwrap_or_default()
+pub fn overrides_of(goal: &Goal) -> Vec<String> {
+    match &goal.evidence_overrides {
+        Stored::Valid(used) => used.clone(),
+        // A list with entries that are not commands: the commands in it still count.
+        Stored::Unreadable(raw) => {
+            raw.as_array().map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect()).unwrap_or_default()
+        }
+        Stored::Absent => Vec::new(),
+    }
 }
 
 /// A `complete` verdict with a failing command that was not used before: the note for the

@@ -3,6 +3,13 @@
 use super::*;
 use serde_json::json;
 
+/// A goal whose record holds `value` under `field`.
+fn goal_with(field: &str, value: Value) -> Goal {
+    let mut object = json!({"id": "g", "status": "active", "objective": "o"});
+    object[field] = value;
+    Goal::from_value(&object).expect("a goal")
+}
+
 fn bash(command: &str, exit: i64, output: &str) -> Value {
     json!({"type": "tool", "tool": "bash", "callID": "c", "state": {
         "status": "completed", "input": {"command": command},
@@ -209,9 +216,7 @@ fn run(turns: &[TurnPrint]) -> Vec<u32> {
         let cursor = state.cursor_for(&tail, 0.0);
         state = advance(&state, &tail, i as f64, cursor, turn.clone());
         // Round-trip through the goal field, as the runtime does.
-        let mut extra = Map::new();
-        extra.insert(PROGRESS_FIELD.into(), state.to_value());
-        state = ProgressState::from_goal_extra(&extra);
+        state = ProgressState::of_goal(&goal_with("progress", state.to_value()));
         streaks.push(state.streak);
     }
     streaks
@@ -273,10 +278,9 @@ fn judging_the_same_tail_twice_counts_once() {
     let again = state.cursor_for("t2", 5.0);
     assert_eq!(again.after_id, "t1", "a re-tick of t2 digests the same window");
     assert_eq!(advance(&state, "t2", 10.0, again, same).streak, 2);
-    assert!(ProgressState::from_goal_extra(&Map::new()).tail.is_empty());
-    let mut broken = Map::new();
-    broken.insert(PROGRESS_FIELD.into(), json!({"streak": "x", "print": 5}));
-    assert_eq!(ProgressState::from_goal_extra(&broken).streak, 0);
+    assert!(ProgressState::of_goal(&Goal::default()).tail.is_empty());
+    let broken = goal_with("progress", json!({"streak": "x", "print": 5}));
+    assert_eq!(ProgressState::of_goal(&broken).streak, 0);
 }
 
 #[test]
@@ -291,9 +295,7 @@ fn complete_override_once_per_failing_command() {
     let passing = vec![assistant("a1", 1.0, vec![bash("cargo test", 0, "ok")], "stop")];
     let clean = build_digest(&passing, &Cursor::default(), "a1", None, None, &EvidenceLimits::default());
     assert!(complete_override(&clean, &[]).is_none());
-    let mut extra = Map::new();
-    extra.insert(OVERRIDES_FIELD.into(), json!(used));
-    assert_eq!(overrides_of(&extra).len(), 2);
+    assert_eq!(overrides_of(&goal_with("evidenceOverrides", json!(used))).len(), 2);
 }
 
 #[test]

@@ -1,4 +1,5 @@
-//! Token accounting by chronology (spec A.4 item 7).
+//! Token accounting by chronology: turns are counted in `time.created` order (see
+//! `docs/opencode.md`, "Messages"), never by comparing ids.
 //!
 //! A turn's `input + output + reasoning + cache.read + cache.write` already includes everything
 //! paid before it in the same context, so the cost of a run is a snapshot of its latest turn,

@@ -8,13 +8,13 @@ use tracing::{info, warn};
 
 use crate::error::Cancelled;
 use crate::goal::context::Tick;
-use crate::goal::dispatch::{Delivery, Dispatch, CONTINUATION_ID_FIELD};
+use crate::goal::dispatch::{Delivery, Dispatch};
 use crate::goal::echo::repaired_late;
-use crate::goal::plan::{Basis, REASON_DISPATCH_FAILED};
+use crate::goal::plan::Basis;
 use crate::goal::reserve::Reserved;
 use crate::goal::settle::blocked;
-use crate::io::writer::{continuation_for_of, try_write_goal, GoalGuard, GoalUpdate, CONTINUATION_FOR_FIELD};
-use crate::record::lease::LEASE_FIELD;
+use crate::io::writer::{continuation_for_of, try_write_goal, GoalGuard, GoalUpdate};
+use crate::record::reasons::REASON_DISPATCH_FAILED;
 use crate::record::session::{chronological, SessionView};
 use crate::record::{Goal, GoalStatus};
 use crate::sched::TickOutcome;
@@ -160,7 +160,7 @@ async fn failed(tick: &Tick<'_>, basis: &Basis, reserved: &Reserved, refused: bo
         if give_back {
             g.turns_used = g.turns_used.saturating_sub(1);
         }
-        g.extra.remove(CONTINUATION_ID_FIELD);
+        g.continuation_id.clear();
     })
     .await
 }
@@ -177,9 +177,9 @@ async fn give_back_stopped_turn(tick: &Tick<'_>, reserved: &Goal, tail: &str) {
             return Err(Cancelled);
         }
         g.turns_used = g.turns_used.saturating_sub(1);
-        g.extra.remove(CONTINUATION_FOR_FIELD);
-        g.extra.remove(CONTINUATION_ID_FIELD);
-        g.extra.remove(LEASE_FIELD);
+        g.continuation_for.clear();
+        g.continuation_id.clear();
+        g.lease.clear();
         Ok(())
     })
     .await;

@@ -1,15 +1,15 @@
 //! Delivering a continuation: reserve → post with an idempotent id → classify.
 //!
 //! OpenCode stores a `prompt_async` under a client-chosen `messageID` and answers a repeated id
-//! once (FACTS.md, "Idempotent prompts"): one message, one turn, whenever the repeat arrives. So
+//! once (`docs/opencode.md`, "Idempotent prompts"): one message, one turn, whenever the repeat arrives. So
 //! every host and every retry derives the same id from the same observed state — the newest
 //! assistant reply's id (the tail) advanced by one, plus a suffix hashed from goal id and tail id
 //! — and re-posting after a timeout or a 5xx is safe. Only when the tail's id has an unknown
-//! format does delivery fall back to the classified, reconciled dispatch of spec A.4 item 5,
-//! which must never re-post while an earlier post's fate is unknown.
+//! format does delivery fall back to the classified, reconciled dispatch, which must never
+//! re-post while an earlier post's fate is unknown.
 //!
-//! The id derivation and the outcome classification are pure and unit-tested here; the posting
-//! loops take the client and the generation from the tick.
+//! The id derivation is pure and unit-tested here (the outcome classification is
+//! `io/prompt_outcome.rs`); the posting loops take the client and the generation from the tick.
 
 use std::time::Duration;
 
@@ -20,8 +20,6 @@ use crate::io::opencode::OpenCodeClient;
 use crate::io::prompt_outcome::DispatchOutcome;
 use crate::record::session::{chronological, LiveStatus, Role};
 use crate::sched::Generation;
-
-pub use crate::record::CONTINUATION_ID_FIELD;
 
 const ID_PREFIX: &str = "msg_";
 const HEX_DIGITS: usize = 12;

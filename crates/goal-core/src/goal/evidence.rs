@@ -7,10 +7,11 @@
 use serde_json::{json, Value};
 use tracing::info;
 
-use crate::evidence::{self, Digest, ProgressState, TurnPrint, OVERRIDES_FIELD, PROGRESS_FIELD, REASON_NO_PROGRESS};
+use crate::evidence::{self, Digest, ProgressState, TurnPrint};
 use crate::goal::context::Tick;
 use crate::goal::plan::{AfterAudit, Audit, Basis, Reservation, Settlement, Verdict};
 use crate::goal::trail;
+use crate::record::reasons::REASON_NO_PROGRESS;
 use crate::record::GoalStatus;
 use crate::sched::TickOutcome;
 use crate::time::clock::now_ms;
@@ -52,7 +53,7 @@ pub async fn observe(
 ) -> Result<Observed, TickOutcome> {
     let goal = &tick.goal;
     let tail = basis.tail_message_id.as_str();
-    let previous = ProgressState::from_goal_extra(&goal.extra);
+    let previous = ProgressState::of_goal(goal);
     let cursor = previous.cursor_for(tail, goal.created_at);
     let diff = read_diff(tick, messages, &evidence::window(messages, &cursor, tail)).await;
     let tail_created = messages
@@ -131,10 +132,8 @@ pub async fn review(
     // write, watched for lost updates), not on a write of their own.
     match decision {
         AfterAudit::Continue(mut reservation) => {
-            reservation.goal_fields.push((PROGRESS_FIELD.into(), observed.state.to_value()));
-            if let Some(used) = overrides {
-                reservation.goal_fields.push((OVERRIDES_FIELD.into(), json!(used)));
-            }
+            reservation.evidence.progress = observed.state.to_value().as_object().cloned();
+            reservation.evidence.overrides = overrides;
             AfterAudit::Continue(reservation)
         }
         settle => settle,
@@ -152,7 +151,7 @@ fn override_complete(
     if settlement.status != GoalStatus::Complete {
         return (AfterAudit::Settle(settlement), None);
     }
-    match evidence::complete_override(&observed.digest, &evidence::overrides_of(&tick.goal.extra)) {
+    match evidence::complete_override(&observed.digest, &evidence::overrides_of(&tick.goal)) {
         Some((note, used)) => {
             info!(target: "session_goal", session = tick.session_id, "complete verdict while a command fails; continuing");
             let reservation = Reservation {
@@ -161,7 +160,7 @@ fn override_complete(
                 audit_fail_streak: 0,
                 note: Some(note),
                 evaluation: settlement.evaluation,
-                goal_fields: Vec::new(),
+                evidence: Default::default(),
             };
             (AfterAudit::Continue(reservation), Some(used))
         }

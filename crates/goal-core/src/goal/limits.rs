@@ -178,7 +178,7 @@ pub async fn write_park(
     let result = write_goal(&tick.ctx.client, tick.session_id, tick.directory, &tick.guard, |g| {
         accounting.apply(g);
         park::apply_park(g, park, now_ms);
-        g.extra.remove(crate::record::lease::LEASE_FIELD);
+        g.lease.clear();
     })
     .await;
     let outcome = match &result {

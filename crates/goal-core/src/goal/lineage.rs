@@ -12,12 +12,11 @@ use std::collections::HashMap;
 
 use parking_lot::Mutex;
 
-use crate::goal::plan::REASON_RESUMED;
 use crate::record::cause::{Cause, CauseCode};
-use crate::record::{Goal, GoalStatus, SESSION_ID_FIELD};
+pub use crate::record::reasons::REASON_COPIED;
+use crate::record::reasons::REASON_RESUMED;
+use crate::record::{Goal, GoalStatus};
 
-/// Status reason of a goal adopted as a paused copy.
-pub const REASON_COPIED: &str = "copied from another session";
 /// The fix an inherited cause names.
 pub const INHERITED_FIX: &str = "Resume the goal on this session to make it this session's own, or clear it.";
 /// Goal ids remembered for the older-session rule (the oldest entries go first beyond it).
@@ -79,9 +78,10 @@ pub fn adopt_paused(goal: &mut Goal, session_id: &str, source: &str, now_ms: f64
     goal.status_reason = REASON_COPIED.into();
     goal.set_cause(Some(Cause::new(CauseCode::Inherited, now_ms).with_detail(source).with_fix(INHERITED_FIX)));
     mark_owner(goal, session_id);
-    for field in RUNTIME_FIELDS {
-        goal.extra.remove(*field);
-    }
+    // The runtime fields the source wrote for its own turns.
+    goal.lease.clear();
+    goal.continuation_for.clear();
+    goal.continuation_id.clear();
     crate::goal::park::clear_park(goal);
     crate::time::active::begin_inactive(goal, now_ms);
 }
@@ -89,16 +89,11 @@ pub fn adopt_paused(goal: &mut Goal, session_id: &str, source: &str, now_ms: f64
 /// Makes the goal this session's own (a resume, or a write that marks an unmarked goal); an
 /// inherited cause goes with it.
 pub fn mark_owner(goal: &mut Goal, session_id: &str) {
-    goal.extra.remove(SESSION_ID_FIELD);
-    goal.session_id = Some(session_id.to_string());
+    goal.set_owner(session_id);
     if goal.cause.as_ref().is_some_and(|c| c.code == CauseCode::Inherited) && goal.status == GoalStatus::Active {
         goal.set_cause(None);
     }
 }
-
-/// Fields a runtime writes for the turns it drives (not the user's): a copy does not inherit them.
-const RUNTIME_FIELDS: &[&str] =
-    &[crate::record::lease::LEASE_FIELD, crate::record::CONTINUATION_FOR_FIELD, crate::record::CONTINUATION_ID_FIELD];
 
 /// Which session first carried each goal id: the oldest by creation time (then by id, so every
 /// host picks the same one when two were made in the same millisecond).
@@ -203,8 +198,9 @@ mod tests {
         let cause = copy.cause.clone().unwrap();
         assert_eq!((cause.code, cause.detail.as_deref(), cause.since), (CauseCode::Inherited, Some("ses_a"), 50.0));
         assert!(cause.fix.is_some());
+        let stored = copy.to_value();
         for gone in ["lease", "continuationFor", "continuationId"] {
-            assert!(!copy.extra.contains_key(gone), "{gone}");
+            assert!(stored.get(gone).is_none(), "{gone}");
         }
         assert_eq!(copy.extra["mystery"], json!(1));
         // Resumed: active again; marking it clears the inherited cause.

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::goal::plan::REASON_VERIFIED;
+use crate::record::reasons::{REASON_REPORTED_BY_AGENT, REASON_TIME_BUDGET, REASON_VERIFIED};
 use crate::record::{truncate_chars, Goal, GoalStatus};
 
 /// The title the reference shows for a status.
@@ -20,7 +20,7 @@ pub fn notification_title(status: GoalStatus) -> &'static str {
 pub fn goal_notification(session_id: &str, directory: &str, goal: &Goal, objective: &str) -> Value {
     let mut goal_value = goal.to_value();
     goal_value["objective"] = Value::from(objective.to_string());
-    let detail = if goal.status_reason == REASON_VERIFIED || goal.status_reason == "reported by agent" {
+    let detail = if goal.status_reason == REASON_VERIFIED || goal.status_reason == REASON_REPORTED_BY_AGENT {
         goal.note.clone()
     } else {
         goal.status_reason.clone()
@@ -37,7 +37,7 @@ pub fn goal_notification(session_id: &str, directory: &str, goal: &Goal, objecti
         "directory": directory,
         "status": goal.status.as_str(),
         "goal": goal_value,
-        "title": if goal.status_reason == crate::time::active::REASON_TIME_BUDGET { "Goal reached its time budget" } else { notification_title(goal.status) },
+        "title": if goal.status_reason == REASON_TIME_BUDGET { "Goal reached its time budget" } else { notification_title(goal.status) },
         "body": truncate_chars(&body, 240),
         "tag": format!("goal-{session_id}"),
         "kind": "goal",

@@ -6,38 +6,11 @@
 
 use tracing::{info, warn};
 
-use crate::goal::plan as decide;
+use crate::record::reasons::{self, REASON_BLOCKED_PER_AUDIT};
 use crate::record::Goal;
 
 /// The `tracing` target of operator lines (the Node binding prints `[session-goal] …`).
 pub const TARGET: &str = "session-goal";
-
-/// Reasons the runtime writes itself; anything else may be an auditor's note (model output).
-const FIXED_REASONS: &[&str] = &[
-    decide::REASON_RESUMED,
-    decide::REASON_PAUSED_AFTER_ABORT,
-    decide::REASON_BUDGET,
-    decide::REASON_TURN_CAP,
-    decide::REASON_AUDIT_UNAVAILABLE,
-    decide::REASON_VERIFIED,
-    decide::REASON_BLOCKED_PER_AUDIT,
-    decide::REASON_TURN_FAILED,
-    decide::REASON_REPEATED_TRUNCATION,
-    decide::REASON_MESSAGES_UNAVAILABLE,
-    decide::REASON_OBJECTIVE_UNAVAILABLE,
-    decide::REASON_DISPATCH_FAILED,
-    crate::evidence::REASON_NO_PROGRESS,
-    crate::time::active::REASON_TIME_BUDGET,
-    "marked by user",
-    "reported by agent",
-    crate::goal::park::REASON_WAITING_FOR_PROVIDER,
-    crate::goal::park::REASON_PROVIDER_QUOTA,
-    crate::goal::park::REASON_PROVIDER_AUTH,
-    crate::goal::park::REASON_CONTEXT_OVERFLOW,
-    crate::goal::park::REASON_CONTENT_FILTER,
-    crate::goal::park::REASON_TURN_INTERRUPTED,
-    crate::goal::lineage::REASON_COPIED,
-];
 
 /// The reason as it may be printed: fixed reasons and error names (`MessageAbortedError`) as
 /// they are; free text (an auditor's note) replaced, since it is model output.
@@ -46,14 +19,15 @@ pub fn printable_reason(reason: &str) -> &str {
     if reason.is_empty() {
         return "no reason given";
     }
-    if FIXED_REASONS.contains(&reason) {
+    // The runtime's own reasons; anything else may be an auditor's note (model output).
+    if reasons::ALL.contains(&reason) {
         return reason;
     }
     let identifier = reason.len() <= 64 && reason.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
     if identifier {
         reason
     } else {
-        decide::REASON_BLOCKED_PER_AUDIT
+        REASON_BLOCKED_PER_AUDIT
     }
 }
 
@@ -75,20 +49,20 @@ pub fn audit_failed(detail: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::reasons::{REASON_NO_PROGRESS, REASON_TIME_BUDGET, REASON_VERIFIED};
 
     #[test]
     fn fixed_reasons_and_error_names_print_as_is() {
-        assert_eq!(printable_reason(decide::REASON_VERIFIED), decide::REASON_VERIFIED);
+        assert_eq!(printable_reason(REASON_VERIFIED), REASON_VERIFIED);
         assert_eq!(printable_reason("MessageAbortedError"), "MessageAbortedError");
         assert_eq!(printable_reason("  "), "no reason given");
-        assert_eq!(printable_reason(crate::evidence::REASON_NO_PROGRESS), "no progress");
-        assert_eq!(printable_reason(crate::time::active::REASON_TIME_BUDGET), "time budget reached");
-        assert_eq!(printable_reason(crate::goal::park::REASON_PROVIDER_AUTH), "provider authentication failed");
+        assert_eq!(printable_reason(REASON_NO_PROGRESS), "no progress");
+        assert_eq!(printable_reason(REASON_TIME_BUDGET), "time budget reached");
     }
 
     #[test]
     fn free_text_reasons_are_never_printed() {
         let note = "The tests still fail in src/secret_module.rs because the API key is wrong";
-        assert_eq!(printable_reason(note), decide::REASON_BLOCKED_PER_AUDIT);
+        assert_eq!(printable_reason(note), REASON_BLOCKED_PER_AUDIT);
     }
 }

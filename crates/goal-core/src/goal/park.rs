@@ -9,34 +9,18 @@
 
 pub mod reset;
 
-use serde_json::Value;
-
 use self::reset::{jitter_unit, park_until};
-use crate::goal::plan::REASON_RESUMED;
 use crate::record::cause::{Cause, CauseCode};
 use crate::record::provider_error::{classify, ProviderFailure};
+use crate::record::reasons::REASON_RESUMED;
 use crate::record::session::{Message, Role};
 use crate::record::Goal;
 
-/// Status reason of a parked goal.
-pub const REASON_WAITING_FOR_PROVIDER: &str = "waiting for provider limit";
-/// Status reason: the quota is spent (or the limit never reset within the allowed parks).
-pub const REASON_PROVIDER_QUOTA: &str = "provider quota exhausted";
-/// Status reason: the provider refused the credentials.
-pub const REASON_PROVIDER_AUTH: &str = "provider authentication failed";
-/// Status reason: the conversation no longer fits the model's context.
-pub const REASON_CONTEXT_OVERFLOW: &str = "context window exceeded";
-/// Status reason: the provider's content filter stopped the reply.
-pub const REASON_CONTENT_FILTER: &str = "stopped by the provider's content filter";
-/// Status reason: turns were cut by server restarts, repeatedly.
-pub const REASON_TURN_INTERRUPTED: &str = "turns interrupted by server restarts";
+pub use crate::record::reasons::{
+    REASON_CONTENT_FILTER, REASON_CONTEXT_OVERFLOW, REASON_PROVIDER_AUTH, REASON_PROVIDER_QUOTA,
+    REASON_TURN_INTERRUPTED, REASON_WAITING_FOR_PROVIDER,
+};
 
-/// Goal field: parks in a row with no turn that produced output.
-pub const PROVIDER_WAITS_FIELD: &str = "providerWaits";
-/// Goal field: the failed reply the current park answers.
-pub const PROVIDER_WAIT_FOR_FIELD: &str = "providerWaitFor";
-/// Goal field: cut turns in a row.
-pub const CUT_TURNS_FIELD: &str = "cutTurns";
 /// Cut turns in a row that settle the goal (the first is continued, the second settles).
 pub const MAX_CUT_TURNS: u64 = 2;
 
@@ -90,14 +74,9 @@ pub enum TailStep {
     Block(Stop),
 }
 
-/// How many of something the goal counted (a field the runtime owns; bad values are 0).
-pub fn count_of(goal: &Goal, field: &str) -> u64 {
-    crate::record::positive_count(goal.extra.get(field))
-}
-
 /// The failed reply the goal is parked for, when it is parked.
 pub fn parked_for(goal: &Goal) -> Option<&str> {
-    goal.extra.get(PROVIDER_WAIT_FOR_FIELD).and_then(Value::as_str)
+    goal.provider_wait_for.get().map(String::as_str)
 }
 
 /// When a parked goal wakes up (from its cause), when it is parked.
@@ -118,7 +97,7 @@ pub fn tail_step(goal: &Goal, tail: &Message, now_ms: f64, limits: ParkLimits, c
         if !cut_confirmed {
             return TailStep::Usual;
         }
-        let nth = if resumed { 1 } else { count_of(goal, CUT_TURNS_FIELD) + 1 };
+        let nth = if resumed { 1 } else { goal.cut_turns.get().copied().unwrap_or(0) + 1 };
         if nth >= MAX_CUT_TURNS {
             return TailStep::Block(stop(CauseCode::TurnInterrupted, REASON_TURN_INTERRUPTED, now_ms, None));
         }
@@ -157,7 +136,7 @@ fn resetting(goal: &Goal, tail: &Message, now_ms: f64, limits: ParkLimits, resum
         // The user asked to go on now: one continuation, no park.
         return TailStep::Resume;
     }
-    let nth = count_of(goal, PROVIDER_WAITS_FIELD) + 1;
+    let nth = goal.provider_waits.get().copied().unwrap_or(0) + 1;
     if nth > limits.max_waits {
         let mut blocked = stop(CauseCode::ProviderQuota, REASON_PROVIDER_QUOTA, now_ms, provider(tail));
         blocked.cause.detail = Some(format!("limit did not reset after {} waits", limits.max_waits));
@@ -178,9 +157,8 @@ fn resetting(goal: &Goal, tail: &Message, now_ms: f64, limits: ParkLimits, resum
         .with_until(wait.until)
         .with_detail(detail)
         .with_fix("Nothing to do: the goal goes on by itself when the limit resets; resume it to try sooner.");
-    let give_back = goal.extra.get(crate::record::CONTINUATION_ID_FIELD).and_then(Value::as_str)
-        == Some(tail.parent_id.as_str())
-        && !tail.parent_id.is_empty();
+    let give_back =
+        !tail.parent_id.is_empty() && goal.continuation_id.get().map(String::as_str) == Some(tail.parent_id.as_str());
     TailStep::Park(Park { tail: tail.id.clone(), until: wait.until, nth, give_back, cause })
 }
 
@@ -218,20 +196,20 @@ fn stop(code: CauseCode, reason: &'static str, now_ms: f64, provider: Option<Str
 pub fn apply_park(goal: &mut Goal, park: &Park, now_ms: f64) {
     goal.status_reason = REASON_WAITING_FOR_PROVIDER.into();
     goal.set_cause(Some(park.cause.clone()));
-    goal.extra.insert(PROVIDER_WAITS_FIELD.into(), Value::from(park.nth));
-    goal.extra.insert(PROVIDER_WAIT_FOR_FIELD.into(), Value::from(park.tail.clone()));
+    goal.provider_waits.set(park.nth);
+    goal.provider_wait_for.set(park.tail.clone());
     if park.give_back {
         goal.turns_used = goal.turns_used.saturating_sub(1);
     }
-    goal.extra.remove(crate::record::CONTINUATION_FOR_FIELD);
-    goal.extra.remove(crate::record::CONTINUATION_ID_FIELD);
+    goal.continuation_for.clear();
+    goal.continuation_id.clear();
     crate::time::active::begin_inactive(goal, now_ms);
 }
 
 /// Ends a park (a continuation goes out, or the user paused, resumed or edited): the reason and
 /// the waiting cause go, the count of parks in a row stays until a turn produces output.
 pub fn clear_park(goal: &mut Goal) {
-    goal.extra.remove(PROVIDER_WAIT_FOR_FIELD);
+    goal.provider_wait_for.clear();
     if goal.cause.as_ref().is_some_and(|c| c.code == CauseCode::WaitingForProviderLimit) {
         goal.set_cause(None);
     }
@@ -241,16 +219,21 @@ pub fn clear_park(goal: &mut Goal) {
 }
 
 /// What a reservation changes of the park state: any park is over (a continuation goes out),
-/// the goal is simply running again (no cause), and a judged reply that produced output ends
-/// the row of parks; the row of cut turns ends too unless the reservation sets it again (a cut
-/// turn's continuation writes its number in the same write).
-pub fn on_reserve(goal: &mut Goal, tail_output: bool) {
+/// the goal is simply running again (no cause), a judged reply that produced output ends the
+/// row of parks, and the row of cut turns ends unless this continuation answers a cut turn
+/// (`cut_turn`, its number in the row).
+pub fn on_reserve(goal: &mut Goal, tail_output: bool, cut_turn: Option<u64>) {
     clear_park(goal);
     goal.set_cause(None);
     if tail_output {
-        goal.extra.remove(PROVIDER_WAITS_FIELD);
+        goal.provider_waits.clear();
     }
-    goal.extra.remove(CUT_TURNS_FIELD);
+    match cut_turn {
+        Some(nth) => goal.cut_turns.set(nth),
+        None => {
+            goal.cut_turns.clear();
+        }
+    }
 }
 
 #[cfg(test)]

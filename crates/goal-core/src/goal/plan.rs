@@ -1,38 +1,15 @@
 //! The pure goal-loop decisions: given what a tick observed, what to do. No I/O, no clock.
 //!
-//! The branch order is the reference's (Part B, "tick — exact branch order", steps 7–12, plus
-//! length-truncation recovery), so the function reads as the spec does.
+//! The branch order is the reference runtime's (OpenChamber's JavaScript goal loop), plus
+//! recovery from length-truncated replies, so the decisions match it branch for branch.
 
 use crate::goal::accounting::{account, Accounting};
+use crate::record::reasons::{
+    REASON_AUDIT_UNAVAILABLE, REASON_BLOCKED_PER_AUDIT, REASON_BUDGET, REASON_DISPATCH_FAILED,
+    REASON_REPEATED_TRUNCATION, REASON_RESUMED, REASON_TURN_CAP, REASON_TURN_FAILED, REASON_VERIFIED,
+};
 use crate::record::session::{chronological, Message, Role};
 use crate::record::{Goal, GoalStatus};
-
-/// Status reason: the UI's explicit resume signal.
-pub const REASON_RESUMED: &str = "resumed";
-/// Status reason while a permission or question is pending.
-pub const WAITING_FOR_USER: &str = "waiting for user input";
-/// Status reason: the user aborted the running turn.
-pub const REASON_PAUSED_AFTER_ABORT: &str = "paused after abort";
-/// Status reason: budget spent.
-pub const REASON_BUDGET: &str = "token budget reached";
-/// Status reason: the turn cap was reached.
-pub const REASON_TURN_CAP: &str = "auto-continuation limit reached";
-/// Status reason: the auditor failed twice in a row.
-pub const REASON_AUDIT_UNAVAILABLE: &str = "progress audit unavailable";
-/// Status reason: the auditor verified the objective.
-pub const REASON_VERIFIED: &str = "verified by audit";
-/// Status reason: the auditor said blocked three times without a note.
-pub const REASON_BLOCKED_PER_AUDIT: &str = "blocked per audit";
-/// Status reason: an unnamed assistant error.
-pub const REASON_TURN_FAILED: &str = "assistant turn failed";
-/// Status reason: two truncated turns in a row.
-pub const REASON_REPEATED_TRUNCATION: &str = "repeated output truncation";
-/// Status reason: messages (or session state) could not be read after every retry.
-pub const REASON_MESSAGES_UNAVAILABLE: &str = "messages unavailable";
-/// Status reason: neither the objective file nor an inline objective could be read.
-pub const REASON_OBJECTIVE_UNAVAILABLE: &str = "objective unavailable";
-/// Status reason: the continuation could not be delivered.
-pub const REASON_DISPATCH_FAILED: &str = "continuation dispatch failed";
 
 /// Consecutive `blocked` verdicts that settle a goal.
 pub const BLOCKED_STREAK_LIMIT: u64 = 3;
@@ -112,6 +89,8 @@ pub struct Basis {
     /// The judged reply produced output (text, a tool call, output tokens): it ends the rows of
     /// provider parks and cut turns.
     pub tail_output: bool,
+    /// Set when the tail is a turn cut by a server restart: its number in the row.
+    pub cut_turn: Option<u64>,
 }
 
 /// Decides steps 7–12 of a tick from the goal and the message window (already fetched).
@@ -182,6 +161,7 @@ pub fn plan_tick(goal: &Goal, messages: &[Message], max_auto_turns: u64) -> Plan
         assistant_text: crate::record::truncate_chars(&tail.text, TRANSCRIPT_PART_CHAR_LIMIT),
         tail_created: last.created,
         tail_output: tail.produced_output,
+        cut_turn: None,
     };
     if tail.summary || aborted || truncated {
         Plan::ContinueUnaudited(basis)
@@ -246,9 +226,18 @@ pub struct Reservation {
     pub note: Option<String>,
     /// Auditor ids to record.
     pub evaluation: Option<(String, String)>,
-    /// Further goal fields written with the reservation (the evidence review's progress state
-    /// and override set), so they ride on the one guarded write instead of a write of their own.
-    pub goal_fields: Vec<(String, serde_json::Value)>,
+    /// The evidence review's progress state and override set, written with the reservation so
+    /// they ride on the one guarded write instead of a write of their own.
+    pub evidence: EvidenceFields,
+}
+
+/// Evidence fields a reservation writes (`None`: left as they are).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EvidenceFields {
+    /// The no-progress breaker's state.
+    pub progress: Option<serde_json::Map<String, serde_json::Value>>,
+    /// The failing commands already used for a complete override.
+    pub overrides: Option<Vec<String>>,
 }
 
 /// The outcome after the audit (or its absence).
@@ -269,7 +258,7 @@ pub fn unaudited_reservation(goal: &Goal, basis: &Basis) -> Reservation {
         audit_fail_streak: goal.audit_fail_streak,
         note: None,
         evaluation: None,
-        goal_fields: Vec::new(),
+        evidence: EvidenceFields::default(),
     }
 }
 
@@ -292,7 +281,7 @@ pub fn after_audit(goal: &Goal, basis: &Basis, audit: Option<Audit>) -> AfterAud
             audit_fail_streak: failures,
             note: None,
             evaluation: None,
-            goal_fields: Vec::new(),
+            evidence: EvidenceFields::default(),
         });
     };
     let evaluation =
@@ -322,7 +311,7 @@ pub fn after_audit(goal: &Goal, basis: &Basis, audit: Option<Audit>) -> AfterAud
             audit_fail_streak: 0,
             note,
             evaluation,
-            goal_fields: Vec::new(),
+            evidence: EvidenceFields::default(),
         }),
     }
 }

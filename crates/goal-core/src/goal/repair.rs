@@ -257,7 +257,7 @@ mod tests {
         let (read, ours) = (goal(1.0, "active"), goal(3.0, "active"));
         // Paused in the very millisecond we wrote: not our echo, and overwritten by it.
         let paused_now = seen(3.0, "paused");
-        assert_eq!(judge(&[paused_now.clone()], &read, &ours), None, "a same-millisecond pause is no echo");
+        assert_eq!(judge(std::slice::from_ref(&paused_now), &read, &ours), None, "a same-millisecond pause is no echo");
         assert_eq!(
             judge(&[paused_now.clone(), seen(3.0, "active")], &read, &ours),
             Some(Echo::Overwrote(paused_now.goal.clone()))
@@ -291,7 +291,7 @@ mod tests {
         // The state before our write is what we wrote around the goal: nothing lost.
         assert_eq!(lost_foreign(&[with(foreign_part(&written)), echo.clone()], &ours, &written_foreign), None);
         // No event before the echo, no echo yet, or an event without the whole metadata.
-        assert_eq!(lost_foreign(&[echo.clone()], &ours, &written_foreign), None);
+        assert_eq!(lost_foreign(std::slice::from_ref(&echo), &ours, &written_foreign), None);
         assert_eq!(lost_foreign(&[with(json!({}))], &ours, &written_foreign), None);
         let bare = Seen { foreign: None, ..with(json!({})) };
         assert_eq!(lost_foreign(&[bare, echo], &ours, &written_foreign), None);

@@ -8,10 +8,10 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::goal::context::{log_write, ReadAtStart, Tick};
-use crate::goal::dispatch::{continuation_message_id_for, CONTINUATION_ID_FIELD};
+use crate::goal::dispatch::continuation_message_id_for;
 use crate::goal::echo::{Heard, ReservationEcho, ECHO_BOUND};
 use crate::goal::plan::{Basis, Reservation};
-use crate::io::writer::{continuation_for_of, write_goal_on, GoalGuard, GoalWrite, CONTINUATION_FOR_FIELD};
+use crate::io::writer::{continuation_for_of, write_goal_on, GoalGuard, GoalWrite};
 use crate::record::lease::take_lease;
 use crate::record::{truncate_chars, Goal, GoalStatus, NOTE_CHAR_LIMIT};
 use crate::sched::TickOutcome;
@@ -69,7 +69,7 @@ pub async fn reserve(
     let mut read_goal: Option<Goal> = None;
     let written = write_goal_on(&ctx.client, tick.session_id, tick.directory, &reserve_guard, base.as_ref(), |g| {
         read_goal = Some(g.clone());
-        crate::goal::park::on_reserve(g, basis.tail_output);
+        crate::goal::park::on_reserve(g, basis.tail_output, basis.cut_turn);
         apply_reservation(g, &reservation, reused, tail, message_id.as_deref(), tick);
     })
     .await;
@@ -129,13 +129,18 @@ fn apply_reservation(
         g.evaluation_provider_id = provider.clone();
         g.evaluation_model_id = model.clone();
     }
-    for (field, value) in &reservation.goal_fields {
-        g.extra.insert(field.clone(), value.clone());
+    if let Some(progress) = &reservation.evidence.progress {
+        g.progress.set(progress.clone());
     }
-    g.extra.insert(CONTINUATION_FOR_FIELD.into(), Value::from(tail));
+    if let Some(used) = &reservation.evidence.overrides {
+        g.evidence_overrides.set(used.clone());
+    }
+    g.continuation_for.set(tail.to_string());
     match message_id {
-        Some(id) => g.extra.insert(CONTINUATION_ID_FIELD.into(), Value::from(id)),
-        None => g.extra.remove(CONTINUATION_ID_FIELD),
-    };
+        Some(id) => g.continuation_id.set(id.to_string()),
+        None => {
+            g.continuation_id.clear();
+        }
+    }
     take_lease(g, &tick.ctx.holder, now_ms(), tick.ctx.config.lease.as_millis() as f64);
 }

@@ -3,12 +3,11 @@
 //! the pause after an abort).
 
 use crate::goal::context::{log_write, written_outcome, Tick};
-use crate::goal::dispatch::CONTINUATION_ID_FIELD;
 use crate::goal::notify::goal_notification;
-use crate::goal::plan::{Settlement, REASON_PAUSED_AFTER_ABORT, REASON_RESUMED, WAITING_FOR_USER};
+use crate::goal::plan::Settlement;
 use crate::io::opencode::OpenCodeClient;
-use crate::io::writer::{write_goal, GoalGuard, GoalWrite, CONTINUATION_FOR_FIELD};
-use crate::record::lease::LEASE_FIELD;
+use crate::io::writer::{write_goal, GoalGuard, GoalWrite};
+use crate::record::reasons::{REASON_PAUSED_AFTER_ABORT, REASON_RESUMED, WAITING_FOR_USER};
 use crate::record::{truncate_chars, Goal, GoalStatus, NOTE_CHAR_LIMIT, REASON_CHAR_LIMIT};
 use crate::sched::TickOutcome;
 use crate::time::active::begin_inactive;
@@ -69,7 +68,7 @@ impl Tick<'_> {
             g.status = GoalStatus::Paused;
             g.status_reason = REASON_PAUSED_AFTER_ABORT.into();
             accounting.apply(g);
-            g.extra.remove(LEASE_FIELD);
+            g.lease.clear();
             // Paused time is not active time.
             begin_inactive(g, now_ms());
         })
@@ -107,9 +106,9 @@ fn apply_settlement(g: &mut Goal, settlement: &Settlement) {
         g.evaluation_provider_id = provider.clone();
         g.evaluation_model_id = model.clone();
     }
-    g.extra.remove(CONTINUATION_FOR_FIELD);
-    g.extra.remove(CONTINUATION_ID_FIELD);
-    g.extra.remove(LEASE_FIELD);
+    g.continuation_for.clear();
+    g.continuation_id.clear();
+    g.lease.clear();
     // From here the goal is not working (time budget after a resume).
     begin_inactive(g, now_ms());
 }
@@ -122,7 +121,7 @@ pub async fn pause_after_abort(client: &OpenCodeClient, session_id: &str, direct
         if !resumed_since {
             g.status = GoalStatus::Paused;
             g.status_reason = REASON_PAUSED_AFTER_ABORT.into();
-            g.extra.remove(LEASE_FIELD);
+            g.lease.clear();
             // Paused time is not active time.
             begin_inactive(g, now_ms());
         }

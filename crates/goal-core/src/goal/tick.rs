@@ -13,14 +13,12 @@ use crate::goal::context::{ReadAtStart, Tick, TickContext};
 use crate::goal::deliver::deliver;
 use crate::goal::gates::quiet_remaining;
 use crate::goal::observe::{self, Live};
-use crate::goal::plan::{
-    self, plan_tick, unaudited_reservation, Basis, Plan, Reservation, WaitReason, REASON_OBJECTIVE_UNAVAILABLE,
-    REASON_RESUMED,
-};
+use crate::goal::plan::{plan_tick, unaudited_reservation, Basis, Plan, Reservation, WaitReason};
 use crate::goal::reserve::reserve;
 use crate::goal::settle::blocked;
 use crate::goal::time_gate;
 use crate::io::writer::GoalGuard;
+use crate::record::reasons::{REASON_OBJECTIVE_UNAVAILABLE, REASON_RESUMED, REASON_TURN_FAILED};
 use crate::record::GoalStatus;
 use crate::sched::{Generation, TickOutcome};
 use crate::time::clock::now_ms;
@@ -103,7 +101,7 @@ async fn plan_and_audit(tick: &Tick<'_>, live: Live) -> Result<(Basis, Reservati
             // starts, the turn failed and the goal must not sit active forever.
             debug!(target: "session_goal", session = tick.session_id, ?reason, attempt = tick.attempt, "idle without a finished reply");
             if tick.exhausted {
-                tick.settle_blocked(plan::REASON_TURN_FAILED).await;
+                tick.settle_blocked(REASON_TURN_FAILED).await;
                 return Err(TickOutcome::Settled);
             }
             Err(TickOutcome::Retry)
@@ -115,11 +113,9 @@ async fn plan_and_audit(tick: &Tick<'_>, live: Live) -> Result<(Basis, Reservati
             Err(tick.pause(accounting).await)
         }
         Plan::Settle(settlement) => Err(tick.settle(settlement).await),
-        Plan::ContinueUnaudited(basis) => {
-            let mut reservation = unaudited_reservation(&tick.goal, &basis);
-            if let Some(nth) = after.cut {
-                reservation.goal_fields.push((crate::goal::park::CUT_TURNS_FIELD.into(), nth.into()));
-            }
+        Plan::ContinueUnaudited(mut basis) => {
+            basis.cut_turn = after.cut;
+            let reservation = unaudited_reservation(&tick.goal, &basis);
             Ok((basis, reservation))
         }
         Plan::Audit(basis) => {

@@ -10,16 +10,12 @@ use crate::goal::context::Tick;
 use crate::goal::plan::{Basis, Settlement};
 use crate::goal::trail;
 use crate::io::writer::{write_goal, GoalWrite};
+use crate::record::reasons::{REASON_TIME_BUDGET, REASON_WAITING_FOR_HOURS};
 use crate::record::{Goal, GoalStatus};
 use crate::sched::TickOutcome;
-use crate::time::active::{
-    begin_inactive, end_inactive, time_budget_reached, INACTIVE_SINCE_FIELD, REASON_TIME_BUDGET,
-};
+use crate::time::active::{begin_inactive, end_inactive, time_budget_reached};
 use crate::time::clock::now_ms;
 use crate::time::hours::{self, HoursGate};
-
-/// Status reason while the goal waits for its working hours.
-pub const REASON_WAITING_FOR_HOURS: &str = "waiting for working hours";
 
 /// Time budget and working hours. `Some` ends the tick: settled `budgetLimited`, or waiting
 /// until the window opens.
@@ -40,9 +36,9 @@ pub async fn check(tick: &Tick<'_>, basis: &Basis) -> Option<TickOutcome> {
         };
         return Some(tick.settle(settlement).await);
     }
-    match hours::gate(&goal.extra, now) {
+    match hours::gate(goal.active_hours.get(), now) {
         HoursGate::WaitUntil(opens) => {
-            if goal.status_reason != REASON_WAITING_FOR_HOURS || !goal.extra.contains_key(INACTIVE_SINCE_FIELD) {
+            if goal.status_reason != REASON_WAITING_FOR_HOURS || !goal.inactive_since.is_present() {
                 let written = write(tick, move |g: &mut Goal| {
                     g.status_reason = REASON_WAITING_FOR_HOURS.into();
                     begin_inactive(g, now);
@@ -59,7 +55,7 @@ pub async fn check(tick: &Tick<'_>, basis: &Basis) -> Option<TickOutcome> {
         }
         HoursGate::Open => {
             // Back from waiting (for the user or for working hours): close the waiting period.
-            if goal.extra.contains_key(INACTIVE_SINCE_FIELD) || goal.status_reason == REASON_WAITING_FOR_HOURS {
+            if goal.inactive_since.is_present() || goal.status_reason == REASON_WAITING_FOR_HOURS {
                 let written = write(tick, move |g: &mut Goal| {
                     end_inactive(g, now);
                     if g.status_reason == REASON_WAITING_FOR_HOURS {

@@ -96,7 +96,7 @@ impl OpenCodeClient {
         Self { timeout, ..self.clone() }
     }
 
-    /// The metadata write slots of the client's context (see [`crate::io::writer`]).
+    /// The metadata write slots of the client's context (see `io/writer.rs`).
     pub fn write_slots(&self) -> &WriteSlots {
         &self.write_slots
     }
@@ -232,7 +232,7 @@ impl OpenCodeClient {
     }
 
     /// [`messages`](Self::messages) together with the list as OpenCode sent it, from one request
-    /// (the evidence digest reads the tool parts the tolerant [`Message`] view leaves out).
+    /// (the evidence digest reads the tool parts the tolerant `Message` view leaves out).
     pub async fn messages_with_raw(
         &self,
         session_id: &str,

@@ -3,7 +3,7 @@
 
 use crate::error::HttpError;
 
-/// The classified result of `prompt_async` (spec A.4 item 5).
+/// The classified result of `prompt_async`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum DispatchOutcome {
     /// 2xx with an empty or JSON body: admitted.

@@ -66,11 +66,9 @@ impl GoalGuard {
     }
 }
 
-pub use crate::record::CONTINUATION_FOR_FIELD;
-
 /// The tail the goal's current reservation answers, if any.
 pub fn continuation_for_of(goal: &Goal) -> Option<&str> {
-    goal.extra.get(CONTINUATION_FOR_FIELD).and_then(Value::as_str)
+    goal.continuation_for.get().map(String::as_str)
 }
 
 /// Result of a guarded goal write.

@@ -3,17 +3,11 @@
 
 use std::sync::OnceLock;
 
-use crate::record::Goal;
-
-/// The goal metadata field holding the multi-host lease `{holder, expiresAt}`.
-pub const LEASE_FIELD: &str = "lease";
+use crate::record::{Goal, Lease};
 
 /// The lease on a goal: who drives it and until when (ms since epoch).
 pub fn lease_of(goal: &Goal) -> Option<(String, f64)> {
-    let lease = goal.extra.get(LEASE_FIELD)?;
-    let holder = lease.get("holder")?.as_str()?.to_string();
-    let expires = lease.get("expiresAt")?.as_f64().filter(|n| n.is_finite())?;
-    Some((holder, expires))
+    goal.lease.get().map(|lease| (lease.holder.clone(), lease.expires_at))
 }
 
 /// The furthest a live lease can reach into the future: a day, the longest `leaseMs` a runtime
@@ -28,7 +22,7 @@ pub fn held_by_other(goal: &Goal, holder: &str, now: f64) -> bool {
 
 /// Takes (or renews) the lease for `holder` until `now + duration_ms`.
 pub fn take_lease(goal: &mut Goal, holder: &str, now: f64, duration_ms: f64) {
-    goal.extra.insert(LEASE_FIELD.to_string(), serde_json::json!({ "holder": holder, "expiresAt": now + duration_ms }));
+    goal.lease.set(Lease { holder: holder.to_string(), expires_at: now + duration_ms });
 }
 
 /// The lease holder id of this process for one OpenCode server. Stable within the process, so a

@@ -3,14 +3,20 @@
 //! type is treated as absent, exactly as the reference parser does.
 
 pub mod cause;
+mod fields;
 pub mod lease;
 pub mod metadata;
 pub mod provider_error;
+pub mod reasons;
 pub mod session;
 
 use serde_json::{Map, Value};
 
 use crate::record::cause::Cause;
+
+pub use fields::{
+    Goal, Lease, Stored, CAUSE_FIELD, CHECKS_FIELD, KNOWN_GOAL_FIELDS, OBJECTIVE_REVISION_FIELD, SESSION_ID_FIELD,
+};
 
 /// Maximum characters of an inline objective (and of an objective file).
 pub const GOAL_OBJECTIVE_CHAR_LIMIT: usize = 5000;
@@ -20,9 +26,10 @@ pub const NOTE_CHAR_LIMIT: usize = 280;
 pub const REASON_CHAR_LIMIT: usize = 200;
 
 /// The lifecycle status of a goal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum GoalStatus {
     /// The loop keeps the session working.
+    #[default]
     Active,
     /// The user stopped the loop (pause button or abort).
     Paused,
@@ -58,100 +65,6 @@ impl GoalStatus {
         }
     }
 }
-
-/// A normalized goal. `extra` keeps fields this version does not know, so a write never drops
-/// data another writer (a newer UI, a lease) put there.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Goal {
-    /// Opaque id of one logical goal; the stale-write guard compares it.
-    pub id: String,
-    /// Inline objective (fallback when the file is unreadable), ≤ 5000 chars.
-    pub objective: String,
-    /// The objective text lives in `<dataDir>/goals/<sessionId>.md`.
-    pub objective_file: bool,
-    /// Lifecycle status.
-    pub status: GoalStatus,
-    /// Optional token budget.
-    pub token_budget: Option<u64>,
-    /// Tokens charged to the goal so far.
-    pub tokens_used: u64,
-    /// Snapshot subtracted from the current segment (pre-goal context; 0 after compaction).
-    pub tokens_baseline: u64,
-    /// Total of the segments closed by compactions.
-    pub tokens_committed: u64,
-    /// Automatic continuations sent (reserved).
-    pub turns_used: u64,
-    /// Consecutive `blocked` verdicts.
-    pub blocked_streak: u64,
-    /// Consecutive failed audits.
-    pub audit_fail_streak: u64,
-    /// Latest audit note.
-    pub note: String,
-    /// Why the goal is in its status; `resumed` is the UI's kickoff signal.
-    pub status_reason: String,
-    /// Provider of the latest successful audit.
-    pub evaluation_provider_id: String,
-    /// Model of the latest successful audit.
-    pub evaluation_model_id: String,
-    /// Accounting cursor: the newest assistant message already counted.
-    pub last_accounted_message_id: String,
-    /// `time.created` of the cursor message (chronological cursor; 0 when unknown).
-    pub last_accounted_created: f64,
-    /// Creation time (ms since epoch).
-    pub created_at: f64,
-    /// Last write time (ms since epoch).
-    pub updated_at: f64,
-    /// The session this goal belongs to (`sessionId`); a goal whose owner names another
-    /// session is a copy (a fork copies the whole metadata). `None` for goals written before
-    /// the field existed, or when the stored value is not a string.
-    pub session_id: Option<String>,
-    /// Why the goal stopped or waits (`cause`); `None` while it simply runs. A stored value
-    /// that does not parse stays verbatim in `extra`.
-    pub cause: Option<Cause>,
-    /// The user's acceptance checks (`checks`), run before the goal settles `complete`. Empty
-    /// when none; a stored value that does not parse stays verbatim in `extra` (see
-    /// [`Goal::checks_unreadable`]).
-    pub checks: Vec<AcceptanceCheck>,
-    /// Unknown fields, preserved across writes.
-    pub extra: Map<String, Value>,
-}
-
-/// Every goal field this version reads. The event path reads only these from a payload (a goal
-/// object of any size costs the same). The last three are typed when they parse and kept in
-/// [`Goal::extra`] verbatim when they do not.
-pub const KNOWN_GOAL_FIELDS: &[&str] = &[
-    "id",
-    "objective",
-    "objectiveFile",
-    "status",
-    "tokenBudget",
-    "tokensUsed",
-    "tokensBaseline",
-    "tokensCommitted",
-    "turnsUsed",
-    "blockedStreak",
-    "auditFailStreak",
-    "note",
-    "statusReason",
-    "evaluationProviderID",
-    "evaluationModelID",
-    "lastAccountedMessageID",
-    "lastAccountedCreated",
-    "createdAt",
-    "updatedAt",
-    SESSION_ID_FIELD,
-    CAUSE_FIELD,
-    CHECKS_FIELD,
-];
-
-/// Goal field naming the owning session.
-pub const SESSION_ID_FIELD: &str = "sessionId";
-/// Goal field holding the typed cause of a stop or wait.
-pub const CAUSE_FIELD: &str = "cause";
-/// Goal field holding the user's acceptance checks.
-pub const CHECKS_FIELD: &str = "checks";
-/// Fields that are typed only when their stored value parses.
-const TYPED_WHEN_VALID: [&str; 3] = [SESSION_ID_FIELD, CAUSE_FIELD, CHECKS_FIELD];
 
 /// At most this many acceptance checks per goal.
 pub const MAX_CHECKS: usize = 8;
@@ -245,13 +158,6 @@ pub fn positive_count(value: Option<&Value>) -> u64 {
     }
 }
 
-fn finite_non_negative(value: Option<&Value>) -> f64 {
-    match value.and_then(Value::as_f64) {
-        Some(n) if n.is_finite() && n > 0.0 => n,
-        _ => 0.0,
-    }
-}
-
 /// A string field; empty when absent or not a string.
 pub(crate) fn string_field(value: Option<&Value>) -> String {
     value.and_then(Value::as_str).unwrap_or("").to_string()
@@ -273,98 +179,20 @@ impl Goal {
         Goal::from_value(goal)
     }
 
-    /// Parses a goal object (the value of `openchamber.goal`).
+    /// Parses a goal object (the value of `openchamber.goal`): `None` without an id, a status
+    /// or any objective. Every field is read by its entry in the field table.
     pub fn from_value(goal: &Value) -> Option<Goal> {
         let object = goal.as_object()?;
         let id = object.get("id")?.as_str()?;
-        if id.is_empty() {
-            return None;
-        }
-        let status = GoalStatus::parse(object.get("status")?.as_str()?)?;
-        let objective_raw = string_field(object.get("objective"));
-        let objective = truncate_chars(objective_raw.trim(), GOAL_OBJECTIVE_CHAR_LIMIT);
-        let objective_file = object.get("objectiveFile") == Some(&Value::Bool(true));
-        if objective.is_empty() && !objective_file {
-            return None;
-        }
-        let budget = positive_count(object.get("tokenBudget"));
-        let session_id = object.get(SESSION_ID_FIELD).and_then(Value::as_str).map(str::to_string);
-        let cause = object.get(CAUSE_FIELD).and_then(Cause::from_value);
-        let checks = object.get(CHECKS_FIELD).map(parse_checks);
-        let parsed = |key: &str| match key {
-            SESSION_ID_FIELD => session_id.is_some(),
-            CAUSE_FIELD => cause.is_some(),
-            _ => matches!(checks, Some(Ok(_))),
-        };
-        let extra = object
-            .iter()
-            .filter(|(key, _)| {
-                !KNOWN_GOAL_FIELDS.contains(&key.as_str()) || (TYPED_WHEN_VALID.contains(&key.as_str()) && !parsed(key))
-            })
-            .map(|(key, value)| (key.clone(), value.clone()))
-            .collect();
-        Some(Goal {
-            id: id.to_string(),
-            objective,
-            objective_file,
-            status,
-            token_budget: (budget > 0).then_some(budget),
-            tokens_used: positive_count(object.get("tokensUsed")),
-            tokens_baseline: positive_count(object.get("tokensBaseline")),
-            tokens_committed: positive_count(object.get("tokensCommitted")),
-            turns_used: positive_count(object.get("turnsUsed")),
-            blocked_streak: positive_count(object.get("blockedStreak")),
-            audit_fail_streak: positive_count(object.get("auditFailStreak")),
-            note: truncate_chars(&string_field(object.get("note")), NOTE_CHAR_LIMIT),
-            status_reason: truncate_chars(&string_field(object.get("statusReason")), REASON_CHAR_LIMIT),
-            evaluation_provider_id: string_field(object.get("evaluationProviderID")),
-            evaluation_model_id: string_field(object.get("evaluationModelID")),
-            last_accounted_message_id: string_field(object.get("lastAccountedMessageID")),
-            last_accounted_created: finite_non_negative(object.get("lastAccountedCreated")),
-            created_at: finite_non_negative(object.get("createdAt")),
-            updated_at: finite_non_negative(object.get("updatedAt")),
-            session_id,
-            cause,
-            checks: checks.and_then(Result::ok).unwrap_or_default(),
-            extra,
-        })
+        GoalStatus::parse(object.get("status")?.as_str()?)?;
+        let goal = Goal::read_fields(object);
+        let has_objective = !goal.objective.is_empty() || goal.objective_file;
+        (!id.is_empty() && has_objective).then_some(goal)
     }
 
-    /// The goal as stored in metadata (unknown fields kept).
+    /// The goal as stored in metadata (unknown fields kept), written by the field table.
     pub fn to_value(&self) -> Value {
-        let mut object = self.extra.clone();
-        let mut put = |key: &str, value: Value| {
-            object.insert(key.to_string(), value);
-        };
-        put("id", Value::from(self.id.clone()));
-        put("objective", Value::from(self.objective.clone()));
-        put("objectiveFile", Value::from(self.objective_file));
-        put("status", Value::from(self.status.as_str()));
-        put("tokenBudget", self.token_budget.map(Value::from).unwrap_or(Value::Null));
-        put("tokensUsed", Value::from(self.tokens_used));
-        put("tokensBaseline", Value::from(self.tokens_baseline));
-        put("tokensCommitted", Value::from(self.tokens_committed));
-        put("turnsUsed", Value::from(self.turns_used));
-        put("blockedStreak", Value::from(self.blocked_streak));
-        put("auditFailStreak", Value::from(self.audit_fail_streak));
-        put("note", Value::from(self.note.clone()));
-        put("statusReason", Value::from(self.status_reason.clone()));
-        put("evaluationProviderID", Value::from(self.evaluation_provider_id.clone()));
-        put("evaluationModelID", Value::from(self.evaluation_model_id.clone()));
-        put("lastAccountedMessageID", Value::from(self.last_accounted_message_id.clone()));
-        put("lastAccountedCreated", Value::from(self.last_accounted_created));
-        put("createdAt", Value::from(self.created_at));
-        put("updatedAt", Value::from(self.updated_at));
-        if let Some(session_id) = &self.session_id {
-            put(SESSION_ID_FIELD, Value::from(session_id.clone()));
-        }
-        if let Some(cause) = &self.cause {
-            put(CAUSE_FIELD, cause.to_value());
-        }
-        if !self.checks.is_empty() {
-            put(CHECKS_FIELD, Value::Array(self.checks.iter().map(AcceptanceCheck::to_value).collect()));
-        }
-        Value::Object(object)
+        Value::Object(self.write_fields())
     }
 
     /// Sets or clears the cause, dropping any unreadable stored one it replaces.
@@ -390,9 +218,14 @@ impl Goal {
     /// names another session keeps it: only adoption or a resume changes an owner.
     pub fn mark_if_unowned(&mut self, session_id: &str) {
         if self.session_id.is_none() && !session_id.is_empty() {
-            self.extra.remove(SESSION_ID_FIELD);
-            self.session_id = Some(session_id.to_string());
+            self.set_owner(session_id);
         }
+    }
+
+    /// Names the session the goal belongs to, dropping any unreadable stored value it replaces.
+    pub fn set_owner(&mut self, session_id: &str) {
+        self.extra.remove(SESSION_ID_FIELD);
+        self.session_id = Some(session_id.to_string());
     }
 
     /// Whether the stored goal names another session as its owner (a copy made by a fork).
@@ -409,26 +242,17 @@ impl Goal {
             objective_file: self.objective_file,
             token_budget: self.token_budget,
             created_at_bits: self.created_at.to_bits(),
-            objective_revision: positive_count(self.extra.get(OBJECTIVE_REVISION_FIELD)),
+            objective_revision: self.objective_revision.get().copied().unwrap_or(0),
         }
     }
 
     /// Marks an objective edit: a file-backed goal's text changes only on disk, so the counter
     /// is what tells ticks in flight that the objective they read is stale.
     pub fn bump_objective_revision(&mut self) {
-        let next = positive_count(self.extra.get(OBJECTIVE_REVISION_FIELD)) + 1;
-        self.extra.insert(OBJECTIVE_REVISION_FIELD.to_string(), Value::from(next));
+        let next = self.objective_revision.get().copied().unwrap_or(0) + 1;
+        self.objective_revision.set(next);
     }
 }
-
-/// Goal field: the tail reply the reserved turn answers (a later tick over the same tail reuses
-/// the reservation instead of charging a second turn).
-pub const CONTINUATION_FOR_FIELD: &str = "continuationFor";
-/// Goal field: the reserved turn's continuation id (every retry and every host posts it).
-pub const CONTINUATION_ID_FIELD: &str = "continuationId";
-
-/// Goal field counting objective edits (part of the revision key).
-pub const OBJECTIVE_REVISION_FIELD: &str = "objectiveRevision";
 
 /// The compare-and-set key of a goal: id plus every field only the user changes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

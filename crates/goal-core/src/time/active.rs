@@ -4,31 +4,23 @@
 //! `inactiveSince`; a pause counts from the paused goal's `updatedAt` to its resume. Pure: the
 //! clock value is passed in.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::record::{Goal, GoalStatus};
 
-/// Goal field: the time budget in milliseconds.
-pub const TIME_BUDGET_FIELD: &str = "timeBudgetMs";
-/// Goal field: closed inactive time (ms).
-pub const INACTIVE_MS_FIELD: &str = "inactiveMs";
-/// Goal field: start of an open waiting period (ms since epoch).
-pub const INACTIVE_SINCE_FIELD: &str = "inactiveSince";
-/// Status reason: the time budget is spent.
-pub const REASON_TIME_BUDGET: &str = "time budget reached";
 /// Smallest accepted time budget (one second).
 pub const MIN_TIME_BUDGET_MS: u64 = 1000;
 /// Largest accepted time budget (one year).
 pub const MAX_TIME_BUDGET_MS: u64 = 366 * 24 * 3600 * 1000;
 
-fn number(extra: &Map<String, Value>, key: &str) -> f64 {
-    extra.get(key).and_then(Value::as_f64).filter(|n| n.is_finite() && *n > 0.0).unwrap_or(0.0)
+/// A time field of the goal, 0 when absent or unreadable.
+fn ms(field: &crate::record::Stored<f64>) -> f64 {
+    field.get().copied().unwrap_or(0.0)
 }
 
 /// The goal's time budget, when it has a valid one.
 pub fn time_budget_ms(goal: &Goal) -> Option<u64> {
-    let budget = number(&goal.extra, TIME_BUDGET_FIELD);
-    (budget >= 1.0).then(|| budget.floor() as u64)
+    goal.time_budget_ms.get().copied()
 }
 
 /// Active time at `now_ms` (never negative).
@@ -36,11 +28,11 @@ pub fn active_ms(goal: &Goal, now_ms: f64) -> f64 {
     if goal.created_at <= 0.0 || now_ms <= goal.created_at {
         return 0.0;
     }
-    let open = match number(&goal.extra, INACTIVE_SINCE_FIELD) {
+    let open = match ms(&goal.inactive_since) {
         since if since > 0.0 && since <= now_ms => now_ms - since,
         _ => 0.0,
     };
-    (now_ms - goal.created_at - number(&goal.extra, INACTIVE_MS_FIELD) - open).max(0.0)
+    (now_ms - goal.created_at - ms(&goal.inactive_ms) - open).max(0.0)
 }
 
 /// Whether the goal's active time has reached its budget.
@@ -50,17 +42,17 @@ pub fn time_budget_reached(goal: &Goal, now_ms: f64) -> bool {
 
 /// Opens a waiting period (no-op when one is open). Returns whether the goal changed.
 pub fn begin_inactive(goal: &mut Goal, now_ms: f64) -> bool {
-    if number(&goal.extra, INACTIVE_SINCE_FIELD) > 0.0 {
+    if ms(&goal.inactive_since) > 0.0 {
         return false;
     }
-    goal.extra.insert(INACTIVE_SINCE_FIELD.into(), Value::from(now_ms.max(goal.created_at)));
+    goal.inactive_since.set(now_ms.max(goal.created_at));
     true
 }
 
 /// Closes an open waiting period into `inactiveMs`. Returns whether the goal changed.
 pub fn end_inactive(goal: &mut Goal, now_ms: f64) -> bool {
-    let since = number(&goal.extra, INACTIVE_SINCE_FIELD);
-    if goal.extra.remove(INACTIVE_SINCE_FIELD).is_none() {
+    let since = ms(&goal.inactive_since);
+    if !goal.inactive_since.clear() {
         return false;
     }
     if since > 0.0 && since < now_ms {
@@ -70,8 +62,8 @@ pub fn end_inactive(goal: &mut Goal, now_ms: f64) -> bool {
 }
 
 fn add_inactive(goal: &mut Goal, ms: f64) {
-    let total = number(&goal.extra, INACTIVE_MS_FIELD) + ms.max(0.0);
-    goal.extra.insert(INACTIVE_MS_FIELD.into(), Value::from(total.floor()));
+    let total = self::ms(&goal.inactive_ms) + ms.max(0.0);
+    goal.inactive_ms.set(total.floor());
 }
 
 /// A goal that was not active becomes active again: the time since it stopped (its
@@ -185,10 +177,10 @@ impl GoalTimeLimits {
     /// Writes the set limits into the goal.
     pub fn apply(&self, goal: &mut Goal) {
         if let Some(budget) = self.time_budget_ms {
-            goal.extra.insert(TIME_BUDGET_FIELD.into(), Value::from(budget));
+            goal.time_budget_ms.set(budget);
         }
         if let Some(hours) = &self.active_hours {
-            goal.extra.insert(crate::time::hours::ACTIVE_HOURS_FIELD.into(), hours.to_value());
+            goal.active_hours.set(hours.to_object());
         }
     }
 }
@@ -225,7 +217,7 @@ mod tests {
         assert!(begin_inactive(&mut g, 1_010_000.0));
         assert!(!begin_inactive(&mut g, 1_020_000.0), "the first start of the wait is kept");
         assert!(end_inactive(&mut g, 1_040_000.0));
-        assert_eq!(g.extra[INACTIVE_MS_FIELD], json!(30_000.0));
+        assert_eq!(g.to_value()["inactiveMs"], json!(30_000.0));
         assert!(!end_inactive(&mut g, 1_050_000.0), "nothing open, nothing added");
         assert_eq!(active_ms(&g, 1_050_000.0), 20_000.0);
     }
@@ -234,13 +226,13 @@ mod tests {
     fn a_pause_counts_from_updated_at_to_resume() {
         let mut g = goal(json!({"status": "paused", "updatedAt": 1_020_000.0, "inactiveMs": 5000}));
         count_stopped_time(&mut g, 1_080_000.0);
-        assert_eq!(g.extra[INACTIVE_MS_FIELD], json!(65_000.0));
+        assert_eq!(g.to_value()["inactiveMs"], json!(65_000.0));
         let mut marked = goal(json!({"status": "blocked", "updatedAt": 1_050_000.0, "inactiveSince": 1_020_000.0}));
         count_stopped_time(&mut marked, 1_080_000.0);
-        assert_eq!(marked.extra[INACTIVE_MS_FIELD], json!(60_000.0), "the mark wins; nothing counted twice");
+        assert_eq!(marked.to_value()["inactiveMs"], json!(60_000.0), "the mark wins; nothing counted twice");
         let mut active = goal(json!({"updatedAt": 1_020_000.0}));
         count_stopped_time(&mut active, 1_080_000.0);
-        assert!(!active.extra.contains_key(INACTIVE_MS_FIELD), "an active goal was not stopped");
+        assert!(!active.inactive_ms.is_present(), "an active goal was not stopped");
     }
 
     #[test]
@@ -274,7 +266,7 @@ mod tests {
         let mut g = goal(json!({}));
         limits.apply(&mut g);
         assert_eq!(time_budget_ms(&g), Some(7_200_000));
-        assert_eq!(g.extra["activeHours"]["timeZone"], json!("Europe/Berlin"));
+        assert_eq!(g.to_value()["activeHours"]["timeZone"], json!("Europe/Berlin"));
         assert!(GoalTimeLimits::check(Some(0.0), None).unwrap_err().contains("positive"));
         assert!(GoalTimeLimits::check(Some(-5.0), None).is_err());
         assert!(GoalTimeLimits::check(None, Some(&json!({"start": "9", "end": "17:00", "timeZone": "UTC"}))).is_err());

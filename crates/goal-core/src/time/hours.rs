@@ -12,9 +12,6 @@ use jiff::tz::TimeZone;
 use jiff::Timestamp;
 use serde_json::{json, Value};
 
-/// Goal field holding the window.
-pub const ACTIVE_HOURS_FIELD: &str = "activeHours";
-
 /// A validated daily window.
 #[derive(Debug, Clone)]
 pub struct ActiveHours {
@@ -71,14 +68,27 @@ impl ActiveHours {
 
     /// Parses the stored (or requested) value `{start, end, timeZone}`.
     pub fn from_value(value: &Value) -> Result<ActiveHours, String> {
-        let object = value.as_object().ok_or("activeHours must be an object {start, end, timeZone}")?;
+        ActiveHours::from_object(value.as_object().ok_or("activeHours must be an object {start, end, timeZone}")?)
+    }
+
+    /// Parses the stored object `{start, end, timeZone}`.
+    pub fn from_object(object: &serde_json::Map<String, Value>) -> Result<ActiveHours, String> {
         let field = |key: &str| object.get(key).and_then(Value::as_str).unwrap_or("");
         ActiveHours::new(field("start"), field("end"), field("timeZone"))
     }
 
     /// The stored form.
     pub fn to_value(&self) -> Value {
-        json!({"start": format_minute(self.start_minute), "end": format_minute(self.end_minute), "timeZone": self.zone_name})
+        Value::Object(self.to_object())
+    }
+
+    /// The stored form, as the goal record keeps it.
+    pub fn to_object(&self) -> serde_json::Map<String, Value> {
+        let mut object = serde_json::Map::new();
+        object.insert("start".into(), json!(format_minute(self.start_minute)));
+        object.insert("end".into(), json!(format_minute(self.end_minute)));
+        object.insert("timeZone".into(), json!(self.zone_name));
+        object
     }
 
     /// A short human form, `09:00–17:00 Europe/Berlin`.
@@ -151,10 +161,8 @@ pub enum HoursGate {
 
 /// Reads the goal's window (an invalid stored window is ignored: it was validated when set, and
 /// a hand-edited one must not stop the loop) and decides.
-pub fn gate(goal_extra: &serde_json::Map<String, Value>, now_ms: f64) -> HoursGate {
-    let Some(hours) =
-        goal_extra.get(ACTIVE_HOURS_FIELD).filter(|v| !v.is_null()).and_then(|v| ActiveHours::from_value(v).ok())
-    else {
+pub fn gate(active_hours: Option<&serde_json::Map<String, Value>>, now_ms: f64) -> HoursGate {
+    let Some(hours) = active_hours.and_then(|object| ActiveHours::from_object(object).ok()) else {
         return HoursGate::Open;
     };
     if hours.contains(now_ms) {
@@ -257,13 +265,22 @@ mod tests {
     #[test]
     fn gate_reads_the_goal_field() {
         let mut extra = serde_json::Map::new();
-        assert_eq!(gate(&extra, ms("2026-06-01T03:00:00Z")), HoursGate::Open);
-        extra.insert(ACTIVE_HOURS_FIELD.into(), json!({"start": "09:00", "end": "17:00", "timeZone": "UTC"}));
-        assert_eq!(gate(&extra, ms("2026-06-01T03:00:00Z")), HoursGate::WaitUntil(ms("2026-06-01T09:00:00Z")));
-        assert_eq!(gate(&extra, ms("2026-06-01T10:00:00Z")), HoursGate::Open);
-        extra.insert(ACTIVE_HOURS_FIELD.into(), json!({"start": "nope"}));
         assert_eq!(
-            gate(&extra, ms("2026-06-01T03:00:00Z")),
+            gate(extra.get("activeHours").and_then(Value::as_object), ms("2026-06-01T03:00:00Z")),
+            HoursGate::Open
+        );
+        extra.insert("activeHours".into(), json!({"start": "09:00", "end": "17:00", "timeZone": "UTC"}));
+        assert_eq!(
+            gate(extra.get("activeHours").and_then(Value::as_object), ms("2026-06-01T03:00:00Z")),
+            HoursGate::WaitUntil(ms("2026-06-01T09:00:00Z"))
+        );
+        assert_eq!(
+            gate(extra.get("activeHours").and_then(Value::as_object), ms("2026-06-01T10:00:00Z")),
+            HoursGate::Open
+        );
+        extra.insert("activeHours".into(), json!({"start": "nope"}));
+        assert_eq!(
+            gate(extra.get("activeHours").and_then(Value::as_object), ms("2026-06-01T03:00:00Z")),
             HoursGate::Open,
             "a hand-broken window never stops the loop"
         );

@@ -1,7 +1,7 @@
 //! The park decisions, case by case.
 
 use super::*;
-use serde_json::json;
+use serde_json::{json, Value};
 
 const NOW: f64 = 1_800_000_000_000.0;
 
@@ -30,6 +30,14 @@ fn limited(headers: Value) -> Message {
     )
 }
 
+fn waits(goal: &Goal) -> u64 {
+    goal.provider_waits.get().copied().unwrap_or(0)
+}
+
+fn cuts(goal: &Goal) -> u64 {
+    goal.cut_turns.get().copied().unwrap_or(0)
+}
+
 fn step(goal: &Goal, tail: &Message) -> TailStep {
     tail_step(goal, tail, NOW, ParkLimits::default(), false)
 }
@@ -50,8 +58,8 @@ fn a_resetting_limit_parks_until_the_reset_and_gives_the_turn_back() {
     assert_eq!(parked.status_reason, REASON_WAITING_FOR_PROVIDER);
     assert_eq!(parked_for(&parked), Some("msg_tail"));
     assert_eq!(wake_at(&parked), Some(park.until));
-    assert!(!parked.extra.contains_key("continuationId"));
-    assert!(parked.extra.contains_key(crate::time::active::INACTIVE_SINCE_FIELD));
+    assert!(!parked.continuation_id.is_present());
+    assert!(parked.inactive_since.get().is_some(), "parked time is not active time");
     // A reply to the user's own message gives nothing back.
     let users =
         tail(json!({"parentID": "msg_typed", "error": {"name": "APIError", "data": {"statusCode": 429}}}), json!([]));
@@ -96,11 +104,11 @@ fn parks_in_a_row_are_bounded_and_output_resets_them() {
     };
     assert_eq!((stop.reason, stop.cause.code), (REASON_PROVIDER_QUOTA, CauseCode::ProviderQuota));
     let mut counted = goal(json!({"providerWaits": 4, "cutTurns": 1}));
-    on_reserve(&mut counted, failed.produced_output);
-    assert_eq!(count_of(&counted, PROVIDER_WAITS_FIELD), 4, "an empty reply ends no row of parks");
+    on_reserve(&mut counted, failed.produced_output, None);
+    assert_eq!(waits(&counted), 4, "an empty reply ends no row of parks");
     let productive = tail(json!({"tokens": {"output": 12}}), json!([]));
-    on_reserve(&mut counted, productive.produced_output);
-    assert_eq!((count_of(&counted, PROVIDER_WAITS_FIELD), count_of(&counted, CUT_TURNS_FIELD)), (0, 0));
+    on_reserve(&mut counted, productive.produced_output, None);
+    assert_eq!((waits(&counted), cuts(&counted)), (0, 0));
     let tool_only = tail(json!({}), json!([{"type": "tool", "tool": "bash", "state": {"status": "completed"}}]));
     assert!(tool_only.produced_output && !failed.produced_output);
     let blank_text = tail(json!({}), json!([{"type": "text", "text": "  "}]));
@@ -160,8 +168,10 @@ fn cut_turns_continue_once_then_block() {
     assert_eq!(stop.cause.code, CauseCode::TurnInterrupted);
     assert_eq!(confirmed(&goal(json!({"cutTurns": 1, "statusReason": "resumed"}))), TailStep::ContinueCut { nth: 1 });
     let mut counted = goal(json!({"cutTurns": 1, "cause": {"code": "waitingForProviderLimit", "since": 1}}));
-    on_reserve(&mut counted, false);
-    assert_eq!(count_of(&counted, CUT_TURNS_FIELD), 0, "a reservation ends the row unless it sets it again");
+    on_reserve(&mut counted, false, Some(1));
+    assert_eq!(cuts(&counted), 1, "a cut turn's continuation counts it");
+    on_reserve(&mut counted, false, None);
+    assert_eq!(cuts(&counted), 0, "any other reservation ends the row");
     assert!(counted.cause.is_none(), "a running goal has no cause");
     // Odd stored counts read as zero.
     assert_eq!(confirmed(&goal(json!({"cutTurns": "lots"}))), TailStep::ContinueCut { nth: 1 });
@@ -175,7 +185,7 @@ fn clearing_a_park_keeps_the_row_count() {
     apply_park(&mut parked, &park, NOW);
     clear_park(&mut parked);
     assert!(parked.cause.is_none() && parked.status_reason.is_empty() && parked_for(&parked).is_none());
-    assert_eq!(count_of(&parked, PROVIDER_WAITS_FIELD), 1);
+    assert_eq!(waits(&parked), 1);
     let mut other = goal(json!({"statusReason": "resumed", "cause": {"code": "userPaused", "since": 1}}));
     clear_park(&mut other);
     assert_eq!(other.status_reason, "resumed");

@@ -1,6 +1,10 @@
 //! Branch-by-branch tests of the tick decisions.
 
 use super::*;
+use crate::record::reasons::{
+    REASON_AUDIT_UNAVAILABLE, REASON_BLOCKED_PER_AUDIT, REASON_BUDGET, REASON_DISPATCH_FAILED,
+    REASON_REPEATED_TRUNCATION, REASON_TURN_CAP, REASON_TURN_FAILED, REASON_VERIFIED,
+};
 use crate::record::session::Tokens;
 use serde_json::json;
 

@@ -1,0 +1,326 @@
+//! The goal record's field table: every field this package reads or writes under
+//! `metadata.openchamber.goal`, each defined once, with its wire name, its type, how it is read
+//! and how it is written. The struct, the event path's field list, the parser and the writer are
+//! all generated from the table, so adding a field is one entry here.
+//!
+//! Three kinds of field:
+//! - `core`: always read (a value of the wrong type reads as the default, the reference rule);
+//! - `loose`: typed when the stored value parses, otherwise kept verbatim in [`Goal::extra`];
+//! - the `stored` group ([`Stored`]): fields the event path does not read; typed when they
+//!   parse, kept verbatim (and written back unchanged) when they do not, and cleared as a whole.
+//!
+//! Fields the table does not know stay in [`Goal::extra`], written back exactly as read.
+
+use serde_json::{json, Map, Value};
+
+use super::cause::Cause;
+use super::{
+    parse_checks, positive_count, string_field, truncate_chars, AcceptanceCheck, GoalStatus, GOAL_OBJECTIVE_CHAR_LIMIT,
+    NOTE_CHAR_LIMIT, REASON_CHAR_LIMIT,
+};
+
+/// A goal field as stored: absent, readable (typed), or present in a shape this version cannot
+/// read, which is kept verbatim so no writer's data is lost.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Stored<T> {
+    /// Not in the record.
+    #[default]
+    Absent,
+    /// Present and readable.
+    Valid(T),
+    /// Present, in a shape this version cannot read (written back unchanged).
+    Unreadable(Value),
+}
+
+impl<T> Stored<T> {
+    /// The typed value, when present and readable.
+    pub fn get(&self) -> Option<&T> {
+        match self {
+            Stored::Valid(value) => Some(value),
+            _ => None,
+        }
+    }
+
+    /// Whether the record has the field at all (readable or not).
+    pub fn is_present(&self) -> bool {
+        !matches!(self, Stored::Absent)
+    }
+
+    /// Sets the value.
+    pub fn set(&mut self, value: T) {
+        *self = Stored::Valid(value);
+    }
+
+    /// Removes the field (an unreadable value too); whether it was present.
+    pub fn clear(&mut self) -> bool {
+        !matches!(std::mem::take(self), Stored::Absent)
+    }
+
+    fn read(raw: Option<&Value>, parse: impl Fn(&Value) -> Option<T>) -> Self {
+        match raw {
+            None => Stored::Absent,
+            Some(raw) => parse(raw).map_or_else(|| Stored::Unreadable(raw.clone()), Stored::Valid),
+        }
+    }
+
+    fn write(&self, encode: impl Fn(&T) -> Value) -> Option<Value> {
+        match self {
+            Stored::Absent => None,
+            Stored::Valid(value) => Some(encode(value)),
+            Stored::Unreadable(raw) => Some(raw.clone()),
+        }
+    }
+}
+
+/// The multi-host lease: which runtime drives the goal, and until when.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lease {
+    /// The holder id of the runtime.
+    pub holder: String,
+    /// Expiry (ms since epoch).
+    pub expires_at: f64,
+}
+
+macro_rules! goal_fields {
+    (
+        event { $( $(#[$edoc:meta])* $ekind:ident $ename:ident : $ety:ty = $ewire:expr, $eread:expr, $ewrite:expr; )* }
+        stored { $( $(#[$sdoc:meta])* $sname:ident : $sty:ty = $swire:expr, $sread:expr, $swrite:expr; )* }
+    ) => {
+        /// A normalized goal. `extra` keeps fields this version does not know, so a write never
+        /// drops data another writer (a newer UI) put there.
+        #[derive(Debug, Clone, PartialEq, Default)]
+        pub struct Goal {
+            $( $(#[$edoc])* pub $ename: $ety, )*
+            $( $(#[$sdoc])* pub $sname: Stored<$sty>, )*
+            /// Unknown fields (and unreadable values of `loose` fields), preserved across writes.
+            pub extra: Map<String, Value>,
+        }
+
+        /// Every goal field the event path reads from a payload (a goal object of any size
+        /// costs the same); the `stored` fields are read from the session itself.
+        pub const KNOWN_GOAL_FIELDS: &[&str] = &[ $( $ewire ),* ];
+
+        /// Every field of the table.
+        const TABLE_FIELDS: &[&str] = &[ $( $ewire, )* $( $swire ),* ];
+
+        impl Goal {
+            /// Reads every field of the table from a goal object; the rest goes to `extra`.
+            pub(super) fn read_fields(object: &Map<String, Value>) -> Goal {
+                let mut extra: Map<String, Value> = object
+                    .iter()
+                    .filter(|(key, _)| !TABLE_FIELDS.contains(&key.as_str()))
+                    .map(|(key, value)| (key.clone(), value.clone()))
+                    .collect();
+                Goal {
+                    $( $ename: goal_fields!(@read $ekind, object, extra, $ewire, $eread), )*
+                    $( $sname: Stored::read(object.get($swire), $sread), )*
+                    extra,
+                }
+            }
+
+            /// Writes every field of the table over `extra`.
+            pub(super) fn write_fields(&self) -> Map<String, Value> {
+                let mut object = self.extra.clone();
+                $( if let Some(value) = ($ewrite)(&self.$ename) { object.insert(String::from($ewire), value); } )*
+                $( if let Some(value) = self.$sname.write($swrite) { object.insert(String::from($swire), value); } )*
+                object
+            }
+        }
+    };
+    (@read core, $object:ident, $extra:ident, $wire:expr, $read:expr) => {
+        ($read)($object.get($wire))
+    };
+    (@read loose, $object:ident, $extra:ident, $wire:expr, $read:expr) => {
+        match $object.get($wire) {
+            None => Default::default(),
+            Some(raw) => match ($read)(raw) {
+                Some(value) => value,
+                None => {
+                    $extra.insert(String::from($wire), raw.clone());
+                    Default::default()
+                }
+            },
+        }
+    };
+}
+
+fn finite_non_negative(value: Option<&Value>) -> f64 {
+    match value.and_then(Value::as_f64) {
+        Some(n) if n.is_finite() && n > 0.0 => n,
+        _ => 0.0,
+    }
+}
+
+fn text(value: &str) -> Option<Value> {
+    Some(Value::from(value))
+}
+
+fn count(value: &u64) -> Option<Value> {
+    Some(Value::from(*value))
+}
+
+fn number(value: &f64) -> Option<Value> {
+    Some(Value::from(*value))
+}
+
+/// A finite number > 0 (what the time fields accept).
+fn positive_number(value: &Value) -> Option<f64> {
+    value.as_f64().filter(|n| n.is_finite() && *n > 0.0)
+}
+
+goal_fields! {
+    event {
+        /// Opaque id of one logical goal; the stale-write guard compares it.
+        core id: String = "id", string_field, text;
+        /// Inline objective (fallback when the file is unreadable), ≤ 5000 chars.
+        core objective: String = "objective",
+            |v| truncate_chars(string_field(v).trim(), GOAL_OBJECTIVE_CHAR_LIMIT), text;
+        /// The objective text lives in `<dataDir>/goals/<sessionId>.md`.
+        core objective_file: bool = "objectiveFile", |v| v == Some(&Value::Bool(true)), |v: &bool| Some(Value::from(*v));
+        /// Lifecycle status.
+        core status: GoalStatus = "status",
+            |v: Option<&Value>| v.and_then(Value::as_str).and_then(GoalStatus::parse).unwrap_or_default(),
+            |v: &GoalStatus| Some(Value::from(v.as_str()));
+        /// Optional token budget.
+        core token_budget: Option<u64> = "tokenBudget",
+            |v| Some(positive_count(v)).filter(|n| *n > 0),
+            |v: &Option<u64>| Some(v.map(Value::from).unwrap_or(Value::Null));
+        /// Tokens charged to the goal so far.
+        core tokens_used: u64 = "tokensUsed", positive_count, count;
+        /// Snapshot subtracted from the current segment (pre-goal context; 0 after compaction).
+        core tokens_baseline: u64 = "tokensBaseline", positive_count, count;
+        /// Total of the segments closed by compactions.
+        core tokens_committed: u64 = "tokensCommitted", positive_count, count;
+        /// Automatic continuations sent (reserved).
+        core turns_used: u64 = "turnsUsed", positive_count, count;
+        /// Consecutive `blocked` verdicts.
+        core blocked_streak: u64 = "blockedStreak", positive_count, count;
+        /// Consecutive failed audits.
+        core audit_fail_streak: u64 = "auditFailStreak", positive_count, count;
+        /// Latest audit note.
+        core note: String = "note", |v| truncate_chars(&string_field(v), NOTE_CHAR_LIMIT), text;
+        /// Why the goal is in its status; `resumed` is the UI's kickoff signal.
+        core status_reason: String = "statusReason", |v| truncate_chars(&string_field(v), REASON_CHAR_LIMIT), text;
+        /// Provider of the latest successful audit.
+        core evaluation_provider_id: String = "evaluationProviderID", string_field, text;
+        /// Model of the latest successful audit.
+        core evaluation_model_id: String = "evaluationModelID", string_field, text;
+        /// Accounting cursor: the newest assistant message already counted.
+        core last_accounted_message_id: String = "lastAccountedMessageID", string_field, text;
+        /// `time.created` of the cursor message (chronological cursor; 0 when unknown).
+        core last_accounted_created: f64 = "lastAccountedCreated", finite_non_negative, number;
+        /// Creation time (ms since epoch).
+        core created_at: f64 = "createdAt", finite_non_negative, number;
+        /// Last write time (ms since epoch).
+        core updated_at: f64 = "updatedAt", finite_non_negative, number;
+        /// The session this goal belongs to (`sessionId`); a goal whose owner names another
+        /// session is a copy (a fork copies the whole metadata). `None` for goals written before
+        /// the field existed; a value that is not a string stays verbatim in `extra`.
+        loose session_id: Option<String> = SESSION_ID_FIELD,
+            |v: &Value| v.as_str().map(|s| Some(s.to_string())),
+            |v: &Option<String>| v.clone().map(Value::from);
+        /// Why the goal stopped or waits (`cause`); `None` while it simply runs. A stored value
+        /// that does not parse stays verbatim in `extra`.
+        loose cause: Option<Cause> = CAUSE_FIELD, |v: &Value| Cause::from_value(v).map(Some),
+            |v: &Option<Cause>| v.as_ref().map(Cause::to_value);
+        /// The user's acceptance checks (`checks`), run before the goal settles `complete`. Empty
+        /// when none; a stored value that does not parse stays verbatim in `extra` (see
+        /// [`Goal::checks_unreadable`]).
+        loose checks: Vec<AcceptanceCheck> = CHECKS_FIELD, |v: &Value| parse_checks(v).ok(),
+            |v: &Vec<AcceptanceCheck>| (!v.is_empty()).then(|| Value::Array(v.iter().map(AcceptanceCheck::to_value).collect()));
+    }
+    stored {
+        /// The multi-host lease `{holder, expiresAt}` (see `record/lease.rs`).
+        lease: Lease = "lease",
+            |v: &Value| Some(Lease {
+                holder: v.get("holder")?.as_str()?.to_string(),
+                expires_at: v.get("expiresAt")?.as_f64().filter(|n| n.is_finite())?,
+            }),
+            |v: &Lease| json!({ "holder": v.holder, "expiresAt": v.expires_at });
+        /// The tail the reserved turn answers (`continuationFor`).
+        continuation_for: String = "continuationFor", |v: &Value| v.as_str().map(str::to_string), |v: &String| Value::from(v.clone());
+        /// The reserved turn's message id, posted by every retry and every host (`continuationId`).
+        continuation_id: String = "continuationId", |v: &Value| v.as_str().map(str::to_string), |v: &String| Value::from(v.clone());
+        /// Objective edits so far (`objectiveRevision`, part of the revision key).
+        objective_revision: u64 = OBJECTIVE_REVISION_FIELD,
+            |v: &Value| Some(positive_count(Some(v))).filter(|n| *n > 0), |v: &u64| Value::from(*v);
+        /// The time budget in ms (`timeBudgetMs`).
+        time_budget_ms: u64 = "timeBudgetMs",
+            |v: &Value| positive_number(v).filter(|n| *n >= 1.0).map(|n| n.floor().min(u64::MAX as f64) as u64),
+            |v: &u64| Value::from(*v);
+        /// Closed inactive time in ms (`inactiveMs`).
+        inactive_ms: f64 = "inactiveMs", positive_number, |v: &f64| Value::from(*v);
+        /// Start of an open waiting period, ms since epoch (`inactiveSince`).
+        inactive_since: f64 = "inactiveSince", positive_number, |v: &f64| Value::from(*v);
+        /// Working hours `{start, end, timeZone, days?}` (`activeHours`; read by `time/hours.rs`).
+        active_hours: Map<String, Value> = "activeHours", |v: &Value| v.as_object().cloned(), |v: &Map<String, Value>| Value::Object(v.clone());
+        /// The no-progress breaker's state (`progress`; read by `evidence/`).
+        progress: Map<String, Value> = "progress", |v: &Value| v.as_object().cloned(), |v: &Map<String, Value>| Value::Object(v.clone());
+        /// The failing commands already used for a complete override (`evidenceOverrides`).
+        /// Parks on a provider limit in a row, with no reply that produced output.
+        provider_waits: u64 = "providerWaits", |v: &Value| Some(positive_count(Some(v))), |v: &u64| Value::from(*v);
+        /// The failed reply the current park answers.
+        provider_wait_for: String = "providerWaitFor", |v: &Value| v.as_str().map(str::to_string), |v: &String| Value::from(v.clone());
+        /// Turns cut by a server restart in a row.
+        cut_turns: u64 = "cutTurns", |v: &Value| Some(positive_count(Some(v))), |v: &u64| Value::from(*v);
+        evidence_overrides: Vec<String> = "evidenceOverrides",
+            |v: &Value| v.as_array()?.iter().map(|c| c.as_str().map(str::to_string)).collect(),
+            |v: &Vec<String>| json!(v);
+    }
+}
+
+/// Goal field naming the owning session.
+pub const SESSION_ID_FIELD: &str = "sessionId";
+/// Goal field holding the typed cause of a stop or wait.
+pub const CAUSE_FIELD: &str = "cause";
+/// Goal field holding the user's acceptance checks.
+pub const CHECKS_FIELD: &str = "checks";
+/// Goal field counting objective edits (part of the revision key).
+pub const OBJECTIVE_REVISION_FIELD: &str = "objectiveRevision";
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn goal(fields: Value) -> Goal {
+        let mut object = json!({"id": "g", "status": "active", "objective": "o"});
+        for (key, value) in fields.as_object().unwrap() {
+            object[key] = value.clone();
+        }
+        Goal::from_value(&object).unwrap()
+    }
+
+    #[test]
+    fn stored_fields_are_typed_when_readable_and_kept_verbatim_when_not() {
+        let readable = goal(json!({
+            "lease": {"holder": "h", "expiresAt": 5.0}, "continuationFor": "m1", "continuationId": "msg_1",
+            "objectiveRevision": 2, "timeBudgetMs": 60000, "inactiveMs": 1000.0, "inactiveSince": 7.0,
+            "activeHours": {"start": "09:00"}, "progress": {"streak": 1}, "evidenceOverrides": ["a"],
+            "someoneElse": {"x": 1}
+        }));
+        assert_eq!(readable.lease.get(), Some(&Lease { holder: "h".into(), expires_at: 5.0 }));
+        assert_eq!(readable.continuation_for.get().map(String::as_str), Some("m1"));
+        assert_eq!(readable.time_budget_ms.get(), Some(&60000));
+        assert_eq!(readable.evidence_overrides.get(), Some(&vec!["a".to_string()]));
+        assert_eq!(readable.extra.keys().collect::<Vec<_>>(), ["someoneElse"], "only unknown fields are extra");
+        assert_eq!(Goal::from_value(&readable.to_value()).unwrap(), readable);
+
+        let odd = json!({"lease": "mine", "continuationFor": 7, "timeBudgetMs": "soon", "inactiveMs": 0,
+            "activeHours": null, "evidenceOverrides": ["a", 1]});
+        let mut unreadable = goal(odd.clone());
+        let written = unreadable.to_value();
+        for (key, value) in odd.as_object().unwrap() {
+            assert_eq!(&written[key], value, "{key} kept verbatim");
+            assert!(!unreadable.extra.contains_key(key), "{key} is a table field, not extra");
+        }
+        assert!(unreadable.lease.get().is_none() && unreadable.lease.is_present());
+        // Clearing removes an unreadable value too; setting replaces it.
+        assert!(unreadable.lease.clear());
+        unreadable.time_budget_ms.set(1000);
+        let written = unreadable.to_value();
+        assert!(written.get("lease").is_none());
+        assert_eq!(written["timeBudgetMs"], json!(1000));
+    }
+}

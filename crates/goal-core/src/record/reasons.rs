@@ -1,0 +1,86 @@
+//! Every `statusReason` this package writes, in one place: the short human text OpenChamber's
+//! UI shows beside a goal's status. (The machine-readable why is the goal's `cause`, see
+//! `cause.rs`.) Adding a stop reason is one constant here, plus the code that writes it.
+
+/// Status reason: the UI's explicit resume signal.
+pub const REASON_RESUMED: &str = "resumed";
+/// Status reason while a permission or question is pending.
+pub const WAITING_FOR_USER: &str = "waiting for user input";
+/// Status reason: the user aborted the running turn.
+pub const REASON_PAUSED_AFTER_ABORT: &str = "paused after abort";
+/// Status reason of a goal the user marked complete.
+pub const REASON_MARKED_BY_USER: &str = "marked by user";
+/// Status reason: budget spent.
+pub const REASON_BUDGET: &str = "token budget reached";
+/// Status reason: the time budget is spent.
+pub const REASON_TIME_BUDGET: &str = "time budget reached";
+/// Status reason: the turn cap was reached.
+pub const REASON_TURN_CAP: &str = "auto-continuation limit reached";
+/// Status reason: the auditor verified the objective.
+pub const REASON_VERIFIED: &str = "verified by audit";
+/// Status reason: the auditor said blocked three times without a note.
+pub const REASON_BLOCKED_PER_AUDIT: &str = "blocked per audit";
+/// Status reason: the auditor failed twice in a row.
+pub const REASON_AUDIT_UNAVAILABLE: &str = "progress audit unavailable";
+/// Status reason of the breaker.
+pub const REASON_NO_PROGRESS: &str = "no progress";
+/// Status reason: an unnamed assistant error.
+pub const REASON_TURN_FAILED: &str = "assistant turn failed";
+/// Status reason: two truncated turns in a row.
+pub const REASON_REPEATED_TRUNCATION: &str = "repeated output truncation";
+/// Status reason: messages (or session state) could not be read after every retry.
+pub const REASON_MESSAGES_UNAVAILABLE: &str = "messages unavailable";
+/// Status reason: neither the objective file nor an inline objective could be read.
+pub const REASON_OBJECTIVE_UNAVAILABLE: &str = "objective unavailable";
+/// Status reason: the continuation could not be delivered.
+pub const REASON_DISPATCH_FAILED: &str = "continuation dispatch failed";
+/// Status reason while the goal waits for its working hours.
+pub const REASON_WAITING_FOR_HOURS: &str = "waiting for working hours";
+/// Status reason OpenChamber writes when the agent itself reports the goal complete (read, never
+/// written, by this package).
+pub const REASON_REPORTED_BY_AGENT: &str = "reported by agent";
+
+/// Status reason of a goal parked until a provider's rate or usage limit resets.
+pub const REASON_WAITING_FOR_PROVIDER: &str = "waiting for provider limit";
+/// Status reason: the provider's quota is spent (or its limit did not reset within the parks).
+pub const REASON_PROVIDER_QUOTA: &str = "provider quota exhausted";
+/// Status reason: the provider refused the credentials.
+pub const REASON_PROVIDER_AUTH: &str = "provider authentication failed";
+/// Status reason: the conversation no longer fits the model's context.
+pub const REASON_CONTEXT_OVERFLOW: &str = "context window exceeded";
+/// Status reason: the provider's content filter stopped the reply.
+pub const REASON_CONTENT_FILTER: &str = "stopped by the provider's content filter";
+/// Status reason: turns were cut by server restarts, twice in a row.
+pub const REASON_TURN_INTERRUPTED: &str = "turns interrupted by server restarts";
+/// Status reason of a goal copied from another session (a fork) and adopted paused.
+pub const REASON_COPIED: &str = "copied from another session";
+
+/// Every reason above: the ones the runtime writes itself (anything else in `statusReason` may
+/// be an auditor's note, which is model output).
+pub const ALL: &[&str] = &[
+    REASON_RESUMED,
+    WAITING_FOR_USER,
+    REASON_PAUSED_AFTER_ABORT,
+    REASON_MARKED_BY_USER,
+    REASON_BUDGET,
+    REASON_TIME_BUDGET,
+    REASON_TURN_CAP,
+    REASON_VERIFIED,
+    REASON_BLOCKED_PER_AUDIT,
+    REASON_AUDIT_UNAVAILABLE,
+    REASON_NO_PROGRESS,
+    REASON_TURN_FAILED,
+    REASON_REPEATED_TRUNCATION,
+    REASON_MESSAGES_UNAVAILABLE,
+    REASON_OBJECTIVE_UNAVAILABLE,
+    REASON_DISPATCH_FAILED,
+    REASON_WAITING_FOR_HOURS,
+    REASON_REPORTED_BY_AGENT,
+    REASON_WAITING_FOR_PROVIDER,
+    REASON_PROVIDER_QUOTA,
+    REASON_PROVIDER_AUTH,
+    REASON_CONTEXT_OVERFLOW,
+    REASON_CONTENT_FILTER,
+    REASON_TURN_INTERRUPTED,
+    REASON_COPIED,
+];
