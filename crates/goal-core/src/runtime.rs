@@ -216,6 +216,12 @@ impl GoalRuntime {
 }
 
 impl Inner {
+    /// Whether an event's goal looks like a copy from another session (see `goal::lineage`).
+    fn looks_copied(&self, goal: &Goal, session_id: &str) -> bool {
+        goal.owned_by_other_session(session_id)
+            || (goal.session_id.is_none() && self.ctx.holders.older_than(&goal.id, session_id).is_some())
+    }
+
     fn remember_directory(&self, directory: &str) {
         if directory.is_empty() {
             return;
@@ -338,9 +344,9 @@ impl Consumer for Inner {
                     Some(goal) if goal.turns_used == 0 => {
                         (Some((config.kickoff_quiet, ArmMode::IfNothingPending)), None)
                     }
-                    // A goal that names another session, or none (a fork's copy, which no idle
-                    // event announces): look at once whose it is.
-                    Some(goal) if goal.session_id.as_deref() != Some(session_id.as_str()) => {
+                    // A fork's copy (no idle event announces it): a goal naming another session,
+                    // or naming none while another session is known to carry it. Look at once.
+                    Some(goal) if self.looks_copied(goal, session_id) => {
                         (Some((config.resume_kickoff, ArmMode::IfNothingPending)), None)
                     }
                     // Edited (or replaced) while active: the invalidation drops the pending
