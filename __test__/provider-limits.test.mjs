@@ -55,6 +55,7 @@ describe('a limit that resets parks the goal', () => {
     expect(parked.status).toBe('active')
     expect(parked.sessionId).toBe(session.id)
     expect(parked.turnsUsed).toBe(0) // the failed turn was given back
+    expect(parked.inactiveSince).toBeGreaterThan(0) // parked time is not active time
     expect(parked.cause).toMatchObject({ code: 'waitingForProviderLimit' })
     // retry-after wins (the latest reset), measured from the failed reply, plus 2 s and ≤ 10 %.
     const completed = failed.info.time.completed
@@ -120,6 +121,49 @@ describe('a limit that resets parks the goal', () => {
     expect(result.changed).toBe(true)
     await waitFor(() => goalOf(mock, session.id)?.status === 'complete', 8000)
     expect(promptPosts(mock, session.id)).toHaveLength(2)
+  })
+
+  it('pauseGoal and editGoal end a park at once', async () => {
+    const auditor = scriptedAuditor([continueVerdict])
+    env = await setup({ auditor })
+    const { mock } = env
+    const control = pkg.createSessionGoalControl({ openCode: { baseUrl: mock.url }, settings: { dataDir: env.dataDir } })
+    const paused = sessionWithReply(mock)
+    const edited = sessionWithReply(mock)
+    for (const s of [paused, edited]) {
+      mock.scriptReplies(s.id, [providerError(429, { headers: { 'retry-after': '600' } }), { text: 'on it', tokens: { output: 7 } }])
+      mock.setStatus(s.id, 'idle')
+    }
+    await waitFor(() => [paused, edited].every((s) => goalOf(mock, s.id)?.statusReason === 'waiting for provider limit'), 5000)
+    await control.pauseGoal({ sessionId: paused.id, directory: '/tmp/project' })
+    await control.editGoal({ sessionId: edited.id, directory: '/tmp/project', objective: 'Make the parser handle nested lists and tables' })
+    const pausedGoal = goalOf(mock, paused.id)
+    expect(pausedGoal.status).toBe('paused')
+    expect(pausedGoal.providerWaitFor).toBeUndefined()
+    expect(pausedGoal.cause?.code).not.toBe('waitingForProviderLimit')
+    // The edited goal goes on now with its new objective, over the failed reply.
+    await waitFor(() => promptPosts(mock, edited.id).length === 2, 5000)
+    expect(promptPosts(mock, edited.id)[1].body.parts[0].text).toContain('tables')
+    await sleep(300)
+    expect(promptPosts(mock, paused.id)).toHaveLength(1)
+  })
+
+  it('working hours still apply when a park ends', async () => {
+    const auditor = scriptedAuditor([continueVerdict])
+    env = await setup({ auditor, runtimeOptions: { maxProviderWaitMs: 300 } })
+    const { mock } = env
+    // A window that is closed now (it opened and closed an hour ago, UTC).
+    const hour = new Date(Date.now() - 3600_000).getUTCHours()
+    const hh = (h) => String((h + 24) % 24).padStart(2, '0') + ':00'
+    const session = sessionWithReply(mock, { goal: { activeHours: { start: hh(hour - 1), end: hh(hour), timeZone: 'UTC' } } })
+    mock.scriptReplies(session.id, [{ text: 'ok', tokens: { output: 3 } }])
+    // The goal's current tail is a limited reply: the park is short (capped), then the hours hold it.
+    mock.addUserMessage(session.id, 'continue')
+    mock.addAssistantMessage(session.id, providerError(429, { headers: { 'retry-after': '1' } }))
+    mock.setStatus(session.id, 'idle')
+    await waitFor(() => goalOf(mock, session.id)?.statusReason === 'waiting for working hours', 5000)
+    expect(promptPosts(mock, session.id)).toHaveLength(0)
+    expect(goalOf(mock, session.id).status).toBe('active')
   })
 
   it('six parks in a row block the goal with providerQuota', async () => {

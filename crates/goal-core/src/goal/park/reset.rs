@@ -152,7 +152,8 @@ pub fn park_until(error: &ProviderError, completed_ms: f64, nth: u64, jitter: f6
     let jitter = jitter.clamp(0.0, 1.0) * JITTER_SHARE * padded;
     let total = padded + jitter;
     let cap = max_wait_ms as f64;
-    ParkWait { until: completed_ms + total.min(cap), stated: reset.is_some(), capped: total > cap }
+    // Whole milliseconds: the time is stored, logged and compared across hosts.
+    ParkWait { until: (completed_ms + total.min(cap)).ceil(), stated: reset.is_some(), capped: total > cap }
 }
 
 #[cfg(test)]
