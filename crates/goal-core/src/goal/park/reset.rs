@@ -226,7 +226,8 @@ mod tests {
         let wait = park_until(&stated, T0, 1, 0.0, crate::config::ProviderLimits::default().max_wait_ms);
         assert_eq!(wait, ParkWait { until: T0 + 12_000.0, stated: true, capped: false });
         let jittered = park_until(&stated, T0, 1, 0.999_999, crate::config::ProviderLimits::default().max_wait_ms);
-        assert!(jittered.until > T0 + 13_199.0 && jittered.until < T0 + 13_200.0 + 1e-6, "{jittered:?}");
+        assert!(jittered.until > T0 + 13_199.0 && jittered.until <= T0 + 13_200.0, "{jittered:?}");
+        assert_eq!(jittered.until.fract(), 0.0, "whole milliseconds");
         let none = with_headers(json!({}));
         let minutes: Vec<f64> = (1..=6)
             .map(|n| (park_until(&none, T0, n, 0.0, u64::MAX).until - T0 - RESET_MARGIN_MS) / 60_000.0)
