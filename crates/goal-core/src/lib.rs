@@ -51,7 +51,8 @@ mod error;
 mod record;
 mod text;
 mod time;
-// Layer 1: pure readings of OpenCode's data.
+// Layer 1: readings of OpenCode's data, no I/O (the evidence digest; the intake contract and
+// the registry that fans events out).
 mod evidence;
 mod intake;
 // Layer 2: I/O.

@@ -163,6 +163,11 @@ fn number(value: &f64) -> Option<Value> {
     Some(Value::from(*value))
 }
 
+/// A string value.
+fn any_text(value: &Value) -> Option<String> {
+    value.as_str().map(str::to_string)
+}
+
 /// A finite number > 0 (what the time fields accept).
 fn positive_number(value: &Value) -> Option<f64> {
     value.as_f64().filter(|n| n.is_finite() && *n > 0.0)
@@ -238,9 +243,9 @@ goal_fields! {
             }),
             |v: &Lease| json!({ "holder": v.holder, "expiresAt": v.expires_at });
         /// The tail the reserved turn answers (`continuationFor`).
-        continuation_for: String = "continuationFor", |v: &Value| v.as_str().map(str::to_string), |v: &String| Value::from(v.clone());
+        continuation_for: String = "continuationFor", any_text, |v: &String| Value::from(v.as_str());
         /// The reserved turn's message id, posted by every retry and every host (`continuationId`).
-        continuation_id: String = "continuationId", |v: &Value| v.as_str().map(str::to_string), |v: &String| Value::from(v.clone());
+        continuation_id: String = "continuationId", any_text, |v: &String| Value::from(v.as_str());
         /// Objective edits so far (`objectiveRevision`, part of the revision key).
         objective_revision: u64 = OBJECTIVE_REVISION_FIELD,
             |v: &Value| Some(positive_count(Some(v))).filter(|n| *n > 0), |v: &u64| Value::from(*v);
