@@ -22,6 +22,11 @@ export declare class GoalControl {
    */
   history(sessionId: string, limit?: number | undefined | null): Promise<Array<GoalHistoryRecord>>
   /**
+   * Why the session's goal is where it is (see the runtime's `explain`); read only. Resolves
+   * to a `GoalFailure` when OpenCode cannot be read.
+   */
+  explain(sessionId: string, directory?: string | undefined | null): Promise<GoalExplanation | GoalFailure>
+  /**
    * Installs a fresh active goal on a session: objective fitted (distilled over 5,000 chars),
    * objective file written first (inline on failure), then merged into the session metadata.
    */
@@ -116,6 +121,12 @@ export declare class SessionGoalRuntime {
    */
   history(sessionId: string, limit?: number | undefined | null): Promise<Array<GoalHistoryRecord>>
   /**
+   * Why the session's goal is where it is: `{sessionId, status, statusReason, cause, fixAction,
+   * nextWakeAt, lease, pending, lastAudit, lastChecks, checks, findings}`, `null` where a part
+   * is unknown. Read only.
+   */
+  explain(sessionId: string, directory?: string | undefined | null): Promise<GoalExplanation>
+  /**
    * Stops the runtime. Idempotent; resolves when in-flight work has ended. The process is
    * never kept alive by the runtime, stopped or not.
    */
@@ -191,6 +202,11 @@ export interface CreateSessionRequest {
   goalTimeBudgetMs?: number
   /** The goal's working hours `{start: "HH:MM", end: "HH:MM", timeZone}` (requires `goal`). */
   goalActiveHours?: { start: string; end: string; timeZone: string }
+  /**
+   * The goal's acceptance checks, `[{command, timeoutMs?}]` (requires `goal`): at most 8, each
+   * command one line of at most 2,000 characters; `timeoutMs` defaults to 10 minutes.
+   */
+  goalChecks?: Array<{ command: string; timeoutMs?: number } | string>
 }
 
 /** Deletes an objective file, best effort: whether a file was removed (false for an invalid id). */
@@ -247,6 +263,11 @@ export interface ForkSessionRequest {
   goalTimeBudgetMs?: number
   /** The goal's working hours `{start: "HH:MM", end: "HH:MM", timeZone}` (requires `goal`). */
   goalActiveHours?: { start: string; end: string; timeZone: string }
+  /**
+   * The goal's acceptance checks, `[{command, timeoutMs?}]` (requires `goal`): at most 8, each
+   * command one line of at most 2,000 characters; `timeoutMs` defaults to 10 minutes.
+   */
+  goalChecks?: Array<{ command: string; timeoutMs?: number } | string>
 }
 
 /** Target of pause / resume / complete / clear. */
@@ -346,10 +367,53 @@ export interface GoalEditRequest {
   activeHours?: { start: string; end: string; timeZone: string }
   /** Remove the working hours. */
   clearActiveHours?: boolean
+  /** New acceptance checks `[{command, timeoutMs?}]` (replace the list). */
+  checks?: Array<{ command: string; timeoutMs?: number } | string>
+  /** Remove the acceptance checks. */
+  clearChecks?: boolean
   /** Provider preferred when distilling a long objective. */
   providerID?: string
   /** Model preferred when distilling. */
   modelID?: string
+}
+
+/**
+ * What `explain(sessionId)` resolves to (and `session-goal doctor --json` prints): why the
+ * session's goal is where it is. `null` where a part is unknown.
+ */
+export interface GoalExplanation {
+  /** The session asked about. */
+  sessionId: string
+  /** The goal's id (`null`: no goal). */
+  goalId?: string
+  /** The goal's status (`null`: no goal). */
+  status?: string
+  /** The human reason beside the status. */
+  statusReason?: string
+  /**
+   * The typed cause `{code, since, detail?, until?, fix?}`: stored, or for an active goal what
+   * holds it now (a pending request, working hours, another host's lease).
+   */
+  cause?: { code: string; since: number; detail?: string; until?: number; fix?: string } | null
+  /** What `doctor --fix` would apply. */
+  fixAction?: 'none' | 'resume' | 'resumeWithTokenBudget' | 'resumeWithTimeBudget' | null
+  /** When the goal goes on by itself (ms since epoch), for a goal that waits. */
+  nextWakeAt?: number
+  /** The multi-host lease. */
+  lease?: { holder: string; expiresAt: number } | null
+  /** Open permission and question requests of the session. */
+  pending: Array<{ kind: 'permission' | 'question'; id: string; permission?: string }>
+  /** The newest audited decision of the trail. */
+  lastAudit?: Record<string, unknown> | null
+  /** The check runs of the newest round. */
+  lastChecks: Array<Record<string, unknown>>
+  /** The goal's acceptance checks. */
+  checks?: Array<{ command: string; timeoutMs?: number }> | null
+  /**
+   * Inconsistencies worth a human look: `sessionMissing`, `noGoal`, `goalUnreadable`,
+   * `objectiveFileMissing`, `inherited`, `checksUnreadable`.
+   */
+  findings: Array<{ code: string; message: string }>
 }
 
 /**
@@ -412,6 +476,8 @@ export interface GoalHistoryRecord {
   activeMs: number
   /** The goal's time budget (ms), when set. */
   timeBudgetMs?: number
+  /** For an acceptance check run (`action: "check"`): the run. */
+  check?: { index: number; command: string; result: 'passed' | 'failed' | 'timedOut' | 'aborted' | 'unknown'; exitStatus: number | null; durationMs: number; outputTail: string; messageID: string; reused: boolean }
 }
 
 /** One goal of a directory. */
@@ -496,6 +562,10 @@ export interface GoalRecord {
   sessionId?: string
   /** When a goal parked on a provider limit goes on by itself (ms since the epoch). */
   wakeAt?: number
+  /** Acceptance checks run before the goal may settle `complete`, if any. */
+  checks?: Array<{ command: string; timeoutMs?: number }> | undefined
+  /** Why the goal stopped or waits (`{code, since, detail?, until?, fix?}`); absent while it runs. */
+  cause?: { code: string; since: number; detail?: string; until?: number; fix?: string } | undefined
 }
 
 /** The goal runtime's option defaults (`createSessionGoalRuntime` uses exactly these). */
@@ -667,6 +737,11 @@ export interface SendPromptRequest {
   goalTimeBudgetMs?: number
   /** The goal's working hours `{start: "HH:MM", end: "HH:MM", timeZone}` (requires `goal`). */
   goalActiveHours?: { start: string; end: string; timeZone: string }
+  /**
+   * The goal's acceptance checks, `[{command, timeoutMs?}]` (requires `goal`): at most 8, each
+   * command one line of at most 2,000 characters; `timeoutMs` defaults to 10 minutes.
+   */
+  goalChecks?: Array<{ command: string; timeoutMs?: number } | string>
 }
 
 /**
@@ -771,6 +846,8 @@ export interface SessionGoalRequest {
    * `end < start` crosses midnight). Outside them no continuation is sent.
    */
   activeHours?: { start: string; end: string; timeZone: string }
+  /** Acceptance checks `[{command, timeoutMs?}]`, run before the goal may settle `complete`. */
+  checks?: Array<{ command: string; timeoutMs?: number } | string>
   /** Provider the goal's turns run on (the distillation prefers it). */
   providerID?: string
   /** Model the goal's turns run on. */

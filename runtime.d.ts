@@ -11,6 +11,7 @@ import type {
   GoalControl,
   GoalControlOptions,
   GoalEditRequest,
+  GoalExplanation,
   GoalFailure,
   GoalHistoryRecord,
   GoalListEntry,
@@ -119,6 +120,8 @@ export interface SessionGoalControl {
   listGoals(directory: string): Promise<GoalListEntry[]>
   /** The goal's audit trail (`goals/<sessionId>.history.jsonl`), oldest first; `limit` keeps the newest. */
   history(sessionId: string, limit?: number): Promise<GoalHistoryRecord[]>
+  /** Why the goal is where it is: status, cause and fix, next wake-up, lease, pending requests, last audit and checks, findings. Read only. */
+  explain(sessionId: string, directory?: string): Promise<GoalExplanation>
   /** The underlying native object (failures as values). */
   readonly native: GoalControl
 }

@@ -98,6 +98,7 @@ function wrapRuntime(inner) {
     isGoalActive: inner.isGoalActive ? (sessionId) => inner.isGoalActive(String(sessionId ?? '')) : undefined,
     recover: inner.recover ? () => inner.recover() : undefined,
     history: inner.history ? (sessionId, limit) => inner.history(String(sessionId ?? ''), typeof limit === 'number' ? limit : undefined) : undefined,
+    explain: inner.explain ? (sessionId, directory) => inner.explain(String(sessionId ?? ''), typeof directory === 'string' ? directory : undefined) : undefined,
     native: inner,
   }
 }

@@ -137,7 +137,7 @@ describe('default console lines (no logger option)', () => {
     await waitFor(() => printed.some(([, line]) => line === settled), 3000)
     const lines = printed.map(([, line]) => line)
     expect(printed.find(([, line]) => line === settled)[0]).toBe('log')
-    expect(lines).toContain(`[session-goal] ${session.id} continuation turn 1/20`)
+    expect(lines.some((line) => new RegExp(`^\\[session-goal\\] continuing ${session.id} \\(turn 1/20, tokens \\d+\\)$`).test(line))).toBe(true)
     expect(printed).toContainEqual(['warn', '[session-goal] progress audit failed (status 500)'])
     for (const line of lines) {
       expect(line.startsWith('[session-goal] ')).toBe(true)

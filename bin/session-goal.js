@@ -24,7 +24,11 @@ Commands:
   status                 Table of the goals in a directory (time used against the time budget);
                          --history <sessionId> prints that goal's audit trail instead
   pause <sessionId>      Pause the goal and abort the running turn
-  resume <sessionId>     Resume the goal (fresh turn allowance)
+  resume <sessionId>     Resume the goal (fresh turn allowance); with --goal-token-budget or
+                         --goal-time-budget, resume with that budget
+  doctor <sessionId>     Why the goal is where it is: status, cause and fix, next wake-up, lease,
+                         pending requests, last audit and checks, findings. Changes nothing;
+                         --fix applies the one action the cause names, after printing it
   complete <sessionId>   Mark the goal complete
   clear <sessionId>      Remove the goal (and abort the turn if it was active)
   watch                  Run the goal loop here and print goal transitions as they happen
@@ -37,11 +41,17 @@ Options for create, send, fork:
                                requires --goal)
   --goal-active-hours <w>      Working hours HH:MM-HH:MM@TimeZone, e.g. 09:00-17:00@Europe/Berlin
                                (IANA zone; end before start crosses midnight; requires --goal)
+  --goal-check <command>       An acceptance check, repeatable (at most 8): the goal settles
+                               complete only once every check exits 0 (requires --goal)
   --model <provider/model>     Model (send/fork default: the last user message's)
   --agent <name>               Agent
   --variant <name>             Model variant
   --title <text>               Session title (create)
   --message <messageId>        Fork before this message (fork)
+
+Options for doctor:
+  --fix                        Apply the cause's fix (resume; a spent budget needs
+                               --goal-token-budget or --goal-time-budget)
 
 Options for watch:
   --auditor builtin|none       Small model for audits (default builtin: --small-model, else
@@ -70,7 +80,7 @@ Environment:
 
 class UsageError extends Error {}
 
-const PROMPT_FLAGS = ['prompt', 'goal', 'goal-token-budget', 'goal-time-budget', 'goal-active-hours', 'model', 'agent', 'variant']
+const PROMPT_FLAGS = ['prompt', 'goal', 'goal-token-budget', 'goal-time-budget', 'goal-active-hours', 'goal-check', 'model', 'agent', 'variant']
 const COMMON_FLAGS = ['url', 'directory', 'data-dir', 'json', 'help']
 const COMMANDS = {
   create: { positionals: 0, flags: [...PROMPT_FLAGS, 'title'] },
@@ -78,12 +88,16 @@ const COMMANDS = {
   fork: { positionals: 1, flags: [...PROMPT_FLAGS, 'message'] },
   status: { positionals: 0, flags: ['history'] },
   pause: { positionals: 1, flags: [] },
-  resume: { positionals: 1, flags: [] },
+  resume: { positionals: 1, flags: ['goal-token-budget', 'goal-time-budget'] },
+  doctor: { positionals: 1, flags: ['fix', 'goal-token-budget', 'goal-time-budget'] },
   complete: { positionals: 1, flags: [] },
   clear: { positionals: 1, flags: [] },
   watch: { positionals: 0, flags: ['auditor', 'small-model', 'idle-quiet-ms', 'kickoff-quiet-ms'] },
 }
-const BOOLEAN_FLAGS = new Set(['goal', 'json', 'help'])
+const BOOLEAN_FLAGS = new Set(['goal', 'json', 'help', 'fix'])
+// Flags that may be given more than once: their values are collected in order.
+const REPEATABLE_FLAGS = new Set(['goal-check'])
+const MAX_CHECKS = 8
 
 function parseArgs(argv) {
   if (argv.length === 0) throw new UsageError('missing command (run session-goal --help)')
@@ -108,7 +122,7 @@ function parseArgs(argv) {
     const eq = arg.indexOf('=')
     const name = arg.slice(2, eq < 0 ? undefined : eq)
     if (!allowed.has(name)) throw new UsageError(`unknown option --${name} for ${command}`)
-    if (name in flags) throw new UsageError(`--${name} given twice`)
+    if (name in flags && !REPEATABLE_FLAGS.has(name)) throw new UsageError(`--${name} given twice`)
     if (BOOLEAN_FLAGS.has(name)) {
       if (eq >= 0) throw new UsageError(`--${name} takes no value`)
       flags[name] = true
@@ -121,7 +135,8 @@ function parseArgs(argv) {
       if (value === undefined || value.startsWith('--')) throw new UsageError(`--${name} needs a value`)
       i++
     }
-    flags[name] = value
+    if (REPEATABLE_FLAGS.has(name)) (flags[name] ??= []).push(value)
+    else flags[name] = value
   }
   if (flags.help) return { help: true }
   if (positionals.length !== spec.positionals) {
@@ -219,13 +234,40 @@ function promptRequest(parsed) {
   if (timeBudget !== undefined) request.goalTimeBudgetMs = timeBudget
   const activeHours = parseGoalActiveHours(flags)
   if (activeHours !== undefined) request.goalActiveHours = activeHours
+  const checks = parseGoalChecks(flags)
+  if (checks !== undefined) request.goalChecks = checks
   return request
+}
+
+// --goal-check, repeatable: one line each (OpenCode runs it inside a quoted eval).
+function parseGoalChecks(flags) {
+  const raw = flags['goal-check']
+  if (raw === undefined) return undefined
+  if (!flags.goal) throw new UsageError('--goal-check requires --goal.')
+  if (raw.length > MAX_CHECKS) throw new UsageError(`at most ${MAX_CHECKS} --goal-check options`)
+  for (const command of raw) {
+    if (!command.trim()) throw new UsageError('--goal-check needs a command')
+    if (/[\u0000-\u001f\u007f]/.test(command)) throw new UsageError('--goal-check must be one line')
+    if ([...command].length > 2000) throw new UsageError('--goal-check command is longer than 2000 characters')
+  }
+  return raw.map((command) => ({ command }))
+}
+
+// resume and doctor --fix: an optional new budget (resuming with it).
+function budgetEdit(flags) {
+  const edit = {}
+  const tokens = parseGoalTokenBudget({ ...flags, goal: true })
+  if (tokens !== undefined) edit.tokenBudget = tokens
+  const time = parseGoalTimeBudget({ ...flags, goal: true })
+  if (time !== undefined) edit.timeBudgetMs = time
+  return edit
 }
 
 function validate(parsed) {
   const { command, flags } = parsed
   connection(flags)
   if (['create', 'send', 'fork'].includes(command)) promptRequest(parsed)
+  if (command === 'resume' || command === 'doctor') budgetEdit(flags)
   if (command === 'watch') {
     if (flags.auditor !== undefined && flags.auditor !== 'none' && flags.auditor !== 'builtin') {
       throw new UsageError(`--auditor must be "builtin" or "none" (got "${flags.auditor}")`)
@@ -250,6 +292,7 @@ function describeDispatch(result) {
   const goal = result.goal?.goal
   if (goal?.timeBudgetMs) out(`time budget: ${formatDuration(goal.timeBudgetMs)} of active time`)
   if (goal?.activeHours) out(`working hours: ${goal.activeHours.start}-${goal.activeHours.end} ${goal.activeHours.timeZone}`)
+  if (goal?.checks?.length) out(`acceptance checks: ${goal.checks.length} (run before the goal may complete)`)
   for (const warning of result.warnings) out(`warning: ${warning}`)
 }
 
@@ -259,7 +302,7 @@ const oneLine = (text, max) => {
 }
 
 function printTable(rows) {
-  const header = ['SESSION', 'STATUS', 'TURNS', 'TOKENS', 'TIME', 'NOTE']
+  const header = ['SESSION', 'STATUS', 'TURNS', 'TOKENS', 'TIME', 'CHECKS', 'NOTE']
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)))
   const format = (cells) => cells.map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i]))).join('  ').trimEnd()
   out(format(header))
@@ -300,6 +343,7 @@ async function runStatus(control, directory, flags) {
       String(goal.turnsUsed),
       goal.tokenBudget ? `${goal.tokensUsed}/${goal.tokenBudget}` : String(goal.tokensUsed),
       goal.timeBudgetMs ? `${formatDuration(goal.activeMs)}/${formatDuration(goal.timeBudgetMs)}` : formatDuration(goal.activeMs),
+      String(goal.checks?.length ?? 0),
       goal.wakeAt ? `${oneLine(goal.statusReason, 40)} until ${new Date(goal.wakeAt).toISOString().slice(11, 19)}Z` : oneLine(goal.note || goal.statusReason, 60),
     ]),
   )
@@ -307,7 +351,11 @@ async function runStatus(control, directory, flags) {
 
 async function runAction(control, command, sessionId, directory, flags) {
   const method = { pause: 'pauseGoal', resume: 'resumeGoal', complete: 'completeGoal', clear: 'clearGoal' }[command]
-  const result = await control[method]({ sessionId, directory })
+  const edit = command === 'resume' ? budgetEdit(flags) : {}
+  // A new budget is an edit, which resumes the goal with it.
+  const result = Object.keys(edit).length
+    ? await control.editGoal({ sessionId, directory, ...edit })
+    : await control[method]({ sessionId, directory })
   if (flags.json) return out(JSON.stringify(result, null, 2))
   const past = { pause: 'paused', resume: 'resumed', complete: 'marked complete', clear: 'cleared' }[command]
   if (!result.changed) return out(`${sessionId}: goal already ${result.goal ? result.goal.status : past}`)
@@ -315,6 +363,64 @@ async function runAction(control, command, sessionId, directory, flags) {
   if (result.aborted === true) line += '; running turn aborted'
   out(line)
   for (const warning of result.warnings) out(`warning: ${warning}`)
+}
+
+const when = (ms) => new Date(ms).toISOString().replace('T', ' ').slice(0, 19) + ' UTC'
+
+function printExplanation(report) {
+  const status = report.status ? `goal ${report.status}${report.statusReason ? ` (${report.statusReason})` : ''}` : 'no goal'
+  out(`session ${report.sessionId}: ${status}`)
+  const cause = report.cause
+  if (cause) {
+    const parts = [cause.code]
+    if (cause.detail) parts.push(`(${cause.detail})`)
+    if (cause.since) parts.push(`since ${when(cause.since)}`)
+    if (cause.until) parts.push(`until ${when(cause.until)}`)
+    out(`cause: ${parts.join(' ')}`)
+    if (cause.fix) out(`fix: ${cause.fix}`)
+  } else if (report.status === 'active') out('cause: none (running)')
+  if (report.nextWakeAt) out(`next wake-up: ${when(report.nextWakeAt)}`)
+  if (report.lease) out(`lease: ${report.lease.holder} until ${when(report.lease.expiresAt)}`)
+  for (const p of report.pending) out(`pending: ${p.kind} ${p.id}${p.permission ? ` (${p.permission})` : ''}`)
+  const audit = report.lastAudit
+  if (audit) out(`last audit: ${audit.time ? when(audit.time) : '-'}  ${audit.verdict ?? 'failed'} → ${audit.action}${audit.note ? ` — ${oneLine(audit.note, 120)}` : ''}`)
+  if (report.checks?.length) out(`checks: ${report.checks.length}`)
+  for (const run of report.lastChecks) {
+    const exit = run.exitStatus === null || run.exitStatus === undefined ? '' : `, exit ${run.exitStatus}`
+    out(`  check ${run.index + 1}: ${run.result}${exit}, ${formatDuration(run.durationMs)}  ${oneLine(run.command, 80)}`)
+  }
+  for (const f of report.findings) out(`finding: ${f.code}: ${f.message}`)
+}
+
+// doctor changes nothing; --fix applies only the action the cause names, after printing it.
+async function runDoctor(control, sessionId, directory, flags) {
+  const report = await control.explain(sessionId, directory)
+  if (!flags.fix) {
+    flags.json ? out(JSON.stringify(report, null, 2)) : printExplanation(report)
+    return 0
+  }
+  if (!flags.json) printExplanation(report)
+  const action = report.fixAction ?? 'none'
+  const edit = budgetEdit(flags)
+  const say = (line) => (flags.json ? err(line) : out(line))
+  let result
+  if (action === 'resume') {
+    say(`applying fix: resume ${sessionId}`)
+    result = await control.resumeGoal({ sessionId, directory })
+  } else if (action === 'resumeWithTokenBudget' || action === 'resumeWithTimeBudget') {
+    const needs = action === 'resumeWithTokenBudget' ? 'tokenBudget' : 'timeBudgetMs'
+    if (edit[needs] === undefined) {
+      err(`session-goal: --fix for ${report.cause.code} needs ${needs === 'tokenBudget' ? '--goal-token-budget N' : '--goal-time-budget D'}`)
+      return 2
+    }
+    say(`applying fix: resume ${sessionId} with ${needs === 'tokenBudget' ? `token budget ${edit.tokenBudget}` : `time budget ${formatDuration(edit.timeBudgetMs)}`}`)
+    result = await control.editGoal({ sessionId, directory, [needs]: edit[needs] })
+  } else {
+    say(report.cause?.fix ? `nothing to apply: ${report.cause.fix}` : 'nothing to apply')
+  }
+  if (flags.json) out(JSON.stringify({ ...report, fixed: result ? { action, status: result.goal?.status ?? null } : null }, null, 2))
+  else if (result) out(`${sessionId}: goal ${result.goal?.status ?? 'unchanged'}`)
+  return 0
 }
 
 async function loadAuditor() {
@@ -473,6 +579,8 @@ async function main(argv) {
       case 'watch':
         await runWatch(pkg, control, target, directory, flags)
         break
+      case 'doctor':
+        return await runDoctor(control, sessionId, directory, flags)
       default:
         await runAction(control, command, sessionId, directory, flags)
     }

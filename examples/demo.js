@@ -5,7 +5,9 @@
 // serve` (devDependency opencode-ai) whose provider points at it, and the goal runtime with its
 // built-in small model (OpenCode's `small_model`). Then it creates a session with a goal the way a
 // host does (goal metadata through a fresh-read merge, then the first prompt) and prints the
-// goal's progress until it settles. Exits 0 when the goal completes.
+// goal's progress until it settles. The goal carries an acceptance check: the first `complete`
+// verdict is not taken on the auditor's word — the check fails, a fix turn follows, and only once
+// the check passes does the goal settle. Exits 0 when the goal completes.
 'use strict'
 
 const path = require('node:path')
@@ -14,21 +16,25 @@ const fs = require('node:fs')
 const { createGoalProgress, elapsed } = require('./progress.js')
 
 const root = path.resolve(__dirname, '..')
-const OBJECTIVE = 'Add a --json flag to the CLI that prints the report as JSON, and cover it with tests.'
+const OBJECTIVE = 'Add a --json flag to the CLI that writes the report as valid JSON to report.json.'
 const BUDGET = 20_000
+// The user's proof: the report must parse as JSON (run by OpenCode's shell endpoint).
+const CHECK = `node -e 'JSON.parse(require("fs").readFileSync("report.json", "utf8"))' && echo "report.json is valid JSON"`
 const TIMEOUT_MS = 180_000
 
 // What the scripted agent and auditor say, turn by turn (usage becomes OpenCode's real tokens).
+// The first turn writes a report with an unquoted date and claims success; the auditor believes
+// it; the check does not. The fix turn (the continuation quotes the check's failure) repairs it.
 const SCRIPT = {
   turns: [
-    { text: 'Done: --json flag parsed and wired to the report. Verified: `cli --json` prints output. Remaining: tests.', usage: { prompt_tokens: 1800, completion_tokens: 160 } },
-    { text: 'Done: 3 tests for --json. Verified: 2 pass, 1 fails on dates. Remaining: fix date serialisation.', usage: { prompt_tokens: 3100, completion_tokens: 210 } },
-    { text: 'Done: dates serialised as ISO 8601. Verified: all 3 --json tests pass, full suite green. Remaining: nothing.', usage: { prompt_tokens: 4300, completion_tokens: 180 } },
+    { text: '', toolCalls: [{ name: 'write', arguments: { filePath: 'report.json', content: '{"title": "weekly", "date": 2026-12-01}\n' } }], usage: { prompt_tokens: 1500, completion_tokens: 60 } },
+    { text: 'Done: --json flag wired; the report is written to report.json. Remaining: nothing.', usage: { prompt_tokens: 1800, completion_tokens: 120 } },
+    { text: '', toolCalls: [{ name: 'write', arguments: { filePath: 'report.json', content: '{"title": "weekly", "date": "2026-12-01T00:00:00Z"}\n' } }], usage: { prompt_tokens: 2600, completion_tokens: 70 } },
+    { text: 'Fixed: dates are written as ISO 8601 strings, so report.json parses. Remaining: nothing.', usage: { prompt_tokens: 2900, completion_tokens: 110 } },
   ],
   audits: [
-    { verdict: 'continue', note: 'flag works; no tests yet' },
-    { verdict: 'continue', note: 'tests exist; date test failing' },
-    { verdict: 'complete', note: '--json verified by 3 passing tests' },
+    { verdict: 'complete', note: 'the --json flag writes report.json' },
+    { verdict: 'complete', note: 'report.json is written with ISO dates' },
   ],
 }
 
@@ -82,6 +88,8 @@ async function main() {
       emitGoalNotification: (event) => notifications.push(event),
       logger: (level, message) => {
         if (level === 'warn' || level === 'error') say(`runtime ${level}: ${message}`)
+        // The operator lines of the check stage and of each continuation, as a host prints them.
+        else if (/acceptance check|continuing/.test(message)) say(message)
       },
     })
     cleanups.push(() => runtime.stop())
@@ -99,8 +107,9 @@ async function main() {
     cleanups.push(() => stream.close())
     while (!connected) await new Promise((resolve) => setTimeout(resolve, 20))
 
-    const { sessionId } = await createGoalSession(oc.api, { objective: OBJECTIVE, tokenBudget: BUDGET, title: 'Demo goal' })
-    say(`session ${sessionId}: goal written, first prompt sent`)
+    const checks = [{ command: CHECK, timeoutMs: 60_000 }]
+    const { sessionId } = await createGoalSession(oc.api, { objective: OBJECTIVE, tokenBudget: BUDGET, title: 'Demo goal', checks })
+    say(`session ${sessionId}: goal written with 1 acceptance check, first prompt sent`)
 
     const deadline = Date.now() + TIMEOUT_MS
     while (!settledGoal && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100))
@@ -110,6 +119,14 @@ async function main() {
       const waitUntil = Date.now() + 2000
       while (!notifications.length && Date.now() < waitUntil) await new Promise((resolve) => setTimeout(resolve, 20))
       if (notifications.length) say(`notification: ${notifications[0].title} — ${notifications[0].body}`)
+      for (const record of await runtime.history(sessionId)) {
+        if (record.action !== 'check') continue
+        const run = record.check
+        const lines = run.outputTail.split('\n')
+        const telling = lines.find((line) => /Error/.test(line)) ?? lines.at(-1)
+        say(`check run: ${run.result} (exit ${run.exitStatus ?? '?'}, ${Math.round(run.durationMs)} ms) — ${telling.trim()}`)
+      }
+      if (settledGoal.cause) say(`cause: ${settledGoal.cause.code}${settledGoal.cause.detail ? ` (${settledGoal.cause.detail})` : ''}`)
       const audits = model.requests.filter((r) => r.kind === 'audit').length
       const turns = model.requests.filter((r) => r.kind === 'agent').length
       say(`${turns} agent turns, ${audits} audits by the built-in small model (${settledGoal.evaluationProviderID}/${settledGoal.evaluationModelID})`)

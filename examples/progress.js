@@ -61,6 +61,9 @@ function createGoalProgress(options) {
 
   const onAssistant = (sessionId, info) => {
     if (!info?.id || finishedTurns.has(info.id) || !(info.time?.completed > 0)) return
+    // The runtime's own acceptance-check runs (their user message id carries the zCHK mark) are
+    // no agent turn.
+    if (/^msg_[0-9a-f]{12}zCHK/.test(info.parentID ?? '')) return
     finishedTurns.add(info.id)
     if (finishedTurns.size > 5000) finishedTurns.clear()
     if (info.error?.name === 'MessageAbortedError') {

@@ -188,6 +188,7 @@ function createGoalApi({ native, adaptOptions }) {
       getGoal: (sessionId, directory) => settle(() => inner.getGoal(String(sessionId ?? ''), typeof directory === 'string' ? directory : undefined)),
       listGoals: (directory) => settle(() => inner.listGoals(String(directory ?? ''))),
       history: (sessionId, limit) => inner.history(String(sessionId ?? ''), typeof limit === 'number' ? limit : undefined),
+      explain: (sessionId, directory) => settle(() => inner.explain(String(sessionId ?? ''), typeof directory === 'string' ? directory : undefined)),
       native: inner,
     }
   }

@@ -140,6 +140,12 @@ pub struct GoalRecord {
     pub session_id: Option<String>,
     /// When a goal parked on a provider limit goes on by itself (ms since the epoch).
     pub wake_at: Option<f64>,
+    /// Acceptance checks run before the goal may settle `complete`, if any.
+    #[napi(ts_type = "Array<{ command: string; timeoutMs?: number }> | undefined")]
+    pub checks: Option<serde_json::Value>,
+    /// Why the goal stopped or waits (`{code, since, detail?, until?, fix?}`); absent while it runs.
+    #[napi(ts_type = "{ code: string; since: number; detail?: string; until?: number; fix?: string } | undefined")]
+    pub cause: Option<serde_json::Value>,
 }
 
 fn record(goal: &Goal) -> GoalRecord {
@@ -444,6 +450,9 @@ pub struct SessionGoalRequest {
     /// `end < start` crosses midnight). Outside them no continuation is sent.
     #[napi(ts_type = "{ start: string; end: string; timeZone: string }")]
     pub active_hours: Option<serde_json::Value>,
+    /// Acceptance checks `[{command, timeoutMs?}]`, run before the goal may settle `complete`.
+    #[napi(ts_type = "Array<{ command: string; timeoutMs?: number } | string>")]
+    pub checks: Option<serde_json::Value>,
     /// Provider the goal's turns run on (the distillation prefers it).
     #[napi(js_name = "providerID")]
     pub provider_id: Option<String>,
@@ -482,6 +491,10 @@ pub struct CreateSessionRequest {
     /// The goal's working hours `{start: "HH:MM", end: "HH:MM", timeZone}` (requires `goal`).
     #[napi(ts_type = "{ start: string; end: string; timeZone: string }")]
     pub goal_active_hours: Option<serde_json::Value>,
+    /// The goal's acceptance checks, `[{command, timeoutMs?}]` (requires `goal`): at most 8, each
+    /// command one line of at most 2,000 characters; `timeoutMs` defaults to 10 minutes.
+    #[napi(ts_type = "Array<{ command: string; timeoutMs?: number } | string>")]
+    pub goal_checks: Option<serde_json::Value>,
 }
 
 /// `sendPrompt` input.
@@ -514,6 +527,10 @@ pub struct SendPromptRequest {
     /// The goal's working hours `{start: "HH:MM", end: "HH:MM", timeZone}` (requires `goal`).
     #[napi(ts_type = "{ start: string; end: string; timeZone: string }")]
     pub goal_active_hours: Option<serde_json::Value>,
+    /// The goal's acceptance checks, `[{command, timeoutMs?}]` (requires `goal`): at most 8, each
+    /// command one line of at most 2,000 characters; `timeoutMs` defaults to 10 minutes.
+    #[napi(ts_type = "Array<{ command: string; timeoutMs?: number } | string>")]
+    pub goal_checks: Option<serde_json::Value>,
 }
 
 /// `forkSession` input.
@@ -548,6 +565,10 @@ pub struct ForkSessionRequest {
     /// The goal's working hours `{start: "HH:MM", end: "HH:MM", timeZone}` (requires `goal`).
     #[napi(ts_type = "{ start: string; end: string; timeZone: string }")]
     pub goal_active_hours: Option<serde_json::Value>,
+    /// The goal's acceptance checks, `[{command, timeoutMs?}]` (requires `goal`): at most 8, each
+    /// command one line of at most 2,000 characters; `timeoutMs` defaults to 10 minutes.
+    #[napi(ts_type = "Array<{ command: string; timeoutMs?: number } | string>")]
+    pub goal_checks: Option<serde_json::Value>,
 }
 
 /// `stampScheduledGoal` input.
@@ -604,6 +625,11 @@ pub struct GoalEditRequest {
     pub active_hours: Option<serde_json::Value>,
     /// Remove the working hours.
     pub clear_active_hours: Option<bool>,
+    /// New acceptance checks `[{command, timeoutMs?}]` (replace the list).
+    #[napi(ts_type = "Array<{ command: string; timeoutMs?: number } | string>")]
+    pub checks: Option<serde_json::Value>,
+    /// Remove the acceptance checks.
+    pub clear_checks: Option<bool>,
     /// Provider preferred when distilling a long objective.
     #[napi(js_name = "providerID")]
     pub provider_id: Option<String>,
@@ -627,8 +653,24 @@ macro_rules! prompt_options {
             goal_token_budget: $request.goal_token_budget,
             goal_time_budget_ms: $request.goal_time_budget_ms,
             goal_active_hours: $request.goal_active_hours,
+            goal_checks: $request.goal_checks,
         }
     };
+}
+
+/// An edit's `checks` / `clearChecks`.
+fn checks_edit(
+    checks: Option<serde_json::Value>,
+    clear: Option<bool>,
+) -> std::result::Result<LimitEdit<Vec<goal_core::AcceptanceCheck>>, GoalError> {
+    match (clear, checks.filter(|v| !v.is_null())) {
+        (Some(true), Some(_)) => Err(GoalError::new(400, "pass either checks or clearChecks")),
+        (Some(true), None) => Ok(LimitEdit::Clear),
+        (_, Some(value)) => goal_core::parse_checks(&value)
+            .map(LimitEdit::Set)
+            .map_err(|error| GoalError::new(400, format!("checks: {error}"))),
+        _ => Ok(LimitEdit::Keep),
+    }
 }
 
 fn target(session_id: String, directory: Option<String>, goal_id: Option<String>) -> GoalTarget {
@@ -666,6 +708,21 @@ impl GoalControl {
         Ok(goal_core::read_history(&self.ctx.data_dir, &session_id, limit).await)
     }
 
+    /// Why the session's goal is where it is (see the runtime's `explain`); read only. Resolves
+    /// to a `GoalFailure` when OpenCode cannot be read.
+    #[napi(ts_return_type = "Promise<GoalExplanation | GoalFailure>")]
+    pub async fn explain(&self, session_id: String, directory: Option<String>) -> Result<serde_json::Value> {
+        let ctx = self.ctx.clone();
+        let directory = directory.unwrap_or_default();
+        match goal_core::explain_goal(&ctx.client, &ctx.data_dir, &session_id, &directory, None).await {
+            Ok(report) => Ok(report),
+            Err(error) => {
+                let failure = GoalError::from_http("explain", &error);
+                Ok(serde_json::json!({"failed": true, "statusCode": failure.status, "error": failure.message}))
+            }
+        }
+    }
+
     /// Installs a fresh active goal on a session: objective fitted (distilled over 5,000 chars),
     /// objective file written first (inline on failure), then merged into the session metadata.
     #[napi]
@@ -680,6 +737,7 @@ impl GoalControl {
                 model: model_choice(request.provider_id, request.model_id),
                 time_limits: goal_core::GoalTimeLimits::check(request.time_budget_ms, request.active_hours.as_ref())
                     .map_err(|message| GoalError::new(400, message))?,
+                checks: goal_core::check_goal_checks(request.checks.as_ref())?,
             };
             let created = goal_core::create_session_goal(&ctx, &new_goal).await?;
             Ok(installed(&created, &request.session_id))
@@ -802,6 +860,7 @@ impl GoalControl {
                 budget,
                 time_budget,
                 active_hours,
+                checks: checks_edit(request.checks, request.clear_checks)?,
                 model: model_choice(request.provider_id, request.model_id),
             };
             goal_core::edit_goal(&ctx, &edit).await.map(action_result)

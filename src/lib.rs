@@ -185,6 +185,53 @@ pub struct GoalHistoryRecord {
     pub active_ms: f64,
     /// The goal's time budget (ms), when set.
     pub time_budget_ms: Option<f64>,
+    /// For an acceptance check run (`action: "check"`): the run.
+    #[napi(
+        ts_type = "{ index: number; command: string; result: 'passed' | 'failed' | 'timedOut' | 'aborted' | 'unknown'; exitStatus: number | null; durationMs: number; outputTail: string; messageID: string; reused: boolean }"
+    )]
+    pub check: Option<serde_json::Value>,
+}
+
+/// What `explain(sessionId)` resolves to (and `session-goal doctor --json` prints): why the
+/// session's goal is where it is. `null` where a part is unknown.
+#[napi(object, object_from_js = false)]
+pub struct GoalExplanation {
+    /// The session asked about.
+    pub session_id: String,
+    /// The goal's id (`null`: no goal).
+    pub goal_id: Option<String>,
+    /// The goal's status (`null`: no goal).
+    pub status: Option<String>,
+    /// The human reason beside the status.
+    pub status_reason: Option<String>,
+    /// The typed cause `{code, since, detail?, until?, fix?}`: stored, or for an active goal what
+    /// holds it now (a pending request, working hours, another host's lease).
+    #[napi(ts_type = "{ code: string; since: number; detail?: string; until?: number; fix?: string } | null")]
+    pub cause: Option<serde_json::Value>,
+    /// What `doctor --fix` would apply.
+    #[napi(ts_type = "'none' | 'resume' | 'resumeWithTokenBudget' | 'resumeWithTimeBudget' | null")]
+    pub fix_action: Option<String>,
+    /// When the goal goes on by itself (ms since epoch), for a goal that waits.
+    pub next_wake_at: Option<f64>,
+    /// The multi-host lease.
+    #[napi(ts_type = "{ holder: string; expiresAt: number } | null")]
+    pub lease: Option<serde_json::Value>,
+    /// Open permission and question requests of the session.
+    #[napi(ts_type = "Array<{ kind: 'permission' | 'question'; id: string; permission?: string }>")]
+    pub pending: serde_json::Value,
+    /// The newest audited decision of the trail.
+    #[napi(ts_type = "Record<string, unknown> | null")]
+    pub last_audit: Option<serde_json::Value>,
+    /// The check runs of the newest round.
+    #[napi(ts_type = "Array<Record<string, unknown>>")]
+    pub last_checks: serde_json::Value,
+    /// The goal's acceptance checks.
+    #[napi(ts_type = "Array<{ command: string; timeoutMs?: number }> | null")]
+    pub checks: Option<serde_json::Value>,
+    /// Inconsistencies worth a human look: `sessionMissing`, `noGoal`, `goalUnreadable`,
+    /// `objectiveFileMissing`, `inherited`, `checksUnreadable`.
+    #[napi(ts_type = "Array<{ code: string; message: string }>")]
+    pub findings: serde_json::Value,
 }
 
 fn evidence_config(no_progress_turns: Option<f64>, options: Option<&EvidenceOptions>) -> goal_core::EvidenceConfig {
@@ -540,6 +587,17 @@ impl SessionGoalRuntime {
     pub async fn history(&self, session_id: String, limit: Option<f64>) -> Result<Vec<serde_json::Value>> {
         let limit = limit.filter(|n| n.is_finite() && *n >= 1.0).map(|n| n.min(100_000.0) as usize);
         Ok(self.inner.history(&session_id, limit).await)
+    }
+
+    /// Why the session's goal is where it is: `{sessionId, status, statusReason, cause, fixAction,
+    /// nextWakeAt, lease, pending, lastAudit, lastChecks, checks, findings}`, `null` where a part
+    /// is unknown. Read only.
+    #[napi(ts_return_type = "Promise<GoalExplanation>")]
+    pub async fn explain(&self, session_id: String, directory: Option<String>) -> Result<serde_json::Value> {
+        self.inner
+            .explain(&session_id, directory.as_deref().unwrap_or(""))
+            .await
+            .map_err(|error| napi::Error::from_reason(format!("explain failed: {error}")))
     }
 
     /// Stops the runtime. Idempotent; resolves when in-flight work has ended. The process is

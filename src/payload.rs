@@ -147,7 +147,7 @@ fn reduce(env: &Env, payload: Unknown, watched: impl Fn(&str) -> bool) -> Option
             if let Some(role) = role {
                 out.insert("role".into(), Value::from(role));
             }
-            for key in ["id", "sessionID", "directory"] {
+            for key in ["id", "parentID", "sessionID", "directory"] {
                 if let Some(text) = get_string(&info, key) {
                     out.insert(key.into(), Value::from(text));
                 }

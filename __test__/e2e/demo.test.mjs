@@ -15,15 +15,22 @@ it('npm run demo drives a goal to completion on a real OpenCode and exits 0', as
   expect(code, output).toBe(0)
   const lines = output.split('\n')
   const index = (text) => lines.findIndex((line) => line.includes(text))
-  // The progress, in order: goal set, turns, continuations with the auditor's notes, the end.
+  // The progress, in order: goal set, the first turn, the auditor's "complete" refuted by the
+  // acceptance check, the fix turn, the check passing, the end.
   const order = [
     'goal active: "Add a --json flag',
-    'agent turn finished (1,960 tokens',
-    'continuation 1/20 sent — auditor: "flag works; no tests yet" · 1,960 tokens of 20,000 budget',
-    'continuation 2/20 sent — auditor: "tests exist; date test failing"',
-    'goal COMPLETE: verified by audit — auditor: "--json verified by 3 passing tests" (2 continuations, 4,480 tokens of 20,000 budget)',
+    'goal written with 1 acceptance check',
+    'agent turn finished (1,920 tokens, finish stop)',
+    'acceptance check 1/1 failed',
+    'continuation 1/20 sent — auditor: "acceptance check 1 of 1 did not pass" · 1,920 tokens of 20,000 budget',
+    'continuing ses_',
+    'acceptance check 1/1 passed',
+    'goal COMPLETE: checks passed — auditor: "report.json is written with ISO dates" (1 continuations, 3,010 tokens of 20,000 budget)',
     'notification: Goal complete',
-    '3 agent turns, 3 audits by the built-in small model (mock/mock-small)',
+    'check run: failed (exit 1',
+    'check run: passed (exit 0',
+    'cause: checksPassed (1 of 1 checks passed)',
+    '4 agent turns, 2 audits by the built-in small model (mock/mock-small)',
   ].map(index)
   expect(order.every((i) => i >= 0), output).toBe(true)
   expect([...order].sort((a, b) => a - b)).toEqual(order)

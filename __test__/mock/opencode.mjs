@@ -78,6 +78,8 @@
 //   mock.commands  {sessionId, directory, body, at} per POST /session/:id/command
 //   mock.patches   {sessionId, directory, body, at} per applied PATCH /session/:id
 //   mock.aborts    session ids, per POST /session/:id/abort
+//   mock.shells    {sessionId, directory, body, at, receivedAt} per POST /session/:id/shell that ran
+//                  (not idempotent: a repeated messageID runs again and is recorded again)
 //   mock.events    every emitted envelope (sync twins and heartbeats excluded)
 //   mock.errors    exceptions thrown by hooks / handlers (a handler exception answers 500)
 //
@@ -148,8 +150,15 @@
 //   POST /session/:id/command {command, arguments, agent?, model?:'p/m'} → {info, parts}
 //   POST /session/:id/fork {messageID?}  new session with copies of the messages BEFORE messageID
 //                                        (all without it) and of the whole metadata, as OpenCode does
-//   POST /session/:id/abort              true; in a busy/retry session every unfinished reply gets
-//                                        MessageAbortedError; session.error, status idle
+//   POST /session/:id/shell {agent, command, model?, messageID?} runs the command for real (bash,
+//                                        inside eval "<JSON string>", in the session directory)
+//                                        and answers when it ends: {info, parts} of a reply with one
+//                                        completed bash tool part (output, metadata {output}, no exit
+//                                        code); 409 while busy; a repeated messageID runs again
+//   POST /session/:id/abort              true; a running shell ends at once (output + the "User
+//                                        aborted the command" note); in a busy/retry session every
+//                                        unfinished reply gets MessageAbortedError; session.error,
+//                                        status idle
 //   GET  /command  GET /config  GET /provider  GET /config/providers  GET /agent
 //   GET  /permission  GET /question  POST /permission/:id/reply  POST /question/:id/reply|reject
 //   GET  /global/event   SSE: server.connected first, then {directory, project, payload} envelopes
@@ -163,6 +172,7 @@
 //   state.mjs     sessions, messages, metadata, statuses, diff/todo evidence
 //   pending.mjs   open permission and question requests and their replies
 //   turns.mjs     scripted replies, one turn at a time per session; abort
+//   shell.mjs     POST /session/:id/shell: real bash runs, abort
 //   routes.mjs    the route table: one handler per endpoint
 //   faults.mjs    the fault list and what a matched fault does to a request
 //   server.mjs    node:http plumbing: recording, faults around handlers, trickle, outages
@@ -174,6 +184,7 @@ import { createEventHub } from './opencode/sse.mjs';
 import { messageCopy } from './opencode/messages.mjs';
 import { createState } from './opencode/state.mjs';
 import { createTurns } from './opencode/turns.mjs';
+import { createShell } from './opencode/shell.mjs';
 import { dispatch } from './opencode/routes.mjs';
 import { createFaults } from './opencode/faults.mjs';
 import { createHttpServer } from './opencode/server.mjs';
@@ -211,6 +222,7 @@ export async function startMockOpenCode(options = {}) {
     commands: [],
     patches: [],
     aborts: [],
+    shells: [],
     events: [],
     errors: [],
     retries: [],
@@ -247,6 +259,7 @@ export async function startMockOpenCode(options = {}) {
   const routeContext = {
     state,
     turns,
+    shell: createShell({ state, mock, now, ids }),
     catalog: createCatalog(options),
     mock,
     now,

@@ -315,6 +315,44 @@ async function main() {
       await mock.acceptConnections();
     });
 
+    await step('POST /session/:id/shell: runs inside eval "<JSON>", no exit code, not idempotent, 409 busy, abort', async () => {
+      const s = mock.createSession({ directory: '/tmp' });
+      const shell = (body) => api(`/session/${s.id}/shell`, { method: 'POST', body: { agent: 'build', ...body } });
+      const id = 'msg_000000000001shellSelftest';
+      let res = await shell({ command: 'echo "[exit $?]"; false', messageID: id });
+      assert.equal(res.status, 200);
+      let reply = await res.json();
+      const tool = reply.parts.find((p) => p.type === 'tool');
+      // `$?` expanded before the command ran; the failure shows nowhere but in the output.
+      assert.equal(tool.tool, 'bash');
+      assert.equal(tool.state.status, 'completed');
+      assert.equal(tool.state.output, '[exit 0]\n');
+      assert.deepEqual(tool.state.metadata, { output: '[exit 0]\n' });
+      assert.equal(reply.info.parentID, id);
+      assert.equal(reply.info.finish, undefined);
+      // The same id runs again: a second reply under the same user message.
+      res = await shell({ command: 'echo again', messageID: id });
+      assert.equal(res.status, 200);
+      const under = mock.messages(s.id).filter((m) => m.info.parentID === id);
+      assert.equal(under.length, 2);
+      assert.equal(mock.messages(s.id).filter((m) => m.info.id === id).length, 1);
+      assert.equal(mock.shells.filter((r) => r.sessionId === s.id).length, 2);
+      // A newline arrives as the letter n.
+      res = await shell({ command: 'echo a\necho b' });
+      reply = await res.json();
+      assert.match(reply.parts[0].state.output, /necho/);
+      // Busy while it runs (409 to another shell); an abort ends it with OpenCode's note.
+      const running = shell({ command: 'sleep 5; echo late' });
+      await mock.waitFor(() => mock.status(s.id).type === 'busy');
+      assert.equal((await shell({ command: 'true' })).status, 409);
+      await api(`/session/${s.id}/abort`, { method: 'POST' });
+      reply = await (await running).json();
+      assert.match(reply.parts[0].state.output, /<metadata>\nUser aborted the command\n<\/metadata>$/);
+      assert.equal(reply.info.error, undefined);
+      assert.equal(mock.status(s.id).type, 'idle');
+      assert.equal((await shell({ command: 1 })).status, 400);
+    });
+
     assert.deepEqual(mock.errors, []);
     assert.ok(mock.requests.length > 20);
   } finally {

@@ -225,7 +225,7 @@ const ROUTES = [
   ['GET', '/session', listSessions],
   ['POST', '/session', createSessionRoute],
   ['GET', '/session/status', sessionStatuses],
-  ['POST', '/session/:sessionID/abort', ({ turns }, _req, { sessionID }) => (turns.abort(sessionID), json(true)), { anySession: true }],
+  ['POST', '/session/:sessionID/abort', ({ turns, shell }, _req, { sessionID }) => (shell.abort(sessionID), turns.abort(sessionID), json(true)), { anySession: true }],
   ['GET', '/session/:sessionID', (_ctx, _req, { session }) => json(clone(session.info))],
   ['DELETE', '/session/:sessionID', ({ state }, _req, { sessionID }) => json(state.deleteSession(sessionID))],
   ['PATCH', '/session/:sessionID', patchSession],
@@ -238,6 +238,7 @@ const ROUTES = [
   ['POST', '/session/:sessionID/prompt_async', promptAsync],
   ['POST', '/session/:sessionID/message', promptSync],
   ['POST', '/session/:sessionID/command', runCommand],
+  ['POST', '/session/:sessionID/shell', (ctx, req, params) => ctx.shell.route(ctx, req, params)],
   ['POST', '/session/:sessionID/fork', ({ state }, req, { session }) => json(state.forkSession(session, bodyObject(req).messageID))],
 ].map(([method, pattern, handler, flags = {}]) => ({ method, pattern, segments: pattern.split('/').filter(Boolean), handler, ...flags }));
 

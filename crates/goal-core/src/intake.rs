@@ -197,6 +197,10 @@ pub fn parse_payload(payload: &Value, directory_hint: &str) -> Option<IntakeEven
             if !message_update_matters(role, info.get("error").is_some_and(|e| !e.is_null())) {
                 return None;
             }
+            // The runtime's own check runs are no user activity and no user abort.
+            if crate::record::check_id::is_check_info(info) {
+                return None;
+            }
             let created = number(info.get("time").and_then(|t| t.get("created")));
             match role {
                 Some("assistant") => {

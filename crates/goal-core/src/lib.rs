@@ -14,6 +14,7 @@
 //! |---|---|
 //! | the goal record: every field once, unknown fields kept | `record/fields.rs`, `record/mod.rs` |
 //! | status reasons; why a goal stopped or waits (cause) | `record/reasons.rs`, `record/cause.rs` |
+//! | the ids of acceptance-check runs, recognised in a transcript | `record/check_id.rs` |
 //! | the multi-host lease | `record/lease.rs` |
 //! | sessions, messages, live status; metadata merge | `record/session.rs`, `record/metadata.rs` |
 //! | every tunable and its default | `config/mod.rs` (`tunables.rs`, `settings.rs`) |
@@ -32,12 +33,14 @@
 //! | plan: decisions, gates, quiet window, token accounting | `goal/plan.rs`, `goal/gates.rs`, `goal/accounting.rs` |
 //! | time stage: time budget, working hours | `goal/time_gate.rs` |
 //! | audit: verdict; evidence read and review; trail | `goal/audit.rs`, `goal/evidence.rs`, `goal/trail.rs` |
+//! | checks stage before settle-complete; wrapper and result reading | `goal/checks.rs`, `goal/acceptance.rs` |
 //! | reserve; lost-update repair | `goal/reserve.rs`, `goal/repair.rs`, `goal/echo.rs` |
 //! | dispatch: idempotent message id, post, outcome | `goal/dispatch.rs`, `goal/deliver.rs` |
 //! | settle; notification; console lines | `goal/settle.rs`, `goal/notify.rs`, `goal/operator.rs` |
+//! | the cause table: fix sentences and doctor actions | `goal/causes.rs` |
 //! | the built-in small model | `small_model/` |
 //! | session assist (recap, suggestion) | `assist/` |
-//! | create, act on and orchestrate goals | `control/` |
+//! | create, act on and orchestrate goals; `explain` | `control/` (`explain.rs`) |
 //! | the goal runtime: events → scheduler → ticks | `runtime.rs` |
 //! | the Rust embedding API | `embed.rs` |
 //!
@@ -77,6 +80,7 @@ pub use config::tunables::{count, millis};
 pub use config::{EvidenceConfig, EvidenceLimits, GoalConfig, ProviderLimits};
 
 // The goal record.
+pub use goal::causes::{cause_of, fix_action, fix_sentence, FixAction};
 pub use goal::park::wake_at as provider_wake_at;
 pub use record::cause::{Cause, CauseCode};
 /// Every `statusReason` this package writes.
@@ -123,7 +127,10 @@ pub use control::actions::{
     clear_goal, complete_goal, edit_goal, get_goal, list_goals, pause_goal, resume_goal, ActionReport, BudgetEdit,
     GoalEdit, GoalTarget, GoalView, LimitEdit,
 };
-pub use control::create::{check_token_budget, create_session_goal, ControlContext, CreatedGoal, ModelChoice, NewGoal};
+pub use control::create::{
+    check_goal_checks, check_token_budget, create_session_goal, ControlContext, CreatedGoal, ModelChoice, NewGoal,
+};
+pub use control::explain::explain as explain_goal;
 pub use control::orchestrate::{
     create_session, fork_session, send_prompt, stamp_scheduled_goal, CreateSession, DispatchReport, ForkSession,
     PromptOptions, ScheduledGoal, SendPrompt, DEFAULT_COMMAND_TIMEOUT, DEFAULT_LANDING_POLL, DEFAULT_LANDING_TIMEOUT,

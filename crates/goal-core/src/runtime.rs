@@ -206,6 +206,18 @@ impl GoalRuntime {
         crate::io::history::read(self.inner.ctx.services.data_dir.root(), session_id, limit).await
     }
 
+    /// Why the session's goal is where it is (see `control/explain.rs`); read only. The lease is
+    /// judged against this runtime's holder id.
+    pub async fn explain(
+        &self,
+        session_id: &str,
+        directory: &str,
+    ) -> Result<serde_json::Value, crate::error::HttpError> {
+        let ctx = &self.inner.ctx;
+        let root = ctx.services.data_dir.root();
+        crate::control::explain::explain(&ctx.client, root, session_id, directory, Some(&ctx.holder)).await
+    }
+
     /// Scans the known directories for active goals on idle sessions and re-arms them. The tick
     /// itself re-checks everything, and a reservation for the same tail is never charged or
     /// sent twice.

@@ -3,6 +3,9 @@
 //! merges into the existing metadata. "Stop" means stop on both axes: pausing (or clearing) an
 //! active goal also aborts the running turn, as an abort pauses the goal.
 
+use crate::goal::causes::cause_of;
+use crate::record::cause::CauseCode;
+use crate::time::clock::now_ms;
 use tracing::warn;
 
 use crate::control::create::{
@@ -119,6 +122,7 @@ pub async fn pause_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<Act
         GoalStatus::Active => {
             goal.status = GoalStatus::Paused;
             goal.status_reason = String::new();
+            goal.set_cause(Some(cause_of(CauseCode::UserPaused, now_ms(), &target.session_id, None)));
             goal.blocked_streak = 0;
             // A park ends with the pause.
             crate::goal::park::clear_park(goal);
@@ -160,6 +164,8 @@ pub async fn resume_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<Ac
         crate::time::active::count_stopped_time(goal, crate::time::clock::now_ms());
         goal.status = GoalStatus::Active;
         goal.status_reason = REASON_RESUMED.into();
+        // A goal that is simply running carries no cause.
+        goal.set_cause(None);
         goal.turns_used = 0;
         goal.blocked_streak = 0;
         crate::goal::lineage::mark_owner(goal, &session_id);
@@ -177,6 +183,7 @@ pub async fn complete_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<
         }
         goal.status = GoalStatus::Complete;
         goal.status_reason = REASON_MARKED_BY_USER.into();
+        goal.set_cause(Some(cause_of(CauseCode::UserComplete, now_ms(), &target.session_id, None)));
         goal.blocked_streak = 0;
         Ok(())
     })
@@ -220,6 +227,8 @@ pub struct GoalEdit {
     pub time_budget: LimitEdit<u64>,
     /// Working hours change.
     pub active_hours: LimitEdit<crate::time::hours::ActiveHours>,
+    /// Acceptance checks change (validated by the caller).
+    pub checks: LimitEdit<Vec<crate::record::AcceptanceCheck>>,
     /// Model whose provider the distillation of a long objective prefers.
     pub model: ModelChoice,
 }
@@ -234,10 +243,11 @@ pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionRe
         && edit.budget == BudgetEdit::Keep
         && edit.time_budget == LimitEdit::Keep
         && edit.active_hours == LimitEdit::Keep
+        && edit.checks == LimitEdit::Keep
     {
         return Err(GoalError::new(
             400,
-            "nothing to edit: pass an objective, a token budget, a time budget or working hours change",
+            "nothing to edit: pass an objective, a token budget, a time budget, working hours or checks change",
         ));
     }
     if let BudgetEdit::Set(budget) = edit.budget {
@@ -270,6 +280,7 @@ pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionRe
     let budget = edit.budget;
     let time_budget = edit.time_budget.clone();
     let active_hours = edit.active_hours.clone();
+    let checks = edit.checks.clone();
     let mut report = update(ctx, target, &directory, move |goal| {
         if goal.status == GoalStatus::Complete {
             return Err(Declined::Refused(Box::new(GoalError::new(
@@ -294,6 +305,11 @@ pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionRe
             }
             LimitEdit::Set(ms) => goal.time_budget_ms.set(ms),
         }
+        match checks {
+            LimitEdit::Keep => {}
+            LimitEdit::Clear => goal.set_checks(Vec::new()),
+            LimitEdit::Set(list) => goal.set_checks(list),
+        }
         match active_hours {
             LimitEdit::Keep => {}
             LimitEdit::Clear => {
@@ -306,6 +322,8 @@ pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionRe
         crate::goal::park::clear_park(goal);
         goal.status = GoalStatus::Active;
         goal.status_reason = REASON_RESUMED.into();
+        // A goal that is simply running carries no cause.
+        goal.set_cause(None);
         goal.blocked_streak = 0;
         Ok(())
     })

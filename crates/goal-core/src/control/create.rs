@@ -3,6 +3,7 @@
 //! the file cannot be written), and a metadata MERGE through the shared writer so an existing
 //! session keeps every other key (the reference replaced the whole metadata object).
 
+use crate::record::AcceptanceCheck;
 use std::hash::{BuildHasher, Hasher};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -242,6 +243,19 @@ pub struct NewGoal {
     pub model: ModelChoice,
     /// Time budget and working hours (validated by the caller).
     pub time_limits: crate::time::active::GoalTimeLimits,
+    /// Acceptance checks (validated by the caller, see [`check_goal_checks`]).
+    pub checks: Vec<AcceptanceCheck>,
+}
+
+/// Validates a request's acceptance checks (`goalChecks`, or `checks` of an edit): absent or
+/// null is none; anything else must be a valid list (a 400 names the first problem).
+pub fn check_goal_checks(value: Option<&serde_json::Value>) -> Result<Vec<AcceptanceCheck>, GoalError> {
+    match value.filter(|v| !v.is_null()) {
+        None => Ok(Vec::new()),
+        Some(value) => {
+            crate::record::parse_checks(value).map_err(|error| GoalError::new(400, format!("goalChecks: {error}")))
+        }
+    }
 }
 
 /// A goal installed on a session.
@@ -294,6 +308,7 @@ pub async fn create_session_goal(ctx: &ControlContext, request: &NewGoal) -> Res
     let (objective_file, warning) = store_objective(ctx, &request.session_id, &fitted.text).await;
     let mut goal = fresh_goal(&fitted.text, objective_file, request.token_budget, now_ms());
     request.time_limits.apply(&mut goal);
+    goal.set_checks(request.checks.clone());
     goal.session_id = Some(request.session_id.clone());
     let mut refusal: Option<GoalError> = None;
     let mut replaced: Option<String> = None;

@@ -3,4 +3,5 @@
 
 pub mod actions;
 pub mod create;
+pub mod explain;
 pub mod orchestrate;

@@ -54,6 +54,8 @@ pub struct PromptOptions {
     pub goal_time_budget_ms: Option<f64>,
     /// Working hours of that goal, `{start, end, timeZone}` (requires `goal`).
     pub goal_active_hours: Option<Value>,
+    /// Acceptance checks of that goal, `[{command, timeoutMs?}]` (requires `goal`).
+    pub goal_checks: Option<Value>,
 }
 
 /// Options checked and normalized.
@@ -73,6 +75,8 @@ pub struct CheckedPrompt {
     pub token_budget: Option<u64>,
     /// Validated time budget and working hours.
     pub time_limits: crate::time::active::GoalTimeLimits,
+    /// Validated acceptance checks.
+    pub checks: Vec<crate::record::AcceptanceCheck>,
 }
 
 fn non_empty(value: &Option<String>) -> Option<String> {
@@ -109,6 +113,10 @@ pub fn check_prompt_options(options: &PromptOptions, prompt_required: bool) -> R
     if !time_limits.is_empty() && !options.goal {
         return Err(GoalError::new(400, "goalTimeBudgetMs and goalActiveHours require goal"));
     }
+    let checks = crate::control::create::check_goal_checks(options.goal_checks.as_ref())?;
+    if !checks.is_empty() && !options.goal {
+        return Err(GoalError::new(400, "goalChecks requires goal"));
+    }
     let model = match (non_empty(&options.model), non_empty(&options.provider_id), non_empty(&options.model_id)) {
         (Some(text), None, None) => {
             Some(parse_model(&text).ok_or_else(|| GoalError::new(400, "model must look like provider/model"))?)
@@ -125,6 +133,7 @@ pub fn check_prompt_options(options: &PromptOptions, prompt_required: bool) -> R
         goal: options.goal,
         token_budget,
         time_limits,
+        checks,
     })
 }
 
@@ -468,6 +477,7 @@ async fn goal_then_dispatch(
             token_budget: checked.token_budget,
             model: selection.model.clone().unwrap_or_default(),
             time_limits: checked.time_limits.clone(),
+            checks: checked.checks.clone(),
         };
         let goal = create_session_goal(ctx, &request).await.map_err(|e| fail(e, created))?;
         report.warnings.extend(goal.warnings.iter().cloned());
@@ -752,6 +762,7 @@ pub async fn stamp_scheduled_goal(ctx: &ControlContext, request: &ScheduledGoal)
             token_budget,
             model: request.model.clone(),
             time_limits: Default::default(),
+            checks: Vec::new(),
         },
     )
     .await?;

@@ -6,11 +6,12 @@ use std::time::Duration;
 use serde_json::Value;
 use tracing::{debug, warn};
 
+use crate::goal::checks::RoundInput;
 use crate::goal::context::Tick;
 use crate::goal::evidence::{self, audit_extras, AuditExtras};
 use crate::goal::plan::{after_audit, parse_verdict, AfterAudit, Audit, Basis, Reservation};
 use crate::io::services::SmallModelRequest;
-use crate::record::{truncate_chars, NOTE_CHAR_LIMIT};
+use crate::record::{truncate_chars, GoalStatus, NOTE_CHAR_LIMIT};
 use crate::sched::TickOutcome;
 use crate::text::jsonx::extract_json_object;
 use crate::text::prompts;
@@ -27,14 +28,29 @@ pub async fn audit_turn(
     if !tick.generation.is_current() {
         return Err(TickOutcome::Done);
     }
-    let observed = evidence::observe(tick, basis, raw_messages, todos).await?;
+    // The runtime's own check runs are not the agent's work: the digest reads without them.
+    let without_checks = crate::goal::checks::without_check_runs(raw_messages);
+    let evidence_messages = without_checks.as_deref().unwrap_or(raw_messages);
+    let observed = evidence::observe(tick, basis, evidence_messages, todos).await?;
     let (audit, extras) = request_verdict(tick, basis, &observed.prompt_block(tick)).await;
     if !tick.generation.is_current() {
         debug!(target: "session_goal", session = tick.session_id, "invalidated during audit");
         return Err(TickOutcome::Done);
     }
-    let decision = after_audit(&tick.goal, basis, audit.clone());
+    let mut decision = after_audit(&tick.goal, basis, audit.clone());
+    if let AfterAudit::Settle(settlement) = &mut decision {
+        if settlement.detail.is_none() {
+            settlement.detail = extras.failure.clone();
+        }
+    }
     match evidence::review(tick, basis, &observed, audit.as_ref(), &extras, decision).await {
+        // Proof before the claim: a goal with checks settles complete only once they pass.
+        AfterAudit::Settle(settlement) if settlement.status == GoalStatus::Complete && !tick.goal.checks.is_empty() => {
+            let mut reservation = tick.run_checks(RoundInput { basis, settlement }).await?;
+            // A failed check is a turn like any other: the no-progress breaker counts it.
+            reservation.evidence.progress = observed.state.to_value().as_object().cloned();
+            Ok(reservation)
+        }
         AfterAudit::Settle(settlement) => Err(tick.settle(settlement).await),
         AfterAudit::Continue(reservation) => Ok(reservation),
     }
@@ -58,18 +74,17 @@ async fn request_verdict(tick: &Tick<'_>, basis: &Basis, evidence_block: &str) -
     let reply = match tokio::time::timeout(timeout + Duration::from_millis(500), call).await {
         Ok(Ok(reply)) => reply,
         Ok(Err(error)) => {
+            let failure = error.status.map(|s| format!("status {s}")).unwrap_or_else(|| error.code.clone());
             if !error.is_silent() {
                 warn!(target: "session_goal", status = ?error.status, code = %error.code, "progress audit failed");
-                crate::goal::operator::audit_failed(
-                    &error.status.map(|s| format!("status {s}")).unwrap_or_else(|| error.code.clone()),
-                );
+                crate::goal::operator::audit_failed(&failure);
             }
-            return (None, Default::default());
+            return (None, AuditExtras { failure: Some(failure), ..Default::default() });
         }
         Err(_) => {
             warn!(target: "session_goal", "progress audit timed out");
             crate::goal::operator::audit_failed("timed out");
-            return (None, Default::default());
+            return (None, AuditExtras { failure: Some("timed out".into()), ..Default::default() });
         }
     };
     let object = extract_json_object(&reply.text);
@@ -84,7 +99,7 @@ async fn request_verdict(tick: &Tick<'_>, basis: &Basis, evidence_block: &str) -
             "[session-goal:diagnostic] audit parse failed"
         );
         crate::goal::operator::audit_failed("reply not parseable");
-        return (None, extras);
+        return (None, AuditExtras { failure: Some("reply not parseable".into()), ..extras });
     };
     let mut note = truncate_chars(raw_note.trim(), NOTE_CHAR_LIMIT);
     let reference = format!("{objective}\n{}", basis.assistant_text);

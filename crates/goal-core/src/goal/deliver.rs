@@ -14,6 +14,7 @@ use crate::goal::plan::Basis;
 use crate::goal::reserve::Reserved;
 use crate::goal::settle::blocked;
 use crate::io::writer::{continuation_for_of, try_write_goal, GoalGuard, GoalUpdate};
+use crate::record::cause::CauseCode;
 use crate::record::reasons::REASON_DISPATCH_FAILED;
 use crate::record::session::{chronological, SessionView};
 use crate::record::{Goal, GoalStatus};
@@ -23,13 +24,17 @@ use crate::text::prompts;
 /// Reads back, posts the continuation of the reserved turn, and ends the tick on the outcome.
 pub async fn deliver(tick: &Tick<'_>, basis: &Basis, reserved: Reserved) -> TickOutcome {
     let ctx = tick.ctx;
-    let text = prompts::continuation_prompt(
+    let mut text = prompts::continuation_prompt(
         &tick.objective,
         reserved.goal.tokens_used,
         reserved.goal.token_budget,
         reserved.goal.turns_used.min(u32::MAX as u64) as u32,
         ctx.config.max_auto_turns.min(u32::MAX as u64) as u32,
     );
+    if let Some(appendix) = &reserved.appendix {
+        text.push_str("\n\n");
+        text.push_str(appendix);
+    }
     let body = prompt_body(basis, &text);
     if let Some(outcome) = read_back(tick, &reserved).await {
         return outcome;
@@ -54,7 +59,8 @@ pub async fn deliver(tick: &Tick<'_>, basis: &Basis, reserved: Reserved) -> Tick
         Delivery::Sent => {
             let turn = reserved.goal.turns_used;
             info!(target: "session_goal", session = tick.session_id, turn, "continuation sent");
-            crate::goal::operator::continuation_sent(tick.session_id, turn, ctx.config.max_auto_turns);
+            let (tokens, budget) = (reserved.goal.tokens_used, reserved.goal.token_budget);
+            crate::goal::operator::continuation_sent(tick.session_id, turn, ctx.config.max_auto_turns, tokens, budget);
             TickOutcome::Continued
         }
         Delivery::Stopped { unused } => stopped(tick, &reserved, unused).await,
@@ -153,7 +159,7 @@ async fn failed(tick: &Tick<'_>, basis: &Basis, reserved: &Reserved, refused: bo
         warn!(target: "session_goal", session = tick.session_id, "continuation outcome unknown after every attempt; retrying later with the same id");
         return TickOutcome::Retry;
     }
-    let mut settlement = blocked(&reserved.goal, REASON_DISPATCH_FAILED);
+    let mut settlement = blocked(&reserved.goal, REASON_DISPATCH_FAILED, CauseCode::DispatchFailed);
     settlement.accounting = basis.accounting.clone();
     let give_back = refused && !reserved.reused;
     tick.settle_on(&reserved.goal, &reserved.guard, settlement, |g| {

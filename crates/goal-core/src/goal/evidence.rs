@@ -11,6 +11,7 @@ use crate::evidence::{self, Digest, ProgressState, TurnPrint};
 use crate::goal::context::Tick;
 use crate::goal::plan::{AfterAudit, Audit, Basis, Reservation, Settlement, Verdict};
 use crate::goal::trail;
+use crate::record::cause::CauseCode;
 use crate::record::reasons::REASON_NO_PROGRESS;
 use crate::record::GoalStatus;
 use crate::sched::TickOutcome;
@@ -25,6 +26,8 @@ pub struct AuditExtras {
     pub missing: Vec<String>,
     /// Tokens the audit cost, when the model reported them.
     pub tokens: Option<u64>,
+    /// Why the audit failed (an HTTP status, a timeout), when it did: the cause's detail.
+    pub failure: Option<String>,
 }
 
 /// What the tick observed for the evidence audit.
@@ -104,6 +107,8 @@ async fn no_progress(tick: &Tick<'_>, basis: &Basis, digest: &Digest, streak: u3
         note: Some(note),
         accounting: basis.accounting.clone(),
         evaluation: None,
+        cause: CauseCode::NoProgress,
+        detail: Some(format!("{streak} turns")),
     };
     tick.settle(settlement).await
 }
@@ -161,6 +166,7 @@ fn override_complete(
                 note: Some(note),
                 evaluation: settlement.evaluation,
                 evidence: Default::default(),
+                appendix: None,
             };
             (AfterAudit::Continue(reservation), Some(used))
         }
@@ -213,6 +219,7 @@ pub fn audit_extras(object: Option<&serde_json::Map<String, Value>>, tokens: Opt
             evidence: evidence::citations(object, "evidence"),
             missing: evidence::citations(object, "missing"),
             tokens,
+            failure: None,
         },
         None => AuditExtras { tokens, ..AuditExtras::default() },
     }

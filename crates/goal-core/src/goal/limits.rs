@@ -11,6 +11,7 @@ use tracing::{debug, info};
 use crate::config::ProviderLimits;
 use crate::error::HttpError;
 use crate::goal::accounting::account;
+use crate::goal::causes::cause_of;
 use crate::goal::context::Tick;
 use crate::goal::park::{self, Park, TailStep};
 use crate::goal::plan::Settlement;
@@ -155,14 +156,12 @@ impl Tick<'_> {
             note: None,
             accounting: account(&self.goal, messages),
             evaluation: None,
+            cause: stop.cause.code,
+            detail: stop.cause.detail.clone(),
         };
         self.append_trail(crate::goal::trail::line(&self.goal, &tail, "blocked", stop.reason, now)).await;
-        let cause = stop.cause;
-        self.settle_on(&self.goal, &self.guard, settlement, move |g| {
-            park::clear_park(g);
-            g.set_cause(Some(cause));
-        })
-        .await
+        // The settle writes the cause from the settlement (its fix from the cause table).
+        self.settle_on(&self.goal, &self.guard, settlement, park::clear_park).await
     }
 }
 
@@ -175,6 +174,11 @@ pub async fn write_park(
     now_ms: f64,
 ) -> (TickOutcome, Result<GoalWrite, HttpError>) {
     let accounting = account(&tick.goal, messages);
+    // The stored cause takes its fix sentence from the cause table, like every other cause.
+    let mut park = park.clone();
+    park.cause = cause_of(park.cause.code, park.cause.since, tick.session_id, park.cause.detail.as_deref())
+        .with_until(park.until);
+    let park = &park;
     let result = write_goal(&tick.ctx.client, tick.session_id, tick.directory, &tick.guard, |g| {
         accounting.apply(g);
         park::apply_park(g, park, now_ms);

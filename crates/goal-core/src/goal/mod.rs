@@ -5,7 +5,9 @@
 //! update.
 
 // Pure: decisions, gates, accounting, the notification.
+pub mod acceptance;
 pub mod accounting;
+pub mod causes;
 pub mod gates;
 pub mod lineage;
 pub mod notify;
@@ -19,6 +21,7 @@ pub mod trail;
 // The stages, in the order a tick runs them.
 pub mod adopt;
 pub mod audit;
+pub mod checks;
 pub mod deliver;
 pub mod dispatch;
 pub mod echo;

@@ -20,8 +20,12 @@ pub fn notification_title(status: GoalStatus) -> &'static str {
 pub fn goal_notification(session_id: &str, directory: &str, goal: &Goal, objective: &str) -> Value {
     let mut goal_value = goal.to_value();
     goal_value["objective"] = Value::from(objective.to_string());
+    let checks_passed = goal.cause.as_ref().filter(|c| c.code == crate::record::cause::CauseCode::ChecksPassed);
     let detail = if goal.status_reason == REASON_VERIFIED || goal.status_reason == REASON_REPORTED_BY_AGENT {
         goal.note.clone()
+    } else if let Some(detail) = checks_passed.and_then(|c| c.detail.clone()) {
+        // How many checks passed ("2 of 2 checks passed").
+        detail
     } else {
         goal.status_reason.clone()
     };
@@ -41,6 +45,7 @@ pub fn goal_notification(session_id: &str, directory: &str, goal: &Goal, objecti
         "body": truncate_chars(&body, 240),
         "tag": format!("goal-{session_id}"),
         "kind": "goal",
+        "cause": goal.cause.as_ref().map_or(Value::Null, crate::record::cause::Cause::to_value),
     })
 }
 
@@ -66,5 +71,24 @@ mod tests {
         let event = goal_notification("s", "", &blocked, "x");
         assert_eq!(event["body"], "x — token budget reached");
         assert_eq!(event["title"], "Goal reached its token budget");
+    }
+}
+
+#[cfg(test)]
+mod cause_tests {
+    use super::*;
+
+    #[test]
+    fn the_notification_carries_the_cause_and_names_the_checks_that_passed() {
+        let goal = Goal::from_value(&json!({
+            "id": "g", "status": "complete", "objective": "x", "statusReason": "checks passed",
+            "cause": {"code": "checksPassed", "since": 5, "detail": "2 of 2 checks passed"}
+        }))
+        .unwrap();
+        let event = goal_notification("ses_1", "/p", &goal, "Ship it");
+        assert_eq!(event["body"], "Ship it — 2 of 2 checks passed");
+        assert_eq!(event["cause"]["code"], "checksPassed");
+        let running = Goal::from_value(&json!({"id": "g", "status": "blocked", "objective": "x"})).unwrap();
+        assert_eq!(goal_notification("s", "", &running, "x")["cause"], Value::Null);
     }
 }

@@ -11,6 +11,7 @@ use crate::error::HttpError;
 use crate::goal::context::{ReadAtStart, Tick, TickContext};
 use crate::goal::gates::{live_gate, LiveGate};
 use crate::io::writer::BaseRead;
+use crate::record::cause::CauseCode;
 use crate::record::reasons::{REASON_MESSAGES_UNAVAILABLE, REASON_RESUMED, WAITING_FOR_USER};
 use crate::record::session::{Message, SessionView};
 use crate::record::{Goal, GoalStatus};
@@ -151,7 +152,7 @@ impl Started {
                     .join(",");
                 warn!(target: "session_goal", session = session_id, failed = %which, attempt = tick.attempt, "live state unreadable");
                 if tick.exhausted {
-                    return Err(tick.settle_blocked(REASON_MESSAGES_UNAVAILABLE).await);
+                    return Err(tick.settle_blocked(REASON_MESSAGES_UNAVAILABLE, CauseCode::MessagesUnavailable).await);
                 }
                 return Err(TickOutcome::Retry);
             }

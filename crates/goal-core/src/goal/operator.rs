@@ -36,9 +36,24 @@ pub fn settled(session_id: &str, goal: &Goal) {
     info!(target: TARGET, "{session_id} settled as {} ({})", goal.status.as_str(), printable_reason(&goal.status_reason));
 }
 
-/// `<session> continuation turn <n>/<max>`.
-pub fn continuation_sent(session_id: &str, turn: u64, max_turns: u64) {
-    info!(target: TARGET, "{session_id} continuation turn {turn}/{max_turns}");
+/// `continuing <session> (turn <n>/<max>, tokens <used>)`, or `tokens <used>/<budget>` with a
+/// token budget: word for word the line OpenChamber prints.
+pub fn continuation_sent(session_id: &str, turn: u64, max_turns: u64, tokens: u64, budget: Option<u64>) {
+    info!(target: TARGET, "{}", continuing_line(session_id, turn, max_turns, tokens, budget));
+}
+
+/// The text of [`continuation_sent`].
+pub fn continuing_line(session_id: &str, turn: u64, max_turns: u64, tokens: u64, budget: Option<u64>) -> String {
+    let tokens = match budget {
+        Some(budget) => format!("{tokens}/{budget}"),
+        None => tokens.to_string(),
+    };
+    format!("continuing {session_id} (turn {turn}/{max_turns}, tokens {tokens})")
+}
+
+/// `<session> check <n>/<total> <result>`: never the command or its output.
+pub fn check_finished(session_id: &str, index: usize, total: usize, result: &str) {
+    info!(target: TARGET, "{session_id} acceptance check {index}/{total} {result}");
 }
 
 /// `progress audit failed (<status or code>)`; the silent 404 ("no small model") is not logged.
@@ -58,6 +73,12 @@ mod tests {
         assert_eq!(printable_reason("  "), "no reason given");
         assert_eq!(printable_reason(REASON_NO_PROGRESS), "no progress");
         assert_eq!(printable_reason(REASON_TIME_BUDGET), "time budget reached");
+    }
+
+    #[test]
+    fn the_continuation_line_reads_as_openchamber_prints_it() {
+        assert_eq!(continuing_line("ses_1", 3, 20, 1234, None), "continuing ses_1 (turn 3/20, tokens 1234)");
+        assert_eq!(continuing_line("ses_1", 1, 20, 50, Some(9000)), "continuing ses_1 (turn 1/20, tokens 50/9000)");
     }
 
     #[test]

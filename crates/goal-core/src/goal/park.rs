@@ -138,9 +138,7 @@ fn resetting(goal: &Goal, tail: &Message, now_ms: f64, limits: ParkLimits, resum
     }
     let nth = goal.provider_waits.get().copied().unwrap_or(0) + 1;
     if nth > limits.max_waits {
-        let mut blocked = stop(CauseCode::ProviderQuota, REASON_PROVIDER_QUOTA, now_ms, provider(tail));
-        blocked.cause.detail = Some(format!("limit did not reset after {} waits", limits.max_waits));
-        return TailStep::Block(blocked);
+        return TailStep::Block(stop(CauseCode::ProviderQuota, REASON_PROVIDER_QUOTA, now_ms, provider(tail)));
     }
     let error = tail.provider_error.clone().unwrap_or_default();
     let completed = tail.completed.or(tail.created).unwrap_or(now_ms);
@@ -153,10 +151,7 @@ fn resetting(goal: &Goal, tail: &Message, now_ms: f64, limits: ParkLimits, resum
         .copied()
         .collect::<Vec<_>>()
         .join(" ");
-    let cause = Cause::new(CauseCode::WaitingForProviderLimit, now_ms)
-        .with_until(wait.until)
-        .with_detail(detail)
-        .with_fix("Nothing to do: the goal goes on by itself when the limit resets; resume it to try sooner.");
+    let cause = Cause::new(CauseCode::WaitingForProviderLimit, now_ms).with_until(wait.until).with_detail(detail);
     let give_back =
         !tail.parent_id.is_empty() && goal.continuation_id.get().map(String::as_str) == Some(tail.parent_id.as_str());
     TailStep::Park(Park { tail: tail.id.clone(), until: wait.until, nth, give_back, cause })
@@ -171,20 +166,10 @@ fn provider(tail: &Message) -> Option<String> {
     Some(tail.provider_id.clone()).filter(|p| !p.is_empty())
 }
 
+/// A stop with its code and detail; the fix sentence comes from the cause table when the
+/// settle writes it (`goal/causes.rs`).
 fn stop(code: CauseCode, reason: &'static str, now_ms: f64, provider: Option<String>) -> Stop {
-    let who = provider.clone().unwrap_or_else(|| "the provider".into());
-    let fix = match code {
-        CauseCode::ProviderAuth => {
-            format!("Check the credentials for {who} in OpenCode (API key or login), then resume the goal.")
-        }
-        CauseCode::ProviderQuota => {
-            format!("Add credit or raise the quota with {who}, or switch model, then resume the goal.")
-        }
-        CauseCode::ContextOverflow => "Compact the session or narrow the objective, then resume the goal.".into(),
-        CauseCode::ContentFilter => "Rephrase the objective or the last request, then resume the goal.".into(),
-        _ => "Make sure the OpenCode server stays up, then resume the goal.".into(),
-    };
-    let mut cause = Cause::new(code, now_ms).with_fix(fix);
+    let mut cause = Cause::new(code, now_ms);
     if let Some(provider) = provider {
         cause = cause.with_detail(provider);
     }

@@ -4,6 +4,7 @@
 //! recovery from length-truncated replies, so the decisions match it branch for branch.
 
 use crate::goal::accounting::{account, Accounting};
+use crate::record::cause::CauseCode;
 use crate::record::reasons::{
     REASON_AUDIT_UNAVAILABLE, REASON_BLOCKED_PER_AUDIT, REASON_BUDGET, REASON_DISPATCH_FAILED,
     REASON_REPEATED_TRUNCATION, REASON_RESUMED, REASON_TURN_CAP, REASON_TURN_FAILED, REASON_VERIFIED,
@@ -55,6 +56,10 @@ pub struct Settlement {
     pub accounting: Accounting,
     /// The auditor that decided, when one did.
     pub evaluation: Option<(String, String)>,
+    /// The typed cause written beside the reason (see `goal/causes.rs`).
+    pub cause: CauseCode,
+    /// The cause's detail (an error name, an HTTP status), when there is one.
+    pub detail: Option<String>,
 }
 
 /// What the tick's audit-free part decided.
@@ -115,15 +120,16 @@ pub fn plan_tick(goal: &Goal, messages: &[Message], max_auto_turns: u64) -> Plan
     let accounting = account(goal, messages);
     let resumed = goal.status_reason == REASON_RESUMED;
     let aborted = tail.is_aborted();
-    let settle = |status, reason: &str| {
-        Plan::Settle(Settlement {
-            status,
-            reason: reason.to_string(),
-            note: None,
-            accounting: accounting.clone(),
-            evaluation: None,
-        })
+    let settlement = |status, reason: &str, cause: CauseCode| Settlement {
+        status,
+        reason: reason.to_string(),
+        note: None,
+        accounting: accounting.clone(),
+        evaluation: None,
+        cause,
+        detail: None,
     };
+    let settle = |status, reason: &str, cause: CauseCode| Plan::Settle(settlement(status, reason, cause));
 
     if aborted && !resumed {
         return Plan::Pause(accounting);
@@ -132,22 +138,24 @@ pub fn plan_tick(goal: &Goal, messages: &[Message], max_auto_turns: u64) -> Plan
     if !aborted && !truncated {
         if let Some(name) = &tail.error {
             let reason = if name.trim().is_empty() { REASON_TURN_FAILED } else { name.as_str() };
-            return settle(GoalStatus::Blocked, reason);
+            let mut failed = settlement(GoalStatus::Blocked, reason, CauseCode::DispatchFailed);
+            failed.detail = (!name.trim().is_empty()).then(|| name.clone());
+            return Plan::Settle(failed);
         }
     }
     if goal.token_budget.is_some_and(|budget| accounting.tokens_used >= budget) {
-        return settle(GoalStatus::BudgetLimited, REASON_BUDGET);
+        return settle(GoalStatus::BudgetLimited, REASON_BUDGET, CauseCode::TokenBudget);
     }
     if goal.turns_used >= max_auto_turns {
-        return settle(GoalStatus::Blocked, REASON_TURN_CAP);
+        return settle(GoalStatus::Blocked, REASON_TURN_CAP, CauseCode::TurnCap);
     }
     if truncated && !resumed && has_repeated_length_tail(&ordered, tail, goal.created_at) {
-        return settle(GoalStatus::Blocked, REASON_REPEATED_TRUNCATION);
+        return settle(GoalStatus::Blocked, REASON_REPEATED_TRUNCATION, CauseCode::NoProgress);
     }
 
     let execution = ordered.iter().rev().find(|m| m.role == Role::Assistant && !m.summary).copied().unwrap_or(tail);
     if execution.provider_id.is_empty() || execution.model_id.is_empty() {
-        return settle(GoalStatus::Blocked, REASON_DISPATCH_FAILED);
+        return settle(GoalStatus::Blocked, REASON_DISPATCH_FAILED, CauseCode::DispatchFailed);
     }
     let basis = Basis {
         accounting: accounting.clone(),
@@ -229,6 +237,8 @@ pub struct Reservation {
     /// The evidence review's progress state and override set, written with the reservation so
     /// they ride on the one guarded write instead of a write of their own.
     pub evidence: EvidenceFields,
+    /// A paragraph appended to the continuation (a failed acceptance check, quoted as data).
+    pub appendix: Option<String>,
 }
 
 /// Evidence fields a reservation writes (`None`: left as they are).
@@ -259,6 +269,7 @@ pub fn unaudited_reservation(goal: &Goal, basis: &Basis) -> Reservation {
         note: None,
         evaluation: None,
         evidence: EvidenceFields::default(),
+        appendix: None,
     }
 }
 
@@ -273,6 +284,8 @@ pub fn after_audit(goal: &Goal, basis: &Basis, audit: Option<Audit>) -> AfterAud
                 note: None,
                 accounting: basis.accounting.clone(),
                 evaluation: None,
+                cause: CauseCode::AuditUnavailable,
+                detail: None,
             });
         }
         return AfterAudit::Continue(Reservation {
@@ -282,6 +295,7 @@ pub fn after_audit(goal: &Goal, basis: &Basis, audit: Option<Audit>) -> AfterAud
             note: None,
             evaluation: None,
             evidence: EvidenceFields::default(),
+            appendix: None,
         });
     };
     let evaluation =
@@ -294,6 +308,8 @@ pub fn after_audit(goal: &Goal, basis: &Basis, audit: Option<Audit>) -> AfterAud
             note,
             accounting: basis.accounting.clone(),
             evaluation,
+            cause: CauseCode::Verified,
+            detail: None,
         }),
         Verdict::Blocked if goal.blocked_streak.saturating_add(1) >= BLOCKED_STREAK_LIMIT => {
             let reason = if audit.note.is_empty() { REASON_BLOCKED_PER_AUDIT.to_string() } else { audit.note.clone() };
@@ -303,6 +319,8 @@ pub fn after_audit(goal: &Goal, basis: &Basis, audit: Option<Audit>) -> AfterAud
                 note,
                 accounting: basis.accounting.clone(),
                 evaluation,
+                cause: CauseCode::AuditorBlocked,
+                detail: None,
             })
         }
         verdict => AfterAudit::Continue(Reservation {
@@ -312,6 +330,7 @@ pub fn after_audit(goal: &Goal, basis: &Basis, audit: Option<Audit>) -> AfterAud
             note,
             evaluation,
             evidence: EvidenceFields::default(),
+            appendix: None,
         }),
     }
 }

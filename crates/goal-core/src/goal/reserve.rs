@@ -32,6 +32,8 @@ pub struct Reserved {
     /// The echo watch, when the echo had not come by the bound: looked at again when the tick
     /// ends without posting.
     pub late: Option<ReservationEcho>,
+    /// A paragraph appended to the continuation (a failed acceptance check).
+    pub appendix: Option<String>,
 }
 
 /// Reserves the turn answering `tail` (reusing a reservation already made for it). `Err` ends
@@ -102,7 +104,8 @@ pub async fn reserve(
         Heard::NotYet => Some(echo),
         Heard::Settled => None,
     };
-    Ok(Reserved { goal: reserved, guard, tail: tail.to_string(), reused, message_id, late })
+    let appendix = reservation.appendix;
+    Ok(Reserved { goal: reserved, guard, tail: tail.to_string(), reused, message_id, late, appendix })
 }
 
 /// The reservation's fields: accounting, the turn counted (unless reused), streaks, note,
@@ -122,6 +125,8 @@ fn apply_reservation(
     g.blocked_streak = reservation.blocked_streak;
     g.audit_fail_streak = reservation.audit_fail_streak;
     g.status_reason.clear();
+    // A goal that is simply running carries no cause.
+    g.set_cause(None);
     if let Some(note) = &reservation.note {
         g.note = truncate_chars(note, NOTE_CHAR_LIMIT);
     }

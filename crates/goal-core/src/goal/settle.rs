@@ -2,25 +2,29 @@
 //! notified; and the other status writes a tick makes without settling (waiting for the user,
 //! the pause after an abort).
 
+use crate::goal::causes::cause_of;
 use crate::goal::context::{log_write, written_outcome, Tick};
 use crate::goal::notify::goal_notification;
 use crate::goal::plan::Settlement;
 use crate::io::opencode::OpenCodeClient;
 use crate::io::writer::{write_goal, GoalGuard, GoalWrite};
+use crate::record::cause::CauseCode;
 use crate::record::reasons::{REASON_PAUSED_AFTER_ABORT, REASON_RESUMED, WAITING_FOR_USER};
 use crate::record::{truncate_chars, Goal, GoalStatus, NOTE_CHAR_LIMIT, REASON_CHAR_LIMIT};
 use crate::sched::TickOutcome;
 use crate::time::active::begin_inactive;
 use crate::time::clock::now_ms;
 
-/// A `blocked` settlement for `goal` with the given reason, its accounting unchanged.
-pub fn blocked(goal: &Goal, reason: &str) -> Settlement {
+/// A `blocked` settlement for `goal` with the given reason and cause, its accounting unchanged.
+pub fn blocked(goal: &Goal, reason: &str, cause: CauseCode) -> Settlement {
     Settlement {
         status: GoalStatus::Blocked,
         reason: reason.into(),
         note: None,
         accounting: crate::goal::accounting::Accounting::of(goal),
         evaluation: None,
+        cause,
+        detail: None,
     }
 }
 
@@ -30,9 +34,9 @@ impl Tick<'_> {
         self.settle_on(&self.goal, &self.guard, settlement, |_| {}).await
     }
 
-    /// Settles `blocked` with the given reason.
-    pub async fn settle_blocked(&self, reason: &str) -> TickOutcome {
-        self.settle(blocked(&self.goal, reason)).await
+    /// Settles `blocked` with the given reason and cause.
+    pub async fn settle_blocked(&self, reason: &str, cause: CauseCode) -> TickOutcome {
+        self.settle(blocked(&self.goal, reason, cause)).await
     }
 
     /// [`Tick::settle`] on a goal other than the one read at the start (the reservation's), with
@@ -47,7 +51,7 @@ impl Tick<'_> {
         let (ctx, session_id, directory) = (self.ctx, self.session_id, self.directory);
         let result = write_goal(&ctx.client, session_id, directory, guard, |g| {
             extra(g);
-            apply_settlement(g, &settlement);
+            apply_settlement(g, &settlement, session_id);
         })
         .await;
         log_write(session_id, "settle", &result);
@@ -67,6 +71,7 @@ impl Tick<'_> {
         let result = write_goal(&self.ctx.client, self.session_id, self.directory, &self.guard, |g| {
             g.status = GoalStatus::Paused;
             g.status_reason = REASON_PAUSED_AFTER_ABORT.into();
+            g.set_cause(Some(cause_of(CauseCode::UserAborted, now_ms(), self.session_id, None)));
             accounting.apply(g);
             g.lease.clear();
             // Paused time is not active time.
@@ -83,6 +88,7 @@ impl Tick<'_> {
             if g.status_reason != REASON_RESUMED {
                 g.status_reason = WAITING_FOR_USER.into();
             }
+            g.set_cause(Some(cause_of(CauseCode::WaitingForUser, now_ms(), self.session_id, None)));
             // Waiting for the user is not active time.
             begin_inactive(g, now_ms());
         })
@@ -93,8 +99,9 @@ impl Tick<'_> {
 
 /// The fields a settlement writes: status, reason, note, streaks, accounting, the auditor, and
 /// no reservation or lease left behind.
-fn apply_settlement(g: &mut Goal, settlement: &Settlement) {
+fn apply_settlement(g: &mut Goal, settlement: &Settlement, session_id: &str) {
     g.status = settlement.status;
+    g.set_cause(Some(cause_of(settlement.cause, now_ms(), session_id, settlement.detail.as_deref())));
     g.status_reason = truncate_chars(&settlement.reason, REASON_CHAR_LIMIT);
     if let Some(note) = &settlement.note {
         g.note = truncate_chars(note, NOTE_CHAR_LIMIT);
@@ -121,6 +128,7 @@ pub async fn pause_after_abort(client: &OpenCodeClient, session_id: &str, direct
         if !resumed_since {
             g.status = GoalStatus::Paused;
             g.status_reason = REASON_PAUSED_AFTER_ABORT.into();
+            g.set_cause(Some(cause_of(CauseCode::UserAborted, now_ms(), session_id, None)));
             g.lease.clear();
             // Paused time is not active time.
             begin_inactive(g, now_ms());

@@ -18,6 +18,7 @@ use crate::goal::reserve::reserve;
 use crate::goal::settle::blocked;
 use crate::goal::time_gate;
 use crate::io::writer::GoalGuard;
+use crate::record::cause::CauseCode;
 use crate::record::reasons::{REASON_OBJECTIVE_UNAVAILABLE, REASON_RESUMED, REASON_TURN_FAILED};
 use crate::record::GoalStatus;
 use crate::sched::{Generation, TickOutcome};
@@ -55,7 +56,9 @@ pub async fn run_tick(
     };
     if objective.is_none() {
         if exhausted {
-            return tick.settle(blocked(&tick.goal, REASON_OBJECTIVE_UNAVAILABLE)).await;
+            let mut settlement = blocked(&tick.goal, REASON_OBJECTIVE_UNAVAILABLE, CauseCode::MessagesUnavailable);
+            settlement.detail = Some("objective file".into());
+            return tick.settle(settlement).await;
         }
         tracing::warn!(target: "session_goal", session = session_id, "objective unavailable; retrying");
         return TickOutcome::Retry;
@@ -101,7 +104,9 @@ async fn plan_and_audit(tick: &Tick<'_>, live: Live) -> Result<(Basis, Reservati
             // starts, the turn failed and the goal must not sit active forever.
             debug!(target: "session_goal", session = tick.session_id, ?reason, attempt = tick.attempt, "idle without a finished reply");
             if tick.exhausted {
-                tick.settle_blocked(REASON_TURN_FAILED).await;
+                let mut settlement = blocked(&tick.goal, REASON_TURN_FAILED, CauseCode::DispatchFailed);
+                settlement.detail = Some("no reply".into());
+                tick.settle(settlement).await;
                 return Err(TickOutcome::Settled);
             }
             Err(TickOutcome::Retry)

@@ -6,10 +6,12 @@ use std::time::Duration;
 
 use tracing::{debug, info};
 
+use crate::goal::causes::cause_of;
 use crate::goal::context::Tick;
 use crate::goal::plan::{Basis, Settlement};
 use crate::goal::trail;
 use crate::io::writer::{write_goal, GoalWrite};
+use crate::record::cause::CauseCode;
 use crate::record::reasons::{REASON_TIME_BUDGET, REASON_WAITING_FOR_HOURS};
 use crate::record::{Goal, GoalStatus};
 use crate::sched::TickOutcome;
@@ -33,14 +35,18 @@ pub async fn check(tick: &Tick<'_>, basis: &Basis) -> Option<TickOutcome> {
             note: None,
             accounting: basis.accounting.clone(),
             evaluation: None,
+            cause: CauseCode::TimeBudget,
+            detail: None,
         };
         return Some(tick.settle(settlement).await);
     }
     match hours::gate(goal.active_hours.get(), now) {
         HoursGate::WaitUntil(opens) => {
+            let cause = cause_of(CauseCode::WaitingForHours, now, tick.session_id, None).with_until(opens);
             if goal.status_reason != REASON_WAITING_FOR_HOURS || !goal.inactive_since.is_present() {
                 let written = write(tick, move |g: &mut Goal| {
                     g.status_reason = REASON_WAITING_FOR_HOURS.into();
+                    g.set_cause(Some(cause));
                     begin_inactive(g, now);
                 })
                 .await;
@@ -60,6 +66,10 @@ pub async fn check(tick: &Tick<'_>, basis: &Basis) -> Option<TickOutcome> {
                     end_inactive(g, now);
                     if g.status_reason == REASON_WAITING_FOR_HOURS {
                         g.status_reason.clear();
+                    }
+                    // Back at work: a running goal carries no cause.
+                    if g.cause.as_ref().is_some_and(|c| c.code.is_wait()) {
+                        g.set_cause(None);
                     }
                 })
                 .await;

@@ -288,6 +288,20 @@ impl OpenCodeClient {
         })
     }
 
+    /// `POST /session/:id/shell`: runs a command in the session through the user's shell and
+    /// answers (with the recorded assistant message) only once it finished, so the call gets its
+    /// own time limit. Not idempotent: posting the same `messageID` again runs it again.
+    pub async fn shell(
+        &self,
+        session_id: &str,
+        directory: &str,
+        body: &Value,
+        timeout: Duration,
+    ) -> Result<Value, HttpError> {
+        let path = session_path(session_id, "/shell")?;
+        self.with_timeout(timeout).json(reqwest::Method::POST, &path, directory, &[], Some(body)).await
+    }
+
     /// `POST /session/:id/abort`.
     pub async fn abort(&self, session_id: &str, directory: &str) -> Result<(), HttpError> {
         self.json(reqwest::Method::POST, &session_path(session_id, "/abort")?, directory, &[], None).await.map(|_| ())

@@ -3,6 +3,7 @@
 //! type is treated as absent, exactly as the reference parser does.
 
 pub mod cause;
+pub mod check_id;
 mod fields;
 pub mod lease;
 pub mod metadata;
@@ -75,7 +76,7 @@ pub const DEFAULT_CHECK_TIMEOUT_MS: u64 = 600_000;
 
 /// One acceptance check: a shell command run in the session before the goal may settle
 /// `complete`. Only user actions set them.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct AcceptanceCheck {
     /// The command, run through OpenCode's shell endpoint.
     pub command: String,
@@ -136,6 +137,11 @@ fn parse_check(index: usize, item: &Value) -> Result<AcceptanceCheck, ChecksErro
     };
     if command.trim().is_empty() {
         return Err(refuse("command is empty"));
+    }
+    // OpenCode places the command in a JSON-quoted `eval`: a newline or a tab arrives as a
+    // letter and breaks it (docs/opencode.md), so a check is one line.
+    if command.chars().any(char::is_control) {
+        return Err(refuse("command must be one line (no newline, tab or control character)"));
     }
     if command.chars().count() > CHECK_COMMAND_CHAR_LIMIT {
         return Err(refuse(&format!("command is longer than {CHECK_COMMAND_CHAR_LIMIT} characters")));
@@ -243,6 +249,7 @@ impl Goal {
             token_budget: self.token_budget,
             created_at_bits: self.created_at.to_bits(),
             objective_revision: self.objective_revision.get().copied().unwrap_or(0),
+            checks: self.checks.clone(),
         }
     }
 
@@ -269,6 +276,8 @@ pub struct GoalRevision {
     pub created_at_bits: u64,
     /// Objective edits so far (`objectiveRevision`).
     pub objective_revision: u64,
+    /// The acceptance checks (only the user sets them: a change invalidates a check round).
+    pub checks: Vec<AcceptanceCheck>,
 }
 
 #[cfg(test)]
@@ -357,6 +366,8 @@ mod tests {
         assert!(parse_checks(&json!([{"command": "x", "timeoutMs": 1.5}])).is_err());
         assert!(parse_checks(&json!(vec![json!("x"); MAX_CHECKS + 1])).is_err());
         assert!(parse_checks(&json!([7])).is_err());
+        assert!(parse_checks(&json!([{"command": "npm test\nrm -rf x"}])).is_err());
+        assert!(parse_checks(&json!([{"command": "npm\ttest"}])).is_err());
         assert_eq!(parse_checks(&json!([])).unwrap(), Vec::new());
         let err = parse_checks(&json!([{"command": "ok"}, {"command": ""}])).unwrap_err();
         assert_eq!(err.to_string(), "check 2: command is empty");

@@ -39,6 +39,10 @@ pub const REASON_WAITING_FOR_HOURS: &str = "waiting for working hours";
 /// Status reason OpenChamber writes when the agent itself reports the goal complete (read, never
 /// written, by this package).
 pub const REASON_REPORTED_BY_AGENT: &str = "reported by agent";
+/// Every acceptance check passed (the goal settled `complete` on them).
+pub const REASON_CHECKS_PASSED: &str = "checks passed";
+/// The acceptance checks cannot run (the shell endpoint is missing or refuses).
+pub const REASON_CHECKS_UNAVAILABLE: &str = "acceptance checks unavailable";
 
 /// Status reason of a goal parked until a provider's rate or usage limit resets.
 pub const REASON_WAITING_FOR_PROVIDER: &str = "waiting for provider limit";
@@ -83,4 +87,6 @@ pub const ALL: &[&str] = &[
     REASON_CONTENT_FILTER,
     REASON_TURN_INTERRUPTED,
     REASON_COPIED,
+    REASON_CHECKS_PASSED,
+    REASON_CHECKS_UNAVAILABLE,
 ];

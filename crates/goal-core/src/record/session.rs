@@ -176,6 +176,8 @@ impl Message {
             .as_array()?
             .iter()
             .enumerate()
+            // The runtime's own check runs are neither a user's message nor an agent's reply.
+            .filter(|(_, entry)| !crate::record::check_id::is_check_message(entry))
             .map(|(index, entry)| Message::from_value(entry, index).filter(|m| !m.id.is_empty()))
             .collect()
     }

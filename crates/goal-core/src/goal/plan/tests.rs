@@ -1,6 +1,7 @@
 //! Branch-by-branch tests of the tick decisions.
 
 use super::*;
+use crate::record::cause::CauseCode;
 use crate::record::reasons::{
     REASON_AUDIT_UNAVAILABLE, REASON_BLOCKED_PER_AUDIT, REASON_BUDGET, REASON_DISPATCH_FAILED,
     REASON_REPEATED_TRUNCATION, REASON_TURN_CAP, REASON_TURN_FAILED, REASON_VERIFIED,
@@ -288,4 +289,51 @@ fn streaks_at_the_numeric_edge_settle_instead_of_overflowing() {
         AfterAudit::Settle(s) => assert_eq!(s.reason, REASON_AUDIT_UNAVAILABLE),
         other => panic!("{other:?}"),
     }
+}
+
+fn cause_of_plan(plan: &Plan) -> CauseCode {
+    match plan {
+        Plan::Settle(s) => s.cause,
+        other => panic!("expected settle, got {other:?}"),
+    }
+}
+
+fn cause_after(after: AfterAudit) -> CauseCode {
+    match after {
+        AfterAudit::Settle(s) => s.cause,
+        AfterAudit::Continue(_) => panic!("expected settle"),
+    }
+}
+
+#[test]
+fn every_settle_path_of_the_plan_names_its_cause() {
+    let w = window(vec![reply("a1", 200.0)]);
+    let over = goal_with(json!({"tokenBudget": 1000}));
+    assert_eq!(cause_of_plan(&plan_tick(&over, &w, 20)), CauseCode::TokenBudget);
+    let capped = goal_with(json!({"turnsUsed": 7}));
+    assert_eq!(cause_of_plan(&plan_tick(&capped, &w, 7)), CauseCode::TurnCap);
+    let truncations = window(vec![truncated("z", 200.0, false), truncated("a", 300.0, false)]);
+    assert_eq!(cause_of_plan(&plan_tick(&goal_with(json!({})), &truncations, 20)), CauseCode::NoProgress);
+    let mut anonymous = reply("a1", 200.0);
+    anonymous.provider_id.clear();
+    assert_eq!(
+        cause_of_plan(&plan_tick(&goal_with(json!({})), &window(vec![anonymous]), 20)),
+        CauseCode::DispatchFailed
+    );
+    let mut failed = reply("a1", 200.0);
+    failed.error = Some("UnknownError".into());
+    match plan_tick(&goal_with(json!({})), &window(vec![failed]), 20) {
+        Plan::Settle(s) => {
+            assert_eq!((s.cause, s.detail.as_deref()), (CauseCode::DispatchFailed, Some("UnknownError")))
+        }
+        other => panic!("{other:?}"),
+    }
+
+    let b = basis();
+    let goal = goal_with(json!({}));
+    assert_eq!(cause_after(after_audit(&goal, &b, audit(Verdict::Complete, "done"))), CauseCode::Verified);
+    let third = goal_with(json!({"blockedStreak": 2}));
+    assert_eq!(cause_after(after_audit(&third, &b, audit(Verdict::Blocked, "needs key"))), CauseCode::AuditorBlocked);
+    let failing = goal_with(json!({"auditFailStreak": 1}));
+    assert_eq!(cause_after(after_audit(&failing, &b, None)), CauseCode::AuditUnavailable);
 }

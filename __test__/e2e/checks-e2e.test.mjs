@@ -1,0 +1,103 @@
+// Acceptance checks on a real OpenCode server (opencode-ai 1.18.33, offline): the check runs
+// through POST /session/:id/shell, fails, the continuation quotes it, the scripted model fixes the
+// file in the next turn, the check passes and the goal settles complete with cause checksPassed.
+// The runs are bash tool parts in the transcript, like any other tool call.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createRequire } from 'node:module'
+import fs from 'node:fs'
+import path from 'node:path'
+import { tempDataDir, waitFor } from '../helpers.mjs'
+import { startScriptedModel } from '../mock/model.mjs'
+import { createGoalSession, readGoal, startOpenCode } from './opencode-server.mjs'
+
+const require = createRequire(import.meta.url)
+const pkg = require('../../runtime.js')
+const { subscribeGlobalEvents } = require('../../lib/event-stream.js')
+
+let model
+let oc
+
+beforeAll(async () => {
+  model = await startScriptedModel()
+  oc = await startOpenCode({ modelBaseURL: model.baseURL })
+}, 120_000)
+
+afterAll(async () => {
+  await oc?.close()
+  await model?.close()
+})
+
+// Quotes, `$VAR`, `&&` and a pipe: the wrapper must survive OpenCode's quoted eval.
+const CHECK = `test -f "$PWD/DONE.txt" && grep -q 'verified' DONE.txt | cat && grep -c "verified" DONE.txt`
+
+describe('acceptance checks on a real OpenCode server', () => {
+  it('a failing check, a fix turn, the check passing, the tool parts in the transcript', async () => {
+    model.scenario('checks', {
+      turns: [
+        { text: 'All done: DONE.txt is in place.' },
+        // After the continuation that quotes the failure: write the file.
+        { text: '', toolCalls: [{ name: 'write', arguments: { filePath: 'DONE.txt', content: 'done and verified\n' } }] },
+        { text: 'Created DONE.txt.' },
+      ],
+      audits: [{ verdict: 'complete', note: 'the file is there' }],
+    })
+    const dataDir = tempDataDir()
+    const runtime = pkg.createSessionGoalRuntime({
+      openCode: { baseUrl: oc.url },
+      settings: { dataDir },
+      idleQuietMs: 400,
+      kickoffQuietMs: 400,
+    })
+    let connected = false
+    const stream = subscribeGlobalEvents({
+      url: oc.url,
+      onPayload: (payload, directory) => runtime.processPayload(payload, directory),
+      onStatus: (status) => {
+        if (status === 'connected') connected = true
+      },
+    })
+    try {
+      await waitFor(() => connected, 10_000)
+      const { sessionId } = await createGoalSession(oc.api, {
+        objective: 'Create DONE.txt saying it is verified. [scenario:checks]',
+        checks: [{ command: CHECK, timeoutMs: 60_000 }],
+      })
+      const goal = await waitFor(
+        async () => {
+          const g = await readGoal(oc.api, sessionId)
+          return g?.status === 'complete' ? g : null
+        },
+        90_000,
+        200,
+      )
+      expect(goal.statusReason).toBe('checks passed')
+      expect(goal.cause).toMatchObject({ code: 'checksPassed', detail: '1 of 1 checks passed' })
+      expect(goal.turnsUsed).toBe(1)
+      expect(fs.readFileSync(path.join(oc.directory, 'DONE.txt'), 'utf8')).toBe('done and verified\n')
+
+      const runs = (await runtime.history(sessionId)).filter((r) => r.action === 'check').map((r) => r.check)
+      expect(runs.map((r) => [r.result, r.exitStatus])).toEqual([['failed', 1], ['passed', 0]])
+      expect(runs[1].outputTail).toBe('1')
+
+      // The continuation quoted the failure as data.
+      const agentPrompts = model.requests.filter((r) => r.kind === 'agent').map((r) => r.prompt)
+      expect(agentPrompts.some((p) => p.includes('Acceptance check 1 of 1 failed with exit status 1.'))).toBe(true)
+
+      // Both runs are bash tool parts in the transcript, each under the runtime's own user message.
+      const messages = await oc.api('GET', `/session/${sessionId}/message`)
+      const checkReplies = messages.filter((m) => /zCHK/.test(m.info.parentID ?? ''))
+      expect(checkReplies).toHaveLength(2)
+      for (const reply of checkReplies) {
+        const tool = reply.parts.find((p) => p.type === 'tool')
+        expect(tool.tool).toBe('bash')
+        expect(tool.state.status).toBe('completed')
+        expect(tool.state.input.command).toContain(CHECK)
+      }
+      const explained = await runtime.explain(sessionId)
+      expect(explained.lastChecks.map((r) => r.result)).toEqual(['passed'])
+    } finally {
+      stream.close()
+      await runtime.stop()
+    }
+  }, 150_000)
+})

@@ -1,0 +1,236 @@
+//! `explain(sessionId)`: one report of why a goal is where it is — status, cause and fix, the
+//! next wake-up, the lease, pending permission and question requests, the last audit and check
+//! runs, and findings worth a human look. Read only: nothing is written. The report is built by
+//! a pure function ([`report`]) from what [`explain`] reads.
+
+use std::path::Path;
+
+use serde_json::{json, Map, Value};
+
+use crate::goal::causes::{cause_of, fix_action};
+use crate::io::opencode::OpenCodeClient;
+use crate::record::cause::{Cause, CauseCode};
+use crate::record::lease::{held_by_other, lease_of};
+use crate::record::session::SessionView;
+use crate::record::{AcceptanceCheck, Goal, GoalStatus};
+use crate::time::clock::now_ms;
+use crate::time::hours::{self, HoursGate};
+
+/// Trail records read to find the last audit and the last check runs.
+const TRAIL_WINDOW: usize = 200;
+
+/// What [`report`] is built from.
+pub struct Observed<'a> {
+    /// The session asked about.
+    pub session_id: &'a str,
+    /// The session as read; `None` when OpenCode says it does not exist.
+    pub session: Option<&'a SessionView>,
+    /// Open permission and question requests of the session.
+    pub pending: Vec<Value>,
+    /// The newest trail records, oldest first.
+    pub trail: Vec<Value>,
+    /// Whether the objective file could be read (`None`: not file-backed).
+    pub objective_file_readable: Option<bool>,
+    /// The asking runtime's lease holder id (`None` for a reader that drives no goal).
+    pub own_holder: Option<&'a str>,
+    /// Now (ms since epoch).
+    pub now: f64,
+}
+
+/// The report: `{sessionId, status, statusReason, cause, nextWakeAt, lease, pending, lastAudit,
+/// lastChecks, findings}` (with `goalId`, `fixAction` and `checks` beside them), `null` where a
+/// part is unknown. Pure.
+pub fn report(observed: &Observed<'_>) -> Value {
+    let goal = observed.session.and_then(SessionView::goal);
+    let cause = goal.as_ref().and_then(|g| effective_cause(g, observed));
+    let lease =
+        goal.as_ref().and_then(lease_of).map(|(holder, expires)| json!({"holder": holder, "expiresAt": expires}));
+    let mut out = Map::new();
+    out.insert("sessionId".into(), json!(observed.session_id));
+    out.insert("goalId".into(), goal.as_ref().map_or(Value::Null, |g| json!(g.id)));
+    out.insert("status".into(), goal.as_ref().map_or(Value::Null, |g| json!(g.status.as_str())));
+    out.insert("statusReason".into(), goal.as_ref().map_or(Value::Null, |g| json!(g.status_reason)));
+    out.insert("cause".into(), cause.as_ref().map_or(Value::Null, Cause::to_value));
+    out.insert("fixAction".into(), cause.as_ref().map_or(Value::Null, |c| json!(fix_action(c.code).as_str())));
+    out.insert("nextWakeAt".into(), next_wake(goal.as_ref(), cause.as_ref()).map_or(Value::Null, |t| json!(t)));
+    out.insert("lease".into(), lease.unwrap_or(Value::Null));
+    out.insert("pending".into(), json!(observed.pending));
+    out.insert("lastAudit".into(), last_audit(&observed.trail).unwrap_or(Value::Null));
+    out.insert("lastChecks".into(), last_checks(&observed.trail));
+    out.insert("checks".into(), goal.as_ref().map_or(Value::Null, |g| checks_value(&g.checks)));
+    out.insert("findings".into(), Value::Array(findings(observed, goal.as_ref())));
+    Value::Object(out)
+}
+
+/// The stored cause, or for an active goal without one, what holds it now: a pending request,
+/// closed working hours, or (seen by a runtime) another host's lease.
+fn effective_cause(goal: &Goal, observed: &Observed<'_>) -> Option<Cause> {
+    if goal.cause.is_some() || goal.status != GoalStatus::Active {
+        return goal.cause.clone();
+    }
+    let (id, now) = (observed.session_id, observed.now);
+    if !observed.pending.is_empty() {
+        return Some(cause_of(CauseCode::WaitingForUser, now, id, None));
+    }
+    if let HoursGate::WaitUntil(opens) = hours::gate(goal.active_hours.get(), now) {
+        return Some(cause_of(CauseCode::WaitingForHours, now, id, None).with_until(opens));
+    }
+    let holder = observed.own_holder?;
+    if held_by_other(goal, holder, now) {
+        let (other, expires) = lease_of(goal)?;
+        return Some(cause_of(CauseCode::WaitingForLease, now, id, Some(&other)).with_until(expires));
+    }
+    None
+}
+
+/// When the goal goes on by itself: the end of its wait, for an active goal that waits.
+fn next_wake(goal: Option<&Goal>, cause: Option<&Cause>) -> Option<f64> {
+    goal.filter(|g| g.status == GoalStatus::Active)?;
+    cause.filter(|c| c.code.is_wait()).and_then(|c| c.until)
+}
+
+fn checks_value(checks: &[AcceptanceCheck]) -> Value {
+    Value::Array(checks.iter().map(AcceptanceCheck::to_value).collect())
+}
+
+/// The newest trail record with a verdict (or an audit failure), reduced to what a human reads.
+fn last_audit(trail: &[Value]) -> Option<Value> {
+    let record = trail.iter().rev().find(|r| r.get("verdict").is_some())?;
+    let pick = ["time", "turn", "verdict", "note", "action", "reason", "auditor", "missing"];
+    Some(Value::Object(pick.iter().filter_map(|k| record.get(*k).map(|v| (k.to_string(), v.clone()))).collect()))
+}
+
+/// The check runs of the newest round in the trail (the records sharing its tail).
+fn last_checks(trail: &[Value]) -> Value {
+    let is_check = |r: &&Value| r.get("action").and_then(Value::as_str) == Some("check") && r.get("check").is_some();
+    let Some(newest) = trail.iter().rev().find(is_check) else { return json!([]) };
+    let tail = newest.get("tail").cloned().unwrap_or(Value::Null);
+    let runs = trail
+        .iter()
+        .filter(is_check)
+        .filter(|r| r.get("tail").cloned().unwrap_or(Value::Null) == tail)
+        .map(|r| {
+            let mut run = r.get("check").cloned().unwrap_or(Value::Null);
+            if let (Some(object), Some(time)) = (run.as_object_mut(), r.get("time")) {
+                object.insert("time".into(), time.clone());
+            }
+            run
+        })
+        .collect();
+    Value::Array(runs)
+}
+
+fn finding(code: &str, message: String) -> Value {
+    json!({"code": code, "message": message})
+}
+
+/// Inconsistencies worth a human look.
+fn findings(observed: &Observed<'_>, goal: Option<&Goal>) -> Vec<Value> {
+    let id = observed.session_id;
+    let mut out = Vec::new();
+    let Some(session) = observed.session else {
+        out.push(finding("sessionMissing", format!("session {id} does not exist on this OpenCode server")));
+        return out;
+    };
+    let Some(goal) = goal else {
+        if session.metadata.get("openchamber").and_then(|o| o.get("goal")).is_some() {
+            out.push(finding("goalUnreadable", "the session's goal field is not a goal this version can read".into()));
+        } else {
+            out.push(finding("noGoal", "the session has no goal".into()));
+        }
+        return out;
+    };
+    if observed.objective_file_readable == Some(false) {
+        let fallback = if goal.objective.is_empty() {
+            "and there is no inline objective"
+        } else {
+            "; the inline objective is used"
+        };
+        out.push(finding(
+            "objectiveFileMissing",
+            format!("the objective file goals/{id}.md cannot be read {fallback}"),
+        ));
+    }
+    let copied_from = goal.session_id.as_deref().filter(|owner| *owner != id);
+    if copied_from.is_some() || goal.cause.as_ref().is_some_and(|c| c.code == CauseCode::Inherited) {
+        let from = copied_from.unwrap_or("another session");
+        out.push(finding("inherited", format!("this goal was copied from {from} (a fork copies the metadata)")));
+    }
+    if goal.checks_unreadable() {
+        out.push(finding(
+            "checksUnreadable",
+            "the goal's checks field is not a valid list of checks: the goal falls back to the audit alone".into(),
+        ));
+    }
+    out
+}
+
+/// Reads what the report needs (the session, pending requests, the trail, the objective file)
+/// and builds it. A session OpenCode does not know reads as missing; other read failures are
+/// errors.
+pub async fn explain(
+    client: &OpenCodeClient,
+    data_dir: &Path,
+    session_id: &str,
+    directory: &str,
+    own_holder: Option<&str>,
+) -> Result<Value, crate::error::HttpError> {
+    let session = match client.get_session(session_id, directory).await {
+        Ok(session) => Some(session),
+        Err(crate::error::HttpError::Status(404)) => None,
+        Err(error) => return Err(error),
+    };
+    let directory = session.as_ref().map_or(directory.to_string(), |s| {
+        if directory.trim().is_empty() {
+            s.directory.clone()
+        } else {
+            directory.to_string()
+        }
+    });
+    let (permissions, questions, trail) = tokio::join!(
+        client.call("GET", "/permission", &directory, None),
+        client.call("GET", "/question", &directory, None),
+        crate::io::history::read(data_dir, session_id, Some(TRAIL_WINDOW)),
+    );
+    let mut pending = Vec::new();
+    for (kind, list) in [("permission", permissions), ("question", questions)] {
+        pending.extend(pending_of(kind, session_id, &list.unwrap_or(Value::Null)));
+    }
+    let goal = session.as_ref().and_then(SessionView::goal);
+    let objective_file_readable = match goal.as_ref().filter(|g| g.objective_file) {
+        Some(_) => Some(crate::io::objectives::read_objective(data_dir, session_id).await.is_some()),
+        None => None,
+    };
+    Ok(report(&Observed {
+        session_id,
+        session: session.as_ref(),
+        pending,
+        trail,
+        objective_file_readable,
+        own_holder,
+        now: now_ms(),
+    }))
+}
+
+/// The session's open requests of one kind, reduced to `{kind, id, permission?}` (never the
+/// question's text or a command).
+fn pending_of(kind: &str, session_id: &str, list: &Value) -> Vec<Value> {
+    list.as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter(|r| r.get("sessionID").and_then(Value::as_str) == Some(session_id))
+                .map(|r| {
+                    let mut out = json!({"kind": kind, "id": r.get("id").cloned().unwrap_or(Value::Null)});
+                    if let Some(permission) = r.get("permission").and_then(Value::as_str) {
+                        out["permission"] = json!(permission);
+                    }
+                    out
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,101 @@
+//! The report, from observed states.
+
+use super::*;
+
+fn session(goal: Value) -> SessionView {
+    SessionView::from_value(&json!({"id": "ses_a", "directory": "/p", "metadata": {"openchamber": {"goal": goal}}}))
+        .unwrap()
+}
+
+fn observed<'a>(session: Option<&'a SessionView>, trail: Vec<Value>) -> Observed<'a> {
+    Observed {
+        session_id: "ses_a",
+        session,
+        pending: Vec::new(),
+        trail,
+        objective_file_readable: None,
+        own_holder: None,
+        now: 1_000_000.0,
+    }
+}
+
+fn goal(extra: Value) -> Value {
+    let mut base = json!({"id": "g1", "status": "active", "objective": "ship", "createdAt": 1.0, "sessionId": "ses_a"});
+    for (k, v) in extra.as_object().unwrap() {
+        base[k] = v.clone();
+    }
+    base
+}
+
+#[test]
+fn a_stopped_goal_reports_its_cause_fix_and_action() {
+    let s = session(goal(json!({"status": "budgetLimited", "statusReason": "token budget reached",
+        "cause": {"code": "tokenBudget", "since": 5, "fix": "Resume with a larger token budget"}})));
+    let out = report(&observed(Some(&s), Vec::new()));
+    assert_eq!(out["status"], "budgetLimited");
+    assert_eq!(out["cause"]["code"], "tokenBudget");
+    assert_eq!(out["fixAction"], "resumeWithTokenBudget");
+    assert_eq!(out["nextWakeAt"], Value::Null);
+    assert_eq!(out["findings"], json!([]));
+    for key in [
+        "sessionId",
+        "status",
+        "statusReason",
+        "cause",
+        "nextWakeAt",
+        "lease",
+        "pending",
+        "lastAudit",
+        "lastChecks",
+        "findings",
+    ] {
+        assert!(out.get(key).is_some(), "{key}");
+    }
+}
+
+#[test]
+fn a_running_goal_shows_what_holds_it() {
+    let s = session(goal(json!({"lease": {"holder": "other-host", "expiresAt": 1_060_000.0}})));
+    let mut seen = observed(Some(&s), Vec::new());
+    assert_eq!(report(&seen)["cause"], Value::Null, "a reader that drives nothing sees a lease, not a wait");
+    seen.own_holder = Some("me");
+    let out = report(&seen);
+    assert_eq!(out["cause"]["code"], "waitingForLease");
+    assert_eq!(out["cause"]["detail"], "other-host");
+    assert_eq!(out["nextWakeAt"], 1_060_000.0);
+    assert_eq!(out["lease"]["holder"], "other-host");
+    seen.pending = vec![json!({"kind": "permission", "id": "per_1"})];
+    assert_eq!(report(&seen)["cause"]["code"], "waitingForUser");
+}
+
+#[test]
+fn the_last_audit_and_the_last_round_of_checks() {
+    let s = session(goal(json!({"checks": [{"command": "npm test"}]})));
+    let trail = vec![
+        json!({"time": 1, "tail": "t1", "action": "check", "check": {"index": 0, "result": "failed", "exitStatus": 1}}),
+        json!({"time": 2, "tail": "t1", "verdict": "complete", "action": "complete", "note": "done"}),
+        json!({"time": 3, "tail": "t2", "verdict": "complete", "action": "complete", "note": "done again"}),
+        json!({"time": 4, "tail": "t2", "action": "check", "check": {"index": 0, "result": "passed", "exitStatus": 0}}),
+    ];
+    let out = report(&observed(Some(&s), trail));
+    assert_eq!(out["lastAudit"]["note"], "done again");
+    assert_eq!(out["lastChecks"], json!([{"index": 0, "result": "passed", "exitStatus": 0, "time": 4}]));
+    assert_eq!(out["checks"], json!([{"command": "npm test"}]));
+}
+
+#[test]
+fn findings_name_what_needs_a_human() {
+    let out = report(&observed(None, Vec::new()));
+    assert_eq!(out["findings"][0]["code"], "sessionMissing");
+    assert_eq!(out["status"], Value::Null);
+
+    let copied =
+        session(goal(json!({"sessionId": "ses_parent", "objectiveFile": true, "objective": "", "checks": "npm test"})));
+    let mut seen = observed(Some(&copied), Vec::new());
+    seen.objective_file_readable = Some(false);
+    let codes: Vec<Value> = report(&seen)["findings"].as_array().unwrap().iter().map(|f| f["code"].clone()).collect();
+    assert_eq!(codes, vec![json!("objectiveFileMissing"), json!("inherited"), json!("checksUnreadable")]);
+
+    let none = SessionView::from_value(&json!({"id": "ses_a", "directory": "/p"})).unwrap();
+    assert_eq!(report(&observed(Some(&none), Vec::new()))["findings"][0]["code"], "noGoal");
+}

@@ -1,0 +1,110 @@
+//! The message ids of acceptance-check runs, and how the runtime recognises its own runs in a
+//! transcript. A run's user message carries an id derived from the tail it checks (like a
+//! continuation's: the tail's 12-hex part advanced by one), so every host computes the same id
+//! and a run already in the transcript is found again instead of run twice. The 14-character
+//! suffix starts with a fixed mark, so the run's messages (its user message, and the reply whose
+//! `parentID` names it) are never taken for a user's message or an agent's reply. Pure.
+
+use serde_json::Value;
+
+const ID_PREFIX: &str = "msg_";
+const HEX_DIGITS: usize = 12;
+const SUFFIX_CHARS: usize = 14;
+/// The first characters of a check run's id suffix.
+pub const CHECK_ID_MARK: &str = "zCHK";
+const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+/// FNV-1a, 64 bits, written out here so every process derives the same id.
+fn fnv1a(basis: u64, parts: &[&[u8]]) -> u64 {
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let mut hash = basis;
+    for part in parts {
+        for byte in *part {
+            hash ^= u64::from(*byte);
+            hash = hash.wrapping_mul(PRIME);
+        }
+        hash ^= 0xff;
+        hash = hash.wrapping_mul(PRIME);
+    }
+    hash
+}
+
+/// The id of check `index` (0-based) with `command` for goal `goal_id` over tail `tail_id`:
+/// `msg_` + the tail's hex part plus one + [`CHECK_ID_MARK`] + 10 base-62 characters hashed from
+/// goal, tail, index and command. `None` when the tail id has an unknown format.
+pub fn check_message_id(goal_id: &str, tail_id: &str, index: usize, command: &str) -> Option<String> {
+    let rest = tail_id.strip_prefix(ID_PREFIX)?;
+    if rest.len() != HEX_DIGITS + SUFFIX_CHARS || !rest.is_ascii() {
+        return None;
+    }
+    let hex = &rest[..HEX_DIGITS];
+    if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let next = u64::from_str_radix(hex, 16).ok()?.checked_add(1).filter(|n| *n <= 0xffff_ffff_ffff)?;
+    let index_text = index.to_string();
+    let parts: [&[u8]; 4] = [goal_id.as_bytes(), tail_id.as_bytes(), index_text.as_bytes(), command.as_bytes()];
+    let mut value =
+        u128::from(fnv1a(0xcbf2_9ce4_8422_2325, &parts)) << 64 | u128::from(fnv1a(0x6c62_272e_07bb_0142, &parts));
+    let mut suffix = [0u8; SUFFIX_CHARS - CHECK_ID_MARK.len()];
+    for slot in suffix.iter_mut().rev() {
+        *slot = BASE62[(value % 62) as usize];
+        value /= 62;
+    }
+    Some(format!("{ID_PREFIX}{next:012x}{CHECK_ID_MARK}{}", std::str::from_utf8(&suffix).ok()?))
+}
+
+/// Whether `id` is a check run's id (see [`check_message_id`]).
+pub fn is_check_message_id(id: &str) -> bool {
+    let Some(rest) = id.strip_prefix(ID_PREFIX) else { return false };
+    rest.len() == HEX_DIGITS + SUFFIX_CHARS
+        && rest.is_ascii()
+        && rest[..HEX_DIGITS].bytes().all(|b| b.is_ascii_hexdigit())
+        && rest[HEX_DIGITS..].starts_with(CHECK_ID_MARK)
+        && rest[HEX_DIGITS..].bytes().all(|b| b.is_ascii_alphanumeric())
+}
+
+/// Whether a message `info` belongs to a check run: the run's user message, or the reply to it.
+pub fn is_check_info(info: &Value) -> bool {
+    let id_of = |key: &str| info.get(key).and_then(Value::as_str).unwrap_or("");
+    is_check_message_id(id_of("id")) || is_check_message_id(id_of("parentID"))
+}
+
+/// Whether a message `{info, parts}` from a transcript belongs to a check run.
+pub fn is_check_message(entry: &Value) -> bool {
+    entry.get("info").is_some_and(is_check_info)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const TAIL: &str = "msg_22d3cae37001XpDQ7ZXEzK3ibZ";
+
+    #[test]
+    fn ids_follow_the_tail_and_differ_per_check() {
+        let first = check_message_id("g", TAIL, 0, "npm test").unwrap();
+        assert!(first.starts_with("msg_22d3cae37002zCHK"), "{first}");
+        assert_eq!(first.len(), TAIL.len());
+        assert_eq!(check_message_id("g", TAIL, 0, "npm test").unwrap(), first, "every host derives the same id");
+        assert_ne!(check_message_id("g", TAIL, 1, "npm test").unwrap(), first);
+        assert_ne!(check_message_id("g", TAIL, 0, "npm run lint").unwrap(), first);
+        assert_ne!(check_message_id("h", TAIL, 0, "npm test").unwrap(), first);
+        assert!(is_check_message_id(&first));
+        assert!(check_message_id("g", "msg_short", 0, "x").is_none());
+        assert!(check_message_id("g", "msg_ffffffffffffXpDQ7ZXEzK3ibZ", 0, "x").is_none());
+    }
+
+    #[test]
+    fn only_check_runs_are_recognised() {
+        let id = check_message_id("g", TAIL, 2, "make").unwrap();
+        assert!(!is_check_message_id(TAIL));
+        assert!(!is_check_message_id("msg_22d3cae37002zCH"));
+        assert!(!is_check_message_id(""));
+        assert!(is_check_message(&json!({"info": {"id": id, "role": "user"}})));
+        assert!(is_check_message(&json!({"info": {"id": "msg_x", "parentID": id, "role": "assistant"}})));
+        assert!(!is_check_message(&json!({"info": {"id": TAIL, "parentID": "msg_22d3cae37000AAAAAAAAAAAAAA"}})));
+        assert!(!is_check_message(&json!({"parts": []})));
+    }
+}
