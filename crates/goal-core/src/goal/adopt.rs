@@ -23,9 +23,11 @@ pub async fn own_or_adopt(
     goal: &Goal,
 ) -> Result<Option<Goal>, TickOutcome> {
     let session_id = session.id.as_str();
-    if goal.session_id.is_none() && !holders.knows(&goal.id) {
+    if goal.session_id.is_none() && !holders.knows(&goal.id) && holders.may_scan(directory, now_ms()).is_ok() {
         // A goal written before `sessionId` existed: which session carried it first is only
-        // known from the sessions themselves (one list, once per goal id).
+        // known from the sessions themselves. One list serves every goal of the directory, so
+        // a burst of new goals costs one list (a goal that appears within the interval is
+        // judged on what the runtime already knows: the recovery scans, the sweep, the ticks).
         remember_directory(client, holders, directory).await;
     }
     let older = holders.older_than(&goal.id, session_id);

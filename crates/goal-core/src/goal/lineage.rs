@@ -100,7 +100,11 @@ pub fn mark_owner(goal: &mut Goal, session_id: &str) {
 #[derive(Debug, Default)]
 pub struct GoalHolders {
     oldest: Mutex<HashMap<String, (f64, String)>>,
+    scanned: Mutex<HashMap<String, f64>>,
 }
+
+/// A directory's sessions are listed for unknown goal owners at most this often.
+pub const OWNER_SCAN_INTERVAL_MS: f64 = 10_000.0;
 
 impl GoalHolders {
     /// Records that `session_id` (created at `created`) carries `goal_id`.
@@ -121,6 +125,21 @@ impl GoalHolders {
                 oldest.insert(goal_id.to_string(), candidate);
             }
         }
+    }
+
+    /// Whether a directory may be listed now to learn goal owners: `Ok` (and the list counts
+    /// from now), or how long until it may (at most one list per [`OWNER_SCAN_INTERVAL_MS`]:
+    /// many new goals at once cost one list, not one each).
+    pub fn may_scan(&self, directory: &str, now_ms: f64) -> Result<(), f64> {
+        let mut scanned = self.scanned.lock();
+        if let Some(at) = scanned.get(directory).filter(|at| now_ms - **at < OWNER_SCAN_INTERVAL_MS) {
+            return Err(OWNER_SCAN_INTERVAL_MS - (now_ms - at));
+        }
+        if scanned.len() >= 1000 {
+            scanned.clear();
+        }
+        scanned.insert(directory.to_string(), now_ms);
+        Ok(())
     }
 
     /// Whether any session is known to carry `goal_id`.
@@ -233,5 +252,10 @@ mod tests {
         assert_eq!(holders.older_than("g1", "ses_unknown").as_deref(), Some("ses_parent"));
         holders.saw("", "ses_a", 1.0);
         assert_eq!(holders.older_than("", "ses_b"), None);
+        // Owner scans of one directory are spaced out.
+        assert_eq!(holders.may_scan("/p", 1_000.0), Ok(()));
+        assert_eq!(holders.may_scan("/p", 5_000.0), Err(6_000.0));
+        assert_eq!(holders.may_scan("/q", 5_000.0), Ok(()));
+        assert_eq!(holders.may_scan("/p", 11_000.0), Ok(()));
     }
 }
