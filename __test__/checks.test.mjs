@@ -197,6 +197,23 @@ describe('acceptance checks: bad input', () => {
     })
   }
 
+  for (const [status, what] of [[409, 'a 409 (a user turn started) ends the round without a verdict'], [503, 'a 503 is retried']]) {
+    it(`${what}: never a refusal; the check runs on a later look`, async () => {
+      const dir = project()
+      env = await setup({ auditor: complete() })
+      const { mock } = env
+      const fault = mock.fault({ method: 'POST', path: /\/shell$/, status, times: 1, body: { name: 'BusyError', data: { message: 'busy' } } })
+      const session = goalWithChecks(mock, dir, [{ command: 'true' }])
+      await waitFor(() => goalOf(mock, session.id)?.status === 'complete', 10000)
+      expect(fault.remaining).toBe(0)
+      expect(mock.requests.filter((r) => r.method === 'POST' && r.path === `/session/${session.id}/shell`)).toHaveLength(2)
+      expect(mock.shells).toHaveLength(1)
+      expect(goalOf(mock, session.id).cause.code).toBe('checksPassed')
+      // The refused post left no run in the trail: it decided nothing.
+      expect(checkLines(await env.runtime.history(session.id)).map((r) => r.check.result)).toEqual(['passed'])
+    })
+  }
+
   it('a checks field of the wrong shape from another client falls back to the audit alone and says so', async () => {
     const dir = project()
     env = await setup({ auditor: complete() })
