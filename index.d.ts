@@ -563,6 +563,10 @@ export interface GoalRecord {
   activeMs: number
   /** Working hours `{start, end, timeZone}`, if any. */
   activeHours?: { start: string; end: string; timeZone: string } | undefined
+  /** The session the goal belongs to (`sessionId`), when it names one. */
+  sessionId?: string
+  /** When a goal parked on a provider limit goes on by itself (ms since the epoch). */
+  wakeAt?: number
   /** Acceptance checks run before the goal may settle `complete`, if any. */
   checks?: Array<{ command: string; timeoutMs?: number }> | undefined
   /** Why the goal stopped or waits (`{code, since, detail?, until?, fix?}`); absent while it runs. */
@@ -597,6 +601,10 @@ export interface GoalRuntimeDefaults {
   maxDispatchAttempts: number
   /** `leaseMs`. */
   leaseMs: number
+  /** `maxProviderWaitMs`. */
+  maxProviderWaitMs: number
+  /** `maxProviderWaits`. */
+  maxProviderWaits: number
 }
 
 /** A goal just installed on a session. */
@@ -930,6 +938,16 @@ export interface SessionGoalRuntimeOptions {
   noProgressTurns?: number
   /** Size limits of the evidence digest sent with each audit, and of the audit trail. */
   evidence?: EvidenceOptions
+  /**
+   * Longest single wait (ms) of a goal parked on a provider's rate or usage limit, whatever
+   * reset time the provider states (default 21600000, 6 hours).
+   */
+  maxProviderWaitMs?: number
+  /**
+   * Parks in a row, with no turn that produced output, before a goal that keeps hitting a
+   * provider limit settles `blocked` with cause `providerQuota` (default 6).
+   */
+  maxProviderWaits?: number
 }
 
 /** A session's goal with its effective objective. */

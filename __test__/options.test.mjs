@@ -22,7 +22,7 @@ function armedDelay(options) {
 describe('options', () => {
   it('exports the goal runtime defaults from the one definition in the core', () => {
     const defaults = pkg.goalRuntimeDefaults()
-    expect(defaults).toMatchObject({ idleQuietMs: 15000, kickoffQuietMs: 3000, resumeKickoffMs: 250, maxAutoTurns: 20 })
+    expect(defaults).toMatchObject({ idleQuietMs: 15000, kickoffQuietMs: 3000, resumeKickoffMs: 250, maxAutoTurns: 20, maxProviderWaitMs: 21600000, maxProviderWaits: 6 })
     for (const value of Object.values(defaults)) expect(value).toBeGreaterThan(0)
   })
 

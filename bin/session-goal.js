@@ -344,7 +344,7 @@ async function runStatus(control, directory, flags) {
       goal.tokenBudget ? `${goal.tokensUsed}/${goal.tokenBudget}` : String(goal.tokensUsed),
       goal.timeBudgetMs ? `${formatDuration(goal.activeMs)}/${formatDuration(goal.timeBudgetMs)}` : formatDuration(goal.activeMs),
       String(goal.checks?.length ?? 0),
-      oneLine(goal.note || goal.statusReason, 60),
+      goal.wakeAt ? `${oneLine(goal.statusReason, 40)} until ${new Date(goal.wakeAt).toISOString().slice(11, 19)}Z` : oneLine(goal.note || goal.statusReason, 60),
     ]),
   )
 }
@@ -447,6 +447,8 @@ async function runWatch(pkg, control, target, directory, flags) {
   const detail = (goal) => {
     const parts = []
     if (goal.statusReason) parts.push(`(${oneLine(goal.statusReason, 80)})`)
+    const until = goal.cause && typeof goal.cause.until === 'number' ? goal.cause.until : null
+    if (until) parts.push(`until ${new Date(until).toISOString().slice(11, 19)}Z`)
     if (goal.note) parts.push(`— ${oneLine(goal.note, 120)}`)
     return parts.length ? ' ' + parts.join(' ') : ''
   }
@@ -459,15 +461,16 @@ async function runWatch(pkg, control, target, directory, flags) {
       }
       return
     }
-    known.set(sessionId, { id: goal.id, status: goal.status, turnsUsed: goal.turnsUsed })
+    known.set(sessionId, { id: goal.id, status: goal.status, turnsUsed: goal.turnsUsed, statusReason: goal.statusReason })
     if (!previous || previous.id !== goal.id) return say(sessionId, `goal ${goal.status} (turns ${goal.turnsUsed})${detail(goal)}`)
     if (previous.status !== goal.status) return say(sessionId, `${previous.status} → ${goal.status}${detail(goal)}`)
+    if (goal.statusReason !== previous.statusReason && goal.statusReason === 'waiting for provider limit') return say(sessionId, `parked${detail(goal)}`)
     if (goal.turnsUsed > previous.turnsUsed) say(sessionId, `continuation ${goal.turnsUsed}`)
   }
   const readGoal = (info) => {
     const goal = info && info.metadata && info.metadata.openchamber && info.metadata.openchamber.goal
     if (!goal || typeof goal !== 'object' || typeof goal.id !== 'string' || !goal.id || typeof goal.status !== 'string') return null
-    return { id: goal.id, status: goal.status, turnsUsed: Number(goal.turnsUsed) || 0, statusReason: String(goal.statusReason || ''), note: String(goal.note || '') }
+    return { id: goal.id, status: goal.status, turnsUsed: Number(goal.turnsUsed) || 0, statusReason: String(goal.statusReason || ''), note: String(goal.note || ''), cause: goal.cause && typeof goal.cause === 'object' ? goal.cause : null }
   }
 
   const runtime = pkg.createSessionGoalRuntime({
@@ -489,10 +492,20 @@ async function runWatch(pkg, control, target, directory, flags) {
   } catch (error) {
     err(`warning: could not list the goals of ${directory}: ${error.message}`)
   }
+  let reconnecting = false
   const stream = subscribeGlobalEvents({
     url: target.url,
     headers: target.headers,
-    onStatus: (status) => err(`event stream ${status}`),
+    onStatus: (status) => {
+      err(`event stream ${status}`)
+      // Back after a drop (OpenCode restarted, say): events lost meanwhile announce nothing, and a
+      // turn cut by the restart is announced by no event at all, so scan for active goals now.
+      if (status === 'disconnected') reconnecting = true
+      else if (status === 'connected' && reconnecting) {
+        reconnecting = false
+        runtime.recover()
+      }
+    },
     onPayload: (payload, payloadDirectory) => {
       runtime.processPayload(payload, payloadDirectory)
       if (payload.type !== 'session.updated') return

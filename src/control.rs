@@ -137,6 +137,10 @@ pub struct GoalRecord {
     #[napi(ts_type = "{ start: string; end: string; timeZone: string } | undefined")]
     #[serde(skip)]
     pub active_hours: Option<serde_json::Value>,
+    /// The session the goal belongs to (`sessionId`), when it names one.
+    pub session_id: Option<String>,
+    /// When a goal parked on a provider limit goes on by itself (ms since the epoch).
+    pub wake_at: Option<f64>,
     /// Acceptance checks run before the goal may settle `complete`, if any.
     #[napi(ts_type = "Array<{ command: string; timeoutMs?: number }> | undefined")]
     pub checks: Option<serde_json::Value>,
@@ -153,6 +157,8 @@ fn record(goal: &Goal) -> GoalRecord {
         time_budget_ms: goal_core::time_budget_ms(goal).map(|b| b as f64),
         active_ms: goal_core::active_ms(goal, goal_core::now_ms()).floor(),
         active_hours: goal.active_hours.get().cloned().map(serde_json::Value::Object),
+        session_id: goal.session_id.clone(),
+        wake_at: goal_core::provider_wake_at(goal),
         ..stored
     }
 }

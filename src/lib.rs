@@ -123,6 +123,12 @@ pub struct SessionGoalRuntimeOptions {
     pub no_progress_turns: Option<f64>,
     /// Size limits of the evidence digest sent with each audit, and of the audit trail.
     pub evidence: Option<EvidenceOptions>,
+    /// Longest single wait (ms) of a goal parked on a provider's rate or usage limit, whatever
+    /// reset time the provider states (default 21600000, 6 hours).
+    pub max_provider_wait_ms: Option<f64>,
+    /// Parks in a row, with no turn that produced output, before a goal that keeps hitting a
+    /// provider limit settles `blocked` with cause `providerQuota` (default 6).
+    pub max_provider_waits: Option<f64>,
 }
 
 /// Size limits of the evidence digest (tool calls, exit codes, file changes, todos) that each
@@ -440,6 +446,15 @@ impl SessionGoalRuntimeOptions {
             lease: millis(self.lease_ms, defaults.lease),
             sweep_interval: millis(self.sweep_interval_ms, defaults.sweep_interval),
             evidence: evidence_config(self.no_progress_turns, self.evidence.as_ref()),
+            provider_limits: goal_core::ProviderLimits {
+                max_waits: count(self.max_provider_waits, defaults.provider_limits.max_waits, 1),
+                max_wait_ms: millis(
+                    self.max_provider_wait_ms,
+                    std::time::Duration::from_millis(defaults.provider_limits.max_wait_ms),
+                )
+                .as_millis()
+                .min(u64::MAX as u128) as u64,
+            },
         };
         let directories = self.directories.unwrap_or_default();
         let recover_on_start = self.recover_on_start.unwrap_or(!directories.is_empty());
@@ -501,6 +516,10 @@ pub struct GoalRuntimeDefaults {
     pub max_dispatch_attempts: f64,
     /// `leaseMs`.
     pub lease_ms: f64,
+    /// `maxProviderWaitMs`.
+    pub max_provider_wait_ms: f64,
+    /// `maxProviderWaits`.
+    pub max_provider_waits: f64,
 }
 
 /// The goal runtime's option defaults (`createSessionGoalRuntime` uses exactly these).
@@ -519,6 +538,8 @@ pub fn goal_runtime_defaults() -> GoalRuntimeDefaults {
         max_retry_attempts: defaults.max_retry_attempts as f64,
         max_dispatch_attempts: defaults.max_dispatch_attempts as f64,
         lease_ms: ms(defaults.lease),
+        max_provider_wait_ms: defaults.provider_limits.max_wait_ms as f64,
+        max_provider_waits: defaults.provider_limits.max_waits as f64,
     }
 }
 

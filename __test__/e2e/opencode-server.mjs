@@ -106,15 +106,6 @@ export async function startOpenCode(options) {
     OPENCODE_DISABLE_SHARE: '1',
     NO_COLOR: '1',
   }
-  const child = spawn(opencodeBinary(), ['serve', '--port', String(port), '--hostname', '127.0.0.1'], {
-    cwd: directory,
-    env,
-    // Same process group as the caller: a Ctrl-C in the terminal reaches OpenCode too, and the
-    // exit hook below covers a caller that ends without close().
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  const killOnExit = () => stop('SIGKILL')
-  process.once('exit', killOnExit)
   const output = []
   const keep = (chunk) => {
     const text = chunk.toString('utf8')
@@ -122,13 +113,28 @@ export async function startOpenCode(options) {
     if (output.length > 200) output.shift()
     options.log?.(text)
   }
-  child.stdout.on('data', keep)
-  child.stderr.on('data', keep)
+  let child = null
   let exited = null
-  child.on('exit', (code, signal) => {
-    exited = { code, signal }
-    process.removeListener('exit', killOnExit)
-  })
+  const killOnExit = () => stop('SIGKILL')
+  function spawnServer() {
+    exited = null
+    child = spawn(opencodeBinary(), ['serve', '--port', String(port), '--hostname', '127.0.0.1'], {
+      cwd: directory,
+      env,
+      // Same process group as the caller: a Ctrl-C in the terminal reaches OpenCode too, and the
+      // exit hook below covers a caller that ends without close().
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    process.once('exit', killOnExit)
+    child.stdout.on('data', keep)
+    child.stderr.on('data', keep)
+    const mine = child
+    mine.on('exit', (code, signal) => {
+      if (mine !== child) return
+      exited = { code, signal }
+      process.removeListener('exit', killOnExit)
+    })
+  }
 
   const api = async (method, pathname, body, { query = {} } = {}) => {
     const target = new URL(url + pathname)
@@ -145,26 +151,28 @@ export async function startOpenCode(options) {
     return text ? JSON.parse(text) : null
   }
 
-  const startedAt = Date.now()
-  const deadline = startedAt + (options.startTimeoutMs ?? 60_000)
-  for (;;) {
-    if (exited) throw new Error(`opencode exited during start (${JSON.stringify(exited)}):\n${output.join('').slice(-2000)}`)
-    try {
-      const health = await fetch(`${url}/global/health`, { signal: AbortSignal.timeout(1000) })
-      if (health.ok) break
-    } catch {
-      // not listening yet
+  async function waitHealthy() {
+    const startedAt = Date.now()
+    const deadline = startedAt + (options.startTimeoutMs ?? 60_000)
+    for (;;) {
+      if (exited) throw new Error(`opencode exited during start (${JSON.stringify(exited)}):\n${output.join('').slice(-2000)}`)
+      try {
+        const health = await fetch(`${url}/global/health`, { signal: AbortSignal.timeout(1000) })
+        if (health.ok) break
+      } catch {
+        // not listening yet
+      }
+      if (Date.now() > deadline) {
+        stop()
+        throw new Error(`opencode did not answer within ${options.startTimeoutMs ?? 60_000} ms:\n${output.join('').slice(-2000)}`)
+      }
+      await sleep(150)
     }
-    if (Date.now() > deadline) {
-      stop()
-      throw new Error(`opencode did not answer within ${options.startTimeoutMs ?? 60_000} ms:\n${output.join('').slice(-2000)}`)
-    }
-    await sleep(150)
+    return Date.now() - startedAt
   }
-  const startMs = Date.now() - startedAt
 
   function stop(signal = 'SIGTERM') {
-    if (exited) return
+    if (exited || !child) return
     try {
       child.kill(signal)
     } catch {
@@ -172,19 +180,39 @@ export async function startOpenCode(options) {
     }
   }
 
+  async function halt() {
+    stop()
+    const until = Date.now() + 3000
+    while (!exited && Date.now() < until) await sleep(50)
+    if (!exited) stop('SIGKILL')
+    const killed = Date.now() + 5000
+    while (!exited && Date.now() < killed) await sleep(50)
+  }
+
+  spawnServer()
+  const startMs = await waitHealthy()
+
   return {
     url,
     directory,
     home,
     startMs,
-    child,
     output,
     api,
+    get child() {
+      return child
+    },
+    /**
+     * Stops OpenCode (SIGTERM, SIGKILL after 3 s), as a crash or an update would, and starts it
+     * again on the same port, HOME and project: a turn running meanwhile is cut.
+     */
+    async restart() {
+      await halt()
+      spawnServer()
+      return waitHealthy()
+    },
     async close() {
-      stop()
-      const until = Date.now() + 5000
-      while (!exited && Date.now() < until) await sleep(50)
-      if (!exited) stop('SIGKILL')
+      await halt()
       fs.rmSync(root, { recursive: true, force: true })
     },
   }

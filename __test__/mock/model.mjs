@@ -27,7 +27,8 @@
 // stall?, toolCalls? }` — `toolCalls: [{ name, arguments }]` makes the model call OpenCode's tools
 // (finish `tool_calls`); OpenCode runs them and asks again, which takes the next turn entry — `stall: true` streams the first words, then holds the response open until the
 // client goes away (an abort) or the server closes. Audit entries: `{ verdict, note }` (answered as
-// the JSON object), `{ text }` (raw content), `{ status, body? }` (an HTTP error), `{ content: '',
+// the JSON object), `{ text }` (raw content), `{ status, body?, headers? }` (an HTTP error,
+// e.g. a 429 with `retry-after`), `{ content: '',
 // finish: 'length' }` (output exhausted), `{ reasoning, content: '' }` (reasoning only).
 //
 // RECORDING. `model.requests`: `{ kind, scenario, api: 'openai'|'anthropic', path, model, stream,
@@ -155,7 +156,7 @@ export async function startScriptedModel(options = {}) {
     if (entry?.delayMs) await sleep(entry.delayMs)
 
     if (entry?.status) {
-      res.writeHead(entry.status, { 'content-type': 'application/json' })
+      res.writeHead(entry.status, { 'content-type': 'application/json', ...(entry.headers ?? {}) })
       res.end(JSON.stringify(entry.body ?? { error: { message: `scripted ${entry.status}`, type: 'scripted_error' } }))
       return
     }

@@ -112,13 +112,21 @@
 //   mock.onPatch = (sessionId, {before, after, body}, mock) => {}   synchronously after a PATCH
 //                     /session/:id is applied and before it is answered (metadata before/after);
 //                     state changes made here land between a writer's write and its next request
+//   mock.forkSession(id, messageID?) → Session   the fork route's effect: messages copied, the WHOLE
+//                     metadata copied (an active goal included), no parentID
+//   mock.cutTurns() → [sessionId]   a server restart mid-turn: running turns stop, their replies keep
+//                     no time.completed/finish/error, sessions go idle, and no event says so
+//   mock.retries   {sessionId, messageID, at, forMs} per `retry` status a scripted turn showed
 //   mock.scriptReplies(sessionId, replies, {replyDelayMs?})   (replies=null removes the script)
 //     Each accepted prompt (async, sync /message, /command) then runs a turn, serialised per
 //     session: status busy, an unfinished assistant reply (parentID = the prompt's user message,
 //     model/agent from the prompt), after replyDelayMs it is completed from the next entry of
 //     `replies` (addAssistantMessage options, or a function ({sessionId, body, mock}) => options;
 //     the last entry repeats), session.error if the entry has an error, then status idle.
-//     An entry with completed:false leaves the reply unfinished and the session busy.
+//     An entry with completed:false leaves the reply unfinished and the session busy. An entry
+//     with retry: {forMs, attempt?, message?} first shows status `retry` for forMs (OpenCode
+//     retrying a limited provider), then completes; a provider failure is an entry with
+//     `error: {name: 'APIError', data: {statusCode: 429, isRetryable, responseHeaders}}` and no text.
 //     POST /abort cancels the running and queued turns.
 //
 // HTTP API (JSON; every route takes ?directory=; unknown session → 404
@@ -141,7 +149,7 @@
 //                                        without a script)
 //   POST /session/:id/command {command, arguments, agent?, model?:'p/m'} → {info, parts}
 //   POST /session/:id/fork {messageID?}  new session with copies of the messages BEFORE messageID
-//                                        (all without it), as OpenCode does
+//                                        (all without it) and of the whole metadata, as OpenCode does
 //   POST /session/:id/shell {agent, command, model?, messageID?} runs the command for real (bash,
 //                                        inside eval "<JSON string>", in the session directory)
 //                                        and answers when it ends: {info, parts} of a reply with one
@@ -217,6 +225,7 @@ export async function startMockOpenCode(options = {}) {
     shells: [],
     events: [],
     errors: [],
+    retries: [],
     onPrompt: null,
     onPatch: null,
   };
@@ -281,6 +290,10 @@ export async function startMockOpenCode(options = {}) {
     clearPending: (id, kind, requestID) => state.clearPending(id, kind, requestID),
     emit: (payload, directory) => events.emit(clone(payload), directory),
     scriptReplies: turns.script,
+    /** POST /session/:id/fork as OpenCode does it (metadata copied, no parentID) → Session. */
+    forkSession: (id, messageID) => state.forkSession(state.mustSession(id), messageID),
+    /** Cuts every running turn as a server restart does (no event; replies stay unfinished). */
+    cutTurns: () => turns.cutAll(),
 
     fault: faults.add,
     clearFaults: faults.clear,

@@ -116,7 +116,9 @@ export function createState({ now, ids, emit, projectID, defaultDirectory, onSes
   // A new session with copies of the messages before `messageID` (all of them without it).
   function forkSession(s, messageID) {
     const forks = sortedSessions().filter((x) => x.info.title.startsWith(`${s.info.title} (fork #`)).length;
-    const info = createSession({ directory: s.info.directory, title: `${s.info.title} (fork #${forks + 1})` });
+    // The whole metadata is copied, an active goal included, and the fork has no parentID
+    // (FACTS.md, "Forks").
+    const info = createSession({ directory: s.info.directory, title: `${s.info.title} (fork #${forks + 1})`, metadata: s.info.metadata });
     const target = sessions.get(info.id);
     const idMap = new Map();
     for (const m of s.messages) {

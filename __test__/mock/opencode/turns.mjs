@@ -73,10 +73,18 @@ export function createTurns({ state, emit, sleep, mock, defaultDelayMs, defaultR
       if (typeof entry === 'function') entry = (await entry({ sessionId: id, body: clone(body), mock })) ?? {};
       if (!live()) return null;
       state.setStatus(id, 'busy');
-      const opts = replyOptions(userMessage, body, entry);
+      const { retry, ...rest } = entry;
+      const opts = replyOptions(userMessage, body, rest);
       const m = state.newAssistant(s, opts);
       state.emitMessage(s, m);
       await sleep(reply.delayMs ?? defaultDelayMs, t.wake);
+      // OpenCode retrying a limited provider itself: status `retry` for a while, then the entry.
+      if (retry && live()) {
+        const forMs = retry.forMs ?? 100;
+        state.setStatus(id, { type: 'retry', attempt: retry.attempt ?? 1, message: retry.message ?? 'Rate limited', next: Date.now() + forMs });
+        mock.retries.push({ sessionId: id, messageID: m.info.id, at: Date.now(), forMs });
+        await sleep(forMs, t.wake);
+      }
       if (!live() || opts.completed === false) return messageCopy(m);
       const result = state.completeAssistantMessage(id, m.info.id, opts);
       if (opts.error) emit({ type: 'session.error', properties: { sessionID: id, error: clone(opts.error) } }, s.info.directory);
@@ -99,5 +107,21 @@ export function createTurns({ state, emit, sleep, mock, defaultDelayMs, defaultR
     state.abortReplies(id);
   }
 
-  return { script, hasScript, nextReply, cancel, run, abort };
+  /**
+   * A server restart in the middle of turns (FACTS.md, "A turn cut by a server restart"): every
+   * running turn stops where it is (its reply keeps no completion, finish or error) and the
+   * session is idle, with no event announcing any of it. Returns the sessions that were cut.
+   */
+  function cutAll() {
+    const cut = [];
+    for (const [id] of turns) {
+      if (!state.statuses.has(id)) continue;
+      cancel(id);
+      state.statuses.delete(id);
+      cut.push(id);
+    }
+    return cut;
+  }
+
+  return { script, hasScript, nextReply, cancel, run, abort, cutAll };
 }

@@ -92,6 +92,8 @@ pub enum PayloadReading {
 pub const INTAKE_PAYLOADS: &[(&str, PayloadReading)] = &[
     ("session.status", PayloadReading::Whole),
     ("session.updated", PayloadReading::SessionInfo),
+    // A fork is announced by `session.created` with the copied metadata (a goal included).
+    ("session.created", PayloadReading::SessionInfo),
     ("message.updated", PayloadReading::MessageInfo),
     ("server.connected", PayloadReading::Whole),
     ("permission.asked", PayloadReading::Whole),
@@ -174,7 +176,7 @@ pub fn parse_payload(payload: &Value, directory_hint: &str) -> Option<IntakeEven
             };
             Some(IntakeEvent::Status { session_id: session_id.to_string(), directory, working })
         }
-        "session.updated" => {
+        "session.updated" | "session.created" => {
             let info = info?;
             let session_id = session_id(info.get("id"))?;
             let is_child = !text(info.get("parentID")).is_empty();
@@ -296,6 +298,19 @@ impl IntakeRegistry {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_created_session_is_read_like_an_updated_one() {
+        let created = json!({"type": "session.created", "properties": {"info": {"id": "ses_fork",
+            "metadata": {"openchamber": {"goal": {"id": "g", "status": "active"}}}}}});
+        match parse_payload(&created, "/p") {
+            Some(IntakeEvent::SessionUpdated { session_id, goal, is_child, .. }) => {
+                assert_eq!((session_id.as_str(), is_child), ("ses_fork", false));
+                assert_eq!(goal.unwrap()["id"], json!("g"));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 
     #[test]
     fn status_events() {

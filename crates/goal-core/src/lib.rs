@@ -16,6 +16,7 @@
 //! | status reasons; why a goal stopped or waits (cause) | `record/reasons.rs`, `record/cause.rs` |
 //! | the ids of acceptance-check runs, recognised in a transcript | `record/check_id.rs` |
 //! | the multi-host lease | `record/lease.rs` |
+//! | a failed reply's provider error and its table (limit, quota, auth, context, filter) | `record/provider_error.rs` |
 //! | sessions, messages, live status; metadata merge | `record/session.rs`, `record/metadata.rs` |
 //! | every tunable and its default | `config/mod.rs` (`tunables.rs`, `settings.rs`) |
 //! | errors (`std::error::Error`), the `Cancelled` decline | `error.rs` |
@@ -30,6 +31,8 @@
 //! | scheduler: timers, retries, generations, sweep | `sched/mod.rs`, `sched/job.rs`, `sched/facts.rs` |
 //! | one tick, stage by stage | `goal/tick.rs` (`context.rs`: the `Tick` value) |
 //! | observe: session, live state, objective | `goal/observe.rs` |
+//! | ownership first: a fork's copy adopted paused, a resumed copy claimed | `goal/adopt.rs`, `goal/lineage.rs` |
+//! | provider stage: park and resume, typed provider stops, cut turns | `goal/limits.rs`, `goal/park.rs` (`park/reset.rs`: reset headers) |
 //! | plan: decisions, gates, quiet window, token accounting | `goal/plan.rs`, `goal/gates.rs`, `goal/accounting.rs` |
 //! | time stage: time budget, working hours | `goal/time_gate.rs` |
 //! | audit: verdict; evidence read and review; trail | `goal/audit.rs`, `goal/evidence.rs`, `goal/trail.rs` |
@@ -77,10 +80,11 @@ pub use io::shared::SharedContext;
 // Configuration and its defaults.
 pub use config::settings::SettingsFlags;
 pub use config::tunables::{count, millis};
-pub use config::{EvidenceConfig, EvidenceLimits, GoalConfig};
+pub use config::{EvidenceConfig, EvidenceLimits, GoalConfig, ProviderLimits};
 
 // The goal record.
 pub use goal::causes::{cause_of, fix_action, fix_sentence, FixAction};
+pub use goal::park::wake_at as provider_wake_at;
 pub use record::cause::{Cause, CauseCode};
 /// Every `statusReason` this package writes.
 pub use record::reasons;

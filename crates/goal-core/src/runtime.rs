@@ -127,6 +127,7 @@ impl GoalRuntime {
             // Optimistic: a session that events have not shown without an active goal is read
             // at once (a host that forwards only status events still gets the short path).
             known_active: Arc::new(move |session: &str| active_view.expects_active_goal(session)),
+            holders: Arc::default(),
         };
         let scheduler = Scheduler::start_publishing(Arc::new(GoalJob { ctx: ctx.clone() }), runtime, facts);
         let inner = Arc::new_cyclic(|me| Inner {
@@ -227,6 +228,12 @@ impl GoalRuntime {
 }
 
 impl Inner {
+    /// Whether an event's goal looks like a copy from another session (see `goal::lineage`).
+    fn looks_copied(&self, goal: &Goal, session_id: &str) -> bool {
+        goal.owned_by_other_session(session_id)
+            || (goal.session_id.is_none() && self.ctx.holders.older_than(&goal.id, session_id).is_some())
+    }
+
     fn remember_directory(&self, directory: &str) {
         if directory.is_empty() {
             return;
@@ -255,6 +262,7 @@ impl Inner {
             };
             for session in sessions.iter().filter(|s| !s.is_subagent()) {
                 if let Some(goal) = session.goal() {
+                    self.ctx.holders.saw(&goal.id, &session.id, session.created);
                     let active = goal.status == GoalStatus::Active;
                     if active {
                         debug!(target: "session_goal", session = %session.id, "recovering active goal");
@@ -289,6 +297,7 @@ impl Inner {
             };
             for session in sessions.iter().filter(|s| !s.is_subagent()) {
                 let Some(goal) = session.goal() else { continue };
+                self.ctx.holders.saw(&goal.id, &session.id, session.created);
                 if goal.status != GoalStatus::Active
                     || crate::record::session::live_status(&status, &session.id)
                         == crate::record::session::LiveStatus::Working
@@ -346,6 +355,11 @@ impl Consumer for Inner {
                     }
                     Some(goal) if goal.turns_used == 0 => {
                         (Some((config.kickoff_quiet, ArmMode::IfNothingPending)), None)
+                    }
+                    // A fork's copy (no idle event announces it): a goal naming another session,
+                    // or naming none while another session is known to carry it. Look at once.
+                    Some(goal) if self.looks_copied(goal, session_id) => {
+                        (Some((config.resume_kickoff, ArmMode::IfNothingPending)), None)
                     }
                     // Edited (or replaced) while active: the invalidation drops the pending
                     // wake-up and any tick in flight, and nothing else would bring one back on an

@@ -37,6 +37,24 @@ pub struct GoalConfig {
     pub sweep_interval: Duration,
     /// Evidence digest limits, the no-progress breaker and the audit trail size.
     pub evidence: EvidenceConfig,
+    /// Parking on provider limits: parks in a row (`maxProviderWaits`, 6) and the longest
+    /// single wait (`maxProviderWaitMs`, 6 h).
+    pub provider_limits: ProviderLimits,
+}
+
+/// The limits of parking a goal on a provider's rate or usage limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProviderLimits {
+    /// Parks in a row before the goal settles `blocked` / `providerQuota` (`maxProviderWaits`).
+    pub max_waits: u64,
+    /// Longest single wait in ms (`maxProviderWaitMs`).
+    pub max_wait_ms: u64,
+}
+
+impl Default for ProviderLimits {
+    fn default() -> Self {
+        Self { max_waits: 6, max_wait_ms: 6 * 3600 * 1000 }
+    }
 }
 
 impl Default for GoalConfig {
@@ -54,6 +72,7 @@ impl Default for GoalConfig {
             lease: Duration::from_millis(120_000),
             sweep_interval: Duration::from_millis(300_000),
             evidence: EvidenceConfig::default(),
+            provider_limits: ProviderLimits::default(),
         }
     }
 }

@@ -124,6 +124,8 @@ pub async fn pause_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<Act
             goal.status_reason = String::new();
             goal.set_cause(Some(cause_of(CauseCode::UserPaused, now_ms(), &target.session_id, None)));
             goal.blocked_streak = 0;
+            // A park ends with the pause.
+            crate::goal::park::clear_park(goal);
             // Paused time is not active time (time budget); the resume folds it in.
             crate::time::active::begin_inactive(goal, crate::time::clock::now_ms());
             Ok(())
@@ -142,14 +144,22 @@ pub async fn pause_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<Act
 }
 
 /// Resumes a goal that is not active: status active, reason `resumed` (the runtime kicks it off
-/// within its resume delay), a fresh turn allowance and a reset blocked streak. Already active:
-/// unchanged.
+/// within its resume delay), a fresh turn allowance and a reset blocked streak. A goal copied
+/// from another session (a fork) becomes this session's own. An active goal parked for a
+/// provider limit stops waiting and goes on now; any other active goal is unchanged.
 pub async fn resume_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<ActionReport, GoalError> {
     let (_, directory) = locate_session(ctx, &target.session_id, target.directory.trim()).await?;
-    update(ctx, target, &directory, |goal| {
+    let session_id = target.session_id.clone();
+    update(ctx, target, &directory, move |goal| {
         if goal.status == GoalStatus::Active {
-            return Err(Declined::Unchanged(Box::new(goal.clone())));
+            if crate::goal::park::parked_for(goal).is_none() {
+                return Err(Declined::Unchanged(Box::new(goal.clone())));
+            }
+            crate::goal::park::clear_park(goal);
+            goal.status_reason = REASON_RESUMED.into();
+            return Ok(());
         }
+        crate::goal::park::clear_park(goal);
         // The time it stood still is not active time (time budget).
         crate::time::active::count_stopped_time(goal, crate::time::clock::now_ms());
         goal.status = GoalStatus::Active;
@@ -158,6 +168,7 @@ pub async fn resume_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<Ac
         goal.set_cause(None);
         goal.turns_used = 0;
         goal.blocked_streak = 0;
+        crate::goal::lineage::mark_owner(goal, &session_id);
         Ok(())
     })
     .await
@@ -307,6 +318,8 @@ pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionRe
             LimitEdit::Set(hours) => goal.active_hours.set(hours.to_object()),
         }
         crate::time::active::count_stopped_time(goal, crate::time::clock::now_ms());
+        // An edit ends a park: the goal goes on with its new content now.
+        crate::goal::park::clear_park(goal);
         goal.status = GoalStatus::Active;
         goal.status_reason = REASON_RESUMED.into();
         // A goal that is simply running carries no cause.

@@ -659,10 +659,49 @@ pub async fn fork_session(ctx: &ControlContext, request: &ForkSession) -> Result
     let fork_directory = if fork.directory.is_empty() { directory.clone() } else { fork.directory.clone() };
     let mut report = report_for(&fork, &fork_directory);
     report.source_session_id = Some(source.id.clone());
+    if !checked.goal {
+        // The fork carries a copy of the source's goal: it must not run on both sessions.
+        pause_copied_goal(ctx, &fork, &fork_directory, &source.id)
+            .await
+            .map_err(|e| e.after(Some(PartialAction::ForkCreated), &fork.id, &fork_directory))?;
+    }
     let selection = pick_selection(&checked, inherited.as_ref());
     goal_then_dispatch(ctx, &fork, &fork_directory, &checked, selection, Some(PartialAction::ForkCreated), &mut report)
         .await?;
     Ok(report)
+}
+
+/// Adopts the active goal a fork copied from `source` as the fork's paused copy (see
+/// `lineage`), before anything is sent to the fork. A fork without a goal, or with a goal
+/// that is not running, is left as it is.
+async fn pause_copied_goal(
+    ctx: &ControlContext,
+    fork: &SessionView,
+    directory: &str,
+    source: &str,
+) -> Result<(), GoalError> {
+    let copied = fork.goal().filter(|g| g.status == crate::record::GoalStatus::Active);
+    let Some(copied) = copied else { return Ok(()) };
+    let owner = copied.session_id.clone().unwrap_or_else(|| source.to_string());
+    let fork_id = fork.id.clone();
+    let result = crate::io::writer::try_write_goal(
+        &ctx.client,
+        &fork.id,
+        directory,
+        &crate::io::writer::GoalGuard::SameId(copied.id.clone()),
+        |g| {
+            if g.status != crate::record::GoalStatus::Active || g.session_id.as_deref() == Some(fork_id.as_str()) {
+                return Err(());
+            }
+            crate::goal::lineage::adopt_paused(g, &fork_id, &owner, crate::time::clock::now_ms());
+            Ok(())
+        },
+    )
+    .await;
+    match result {
+        Ok(_) => Ok(()),
+        Err(error) => Err(GoalError::from_http("pausing the fork's copied goal", &error)),
+    }
 }
 
 /// Input of [`stamp_scheduled_goal`].

@@ -148,6 +148,8 @@ mod tests {
             agent: "build".into(),
             variant: String::new(),
             text: String::new(),
+            provider_error: None,
+            produced_output: false,
             index,
         }
     }

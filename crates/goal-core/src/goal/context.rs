@@ -38,6 +38,8 @@ pub struct TickContext {
     pub echoes: Arc<WriteEchoes>,
     /// The dispatch claims of the runtime's context (shared by its runtimes).
     pub dispatch_claims: DispatchClaims,
+    /// Which session first carried each goal id (copies of goals written before `sessionId`).
+    pub holders: Arc<crate::goal::lineage::GoalHolders>,
 }
 
 impl TickContext {

@@ -61,14 +61,42 @@ pub fn continuation_message_id(goal_id: &str, tail_id: &str) -> Option<String> {
     // Two independent 64-bit hashes: 128 bits, of which 14 base-62 digits keep about 83.
     let high = fnv1a(0xcbf2_9ce4_8422_2325, &[goal_id.as_bytes(), tail_id.as_bytes()]);
     let low = fnv1a(0x6c62_272e_07bb_0142, &[tail_id.as_bytes(), goal_id.as_bytes()]);
+    Some(format!("{ID_PREFIX}{next:012x}{}", base62_suffix(high, low)))
+}
+
+/// The continuation id for a tail of any format (spec: idempotent ids for any tail): the
+/// OpenCode-format derivation of [`continuation_message_id`] when the tail id has that format;
+/// otherwise, when the tail has an id and a creation time, `msg_` + 12 hex digits made the way
+/// OpenCode makes its own (the creation time in ms times 4096, plus one, in 48 bits) + 14
+/// base-62 characters hashed from goal id, tail id and creation time. Every host that sees the
+/// same tail computes the same id. `None` only for a tail with neither an id nor a creation time:
+/// the caller then falls back to classified dispatch.
+pub fn continuation_message_id_for(goal_id: &str, tail_id: &str, tail_created: Option<f64>) -> Option<String> {
+    if let Some(id) = continuation_message_id(goal_id, tail_id) {
+        return Some(id);
+    }
+    let created = tail_created.filter(|t| t.is_finite() && *t > 0.0 && *t < 1e15)?;
+    if tail_id.is_empty() {
+        return None;
+    }
+    let created_ms = created.floor() as u64;
+    let counter = (created_ms.wrapping_mul(0x1000).wrapping_add(1)) & 0xffff_ffff_ffff;
+    let created_text = created_ms.to_string();
+    let parts: [&[u8]; 3] = [goal_id.as_bytes(), tail_id.as_bytes(), created_text.as_bytes()];
+    let high = fnv1a(0xcbf2_9ce4_8422_2325, &parts);
+    let low = fnv1a(0x6c62_272e_07bb_0142, &[parts[2], parts[1], parts[0]]);
+    Some(format!("{ID_PREFIX}{counter:012x}{}", base62_suffix(high, low)))
+}
+
+/// 14 base-62 characters from two 64-bit hashes.
+fn base62_suffix(high: u64, low: u64) -> String {
     let mut value = (u128::from(high) << 64) | u128::from(low);
-    let mut suffix_out = [0u8; SUFFIX_CHARS];
-    for slot in suffix_out.iter_mut().rev() {
+    let mut out = [0u8; SUFFIX_CHARS];
+    for slot in out.iter_mut().rev() {
         *slot = BASE62[(value % 62) as usize];
         value /= 62;
     }
-    let suffix_text = std::str::from_utf8(&suffix_out).ok()?;
-    Some(format!("{ID_PREFIX}{next:012x}{suffix_text}"))
+    out.iter().map(|b| *b as char).collect()
 }
 
 /// How a delivery ended.
@@ -323,6 +351,34 @@ mod tests {
             "msg_22d3cae37001XpDQ7ZXEzK3ibé",  // not ASCII
         ] {
             assert_eq!(continuation_message_id("g", tail), None, "{tail:?}");
+        }
+    }
+
+    #[test]
+    fn tails_of_any_format_get_a_stable_id_from_id_and_creation_time() {
+        let known = "msg_22d3cae37001XpDQ7ZXEzK3ibZ";
+        assert_eq!(continuation_message_id_for("g", known, Some(5.0)), continuation_message_id("g", known));
+        let created = Some(1_764_600_000_123.0);
+        let id = continuation_message_id_for("g", "m1", created).expect("derived from id and time");
+        assert_eq!(id.len(), 4 + HEX_DIGITS + SUFFIX_CHARS);
+        assert!(id.starts_with("msg_") && id[4..16].bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_eq!(
+            u64::from_str_radix(&id[4..16], 16).unwrap(),
+            (1_764_600_000_123u64 * 0x1000 + 1) & 0xffff_ffff_ffff
+        );
+        assert!(id[16..].bytes().all(|b| b.is_ascii_alphanumeric()));
+        // Same tail on two hosts: same id; another goal, tail or time: another id.
+        assert_eq!(continuation_message_id_for("g", "m1", created), Some(id.clone()));
+        assert_ne!(continuation_message_id_for("h", "m1", created), Some(id.clone()));
+        assert_ne!(continuation_message_id_for("g", "m2", created), Some(id.clone()));
+        assert_ne!(continuation_message_id_for("g", "m1", Some(1_764_600_000_124.0)), Some(id.clone()));
+        // The known format with nothing after it, or any other format: derived the same way.
+        assert!(continuation_message_id_for("g", "msg_ffffffffffffXpDQ7ZXEzK3ibZ", created).is_some());
+        // Neither a usable id nor a usable time: classified dispatch.
+        for (tail, created) in
+            [("", Some(5.0)), ("m1", None), ("m1", Some(f64::NAN)), ("m1", Some(-1.0)), ("m1", Some(1e300))]
+        {
+            assert_eq!(continuation_message_id_for("g", tail, created), None, "{tail:?} {created:?}");
         }
     }
 }

@@ -9,20 +9,24 @@ pub mod acceptance;
 pub mod accounting;
 pub mod causes;
 pub mod gates;
+pub mod lineage;
 pub mod notify;
 pub mod operator;
+pub mod park;
 pub mod plan;
 // What the stages share.
 pub mod context;
 pub mod repair;
 pub mod trail;
 // The stages, in the order a tick runs them.
+pub mod adopt;
 pub mod audit;
 pub mod checks;
 pub mod deliver;
 pub mod dispatch;
 pub mod echo;
 pub mod evidence;
+pub mod limits;
 pub mod observe;
 pub mod reserve;
 pub mod settle;

@@ -88,6 +88,14 @@ pub struct Basis {
     pub tail_message_id: String,
     /// The reply's text for the auditor (≤ 6000 chars).
     pub assistant_text: String,
+    /// The tail's `time.created`: with its id, what the continuation id is derived from when the
+    /// id is not in OpenCode's format.
+    pub tail_created: Option<f64>,
+    /// The judged reply produced output (text, a tool call, output tokens): it ends the rows of
+    /// provider parks and cut turns.
+    pub tail_output: bool,
+    /// Set when the tail is a turn cut by a server restart: its number in the row.
+    pub cut_turn: Option<u64>,
 }
 
 /// Decides steps 7–12 of a tick from the goal and the message window (already fetched).
@@ -159,6 +167,9 @@ pub fn plan_tick(goal: &Goal, messages: &[Message], max_auto_turns: u64) -> Plan
         },
         tail_message_id: last.id.clone(),
         assistant_text: crate::record::truncate_chars(&tail.text, TRANSCRIPT_PART_CHAR_LIMIT),
+        tail_created: last.created,
+        tail_output: tail.produced_output,
+        cut_turn: None,
     };
     if tail.summary || aborted || truncated {
         Plan::ContinueUnaudited(basis)

@@ -8,9 +8,9 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::goal::context::{log_write, ReadAtStart, Tick};
-use crate::goal::dispatch::continuation_message_id;
+use crate::goal::dispatch::continuation_message_id_for;
 use crate::goal::echo::{Heard, ReservationEcho, ECHO_BOUND};
-use crate::goal::plan::Reservation;
+use crate::goal::plan::{Basis, Reservation};
 use crate::io::writer::{continuation_for_of, write_goal_on, GoalGuard, GoalWrite};
 use crate::record::lease::take_lease;
 use crate::record::{truncate_chars, Goal, GoalStatus, NOTE_CHAR_LIMIT};
@@ -40,16 +40,17 @@ pub struct Reserved {
 /// the tick: the write failed or was stale, or the echo showed a user's change, written back.
 pub async fn reserve(
     tick: &Tick<'_>,
-    tail: &str,
+    basis: &Basis,
     reservation: Reservation,
     read: ReadAtStart,
 ) -> Result<Reserved, TickOutcome> {
     let ctx = tick.ctx;
     let goal = &tick.goal;
+    let tail = basis.tail_message_id.as_str();
     let reused = continuation_for_of(goal) == Some(tail);
-    // Every host and every retry derives this same id from the same tail; OpenCode answers a
-    // repeated id once.
-    let message_id = continuation_message_id(&goal.id, tail);
+    // Every host and every retry derives this same id from the same tail (its id, and its
+    // creation time when the id has another format); OpenCode answers a repeated id once.
+    let message_id = continuation_message_id_for(&goal.id, tail, basis.tail_created);
     let reserve_guard = GoalGuard::Reserve {
         revision: goal.revision(),
         holder: ctx.holder.clone(),
@@ -70,6 +71,7 @@ pub async fn reserve(
     let mut read_goal: Option<Goal> = None;
     let written = write_goal_on(&ctx.client, tick.session_id, tick.directory, &reserve_guard, base.as_ref(), |g| {
         read_goal = Some(g.clone());
+        crate::goal::park::on_reserve(g, basis.tail_output, basis.cut_turn);
         apply_reservation(g, &reservation, reused, tail, message_id.as_deref(), tick);
     })
     .await;

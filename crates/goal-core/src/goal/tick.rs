@@ -77,7 +77,15 @@ pub async fn run_tick(
 /// Plans the tick on the live state: the time stage and the quiet window first, then the plan's
 /// own ends (wait, pause, settle), else the turn to continue, audited or not.
 async fn plan_and_audit(tick: &Tick<'_>, live: Live) -> Result<(Basis, Reservation), TickOutcome> {
-    let plan = plan_tick(&tick.goal, &live.messages, tick.ctx.config.max_auto_turns);
+    // Provider failures and cut turns first: a parked, limited or failed tail is never audited.
+    let after = tick.provider_stage(&live.messages).await?;
+    let continued = after.messages.is_some();
+    let plan =
+        plan_tick(&tick.goal, after.messages.as_deref().unwrap_or(&live.messages), tick.ctx.config.max_auto_turns);
+    let plan = match plan {
+        Plan::Audit(basis) if continued => Plan::ContinueUnaudited(basis),
+        plan => plan,
+    };
     if let Plan::Audit(basis) | Plan::ContinueUnaudited(basis) = &plan {
         if let Some(outcome) = time_gate::check(tick, basis).await {
             return Err(outcome);
@@ -110,7 +118,8 @@ async fn plan_and_audit(tick: &Tick<'_>, live: Live) -> Result<(Basis, Reservati
             Err(tick.pause(accounting).await)
         }
         Plan::Settle(settlement) => Err(tick.settle(settlement).await),
-        Plan::ContinueUnaudited(basis) => {
+        Plan::ContinueUnaudited(mut basis) => {
+            basis.cut_turn = after.cut;
             let reservation = unaudited_reservation(&tick.goal, &basis);
             Ok((basis, reservation))
         }
@@ -144,7 +153,7 @@ async fn continue_goal(tick: &Tick<'_>, basis: Basis, reservation: Reservation, 
         debug!(target: "session_goal", session = tick.session_id, "another runtime of this process is dispatching; backing off");
         return TickOutcome::BackOff(tick.ctx.config.idle_quiet);
     };
-    let reserved = match reserve(tick, &basis.tail_message_id, reservation, read).await {
+    let reserved = match reserve(tick, &basis, reservation, read).await {
         Ok(reserved) => reserved,
         Err(outcome) => return outcome,
     };

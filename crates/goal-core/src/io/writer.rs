@@ -157,6 +157,7 @@ async fn write_goal_dyn(
         return Ok((GoalWrite::Stale, None));
     };
     mutate(&mut goal);
+    goal.mark_if_unowned(session_id);
     goal.updated_at = now_ms().max(goal.updated_at + 1.0);
     let metadata = merge_namespace_key(&session.metadata, "goal", Some(goal.to_value()));
     client.put_metadata(session_id, directory, metadata.clone()).await?;
@@ -262,6 +263,7 @@ async fn try_write_goal_dyn(
     if !mutate(&mut after) {
         return Ok(None);
     }
+    after.mark_if_unowned(session_id);
     after.updated_at = now_ms().max(before.updated_at + 1.0);
     let metadata = merge_namespace_key(&session.metadata, "goal", Some(after.to_value()));
     client.put_metadata(session_id, directory, metadata).await?;

@@ -262,6 +262,12 @@ goal_fields! {
         /// The no-progress breaker's state (`progress`; read by `evidence/`).
         progress: Map<String, Value> = "progress", |v: &Value| v.as_object().cloned(), |v: &Map<String, Value>| Value::Object(v.clone());
         /// The failing commands already used for a complete override (`evidenceOverrides`).
+        /// Parks on a provider limit in a row, with no reply that produced output.
+        provider_waits: u64 = "providerWaits", |v: &Value| Some(positive_count(Some(v))), |v: &u64| Value::from(*v);
+        /// The failed reply the current park answers.
+        provider_wait_for: String = "providerWaitFor", |v: &Value| v.as_str().map(str::to_string), |v: &String| Value::from(v.clone());
+        /// Turns cut by a server restart in a row.
+        cut_turns: u64 = "cutTurns", |v: &Value| Some(positive_count(Some(v))), |v: &u64| Value::from(*v);
         evidence_overrides: Vec<String> = "evidenceOverrides",
             |v: &Value| v.as_array()?.iter().map(|c| c.as_str().map(str::to_string)).collect(),
             |v: &Vec<String>| json!(v);

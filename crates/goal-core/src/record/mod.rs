@@ -7,6 +7,7 @@ pub mod check_id;
 mod fields;
 pub mod lease;
 pub mod metadata;
+pub mod provider_error;
 pub mod reasons;
 pub mod session;
 
@@ -14,7 +15,9 @@ use serde_json::{Map, Value};
 
 use crate::record::cause::Cause;
 
-pub use fields::{Goal, Lease, Stored, CAUSE_FIELD, CHECKS_FIELD, KNOWN_GOAL_FIELDS, OBJECTIVE_REVISION_FIELD};
+pub use fields::{
+    Goal, Lease, Stored, CAUSE_FIELD, CHECKS_FIELD, KNOWN_GOAL_FIELDS, OBJECTIVE_REVISION_FIELD, SESSION_ID_FIELD,
+};
 
 /// Maximum characters of an inline objective (and of an objective file).
 pub const GOAL_OBJECTIVE_CHAR_LIMIT: usize = 5000;
@@ -214,6 +217,21 @@ impl Goal {
     /// audit alone, and `explain` says so.
     pub fn checks_unreadable(&self) -> bool {
         self.extra.contains_key(CHECKS_FIELD)
+    }
+
+    /// Every goal written carries its session: a goal that names none (written before the field
+    /// existed, or with a value that is not a string) is marked as `session_id`'s. A goal that
+    /// names another session keeps it: only adoption or a resume changes an owner.
+    pub fn mark_if_unowned(&mut self, session_id: &str) {
+        if self.session_id.is_none() && !session_id.is_empty() {
+            self.set_owner(session_id);
+        }
+    }
+
+    /// Names the session the goal belongs to, dropping any unreadable stored value it replaces.
+    pub fn set_owner(&mut self, session_id: &str) {
+        self.extra.remove(SESSION_ID_FIELD);
+        self.session_id = Some(session_id.to_string());
     }
 
     /// Whether the stored goal names another session as its owner (a copy made by a fork).

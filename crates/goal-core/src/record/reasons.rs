@@ -44,6 +44,21 @@ pub const REASON_CHECKS_PASSED: &str = "checks passed";
 /// The acceptance checks cannot run (the shell endpoint is missing or refuses).
 pub const REASON_CHECKS_UNAVAILABLE: &str = "acceptance checks unavailable";
 
+/// Status reason of a goal parked until a provider's rate or usage limit resets.
+pub const REASON_WAITING_FOR_PROVIDER: &str = "waiting for provider limit";
+/// Status reason: the provider's quota is spent (or its limit did not reset within the parks).
+pub const REASON_PROVIDER_QUOTA: &str = "provider quota exhausted";
+/// Status reason: the provider refused the credentials.
+pub const REASON_PROVIDER_AUTH: &str = "provider authentication failed";
+/// Status reason: the conversation no longer fits the model's context.
+pub const REASON_CONTEXT_OVERFLOW: &str = "context window exceeded";
+/// Status reason: the provider's content filter stopped the reply.
+pub const REASON_CONTENT_FILTER: &str = "stopped by the provider's content filter";
+/// Status reason: turns were cut by server restarts, twice in a row.
+pub const REASON_TURN_INTERRUPTED: &str = "turns interrupted by server restarts";
+/// Status reason of a goal copied from another session (a fork) and adopted paused.
+pub const REASON_COPIED: &str = "copied from another session";
+
 /// Every reason above: the ones the runtime writes itself (anything else in `statusReason` may
 /// be an auditor's note, which is model output).
 pub const ALL: &[&str] = &[
@@ -65,6 +80,13 @@ pub const ALL: &[&str] = &[
     REASON_DISPATCH_FAILED,
     REASON_WAITING_FOR_HOURS,
     REASON_REPORTED_BY_AGENT,
+    REASON_WAITING_FOR_PROVIDER,
+    REASON_PROVIDER_QUOTA,
+    REASON_PROVIDER_AUTH,
+    REASON_CONTEXT_OVERFLOW,
+    REASON_CONTENT_FILTER,
+    REASON_TURN_INTERRUPTED,
+    REASON_COPIED,
     REASON_CHECKS_PASSED,
     REASON_CHECKS_UNAVAILABLE,
 ];

@@ -3,6 +3,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::record::provider_error::ProviderError;
 use crate::record::{positive_count, string_field, Goal};
 
 /// Token counters of one assistant message.
@@ -73,6 +74,10 @@ pub struct Message {
     pub variant: String,
     /// Text parts joined with `\n` (synthetic parts included, reasoning and tools ignored).
     pub text: String,
+    /// The error's details, read for the provider-failure table (`None` when no error object).
+    pub provider_error: Option<ProviderError>,
+    /// The reply produced something: a non-empty text part, a tool part, or output tokens.
+    pub produced_output: bool,
     /// Position in the fetched window (tie-break for equal timestamps).
     pub index: usize,
 }
@@ -115,9 +120,15 @@ impl Message {
             .or_else(|| info.get("mode").and_then(Value::as_str))
             .unwrap_or("")
             .to_string();
-        let text = entry
-            .get("parts")
-            .and_then(Value::as_array)
+        let parts = entry.get("parts").and_then(Value::as_array);
+        let output_part = parts.is_some_and(|parts| {
+            parts.iter().any(|part| match part.get("type").and_then(Value::as_str) {
+                Some("tool") => true,
+                Some("text") => part.get("text").and_then(Value::as_str).is_some_and(|t| !t.trim().is_empty()),
+                _ => false,
+            })
+        });
+        let text = parts
             .map(|parts| {
                 parts
                     .iter()
@@ -148,6 +159,8 @@ impl Message {
             agent,
             variant: string_field(info.get("variant")),
             text,
+            provider_error: info.get("error").and_then(ProviderError::from_value),
+            produced_output: output_part || count(&["output"]) > 0,
             index,
         })
     }
@@ -216,6 +229,9 @@ pub struct SessionView {
     pub directory: String,
     /// Title.
     pub title: String,
+    /// `time.created` (epoch ms; 0 when absent): which of two sessions carrying one goal is the
+    /// older (a fork is newer than its source).
+    pub created: f64,
     /// The whole metadata object (for merging writes).
     pub metadata: Map<String, Value>,
 }
@@ -229,6 +245,7 @@ impl SessionView {
             parent_id: string_field(object.get("parentID")),
             directory: string_field(object.get("directory")),
             title: string_field(object.get("title")),
+            created: positive_time(object.get("time").and_then(|t| t.get("created"))).unwrap_or(0.0),
             metadata: object.get("metadata").and_then(Value::as_object).cloned().unwrap_or_default(),
         })
     }

@@ -33,6 +33,8 @@ fn user(id: &str, created: f64) -> Message {
         agent: String::new(),
         variant: String::new(),
         text: "do it".into(),
+        provider_error: None,
+        produced_output: false,
         index: 0,
     }
 }

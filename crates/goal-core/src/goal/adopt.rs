@@ -1,0 +1,112 @@
+//! The ownership stage, first in a tick: a goal that belongs to another session (a fork's copy)
+//! is adopted as this session's paused copy and the tick ends, before any lease, audit or post;
+//! a copy the user resumed becomes this session's own. The rule itself is `lineage` (pure).
+
+use tracing::{info, warn};
+
+use crate::goal::lineage::{adopt_paused, mark_owner, ownership, GoalHolders, Ownership};
+use crate::io::opencode::OpenCodeClient;
+use crate::io::writer::{try_write_goal, GoalGuard, GoalUpdate};
+use crate::record::session::SessionView;
+use crate::record::{Goal, GoalStatus};
+use crate::sched::TickOutcome;
+use crate::time::clock::now_ms;
+
+/// Decides whose goal `session` carries. `Ok(None)`: this session's, go on; `Ok(Some(goal))`:
+/// a copy the user resumed, now written as this session's own, go on with it; `Err`: the tick
+/// ends (the copy was adopted paused, or the write failed).
+pub async fn own_or_adopt(
+    client: &OpenCodeClient,
+    holders: &GoalHolders,
+    session: &SessionView,
+    directory: &str,
+    goal: &Goal,
+) -> Result<Option<Goal>, TickOutcome> {
+    let session_id = session.id.as_str();
+    if goal.session_id.is_none() && !holders.knows(&goal.id) && holders.may_scan(directory, now_ms()).is_ok() {
+        // A goal written before `sessionId` existed: which session carried it first is only
+        // known from the sessions themselves. One list serves every goal of the directory, so
+        // a burst of new goals costs one list (a goal that appears within the interval is
+        // judged on what the runtime already knows: the recovery scans, the sweep, the ticks).
+        remember_directory(client, holders, directory).await;
+    }
+    let older = holders.older_than(&goal.id, session_id);
+    match ownership(goal, session_id, older.as_deref()) {
+        Ownership::Own | Ownership::Unmarked => {
+            holders.saw(&goal.id, session_id, session.created);
+            Ok(None)
+        }
+        Ownership::Claimed => {
+            holders.saw(&goal.id, session_id, session.created);
+            claim(client, session_id, directory, goal).await.map(Some)
+        }
+        Ownership::Copy { source } => Err(adopt(client, session_id, directory, goal, &source, older).await),
+    }
+}
+
+/// Records which sessions of `directory` carry which goal ids.
+async fn remember_directory(client: &OpenCodeClient, holders: &GoalHolders, directory: &str) {
+    match client.list_sessions(directory).await {
+        Ok(sessions) => {
+            for other in sessions.iter().filter(|s| !s.is_subagent()) {
+                if let Some(goal) = other.goal() {
+                    holders.saw(&goal.id, &other.id, other.created);
+                }
+            }
+        }
+        Err(error) => warn!(target: "session_goal", %error, "session list unreadable; goal owners unknown"),
+    }
+}
+
+async fn claim(client: &OpenCodeClient, session_id: &str, directory: &str, goal: &Goal) -> Result<Goal, TickOutcome> {
+    let result = try_write_goal(client, session_id, directory, &GoalGuard::SameId(goal.id.clone()), |g| {
+        if g.status != GoalStatus::Active {
+            return Err(());
+        }
+        mark_owner(g, session_id);
+        Ok(())
+    })
+    .await;
+    match result {
+        Ok(GoalUpdate::Written { after, .. }) => {
+            info!(target: "session_goal", session = session_id, "resumed copy is now this session's goal");
+            Ok(after)
+        }
+        Ok(_) => Err(TickOutcome::Done),
+        Err(error) => {
+            warn!(target: "session_goal", session = session_id, %error, "claiming a resumed copy failed");
+            Err(TickOutcome::Retry)
+        }
+    }
+}
+
+async fn adopt(
+    client: &OpenCodeClient,
+    session_id: &str,
+    directory: &str,
+    goal: &Goal,
+    source: &str,
+    older: Option<String>,
+) -> TickOutcome {
+    let result = try_write_goal(client, session_id, directory, &GoalGuard::SameId(goal.id.clone()), |g| {
+        // Decided again on the fresh goal: a resume or a pause that landed since wins.
+        let still_copy = matches!(ownership(g, session_id, older.as_deref()), Ownership::Copy { .. });
+        if g.status != GoalStatus::Active || !still_copy {
+            return Err(());
+        }
+        adopt_paused(g, session_id, source, now_ms());
+        Ok(())
+    })
+    .await;
+    match result {
+        Ok(GoalUpdate::Written { .. }) => {
+            info!(target: "session_goal", session = session_id, "goal copied from another session adopted paused");
+            TickOutcome::Done
+        }
+        Ok(_) => TickOutcome::Done,
+        Err(error) => {
+            warn!(target: "session_goal", session = session_id, %error, "adopting a copied goal failed");
+            TickOutcome::Retry
+        }
+    }
+}
