@@ -1,13 +1,14 @@
 //! The pure goal-loop decisions: given what a tick observed, what to do. No I/O, no clock.
 //!
-//! The branch order is the reference runtime's (OpenChamber's JavaScript goal loop), plus
-//! recovery from length-truncated replies, so the decisions match it branch for branch.
+//! The branch order is the reference runtime's (OpenChamber's JavaScript goal loop), with two
+//! departures: recovery from length-truncated replies, and a reply that ended with an error the
+//! provider table does not name is audited like any other reply instead of settling `blocked`.
 
 use crate::goal::accounting::{account, Accounting};
 use crate::record::cause::CauseCode;
 use crate::record::reasons::{
     REASON_AUDIT_UNAVAILABLE, REASON_BLOCKED_PER_AUDIT, REASON_BUDGET, REASON_DISPATCH_FAILED,
-    REASON_REPEATED_TRUNCATION, REASON_RESUMED, REASON_TURN_CAP, REASON_TURN_FAILED, REASON_VERIFIED,
+    REASON_REPEATED_TRUNCATION, REASON_RESUMED, REASON_TURN_CAP, REASON_VERIFIED,
 };
 use crate::record::session::{chronological, Message, Role};
 use crate::record::{Goal, GoalStatus};
@@ -134,15 +135,11 @@ pub fn plan_tick(goal: &Goal, messages: &[Message], max_auto_turns: u64) -> Plan
     if aborted && !resumed {
         return Plan::Pause(accounting);
     }
+    // The provider stage (`goal/limits.rs`) has already parked or settled every error its table
+    // names. Any other error (an unknown name, a non-retryable 5xx, an unnamed error object) is
+    // an ordinary reply from here on: audited, and a settle that follows carries that path's
+    // cause. A length error is the truncation recovery below; an abort paused above.
     let truncated = tail.is_length_truncated();
-    if !aborted && !truncated {
-        if let Some(name) = &tail.error {
-            let reason = if name.trim().is_empty() { REASON_TURN_FAILED } else { name.as_str() };
-            let mut failed = settlement(GoalStatus::Blocked, reason, CauseCode::DispatchFailed);
-            failed.detail = (!name.trim().is_empty()).then(|| name.clone());
-            return Plan::Settle(failed);
-        }
-    }
     if goal.token_budget.is_some_and(|budget| accounting.tokens_used >= budget) {
         return settle(GoalStatus::BudgetLimited, REASON_BUDGET, CauseCode::TokenBudget);
     }
@@ -166,7 +163,7 @@ pub fn plan_tick(goal: &Goal, messages: &[Message], max_auto_turns: u64) -> Plan
             variant: execution.variant.clone(),
         },
         tail_message_id: last.id.clone(),
-        assistant_text: crate::record::truncate_chars(&tail.text, TRANSCRIPT_PART_CHAR_LIMIT),
+        assistant_text: audited_text(tail),
         tail_created: last.created,
         tail_output: tail.produced_output,
         cut_turn: None,
@@ -175,6 +172,32 @@ pub fn plan_tick(goal: &Goal, messages: &[Message], max_auto_turns: u64) -> Plan
         Plan::ContinueUnaudited(basis)
     } else {
         Plan::Audit(basis)
+    }
+}
+
+/// Characters of an error name quoted to the auditor.
+const ERROR_NAME_CHAR_LIMIT: usize = 80;
+
+/// The reply's text for the auditor (at most [`TRANSCRIPT_PART_CHAR_LIMIT`] characters). A reply
+/// that ended with an error the provider table does not name says so in one line after its text,
+/// so the auditor judges a failed turn as failed rather than as a silent one.
+pub fn audited_text(tail: &Message) -> String {
+    let error = tail.error.as_deref().filter(|_| !tail.is_aborted() && !tail.is_length_truncated());
+    let Some(name) = error else {
+        return crate::record::truncate_chars(&tail.text, TRANSCRIPT_PART_CHAR_LIMIT);
+    };
+    let name = crate::record::truncate_chars(name.trim(), ERROR_NAME_CHAR_LIMIT);
+    let line = if name.is_empty() {
+        "[This turn ended with an error.]".to_string()
+    } else {
+        format!("[This turn ended with an error: {name}.]")
+    };
+    let room = TRANSCRIPT_PART_CHAR_LIMIT.saturating_sub(line.chars().count() + 1);
+    let text = crate::record::truncate_chars(&tail.text, room);
+    if text.trim().is_empty() {
+        line
+    } else {
+        format!("{text}\n{line}")
     }
 }
 

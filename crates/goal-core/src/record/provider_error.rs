@@ -113,8 +113,9 @@ pub enum ProviderFailure {
     ContextOverflow,
     /// The provider's content filter stopped the reply: settles `blocked` / `contentFilter`.
     ContentFilter,
-    /// Any other error (unknown names and shapes, non-retryable 5xx, aborts, length cuts): the
-    /// loop handles it as it always did.
+    /// Any other error (unknown names and shapes, non-retryable 5xx, aborts, length cuts): not a
+    /// provider failure. An abort pauses and a length cut is recovered; the rest are audited as
+    /// ordinary replies.
     Other,
 }
 

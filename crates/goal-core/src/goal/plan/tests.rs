@@ -4,7 +4,7 @@ use super::*;
 use crate::record::cause::CauseCode;
 use crate::record::reasons::{
     REASON_AUDIT_UNAVAILABLE, REASON_BLOCKED_PER_AUDIT, REASON_BUDGET, REASON_DISPATCH_FAILED,
-    REASON_REPEATED_TRUNCATION, REASON_TURN_CAP, REASON_TURN_FAILED, REASON_VERIFIED,
+    REASON_REPEATED_TRUNCATION, REASON_TURN_CAP, REASON_VERIFIED,
 };
 use crate::record::session::Tokens;
 use serde_json::json;
@@ -122,21 +122,90 @@ fn abort_pauses_unless_resumed() {
 }
 const ABORTED: &str = crate::record::session::ABORTED_ERROR;
 
+/// A reply as OpenCode stores it after the provider gave up, with `error` as given.
+fn failed_window(error: serde_json::Value, finish: &str) -> Vec<Message> {
+    Message::list_from_value(&json!([
+        {"info": {"id": "u1", "role": "user", "time": {"created": 150}}, "parts": [{"type": "text", "text": "go"}]},
+        {"info": {"id": "a1", "role": "assistant", "parentID": "u1", "time": {"created": 200, "completed": 201},
+            "providerID": "prov", "modelID": "model", "agent": "build", "finish": finish, "error": error,
+            "tokens": {"input": 1000, "output": 0}},
+         "parts": [{"type": "text", "text": "half done"}]},
+    ]))
+    .unwrap()
+}
+
+/// The errors the provider table does not name: an unknown name, a structured-output failure, a
+/// non-retryable 500 (and a 503 not marked retryable), an unnamed error object.
+fn unnamed_errors() -> Vec<(&'static str, serde_json::Value)> {
+    vec![
+        ("UnknownError", json!({"name": "UnknownError", "data": {"message": "boom"}})),
+        ("StructuredOutputError", json!({"name": "StructuredOutputError", "data": {"message": "bad json"}})),
+        (
+            "APIError",
+            json!({"name": "APIError", "data": {"message": "internal", "statusCode": 500, "isRetryable": false}}),
+        ),
+        ("APIError", json!({"name": "APIError", "data": {"statusCode": 503, "isRetryable": false}})),
+        ("", json!({})),
+    ]
+}
+
 #[test]
-fn errors_block_with_their_name() {
+fn errors_the_provider_table_does_not_name_are_audited_like_ordinary_replies() {
+    use crate::goal::limits::{decide, Stage};
     let goal = goal_with(json!({}));
-    for (error, finish, expected) in [
-        ("APIError", "stop", "APIError"),
-        ("APIError", "length", "APIError"),
-        ("StructuredOutputError", "length", "StructuredOutputError"),
-        ("", "length", REASON_TURN_FAILED),
-    ] {
-        let mut failed = reply("a1", 200.0);
-        failed.error = Some(error.into());
-        failed.finish = finish.into();
-        let plan = plan_tick(&goal, &window(vec![failed]), 20);
-        assert_eq!(settled(&plan), (GoalStatus::Blocked, expected.to_string()));
+    let quiet = std::time::Duration::from_millis(400);
+    for finish in ["", "stop", "length"] {
+        for (name, error) in unnamed_errors() {
+            let messages = failed_window(error, finish);
+            // Not the provider stage's: no park, no settle before the audit.
+            let stage = decide(&goal, &messages, 10_000.0, Default::default(), 0, quiet);
+            assert_eq!(stage, Stage::Usual, "{name} {finish}");
+            // Audited (a non-length error is never the truncation recovery, even with
+            // `finish: length`), and the auditor is told the turn ended with the error.
+            match plan_tick(&goal, &messages, 20) {
+                Plan::Audit(basis) => {
+                    assert_eq!(basis.tail_message_id, "a1");
+                    assert!(basis.assistant_text.starts_with("half done\n[This turn ended with an error"));
+                    assert!(basis.assistant_text.contains(name), "{name}: {}", basis.assistant_text);
+                    // The verdict decides, as for any reply.
+                    let continued = after_audit(&goal, &basis, audit(Verdict::Continue, "retry it"));
+                    assert!(matches!(continued, AfterAudit::Continue(ref r) if r.blocked_streak == 0));
+                    assert_eq!(
+                        cause_after(after_audit(&goal, &basis, audit(Verdict::Complete, "ok"))),
+                        CauseCode::Verified
+                    );
+                }
+                other => panic!("{name} {finish}: expected an audit, got {other:?}"),
+            }
+        }
     }
+    // What settles before the audit is that path's own: the budget, the turn cap.
+    let (_, unknown) = unnamed_errors().remove(0);
+    let over = goal_with(json!({"tokenBudget": 1000}));
+    assert_eq!(cause_of_plan(&plan_tick(&over, &failed_window(unknown.clone(), ""), 20)), CauseCode::TokenBudget);
+    let capped = goal_with(json!({"turnsUsed": 7}));
+    assert_eq!(cause_of_plan(&plan_tick(&capped, &failed_window(unknown, ""), 7)), CauseCode::TurnCap);
+}
+
+#[test]
+fn the_auditor_reads_the_error_within_the_transcript_limit() {
+    let mut failed = reply("a1", 200.0);
+    failed.error = Some("UnknownError".into());
+    failed.text = "x".repeat(TRANSCRIPT_PART_CHAR_LIMIT + 50);
+    let text = audited_text(&failed);
+    assert_eq!(text.chars().count(), TRANSCRIPT_PART_CHAR_LIMIT);
+    assert!(text.ends_with("\n[This turn ended with an error: UnknownError.]"));
+    failed.text = "  ".into();
+    failed.error = Some("N".repeat(500));
+    assert_eq!(audited_text(&failed).chars().count(), "[This turn ended with an error: .]".len() + 80);
+    // An abort or a length cut is its own path: the text goes as it is.
+    for name in [ABORTED, crate::record::session::LENGTH_ERROR] {
+        failed.error = Some(name.into());
+        failed.text = "partial".into();
+        assert_eq!(audited_text(&failed), "partial");
+    }
+    failed.error = None;
+    assert_eq!(audited_text(&failed), "partial");
 }
 
 #[test]
@@ -320,14 +389,6 @@ fn every_settle_path_of_the_plan_names_its_cause() {
         cause_of_plan(&plan_tick(&goal_with(json!({})), &window(vec![anonymous]), 20)),
         CauseCode::DispatchFailed
     );
-    let mut failed = reply("a1", 200.0);
-    failed.error = Some("UnknownError".into());
-    match plan_tick(&goal_with(json!({})), &window(vec![failed]), 20) {
-        Plan::Settle(s) => {
-            assert_eq!((s.cause, s.detail.as_deref()), (CauseCode::DispatchFailed, Some("UnknownError")))
-        }
-        other => panic!("{other:?}"),
-    }
 
     let b = basis();
     let goal = goal_with(json!({}));
