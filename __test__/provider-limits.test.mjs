@@ -247,22 +247,72 @@ describe('failures that do not reset', () => {
     })
   }
 
-  it('an unknown error, an error of an odd shape and a 429 with an HTML body are handled safely', async () => {
+  it('a 429 with an HTML body and an unreadable reset is a limit: parked on the backoff, then continued', async () => {
     const auditor = scriptedAuditor([continueVerdict])
     env = await setup({ auditor, runtimeOptions: { maxProviderWaitMs: 300 } })
     const { mock } = env
-    const unknown = sessionWithReply(mock, { reply: { error: { name: 'UnknownError', data: { message: 'boom' } }, stepParts: false } })
-    const odd = sessionWithReply(mock, { reply: { error: { name: 42, data: 'nope' }, stepParts: false } })
     const html = sessionWithReply(mock, { reply: providerError(429, { body: '<html><body>Too Many Requests</body></html>', headers: { 'retry-after': 'soon' } }) })
     mock.scriptReplies(html.id, [{ text: 'back at it', tokens: { output: 9 } }])
-    for (const s of [unknown, odd, html]) mock.setStatus(s.id, 'idle')
-    // Unknown names behave as before: blocked with the error's name.
-    await waitFor(() => goalOf(mock, unknown.id)?.status === 'blocked', 5000)
-    expect(goalOf(mock, unknown.id).statusReason).toBe('UnknownError')
-    await waitFor(() => goalOf(mock, odd.id)?.status === 'blocked', 5000)
-    // The HTML 429 is a limit with an unreadable reset: the backoff, capped here at 300 ms.
+    mock.setStatus(html.id, 'idle')
+    // The backoff, capped here at 300 ms.
     await waitFor(() => promptPosts(mock, html.id).length === 1, 5000)
     expect(goalOf(mock, html.id).status).toBe('active')
+  })
+})
+
+describe('an error the provider table does not name is an ordinary reply', () => {
+  it('is audited (the auditor reads the error), and the verdict decides: continue, complete, blocked', async () => {
+    // Each session's reply text names it, so the auditor's verdict can depend on the session.
+    const statusAtAudit = []
+    const verdictFor = (prompt) => {
+      if (prompt.includes('Alpha finished')) return completeVerdict
+      if (prompt.includes('Alpha partial')) return continueVerdict
+      if (prompt.includes('Charlie partial')) return { verdict: 'blocked', note: 'needs the schema from the user' }
+      return completeVerdict
+    }
+    const auditor = scriptedAuditor([
+      (request) => {
+        const session = [alpha, bravo, charlie, delta].find((s) => request.prompt.includes(s.marker))
+        statusAtAudit.push({ marker: session?.marker, status: session && goalOf(env.mock, session.id)?.status, prompt: request.prompt })
+        return { text: JSON.stringify(verdictFor(request.prompt)), providerID: 'small', modelID: 'nano' }
+      },
+    ])
+    env = await setup({ auditor })
+    const { mock } = env
+    const failedReply = (marker, error) => ({ reply: { text: `${marker} partial: parser half done.`, error, tokens: { input: 1000, output: 40 } } })
+    const alpha = { marker: 'Alpha', ...sessionWithReply(mock, failedReply('Alpha', { name: 'UnknownError', data: { message: 'boom' } })) }
+    const bravo = { marker: 'Bravo', ...sessionWithReply(mock, failedReply('Bravo', providerError(500, { isRetryable: false, body: 'internal error' }).error)) }
+    const charlie = { marker: 'Charlie', ...sessionWithReply(mock, { goal: { blockedStreak: 2 }, ...failedReply('Charlie', { name: 'StructuredOutputError', data: { message: 'schema mismatch', retries: 2 } }) }) }
+    const delta = { marker: 'Delta', ...sessionWithReply(mock, failedReply('Delta', { name: 42, data: 'nope' })) }
+    mock.scriptReplies(alpha.id, [{ text: 'Alpha finished: nesting works, tests pass.', tokens: { input: 2000, output: 300 } }])
+    for (const s of [alpha, bravo, charlie, delta]) mock.setStatus(s.id, 'idle')
+
+    await waitFor(() => [alpha, bravo, delta].every((s) => goalOf(mock, s.id)?.status === 'complete') && goalOf(mock, charlie.id)?.status === 'blocked', 10_000)
+    // Every failed tail was audited while its goal was still active (not settled before it), and
+    // the auditor read that the turn ended with an error.
+    for (const s of [alpha, bravo, charlie, delta]) {
+      const first = statusAtAudit.find((a) => a.marker === s.marker)
+      expect(first, s.marker).toBeTruthy()
+      expect(first.status, s.marker).toBe('active')
+      expect(first.prompt, s.marker).toContain('[This turn ended with an error')
+    }
+    expect(statusAtAudit.find((a) => a.marker === 'Alpha').prompt).toContain('error: UnknownError.]')
+    expect(statusAtAudit.find((a) => a.marker === 'Bravo').prompt).toContain('error: APIError.]')
+    expect(statusAtAudit.find((a) => a.marker === 'Charlie').prompt).toContain('error: StructuredOutputError.]')
+    // Alpha: continue → exactly one continuation at the wire, then its reply is audited complete.
+    expect(promptPosts(mock, alpha.id)).toHaveLength(1)
+    expect(statusAtAudit.filter((a) => a.marker === 'Alpha')).toHaveLength(2)
+    expect(goalOf(mock, alpha.id)).toMatchObject({ status: 'complete', statusReason: 'verified by audit', turnsUsed: 1, cause: { code: 'verified' } })
+    // Bravo and Delta: complete on the failed tail itself; Charlie: the third blocked verdict.
+    for (const s of [bravo, delta]) {
+      expect(promptPosts(mock, s.id), s.marker).toHaveLength(0)
+      expect(goalOf(mock, s.id), s.marker).toMatchObject({ statusReason: 'verified by audit', cause: { code: 'verified' } })
+    }
+    expect(promptPosts(mock, charlie.id)).toHaveLength(0)
+    expect(goalOf(mock, charlie.id)).toMatchObject({ statusReason: 'needs the schema from the user', cause: { code: 'auditorBlocked' } })
+    expect(auditor.calls).toHaveLength(5)
+    await waitFor(() => env.notifications.length === 4, 5000)
+    expect(env.notifications.map((n) => n.goal.cause.code).sort()).toEqual(['auditorBlocked', 'verified', 'verified', 'verified'])
   })
 })
 
