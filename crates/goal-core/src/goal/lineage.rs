@@ -95,8 +95,9 @@ pub fn mark_owner(goal: &mut Goal, session_id: &str) {
     }
 }
 
-/// Which session first carried each goal id: the oldest by creation time (then by id, so every
-/// host picks the same one when two were made in the same millisecond).
+/// Which session first carried each goal id: the oldest by creation time, then by id when two
+/// were made in the same millisecond (OpenCode's session ids sort newest first, so the larger id
+/// is the older session; every host picks the same one).
 #[derive(Debug, Default)]
 pub struct GoalHolders {
     oldest: Mutex<HashMap<String, (f64, String)>>,
@@ -154,7 +155,7 @@ impl GoalHolders {
 }
 
 fn is_older(a: &(f64, String), b: &(f64, String)) -> bool {
-    a.0 < b.0 || (a.0 == b.0 && a.1 < b.1)
+    a.0 < b.0 || (a.0 == b.0 && a.1 > b.1)
 }
 
 #[cfg(test)]
@@ -246,7 +247,9 @@ mod tests {
         two.saw("g2", "ses_y", 5.0);
         two.saw("g2", "ses_x", 5.0);
         assert_eq!(one.older_than("g2", "ses_y"), two.older_than("g2", "ses_y"));
-        assert_eq!(one.older_than("g2", "ses_x"), None);
+        // Session ids sort newest first: of two made in one millisecond, the larger is older.
+        assert_eq!(one.older_than("g2", "ses_x").as_deref(), Some("ses_y"));
+        assert_eq!(one.older_than("g2", "ses_y"), None);
         // No creation time: never older than a known one.
         holders.saw("g1", "ses_unknown", 0.0);
         assert_eq!(holders.older_than("g1", "ses_unknown").as_deref(), Some("ses_parent"));
