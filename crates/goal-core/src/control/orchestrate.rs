@@ -691,7 +691,7 @@ async fn pause_copied_goal(
         &crate::io::writer::GoalGuard::SameId(copied.id.clone()),
         |g| {
             if g.status != crate::record::GoalStatus::Active || g.session_id.as_deref() == Some(fork_id.as_str()) {
-                return Err(());
+                return Err(crate::error::Cancelled);
             }
             crate::goal::lineage::adopt_paused(g, &fork_id, &owner, crate::time::clock::now_ms());
             Ok(())

@@ -4,6 +4,7 @@
 
 use tracing::{info, warn};
 
+use crate::error::Cancelled;
 use crate::goal::lineage::{adopt_paused, mark_owner, ownership, GoalHolders, Ownership};
 use crate::io::opencode::OpenCodeClient;
 use crate::io::writer::{try_write_goal, GoalGuard, GoalUpdate};
@@ -61,7 +62,7 @@ async fn remember_directory(client: &OpenCodeClient, holders: &GoalHolders, dire
 async fn claim(client: &OpenCodeClient, session_id: &str, directory: &str, goal: &Goal) -> Result<Goal, TickOutcome> {
     let result = try_write_goal(client, session_id, directory, &GoalGuard::SameId(goal.id.clone()), |g| {
         if g.status != GoalStatus::Active {
-            return Err(());
+            return Err(Cancelled);
         }
         mark_owner(g, session_id);
         Ok(())
@@ -92,7 +93,7 @@ async fn adopt(
         // Decided again on the fresh goal: a resume or a pause that landed since wins.
         let still_copy = matches!(ownership(g, session_id, older.as_deref()), Ownership::Copy { .. });
         if g.status != GoalStatus::Active || !still_copy {
-            return Err(());
+            return Err(Cancelled);
         }
         adopt_paused(g, session_id, source, now_ms());
         Ok(())
