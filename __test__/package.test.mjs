@@ -146,10 +146,8 @@ describe('default console lines (no logger option)', () => {
   })
 
   it('an explicit logger: null keeps the runtime silent', async () => {
-    // In a process of its own: the console logger is registered once per process and the native
-    // side hands every line to every registered logger, so a runtime created earlier in this
-    // file without a logger would print this runtime's lines too (see lib/operator-console.js).
-    // The run: an audit failure, two continuations, a settle; each a console line by default.
+    // In a fresh process, so the console it watches is touched by this runtime alone (the same
+    // case beside other logging runtimes in one process: log-routing.test.mjs). The run: an audit failure, two continuations, a settle; each a console line by default.
     const script = `
       import { setup, scriptedAuditor, sessionWithReply, goalOf, waitFor, sleep } from ${JSON.stringify(path.join(root, '__test__/helpers.mjs'))}
       const printed = []

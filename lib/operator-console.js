@@ -6,9 +6,9 @@
 
 const OPERATOR_PREFIX = '[session-goal] '
 
-// The native side sends every log line to every registered logger, so the console logger is
-// registered once per process: two runtimes without a logger must not print each line twice.
-let consoleLoggerRegistered = false
+// The native side hands each runtime's lines to that runtime's logger only, so every runtime
+// without a logger option gets the console logger of its own: each line is printed once, and a
+// runtime with `logger: null` prints nothing, whatever other runtimes (or Workers) do.
 
 function printOperatorLine(level, message) {
   if (typeof message !== 'string' || !message.startsWith(OPERATOR_PREFIX)) return
@@ -22,8 +22,6 @@ function printOperatorLine(level, message) {
  */
 function withDefaultLogger(options) {
   if (options !== null && typeof options === 'object' && 'logger' in options) return options
-  if (consoleLoggerRegistered) return options
-  consoleLoggerRegistered = true
   return { ...(options && typeof options === 'object' ? options : {}), logger: printOperatorLine }
 }
 

@@ -154,8 +154,8 @@ impl SessionAssistRuntimeOptions {
 pub fn create_session_assist_runtime(env: Env, options: SessionAssistRuntimeOptions) -> Result<SessionAssistRuntime> {
     let context = EnvContext::of(&env)?;
     let (settings, logger) = options.resolve(&context)?;
-    install_logger(&context, logger);
-    let inner = Arc::new(AssistRuntime::start(settings, context.runtime()));
+    let log_span = install_logger(&context, logger);
+    let inner = Arc::new(log_span.in_scope(|| AssistRuntime::start(settings, context.runtime())));
     context.adopt(Arc::downgrade(&inner) as std::sync::Weak<dyn EnvRuntime>);
     Ok(SessionAssistRuntime { inner, context })
 }

@@ -23,6 +23,7 @@ use std::sync::Arc;
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::UnknownReturnValue;
 use napi_derive::napi;
+use tracing::Instrument;
 
 use goal_core::GoalConfig;
 use goal_core::{BuiltinSmallModel, ModelRef};
@@ -418,6 +419,8 @@ pub struct SessionGoalRuntime {
     inner: Arc<GoalRuntime>,
     /// The JavaScript environment the runtime belongs to (its intake is that environment's).
     context: Arc<EnvContext>,
+    /// The runtime's log identity (its lines go to its own logger only).
+    log_span: tracing::Span,
 }
 
 impl SessionGoalRuntimeOptions {
@@ -470,13 +473,12 @@ impl SessionGoalRuntimeOptions {
     }
 }
 
-/// Registers the host's logger (if any) for `context`'s environment and installs the log
-/// forwarding once per process.
-pub(crate) fn install_logger(context: &EnvContext, logger: Option<LoggerCallback>) {
-    if let Some(logger) = logger {
-        logging::add_js_logger(context.id(), logger);
-    }
+/// Gives a new runtime of `context`'s environment its log identity (registering the host's
+/// logger, if any, for that runtime alone) and installs the log forwarding once per process.
+/// Start the runtime inside the returned span: its lines then reach its own logger only.
+pub(crate) fn install_logger(context: &EnvContext, logger: Option<LoggerCallback>) -> tracing::Span {
     logging::init();
+    logging::runtime_span(context.id(), logger)
 }
 
 /// Creates the goal runtime. It runs on its own threads; `processPayload` only queues work. It
@@ -486,10 +488,10 @@ pub(crate) fn install_logger(context: &EnvContext, logger: Option<LoggerCallback
 pub fn create_session_goal_runtime(env: Env, options: SessionGoalRuntimeOptions) -> Result<SessionGoalRuntime> {
     let context = EnvContext::of(&env)?;
     let (settings, logger) = options.resolve(&context)?;
-    install_logger(&context, logger);
-    let inner = Arc::new(GoalRuntime::start(settings, context.runtime()));
+    let log_span = install_logger(&context, logger);
+    let inner = Arc::new(log_span.in_scope(|| GoalRuntime::start(settings, context.runtime())));
     context.adopt(Arc::downgrade(&inner) as std::sync::Weak<dyn EnvRuntime>);
-    Ok(SessionGoalRuntime { inner, context })
+    Ok(SessionGoalRuntime { inner, context, log_span })
 }
 
 /// The goal runtime's defaults, in the units of its options (the one place they are defined is
@@ -589,7 +591,7 @@ impl SessionGoalRuntime {
     #[napi(ts_return_type = "Promise<Array<GoalHistoryRecord>>")]
     pub async fn history(&self, session_id: String, limit: Option<f64>) -> Result<Vec<serde_json::Value>> {
         let limit = limit.filter(|n| n.is_finite() && *n >= 1.0).map(|n| n.min(100_000.0) as usize);
-        Ok(self.inner.history(&session_id, limit).await)
+        Ok(self.inner.history(&session_id, limit).instrument(self.log_span.clone()).await)
     }
 
     /// Why the session's goal is where it is: `{sessionId, status, statusReason, cause, fixAction,
@@ -599,6 +601,7 @@ impl SessionGoalRuntime {
     pub async fn explain(&self, session_id: String, directory: Option<String>) -> Result<serde_json::Value> {
         self.inner
             .explain(&session_id, directory.as_deref().unwrap_or(""))
+            .instrument(self.log_span.clone())
             .await
             .map_err(|error| napi::Error::from_reason(format!("explain failed: {error}")))
     }
@@ -607,7 +610,7 @@ impl SessionGoalRuntime {
     /// never kept alive by the runtime, stopped or not.
     #[napi]
     pub async fn stop(&self) -> Result<()> {
-        self.inner.stop().await;
+        self.inner.stop().instrument(self.log_span.clone()).await;
         Ok(())
     }
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use tracing::{debug, warn};
+use tracing::{debug, warn, Instrument};
 
 use crate::config::GoalConfig;
 use crate::goal::context::TickContext;
@@ -76,6 +76,9 @@ struct Inner {
     stopped: AtomicBool,
     directories: Mutex<VecDeque<String>>,
     runtime: tokio::runtime::Handle,
+    /// The span current at start: the host's log identity for this runtime. Every task the
+    /// runtime spawns runs in it, so the host can route the task's lines to this runtime's logger.
+    log_span: tracing::Span,
 }
 
 struct GoalJob {
@@ -110,7 +113,8 @@ pub struct GoalRuntime {
 }
 
 impl GoalRuntime {
-    /// Starts the runtime on `runtime` and registers it with the shared intake.
+    /// Starts the runtime on `runtime` and registers it with the shared intake. The tracing span
+    /// current at the call is the runtime's log identity: all its work runs in that span.
     pub fn start(settings: GoalRuntimeSettings, runtime: &tokio::runtime::Handle) -> GoalRuntime {
         // What events showed of each session: the scheduler task owns it, ticks read the
         // snapshot it publishes.
@@ -138,6 +142,7 @@ impl GoalRuntime {
             stopped: AtomicBool::new(false),
             directories: Mutex::new(settings.directories.into_iter().filter(|d| !d.is_empty()).collect()),
             runtime: runtime.clone(),
+            log_span: tracing::Span::current(),
         });
         let consumer: Arc<dyn Consumer> = inner.clone();
         settings.shared.intake().register(&consumer);
@@ -148,16 +153,19 @@ impl GoalRuntime {
         let interval = runtime_handle.inner.ctx.config.sweep_interval;
         if !interval.is_zero() {
             let weak = Arc::downgrade(&runtime_handle.inner);
-            runtime.spawn(async move {
-                loop {
-                    tokio::time::sleep(interval).await;
-                    let Some(inner) = weak.upgrade() else { return };
-                    if inner.stopped.load(Ordering::SeqCst) {
-                        return;
+            runtime.spawn(
+                async move {
+                    loop {
+                        tokio::time::sleep(interval).await;
+                        let Some(inner) = weak.upgrade() else { return };
+                        if inner.stopped.load(Ordering::SeqCst) {
+                            return;
+                        }
+                        inner.sweep().await;
                     }
-                    inner.sweep().await;
                 }
-            });
+                .in_current_span(),
+            );
         }
         runtime_handle
     }
@@ -223,7 +231,8 @@ impl GoalRuntime {
     /// sent twice.
     pub fn recover(&self) {
         let inner = self.inner.clone();
-        self.inner.runtime.spawn(async move { inner.recover().await });
+        let span = self.inner.log_span.clone();
+        self.inner.runtime.spawn(async move { inner.recover().await }.instrument(span));
     }
 }
 
@@ -324,6 +333,8 @@ impl Consumer for Inner {
         if self.stopped.load(Ordering::SeqCst) {
             return;
         }
+        // The caller's thread (often the host's) logs in this runtime's name while it is here.
+        let _identity = self.log_span.enter();
         let config = &self.ctx.config;
         match event {
             IntakeEvent::Status { session_id, directory, working } => {
@@ -387,9 +398,12 @@ impl Consumer for Inner {
                 self.scheduler.user_activity(session_id, at);
                 let client = self.ctx.client.clone();
                 let (session, dir) = (session_id.clone(), directory.clone());
-                self.runtime.spawn(async move {
-                    pause_after_abort(&client, &session, &dir, at).await;
-                });
+                self.runtime.spawn(
+                    async move {
+                        pause_after_abort(&client, &session, &dir, at).await;
+                    }
+                    .instrument(self.log_span.clone()),
+                );
             }
             IntakeEvent::UserMessage { session_id, created, .. } => {
                 let at = if *created > 0.0 { *created } else { now_ms() };
@@ -402,7 +416,7 @@ impl Consumer for Inner {
             IntakeEvent::Connected => {
                 if let Some(me) = self.me.upgrade() {
                     debug!(target: "session_goal", "OpenCode connected; scanning for active goals");
-                    self.runtime.spawn(me.recover());
+                    self.runtime.spawn(me.recover().instrument(self.log_span.clone()));
                 }
             }
         }

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
-use tracing::{debug, warn};
+use tracing::{debug, warn, Instrument};
 
 use crate::control::create::{
     check_session_id, check_token_budget, create_session_goal, ControlContext, CreatedGoal, GoalError, ModelChoice,
@@ -383,13 +383,16 @@ async fn dispatch_command(
     let client = ctx.client.with_timeout(ctx.command_timeout);
     let path = session_path(session_id, "/command").map_err(|error| GoalError::from_http("command", &error))?;
     let (session, dir) = (session_id.to_string(), directory.to_string());
-    let mut call = tokio::spawn(async move {
-        let result = client.call("POST", &path, &dir, Some(&body)).await;
-        if let Err(error) = &result {
-            warn!(target: "session_goal", session = %session, %error, "command call failed");
+    let mut call = tokio::spawn(
+        async move {
+            let result = client.call("POST", &path, &dir, Some(&body)).await;
+            if let Err(error) = &result {
+                warn!(target: "session_goal", session = %session, %error, "command call failed");
+            }
+            result
         }
-        result
-    });
+        .in_current_span(),
+    );
     // Give an immediate refusal (unknown command, bad agent) the chance to answer first.
     let landed = async {
         tokio::time::sleep(ctx.landing_poll).await;

@@ -96,9 +96,10 @@ pub fn written_outcome(result: &Result<GoalWrite, HttpError>) -> TickOutcome {
 }
 
 /// Runs side work that nothing waits for on the ambient tokio runtime. One boxed future type for
-/// every such site, so the task machinery is compiled once (the addon's size is budgeted).
+/// every such site, so the task machinery is compiled once (the addon's size is budgeted). It
+/// runs in the caller's tracing span (the runtime's log identity).
 pub fn spawn_detached(work: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>) {
-    tokio::spawn(work);
+    tokio::spawn(tracing::Instrument::in_current_span(work));
 }
 
 /// The tick's first session read, and the goal-event watch started just before it: the base

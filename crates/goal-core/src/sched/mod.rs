@@ -18,7 +18,7 @@ use std::time::Duration;
 use parking_lot::RwLock;
 use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio::task::JoinHandle;
-use tracing::{error, warn};
+use tracing::{error, warn, Instrument};
 
 use crate::sched::facts::{Seen, SessionFacts, SessionFactsView};
 use crate::time::clock::now_ms;
@@ -189,7 +189,9 @@ impl Scheduler {
             stopped: false,
             runtime: runtime.clone(),
         };
-        runtime.spawn(actor.run(rx));
+        // The actor and everything it spawns run in the span current here: the runtime's log
+        // identity (tokio tasks do not inherit spans by themselves).
+        runtime.spawn(actor.run(rx).in_current_span());
         Scheduler { tx, stats, view, facts, sightings_in_flight }
     }
 
@@ -464,28 +466,31 @@ impl Actor {
         let key = session.to_string();
         let stats = self.stats.clone();
         let slots = self.slots.clone();
-        let handle = self.runtime.spawn(async move {
-            // The semaphore is never closed, so this only waits for a free slot. The tick's
-            // future (tens of kB of state) is only built once it has one: thousands of waiting
-            // ticks then cost a few hundred bytes each.
-            let _slot = slots.acquire_owned().await;
-            let work = job.run(key.clone(), directory, attempt, generation);
-            // A panic inside the tick must not take the actor down: run it as its own task and
-            // turn a panic into an ordinary outcome.
-            let outcome = match tokio::spawn(work).await {
-                Ok(outcome) => outcome,
-                Err(join) => {
-                    if join.is_panic() {
-                        stats.panics.fetch_add(1, Ordering::Relaxed);
-                        error!(target: "session_goal", session = %key, "tick panicked; session state reset");
+        let handle = self.runtime.spawn(
+            async move {
+                // The semaphore is never closed, so this only waits for a free slot. The tick's
+                // future (tens of kB of state) is only built once it has one: thousands of waiting
+                // ticks then cost a few hundred bytes each.
+                let _slot = slots.acquire_owned().await;
+                let work = job.run(key.clone(), directory, attempt, generation);
+                // A panic inside the tick must not take the actor down: run it as its own task and
+                // turn a panic into an ordinary outcome.
+                let outcome = match tokio::spawn(work.in_current_span()).await {
+                    Ok(outcome) => outcome,
+                    Err(join) => {
+                        if join.is_panic() {
+                            stats.panics.fetch_add(1, Ordering::Relaxed);
+                            error!(target: "session_goal", session = %key, "tick panicked; session state reset");
+                        }
+                        TickOutcome::Done
                     }
-                    TickOutcome::Done
+                };
+                if let Some(tx) = tx.upgrade() {
+                    let _ = tx.send(Command::Finished { session: key, outcome });
                 }
-            };
-            if let Some(tx) = tx.upgrade() {
-                let _ = tx.send(Command::Finished { session: key, outcome });
             }
-        });
+            .in_current_span(),
+        );
         self.ticks.insert(session.to_string(), handle);
         self.publish(session);
     }
