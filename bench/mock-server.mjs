@@ -20,6 +20,10 @@ let keepLog = false
 
 const PROMPT_PATH = /^\/session\/([^/]+)\/prompt_async$/
 
+// Goal ids stay unique across calls: sessions that carry one goal id are a fork and its copies
+// to the runtime, which adopts the copies paused instead of continuing them.
+let goalsCreated = 0
+
 function goalMetadata(index, fields) {
   const created = Date.now() - 60_000
   return {
@@ -61,7 +65,7 @@ const commands = {
   createGoalSessions({ count, directory = '/tmp/project', ids, goal = {} }) {
     const created = []
     for (let index = 0; index < count; index++) {
-      const session = mock.createSession({ id: ids?.[index], directory, metadata: goalMetadata(index, goal) })
+      const session = mock.createSession({ id: ids?.[index], directory, metadata: goalMetadata(goalsCreated++, goal) })
       // As on a real server, the finished turn's user message carries its file changes.
       mock.addUserMessage(session.id, 'Please make the parser handle nested lists', { summary: { diffs: [] } })
       mock.addAssistantMessage(session.id, {
