@@ -18,30 +18,9 @@ use tracing::{info, warn};
 
 use crate::io::opencode::OpenCodeClient;
 use crate::io::prompt_outcome::DispatchOutcome;
+use crate::record::check_id::{fnv1a, BASE62, HEX_DIGITS, ID_PREFIX, SUFFIX_CHARS};
 use crate::record::session::{chronological, LiveStatus, Role};
 use crate::sched::Generation;
-
-const ID_PREFIX: &str = "msg_";
-const HEX_DIGITS: usize = 12;
-const SUFFIX_CHARS: usize = 14;
-const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-
-/// FNV-1a, 64 bits, from a given offset basis. Fixed and written out here (not std's hasher,
-/// whose keys are random per process) so every process derives the same id.
-fn fnv1a(basis: u64, parts: &[&[u8]]) -> u64 {
-    const PRIME: u64 = 0x0000_0100_0000_01b3;
-    let mut hash = basis;
-    for part in parts {
-        for byte in *part {
-            hash ^= u64::from(*byte);
-            hash = hash.wrapping_mul(PRIME);
-        }
-        // A separator byte that cannot occur in either id keeps ("ab","c") apart from ("a","bc").
-        hash ^= 0xff;
-        hash = hash.wrapping_mul(PRIME);
-    }
-    hash
-}
 
 /// The continuation id for a goal over a tail reply: `msg_` + the tail's 12-hex time-and-counter
 /// part advanced by one (lowercase, carrying) + 14 base-62 characters hashed from goal id and

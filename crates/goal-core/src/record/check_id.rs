@@ -7,15 +7,21 @@
 
 use serde_json::Value;
 
-const ID_PREFIX: &str = "msg_";
-const HEX_DIGITS: usize = 12;
-const SUFFIX_CHARS: usize = 14;
+/// What every OpenCode message id starts with.
+pub(crate) const ID_PREFIX: &str = "msg_";
+/// Hex digits after the prefix (time and a per-process counter).
+pub(crate) const HEX_DIGITS: usize = 12;
+/// Base-62 characters after the hex part.
+pub(crate) const SUFFIX_CHARS: usize = 14;
 /// The first characters of a check run's id suffix.
 pub const CHECK_ID_MARK: &str = "zCHK";
-const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+/// The alphabet of id suffixes.
+pub(crate) const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
-/// FNV-1a, 64 bits, written out here so every process derives the same id.
-fn fnv1a(basis: u64, parts: &[&[u8]]) -> u64 {
+/// FNV-1a, 64 bits, from a given offset basis. Fixed and written out here (not std's hasher,
+/// whose keys are random per process) so every process derives the same id; continuation ids
+/// (goal/dispatch.rs) use it too.
+pub(crate) fn fnv1a(basis: u64, parts: &[&[u8]]) -> u64 {
     const PRIME: u64 = 0x0000_0100_0000_01b3;
     let mut hash = basis;
     for part in parts {
@@ -23,6 +29,7 @@ fn fnv1a(basis: u64, parts: &[&[u8]]) -> u64 {
             hash ^= u64::from(*byte);
             hash = hash.wrapping_mul(PRIME);
         }
+        // A separator byte that cannot occur in either id keeps ("ab","c") apart from ("a","bc").
         hash ^= 0xff;
         hash = hash.wrapping_mul(PRIME);
     }
