@@ -117,7 +117,7 @@ export function createState({ now, ids, emit, projectID, defaultDirectory, onSes
   function forkSession(s, messageID) {
     const forks = sortedSessions().filter((x) => x.info.title.startsWith(`${s.info.title} (fork #`)).length;
     // The whole metadata is copied, an active goal included, and the fork has no parentID
-    // (FACTS.md, "Forks").
+    // (docs/opencode.md, "Forks").
     const info = createSession({ directory: s.info.directory, title: `${s.info.title} (fork #${forks + 1})`, metadata: s.info.metadata });
     const target = sessions.get(info.id);
     const idMap = new Map();

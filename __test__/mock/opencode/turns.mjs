@@ -108,7 +108,7 @@ export function createTurns({ state, emit, sleep, mock, defaultDelayMs, defaultR
   }
 
   /**
-   * A server restart in the middle of turns (FACTS.md, "A turn cut by a server restart"): every
+   * A server restart in the middle of turns (docs/opencode.md, "A turn cut by a server restart"): every
    * running turn stops where it is (its reply keeps no completion, finish or error) and the
    * session is idle, with no event announcing any of it. Returns the sessions that were cut.
    */
