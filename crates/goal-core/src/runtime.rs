@@ -262,7 +262,7 @@ impl Inner {
             if self.stopped.load(Ordering::SeqCst) {
                 return;
             }
-            let sessions = match self.ctx.client.list_sessions(&directory).await {
+            let sessions = match self.ctx.client.list_session_goals(&directory).await {
                 Ok(sessions) => sessions,
                 Err(error) => {
                     warn!(target: "session_goal", %error, "recovery scan failed for a directory");
@@ -270,7 +270,7 @@ impl Inner {
                 }
             };
             for session in sessions.iter().filter(|s| !s.is_subagent()) {
-                if let Some(goal) = session.goal() {
+                if let Some(goal) = &session.goal {
                     self.ctx.holders.saw(&goal.id, &session.id, session.created);
                     let active = goal.status == GoalStatus::Active;
                     if active {
@@ -299,13 +299,13 @@ impl Inner {
                 return;
             }
             let (sessions, status) =
-                tokio::join!(self.ctx.client.list_sessions(&directory), self.ctx.client.status_map(&directory));
+                tokio::join!(self.ctx.client.list_session_goals(&directory), self.ctx.client.status_map(&directory));
             let (Ok(sessions), Ok(status)) = (sessions, status) else {
                 warn!(target: "session_goal", "sweep could not read a directory");
                 continue;
             };
             for session in sessions.iter().filter(|s| !s.is_subagent()) {
-                let Some(goal) = session.goal() else { continue };
+                let Some(goal) = &session.goal else { continue };
                 self.ctx.holders.saw(&goal.id, &session.id, session.created);
                 if goal.status != GoalStatus::Active
                     || crate::record::session::live_status(&status, &session.id)

@@ -47,10 +47,10 @@ pub async fn own_or_adopt(
 
 /// Records which sessions of `directory` carry which goal ids.
 async fn remember_directory(client: &OpenCodeClient, holders: &GoalHolders, directory: &str) {
-    match client.list_sessions(directory).await {
+    match client.list_session_goals(directory).await {
         Ok(sessions) => {
             for other in sessions.iter().filter(|s| !s.is_subagent()) {
-                if let Some(goal) = other.goal() {
+                if let Some(goal) = &other.goal {
                     holders.saw(&goal.id, &other.id, other.created);
                 }
             }

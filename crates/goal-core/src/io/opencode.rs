@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::io::locks::WriteSlots;
 use crate::io::shared::SharedContext;
-use crate::record::session::{is_addressable_session_id, Message, SessionView};
+use crate::record::session::{is_addressable_session_id, ListedSession, Message, SessionView};
 
 /// A boxed, sendable future (no async-trait dependency).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -143,7 +143,10 @@ impl OpenCodeClient {
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or("")
                 .to_ascii_lowercase();
-            let mut bytes = Vec::new();
+            // Sized once from Content-Length (bounded): growing by doubling would hold up to
+            // twice a large list while it is read.
+            let expected = response.content_length().unwrap_or(0).min(MAX_BODY_BYTES as u64) as usize;
+            let mut bytes = Vec::with_capacity(expected);
             while let Some(chunk) = response.chunk().await.map_err(classify)? {
                 if bytes.len() + chunk.len() > MAX_BODY_BYTES {
                     return Err(HttpError::Body(status));
@@ -181,11 +184,23 @@ impl OpenCodeClient {
         SessionView::from_value(&value).ok_or(HttpError::Body(200))
     }
 
-    /// `GET /session?directory=` — sessions of one directory.
+    /// `GET /session?directory=` — sessions of one directory, each with its whole metadata.
     pub async fn list_sessions(&self, directory: &str) -> Result<Vec<SessionView>, HttpError> {
-        let value = self.json(reqwest::Method::GET, "/session", directory, &[], None).await?;
-        let list = value.as_array().ok_or(HttpError::Body(200))?;
-        Ok(list.iter().filter_map(SessionView::from_value).collect())
+        self.list("/session", directory, SessionView::from_value).await
+    }
+
+    /// `GET /session?directory=` — sessions of one directory, each with its goal only (what
+    /// the scans need; see [`ListedSession`]).
+    pub async fn list_session_goals(&self, directory: &str) -> Result<Vec<ListedSession>, HttpError> {
+        self.list("/session", directory, ListedSession::from_value).await
+    }
+
+    async fn list<T>(&self, path: &str, directory: &str, read: fn(&Value) -> Option<T>) -> Result<Vec<T>, HttpError> {
+        let answer = self.send(reqwest::Method::GET, path, directory, &[], None).await?;
+        if !(200..300).contains(&answer.status) {
+            return Err(HttpError::Status(answer.status));
+        }
+        parse_server_list(&answer.body, read).ok_or(HttpError::Body(answer.status))
     }
 
     /// `PATCH /session/:id` with a whole metadata object (OpenCode replaces it).
@@ -339,6 +354,38 @@ fn parse_server_json(body: &[u8]) -> Option<Value> {
     }
 }
 
+/// Parses a JSON array body from OpenCode (lone surrogates as in [`parse_server_json`]) one
+/// element at a time, each read into what the caller keeps: a directory's session list can be
+/// megabytes, and as one `Value` tree it would cost several times that at once.
+fn parse_server_list<T>(body: &[u8], read: fn(&Value) -> Option<T>) -> Option<Vec<T>> {
+    match parse_list(body, read) {
+        Ok(list) => Some(list),
+        Err(_) => parse_list(&replace_lone_surrogates(body)?, read).ok(),
+    }
+}
+
+fn parse_list<T>(body: &[u8], read: fn(&Value) -> Option<T>) -> serde_json::Result<Vec<T>> {
+    use serde::de::{Deserializer as _, SeqAccess, Visitor};
+    struct Elements<T>(fn(&Value) -> Option<T>);
+    impl<'de, T> Visitor<'de> for Elements<T> {
+        type Value = Vec<T>;
+        fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+            formatter.write_str("an array")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<T>, A::Error> {
+            let mut kept = Vec::new();
+            while let Some(element) = seq.next_element::<Value>()? {
+                kept.extend((self.0)(&element));
+            }
+            Ok(kept)
+        }
+    }
+    let mut deserializer = serde_json::Deserializer::from_slice(body);
+    let list = (&mut deserializer).deserialize_seq(Elements(read))?;
+    deserializer.end()?;
+    Ok(list)
+}
+
 /// `body` with every lone UTF-16 surrogate escape replaced by `\ufffd`; `None` when there is
 /// none (nothing to retry). Backslashes only occur inside JSON strings, so escapes can be walked
 /// without tracking string boundaries.
@@ -438,6 +485,25 @@ mod tests {
         assert_eq!(parse_server_json(br#"{"ok":"\u00e9"}"#).unwrap()["ok"], "é");
         assert!(parse_server_json(b"<html>").is_none());
         assert!(replace_lone_surrogates(br#"{"plain":"\\u0041"}"#).is_none());
+    }
+
+    #[test]
+    fn session_lists_are_read_one_entry_at_a_time() {
+        let body = br#"[{"id":"ses_b","time":{"created":20},"metadata":{"openchamber":{"goal":{"id":"g1","status":"active","objective":"Fix \ud800 it"}},"other":{"big":[1,2,3]}}},
+            7, {"id":"ses_c","parentID":"ses_b"}, {"id":"ses_d","metadata":{"openchamber":{"goal":{"status":"nope"}}}}]"#;
+        let listed = parse_server_list(body, ListedSession::from_value).expect("a list");
+        let ids: Vec<&str> = listed.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["ses_b", "ses_c", "ses_d"], "a non-object entry is skipped, the rest kept");
+        let goal = listed[0].goal.as_ref().expect("the goal is read");
+        assert_eq!((goal.id.as_str(), goal.objective.as_str(), listed[0].created), ("g1", "Fix \u{fffd} it", 20.0));
+        assert!(listed[1].is_subagent() && !listed[0].is_subagent());
+        assert!(listed[2].goal.is_none(), "an invalid goal is no goal");
+        // The same body as full views keeps the whole metadata.
+        let full = parse_server_list(body, SessionView::from_value).unwrap();
+        assert_eq!(full[0].metadata["other"]["big"], serde_json::json!([1, 2, 3]));
+        for not_a_list in [&b"{}"[..], b"[1,", b"", b"[] x"] {
+            assert!(parse_server_list(not_a_list, ListedSession::from_value).is_none());
+        }
     }
 
     #[test]

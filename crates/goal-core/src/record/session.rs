@@ -261,6 +261,47 @@ impl SessionView {
     }
 }
 
+/// One entry of a directory's session list, kept compact: a list can hold thousands of
+/// sessions, and holding each one's whole metadata (as [`SessionView`] does) for a scan that
+/// needs only the goal would cost the metadata many times over.
+#[derive(Debug, Clone)]
+pub struct ListedSession {
+    /// Session id.
+    pub id: String,
+    /// Parent session (sub-agent sessions have one).
+    pub parent_id: String,
+    /// Project directory reported by OpenCode.
+    pub directory: String,
+    /// `time.created` (epoch ms; 0 when absent).
+    pub created: f64,
+    /// The goal stored on the session, if valid.
+    pub goal: Option<Goal>,
+}
+
+impl ListedSession {
+    /// Reads one list entry; `None` when it is not an object. Field rules are
+    /// [`SessionView::from_value`]'s.
+    pub fn from_value(value: &Value) -> Option<ListedSession> {
+        let object = value.as_object()?;
+        Some(ListedSession {
+            id: string_field(object.get("id")),
+            parent_id: string_field(object.get("parentID")),
+            directory: string_field(object.get("directory")),
+            created: positive_time(object.get("time").and_then(|t| t.get("created"))).unwrap_or(0.0),
+            goal: object
+                .get("metadata")
+                .and_then(|m| m.get("openchamber"))
+                .and_then(|ns| ns.get("goal"))
+                .and_then(Goal::from_value),
+        })
+    }
+
+    /// A sub-agent session (never carries a goal).
+    pub fn is_subagent(&self) -> bool {
+        !self.parent_id.trim().is_empty()
+    }
+}
+
 /// Builds the whole-metadata body for a write: the fresh metadata with `openchamber.<key>`
 /// replaced (or removed when `value` is `None`), every other key kept.
 pub fn merge_namespace_key(fresh: &Map<String, Value>, key: &str, value: Option<Value>) -> Map<String, Value> {
