@@ -176,15 +176,22 @@ function report(env, load, results) {
     out.push(t('tick, OpenChamber `buildOpenCodeUrl` + `getOpenCodeAuthHeaders` + `getSmallModelService`', tick.hosted))
     out.push(`| the same ${tick.requestSequence.length} requests one after another (JS, one keep-alive connection) | ${f(tick.sequentialJs.p50, 2)} ms | ${f(tick.sequentialJs.p99, 2)} ms | ${f(tick.sequentialJs.min, 2)} ms | ${f(tick.sequentialJs.max, 2)} ms | | ${tick.requestSequence.length} |`)
     out.push(`| one round trip (JS, GET /session/:id) | ${f(tick.roundTrip.p50, 2)} ms | ${f(tick.roundTrip.p99, 2)} ms | ${f(tick.roundTrip.min, 2)} ms | ${f(tick.roundTrip.max, 2)} ms | | 1 |`)
+    const slow = tick.slow
+    out.push(`| tick, \`openCode.baseUrl\`, mock delay ${slow.delayMs} ms (${slow.fromFire.n} continuations) | ${f(slow.fromFire.p50, 2)} ms | ${f(slow.fromFire.p99, 2)} ms | ${f(slow.fromFire.min, 2)} ms | ${f(slow.fromFire.max, 2)} ms | ${f(slow.fromFirstRequest.p50, 2)} ms | ${slow.requests.min === slow.requests.max ? slow.requests.p50 : `${slow.requests.min}–${slow.requests.max}`} |`)
+    out.push(`| one round trip (JS, GET /session/:id), mock delay ${slow.delayMs} ms | ${f(slow.roundTrip.p50, 2)} ms | ${f(slow.roundTrip.p99, 2)} ms | ${f(slow.roundTrip.min, 2)} ms | ${f(slow.roundTrip.max, 2)} ms | | 1 |`)
     out.push('')
     out.push(`Requests of one continuation, in arrival order: ${tick.requestSequence.map((s) => '`' + s + '`').join(', ')}.`)
-    out.push(`Tick p50 ÷ sequential p50: ${x(tick.native.fromFire.p50 / tick.sequentialJs.p50)}; tick p50 in round trips: ${f(tick.native.fromFire.p50 / tick.roundTrip.p50, 2)}.`)
+    const fastTrips = tick.native.fromFire.p50 / tick.roundTrip.p50
+    const slowTrips = slow.fromFire.p50 / slow.roundTrip.p50
+    out.push(`Tick p50 ÷ sequential p50: ${x(tick.native.fromFire.p50 / tick.sequentialJs.p50)}; tick p50 in round trips: ${f(fastTrips, 2)} at ${tick.delayMs} ms per request, ${f(slowTrips, 2)} at ${slow.delayMs} ms per request.`)
+    // Counted at 10 ms per request (as issue 18 counts it): at 2 ms, a round trip's own
+    // sub-millisecond jitter and the timer's millisecond move the ratio by a few tenths.
     const TARGET_ROUND_TRIPS = 4.5
-    const limit = TARGET_ROUND_TRIPS * tick.roundTrip.p50
+    const limit = TARGET_ROUND_TRIPS * slow.roundTrip.p50
     targets.push([
-      `tick p50 ≤ ${TARGET_ROUND_TRIPS} sequential round trips`,
-      `${f(tick.native.fromFire.p50, 2)} ms vs ${TARGET_ROUND_TRIPS} × ${f(tick.roundTrip.p50, 2)} ms = ${f(limit, 2)} ms`,
-      verdict(tick.native.fromFire.p50 <= limit, `by ${f((tick.native.fromFire.p50 / limit - 1) * 100, 0)} %`),
+      `tick p50 ≤ ${TARGET_ROUND_TRIPS} sequential round trips (at ${slow.delayMs} ms per request)`,
+      `${f(slow.fromFire.p50, 2)} ms vs ${TARGET_ROUND_TRIPS} × ${f(slow.roundTrip.p50, 2)} ms = ${f(limit, 2)} ms (${f(slowTrips, 2)} round trips; at ${tick.delayMs} ms per request ${f(fastTrips, 2)})`,
+      verdict(slow.fromFire.p50 <= limit, `by ${f((slow.fromFire.p50 / limit - 1) * 100, 0)} %`),
     ])
   }
 

@@ -13,6 +13,10 @@
 // another from JavaScript over one keep-alive connection against the same mock and delay, on a
 // scratch session, timed the same way (start → arrival of prompt_async). One round trip = a single
 // GET /session/:id from JavaScript.
+//
+// A second, shorter run repeats the native measurement with every request delayed by 10 ms, the
+// scale at which the cost of a tick is counted in round trips (a tick's own CPU work and the
+// timer's millisecond are then small next to the waiting, so the ratio is steady from run to run).
 import http from 'node:http'
 import fs from 'node:fs'
 import os from 'node:os'
@@ -26,6 +30,8 @@ const TICKS = Number(process.env.BENCH_TICKS ?? 200)
 const WARMUP = 10
 const QUIET_MS = 100
 const DELAY_MS = 2
+const SLOW_DELAY_MS = 10
+const SLOW_TICKS = Math.max(10, Math.round(TICKS / 4))
 const DIRECTORY = '/tmp/project'
 
 function auditor() {
@@ -100,10 +106,12 @@ runSection(async () => {
   const pkg = require(rootDir + '/runtime.js')
   const mock = await startMockProcess({ directory: DIRECTORY })
   const perRun = TICKS + WARMUP
-  const created = await mock.call('createGoalSessions', { count: 2 * perRun + 1, directory: DIRECTORY })
+  const slowPerRun = SLOW_TICKS + WARMUP
+  const created = await mock.call('createGoalSessions', { count: 2 * perRun + slowPerRun + 1, directory: DIRECTORY })
   const nativeSessions = created.slice(0, perRun)
   const hostSessions = created.slice(perRun, 2 * perRun)
   const scratch = created[2 * perRun]
+  const slowSessions = created.slice(2 * perRun + 1)
   await mock.call('fault', { pathSource: '.*', delayMs: DELAY_MS })
   await mock.call('setLogging', { keep: true, prompts: true })
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'goal-bench-'))
@@ -162,6 +170,28 @@ runSection(async () => {
     await request(agent, mock.url, { method: 'GET', path: `/session/${scratch}`, query: { directory: DIRECTORY } })
     if (i >= WARMUP) roundTrips.push(hrMs() - t0)
   }
+
+  // The same native tick with every request 10 ms late, and one round trip at that delay.
+  await mock.call('clearFaults')
+  await mock.call('fault', { pathSource: '.*', delayMs: SLOW_DELAY_MS })
+  const slowRuntime = pkg.createSessionGoalRuntime({
+    logger: null,
+    openCode: { baseUrl: mock.url },
+    settings: { dataDir },
+    idleQuietMs: QUIET_MS,
+    kickoffQuietMs: 60_000,
+    resumeKickoffMs: 60_000,
+    generateSmallModelText: auditor(),
+    emitGoalNotification: () => {},
+  })
+  const slowRun = await measureTicks(mock, slowRuntime, slowSessions, `${SLOW_DELAY_MS} ms per request`)
+  await slowRuntime.stop()
+  const slowRoundTrips = []
+  for (let i = 0; i < SLOW_TICKS + WARMUP; i++) {
+    const t0 = hrMs()
+    await request(agent, mock.url, { method: 'GET', path: `/session/${scratch}`, query: { directory: DIRECTORY } })
+    if (i >= WARMUP) slowRoundTrips.push(hrMs() - t0)
+  }
   agent.destroy()
   await mock.close()
   fs.rmSync(dataDir, { recursive: true, force: true })
@@ -184,5 +214,12 @@ runSection(async () => {
     requestSequence: template.map(shape),
     sequentialJs: stats(sequential),
     roundTrip: stats(roundTrips),
+    slow: {
+      delayMs: SLOW_DELAY_MS,
+      fromFire: stats(slowRun.latencies),
+      fromFirstRequest: stats(slowRun.fromFirstRequest),
+      requests: stats(slowRun.requestCounts),
+      roundTrip: stats(slowRoundTrips),
+    },
   }
 })

@@ -1,6 +1,8 @@
-//! Time: the clock, a goal's active time and time budget, and its working hours. Pure apart
+//! Time: the clock, a goal's active time and time budget, its working hours, and the header
+//! time stamps a provider states its reset in. Pure apart
 //! from reading the system clock.
 
 pub mod active;
 pub mod clock;
 pub mod hours;
+pub mod stamp;

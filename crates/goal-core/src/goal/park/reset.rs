@@ -10,6 +10,7 @@
 //! added, and one wait is capped. Pure: the clock value is passed in.
 
 use crate::record::provider_error::ProviderError;
+use crate::time::stamp::{http_date_ms, rfc3339_ms};
 
 /// Added to every wait, so the continuation lands after the reset, not on it.
 pub const RESET_MARGIN_MS: f64 = 2_000.0;
@@ -95,23 +96,6 @@ pub fn go_duration_ms(text: &str) -> Option<f64> {
         rest = &rest[unit_len..];
     }
     total.is_finite().then_some(total)
-}
-
-/// An HTTP date (`Sun, 06 Nov 1994 08:49:37 GMT`), as epoch ms.
-fn http_date_ms(text: &str) -> Option<f64> {
-    if text.len() > 64 {
-        return None;
-    }
-    static PARSER: jiff::fmt::rfc2822::DateTimeParser = jiff::fmt::rfc2822::DateTimeParser::new();
-    PARSER.parse_timestamp(text).ok().map(|t| t.as_millisecond() as f64)
-}
-
-/// An RFC 3339 time (`2026-12-01T15:00:07Z`), as epoch ms.
-fn rfc3339_ms(text: &str) -> Option<f64> {
-    if text.len() > 64 {
-        return None;
-    }
-    text.parse::<jiff::Timestamp>().ok().map(|t| t.as_millisecond() as f64)
 }
 
 /// The backoff for the `nth` park in a row (1-based) when no header states a reset.
