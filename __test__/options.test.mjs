@@ -43,6 +43,11 @@ describe('options', () => {
     const due = await waitForDue({ idleQuietMs: 40_000 })
     expect(due).toBeGreaterThan(39_000)
   })
+
+  it('a URL with a Unicode host name is refused with a clear error (ASCII host names only)', async () => {
+    const control = pkg.createSessionGoalControl({ openCode: { baseUrl: 'http://bücher.example:4096' }, dataDir: '/tmp' })
+    await expect(control.getGoal('ses_unicode', '/tmp')).rejects.toThrow(/host name must be ASCII/)
+  })
 })
 
 /** The armed timer's delay, once the runtime's actor has taken the idle event. */

@@ -2,30 +2,19 @@
 // through POST /session/:id/shell, fails, the continuation quotes it, the scripted model fixes the
 // file in the next turn, the check passes and the goal settles complete with cause checksPassed.
 // The runs are bash tool parts in the transcript, like any other tool call.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createRequire } from 'node:module'
+import { beforeAll, describe, expect, it } from 'vitest'
 import fs from 'node:fs'
 import path from 'node:path'
-import { tempDataDir, waitFor } from '../helpers.mjs'
-import { startScriptedModel } from '../mock/model.mjs'
-import { createGoalSession, readGoal, startOpenCode } from './opencode-server.mjs'
-
-const require = createRequire(import.meta.url)
-const pkg = require('../../runtime.js')
-const { subscribeGlobalEvents } = require('../../lib/event-stream.js')
+import { waitFor } from '../helpers.mjs'
+import { createGoalSession, readGoal } from './opencode-server.mjs'
+import { startForwardingHost, useOpenCode } from './forwarding-host.mjs'
 
 let model
 let oc
 
-beforeAll(async () => {
-  model = await startScriptedModel()
-  oc = await startOpenCode({ modelBaseURL: model.baseURL })
-}, 120_000)
-
-afterAll(async () => {
-  await oc?.close()
-  await model?.close()
-})
+const env = useOpenCode()
+// Bound once the servers are up (hooks run in the order they are registered).
+beforeAll(() => ({ model, oc } = env))
 
 // Quotes, `$VAR`, `&&` and a pipe: the wrapper must survive OpenCode's quoted eval.
 const CHECK = `test -f "$PWD/DONE.txt" && grep -q 'verified' DONE.txt | cat && grep -c "verified" DONE.txt`
@@ -41,23 +30,9 @@ describe('acceptance checks on a real OpenCode server', () => {
       ],
       audits: [{ verdict: 'complete', note: 'the file is there' }],
     })
-    const dataDir = tempDataDir()
-    const runtime = pkg.createSessionGoalRuntime({
-      openCode: { baseUrl: oc.url },
-      settings: { dataDir },
-      idleQuietMs: 400,
-      kickoffQuietMs: 400,
-    })
-    let connected = false
-    const stream = subscribeGlobalEvents({
-      url: oc.url,
-      onPayload: (payload, directory) => runtime.processPayload(payload, directory),
-      onStatus: (status) => {
-        if (status === 'connected') connected = true
-      },
-    })
+    const host = await startForwardingHost(oc)
+    const { runtime } = host
     try {
-      await waitFor(() => connected, 10_000)
       const { sessionId } = await createGoalSession(oc.api, {
         objective: 'Create DONE.txt saying it is verified. [scenario:checks]',
         checks: [{ command: CHECK, timeoutMs: 60_000 }],
@@ -96,8 +71,7 @@ describe('acceptance checks on a real OpenCode server', () => {
       const explained = await runtime.explain(sessionId)
       expect(explained.lastChecks.map((r) => r.result)).toEqual(['passed'])
     } finally {
-      stream.close()
-      await runtime.stop()
+      await host.stop()
     }
   }, 150_000)
 })

@@ -2,65 +2,27 @@
 // OpenCode records file changes): the scripted model makes real tool calls, OpenCode runs them,
 // and the audit request carries the real exit codes and the real diff. A goal whose turns change
 // nothing is stopped by the no-progress breaker.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { createRequire } from 'node:module'
+import { afterEach, beforeAll, describe, expect, it } from 'vitest'
 import fs from 'node:fs'
 import path from 'node:path'
-import { tempDataDir, waitFor } from '../helpers.mjs'
-import { startScriptedModel } from '../mock/model.mjs'
-import { createGoalSession, readGoal, startOpenCode } from './opencode-server.mjs'
-
-const require = createRequire(import.meta.url)
-const pkg = require('../../runtime.js')
-const { subscribeGlobalEvents } = require('../../lib/event-stream.js')
+import { waitFor } from '../helpers.mjs'
+import { createGoalSession, readGoal } from './opencode-server.mjs'
+import { startForwardingHost, useOpenCode } from './forwarding-host.mjs'
 
 let model
 let oc
 let host
 
-beforeAll(async () => {
-  model = await startScriptedModel()
-  oc = await startOpenCode({ modelBaseURL: model.baseURL, git: true })
-}, 120_000)
-
-afterAll(async () => {
-  await oc?.close()
-  await model?.close()
-})
+const env = useOpenCode({ git: true })
+// Bound once the servers are up (hooks run in the order they are registered).
+beforeAll(() => ({ model, oc } = env))
 
 afterEach(async () => {
   await host?.stop()
   host = undefined
 })
 
-async function startHost(options = {}) {
-  const notifications = []
-  const runtime = pkg.createSessionGoalRuntime({
-    openCode: { baseUrl: oc.url },
-    settings: { dataDir: tempDataDir() },
-    idleQuietMs: 400,
-    kickoffQuietMs: 400,
-    emitGoalNotification: (event) => notifications.push(event),
-    ...options,
-  })
-  let connected = false
-  const stream = subscribeGlobalEvents({
-    url: oc.url,
-    onPayload: (payload, directory) => runtime.processPayload(payload, directory),
-    onStatus: (status) => {
-      if (status === 'connected') connected = true
-    },
-  })
-  await waitFor(() => connected, 10_000)
-  return {
-    runtime,
-    notifications,
-    async stop() {
-      stream.close()
-      await runtime.stop()
-    },
-  }
-}
+const startHost = (options = {}) => startForwardingHost(oc, options)
 
 async function settled(sessionId, status, timeoutMs = 60_000) {
   return waitFor(

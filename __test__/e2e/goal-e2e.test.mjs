@@ -2,13 +2,12 @@
 // is the scripted model server. Real sessions, real messages, real token numbers; the runtime gets
 // OpenCode's /global/event stream the way a host forwards it, and audits through the built-in
 // small model (OpenCode's `small_model` = mock/mock-small), so both halves are exercised.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { spawn } from 'node:child_process'
 import { createRequire } from 'node:module'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { tempDataDir, waitFor, sleep } from '../helpers.mjs'
-import { startScriptedModel } from '../mock/model.mjs'
 import {
   AGENT_MODEL,
   SMALL_MODEL,
@@ -16,8 +15,8 @@ import {
   createGoalSession,
   readGoal,
   resumeGoal,
-  startOpenCode,
 } from './opencode-server.mjs'
+import { startForwardingHost, useOpenCode } from './forwarding-host.mjs'
 
 const require = createRequire(import.meta.url)
 const pkg = require('../../runtime.js')
@@ -27,16 +26,9 @@ let model
 let oc
 let host
 
-beforeAll(async () => {
-  model = await startScriptedModel()
-  oc = await startOpenCode({ modelBaseURL: model.baseURL })
-  console.log(`opencode serve answered after ${oc.startMs} ms`)
-}, 120_000)
-
-afterAll(async () => {
-  await oc?.close()
-  await model?.close()
-})
+const env = useOpenCode()
+// Bound once the servers are up (hooks run in the order they are registered).
+beforeAll(() => ({ model, oc } = env))
 
 afterEach(async (context) => {
   // E2E_LOG=1 prints the runtime's log lines of each scenario (never prompts, output or keys).
@@ -45,39 +37,8 @@ afterEach(async (context) => {
   host = undefined
 })
 
-/** A goal runtime wired like a host: OpenCode's global event stream forwarded into it. */
-async function startHost(options = {}) {
-  const notifications = []
-  const logs = []
-  const runtime = pkg.createSessionGoalRuntime({
-    openCode: { baseUrl: oc.url },
-    settings: { dataDir: tempDataDir() },
-    idleQuietMs: 400,
-    kickoffQuietMs: 400,
-    resumeKickoffMs: 100,
-    emitGoalNotification: (event) => notifications.push(event),
-    logger: (level, message) => logs.push(`${level} ${message}`),
-    ...options,
-  })
-  let connected = false
-  const stream = subscribeGlobalEvents({
-    url: oc.url,
-    onPayload: (payload, directory) => runtime.processPayload(payload, directory),
-    onStatus: (status) => {
-      if (status === 'connected') connected = true
-    },
-  })
-  await waitFor(() => connected, 10_000)
-  return {
-    runtime,
-    notifications,
-    logs,
-    async stop() {
-      stream.close()
-      await runtime.stop()
-    },
-  }
-}
+/** A host wired like OpenChamber's: OpenCode's global event stream forwarded into the runtime. */
+const startHost = (options = {}) => startForwardingHost(oc, { resumeKickoffMs: 100, ...options })
 
 const goalOf = (sessionId) => readGoal(oc.api, sessionId)
 

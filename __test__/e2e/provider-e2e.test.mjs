@@ -2,29 +2,18 @@
 // model that answers 429 with retry-after until OpenCode gives up (the goal parks and resumes by
 // itself), a real fork of a goal session (adopted paused while the source completes), and
 // OpenCode restarted in the middle of a turn (the goal goes on after the reconnect).
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { createRequire } from 'node:module'
-import { tempDataDir, waitFor, sleep } from '../helpers.mjs'
-import { startScriptedModel } from '../mock/model.mjs'
-import { createGoalSession, readGoal, startOpenCode } from './opencode-server.mjs'
-
-const require = createRequire(import.meta.url)
-const pkg = require('../../runtime.js')
-const { subscribeGlobalEvents } = require('../../lib/event-stream.js')
+import { afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { waitFor, sleep } from '../helpers.mjs'
+import { createGoalSession, readGoal } from './opencode-server.mjs'
+import { startForwardingHost, useOpenCode } from './forwarding-host.mjs'
 
 let model
 let oc
 let host
 
-beforeAll(async () => {
-  model = await startScriptedModel()
-  oc = await startOpenCode({ modelBaseURL: model.baseURL })
-}, 120_000)
-
-afterAll(async () => {
-  await oc?.close()
-  await model?.close()
-})
+const env = useOpenCode()
+// Bound once the servers are up (hooks run in the order they are registered).
+beforeAll(() => ({ model, oc } = env))
 
 afterEach(async (context) => {
   // E2E_LOG=1 prints the runtime's log lines of each scenario (never prompts, output or keys).
@@ -34,47 +23,8 @@ afterEach(async (context) => {
 })
 
 /** A host: the runtime fed from OpenCode's event stream, recover() after every reconnect. */
-async function startHost(options = {}) {
-  const notifications = []
-  const logs = []
-  const runtime = pkg.createSessionGoalRuntime({
-    openCode: { baseUrl: oc.url },
-    settings: { dataDir: tempDataDir() },
-    directories: [oc.directory],
-    idleQuietMs: 400,
-    kickoffQuietMs: 400,
-    resumeKickoffMs: 100,
-    emitGoalNotification: (event) => notifications.push(event),
-    logger: (level, message) => logs.push(`${new Date().toISOString().slice(11, 23)} ${level} ${message}`),
-    ...options,
-  })
-  let connected = false
-  let dropped = false
-  const stream = subscribeGlobalEvents({
-    url: oc.url,
-    onPayload: (payload, directory) => runtime.processPayload(payload, directory),
-    onStatus: (status) => {
-      if (status === 'disconnected') dropped = true
-      if (status === 'connected') {
-        connected = true
-        if (dropped) {
-          dropped = false
-          runtime.recover()
-        }
-      }
-    },
-  })
-  await waitFor(() => connected, 10_000)
-  return {
-    runtime,
-    notifications,
-    logs,
-    async stop() {
-      stream.close()
-      await runtime.stop()
-    },
-  }
-}
+const startHost = (options = {}) =>
+  startForwardingHost(oc, { directories: [oc.directory], resumeKickoffMs: 100, ...options })
 
 const goalOf = (sessionId) => readGoal(oc.api, sessionId)
 const messagesOf = (sessionId) => oc.api('GET', `/session/${sessionId}/message`)

@@ -459,6 +459,12 @@ pub fn session_path(session_id: &str, suffix: &str) -> Result<String, HttpError>
 fn classify(error: reqwest::Error) -> HttpError {
     if error.is_timeout() {
         HttpError::Timeout
+    } else if error.is_builder() {
+        // The URL itself was refused before any connection (the addon's URLs take ASCII host
+        // names only: see README).
+        HttpError::Resolve(
+            "not a usable URL (a host name must be ASCII; write an international one in punycode)".into(),
+        )
     } else if error.is_connect() {
         HttpError::Network("connect".into())
     } else if error.is_body() || error.is_decode() {

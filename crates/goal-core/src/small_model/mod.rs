@@ -157,7 +157,14 @@ async fn send(pools: &HttpPools, call: &ProviderCall, timeout: Duration) -> Resu
     }
     let failed = |error: reqwest::Error| SmallModelError {
         status: None,
-        code: if error.is_timeout() { "timeout" } else { "provider-unreachable" }.into(),
+        code: if error.is_timeout() {
+            "timeout"
+        } else if error.is_builder() {
+            "provider-url-invalid"
+        } else {
+            "provider-unreachable"
+        }
+        .into(),
     };
     let work = async {
         let mut response = request.send().await.map_err(failed)?;

@@ -1,0 +1,86 @@
+// What every end-to-end file sets up: the scripted model and a real `opencode serve` for the
+// whole file, and a host that forwards OpenCode's /global/event stream into a goal runtime the
+// way OpenChamber does (recover() after a reconnect).
+//
+//   const env = useOpenCode()            // env.model, env.oc once beforeAll has run
+//   const host = await startForwardingHost(env.oc, { maxAutoTurns: 2 })
+//   ... host.runtime, host.notifications, host.logs ...
+//   await host.stop()
+
+import { afterAll, beforeAll } from 'vitest'
+import { createRequire } from 'node:module'
+import { tempDataDir, waitFor } from '../helpers.mjs'
+import { startScriptedModel } from '../mock/model.mjs'
+import { startOpenCode } from './opencode-server.mjs'
+
+const require = createRequire(import.meta.url)
+const pkg = require('../../runtime.js')
+const { subscribeGlobalEvents } = require('../../lib/event-stream.js')
+
+/**
+ * Starts the scripted model and `opencode serve` before the file's tests and closes both after.
+ * `openCodeOptions` go to startOpenCode (e.g. `{ git: true }`).
+ */
+export function useOpenCode(openCodeOptions = {}) {
+  const env = { model: undefined, oc: undefined }
+  beforeAll(async () => {
+    env.model = await startScriptedModel()
+    env.oc = await startOpenCode({ modelBaseURL: env.model.baseURL, ...openCodeOptions })
+    console.log(`opencode serve answered after ${env.oc.startMs} ms`)
+  }, 120_000)
+  afterAll(async () => {
+    await env.oc?.close()
+    await env.model?.close()
+  })
+  return env
+}
+
+/**
+ * A goal runtime on `oc` (quiet windows of 400 ms, a fresh data directory, notifications and log
+ * lines collected; `options` override any of it), fed from OpenCode's event stream. Resolves once
+ * the stream is connected.
+ */
+export async function startForwardingHost(oc, options = {}) {
+  const notifications = []
+  const logs = []
+  const runtime = pkg.createSessionGoalRuntime({
+    openCode: { baseUrl: oc.url },
+    settings: { dataDir: tempDataDir() },
+    idleQuietMs: 400,
+    kickoffQuietMs: 400,
+    emitGoalNotification: (event) => notifications.push(event),
+    logger: (level, message) => logs.push(`${new Date().toISOString().slice(11, 23)} ${level} ${message}`),
+    ...options,
+  })
+  let connected = false
+  let dropped = false
+  const stream = subscribeGlobalEvents({
+    url: oc.url,
+    onPayload: (payload, directory) => runtime.processPayload(payload, directory),
+    onStatus: (status) => {
+      if (status === 'disconnected') dropped = true
+      if (status !== 'connected') return
+      connected = true
+      if (dropped) {
+        dropped = false
+        runtime.recover()
+      }
+    },
+  })
+  try {
+    await waitFor(() => connected, 10_000)
+  } catch (error) {
+    stream.close()
+    await runtime.stop()
+    throw error
+  }
+  return {
+    runtime,
+    notifications,
+    logs,
+    async stop() {
+      stream.close()
+      await runtime.stop()
+    },
+  }
+}
