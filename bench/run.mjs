@@ -203,14 +203,14 @@ function report(env, load, results) {
     out.push('| forward all idle payloads | timers armed when the forward loop returned | last continuation after (from first payload / from due) | first after due | peak RSS growth | threads before → max (added) | sent | missed | prompted twice | settled instead | host CPU | mock CPU |')
     out.push('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
     out.push(
-      `| ${f(scale.forwardMs)} ms | ${int(scale.armedAfterForward)} | ${f(scale.allSentAfterMs / 1000, 2)} s / ${f(scale.allSentAfterDueMs / 1000, 2)} s | ${f(scale.firstSentAfterDueMs, 0)} ms | ${f(scale.peakRssGrowthMb)} MB | ${scale.threadsBefore} → ${scale.threadsMax} (+${scale.threadsAdded}) | ${int(scale.prompted)} | ${int(scale.missed)} | ${int(scale.duplicated)} | ${int(scale.settled)} | ${f(scale.hostCpuMs / 1000, 1)} s | ${f(scale.mockCpuMs / 1000, 1)} s |`,
+      `| ${f(scale.forwardMs)} ms | ${int(scale.armedAfterForward)} | ${f(scale.allSentAfterMs / 1000, 2)} s / ${f(scale.allSentAfterDueMs / 1000, 2)} s | ${f(scale.firstSentAfterDueMs, 0)} ms | ${f(scale.peakRssGrowthMb)} MiB | ${scale.threadsBefore} → ${scale.threadsMax} (+${scale.threadsAdded}) | ${int(scale.prompted)} | ${int(scale.missed)} | ${int(scale.duplicated)} | ${int(scale.settled)} | ${f(scale.hostCpuMs / 1000, 1)} s | ${f(scale.mockCpuMs / 1000, 1)} s |`,
     )
     out.push('')
-    out.push(`Quiet window ${scale.quietMs} ms, no mock delay. RSS before the burst ${f(scale.rssBeforeMb)} MB, after ${f(scale.rssAfterMb)} MB; of the growth, the JS heap (peak heapTotal) ${f(scale.jsHeapTotalGrowthMb)} MB; peak from ${scale.peakFromHwm ? 'VmHWM (reset before the burst) and' : ''} 10 ms samples. Threads after the burst ${scale.threadsAfter}, after stop() ${scale.threadsAfterStop}. Audits ${int(scale.audits)}, panics ${scale.panics}.`)
+    out.push(`Quiet window ${scale.quietMs} ms, no mock delay. RSS before the burst ${f(scale.rssBeforeMb)} MiB, after ${f(scale.rssAfterMb)} MiB; of the growth, the JS heap (peak heapTotal) ${f(scale.jsHeapTotalGrowthMb)} MiB; peak from ${scale.peakFromHwm ? 'VmHWM (reset before the burst) and' : ''} 10 ms samples. Threads after the burst ${scale.threadsAfter}, after stop() ${scale.threadsAfterStop}. Audits ${int(scale.audits)}, panics ${scale.panics}.`)
     targets.push([
-      `${int(scale.sessions)} sessions: RSS growth < 64 MB, none missed`,
-      `${f(scale.peakRssGrowthMb)} MB, ${int(scale.missed)} missed, ${int(scale.duplicated)} prompted twice`,
-      verdict(scale.peakRssGrowthMb < 64 && scale.missed === 0 && scale.duplicated === 0, `${scale.peakRssGrowthMb >= 64 ? `RSS by ${f(scale.peakRssGrowthMb - 64)} MB` : 'RSS ok'}, ${scale.missed} missed, ${scale.duplicated} twice`),
+      `${int(scale.sessions)} sessions: RSS growth < 64 MiB, none missed`,
+      `${f(scale.peakRssGrowthMb)} MiB, ${int(scale.missed)} missed, ${int(scale.duplicated)} prompted twice`,
+      verdict(scale.peakRssGrowthMb < 64 && scale.missed === 0 && scale.duplicated === 0, `${scale.peakRssGrowthMb >= 64 ? `RSS by ${f(scale.peakRssGrowthMb - 64)} MiB` : 'RSS ok'}, ${scale.missed} missed, ${scale.duplicated} twice`),
     ])
   }
 
@@ -223,12 +223,12 @@ function report(env, load, results) {
     out.push('|---:|---:|---:|---:|---:|')
     const th = footprint.threads
     out.push(
-      `| ${f(footprint.requireFirstMs, 2)} / ${f(footprint.requireMedianMs, 2)} / ${f(footprint.requireMaxMs, 2)} ms | ${f(footprint.nodeMb, 2)} MB (${int(footprint.nodeBytes)} B) | ${f(footprint.idleCpuMs, 1)} ms (${footprint.timers} timers) | ${f(footprint.idleCpuMsWithoutAddon, 1)} ms | ${th.bareNode} → ${th.afterRequire} → ${th.afterCreate} → ${th.withTimers} → ${th.atRest} (bare node at rest: ${th.bareNodeAtRest}) |`,
+      `| ${f(footprint.requireFirstMs, 2)} / ${f(footprint.requireMedianMs, 2)} / ${f(footprint.requireMaxMs, 2)} ms | ${f(footprint.nodeMb, 2)} MiB (${int(footprint.nodeBytes)} B) | ${f(footprint.idleCpuMs, 1)} ms (${footprint.timers} timers) | ${f(footprint.idleCpuMsWithoutAddon, 1)} ms | ${th.bareNode} → ${th.afterRequire} → ${th.afterCreate} → ${th.withTimers} → ${th.atRest} (bare node at rest: ${th.bareNodeAtRest}) |`,
     )
     out.push('')
     out.push(`require() runs: ${footprint.requireRuns} fresh node processes.`)
     targets.push(['require() < 30 ms', `median ${f(footprint.requireMedianMs, 2)} ms, first ${f(footprint.requireFirstMs, 2)} ms, max ${f(footprint.requireMaxMs, 2)} ms`, verdict(footprint.requireMaxMs < 30, `max by ${f(footprint.requireMaxMs - 30, 1)} ms`)])
-    targets.push(['.node ≤ 4 MB (linux-x64-gnu release)', `${f(footprint.nodeMb, 2)} MB`, verdict(footprint.nodeMb <= 4, `by ${f(footprint.nodeMb - 4, 2)} MB`)])
+    targets.push(['.node ≤ 4 MiB (linux-x64-gnu release)', `${f(footprint.nodeMb, 2)} MiB`, verdict(footprint.nodeMb <= 4, `by ${f(footprint.nodeMb - 4, 2)} MiB`)])
   }
 
   out.push('')
