@@ -21,33 +21,35 @@ fn trail_path(root: &Path, session_id: &str) -> Option<PathBuf> {
 pub async fn append(root: &Path, session_id: &str, record: &Value, max_records: usize) {
     let Some(path) = trail_path(root, session_id) else { return };
     let Ok(line) = serde_json::to_string(record) else { return };
-    if let Err(error) = append_line(&path, &line, max_records.max(1)).await {
+    // The whole append is one blocking task: a burst of audits costs one pool thread each, not
+    // one hop per file call (directory, open, write, size).
+    let written = tokio::task::spawn_blocking(move || append_line(&path, &line, max_records.max(1))).await;
+    if let Ok(Err(error)) = written {
         warn!(target: "session_goal", session = session_id, kind = ?error.kind(), "audit trail write failed");
     }
 }
 
-async fn append_line(path: &Path, line: &str, max_records: usize) -> std::io::Result<()> {
-    use tokio::io::AsyncWriteExt;
+fn append_line(path: &Path, line: &str, max_records: usize) -> std::io::Result<()> {
+    use std::io::Write;
     if let Some(dir) = path.parent() {
-        tokio::fs::create_dir_all(dir).await?;
+        std::fs::create_dir_all(dir)?;
     }
-    let mut file = tokio::fs::OpenOptions::new().create(true).append(true).open(path).await?;
+    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
     // One write call per record, so concurrent appends never interleave within a line.
-    file.write_all(format!("{line}\n").as_bytes()).await?;
-    file.flush().await?;
+    file.write_all(format!("{line}\n").as_bytes())?;
+    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
     drop(file);
-    let size = tokio::fs::metadata(path).await.map(|m| m.len()).unwrap_or(0);
     // Counting lines on every append would read the whole file; check the record limit only once
     // the file could plausibly hold more (records are at least ~100 bytes).
     if size > MAX_TRAIL_BYTES || size / 100 >= max_records as u64 {
-        compact(path, max_records).await?;
+        compact(path, max_records)?;
     }
     Ok(())
 }
 
 /// Past `max_records`, keeps the newest three quarters of them (and at most half the byte cap), atomically.
-async fn compact(path: &Path, max_records: usize) -> std::io::Result<()> {
-    let text = tokio::fs::read_to_string(path).await?;
+fn compact(path: &Path, max_records: usize) -> std::io::Result<()> {
+    let text = std::fs::read_to_string(path)?;
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     let total_bytes: usize = lines.iter().map(|l| l.len() + 1).sum();
     if lines.len() <= max_records && (total_bytes as u64) <= MAX_TRAIL_BYTES {
@@ -64,9 +66,9 @@ async fn compact(path: &Path, max_records: usize) -> std::io::Result<()> {
     let temp = path.with_extension(format!("jsonl.{}.tmp", std::process::id()));
     let mut body = kept.join("\n");
     body.push('\n');
-    tokio::fs::write(&temp, body).await?;
-    if let Err(error) = tokio::fs::rename(&temp, path).await {
-        let _ = tokio::fs::remove_file(&temp).await;
+    std::fs::write(&temp, body)?;
+    if let Err(error) = std::fs::rename(&temp, path) {
+        let _ = std::fs::remove_file(&temp);
         return Err(error);
     }
     Ok(())
