@@ -71,6 +71,29 @@ describe('forks', () => {
     expect(auditor.calls).toHaveLength(0)
   })
 
+  it('a fork made just after another goal listed the directory is still recognised (legacy goals)', async () => {
+    const auditor = scriptedAuditor([continueVerdict, continueVerdict])
+    env = await setup({ auditor })
+    const { mock } = env
+    // Another legacy goal's first tick lists the directory (the owner scan).
+    const other = sessionWithReply(mock)
+    mock.setStatus(other.id, 'idle')
+    await waitFor(() => promptPosts(mock, other.id).length === 1, 5000)
+    const listsBefore = mock.requests.filter((r) => r.method === 'GET' && r.path === '/session').length
+    expect(listsBefore).toBe(1)
+    // Then, well within the scan interval: a session gets a legacy goal (paused: never ticked) and
+    // is forked; the copy, active, goes idle first. The last list could not show it.
+    const source = sessionWithReply(mock, { goal: { status: 'paused' } })
+    await sleep(5)
+    const fork = mock.forkSession(source.id)
+    mock.setMetadata(fork.id, { openchamber: { goal: { ...goalOf(mock, fork.id), status: 'active' } } })
+    mock.setStatus(fork.id, 'idle')
+    await waitFor(() => goalOf(mock, fork.id)?.status === 'paused', 5000)
+    expect(goalOf(mock, fork.id).cause).toMatchObject({ code: 'inherited', detail: source.id })
+    expect(promptPosts(mock, fork.id)).toHaveLength(0)
+    expect(mock.requests.filter((r) => r.method === 'GET' && r.path === '/session').length).toBe(2)
+  })
+
   it('a resumed fork runs as its own goal (resumeGoal, and an OpenChamber-style resume)', async () => {
     const auditor = scriptedAuditor([continueVerdict])
     env = await setup({ auditor })

@@ -24,11 +24,12 @@ pub async fn own_or_adopt(
     goal: &Goal,
 ) -> Result<Option<Goal>, TickOutcome> {
     let session_id = session.id.as_str();
-    if goal.session_id.is_none() && !holders.knows(&goal.id) && holders.may_scan(directory, now_ms()).is_ok() {
+    let unknown = goal.session_id.is_none() && !holders.knows(&goal.id);
+    if unknown && holders.may_scan(directory, now_ms(), session.created).is_ok() {
         // A goal written before `sessionId` existed: which session carried it first is only
-        // known from the sessions themselves. One list serves every goal of the directory, so
-        // a burst of new goals costs one list (a goal that appears within the interval is
-        // judged on what the runtime already knows: the recovery scans, the sweep, the ticks).
+        // known from the sessions themselves. One list serves every goal of the sessions it
+        // showed: a session it showed whose goal it did not is the goal's first carrier (a copy
+        // is made by a fork, and a fork is a newer session carrying the goal from its start).
         remember_directory(client, holders, directory).await;
     }
     let older = holders.older_than(&goal.id, session_id);
@@ -54,6 +55,7 @@ async fn remember_directory(client: &OpenCodeClient, holders: &GoalHolders, dire
                     holders.saw(&goal.id, &other.id, other.created);
                 }
             }
+            holders.listed(directory, sessions.iter().map(|s| s.created).fold(0.0, f64::max));
         }
         Err(error) => warn!(target: "session_goal", %error, "session list unreadable; goal owners unknown"),
     }

@@ -101,7 +101,17 @@ pub fn mark_owner(goal: &mut Goal, session_id: &str) {
 #[derive(Debug, Default)]
 pub struct GoalHolders {
     oldest: Mutex<HashMap<String, (f64, String)>>,
-    scanned: Mutex<HashMap<String, f64>>,
+    scanned: Mutex<HashMap<String, DirectoryScan>>,
+}
+
+/// The last owner scan of one directory.
+#[derive(Debug, Clone, Copy)]
+struct DirectoryScan {
+    /// When it started (this process's clock).
+    at: f64,
+    /// `time.created` of the newest session it listed (the server's clock); infinite while the
+    /// list is being read, or when it could not be read.
+    newest_listed: f64,
 }
 
 /// A directory's sessions are listed for unknown goal owners at most this often.
@@ -128,19 +138,35 @@ impl GoalHolders {
         }
     }
 
-    /// Whether a directory may be listed now to learn goal owners: `Ok` (and the list counts
-    /// from now), or how long until it may (at most one list per [`OWNER_SCAN_INTERVAL_MS`]:
-    /// many new goals at once cost one list, not one each).
-    pub fn may_scan(&self, directory: &str, now_ms: f64) -> Result<(), f64> {
+    /// Whether a directory may be listed now to learn the owner of a goal carried by a session
+    /// created at `session_created`: `Ok` (and the list counts from now), or how long until it
+    /// may. One list per [`OWNER_SCAN_INTERVAL_MS`] serves every goal of sessions it showed, so
+    /// many new goals at once cost one list, not one each; a session newer than every session
+    /// the last list showed was not in it (a fork made since, say) and is listed at once.
+    pub fn may_scan(&self, directory: &str, now_ms: f64, session_created: f64) -> Result<(), f64> {
         let mut scanned = self.scanned.lock();
-        if let Some(at) = scanned.get(directory).filter(|at| now_ms - **at < OWNER_SCAN_INTERVAL_MS) {
-            return Err(OWNER_SCAN_INTERVAL_MS - (now_ms - at));
+        if let Some(scan) = scanned.get(directory) {
+            let recent = now_ms - scan.at < OWNER_SCAN_INTERVAL_MS;
+            let unlisted = session_created.is_finite() && session_created > scan.newest_listed;
+            if recent && !unlisted {
+                return Err(OWNER_SCAN_INTERVAL_MS - (now_ms - scan.at));
+            }
         }
         if scanned.len() >= 1000 {
             scanned.clear();
         }
-        scanned.insert(directory.to_string(), now_ms);
+        // Until the list is read every session counts as listed: ticks running meanwhile do not
+        // start lists of their own.
+        scanned.insert(directory.to_string(), DirectoryScan { at: now_ms, newest_listed: f64::INFINITY });
         Ok(())
+    }
+
+    /// Records what a finished owner scan of `directory` showed: the newest session's creation
+    /// time (0 for an empty list).
+    pub fn listed(&self, directory: &str, newest_created: f64) {
+        if let Some(scan) = self.scanned.lock().get_mut(directory) {
+            scan.newest_listed = newest_created;
+        }
     }
 
     /// Whether any session is known to carry `goal_id`.
@@ -255,10 +281,17 @@ mod tests {
         assert_eq!(holders.older_than("g1", "ses_unknown").as_deref(), Some("ses_parent"));
         holders.saw("", "ses_a", 1.0);
         assert_eq!(holders.older_than("", "ses_b"), None);
-        // Owner scans of one directory are spaced out.
-        assert_eq!(holders.may_scan("/p", 1_000.0), Ok(()));
-        assert_eq!(holders.may_scan("/p", 5_000.0), Err(6_000.0));
-        assert_eq!(holders.may_scan("/q", 5_000.0), Ok(()));
-        assert_eq!(holders.may_scan("/p", 11_000.0), Ok(()));
+        // Owner scans of one directory are spaced out...
+        assert_eq!(holders.may_scan("/p", 1_000.0, 50.0), Ok(()));
+        assert_eq!(holders.may_scan("/p", 2_000.0, 9e12), Err(9_000.0), "a list in flight covers every session");
+        holders.listed("/p", 70.0);
+        assert_eq!(holders.may_scan("/p", 5_000.0, 70.0), Err(6_000.0));
+        assert_eq!(holders.may_scan("/p", 5_000.0, 0.0), Err(6_000.0), "no creation time: not newer");
+        assert_eq!(holders.may_scan("/q", 5_000.0, 10.0), Ok(()));
+        // ...except for a session newer than every one the last list showed.
+        assert_eq!(holders.may_scan("/p", 5_000.0, 71.0), Ok(()));
+        holders.listed("/p", 90.0);
+        assert_eq!(holders.may_scan("/p", 6_000.0, 80.0), Err(9_000.0));
+        assert_eq!(holders.may_scan("/p", 15_000.0, 80.0), Ok(()));
     }
 }
