@@ -36,6 +36,11 @@ pub async fn deliver(tick: &Tick<'_>, basis: &Basis, reserved: Reserved) -> Tick
         text.push_str(appendix);
     }
     let body = prompt_body(basis, &text);
+    if reserved.contested {
+        // The other host's post, if its read-back passed before our write replaced its lease,
+        // shows up as a moved tail by then: one post at the wire, not two of the same id.
+        tokio::time::sleep(ctx.config.dispatch_retry_delay).await;
+    }
     if let Some(outcome) = read_back(tick, &reserved).await {
         return outcome;
     }

@@ -39,6 +39,10 @@ pub enum Heard {
     Repaired,
     /// The echo came; nothing of the user's was overwritten (other keys may have been put back).
     Settled,
+    /// The echo came after another host's reservation of the same turn, which landed between
+    /// our read and our write: that host may be posting already (its read-back may have passed
+    /// before our write replaced its lease), so the read-back waits for its post to show.
+    Contested,
     /// No echo within the bound (or no events reach this runtime).
     NotYet,
 }
@@ -61,7 +65,7 @@ impl ReservationEcho {
                 // Another host's reservation of the same turn is no user intent to restore: it
                 // posts the same message id, and the read-back lets only the lease's holder on.
                 debug!(target: "session_goal", session = tick.session_id, "another host reserved the same turn; the read-back decides");
-                Heard::Settled
+                Heard::Contested
             }
             _ => Heard::Settled,
         }

@@ -34,6 +34,9 @@ pub struct Reserved {
     pub late: Option<ReservationEcho>,
     /// A paragraph appended to the continuation (a failed acceptance check).
     pub appendix: Option<String>,
+    /// Another host reserved the same turn just before this reservation landed (see
+    /// [`Heard::Contested`]).
+    pub contested: bool,
 }
 
 /// Reserves the turn answering `tail` (reusing a reservation already made for it). `Err` ends
@@ -99,13 +102,15 @@ pub async fn reserve(
     };
     // An echo that had not come by the bound (a slow event stream) is looked for again when the
     // tick ends without posting: the event that stopped it is often the very write we overwrote.
-    let late = match echo.hear(tick, bound).await {
+    let heard = echo.hear(tick, bound).await;
+    let contested = matches!(heard, Heard::Contested);
+    let late = match heard {
         Heard::Repaired => return Err(TickOutcome::Done),
         Heard::NotYet => Some(echo),
-        Heard::Settled => None,
+        Heard::Settled | Heard::Contested => None,
     };
     let appendix = reservation.appendix;
-    Ok(Reserved { goal: reserved, guard, tail: tail.to_string(), reused, message_id, late, appendix })
+    Ok(Reserved { goal: reserved, guard, tail: tail.to_string(), reused, message_id, late, appendix, contested })
 }
 
 /// The reservation's fields: accounting, the turn counted (unless reused), streaks, note,
