@@ -1,10 +1,6 @@
 // Restart recovery, several hosts on one server, and waiting for the user.
 import { afterEach, describe, expect, it } from 'vitest'
-import { createRequire } from 'node:module'
-import { setup, scriptedAuditor, sessionWithReply, goalOf, waitFor, sleep, pkg, tempDataDir } from './helpers.mjs'
-
-const require = createRequire(import.meta.url)
-const { subscribeGlobalEvents } = require('../lib/event-stream.js')
+import { setup, scriptedAuditor, sessionWithReply, goalOf, waitFor, sleep, pkg, tempDataDir, startSecondHost } from './helpers.mjs'
 
 let env
 const extra = []
@@ -82,19 +78,8 @@ describe('several hosts on one OpenCode server', () => {
     env = await setup({ auditor: auditorA, runtimeOptions: { idleQuietMs: 80 } })
     const auditorB = scriptedAuditor([continueVerdict, continueVerdict, { verdict: 'complete', note: 'done' }])
     // Another host: same server, reached by another name (its own process-level identity).
-    const other = pkg.createSessionGoalRuntime({
-      openCode: { baseUrl: env.mock.url.replace('127.0.0.1', 'localhost') },
-      settings: { dataDir: env.dataDir },
-      idleQuietMs: 80,
-      kickoffQuietMs: 100,
-      generateSmallModelText: auditorB.service.generateSmallModelText,
-    })
-    const stream = subscribeGlobalEvents({ url: env.mock.url, onPayload: (p, d) => other.processPayload(p, d) })
-    extra.push(async () => {
-      stream.close()
-      await other.stop()
-    })
-    await waitFor(() => env.mock.eventStreams >= 2)
+    const other = await startSecondHost(env, { idleQuietMs: 80, auditor: auditorB })
+    extra.push(other.stop)
     const session = sessionWithReply(env.mock)
     env.mock.scriptReplies(session.id, [{ text: 'progress', tokens: { input: 100 } }], { replyDelayMs: 30 })
     env.mock.setStatus(session.id, 'idle')

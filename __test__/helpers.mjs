@@ -73,6 +73,28 @@ export async function setup({ runtimeOptions = {}, mockOptions = {}, auditor, fo
   return { mock, runtime, notifications, dataDir, cleanup }
 }
 
+/**
+ * A second host on the mock of `env` (from setup): its own runtime, reaching the same server by
+ * another name (its own identity), sharing the data directory, fed by its own event stream.
+ * Resolves once both hosts' streams are connected; `stop()` ends it.
+ */
+export async function startSecondHost(env, { idleQuietMs, auditor }) {
+  const runtime = pkg.createSessionGoalRuntime({
+    openCode: { baseUrl: env.mock.url.replace('127.0.0.1', 'localhost') },
+    settings: { dataDir: env.dataDir },
+    idleQuietMs,
+    kickoffQuietMs: 100,
+    generateSmallModelText: auditor.service.generateSmallModelText,
+  })
+  const stream = subscribeGlobalEvents({ url: env.mock.url, onPayload: (p, d) => runtime.processPayload(p, d) })
+  const stop = async () => {
+    stream.close()
+    await runtime.stop()
+  }
+  await waitFor(() => env.mock.eventStreams >= 2)
+  return { runtime, stop }
+}
+
 /** A session with a goal and one completed exchange, idle. */
 export function sessionWithReply(mock, { goal = {}, reply = {}, directory = '/tmp/project' } = {}) {
   const session = mock.createSession({ directory, metadata: goalMetadata(goal) })

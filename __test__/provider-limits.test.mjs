@@ -3,11 +3,7 @@
 // cause; turns cut by a server restart are continued once. Counts are taken at the wire (every
 // POST the mock received), not after the mock de-duplicated a repeated message id.
 import { afterEach, describe, expect, it } from 'vitest'
-import { createRequire } from 'node:module'
-import { setup, scriptedAuditor, sessionWithReply, goalOf, waitFor, sleep, pkg } from './helpers.mjs'
-
-const require = createRequire(import.meta.url)
-const { subscribeGlobalEvents } = require('../lib/event-stream.js')
+import { setup, scriptedAuditor, sessionWithReply, goalOf, waitFor, sleep, pkg, startSecondHost } from './helpers.mjs'
 
 let env
 const extra = []
@@ -189,19 +185,8 @@ describe('a limit that resets parks the goal', () => {
     const auditorA = scriptedAuditor([continueVerdict, completeVerdict])
     env = await setup({ auditor: auditorA })
     const auditorB = scriptedAuditor([continueVerdict, completeVerdict])
-    const other = pkg.createSessionGoalRuntime({
-      openCode: { baseUrl: env.mock.url.replace('127.0.0.1', 'localhost') },
-      settings: { dataDir: env.dataDir },
-      idleQuietMs: 150,
-      kickoffQuietMs: 100,
-      generateSmallModelText: auditorB.service.generateSmallModelText,
-    })
-    const stream = subscribeGlobalEvents({ url: env.mock.url, onPayload: (p, d) => other.processPayload(p, d) })
-    extra.push(async () => {
-      stream.close()
-      await other.stop()
-    })
-    await waitFor(() => env.mock.eventStreams >= 2)
+    const other = await startSecondHost(env, { idleQuietMs: 150, auditor: auditorB })
+    extra.push(other.stop)
     const { mock } = env
     const session = sessionWithReply(mock)
     mock.scriptReplies(session.id, [providerError(429, { headers: { 'retry-after': '1' } }), { text: 'done', tokens: { output: 50 } }])

@@ -2,7 +2,7 @@
 // OpenCode records file changes): the scripted model makes real tool calls, OpenCode runs them,
 // and the audit request carries the real exit codes and the real diff. A goal whose turns change
 // nothing is stopped by the no-progress breaker.
-import { afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import fs from 'node:fs'
 import path from 'node:path'
 import { waitFor } from '../helpers.mjs'
@@ -16,11 +16,6 @@ let host
 const env = useOpenCode({ git: true })
 // Bound once the servers are up (hooks run in the order they are registered).
 beforeAll(() => ({ model, oc } = env))
-
-afterEach(async () => {
-  await host?.stop()
-  host = undefined
-})
 
 const startHost = (options = {}) => startForwardingHost(oc, options)
 

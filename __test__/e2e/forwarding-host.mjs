@@ -5,9 +5,10 @@
 //   const env = useOpenCode()            // env.model, env.oc once beforeAll has run
 //   const host = await startForwardingHost(env.oc, { maxAutoTurns: 2 })
 //   ... host.runtime, host.notifications, host.logs ...
-//   await host.stop()
+//   await host.stop()                    // or left to the end of the test: every host still
+//                                        // running then is stopped (E2E_LOG=1 prints its log)
 
-import { afterAll, beforeAll } from 'vitest'
+import { afterAll, afterEach, beforeAll } from 'vitest'
 import { createRequire } from 'node:module'
 import { tempDataDir, waitFor } from '../helpers.mjs'
 import { startScriptedModel } from '../mock/model.mjs'
@@ -16,6 +17,9 @@ import { startOpenCode } from './opencode-server.mjs'
 const require = createRequire(import.meta.url)
 const pkg = require('../../runtime.js')
 const { subscribeGlobalEvents } = require('../../lib/event-stream.js')
+
+/** Hosts started and not yet stopped. */
+const running = new Set()
 
 /**
  * Starts the scripted model and `opencode serve` before the file's tests and closes both after.
@@ -28,6 +32,13 @@ export function useOpenCode(openCodeOptions = {}) {
     env.oc = await startOpenCode({ modelBaseURL: env.model.baseURL, ...openCodeOptions })
     console.log(`opencode serve answered after ${env.oc.startMs} ms`)
   }, 120_000)
+  afterEach(async (context) => {
+    for (const host of [...running]) {
+      // E2E_LOG=1 prints each scenario's runtime log lines (never prompts, output or keys).
+      if (process.env.E2E_LOG) console.log(`--- ${context.task.name}\n${host.logs.join('\n')}`)
+      await host.stop()
+    }
+  })
   afterAll(async () => {
     await env.oc?.close()
     await env.model?.close()
@@ -74,13 +85,16 @@ export async function startForwardingHost(oc, options = {}) {
     await runtime.stop()
     throw error
   }
-  return {
+  const host = {
     runtime,
     notifications,
     logs,
     async stop() {
+      running.delete(host)
       stream.close()
       await runtime.stop()
     },
   }
+  running.add(host)
+  return host
 }

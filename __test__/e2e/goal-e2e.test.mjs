@@ -2,7 +2,7 @@
 // is the scripted model server. Real sessions, real messages, real token numbers; the runtime gets
 // OpenCode's /global/event stream the way a host forwards it, and audits through the built-in
 // small model (OpenCode's `small_model` = mock/mock-small), so both halves are exercised.
-import { afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { spawn } from 'node:child_process'
 import { createRequire } from 'node:module'
 import path from 'node:path'
@@ -29,13 +29,6 @@ let host
 const env = useOpenCode()
 // Bound once the servers are up (hooks run in the order they are registered).
 beforeAll(() => ({ model, oc } = env))
-
-afterEach(async (context) => {
-  // E2E_LOG=1 prints the runtime's log lines of each scenario (never prompts, output or keys).
-  if (process.env.E2E_LOG && host) console.log(`--- ${context.task.name}\n${host.logs.join('\n')}`)
-  await host?.stop()
-  host = undefined
-})
 
 /** A host wired like OpenChamber's: OpenCode's global event stream forwarded into the runtime. */
 const startHost = (options = {}) => startForwardingHost(oc, { resumeKickoffMs: 100, ...options })

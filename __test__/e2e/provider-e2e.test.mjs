@@ -2,7 +2,7 @@
 // model that answers 429 with retry-after until OpenCode gives up (the goal parks and resumes by
 // itself), a real fork of a goal session (adopted paused while the source completes), and
 // OpenCode restarted in the middle of a turn (the goal goes on after the reconnect).
-import { afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { waitFor, sleep } from '../helpers.mjs'
 import { createGoalSession, readGoal } from './opencode-server.mjs'
 import { startForwardingHost, useOpenCode } from './forwarding-host.mjs'
@@ -14,13 +14,6 @@ let host
 const env = useOpenCode()
 // Bound once the servers are up (hooks run in the order they are registered).
 beforeAll(() => ({ model, oc } = env))
-
-afterEach(async (context) => {
-  // E2E_LOG=1 prints the runtime's log lines of each scenario (never prompts, output or keys).
-  if (process.env.E2E_LOG && host) console.log(`--- ${context.task.name}\n${host.logs.join('\n')}`)
-  await host?.stop()
-  host = undefined
-})
 
 /** A host: the runtime fed from OpenCode's event stream, recover() after every reconnect. */
 const startHost = (options = {}) =>

@@ -117,16 +117,18 @@ runSection(async () => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'goal-bench-'))
 
   // Native-first options: a fixed base URL.
-  const native = pkg.createSessionGoalRuntime({
-    logger: null, // no console lines: they would cost the measured thread
-    openCode: { baseUrl: mock.url },
-    settings: { dataDir },
-    idleQuietMs: QUIET_MS,
-    kickoffQuietMs: 60_000,
-    resumeKickoffMs: 60_000,
-    generateSmallModelText: auditor(),
-    emitGoalNotification: () => {},
-  })
+  const nativeRuntime = () =>
+    pkg.createSessionGoalRuntime({
+      logger: null, // no console lines: they would cost the measured thread
+      openCode: { baseUrl: mock.url },
+      settings: { dataDir },
+      idleQuietMs: QUIET_MS,
+      kickoffQuietMs: 60_000,
+      resumeKickoffMs: 60_000,
+      generateSmallModelText: auditor(),
+      emitGoalNotification: () => {},
+    })
+  const native = nativeRuntime()
   const nativeRun = await measureTicks(mock, native, nativeSessions, 'openCode.baseUrl')
   await native.stop()
 
@@ -164,34 +166,25 @@ runSection(async () => {
     const arrivedAt = await arrival
     if (i >= WARMUP) sequential.push(arrivedAt - t0)
   }
-  const roundTrips = []
-  for (let i = 0; i < TICKS + WARMUP; i++) {
-    const t0 = hrMs()
-    await request(agent, mock.url, { method: 'GET', path: `/session/${scratch}`, query: { directory: DIRECTORY } })
-    if (i >= WARMUP) roundTrips.push(hrMs() - t0)
+  /** `count` single GET /session/:id round trips (after the warm-up), timed from JavaScript. */
+  const measureRoundTrips = async (count) => {
+    const times = []
+    for (let i = 0; i < count + WARMUP; i++) {
+      const t0 = hrMs()
+      await request(agent, mock.url, { method: 'GET', path: `/session/${scratch}`, query: { directory: DIRECTORY } })
+      if (i >= WARMUP) times.push(hrMs() - t0)
+    }
+    return times
   }
+  const roundTrips = await measureRoundTrips(TICKS)
 
   // The same native tick with every request 10 ms late, and one round trip at that delay.
   await mock.call('clearFaults')
   await mock.call('fault', { pathSource: '.*', delayMs: SLOW_DELAY_MS })
-  const slowRuntime = pkg.createSessionGoalRuntime({
-    logger: null,
-    openCode: { baseUrl: mock.url },
-    settings: { dataDir },
-    idleQuietMs: QUIET_MS,
-    kickoffQuietMs: 60_000,
-    resumeKickoffMs: 60_000,
-    generateSmallModelText: auditor(),
-    emitGoalNotification: () => {},
-  })
+  const slowRuntime = nativeRuntime()
   const slowRun = await measureTicks(mock, slowRuntime, slowSessions, `${SLOW_DELAY_MS} ms per request`)
   await slowRuntime.stop()
-  const slowRoundTrips = []
-  for (let i = 0; i < SLOW_TICKS + WARMUP; i++) {
-    const t0 = hrMs()
-    await request(agent, mock.url, { method: 'GET', path: `/session/${scratch}`, query: { directory: DIRECTORY } })
-    if (i >= WARMUP) slowRoundTrips.push(hrMs() - t0)
-  }
+  const slowRoundTrips = await measureRoundTrips(SLOW_TICKS)
   agent.destroy()
   await mock.close()
   fs.rmSync(dataDir, { recursive: true, force: true })

@@ -240,12 +240,13 @@ impl SessionView {
     /// Parses a session object; `None` when it is not an object.
     pub fn from_value(value: &Value) -> Option<SessionView> {
         let object = value.as_object()?;
+        let (id, parent_id, directory, created) = identity(object);
         Some(SessionView {
-            id: string_field(object.get("id")),
-            parent_id: string_field(object.get("parentID")),
-            directory: string_field(object.get("directory")),
+            id,
+            parent_id,
+            directory,
             title: string_field(object.get("title")),
-            created: positive_time(object.get("time").and_then(|t| t.get("created"))).unwrap_or(0.0),
+            created,
             metadata: object.get("metadata").and_then(Value::as_object).cloned().unwrap_or_default(),
         })
     }
@@ -257,7 +258,7 @@ impl SessionView {
 
     /// A sub-agent session (never carries a goal).
     pub fn is_subagent(&self) -> bool {
-        !self.parent_id.trim().is_empty()
+        is_subagent(&self.parent_id)
     }
 }
 
@@ -283,11 +284,12 @@ impl ListedSession {
     /// [`SessionView::from_value`]'s.
     pub fn from_value(value: &Value) -> Option<ListedSession> {
         let object = value.as_object()?;
+        let (id, parent_id, directory, created) = identity(object);
         Some(ListedSession {
-            id: string_field(object.get("id")),
-            parent_id: string_field(object.get("parentID")),
-            directory: string_field(object.get("directory")),
-            created: positive_time(object.get("time").and_then(|t| t.get("created"))).unwrap_or(0.0),
+            id,
+            parent_id,
+            directory,
+            created,
             goal: object
                 .get("metadata")
                 .and_then(|m| m.get("openchamber"))
@@ -298,8 +300,24 @@ impl ListedSession {
 
     /// A sub-agent session (never carries a goal).
     pub fn is_subagent(&self) -> bool {
-        !self.parent_id.trim().is_empty()
+        is_subagent(&self.parent_id)
     }
+}
+
+/// A session object's id, parent id, directory and `time.created` (0 when absent): what
+/// [`SessionView`] and [`ListedSession`] both read.
+fn identity(object: &Map<String, Value>) -> (String, String, String, f64) {
+    (
+        string_field(object.get("id")),
+        string_field(object.get("parentID")),
+        string_field(object.get("directory")),
+        positive_time(object.get("time").and_then(|t| t.get("created"))).unwrap_or(0.0),
+    )
+}
+
+/// Sub-agent sessions are the ones with a parent (they never carry a goal).
+fn is_subagent(parent_id: &str) -> bool {
+    !parent_id.trim().is_empty()
 }
 
 /// Builds the whole-metadata body for a write: the fresh metadata with `openchamber.<key>`
