@@ -5,6 +5,9 @@
 //! paid before it in the same context, so the cost of a run is a snapshot of its latest turn,
 //! minus the pre-goal snapshot (baseline). A compaction summary closes a segment: the next
 //! segment starts from a zero baseline, and `tokensUsed` never moves backwards.
+//!
+//! Cost is simpler: every reply's `info.cost` is its own price, so `costUsed` adds the price of
+//! each reply the cursor passes (summaries included: a compaction costs money too).
 
 use crate::record::session::{chronological, Message, Role};
 use crate::record::Goal;
@@ -22,6 +25,8 @@ pub struct Accounting {
     pub last_accounted_message_id: String,
     /// Its `time.created` (0 when unknown).
     pub last_accounted_created: f64,
+    /// US dollars spent since the goal began (monotonic).
+    pub cost_used: f64,
 }
 
 impl Accounting {
@@ -33,6 +38,7 @@ impl Accounting {
             tokens_committed: goal.tokens_committed,
             last_accounted_message_id: goal.last_accounted_message_id.clone(),
             last_accounted_created: goal.last_accounted_created,
+            cost_used: crate::goal::cost::cost_used(goal),
         }
     }
 
@@ -43,6 +49,10 @@ impl Accounting {
         goal.tokens_committed = self.tokens_committed;
         goal.last_accounted_message_id = self.last_accounted_message_id.clone();
         goal.last_accounted_created = self.last_accounted_created;
+        // Written once something was spent, so goals on unpriced models keep their old shape.
+        if self.cost_used > 0.0 || goal.cost_used.is_present() {
+            goal.cost_used.set(self.cost_used);
+        }
     }
 }
 
@@ -67,6 +77,7 @@ pub fn account(goal: &Goal, messages: &[Message]) -> Accounting {
     let mut seen_any = false;
     for message in fresh.into_iter().filter(|m| m.is_completed()) {
         seen_any = true;
+        result.cost_used += message.cost;
         if message.summary {
             let closed = snapshot.unwrap_or(0).saturating_sub(result.tokens_baseline);
             result.tokens_committed = goal.tokens_used.max(result.tokens_committed.saturating_add(closed));
@@ -148,6 +159,7 @@ mod tests {
             agent: "build".into(),
             variant: String::new(),
             text: String::new(),
+            cost: 0.0,
             provider_error: None,
             produced_output: false,
             index,
@@ -189,6 +201,30 @@ mod tests {
         // Segment one: 40k - 10k = 30k; segment two: 5k from a zero baseline.
         assert_eq!(step(&mut g, &window), 35_000);
         assert_eq!(g.tokens_committed, 30_000);
+    }
+
+    #[test]
+    fn cost_sums_every_reply_since_the_goal_began_summaries_included() {
+        let mut g = goal(100.0);
+        let priced = |id: &str, index: usize, created: f64, cost: f64, summary: bool| Message {
+            cost,
+            ..reply(id, index, created, 1_000, summary)
+        };
+        // Before the goal: not its cost.
+        let mut window = vec![priced("m1", 0, 50.0, 9.0, false), priced("m2", 1, 200.0, 0.25, false)];
+        step(&mut g, &window);
+        assert_eq!(g.cost_used.get(), Some(&0.25));
+        window.push(priced("m3", 2, 300.0, 0.5, true));
+        window.push(priced("m4", 3, 400.0, 0.125, false));
+        step(&mut g, &window);
+        assert_eq!(g.cost_used.get(), Some(&0.875), "the summary's cost counts");
+        // A second pass over the same window adds nothing.
+        step(&mut g, &window);
+        assert_eq!(g.cost_used.get(), Some(&0.875));
+        // A provider that reports no cost leaves the record without the field.
+        let mut free = goal(100.0);
+        step(&mut free, &[reply("m2", 0, 200.0, 1_000, false)]);
+        assert!(!free.cost_used.is_present());
     }
 
     #[test]

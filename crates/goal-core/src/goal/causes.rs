@@ -17,6 +17,8 @@ pub enum FixAction {
     ResumeWithTokenBudget,
     /// Resume with a larger time budget (the user names it).
     ResumeWithTimeBudget,
+    /// Resume with a larger cost budget (the user names it).
+    ResumeWithCostBudget,
 }
 
 impl FixAction {
@@ -27,6 +29,7 @@ impl FixAction {
             Self::Resume => "resume",
             Self::ResumeWithTokenBudget => "resumeWithTokenBudget",
             Self::ResumeWithTimeBudget => "resumeWithTimeBudget",
+            Self::ResumeWithCostBudget => "resumeWithCostBudget",
         }
     }
 }
@@ -48,7 +51,7 @@ const DONE: Row = Row { fix: None, detail_fallback: "", action: FixAction::None 
 /// The table, one row per code.
 fn row_of(code: CauseCode) -> Row {
     use CauseCode::*;
-    use FixAction::{None as Nothing, Resume, ResumeWithTimeBudget, ResumeWithTokenBudget};
+    use FixAction::{None as Nothing, Resume, ResumeWithCostBudget, ResumeWithTimeBudget, ResumeWithTokenBudget};
     match code {
         Verified | ChecksPassed | UserComplete => DONE,
         AuditorBlocked => row(
@@ -85,6 +88,11 @@ fn row_of(code: CauseCode) -> Row {
             "Resume with a larger time budget: `session-goal resume {id} --goal-time-budget 2h`.",
             "",
             ResumeWithTimeBudget,
+        ),
+        CostBudget => row(
+            "Resume with a larger cost budget in US dollars: `session-goal resume {id} --goal-cost-budget 5`.",
+            "",
+            ResumeWithCostBudget,
         ),
         TurnCap => row(
             "Check the session's progress, then resume for another round of automatic turns: `session-goal resume {id}`.",
@@ -126,6 +134,13 @@ fn row_of(code: CauseCode) -> Row {
             "Check why the OpenCode server restarted, then resume: `session-goal resume {id}`.",
             "",
             Resume,
+        ),
+        TurnFailed => row(
+            // A bare resume meets the same failed tail again (the seed: resume does not bypass
+            // assistant errors), so the fix names the message that moves past it.
+            "Read the failed turn's error in the session, fix its cause (or switch the session's model) and send the agent a message, then resume: `session-goal resume {id}`.",
+            "",
+            Nothing,
         ),
         Inherited => row(
             "This goal was copied from session {detail}: resume it to run it here, or clear it: `session-goal resume {id}`.",

@@ -8,6 +8,7 @@
 pub mod acceptance;
 pub mod accounting;
 pub mod causes;
+pub mod cost;
 pub mod gates;
 pub mod lineage;
 pub mod notify;

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::record::reasons::{REASON_REPORTED_BY_AGENT, REASON_TIME_BUDGET, REASON_VERIFIED};
+use crate::record::reasons::{REASON_COST_BUDGET, REASON_REPORTED_BY_AGENT, REASON_TIME_BUDGET, REASON_VERIFIED};
 use crate::record::{truncate_chars, Goal, GoalStatus};
 
 /// The title the reference shows for a status.
@@ -29,24 +29,49 @@ pub fn goal_notification(session_id: &str, directory: &str, goal: &Goal, objecti
     } else {
         goal.status_reason.clone()
     };
-    let short_objective = truncate_chars(objective.trim(), 140);
-    let body = [short_objective.as_str(), detail.as_str()]
-        .iter()
-        .filter(|s| !s.is_empty())
-        .copied()
-        .collect::<Vec<_>>()
-        .join(" — ");
+    let stopped = matches!(goal.status, GoalStatus::Blocked | GoalStatus::BudgetLimited);
+    let fix = goal.cause.as_ref().and_then(|c| c.fix.as_deref()).filter(|_| stopped).unwrap_or("");
+    let body = notification_body(objective, &detail, fix);
     json!({
         "sessionId": session_id,
         "directory": directory,
         "status": goal.status.as_str(),
         "goal": goal_value,
-        "title": if goal.status_reason == REASON_TIME_BUDGET { "Goal reached its time budget" } else { notification_title(goal.status) },
-        "body": truncate_chars(&body, 240),
+        "title": match goal.status_reason.as_str() {
+            REASON_TIME_BUDGET => "Goal reached its time budget",
+            REASON_COST_BUDGET => "Goal reached its cost budget",
+            _ => notification_title(goal.status),
+        },
+        "body": body,
         "tag": format!("goal-{session_id}"),
         "kind": "goal",
         "cause": goal.cause.as_ref().map_or(Value::Null, crate::record::cause::Cause::to_value),
     })
+}
+
+/// Characters of a notification body.
+pub const BODY_CHAR_LIMIT: usize = 240;
+/// Characters of the objective quoted at the start of a body.
+const BODY_OBJECTIVE_CHAR_LIMIT: usize = 140;
+
+/// `objective — detail`, then the cause's `fix` when there is one, within [`BODY_CHAR_LIMIT`]
+/// characters. The fix is what a person acts on, so it keeps its end: the objective gives way
+/// first (dropped when too little of it would be left), then the detail, then the fix itself.
+pub fn notification_body(objective: &str, detail: &str, fix: &str) -> String {
+    let join = |parts: &[&str], separator: &str| {
+        parts.iter().filter(|s| !s.trim().is_empty()).map(|s| s.trim()).collect::<Vec<_>>().join(separator)
+    };
+    let fix = truncate_chars(fix.trim(), BODY_CHAR_LIMIT);
+    if fix.is_empty() {
+        return truncate_chars(&join(&[&truncate_chars(objective.trim(), BODY_OBJECTIVE_CHAR_LIMIT), detail], " — "), BODY_CHAR_LIMIT);
+    }
+    let room = |used: &str| BODY_CHAR_LIMIT.saturating_sub(used.chars().count() + 3);
+    let detail = truncate_chars(detail.trim(), room(&fix));
+    let tail = join(&[&detail, &fix], " — ");
+    let objective_room = room(&tail).min(BODY_OBJECTIVE_CHAR_LIMIT);
+    // Fewer than 20 characters of an objective say nothing; leave it out.
+    let objective = if objective_room < 20 { String::new() } else { truncate_chars(objective.trim(), objective_room) };
+    join(&[&objective, &tail], " — ")
 }
 
 #[cfg(test)]
@@ -77,6 +102,32 @@ mod tests {
 #[cfg(test)]
 mod cause_tests {
     use super::*;
+
+    #[test]
+    fn a_stopped_goal_ends_its_body_with_the_fix_within_the_limit() {
+        let fix = "Resume with a larger cost budget in US dollars: `session-goal resume s --goal-cost-budget 5`.";
+        let goal = |status: &str| {
+            Goal::from_value(&json!({
+                "id": "g", "status": status, "objective": "x", "statusReason": "cost budget reached",
+                "cause": {"code": "costBudget", "since": 5, "fix": fix}
+            }))
+            .unwrap()
+        };
+        let event = goal_notification("s", "", &goal("budgetLimited"), "Ship it");
+        assert_eq!(event["body"], format!("Ship it — cost budget reached — {fix}"));
+        assert_eq!(event["title"], "Goal reached its cost budget");
+        // A long objective gives way; the fix keeps its end.
+        let long = goal_notification("s", "", &goal("blocked"), &"o".repeat(500));
+        let body = long["body"].as_str().unwrap();
+        assert!(body.ends_with(fix) && body.chars().count() <= BODY_CHAR_LIMIT, "{body}");
+        assert!(body.starts_with("ooo"), "{body}");
+        // A fix longer than the whole body is cut, never overflowing it.
+        let huge = notification_body("obj", "reason", &"f".repeat(400));
+        assert_eq!(huge, "f".repeat(BODY_CHAR_LIMIT));
+        // A goal that is not stopped shows no fix.
+        let paused = goal_notification("s", "", &goal("paused"), "Ship it");
+        assert_eq!(paused["body"], "Ship it — cost budget reached");
+    }
 
     #[test]
     fn the_notification_carries_the_cause_and_names_the_checks_that_passed() {

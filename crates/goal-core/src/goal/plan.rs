@@ -1,14 +1,15 @@
 //! The pure goal-loop decisions: given what a tick observed, what to do. No I/O, no clock.
 //!
-//! The branch order is the reference runtime's (OpenChamber's JavaScript goal loop), with two
-//! departures: recovery from length-truncated replies, and a reply that ended with an error the
-//! provider table does not name is audited like any other reply instead of settling `blocked`.
+//! The branch order is the reference runtime's (OpenChamber's JavaScript goal loop), plus
+//! recovery from length-truncated replies and the cost budget, so the decisions match it branch
+//! for branch.
 
 use crate::goal::accounting::{account, Accounting};
 use crate::record::cause::CauseCode;
 use crate::record::reasons::{
     REASON_AUDIT_UNAVAILABLE, REASON_BLOCKED_PER_AUDIT, REASON_BUDGET, REASON_DISPATCH_FAILED,
-    REASON_REPEATED_TRUNCATION, REASON_RESUMED, REASON_TURN_CAP, REASON_VERIFIED,
+    REASON_COST_BUDGET, REASON_REPEATED_TRUNCATION, REASON_RESUMED, REASON_TURN_CAP, REASON_TURN_FAILED,
+    REASON_VERIFIED,
 };
 use crate::record::session::{chronological, Message, Role};
 use crate::record::{Goal, GoalStatus};
@@ -136,12 +137,18 @@ pub fn plan_tick(goal: &Goal, messages: &[Message], max_auto_turns: u64) -> Plan
         return Plan::Pause(accounting);
     }
     // The provider stage (`goal/limits.rs`) has already parked or settled every error its table
-    // names. Any other error (an unknown name, a non-retryable 5xx, an unnamed error object) is
-    // an ordinary reply from here on: audited, and a settle that follows carries that path's
-    // cause. A length error is the truncation recovery below; an abort paused above.
+    // names. Any other error (an unknown name, an `APIError` without a status, a non-retryable
+    // 5xx, an unnamed error object) settles `blocked` here, before the budgets and never audited;
+    // it wins over a `length` finish. A length error is the truncation recovery below.
     let truncated = tail.is_length_truncated();
+    if let Some(failed) = turn_failure(tail) {
+        return Plan::Settle(Settlement { detail: Some(failed.detail), ..settlement(GoalStatus::Blocked, &failed.reason, CauseCode::TurnFailed) });
+    }
     if goal.token_budget.is_some_and(|budget| accounting.tokens_used >= budget) {
         return settle(GoalStatus::BudgetLimited, REASON_BUDGET, CauseCode::TokenBudget);
+    }
+    if crate::goal::cost::cost_budget_reached(goal, accounting.cost_used) {
+        return settle(GoalStatus::BudgetLimited, REASON_COST_BUDGET, CauseCode::CostBudget);
     }
     if goal.turns_used >= max_auto_turns {
         return settle(GoalStatus::Blocked, REASON_TURN_CAP, CauseCode::TurnCap);
@@ -163,7 +170,7 @@ pub fn plan_tick(goal: &Goal, messages: &[Message], max_auto_turns: u64) -> Plan
             variant: execution.variant.clone(),
         },
         tail_message_id: last.id.clone(),
-        assistant_text: audited_text(tail),
+        assistant_text: crate::record::truncate_chars(&tail.text, TRANSCRIPT_PART_CHAR_LIMIT),
         tail_created: last.created,
         tail_output: tail.produced_output,
         cut_turn: None,
@@ -175,30 +182,34 @@ pub fn plan_tick(goal: &Goal, messages: &[Message], max_auto_turns: u64) -> Plan
     }
 }
 
-/// Characters of an error name quoted to the auditor.
-const ERROR_NAME_CHAR_LIMIT: usize = 80;
+/// Characters of an error's name kept as the status reason.
+pub const TURN_ERROR_NAME_CHAR_LIMIT: usize = 80;
+/// Characters of the error's message kept in the cause's detail.
+pub const TURN_ERROR_MESSAGE_CHAR_LIMIT: usize = 120;
 
-/// The reply's text for the auditor (at most [`TRANSCRIPT_PART_CHAR_LIMIT`] characters). A reply
-/// that ended with an error the provider table does not name says so in one line after its text,
-/// so the auditor judges a failed turn as failed rather than as a silent one.
-pub fn audited_text(tail: &Message) -> String {
-    let error = tail.error.as_deref().filter(|_| !tail.is_aborted() && !tail.is_length_truncated());
-    let Some(name) = error else {
-        return crate::record::truncate_chars(&tail.text, TRANSCRIPT_PART_CHAR_LIMIT);
-    };
-    let name = crate::record::truncate_chars(name.trim(), ERROR_NAME_CHAR_LIMIT);
-    let line = if name.is_empty() {
-        "[This turn ended with an error.]".to_string()
-    } else {
-        format!("[This turn ended with an error: {name}.]")
-    };
-    let room = TRANSCRIPT_PART_CHAR_LIMIT.saturating_sub(line.chars().count() + 1);
-    let text = crate::record::truncate_chars(&tail.text, room);
-    if text.trim().is_empty() {
-        line
-    } else {
-        format!("{text}\n{line}")
+/// A turn that ended with an error the provider table does not name: the status reason and the
+/// cause's detail it settles with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnFailure {
+    /// The error's non-empty `name`, else [`REASON_TURN_FAILED`].
+    pub reason: String,
+    /// The name and, bounded, the error's message (`APIError: bad request`).
+    pub detail: String,
+}
+
+/// The failure `tail` ended with, when it settles the goal: any error but an abort or a length
+/// cut (the provider table's errors never reach the plan; see `goal/limits.rs`).
+pub fn turn_failure(tail: &Message) -> Option<TurnFailure> {
+    let name = tail.error.as_deref()?;
+    if tail.is_aborted() || tail.is_length_truncated() {
+        return None;
     }
+    let name = crate::record::truncate_chars(name.trim(), TURN_ERROR_NAME_CHAR_LIMIT);
+    let reason = if name.is_empty() { REASON_TURN_FAILED } else { name.as_str() };
+    let message = tail.provider_error.as_ref().map(|e| e.message.trim()).unwrap_or("");
+    let message = crate::record::truncate_chars(message, TURN_ERROR_MESSAGE_CHAR_LIMIT);
+    let detail = if message.is_empty() { reason.to_string() } else { format!("{reason}: {message}") };
+    Some(TurnFailure { reason: reason.to_string(), detail })
 }
 
 /// True when `latest` is truncated and so was the previous completed, non-summary reply made

@@ -77,8 +77,8 @@ pub async fn run_tick(
 /// Plans the tick on the live state: the time stage and the quiet window first, then the plan's
 /// own ends (wait, pause, settle), else the turn to continue, audited or not.
 async fn plan_and_audit(tick: &Tick<'_>, live: Live) -> Result<(Basis, Reservation), TickOutcome> {
-    // Provider failures and cut turns first: a parked or limited tail, or one the provider
-    // table settles, is never audited; any other failed tail is planned as an ordinary reply.
+    // Provider failures and cut turns first: a parked, limited or failed tail is never audited
+    // (the plan settles any error the provider table does not name, `turnFailed`).
     let after = tick.provider_stage(&live.messages).await?;
     let continued = after.messages.is_some();
     let plan =

@@ -35,6 +35,8 @@ pub enum CauseCode {
     TokenBudget,
     /// The active-time budget is spent.
     TimeBudget,
+    /// The cost budget (US dollars) is spent.
+    CostBudget,
     /// The automatic turn cap is reached.
     TurnCap,
     /// The user paused the goal.
@@ -59,13 +61,15 @@ pub enum CauseCode {
     ContentFilter,
     /// Turns were cut by a server restart, repeatedly.
     TurnInterrupted,
+    /// A turn ended with an error the provider table does not name.
+    TurnFailed,
     /// The goal was copied from another session (a fork) and waits for the user.
     Inherited,
 }
 
 impl CauseCode {
     /// Every code, in documentation order.
-    pub const ALL: [CauseCode; 23] = [
+    pub const ALL: [CauseCode; 25] = [
         Self::Verified,
         Self::ChecksPassed,
         Self::UserComplete,
@@ -76,6 +80,7 @@ impl CauseCode {
         Self::MessagesUnavailable,
         Self::TokenBudget,
         Self::TimeBudget,
+        Self::CostBudget,
         Self::TurnCap,
         Self::UserPaused,
         Self::UserAborted,
@@ -88,6 +93,7 @@ impl CauseCode {
         Self::ContextOverflow,
         Self::ContentFilter,
         Self::TurnInterrupted,
+        Self::TurnFailed,
         Self::Inherited,
     ];
 
@@ -104,6 +110,7 @@ impl CauseCode {
             Self::MessagesUnavailable => "messagesUnavailable",
             Self::TokenBudget => "tokenBudget",
             Self::TimeBudget => "timeBudget",
+            Self::CostBudget => "costBudget",
             Self::TurnCap => "turnCap",
             Self::UserPaused => "userPaused",
             Self::UserAborted => "userAborted",
@@ -116,6 +123,7 @@ impl CauseCode {
             Self::ContextOverflow => "contextOverflow",
             Self::ContentFilter => "contentFilter",
             Self::TurnInterrupted => "turnInterrupted",
+            Self::TurnFailed => "turnFailed",
             Self::Inherited => "inherited",
         }
     }

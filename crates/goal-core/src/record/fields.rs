@@ -268,6 +268,10 @@ goal_fields! {
         provider_wait_for: String = "providerWaitFor", |v: &Value| v.as_str().map(str::to_string), |v: &String| Value::from(v.clone());
         /// Turns cut by a server restart in a row.
         cut_turns: u64 = "cutTurns", |v: &Value| Some(positive_count(Some(v))), |v: &u64| Value::from(*v);
+        /// The cost budget in US dollars (`costBudget`; see `goal/cost.rs`).
+        cost_budget: f64 = COST_BUDGET_FIELD, positive_number, |v: &f64| Value::from(*v);
+        /// US dollars the session's replies cost since the goal began (`costUsed`).
+        cost_used: f64 = COST_USED_FIELD, |v: &Value| v.as_f64().filter(|n| n.is_finite() && *n >= 0.0), |v: &f64| Value::from(*v);
         evidence_overrides: Vec<String> = "evidenceOverrides",
             |v: &Value| v.as_array()?.iter().map(|c| c.as_str().map(str::to_string)).collect(),
             |v: &Vec<String>| json!(v);
@@ -278,6 +282,10 @@ goal_fields! {
 pub const SESSION_ID_FIELD: &str = "sessionId";
 /// Goal field holding the typed cause of a stop or wait.
 pub const CAUSE_FIELD: &str = "cause";
+/// Goal field holding the cost budget in US dollars.
+pub const COST_BUDGET_FIELD: &str = "costBudget";
+/// Goal field holding the US dollars spent since the goal began.
+pub const COST_USED_FIELD: &str = "costUsed";
 /// Goal field holding the user's acceptance checks.
 pub const CHECKS_FIELD: &str = "checks";
 /// Goal field counting objective edits (part of the revision key).

@@ -34,6 +34,8 @@ pub struct ProviderError {
     pub body: String,
     /// `data.providerID` (ProviderAuthError names it), when present.
     pub provider_id: Option<String>,
+    /// `data.message`, bounded (empty when absent): quoted in a failed turn's cause detail.
+    pub message: String,
 }
 
 impl ProviderError {
@@ -59,6 +61,7 @@ impl ProviderError {
                 .and_then(Value::as_str)
                 .map(|p| truncate_chars(p.trim(), PROVIDER_CHAR_LIMIT))
                 .filter(|p| !p.is_empty()),
+            message: truncate_chars(data.get("message").and_then(Value::as_str).unwrap_or("").trim(), HEADER_CHAR_LIMIT),
         })
     }
 
@@ -114,8 +117,8 @@ pub enum ProviderFailure {
     /// The provider's content filter stopped the reply: settles `blocked` / `contentFilter`.
     ContentFilter,
     /// Any other error (unknown names and shapes, non-retryable 5xx, aborts, length cuts): not a
-    /// provider failure. An abort pauses and a length cut is recovered; the rest are audited as
-    /// ordinary replies.
+    /// provider failure. An abort pauses and a length cut is recovered; the rest settle `blocked`
+    /// at once with the error's name (`turnFailed`, see `goal/plan.rs`).
     Other,
 }
 

@@ -12,6 +12,8 @@ pub const REASON_PAUSED_AFTER_ABORT: &str = "paused after abort";
 pub const REASON_MARKED_BY_USER: &str = "marked by user";
 /// Status reason: budget spent.
 pub const REASON_BUDGET: &str = "token budget reached";
+/// Status reason: the cost budget (US dollars) is spent.
+pub const REASON_COST_BUDGET: &str = "cost budget reached";
 /// Status reason: the time budget is spent.
 pub const REASON_TIME_BUDGET: &str = "time budget reached";
 /// Status reason: the turn cap was reached.
@@ -67,6 +69,7 @@ pub const ALL: &[&str] = &[
     REASON_PAUSED_AFTER_ABORT,
     REASON_MARKED_BY_USER,
     REASON_BUDGET,
+    REASON_COST_BUDGET,
     REASON_TIME_BUDGET,
     REASON_TURN_CAP,
     REASON_VERIFIED,

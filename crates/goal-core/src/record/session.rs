@@ -74,6 +74,8 @@ pub struct Message {
     pub variant: String,
     /// Text parts joined with `\n` (synthetic parts included, reasoning and tools ignored).
     pub text: String,
+    /// `info.cost`: what this reply cost in US dollars (0 when absent, negative or not finite).
+    pub cost: f64,
     /// The error's details, read for the provider-failure table (`None` when no error object).
     pub provider_error: Option<ProviderError>,
     /// The reply produced something: a non-empty text part, a tool part, or output tokens.
@@ -159,6 +161,7 @@ impl Message {
             agent,
             variant: string_field(info.get("variant")),
             text,
+            cost: info.get("cost").and_then(Value::as_f64).filter(|c| c.is_finite() && *c > 0.0).unwrap_or(0.0),
             provider_error: info.get("error").and_then(ProviderError::from_value),
             produced_output: output_part || count(&["output"]) > 0,
             index,

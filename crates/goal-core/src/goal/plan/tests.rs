@@ -4,7 +4,7 @@ use super::*;
 use crate::record::cause::CauseCode;
 use crate::record::reasons::{
     REASON_AUDIT_UNAVAILABLE, REASON_BLOCKED_PER_AUDIT, REASON_BUDGET, REASON_DISPATCH_FAILED,
-    REASON_REPEATED_TRUNCATION, REASON_TURN_CAP, REASON_VERIFIED,
+    REASON_COST_BUDGET, REASON_REPEATED_TRUNCATION, REASON_TURN_CAP, REASON_TURN_FAILED, REASON_VERIFIED,
 };
 use crate::record::session::Tokens;
 use serde_json::json;
@@ -33,6 +33,7 @@ fn user(id: &str, created: f64) -> Message {
         agent: String::new(),
         variant: String::new(),
         text: "do it".into(),
+        cost: 0.0,
         provider_error: None,
         produced_output: false,
         index: 0,
@@ -134,78 +135,100 @@ fn failed_window(error: serde_json::Value, finish: &str) -> Vec<Message> {
     .unwrap()
 }
 
-/// The errors the provider table does not name: an unknown name, a structured-output failure, a
-/// non-retryable 500 (and a 503 not marked retryable), an unnamed error object.
+/// The errors the provider table does not name, each with the status reason it settles with: an
+/// unknown name, a structured-output failure, an `APIError` without a status, a non-retryable
+/// 500 (and a 503 not marked retryable), an unnamed error object.
 fn unnamed_errors() -> Vec<(&'static str, serde_json::Value)> {
     vec![
         ("UnknownError", json!({"name": "UnknownError", "data": {"message": "boom"}})),
         ("StructuredOutputError", json!({"name": "StructuredOutputError", "data": {"message": "bad json"}})),
+        ("APIError", json!({"name": "APIError", "data": {"message": "bad request", "isRetryable": false}})),
         (
             "APIError",
             json!({"name": "APIError", "data": {"message": "internal", "statusCode": 500, "isRetryable": false}}),
         ),
         ("APIError", json!({"name": "APIError", "data": {"statusCode": 503, "isRetryable": false}})),
-        ("", json!({})),
+        (REASON_TURN_FAILED, json!({})),
+        (REASON_TURN_FAILED, json!({"name": "  ", "data": "odd"})),
     ]
 }
 
 #[test]
-fn errors_the_provider_table_does_not_name_are_audited_like_ordinary_replies() {
+fn errors_the_provider_table_does_not_name_block_at_once_with_their_name() {
     use crate::goal::limits::{decide, Stage};
-    let goal = goal_with(json!({}));
     let quiet = std::time::Duration::from_millis(400);
+    // Over the token budget too: the failure is checked first (cheapest first, as the seed says).
+    let goal = goal_with(json!({"tokenBudget": 1000}));
     for finish in ["", "stop", "length"] {
         for (name, error) in unnamed_errors() {
-            let messages = failed_window(error, finish);
-            // Not the provider stage's: no park, no settle before the audit.
+            let messages = failed_window(error.clone(), finish);
+            // Not the provider stage's: no park, no provider settle.
             let stage = decide(&goal, &messages, 10_000.0, Default::default(), 0, quiet);
             assert_eq!(stage, Stage::Usual, "{name} {finish}");
-            // Audited (a non-length error is never the truncation recovery, even with
-            // `finish: length`), and the auditor is told the turn ended with the error.
+            // Settled blocked at once, never audited; a length finish does not override it.
             match plan_tick(&goal, &messages, 20) {
-                Plan::Audit(basis) => {
-                    assert_eq!(basis.tail_message_id, "a1");
-                    assert!(basis.assistant_text.starts_with("half done\n[This turn ended with an error"));
-                    assert!(basis.assistant_text.contains(name), "{name}: {}", basis.assistant_text);
-                    // The verdict decides, as for any reply.
-                    let continued = after_audit(&goal, &basis, audit(Verdict::Continue, "retry it"));
-                    assert!(matches!(continued, AfterAudit::Continue(ref r) if r.blocked_streak == 0));
-                    assert_eq!(
-                        cause_after(after_audit(&goal, &basis, audit(Verdict::Complete, "ok"))),
-                        CauseCode::Verified
-                    );
+                Plan::Settle(s) => {
+                    assert_eq!((s.status, s.reason.as_str(), s.cause), (GoalStatus::Blocked, name, CauseCode::TurnFailed));
+                    let message = error.pointer("/data/message").and_then(|m| m.as_str());
+                    let detail = match message {
+                        Some(message) => format!("{name}: {message}"),
+                        None => name.to_string(),
+                    };
+                    assert_eq!(s.detail.as_deref(), Some(detail.as_str()), "{name} {finish}");
                 }
-                other => panic!("{name} {finish}: expected an audit, got {other:?}"),
+                other => panic!("{name} {finish}: expected a settle, got {other:?}"),
             }
+            // A resume does not bypass it (the seed: resume does not bypass assistant errors).
+            let resumed = goal_with(json!({"statusReason": "resumed"}));
+            assert_eq!(cause_of_plan(&plan_tick(&resumed, &messages, 20)), CauseCode::TurnFailed);
         }
     }
-    // What settles before the audit is that path's own: the budget, the turn cap.
-    let (_, unknown) = unnamed_errors().remove(0);
-    let over = goal_with(json!({"tokenBudget": 1000}));
-    assert_eq!(cause_of_plan(&plan_tick(&over, &failed_window(unknown.clone(), ""), 20)), CauseCode::TokenBudget);
-    let capped = goal_with(json!({"turnsUsed": 7}));
-    assert_eq!(cause_of_plan(&plan_tick(&capped, &failed_window(unknown, ""), 7)), CauseCode::TurnCap);
 }
 
 #[test]
-fn the_auditor_reads_the_error_within_the_transcript_limit() {
+fn a_failed_turn_is_bounded_and_aborts_or_length_cuts_are_not_failures() {
     let mut failed = reply("a1", 200.0);
-    failed.error = Some("UnknownError".into());
-    failed.text = "x".repeat(TRANSCRIPT_PART_CHAR_LIMIT + 50);
-    let text = audited_text(&failed);
-    assert_eq!(text.chars().count(), TRANSCRIPT_PART_CHAR_LIMIT);
-    assert!(text.ends_with("\n[This turn ended with an error: UnknownError.]"));
-    failed.text = "  ".into();
     failed.error = Some("N".repeat(500));
-    assert_eq!(audited_text(&failed).chars().count(), "[This turn ended with an error: .]".len() + 80);
-    // An abort or a length cut is its own path: the text goes as it is.
+    let found = turn_failure(&failed).unwrap();
+    assert_eq!(found.reason.chars().count(), TURN_ERROR_NAME_CHAR_LIMIT);
+    failed.provider_error = crate::record::provider_error::ProviderError::from_value(
+        &json!({"name": "X", "data": {"message": "m".repeat(1000)}}),
+    );
+    let found = turn_failure(&failed).unwrap();
+    assert_eq!(found.detail.chars().count(), TURN_ERROR_NAME_CHAR_LIMIT + 2 + TURN_ERROR_MESSAGE_CHAR_LIMIT);
     for name in [ABORTED, crate::record::session::LENGTH_ERROR] {
         failed.error = Some(name.into());
-        failed.text = "partial".into();
-        assert_eq!(audited_text(&failed), "partial");
+        assert_eq!(turn_failure(&failed), None, "{name}");
     }
     failed.error = None;
-    assert_eq!(audited_text(&failed), "partial");
+    failed.finish = "length".into();
+    assert_eq!(turn_failure(&failed), None);
+}
+
+#[test]
+fn cost_budget_settles_budget_limited_after_the_token_budget() {
+    let mut priced = reply("a1", 200.0);
+    priced.cost = 0.3;
+    let mut summary = reply("s1", 300.0);
+    summary.summary = true;
+    summary.cost = 0.25;
+    let w = window(vec![priced.clone(), summary]);
+    // 0.3 + 0.25 (the summary counts) reaches 0.5.
+    let goal = goal_with(json!({"costBudget": 0.5}));
+    match plan_tick(&goal, &w, 20) {
+        Plan::Settle(s) => {
+            assert_eq!((s.status, s.reason.as_str(), s.cause), (GoalStatus::BudgetLimited, REASON_COST_BUDGET, CauseCode::CostBudget));
+            assert!((s.accounting.cost_used - 0.55).abs() < 1e-9, "{}", s.accounting.cost_used);
+        }
+        other => panic!("{other:?}"),
+    }
+    // Below it, the reply is audited; both budgets spent: the token budget names the stop.
+    assert!(matches!(plan_tick(&goal_with(json!({"costBudget": 0.6})), &w, 20), Plan::ContinueUnaudited(_) | Plan::Audit(_)));
+    let both = goal_with(json!({"costBudget": 0.5, "tokenBudget": 100}));
+    assert_eq!(cause_of_plan(&plan_tick(&both, &w, 20)), CauseCode::TokenBudget);
+    // A provider that reports no cost never reaches it.
+    let free = window(vec![reply("a1", 200.0), reply("a2", 300.0)]);
+    assert!(matches!(plan_tick(&goal_with(json!({"costBudget": 0.01})), &free, 20), Plan::Audit(_)));
 }
 
 #[test]
