@@ -212,6 +212,8 @@ export interface CreateSessionRequest {
    * command one line of at most 2,000 characters; `timeoutMs` defaults to 10 minutes.
    */
   goalChecks?: Array<{ command: string; timeoutMs?: number } | string>
+  /** The goal's cost budget in US dollars (requires `goal`): at least 0.01. */
+  goalCostBudget?: number
 }
 
 /** Deletes an objective file, best effort: whether a file was removed (false for an invalid id). */
@@ -273,6 +275,8 @@ export interface ForkSessionRequest {
    * command one line of at most 2,000 characters; `timeoutMs` defaults to 10 minutes.
    */
   goalChecks?: Array<{ command: string; timeoutMs?: number } | string>
+  /** The goal's cost budget in US dollars (requires `goal`): at least 0.01. */
+  goalCostBudget?: number
 }
 
 /** Target of pause / resume / complete / clear. */
@@ -376,6 +380,10 @@ export interface GoalEditRequest {
   checks?: Array<{ command: string; timeoutMs?: number } | string>
   /** Remove the acceptance checks. */
   clearChecks?: boolean
+  /** New cost budget in US dollars (at least 0.01). */
+  costBudget?: number
+  /** Remove the cost budget. */
+  clearCostBudget?: boolean
   /** Provider preferred when distilling a long objective. */
   providerID?: string
   /** Model preferred when distilling. */
@@ -401,7 +409,7 @@ export interface GoalExplanation {
    */
   cause?: { code: string; since: number; detail?: string; until?: number; fix?: string } | null
   /** What `doctor --fix` would apply. */
-  fixAction?: 'none' | 'resume' | 'resumeWithTokenBudget' | 'resumeWithTimeBudget' | null
+  fixAction?: 'none' | 'resume' | 'resumeWithTokenBudget' | 'resumeWithTimeBudget' | 'resumeWithCostBudget' | null
   /** When the goal goes on by itself (ms since epoch), for a goal that waits. */
   nextWakeAt?: number
   /** The multi-host lease. */
@@ -559,6 +567,10 @@ export interface GoalRecord {
   updatedAt: number
   /** Time budget (ms), if any. */
   timeBudgetMs?: number
+  /** Cost budget in US dollars, if any. */
+  costBudget?: number
+  /** US dollars the session's replies cost since the goal began (0 on a model without a price). */
+  costUsed: number
   /** Active time so far (ms): since `createdAt`, minus time paused or waiting. */
   activeMs: number
   /** Working hours `{start, end, timeZone}`, if any. */
@@ -747,6 +759,8 @@ export interface SendPromptRequest {
    * command one line of at most 2,000 characters; `timeoutMs` defaults to 10 minutes.
    */
   goalChecks?: Array<{ command: string; timeoutMs?: number } | string>
+  /** The goal's cost budget in US dollars (requires `goal`): at least 0.01. */
+  goalCostBudget?: number
 }
 
 /**
@@ -853,6 +867,11 @@ export interface SessionGoalRequest {
   activeHours?: { start: string; end: string; timeZone: string }
   /** Acceptance checks `[{command, timeoutMs?}]`, run before the goal may settle `complete`. */
   checks?: Array<{ command: string; timeoutMs?: number } | string>
+  /**
+   * Cost budget in US dollars (at least 0.01): the goal settles `budgetLimited` when its
+   * replies' `info.cost` reach it.
+   */
+  costBudget?: number
   /** Provider the goal's turns run on (the distillation prefers it). */
   providerID?: string
   /** Model the goal's turns run on. */

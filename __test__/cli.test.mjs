@@ -159,7 +159,7 @@ describe('create, send, fork', () => {
 describe('status and goal actions', () => {
   it('status prints a table of the directory\'s goals', async () => {
     const { mock, common } = await world()
-    const a = mock.createSession({ directory: '/tmp/project', metadata: goalMetadata({ turnsUsed: 3, tokensUsed: 1200, tokenBudget: 5000, note: 'nesting still missing', createdAt: Date.now() - 1_800_000, inactiveMs: 600_000, timeBudgetMs: 7_200_000, checks: [{ command: 'npm test' }, { command: 'npm run lint' }] }) })
+    const a = mock.createSession({ directory: '/tmp/project', metadata: goalMetadata({ turnsUsed: 3, tokensUsed: 1200, tokenBudget: 5000, costBudget: 2, costUsed: 0.5, note: 'nesting still missing', createdAt: Date.now() - 1_800_000, inactiveMs: 600_000, timeBudgetMs: 7_200_000, checks: [{ command: 'npm test' }, { command: 'npm run lint' }] }) })
     const b = mock.createSession({ directory: '/tmp/project', metadata: goalMetadata({ status: 'blocked', statusReason: 'progress audit unavailable', tokensUsed: 800, createdAt: Date.now() - 90_000 }) })
     mock.createSession({ directory: '/tmp/project' })
     mock.createSession({ directory: '/tmp/elsewhere', metadata: goalMetadata() })
@@ -168,11 +168,12 @@ describe('status and goal actions', () => {
     expect(code).toBe(0)
     const lines = stdout.trimEnd().split('\n')
     expect(lines).toHaveLength(3)
-    expect(lines[0].split(/\s{2,}/)).toEqual(['SESSION', 'STATUS', 'TURNS', 'TOKENS', 'TIME', 'CHECKS', 'NOTE'])
+    expect(lines[0].split(/\s{2,}/)).toEqual(['SESSION', 'STATUS', 'TURNS', 'TOKENS', 'COST', 'TIME', 'CHECKS', 'NOTE'])
     const row = (id) => lines.find((line) => line.startsWith(id)).split(/\s{2,}/)
-    // TIME is active time (paused and waiting time excluded) against the time budget.
-    expect(row(a.id)).toEqual([a.id, 'active (busy)', '3', '1200/5000', '20m/2h', '2', 'nesting still missing'])
-    expect(row(b.id)).toEqual([b.id, 'blocked', '0', '800', '1m', '0', 'progress audit unavailable'])
+    // TIME is active time (paused and waiting time excluded) against the time budget; COST is
+    // US dollars against the cost budget.
+    expect(row(a.id)).toEqual([a.id, 'active (busy)', '3', '1200/5000', '$0.50/$2.00', '20m/2h', '2', 'nesting still missing'])
+    expect(row(b.id)).toEqual([b.id, 'blocked', '0', '800', '$0.00', '1m', '0', 'progress audit unavailable'])
 
     const empty = await runCli(['status', '--url', mock.url, '--directory', '/tmp/nothing-here'])
     expect(empty.stdout.trim()).toBe('no goals in /tmp/nothing-here')

@@ -14,6 +14,8 @@ const { pathToFileURL } = require('node:url')
 const DEFAULT_URL = 'http://127.0.0.1:4096'
 const MIN_BUDGET = 1000
 const MAX_BUDGET = 100000000
+const MIN_COST_BUDGET = 0.01
+const MAX_COST_BUDGET = 1000000
 
 const USAGE = `Usage: session-goal <command> [options]
 
@@ -21,11 +23,12 @@ Commands:
   create                 Create a session (optionally with a first prompt and a goal)
   send <sessionId>       Send a prompt to a session (optionally starting a goal)
   fork <sessionId>       Fork a session (at --message) and prompt the fork
-  status                 Table of the goals in a directory (time used against the time budget);
+  status                 Table of the goals in a directory (tokens, cost and time used against
+                         their budgets);
                          --history <sessionId> prints that goal's audit trail instead
   pause <sessionId>      Pause the goal and abort the running turn
-  resume <sessionId>     Resume the goal (fresh turn allowance); with --goal-token-budget or
-                         --goal-time-budget, resume with that budget
+  resume <sessionId>     Resume the goal (fresh turn allowance); with --goal-token-budget,
+                         --goal-cost-budget or --goal-time-budget, resume with that budget
   doctor <sessionId>     Why the goal is where it is: status, cause and fix, next wake-up, lease,
                          pending requests, last audit and checks, findings. Changes nothing;
                          --fix applies the one action the cause names, after printing it
@@ -37,6 +40,11 @@ Options for create, send, fork:
   --prompt <text>              Prompt; a leading /name runs that OpenCode command
   --goal                       Make the prompt the goal objective
   --goal-token-budget <n>      Token budget of the goal (1000..100000000; requires --goal)
+  --goal-cost-budget <usd>     Cost budget of the goal in US dollars, e.g. 5 or 2.50 (at least
+                               0.01; requires --goal): the goal stops budgetLimited once its
+                               replies cost that much (OpenCode prices each reply from the
+                               model's configured price; a model without one costs 0 and never
+                               reaches it)
   --goal-time-budget <d>       Time budget of the goal, active time only (90m, 2h, 1h30m, 45s, 1d;
                                requires --goal)
   --goal-active-hours <w>      Working hours HH:MM-HH:MM@TimeZone, e.g. 09:00-17:00@Europe/Berlin
@@ -51,7 +59,7 @@ Options for create, send, fork:
 
 Options for doctor:
   --fix                        Apply the cause's fix (resume; a spent budget needs
-                               --goal-token-budget or --goal-time-budget)
+                               --goal-token-budget, --goal-cost-budget or --goal-time-budget)
 
 Options for watch:
   --auditor builtin|none       Small model for audits (default builtin: --small-model, else
@@ -80,7 +88,7 @@ Environment:
 
 class UsageError extends Error {}
 
-const PROMPT_FLAGS = ['prompt', 'goal', 'goal-token-budget', 'goal-time-budget', 'goal-active-hours', 'goal-check', 'model', 'agent', 'variant']
+const PROMPT_FLAGS = ['prompt', 'goal', 'goal-token-budget', 'goal-cost-budget', 'goal-time-budget', 'goal-active-hours', 'goal-check', 'model', 'agent', 'variant']
 const COMMON_FLAGS = ['url', 'directory', 'data-dir', 'json', 'help']
 const COMMANDS = {
   create: { positionals: 0, flags: [...PROMPT_FLAGS, 'title'] },
@@ -88,8 +96,8 @@ const COMMANDS = {
   fork: { positionals: 1, flags: [...PROMPT_FLAGS, 'message'] },
   status: { positionals: 0, flags: ['history'] },
   pause: { positionals: 1, flags: [] },
-  resume: { positionals: 1, flags: ['goal-token-budget', 'goal-time-budget'] },
-  doctor: { positionals: 1, flags: ['fix', 'goal-token-budget', 'goal-time-budget'] },
+  resume: { positionals: 1, flags: ['goal-token-budget', 'goal-cost-budget', 'goal-time-budget'] },
+  doctor: { positionals: 1, flags: ['fix', 'goal-token-budget', 'goal-cost-budget', 'goal-time-budget'] },
   complete: { positionals: 1, flags: [] },
   clear: { positionals: 1, flags: [] },
   watch: { positionals: 0, flags: ['auditor', 'small-model', 'idle-quiet-ms', 'kickoff-quiet-ms'] },
@@ -153,6 +161,18 @@ function parseGoalTokenBudget(flags) {
   const value = /^\d+$/.test(raw) ? Number(raw) : NaN
   if (!Number.isSafeInteger(value) || value < MIN_BUDGET || value > MAX_BUDGET) {
     throw new UsageError(`--goal-token-budget must be an integer between ${MIN_BUDGET} and ${MAX_BUDGET}.`)
+  }
+  return value
+}
+
+// US dollars: a plain decimal number (5, 2.50), as the goal's costBudget stores it.
+function parseGoalCostBudget(flags) {
+  const raw = flags['goal-cost-budget']
+  if (raw === undefined) return undefined
+  if (!flags.goal) throw new UsageError('--goal-cost-budget requires --goal.')
+  const value = /^\d+(\.\d+)?$/.test(String(raw).trim()) ? Number(raw) : NaN
+  if (!Number.isFinite(value) || value < MIN_COST_BUDGET || value > MAX_COST_BUDGET) {
+    throw new UsageError(`--goal-cost-budget must be a number of US dollars between ${MIN_COST_BUDGET} and ${MAX_COST_BUDGET} (got "${raw}").`)
   }
   return value
 }
@@ -230,6 +250,8 @@ function promptRequest(parsed) {
   const request = { prompt, model: flags.model, agent: flags.agent, variant: flags.variant }
   if (flags.goal) request.goal = true
   if (budget !== undefined) request.goalTokenBudget = budget
+  const costBudget = parseGoalCostBudget(flags)
+  if (costBudget !== undefined) request.goalCostBudget = costBudget
   const timeBudget = parseGoalTimeBudget(flags)
   if (timeBudget !== undefined) request.goalTimeBudgetMs = timeBudget
   const activeHours = parseGoalActiveHours(flags)
@@ -260,6 +282,8 @@ function budgetEdit(flags) {
   if (tokens !== undefined) edit.tokenBudget = tokens
   const time = parseGoalTimeBudget({ ...flags, goal: true })
   if (time !== undefined) edit.timeBudgetMs = time
+  const cost = parseGoalCostBudget({ ...flags, goal: true })
+  if (cost !== undefined) edit.costBudget = cost
   return edit
 }
 
@@ -291,10 +315,14 @@ function describeDispatch(result) {
   if (result.goalEnabled) out(result.goalTokenBudget ? `goal mode active (budget: ${result.goalTokenBudget})` : 'goal mode active')
   const goal = result.goal?.goal
   if (goal?.timeBudgetMs) out(`time budget: ${formatDuration(goal.timeBudgetMs)} of active time`)
+  if (goal?.costBudget) out(`cost budget: ${usd(goal.costBudget)}`)
   if (goal?.activeHours) out(`working hours: ${goal.activeHours.start}-${goal.activeHours.end} ${goal.activeHours.timeZone}`)
   if (goal?.checks?.length) out(`acceptance checks: ${goal.checks.length} (run before the goal may complete)`)
   for (const warning of result.warnings) out(`warning: ${warning}`)
 }
+
+/** US dollars as people read them: two decimals, four below a cent. */
+const usd = (dollars) => `$${dollars > 0 && dollars < 0.01 ? dollars.toFixed(4) : Number(dollars || 0).toFixed(2)}`
 
 const oneLine = (text, max) => {
   const flat = String(text ?? '').replace(/\s+/g, ' ').trim()
@@ -302,7 +330,7 @@ const oneLine = (text, max) => {
 }
 
 function printTable(rows) {
-  const header = ['SESSION', 'STATUS', 'TURNS', 'TOKENS', 'TIME', 'CHECKS', 'NOTE']
+  const header = ['SESSION', 'STATUS', 'TURNS', 'TOKENS', 'COST', 'TIME', 'CHECKS', 'NOTE']
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)))
   const format = (cells) => cells.map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i]))).join('  ').trimEnd()
   out(format(header))
@@ -342,6 +370,7 @@ async function runStatus(control, directory, flags) {
       goal.status + (working ? ' (busy)' : ''),
       String(goal.turnsUsed),
       goal.tokenBudget ? `${goal.tokensUsed}/${goal.tokenBudget}` : String(goal.tokensUsed),
+      goal.costBudget ? `${usd(goal.costUsed)}/${usd(goal.costBudget)}` : usd(goal.costUsed),
       goal.timeBudgetMs ? `${formatDuration(goal.activeMs)}/${formatDuration(goal.timeBudgetMs)}` : formatDuration(goal.activeMs),
       String(goal.checks?.length ?? 0),
       goal.wakeAt ? `${oneLine(goal.statusReason, 40)} until ${new Date(goal.wakeAt).toISOString().slice(11, 19)}Z` : oneLine(goal.note || goal.statusReason, 60),
@@ -384,12 +413,20 @@ function printExplanation(report) {
   for (const p of report.pending) out(`pending: ${p.kind} ${p.id}${p.permission ? ` (${p.permission})` : ''}`)
   const audit = report.lastAudit
   if (audit) out(`last audit: ${audit.time ? when(audit.time) : '-'}  ${audit.verdict ?? 'failed'} → ${audit.action}${audit.note ? ` — ${oneLine(audit.note, 120)}` : ''}`)
+  if (report.cost?.budget) out(`cost: ${usd(report.cost.used)} of ${usd(report.cost.budget)}`)
   if (report.checks?.length) out(`checks: ${report.checks.length}`)
   for (const run of report.lastChecks) {
     const exit = run.exitStatus === null || run.exitStatus === undefined ? '' : `, exit ${run.exitStatus}`
     out(`  check ${run.index + 1}: ${run.result}${exit}, ${formatDuration(run.durationMs)}  ${oneLine(run.command, 80)}`)
   }
   for (const f of report.findings) out(`finding: ${f.code}: ${f.message}`)
+}
+
+// The fixes that resume with a new budget: the edit field, the flag that gives it, how it reads.
+const BUDGET_FIXES = {
+  resumeWithTokenBudget: { needs: 'tokenBudget', flag: '--goal-token-budget N', shown: (n) => `token budget ${n}` },
+  resumeWithTimeBudget: { needs: 'timeBudgetMs', flag: '--goal-time-budget D', shown: (ms) => `time budget ${formatDuration(ms)}` },
+  resumeWithCostBudget: { needs: 'costBudget', flag: '--goal-cost-budget USD', shown: (d) => `cost budget ${usd(d)}` },
 }
 
 // doctor changes nothing; --fix applies only the action the cause names, after printing it.
@@ -407,13 +444,13 @@ async function runDoctor(control, sessionId, directory, flags) {
   if (action === 'resume') {
     say(`applying fix: resume ${sessionId}`)
     result = await control.resumeGoal({ sessionId, directory })
-  } else if (action === 'resumeWithTokenBudget' || action === 'resumeWithTimeBudget') {
-    const needs = action === 'resumeWithTokenBudget' ? 'tokenBudget' : 'timeBudgetMs'
+  } else if (BUDGET_FIXES[action]) {
+    const { needs, flag, shown } = BUDGET_FIXES[action]
     if (edit[needs] === undefined) {
-      err(`session-goal: --fix for ${report.cause.code} needs ${needs === 'tokenBudget' ? '--goal-token-budget N' : '--goal-time-budget D'}`)
+      err(`session-goal: --fix for ${report.cause.code} needs ${flag}`)
       return 2
     }
-    say(`applying fix: resume ${sessionId} with ${needs === 'tokenBudget' ? `token budget ${edit.tokenBudget}` : `time budget ${formatDuration(edit.timeBudgetMs)}`}`)
+    say(`applying fix: resume ${sessionId} with ${shown(edit[needs])}`)
     result = await control.editGoal({ sessionId, directory, [needs]: edit[needs] })
   } else {
     say(report.cause?.fix ? `nothing to apply: ${report.cause.fix}` : 'nothing to apply')

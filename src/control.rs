@@ -130,6 +130,12 @@ pub struct GoalRecord {
     /// Time budget (ms), if any.
     #[serde(skip)]
     pub time_budget_ms: Option<f64>,
+    /// Cost budget in US dollars, if any.
+    #[serde(skip)]
+    pub cost_budget: Option<f64>,
+    /// US dollars the session's replies cost since the goal began (0 on a model without a price).
+    #[serde(skip)]
+    pub cost_used: f64,
     /// Active time so far (ms): since `createdAt`, minus time paused or waiting.
     #[serde(skip)]
     pub active_ms: f64,
@@ -155,6 +161,8 @@ fn record(goal: &Goal) -> GoalRecord {
     let stored: GoalRecord = serde_json::from_value(goal.to_value()).unwrap_or_default();
     GoalRecord {
         time_budget_ms: goal_core::time_budget_ms(goal).map(|b| b as f64),
+        cost_budget: goal_core::cost_budget(goal),
+        cost_used: goal_core::cost_used(goal),
         active_ms: goal_core::active_ms(goal, goal_core::now_ms()).floor(),
         active_hours: goal.active_hours.get().cloned().map(serde_json::Value::Object),
         session_id: goal.session_id.clone(),
@@ -458,6 +466,9 @@ pub struct SessionGoalRequest {
     /// Acceptance checks `[{command, timeoutMs?}]`, run before the goal may settle `complete`.
     #[napi(ts_type = "Array<{ command: string; timeoutMs?: number } | string>")]
     pub checks: Option<serde_json::Value>,
+    /// Cost budget in US dollars (at least 0.01): the goal settles `budgetLimited` when its
+    /// replies' `info.cost` reach it.
+    pub cost_budget: Option<f64>,
     /// Provider the goal's turns run on (the distillation prefers it).
     #[napi(js_name = "providerID")]
     pub provider_id: Option<String>,
@@ -500,6 +511,8 @@ pub struct CreateSessionRequest {
     /// command one line of at most 2,000 characters; `timeoutMs` defaults to 10 minutes.
     #[napi(ts_type = "Array<{ command: string; timeoutMs?: number } | string>")]
     pub goal_checks: Option<serde_json::Value>,
+    /// The goal's cost budget in US dollars (requires `goal`): at least 0.01.
+    pub goal_cost_budget: Option<f64>,
 }
 
 /// `sendPrompt` input.
@@ -536,6 +549,8 @@ pub struct SendPromptRequest {
     /// command one line of at most 2,000 characters; `timeoutMs` defaults to 10 minutes.
     #[napi(ts_type = "Array<{ command: string; timeoutMs?: number } | string>")]
     pub goal_checks: Option<serde_json::Value>,
+    /// The goal's cost budget in US dollars (requires `goal`): at least 0.01.
+    pub goal_cost_budget: Option<f64>,
 }
 
 /// `forkSession` input.
@@ -574,6 +589,8 @@ pub struct ForkSessionRequest {
     /// command one line of at most 2,000 characters; `timeoutMs` defaults to 10 minutes.
     #[napi(ts_type = "Array<{ command: string; timeoutMs?: number } | string>")]
     pub goal_checks: Option<serde_json::Value>,
+    /// The goal's cost budget in US dollars (requires `goal`): at least 0.01.
+    pub goal_cost_budget: Option<f64>,
 }
 
 /// `stampScheduledGoal` input.
@@ -635,6 +652,10 @@ pub struct GoalEditRequest {
     pub checks: Option<serde_json::Value>,
     /// Remove the acceptance checks.
     pub clear_checks: Option<bool>,
+    /// New cost budget in US dollars (at least 0.01).
+    pub cost_budget: Option<f64>,
+    /// Remove the cost budget.
+    pub clear_cost_budget: Option<bool>,
     /// Provider preferred when distilling a long objective.
     #[napi(js_name = "providerID")]
     pub provider_id: Option<String>,
@@ -659,8 +680,24 @@ macro_rules! prompt_options {
             goal_time_budget_ms: $request.goal_time_budget_ms,
             goal_active_hours: $request.goal_active_hours,
             goal_checks: $request.goal_checks,
+            goal_cost_budget: $request.goal_cost_budget,
         }
     };
+}
+
+/// A cost budget checked by the core's rule (US dollars, at least 0.01).
+fn cost_budget_value(dollars: f64) -> std::result::Result<f64, GoalError> {
+    goal_core::check_cost_budget(dollars).map_err(|message| GoalError::new(400, message))
+}
+
+/// An edit's `costBudget` / `clearCostBudget`.
+fn cost_budget_edit(dollars: Option<f64>, clear: Option<bool>) -> std::result::Result<LimitEdit<f64>, GoalError> {
+    match (clear, dollars) {
+        (Some(true), Some(_)) => Err(GoalError::new(400, "pass either costBudget or clearCostBudget")),
+        (Some(true), None) => Ok(LimitEdit::Clear),
+        (_, Some(dollars)) => cost_budget_value(dollars).map(LimitEdit::Set),
+        _ => Ok(LimitEdit::Keep),
+    }
 }
 
 /// An edit's `checks` / `clearChecks`.
@@ -743,6 +780,7 @@ impl GoalControl {
                 time_limits: goal_core::GoalTimeLimits::check(request.time_budget_ms, request.active_hours.as_ref())
                     .map_err(|message| GoalError::new(400, message))?,
                 checks: goal_core::check_goal_checks(request.checks.as_ref())?,
+                cost_budget: request.cost_budget.map(cost_budget_value).transpose()?,
             };
             let created = goal_core::create_session_goal(&ctx, &new_goal).await?;
             Ok(installed(&created, &request.session_id))
@@ -866,6 +904,7 @@ impl GoalControl {
                 time_budget,
                 active_hours,
                 checks: checks_edit(request.checks, request.clear_checks)?,
+                cost_budget: cost_budget_edit(request.cost_budget, request.clear_cost_budget)?,
                 model: model_choice(request.provider_id, request.model_id),
             };
             goal_core::edit_goal(&ctx, &edit).await.map(action_result)

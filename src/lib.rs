@@ -213,7 +213,7 @@ pub struct GoalExplanation {
     #[napi(ts_type = "{ code: string; since: number; detail?: string; until?: number; fix?: string } | null")]
     pub cause: Option<serde_json::Value>,
     /// What `doctor --fix` would apply.
-    #[napi(ts_type = "'none' | 'resume' | 'resumeWithTokenBudget' | 'resumeWithTimeBudget' | null")]
+    #[napi(ts_type = "'none' | 'resume' | 'resumeWithTokenBudget' | 'resumeWithTimeBudget' | 'resumeWithCostBudget' | null")]
     pub fix_action: Option<String>,
     /// When the goal goes on by itself (ms since epoch), for a goal that waits.
     pub next_wake_at: Option<f64>,
@@ -232,8 +232,11 @@ pub struct GoalExplanation {
     /// The goal's acceptance checks.
     #[napi(ts_type = "Array<{ command: string; timeoutMs?: number }> | null")]
     pub checks: Option<serde_json::Value>,
+    /// The goal's cost in US dollars: its budget (`null` without one) and what it spent.
+    #[napi(ts_type = "{ budget: number | null; used: number } | null")]
+    pub cost: Option<serde_json::Value>,
     /// Inconsistencies worth a human look: `sessionMissing`, `noGoal`, `goalUnreadable`,
-    /// `objectiveFileMissing`, `inherited`, `checksUnreadable`.
+    /// `objectiveFileMissing`, `inherited`, `checksUnreadable`, `providerReportsNoCost`.
     #[napi(ts_type = "Array<{ code: string; message: string }>")]
     pub findings: serde_json::Value,
 }

@@ -84,6 +84,7 @@ pub use config::{EvidenceConfig, EvidenceLimits, GoalConfig, ProviderLimits};
 
 // The goal record.
 pub use goal::causes::{cause_of, fix_action, fix_sentence, FixAction};
+pub use goal::cost::{check_cost_budget, cost_budget, cost_used, format_usd, provider_reports_no_cost};
 pub use goal::park::wake_at as provider_wake_at;
 pub use record::cause::{Cause, CauseCode};
 /// Every `statusReason` this package writes.

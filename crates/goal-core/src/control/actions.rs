@@ -214,6 +214,19 @@ pub enum LimitEdit<T> {
     Set(T),
 }
 
+impl<T> LimitEdit<T> {
+    /// Applies the change to a stored goal field.
+    pub fn apply_to(self, field: &mut crate::record::Stored<T>) {
+        match self {
+            LimitEdit::Keep => {}
+            LimitEdit::Clear => {
+                field.clear();
+            }
+            LimitEdit::Set(value) => field.set(value),
+        }
+    }
+}
+
 /// Input of [`edit_goal`].
 #[derive(Debug, Clone, Default)]
 pub struct GoalEdit {
@@ -229,6 +242,8 @@ pub struct GoalEdit {
     pub active_hours: LimitEdit<crate::time::hours::ActiveHours>,
     /// Acceptance checks change (validated by the caller).
     pub checks: LimitEdit<Vec<crate::record::AcceptanceCheck>>,
+    /// Cost budget change, US dollars (validated by the caller, see `goal/cost.rs`).
+    pub cost_budget: LimitEdit<f64>,
     /// Model whose provider the distillation of a long objective prefers.
     pub model: ModelChoice,
 }
@@ -244,10 +259,11 @@ pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionRe
         && edit.time_budget == LimitEdit::Keep
         && edit.active_hours == LimitEdit::Keep
         && edit.checks == LimitEdit::Keep
+        && edit.cost_budget == LimitEdit::Keep
     {
         return Err(GoalError::new(
             400,
-            "nothing to edit: pass an objective, a token budget, a time budget, working hours or checks change",
+            "nothing to edit: pass an objective, a token budget, a cost budget, a time budget, working hours or checks change",
         ));
     }
     if let BudgetEdit::Set(budget) = edit.budget {
@@ -281,6 +297,7 @@ pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionRe
     let time_budget = edit.time_budget.clone();
     let active_hours = edit.active_hours.clone();
     let checks = edit.checks.clone();
+    let cost_budget = edit.cost_budget.clone();
     let mut report = update(ctx, target, &directory, move |goal| {
         if goal.status == GoalStatus::Complete {
             return Err(Declined::Refused(Box::new(GoalError::new(
@@ -298,13 +315,8 @@ pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionRe
             BudgetEdit::Clear => goal.token_budget = None,
             BudgetEdit::Set(value) => goal.token_budget = Some(value),
         }
-        match time_budget {
-            LimitEdit::Keep => {}
-            LimitEdit::Clear => {
-                goal.time_budget_ms.clear();
-            }
-            LimitEdit::Set(ms) => goal.time_budget_ms.set(ms),
-        }
+        time_budget.apply_to(&mut goal.time_budget_ms);
+        cost_budget.apply_to(&mut goal.cost_budget);
         match checks {
             LimitEdit::Keep => {}
             LimitEdit::Clear => goal.set_checks(Vec::new()),

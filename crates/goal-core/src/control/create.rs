@@ -245,6 +245,8 @@ pub struct NewGoal {
     pub time_limits: crate::time::active::GoalTimeLimits,
     /// Acceptance checks (validated by the caller, see [`check_goal_checks`]).
     pub checks: Vec<AcceptanceCheck>,
+    /// Cost budget in US dollars (validated by the caller, see `goal/cost.rs`).
+    pub cost_budget: Option<f64>,
 }
 
 /// Validates a request's acceptance checks (`goalChecks`, or `checks` of an edit): absent or
@@ -309,6 +311,9 @@ pub async fn create_session_goal(ctx: &ControlContext, request: &NewGoal) -> Res
     let mut goal = fresh_goal(&fitted.text, objective_file, request.token_budget, now_ms());
     request.time_limits.apply(&mut goal);
     goal.set_checks(request.checks.clone());
+    if let Some(budget) = request.cost_budget {
+        goal.cost_budget.set(crate::goal::cost::check_cost_budget(budget).map_err(|m| GoalError::new(400, m))?);
+    }
     goal.session_id = Some(request.session_id.clone());
     let mut refusal: Option<GoalError> = None;
     let mut replaced: Option<String> = None;

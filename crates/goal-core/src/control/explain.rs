@@ -38,8 +38,8 @@ pub struct Observed<'a> {
 }
 
 /// The report: `{sessionId, status, statusReason, cause, nextWakeAt, lease, pending, lastAudit,
-/// lastChecks, findings}` (with `goalId`, `fixAction` and `checks` beside them), `null` where a
-/// part is unknown. Pure.
+/// lastChecks, findings}` (with `goalId`, `fixAction`, `checks` and `cost` beside them), `null`
+/// where a part is unknown. Pure.
 pub fn report(observed: &Observed<'_>) -> Value {
     let goal = observed.session.and_then(SessionView::goal);
     let cause = goal.as_ref().and_then(|g| effective_cause(g, observed));
@@ -58,6 +58,7 @@ pub fn report(observed: &Observed<'_>) -> Value {
     out.insert("lastAudit".into(), last_audit(&observed.trail).unwrap_or(Value::Null));
     out.insert("lastChecks".into(), last_checks(&observed.trail));
     out.insert("checks".into(), goal.as_ref().map_or(Value::Null, |g| checks_value(&g.checks)));
+    out.insert("cost".into(), goal.as_ref().map_or(Value::Null, cost_value));
     out.insert("findings".into(), Value::Array(findings(observed, goal.as_ref())));
     Value::Object(out)
 }
@@ -87,6 +88,11 @@ fn effective_cause(goal: &Goal, observed: &Observed<'_>) -> Option<Cause> {
 fn next_wake(goal: Option<&Goal>, cause: Option<&Cause>) -> Option<f64> {
     goal.filter(|g| g.status == GoalStatus::Active)?;
     cause.filter(|c| c.code.is_wait()).and_then(|c| c.until)
+}
+
+/// `{budget, used}` in US dollars (`budget` null without one).
+fn cost_value(goal: &Goal) -> Value {
+    json!({"budget": crate::goal::cost::cost_budget(goal), "used": crate::goal::cost::cost_used(goal)})
 }
 
 fn checks_value(checks: &[AcceptanceCheck]) -> Value {
@@ -155,6 +161,13 @@ fn findings(observed: &Observed<'_>, goal: Option<&Goal>) -> Vec<Value> {
     if copied_from.is_some() || goal.cause.as_ref().is_some_and(|c| c.code == CauseCode::Inherited) {
         let from = copied_from.unwrap_or("another session");
         out.push(finding("inherited", format!("this goal was copied from {from} (a fork copies the metadata)")));
+    }
+    if crate::goal::cost::provider_reports_no_cost(goal) {
+        out.push(finding(
+            "providerReportsNoCost",
+            "the provider reports no cost for this session's replies (every cost is 0): the cost budget is never reached"
+                .into(),
+        ));
     }
     if goal.checks_unreadable() {
         out.push(finding(

@@ -56,6 +56,8 @@ pub struct PromptOptions {
     pub goal_active_hours: Option<Value>,
     /// Acceptance checks of that goal, `[{command, timeoutMs?}]` (requires `goal`).
     pub goal_checks: Option<Value>,
+    /// Cost budget of that goal in US dollars (requires `goal`).
+    pub goal_cost_budget: Option<f64>,
 }
 
 /// Options checked and normalized.
@@ -77,6 +79,8 @@ pub struct CheckedPrompt {
     pub time_limits: crate::time::active::GoalTimeLimits,
     /// Validated acceptance checks.
     pub checks: Vec<crate::record::AcceptanceCheck>,
+    /// Validated cost budget (US dollars).
+    pub cost_budget: Option<f64>,
 }
 
 fn non_empty(value: &Option<String>) -> Option<String> {
@@ -117,6 +121,15 @@ pub fn check_prompt_options(options: &PromptOptions, prompt_required: bool) -> R
     if !checks.is_empty() && !options.goal {
         return Err(GoalError::new(400, "goalChecks requires goal"));
     }
+    let cost_budget = options
+        .goal_cost_budget
+        .map(|dollars| {
+            crate::goal::cost::check_cost_budget(dollars).map_err(|m| GoalError::new(400, m.replacen("costBudget", "goalCostBudget", 1)))
+        })
+        .transpose()?;
+    if cost_budget.is_some() && !options.goal {
+        return Err(GoalError::new(400, "goalCostBudget requires goal"));
+    }
     let model = match (non_empty(&options.model), non_empty(&options.provider_id), non_empty(&options.model_id)) {
         (Some(text), None, None) => {
             Some(parse_model(&text).ok_or_else(|| GoalError::new(400, "model must look like provider/model"))?)
@@ -134,6 +147,7 @@ pub fn check_prompt_options(options: &PromptOptions, prompt_required: bool) -> R
         token_budget,
         time_limits,
         checks,
+        cost_budget,
     })
 }
 
@@ -481,6 +495,7 @@ async fn goal_then_dispatch(
             model: selection.model.clone().unwrap_or_default(),
             time_limits: checked.time_limits.clone(),
             checks: checked.checks.clone(),
+            cost_budget: checked.cost_budget,
         };
         let goal = create_session_goal(ctx, &request).await.map_err(|e| fail(e, created))?;
         report.warnings.extend(goal.warnings.iter().cloned());
@@ -766,6 +781,7 @@ pub async fn stamp_scheduled_goal(ctx: &ControlContext, request: &ScheduledGoal)
             model: request.model.clone(),
             time_limits: Default::default(),
             checks: Vec::new(),
+            cost_budget: None,
         },
     )
     .await?;

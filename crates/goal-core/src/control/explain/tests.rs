@@ -99,3 +99,18 @@ fn findings_name_what_needs_a_human() {
     let none = SessionView::from_value(&json!({"id": "ses_a", "directory": "/p"})).unwrap();
     assert_eq!(report(&observed(Some(&none), Vec::new()))["findings"][0]["code"], "noGoal");
 }
+
+#[test]
+fn the_cost_is_shown_and_a_provider_without_prices_is_named() {
+    let priced = session(goal(json!({"costBudget": 2.5, "costUsed": 0.75, "tokensUsed": 9000})));
+    let out = report(&observed(Some(&priced), Vec::new()));
+    assert_eq!(out["cost"], json!({"budget": 2.5, "used": 0.75}));
+    assert_eq!(out["findings"], json!([]));
+    let free = session(goal(json!({"costBudget": 2.5, "tokensUsed": 9000})));
+    let out = report(&observed(Some(&free), Vec::new()));
+    assert_eq!(out["cost"], json!({"budget": 2.5, "used": 0.0}));
+    assert_eq!(out["findings"][0]["code"], "providerReportsNoCost");
+    let none = report(&observed(Some(&session(goal(json!({})))), Vec::new()));
+    assert_eq!(none["cost"], json!({"budget": null, "used": 0.0}));
+    assert_eq!(none["findings"], json!([]));
+}
