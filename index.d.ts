@@ -422,9 +422,11 @@ export interface GoalExplanation {
   lastChecks: Array<Record<string, unknown>>
   /** The goal's acceptance checks. */
   checks?: Array<{ command: string; timeoutMs?: number }> | null
+  /** The goal's cost in US dollars: its budget (`null` without one) and what it spent. */
+  cost?: { budget: number | null; used: number } | null
   /**
    * Inconsistencies worth a human look: `sessionMissing`, `noGoal`, `goalUnreadable`,
-   * `objectiveFileMissing`, `inherited`, `checksUnreadable`.
+   * `objectiveFileMissing`, `inherited`, `checksUnreadable`, `providerReportsNoCost`.
    */
   findings: Array<{ code: string; message: string }>
 }

@@ -213,7 +213,9 @@ pub struct GoalExplanation {
     #[napi(ts_type = "{ code: string; since: number; detail?: string; until?: number; fix?: string } | null")]
     pub cause: Option<serde_json::Value>,
     /// What `doctor --fix` would apply.
-    #[napi(ts_type = "'none' | 'resume' | 'resumeWithTokenBudget' | 'resumeWithTimeBudget' | 'resumeWithCostBudget' | null")]
+    #[napi(
+        ts_type = "'none' | 'resume' | 'resumeWithTokenBudget' | 'resumeWithTimeBudget' | 'resumeWithCostBudget' | null"
+    )]
     pub fix_action: Option<String>,
     /// When the goal goes on by itself (ms since epoch), for a goal that waits.
     pub next_wake_at: Option<f64>,

@@ -40,7 +40,9 @@
 //   mock.addUserMessage(id, text | partInputs[], {created?, id?, agent='build',
 //                       model={providerID:'mock', modelID:'mock-model'}, variant?, summary?}) → {info, parts}
 //   mock.addAssistantMessage(id, {text='', parentID=<last user msg>, created?, completed=true|ms|false,
-//                       tokens={input,output,reasoning,cache:{read,write}} (0s), finish='stop' (none by
+//                       tokens={input,output,reasoning,cache:{read,write}} (0s), cost=0 (info.cost: this
+//                       reply's price in US dollars, as OpenCode computes it from the model's
+//                       configured price; 0 for a model without one), finish='stop' (none by
 //                       default when error is set), error?, summary?, providerID='mock',
 //                       modelID='mock-model', agent='build', mode=agent, variant?, id?, structured?,
 //                       parts? (extra parts: {type:'reasoning', text} | {type:'tool', tool, state?} ...),

@@ -124,7 +124,8 @@ pub fn check_prompt_options(options: &PromptOptions, prompt_required: bool) -> R
     let cost_budget = options
         .goal_cost_budget
         .map(|dollars| {
-            crate::goal::cost::check_cost_budget(dollars).map_err(|m| GoalError::new(400, m.replacen("costBudget", "goalCostBudget", 1)))
+            crate::goal::cost::check_cost_budget(dollars)
+                .map_err(|m| GoalError::new(400, m.replacen("costBudget", "goalCostBudget", 1)))
         })
         .transpose()?;
     if cost_budget.is_some() && !options.goal {
@@ -701,6 +702,10 @@ async fn pause_copied_goal(
     let copied = fork.goal().filter(|g| g.status == crate::record::GoalStatus::Active);
     let Some(copied) = copied else { return Ok(()) };
     let owner = copied.session_id.clone().unwrap_or_else(|| source.to_string());
+    if copied.objective_file {
+        // The copy reads its objective from a file named after the fork: give it the source's.
+        crate::io::objectives::copy_objective(&ctx.data_dir, &owner, &fork.id).await;
+    }
     let fork_id = fork.id.clone();
     let result = crate::io::writer::try_write_goal(
         &ctx.client,

@@ -1,12 +1,16 @@
 //! The ownership stage, first in a tick: a goal that belongs to another session (a fork's copy)
 //! is adopted as this session's paused copy and the tick ends, before any lease, audit or post;
 //! a copy the user resumed becomes this session's own. The rule itself is `lineage` (pure).
+//! Adopting a copy whose objective lives in a file also copies the source's objective file to
+//! the copy's path, so a later resume of the copy has its objective.
 
 use tracing::{info, warn};
 
 use crate::error::Cancelled;
 use crate::goal::lineage::{adopt_paused, mark_owner, ownership, GoalHolders, Ownership};
+use crate::io::objectives::{copy_objective, ObjectiveCopy};
 use crate::io::opencode::OpenCodeClient;
+use crate::io::services::DataDir;
 use crate::io::writer::{try_write_goal, GoalGuard, GoalUpdate};
 use crate::record::session::SessionView;
 use crate::record::{Goal, GoalStatus};
@@ -19,6 +23,7 @@ use crate::time::clock::now_ms;
 pub async fn own_or_adopt(
     client: &OpenCodeClient,
     holders: &GoalHolders,
+    data_dir: &DataDir,
     session: &SessionView,
     directory: &str,
     goal: &Goal,
@@ -42,7 +47,10 @@ pub async fn own_or_adopt(
             holders.saw(&goal.id, session_id, session.created);
             claim(client, session_id, directory, goal).await.map(Some)
         }
-        Ownership::Copy { source } => Err(adopt(client, session_id, directory, goal, &source, older).await),
+        Ownership::Copy { source } => {
+            copy_objective_file(data_dir, goal, &source, session_id).await;
+            Err(adopt(client, session_id, directory, goal, &source, older).await)
+        }
     }
 }
 
@@ -79,6 +87,24 @@ async fn claim(client: &OpenCodeClient, session_id: &str, directory: &str, goal:
         Err(error) => {
             warn!(target: "session_goal", session = session_id, %error, "claiming a resumed copy failed");
             Err(TickOutcome::Retry)
+        }
+    }
+}
+
+/// The first half of an adoption: a copy whose objective lives in a file gets the source's file
+/// at its own path. When the source's file is gone the copy is still adopted paused; `explain`
+/// then reports its objective file missing.
+async fn copy_objective_file(data_dir: &DataDir, goal: &Goal, source: &str, session_id: &str) {
+    if !goal.objective_file {
+        return;
+    }
+    match copy_objective(data_dir.root(), source, session_id).await {
+        ObjectiveCopy::Copied => {
+            info!(target: "session_goal", session = session_id, "copied goal's objective file copied")
+        }
+        ObjectiveCopy::AlreadyThere => {}
+        ObjectiveCopy::SourceMissing | ObjectiveCopy::WriteFailed => {
+            warn!(target: "session_goal", session = session_id, "copied goal's objective file could not be copied")
         }
     }
 }

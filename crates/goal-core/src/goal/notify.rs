@@ -63,7 +63,10 @@ pub fn notification_body(objective: &str, detail: &str, fix: &str) -> String {
     };
     let fix = truncate_chars(fix.trim(), BODY_CHAR_LIMIT);
     if fix.is_empty() {
-        return truncate_chars(&join(&[&truncate_chars(objective.trim(), BODY_OBJECTIVE_CHAR_LIMIT), detail], " — "), BODY_CHAR_LIMIT);
+        return truncate_chars(
+            &join(&[&truncate_chars(objective.trim(), BODY_OBJECTIVE_CHAR_LIMIT), detail], " — "),
+            BODY_CHAR_LIMIT,
+        );
     }
     let room = |used: &str| BODY_CHAR_LIMIT.saturating_sub(used.chars().count() + 3);
     let detail = truncate_chars(detail.trim(), room(&fix));

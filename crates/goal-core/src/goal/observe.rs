@@ -105,11 +105,19 @@ pub async fn start(
         return Err(TickOutcome::Done);
     };
     // Whose goal it is comes first: a fork's copy carries its source's lease and reservation.
-    let goal =
-        match crate::goal::adopt::own_or_adopt(&ctx.client, &ctx.holders, &base.session, directory, &goal).await? {
-            Some(claimed) => claimed,
-            None => goal,
-        };
+    let goal = match crate::goal::adopt::own_or_adopt(
+        &ctx.client,
+        &ctx.holders,
+        &ctx.services.data_dir,
+        &base.session,
+        directory,
+        &goal,
+    )
+    .await?
+    {
+        Some(claimed) => claimed,
+        None => goal,
+    };
     if let Some(wait) = ctx.lease_wait(&goal) {
         debug!(target: "session_goal", session = session_id, "another runtime holds the lease; backing off");
         return Err(TickOutcome::BackOff(wait));

@@ -7,9 +7,8 @@
 use crate::goal::accounting::{account, Accounting};
 use crate::record::cause::CauseCode;
 use crate::record::reasons::{
-    REASON_AUDIT_UNAVAILABLE, REASON_BLOCKED_PER_AUDIT, REASON_BUDGET, REASON_DISPATCH_FAILED,
-    REASON_COST_BUDGET, REASON_REPEATED_TRUNCATION, REASON_RESUMED, REASON_TURN_CAP, REASON_TURN_FAILED,
-    REASON_VERIFIED,
+    REASON_AUDIT_UNAVAILABLE, REASON_BLOCKED_PER_AUDIT, REASON_BUDGET, REASON_COST_BUDGET, REASON_DISPATCH_FAILED,
+    REASON_REPEATED_TRUNCATION, REASON_RESUMED, REASON_TURN_CAP, REASON_TURN_FAILED, REASON_VERIFIED,
 };
 use crate::record::session::{chronological, Message, Role};
 use crate::record::{Goal, GoalStatus};
@@ -142,7 +141,10 @@ pub fn plan_tick(goal: &Goal, messages: &[Message], max_auto_turns: u64) -> Plan
     // it wins over a `length` finish. A length error is the truncation recovery below.
     let truncated = tail.is_length_truncated();
     if let Some(failed) = turn_failure(tail) {
-        return Plan::Settle(Settlement { detail: Some(failed.detail), ..settlement(GoalStatus::Blocked, &failed.reason, CauseCode::TurnFailed) });
+        return Plan::Settle(Settlement {
+            detail: Some(failed.detail),
+            ..settlement(GoalStatus::Blocked, &failed.reason, CauseCode::TurnFailed)
+        });
     }
     if goal.token_budget.is_some_and(|budget| accounting.tokens_used >= budget) {
         return settle(GoalStatus::BudgetLimited, REASON_BUDGET, CauseCode::TokenBudget);

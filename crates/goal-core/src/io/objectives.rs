@@ -57,6 +57,33 @@ pub async fn read_objective(root: &Path, session_id: &str) -> Option<String> {
     (!text.is_empty()).then_some(text)
 }
 
+/// What [`copy_objective`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ObjectiveCopy {
+    /// The source's objective now lives at the copy's path too.
+    Copied,
+    /// The copy already had an objective file; it was left as it is.
+    AlreadyThere,
+    /// The source has no readable objective file: nothing was copied.
+    SourceMissing,
+    /// The copy's file could not be written.
+    WriteFailed,
+}
+
+/// Copies the objective file of session `from` to session `to`'s path (a fork's copied goal
+/// reads its objective from a file named after its own session). An objective already at the
+/// copy's path is kept: it was written for that session.
+pub async fn copy_objective(root: &Path, from: &str, to: &str) -> ObjectiveCopy {
+    if read_objective(root, to).await.is_some() {
+        return ObjectiveCopy::AlreadyThere;
+    }
+    let Some(text) = read_objective(root, from).await else { return ObjectiveCopy::SourceMissing };
+    match write_objective(root, to, &text).await {
+        Ok(_) => ObjectiveCopy::Copied,
+        Err(_) => ObjectiveCopy::WriteFailed,
+    }
+}
+
 /// Deletes an objective, best effort. Returns whether a file was removed.
 pub async fn delete_objective(root: &Path, session_id: &str) -> bool {
     match objective_path(root, session_id) {
@@ -91,6 +118,21 @@ mod tests {
         assert!(read_objective(&root, "ses_test1").await.is_none());
         let leftovers: Vec<_> = std::fs::read_dir(root.join("goals")).unwrap().collect();
         assert!(leftovers.is_empty(), "no temp files left");
+        let _ = std::fs::remove_dir_all(root);
+    }
+
+    #[tokio::test]
+    async fn a_copy_gets_the_source_objective_unless_it_has_its_own() {
+        let root = std::env::temp_dir().join(format!("objectives-copy-test-{}", std::process::id()));
+        write_objective(&root, "ses_source", "Ship the parser").await.unwrap();
+        assert_eq!(copy_objective(&root, "ses_source", "ses_copy1").await, ObjectiveCopy::Copied);
+        assert_eq!(read_objective(&root, "ses_copy1").await.as_deref(), Some("Ship the parser"));
+        write_objective(&root, "ses_copy2", "its own").await.unwrap();
+        assert_eq!(copy_objective(&root, "ses_source", "ses_copy2").await, ObjectiveCopy::AlreadyThere);
+        assert_eq!(read_objective(&root, "ses_copy2").await.as_deref(), Some("its own"));
+        assert_eq!(copy_objective(&root, "ses_gone", "ses_copy3").await, ObjectiveCopy::SourceMissing);
+        assert!(read_objective(&root, "ses_copy3").await.is_none());
+        assert_eq!(copy_objective(&root, "ses_source", "../x").await, ObjectiveCopy::WriteFailed);
         let _ = std::fs::remove_dir_all(root);
     }
 }

@@ -61,7 +61,10 @@ impl ProviderError {
                 .and_then(Value::as_str)
                 .map(|p| truncate_chars(p.trim(), PROVIDER_CHAR_LIMIT))
                 .filter(|p| !p.is_empty()),
-            message: truncate_chars(data.get("message").and_then(Value::as_str).unwrap_or("").trim(), HEADER_CHAR_LIMIT),
+            message: truncate_chars(
+                data.get("message").and_then(Value::as_str).unwrap_or("").trim(),
+                HEADER_CHAR_LIMIT,
+            ),
         })
     }
 

@@ -3,8 +3,8 @@
 use super::*;
 use crate::record::cause::CauseCode;
 use crate::record::reasons::{
-    REASON_AUDIT_UNAVAILABLE, REASON_BLOCKED_PER_AUDIT, REASON_BUDGET, REASON_DISPATCH_FAILED,
-    REASON_COST_BUDGET, REASON_REPEATED_TRUNCATION, REASON_TURN_CAP, REASON_TURN_FAILED, REASON_VERIFIED,
+    REASON_AUDIT_UNAVAILABLE, REASON_BLOCKED_PER_AUDIT, REASON_BUDGET, REASON_COST_BUDGET, REASON_DISPATCH_FAILED,
+    REASON_REPEATED_TRUNCATION, REASON_TURN_CAP, REASON_TURN_FAILED, REASON_VERIFIED,
 };
 use crate::record::session::Tokens;
 use serde_json::json;
@@ -168,7 +168,10 @@ fn errors_the_provider_table_does_not_name_block_at_once_with_their_name() {
             // Settled blocked at once, never audited; a length finish does not override it.
             match plan_tick(&goal, &messages, 20) {
                 Plan::Settle(s) => {
-                    assert_eq!((s.status, s.reason.as_str(), s.cause), (GoalStatus::Blocked, name, CauseCode::TurnFailed));
+                    assert_eq!(
+                        (s.status, s.reason.as_str(), s.cause),
+                        (GoalStatus::Blocked, name, CauseCode::TurnFailed)
+                    );
                     let message = error.pointer("/data/message").and_then(|m| m.as_str());
                     let detail = match message {
                         Some(message) => format!("{name}: {message}"),
@@ -217,13 +220,19 @@ fn cost_budget_settles_budget_limited_after_the_token_budget() {
     let goal = goal_with(json!({"costBudget": 0.5}));
     match plan_tick(&goal, &w, 20) {
         Plan::Settle(s) => {
-            assert_eq!((s.status, s.reason.as_str(), s.cause), (GoalStatus::BudgetLimited, REASON_COST_BUDGET, CauseCode::CostBudget));
+            assert_eq!(
+                (s.status, s.reason.as_str(), s.cause),
+                (GoalStatus::BudgetLimited, REASON_COST_BUDGET, CauseCode::CostBudget)
+            );
             assert!((s.accounting.cost_used - 0.55).abs() < 1e-9, "{}", s.accounting.cost_used);
         }
         other => panic!("{other:?}"),
     }
     // Below it, the reply is audited; both budgets spent: the token budget names the stop.
-    assert!(matches!(plan_tick(&goal_with(json!({"costBudget": 0.6})), &w, 20), Plan::ContinueUnaudited(_) | Plan::Audit(_)));
+    assert!(matches!(
+        plan_tick(&goal_with(json!({"costBudget": 0.6})), &w, 20),
+        Plan::ContinueUnaudited(_) | Plan::Audit(_)
+    ));
     let both = goal_with(json!({"costBudget": 0.5, "tokenBudget": 100}));
     assert_eq!(cause_of_plan(&plan_tick(&both, &w, 20)), CauseCode::TokenBudget);
     // A provider that reports no cost never reaches it.
