@@ -221,15 +221,15 @@ describe('terminal conditions', () => {
     expect(env.notifications).toHaveLength(0)
   })
 
-  it('an assistant error the provider table does not name is audited like any reply, not settled', async () => {
+  it('an assistant error blocks with its name', async () => {
     const auditor = scriptedAuditor([continueVerdict])
     env = await setup({ auditor })
     const session = sessionWithReply(env.mock, { reply: { error: { name: 'APIError', data: { message: 'boom' } } } })
     env.mock.setStatus(session.id, 'idle')
-    await waitFor(() => env.mock.prompts.length === 1)
-    expect(auditor.calls).toHaveLength(1)
-    expect(auditor.calls[0].prompt).toContain('[This turn ended with an error: APIError.]')
-    expect(goalOf(env.mock, session.id)).toMatchObject({ status: 'active', turnsUsed: 1 })
+    await waitFor(() => goalOf(env.mock, session.id).status === 'blocked')
+    expect(goalOf(env.mock, session.id)).toMatchObject({ statusReason: 'APIError', cause: { code: 'turnFailed', detail: 'APIError: boom' } })
+    expect(auditor.calls).toHaveLength(0)
+    expect(env.mock.prompts).toHaveLength(0)
   })
 
   it('budget reached → budgetLimited with the counted tokens (reasoning and cache writes included)', async () => {

@@ -245,59 +245,43 @@ describe('failures that do not reset', () => {
   })
 })
 
-describe('an error the provider table does not name is an ordinary reply', () => {
-  it('is audited (the auditor reads the error), and the verdict decides: continue, complete, blocked', async () => {
-    // Each session's reply text names it, so the auditor's verdict can depend on the session.
-    const statusAtAudit = []
-    const verdictFor = (prompt) => {
-      if (prompt.includes('Alpha finished')) return completeVerdict
-      if (prompt.includes('Alpha partial')) return continueVerdict
-      if (prompt.includes('Charlie partial')) return { verdict: 'blocked', note: 'needs the schema from the user' }
-      return completeVerdict
-    }
-    const auditor = scriptedAuditor([
-      (request) => {
-        const session = [alpha, bravo, charlie, delta].find((s) => request.prompt.includes(s.marker))
-        statusAtAudit.push({ marker: session?.marker, status: session && goalOf(env.mock, session.id)?.status, prompt: request.prompt })
-        return { text: JSON.stringify(verdictFor(request.prompt)), providerID: 'small', modelID: 'nano' }
-      },
-    ])
+describe('an error the provider table does not name blocks at once with its name', () => {
+  // Each reply ends with finish `length` as well: the error wins over it (no truncation recovery).
+  const cases = [
+    { label: 'APIError without a status', error: { name: 'APIError', data: { message: 'bad request', isRetryable: false } }, reason: 'APIError', detail: 'APIError: bad request' },
+    { label: 'UnknownError', error: { name: 'UnknownError', data: { message: 'boom' } }, reason: 'UnknownError', detail: 'UnknownError: boom' },
+    { label: 'StructuredOutputError', error: { name: 'StructuredOutputError', data: { message: 'schema mismatch', retries: 2 } }, reason: 'StructuredOutputError', detail: 'StructuredOutputError: schema mismatch' },
+    { label: 'a non-retryable 500', error: providerError(500, { isRetryable: false, body: 'internal error' }).error, reason: 'APIError', detail: 'APIError: Provider answered 500' },
+    { label: 'an unnamed {} error', error: {}, reason: 'assistant turn failed', detail: 'assistant turn failed' },
+  ]
+
+  it('settles blocked with cause turnFailed: no audit, no continuation, one notification each', async () => {
+    const auditor = scriptedAuditor([continueVerdict])
     env = await setup({ auditor })
     const { mock } = env
-    const failedReply = (marker, error) => ({ reply: { text: `${marker} partial: parser half done.`, error, tokens: { input: 1000, output: 40 } } })
-    const alpha = { marker: 'Alpha', ...sessionWithReply(mock, failedReply('Alpha', { name: 'UnknownError', data: { message: 'boom' } })) }
-    const bravo = { marker: 'Bravo', ...sessionWithReply(mock, failedReply('Bravo', providerError(500, { isRetryable: false, body: 'internal error' }).error)) }
-    const charlie = { marker: 'Charlie', ...sessionWithReply(mock, { goal: { blockedStreak: 2 }, ...failedReply('Charlie', { name: 'StructuredOutputError', data: { message: 'schema mismatch', retries: 2 } }) }) }
-    const delta = { marker: 'Delta', ...sessionWithReply(mock, failedReply('Delta', { name: 42, data: 'nope' })) }
-    mock.scriptReplies(alpha.id, [{ text: 'Alpha finished: nesting works, tests pass.', tokens: { input: 2000, output: 300 } }])
-    for (const s of [alpha, bravo, charlie, delta]) mock.setStatus(s.id, 'idle')
-
-    await waitFor(() => [alpha, bravo, delta].every((s) => goalOf(mock, s.id)?.status === 'complete') && goalOf(mock, charlie.id)?.status === 'blocked', 10_000)
-    // Every failed tail was audited while its goal was still active (not settled before it), and
-    // the auditor read that the turn ended with an error.
-    for (const s of [alpha, bravo, charlie, delta]) {
-      const first = statusAtAudit.find((a) => a.marker === s.marker)
-      expect(first, s.marker).toBeTruthy()
-      expect(first.status, s.marker).toBe('active')
-      expect(first.prompt, s.marker).toContain('[This turn ended with an error')
+    const sessions = cases.map((c) => ({
+      ...c,
+      session: sessionWithReply(mock, { reply: { text: `${c.label}: half done.`, error: c.error, finish: 'length', tokens: { input: 1000, output: 40 } } }),
+    }))
+    // Proof the faults are in place: each tail carries its error and finish length.
+    for (const { session, error } of sessions) {
+      expect(lastAssistant(mock, session.id).info).toMatchObject({ error, finish: 'length' })
     }
-    expect(statusAtAudit.find((a) => a.marker === 'Alpha').prompt).toContain('error: UnknownError.]')
-    expect(statusAtAudit.find((a) => a.marker === 'Bravo').prompt).toContain('error: APIError.]')
-    expect(statusAtAudit.find((a) => a.marker === 'Charlie').prompt).toContain('error: StructuredOutputError.]')
-    // Alpha: continue → exactly one continuation at the wire, then its reply is audited complete.
-    expect(promptPosts(mock, alpha.id)).toHaveLength(1)
-    expect(statusAtAudit.filter((a) => a.marker === 'Alpha')).toHaveLength(2)
-    expect(goalOf(mock, alpha.id)).toMatchObject({ status: 'complete', statusReason: 'verified by audit', turnsUsed: 1, cause: { code: 'verified' } })
-    // Bravo and Delta: complete on the failed tail itself; Charlie: the third blocked verdict.
-    for (const s of [bravo, delta]) {
-      expect(promptPosts(mock, s.id), s.marker).toHaveLength(0)
-      expect(goalOf(mock, s.id), s.marker).toMatchObject({ statusReason: 'verified by audit', cause: { code: 'verified' } })
+    for (const { session } of sessions) mock.setStatus(session.id, 'idle')
+    await waitFor(() => sessions.every(({ session }) => goalOf(mock, session.id)?.status === 'blocked'), 10_000)
+    for (const { label, session, reason, detail } of sessions) {
+      expect(goalOf(mock, session.id), label).toMatchObject({ status: 'blocked', statusReason: reason, turnsUsed: 0, cause: { code: 'turnFailed', detail } })
+      expect(goalOf(mock, session.id).cause.fix, label).toContain('send the agent a message')
+      expect(mock.sends(session.id), label).toHaveLength(0)
     }
-    expect(promptPosts(mock, charlie.id)).toHaveLength(0)
-    expect(goalOf(mock, charlie.id)).toMatchObject({ statusReason: 'needs the schema from the user', cause: { code: 'auditorBlocked' } })
-    expect(auditor.calls).toHaveLength(5)
-    await waitFor(() => env.notifications.length === 4, 5000)
-    expect(env.notifications.map((n) => n.goal.cause.code).sort()).toEqual(['auditorBlocked', 'verified', 'verified', 'verified'])
+    expect(auditor.calls).toHaveLength(0)
+    await waitFor(() => env.notifications.length === cases.length, 5000)
+    expect(env.notifications.map((n) => n.cause.code)).toEqual(cases.map(() => 'turnFailed'))
+    // The provider table's own rows are unchanged: an auth failure still names its cause.
+    const auth = sessionWithReply(mock, { reply: providerError(401, { isRetryable: false }) })
+    mock.setStatus(auth.id, 'idle')
+    await waitFor(() => goalOf(mock, auth.id)?.status === 'blocked', 5000)
+    expect(goalOf(mock, auth.id).cause.code).toBe('providerAuth')
   })
 })
 
