@@ -247,6 +247,28 @@ describe('terminal conditions', () => {
     expect(env.notifications[0].title).toBe('Goal reached its token budget')
   })
 
+  it('a blocked or budgetLimited notification body ends with the cause\'s fix, within 240 characters; a complete one has none', async () => {
+    const auditor = scriptedAuditor([{ verdict: 'complete', note: 'all tests pass' }])
+    env = await setup({ auditor })
+    const long = 'Make the parser handle nested lists, '.repeat(10)
+    const budget = sessionWithReply(env.mock, { goal: { objective: long, tokenBudget: 1000, createdAt: Date.now() - 60_000 }, reply: { tokens: { input: 5000 } } })
+    const failed = sessionWithReply(env.mock, { goal: { objective: 'Ship it' }, reply: { error: { name: 'UnknownError', data: { message: 'boom' } } } })
+    const done = sessionWithReply(env.mock, { goal: { objective: 'Ship it' } })
+    for (const s of [budget, failed, done]) env.mock.setStatus(s.id, 'idle')
+    await waitFor(() => env.notifications.length === 3, 8000)
+    const of = (s) => env.notifications.find((n) => n.sessionId === s.id)
+    for (const s of [budget, failed]) {
+      const { body, cause } = of(s)
+      expect(cause.fix, s.id).toContain(`session-goal resume ${s.id}`)
+      expect(body.endsWith(cause.fix), body).toBe(true)
+      expect([...body].length).toBeLessThanOrEqual(240)
+    }
+    // The long objective gave way to the fix; the short one is kept whole.
+    expect(of(budget).body.startsWith('Make the parser handle nested lists')).toBe(true)
+    expect(of(failed).body).toBe(`Ship it — UnknownError — ${of(failed).cause.fix}`)
+    expect(of(done).body).toBe('Ship it — all tests pass')
+  })
+
   it('the configurable turn cap blocks, and the prompt prints the configured cap', async () => {
     env = await setup({ auditor: scriptedAuditor([continueVerdict]), runtimeOptions: { maxAutoTurns: 2 } })
     const session = sessionWithReply(env.mock)
