@@ -45,8 +45,12 @@ function freePort() {
   })
 }
 
-/** The project config: provider `mock` at the scripted server, its small model for audits. */
-export function projectConfig(modelBaseURL, { smallModel = true } = {}) {
+/**
+ * The project config: provider `mock` at the scripted server, its small model for audits.
+ * `modelCost` (`{input, output}`, US dollars per million tokens) prices the agent model, so
+ * OpenCode reports each reply's `info.cost`; without it every cost is 0.
+ */
+export function projectConfig(modelBaseURL, { smallModel = true, modelCost } = {}) {
   return {
     $schema: 'https://opencode.ai/config.json',
     provider: {
@@ -55,7 +59,7 @@ export function projectConfig(modelBaseURL, { smallModel = true } = {}) {
         name: 'Mock',
         options: { baseURL: modelBaseURL, apiKey: TEST_API_KEY },
         models: {
-          'mock-model': { name: 'Mock Model', limit: { context: 128000, output: 8192 } },
+          'mock-model': { name: 'Mock Model', limit: { context: 128000, output: 8192 }, ...(modelCost ? { cost: modelCost } : {}) },
           'mock-small': { name: 'Mock Small', limit: { context: 32000, output: 2048 } },
         },
       },
@@ -68,7 +72,7 @@ export function projectConfig(modelBaseURL, { smallModel = true } = {}) {
 }
 
 /**
- * @param {{ modelBaseURL: string, smallModel?: boolean, git?: boolean, startTimeoutMs?: number, log?: (line: string) => void }} options
+ * @param {{ modelBaseURL: string, smallModel?: boolean, modelCost?: { input: number, output: number }, git?: boolean, startTimeoutMs?: number, log?: (line: string) => void }} options
  */
 export async function startOpenCode(options) {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'goal-e2e-'))
@@ -243,9 +247,10 @@ export async function writeGoalMetadata(api, sessionId, mutate) {
 
 /**
  * Creates a session with a goal and sends its first prompt (goal written before dispatch, as the
- * reference orders it). Returns the session id and the goal id.
+ * reference orders it); `goalFields` are added to the goal (e.g. `{costBudget}`). Returns the
+ * session id and the goal id.
  */
-export async function createGoalSession(api, { objective, tokenBudget = null, title, model = AGENT_MODEL, checks } = {}) {
+export async function createGoalSession(api, { objective, tokenBudget = null, title, model = AGENT_MODEL, checks, goalFields = {} } = {}) {
   const session = await api('POST', '/session', title ? { title } : {})
   const goalId = `goal-${Math.random().toString(36).slice(2, 10)}`
   const now = Date.now()
@@ -265,6 +270,7 @@ export async function createGoalSession(api, { objective, tokenBudget = null, ti
     createdAt: now,
     updatedAt: now,
     ...(checks ? { checks } : {}),
+    ...goalFields,
   }))
   await api('POST', `/session/${session.id}/prompt_async`, {
     model,
