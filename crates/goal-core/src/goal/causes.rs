@@ -48,6 +48,14 @@ const fn row(fix: &'static str, detail_fallback: &'static str, action: FixAction
 
 const DONE: Row = Row { fix: None, detail_fallback: "", action: FixAction::None };
 
+/// The fix of a turn that failed with an error the provider table does not name. A bare resume
+/// meets the same failed tail again (resume does not bypass assistant errors), so it names the
+/// message that moves past it.
+const TURN_FAILED_FIX: &str = "Read the failed turn's error in the session, fix its cause (or switch the session's model) and send the agent a message, then resume: `session-goal resume {id}`.";
+/// The fix of a spent cost budget.
+const COST_BUDGET_FIX: &str =
+    "Resume with a larger cost budget in US dollars: `session-goal resume {id} --goal-cost-budget 5`.";
+
 /// The table, one row per code.
 fn row_of(code: CauseCode) -> Row {
     use CauseCode::*;
@@ -89,11 +97,7 @@ fn row_of(code: CauseCode) -> Row {
             "",
             ResumeWithTimeBudget,
         ),
-        CostBudget => row(
-            "Resume with a larger cost budget in US dollars: `session-goal resume {id} --goal-cost-budget 5`.",
-            "",
-            ResumeWithCostBudget,
-        ),
+        CostBudget => row(COST_BUDGET_FIX, "", ResumeWithCostBudget),
         TurnCap => row(
             "Check the session's progress, then resume for another round of automatic turns: `session-goal resume {id}`.",
             "",
@@ -135,13 +139,7 @@ fn row_of(code: CauseCode) -> Row {
             "",
             Resume,
         ),
-        TurnFailed => row(
-            // A bare resume meets the same failed tail again (the seed: resume does not bypass
-            // assistant errors), so the fix names the message that moves past it.
-            "Read the failed turn's error in the session, fix its cause (or switch the session's model) and send the agent a message, then resume: `session-goal resume {id}`.",
-            "",
-            Nothing,
-        ),
+        TurnFailed => row(TURN_FAILED_FIX, "", Nothing),
         Inherited => row(
             "This goal was copied from session {detail}: resume it to run it here, or clear it: `session-goal resume {id}`.",
             "another session",
