@@ -212,6 +212,11 @@ export interface CreateSessionRequest {
    * command one line of at most 2,000 characters; `timeoutMs` defaults to 10 minutes.
    */
   goalChecks?: Array<{ command: string; timeoutMs?: number } | string>
+  /**
+   * The goal's acceptance criteria (requires `goal`): at most 8 strings of at most 300
+   * characters, each graded against evidence before the goal may complete.
+   */
+  goalCriteria?: Array<string>
 }
 
 /** Deletes an objective file, best effort: whether a file was removed (false for an invalid id). */
@@ -273,6 +278,11 @@ export interface ForkSessionRequest {
    * command one line of at most 2,000 characters; `timeoutMs` defaults to 10 minutes.
    */
   goalChecks?: Array<{ command: string; timeoutMs?: number } | string>
+  /**
+   * The goal's acceptance criteria (requires `goal`): at most 8 strings of at most 300
+   * characters, each graded against evidence before the goal may complete.
+   */
+  goalCriteria?: Array<string>
 }
 
 /** Target of pause / resume / complete / clear. */
@@ -376,6 +386,10 @@ export interface GoalEditRequest {
   checks?: Array<{ command: string; timeoutMs?: number } | string>
   /** Remove the acceptance checks. */
   clearChecks?: boolean
+  /** New acceptance criteria (replace the list; a text already there keeps its grade). */
+  criteria?: Array<string>
+  /** Remove the acceptance criteria. */
+  clearCriteria?: boolean
   /** Provider preferred when distilling a long objective. */
   providerID?: string
   /** Model preferred when distilling. */
@@ -414,6 +428,8 @@ export interface GoalExplanation {
   lastChecks: Array<Record<string, unknown>>
   /** The goal's acceptance checks. */
   checks?: Array<{ command: string; timeoutMs?: number }> | null
+  /** The goal's acceptance criteria with their latest grades. */
+  criteria?: Array<{ id: string; text: string; source: 'user' | 'derived'; state: 'unmet' | 'met' | 'unclear'; evidence?: string[]; since?: number }> | null
   /**
    * Inconsistencies worth a human look: `sessionMissing`, `noGoal`, `goalUnreadable`,
    * `objectiveFileMissing`, `inherited`, `checksUnreadable`.
@@ -569,6 +585,8 @@ export interface GoalRecord {
   wakeAt?: number
   /** Acceptance checks run before the goal may settle `complete`, if any. */
   checks?: Array<{ command: string; timeoutMs?: number }> | undefined
+  /** Acceptance criteria the auditor grades one by one against evidence, if any. */
+  criteria?: Array<{ id: string; text: string; source: 'user' | 'derived'; state: 'unmet' | 'met' | 'unclear'; evidence?: string[]; since?: number }> | undefined
   /** Why the goal stopped or waits (`{code, since, detail?, until?, fix?}`); absent while it runs. */
   cause?: { code: string; since: number; detail?: string; until?: number; fix?: string } | undefined
 }
@@ -747,6 +765,11 @@ export interface SendPromptRequest {
    * command one line of at most 2,000 characters; `timeoutMs` defaults to 10 minutes.
    */
   goalChecks?: Array<{ command: string; timeoutMs?: number } | string>
+  /**
+   * The goal's acceptance criteria (requires `goal`): at most 8 strings of at most 300
+   * characters, each graded against evidence before the goal may complete.
+   */
+  goalCriteria?: Array<string>
 }
 
 /**
@@ -853,6 +876,8 @@ export interface SessionGoalRequest {
   activeHours?: { start: string; end: string; timeZone: string }
   /** Acceptance checks `[{command, timeoutMs?}]`, run before the goal may settle `complete`. */
   checks?: Array<{ command: string; timeoutMs?: number } | string>
+  /** Acceptance criteria (at most 8 strings of at most 300 characters), graded one by one. */
+  criteria?: Array<string>
   /** Provider the goal's turns run on (the distillation prefers it). */
   providerID?: string
   /** Model the goal's turns run on. */
@@ -898,6 +923,11 @@ export interface SessionGoalRuntimeOptions {
   logger?: (level: string, message: string) => unknown
   /** Quiet window after `idle` (default 15000 ms). */
   idleQuietMs?: number
+  /**
+   * Whether a goal without acceptance criteria gets 2 to 6 derived ones from its first audit,
+   * in the same audit call (default true; `false` turns derivation off).
+   */
+  deriveCriteria?: boolean
   /** Kickoff delay for a fresh goal on an idle session (default 3000 ms). */
   kickoffQuietMs?: number
   /** Kickoff delay after an explicit resume (default 250 ms). */

@@ -144,6 +144,11 @@ pub struct GoalRecord {
     /// Acceptance checks run before the goal may settle `complete`, if any.
     #[napi(ts_type = "Array<{ command: string; timeoutMs?: number }> | undefined")]
     pub checks: Option<serde_json::Value>,
+    /// Acceptance criteria the auditor grades one by one against evidence, if any.
+    #[napi(
+        ts_type = "Array<{ id: string; text: string; source: 'user' | 'derived'; state: 'unmet' | 'met' | 'unclear'; evidence?: string[]; since?: number }> | undefined"
+    )]
+    pub criteria: Option<serde_json::Value>,
     /// Why the goal stopped or waits (`{code, since, detail?, until?, fix?}`); absent while it runs.
     #[napi(ts_type = "{ code: string; since: number; detail?: string; until?: number; fix?: string } | undefined")]
     pub cause: Option<serde_json::Value>,
@@ -458,6 +463,8 @@ pub struct SessionGoalRequest {
     /// Acceptance checks `[{command, timeoutMs?}]`, run before the goal may settle `complete`.
     #[napi(ts_type = "Array<{ command: string; timeoutMs?: number } | string>")]
     pub checks: Option<serde_json::Value>,
+    /// Acceptance criteria (at most 8 strings of at most 300 characters), graded one by one.
+    pub criteria: Option<Vec<String>>,
     /// Provider the goal's turns run on (the distillation prefers it).
     #[napi(js_name = "providerID")]
     pub provider_id: Option<String>,
@@ -500,6 +507,9 @@ pub struct CreateSessionRequest {
     /// command one line of at most 2,000 characters; `timeoutMs` defaults to 10 minutes.
     #[napi(ts_type = "Array<{ command: string; timeoutMs?: number } | string>")]
     pub goal_checks: Option<serde_json::Value>,
+    /// The goal's acceptance criteria (requires `goal`): at most 8 strings of at most 300
+    /// characters, each graded against evidence before the goal may complete.
+    pub goal_criteria: Option<Vec<String>>,
 }
 
 /// `sendPrompt` input.
@@ -536,6 +546,9 @@ pub struct SendPromptRequest {
     /// command one line of at most 2,000 characters; `timeoutMs` defaults to 10 minutes.
     #[napi(ts_type = "Array<{ command: string; timeoutMs?: number } | string>")]
     pub goal_checks: Option<serde_json::Value>,
+    /// The goal's acceptance criteria (requires `goal`): at most 8 strings of at most 300
+    /// characters, each graded against evidence before the goal may complete.
+    pub goal_criteria: Option<Vec<String>>,
 }
 
 /// `forkSession` input.
@@ -574,6 +587,9 @@ pub struct ForkSessionRequest {
     /// command one line of at most 2,000 characters; `timeoutMs` defaults to 10 minutes.
     #[napi(ts_type = "Array<{ command: string; timeoutMs?: number } | string>")]
     pub goal_checks: Option<serde_json::Value>,
+    /// The goal's acceptance criteria (requires `goal`): at most 8 strings of at most 300
+    /// characters, each graded against evidence before the goal may complete.
+    pub goal_criteria: Option<Vec<String>>,
 }
 
 /// `stampScheduledGoal` input.
@@ -635,6 +651,10 @@ pub struct GoalEditRequest {
     pub checks: Option<serde_json::Value>,
     /// Remove the acceptance checks.
     pub clear_checks: Option<bool>,
+    /// New acceptance criteria (replace the list; a text already there keeps its grade).
+    pub criteria: Option<Vec<String>>,
+    /// Remove the acceptance criteria.
+    pub clear_criteria: Option<bool>,
     /// Provider preferred when distilling a long objective.
     #[napi(js_name = "providerID")]
     pub provider_id: Option<String>,
@@ -659,8 +679,24 @@ macro_rules! prompt_options {
             goal_time_budget_ms: $request.goal_time_budget_ms,
             goal_active_hours: $request.goal_active_hours,
             goal_checks: $request.goal_checks,
+            goal_criteria: $request.goal_criteria.map(|list| serde_json::json!(list)),
         }
     };
+}
+
+/// An edit's `criteria` / `clearCriteria`.
+fn criteria_edit(
+    criteria: Option<Vec<String>>,
+    clear: Option<bool>,
+) -> std::result::Result<LimitEdit<Vec<String>>, GoalError> {
+    match (clear, criteria) {
+        (Some(true), Some(_)) => Err(GoalError::new(400, "pass either criteria or clearCriteria")),
+        (Some(true), None) => Ok(LimitEdit::Clear),
+        (_, Some(list)) => {
+            goal_core::check_goal_criteria(Some(&serde_json::json!(list)), "criteria").map(LimitEdit::Set)
+        }
+        _ => Ok(LimitEdit::Keep),
+    }
 }
 
 /// An edit's `checks` / `clearChecks`.
@@ -743,6 +779,10 @@ impl GoalControl {
                 time_limits: goal_core::GoalTimeLimits::check(request.time_budget_ms, request.active_hours.as_ref())
                     .map_err(|message| GoalError::new(400, message))?,
                 checks: goal_core::check_goal_checks(request.checks.as_ref())?,
+                criteria: goal_core::check_goal_criteria(
+                    request.criteria.map(|list| serde_json::json!(list)).as_ref(),
+                    "criteria",
+                )?,
             };
             let created = goal_core::create_session_goal(&ctx, &new_goal).await?;
             Ok(installed(&created, &request.session_id))
@@ -866,6 +906,7 @@ impl GoalControl {
                 time_budget,
                 active_hours,
                 checks: checks_edit(request.checks, request.clear_checks)?,
+                criteria: criteria_edit(request.criteria, request.clear_criteria)?,
                 model: model_choice(request.provider_id, request.model_id),
             };
             goal_core::edit_goal(&ctx, &edit).await.map(action_result)

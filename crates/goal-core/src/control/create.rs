@@ -245,6 +245,19 @@ pub struct NewGoal {
     pub time_limits: crate::time::active::GoalTimeLimits,
     /// Acceptance checks (validated by the caller, see [`check_goal_checks`]).
     pub checks: Vec<AcceptanceCheck>,
+    /// The user's acceptance criteria (validated by the caller, see [`check_goal_criteria`]).
+    pub criteria: Vec<String>,
+}
+
+/// Validates a request's acceptance criteria (`goalCriteria`, or `criteria` of an edit): absent
+/// or null is none; anything else must be a valid list (a 400 names the first problem and the
+/// `field`).
+pub fn check_goal_criteria(value: Option<&serde_json::Value>, field: &str) -> Result<Vec<String>, GoalError> {
+    match value.filter(|v| !v.is_null()) {
+        None => Ok(Vec::new()),
+        Some(value) => crate::record::criteria::parse_user_criteria(value)
+            .map_err(|error| GoalError::new(400, format!("{field}: {error}"))),
+    }
 }
 
 /// Validates a request's acceptance checks (`goalChecks`, or `checks` of an edit): absent or
@@ -309,6 +322,16 @@ pub async fn create_session_goal(ctx: &ControlContext, request: &NewGoal) -> Res
     let mut goal = fresh_goal(&fitted.text, objective_file, request.token_budget, now_ms());
     request.time_limits.apply(&mut goal);
     goal.set_checks(request.checks.clone());
+    let (criteria, issued) = crate::record::criteria::assign_criteria(
+        &request.criteria,
+        crate::record::criteria::CriterionSource::User,
+        &[],
+        0,
+    );
+    goal.set_criteria(criteria);
+    if issued > 0 {
+        goal.criteria_issued.set(issued);
+    }
     goal.session_id = Some(request.session_id.clone());
     let mut refusal: Option<GoalError> = None;
     let mut replaced: Option<String> = None;

@@ -58,6 +58,7 @@ pub fn report(observed: &Observed<'_>) -> Value {
     out.insert("lastAudit".into(), last_audit(&observed.trail).unwrap_or(Value::Null));
     out.insert("lastChecks".into(), last_checks(&observed.trail));
     out.insert("checks".into(), goal.as_ref().map_or(Value::Null, |g| checks_value(&g.checks)));
+    out.insert("criteria".into(), goal.as_ref().map_or(Value::Null, |g| criteria_value(&g.criteria)));
     out.insert("findings".into(), Value::Array(findings(observed, goal.as_ref())));
     Value::Object(out)
 }
@@ -87,6 +88,10 @@ fn effective_cause(goal: &Goal, observed: &Observed<'_>) -> Option<Cause> {
 fn next_wake(goal: Option<&Goal>, cause: Option<&Cause>) -> Option<f64> {
     goal.filter(|g| g.status == GoalStatus::Active)?;
     cause.filter(|c| c.code.is_wait()).and_then(|c| c.until)
+}
+
+fn criteria_value(criteria: &[crate::record::criteria::Criterion]) -> Value {
+    Value::Array(criteria.iter().map(crate::record::criteria::Criterion::to_value).collect())
 }
 
 fn checks_value(checks: &[AcceptanceCheck]) -> Value {

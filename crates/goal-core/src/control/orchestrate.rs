@@ -56,6 +56,8 @@ pub struct PromptOptions {
     pub goal_active_hours: Option<Value>,
     /// Acceptance checks of that goal, `[{command, timeoutMs?}]` (requires `goal`).
     pub goal_checks: Option<Value>,
+    /// Acceptance criteria of that goal, an array of strings (requires `goal`).
+    pub goal_criteria: Option<Value>,
 }
 
 /// Options checked and normalized.
@@ -77,6 +79,8 @@ pub struct CheckedPrompt {
     pub time_limits: crate::time::active::GoalTimeLimits,
     /// Validated acceptance checks.
     pub checks: Vec<crate::record::AcceptanceCheck>,
+    /// Validated acceptance criteria.
+    pub criteria: Vec<String>,
 }
 
 fn non_empty(value: &Option<String>) -> Option<String> {
@@ -117,6 +121,10 @@ pub fn check_prompt_options(options: &PromptOptions, prompt_required: bool) -> R
     if !checks.is_empty() && !options.goal {
         return Err(GoalError::new(400, "goalChecks requires goal"));
     }
+    let criteria = crate::control::create::check_goal_criteria(options.goal_criteria.as_ref(), "goalCriteria")?;
+    if !criteria.is_empty() && !options.goal {
+        return Err(GoalError::new(400, "goalCriteria requires goal"));
+    }
     let model = match (non_empty(&options.model), non_empty(&options.provider_id), non_empty(&options.model_id)) {
         (Some(text), None, None) => {
             Some(parse_model(&text).ok_or_else(|| GoalError::new(400, "model must look like provider/model"))?)
@@ -134,6 +142,7 @@ pub fn check_prompt_options(options: &PromptOptions, prompt_required: bool) -> R
         token_budget,
         time_limits,
         checks,
+        criteria,
     })
 }
 
@@ -481,6 +490,7 @@ async fn goal_then_dispatch(
             model: selection.model.clone().unwrap_or_default(),
             time_limits: checked.time_limits.clone(),
             checks: checked.checks.clone(),
+            criteria: checked.criteria.clone(),
         };
         let goal = create_session_goal(ctx, &request).await.map_err(|e| fail(e, created))?;
         report.warnings.extend(goal.warnings.iter().cloned());
@@ -766,6 +776,7 @@ pub async fn stamp_scheduled_goal(ctx: &ControlContext, request: &ScheduledGoal)
             model: request.model.clone(),
             time_limits: Default::default(),
             checks: Vec::new(),
+            criteria: Vec::new(),
         },
     )
     .await?;

@@ -9,6 +9,7 @@ pub mod acceptance;
 pub mod accounting;
 pub mod causes;
 pub mod gates;
+pub mod grading;
 pub mod lineage;
 pub mod notify;
 pub mod operator;

@@ -271,6 +271,8 @@ pub struct EvidenceFields {
     pub progress: Option<serde_json::Map<String, serde_json::Value>>,
     /// The failing commands already used for a complete override.
     pub overrides: Option<Vec<String>>,
+    /// The criteria the audit graded or derived (see `goal/grading.rs`).
+    pub criteria: Option<crate::goal::grading::CriteriaUpdate>,
 }
 
 /// The outcome after the audit (or its absence).
