@@ -245,7 +245,7 @@ export async function writeGoalMetadata(api, sessionId, mutate) {
  * Creates a session with a goal and sends its first prompt (goal written before dispatch, as the
  * reference orders it). Returns the session id and the goal id.
  */
-export async function createGoalSession(api, { objective, tokenBudget = null, title, model = AGENT_MODEL, checks } = {}) {
+export async function createGoalSession(api, { objective, tokenBudget = null, title, model = AGENT_MODEL, checks, criteria } = {}) {
   const session = await api('POST', '/session', title ? { title } : {})
   const goalId = `goal-${Math.random().toString(36).slice(2, 10)}`
   const now = Date.now()
@@ -265,6 +265,7 @@ export async function createGoalSession(api, { objective, tokenBudget = null, ti
     createdAt: now,
     updatedAt: now,
     ...(checks ? { checks } : {}),
+    ...(criteria ? { criteria, criteriaIssued: criteria.length } : {}),
   }))
   await api('POST', `/session/${session.id}/prompt_async`, {
     model,

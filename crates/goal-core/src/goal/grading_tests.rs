@@ -186,7 +186,7 @@ fn a_complete_verdict_with_open_criteria_goes_on() {
         status: GoalStatus::Complete,
         reason: "verified by audit".into(),
         note: Some("done".into()),
-        accounting: Accounting::default(),
+        accounting: Accounting::of(&goal(json!({}))),
         evaluation: None,
         cause: CauseCode::Verified,
         detail: None,
