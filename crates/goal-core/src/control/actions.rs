@@ -236,19 +236,24 @@ pub struct GoalEdit {
     pub model: ModelChoice,
 }
 
+impl GoalEdit {
+    /// Whether the edit leaves every budget, the hours, the checks and the criteria as they are.
+    fn changes_no_limit(&self) -> bool {
+        self.budget == BudgetEdit::Keep
+            && self.time_budget == LimitEdit::Keep
+            && self.active_hours == LimitEdit::Keep
+            && self.checks == LimitEdit::Keep
+            && self.criteria == LimitEdit::Keep
+    }
+}
+
 /// Edits a goal's objective and/or budget, keeping its id and counters: status active, reason
 /// `resumed` (the runtime picks it up at once), blocked streak reset. A completed goal is not
 /// edited (start a new goal instead).
 pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionReport, GoalError> {
     let target = &edit.target;
     let objective = edit.objective.as_deref().map(str::trim).filter(|o| !o.is_empty());
-    if objective.is_none()
-        && edit.budget == BudgetEdit::Keep
-        && edit.time_budget == LimitEdit::Keep
-        && edit.active_hours == LimitEdit::Keep
-        && edit.checks == LimitEdit::Keep
-        && edit.criteria == LimitEdit::Keep
-    {
+    if objective.is_none() && edit.changes_no_limit() {
         return Err(GoalError::new(
             400,
             "nothing to edit: pass an objective, a token budget, a time budget, working hours, checks or criteria change",

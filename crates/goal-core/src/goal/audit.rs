@@ -50,7 +50,7 @@ pub async fn audit_turn(
     // Graded completion: only an audit that answered grades (or derives) anything.
     let graded = audit.as_ref().map(|_| grading.conclude(tick, basis, object.as_ref()));
     if let Some(graded) = &graded {
-        decision = grading::hold_completion(decision, &graded.update.criteria);
+        decision = crate::goal::plan::hold_completion(decision, &graded.update.criteria);
         extras.criteria = Some(grading::trail_value(&graded.update));
     }
     let decision = evidence::review(tick, basis, &observed, audit.as_ref(), &extras, decision).await;

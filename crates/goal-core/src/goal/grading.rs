@@ -9,9 +9,8 @@
 use serde_json::{json, Map, Value};
 
 use crate::evidence::{escape_for_block, Digest};
-use crate::goal::plan::{AfterAudit, Reservation, Settlement};
 use crate::record::criteria::{assign_criteria, one_line, Criterion, CriterionSource, CriterionState, MAX_CRITERIA};
-use crate::record::{truncate_chars, Goal, GoalStatus, NOTE_CHAR_LIMIT};
+use crate::record::{truncate_chars, Goal, NOTE_CHAR_LIMIT};
 use crate::text::prompts::xml_escape;
 use crate::text::script_guard::introduces_foreign_script;
 
@@ -316,7 +315,7 @@ impl CriteriaUpdate {
     /// Writes the update into a freshly read goal, unless its criteria changed since the tick
     /// read them (or it is another revision of the objective).
     pub fn apply(&self, g: &mut Goal) {
-        if identity(&g.criteria) != self.read || g.extra.contains_key(crate::record::CRITERIA_FIELD) {
+        if identity(&g.criteria) != self.read || g.criteria_unreadable() {
             return;
         }
         let revision = g.objective_revision.get().copied().unwrap_or(0);
@@ -339,7 +338,7 @@ pub fn wants_derivation(goal: &Goal, enabled: bool) -> bool {
     let revision = goal.objective_revision.get().copied().unwrap_or(0);
     enabled
         && goal.criteria.is_empty()
-        && !goal.extra.contains_key(crate::record::CRITERIA_FIELD)
+        && !goal.criteria_unreadable()
         && goal.criteria_derived_for.get() != Some(&revision)
 }
 
@@ -365,29 +364,6 @@ pub fn conclude(
     }
     let criteria = grade(&goal.criteria, &answer.grades, evidence_count, now);
     CriteriaUpdate { read, criteria, issued, derived_for: None }
-}
-
-/// A `complete` decision while any criterion is open goes on instead (its note and auditor
-/// kept); anything else is unchanged.
-pub fn hold_completion(decision: AfterAudit, criteria: &[Criterion]) -> AfterAudit {
-    match decision {
-        AfterAudit::Settle(s) if s.status == GoalStatus::Complete && met_count(criteria) < criteria.len() => {
-            AfterAudit::Continue(continuing(s))
-        }
-        other => other,
-    }
-}
-
-fn continuing(settlement: Settlement) -> Reservation {
-    Reservation {
-        accounting: settlement.accounting,
-        blocked_streak: 0,
-        audit_fail_streak: 0,
-        note: settlement.note,
-        evaluation: settlement.evaluation,
-        evidence: Default::default(),
-        appendix: None,
-    }
 }
 
 /// The trail's record of a grading: each criterion's id, state and cited ids.

@@ -2,7 +2,9 @@ use serde_json::json;
 
 use super::*;
 use crate::goal::accounting::Accounting;
+use crate::goal::plan::{hold_completion, AfterAudit, Settlement};
 use crate::record::cause::CauseCode;
+use crate::record::GoalStatus;
 
 fn criteria(texts: &[&str]) -> Vec<Criterion> {
     let texts: Vec<String> = texts.iter().map(|t| t.to_string()).collect();

@@ -360,6 +360,31 @@ pub fn after_audit(goal: &Goal, basis: &Basis, audit: Option<Audit>) -> AfterAud
     }
 }
 
+/// A `complete` decision while any criterion is open goes on instead (its note and auditor
+/// kept); anything else is unchanged.
+pub fn hold_completion(decision: AfterAudit, criteria: &[crate::record::criteria::Criterion]) -> AfterAudit {
+    match decision {
+        AfterAudit::Settle(s)
+            if s.status == GoalStatus::Complete && crate::goal::grading::met_count(criteria) < criteria.len() =>
+        {
+            AfterAudit::Continue(continuing(s))
+        }
+        other => other,
+    }
+}
+
+fn continuing(settlement: Settlement) -> Reservation {
+    Reservation {
+        accounting: settlement.accounting,
+        blocked_streak: 0,
+        audit_fail_streak: 0,
+        note: settlement.note,
+        evaluation: settlement.evaluation,
+        evidence: Default::default(),
+        appendix: None,
+    }
+}
+
 /// Parses the auditor's JSON object into a verdict and a raw note.
 pub fn parse_verdict(object: &serde_json::Map<String, serde_json::Value>) -> Option<(Verdict, String)> {
     let verdict = match object.get("verdict")?.as_str()?.trim().to_lowercase().as_str() {

@@ -221,6 +221,12 @@ impl Goal {
         self.criteria = criteria;
     }
 
+    /// Whether a `criteria` field is stored but unreadable: the tick then neither grades nor
+    /// derives (the value is kept verbatim until the user replaces or clears it).
+    pub fn criteria_unreadable(&self) -> bool {
+        self.extra.contains_key(CRITERIA_FIELD)
+    }
+
     /// Whether a `checks` field is stored but unreadable: the goal then falls back to the
     /// audit alone, and `explain` says so.
     pub fn checks_unreadable(&self) -> bool {
