@@ -283,3 +283,28 @@ describe('acceptance criteria', () => {
     expect(both.statusCode).toBe(400)
   })
 })
+
+describe('the CLI', () => {
+  it('--goal-criterion is repeatable, needs --goal, and the core refuses a bad list before anything is written', async () => {
+    const { startMockOpenCode } = await import('./mock/opencode.mjs')
+    const { runCli } = await import('./control-helpers.mjs')
+    const { tempDataDir } = await import('./helpers.mjs')
+    const mock = await startMockOpenCode({ heartbeatMs: 60_000, replyDelayMs: 10 })
+    env = { cleanup: () => mock.close() }
+    const common = ['--url', mock.url, '--directory', '/tmp/project', '--data-dir', tempDataDir()]
+    const usage = await runCli(['create', ...common, '--prompt', 'x', '--goal-criterion', 'a'])
+    expect(usage.code).toBe(2)
+    expect(usage.stderr).toContain('--goal-criterion requires --goal.')
+    const tooLong = await runCli(['create', ...common, '--prompt', 'x', '--goal', '--goal-criterion', 'y'.repeat(301)])
+    expect(tooLong.code).toBe(1)
+    expect(tooLong.stderr).toContain('goalCriteria: criterion 1: is longer than 300 characters')
+    expect(mock.sessions()).toHaveLength(0)
+    const made = await runCli(['create', ...common, '--prompt', 'Port the parser', '--goal', '--goal-criterion', 'Parser ported', '--goal-criterion', 'Tests pass'])
+    expect(made.code, made.stderr).toBe(0)
+    const [session] = mock.sessions()
+    expect(goalOf(mock, session.id).criteria.map((c) => [c.id, c.text, c.source, c.state])).toEqual([
+      ['c1', 'Parser ported', 'user', 'unmet'],
+      ['c2', 'Tests pass', 'user', 'unmet'],
+    ])
+  })
+})
