@@ -33,7 +33,8 @@ describe('acceptance criteria', () => {
     const auditor = scriptedAuditor([
       { verdict: 'continue', note: 'parser started', derivedCriteria: ['Parser handles nested lists', 'Tests cover nesting'] },
       { verdict: 'continue', note: 'nesting done', criteria: [met('c1', 'e1')], derivedCriteria: ['never read again', 'nor this'] },
-      { verdict: 'complete', note: 'all done', criteria: [met('c1', 'e1'), met('c2', 'e1')] },
+      // A blocker beside a complete verdict means nothing: the finished goal's cause has no fix.
+      { verdict: 'complete', note: 'all done', criteria: [met('c1', 'e1'), met('c2', 'e1')], blocker: { kind: 'other', needs: 'nothing' } },
     ])
     env = await setup({ auditor })
     const { mock, runtime } = env
@@ -52,6 +53,9 @@ describe('acceptance criteria', () => {
       ['c2', 'Tests cover nesting', 'derived', 'met'],
     ])
     expect(goal.note).toBe('2/2 criteria met — all done')
+    expect(goal.cause).toEqual(expect.objectContaining({ code: 'verified' }))
+    expect(goal.cause.fix).toBeUndefined()
+    expect(goal.cause.detail).toBeUndefined()
     // Counted at the wire: audit calls equal the audited turns, and no extra model call derived.
     const audited = await verdicts(runtime, session.id)
     expect(auditor.calls).toHaveLength(audited.length)

@@ -85,7 +85,9 @@ async fn decided(
                     if let Some(update) = &update {
                         update.apply(g);
                     }
-                    if let (Some(fix), Some(cause)) = (fix, g.cause.as_mut()) {
+                    // Only the auditor's own stop takes the blocker's fix.
+                    let blocked = g.cause.as_mut().filter(|c| c.code == CauseCode::AuditorBlocked);
+                    if let (Some(fix), Some(cause)) = (fix, blocked) {
                         cause.fix = Some(fix);
                     }
                 })
