@@ -79,7 +79,7 @@ async fn decided(
             Ok(reservation)
         }
         AfterAudit::Settle(settlement) => {
-            let fix = graded.and_then(|g| g.blocker_fix);
+            let fix = graded.and_then(|g| g.blocker).map(|(_, fix)| fix);
             Err(tick
                 .settle_then(settlement, move |g| {
                     if let Some(update) = &update {
@@ -110,18 +110,21 @@ struct Grading {
 
 /// An audit's graded criteria, and a blocker's cause when the verdict carried a usable one.
 struct Graded {
+    /// The criteria to write.
     update: grading::CriteriaUpdate,
+    /// A usable blocker's detail (its kind) and fix.
     blocker: Option<(String, String)>,
-    blocker_fix: Option<String>,
 }
 
 impl Grading {
+    /// Whether this audit derives, and the evidence items it numbers (only to grade criteria).
     fn prepare(tick: &Tick<'_>, observed: &evidence::Observed) -> Grading {
         let derive = grading::wants_derivation(&tick.goal, tick.ctx.config.derive_criteria);
         let items = if tick.goal.criteria.is_empty() { Vec::new() } else { grading::evidence_items(&observed.digest) };
         Grading { derive, items }
     }
 
+    /// The evidence block of the prompt, with the criteria (or the derivation request) after it.
     fn prompt(&self, tick: &Tick<'_>, observed: &evidence::Observed) -> String {
         let sample = prompts::language_sample(&tick.objective);
         let block = grading::prompt_block(&tick.goal.criteria, &self.items, self.derive, &sample);
@@ -133,12 +136,13 @@ impl Grading {
         }
     }
 
+    /// What the answer means for the criteria, and a blocker's cause when it is usable.
     fn conclude(&self, tick: &Tick<'_>, basis: &Basis, object: Option<&Map<String, Value>>) -> Graded {
         let answer = object.map(grading::parse_answer).unwrap_or_default();
         let update = grading::conclude(&tick.goal, self.derive, &answer, self.items.len(), &tick.objective, now_ms());
         let reference = format!("{}\n{}", tick.objective, basis.assistant_text);
         let blocker = answer.blocker.as_ref().and_then(|b| grading::blocker_cause(b, &reference, tick.session_id));
-        Graded { update, blocker_fix: blocker.as_ref().map(|(_, fix)| fix.clone()), blocker }
+        Graded { update, blocker }
     }
 }
 
