@@ -214,6 +214,11 @@ export interface CreateSessionRequest {
   goalChecks?: Array<{ command: string; timeoutMs?: number } | string>
   /** The goal's cost budget in US dollars (requires `goal`): at least 0.01. */
   goalCostBudget?: number
+  /**
+   * The goal's acceptance criteria (requires `goal`): at most 8 strings of at most 300
+   * characters, each graded against evidence before the goal may complete.
+   */
+  goalCriteria?: Array<string>
 }
 
 /** Deletes an objective file, best effort: whether a file was removed (false for an invalid id). */
@@ -277,6 +282,11 @@ export interface ForkSessionRequest {
   goalChecks?: Array<{ command: string; timeoutMs?: number } | string>
   /** The goal's cost budget in US dollars (requires `goal`): at least 0.01. */
   goalCostBudget?: number
+  /**
+   * The goal's acceptance criteria (requires `goal`): at most 8 strings of at most 300
+   * characters, each graded against evidence before the goal may complete.
+   */
+  goalCriteria?: Array<string>
 }
 
 /** Target of pause / resume / complete / clear. */
@@ -384,6 +394,10 @@ export interface GoalEditRequest {
   costBudget?: number
   /** Remove the cost budget. */
   clearCostBudget?: boolean
+  /** New acceptance criteria (replace the list; a text already there keeps its grade). */
+  criteria?: Array<string>
+  /** Remove the acceptance criteria. */
+  clearCriteria?: boolean
   /** Provider preferred when distilling a long objective. */
   providerID?: string
   /** Model preferred when distilling. */
@@ -424,6 +438,8 @@ export interface GoalExplanation {
   checks?: Array<{ command: string; timeoutMs?: number }> | null
   /** The goal's cost in US dollars: its budget (`null` without one) and what it spent. */
   cost?: { budget: number | null; used: number } | null
+  /** The goal's acceptance criteria with their latest grades. */
+  criteria?: Array<{ id: string; text: string; source: 'user' | 'derived'; state: 'unmet' | 'met' | 'unclear'; evidence?: string[]; since?: number }> | null
   /**
    * Inconsistencies worth a human look: `sessionMissing`, `noGoal`, `goalUnreadable`,
    * `objectiveFileMissing`, `inherited`, `checksUnreadable`, `providerReportsNoCost`.
@@ -583,6 +599,8 @@ export interface GoalRecord {
   wakeAt?: number
   /** Acceptance checks run before the goal may settle `complete`, if any. */
   checks?: Array<{ command: string; timeoutMs?: number }> | undefined
+  /** Acceptance criteria the auditor grades one by one against evidence, if any. */
+  criteria?: Array<{ id: string; text: string; source: 'user' | 'derived'; state: 'unmet' | 'met' | 'unclear'; evidence?: string[]; since?: number }> | undefined
   /** Why the goal stopped or waits (`{code, since, detail?, until?, fix?}`); absent while it runs. */
   cause?: { code: string; since: number; detail?: string; until?: number; fix?: string } | undefined
 }
@@ -763,6 +781,11 @@ export interface SendPromptRequest {
   goalChecks?: Array<{ command: string; timeoutMs?: number } | string>
   /** The goal's cost budget in US dollars (requires `goal`): at least 0.01. */
   goalCostBudget?: number
+  /**
+   * The goal's acceptance criteria (requires `goal`): at most 8 strings of at most 300
+   * characters, each graded against evidence before the goal may complete.
+   */
+  goalCriteria?: Array<string>
 }
 
 /**
@@ -874,6 +897,8 @@ export interface SessionGoalRequest {
    * replies' `info.cost` reach it.
    */
   costBudget?: number
+  /** Acceptance criteria (at most 8 strings of at most 300 characters), graded one by one. */
+  criteria?: Array<string>
   /** Provider the goal's turns run on (the distillation prefers it). */
   providerID?: string
   /** Model the goal's turns run on. */
@@ -919,6 +944,11 @@ export interface SessionGoalRuntimeOptions {
   logger?: (level: string, message: string) => unknown
   /** Quiet window after `idle` (default 15000 ms). */
   idleQuietMs?: number
+  /**
+   * Whether a goal without acceptance criteria gets 2 to 6 derived ones from its first audit,
+   * in the same audit call (default true; `false` turns derivation off).
+   */
+  deriveCriteria?: boolean
   /** Kickoff delay for a fresh goal on an idle session (default 3000 ms). */
   kickoffQuietMs?: number
   /** Kickoff delay after an explicit resume (default 250 ms). */

@@ -51,6 +51,9 @@ Options for create, send, fork:
                                (IANA zone; end before start crosses midnight; requires --goal)
   --goal-check <command>       An acceptance check, repeatable (at most 8): the goal settles
                                complete only once every check exits 0 (requires --goal)
+  --goal-criterion <text>      An acceptance criterion, repeatable (at most 8, each at most 300
+                               characters): the auditor must grade every one met, citing
+                               evidence, before the goal completes (requires --goal)
   --model <provider/model>     Model (send/fork default: the last user message's)
   --agent <name>               Agent
   --variant <name>             Model variant
@@ -88,7 +91,7 @@ Environment:
 
 class UsageError extends Error {}
 
-const PROMPT_FLAGS = ['prompt', 'goal', 'goal-token-budget', 'goal-cost-budget', 'goal-time-budget', 'goal-active-hours', 'goal-check', 'model', 'agent', 'variant']
+const PROMPT_FLAGS = ['prompt', 'goal', 'goal-token-budget', 'goal-cost-budget', 'goal-time-budget', 'goal-active-hours', 'goal-check', 'goal-criterion', 'model', 'agent', 'variant']
 const COMMON_FLAGS = ['url', 'directory', 'data-dir', 'json', 'help']
 const COMMANDS = {
   create: { positionals: 0, flags: [...PROMPT_FLAGS, 'title'] },
@@ -104,7 +107,7 @@ const COMMANDS = {
 }
 const BOOLEAN_FLAGS = new Set(['goal', 'json', 'help', 'fix'])
 // Flags that may be given more than once: their values are collected in order.
-const REPEATABLE_FLAGS = new Set(['goal-check'])
+const REPEATABLE_FLAGS = new Set(['goal-check', 'goal-criterion'])
 const MAX_CHECKS = 8
 
 function parseArgs(argv) {
@@ -258,6 +261,11 @@ function promptRequest(parsed) {
   if (activeHours !== undefined) request.goalActiveHours = activeHours
   const checks = parseGoalChecks(flags)
   if (checks !== undefined) request.goalChecks = checks
+  if (flags['goal-criterion'] !== undefined) {
+    if (!flags.goal) throw new UsageError('--goal-criterion requires --goal.')
+    // The core validates the list (count, length, empty text) and names the problem.
+    request.goalCriteria = flags['goal-criterion']
+  }
   return request
 }
 

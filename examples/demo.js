@@ -5,9 +5,11 @@
 // serve` (devDependency opencode-ai) whose provider points at it, and the goal runtime with its
 // built-in small model (OpenCode's `small_model`). Then it creates a session with a goal the way a
 // host does (goal metadata through a fresh-read merge, then the first prompt) and prints the
-// goal's progress until it settles. The goal carries an acceptance check: the first `complete`
-// verdict is not taken on the auditor's word — the check fails, a fix turn follows, and only once
-// the check passes does the goal settle. Exits 0 when the goal completes.
+// goal's progress until it settles. The first audit derives acceptance criteria, which later
+// audits grade one by one against evidence; a `complete` verdict is not taken while one is open.
+// The goal also carries an acceptance check: with every criterion met, the check still runs —
+// it fails, a fix turn follows, and only once the check passes does the goal settle. Exits 0
+// when the goal completes.
 'use strict'
 
 const path = require('node:path')
@@ -23,18 +25,32 @@ const CHECK = `node -e 'JSON.parse(require("fs").readFileSync("report.json", "ut
 const TIMEOUT_MS = 180_000
 
 // What the scripted agent and auditor say, turn by turn (usage becomes OpenCode's real tokens).
-// The first turn writes a report with an unquoted date and claims success; the auditor believes
-// it; the check does not. The fix turn (the continuation quotes the check's failure) repairs it.
+// The goal has no acceptance criteria: the first audit derives two, in that same call. Each
+// later audit grades them against the turn's numbered evidence ([e1] is the turn's tool call),
+// so they are met one by one and the continuations name the one still open. The third turn
+// writes a report with an unquoted date and claims success; the auditor believes it and grades
+// both criteria met; the acceptance check does not. The fix turn (the continuation quotes the
+// check's failure) repairs it, and only once the check passes does the goal settle.
 const SCRIPT = {
   turns: [
-    { text: '', toolCalls: [{ name: 'write', arguments: { filePath: 'report.json', content: '{"title": "weekly", "date": 2026-12-01}\n' } }], usage: { prompt_tokens: 1500, completion_tokens: 60 } },
-    { text: 'Done: --json flag wired; the report is written to report.json. Remaining: nothing.', usage: { prompt_tokens: 1800, completion_tokens: 120 } },
-    { text: '', toolCalls: [{ name: 'write', arguments: { filePath: 'report.json', content: '{"title": "weekly", "date": "2026-12-01T00:00:00Z"}\n' } }], usage: { prompt_tokens: 2600, completion_tokens: 70 } },
+    { text: '', toolCalls: [{ name: 'write', arguments: { filePath: 'cli.js', content: "const json = process.argv.includes('--json')\n" } }], usage: { prompt_tokens: 1500, completion_tokens: 60 } },
+    { text: 'Started: the --json flag is parsed in cli.js. Remaining: write the report.', usage: { prompt_tokens: 1700, completion_tokens: 80 } },
+    { text: '', toolCalls: [{ name: 'write', arguments: { filePath: 'report.json', content: '{"title": "weekly", "date": 2026-12-01}\n' } }], usage: { prompt_tokens: 1900, completion_tokens: 60 } },
+    { text: 'Done: --json writes the report to report.json. Remaining: nothing.', usage: { prompt_tokens: 2100, completion_tokens: 90 } },
+    { text: '', toolCalls: [{ name: 'read', arguments: { filePath: 'report.json' } }], usage: { prompt_tokens: 2300, completion_tokens: 40 } },
+    { text: 'Verified: report.json holds the report. Remaining: nothing.', usage: { prompt_tokens: 2500, completion_tokens: 70 } },
+    { text: '', toolCalls: [{ name: 'write', arguments: { filePath: 'report.json', content: '{"title": "weekly", "date": "2026-12-01T00:00:00Z"}\n' } }], usage: { prompt_tokens: 2700, completion_tokens: 70 } },
     { text: 'Fixed: dates are written as ISO 8601 strings, so report.json parses. Remaining: nothing.', usage: { prompt_tokens: 2900, completion_tokens: 110 } },
   ],
   audits: [
-    { verdict: 'complete', note: 'the --json flag writes report.json' },
-    { verdict: 'complete', note: 'report.json is written with ISO dates' },
+    {
+      verdict: 'continue',
+      note: 'flag parsed; no report yet',
+      derivedCriteria: ['The --json flag writes the report to report.json', 'report.json parses as valid JSON'],
+    },
+    { verdict: 'complete', note: 'the --json flag writes report.json', criteria: [{ id: 'c1', state: 'met', evidence: ['e1'] }] },
+    { verdict: 'complete', note: 'report.json read back', criteria: [{ id: 'c2', state: 'met', evidence: ['e1'] }] },
+    { verdict: 'complete', note: 'report.json is written with ISO dates', criteria: [{ id: 'c2', state: 'met', evidence: ['e1'] }] },
   ],
 }
 
@@ -125,6 +141,9 @@ async function main() {
         const lines = run.outputTail.split('\n')
         const telling = lines.find((line) => /Error/.test(line)) ?? lines.at(-1)
         say(`check run: ${run.result} (exit ${run.exitStatus ?? '?'}, ${Math.round(run.durationMs)} ms) — ${telling.trim()}`)
+      }
+      for (const criterion of settledGoal.criteria ?? []) {
+        say(`criterion ${criterion.id} (${criterion.source}): ${criterion.state}, evidence ${criterion.evidence?.join(', ') || 'none'} — ${criterion.text}`)
       }
       if (settledGoal.cause) say(`cause: ${settledGoal.cause.code}${settledGoal.cause.detail ? ` (${settledGoal.cause.detail})` : ''}`)
       const audits = model.requests.filter((r) => r.kind === 'audit').length

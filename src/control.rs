@@ -150,6 +150,11 @@ pub struct GoalRecord {
     /// Acceptance checks run before the goal may settle `complete`, if any.
     #[napi(ts_type = "Array<{ command: string; timeoutMs?: number }> | undefined")]
     pub checks: Option<serde_json::Value>,
+    /// Acceptance criteria the auditor grades one by one against evidence, if any.
+    #[napi(
+        ts_type = "Array<{ id: string; text: string; source: 'user' | 'derived'; state: 'unmet' | 'met' | 'unclear'; evidence?: string[]; since?: number }> | undefined"
+    )]
+    pub criteria: Option<serde_json::Value>,
     /// Why the goal stopped or waits (`{code, since, detail?, until?, fix?}`); absent while it runs.
     #[napi(ts_type = "{ code: string; since: number; detail?: string; until?: number; fix?: string } | undefined")]
     pub cause: Option<serde_json::Value>,
@@ -469,6 +474,8 @@ pub struct SessionGoalRequest {
     /// Cost budget in US dollars (at least 0.01): the goal settles `budgetLimited` when its
     /// replies' `info.cost` reach it.
     pub cost_budget: Option<f64>,
+    /// Acceptance criteria (at most 8 strings of at most 300 characters), graded one by one.
+    pub criteria: Option<Vec<String>>,
     /// Provider the goal's turns run on (the distillation prefers it).
     #[napi(js_name = "providerID")]
     pub provider_id: Option<String>,
@@ -513,6 +520,9 @@ pub struct CreateSessionRequest {
     pub goal_checks: Option<serde_json::Value>,
     /// The goal's cost budget in US dollars (requires `goal`): at least 0.01.
     pub goal_cost_budget: Option<f64>,
+    /// The goal's acceptance criteria (requires `goal`): at most 8 strings of at most 300
+    /// characters, each graded against evidence before the goal may complete.
+    pub goal_criteria: Option<Vec<String>>,
 }
 
 /// `sendPrompt` input.
@@ -551,6 +561,9 @@ pub struct SendPromptRequest {
     pub goal_checks: Option<serde_json::Value>,
     /// The goal's cost budget in US dollars (requires `goal`): at least 0.01.
     pub goal_cost_budget: Option<f64>,
+    /// The goal's acceptance criteria (requires `goal`): at most 8 strings of at most 300
+    /// characters, each graded against evidence before the goal may complete.
+    pub goal_criteria: Option<Vec<String>>,
 }
 
 /// `forkSession` input.
@@ -591,6 +604,9 @@ pub struct ForkSessionRequest {
     pub goal_checks: Option<serde_json::Value>,
     /// The goal's cost budget in US dollars (requires `goal`): at least 0.01.
     pub goal_cost_budget: Option<f64>,
+    /// The goal's acceptance criteria (requires `goal`): at most 8 strings of at most 300
+    /// characters, each graded against evidence before the goal may complete.
+    pub goal_criteria: Option<Vec<String>>,
 }
 
 /// `stampScheduledGoal` input.
@@ -656,6 +672,10 @@ pub struct GoalEditRequest {
     pub cost_budget: Option<f64>,
     /// Remove the cost budget.
     pub clear_cost_budget: Option<bool>,
+    /// New acceptance criteria (replace the list; a text already there keeps its grade).
+    pub criteria: Option<Vec<String>>,
+    /// Remove the acceptance criteria.
+    pub clear_criteria: Option<bool>,
     /// Provider preferred when distilling a long objective.
     #[napi(js_name = "providerID")]
     pub provider_id: Option<String>,
@@ -681,6 +701,7 @@ macro_rules! prompt_options {
             goal_active_hours: $request.goal_active_hours,
             goal_checks: $request.goal_checks,
             goal_cost_budget: $request.goal_cost_budget,
+            goal_criteria: $request.goal_criteria.map(|list| serde_json::json!(list)),
         }
     };
 }
@@ -696,6 +717,21 @@ fn cost_budget_edit(dollars: Option<f64>, clear: Option<bool>) -> std::result::R
         (Some(true), Some(_)) => Err(GoalError::new(400, "pass either costBudget or clearCostBudget")),
         (Some(true), None) => Ok(LimitEdit::Clear),
         (_, Some(dollars)) => cost_budget_value(dollars).map(LimitEdit::Set),
+        _ => Ok(LimitEdit::Keep),
+    }
+}
+
+/// An edit's `criteria` / `clearCriteria`.
+fn criteria_edit(
+    criteria: Option<Vec<String>>,
+    clear: Option<bool>,
+) -> std::result::Result<LimitEdit<Vec<String>>, GoalError> {
+    match (clear, criteria) {
+        (Some(true), Some(_)) => Err(GoalError::new(400, "pass either criteria or clearCriteria")),
+        (Some(true), None) => Ok(LimitEdit::Clear),
+        (_, Some(list)) => {
+            goal_core::check_goal_criteria(Some(&serde_json::json!(list)), "criteria").map(LimitEdit::Set)
+        }
         _ => Ok(LimitEdit::Keep),
     }
 }
@@ -781,6 +817,10 @@ impl GoalControl {
                     .map_err(|message| GoalError::new(400, message))?,
                 checks: goal_core::check_goal_checks(request.checks.as_ref())?,
                 cost_budget: request.cost_budget.map(cost_budget_value).transpose()?,
+                criteria: goal_core::check_goal_criteria(
+                    request.criteria.map(|list| serde_json::json!(list)).as_ref(),
+                    "criteria",
+                )?,
             };
             let created = goal_core::create_session_goal(&ctx, &new_goal).await?;
             Ok(installed(&created, &request.session_id))
@@ -905,6 +945,7 @@ impl GoalControl {
                 active_hours,
                 checks: checks_edit(request.checks, request.clear_checks)?,
                 cost_budget: cost_budget_edit(request.cost_budget, request.clear_cost_budget)?,
+                criteria: criteria_edit(request.criteria, request.clear_criteria)?,
                 model: model_choice(request.provider_id, request.model_id),
             };
             goal_core::edit_goal(&ctx, &edit).await.map(action_result)

@@ -90,6 +90,9 @@ pub struct SessionGoalRuntimeOptions {
     pub logger: Option<LoggerCallback>,
     /// Quiet window after `idle` (default 15000 ms).
     pub idle_quiet_ms: Option<f64>,
+    /// Whether a goal without acceptance criteria gets 2 to 6 derived ones from its first audit,
+    /// in the same audit call (default true; `false` turns derivation off).
+    pub derive_criteria: Option<bool>,
     /// Kickoff delay for a fresh goal on an idle session (default 3000 ms).
     pub kickoff_quiet_ms: Option<f64>,
     /// Kickoff delay after an explicit resume (default 250 ms).
@@ -237,6 +240,11 @@ pub struct GoalExplanation {
     /// The goal's cost in US dollars: its budget (`null` without one) and what it spent.
     #[napi(ts_type = "{ budget: number | null; used: number } | null")]
     pub cost: Option<serde_json::Value>,
+    /// The goal's acceptance criteria with their latest grades.
+    #[napi(
+        ts_type = "Array<{ id: string; text: string; source: 'user' | 'derived'; state: 'unmet' | 'met' | 'unclear'; evidence?: string[]; since?: number }> | null"
+    )]
+    pub criteria: Option<serde_json::Value>,
     /// Inconsistencies worth a human look: `sessionMissing`, `noGoal`, `goalUnreadable`,
     /// `objectiveFileMissing`, `inherited`, `checksUnreadable`, `providerReportsNoCost`.
     #[napi(ts_type = "Array<{ code: string; message: string }>")]
@@ -463,6 +471,7 @@ impl SessionGoalRuntimeOptions {
                 .as_millis()
                 .min(u64::MAX as u128) as u64,
             },
+            derive_criteria: self.derive_criteria.unwrap_or(defaults.derive_criteria),
         };
         let directories = self.directories.unwrap_or_default();
         let recover_on_start = self.recover_on_start.unwrap_or(!directories.is_empty());

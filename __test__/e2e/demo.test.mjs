@@ -15,22 +15,28 @@ it('npm run demo drives a goal to completion on a real OpenCode and exits 0', as
   expect(code, output).toBe(0)
   const lines = output.split('\n')
   const index = (text) => lines.findIndex((line) => line.includes(text))
-  // The progress, in order: goal set, the first turn, the auditor's "complete" refuted by the
-  // acceptance check, the fix turn, the check passing, the end.
+  // The progress, in order: goal set, the first turn, criteria derived by the first audit and
+  // met one by one, the auditor's "complete" with both met refuted by the acceptance check, the
+  // fix turn, the check passing, the end.
   const order = [
     'goal active: "Add a --json flag',
     'goal written with 1 acceptance check',
-    'agent turn finished (1,920 tokens, finish stop)',
-    'acceptance check 1/1 failed',
-    'continuation 1/20 sent — auditor: "acceptance check 1 of 1 did not pass" · 1,920 tokens of 20,000 budget',
+    'agent turn finished (1,780 tokens, finish stop)',
+    'continuation 1/20 sent — auditor: "0/2 criteria met — flag parsed; no report yet"',
     'continuing ses_',
+    'continuation 2/20 sent — auditor: "1/2 criteria met — the --json flag writes report.json"',
+    'acceptance check 1/1 failed',
+    'continuation 3/20 sent — auditor: "acceptance check 1 of 1 did not pass" · 2,570 tokens of 20,000 budget',
     'acceptance check 1/1 passed',
-    'goal COMPLETE: checks passed — auditor: "report.json is written with ISO dates" (1 continuations, 3,010 tokens of 20,000 budget)',
+    'goal COMPLETE: checks passed — auditor: "2/2 criteria met — report.json is written with ISO dates" (3 continuations, 3,010 tokens of 20,000 budget)',
     'notification: Goal complete',
+    'all 2 criteria met',
     'check run: failed (exit 1',
     'check run: passed (exit 0',
+    'criterion c1 (derived): met, evidence e1',
+    'criterion c2 (derived): met, evidence e1',
     'cause: checksPassed (1 of 1 checks passed)',
-    '4 agent turns, 2 audits by the built-in small model (mock/mock-small)',
+    '8 agent turns, 4 audits by the built-in small model (mock/mock-small)',
   ].map(index)
   expect(order.every((i) => i >= 0), output).toBe(true)
   expect([...order].sort((a, b) => a - b)).toEqual(order)

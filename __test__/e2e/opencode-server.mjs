@@ -250,7 +250,7 @@ export async function writeGoalMetadata(api, sessionId, mutate) {
  * reference orders it); `goalFields` are added to the goal (e.g. `{costBudget}`). Returns the
  * session id and the goal id.
  */
-export async function createGoalSession(api, { objective, tokenBudget = null, title, model = AGENT_MODEL, checks, goalFields = {} } = {}) {
+export async function createGoalSession(api, { objective, tokenBudget = null, title, model = AGENT_MODEL, checks, criteria, goalFields = {} } = {}) {
   const session = await api('POST', '/session', title ? { title } : {})
   const goalId = `goal-${Math.random().toString(36).slice(2, 10)}`
   const now = Date.now()
@@ -270,6 +270,7 @@ export async function createGoalSession(api, { objective, tokenBudget = null, ti
     createdAt: now,
     updatedAt: now,
     ...(checks ? { checks } : {}),
+    ...(criteria ? { criteria, criteriaIssued: criteria.length } : {}),
     ...goalFields,
   }))
   await api('POST', `/session/${session.id}/prompt_async`, {

@@ -26,8 +26,8 @@
 // last one repeats. Turn entries: `{ text, usage: {prompt_tokens, completion_tokens}, delayMs?,
 // stall?, toolCalls? }` — `toolCalls: [{ name, arguments }]` makes the model call OpenCode's tools
 // (finish `tool_calls`); OpenCode runs them and asks again, which takes the next turn entry — `stall: true` streams the first words, then holds the response open until the
-// client goes away (an abort) or the server closes. Audit entries: `{ verdict, note }` (answered as
-// the JSON object), `{ text }` (raw content), `{ status, body?, headers? }` (an HTTP error,
+// client goes away (an abort) or the server closes. Audit entries: `{ verdict, note, criteria?,
+// derivedCriteria?, blocker? }` (answered as the JSON object; see docs/criteria.md), `{ text }` (raw content), `{ status, body?, headers? }` (an HTTP error,
 // e.g. a 429 with `retry-after`), `{ content: '',
 // finish: 'length' }` (output exhausted), `{ reasoning, content: '' }` (reasoning only).
 //
@@ -219,6 +219,14 @@ export async function startScriptedModel(options = {}) {
   }
 }
 
+/** The auditor's JSON object of an audit entry: verdict and note, plus the graded-completion
+ * keys (`criteria`, `derivedCriteria`, `blocker`) when the script gives them. */
+function auditAnswer(entry) {
+  const answer = { verdict: entry.verdict, note: entry.note ?? '' }
+  for (const key of ['criteria', 'derivedCriteria', 'blocker']) if (entry[key] !== undefined) answer[key] = entry[key]
+  return answer
+}
+
 /** Normalizes a script entry into `{content, reasoning, finish, usage}`. */
 function replyOf(entry) {
   const usage = {
@@ -229,7 +237,7 @@ function replyOf(entry) {
   let content
   if (typeof entry?.content === 'string') content = entry.content
   else if (typeof entry?.text === 'string') content = entry.text
-  else if (entry && typeof entry.verdict === 'string') content = JSON.stringify({ verdict: entry.verdict, note: entry.note ?? '' })
+  else if (entry && typeof entry.verdict === 'string') content = JSON.stringify(auditAnswer(entry))
   else if (entry && ('recap' in entry || 'suggestion' in entry)) content = JSON.stringify({ recap: entry.recap, suggestion: entry.suggestion })
   else content = ''
   const toolCalls = Array.isArray(entry?.toolCalls) ? entry.toolCalls : []

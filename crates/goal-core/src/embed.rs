@@ -123,6 +123,13 @@ impl GoalRuntimeBuilder {
         self
     }
 
+    /// Whether a goal without acceptance criteria gets derived ones from its first audit
+    /// (`deriveCriteria`, default true).
+    pub fn derive_criteria(mut self, derive: bool) -> Self {
+        self.config.derive_criteria = derive;
+        self
+    }
+
     /// Timeout of every OpenCode call (default 10 s).
     pub fn fetch_timeout(mut self, timeout: Duration) -> Self {
         self.fetch_timeout = timeout;

@@ -132,7 +132,8 @@ pub use control::actions::{
     GoalEdit, GoalTarget, GoalView, LimitEdit,
 };
 pub use control::create::{
-    check_goal_checks, check_token_budget, create_session_goal, ControlContext, CreatedGoal, ModelChoice, NewGoal,
+    check_goal_checks, check_goal_criteria, check_token_budget, create_session_goal, ControlContext, CreatedGoal,
+    ModelChoice, NewGoal,
 };
 pub use control::explain::explain as explain_goal;
 pub use control::orchestrate::{

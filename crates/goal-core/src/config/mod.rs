@@ -40,6 +40,9 @@ pub struct GoalConfig {
     /// Parking on provider limits: parks in a row (`maxProviderWaits`, 6) and the longest
     /// single wait (`maxProviderWaitMs`, 6 h).
     pub provider_limits: ProviderLimits,
+    /// Whether a goal without criteria gets derived ones from its first audit (`deriveCriteria`,
+    /// default true).
+    pub derive_criteria: bool,
 }
 
 /// The limits of parking a goal on a provider's rate or usage limit.
@@ -73,6 +76,7 @@ impl Default for GoalConfig {
             sweep_interval: Duration::from_millis(300_000),
             evidence: EvidenceConfig::default(),
             provider_limits: ProviderLimits::default(),
+            derive_criteria: true,
         }
     }
 }

@@ -5,6 +5,7 @@
 
 use crate::goal::causes::cause_of;
 use crate::record::cause::CauseCode;
+use crate::record::criteria::{assign_criteria, CriterionSource};
 use crate::time::clock::now_ms;
 use tracing::warn;
 
@@ -244,8 +245,22 @@ pub struct GoalEdit {
     pub checks: LimitEdit<Vec<crate::record::AcceptanceCheck>>,
     /// Cost budget change, US dollars (validated by the caller, see `goal/cost.rs`).
     pub cost_budget: LimitEdit<f64>,
+    /// Acceptance criteria change (texts validated by the caller; replaces the list).
+    pub criteria: LimitEdit<Vec<String>>,
     /// Model whose provider the distillation of a long objective prefers.
     pub model: ModelChoice,
+}
+
+impl GoalEdit {
+    /// Whether the edit leaves every budget, the hours, the checks and the criteria as they are.
+    fn changes_no_limit(&self) -> bool {
+        self.budget == BudgetEdit::Keep
+            && self.time_budget == LimitEdit::Keep
+            && self.active_hours == LimitEdit::Keep
+            && self.checks == LimitEdit::Keep
+            && self.criteria == LimitEdit::Keep
+            && self.cost_budget == LimitEdit::Keep
+    }
 }
 
 /// Edits a goal's objective and/or budget, keeping its id and counters: status active, reason
@@ -254,16 +269,10 @@ pub struct GoalEdit {
 pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionReport, GoalError> {
     let target = &edit.target;
     let objective = edit.objective.as_deref().map(str::trim).filter(|o| !o.is_empty());
-    if objective.is_none()
-        && edit.budget == BudgetEdit::Keep
-        && edit.time_budget == LimitEdit::Keep
-        && edit.active_hours == LimitEdit::Keep
-        && edit.checks == LimitEdit::Keep
-        && edit.cost_budget == LimitEdit::Keep
-    {
+    if objective.is_none() && edit.changes_no_limit() {
         return Err(GoalError::new(
             400,
-            "nothing to edit: pass an objective, a token budget, a cost budget, a time budget, working hours or checks change",
+            "nothing to edit: pass an objective, a token budget, a cost budget, a time budget, working hours, checks or criteria change",
         ));
     }
     if let BudgetEdit::Set(budget) = edit.budget {
@@ -298,6 +307,7 @@ pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionRe
     let active_hours = edit.active_hours.clone();
     let checks = edit.checks.clone();
     let cost_budget = edit.cost_budget.clone();
+    let criteria = edit.criteria.clone();
     let mut report = update(ctx, target, &directory, move |goal| {
         if goal.status == GoalStatus::Complete {
             return Err(Declined::Refused(Box::new(GoalError::new(
@@ -309,6 +319,9 @@ pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionRe
             goal.objective_file = in_file;
             goal.objective = if in_file { String::new() } else { text };
             goal.bump_objective_revision();
+            // A new objective derives its criteria again; the user's stay.
+            let kept = goal.criteria.iter().filter(|c| c.source == CriterionSource::User).cloned().collect();
+            goal.set_criteria(kept);
         }
         match budget {
             BudgetEdit::Keep => {}
@@ -322,6 +335,7 @@ pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionRe
             LimitEdit::Clear => goal.set_checks(Vec::new()),
             LimitEdit::Set(list) => goal.set_checks(list),
         }
+        edit_criteria(goal, criteria);
         match active_hours {
             LimitEdit::Keep => {}
             LimitEdit::Clear => {
@@ -479,4 +493,23 @@ pub async fn list_goals(ctx: &ControlContext, directory: &str) -> Result<Vec<Goa
             Some(GoalRow { session, goal, working })
         })
         .collect())
+}
+
+/// An edit's criteria: cleared, or replaced by the user's list (a text already on the goal keeps
+/// its id and grade; a new one takes the next id, never one used before).
+fn edit_criteria(goal: &mut Goal, edit: LimitEdit<Vec<String>>) {
+    match edit {
+        LimitEdit::Keep => {}
+        LimitEdit::Clear => goal.set_criteria(Vec::new()),
+        LimitEdit::Set(texts) => {
+            let issued = goal.criteria_issued.get().copied().unwrap_or(0);
+            let (list, issued) = assign_criteria(&texts, CriterionSource::User, &goal.criteria, issued);
+            let list = list
+                .into_iter()
+                .map(|c| crate::record::criteria::Criterion { source: CriterionSource::User, ..c })
+                .collect();
+            goal.set_criteria(list);
+            goal.criteria_issued.set(issued);
+        }
+    }
 }

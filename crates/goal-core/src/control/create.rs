@@ -247,6 +247,19 @@ pub struct NewGoal {
     pub checks: Vec<AcceptanceCheck>,
     /// Cost budget in US dollars (validated by the caller, see `goal/cost.rs`).
     pub cost_budget: Option<f64>,
+    /// The user's acceptance criteria (validated by the caller, see [`check_goal_criteria`]).
+    pub criteria: Vec<String>,
+}
+
+/// Validates a request's acceptance criteria (`goalCriteria`, or `criteria` of an edit): absent
+/// or null is none; anything else must be a valid list (a 400 names the first problem and the
+/// `field`).
+pub fn check_goal_criteria(value: Option<&serde_json::Value>, field: &str) -> Result<Vec<String>, GoalError> {
+    match value.filter(|v| !v.is_null()) {
+        None => Ok(Vec::new()),
+        Some(value) => crate::record::criteria::parse_user_criteria(value)
+            .map_err(|error| GoalError::new(400, format!("{field}: {error}"))),
+    }
 }
 
 /// Validates a request's acceptance checks (`goalChecks`, or `checks` of an edit): absent or
@@ -313,6 +326,16 @@ pub async fn create_session_goal(ctx: &ControlContext, request: &NewGoal) -> Res
     goal.set_checks(request.checks.clone());
     if let Some(budget) = request.cost_budget {
         goal.cost_budget.set(crate::goal::cost::check_cost_budget(budget).map_err(|m| GoalError::new(400, m))?);
+    }
+    let (criteria, issued) = crate::record::criteria::assign_criteria(
+        &request.criteria,
+        crate::record::criteria::CriterionSource::User,
+        &[],
+        0,
+    );
+    goal.set_criteria(criteria);
+    if issued > 0 {
+        goal.criteria_issued.set(issued);
     }
     goal.session_id = Some(request.session_id.clone());
     let mut refusal: Option<GoalError> = None;

@@ -59,6 +59,7 @@ pub fn report(observed: &Observed<'_>) -> Value {
     out.insert("lastChecks".into(), last_checks(&observed.trail));
     out.insert("checks".into(), goal.as_ref().map_or(Value::Null, |g| checks_value(&g.checks)));
     out.insert("cost".into(), goal.as_ref().map_or(Value::Null, cost_value));
+    out.insert("criteria".into(), goal.as_ref().map_or(Value::Null, |g| criteria_value(&g.criteria)));
     out.insert("findings".into(), Value::Array(findings(observed, goal.as_ref())));
     Value::Object(out)
 }
@@ -93,6 +94,11 @@ fn next_wake(goal: Option<&Goal>, cause: Option<&Cause>) -> Option<f64> {
 /// `{budget, used}` in US dollars (`budget` null without one).
 fn cost_value(goal: &Goal) -> Value {
     json!({"budget": crate::goal::cost::cost_budget(goal), "used": crate::goal::cost::cost_used(goal)})
+}
+
+/// The goal's acceptance criteria as stored (`[{id, text, source, state, evidence?, since?}]`).
+fn criteria_value(criteria: &[crate::record::criteria::Criterion]) -> Value {
+    Value::Array(criteria.iter().map(crate::record::criteria::Criterion::to_value).collect())
 }
 
 fn checks_value(checks: &[AcceptanceCheck]) -> Value {

@@ -58,6 +58,8 @@ pub struct PromptOptions {
     pub goal_checks: Option<Value>,
     /// Cost budget of that goal in US dollars (requires `goal`).
     pub goal_cost_budget: Option<f64>,
+    /// Acceptance criteria of that goal, an array of strings (requires `goal`).
+    pub goal_criteria: Option<Value>,
 }
 
 /// Options checked and normalized.
@@ -81,6 +83,8 @@ pub struct CheckedPrompt {
     pub checks: Vec<crate::record::AcceptanceCheck>,
     /// Validated cost budget (US dollars).
     pub cost_budget: Option<f64>,
+    /// Validated acceptance criteria.
+    pub criteria: Vec<String>,
 }
 
 fn non_empty(value: &Option<String>) -> Option<String> {
@@ -131,6 +135,10 @@ pub fn check_prompt_options(options: &PromptOptions, prompt_required: bool) -> R
     if cost_budget.is_some() && !options.goal {
         return Err(GoalError::new(400, "goalCostBudget requires goal"));
     }
+    let criteria = crate::control::create::check_goal_criteria(options.goal_criteria.as_ref(), "goalCriteria")?;
+    if !criteria.is_empty() && !options.goal {
+        return Err(GoalError::new(400, "goalCriteria requires goal"));
+    }
     let model = match (non_empty(&options.model), non_empty(&options.provider_id), non_empty(&options.model_id)) {
         (Some(text), None, None) => {
             Some(parse_model(&text).ok_or_else(|| GoalError::new(400, "model must look like provider/model"))?)
@@ -149,6 +157,7 @@ pub fn check_prompt_options(options: &PromptOptions, prompt_required: bool) -> R
         time_limits,
         checks,
         cost_budget,
+        criteria,
     })
 }
 
@@ -497,6 +506,7 @@ async fn goal_then_dispatch(
             time_limits: checked.time_limits.clone(),
             checks: checked.checks.clone(),
             cost_budget: checked.cost_budget,
+            criteria: checked.criteria.clone(),
         };
         let goal = create_session_goal(ctx, &request).await.map_err(|e| fail(e, created))?;
         report.warnings.extend(goal.warnings.iter().cloned());
@@ -787,6 +797,7 @@ pub async fn stamp_scheduled_goal(ctx: &ControlContext, request: &ScheduledGoal)
             time_limits: Default::default(),
             checks: Vec::new(),
             cost_budget: None,
+            criteria: Vec::new(),
         },
     )
     .await?;

@@ -52,6 +52,8 @@ pub struct RoundInput<'a> {
     pub basis: &'a Basis,
     /// The settlement the checks stand between.
     pub settlement: Settlement,
+    /// The criteria the audit graded (all met), written with the round's lease.
+    pub criteria: Option<crate::goal::grading::CriteriaUpdate>,
 }
 
 impl Tick<'_> {
@@ -59,7 +61,7 @@ impl Tick<'_> {
     /// the outcome: settled, continued with the failure quoted, or interrupted.
     pub async fn run_checks(&self, input: RoundInput<'_>) -> Result<Reservation, TickOutcome> {
         let checks = self.goal.checks.clone();
-        match self.check_round(input.basis, &checks).await {
+        match self.check_round(input.basis, &checks, input.criteria.as_ref()).await {
             RoundEnd::Passed(runs) => {
                 let mut settlement = input.settlement;
                 settlement.reason = REASON_CHECKS_PASSED.into();
@@ -88,12 +90,20 @@ impl Tick<'_> {
     }
 
     /// Holds the lease for the round, then runs the checks in order.
-    async fn check_round(&self, basis: &Basis, checks: &[AcceptanceCheck]) -> RoundEnd {
+    async fn check_round(
+        &self,
+        basis: &Basis,
+        checks: &[AcceptanceCheck],
+        criteria: Option<&crate::goal::grading::CriteriaUpdate>,
+    ) -> RoundEnd {
         let total: Duration = checks.iter().map(acceptance::time_limit).sum();
         let hold = self.ctx.config.lease + total + CALL_SLACK;
         let holder = self.ctx.holder.clone();
         let held = write_goal(&self.ctx.client, self.session_id, self.directory, &self.guard, |g| {
             take_lease(g, &holder, now_ms(), hold.as_millis() as f64);
+            if let Some(criteria) = criteria {
+                criteria.apply(g);
+            }
         })
         .await;
         match held {

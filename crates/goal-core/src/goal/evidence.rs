@@ -28,6 +28,8 @@ pub struct AuditExtras {
     pub tokens: Option<u64>,
     /// Why the audit failed (an HTTP status, a timeout), when it did: the cause's detail.
     pub failure: Option<String>,
+    /// The criteria as this audit graded them (see `goal/grading.rs`), for the trail.
+    pub criteria: Option<Value>,
 }
 
 /// What the tick observed for the evidence audit.
@@ -203,6 +205,9 @@ fn trail_entry(
     entry.insert("digest".into(), observed.digest.summary());
     entry.insert("evidence".into(), json!(extras.evidence));
     entry.insert("missing".into(), json!(extras.missing));
+    if let Some(criteria) = &extras.criteria {
+        entry.insert("criteria".into(), criteria.clone());
+    }
     if let Some(tokens) = extras.tokens {
         entry.insert("auditTokens".into(), json!(tokens));
     }
@@ -220,6 +225,7 @@ pub fn audit_extras(object: Option<&serde_json::Map<String, Value>>, tokens: Opt
             missing: evidence::citations(object, "missing"),
             tokens,
             failure: None,
+            criteria: None,
         },
         None => AuditExtras { tokens, ..AuditExtras::default() },
     }

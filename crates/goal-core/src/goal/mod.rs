@@ -10,6 +10,7 @@ pub mod accounting;
 pub mod causes;
 pub mod cost;
 pub mod gates;
+pub mod grading;
 pub mod lineage;
 pub mod notify;
 pub mod operator;

@@ -29,6 +29,7 @@ pub fn goal_notification(session_id: &str, directory: &str, goal: &Goal, objecti
     } else {
         goal.status_reason.clone()
     };
+    let detail = criteria_detail(goal, detail);
     let stopped = matches!(goal.status, GoalStatus::Blocked | GoalStatus::BudgetLimited);
     let fix = goal.cause.as_ref().and_then(|c| c.fix.as_deref()).filter(|_| stopped).unwrap_or("");
     let body = notification_body(objective, &detail, fix);
@@ -77,6 +78,24 @@ pub fn notification_body(objective: &str, detail: &str, fix: &str) -> String {
     join(&[&objective, &tail], " — ")
 }
 
+/// A goal completed with criteria says all of them were met, ahead of the rest of the detail
+/// (whose own `n/n criteria met` lead, from the note, is not repeated).
+fn criteria_detail(goal: &Goal, detail: String) -> String {
+    let total = goal.criteria.len();
+    let met = goal.criteria.iter().filter(|c| c.state == crate::record::criteria::CriterionState::Met).count();
+    if goal.status != GoalStatus::Complete || total == 0 || met < total {
+        return detail;
+    }
+    let lead = format!("{total}/{total} criteria met");
+    let rest = detail.strip_prefix(lead.as_str()).map(|r| r.trim_start_matches(" — ")).unwrap_or(&detail);
+    let all = format!("all {total} criteria met");
+    if rest.trim().is_empty() {
+        all
+    } else {
+        format!("{all} — {rest}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,6 +118,18 @@ mod tests {
         let event = goal_notification("s", "", &blocked, "x");
         assert_eq!(event["body"], "x — token budget reached");
         assert_eq!(event["title"], "Goal reached its token budget");
+    }
+
+    #[test]
+    fn a_complete_goal_with_criteria_says_all_were_met() {
+        let met = json!({"id": "c1", "text": "a", "source": "user", "state": "met"});
+        let goal = Goal::from_value(&json!({
+            "id": "g", "status": "complete", "objective": "x", "statusReason": "verified by audit",
+            "note": "2/2 criteria met — docs and tests done",
+            "criteria": [met, {"id": "c2", "text": "b", "source": "user", "state": "met"}]
+        }))
+        .unwrap();
+        assert_eq!(goal_notification("s", "", &goal, "x")["body"], "x — all 2 criteria met — docs and tests done");
     }
 }
 

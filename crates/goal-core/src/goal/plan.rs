@@ -284,6 +284,8 @@ pub struct EvidenceFields {
     pub progress: Option<serde_json::Map<String, serde_json::Value>>,
     /// The failing commands already used for a complete override.
     pub overrides: Option<Vec<String>>,
+    /// The criteria the audit graded or derived (see `goal/grading.rs`).
+    pub criteria: Option<crate::goal::grading::CriteriaUpdate>,
 }
 
 /// The outcome after the audit (or its absence).
@@ -368,6 +370,31 @@ pub fn after_audit(goal: &Goal, basis: &Basis, audit: Option<Audit>) -> AfterAud
             evidence: EvidenceFields::default(),
             appendix: None,
         }),
+    }
+}
+
+/// A `complete` decision while any criterion is open goes on instead (its note and auditor
+/// kept); anything else is unchanged.
+pub fn hold_completion(decision: AfterAudit, criteria: &[crate::record::criteria::Criterion]) -> AfterAudit {
+    match decision {
+        AfterAudit::Settle(s)
+            if s.status == GoalStatus::Complete && crate::goal::grading::met_count(criteria) < criteria.len() =>
+        {
+            AfterAudit::Continue(continuing(s))
+        }
+        other => other,
+    }
+}
+
+fn continuing(settlement: Settlement) -> Reservation {
+    Reservation {
+        accounting: settlement.accounting,
+        blocked_streak: 0,
+        audit_fail_streak: 0,
+        note: settlement.note,
+        evaluation: settlement.evaluation,
+        evidence: Default::default(),
+        appendix: None,
     }
 }
 

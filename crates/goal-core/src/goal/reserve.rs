@@ -145,6 +145,9 @@ fn apply_reservation(
     if let Some(used) = &reservation.evidence.overrides {
         g.evidence_overrides.set(used.clone());
     }
+    if let Some(criteria) = &reservation.evidence.criteria {
+        criteria.apply(g);
+    }
     g.continuation_for.set(tail.to_string());
     match message_id {
         Some(id) => g.continuation_id.set(id.to_string()),

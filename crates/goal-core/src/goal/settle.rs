@@ -34,6 +34,12 @@ impl Tick<'_> {
         self.settle_on(&self.goal, &self.guard, settlement, |_| {}).await
     }
 
+    /// [`Tick::settle`] with a change made in the same write after the settlement's own fields
+    /// (the graded criteria, a blocker's fix on the cause).
+    pub async fn settle_then(&self, settlement: Settlement, after: impl FnOnce(&mut Goal) + Send) -> TickOutcome {
+        self.settle_with(&self.goal, &self.guard, settlement, |_| {}, after).await
+    }
+
     /// Settles `blocked` with the given reason and cause.
     pub async fn settle_blocked(&self, reason: &str, cause: CauseCode) -> TickOutcome {
         self.settle(blocked(&self.goal, reason, cause)).await
@@ -48,10 +54,23 @@ impl Tick<'_> {
         settlement: Settlement,
         extra: impl FnOnce(&mut Goal) + Send,
     ) -> TickOutcome {
+        self.settle_with(goal, guard, settlement, extra, |_| {}).await
+    }
+
+    /// The settle write: `before` and `after` run around the settlement's own fields.
+    async fn settle_with(
+        &self,
+        goal: &Goal,
+        guard: &GoalGuard,
+        settlement: Settlement,
+        before: impl FnOnce(&mut Goal) + Send,
+        after: impl FnOnce(&mut Goal) + Send,
+    ) -> TickOutcome {
         let (ctx, session_id, directory) = (self.ctx, self.session_id, self.directory);
         let result = write_goal(&ctx.client, session_id, directory, guard, |g| {
-            extra(g);
+            before(g);
             apply_settlement(g, &settlement, session_id);
+            after(g);
         })
         .await;
         log_write(session_id, "settle", &result);

@@ -14,6 +14,7 @@
 use serde_json::{json, Map, Value};
 
 use super::cause::Cause;
+use super::criteria::{parse_stored_criteria, Criterion};
 use super::{
     parse_checks, positive_count, string_field, truncate_chars, AcceptanceCheck, GoalStatus, GOAL_OBJECTIVE_CHAR_LIMIT,
     NOTE_CHAR_LIMIT, REASON_CHAR_LIMIT,
@@ -233,6 +234,10 @@ goal_fields! {
         /// [`Goal::checks_unreadable`]).
         loose checks: Vec<AcceptanceCheck> = CHECKS_FIELD, |v: &Value| parse_checks(v).ok(),
             |v: &Vec<AcceptanceCheck>| (!v.is_empty()).then(|| Value::Array(v.iter().map(AcceptanceCheck::to_value).collect()));
+        /// The acceptance criteria (`criteria`, see `record/criteria.rs`). Empty when none; a
+        /// stored value that does not parse stays verbatim in `extra`.
+        loose criteria: Vec<Criterion> = CRITERIA_FIELD, |v: &Value| parse_stored_criteria(v),
+            |v: &Vec<Criterion>| (!v.is_empty()).then(|| Value::Array(v.iter().map(Criterion::to_value).collect()));
     }
     stored {
         /// The multi-host lease `{holder, expiresAt}` (see `record/lease.rs`).
@@ -275,6 +280,11 @@ goal_fields! {
         evidence_overrides: Vec<String> = "evidenceOverrides",
             |v: &Value| v.as_array()?.iter().map(|c| c.as_str().map(str::to_string)).collect(),
             |v: &Vec<String>| json!(v);
+        /// The highest criterion id number assigned so far (`criteriaIssued`): ids are never reused.
+        criteria_issued: u64 = "criteriaIssued", |v: &Value| Some(positive_count(Some(v))), |v: &u64| Value::from(*v);
+        /// The objective revision whose first audit was asked to derive criteria
+        /// (`criteriaDerivedFor`): derivation is tried once per revision.
+        criteria_derived_for: u64 = "criteriaDerivedFor", |v: &Value| Some(positive_count(Some(v))), |v: &u64| Value::from(*v);
     }
 }
 
@@ -288,6 +298,8 @@ pub const COST_BUDGET_FIELD: &str = "costBudget";
 pub const COST_USED_FIELD: &str = "costUsed";
 /// Goal field holding the user's acceptance checks.
 pub const CHECKS_FIELD: &str = "checks";
+/// Goal field holding the acceptance criteria.
+pub const CRITERIA_FIELD: &str = "criteria";
 /// Goal field counting objective edits (part of the revision key).
 pub const OBJECTIVE_REVISION_FIELD: &str = "objectiveRevision";
 

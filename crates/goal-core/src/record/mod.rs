@@ -4,6 +4,7 @@
 
 pub mod cause;
 pub mod check_id;
+pub mod criteria;
 mod fields;
 pub mod lease;
 pub mod metadata;
@@ -16,7 +17,8 @@ use serde_json::{Map, Value};
 use crate::record::cause::Cause;
 
 pub use fields::{
-    Goal, Lease, Stored, CAUSE_FIELD, CHECKS_FIELD, KNOWN_GOAL_FIELDS, OBJECTIVE_REVISION_FIELD, SESSION_ID_FIELD,
+    Goal, Lease, Stored, CAUSE_FIELD, CHECKS_FIELD, CRITERIA_FIELD, KNOWN_GOAL_FIELDS, OBJECTIVE_REVISION_FIELD,
+    SESSION_ID_FIELD,
 };
 
 /// Maximum characters of an inline objective (and of an objective file).
@@ -211,6 +213,18 @@ impl Goal {
     pub fn set_checks(&mut self, checks: Vec<AcceptanceCheck>) {
         self.extra.remove(CHECKS_FIELD);
         self.checks = checks;
+    }
+
+    /// Replaces the criteria (empty clears them), dropping any unreadable stored value.
+    pub fn set_criteria(&mut self, criteria: Vec<criteria::Criterion>) {
+        self.extra.remove(CRITERIA_FIELD);
+        self.criteria = criteria;
+    }
+
+    /// Whether a `criteria` field is stored but unreadable: the tick then neither grades nor
+    /// derives (the value is kept verbatim until the user replaces or clears it).
+    pub fn criteria_unreadable(&self) -> bool {
+        self.extra.contains_key(CRITERIA_FIELD)
     }
 
     /// Whether a `checks` field is stored but unreadable: the goal then falls back to the
