@@ -434,8 +434,7 @@ impl SessionGoalRuntimeOptions {
     fn resolve(self, context: &EnvContext) -> Result<(GoalRuntimeSettings, Option<LoggerCallback>)> {
         let client = connection_of!(self).resolve(context, DEFAULT_FETCH_TIMEOUT)?;
         let data_dir = DataDir::new(options::data_dir(None, self.settings));
-        let small_model =
-            small_model_for(context, self.generate_small_model_text, &client, self.small_model.as_ref());
+        let small_model = small_model_for(context, self.generate_small_model_text, &client, self.small_model.as_ref());
         let notifier: Arc<dyn Notifier> = match self.emit_goal_notification {
             Some(callback) => Arc::new(callbacks::HostNotifier::new(callback)),
             None => Arc::new(NoNotifier),
