@@ -5,12 +5,11 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createRequire } from 'node:module'
 import { execFileSync } from 'node:child_process'
 import fs from 'node:fs'
-import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import * as esm from '../runtime.mjs'
 import esmDefault from '../runtime.mjs'
-import { setup, scriptedAuditor, sessionWithReply, goalOf, waitFor, sleep, tempDataDir } from './helpers.mjs'
+import { setup, scriptedAuditor, sessionWithReply, goalOf, waitFor, sleep, tempDataDir, tempDir } from './helpers.mjs'
 import { startMockOpenCode } from './mock/opencode.mjs'
 
 const require = createRequire(import.meta.url)
@@ -188,7 +187,7 @@ describe('default console lines (no logger option)', () => {
 describe('a binary that does not load', () => {
   // A copy of the package's JavaScript in a temporary directory, with or without a binary.
   function packageCopy({ binary } = {}) {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'goal-pkg-'))
+    const dir = tempDir('goal-pkg-')
     for (const file of ['package.json', 'runtime.js', 'runtime.mjs', 'index.js']) fs.copyFileSync(path.join(root, file), path.join(dir, file))
     fs.cpSync(path.join(root, 'lib'), path.join(dir, 'lib'), { recursive: true })
     if (binary !== undefined) fs.writeFileSync(path.join(dir, 'session-goal-runtime.linux-x64-gnu.node'), binary)
