@@ -148,7 +148,7 @@ describe('default console lines (no logger option)', () => {
     // In a fresh process, so the console it watches is touched by this runtime alone (the same
     // case beside other logging runtimes in one process: log-routing.test.mjs). The run: an audit failure, two continuations, a settle; each a console line by default.
     const script = `
-      import { setup, scriptedAuditor, sessionWithReply, goalOf, waitFor, sleep } from ${JSON.stringify(path.join(root, '__test__/helpers.mjs'))}
+      import { setup, scriptedAuditor, sessionWithReply, goalOf, waitFor, sleep, removeTempDirs } from ${JSON.stringify(path.join(root, '__test__/helpers.mjs'))}
       const printed = []
       for (const m of ['log', 'warn', 'error', 'info']) console[m] = (...args) => printed.push(args.join(' '))
       const failing = Object.assign(new Error('provider down'), { statusCode: 500 })
@@ -160,6 +160,7 @@ describe('default console lines (no logger option)', () => {
       await sleep(500)
       const sends = env.mock.sends(session.id).length
       await env.cleanup()
+      removeTempDirs()
       process.stdout.write(JSON.stringify({ printed, sends }) + '\\n')
       process.exit(0)
     `

@@ -16,6 +16,7 @@ mod logging;
 mod metadata;
 mod options;
 mod payload;
+mod validate;
 
 use std::collections::HashMap;
 use std::sync::Arc;

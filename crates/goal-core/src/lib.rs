@@ -97,7 +97,7 @@ pub use time::active::{
     GoalTimeLimits,
 };
 pub use time::clock::now_ms;
-pub use time::hours::ActiveHours;
+pub use time::hours::{ActiveHours, HoursPart, HoursProblem};
 
 // Errors.
 pub use error::{Cancelled, GoalError, HttpError, ObjectiveError, PartialAction, SmallModelError};
@@ -110,7 +110,7 @@ pub use sched::SessionSnapshot;
 
 // OpenCode and host services.
 pub use io::history::{delete as delete_history, read as read_history};
-pub use io::objectives::{delete_objective, read_objective, write_objective};
+pub use io::objectives::{delete_objective, is_valid_session_id, read_objective, write_objective};
 pub use io::opencode::{BoxFuture, Endpoint, OpenCodeClient, RequestTarget, StaticEndpoint, DEFAULT_FETCH_TIMEOUT};
 pub use io::services::{
     resolve_data_dir, usage_total, DataDir, NoNotifier, NoSmallModel, Notifier, Services, SmallModel,
@@ -132,6 +132,7 @@ pub use control::actions::{
 };
 pub use control::create::{
     check_goal_checks, check_token_budget, create_session_goal, ControlContext, CreatedGoal, ModelChoice, NewGoal,
+    MAX_TOKEN_BUDGET, MIN_TOKEN_BUDGET,
 };
 pub use control::explain::explain as explain_goal;
 pub use control::orchestrate::{
