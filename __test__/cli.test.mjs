@@ -168,7 +168,7 @@ describe('create, send, fork', () => {
     expect(down.stdout).toBe('')
     expect(down.stderr.trimEnd().split('\n')).toEqual([
       'session-goal: session list: network error: connect',
-      `session-goal: no OpenCode server answered at ${url}: start one with \`opencode serve\` (default port 4096), or pass --url <its address>`,
+      `session-goal: no OpenCode server answered at ${url}: start one with \`opencode serve --port 4096\`, or pass --url with the address it listens on`,
     ])
     const doctor = await runCli(['doctor', 'ses_abcd1234', '--json', '--url', url, '--directory', '/tmp/project'])
     expect(doctor.code).toBe(1)

@@ -594,7 +594,7 @@ const unreachable = (error) => (error.statusCode === 502 || error.statusCode ===
 function reportFailure(pkg, error, target, flags) {
   if (!(error instanceof pkg.GoalError)) return err(`session-goal: ${error && error.message ? error.message : error}`)
   const hint = unreachable(error)
-    ? `no OpenCode server answered at ${target.url}: start one with \`opencode serve\` (default port 4096), or pass --url <its address>`
+    ? `no OpenCode server answered at ${target.url}: start one with \`opencode serve --port 4096\`, or pass --url with the address it listens on`
     : undefined
   if (flags.json) return out(JSON.stringify({ ...error.toJSON(), ...(hint ? { url: target.url, hint } : {}) }, null, 2))
   let line = `session-goal: ${error.message}`
