@@ -47,7 +47,7 @@ impl ToolCall {
 /// One file of the session diff.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FileChange {
-    /// Path.
+    /// The file's path as OpenCode reports it (relative to the project), sanitised.
     pub path: String,
     /// Lines added.
     pub additions: u64,
@@ -659,7 +659,7 @@ pub struct TurnPrint {
     pub files_key: String,
     /// Successful tool calls in the turn.
     pub successful_tools: usize,
-    /// The reply.
+    /// The fingerprint of the turn's final reply text.
     pub reply: ReplyPrint,
 }
 

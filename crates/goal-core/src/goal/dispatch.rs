@@ -98,11 +98,11 @@ pub enum Delivery {
 
 /// Everything one delivery needs.
 pub struct Dispatch<'a> {
-    /// OpenCode.
+    /// The OpenCode client the post goes through.
     pub client: &'a OpenCodeClient,
-    /// Session.
+    /// The session the continuation is posted to.
     pub session_id: &'a str,
-    /// Directory.
+    /// Its project directory (`?directory=` on every request).
     pub directory: &'a str,
     /// The `prompt_async` body, without `messageID`.
     pub body: &'a Value,

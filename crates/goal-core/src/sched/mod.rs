@@ -138,9 +138,9 @@ pub struct Stats {
 /// A per-session view for `snapshot()`.
 #[derive(Debug, Clone)]
 pub struct SessionSnapshot {
-    /// Session id.
+    /// The OpenCode session this entry tracks.
     pub session_id: String,
-    /// Directory.
+    /// The project directory its requests are routed to (`?directory=`).
     pub directory: String,
     /// Milliseconds until the timer fires, when armed.
     pub due_in_ms: Option<u64>,
