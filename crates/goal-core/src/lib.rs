@@ -7,8 +7,8 @@
 //! Layers, bottom up: `record`, `config`, `error`, `text`, `time`; `evidence`, `intake`; `io`,
 //! `sched`; `goal`, `small_model`, `assist`, `control`; `runtime`, `embed`. A module imports
 //! only from layers below it and pure modules import no I/O module (`scripts/module-graph.mjs`
-//! checks both, and that no function outside tests is longer than 100 lines). The README's
-//! Layout section has the same map.
+//! checks both, and that no function outside tests is longer than 100 lines). `docs/layout.md`
+//! describes the layers and points here for this map.
 //!
 //! | concept | file |
 //! |---|---|
