@@ -682,6 +682,17 @@ export interface OpenCodeTarget {
 /** Reads an objective file: its text, or `null` for an invalid id, a missing file or empty text. */
 export declare function readObjectiveFile(sessionId: string, dataDir?: string | undefined | null): Promise<string | null>
 
+/** What a rule made of one input: the accepted value, or why it was refused. */
+export interface RuleOutcome {
+  /**
+   * The accepted value (milliseconds for a duration, tokens for a budget, the number of
+   * checks for a check list); absent when refused or when the rule has no value.
+   */
+  value?: number
+  /** Why the input was refused, worded without a field name; absent when accepted. */
+  problem?: string
+}
+
 /** Where OpenChamber-style settings and objective files live. */
 export interface RuntimeSettingsOptions {
   /**
@@ -1119,3 +1130,37 @@ export declare function writeObjectiveFile(sessionId: string, content: string, d
  * cannot be read or written.
  */
 export declare function writeSessionMetadataKey(write: SessionMetadataKeyWrite): Promise<boolean>
+
+export declare namespace inputRules {
+  /**
+   * Working hours `start`–`end` (`HH:MM`) in the IANA zone `time_zone`; a refusal names the part
+   * at fault in words (`time zone`, `start time`…), not the API's field.
+   */
+  export function activeHours(start: string, end: string, timeZone: string): RuleOutcome
+  /**
+   * A list of acceptance-check commands, by the rule the goal record applies (how many, how
+   * long, one line each).
+   */
+  export function checks(commands: Array<string>): RuleOutcome
+  /** A cost budget in US dollars within the core's bounds. */
+  export function costBudget(dollars: number): RuleOutcome
+  /**
+   * A list of acceptance criteria, by the rule the goal record applies (how many, how long,
+   * one line each, no control characters); the value is how many there are.
+   */
+  export function criteria(texts: Array<string>): RuleOutcome
+  /** Milliseconds as the status lines show a duration (`1h 30m`, `45m`, `20s`). */
+  export function formatDuration(ms: number): string
+  /**
+   * Whether `id` has the form of a session id the runtime accepts (letters, digits, `_` and
+   * `-`, 4 to 128 of them).
+   */
+  export function isSessionId(id: string): boolean
+  /**
+   * A time budget written as a duration (`90m`, `2h`, `1h30m`, `45s`, `1d`) in milliseconds,
+   * within the core's time-budget bounds.
+   */
+  export function timeBudget(text: string): RuleOutcome
+  /** A token budget: an integer within the core's bounds. */
+  export function tokenBudget(value: number): RuleOutcome
+}

@@ -848,3 +848,4 @@ module.exports.intakePayloadTypes = nativeBinding.intakePayloadTypes
 module.exports.readObjectiveFile = nativeBinding.readObjectiveFile
 module.exports.writeObjectiveFile = nativeBinding.writeObjectiveFile
 module.exports.writeSessionMetadataKey = nativeBinding.writeSessionMetadataKey
+module.exports.inputRules = nativeBinding.inputRules

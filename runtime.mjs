@@ -17,6 +17,7 @@ export const {
   GoalError,
   goalRuntimeDefaults,
   handleObjectiveRequest,
+  inputRules,
   intakePayloadTypes,
   readObjective,
   readObjectiveFile,

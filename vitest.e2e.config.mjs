@@ -6,6 +6,10 @@ export default defineConfig({
   test: {
     include: ['__test__/e2e/**/*.test.mjs'],
     pool: 'forks',
+    // A temp directory per run, which must be empty at the end (__test__/setup/temp-root.mjs).
+    globalSetup: ['__test__/setup/temp-root.mjs'],
+    // Directories made with helpers.mjs tempDir are removed after each file.
+    setupFiles: ['__test__/setup/temp-dirs.mjs'],
     fileParallelism: false,
     testTimeout: 90_000,
     hookTimeout: 120_000,

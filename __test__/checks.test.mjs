@@ -2,10 +2,9 @@
 // runs the command (bash, inside eval "<JSON>", in the session's directory): pass; fail then
 // pass; a timeout; a restart mid-check; a user message cancelling the rest; and bad input.
 import fs from 'node:fs'
-import os from 'node:os'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { goalOf, pkg, scriptedAuditor, sessionWithReply, setup, sleep, tempDataDir, waitFor } from './helpers.mjs'
+import { goalOf, pkg, scriptedAuditor, sessionWithReply, setup, sleep, tempDataDir, tempDir, waitFor } from './helpers.mjs'
 
 const require = (await import('node:module')).createRequire(import.meta.url)
 const { subscribeGlobalEvents } = require('../lib/event-stream.js')
@@ -18,7 +17,7 @@ afterEach(async () => {
   env = undefined
 })
 
-const project = () => fs.mkdtempSync(path.join(os.tmpdir(), 'goal-checks-'))
+const project = () => tempDir('goal-checks-')
 const complete = () => scriptedAuditor([{ verdict: 'complete', note: 'the work is done' }])
 const checkLines = (records) => records.filter((r) => r.action === 'check')
 

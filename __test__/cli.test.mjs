@@ -28,11 +28,17 @@ describe('usage errors: one line on stderr, exit code 2, nothing sent', () => {
     [['create', '--goal'], '--goal requires --prompt.'],
     [['create', '--prompt', 'x', '--goal-token-budget', '5000'], '--goal-token-budget requires --goal.'],
     [['create', '--prompt', 'x', '--goal-time-budget', '2h'], '--goal-time-budget requires --goal.'],
-    [['create', '--prompt', 'x', '--goal', '--goal-time-budget', '90'], 'such as 90m, 2h'],
-    [['create', '--prompt', 'x', '--goal', '--goal-time-budget', '0m'], 'such as 90m, 2h'],
-    [['create', '--prompt', 'x', '--goal', '--goal-time-budget', '-5m'], 'such as 90m, 2h'],
+    [['create', '--prompt', 'x', '--goal', '--goal-time-budget', '90'], '--goal-time-budget: invalid duration "90": use a number with a unit, e.g. 90m, 2h'],
+    [['create', '--prompt', 'x', '--goal', '--goal-time-budget', '0m'], '--goal-time-budget: the time budget must be positive'],
+    [['create', '--prompt', 'x', '--goal', '--goal-time-budget', '-5m'], '--goal-time-budget: invalid duration'],
     [['create', '--prompt', 'x', '--goal', '--goal-active-hours', '9-17'], 'must look like 09:00-17:00@Europe/Berlin'],
-    [['create', '--prompt', 'x', '--goal', '--goal-token-budget', '999'], 'between 1000 and 100000000'],
+    [['create', '--prompt', 'x', '--goal', '--goal-active-hours', '09:00-17:00@Mars/Olympus'], '--goal-active-hours: time zone "Mars/Olympus" is not a known IANA time zone'],
+    [['create', '--prompt', 'x', '--goal', '--goal-active-hours', '09:00-09:00@UTC'], '--goal-active-hours: start and end time must differ'],
+    [['create', '--prompt', 'x', '--goal', ...Array.from({ length: 9 }, (_, i) => ['--goal-check', `true ${i}`]).flat()], '--goal-check: at most 8 checks'],
+    [['create', '--prompt', 'x', '--goal', '--goal-check', 'a'.repeat(2001)], '--goal-check: check 1: command is longer than 2000 characters'],
+    [['pause', '../../etc/passwd'], 'pause: "../../etc/passwd" is not a session id'],
+    [['status', '--history', 'a b'], '--history: "a b" is not a session id'],
+    [['create', '--prompt', 'x', '--goal', '--goal-token-budget', '999'], '--goal-token-budget: must be an integer between 1000 and 100000000'],
     [['create', '--prompt', 'x', '--goal', '--goal-token-budget', '100000001'], 'between 1000 and 100000000'],
     [['create', '--prompt', 'x', '--goal', '--goal-token-budget', '5e3'], 'between 1000 and 100000000'],
     [['create', '--prompt', 'x', '--model', 'no-slash'], '--model must look like provider/model'],
@@ -68,13 +74,13 @@ describe('create, send, fork', () => {
     const made = await runCli(['create', ...common, '--prompt', 'Port the parser', '--goal', '--goal-time-budget', '1h30m', '--goal-active-hours', '22:00-06:00@Europe/Berlin'])
     expect(made.stderr).toBe('')
     expect(made.code).toBe(0)
-    expect(made.stdout).toContain('time budget: 1h30m of active time')
+    expect(made.stdout).toContain('time budget: 1h 30m of active time')
     expect(made.stdout).toContain('working hours: 22:00-06:00 Europe/Berlin')
     const [session] = mock.sessions()
     expect(goalOf(mock, session.id)).toMatchObject({ timeBudgetMs: 5_400_000, activeHours: { start: '22:00', end: '06:00', timeZone: 'Europe/Berlin' } })
     const refused = await runCli(['create', ...common, '--prompt', 'x', '--goal', '--goal-active-hours', '09:00-17:00@Mars/Olympus'])
-    expect(refused.code).toBe(1)
-    expect(refused.stderr).toContain('not a known IANA time zone')
+    expect(refused.code).toBe(2)
+    expect(refused.stderr).toBe('session-goal: --goal-active-hours: time zone "Mars/Olympus" is not a known IANA time zone\n')
     expect(mock.sessions()).toHaveLength(1)
   })
 
@@ -150,9 +156,39 @@ describe('create, send, fork', () => {
     const partial = await runCli(['create', ...common, '--prompt', 'x', '--goal'])
     expect(partial.code).toBe(1)
     expect(partial.stderr).toMatch(/partial: goal-configured, session ses_/)
-    const down = await runCli(['status', '--url', 'http://127.0.0.1:9', '--directory', '/tmp/project'])
+  })
+
+  it('no server at the URL: exit 1, the URL tried and what to do, printed once (also with --json)', async () => {
+    // A port that was just listening and is now closed: nothing answers there.
+    const { mock } = await world()
+    const url = mock.url
+    await mock.close()
+    const down = await runCli(['status', '--url', url, '--directory', '/tmp/project'])
     expect(down.code).toBe(1)
-    expect(down.stderr).toContain('network error')
+    expect(down.stdout).toBe('')
+    expect(down.stderr.trimEnd().split('\n')).toEqual([
+      'session-goal: session list: network error: connect',
+      `session-goal: no OpenCode server answered at ${url}: start one with \`opencode serve --port 4096\`, or pass --url with the address it listens on`,
+    ])
+    const doctor = await runCli(['doctor', 'ses_abcd1234', '--json', '--url', url, '--directory', '/tmp/project'])
+    expect(doctor.code).toBe(1)
+    expect(doctor.stderr).toBe('')
+    expect(JSON.parse(doctor.stdout)).toEqual({
+      error: 'explain: network error: connect',
+      url,
+      hint: expect.stringContaining('opencode serve'),
+    })
+  })
+
+  it('watch says why it reconnects: the reason and the URL', async () => {
+    const { mock, common } = await world()
+    const cli = startCli(['watch', ...common, '--auditor', 'none'])
+    cleanups.push(() => cli.stop())
+    await waitFor(() => mock.eventStreams > 0, 5000)
+    await mock.close()
+    await waitFor(() => /event stream disconnected from http:\/\/127\.0\.0\.1:\d+: .*; reconnecting in \d+ ms/.test(cli.stderr), 5000)
+    // The reason is the socket's: the server dropped it (reset or closed), then refuses anew.
+    expect(cli.stderr).toMatch(/disconnected from \S+: (ECONNRESET|the server closed the stream|.*ECONNREFUSED)/)
   })
 })
 

@@ -162,7 +162,7 @@ describe('the cost budget', () => {
     for (const bad of ['0', '-1', 'five', '0.001']) {
       const refused = await runCli(['create', ...common, '--prompt', 'x', '--goal', '--goal-cost-budget', bad])
       expect(refused.code, bad).toBe(2)
-      expect(refused.stderr).toContain('--goal-cost-budget must be a number of US dollars')
+      expect(refused.stderr).toContain('--goal-cost-budget: must be a number of US dollars between 0.01 and 1000000')
     }
     const withoutGoal = await runCli(['create', ...common, '--prompt', 'x', '--goal-cost-budget', '1'])
     expect(withoutGoal.code).toBe(2)

@@ -289,7 +289,7 @@ describe('acceptance criteria', () => {
 })
 
 describe('the CLI', () => {
-  it('--goal-criterion is repeatable, needs --goal, and the core refuses a bad list before anything is written', async () => {
+  it('--goal-criterion is repeatable, needs --goal, and the core rule refuses a bad list before anything is written', async () => {
     const { startMockOpenCode } = await import('./mock/opencode.mjs')
     const { runCli } = await import('./control-helpers.mjs')
     const { tempDataDir } = await import('./helpers.mjs')
@@ -300,8 +300,9 @@ describe('the CLI', () => {
     expect(usage.code).toBe(2)
     expect(usage.stderr).toContain('--goal-criterion requires --goal.')
     const tooLong = await runCli(['create', ...common, '--prompt', 'x', '--goal', '--goal-criterion', 'y'.repeat(301)])
-    expect(tooLong.code).toBe(1)
-    expect(tooLong.stderr).toContain('goalCriteria: criterion 1: is longer than 300 characters')
+    // The core's rule, through the binding: a usage error (exit 2) naming the flag.
+    expect(tooLong.code).toBe(2)
+    expect(tooLong.stderr).toContain('--goal-criterion: criterion 1: is longer than 300 characters')
     expect(mock.sessions()).toHaveLength(0)
     const made = await runCli(['create', ...common, '--prompt', 'Port the parser', '--goal', '--goal-criterion', 'Parser ported', '--goal-criterion', 'Tests pass'])
     expect(made.code, made.stderr).toBe(0)

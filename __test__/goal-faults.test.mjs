@@ -374,6 +374,18 @@ describe('terminal writes that fail', () => {
     expect(env.mock.prompts).toHaveLength(1)
   })
 
+  it('the blocked write after a reply that never came, when it fails, is retried (the goal is not left active)', async () => {
+    env = await setup({ auditor: continueThenComplete(), runtimeOptions: { idleQuietMs: 60 } })
+    const session = sessionWithReply(env.mock)
+    env.mock.addUserMessage(session.id, 'one more thing')
+    const patch = env.mock.fault({ method: 'PATCH', path: '/session/' + session.id, times: 1, status: 500 })
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => goalOf(env.mock, session.id).status === 'blocked', 8000)
+    expect(patch.fired).toBe(1)
+    expect(goalOf(env.mock, session.id)).toMatchObject({ statusReason: 'assistant turn failed' })
+    expect(env.mock.prompts).toHaveLength(0)
+  })
+
   it('a pause write that fails is retried', async () => {
     env = await setup({ auditor: continueThenComplete(), forward: false })
     const session = sessionWithReply(env.mock, { reply: { error: { name: 'MessageAbortedError', data: { message: 'Aborted' } } } })

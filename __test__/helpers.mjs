@@ -12,8 +12,27 @@ const { subscribeGlobalEvents } = require('../lib/event-stream.js')
 
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
+const madeTempDirs = new Set()
+
+/**
+ * A new directory under the temp directory, named `prefix` + random characters. It is removed
+ * after the test file (`__test__/setup/temp-dirs.mjs` calls `removeTempDirs`).
+ */
+export function tempDir(prefix = 'goal-test-') {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix))
+  madeTempDirs.add(dir)
+  return dir
+}
+
+/** Removes every directory `tempDir` made in this test file so far. */
+export function removeTempDirs() {
+  for (const dir of madeTempDirs) fs.rmSync(dir, { recursive: true, force: true, maxRetries: 5 })
+  madeTempDirs.clear()
+}
+
+/** A data directory for a runtime (removed like any `tempDir`), with `settings.json` when given. */
 export function tempDataDir(settings) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'goal-test-'))
+  const dir = tempDir('goal-test-')
   if (settings) fs.writeFileSync(path.join(dir, 'settings.json'), JSON.stringify(settings))
   return dir
 }

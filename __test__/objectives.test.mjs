@@ -1,9 +1,8 @@
 // The objective store and its routes, against the built addon and a real HTTP server.
 import { afterEach, describe, expect, it } from 'vitest'
 import fs from 'node:fs'
-import os from 'node:os'
 import path from 'node:path'
-import { pkg, tempDataDir } from './helpers.mjs'
+import { pkg, tempDataDir, tempDir } from './helpers.mjs'
 import { goalFiles, objectivePath, startMiniApp } from './control-helpers.mjs'
 
 const { writeObjective, readObjective, deleteObjective, handleObjectiveRequest, registerSessionGoalRoutes, GoalError } = pkg
@@ -34,7 +33,7 @@ describe('objective store', () => {
   })
 
   it('refuses hostile ids and empty content with statusCode 400, writing nothing anywhere', async () => {
-    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'goal-hostile-'))
+    const root = tempDir('goal-hostile-')
     const dataDir = path.join(root, 'data')
     fs.mkdirSync(dataDir)
     for (const id of HOSTILE_IDS) {

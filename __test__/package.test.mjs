@@ -5,12 +5,11 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createRequire } from 'node:module'
 import { execFileSync } from 'node:child_process'
 import fs from 'node:fs'
-import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import * as esm from '../runtime.mjs'
 import esmDefault from '../runtime.mjs'
-import { setup, scriptedAuditor, sessionWithReply, goalOf, waitFor, sleep, tempDataDir } from './helpers.mjs'
+import { setup, scriptedAuditor, sessionWithReply, goalOf, waitFor, sleep, tempDataDir, tempDir } from './helpers.mjs'
 import { startMockOpenCode } from './mock/opencode.mjs'
 
 const require = createRequire(import.meta.url)
@@ -149,7 +148,7 @@ describe('default console lines (no logger option)', () => {
     // In a fresh process, so the console it watches is touched by this runtime alone (the same
     // case beside other logging runtimes in one process: log-routing.test.mjs). The run: an audit failure, two continuations, a settle; each a console line by default.
     const script = `
-      import { setup, scriptedAuditor, sessionWithReply, goalOf, waitFor, sleep } from ${JSON.stringify(path.join(root, '__test__/helpers.mjs'))}
+      import { setup, scriptedAuditor, sessionWithReply, goalOf, waitFor, sleep, removeTempDirs } from ${JSON.stringify(path.join(root, '__test__/helpers.mjs'))}
       const printed = []
       for (const m of ['log', 'warn', 'error', 'info']) console[m] = (...args) => printed.push(args.join(' '))
       const failing = Object.assign(new Error('provider down'), { statusCode: 500 })
@@ -161,6 +160,7 @@ describe('default console lines (no logger option)', () => {
       await sleep(500)
       const sends = env.mock.sends(session.id).length
       await env.cleanup()
+      removeTempDirs()
       process.stdout.write(JSON.stringify({ printed, sends }) + '\\n')
       process.exit(0)
     `
@@ -188,7 +188,7 @@ describe('default console lines (no logger option)', () => {
 describe('a binary that does not load', () => {
   // A copy of the package's JavaScript in a temporary directory, with or without a binary.
   function packageCopy({ binary } = {}) {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'goal-pkg-'))
+    const dir = tempDir('goal-pkg-')
     for (const file of ['package.json', 'runtime.js', 'runtime.mjs', 'index.js']) fs.copyFileSync(path.join(root, file), path.join(dir, file))
     fs.cpSync(path.join(root, 'lib'), path.join(dir, 'lib'), { recursive: true })
     if (binary !== undefined) fs.writeFileSync(path.join(dir, 'session-goal-runtime.linux-x64-gnu.node'), binary)

@@ -5,17 +5,18 @@
 // as user "opencode" when OPENCODE_SERVER_PASSWORD is set) through the same native code a host
 // uses. `watch` runs a goal runtime itself, fed from OpenCode's /global/event stream.
 //
-// Exit codes: 0 done, 1 the operation failed, 2 usage error (one line on stderr).
+// Exit codes: 0 done, 1 the operation failed (a runtime error), 2 usage error (a bad command,
+// flag or value; nothing was sent). Either way one line on stderr (with --json, the error object
+// on stdout instead).
+//
+// Input rules (durations, budgets, checks, working hours, session ids) are the core's, reached
+// through the binding's `inputRules` (src/validate.rs): none is written out here.
 'use strict'
 
 const path = require('node:path')
 const { pathToFileURL } = require('node:url')
 
 const DEFAULT_URL = 'http://127.0.0.1:4096'
-const MIN_BUDGET = 1000
-const MAX_BUDGET = 100000000
-const MIN_COST_BUDGET = 0.01
-const MAX_COST_BUDGET = 1000000
 
 const USAGE = `Usage: session-goal <command> [options]
 
@@ -108,7 +109,17 @@ const COMMANDS = {
 const BOOLEAN_FLAGS = new Set(['goal', 'json', 'help', 'fix'])
 // Flags that may be given more than once: their values are collected in order.
 const REPEATABLE_FLAGS = new Set(['goal-check', 'goal-criterion'])
-const MAX_CHECKS = 8
+
+// The core's input rules (src/validate.rs), loaded on first use: --help and --version need no
+// native binary.
+let loadedRules = null
+const inputRules = () => (loadedRules ??= require('../runtime.js').inputRules)
+
+/** The value a core rule accepted, or a usage error naming `flag` and the rule's reason. */
+function ruled(flag, outcome) {
+  if (outcome.problem) throw new UsageError(`${flag}: ${outcome.problem}`)
+  return outcome.value
+}
 
 function parseArgs(argv) {
   if (argv.length === 0) throw new UsageError('missing command (run session-goal --help)')
@@ -153,19 +164,22 @@ function parseArgs(argv) {
   if (positionals.length !== spec.positionals) {
     throw new UsageError(spec.positionals === 1 ? `${command} needs exactly one session id` : `${command} takes no arguments (got "${positionals[0]}")`)
   }
+  if (positionals[0] !== undefined) checkSessionId(positionals[0], `${command}`)
+  if (flags.history !== undefined) checkSessionId(flags.history, '--history')
   return { command, flags, sessionId: positionals[0] }
 }
 
-// Same contract as the reference CLI's parseGoalTokenBudget.
+function checkSessionId(id, where) {
+  if (!inputRules().isSessionId(id)) throw new UsageError(`${where}: "${id}" is not a session id (4 to 128 letters, digits, _ or -, e.g. ses_2f1c…)`)
+}
+
+// Same contract as the reference CLI's parseGoalTokenBudget; the bounds are the core's.
 function parseGoalTokenBudget(flags) {
   const raw = flags['goal-token-budget']
   if (raw === undefined) return undefined
   if (!flags.goal) throw new UsageError('--goal-token-budget requires --goal.')
-  const value = /^\d+$/.test(raw) ? Number(raw) : NaN
-  if (!Number.isSafeInteger(value) || value < MIN_BUDGET || value > MAX_BUDGET) {
-    throw new UsageError(`--goal-token-budget must be an integer between ${MIN_BUDGET} and ${MAX_BUDGET}.`)
-  }
-  return value
+  // Digits only: "1e5" or "5000.0" are refused here, before the number reaches the rule.
+  return ruled('--goal-token-budget', inputRules().tokenBudget(/^\d+$/.test(raw) ? Number(raw) : NaN))
 }
 
 // US dollars: a plain decimal number (5, 2.50), as the goal's costBudget stores it.
@@ -173,50 +187,31 @@ function parseGoalCostBudget(flags) {
   const raw = flags['goal-cost-budget']
   if (raw === undefined) return undefined
   if (!flags.goal) throw new UsageError('--goal-cost-budget requires --goal.')
-  const value = /^\d+(\.\d+)?$/.test(String(raw).trim()) ? Number(raw) : NaN
-  if (!Number.isFinite(value) || value < MIN_COST_BUDGET || value > MAX_COST_BUDGET) {
-    throw new UsageError(`--goal-cost-budget must be a number of US dollars between ${MIN_COST_BUDGET} and ${MAX_COST_BUDGET} (got "${raw}").`)
-  }
-  return value
-}
-
-const DURATION_UNITS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
-
-/** `90m`, `2h`, `1h30m`, `45s`, `1d` → milliseconds; anything else (a bare number too) is refused. */
-function parseDuration(text) {
-  const source = String(text).trim().toLowerCase()
-  const parts = source.match(/\d+(?:\.\d+)?\s*(?:ms|s|m|h|d)/g)
-  if (!source || !parts || parts.join('').replace(/\s+/g, '') !== source.replace(/\s+/g, '')) return NaN
-  return parts.reduce((total, part) => {
-    const [, amount, unit] = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$/.exec(part)
-    return total + Number(amount) * DURATION_UNITS[unit]
-  }, 0)
+  // A plain decimal only: "1e2" or "$5" are refused here, before the number reaches the rule.
+  const text = String(raw).trim()
+  return ruled('--goal-cost-budget', inputRules().costBudget(/^\d+(\.\d+)?$/.test(text) ? Number(text) : NaN))
 }
 
 function parseGoalTimeBudget(flags) {
   const raw = flags['goal-time-budget']
   if (raw === undefined) return undefined
   if (!flags.goal) throw new UsageError('--goal-time-budget requires --goal.')
-  const ms = parseDuration(raw)
-  if (!Number.isFinite(ms) || ms < 1000) throw new UsageError(`--goal-time-budget must be a positive duration of at least 1s such as 90m, 2h or 1h30m (got "${raw}")`)
-  return Math.floor(ms)
+  return ruled('--goal-time-budget', inputRules().timeBudget(raw))
 }
 
 function parseGoalActiveHours(flags) {
   const raw = flags['goal-active-hours']
   if (raw === undefined) return undefined
   if (!flags.goal) throw new UsageError('--goal-active-hours requires --goal.')
-  const match = /^(\d\d:\d\d)-(\d\d:\d\d)@(\S+)$/.exec(String(raw).trim())
+  // The flag's own syntax (start-end@zone) is split here; the window itself is the core's rule.
+  const match = /^([^-@\s]+)-([^-@\s]+)@(\S+)$/.exec(String(raw).trim())
   if (!match) throw new UsageError(`--goal-active-hours must look like 09:00-17:00@Europe/Berlin (got "${raw}")`)
-  return { start: match[1], end: match[2], timeZone: match[3] }
+  const [, start, end, timeZone] = match
+  ruled('--goal-active-hours', inputRules().activeHours(start, end, timeZone))
+  return { start, end, timeZone }
 }
 
-const formatDuration = (ms) => {
-  const minutes = Math.floor(Math.max(0, ms) / 60_000)
-  const [h, m] = [Math.floor(minutes / 60), minutes % 60]
-  if (h === 0 && m === 0) return `${Math.floor(Math.max(0, ms) / 1000)}s`
-  return h === 0 ? `${m}m` : m === 0 ? `${h}h` : `${h}h${m}m`
-}
+const formatDuration = (ms) => inputRules().formatDuration(ms)
 
 function parseMillis(flags, name) {
   const raw = flags[name]
@@ -263,23 +258,20 @@ function promptRequest(parsed) {
   if (checks !== undefined) request.goalChecks = checks
   if (flags['goal-criterion'] !== undefined) {
     if (!flags.goal) throw new UsageError('--goal-criterion requires --goal.')
-    // The core validates the list (count, length, empty text) and names the problem.
+    // How many and how long is the core's rule.
+    ruled('--goal-criterion', inputRules().criteria(flags['goal-criterion']))
     request.goalCriteria = flags['goal-criterion']
   }
   return request
 }
 
-// --goal-check, repeatable: one line each (OpenCode runs it inside a quoted eval).
+// --goal-check, repeatable: one line each (OpenCode runs it inside a quoted eval); how many and
+// how long is the core's rule.
 function parseGoalChecks(flags) {
   const raw = flags['goal-check']
   if (raw === undefined) return undefined
   if (!flags.goal) throw new UsageError('--goal-check requires --goal.')
-  if (raw.length > MAX_CHECKS) throw new UsageError(`at most ${MAX_CHECKS} --goal-check options`)
-  for (const command of raw) {
-    if (!command.trim()) throw new UsageError('--goal-check needs a command')
-    if (/[\u0000-\u001f\u007f]/.test(command)) throw new UsageError('--goal-check must be one line')
-    if ([...command].length > 2000) throw new UsageError('--goal-check command is longer than 2000 characters')
-  }
+  ruled('--goal-check', inputRules().checks(raw))
   return raw.map((command) => ({ command }))
 }
 
@@ -535,14 +527,14 @@ async function runWatch(pkg, control, target, directory, flags) {
       say(entry.sessionId, `goal ${entry.goal.status} (turns ${entry.goal.turnsUsed})${detail(entry.goal)}`)
     }
   } catch (error) {
-    err(`warning: could not list the goals of ${directory}: ${error.message}`)
+    err(`warning: could not list the goals of ${directory} at ${target.url}: ${error.message}`)
   }
   let reconnecting = false
   const stream = subscribeGlobalEvents({
     url: target.url,
     headers: target.headers,
-    onStatus: (status) => {
-      err(`event stream ${status}`)
+    onStatus: (status, why) => {
+      err(why ? `event stream ${status} from ${target.url}: ${why.reason}; reconnecting in ${why.retryInMs} ms` : `event stream ${status} (${target.url})`)
       // Back after a drop (OpenCode restarted, say): events lost meanwhile announce nothing, and a
       // turn cut by the restart is announced by no event at all, so scan for active goals now.
       if (status === 'disconnected') reconnecting = true
@@ -630,17 +622,27 @@ async function main(argv) {
         await runAction(control, command, sessionId, directory, flags)
     }
   } catch (error) {
-    if (error instanceof pkg.GoalError) {
-      let line = `session-goal: ${error.message}`
-      if (error.partialAction) line += ` (partial: ${error.partialAction}${error.sessionId ? `, session ${error.sessionId}` : ''})`
-      err(line)
-      if (flags.json) out(JSON.stringify(error.toJSON(), null, 2))
-      return 1
-    }
-    err(`session-goal: ${error && error.message ? error.message : error}`)
+    reportFailure(pkg, error, target, flags)
     return 1
   }
   return 0
+}
+
+// OpenCode's core names a connection it could not make `network error: …` or `timed out`
+// (goal-core's HttpError), behind a 502 or 504 GoalError.
+const unreachable = (error) => (error.statusCode === 502 || error.statusCode === 504) && /: (network error: .*|timed out)$/.test(error.message)
+
+/** A runtime failure, reported once: the error object on stdout with --json, else one line. */
+function reportFailure(pkg, error, target, flags) {
+  if (!(error instanceof pkg.GoalError)) return err(`session-goal: ${error && error.message ? error.message : error}`)
+  const hint = unreachable(error)
+    ? `no OpenCode server answered at ${target.url}: start one with \`opencode serve --port 4096\`, or pass --url with the address it listens on`
+    : undefined
+  if (flags.json) return out(JSON.stringify({ ...error.toJSON(), ...(hint ? { url: target.url, hint } : {}) }, null, 2))
+  let line = `session-goal: ${error.message}`
+  if (error.partialAction) line += ` (partial: ${error.partialAction}${error.sessionId ? `, session ${error.sessionId}` : ''})`
+  err(line)
+  if (hint) err(`session-goal: ${hint}`)
 }
 
 main(process.argv.slice(2)).then(

@@ -63,6 +63,12 @@ function blockSplitter(onBlock) {
   }
 }
 
+/** A socket error in words: its code and message (`ECONNREFUSED: connect ECONNREFUSED …`). */
+function socketReason(error) {
+  if (!error) return 'connection lost'
+  return error.code && !String(error.message).includes(error.code) ? `${error.code}: ${error.message}` : String(error.message || error.code)
+}
+
 function unwrap(raw) {
   if (!raw || typeof raw !== 'object') return null
   const payload = raw.payload && typeof raw.payload === 'object' ? raw.payload : raw
@@ -73,7 +79,10 @@ function unwrap(raw) {
 
 /**
  * @param {{ url: string, headers?: Record<string,string>, onPayload: (payload: object, directory: string) => void,
- *           onStatus?: (status: 'connected'|'disconnected') => void, maxBackoffMs?: number }} options
+ *           onStatus?: (status: 'connected'|'disconnected', why?: {reason: string, retryInMs: number}) => void,
+ *           maxBackoffMs?: number }} options
+ * `why` comes with 'disconnected': what ended the stream (an HTTP status, the server closing it, a
+ * socket error) and when the next attempt is.
  */
 function subscribeGlobalEvents(options) {
   const base = String(options.url).replace(/\/+$/, '')
@@ -90,7 +99,7 @@ function subscribeGlobalEvents(options) {
     request = client.get(target, { headers: { accept: 'text/event-stream', ...(options.headers || {}) } }, (response) => {
       if (response.statusCode !== 200) {
         response.resume()
-        scheduleRetry()
+        scheduleRetry(`HTTP ${response.statusCode}${response.statusCode === 401 ? ' (check OPENCODE_SERVER_PASSWORD)' : ''}`)
         return
       }
       attempt = 0
@@ -107,17 +116,17 @@ function subscribeGlobalEvents(options) {
         }
       })
       response.on('data', (chunk) => blocks.push(chunk))
-      response.on('end', scheduleRetry)
-      response.on('error', scheduleRetry)
+      response.on('end', () => scheduleRetry('the server closed the stream'))
+      response.on('error', (error) => scheduleRetry(socketReason(error)))
     })
-    request.on('error', scheduleRetry)
+    request.on('error', (error) => scheduleRetry(socketReason(error)))
     request.on('socket', (socket) => socket.unref())
   }
 
-  const scheduleRetry = () => {
+  const scheduleRetry = (reason) => {
     if (closed || retryTimer) return
-    options.onStatus?.('disconnected')
     const delay = Math.min(maxBackoff, 250 * 2 ** Math.min(attempt, 10))
+    options.onStatus?.('disconnected', { reason, retryInMs: delay })
     attempt += 1
     retryTimer = setTimeout(() => {
       retryTimer = null

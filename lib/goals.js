@@ -97,8 +97,6 @@ function createGoalApi({ native, adaptOptions }) {
     }
   }
 
-  const VALID_ID = /^[A-Za-z0-9_-]{4,128}$/
-
   /**
    * The objective routes without a framework.
    * @returns {Promise<{status: number, body: object}>}
@@ -124,7 +122,8 @@ function createGoalApi({ native, adaptOptions }) {
       }
     }
     if (verb === 'DELETE') {
-      if (!VALID_ID.test(id)) return { status: 400, body: { error: 'invalid session id' } }
+      // The core's session-id rule (src/validate.rs), not a copy of it.
+      if (!native.inputRules.isSessionId(id)) return { status: 400, body: { error: 'invalid session id' } }
       await deleteObjective(id, options)
       return { status: 200, body: { ok: true } }
     }

@@ -53,7 +53,10 @@ if PATH="$host_path" command -v cargo >/dev/null 2>&1 || PATH="$host_path" comma
   echo "install test: cargo/rustc still on the host PATH ($host_path)" >&2
   exit 1
 fi
-run() { env -i HOME="$HOME" PATH="$host_path" TMPDIR="${TMPDIR:-/tmp}" "$@"; }
+# The host's temp directory is its own, so what it leaves behind can be seen (and fails the test).
+host_tmp="$work/tmp"
+mkdir "$host_tmp"
+run() { env -i HOME="$HOME" PATH="$host_path" TMPDIR="$host_tmp" "$@"; }
 echo "host: node $(run "$node_bin" --version), no cargo on PATH"
 run "$node_bin" esm-imports.mjs
 run "$node_bin" cjs-requires.cjs
@@ -83,4 +86,6 @@ expected="session-goal-runtime $(node -p "require('$repo/package.json').version"
 [ "$version" = "$expected" ] || { echo "session-goal --version: '$version', expected '$expected'" >&2; exit 1; }
 echo "$help" | grep -q '^Usage: session-goal <command>' || { echo "session-goal --help: no usage" >&2; exit 1; }
 echo "cli: session-goal --version → $version; --help → $(echo "$help" | wc -l) lines"
+left=$(ls -A "$host_tmp")
+[ -z "$left" ] || { echo "install test: the host left entries in its temp directory: $left" >&2; exit 1; }
 echo "install test passed in $(( $(node -p "Date.now()") - started )) ms"

@@ -1,7 +1,10 @@
 #!/usr/bin/env node
-// Structure checks for crates/goal-core, run by scripts/test-all.sh and .ci/run:
-// - the import graph between the crate's top-level modules, and between its files (from
+// Structure checks for crates/goal-core and the binding (src/), run by scripts/test-all.sh and
+// .ci/run:
+// - the import graph between the core's top-level modules, and between its files (from
 //   `crate::…` and `super::…` paths in non-test code), must have no cycle;
+// - the import graph between the binding's modules must have no cycle (the crate root, lib.rs,
+//   declares every module and is left out, as the core's root is);
 // - modules listed as pure must not depend on an I/O module;
 // - no function outside tests, in goal-core or in the binding (src/), may be longer than 100
 //   lines.
@@ -42,13 +45,14 @@ function walk(dir) {
   return out
 }
 
-/** Module path of a file: src/a/b.rs → [a, b]; src/a/mod.rs → [a]; src/lib.rs → []. */
-function modulePath(file) {
-  const parts = relative(root, file).split(sep)
+/** Module path of a file under `base`: a/b.rs → [a, b]; a/mod.rs → [a]; lib.rs → []. */
+function modulePathUnder(base, file) {
+  const parts = relative(base, file).split(sep)
   const last = parts.pop().replace(/\.rs$/, '')
   if (last !== 'mod' && last !== 'lib') parts.push(last)
   return parts
 }
+const modulePath = (file) => modulePathUnder(root, file)
 
 /** Source with comments, string and char literals blanked (newlines kept, so line numbers hold). */
 function strip(src) {
@@ -190,6 +194,18 @@ function functionLengths(text, name) {
   }
 }
 
+/** Every `crate::…`, `super::…` and `self::…` path in `text` (stripped source), with its line. */
+function crateRefs(text) {
+  const refs = []
+  for (const m of text.matchAll(/\buse\s+((?:crate|super|self)::[^;]*);/g)) {
+    for (const leaf of expandUse(m[1])) refs.push([leaf, text.slice(0, m.index).split('\n').length])
+  }
+  for (const m of text.matchAll(/(?<![\w:])((?:crate|super)(?:::\w+)+)/g)) {
+    refs.push([m[1], text.slice(0, m.index).split('\n').length])
+  }
+  return refs
+}
+
 const files = walk(root).filter((f) => !/(^|[\\/])tests?\.rs$/.test(f) && !f.includes(`${sep}tests${sep}`))
 const edges = new Map() // top-level module → Map(target → [evidence])
 const fileEdges = new Map() // file module path → Set(file module path)
@@ -203,14 +219,7 @@ for (const file of files) {
   topLevel.add(top)
   const text = withoutTests(strip(readFileSync(file, 'utf8')))
   extraAccesses += (text.match(/\.extra\b/g) ?? []).length
-  const refs = []
-  for (const m of text.matchAll(/\buse\s+((?:crate|super|self)::[^;]*);/g)) {
-    for (const leaf of expandUse(m[1])) refs.push([leaf, text.slice(0, m.index).split('\n').length])
-  }
-  for (const m of text.matchAll(/(?<![\w:])((?:crate|super)(?:::\w+)+)/g)) {
-    refs.push([m[1], text.slice(0, m.index).split('\n').length])
-  }
-  for (const [path, line] of refs) {
+  for (const [path, line] of crateRefs(text)) {
     const abs = resolve(path, self)
     if (!abs || abs.length === 0) continue
     const target = abs[0]
@@ -228,11 +237,25 @@ for (const file of files) {
   functionLengths(text, relative(root, file))
 }
 
-// The binding's functions count toward the length limit too.
-for (const file of walk(bindingRoot)) {
+// The binding: its functions count toward the length limit too, and its modules form a graph of
+// their own (an edge is a `crate::module…` path; items defined in lib.rs are not a module).
+const bindingEdges = new Map() // binding module path → Map(module path → evidence)
+const bindingFiles = walk(bindingRoot)
+const bindingModules = new Set(bindingFiles.map((f) => modulePathUnder(bindingRoot, f).join('::')))
+for (const file of bindingFiles) {
+  const self = modulePathUnder(bindingRoot, file)
   const text = withoutTests(strip(readFileSync(file, 'utf8')))
   extraAccesses += (text.match(/\.extra\b/g) ?? []).length
   functionLengths(text, `src/${relative(bindingRoot, file)}`)
+  if (self.length === 0) continue
+  const from = self.join('::')
+  for (const [path, line] of crateRefs(text)) {
+    const abs = resolve(path, self)
+    const target = abs && abs.length > 0 ? abs[0] : null
+    if (!target || target === from || !bindingModules.has(target)) continue
+    if (!bindingEdges.has(from)) bindingEdges.set(from, new Map())
+    bindingEdges.get(from).set(target, `src/${relative(bindingRoot, file)}:${line} ${path}`)
+  }
 }
 
 /** Strongly connected components with more than one node (Tarjan). */
@@ -300,6 +323,19 @@ console.log(`file-level import cycles: ${fileCycles.length === 0 ? 'none' : file
 for (const comp of fileCycles) {
   failed = true
   console.log(`  IMPORT CYCLE between files: ${comp.join(', ')}`)
+}
+const bindingEdgeCount = [...bindingEdges.values()].reduce((n, m) => n + m.size, 0)
+const bindingCycles = cycles(bindingEdges)
+console.log(`binding (src/): ${bindingModules.size - 1} modules, ${bindingEdgeCount} import edges; cycles: ${bindingCycles.length === 0 ? 'none' : bindingCycles.length}`)
+if (flag('--graph')) {
+  for (const [from, to] of [...bindingEdges].sort()) console.log(`  src ${from} → ${[...to.keys()].sort().join(', ')}`)
+}
+for (const comp of bindingCycles) {
+  failed = true
+  console.log(`  IMPORT CYCLE between binding modules: ${comp.join(', ')}`)
+  const set = new Set(comp)
+  for (const from of comp)
+    for (const [to, where] of bindingEdges.get(from) ?? []) if (set.has(to)) console.log(`    ${from} → ${to}  (${where})`)
 }
 console.log(`goal record: ${extraAccesses} untyped \`.extra\` accesses outside tests`)
 functions.sort((a, b) => b.lines - a.lines)

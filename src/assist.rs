@@ -130,12 +130,8 @@ impl SessionAssistRuntimeOptions {
     fn resolve(self, context: &EnvContext) -> Result<(AssistRuntimeSettings, Option<LoggerCallback>)> {
         let client = connection_of!(self).resolve(context, DEFAULT_ASSIST_FETCH_TIMEOUT)?;
         let data_dir = DataDir::new(options::data_dir(None, self.settings));
-        let small_model = crate::callbacks::small_model_for(
-            context,
-            self.generate_small_model_text,
-            &client,
-            self.small_model.as_ref(),
-        );
+        let small_model =
+            crate::small_model_for(context, self.generate_small_model_text, &client, self.small_model.as_ref());
         let defaults = AssistConfig::default();
         let config = AssistConfig {
             quiet: millis(self.quiet_ms, defaults.quiet),

@@ -176,6 +176,7 @@ pub struct HostSmallModel {
 }
 
 impl HostSmallModel {
+    /// Wraps the host's `generateSmallModelText` callback.
     pub fn new(callback: ModelCallback) -> Self {
         Self { callback }
     }
@@ -242,18 +243,5 @@ impl Notifier for HostNotifier {
                 tracing::warn!(target: "session_goal", "emitGoalNotification failed");
             }
         });
-    }
-}
-
-/// The host's small-model service when it passed one, else the built-in small model.
-pub(crate) fn small_model_for(
-    context: &crate::env_context::EnvContext,
-    host: Option<ModelCallback>,
-    client: &goal_core::OpenCodeClient,
-    choice: Option<&crate::SmallModelChoice>,
-) -> std::sync::Arc<dyn SmallModel> {
-    match host {
-        Some(callback) => std::sync::Arc::new(HostSmallModel::new(callback)),
-        None => crate::builtin_small_model(context, client, choice),
     }
 }

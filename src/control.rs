@@ -425,12 +425,8 @@ impl GoalControlOptions {
     /// default. Fails only without an OpenCode location.
     fn resolve(self, context: &EnvContext) -> Result<ControlContext> {
         let client = connection_of!(self).resolve(context, DEFAULT_FETCH_TIMEOUT)?;
-        let small_model = crate::callbacks::small_model_for(
-            context,
-            self.generate_small_model_text,
-            &client,
-            self.small_model.as_ref(),
-        );
+        let small_model =
+            crate::small_model_for(context, self.generate_small_model_text, &client, self.small_model.as_ref());
         Ok(ControlContext {
             client,
             small_model,

@@ -16,6 +16,7 @@ mod logging;
 mod metadata;
 mod options;
 mod payload;
+mod validate;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -287,13 +288,18 @@ pub struct SmallModelChoice {
     pub model_id: String,
 }
 
-/// The built-in small model: the host's explicit choice, else OpenCode's `small_model`, else a
-/// small model of the session's own provider (see `goal_core::small_model`).
-pub(crate) fn builtin_small_model(
+/// The host's small-model service when it passed one, else the built-in small model: the host's
+/// explicit choice, else OpenCode's `small_model`, else a small model of the session's own
+/// provider (see `goal_core::small_model`).
+pub(crate) fn small_model_for(
     context: &EnvContext,
+    host: Option<ModelCallback>,
     client: &OpenCodeClient,
     choice: Option<&SmallModelChoice>,
 ) -> Arc<dyn SmallModel> {
+    if let Some(callback) = host {
+        return Arc::new(callbacks::HostSmallModel::new(callback));
+    }
     let explicit = choice.and_then(|c| ModelRef::new(&c.provider_id, &c.model_id));
     Arc::new(BuiltinSmallModel::new(context.shared(), client.clone(), explicit))
 }
@@ -442,8 +448,7 @@ impl SessionGoalRuntimeOptions {
     fn resolve(self, context: &EnvContext) -> Result<(GoalRuntimeSettings, Option<LoggerCallback>)> {
         let client = connection_of!(self).resolve(context, DEFAULT_FETCH_TIMEOUT)?;
         let data_dir = DataDir::new(options::data_dir(None, self.settings));
-        let small_model =
-            callbacks::small_model_for(context, self.generate_small_model_text, &client, self.small_model.as_ref());
+        let small_model = small_model_for(context, self.generate_small_model_text, &client, self.small_model.as_ref());
         let notifier: Arc<dyn Notifier> = match self.emit_goal_notification {
             Some(callback) => Arc::new(callbacks::HostNotifier::new(callback)),
             None => Arc::new(NoNotifier),

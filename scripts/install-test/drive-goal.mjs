@@ -10,7 +10,8 @@ import { createSessionGoal, createSessionGoalRuntime } from 'session-goal-runtim
 
 const mockPath = process.argv[2]
 const { startMockOpenCode } = await import(pathToFileURL(mockPath).href)
-process.env.OPENCHAMBER_DATA_DIR = fs.mkdtempSync(path.join(os.tmpdir(), 'install-test-data-'))
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'install-test-data-'))
+process.env.OPENCHAMBER_DATA_DIR = dataDir
 
 const mock = await startMockOpenCode({ heartbeatMs: 60_000, replyDelayMs: 20 })
 const directory = '/tmp/install-test-project'
@@ -80,6 +81,7 @@ const unauthenticated = mock.requests.filter((r) => r.headers.authorization !== 
 events.destroy()
 await sessionGoalRuntime.stop()
 await mock.close()
+fs.rmSync(dataDir, { recursive: true, force: true })
 if (installed.goal.id !== goal.id) throw new Error('goal replaced')
 if (goal.turnsUsed < 1) throw new Error(`no continuation: ${JSON.stringify(goal)}`)
 if (unauthenticated.length) throw new Error(`${unauthenticated.length} request(s) without the host's auth header`)

@@ -14,6 +14,7 @@ import {
   GoalError,
   goalRuntimeDefaults,
   handleObjectiveRequest,
+  inputRules,
   intakePayloadTypes,
   readObjective,
   readObjectiveFile,
@@ -29,7 +30,7 @@ import { buildGoalIntroText as introOnly } from 'session-goal-runtime'
 
 const imported = {
   buildGoalIntroText, createGoalControl, createSessionAssistRuntime, createSessionGoal, createSessionGoalControl,
-  createSessionGoalRuntime, deleteObjective, deleteObjectiveFile, GoalControl, GoalError, goalRuntimeDefaults, handleObjectiveRequest, intakePayloadTypes,
+  createSessionGoalRuntime, deleteObjective, deleteObjectiveFile, GoalControl, GoalError, goalRuntimeDefaults, handleObjectiveRequest, inputRules, intakePayloadTypes,
   readObjective, readObjectiveFile, registerSessionGoalRoutes, SessionAssistRuntime, SessionGoalRuntime,
   writeObjective, writeObjectiveFile, writeSessionMetadataKey,
 }
@@ -38,7 +39,8 @@ const documented = Object.keys(required).filter((name) => name !== '__napiBindin
 const missing = documented.filter((name) => !(name in imported))
 if (missing.length) throw new Error(`exports not covered by the ESM check: ${missing.join(', ')}`)
 for (const [name, value] of Object.entries(imported)) {
-  if (typeof value !== 'function') throw new Error(`ESM export ${name} is ${typeof value}`)
+  // inputRules is a namespace of functions (the core's input rules); every other export is one.
+  if (typeof value !== (name === 'inputRules' ? 'object' : 'function')) throw new Error(`ESM export ${name} is ${typeof value}`)
   if (value !== required[name]) throw new Error(`ESM export ${name} differs from the CommonJS one`)
 }
 if (introOnly(1000) !== buildGoalIntroText(1000) || !introOnly(1000).includes('1000 tokens')) throw new Error('buildGoalIntroText')

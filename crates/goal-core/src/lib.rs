@@ -7,8 +7,8 @@
 //! Layers, bottom up: `record`, `config`, `error`, `text`, `time`; `evidence`, `intake`; `io`,
 //! `sched`; `goal`, `small_model`, `assist`, `control`; `runtime`, `embed`. A module imports
 //! only from layers below it and pure modules import no I/O module (`scripts/module-graph.mjs`
-//! checks both, and that no function outside tests is longer than 100 lines). The README's
-//! Layout section has the same map.
+//! checks both, and that no function outside tests is longer than 100 lines). `docs/layout.md`
+//! describes the layers and points here for this map.
 //!
 //! | concept | file |
 //! |---|---|
@@ -84,7 +84,9 @@ pub use config::{EvidenceConfig, EvidenceLimits, GoalConfig, ProviderLimits};
 
 // The goal record.
 pub use goal::causes::{cause_of, fix_action, fix_sentence, FixAction};
-pub use goal::cost::{check_cost_budget, cost_budget, cost_used, format_usd, provider_reports_no_cost};
+pub use goal::cost::{
+    check_cost_budget, cost_budget, cost_used, format_usd, provider_reports_no_cost, MAX_COST_BUDGET, MIN_COST_BUDGET,
+};
 pub use goal::park::wake_at as provider_wake_at;
 pub use record::cause::{Cause, CauseCode};
 /// Every `statusReason` this package writes.
@@ -98,7 +100,7 @@ pub use time::active::{
     GoalTimeLimits,
 };
 pub use time::clock::now_ms;
-pub use time::hours::ActiveHours;
+pub use time::hours::{ActiveHours, HoursPart, HoursProblem};
 
 // Errors.
 pub use error::{Cancelled, GoalError, HttpError, ObjectiveError, PartialAction, SmallModelError};
@@ -111,7 +113,7 @@ pub use sched::SessionSnapshot;
 
 // OpenCode and host services.
 pub use io::history::{delete as delete_history, read as read_history};
-pub use io::objectives::{delete_objective, read_objective, write_objective};
+pub use io::objectives::{delete_objective, is_valid_session_id, read_objective, write_objective};
 pub use io::opencode::{BoxFuture, Endpoint, OpenCodeClient, RequestTarget, StaticEndpoint, DEFAULT_FETCH_TIMEOUT};
 pub use io::services::{
     resolve_data_dir, usage_total, DataDir, NoNotifier, NoSmallModel, Notifier, Services, SmallModel,
@@ -133,7 +135,7 @@ pub use control::actions::{
 };
 pub use control::create::{
     check_goal_checks, check_goal_criteria, check_token_budget, create_session_goal, ControlContext, CreatedGoal,
-    ModelChoice, NewGoal,
+    ModelChoice, NewGoal, MAX_TOKEN_BUDGET, MIN_TOKEN_BUDGET,
 };
 pub use control::explain::explain as explain_goal;
 pub use control::orchestrate::{

@@ -22,7 +22,7 @@ use crate::record::{Goal, GoalStatus};
 /// Which goal an action targets.
 #[derive(Debug, Clone, Default)]
 pub struct GoalTarget {
-    /// Session.
+    /// The session whose goal the action changes.
     pub session_id: String,
     /// Directory (empty: the one OpenCode reports).
     pub directory: String,
@@ -51,7 +51,7 @@ impl GoalTarget {
 /// Result of an action.
 #[derive(Debug, Clone, Default)]
 pub struct ActionReport {
-    /// Session.
+    /// The session acted on.
     pub session_id: String,
     /// Directory used.
     pub directory: String,
@@ -425,9 +425,9 @@ impl ObjectiveSource {
 /// A session's goal with its effective objective.
 #[derive(Debug, Clone)]
 pub struct GoalView {
-    /// Session.
+    /// The session that carries the goal.
     pub session_id: String,
-    /// Directory.
+    /// The project directory the session was read from.
     pub directory: String,
     /// Session title.
     pub title: String,
@@ -467,7 +467,7 @@ pub async fn get_goal(ctx: &ControlContext, session_id: &str, directory: &str) -
 /// One row of [`list_goals`].
 #[derive(Debug, Clone)]
 pub struct GoalRow {
-    /// The session.
+    /// The session as OpenCode lists it.
     pub session: SessionView,
     /// Its goal.
     pub goal: Goal,

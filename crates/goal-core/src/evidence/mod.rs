@@ -12,6 +12,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Map, Value};
 
+use crate::record::check_id::fnv1a_bytes;
 use crate::record::{truncate_chars, Goal, Stored};
 
 pub use crate::config::EvidenceLimits;
@@ -46,7 +47,7 @@ impl ToolCall {
 /// One file of the session diff.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FileChange {
-    /// Path.
+    /// The file's path as OpenCode reports it (relative to the project), sanitised.
     pub path: String,
     /// Lines added.
     pub additions: u64,
@@ -366,7 +367,7 @@ fn file_changes(diff: Option<&Value>, limits: &EvidenceLimits) -> (Option<Vec<Fi
                 })
                 .collect();
             all.sort_by(|a, b| a.path.cmp(&b.path));
-            let key = hex64(fnv1a(
+            let key = hex64(fnv1a_bytes(
                 all.iter()
                     .map(|f| format!("{}\u{0}{}\u{0}{}\n", f.path, f.additions, f.deletions))
                     .collect::<String>()
@@ -574,16 +575,6 @@ pub const NEAR_IDENTICAL: f64 = 0.9;
 /// Failing commands remembered per goal.
 const MAX_OVERRIDES: usize = 32;
 
-/// 64-bit FNV-1a (stable across runs and hosts, unlike the std hasher).
-pub fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut hash: u64 = 0xcbf29ce484222325;
-    for byte in bytes {
-        hash ^= *byte as u64;
-        hash = hash.wrapping_mul(0x100000001b3);
-    }
-    hash
-}
-
 fn hex64(value: u64) -> String {
     format!("{value:016x}")
 }
@@ -610,14 +601,14 @@ impl ReplyPrint {
         let words: Vec<&str> = normalized.split(' ').filter(|w| !w.is_empty()).collect();
         let mut shingles = BTreeSet::new();
         if words.len() < 3 {
-            shingles.insert(fnv1a(normalized.as_bytes()) as u32);
+            shingles.insert(fnv1a_bytes(normalized.as_bytes()) as u32);
         } else {
             for trigram in words.windows(3) {
-                shingles.insert(fnv1a(trigram.join(" ").as_bytes()) as u32);
+                shingles.insert(fnv1a_bytes(trigram.join(" ").as_bytes()) as u32);
             }
         }
         ReplyPrint {
-            hash: hex64(fnv1a(normalized.as_bytes())),
+            hash: hex64(fnv1a_bytes(normalized.as_bytes())),
             sketch: shingles.into_iter().take(SKETCH_SIZE).collect(),
         }
     }
@@ -668,7 +659,7 @@ pub struct TurnPrint {
     pub files_key: String,
     /// Successful tool calls in the turn.
     pub successful_tools: usize,
-    /// The reply.
+    /// The fingerprint of the turn's final reply text.
     pub reply: ReplyPrint,
 }
 
@@ -831,7 +822,7 @@ pub fn no_progress_note(turns: u32, digest: &Digest) -> String {
 // Complete while a command fails.
 
 fn command_key(command: &str) -> String {
-    hex64(fnv1a(command.as_bytes()))
+    hex64(fnv1a_bytes(command.as_bytes()))
 }
 
 /// The failing commands already used for an override.

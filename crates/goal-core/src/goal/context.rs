@@ -53,7 +53,7 @@ impl TickContext {
 pub struct Tick<'a> {
     /// The runtime's context.
     pub ctx: &'a TickContext,
-    /// The session.
+    /// The OpenCode session whose goal this tick drives.
     pub session_id: &'a str,
     /// Its project directory.
     pub directory: &'a str,

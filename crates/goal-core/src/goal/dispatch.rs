@@ -18,7 +18,9 @@ use tracing::{info, warn};
 
 use crate::io::opencode::OpenCodeClient;
 use crate::io::prompt_outcome::DispatchOutcome;
-use crate::record::check_id::{fnv1a, BASE62, HEX_DIGITS, ID_PREFIX, SUFFIX_CHARS};
+use crate::record::check_id::{
+    base62_fill, fnv1a, FNV_OFFSET_BASIS, FNV_SECOND_BASIS, HEX_DIGITS, ID_PREFIX, SUFFIX_CHARS,
+};
 use crate::record::session::{chronological, LiveStatus, Role};
 use crate::sched::Generation;
 
@@ -38,8 +40,8 @@ pub fn continuation_message_id(goal_id: &str, tail_id: &str) -> Option<String> {
     let counter = u64::from_str_radix(hex, 16).ok()?;
     let next = counter.checked_add(1).filter(|n| *n <= 0xffff_ffff_ffff)?;
     // Two independent 64-bit hashes: 128 bits, of which 14 base-62 digits keep about 83.
-    let high = fnv1a(0xcbf2_9ce4_8422_2325, &[goal_id.as_bytes(), tail_id.as_bytes()]);
-    let low = fnv1a(0x6c62_272e_07bb_0142, &[tail_id.as_bytes(), goal_id.as_bytes()]);
+    let high = fnv1a(FNV_OFFSET_BASIS, &[goal_id.as_bytes(), tail_id.as_bytes()]);
+    let low = fnv1a(FNV_SECOND_BASIS, &[tail_id.as_bytes(), goal_id.as_bytes()]);
     Some(format!("{ID_PREFIX}{next:012x}{}", base62_suffix(high, low)))
 }
 
@@ -62,19 +64,15 @@ pub fn continuation_message_id_for(goal_id: &str, tail_id: &str, tail_created: O
     let counter = (created_ms.wrapping_mul(0x1000).wrapping_add(1)) & 0xffff_ffff_ffff;
     let created_text = created_ms.to_string();
     let parts: [&[u8]; 3] = [goal_id.as_bytes(), tail_id.as_bytes(), created_text.as_bytes()];
-    let high = fnv1a(0xcbf2_9ce4_8422_2325, &parts);
-    let low = fnv1a(0x6c62_272e_07bb_0142, &[parts[2], parts[1], parts[0]]);
+    let high = fnv1a(FNV_OFFSET_BASIS, &parts);
+    let low = fnv1a(FNV_SECOND_BASIS, &[parts[2], parts[1], parts[0]]);
     Some(format!("{ID_PREFIX}{counter:012x}{}", base62_suffix(high, low)))
 }
 
 /// 14 base-62 characters from two 64-bit hashes.
 fn base62_suffix(high: u64, low: u64) -> String {
-    let mut value = (u128::from(high) << 64) | u128::from(low);
     let mut out = [0u8; SUFFIX_CHARS];
-    for slot in out.iter_mut().rev() {
-        *slot = BASE62[(value % 62) as usize];
-        value /= 62;
-    }
+    base62_fill((u128::from(high) << 64) | u128::from(low), &mut out);
     out.iter().map(|b| *b as char).collect()
 }
 
@@ -100,11 +98,11 @@ pub enum Delivery {
 
 /// Everything one delivery needs.
 pub struct Dispatch<'a> {
-    /// OpenCode.
+    /// The OpenCode client the post goes through.
     pub client: &'a OpenCodeClient,
-    /// Session.
+    /// The session the continuation is posted to.
     pub session_id: &'a str,
-    /// Directory.
+    /// Its project directory (`?directory=` on every request).
     pub directory: &'a str,
     /// The `prompt_async` body, without `messageID`.
     pub body: &'a Value,
@@ -284,6 +282,14 @@ enum Reconciled {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_id_matches_an_independent_derivation() {
+        // Computed outside this crate from the documented derivation (FNV-1a over goal and tail
+        // from two offset bases, 14 base-62 digits).
+        let id = continuation_message_id("g", "msg_0123456789abABCDEFGHIJKLMN");
+        assert_eq!(id.as_deref(), Some("msg_0123456789acJPIdZndBs9ulhK"));
+    }
 
     #[test]
     fn the_id_advances_the_counter_and_is_stable() {

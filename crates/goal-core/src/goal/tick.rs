@@ -107,8 +107,9 @@ async fn plan_and_audit(tick: &Tick<'_>, live: Live) -> Result<(Basis, Reservati
             if tick.exhausted {
                 let mut settlement = blocked(&tick.goal, REASON_TURN_FAILED, CauseCode::DispatchFailed);
                 settlement.detail = Some("no reply".into());
-                tick.settle(settlement).await;
-                return Err(TickOutcome::Settled);
+                // A failed write retries (goal/context.rs, `written_outcome`): reporting it
+                // settled would leave the goal active with nothing armed.
+                return Err(tick.settle(settlement).await);
             }
             Err(TickOutcome::Retry)
         }

@@ -461,7 +461,7 @@ fn classify(error: reqwest::Error) -> HttpError {
         HttpError::Timeout
     } else if error.is_builder() {
         // The URL itself was refused before any connection (the addon's URLs take ASCII host
-        // names only: see README).
+        // names only: see docs/api.md).
         HttpError::Resolve(
             "not a usable URL (a host name must be ASCII; write an international one in punycode)".into(),
         )

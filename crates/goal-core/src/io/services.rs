@@ -88,9 +88,9 @@ impl DataDir {
 /// The host services one runtime uses.
 #[derive(Clone)]
 pub struct Services {
-    /// Small model.
+    /// The small model that audits turns (the host's service or the built-in one).
     pub small_model: Arc<dyn SmallModel>,
-    /// Notifications.
+    /// Where goal notifications go (the host's `emitGoalNotification`, or nowhere).
     pub notifier: Arc<dyn Notifier>,
     /// Settings and objective files.
     pub data_dir: DataDir,

@@ -16,24 +16,44 @@ pub(crate) const SUFFIX_CHARS: usize = 14;
 /// The first characters of a check run's id suffix.
 pub const CHECK_ID_MARK: &str = "zCHK";
 /// The alphabet of id suffixes.
-pub(crate) const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
-/// FNV-1a, 64 bits, from a given offset basis. Fixed and written out here (not std's hasher,
-/// whose keys are random per process) so every process derives the same id; continuation ids
-/// (goal/dispatch.rs) use it too.
-pub(crate) fn fnv1a(basis: u64, parts: &[&[u8]]) -> u64 {
+/// FNV-1a's 64-bit offset basis.
+pub(crate) const FNV_OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
+/// A second offset basis, for a second hash independent of the first (128 bits in all).
+pub(crate) const FNV_SECOND_BASIS: u64 = 0x6c62_272e_07bb_0142;
+
+/// FNV-1a, 64 bits, of `bytes` from the offset basis: the crate's one stable hash. Written out
+/// here (not std's hasher, whose keys are random per process) so every process and host computes
+/// the same value: message ids here and in goal/dispatch.rs, evidence keys and reply prints
+/// (evidence/mod.rs), park jitter (goal/park/reset.rs).
+pub(crate) fn fnv1a_bytes(bytes: &[u8]) -> u64 {
+    fnv1a_from(FNV_OFFSET_BASIS, bytes)
+}
+
+/// FNV-1a over `bytes`, continuing from `hash`.
+fn fnv1a_from(mut hash: u64, bytes: &[u8]) -> u64 {
     const PRIME: u64 = 0x0000_0100_0000_01b3;
-    let mut hash = basis;
-    for part in parts {
-        for byte in *part {
-            hash ^= u64::from(*byte);
-            hash = hash.wrapping_mul(PRIME);
-        }
-        // A separator byte that cannot occur in either id keeps ("ab","c") apart from ("a","bc").
-        hash ^= 0xff;
+    for byte in bytes {
+        hash ^= u64::from(*byte);
         hash = hash.wrapping_mul(PRIME);
     }
     hash
+}
+
+/// FNV-1a over several `parts` from the offset `basis`, each part closed by a separator byte
+/// that cannot occur in an id, which keeps ("ab","c") apart from ("a","bc").
+pub(crate) fn fnv1a(basis: u64, parts: &[&[u8]]) -> u64 {
+    parts.iter().fold(basis, |hash, part| fnv1a_from(fnv1a_from(hash, part), &[0xff]))
+}
+
+/// `out` filled with the base-62 digits of `value`, most significant first (as many low digits
+/// as `out` holds).
+pub(crate) fn base62_fill(mut value: u128, out: &mut [u8]) {
+    for slot in out.iter_mut().rev() {
+        *slot = BASE62[(value % 62) as usize];
+        value /= 62;
+    }
 }
 
 /// The id of check `index` (0-based) with `command` for goal `goal_id` over tail `tail_id`:
@@ -51,13 +71,9 @@ pub fn check_message_id(goal_id: &str, tail_id: &str, index: usize, command: &st
     let next = u64::from_str_radix(hex, 16).ok()?.checked_add(1).filter(|n| *n <= 0xffff_ffff_ffff)?;
     let index_text = index.to_string();
     let parts: [&[u8]; 4] = [goal_id.as_bytes(), tail_id.as_bytes(), index_text.as_bytes(), command.as_bytes()];
-    let mut value =
-        u128::from(fnv1a(0xcbf2_9ce4_8422_2325, &parts)) << 64 | u128::from(fnv1a(0x6c62_272e_07bb_0142, &parts));
+    let value = u128::from(fnv1a(FNV_OFFSET_BASIS, &parts)) << 64 | u128::from(fnv1a(FNV_SECOND_BASIS, &parts));
     let mut suffix = [0u8; SUFFIX_CHARS - CHECK_ID_MARK.len()];
-    for slot in suffix.iter_mut().rev() {
-        *slot = BASE62[(value % 62) as usize];
-        value /= 62;
-    }
+    base62_fill(value, &mut suffix);
     Some(format!("{ID_PREFIX}{next:012x}{CHECK_ID_MARK}{}", std::str::from_utf8(&suffix).ok()?))
 }
 
@@ -88,6 +104,19 @@ mod tests {
     use serde_json::json;
 
     const TAIL: &str = "msg_22d3cae37001XpDQ7ZXEzK3ibZ";
+
+    #[test]
+    fn the_hash_is_standard_fnv1a_and_ids_are_fixed() {
+        // Published FNV-1a 64-bit test vectors.
+        assert_eq!(fnv1a_bytes(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a_bytes(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a_bytes(b"foobar"), 0x8594_4171_f739_67e8);
+        // Ids computed by an independent implementation of the derivation: a change of the hash
+        // would make two versions of the runtime post different ids for one tail (goal/dispatch.rs
+        // pins a continuation id the same way).
+        let tail = "msg_0123456789abABCDEFGHIJKLMN";
+        assert_eq!(check_message_id("g", tail, 0, "npm test").as_deref(), Some("msg_0123456789aczCHKkvcMitYRtl"));
+    }
 
     #[test]
     fn ids_follow_the_tail_and_differ_per_check() {

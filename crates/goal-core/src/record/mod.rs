@@ -284,7 +284,7 @@ pub struct GoalRevision {
     pub objective: String,
     /// File-backed flag.
     pub objective_file: bool,
-    /// Budget.
+    /// The token budget (`tokenBudget`); `None` when the goal has none.
     pub token_budget: Option<u64>,
     /// `createdAt`, compared bit for bit.
     pub created_at_bits: u64,

@@ -102,7 +102,7 @@ fn headers_of(value: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
-/// What a failed reply means for the goal (the table the README documents).
+/// What a failed reply means for the goal (the table docs/provider-limits.md documents).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProviderFailure {
     /// A rate or usage limit that resets: the goal parks until it does.

@@ -48,7 +48,7 @@ pub enum Role {
 pub struct Message {
     /// Message id (`msg_…`); empty when missing.
     pub id: String,
-    /// Role.
+    /// Who sent it: the user (our continuations too), the assistant, or neither (`Other`).
     pub role: Role,
     /// For assistant replies: the user message it answers.
     pub parent_id: String,
@@ -230,7 +230,7 @@ pub struct SessionView {
     pub parent_id: String,
     /// Project directory reported by OpenCode.
     pub directory: String,
-    /// Title.
+    /// The session's title as OpenCode shows it (empty when absent).
     pub title: String,
     /// `time.created` (epoch ms; 0 when absent): which of two sessions carrying one goal is the
     /// older (a fork is newer than its source).

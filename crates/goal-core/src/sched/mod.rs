@@ -1,7 +1,10 @@
-//! The one owner of per-session state: armed timers, running ticks, the single pending
-//! follow-up, retry attempts, the generation counter, and what events showed of each session
-//! ([`crate::sched::facts`]). Everything else sends it commands and reads what it publishes, so
-//! there are no lost wake-ups and never two ticks of one session at once.
+//! The per-session scheduler of one runtime. It alone holds each session's tick state: armed
+//! timers, running ticks, the single pending follow-up, retry attempts, the generation counter,
+//! and what events showed of the session ([`crate::sched::facts`]). The rest of the runtime sends
+//! it commands and reads what it publishes, so there are no lost wake-ups and never two ticks of
+//! one session at once. Per-session state shared by every runtime of a context (metadata write
+//! slots, dispatch claims, the event intake) lives in `io/shared.rs`, and the goal itself lives
+//! in OpenCode's session metadata.
 
 pub mod facts;
 pub mod job;
@@ -135,9 +138,9 @@ pub struct Stats {
 /// A per-session view for `snapshot()`.
 #[derive(Debug, Clone)]
 pub struct SessionSnapshot {
-    /// Session id.
+    /// The OpenCode session this entry tracks.
     pub session_id: String,
-    /// Directory.
+    /// The project directory its requests are routed to (`?directory=`).
     pub directory: String,
     /// Milliseconds until the timer fires, when armed.
     pub due_in_ms: Option<u64>,

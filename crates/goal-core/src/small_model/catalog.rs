@@ -267,7 +267,7 @@ impl Source {
 pub struct Choice {
     /// Provider (endpoint, key, headers).
     pub provider: ProviderEntry,
-    /// Model.
+    /// The chosen model of that provider.
     pub model: ModelEntry,
     /// Why it was chosen.
     pub source: Source,

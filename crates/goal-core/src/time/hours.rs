@@ -47,22 +47,64 @@ fn format_minute(minute: u16) -> String {
     format!("{:02}:{:02}", minute / 60, minute % 60)
 }
 
+/// The part of a working-hours window that was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HoursPart {
+    /// The start time.
+    Start,
+    /// The end time.
+    End,
+    /// Start and end together (they are equal).
+    Window,
+    /// The time zone.
+    TimeZone,
+}
+
+/// Why a working-hours window was refused: the part at fault and what is wrong with it, worded
+/// without a field name, so each surface names its own (the API its field, the CLI its flag).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HoursProblem {
+    /// The part at fault.
+    pub part: HoursPart,
+    /// What is wrong, e.g. `"Mars/Base" is not a known IANA time zone`.
+    pub text: String,
+}
+
+impl std::fmt::Display for HoursProblem {
+    /// The API's wording: the field path, then the problem.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let field = match self.part {
+            HoursPart::Start => "activeHours.start",
+            HoursPart::End => "activeHours.end",
+            HoursPart::Window => "activeHours.start and activeHours.end",
+            HoursPart::TimeZone => "activeHours.timeZone",
+        };
+        write!(f, "{field} {}", self.text)
+    }
+}
+
 impl ActiveHours {
-    /// Validates a window; the error says what is wrong, for the user.
+    /// Validates a window; the error says what is wrong, for the user, naming the API's fields.
     pub fn new(start: &str, end: &str, time_zone: &str) -> Result<ActiveHours, String> {
+        ActiveHours::check(start, end, time_zone).map_err(|problem| problem.to_string())
+    }
+
+    /// Validates a window; the error names the part at fault (see [`HoursProblem`]).
+    pub fn check(start: &str, end: &str, time_zone: &str) -> Result<ActiveHours, HoursProblem> {
+        let refuse = |part, text: String| HoursProblem { part, text };
         let start_minute = parse_hh_mm(start.trim())
-            .ok_or_else(|| format!("activeHours.start must be HH:MM (00:00–23:59), got {start:?}"))?;
+            .ok_or_else(|| refuse(HoursPart::Start, format!("must be HH:MM (00:00–23:59), got {start:?}")))?;
         let end_minute = parse_hh_mm(end.trim())
-            .ok_or_else(|| format!("activeHours.end must be HH:MM (00:00–23:59), got {end:?}"))?;
+            .ok_or_else(|| refuse(HoursPart::End, format!("must be HH:MM (00:00–23:59), got {end:?}")))?;
         if start_minute == end_minute {
-            return Err("activeHours.start and activeHours.end must differ".into());
+            return Err(refuse(HoursPart::Window, "must differ".into()));
         }
         let zone_name = time_zone.trim();
         if zone_name.is_empty() {
-            return Err("activeHours.timeZone is required (an IANA name such as Europe/Berlin)".into());
+            return Err(refuse(HoursPart::TimeZone, "is required (an IANA name such as Europe/Berlin)".into()));
         }
         let zone = TimeZone::get(zone_name)
-            .map_err(|_| format!("activeHours.timeZone {zone_name:?} is not a known IANA time zone"))?;
+            .map_err(|_| refuse(HoursPart::TimeZone, format!("{zone_name:?} is not a known IANA time zone")))?;
         Ok(ActiveHours { start_minute, end_minute, zone_name: zone_name.to_string(), zone })
     }
 
@@ -199,6 +241,13 @@ mod tests {
         assert!(ActiveHours::new("9", "17:00", "UTC").unwrap_err().contains("start"));
         assert!(ActiveHours::new("09:00", "25:00", "UTC").unwrap_err().contains("end"));
         assert!(ActiveHours::new("09:00", "09:00", "UTC").unwrap_err().contains("differ"));
+        assert_eq!(
+            ActiveHours::new("09:00", "17:00", "Mars/Olympus").unwrap_err(),
+            "activeHours.timeZone \"Mars/Olympus\" is not a known IANA time zone"
+        );
+        let problem = ActiveHours::check("09:00", "17:00", "Mars/Olympus").unwrap_err();
+        assert_eq!(problem.part, HoursPart::TimeZone);
+        assert_eq!(problem.text, "\"Mars/Olympus\" is not a known IANA time zone");
         assert!(ActiveHours::new("09:00", "17:00", "../../etc/passwd").is_err());
         assert!(ActiveHours::from_value(&json!("09:00-17:00")).is_err());
         let round =

@@ -9,6 +9,7 @@
 //! and then 60 minutes. A margin of 2 s and a jitter of up to 10 % of (wait + margin) are
 //! added, and one wait is capped. Pure: the clock value is passed in.
 
+use crate::record::check_id::fnv1a_bytes;
 use crate::record::provider_error::ProviderError;
 use crate::time::stamp::{http_date_ms, rfc3339_ms};
 
@@ -107,11 +108,7 @@ pub fn backoff_ms(nth: u64) -> f64 {
 /// A stable number in `[0, 1)` from a key (goal id and failed reply): every host computes the
 /// same jitter for the same park, and different goals spread out.
 pub fn jitter_unit(key: &str) -> f64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in key.bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
+    let hash = fnv1a_bytes(key.as_bytes());
     (hash >> 11) as f64 / (1u64 << 53) as f64
 }
 
