@@ -1,6 +1,7 @@
 //! The ownership stage, first in a tick: a goal that belongs to another session (a fork's copy)
 //! is adopted as this session's paused copy and the tick ends, before any lease, audit or post;
-//! a copy the user resumed becomes this session's own. The rule itself is `lineage` (pure).
+//! a copy the user resumed becomes this session's own. The rule itself is `lineage` (pure); the
+//! list that tells the owner of a goal naming no session is `owner_scan`'s.
 
 use tracing::{info, warn};
 
@@ -13,28 +14,32 @@ use crate::record::{Goal, GoalStatus};
 use crate::sched::TickOutcome;
 use crate::time::clock::now_ms;
 
-/// Decides whose goal `session` carries. `Ok(None)`: this session's, go on; `Ok(Some(goal))`:
-/// a copy the user resumed, now written as this session's own, go on with it; `Err`: the tick
-/// ends (the copy was adopted paused, or the write failed).
+/// Decides whose goal `session` carries. `listed`: for a goal that names no session, whether a
+/// list holding all its carriers was read (see `goal::owner_scan`); without one the owner is
+/// unknown and the tick retries later rather than drive a copy. `Ok(None)`: this session's, go
+/// on; `Ok(Some(goal))`: a copy the user resumed, now written as this session's own, go on with
+/// it; `Err`: the tick ends (the copy was adopted paused, the owner is unknown, or the write
+/// failed).
 pub async fn own_or_adopt(
     client: &OpenCodeClient,
     holders: &GoalHolders,
     session: &SessionView,
     directory: &str,
     goal: &Goal,
+    listed: bool,
 ) -> Result<Option<Goal>, TickOutcome> {
     let session_id = session.id.as_str();
-    let unknown = goal.session_id.is_none() && !holders.knows(&goal.id);
-    if unknown && holders.may_scan(directory, now_ms(), session.created).is_ok() {
-        // A goal written before `sessionId` existed: which session carried it first is only
-        // known from the sessions themselves. One list serves every goal of the sessions it
-        // showed: a session it showed whose goal it did not is the goal's first carrier (a copy
-        // is made by a fork, and a fork is a newer session carrying the goal from its start).
-        remember_directory(client, holders, directory).await;
-    }
     let older = holders.older_than(&goal.id, session_id);
     match ownership(goal, session_id, older.as_deref()) {
-        Ownership::Own | Ownership::Unmarked => {
+        Ownership::Own => {
+            holders.saw(&goal.id, session_id, session.created);
+            Ok(None)
+        }
+        Ownership::Unmarked if !listed => {
+            warn!(target: "session_goal", session = session_id, "goal names no session and its owner is unknown; not driven yet");
+            Err(TickOutcome::Retry)
+        }
+        Ownership::Unmarked => {
             holders.saw(&goal.id, session_id, session.created);
             Ok(None)
         }
@@ -43,21 +48,6 @@ pub async fn own_or_adopt(
             claim(client, session_id, directory, goal).await.map(Some)
         }
         Ownership::Copy { source } => Err(adopt(client, session_id, directory, goal, &source, older).await),
-    }
-}
-
-/// Records which sessions of `directory` carry which goal ids.
-async fn remember_directory(client: &OpenCodeClient, holders: &GoalHolders, directory: &str) {
-    match client.list_session_goals(directory).await {
-        Ok(sessions) => {
-            for other in sessions.iter().filter(|s| !s.is_subagent()) {
-                if let Some(goal) = &other.goal {
-                    holders.saw(&goal.id, &other.id, other.created);
-                }
-            }
-            holders.listed(directory, sessions.iter().map(|s| s.created).fold(0.0, f64::max));
-        }
-        Err(error) => warn!(target: "session_goal", %error, "session list unreadable; goal owners unknown"),
     }
 }
 

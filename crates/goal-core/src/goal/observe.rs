@@ -105,16 +105,43 @@ pub async fn start(
         return Err(TickOutcome::Done);
     };
     // Whose goal it is comes first: a fork's copy carries its source's lease and reservation.
-    let goal =
-        match crate::goal::adopt::own_or_adopt(&ctx.client, &ctx.holders, &base.session, directory, &goal).await? {
-            Some(claimed) => claimed,
-            None => goal,
-        };
+    // A goal that names no session waits for its owner list, read beside the live state.
+    let (listed, early_live) = owner_list_beside_live(ctx, session_id, directory, &goal, early_live).await;
+    let goal = match crate::goal::adopt::own_or_adopt(&ctx.client, &ctx.holders, &base.session, directory, &goal, listed)
+        .await?
+    {
+        Some(claimed) => claimed,
+        None => goal,
+    };
     if let Some(wait) = ctx.lease_wait(&goal) {
         debug!(target: "session_goal", session = session_id, "another runtime holds the lease; backing off");
         return Err(TickOutcome::BackOff(wait));
     }
     Ok((Started { read: ReadAtStart { base, watch }, early_live }, goal))
+}
+
+/// For a goal that names no session, waits for the list that tells its owner (started at
+/// intake, or here), reading the live state meanwhile when it was not read yet: the list costs
+/// the tick no round trip of its own. Returns whether the owner is known from a list (always
+/// `true` for a goal that names its session), and the live state if read.
+async fn owner_list_beside_live(
+    ctx: &TickContext,
+    session_id: &str,
+    directory: &str,
+    goal: &Goal,
+    early_live: Option<LiveReads>,
+) -> (bool, Option<LiveReads>) {
+    if !ctx.owner_lists.needs_list(goal) {
+        return (true, early_live);
+    }
+    match early_live {
+        Some(live) => (ctx.owner_lists.wait_listed(directory, goal).await, Some(live)),
+        None => {
+            let (listed, live) =
+                tokio::join!(ctx.owner_lists.wait_listed(directory, goal), read_live(ctx, session_id, directory));
+            (listed, Some(live))
+        }
+    }
 }
 
 /// The objective the tick works toward: the objective file's text for a file-backed goal (the
