@@ -21,11 +21,15 @@ const ownerLists = (mock) => mock.requests.filter((r) => r.method === 'GET' && r
 describe('owner lists', () => {
   it('ask for top-level sessions updated since the goal began, and start when an event shows the goal', async () => {
     // Quiet windows of a minute: nothing ticks during this test.
-    env = await setup({ auditor: scriptedAuditor([continueVerdict]), runtimeOptions: { idleQuietMs: 60_000, kickoffQuietMs: 60_000 } })
-    const { mock } = env
+    // Events are handed over one by one (no stream, so no recovery scan lists the directory).
+    env = await setup({ auditor: scriptedAuditor([continueVerdict]), forward: false, runtimeOptions: { idleQuietMs: 60_000, kickoffQuietMs: 60_000 } })
+    const { mock, runtime } = env
     const source = sessionWithReply(mock)
     const goal = goalOf(mock, source.id)
     expect(goal.sessionId).toBeUndefined()
+    expect(ownerLists(mock)).toHaveLength(0)
+    const shown = mock.events.find((e) => e.payload.type === 'session.updated' && e.payload.properties.sessionID === source.id)
+    runtime.processPayload(shown.payload, shown.directory)
     await waitFor(() => ownerLists(mock).length === 1, 5000)
     const [list] = ownerLists(mock)
     expect(list.query.roots).toBe('true')
@@ -63,7 +67,9 @@ async function runOrder(order) {
   })
   const { mock } = env
   gate = createRequestGate(mock)
-  const list = gate.hold({ method: 'GET', path: '/session', query: { roots: 'true' } })
+  // Every list of the directory (the owner list, and a recovery scan when the stream connects)
+  // waits for step L.
+  const list = gate.hold({ method: 'GET', path: '/session', every: true })
   const source = sessionWithReply(mock)
   const readSource = gate.hold({ method: 'GET', path: `/session/${source.id}` })
   const firstWrite = gate.hold({ method: 'PATCH', path: `/session/${source.id}` })
@@ -100,8 +106,8 @@ async function runOrder(order) {
   expect(goalOf(mock, source.id)).toMatchObject({ status: 'active', sessionId: source.id })
   // Counted at the wire: the source got its continuation, the copy nothing.
   expect(mock.sends(copy.id)).toHaveLength(0)
-  expect(list.held && readSource.held && readCopy.held).toBe(true)
-  return ownerLists(mock).length
+  expect(list.held > 0 && readSource.held === 1 && readCopy.held === 1).toBe(true)
+  return ownerLists(mock).filter((r) => r.query.roots === 'true').length
 }
 
 describe('ownership under every interleaving', () => {

@@ -12,29 +12,33 @@ import { isObj } from './common.mjs';
 const queryMatches = (want, query) => !isObj(want) || Object.entries(want).every(([k, v]) => query?.[k] === String(v));
 
 /**
- * Installs a gate on `mock` (through its `holdRequest` hook). `hold({method, path, query})`
- * (path: a string or a RegExp) holds the next matching request only; it returns
- * {arrived: Promise<request>, release(), held}.
+ * Installs a gate on `mock` (through its `holdRequest` hook). `hold({method, path, query, every})`
+ * (path: a string or a RegExp) holds the next matching request, or with `every` each matching
+ * request until the release (later ones then pass); it returns {arrived: Promise<request> (the
+ * first one held), release(), held (how many were held)}.
  */
 export function createRequestGate(mock) {
   const holds = [];
   const previous = mock.holdRequest;
   mock.holdRequest = async (request) => {
     if (previous) await previous(request);
-    const hold = holds.find((h) => !h.taken && h.matches(request));
+    const hold = holds.find((h) => !h.done && h.matches(request));
     if (!hold) return;
-    hold.taken = true;
+    hold.held++;
+    if (!hold.every) hold.done = true;
     hold.arrive(request);
     await hold.released;
   };
   return {
-    hold({ method, path, query } = {}) {
+    hold({ method, path, query, every = false } = {}) {
       let arrive;
       let release;
       const arrived = new Promise((resolve) => (arrive = resolve));
       const released = new Promise((resolve) => (release = resolve));
       const hold = {
-        taken: false,
+        done: false,
+        held: 0,
+        every,
         arrive,
         release,
         released,
@@ -46,16 +50,19 @@ export function createRequestGate(mock) {
       holds.push(hold);
       return {
         arrived,
-        release,
+        release: () => {
+          hold.done = true;
+          release();
+        },
         get held() {
-          return hold.taken;
+          return hold.held;
         },
       };
     },
     /** Releases every hold (taken or not) and removes the hook. */
     close() {
       for (const hold of holds) {
-        hold.taken = true;
+        hold.done = true;
         hold.arrive(undefined);
         hold.release();
       }
