@@ -43,6 +43,25 @@ describe('owner lists', () => {
   })
 })
 
+describe('an owner list that cannot be read', () => {
+  it('leaves a goal that names no session undriven until a list shows its owner', async () => {
+    env = await setup({ auditor: scriptedAuditor([continueVerdict]), runtimeOptions: { idleQuietMs: 50, kickoffQuietMs: 60_000 } })
+    const { mock } = env
+    const failing = mock.fault({ method: 'GET', path: '/session', status: 500 })
+    const source = sessionWithReply(mock)
+    mock.setStatus(source.id, 'idle')
+    const reads = () => mock.requests.filter((r) => r.method === 'GET' && r.path === `/session/${source.id}`).length
+    // The first tick read the session, found no list and ended; the second read is its retry.
+    await waitFor(() => reads() >= 2, 5000)
+    expect(failing.fired).toBeGreaterThanOrEqual(2)
+    expect(mock.sends(source.id)).toHaveLength(0)
+    expect(goalOf(mock, source.id).sessionId).toBeUndefined()
+    failing.remove()
+    await waitFor(() => mock.sends(source.id).length === 1, 5000)
+    expect(goalOf(mock, source.id)).toMatchObject({ status: 'active', sessionId: source.id })
+  })
+})
+
 /** The orders of the fork (F), the owner list's answer (L), the source's tick read (S) and the
  * copy's tick read (C); the copy's tick needs the copy, so F comes before C. */
 function ownershipOrders() {
