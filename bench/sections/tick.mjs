@@ -17,6 +17,9 @@
 // A second, shorter run repeats the native measurement with every request delayed by 10 ms, the
 // scale at which the cost of a tick is counted in round trips (a tick's own CPU work and the
 // timer's millisecond are then small next to the waiting, so the ratio is steady from run to run).
+// It runs twice: for goals that name their session (`sessionId`, as this package writes them),
+// and for goals without one (as OpenChamber's UI writes them), each session made just before its
+// tick so the runtime first sees its goal there and must read the owner list during that tick.
 import http from 'node:http'
 import fs from 'node:fs'
 import os from 'node:os'
@@ -59,13 +62,15 @@ function promptArrival(mock, sessionId, timeoutMs = 10_000) {
   })
 }
 
-async function measureTicks(mock, runtime, sessions, label) {
+/** `sessions`: the session ids, or a count and `makeSession()` to create each one just before its tick. */
+async function measureTicks(mock, runtime, sessions, label, makeSession = null) {
   const latencies = []
   const fromFirstRequest = []
   const requestCounts = []
   let lastLog = []
-  for (let i = 0; i < sessions.length; i++) {
-    const sessionId = sessions[i]
+  const count = makeSession ? sessions : sessions.length
+  for (let i = 0; i < count; i++) {
+    const sessionId = makeSession ? await makeSession() : sessions[i]
     await mock.call('takeLog')
     const arrival = promptArrival(mock, sessionId)
     const t0 = hrMs()
@@ -107,11 +112,11 @@ runSection(async () => {
   const mock = await startMockProcess({ directory: DIRECTORY })
   const perRun = TICKS + WARMUP
   const slowPerRun = SLOW_TICKS + WARMUP
-  const created = await mock.call('createGoalSessions', { count: 2 * perRun + slowPerRun + 1, directory: DIRECTORY })
+  const created = await mock.call('createGoalSessions', { count: 2 * perRun + 1, directory: DIRECTORY })
   const nativeSessions = created.slice(0, perRun)
   const hostSessions = created.slice(perRun, 2 * perRun)
   const scratch = created[2 * perRun]
-  const slowSessions = created.slice(2 * perRun + 1)
+  const slowSessions = await mock.call('createGoalSessions', { count: slowPerRun, directory: DIRECTORY, owned: true })
   await mock.call('fault', { pathSource: '.*', delayMs: DELAY_MS })
   await mock.call('setLogging', { keep: true, prompts: true })
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'goal-bench-'))
@@ -182,14 +187,19 @@ runSection(async () => {
   await mock.call('clearFaults')
   await mock.call('fault', { pathSource: '.*', delayMs: SLOW_DELAY_MS })
   const slowRuntime = nativeRuntime()
-  const slowRun = await measureTicks(mock, slowRuntime, slowSessions, `${SLOW_DELAY_MS} ms per request`)
+  const slowRun = await measureTicks(mock, slowRuntime, slowSessions, `${SLOW_DELAY_MS} ms per request, sessionId`)
   await slowRuntime.stop()
+  const unownedRuntime = nativeRuntime()
+  const makeUnowned = async () => (await mock.call('createGoalSessions', { count: 1, directory: DIRECTORY }))[0]
+  const unownedRun = await measureTicks(mock, unownedRuntime, slowPerRun, `${SLOW_DELAY_MS} ms per request, no sessionId`, makeUnowned)
+  await unownedRuntime.stop()
   const slowRoundTrips = await measureRoundTrips(SLOW_TICKS)
   agent.destroy()
   await mock.close()
   fs.rmSync(dataDir, { recursive: true, force: true })
 
-  const shape = (r) => `${r.method} ${r.path.replace(/ses_[A-Za-z0-9]+/, ':id')}${r.query?.limit ? '?limit=' + r.query.limit : ''}`
+  const shape = (r) =>
+    `${r.method} ${r.path.replace(/ses_[A-Za-z0-9]+/, ':id')}${r.query?.limit ? '?limit=' + r.query.limit : ''}${r.query?.roots ? `?roots=${r.query.roots}${r.query.start ? '&start=…' : ''}` : ''}`
   return {
     quietMs: QUIET_MS,
     delayMs: DELAY_MS,
@@ -213,6 +223,13 @@ runSection(async () => {
       fromFirstRequest: stats(slowRun.fromFirstRequest),
       requests: stats(slowRun.requestCounts),
       roundTrip: stats(slowRoundTrips),
+    },
+    /** The same at 10 ms, for goals without `sessionId` first seen at their tick. */
+    slowUnowned: {
+      fromFire: stats(unownedRun.latencies),
+      fromFirstRequest: stats(unownedRun.fromFirstRequest),
+      requests: stats(unownedRun.requestCounts),
+      requestSequence: unownedRun.lastLog.map(shape),
     },
   }
 })
