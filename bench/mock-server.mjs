@@ -84,6 +84,13 @@ const commands = {
     return created
   },
 
+  /** Deletes sessions (the soak removes each round's sessions so later lists stay small). */
+  deleteSessions({ ids }) {
+    for (const id of ids) mock.deleteSession(id)
+    mock.events.length = 0
+    return true
+  },
+
   fault({ pathSource = '.*', delayMs }) {
     mock.fault({ path: new RegExp(pathSource), delayMs })
     return true

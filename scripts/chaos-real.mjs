@@ -196,6 +196,10 @@ async function readGoals(oc) {
 function judge(goals, sends, runsDir) {
   const figures = { goals: goals.length, complete: 0, stuck: 0, otherwise: {}, sameIdReposts: 0, differentIdsOneTail: 0, checkRunsTwice: 0, writesLost: 0 }
   const delivered = sends.filter((s) => s.status !== null && s.status < 300 && s.continuation)
+  // What the counters saw: continuation posts and check posts delivered, check runs made.
+  figures.continuationPosts = delivered.length
+  figures.shellPosts = sends.filter((s) => s.route === 'shell' && s.status !== null && s.status < 300).length
+  figures.checkRuns = 0
   for (const { sessionId, goal, messages } of goals) {
     if (goal.status === 'complete') figures.complete++
     else if (goal.status === 'active') figures.stuck++
@@ -217,6 +221,7 @@ function judge(goals, sends, runsDir) {
     if (typeof goal.turnsUsed !== 'number' || goal.turnsUsed < continuations) figures.writesLost++
     const tag = /\[scenario:chaos-\d+-(\d+)\]/.exec(String(goal.objective))
     const runs = tag && fs.existsSync(path.join(runsDir, `${tag[1]}.log`)) ? fs.readFileSync(path.join(runsDir, `${tag[1]}.log`), 'utf8').split('\n').filter(Boolean).length : 0
+    figures.checkRuns += runs
     if (runs > 1) figures.checkRunsTwice += runs - 1
   }
   return figures
@@ -277,11 +282,11 @@ const failed = (r) => r.stuck + r.sameIdReposts + r.differentIdsOneTail + r.chec
 
 function table(rows) {
   const lines = [
-    '| seed | goals | kills (OpenCode / host) | settled complete | stuck | same-id re-posts (wire) | different ids after one tail | checks run twice | writes lost | s |',
-    '|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|',
+    '| seed | goals | kills (OpenCode / host) | settled complete | stuck | continuations posted (wire) | same-id re-posts (wire) | different ids after one tail | checks run | checks run twice | writes lost | s |',
+    '|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ]
   for (const r of rows) {
-    lines.push(`| ${r.seed} | ${r.goals} | ${r.kills.opencode} / ${r.kills.host} | ${r.complete} | ${r.stuck} | ${r.sameIdReposts} | ${r.differentIdsOneTail} | ${r.checkRunsTwice} | ${r.writesLost} | ${r.seconds} |`)
+    lines.push(`| ${r.seed} | ${r.goals} | ${r.kills.opencode} / ${r.kills.host} | ${r.complete} | ${r.stuck} | ${r.continuationPosts} | ${r.sameIdReposts} | ${r.differentIdsOneTail} | ${r.checkRuns} | ${r.checkRunsTwice} | ${r.writesLost} | ${r.seconds} |`)
   }
   return lines.join('\n')
 }
