@@ -84,6 +84,11 @@ const commands = {
     return created
   },
 
+  /** The session objects (with metadata) of `ids`, as a `session.updated` event carries them. */
+  sessionInfos({ ids }) {
+    return ids.map((id) => mock.getSession(id))
+  },
+
   /** Deletes sessions (the soak removes each round's sessions so later lists stay small). */
   deleteSessions({ ids }) {
     for (const id of ids) mock.deleteSession(id)

@@ -17,9 +17,14 @@
 // A second, shorter run repeats the native measurement with every request delayed by 10 ms, the
 // scale at which the cost of a tick is counted in round trips (a tick's own CPU work and the
 // timer's millisecond are then small next to the waiting, so the ratio is steady from run to run).
-// It runs twice: for goals that name their session (`sessionId`, as this package writes them),
-// and for goals without one (as OpenChamber's UI writes them), each session made just before its
-// tick so the runtime first sees its goal there and must read the owner list during that tick.
+// It runs for goals that name their session (`sessionId`, as this package writes them) and for
+// goals without one (as OpenChamber's UI writes them). For the comparison of the two, each
+// session is made just before its tick (so no owner list read earlier shows it) and the runtime
+// gets the mock's event stream, as a host forwards it: the goal's write reaches it as
+// `session.updated` (200 ms before the idle here, far less than a real turn), which starts the
+// owner list of a goal without `sessionId`; a write's echo arrives the same way. One more row:
+// a goal without `sessionId` on a runtime that gets status events only (it first sees the goal at
+// its tick, and reads the owner list there).
 import http from 'node:http'
 import fs from 'node:fs'
 import os from 'node:os'
@@ -28,6 +33,7 @@ import { createRequire } from 'node:module'
 import { hrMs, percentile, progress, rootDir, runSection, sleep, startMockProcess } from '../lib.mjs'
 
 const require = createRequire(import.meta.url)
+const { subscribeGlobalEvents } = require('../../lib/event-stream.js')
 
 const TICKS = Number(process.env.BENCH_TICKS ?? 200)
 const WARMUP = 10
@@ -189,10 +195,32 @@ runSection(async () => {
   const slowRuntime = nativeRuntime()
   const slowRun = await measureTicks(mock, slowRuntime, slowSessions, `${SLOW_DELAY_MS} ms per request, sessionId`)
   await slowRuntime.stop()
-  const unownedRuntime = nativeRuntime()
+  // Goals made one at a time, each seen by a runtime fed by the mock's event stream.
+  const streamedRun = async (owned, label) => {
+    const runtime = nativeRuntime()
+    let connected = false
+    const stream = subscribeGlobalEvents({
+      url: mock.url,
+      onStatus: (status) => (connected ||= status === 'connected'),
+      onPayload: (payload, directory) => runtime.processPayload(payload, directory),
+    })
+    while (!connected) await sleep(10)
+    const make = async () => {
+      const [sessionId] = await mock.call('createGoalSessions', { count: 1, directory: DIRECTORY, owned })
+      await sleep(200)
+      return sessionId
+    }
+    const run = await measureTicks(mock, runtime, slowPerRun, label, make)
+    stream.close()
+    await runtime.stop()
+    return run
+  }
+  const ownedStreamRun = await streamedRun(true, `${SLOW_DELAY_MS} ms per request, events, sessionId`)
+  const unownedRun = await streamedRun(false, `${SLOW_DELAY_MS} ms per request, events, no sessionId`)
+  const unseenRuntime = nativeRuntime()
   const makeUnowned = async () => (await mock.call('createGoalSessions', { count: 1, directory: DIRECTORY }))[0]
-  const unownedRun = await measureTicks(mock, unownedRuntime, slowPerRun, `${SLOW_DELAY_MS} ms per request, no sessionId`, makeUnowned)
-  await unownedRuntime.stop()
+  const unseenRun = await measureTicks(mock, unseenRuntime, slowPerRun, `${SLOW_DELAY_MS} ms per request, no sessionId, first seen at its tick`, makeUnowned)
+  await unseenRuntime.stop()
   const slowRoundTrips = await measureRoundTrips(SLOW_TICKS)
   agent.destroy()
   await mock.close()
@@ -224,12 +252,25 @@ runSection(async () => {
       requests: stats(slowRun.requestCounts),
       roundTrip: stats(slowRoundTrips),
     },
-    /** The same at 10 ms, for goals without `sessionId` first seen at their tick. */
+    /** The same at 10 ms with events forwarded, goals with `sessionId`, each made just before its tick. */
+    slowOwnedEvents: {
+      fromFire: stats(ownedStreamRun.latencies),
+      fromFirstRequest: stats(ownedStreamRun.fromFirstRequest),
+      requests: stats(ownedStreamRun.requestCounts),
+    },
+    /** The same with events forwarded, goals without `sessionId` (their write seen at intake). */
     slowUnowned: {
       fromFire: stats(unownedRun.latencies),
       fromFirstRequest: stats(unownedRun.fromFirstRequest),
       requests: stats(unownedRun.requestCounts),
       requestSequence: unownedRun.lastLog.map(shape),
+    },
+    /** The same, for goals without `sessionId` the runtime first sees at their tick. */
+    slowUnseen: {
+      fromFire: stats(unseenRun.latencies),
+      fromFirstRequest: stats(unseenRun.fromFirstRequest),
+      requests: stats(unseenRun.requestCounts),
+      requestSequence: unseenRun.lastLog.map(shape),
     },
   }
 })

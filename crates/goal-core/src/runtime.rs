@@ -132,7 +132,11 @@ impl GoalRuntime {
             // Optimistic: a session that events have not shown without an active goal is read
             // at once (a host that forwards only status events still gets the short path).
             known_active: Arc::new(move |session: &str| active_view.expects_active_goal(session)),
-            owner_lists: crate::goal::owner_scan::OwnerLists::new(settings.client.clone(), holders.clone(), runtime.clone()),
+            owner_lists: crate::goal::owner_scan::OwnerLists::new(
+                settings.client.clone(),
+                holders.clone(),
+                runtime.clone(),
+            ),
             holders,
         };
         let scheduler = Scheduler::start_publishing(Arc::new(GoalJob { ctx: ctx.clone() }), runtime, facts);

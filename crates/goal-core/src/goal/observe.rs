@@ -107,12 +107,13 @@ pub async fn start(
     // Whose goal it is comes first: a fork's copy carries its source's lease and reservation.
     // A goal that names no session waits for its owner list, read beside the live state.
     let (listed, early_live) = owner_list_beside_live(ctx, session_id, directory, &goal, early_live).await;
-    let goal = match crate::goal::adopt::own_or_adopt(&ctx.client, &ctx.holders, &base.session, directory, &goal, listed)
-        .await?
-    {
-        Some(claimed) => claimed,
-        None => goal,
-    };
+    let goal =
+        match crate::goal::adopt::own_or_adopt(&ctx.client, &ctx.holders, &base.session, directory, &goal, listed)
+            .await?
+        {
+            Some(claimed) => claimed,
+            None => goal,
+        };
     if let Some(wait) = ctx.lease_wait(&goal) {
         debug!(target: "session_goal", session = session_id, "another runtime holds the lease; backing off");
         return Err(TickOutcome::BackOff(wait));
