@@ -6,7 +6,7 @@
 use tracing::{info, warn};
 
 use crate::error::Cancelled;
-use crate::goal::lineage::{adopt_paused, mark_owner, ownership, GoalHolders, Ownership};
+use crate::goal::lineage::{adopt_paused, mark_owner, ownership, GoalHolders, OwnerView, Ownership};
 use crate::io::opencode::OpenCodeClient;
 use crate::io::writer::{try_write_goal, GoalGuard, GoalUpdate};
 use crate::record::session::SessionView;
@@ -14,9 +14,9 @@ use crate::record::{Goal, GoalStatus};
 use crate::sched::TickOutcome;
 use crate::time::clock::now_ms;
 
-/// Decides whose goal `session` carries. `listed`: for a goal that names no session, whether a
-/// list holding all its carriers was read (see `goal::owner_scan`); without one the owner is
-/// unknown and the tick retries later rather than drive a copy. `Ok(None)`: this session's, go
+/// Decides whose goal `session` carries. `owners`: what the owner lists told of the goal's
+/// carriers (see `goal::owner_scan`); for a goal that names no session and no list holding all
+/// its carriers, the owner is unknown and the tick retries later rather than drive a copy. `Ok(None)`: this session's, go
 /// on; `Ok(Some(goal))`: a copy the user resumed, now written as this session's own, go on with
 /// it; `Err`: the tick ends (the copy was adopted paused, the owner is unknown, or the write
 /// failed).
@@ -26,10 +26,11 @@ pub async fn own_or_adopt(
     session: &SessionView,
     directory: &str,
     goal: &Goal,
-    listed: bool,
+    owners: OwnerView,
 ) -> Result<Option<Goal>, TickOutcome> {
     let session_id = session.id.as_str();
-    let older = holders.older_than(&goal.id, session_id);
+    let OwnerView { listed, oldest } = owners;
+    let older = oldest.filter(|holder| holder != session_id);
     match ownership(goal, session_id, older.as_deref()) {
         Ownership::Own => {
             holders.saw(&goal.id, session_id, session.created);

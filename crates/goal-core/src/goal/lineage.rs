@@ -104,6 +104,15 @@ pub struct GoalHolders {
     oldest: Mutex<HashMap<String, Holder>>,
 }
 
+/// What the owner lists told about one goal id.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OwnerView {
+    /// A list that holds every carrier of the goal was read.
+    pub listed: bool,
+    /// The oldest session known to carry the goal.
+    pub oldest: Option<String>,
+}
+
 /// The oldest known carrier of one goal id.
 #[derive(Debug, Clone)]
 struct Holder {
@@ -179,6 +188,22 @@ impl GoalHolders {
     pub fn is_listed(&self, goal_id: &str, needed_start: Option<f64>) -> bool {
         let needed = needed_start.unwrap_or(f64::NEG_INFINITY);
         self.oldest.lock().get(goal_id).is_some_and(|holder| holder.listed_from <= needed)
+    }
+
+    /// Whether a list holding every carrier of `goal_id` was read (see [`Self::is_listed`]) and
+    /// the oldest carrier known, read at one moment (a [`Self::forget`] in between cannot make a
+    /// listed goal look carried by no older session).
+    pub fn view(&self, goal_id: &str, needed_start: Option<f64>) -> OwnerView {
+        let needed = needed_start.unwrap_or(f64::NEG_INFINITY);
+        let oldest = self.oldest.lock();
+        let holder = oldest.get(goal_id);
+        OwnerView { listed: holder.is_some_and(|h| h.listed_from <= needed), oldest: holder.map(|h| h.session.clone()) }
+    }
+
+    /// Forgets `goal_id` (its goal settled): memory stays flat however many goals pass through.
+    /// Safe at any time: a goal that names no session and is seen again is listed again.
+    pub fn forget(&self, goal_id: &str) {
+        self.oldest.lock().remove(goal_id);
     }
 
     /// The oldest session known to carry `goal_id`, when it is not `session_id`.
@@ -301,6 +326,10 @@ mod tests {
         // A later tick's read keeps what a list showed.
         holders.saw("g3", "ses_z", 10.0);
         assert!(holders.is_listed("g3", None));
+        assert_eq!(holders.view("g3", None), OwnerView { listed: true, oldest: Some("ses_z".into()) });
+        // A settled goal is forgotten: seen again, it needs a list again.
+        holders.forget("g3");
+        assert_eq!(holders.view("g3", None), OwnerView::default());
     }
 
     #[test]

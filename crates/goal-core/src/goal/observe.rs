@@ -10,6 +10,7 @@ use tracing::{debug, warn};
 use crate::error::HttpError;
 use crate::goal::context::{ReadAtStart, Tick, TickContext};
 use crate::goal::gates::{live_gate, LiveGate};
+use crate::goal::lineage::OwnerView;
 use crate::io::writer::BaseRead;
 use crate::record::cause::CauseCode;
 use crate::record::reasons::{REASON_MESSAGES_UNAVAILABLE, REASON_RESUMED, WAITING_FOR_USER};
@@ -106,9 +107,9 @@ pub async fn start(
     };
     // Whose goal it is comes first: a fork's copy carries its source's lease and reservation.
     // A goal that names no session waits for its owner list, read beside the live state.
-    let (listed, early_live) = owner_list_beside_live(ctx, session_id, directory, &goal, early_live).await;
+    let (owners, early_live) = owner_list_beside_live(ctx, session_id, directory, &goal, early_live).await;
     let goal =
-        match crate::goal::adopt::own_or_adopt(&ctx.client, &ctx.holders, &base.session, directory, &goal, listed)
+        match crate::goal::adopt::own_or_adopt(&ctx.client, &ctx.holders, &base.session, directory, &goal, owners)
             .await?
         {
             Some(claimed) => claimed,
@@ -123,17 +124,19 @@ pub async fn start(
 
 /// For a goal that names no session, waits for the list that tells its owner (started at
 /// intake, or here), reading the live state meanwhile when it was not read yet: the list costs
-/// the tick no round trip of its own. Returns whether the owner is known from a list (always
-/// `true` for a goal that names its session), and the live state if read.
+/// the tick no round trip of its own. Returns what the lists tell of the goal's carriers (for a
+/// goal that names its session: listed, with the oldest carrier known), and the live state if
+/// read.
 async fn owner_list_beside_live(
     ctx: &TickContext,
     session_id: &str,
     directory: &str,
     goal: &Goal,
     early_live: Option<LiveReads>,
-) -> (bool, Option<LiveReads>) {
+) -> (OwnerView, Option<LiveReads>) {
     if !ctx.owner_lists.needs_list(goal) {
-        return (true, early_live);
+        let oldest = ctx.holders.older_than(&goal.id, session_id);
+        return (OwnerView { listed: true, oldest }, early_live);
     }
     match early_live {
         Some(live) => (ctx.owner_lists.wait_listed(directory, goal).await, Some(live)),

@@ -19,7 +19,7 @@ use parking_lot::Mutex;
 use tokio::sync::watch;
 use tracing::warn;
 
-use crate::goal::lineage::{owner_list_start, GoalHolders};
+use crate::goal::lineage::{owner_list_start, GoalHolders, OwnerView};
 use crate::io::opencode::OpenCodeClient;
 use crate::record::Goal;
 
@@ -124,13 +124,16 @@ impl OwnerLists {
         }
     }
 
-    /// Waits until a list that holds every carrier of `goal` has been read. `false` when the
-    /// lists could not be read (the owner stays unknown and the tick must not drive the goal).
-    pub async fn wait_listed(self: &Arc<Self>, directory: &str, goal: &Goal) -> bool {
+    /// What the lists tell about `goal`'s carriers, once a list that holds them all has been
+    /// read (waiting for it). `listed` is `false` when the lists could not be read: the owner
+    /// stays unknown and the tick must not drive the goal.
+    pub async fn wait_listed(self: &Arc<Self>, directory: &str, goal: &Goal) -> OwnerView {
         let needed = owner_list_start(goal.created_at).unwrap_or(f64::NEG_INFINITY);
+        let view = || self.holders.view(&goal.id, owner_list_start(goal.created_at));
         for _ in 0..MAX_LISTS_PER_WAIT {
-            if !self.needs_list(goal) {
-                return true;
+            let seen = view();
+            if seen.listed {
+                return seen;
             }
             let (plan, mut finished) = {
                 let mut lists = self.directory(directory);
@@ -144,14 +147,14 @@ impl OwnerLists {
                 ListPlan::Join(number) | ListPlan::After(number) => number,
             };
             let Ok(state) = finished.wait_for(|(done, _)| *done >= number).await.map(|s| *s) else {
-                return false;
+                return view();
             };
             if state == (number, false) && matches!(plan, ListPlan::Start(..) | ListPlan::Join(_)) {
                 // The list that was to cover the goal could not be read.
-                return !self.needs_list(goal);
+                return view();
             }
         }
-        !self.needs_list(goal)
+        view()
     }
 
     fn directory(&self, directory: &str) -> parking_lot::MappedMutexGuard<'_, DirectoryLists> {
