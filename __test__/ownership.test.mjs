@@ -62,6 +62,26 @@ describe('an owner list that cannot be read', () => {
   })
 })
 
+describe('a settled goal', () => {
+  it('is forgotten, and a copy of it announced later is listed again and adopted paused', async () => {
+    const completeVerdict = { verdict: 'complete', note: 'done' }
+    env = await setup({ auditor: scriptedAuditor([completeVerdict]), runtimeOptions: { idleQuietMs: 50, kickoffQuietMs: 60_000 } })
+    const { mock } = env
+    const source = sessionWithReply(mock)
+    // Forked before the runtime ever wrote the goal; the copy stays quiet until the source settled.
+    const copy = mock.forkSession(source.id)
+    mock.setStatus(source.id, 'idle')
+    await waitFor(() => goalOf(mock, source.id)?.status === 'complete', 5000)
+    const listsBefore = ownerLists(mock).filter((r) => r.query.roots === 'true').length
+    mock.setStatus(copy.id, 'idle')
+    await waitFor(() => goalOf(mock, copy.id)?.status === 'paused', 5000)
+    expect(goalOf(mock, copy.id).cause).toMatchObject({ code: 'inherited', detail: source.id })
+    expect(mock.sends(copy.id)).toHaveLength(0)
+    // The runtime forgot the settled goal's carriers: the copy's owner came from a new list.
+    expect(ownerLists(mock).filter((r) => r.query.roots === 'true').length).toBeGreaterThan(listsBefore)
+  })
+})
+
 /** The orders of the fork (F), the owner list's answer (L), the source's tick read (S) and the
  * copy's tick read (C); the copy's tick needs the copy, so F comes before C. */
 function ownershipOrders() {
