@@ -8,7 +8,8 @@
 //
 //   node scripts/chaos-real.mjs [--goals=100] [--kills=20] [--seed=N] [--runs=1] [--write]
 //
-// Figures per seed: goals settled correctly (complete), goals stuck (still active at the end),
+// Figures per seed: goals settled correctly (complete), goals stuck (still active one sweep
+// interval after the last kill),
 // continuations posted twice with the same id (at the wire, delivered), continuations with
 // different ids after one tail (in the transcript), checks run twice (lines in the check's file),
 // writes lost (a goal record missing, or fewer turns counted than continuations in the
@@ -38,6 +39,8 @@ const FIRST_SEED = arg('seed', Math.floor(Math.random() * 2 ** 31))
 const RUNS = Math.max(1, arg('runs', 1))
 const WRITE = process.argv.includes('--write')
 const QUIET_MS = 400
+/** The runtime's default sweep interval (crates/goal-core/src/config/mod.rs). */
+const SWEEP_MS = 300_000
 const CONTINUATION_PREFIX = 'Keep working toward the session goal'
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -263,7 +266,9 @@ async function runSeed(seed) {
     const creating = createGoals(oc, plan, seed, runsDir)
     const made = await runKills(plan, { oc, hosts, proxyUrl: proxy.url, dataDir, log })
     await creating
-    await waitSettled(oc, Date.now() + Math.max(120_000, GOALS * 2_000))
+    // Past one sweep interval (5 min): a goal whose wake-up was lost with a killed process is
+    // armed again by the sweep; one still active after it is stuck.
+    await waitSettled(oc, Date.now() + Math.max(SWEEP_MS + 30_000, GOALS * 2_000))
     await sleep(QUIET_MS * 3)
     const figures = judge(await readGoals(oc), proxy.sends, runsDir)
     const snapshots = await Promise.all(hosts.map((h) => h.stop()))
