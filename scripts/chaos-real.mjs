@@ -287,11 +287,11 @@ const failed = (r) => r.stuck + r.sameIdReposts + r.differentIdsOneTail + r.chec
 
 function table(rows) {
   const lines = [
-    '| seed | goals | kills (OpenCode / host) | settled complete | stuck | continuations posted (wire) | same-id re-posts (wire) | different ids after one tail | checks run | checks run twice | writes lost | s |',
-    '|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| seed | goals | kills (OpenCode / host) | settled complete | settled otherwise | stuck | continuations posted (wire) | same-id re-posts (wire) | different ids after one tail | checks run | checks run twice | writes lost | s |',
+    '|---:|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|',
   ]
   for (const r of rows) {
-    lines.push(`| ${r.seed} | ${r.goals} | ${r.kills.opencode} / ${r.kills.host} | ${r.complete} | ${r.stuck} | ${r.continuationPosts} | ${r.sameIdReposts} | ${r.differentIdsOneTail} | ${r.checkRuns} | ${r.checkRunsTwice} | ${r.writesLost} | ${r.seconds} |`)
+    lines.push(`| ${r.seed} | ${r.goals} | ${r.kills.opencode} / ${r.kills.host} | ${r.complete} | ${Object.entries(r.otherwise).map(([why, n]) => `${n} ${why}`).join('; ') || 0} | ${r.stuck} | ${r.continuationPosts} | ${r.sameIdReposts} | ${r.differentIdsOneTail} | ${r.checkRuns} | ${r.checkRunsTwice} | ${r.writesLost} | ${r.seconds} |`)
   }
   return lines.join('\n')
 }
