@@ -18,6 +18,25 @@ afterEach(async () => {
 const continueVerdict = { verdict: 'continue', note: 'more to do' }
 const ownerLists = (mock) => mock.requests.filter((r) => r.method === 'GET' && r.path === '/session')
 
+describe('the mock lists sessions as OpenCode does', () => {
+  it('start keeps sessions updated at or after it; roots=true leaves out children', async () => {
+    env = await setup({ forward: false })
+    const { mock } = env
+    const older = mock.createSession({ directory: '/tmp/project' })
+    await waitFor(() => Date.now() > older.time.updated + 5, 1000)
+    const newer = mock.createSession({ directory: '/tmp/project' })
+    const child = mock.createSession({ directory: '/tmp/project', parentID: newer.id })
+    const list = async (query) => {
+      const r = await fetch(`${mock.url}/session?directory=/tmp/project&${query}`)
+      return { status: r.status, ids: r.ok ? (await r.json()).map((s) => s.id) : null }
+    }
+    expect((await list(`start=${newer.time.updated}`)).ids.sort()).toEqual([newer.id, child.id].sort())
+    expect((await list(`start=${newer.time.updated}&roots=true`)).ids).toEqual([newer.id])
+    expect((await list('roots=true')).ids.sort()).toEqual([older.id, newer.id].sort())
+    expect((await list('start=soon')).status).toBe(400)
+  })
+})
+
 describe('owner lists', () => {
   it('ask for top-level sessions updated since the goal began, and start when an event shows the goal', async () => {
     // Quiet windows of a minute: nothing ticks during this test.
