@@ -61,11 +61,15 @@ const commands = {
     return { url: mock.url }
   },
 
-  /** Sessions with an active goal and one completed exchange, idle (like the tests' sessionWithReply). */
-  createGoalSessions({ count, directory = '/tmp/project', ids, goal = {} }) {
+  /** Sessions with an active goal and one completed exchange, idle (like the tests' sessionWithReply); `owned`: goals name their session. */
+  createGoalSessions({ count, directory = '/tmp/project', ids, goal = {}, owned = false }) {
     const created = []
     for (let index = 0; index < count; index++) {
-      const session = mock.createSession({ id: ids?.[index], directory, metadata: goalMetadata(goalsCreated++, goal) })
+      const metadata = goalMetadata(goalsCreated++, goal)
+      const session = mock.createSession({ id: ids?.[index], directory, metadata })
+      // `owned`: the goal names its session, as this package writes goals (OpenChamber's UI
+      // writes them without `sessionId`).
+      if (owned) mock.setMetadata(session.id, { openchamber: { goal: { ...metadata.openchamber.goal, sessionId: session.id } } })
       // As on a real server, the finished turn's user message carries its file changes.
       mock.addUserMessage(session.id, 'Please make the parser handle nested lists', { summary: { diffs: [] } })
       mock.addAssistantMessage(session.id, {
@@ -78,6 +82,18 @@ const commands = {
     }
     mock.events.length = 0
     return created
+  },
+
+  /** The session objects (with metadata) of `ids`, as a `session.updated` event carries them. */
+  sessionInfos({ ids }) {
+    return ids.map((id) => mock.getSession(id))
+  },
+
+  /** Deletes sessions (the soak removes each round's sessions so later lists stay small). */
+  deleteSessions({ ids }) {
+    for (const id of ids) mock.deleteSession(id)
+    mock.events.length = 0
+    return true
   },
 
   fault({ pathSource = '.*', delayMs }) {

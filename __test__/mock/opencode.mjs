@@ -230,6 +230,8 @@ export async function startMockOpenCode(options = {}) {
     retries: [],
     onPrompt: null,
     onPatch: null,
+    /** `async (request) => {}` awaited before a request is served (a gate: opencode/gate.mjs). */
+    holdRequest: null,
   };
 
   const ids = createIds();

@@ -17,6 +17,14 @@
 // A second, shorter run repeats the native measurement with every request delayed by 10 ms, the
 // scale at which the cost of a tick is counted in round trips (a tick's own CPU work and the
 // timer's millisecond are then small next to the waiting, so the ratio is steady from run to run).
+// It runs for goals that name their session (`sessionId`, as this package writes them) and for
+// goals without one (as OpenChamber's UI writes them). For the comparison of the two, each
+// session is made just before its tick (so no owner list read earlier shows it) and the runtime
+// gets the mock's event stream, as a host forwards it: the goal's write reaches it as
+// `session.updated` (200 ms before the idle here, far less than a real turn), which starts the
+// owner list of a goal without `sessionId`; a write's echo arrives the same way. One more row:
+// a goal without `sessionId` on a runtime that gets status events only (it first sees the goal at
+// its tick, and reads the owner list there).
 import http from 'node:http'
 import fs from 'node:fs'
 import os from 'node:os'
@@ -25,6 +33,7 @@ import { createRequire } from 'node:module'
 import { hrMs, percentile, progress, rootDir, runSection, sleep, startMockProcess } from '../lib.mjs'
 
 const require = createRequire(import.meta.url)
+const { subscribeGlobalEvents } = require('../../lib/event-stream.js')
 
 const TICKS = Number(process.env.BENCH_TICKS ?? 200)
 const WARMUP = 10
@@ -59,13 +68,15 @@ function promptArrival(mock, sessionId, timeoutMs = 10_000) {
   })
 }
 
-async function measureTicks(mock, runtime, sessions, label) {
+/** `sessions`: the session ids, or a count and `makeSession()` to create each one just before its tick. */
+async function measureTicks(mock, runtime, sessions, label, makeSession = null) {
   const latencies = []
   const fromFirstRequest = []
   const requestCounts = []
   let lastLog = []
-  for (let i = 0; i < sessions.length; i++) {
-    const sessionId = sessions[i]
+  const count = makeSession ? sessions : sessions.length
+  for (let i = 0; i < count; i++) {
+    const sessionId = makeSession ? await makeSession() : sessions[i]
     await mock.call('takeLog')
     const arrival = promptArrival(mock, sessionId)
     const t0 = hrMs()
@@ -107,11 +118,11 @@ runSection(async () => {
   const mock = await startMockProcess({ directory: DIRECTORY })
   const perRun = TICKS + WARMUP
   const slowPerRun = SLOW_TICKS + WARMUP
-  const created = await mock.call('createGoalSessions', { count: 2 * perRun + slowPerRun + 1, directory: DIRECTORY })
+  const created = await mock.call('createGoalSessions', { count: 2 * perRun + 1, directory: DIRECTORY })
   const nativeSessions = created.slice(0, perRun)
   const hostSessions = created.slice(perRun, 2 * perRun)
   const scratch = created[2 * perRun]
-  const slowSessions = created.slice(2 * perRun + 1)
+  const slowSessions = await mock.call('createGoalSessions', { count: slowPerRun, directory: DIRECTORY, owned: true })
   await mock.call('fault', { pathSource: '.*', delayMs: DELAY_MS })
   await mock.call('setLogging', { keep: true, prompts: true })
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'goal-bench-'))
@@ -182,14 +193,41 @@ runSection(async () => {
   await mock.call('clearFaults')
   await mock.call('fault', { pathSource: '.*', delayMs: SLOW_DELAY_MS })
   const slowRuntime = nativeRuntime()
-  const slowRun = await measureTicks(mock, slowRuntime, slowSessions, `${SLOW_DELAY_MS} ms per request`)
+  const slowRun = await measureTicks(mock, slowRuntime, slowSessions, `${SLOW_DELAY_MS} ms per request, sessionId`)
   await slowRuntime.stop()
+  // Goals made one at a time, each seen by a runtime fed by the mock's event stream.
+  const streamedRun = async (owned, label) => {
+    const runtime = nativeRuntime()
+    let connected = false
+    const stream = subscribeGlobalEvents({
+      url: mock.url,
+      onStatus: (status) => (connected ||= status === 'connected'),
+      onPayload: (payload, directory) => runtime.processPayload(payload, directory),
+    })
+    while (!connected) await sleep(10)
+    const make = async () => {
+      const [sessionId] = await mock.call('createGoalSessions', { count: 1, directory: DIRECTORY, owned })
+      await sleep(200)
+      return sessionId
+    }
+    const run = await measureTicks(mock, runtime, slowPerRun, label, make)
+    stream.close()
+    await runtime.stop()
+    return run
+  }
+  const ownedStreamRun = await streamedRun(true, `${SLOW_DELAY_MS} ms per request, events, sessionId`)
+  const unownedRun = await streamedRun(false, `${SLOW_DELAY_MS} ms per request, events, no sessionId`)
+  const unseenRuntime = nativeRuntime()
+  const makeUnowned = async () => (await mock.call('createGoalSessions', { count: 1, directory: DIRECTORY }))[0]
+  const unseenRun = await measureTicks(mock, unseenRuntime, slowPerRun, `${SLOW_DELAY_MS} ms per request, no sessionId, first seen at its tick`, makeUnowned)
+  await unseenRuntime.stop()
   const slowRoundTrips = await measureRoundTrips(SLOW_TICKS)
   agent.destroy()
   await mock.close()
   fs.rmSync(dataDir, { recursive: true, force: true })
 
-  const shape = (r) => `${r.method} ${r.path.replace(/ses_[A-Za-z0-9]+/, ':id')}${r.query?.limit ? '?limit=' + r.query.limit : ''}`
+  const shape = (r) =>
+    `${r.method} ${r.path.replace(/ses_[A-Za-z0-9]+/, ':id')}${r.query?.limit ? '?limit=' + r.query.limit : ''}${r.query?.roots ? `?roots=${r.query.roots}${r.query.start ? '&start=…' : ''}` : ''}`
   return {
     quietMs: QUIET_MS,
     delayMs: DELAY_MS,
@@ -213,6 +251,26 @@ runSection(async () => {
       fromFirstRequest: stats(slowRun.fromFirstRequest),
       requests: stats(slowRun.requestCounts),
       roundTrip: stats(slowRoundTrips),
+    },
+    /** The same at 10 ms with events forwarded, goals with `sessionId`, each made just before its tick. */
+    slowOwnedEvents: {
+      fromFire: stats(ownedStreamRun.latencies),
+      fromFirstRequest: stats(ownedStreamRun.fromFirstRequest),
+      requests: stats(ownedStreamRun.requestCounts),
+    },
+    /** The same with events forwarded, goals without `sessionId` (their write seen at intake). */
+    slowUnowned: {
+      fromFire: stats(unownedRun.latencies),
+      fromFirstRequest: stats(unownedRun.fromFirstRequest),
+      requests: stats(unownedRun.requestCounts),
+      requestSequence: unownedRun.lastLog.map(shape),
+    },
+    /** The same, for goals without `sessionId` the runtime first sees at their tick. */
+    slowUnseen: {
+      fromFire: stats(unseenRun.latencies),
+      fromFirstRequest: stats(unseenRun.fromFirstRequest),
+      requests: stats(unseenRun.requestCounts),
+      requestSequence: unseenRun.lastLog.map(shape),
     },
   }
 })

@@ -46,6 +46,9 @@ function listSessions({ state }, req) {
   const { directory: dir, roots, search } = req.query;
   let list = state.sortedSessions().filter((s) => !dir || s.info.directory === dir);
   if (roots === 'true') list = list.filter((s) => !s.info.parentID);
+  // Like OpenCode: only sessions updated at or after `start` (epoch ms).
+  const start = queryCount(req, 'start', { integer: false });
+  if (start !== undefined) list = list.filter((s) => s.info.time.updated >= start);
   if (search) list = list.filter((s) => s.info.title.toLowerCase().includes(String(search).toLowerCase()));
   const limit = queryCount(req, 'limit', { integer: false });
   if (limit !== undefined) list = list.slice(0, limit);

@@ -113,6 +113,8 @@ export function createHttpServer({ route, faults, events, mock, now, sleep }) {
     const { r, badJson } = await readRequest(req, now);
     const entry = { ...clone({ method: r.method, path: r.path, query: r.query, body: r.body, headers: r.headers }), at: r.receivedAt };
     mock.requests.push(entry);
+    // A test's gate (see gate.mjs) may hold the request here, before anything is read for it.
+    if (typeof mock.holdRequest === 'function') await mock.holdRequest(entry);
     const fault = faults.take(r);
     recordAnswer(entry, fault, res, now);
     // An actionFirst fault's action runs on arrival, and only there.

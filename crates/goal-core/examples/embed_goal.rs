@@ -108,6 +108,8 @@ fn answer(state: &Mutex<StandIn>, method: &str, path: &str, body: &[u8]) -> (u16
     let session_path = format!("/session/{SESSION_ID}");
     match (method, path) {
         ("GET", "/session/status") => (200, json!({})),
+        // The directory's sessions: the owner list for a goal that names no session.
+        ("GET", "/session") => (200, json!([state.session.clone()])),
         ("GET", p) if p == format!("{session_path}/children") => (200, json!([])),
         ("GET", p) if p == format!("{session_path}/message") => (200, state.messages.clone()),
         ("GET", p) if p == session_path => (200, state.session.clone()),

@@ -120,6 +120,7 @@ impl GoalRuntime {
         // snapshot it publishes.
         let facts = SessionFactsView::default();
         let (waiting_view, active_view) = (facts.clone(), facts.clone());
+        let holders = Arc::<crate::goal::lineage::GoalHolders>::default();
         let ctx = TickContext {
             client: settings.client.clone(),
             services: settings.services,
@@ -131,7 +132,12 @@ impl GoalRuntime {
             // Optimistic: a session that events have not shown without an active goal is read
             // at once (a host that forwards only status events still gets the short path).
             known_active: Arc::new(move |session: &str| active_view.expects_active_goal(session)),
-            holders: Arc::default(),
+            owner_lists: crate::goal::owner_scan::OwnerLists::new(
+                settings.client.clone(),
+                holders.clone(),
+                runtime.clone(),
+            ),
+            holders,
         };
         let scheduler = Scheduler::start_publishing(Arc::new(GoalJob { ctx: ctx.clone() }), runtime, facts);
         let inner = Arc::new_cyclic(|me| Inner {
@@ -271,7 +277,7 @@ impl Inner {
             };
             for session in sessions.iter().filter(|s| !s.is_subagent()) {
                 if let Some(goal) = &session.goal {
-                    self.ctx.holders.saw(&goal.id, &session.id, session.created);
+                    self.ctx.holders.saw_in_list(&goal.id, &session.id, session.created, None);
                     let active = goal.status == GoalStatus::Active;
                     if active {
                         debug!(target: "session_goal", session = %session.id, "recovering active goal");
@@ -306,7 +312,7 @@ impl Inner {
             };
             for session in sessions.iter().filter(|s| !s.is_subagent()) {
                 let Some(goal) = &session.goal else { continue };
-                self.ctx.holders.saw(&goal.id, &session.id, session.created);
+                self.ctx.holders.saw_in_list(&goal.id, &session.id, session.created, None);
                 if goal.status != GoalStatus::Active
                     || crate::record::session::live_status(&status, &session.id)
                         == crate::record::session::LiveStatus::Working
@@ -360,6 +366,10 @@ impl Consumer for Inner {
                 let raw_goal = goal.as_ref();
                 let goal = raw_goal.and_then(Goal::from_value);
                 let active = goal.as_ref().filter(|g| g.status == GoalStatus::Active);
+                if let Some(goal) = active {
+                    // A goal naming no session: its owner list starts now, off the tick's path.
+                    self.ctx.owner_lists.prefetch(directory, goal);
+                }
                 let (arm, arm_if_changed) = match active {
                     Some(goal) if goal.status_reason == REASON_RESUMED => {
                         (Some((config.resume_kickoff, ArmMode::Earliest)), None)

@@ -1,13 +1,14 @@
 //! The ownership stage, first in a tick: a goal that belongs to another session (a fork's copy)
 //! is adopted as this session's paused copy and the tick ends, before any lease, audit or post;
-//! a copy the user resumed becomes this session's own. The rule itself is `lineage` (pure).
-//! Adopting a copy whose objective lives in a file also copies the source's objective file to
-//! the copy's path, so a later resume of the copy has its objective.
+//! a copy the user resumed becomes this session's own. The rule itself is `lineage` (pure); the
+//! list that tells the owner of a goal naming no session is `owner_scan`'s. Adopting a copy
+//! whose objective lives in a file also copies the source's objective file to the copy's path,
+//! so a later resume of the copy has its objective.
 
 use tracing::{info, warn};
 
 use crate::error::Cancelled;
-use crate::goal::lineage::{adopt_paused, mark_owner, ownership, GoalHolders, Ownership};
+use crate::goal::lineage::{adopt_paused, mark_owner, ownership, GoalHolders, OwnerView, Ownership};
 use crate::io::objectives::{copy_objective, ObjectiveCopy};
 use crate::io::opencode::OpenCodeClient;
 use crate::io::services::DataDir;
@@ -17,9 +18,12 @@ use crate::record::{Goal, GoalStatus};
 use crate::sched::TickOutcome;
 use crate::time::clock::now_ms;
 
-/// Decides whose goal `session` carries. `Ok(None)`: this session's, go on; `Ok(Some(goal))`:
-/// a copy the user resumed, now written as this session's own, go on with it; `Err`: the tick
-/// ends (the copy was adopted paused, or the write failed).
+/// Decides whose goal `session` carries. `owners`: what the owner lists told of the goal's
+/// carriers (see `goal::owner_scan`); for a goal that names no session and no list holding all
+/// its carriers, the owner is unknown and the tick retries later rather than drive a copy. `Ok(None)`: this session's, go
+/// on; `Ok(Some(goal))`: a copy the user resumed, now written as this session's own, go on with
+/// it; `Err`: the tick ends (the copy was adopted paused, the owner is unknown, or the write
+/// failed).
 pub async fn own_or_adopt(
     client: &OpenCodeClient,
     holders: &GoalHolders,
@@ -27,19 +31,21 @@ pub async fn own_or_adopt(
     session: &SessionView,
     directory: &str,
     goal: &Goal,
+    owners: OwnerView,
 ) -> Result<Option<Goal>, TickOutcome> {
     let session_id = session.id.as_str();
-    let unknown = goal.session_id.is_none() && !holders.knows(&goal.id);
-    if unknown && holders.may_scan(directory, now_ms(), session.created).is_ok() {
-        // A goal written before `sessionId` existed: which session carried it first is only
-        // known from the sessions themselves. One list serves every goal of the sessions it
-        // showed: a session it showed whose goal it did not is the goal's first carrier (a copy
-        // is made by a fork, and a fork is a newer session carrying the goal from its start).
-        remember_directory(client, holders, directory).await;
-    }
-    let older = holders.older_than(&goal.id, session_id);
+    let OwnerView { listed, oldest } = owners;
+    let older = oldest.filter(|holder| holder != session_id);
     match ownership(goal, session_id, older.as_deref()) {
-        Ownership::Own | Ownership::Unmarked => {
+        Ownership::Own => {
+            holders.saw(&goal.id, session_id, session.created);
+            Ok(None)
+        }
+        Ownership::Unmarked if !listed => {
+            warn!(target: "session_goal", session = session_id, "goal names no session and its owner is unknown; not driven yet");
+            Err(TickOutcome::Retry)
+        }
+        Ownership::Unmarked => {
             holders.saw(&goal.id, session_id, session.created);
             Ok(None)
         }
@@ -51,21 +57,6 @@ pub async fn own_or_adopt(
             copy_objective_file(data_dir, goal, &source, session_id).await;
             Err(adopt(client, session_id, directory, goal, &source, older).await)
         }
-    }
-}
-
-/// Records which sessions of `directory` carry which goal ids.
-async fn remember_directory(client: &OpenCodeClient, holders: &GoalHolders, directory: &str) {
-    match client.list_session_goals(directory).await {
-        Ok(sessions) => {
-            for other in sessions.iter().filter(|s| !s.is_subagent()) {
-                if let Some(goal) = &other.goal {
-                    holders.saw(&goal.id, &other.id, other.created);
-                }
-            }
-            holders.listed(directory, sessions.iter().map(|s| s.created).fold(0.0, f64::max));
-        }
-        Err(error) => warn!(target: "session_goal", %error, "session list unreadable; goal owners unknown"),
     }
 }
 

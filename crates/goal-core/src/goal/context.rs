@@ -40,6 +40,8 @@ pub struct TickContext {
     pub dispatch_claims: DispatchClaims,
     /// Which session first carried each goal id (copies of goals written before `sessionId`).
     pub holders: Arc<crate::goal::lineage::GoalHolders>,
+    /// The owner lists that tell, for a goal naming no session, which session carried it first.
+    pub owner_lists: Arc<crate::goal::owner_scan::OwnerLists>,
 }
 
 impl TickContext {

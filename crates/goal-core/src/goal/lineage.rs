@@ -97,90 +97,122 @@ pub fn mark_owner(goal: &mut Goal, session_id: &str) {
 
 /// Which session first carried each goal id: the oldest by creation time, then by id when two
 /// were made in the same millisecond (OpenCode's session ids sort newest first, so the larger id
-/// is the older session; every host picks the same one).
+/// is the older session; every host picks the same one). It also records, for each goal id,
+/// whether an owner list showed it (see [`GoalHolders::is_listed`]).
 #[derive(Debug, Default)]
 pub struct GoalHolders {
-    oldest: Mutex<HashMap<String, (f64, String)>>,
-    scanned: Mutex<HashMap<String, DirectoryScan>>,
+    oldest: Mutex<HashMap<String, Holder>>,
 }
 
-/// The last owner scan of one directory.
-#[derive(Debug, Clone, Copy)]
-struct DirectoryScan {
-    /// When it started (this process's clock).
-    at: f64,
-    /// `time.created` of the newest session it listed (the server's clock); infinite while the
-    /// list is being read, or when it could not be read.
-    newest_listed: f64,
+/// What the owner lists told about one goal id.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OwnerView {
+    /// A list that holds every carrier of the goal was read.
+    pub listed: bool,
+    /// The oldest session known to carry the goal.
+    pub oldest: Option<String>,
 }
 
-/// A directory's sessions are listed for unknown goal owners at most this often.
-pub const OWNER_SCAN_INTERVAL_MS: f64 = 10_000.0;
+/// The oldest known carrier of one goal id.
+#[derive(Debug, Clone)]
+struct Holder {
+    /// The carrier's `time.created` (`f64::MAX` when unknown: never older than a known one).
+    created: f64,
+    /// The carrier.
+    session: String,
+    /// The lowest `start` of a session list that showed this goal (`-inf`: a list of the whole
+    /// directory; `+inf`: no list showed it, only a tick's own read).
+    listed_from: f64,
+}
+
+/// How far before a goal's `createdAt` its owner list starts. `createdAt` is written by the
+/// client that made the goal, `time.updated` by the server: the margin absorbs clock skew
+/// between them. Starts are rounded down to a multiple of it so that goals made close together
+/// share one list.
+pub const OWNER_LIST_MARGIN_MS: f64 = 10.0 * 60_000.0;
+
+/// The `start` of the owner list that can show every carrier of a goal created at
+/// `created_at`: every such session was updated when the goal was written on it, or later (see
+/// `docs/ownership.md`). `None` (list the whole directory) when `created_at` is unknown.
+pub fn owner_list_start(created_at: f64) -> Option<f64> {
+    if !(created_at.is_finite() && created_at > OWNER_LIST_MARGIN_MS) {
+        return None;
+    }
+    Some(((created_at - OWNER_LIST_MARGIN_MS) / OWNER_LIST_MARGIN_MS).floor() * OWNER_LIST_MARGIN_MS)
+}
 
 impl GoalHolders {
-    /// Records that `session_id` (created at `created`) carries `goal_id`.
+    /// Records that `session_id` (created at `created`) carries `goal_id`, as a tick read it.
     pub fn saw(&self, goal_id: &str, session_id: &str, created: f64) {
+        self.record(goal_id, session_id, created, f64::INFINITY);
+    }
+
+    /// Records that a session list starting at `list_start` (`None`: the whole directory)
+    /// showed `session_id` carrying `goal_id`. Such a list holds every carrier of the goal when
+    /// its start is at or before [`owner_list_start`] of the goal's `createdAt`.
+    pub fn saw_in_list(&self, goal_id: &str, session_id: &str, created: f64, list_start: Option<f64>) {
+        self.record(goal_id, session_id, created, list_start.unwrap_or(f64::NEG_INFINITY));
+    }
+
+    fn record(&self, goal_id: &str, session_id: &str, created: f64, listed_from: f64) {
         if goal_id.is_empty() || session_id.is_empty() {
             return;
         }
         let mut oldest = self.oldest.lock();
         if oldest.len() >= MAX_REMEMBERED_GOALS && !oldest.contains_key(goal_id) {
-            // Bounded: forget an arbitrary half rather than grow without end.
+            // Bounded: forget an arbitrary half rather than grow without end (a forgotten goal
+            // is listed again when next seen unowned).
             let keep: Vec<String> = oldest.keys().take(MAX_REMEMBERED_GOALS / 2).cloned().collect();
             oldest.retain(|key, _| keep.contains(key));
         }
-        let candidate = (if created.is_finite() && created > 0.0 { created } else { f64::MAX }, session_id.to_string());
-        match oldest.get(goal_id) {
-            Some(known) if !is_older(&candidate, known) => {}
-            _ => {
+        let created = if created.is_finite() && created > 0.0 { created } else { f64::MAX };
+        let candidate = Holder { created, session: session_id.to_string(), listed_from };
+        match oldest.get_mut(goal_id) {
+            Some(known) => {
+                known.listed_from = known.listed_from.min(listed_from);
+                if is_older(&(candidate.created, &candidate.session), &(known.created, &known.session)) {
+                    known.created = candidate.created;
+                    known.session = candidate.session;
+                }
+            }
+            None => {
                 oldest.insert(goal_id.to_string(), candidate);
             }
         }
     }
 
-    /// Whether a directory may be listed now to learn the owner of a goal carried by a session
-    /// created at `session_created`: `Ok` (and the list counts from now), or how long until it
-    /// may. One list per [`OWNER_SCAN_INTERVAL_MS`] serves every goal of sessions it showed, so
-    /// many new goals at once cost one list, not one each; a session newer than every session
-    /// the last list showed was not in it (a fork made since, say) and is listed at once.
-    pub fn may_scan(&self, directory: &str, now_ms: f64, session_created: f64) -> Result<(), f64> {
-        let mut scanned = self.scanned.lock();
-        if let Some(scan) = scanned.get(directory) {
-            let recent = now_ms - scan.at < OWNER_SCAN_INTERVAL_MS;
-            let unlisted = session_created.is_finite() && session_created > scan.newest_listed;
-            if recent && !unlisted {
-                return Err(OWNER_SCAN_INTERVAL_MS - (now_ms - scan.at));
-            }
-        }
-        if scanned.len() >= 1000 {
-            scanned.clear();
-        }
-        // Until the list is read every session counts as listed: ticks running meanwhile do not
-        // start lists of their own.
-        scanned.insert(directory.to_string(), DirectoryScan { at: now_ms, newest_listed: f64::INFINITY });
-        Ok(())
+    /// Whether a session list that holds every carrier of `goal_id` has been read: one that
+    /// showed the goal and started at or before `needed_start` (`None`: only a list of the whole
+    /// directory will do). Only then is the oldest carrier known, and with it the owner of a goal
+    /// that names no session.
+    pub fn is_listed(&self, goal_id: &str, needed_start: Option<f64>) -> bool {
+        let needed = needed_start.unwrap_or(f64::NEG_INFINITY);
+        self.oldest.lock().get(goal_id).is_some_and(|holder| holder.listed_from <= needed)
     }
 
-    /// Records what a finished owner scan of `directory` showed: the newest session's creation
-    /// time (0 for an empty list).
-    pub fn listed(&self, directory: &str, newest_created: f64) {
-        if let Some(scan) = self.scanned.lock().get_mut(directory) {
-            scan.newest_listed = newest_created;
-        }
+    /// Whether a list holding every carrier of `goal_id` was read (see [`Self::is_listed`]) and
+    /// the oldest carrier known, read at one moment (a [`Self::forget`] in between cannot make a
+    /// listed goal look carried by no older session).
+    pub fn view(&self, goal_id: &str, needed_start: Option<f64>) -> OwnerView {
+        let needed = needed_start.unwrap_or(f64::NEG_INFINITY);
+        let oldest = self.oldest.lock();
+        let holder = oldest.get(goal_id);
+        OwnerView { listed: holder.is_some_and(|h| h.listed_from <= needed), oldest: holder.map(|h| h.session.clone()) }
     }
 
-    /// Whether any session is known to carry `goal_id`.
-    pub fn knows(&self, goal_id: &str) -> bool {
-        self.oldest.lock().contains_key(goal_id)
+    /// Forgets `goal_id` (its goal settled): memory stays flat however many goals pass through.
+    /// Safe at any time: a goal that names no session and is seen again is listed again.
+    pub fn forget(&self, goal_id: &str) {
+        self.oldest.lock().remove(goal_id);
     }
 
     /// The oldest session known to carry `goal_id`, when it is not `session_id`.
     pub fn older_than(&self, goal_id: &str, session_id: &str) -> Option<String> {
-        self.oldest.lock().get(goal_id).map(|(_, holder)| holder.clone()).filter(|holder| holder != session_id)
+        self.oldest.lock().get(goal_id).map(|holder| holder.session.clone()).filter(|holder| holder != session_id)
     }
 }
 
-fn is_older(a: &(f64, String), b: &(f64, String)) -> bool {
+fn is_older(a: &(f64, &String), b: &(f64, &String)) -> bool {
     a.0 < b.0 || (a.0 == b.0 && a.1 > b.1)
 }
 
@@ -281,17 +313,34 @@ mod tests {
         assert_eq!(holders.older_than("g1", "ses_unknown").as_deref(), Some("ses_parent"));
         holders.saw("", "ses_a", 1.0);
         assert_eq!(holders.older_than("", "ses_b"), None);
-        // Owner scans of one directory are spaced out...
-        assert_eq!(holders.may_scan("/p", 1_000.0, 50.0), Ok(()));
-        assert_eq!(holders.may_scan("/p", 2_000.0, 9e12), Err(9_000.0), "a list in flight covers every session");
-        holders.listed("/p", 70.0);
-        assert_eq!(holders.may_scan("/p", 5_000.0, 70.0), Err(6_000.0));
-        assert_eq!(holders.may_scan("/p", 5_000.0, 0.0), Err(6_000.0), "no creation time: not newer");
-        assert_eq!(holders.may_scan("/q", 5_000.0, 10.0), Ok(()));
-        // ...except for a session newer than every one the last list showed.
-        assert_eq!(holders.may_scan("/p", 5_000.0, 71.0), Ok(()));
-        holders.listed("/p", 90.0);
-        assert_eq!(holders.may_scan("/p", 6_000.0, 80.0), Err(9_000.0));
-        assert_eq!(holders.may_scan("/p", 15_000.0, 80.0), Ok(()));
+        // A tick's own read does not make a goal listed; a list showing it does, when it
+        // started early enough for the goal.
+        assert!(!holders.is_listed("g1", Some(0.0)));
+        holders.saw_in_list("g1", "ses_fork3", 400.0, Some(50.0));
+        assert!(holders.is_listed("g1", Some(50.0)) && holders.is_listed("g1", Some(60.0)));
+        assert!(!holders.is_listed("g1", Some(40.0)), "a list from later may miss an older carrier");
+        assert!(!holders.is_listed("g1", None), "no createdAt: only a whole-directory list will do");
+        assert_eq!(holders.older_than("g1", "ses_fork3").as_deref(), Some("ses_parent"));
+        holders.saw_in_list("g3", "ses_z", 10.0, None);
+        assert!(holders.is_listed("g3", None) && holders.is_listed("g3", Some(1.0)));
+        // A later tick's read keeps what a list showed.
+        holders.saw("g3", "ses_z", 10.0);
+        assert!(holders.is_listed("g3", None));
+        assert_eq!(holders.view("g3", None), OwnerView { listed: true, oldest: Some("ses_z".into()) });
+        // A settled goal is forgotten: seen again, it needs a list again.
+        holders.forget("g3");
+        assert_eq!(holders.view("g3", None), OwnerView::default());
+    }
+
+    #[test]
+    fn owner_lists_start_before_the_goal_and_are_shared() {
+        let margin = OWNER_LIST_MARGIN_MS;
+        assert_eq!(owner_list_start(0.0), None);
+        assert_eq!(owner_list_start(f64::NAN), None);
+        let created = 1_764_600_000_123.0;
+        let start = owner_list_start(created).unwrap();
+        assert!(start <= created - margin && start > created - 2.0 * margin);
+        // Goals made a moment apart share a start (one list serves both).
+        assert_eq!(owner_list_start(created + 1000.0), Some(start));
     }
 }

@@ -30,6 +30,7 @@ pub mod echo;
 pub mod evidence;
 pub mod limits;
 pub mod observe;
+pub mod owner_scan;
 pub mod reserve;
 pub mod settle;
 pub mod tick;

@@ -10,6 +10,7 @@ use tracing::{debug, warn};
 use crate::error::HttpError;
 use crate::goal::context::{ReadAtStart, Tick, TickContext};
 use crate::goal::gates::{live_gate, LiveGate};
+use crate::goal::lineage::OwnerView;
 use crate::io::writer::BaseRead;
 use crate::record::cause::CauseCode;
 use crate::record::reasons::{REASON_MESSAGES_UNAVAILABLE, REASON_RESUMED, WAITING_FOR_USER};
@@ -105,6 +106,8 @@ pub async fn start(
         return Err(TickOutcome::Done);
     };
     // Whose goal it is comes first: a fork's copy carries its source's lease and reservation.
+    // A goal that names no session waits for its owner list, read beside the live state.
+    let (owners, early_live) = owner_list_beside_live(ctx, session_id, directory, &goal, early_live).await;
     let goal = match crate::goal::adopt::own_or_adopt(
         &ctx.client,
         &ctx.holders,
@@ -112,6 +115,7 @@ pub async fn start(
         &base.session,
         directory,
         &goal,
+        owners,
     )
     .await?
     {
@@ -123,6 +127,32 @@ pub async fn start(
         return Err(TickOutcome::BackOff(wait));
     }
     Ok((Started { read: ReadAtStart { base, watch }, early_live }, goal))
+}
+
+/// For a goal that names no session, waits for the list that tells its owner (started at
+/// intake, or here), reading the live state meanwhile when it was not read yet: the list costs
+/// the tick no round trip of its own. Returns what the lists tell of the goal's carriers (for a
+/// goal that names its session: listed, with the oldest carrier known), and the live state if
+/// read.
+async fn owner_list_beside_live(
+    ctx: &TickContext,
+    session_id: &str,
+    directory: &str,
+    goal: &Goal,
+    early_live: Option<LiveReads>,
+) -> (OwnerView, Option<LiveReads>) {
+    if !ctx.owner_lists.needs_list(goal) {
+        let oldest = ctx.holders.older_than(&goal.id, session_id);
+        return (OwnerView { listed: true, oldest }, early_live);
+    }
+    match early_live {
+        Some(live) => (ctx.owner_lists.wait_listed(directory, goal).await, Some(live)),
+        None => {
+            let (listed, live) =
+                tokio::join!(ctx.owner_lists.wait_listed(directory, goal), read_live(ctx, session_id, directory));
+            (listed, Some(live))
+        }
+    }
 }
 
 /// The objective the tick works toward: the objective file's text for a file-backed goal (the

@@ -76,6 +76,8 @@ impl Tick<'_> {
         log_write(session_id, "settle", &result);
         if let Ok(GoalWrite::Written(written)) = &result {
             crate::goal::operator::settled(session_id, written);
+            // Settled: its carriers need not be remembered (a copy seen later is listed again).
+            ctx.holders.forget(&written.id);
             let flags = ctx.services.data_dir.flags().await;
             if flags.notify_on_completion && written.status != GoalStatus::Paused {
                 let objective = if self.objective.is_empty() { goal.objective.as_str() } else { &self.objective };

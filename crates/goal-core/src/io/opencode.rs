@@ -195,8 +195,33 @@ impl OpenCodeClient {
         self.list("/session", directory, ListedSession::from_value).await
     }
 
+    /// `GET /session?directory=&roots=true&start=` — the top-level sessions of one directory
+    /// updated at or after `start` (epoch ms; every session when `None`), each with its goal
+    /// only: what an owner list needs (see `goal::owner_scan`).
+    pub async fn list_owner_candidates(
+        &self,
+        directory: &str,
+        start: Option<f64>,
+    ) -> Result<Vec<ListedSession>, HttpError> {
+        let mut query = vec![("roots", "true".to_string())];
+        if let Some(start) = start.filter(|s| s.is_finite() && *s > 0.0) {
+            query.push(("start", format!("{}", start.floor() as i64)));
+        }
+        self.list_with("/session", directory, &query, ListedSession::from_value).await
+    }
+
     async fn list<T>(&self, path: &str, directory: &str, read: fn(&Value) -> Option<T>) -> Result<Vec<T>, HttpError> {
-        let answer = self.send(reqwest::Method::GET, path, directory, &[], None).await?;
+        self.list_with(path, directory, &[], read).await
+    }
+
+    async fn list_with<T>(
+        &self,
+        path: &str,
+        directory: &str,
+        query: &[(&str, String)],
+        read: fn(&Value) -> Option<T>,
+    ) -> Result<Vec<T>, HttpError> {
+        let answer = self.send(reqwest::Method::GET, path, directory, query, None).await?;
         if !(200..300).contains(&answer.status) {
             return Err(HttpError::Status(answer.status));
         }
