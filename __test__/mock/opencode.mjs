@@ -100,6 +100,19 @@
 //   actionFirst: the action runs on arrival, before anything else (another writer landing just
 //   before this request is applied).
 //
+// GATES  mock.gate({method?, path?: string | RegExp, query?, host?: 'localhost' | '127.0.0.1', match?(request),
+//                    times=1, until}) → gate
+//   Holds each matching request (up to `times`) on arrival, after it is recorded in mock.requests
+//   (its entry gets `gated: true`) and before faults and handler, until `until` holds:
+//   'name' or {signal: 'name'}  mock.signal('name') was called (before or after the gate was made);
+//   {answered: fn(entry) | gate}  a request whose log entry fn accepts (or the other gate's first
+//                     caught request) has been answered since the gate was made;
+//   {event: fn(payload)}  an event fn accepts has been emitted since the gate was made;
+//   'manual'          the test lets held requests go one at a time: gate.releaseNext(pick?) → entry.
+//   gate.arrived(n=1) → Promise of the n-th caught request's entry; gate.caught() → entries;
+//   gate.held; gate.open; gate.release() (all held go on, nothing more is caught); gate.remove().
+//   mock.close() lets every held request go (and then destroys it with the server).
+//
 // OUTAGES
 //   mock.refuseConnections({forMs?}) closes the listener and destroys every socket (SSE and
 //                     in-flight requests included): new connections are refused. With forMs the
@@ -187,6 +200,7 @@ import { createTurns } from './opencode/turns.mjs';
 import { createShell } from './opencode/shell.mjs';
 import { dispatch } from './opencode/routes.mjs';
 import { createFaults } from './opencode/faults.mjs';
+import { createGates } from './opencode/gates.mjs';
 import { createHttpServer } from './opencode/server.mjs';
 
 /** The routes that ask a session for a turn: every POST to one is counted by `mock.sends()`. */
@@ -231,6 +245,7 @@ export async function startMockOpenCode(options = {}) {
   };
 
   const ids = createIds();
+  const gates = createGates();
   const timers = createTimers();
   const events = createEventHub({
     ids,
@@ -238,7 +253,10 @@ export async function startMockOpenCode(options = {}) {
     defaultDirectory,
     heartbeatMs: options.heartbeatMs ?? 10000,
     syncEvents: options.syncEvents !== false,
-    record: (envelope) => mock.events.push(envelope),
+    record: (envelope) => {
+      mock.events.push(envelope);
+      gates.emitted(envelope);
+    },
   });
   const faults = createFaults({ neverMatch: options.faultsNeverMatch === true });
   // State and turns refer to each other (a deleted session stops its turns; a turn writes
@@ -266,7 +284,7 @@ export async function startMockOpenCode(options = {}) {
     defaultDirectory,
     autoUserMessage: options.autoUserMessage !== false,
   };
-  http = createHttpServer({ route: (request) => dispatch(routeContext, request), faults, events, mock, now, sleep: timers.sleep });
+  http = createHttpServer({ route: (request) => dispatch(routeContext, request), faults, gates, events, mock, now, sleep: timers.sleep });
   await http.listen(0);
   mock.url = `http://127.0.0.1:${http.port}`;
 
@@ -297,6 +315,8 @@ export async function startMockOpenCode(options = {}) {
 
     fault: faults.add,
     clearFaults: faults.clear,
+    gate: gates.add,
+    signal: gates.signal,
     sends: (sessionId) => mock.requests.filter((r) => {
       const target = sendTarget(r);
       return target !== null && (sessionId === undefined || target === sessionId);

@@ -133,15 +133,18 @@ const userFromPrompt = (state, id, body) =>
 /**
  * The shared start of both prompt routes. Like OpenCode, a messageID seen before in this session
  * (at once, mid-turn or later) makes no second message and no second turn: the post is recorded
- * in mock.repeatedPrompts and `repeated` is set. Otherwise the prompt's model becomes the session's.
+ * in mock.repeatedPrompts and `repeated` is set, and its parts are appended to the stored
+ * message, each replacing a part of the same id instead. Otherwise the prompt's model becomes the session's.
  */
-function acceptPrompt({ mock, now }, req, { sessionID: id, session: s }, route) {
+function acceptPrompt({ state, mock, now }, req, { sessionID: id, session: s }, route) {
   const body = bodyObject(req);
   validatePrompt(body);
   const record = { sessionId: id, directory: req.query.directory, body: clone(body), at: now() };
   if (typeof body.messageID === 'string') {
     if (s.promptIds.has(body.messageID) || s.messages.some((m) => m.info.id === body.messageID)) {
       mock.repeatedPrompts.push({ ...record, route, messageID: body.messageID, receivedAt: req.receivedAt ?? record.at });
+      // The stored message keeps its id and its one turn, but takes the repeated post's parts.
+      state.repostParts(id, body.messageID, body.parts);
       return { body, record, repeated: true };
     }
     s.promptIds.add(body.messageID);

@@ -7,6 +7,7 @@ pub mod check_id;
 mod fields;
 pub mod lease;
 pub mod metadata;
+pub mod part_id;
 pub mod provider_error;
 pub mod reasons;
 pub mod session;
