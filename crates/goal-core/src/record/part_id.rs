@@ -59,7 +59,14 @@ mod tests {
 
     #[test]
     fn malformed_message_ids_get_none() {
-        for id in ["", "msg_", "msg_short", "prt_22d3cae37002XpDQ7ZXEzK3ibZ", "msg_22d3cae37002XpDQ7ZXEzK3ib-", "msg_22d3cae37002XpDQ7ZXEzK3ibZZ"] {
+        for id in [
+            "",
+            "msg_",
+            "msg_short",
+            "prt_22d3cae37002XpDQ7ZXEzK3ibZ",
+            "msg_22d3cae37002XpDQ7ZXEzK3ib-",
+            "msg_22d3cae37002XpDQ7ZXEzK3ibZZ",
+        ] {
             assert_eq!(part_id_for(id, 0), None, "{id}");
         }
     }
