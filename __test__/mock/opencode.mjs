@@ -66,7 +66,7 @@
 //                  `fault` {kind, apply} when a fault matched it; `answered` {status, at} once the
 //                  whole answer left, null when the connection closed before it did
 //   mock.sends(sessionId?)  the POSTs on the wire that ask a session for a turn (SEND_ROUTES:
-//                  prompt_async, shell), faulted and repeated ones included: "never twice" is
+//                  prompt_async without noReply, shell), faulted and repeated ones included: "never twice" is
 //                  counted here, before the server's de-duplication
 //   mock.prompts   {sessionId, directory, body, at, receivedAt, messageID} per accepted POST
 //                  /session/:id/prompt_async (receivedAt: when the request arrived, before any
@@ -74,6 +74,8 @@
 //                  messageID). A post whose messageID the session already holds (or was
 //                  posted before) is not a prompt: no message, no turn, 204, recorded in
 //   mock.repeatedPrompts  {sessionId, directory, body, at, receivedAt, messageID, route}
+//   mock.noReplyPrompts  the same record per accepted `noReply: true` prompt_async (a message stored,
+//                  no turn; not in mock.prompts, not in mock.sends)
 //   mock.syncPrompts {sessionId, directory, body, at} per POST /session/:id/message
 //   mock.commands  {sessionId, directory, body, at} per POST /session/:id/command
 //   mock.patches   {sessionId, directory, body, at} per applied PATCH /session/:id
@@ -207,10 +209,13 @@ import { createHttpServer } from './opencode/server.mjs';
 export const SEND_ROUTES = ['prompt_async', 'shell'];
 const SEND_PATH = new RegExp(`^/session/([^/]+)/(${SEND_ROUTES.join('|')})$`);
 
-/** The session a send request addresses (its path segment decoded), or null for other requests. */
+/**
+ * The session a send request addresses (its path segment decoded), or null for other requests. A
+ * `noReply` post asks for no turn (it only stores a message, e.g. a check run's claim): not a send.
+ */
 export function sendTarget(request) {
   const m = request.method === 'POST' ? SEND_PATH.exec(request.path) : null;
-  if (!m) return null;
+  if (!m || request.body?.noReply === true) return null;
   try {
     return decodeURIComponent(m[1]);
   } catch {
@@ -232,6 +237,7 @@ export async function startMockOpenCode(options = {}) {
     requests: [],
     prompts: [],
     repeatedPrompts: [],
+    noReplyPrompts: [],
     syncPrompts: [],
     commands: [],
     patches: [],

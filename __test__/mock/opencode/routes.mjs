@@ -162,8 +162,9 @@ function promptAsync(ctx, req, params) {
   const { body, record, repeated } = acceptPrompt(ctx, req, params, 'prompt_async');
   if (repeated) return NO_CONTENT;
   const id = params.sessionID;
-  mock.prompts.push(record);
-  const user = autoUserMessage || turns.hasScript(id) ? userFromPrompt(state, id, body) : undefined;
+  // A noReply post stores a message and asks for no turn (a check run's claim): kept apart.
+  (body.noReply === true ? mock.noReplyPrompts : mock.prompts).push(record);
+  const user = autoUserMessage || turns.hasScript(id) || body.noReply === true ? userFromPrompt(state, id, body) : undefined;
   record.receivedAt = req.receivedAt ?? record.at;
   if (user) record.messageID = user.info.id;
   else if (typeof body.messageID === 'string') record.messageID = body.messageID;
