@@ -128,6 +128,9 @@ async fn read_back(tick: &Tick<'_>, reserved: &Reserved) -> Option<TickOutcome> 
             let newest = chronological(&messages).last().map(|m| m.id.clone()).unwrap_or_default();
             if newest != reserved.tail {
                 info!(target: "session_goal", session = session_id, "tail moved on; continuation dropped");
+                // Ending without posting: an echo that came late may show a user's change our
+                // reservation overwrote (another host's post moved the tail meanwhile).
+                repaired_late(tick, reserved.late.as_ref()).await;
                 return Some(TickOutcome::Done);
             }
             None
