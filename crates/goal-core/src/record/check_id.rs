@@ -61,10 +61,10 @@ pub fn check_message_id(goal_id: &str, tail_id: &str, index: usize, command: &st
     Some(format!("{ID_PREFIX}{next:012x}{CHECK_ID_MARK}{}", std::str::from_utf8(&suffix).ok()?))
 }
 
-/// The id of the claim of a check run (see `goal/check_claim.rs`): `msg_` + the run's 12-hex part
-/// + [`CHECK_ID_MARK`] + 10 base-62 characters hashed from the run's id and `salt` (empty for the
-/// first claim; the abandoned claim's winning part id for a later one). Marked like a run, so the
-/// tail logic and the evidence digest skip it. `None` when `check_id` is not a run's id.
+/// The id of the claim of a check run (see `goal/check_claim.rs`): `msg_`, the run's 12-hex part,
+/// [`CHECK_ID_MARK`], then 10 base-62 characters hashed from the run's id and `salt` (empty for
+/// the first claim; the abandoned claim's winning part id for a later one). Marked like a run, so
+/// the tail logic and the evidence digest skip it. `None` when `check_id` is not a run's id.
 pub fn check_claim_id(check_id: &str, salt: &str) -> Option<String> {
     if !is_check_message_id(check_id) {
         return None;
