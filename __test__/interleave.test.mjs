@@ -13,6 +13,8 @@ import { startWorkerHost } from './worker-host.mjs'
 const continueVerdict = { verdict: 'continue', note: 'keep going' }
 const completeVerdict = { verdict: 'complete', note: 'the work is done' }
 const QUIET_MS = 150
+/** A quiet window of 1 s: the echo is then awaited up to its full bound (crates/goal-core/src/goal/echo.rs). */
+const ECHO_QUIET_MS = 1000
 
 let env
 let other
@@ -44,12 +46,12 @@ export function interleavings(lists) {
  * `checks`: the goal's acceptance checks (the auditor then says complete). Returns what the wire
  * and the transcript show.
  */
-async function runOrder(order, { checks } = {}) {
+async function runOrder(order, { checks, quietMs = QUIET_MS } = {}) {
   const verdict = checks ? completeVerdict : continueVerdict
-  env = await setup({ auditor: scriptedAuditor([verdict]), runtimeOptions: { idleQuietMs: QUIET_MS } })
+  env = await setup({ auditor: scriptedAuditor([verdict]), runtimeOptions: { idleQuietMs: quietMs } })
   // The second host runs in a worker thread: runtimes of one environment share their write slots
   // and dispatch claims, so only another environment (or process) races like another host.
-  other = await startWorkerHost({ url: env.mock.url.replace('127.0.0.1', 'localhost'), dataDir: env.dataDir, idleQuietMs: QUIET_MS, verdicts: [verdict] })
+  other = await startWorkerHost({ url: env.mock.url.replace('127.0.0.1', 'localhost'), dataDir: env.dataDir, idleQuietMs: quietMs, verdicts: [verdict] })
   const { mock } = env
   const dir = checks ? fs.mkdtempSync(path.join(os.tmpdir(), 'goal-interleave-')) : '/tmp/project'
   const session = sessionWithReply(mock, { goal: checks ? { checks } : {}, directory: dir })
@@ -154,15 +156,17 @@ describe('two hosts reserving one tail: every interleaving of write and post', (
 
   // The later writer hears the other's reservation in its echo and waits one dispatch delay
   // (250 ms) before its read-back: a first post made within that delay shows as a moved tail.
+  // Both sides of the bound run with a 1 s quiet window, so the echo's own bound is the 1 s a real
+  // host has (with 150 ms, a loaded machine sometimes missed the echo: the next assumption).
   it('within the bound: the first host posts while the later writer waits, so no re-post at all', async () => {
-    const r = await runOrder(['A.W', 'B.W!', 'A.P'])
+    const r = await runOrder(['A.W', 'B.W!', 'A.P'], { quietMs: ECHO_QUIET_MS })
     expect(r.continuations).toHaveLength(1)
     expect(r.posts.map((p) => p.host)).toEqual(['A'])
     expect(r.repeated).toHaveLength(0)
   })
 
   it('past the bound: the later writer read back before the first post, so one same-id re-post by it, still one message', async () => {
-    const r = await runOrder(['A.W', 'B.W', 'A.P', 'B.P'])
+    const r = await runOrder(['A.W', 'B.W', 'A.P', 'B.P'], { quietMs: ECHO_QUIET_MS })
     expect(r.continuations).toHaveLength(1)
     expect(r.continuations[0].parts.filter((p) => p.type === 'text')).toHaveLength(1)
     expect(r.posts.map((p) => p.host)).toEqual(['A', 'B'])
