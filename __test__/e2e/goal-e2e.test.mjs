@@ -268,7 +268,7 @@ describe('idempotent prompts on a real OpenCode server (what the runtime\'s re-p
     return !statuses?.[sessionId] || statuses[sessionId].type === 'idle'
   }
 
-  it('one continuation id posted twice at once and again after the turn: one user message, one reply, one model call', async () => {
+  it('one continuation id posted twice at once and again after the turn: one user message with one text part, one reply, one model call', async () => {
     const tag = model.scenario('repeat-id', {
       turns: [{ text: 'Started: parser skeleton. Remaining: nesting.', usage: usage(500, 20) }, { text: 'Done: nesting.', usage: usage(900, 30) }],
     })
@@ -280,7 +280,10 @@ describe('idempotent prompts on a real OpenCode server (what the runtime\'s re-p
     expect(callsBefore).toBe(1)
 
     const id = nextId(tail.info.id)
-    const body = { messageID: id, parts: [{ type: 'text', text: `Keep working toward the session goal ${tag}` }], model: AGENT_MODEL }
+    // The part id the runtime derives from the message id (crates/goal-core/src/record/part_id.rs):
+    // without it, each repeated post appends its text to the stored message.
+    const part = { id: 'prt_' + id.slice(4), type: 'text', text: `Keep working toward the session goal ${tag}` }
+    const body = { messageID: id, parts: [part], model: AGENT_MODEL }
     const post = () => oc.api('POST', `/session/${session.id}/prompt_async`, body)
     // Two posts of the one id at the same instant (two hosts, or a retry racing its original).
     await Promise.all([post(), post()])
@@ -294,6 +297,9 @@ describe('idempotent prompts on a real OpenCode server (what the runtime\'s re-p
 
     const messages = await messagesOf(session.id)
     expect(messages.filter((m) => m.info.id === id)).toHaveLength(1)
+    // One text part: the re-posts replaced it instead of appending copies of the text.
+    const stored = messages.find((m) => m.info.id === id)
+    expect(stored.parts.filter((p) => p.type === 'text').map((p) => p.id)).toEqual([part.id])
     expect(messages.filter((m) => m.info.role === 'user')).toHaveLength(2)
     expect(messages.filter((m) => m.info.role === 'assistant' && m.info.parentID === id)).toHaveLength(1)
     expect(messages.filter((m) => m.info.role === 'assistant')).toHaveLength(2)

@@ -68,7 +68,7 @@
 //                  `fault` {kind, apply} when a fault matched it; `answered` {status, at} once the
 //                  whole answer left, null when the connection closed before it did
 //   mock.sends(sessionId?)  the POSTs on the wire that ask a session for a turn (SEND_ROUTES:
-//                  prompt_async, shell), faulted and repeated ones included: "never twice" is
+//                  prompt_async without noReply, shell), faulted and repeated ones included: "never twice" is
 //                  counted here, before the server's de-duplication
 //   mock.prompts   {sessionId, directory, body, at, receivedAt, messageID} per accepted POST
 //                  /session/:id/prompt_async (receivedAt: when the request arrived, before any
@@ -76,6 +76,8 @@
 //                  messageID). A post whose messageID the session already holds (or was
 //                  posted before) is not a prompt: no message, no turn, 204, recorded in
 //   mock.repeatedPrompts  {sessionId, directory, body, at, receivedAt, messageID, route}
+//   mock.noReplyPrompts  the same record per accepted `noReply: true` prompt_async (a message stored,
+//                  no turn; not in mock.prompts, not in mock.sends)
 //   mock.syncPrompts {sessionId, directory, body, at} per POST /session/:id/message
 //   mock.commands  {sessionId, directory, body, at} per POST /session/:id/command
 //   mock.patches   {sessionId, directory, body, at} per applied PATCH /session/:id
@@ -101,6 +103,19 @@
 //   the fault fires (after the handler when it applies), e.g. to take the server down.
 //   actionFirst: the action runs on arrival, before anything else (another writer landing just
 //   before this request is applied).
+//
+// GATES  mock.gate({method?, path?: string | RegExp, query?, host?: 'localhost' | '127.0.0.1', match?(request),
+//                    times=1, until}) → gate
+//   Holds each matching request (up to `times`) on arrival, after it is recorded in mock.requests
+//   (its entry gets `gated: true`) and before faults and handler, until `until` holds:
+//   'name' or {signal: 'name'}  mock.signal('name') was called (before or after the gate was made);
+//   {answered: fn(entry) | gate}  a request whose log entry fn accepts (or the other gate's first
+//                     caught request) has been answered since the gate was made;
+//   {event: fn(payload)}  an event fn accepts has been emitted since the gate was made;
+//   'manual'          the test lets held requests go one at a time: gate.releaseNext(pick?) → entry.
+//   gate.arrived(n=1) → Promise of the n-th caught request's entry; gate.caught() → entries;
+//   gate.held; gate.open; gate.release() (all held go on, nothing more is caught); gate.remove().
+//   mock.close() lets every held request go (and then destroys it with the server).
 //
 // OUTAGES
 //   mock.refuseConnections({forMs?}) closes the listener and destroys every socket (SSE and
@@ -189,16 +204,20 @@ import { createTurns } from './opencode/turns.mjs';
 import { createShell } from './opencode/shell.mjs';
 import { dispatch } from './opencode/routes.mjs';
 import { createFaults } from './opencode/faults.mjs';
+import { createGates } from './opencode/gates.mjs';
 import { createHttpServer } from './opencode/server.mjs';
 
 /** The routes that ask a session for a turn: every POST to one is counted by `mock.sends()`. */
 export const SEND_ROUTES = ['prompt_async', 'shell'];
 const SEND_PATH = new RegExp(`^/session/([^/]+)/(${SEND_ROUTES.join('|')})$`);
 
-/** The session a send request addresses (its path segment decoded), or null for other requests. */
+/**
+ * The session a send request addresses (its path segment decoded), or null for other requests. A
+ * `noReply` post asks for no turn (it only stores a message, e.g. a check run's claim): not a send.
+ */
 export function sendTarget(request) {
   const m = request.method === 'POST' ? SEND_PATH.exec(request.path) : null;
-  if (!m) return null;
+  if (!m || request.body?.noReply === true) return null;
   try {
     return decodeURIComponent(m[1]);
   } catch {
@@ -220,6 +239,7 @@ export async function startMockOpenCode(options = {}) {
     requests: [],
     prompts: [],
     repeatedPrompts: [],
+    noReplyPrompts: [],
     syncPrompts: [],
     commands: [],
     patches: [],
@@ -235,6 +255,7 @@ export async function startMockOpenCode(options = {}) {
   };
 
   const ids = createIds();
+  const gates = createGates();
   const timers = createTimers();
   const events = createEventHub({
     ids,
@@ -242,7 +263,10 @@ export async function startMockOpenCode(options = {}) {
     defaultDirectory,
     heartbeatMs: options.heartbeatMs ?? 10000,
     syncEvents: options.syncEvents !== false,
-    record: (envelope) => mock.events.push(envelope),
+    record: (envelope) => {
+      mock.events.push(envelope);
+      gates.emitted(envelope);
+    },
   });
   const faults = createFaults({ neverMatch: options.faultsNeverMatch === true });
   // State and turns refer to each other (a deleted session stops its turns; a turn writes
@@ -270,7 +294,7 @@ export async function startMockOpenCode(options = {}) {
     defaultDirectory,
     autoUserMessage: options.autoUserMessage !== false,
   };
-  http = createHttpServer({ route: (request) => dispatch(routeContext, request), faults, events, mock, now, sleep: timers.sleep });
+  http = createHttpServer({ route: (request) => dispatch(routeContext, request), faults, gates, events, mock, now, sleep: timers.sleep });
   await http.listen(0);
   mock.url = `http://127.0.0.1:${http.port}`;
 
@@ -301,6 +325,8 @@ export async function startMockOpenCode(options = {}) {
 
     fault: faults.add,
     clearFaults: faults.clear,
+    gate: gates.add,
+    signal: gates.signal,
     sends: (sessionId) => mock.requests.filter((r) => {
       const target = sendTarget(r);
       return target !== null && (sessionId === undefined || target === sessionId);

@@ -353,6 +353,77 @@ async function main() {
       assert.equal((await shell({ command: 1 })).status, 400);
     });
 
+    await step('repeated messageID: parts appended unless a part id matches (then replaced), noReply parts in arrival order', async () => {
+      const s = mock.createSession({ directory: DIR });
+      const post = (body) => api(`/session/${s.id}/prompt_async${q}`, { method: 'POST', body: { noReply: true, ...body } });
+      const id = 'msg_000000000002repostSelftes';
+      const text = (m) => m.parts.filter((p) => p.type === 'text').map((p) => p.text);
+      const stored = (mid) => mock.messages(s.id).filter((m) => m.info.id === mid);
+      for (let i = 0; i < 3; i++) assert.equal((await post({ messageID: id, parts: [{ type: 'text', text: 'same' }] })).status, 204);
+      assert.equal(stored(id).length, 1);
+      assert.deepEqual(text(stored(id)[0]), ['same', 'same', 'same'], 'without part ids every post appends');
+      const pid = 'msg_000000000003repostSelftes';
+      const part = { id: 'prt_000000000003repostSelftes', type: 'text', text: 'once' };
+      for (let i = 0; i < 3; i++) await post({ messageID: pid, parts: [{ ...part, text: `once ${i}` }] });
+      assert.equal(stored(pid)[0].parts.length, 1, 'a fixed part id is replaced');
+      assert.deepEqual(stored(pid)[0].parts.map((p) => [p.id, p.text]), [[part.id, 'once 2']]);
+      assert.equal(mock.repeatedPrompts.filter((r) => r.messageID === pid).length, 2);
+      const cid = 'msg_000000000004repostSelftes';
+      await Promise.all(['first', 'second'].map((who) => post({ messageID: cid, parts: [{ type: 'text', text: who, synthetic: true, ignored: true }] })));
+      assert.equal(stored(cid)[0].parts.length, 2);
+      assert.deepEqual(text(stored(cid)[0]), mock.requests.filter((r) => r.body?.messageID === cid).map((r) => r.body.parts[0].text), 'arrival order');
+    });
+
+    await step('gates: hold a request until a signal, another request answered, an event, or a manual release', async () => {
+      const s = mock.createSession({ directory: DIR });
+      const order = [];
+      const timed = (label, p) => p.then((res) => (order.push(label), res.status));
+      // Until a signal: the held request waits while another passes.
+      const bySignal = mock.gate({ method: 'GET', path: `/session/${s.id}`, until: 'go' });
+      const first = timed('held', api(`/session/${s.id}${q}`));
+      await bySignal.arrived();
+      assert.equal(bySignal.held, 1);
+      assert.equal(await timed('free', api(`/session/${s.id}/message${q}`)), 200);
+      assert.deepEqual(order, ['free']);
+      mock.signal('go');
+      assert.equal(await first, 200);
+      assert.deepEqual(order, ['free', 'held']);
+      assert.equal(mock.requests.filter((r) => r.gated).length, 1);
+      // Until another request (caught by another gate) was answered.
+      order.length = 0;
+      const patchGate = mock.gate({ method: 'PATCH', path: `/session/${s.id}`, until: 'patch' });
+      const readGate = mock.gate({ method: 'GET', path: `/session/${s.id}`, until: { answered: patchGate } });
+      const read = timed('read', api(`/session/${s.id}${q}`));
+      const patch = timed('patch', api(`/session/${s.id}${q}`, { method: 'PATCH', body: { title: 'gated' } }));
+      await Promise.all([readGate.arrived(), patchGate.arrived()]);
+      mock.signal('patch');
+      await Promise.all([read, patch]);
+      assert.deepEqual(order, ['patch', 'read']);
+      // Until an event: the message list waits for the status event.
+      order.length = 0;
+      const eventGate = mock.gate({ path: `/session/${s.id}/message`, until: { event: (p) => p.type === 'session.status' && p.properties.sessionID === s.id } });
+      const list = timed('list', api(`/session/${s.id}/message${q}`));
+      await eventGate.arrived();
+      assert.equal(eventGate.open, false);
+      mock.setStatus(s.id, 'busy');
+      assert.equal(await list, 200);
+      mock.setStatus(s.id, 'idle');
+      // Manual: the test releases held requests one at a time, in the order it chooses.
+      order.length = 0;
+      const manual = mock.gate({ path: /^\/session\/[^/]+\/(todo|diff)$/, times: 2, until: 'manual' });
+      const todo = timed('todo', api(`/session/${s.id}/todo${q}`));
+      const diff = timed('diff', api(`/session/${s.id}/diff${q}`));
+      await manual.arrived(2);
+      assert.equal(manual.releaseNext((e) => e.path.endsWith('/diff')).path, `/session/${s.id}/diff`);
+      await diff;
+      assert.equal(manual.releaseNext().path, `/session/${s.id}/todo`);
+      await todo;
+      assert.deepEqual(order, ['diff', 'todo']);
+      assert.equal(manual.releaseNext(), null);
+      // A gate's `times` is spent: later requests pass.
+      assert.equal((await api(`/session/${s.id}/todo${q}`)).status, 200);
+    });
+
     assert.deepEqual(mock.errors, []);
     assert.ok(mock.requests.length > 20);
   } finally {

@@ -12,6 +12,8 @@
 //   panics           snapshot().panics of every runtime the class created
 //   stuck            a valid active goal on an idle session that no runtime tracks (no timer,
 //                    no tick) two quiet windows after the class settled
+//   copied parts     a text part a same-id re-post appended to the stored message (the parts of
+//                    every message the runtime posted under its own id are counted at the end)
 // and two more counted at the wire, from the POSTs the mock received on its send routes
 // (prompt_async, shell), before the server's de-duplication by messageID:
 //   re-posted        a post answering a tail whose continuation the server had already taken,
@@ -408,6 +410,7 @@ export async function createHarness(name, { mockOptions = {}, runtimeOptions = {
         if (!safeExpect(c, r)) problems.push('ended as ' + describe(r))
         if (r.twice > 0) problems.push(`${r.twice} continuation(s) sent twice`)
         if (r.wire.postedTwice > 0) problems.push(`${r.wire.postedTwice} unexpected re-post(s) on the wire: ${r.wire.unexpected.join('; ')}`)
+        if (r.copies > 0) problems.push(`${r.copies} copied part(s): a re-post appended to its stored message`)
         if (r.afterStop > 0) problems.push(`${r.afterStop} continuation(s) after a stop`)
         if (r.foreignLost > 0) problems.push(`${r.foreignLost} foreign key(s) lost: ${r.foreignLostKeys.join(', ')}`)
         const stuck = r.active && mock.status(c.sessionId).type === 'idle' && !tracked.has(c.sessionId)
@@ -439,7 +442,7 @@ export async function createHarness(name, { mockOptions = {}, runtimeOptions = {
       if (leaks.length) row.failures.push(`${leaks.length} log line(s) carry conversation text`)
       row.logLeaks = leaks.length
       row.windowOverwrites = windowOverwrites.count
-      if (reposting.length) notes.push(`${name}: same-id re-posts (one message on the server each time): ${reposting.join('; ')}`)
+      if (reposting.length) notes.push(`${name}: same-id re-posts (one message with one part on the server each time): ${reposting.join('; ')}`)
       row.notes = notes
       if (mock.errors.length) row.failures.push(`mock errors: ${mock.errors.map((e) => String(e?.message ?? e)).slice(0, 3).join(' | ')}`)
       return row
@@ -565,6 +568,12 @@ function resultOf(h, c) {
       foreignLostKeys.push(...c.foreignWriter.mergeLossKeys)
     }
   }
+  // A same-id re-post must leave the stored message as it was: one text part, never a copy.
+  const postedIds = new Set(h.mock.sends(c.sessionId).map((send) => send.body?.messageID).filter(Boolean))
+  let copies = 0
+  for (const m of messages) {
+    if (m.info.role === 'user' && postedIds.has(m.info.id)) copies += Math.max(0, m.parts.filter((p) => p.type === 'text').length - 1)
+  }
   const wire = wireReport({
     sends: h.mock.sends(c.sessionId),
     admitted: h.mock.prompts.filter((p) => p.sessionId === c.sessionId),
@@ -583,6 +592,7 @@ function resultOf(h, c) {
     messages,
     continuations,
     twice,
+    copies,
     afterStop,
     foreignLost,
     foreignLostKeys,

@@ -136,15 +136,18 @@ const userFromPrompt = (state, id, body) =>
 /**
  * The shared start of both prompt routes. Like OpenCode, a messageID seen before in this session
  * (at once, mid-turn or later) makes no second message and no second turn: the post is recorded
- * in mock.repeatedPrompts and `repeated` is set. Otherwise the prompt's model becomes the session's.
+ * in mock.repeatedPrompts and `repeated` is set, and its parts are appended to the stored
+ * message, each replacing a part of the same id instead. Otherwise the prompt's model becomes the session's.
  */
-function acceptPrompt({ mock, now }, req, { sessionID: id, session: s }, route) {
+function acceptPrompt({ state, mock, now }, req, { sessionID: id, session: s }, route) {
   const body = bodyObject(req);
   validatePrompt(body);
   const record = { sessionId: id, directory: req.query.directory, body: clone(body), at: now() };
   if (typeof body.messageID === 'string') {
     if (s.promptIds.has(body.messageID) || s.messages.some((m) => m.info.id === body.messageID)) {
       mock.repeatedPrompts.push({ ...record, route, messageID: body.messageID, receivedAt: req.receivedAt ?? record.at });
+      // The stored message keeps its id and its one turn, but takes the repeated post's parts.
+      state.repostParts(id, body.messageID, body.parts);
       return { body, record, repeated: true };
     }
     s.promptIds.add(body.messageID);
@@ -162,8 +165,9 @@ function promptAsync(ctx, req, params) {
   const { body, record, repeated } = acceptPrompt(ctx, req, params, 'prompt_async');
   if (repeated) return NO_CONTENT;
   const id = params.sessionID;
-  mock.prompts.push(record);
-  const user = autoUserMessage || turns.hasScript(id) ? userFromPrompt(state, id, body) : undefined;
+  // A noReply post stores a message and asks for no turn (a check run's claim): kept apart.
+  (body.noReply === true ? mock.noReplyPrompts : mock.prompts).push(record);
+  const user = autoUserMessage || turns.hasScript(id) || body.noReply === true ? userFromPrompt(state, id, body) : undefined;
   record.receivedAt = req.receivedAt ?? record.at;
   if (user) record.messageID = user.info.id;
   else if (typeof body.messageID === 'string') record.messageID = body.messageID;

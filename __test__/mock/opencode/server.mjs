@@ -65,10 +65,11 @@ async function readRequest(req, now) {
  * `apply` when the real handler ran too), then `answered` {status, at} once the whole answer
  * left, or `answered: null` when the connection closed first (the client never had an answer).
  */
-function recordAnswer(entry, fault, res, now) {
+function recordAnswer(entry, fault, res, now, gates) {
   if (fault) entry.fault = { kind: faultKind(fault), apply: Boolean(fault.apply || fault.truncatedJson), ...(fault.name ? { name: fault.name } : {}) };
   res.once('finish', () => {
     entry.answered = { status: res.statusCode, at: now() };
+    gates?.answered(entry);
   });
   res.once('close', () => {
     if (!('answered' in entry)) entry.answered = null;
@@ -77,10 +78,11 @@ function recordAnswer(entry, fault, res, now) {
 
 /**
  * The HTTP server. Options: `route(request)` (the route dispatcher), `faults` (createFaults),
+ * `gates` (createGates: a request is held there after it is recorded, before anything else),
  * `events` (the event hub: opens streams), `mock` (requests, errors, fault actions), `now`,
  * `sleep`. Returns {listen(port), refuse({forMs}), accept(), close(), port, listening}.
  */
-export function createHttpServer({ route, faults, events, mock, now, sleep }) {
+export function createHttpServer({ route, faults, gates, events, mock, now, sleep }) {
   const sockets = new Set();
   let listening = false;
   let closed = false;
@@ -115,8 +117,13 @@ export function createHttpServer({ route, faults, events, mock, now, sleep }) {
     mock.requests.push(entry);
     // A test's gate (see gate.mjs) may hold the request here, before anything is read for it.
     if (typeof mock.holdRequest === 'function') await mock.holdRequest(entry);
+    const held = gates?.hold(r, entry);
+    if (held) {
+      await held;
+      if (down()) return req.socket.destroy();
+    }
     const fault = faults.take(r);
-    recordAnswer(entry, fault, res, now);
+    recordAnswer(entry, fault, res, now, gates);
     // An actionFirst fault's action runs on arrival, and only there.
     const actionNow = fault?.actionFirst ? () => {} : () => fireAction(fault, r);
     if (fault?.actionFirst) fireAction(fault, r);
@@ -208,6 +215,7 @@ export function createHttpServer({ route, faults, events, mock, now, sleep }) {
   async function close() {
     if (closed) return;
     closed = true;
+    gates?.releaseAll();
     clearTimeout(reopenTimer);
     events.forgetAll();
     for (const s of sockets) s.destroy();

@@ -149,6 +149,25 @@ export function createState({ now, ids, emit, projectID, defaultDirectory, onSes
     return messageCopy(m);
   }
 
+  // A repeated post of a stored message's id (OpenCode 1.18.33, docs/opencode.md "Idempotent
+  // prompts"): each posted part whose id the message already holds replaces that part in place;
+  // every other part (no id, or a new one) is appended. Returns the message, or undefined when
+  // no message is stored under that id.
+  function repostParts(id, messageID, inputs) {
+    const s = mustSession(id);
+    const m = s.messages.find((x) => x.info.id === messageID);
+    if (!m) return undefined;
+    for (const input of (Array.isArray(inputs) ? inputs : []).filter(isObj)) {
+      const part = makePart(build, id, messageID, input);
+      const at = typeof input.id === 'string' ? m.parts.findIndex((p) => p.id === input.id) : -1;
+      if (at >= 0) m.parts[at] = part;
+      else m.parts.push(part);
+      emitPart(s, part);
+    }
+    touch(s);
+    return messageCopy(m);
+  }
+
   // Stores an unfinished assistant message (no event: the caller announces it).
   function newAssistant(s, opts) {
     const m = { info: assistantInfo(build, s, nextCreated(s, opts.created), opts), parts: [] };
@@ -229,6 +248,7 @@ export function createState({ now, ids, emit, projectID, defaultDirectory, onSes
     applyPatch,
     forkSession,
     addUserMessage,
+    repostParts,
     newAssistant,
     addAssistantMessage,
     completeAssistantMessage,

@@ -6,7 +6,9 @@
 //!
 //! Each run's id comes from the tail (`record/check_id.rs`): before running a check the stage
 //! looks for that id in the transcript, so a restart (or a second host) reuses a run instead of
-//! running it again; while the round runs the goal's lease is held for the checks' time limits.
+//! running it again, and then claims the run (`check_claim.rs`), so that of two hosts that looked
+//! at once only the first claimer runs it; while the round runs the goal's lease is held for the
+//! checks' time limits.
 
 use std::time::Duration;
 
@@ -15,6 +17,7 @@ use tracing::{info, warn};
 
 use crate::error::HttpError;
 use crate::goal::acceptance::{self, recorded_run, run_from_part, CheckResult, CheckRun};
+use crate::goal::check_claim::{claim_run, Claim};
 use crate::goal::context::Tick;
 use crate::goal::plan::{Basis, Reservation, Settlement};
 use crate::goal::trail;
@@ -113,7 +116,7 @@ impl Tick<'_> {
         }
         let mut runs = Vec::with_capacity(checks.len());
         for (index, check) in checks.iter().enumerate() {
-            let run = match self.run_one(basis, index, check, checks.len()).await {
+            let run = match self.run_one(basis, index, check, checks.len(), hold).await {
                 Ok(run) => run,
                 Err(end) => return end,
             };
@@ -125,13 +128,15 @@ impl Tick<'_> {
         RoundEnd::Passed(runs)
     }
 
-    /// One check: found in the transcript, or run now. `Err` ends the round.
+    /// One check: found in the transcript, or run now by the host whose claim came first (see
+    /// `check_claim.rs`; `hold` is how long a claim stands without its run). `Err` ends the round.
     async fn run_one(
         &self,
         basis: &Basis,
         index: usize,
         check: &AcceptanceCheck,
         total: usize,
+        hold: Duration,
     ) -> Result<CheckRun, RoundEnd> {
         let tail = basis.tail_message_id.as_str();
         let message_id = check_message_id(&self.goal.id, tail, index, &check.command);
@@ -146,6 +151,12 @@ impl Tick<'_> {
                 // its end brings the next look.
                 Some(None) => return Err(RoundEnd::Interrupted(TickOutcome::Done)),
                 None => {}
+            }
+            match claim_run(self, basis, id, hold).await {
+                Claim::Ours => {}
+                // The other host runs it; its end brings the next look.
+                Claim::Theirs => return Err(RoundEnd::Interrupted(TickOutcome::Done)),
+                Claim::Unknown => return Err(RoundEnd::Interrupted(TickOutcome::Retry)),
             }
         }
         let id = message_id.clone().unwrap_or_default();

@@ -15,6 +15,7 @@ use crate::goal::reserve::Reserved;
 use crate::goal::settle::blocked;
 use crate::io::writer::{continuation_for_of, try_write_goal, GoalGuard, GoalUpdate};
 use crate::record::cause::CauseCode;
+use crate::record::part_id::part_id_for;
 use crate::record::reasons::REASON_DISPATCH_FAILED;
 use crate::record::session::{chronological, SessionView};
 use crate::record::{Goal, GoalStatus};
@@ -35,7 +36,7 @@ pub async fn deliver(tick: &Tick<'_>, basis: &Basis, reserved: Reserved) -> Tick
         text.push_str("\n\n");
         text.push_str(appendix);
     }
-    let body = prompt_body(basis, &text);
+    let body = prompt_body(basis, &text, reserved.message_id.as_deref());
     if reserved.contested {
         // The other host's post, if its read-back passed before our write replaced its lease,
         // shows up as a moved tail by then: one post at the wire, not two of the same id.
@@ -73,11 +74,17 @@ pub async fn deliver(tick: &Tick<'_>, basis: &Basis, reserved: Reserved) -> Tick
     }
 }
 
-/// The `prompt_async` body: the continuation text on the session's model, agent and variant.
-fn prompt_body(basis: &Basis, text: &str) -> Value {
+/// The `prompt_async` body: the continuation text on the session's model, agent and variant. With
+/// a message id, its text part carries the id derived from it, so a re-post of the same id
+/// replaces the part instead of appending a copy of the text (`record/part_id.rs`).
+fn prompt_body(basis: &Basis, text: &str, message_id: Option<&str>) -> Value {
+    let mut part = json!({ "type": "text", "text": text });
+    if let Some(id) = message_id.and_then(|id| part_id_for(id, 0)) {
+        part["id"] = Value::from(id);
+    }
     let mut body = json!({
         "model": { "providerID": basis.target.provider_id, "modelID": basis.target.model_id },
-        "parts": [{ "type": "text", "text": text }],
+        "parts": [part],
     });
     if !basis.target.agent.is_empty() {
         body["agent"] = Value::from(basis.target.agent.clone());
@@ -121,6 +128,9 @@ async fn read_back(tick: &Tick<'_>, reserved: &Reserved) -> Option<TickOutcome> 
             let newest = chronological(&messages).last().map(|m| m.id.clone()).unwrap_or_default();
             if newest != reserved.tail {
                 info!(target: "session_goal", session = session_id, "tail moved on; continuation dropped");
+                // Ending without posting: an echo that came late may show a user's change our
+                // reservation overwrote (another host's post moved the tail meanwhile).
+                repaired_late(tick, reserved.late.as_ref()).await;
                 return Some(TickOutcome::Done);
             }
             None

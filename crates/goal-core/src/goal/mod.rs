@@ -23,6 +23,7 @@ pub mod trail;
 // The stages, in the order a tick runs them.
 pub mod adopt;
 pub mod audit;
+pub mod check_claim;
 pub mod checks;
 pub mod deliver;
 pub mod dispatch;

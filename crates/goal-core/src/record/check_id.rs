@@ -77,6 +77,22 @@ pub fn check_message_id(goal_id: &str, tail_id: &str, index: usize, command: &st
     Some(format!("{ID_PREFIX}{next:012x}{CHECK_ID_MARK}{}", std::str::from_utf8(&suffix).ok()?))
 }
 
+/// The id of the claim of a check run (see `goal/check_claim.rs`): `msg_`, the run's 12-hex part,
+/// [`CHECK_ID_MARK`], then 10 base-62 characters hashed from the run's id and `salt` (empty for
+/// the first claim; the abandoned claim's winning part id for a later one). Marked like a run, so
+/// the tail logic and the evidence digest skip it. `None` when `check_id` is not a run's id.
+pub fn check_claim_id(check_id: &str, salt: &str) -> Option<String> {
+    if !is_check_message_id(check_id) {
+        return None;
+    }
+    let hex = &check_id[ID_PREFIX.len()..ID_PREFIX.len() + HEX_DIGITS];
+    let parts: [&[u8]; 3] = [b"claim", check_id.as_bytes(), salt.as_bytes()];
+    let value = u128::from(fnv1a(FNV_OFFSET_BASIS, &parts)) << 64 | u128::from(fnv1a(FNV_SECOND_BASIS, &parts));
+    let mut suffix = [0u8; SUFFIX_CHARS - CHECK_ID_MARK.len()];
+    base62_fill(value, &mut suffix);
+    Some(format!("{ID_PREFIX}{hex}{CHECK_ID_MARK}{}", std::str::from_utf8(&suffix).ok()?))
+}
+
 /// Whether `id` is a check run's id (see [`check_message_id`]).
 pub fn is_check_message_id(id: &str) -> bool {
     let Some(rest) = id.strip_prefix(ID_PREFIX) else { return false };
@@ -130,6 +146,18 @@ mod tests {
         assert!(is_check_message_id(&first));
         assert!(check_message_id("g", "msg_short", 0, "x").is_none());
         assert!(check_message_id("g", "msg_ffffffffffffXpDQ7ZXEzK3ibZ", 0, "x").is_none());
+    }
+
+    #[test]
+    fn claims_are_marked_stable_and_distinct() {
+        let run = check_message_id("g", TAIL, 0, "npm test").unwrap();
+        let claim = check_claim_id(&run, "").unwrap();
+        assert!(is_check_message_id(&claim), "{claim}");
+        assert_eq!(&claim[..16], &run[..16]);
+        assert_ne!(claim, run);
+        assert_eq!(check_claim_id(&run, "").unwrap(), claim, "every host derives the same claim");
+        assert_ne!(check_claim_id(&run, "prt_1").unwrap(), claim, "a later claim has its own id");
+        assert_eq!(check_claim_id(TAIL, ""), None);
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod criteria;
 mod fields;
 pub mod lease;
 pub mod metadata;
+pub mod part_id;
 pub mod provider_error;
 pub mod reasons;
 pub mod session;
