@@ -1,6 +1,17 @@
 // Types of the package entry (runtime.js). The native API and its documentation are generated
-// into index.d.ts by @napi-rs/cli; this file re-exports them and adds the JavaScript helpers.
-export * from './index'
+// into index.d.ts by @napi-rs/cli. This file declares exactly the values lib/exports.json lists
+// (the native ones re-exported by name, the JavaScript helpers below) and every type of
+// index.d.ts as a type only: the native module's internal functions and classes are not values
+// of the package (__test__/exports.test.mjs checks both entries against the list).
+export type * from './index'
+export {
+  createSessionGoalRuntime,
+  createSessionAssistRuntime,
+  writeSessionMetadataKey,
+  goalRuntimeDefaults,
+  intakePayloadTypes,
+  inputRules,
+} from './index'
 
 // ---- Goal creation and control (lib/goals.js) ---------------------------------------------------
 import type {
@@ -26,9 +37,9 @@ import type {
 } from './index'
 
 /** A failed goal operation, thrown by the helpers below. `toJSON()` is the HTTP error body. */
-export declare class GoalError extends Error {
+export declare class SessionGoalError extends Error {
   constructor(failure: Pick<GoalFailure, 'error' | 'statusCode'> & Partial<GoalFailure>)
-  name: 'GoalError'
+  name: 'SessionGoalError'
   /** 400 bad input, 404 unknown session or goal, 409 conflicting state, 413 too large, 500, 502/504. */
   statusCode: number
   /** Some step had already taken effect. */
@@ -48,7 +59,7 @@ export interface ObjectiveStoreOptions {
   settings?: { dataDir?: string }
 }
 
-/** Writes `<dataDir>/goals/<sessionId>.md` (trimmed, ≤ 5,000 chars, atomic). Throws `GoalError` 400 (invalid id, empty) or 500. */
+/** Writes `<dataDir>/goals/<sessionId>.md` (trimmed, ≤ 5,000 chars, atomic). Throws `SessionGoalError` 400 (invalid id, empty) or 500. */
 export declare function writeObjective(sessionId: string, content: string, options?: ObjectiveStoreOptions): Promise<ObjectiveWritten>
 /** The objective text, or `null` (invalid id, missing or unreadable file). */
 export declare function readObjective(sessionId: string, options?: ObjectiveStoreOptions): Promise<string | null>
@@ -90,7 +101,7 @@ export interface RouteApp {
 /** Registers PUT/GET/DELETE `/api/goals/objective/:sessionId` (request bodies over 1 MB: 413). */
 export declare function registerSessionGoalRoutes<App extends RouteApp>(app: App, options?: ObjectiveRouteOptions): App
 
-/** Goal creation and control; every method throws `GoalError` on failure. */
+/** Goal creation and control; every method throws `SessionGoalError` on failure. */
 export interface SessionGoalControl {
   /** The data directory of the objective files. */
   readonly dataDir: string
@@ -142,7 +153,7 @@ export type CreateSessionGoalOptions = GoalControlOptions &
     onWarning?: (message: string, error: Error) => void
   }
 
-/** Installs a fresh active goal on a session in one call. Throws `GoalError`. */
+/** Installs a fresh active goal on a session in one call. Throws `SessionGoalError`. */
 export declare function createSessionGoal(options: CreateSessionGoalOptions): Promise<InstalledGoal>
 
 /**

@@ -125,11 +125,22 @@ function buildGoalIntroText(tokenBudget) {
 // Goal creation and control (objective store, routes, create/send/fork, actions): lib/goals.js.
 const goalApi = require('./lib/goals.js').createGoalApi({ native, adaptOptions })
 
-module.exports = {
-  ...native,
+// Every implementation this entry can export; what it does export is the list in
+// lib/exports.json, one name per capability (the native module itself is never spread here,
+// so its internal functions stay internal).
+const implementations = {
   ...goalApi,
   createSessionGoalRuntime,
   createSessionAssistRuntime,
   writeSessionMetadataKey,
   buildGoalIntroText,
+  goalRuntimeDefaults: native.goalRuntimeDefaults,
+  intakePayloadTypes: native.intakePayloadTypes,
+  inputRules: native.inputRules,
 }
+
+const publicNames = require('./lib/exports.json').exports.map((entry) => entry.name)
+for (const name of publicNames) {
+  if (implementations[name] === undefined) throw new Error(`session-goal-runtime: lib/exports.json lists ${name}, which runtime.js does not implement`)
+}
+module.exports = Object.fromEntries(publicNames.map((name) => [name, implementations[name]]))

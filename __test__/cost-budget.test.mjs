@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { pkg, setup, scriptedAuditor, goalMetadata, goalOf, waitFor, sleep } from './helpers.mjs'
 import { runCli } from './control-helpers.mjs'
 
-const { createSessionGoalControl, GoalError } = pkg
+const { createSessionGoalControl, SessionGoalError } = pkg
 
 let env
 afterEach(async () => {
@@ -103,7 +103,7 @@ describe('the cost budget', () => {
       [{ costBudget: 2, clearCostBudget: true }, 'pass either costBudget or clearCostBudget'],
     ]) {
       const error = await control.editGoal({ sessionId: session.id, ...request }).catch((e) => e)
-      expect(error, JSON.stringify(request)).toBeInstanceOf(GoalError)
+      expect(error, JSON.stringify(request)).toBeInstanceOf(SessionGoalError)
       expect(error.statusCode).toBe(400)
       expect(error.message).toContain(message)
     }
@@ -140,7 +140,7 @@ describe('the cost budget', () => {
       [{ prompt: 'x', goal: true, goalCostBudget: Number.POSITIVE_INFINITY }, 'goalCostBudget must be'],
     ]) {
       const error = await control.createSession({ directory: '/tmp/project', ...request }).catch((e) => e)
-      expect(error, JSON.stringify(request)).toBeInstanceOf(GoalError)
+      expect(error, JSON.stringify(request)).toBeInstanceOf(SessionGoalError)
       expect(error.message).toContain(message)
     }
     expect(mock.sessions().length).toBe(sessions)

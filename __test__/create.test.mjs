@@ -7,7 +7,7 @@ import { pkg, scriptedAuditor, tempDataDir, goalOf } from './helpers.mjs'
 import { startMockOpenCode } from './mock/opencode.mjs'
 import { goalFiles, objectivePath, startRecordingProxy } from './control-helpers.mjs'
 
-const { createSessionGoalControl, createSessionGoal, GoalError } = pkg
+const { createSessionGoalControl, createSessionGoal, SessionGoalError } = pkg
 
 const cleanups = []
 afterEach(async () => {
@@ -150,7 +150,7 @@ describe('createSessionGoal', () => {
     ]
     for (const [request, status] of cases) {
       const error = await control.createSessionGoal(request).catch((e) => e)
-      expect(error, JSON.stringify(request)).toBeInstanceOf(GoalError)
+      expect(error, JSON.stringify(request)).toBeInstanceOf(SessionGoalError)
       expect(error.statusCode, JSON.stringify(request)).toBe(status)
     }
     expect(proxy.log.filter((entry) => entry.method !== 'GET')).toEqual([])

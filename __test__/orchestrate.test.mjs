@@ -7,7 +7,7 @@ import { pkg, scriptedAuditor, setup, tempDataDir, goalOf, waitFor } from './hel
 import { startMockOpenCode } from './mock/opencode.mjs'
 import { goalFiles, objectivePath, startRecordingProxy } from './control-helpers.mjs'
 
-const { createSessionGoalControl, GoalError } = pkg
+const { createSessionGoalControl, SessionGoalError } = pkg
 
 const COMMANDS = [
   { name: 'review', description: 'review changes', template: 'Review the current changes: $ARGUMENTS', agent: 'plan' },
@@ -237,7 +237,7 @@ describe('validation: refused with nothing written', () => {
       const { mock, dataDir, proxy, control } = await world()
       const before = mock.sessions().length
       const error = await control.createSession({ directory: '/tmp/project', ...request }).catch((e) => e)
-      expect(error).toBeInstanceOf(GoalError)
+      expect(error).toBeInstanceOf(SessionGoalError)
       expect(error.statusCode).toBe(status)
       if (message) expect(error.message).toBe(message)
       expect(error.partial).toBe(false)
@@ -261,7 +261,7 @@ describe('validation: refused with nothing written', () => {
     ]
     for (const [attempt, status] of attempts) {
       const error = await attempt().catch((e) => e)
-      expect(error).toBeInstanceOf(GoalError)
+      expect(error).toBeInstanceOf(SessionGoalError)
       expect(error.statusCode).toBe(status)
     }
     expect(proxy.log.filter((e) => e.method !== 'GET')).toEqual([])

@@ -629,12 +629,12 @@ async function main(argv) {
 }
 
 // OpenCode's core names a connection it could not make `network error: …` or `timed out`
-// (goal-core's HttpError), behind a 502 or 504 GoalError.
+// (goal-core's HttpError), behind a 502 or 504 SessionGoalError.
 const unreachable = (error) => (error.statusCode === 502 || error.statusCode === 504) && /: (network error: .*|timed out)$/.test(error.message)
 
 /** A runtime failure, reported once: the error object on stdout with --json, else one line. */
 function reportFailure(pkg, error, target, flags) {
-  if (!(error instanceof pkg.GoalError)) return err(`session-goal: ${error && error.message ? error.message : error}`)
+  if (!(error instanceof pkg.SessionGoalError)) return err(`session-goal: ${error && error.message ? error.message : error}`)
   const hint = unreachable(error)
     ? `no OpenCode server answered at ${target.url}: start one with \`opencode serve --port 4096\`, or pass --url with the address it listens on`
     : undefined

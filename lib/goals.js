@@ -4,7 +4,7 @@
 // - the objective routes, for Express-style apps (registerSessionGoalRoutes) or any server
 //   (handleObjectiveRequest → {status, body});
 // - createSessionGoalControl(options): create / send / fork with a goal, scheduled-task stamping,
-//   edit / pause / resume / complete / clear; failures are thrown as GoalError (statusCode,
+//   edit / pause / resume / complete / clear; failures are thrown as SessionGoalError (statusCode,
 //   partial, partialAction, sessionId, directory);
 // - createSessionGoal(options): the one-call form of the reference's create.js.
 // The native layer returns failures as values; this file only turns them into exceptions and
@@ -15,11 +15,11 @@ const ROUTE = '/api/goals/objective/:sessionId'
 /** Largest request body the objective routes read (the reference's express.json limit). */
 const MAX_BODY_BYTES = 1024 * 1024
 
-class GoalError extends Error {
+class SessionGoalError extends Error {
   /** @param {{error: string, statusCode: number, partial?: boolean, partialAction?: string, sessionId?: string, directory?: string}} failure */
   constructor(failure) {
     super(String(failure.error ?? 'goal operation failed'))
-    this.name = 'GoalError'
+    this.name = 'SessionGoalError'
     this.statusCode = Number.isInteger(failure.statusCode) ? failure.statusCode : 500
     this.partial = failure.partial === true
     if (failure.partialAction) this.partialAction = failure.partialAction
@@ -48,7 +48,7 @@ function withoutNulls(request) {
 // Argument conversion errors from napi (a number where a string belongs) are bad input.
 function conversionError(error) {
   const message = error && typeof error.message === 'string' ? error.message : String(error)
-  return new GoalError({ error: `invalid request: ${message}`, statusCode: 400 })
+  return new SessionGoalError({ error: `invalid request: ${message}`, statusCode: 400 })
 }
 
 async function settle(invoke) {
@@ -58,7 +58,7 @@ async function settle(invoke) {
   } catch (error) {
     throw conversionError(error)
   }
-  if (result && result.failed === true) throw new GoalError(result)
+  if (result && result.failed === true) throw new SessionGoalError(result)
   return result
 }
 
@@ -74,8 +74,8 @@ function dataDirOf(options) {
 /** @param {{native: any, adaptOptions: (options: any) => any}} deps */
 function createGoalApi({ native, adaptOptions }) {
   async function writeObjective(sessionId, content, options) {
-    if (typeof sessionId !== 'string') throw new GoalError({ error: 'invalid session id', statusCode: 400 })
-    if (typeof content !== 'string') throw new GoalError({ error: 'objective content must be a string', statusCode: 400 })
+    if (typeof sessionId !== 'string') throw new SessionGoalError({ error: 'invalid session id', statusCode: 400 })
+    if (typeof content !== 'string') throw new SessionGoalError({ error: 'objective content must be a string', statusCode: 400 })
     return settle(() => native.writeObjectiveFile(sessionId, content, dataDirOf(options)))
   }
 
@@ -116,9 +116,9 @@ function createGoalApi({ native, adaptOptions }) {
         await writeObjective(id, body.content, options)
         return { status: 200, body: { ok: true } }
       } catch (error) {
-        const status = error instanceof GoalError ? error.statusCode : 500
+        const status = error instanceof SessionGoalError ? error.statusCode : 500
         if (status >= 500) logRouteError(options, error)
-        return { status, body: { error: error instanceof GoalError ? error.message : 'failed to write objective' } }
+        return { status, body: { error: error instanceof SessionGoalError ? error.message : 'failed to write objective' } }
       }
     }
     if (verb === 'DELETE') {
@@ -167,7 +167,7 @@ function createGoalApi({ native, adaptOptions }) {
     if (!isObject(options)) throw new TypeError('createSessionGoalControl: options must be an object')
     const inner = native.createGoalControl(adaptOptions(connectionOptions(options)))
     const method = (name) => (request) => {
-      if (!isObject(request)) return Promise.reject(new GoalError({ error: 'request must be an object', statusCode: 400 }))
+      if (!isObject(request)) return Promise.reject(new SessionGoalError({ error: 'request must be an object', statusCode: 400 }))
       return settle(() => inner[name](withoutNulls(request)))
     }
     return {
@@ -197,7 +197,7 @@ function createGoalApi({ native, adaptOptions }) {
    * Accepts the reference's names too (`baseUrl`, `authHeaders`, `sessionID`, `onWarning`).
    */
   async function createSessionGoal(options) {
-    if (!isObject(options)) throw new GoalError({ error: 'options must be an object', statusCode: 400 })
+    if (!isObject(options)) throw new SessionGoalError({ error: 'options must be an object', statusCode: 400 })
     const control = createSessionGoalControl(options)
     const request = withoutNulls({
       sessionId: options.sessionId ?? options.sessionID,
@@ -222,7 +222,7 @@ function createGoalApi({ native, adaptOptions }) {
   }
 
   return {
-    GoalError,
+    SessionGoalError,
     writeObjective,
     readObjective,
     deleteObjective,
@@ -316,4 +316,4 @@ function respond(res, { status, body }) {
   res.end(text)
 }
 
-module.exports = { createGoalApi, GoalError, OBJECTIVE_ROUTE: ROUTE }
+module.exports = { createGoalApi, SessionGoalError, OBJECTIVE_ROUTE: ROUTE }
