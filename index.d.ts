@@ -123,9 +123,10 @@ export declare class SessionGoalRuntime {
   /**
    * Why the session's goal is where it is: `{sessionId, status, statusReason, cause, fixAction,
    * nextWakeAt, lease, pending, lastAudit, lastChecks, checks, findings}`, `null` where a part
-   * is unknown. Read only.
+   * is unknown. Read only. A failure (OpenCode unreadable) is a `GoalFailure`, which the
+   * package entry throws as a `SessionGoalError`.
    */
-  explain(sessionId: string, directory?: string | undefined | null): Promise<GoalExplanation>
+  explain(sessionId: string, directory?: string | undefined | null): Promise<GoalExplanation | GoalFailure>
   /**
    * Stops the runtime. Idempotent; resolves when in-flight work has ended. The process is
    * never kept alive by the runtime, stopped or not.
@@ -318,7 +319,7 @@ export interface GoalActionResult {
   /** Edit: how the new objective was fitted. */
   objectiveFit?: string
   /** Non-fatal problems. */
-  warnings: Array<string>
+  warnings: Array<GoalWarning>
 }
 
 /**
@@ -448,22 +449,23 @@ export interface GoalExplanation {
 }
 
 /**
- * A failed goal operation, as a value. Shaped like the reference's HTTP error body, so a host
- * can answer with `res.status(f.statusCode).json(f)`.
+ * A failed goal operation, as the native module hands it to the package entry: `lib/goals.js`
+ * turns it into a thrown `SessionGoalError` in one place, so no host ever sees this shape.
  */
 export interface GoalFailure {
   /** Always `true` (tells a failure from a result). */
   failed: true
+  /** The error code (docs/errors.md). */
+  code: 'invalidInput' | 'notFound' | 'conflict' | 'tooLarge' | 'openCode' | 'timeout' | 'local'
   /** What went wrong (never prompt text, model output or credentials). */
-  error: string
-  /**
-   * 400 bad input, 404 unknown session or goal, 409 conflicting state, 413 too large, 500 local
-   * failure, 502/504 OpenCode failure.
-   */
-  statusCode: number
-  /** Some step had already taken effect (see `partialAction`). */
-  partial: boolean
-  /** `session-created`, `fork-created` or `goal-configured`. */
+  message: string
+  /** The request field at fault, when one is. */
+  field?: string
+  /** The HTTP status OpenCode answered with, when it answered. */
+  status?: number
+  /** The underlying failure (an OpenCode call's own error), when there was one. */
+  cause?: string
+  /** `session-created`, `fork-created` or `goal-configured`: what had already taken effect. */
   partialAction?: 'session-created' | 'fork-created' | 'goal-configured'
   /** The session concerned (the new one after create or fork). */
   sessionId?: string
@@ -639,6 +641,16 @@ export interface GoalRuntimeDefaults {
   maxProviderWaits: number
 }
 
+/** A partial success's caveat: the operation took effect, with this warning. */
+export interface GoalWarning {
+  /** `objectiveInline`, `abortFailed` or `commandListUnavailable` (docs/errors.md). */
+  code: 'objectiveInline' | 'abortFailed' | 'commandListUnavailable'
+  /** One sentence for a person. */
+  message: string
+  /** The request field concerned, when one is. */
+  field?: string
+}
+
 /** A goal just installed on a session. */
 export interface InstalledGoal {
   /** Session. */
@@ -656,7 +668,7 @@ export interface InstalledGoal {
   /** The id of a goal this one replaced. */
   replacedGoalId?: string
   /** Non-fatal problems. */
-  warnings: Array<string>
+  warnings: Array<GoalWarning>
 }
 
 /**
@@ -756,7 +768,7 @@ export interface ScheduledGoalStamp {
   /** Append to the `prompt_async` parts after the prompt text. */
   introPart: { type: 'text'; text: string; synthetic: true }
   /** Non-fatal problems. */
-  warnings: Array<string>
+  warnings: Array<GoalWarning>
 }
 
 /** `sendPrompt` input. */
@@ -881,7 +893,7 @@ export interface SessionDispatch {
   /** Newest assistant message before the dispatch (the reply comes after it). */
   baselineAssistantMessageId?: string
   /** Non-fatal problems. */
-  warnings: Array<string>
+  warnings: Array<GoalWarning>
 }
 
 /** `createSessionGoal` input. */

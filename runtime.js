@@ -7,6 +7,7 @@
 // The generated loader, behind one clear error when no binary loads (lib/load-native.js).
 const native = require('./lib/load-native.js').loadNative()
 const { withDefaultLogger } = require('./lib/operator-console.js')
+const { fromThrown, settle } = require('./lib/errors.js')
 
 // The payload types the runtimes read: the intake contract of goal-core, exported by the
 // binding, so this prefilter cannot drift from what native code parses.
@@ -97,22 +98,33 @@ function wrapRuntime(inner) {
     intakeGroup: () => group,
     isGoalActive: inner.isGoalActive ? (sessionId) => inner.isGoalActive(String(sessionId ?? '')) : undefined,
     recover: inner.recover ? () => inner.recover() : undefined,
-    history: inner.history ? (sessionId, limit) => inner.history(String(sessionId ?? ''), typeof limit === 'number' ? limit : undefined) : undefined,
-    explain: inner.explain ? (sessionId, directory) => inner.explain(String(sessionId ?? ''), typeof directory === 'string' ? directory : undefined) : undefined,
+    history: inner.history ? (sessionId, limit) => settle(() => inner.history(String(sessionId ?? ''), typeof limit === 'number' ? limit : undefined)) : undefined,
+    explain: inner.explain ? (sessionId, directory) => settle(() => inner.explain(String(sessionId ?? ''), typeof directory === 'string' ? directory : undefined)) : undefined,
     native: inner,
   }
 }
 
+// Unusable options (no OpenCode location, a wrong type) are the only way construction fails.
+function constructed(create, options) {
+  try {
+    return wrapRuntime(create(adaptOptions(withDefaultLogger(options))))
+  } catch (error) {
+    throw fromThrown(error, 'invalidInput')
+  }
+}
+
 function createSessionGoalRuntime(options) {
-  return wrapRuntime(native.createSessionGoalRuntime(adaptOptions(withDefaultLogger(options))))
+  return constructed(native.createSessionGoalRuntime, options)
 }
 
 function createSessionAssistRuntime(options) {
-  return wrapRuntime(native.createSessionAssistRuntime(adaptOptions(withDefaultLogger(options))))
+  return constructed(native.createSessionAssistRuntime, options)
 }
 
+// Bad input rejects as invalidInput (napi's conversion codes); a failed read or write of the
+// session is OpenCode's.
 function writeSessionMetadataKey(write) {
-  return native.writeSessionMetadataKey(adaptOptions(write))
+  return settle(() => native.writeSessionMetadataKey(adaptOptions(write)), 'openCode')
 }
 
 // Hosts pass budgets from JSON bodies and forms: a numeric string counts, anything else that is
@@ -121,6 +133,23 @@ function buildGoalIntroText(tokenBudget) {
   const budget = typeof tokenBudget === 'string' && tokenBudget.trim() !== '' ? Number(tokenBudget) : tokenBudget
   return native.buildGoalIntroText(typeof budget === 'number' ? budget : undefined)
 }
+
+// The core's input rules answer `{value?, problem?}`; an argument napi cannot convert (a string
+// where a number belongs) is thrown as a SessionGoalError like every other bad input.
+const inputRules = Object.freeze(
+  Object.fromEntries(
+    Object.entries(native.inputRules).map(([name, rule]) => [
+      name,
+      (...args) => {
+        try {
+          return rule(...args)
+        } catch (error) {
+          throw fromThrown(error, 'invalidInput')
+        }
+      },
+    ]),
+  ),
+)
 
 // Goal creation and control (objective store, routes, create/send/fork, actions): lib/goals.js.
 const goalApi = require('./lib/goals.js').createGoalApi({ native, adaptOptions })
@@ -136,7 +165,7 @@ const implementations = {
   buildGoalIntroText,
   goalRuntimeDefaults: native.goalRuntimeDefaults,
   intakePayloadTypes: native.intakePayloadTypes,
-  inputRules: native.inputRules,
+  inputRules,
 }
 
 const publicNames = require('./lib/exports.json').exports.map((entry) => entry.name)

@@ -95,7 +95,7 @@ describe('createSessionGoal', () => {
     const installed = await control.createSessionGoal({ sessionId: session.id, objective: 'Keep going inline' })
     expect(installed.objectiveFile).toBe(false)
     expect(installed.warnings).toHaveLength(1)
-    expect(installed.warnings[0]).toContain('stored inline')
+    expect(installed.warnings[0]).toMatchObject({ code: 'objectiveInline', message: expect.stringContaining('stored inline') })
     expect(goalOf(mock, session.id)).toMatchObject({ objective: 'Keep going inline', objectiveFile: false, status: 'active' })
   })
 

@@ -41,8 +41,9 @@ describe('objective store', () => {
       expect(error, id).toBeInstanceOf(SessionGoalError)
       expect(error.statusCode, id).toBe(400)
       expect(error.message).toBe('invalid session id')
-      expect(await readObjective(id, { dataDir })).toBeNull()
-      expect(await deleteObjective(id, { dataDir })).toBe(false)
+      expect(error.code, id).toBe('invalidInput')
+      expect((await readObjective(id, { dataDir }).catch((e) => e)).code, id).toBe('invalidInput')
+      expect((await deleteObjective(id, { dataDir }).catch((e) => e)).code, id).toBe('invalidInput')
     }
     for (const empty of ['', '   \n\t ']) {
       const error = await writeObjective('ses_empty1', empty, { dataDir }).catch((e) => e)
@@ -169,6 +170,6 @@ describe('registerSessionGoalRoutes over real HTTP', () => {
   })
 
   it('rejects an app without the route methods', () => {
-    expect(() => registerSessionGoalRoutes({ get() {} })).toThrow(TypeError)
+    expect(() => registerSessionGoalRoutes({ get() {} })).toThrow(pkg.SessionGoalError)
   })
 })

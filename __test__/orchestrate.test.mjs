@@ -201,7 +201,7 @@ describe('slash commands as goals', () => {
     mock.fault({ method: 'GET', path: '/command', status: 500 })
     const result = await control.sendPrompt({ sessionId: session.id, prompt: '/review all', goal: true })
     expect(result.dispatchedAsCommand).toBe(false)
-    expect(result.warnings.some((w) => w.includes('command list unavailable'))).toBe(true)
+    expect(result.warnings.some((w) => w.code === 'commandListUnavailable' && w.message.includes('command list unavailable'))).toBe(true)
     expect(result.goal.objective).toBe('/review all')
     expect(mock.prompts[0].body.parts[0].text).toBe('/review all')
   })
@@ -277,7 +277,7 @@ describe('failures after a step took effect say which step', () => {
     const error = await control.createSession({ directory: '/tmp/project', prompt: 'x', goal: true }).catch((e) => e)
     expect(error).toMatchObject({ statusCode: 400, partial: true, partialAction: 'goal-configured', directory: '/tmp/project' })
     expect(goalOf(mock, error.sessionId).status).toBe('active')
-    expect(error.toJSON()).toEqual({ error: error.message, partial: true, partialAction: 'goal-configured', sessionId: error.sessionId, directory: '/tmp/project' })
+    expect(error.toJSON()).toEqual({ error: error.message, code: 'openCode', partial: true, partialAction: 'goal-configured', sessionId: error.sessionId, directory: '/tmp/project' })
   })
 
   it('create: goal write fails → session-created, and nothing is dispatched', async () => {

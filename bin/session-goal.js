@@ -318,7 +318,7 @@ function describeDispatch(result) {
   if (goal?.costBudget) out(`cost budget: ${usd(goal.costBudget)}`)
   if (goal?.activeHours) out(`working hours: ${goal.activeHours.start}-${goal.activeHours.end} ${goal.activeHours.timeZone}`)
   if (goal?.checks?.length) out(`acceptance checks: ${goal.checks.length} (run before the goal may complete)`)
-  for (const warning of result.warnings) out(`warning: ${warning}`)
+  for (const warning of result.warnings) out(`warning: ${warning.message}`)
 }
 
 /** US dollars as people read them: two decimals, four below a cent. */
@@ -391,7 +391,7 @@ async function runAction(control, command, sessionId, directory, flags) {
   let line = `${sessionId}: goal ${past} (was ${result.previousStatus})`
   if (result.aborted === true) line += '; running turn aborted'
   out(line)
-  for (const warning of result.warnings) out(`warning: ${warning}`)
+  for (const warning of result.warnings) out(`warning: ${warning.message}`)
 }
 
 const when = (ms) => new Date(ms).toISOString().replace('T', ' ').slice(0, 19) + ' UTC'
@@ -629,8 +629,8 @@ async function main(argv) {
 }
 
 // OpenCode's core names a connection it could not make `network error: …` or `timed out`
-// (goal-core's HttpError), behind a 502 or 504 SessionGoalError.
-const unreachable = (error) => (error.statusCode === 502 || error.statusCode === 504) && /: (network error: .*|timed out)$/.test(error.message)
+// (goal-core's HttpError), behind an openCode or timeout SessionGoalError.
+const unreachable = (error) => (error.code === 'openCode' || error.code === 'timeout') && /: (network error: .*|timed out)$/.test(error.message)
 
 /** A runtime failure, reported once: the error object on stdout with --json, else one line. */
 function reportFailure(pkg, error, target, flags) {

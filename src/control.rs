@@ -16,7 +16,7 @@ use goal_core::Goal;
 use goal_core::DEFAULT_CALL_TIMEOUT;
 use goal_core::DEFAULT_FETCH_TIMEOUT;
 use goal_core::{ActionReport, BudgetEdit, GoalEdit, GoalTarget, GoalView, LimitEdit};
-use goal_core::{ControlContext, CreatedGoal, GoalError, ModelChoice, NewGoal};
+use goal_core::{ControlContext, CreatedGoal, ErrorKind, GoalError, ModelChoice, NewGoal};
 use goal_core::{
     CreateSession, DispatchReport, ForkSession, PromptOptions, ScheduledGoal, SendPrompt, DEFAULT_COMMAND_TIMEOUT,
     DEFAULT_LANDING_POLL, DEFAULT_LANDING_TIMEOUT,
@@ -27,21 +27,25 @@ use crate::env_context::EnvContext;
 use crate::options::{self, connection_of, millis};
 use crate::{OpenCodeTarget, RuntimeSettingsOptions};
 
-/// A failed goal operation, as a value. Shaped like the reference's HTTP error body, so a host
-/// can answer with `res.status(f.statusCode).json(f)`.
+/// A failed goal operation, as the native module hands it to the package entry: `lib/goals.js`
+/// turns it into a thrown `SessionGoalError` in one place, so no host ever sees this shape.
 #[napi(object, object_from_js = false)]
 pub struct GoalFailure {
     /// Always `true` (tells a failure from a result).
     #[napi(ts_type = "true")]
     pub failed: bool,
+    /// The error code (docs/errors.md).
+    #[napi(ts_type = "'invalidInput' | 'notFound' | 'conflict' | 'tooLarge' | 'openCode' | 'timeout' | 'local'")]
+    pub code: String,
     /// What went wrong (never prompt text, model output or credentials).
-    pub error: String,
-    /// 400 bad input, 404 unknown session or goal, 409 conflicting state, 413 too large, 500 local
-    /// failure, 502/504 OpenCode failure.
-    pub status_code: u32,
-    /// Some step had already taken effect (see `partialAction`).
-    pub partial: bool,
-    /// `session-created`, `fork-created` or `goal-configured`.
+    pub message: String,
+    /// The request field at fault, when one is.
+    pub field: Option<String>,
+    /// The HTTP status OpenCode answered with, when it answered.
+    pub status: Option<u32>,
+    /// The underlying failure (an OpenCode call's own error), when there was one.
+    pub cause: Option<String>,
+    /// `session-created`, `fork-created` or `goal-configured`: what had already taken effect.
     #[napi(ts_type = "'session-created' | 'fork-created' | 'goal-configured'")]
     pub partial_action: Option<String>,
     /// The session concerned (the new one after create or fork).
@@ -50,20 +54,45 @@ pub struct GoalFailure {
     pub directory: Option<String>,
 }
 
-fn failure(error: GoalError) -> GoalFailure {
+pub(crate) fn failure(error: GoalError) -> GoalFailure {
     GoalFailure {
         failed: true,
-        error: error.message,
-        status_code: u32::from(error.status),
-        partial: error.partial.is_some(),
+        code: error.kind.code().to_string(),
+        field: error.field.map(str::to_string),
+        status: error.opencode_status.map(u32::from),
+        cause: std::error::Error::source(&error).map(|source| source.to_string()),
+        message: error.message,
         partial_action: error.partial.map(|p| p.as_str().to_string()),
         session_id: (!error.session_id.is_empty()).then_some(error.session_id),
         directory: (!error.directory.is_empty()).then_some(error.directory),
     }
 }
 
+/// A partial success's caveat: the operation took effect, with this warning.
+#[napi(object, object_from_js = false)]
+pub struct GoalWarning {
+    /// `objectiveInline`, `abortFailed` or `commandListUnavailable` (docs/errors.md).
+    #[napi(ts_type = "'objectiveInline' | 'abortFailed' | 'commandListUnavailable'")]
+    pub code: String,
+    /// One sentence for a person.
+    pub message: String,
+    /// The request field concerned, when one is.
+    pub field: Option<String>,
+}
+
+fn warnings_of(warnings: &[goal_core::Warning]) -> Vec<GoalWarning> {
+    warnings
+        .iter()
+        .map(|warning| GoalWarning {
+            code: warning.code.code().to_string(),
+            message: warning.message.clone(),
+            field: warning.field.map(str::to_string),
+        })
+        .collect()
+}
+
 /// Runs one operation in its own task: a panic is a 500 failure, never a crash.
-async fn guarded<T, F>(work: F) -> Either<T, GoalFailure>
+pub(crate) async fn guarded<T, F>(work: F) -> Either<T, GoalFailure>
 where
     T: Send + 'static,
     F: Future<Output = std::result::Result<T, GoalError>> + Send + 'static,
@@ -73,7 +102,7 @@ where
         Ok(Err(error)) => Either::B(failure(error)),
         Err(_) => {
             tracing::error!(target: "session_goal", "goal operation panicked");
-            Either::B(failure(GoalError::new(500, "internal error")))
+            Either::B(failure(GoalError::new(ErrorKind::Local, "internal error")))
         }
     }
 }
@@ -195,7 +224,7 @@ pub struct InstalledGoal {
     /// The id of a goal this one replaced.
     pub replaced_goal_id: Option<String>,
     /// Non-fatal problems.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<GoalWarning>,
 }
 
 fn installed(created: &CreatedGoal, session_id: &str) -> InstalledGoal {
@@ -207,7 +236,7 @@ fn installed(created: &CreatedGoal, session_id: &str) -> InstalledGoal {
         objective_fit: created.fit.as_str().to_string(),
         objective_file: created.goal.objective_file,
         replaced_goal_id: created.replaced_goal_id.clone(),
-        warnings: created.warnings.clone(),
+        warnings: warnings_of(&created.warnings),
     }
 }
 
@@ -248,7 +277,7 @@ pub struct SessionDispatch {
     /// Newest assistant message before the dispatch (the reply comes after it).
     pub baseline_assistant_message_id: Option<String>,
     /// Non-fatal problems.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<GoalWarning>,
 }
 
 fn dispatch_result(action: &str, report: DispatchReport) -> SessionDispatch {
@@ -270,7 +299,7 @@ fn dispatch_result(action: &str, report: DispatchReport) -> SessionDispatch {
         dispatched_as_command: report.dispatched_as_command,
         command: report.command,
         baseline_assistant_message_id: report.baseline_assistant_message_id,
-        warnings: report.warnings,
+        warnings: warnings_of(&report.warnings),
     }
 }
 
@@ -288,7 +317,7 @@ pub struct ScheduledGoalStamp {
     #[napi(ts_type = "{ type: 'text'; text: string; synthetic: true }")]
     pub intro_part: serde_json::Value,
     /// Non-fatal problems.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<GoalWarning>,
 }
 
 /// Result of a goal action.
@@ -311,7 +340,7 @@ pub struct GoalActionResult {
     /// Edit: how the new objective was fitted.
     pub objective_fit: Option<String>,
     /// Non-fatal problems.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<GoalWarning>,
 }
 
 fn action_result(report: ActionReport) -> GoalActionResult {
@@ -324,7 +353,7 @@ fn action_result(report: ActionReport) -> GoalActionResult {
         aborted: report.aborted,
         objective_deleted: report.objective_deleted,
         objective_fit: report.fit.map(|f| f.as_str().to_string()),
-        warnings: report.warnings,
+        warnings: warnings_of(&report.warnings),
     }
 }
 
@@ -704,13 +733,13 @@ macro_rules! prompt_options {
 
 /// A cost budget checked by the core's rule (US dollars, at least 0.01).
 fn cost_budget_value(dollars: f64) -> std::result::Result<f64, GoalError> {
-    goal_core::check_cost_budget(dollars).map_err(|message| GoalError::new(400, message))
+    goal_core::check_cost_budget(dollars).map_err(|message| GoalError::invalid("costBudget", message))
 }
 
 /// An edit's `costBudget` / `clearCostBudget`.
 fn cost_budget_edit(dollars: Option<f64>, clear: Option<bool>) -> std::result::Result<LimitEdit<f64>, GoalError> {
     match (clear, dollars) {
-        (Some(true), Some(_)) => Err(GoalError::new(400, "pass either costBudget or clearCostBudget")),
+        (Some(true), Some(_)) => Err(GoalError::invalid("costBudget", "pass either costBudget or clearCostBudget")),
         (Some(true), None) => Ok(LimitEdit::Clear),
         (_, Some(dollars)) => cost_budget_value(dollars).map(LimitEdit::Set),
         _ => Ok(LimitEdit::Keep),
@@ -723,7 +752,7 @@ fn criteria_edit(
     clear: Option<bool>,
 ) -> std::result::Result<LimitEdit<Vec<String>>, GoalError> {
     match (clear, criteria) {
-        (Some(true), Some(_)) => Err(GoalError::new(400, "pass either criteria or clearCriteria")),
+        (Some(true), Some(_)) => Err(GoalError::invalid("criteria", "pass either criteria or clearCriteria")),
         (Some(true), None) => Ok(LimitEdit::Clear),
         (_, Some(list)) => {
             goal_core::check_goal_criteria(Some(&serde_json::json!(list)), "criteria").map(LimitEdit::Set)
@@ -738,11 +767,11 @@ fn checks_edit(
     clear: Option<bool>,
 ) -> std::result::Result<LimitEdit<Vec<goal_core::AcceptanceCheck>>, GoalError> {
     match (clear, checks.filter(|v| !v.is_null())) {
-        (Some(true), Some(_)) => Err(GoalError::new(400, "pass either checks or clearChecks")),
+        (Some(true), Some(_)) => Err(GoalError::invalid("checks", "pass either checks or clearChecks")),
         (Some(true), None) => Ok(LimitEdit::Clear),
         (_, Some(value)) => goal_core::parse_checks(&value)
             .map(LimitEdit::Set)
-            .map_err(|error| GoalError::new(400, format!("checks: {error}"))),
+            .map_err(|error| GoalError::invalid("checks", format!("checks: {error}"))),
         _ => Ok(LimitEdit::Keep),
     }
 }
@@ -785,16 +814,19 @@ impl GoalControl {
     /// Why the session's goal is where it is (see the runtime's `explain`); read only. Resolves
     /// to a `GoalFailure` when OpenCode cannot be read.
     #[napi(ts_return_type = "Promise<GoalExplanation | GoalFailure>")]
-    pub async fn explain(&self, session_id: String, directory: Option<String>) -> Result<serde_json::Value> {
+    pub async fn explain(
+        &self,
+        session_id: String,
+        directory: Option<String>,
+    ) -> Result<Either<serde_json::Value, GoalFailure>> {
         let ctx = self.ctx.clone();
         let directory = directory.unwrap_or_default();
-        match goal_core::explain_goal(&ctx.client, &ctx.data_dir, &session_id, &directory, None).await {
-            Ok(report) => Ok(report),
-            Err(error) => {
-                let failure = GoalError::from_http("explain", &error);
-                Ok(serde_json::json!({"failed": true, "statusCode": failure.status, "error": failure.message}))
-            }
-        }
+        Ok(guarded(async move {
+            goal_core::explain_goal(&ctx.client, &ctx.data_dir, &session_id, &directory, None)
+                .await
+                .map_err(|error| GoalError::from_http("explain", &error))
+        })
+        .await)
     }
 
     /// Installs a fresh active goal on a session: objective fitted (distilled over 5,000 chars),
@@ -810,7 +842,7 @@ impl GoalControl {
                 token_budget: request.token_budget.map(goal_core::check_token_budget).transpose()?,
                 model: model_choice(request.provider_id, request.model_id),
                 time_limits: goal_core::GoalTimeLimits::check(request.time_budget_ms, request.active_hours.as_ref())
-                    .map_err(|message| GoalError::new(400, message))?,
+                    .map_err(|message| GoalError::new(ErrorKind::InvalidInput, message))?,
                 checks: goal_core::check_goal_checks(request.checks.as_ref())?,
                 cost_budget: request.cost_budget.map(cost_budget_value).transpose()?,
                 criteria: goal_core::check_goal_criteria(
@@ -894,7 +926,7 @@ impl GoalControl {
                 command: stamped.command.as_ref().map(|c| c.name.clone()),
                 command_arguments: stamped.command.map(|c| c.arguments),
                 intro_part: stamped.intro_part,
-                warnings: stamped.warnings,
+                warnings: warnings_of(&stamped.warnings),
             })
         })
         .await)
@@ -907,7 +939,7 @@ impl GoalControl {
         Ok(guarded(async move {
             let budget = match (request.clear_token_budget, request.token_budget) {
                 (Some(true), Some(_)) => {
-                    return Err(GoalError::new(400, "pass either tokenBudget or clearTokenBudget"))
+                    return Err(GoalError::invalid("tokenBudget", "pass either tokenBudget or clearTokenBudget"))
                 }
                 (Some(true), None) => BudgetEdit::Clear,
                 (_, Some(value)) => BudgetEdit::Set(goal_core::check_token_budget(value)?),
@@ -915,22 +947,22 @@ impl GoalControl {
             };
             let time_budget = match (request.clear_time_budget, request.time_budget_ms) {
                 (Some(true), Some(_)) => {
-                    return Err(GoalError::new(400, "pass either timeBudgetMs or clearTimeBudget"))
+                    return Err(GoalError::invalid("timeBudgetMs", "pass either timeBudgetMs or clearTimeBudget"))
                 }
                 (Some(true), None) => LimitEdit::Clear,
-                (_, Some(ms)) => {
-                    LimitEdit::Set(goal_core::check_time_budget_ms(ms).map_err(|m| GoalError::new(400, m))?)
-                }
+                (_, Some(ms)) => LimitEdit::Set(
+                    goal_core::check_time_budget_ms(ms).map_err(|m| GoalError::invalid("timeBudgetMs", m))?,
+                ),
                 _ => LimitEdit::Keep,
             };
             let active_hours = match (request.clear_active_hours, request.active_hours) {
                 (Some(true), Some(_)) => {
-                    return Err(GoalError::new(400, "pass either activeHours or clearActiveHours"))
+                    return Err(GoalError::invalid("activeHours", "pass either activeHours or clearActiveHours"))
                 }
                 (Some(true), None) => LimitEdit::Clear,
-                (_, Some(value)) => {
-                    LimitEdit::Set(goal_core::ActiveHours::from_value(&value).map_err(|m| GoalError::new(400, m))?)
-                }
+                (_, Some(value)) => LimitEdit::Set(
+                    goal_core::ActiveHours::from_value(&value).map_err(|m| GoalError::invalid("activeHours", m))?,
+                ),
                 _ => LimitEdit::Keep,
             };
             let edit = GoalEdit {
@@ -1035,7 +1067,7 @@ pub async fn write_objective_file(
         goal_core::write_objective(&root, &session_id, &content)
             .await
             .map(|content| ObjectiveWritten { content })
-            .map_err(|error| GoalError::new(error.status_code(), error.to_string()))
+            .map_err(GoalError::from)
     })
     .await)
 }

@@ -615,14 +615,24 @@ impl SessionGoalRuntime {
 
     /// Why the session's goal is where it is: `{sessionId, status, statusReason, cause, fixAction,
     /// nextWakeAt, lease, pending, lastAudit, lastChecks, checks, findings}`, `null` where a part
-    /// is unknown. Read only.
-    #[napi(ts_return_type = "Promise<GoalExplanation>")]
-    pub async fn explain(&self, session_id: String, directory: Option<String>) -> Result<serde_json::Value> {
-        self.inner
-            .explain(&session_id, directory.as_deref().unwrap_or(""))
-            .instrument(self.log_span.clone())
-            .await
-            .map_err(|error| napi::Error::from_reason(format!("explain failed: {error}")))
+    /// is unknown. Read only. A failure (OpenCode unreadable) is a `GoalFailure`, which the
+    /// package entry throws as a `SessionGoalError`.
+    #[napi(ts_return_type = "Promise<GoalExplanation | GoalFailure>")]
+    pub async fn explain(
+        &self,
+        session_id: String,
+        directory: Option<String>,
+    ) -> Result<napi::Either<serde_json::Value, crate::control::GoalFailure>> {
+        let inner = self.inner.clone();
+        let span = self.log_span.clone();
+        Ok(crate::control::guarded(async move {
+            inner
+                .explain(&session_id, directory.as_deref().unwrap_or(""))
+                .instrument(span)
+                .await
+                .map_err(|error| goal_core::GoalError::from_http("explain", &error))
+        })
+        .await)
     }
 
     /// Stops the runtime. Idempotent; resolves when in-flight work has ended. The process is

@@ -103,7 +103,9 @@ pub use time::clock::now_ms;
 pub use time::hours::{ActiveHours, HoursPart, HoursProblem};
 
 // Errors.
-pub use error::{Cancelled, GoalError, HttpError, ObjectiveError, PartialAction, SmallModelError};
+pub use error::{
+    Cancelled, ErrorKind, GoalError, HttpError, ObjectiveError, PartialAction, SmallModelError, Warning, WarningCode,
+};
 
 // Runtimes.
 pub use assist::runtime::DEFAULT_ASSIST_FETCH_TIMEOUT;

@@ -3,6 +3,7 @@
 //! merges into the existing metadata. "Stop" means stop on both axes: pausing (or clearing) an
 //! active goal also aborts the running turn, as an abort pauses the goal.
 
+use crate::error::{ErrorKind, Warning, WarningCode};
 use crate::goal::causes::cause_of;
 use crate::record::cause::CauseCode;
 use crate::record::criteria::{assign_criteria, CriterionSource};
@@ -41,9 +42,9 @@ impl GoalTarget {
     fn missing(&self) -> GoalError {
         match &self.expected_goal_id {
             Some(id) if !id.trim().is_empty() => {
-                GoalError::new(409, format!("the session's goal is no longer {}", id.trim()))
+                GoalError::new(ErrorKind::Conflict, format!("the session's goal is no longer {}", id.trim()))
             }
-            _ => GoalError::new(404, "session has no goal"),
+            _ => GoalError::new(ErrorKind::NotFound, "session has no goal"),
         }
     }
 }
@@ -68,7 +69,7 @@ pub struct ActionReport {
     /// Edit: how a new objective was fitted.
     pub fit: Option<ObjectiveFit>,
     /// Non-fatal problems.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
 }
 
 enum Declined {
@@ -109,7 +110,10 @@ async fn abort_turn(ctx: &ControlContext, session_id: &str, directory: &str, rep
         Err(error) => {
             warn!(target: "session_goal", session = session_id, %error, "abort after goal stop failed");
             report.aborted = Some(false);
-            report.warnings.push(format!("the running turn could not be aborted ({error})"));
+            report.warnings.push(Warning::new(
+                WarningCode::AbortFailed,
+                format!("the running turn could not be aborted ({error})"),
+            ));
         }
     }
 }
@@ -133,7 +137,7 @@ pub async fn pause_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<Act
         }
         GoalStatus::Paused => Err(Declined::Unchanged(Box::new(goal.clone()))),
         other => Err(Declined::Refused(Box::new(GoalError::new(
-            409,
+            ErrorKind::Conflict,
             format!("goal is {}; only an active goal can be paused", other.as_str()),
         )))),
     })
@@ -271,7 +275,7 @@ pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionRe
     let objective = edit.objective.as_deref().map(str::trim).filter(|o| !o.is_empty());
     if objective.is_none() && edit.changes_no_limit() {
         return Err(GoalError::new(
-            400,
+            ErrorKind::InvalidInput,
             "nothing to edit: pass an objective, a token budget, a cost budget, a time budget, working hours, checks or criteria change",
         ));
     }
@@ -283,7 +287,10 @@ pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionRe
     match session.goal() {
         None => return Err(target.missing()),
         Some(goal) if goal.status == GoalStatus::Complete => {
-            return Err(GoalError::new(409, "goal is complete; start a new goal instead of editing it"));
+            return Err(GoalError::new(
+                ErrorKind::Conflict,
+                "goal is complete; start a new goal instead of editing it",
+            ));
         }
         Some(goal) if matches!(&target.guard(), GoalGuard::SameId(id) if *id != goal.id) => {
             return Err(target.missing())
@@ -311,7 +318,7 @@ pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionRe
     let mut report = update(ctx, target, &directory, move |goal| {
         if goal.status == GoalStatus::Complete {
             return Err(Declined::Refused(Box::new(GoalError::new(
-                409,
+                ErrorKind::Conflict,
                 "goal is complete; start a new goal instead of editing it",
             ))));
         }
@@ -479,7 +486,7 @@ pub struct GoalRow {
 pub async fn list_goals(ctx: &ControlContext, directory: &str) -> Result<Vec<GoalRow>, GoalError> {
     let directory = directory.trim();
     if directory.is_empty() {
-        return Err(GoalError::new(400, "directory is required"));
+        return Err(GoalError::invalid("directory", "directory is required"));
     }
     let sessions =
         ctx.client.list_sessions(directory).await.map_err(|error| GoalError::from_http("session list", &error))?;
