@@ -407,40 +407,41 @@ export interface GoalEditRequest {
 
 /**
  * What `explain(sessionId)` resolves to (and `session-goal doctor --json` prints): why the
- * session's goal is where it is. `null` where a part is unknown.
+ * session's goal is where it is. `null` where a part is unknown. Built from the core's report
+ * field by field ([`explanation_of`]).
  */
 export interface GoalExplanation {
   /** The session asked about. */
   sessionId: string
   /** The goal's id (`null`: no goal). */
-  goalId?: string
+  goalId: string | null
   /** The goal's status (`null`: no goal). */
-  status?: string
+  status: 'active' | 'paused' | 'blocked' | 'budgetLimited' | 'complete' | null
   /** The human reason beside the status. */
-  statusReason?: string
+  statusReason: string | null
   /**
    * The typed cause `{code, since, detail?, until?, fix?}`: stored, or for an active goal what
    * holds it now (a pending request, working hours, another host's lease).
    */
-  cause?: { code: string; since: number; detail?: string; until?: number; fix?: string } | null
+  cause: { code: string; since: number; detail?: string; until?: number; fix?: string } | null
   /** What `doctor --fix` would apply. */
-  fixAction?: 'none' | 'resume' | 'resumeWithTokenBudget' | 'resumeWithTimeBudget' | 'resumeWithCostBudget' | null
+  fixAction: 'none' | 'resume' | 'resumeWithTokenBudget' | 'resumeWithTimeBudget' | 'resumeWithCostBudget' | null
   /** When the goal goes on by itself (ms since epoch), for a goal that waits. */
-  nextWakeAt?: number
+  nextWakeAt: number | null
   /** The multi-host lease. */
-  lease?: { holder: string; expiresAt: number } | null
+  lease: { holder: string; expiresAt: number } | null
   /** Open permission and question requests of the session. */
   pending: Array<{ kind: 'permission' | 'question'; id: string; permission?: string }>
   /** The newest audited decision of the trail. */
-  lastAudit?: Record<string, unknown> | null
+  lastAudit: Record<string, unknown> | null
   /** The check runs of the newest round. */
   lastChecks: Array<Record<string, unknown>>
   /** The goal's acceptance checks. */
-  checks?: Array<{ command: string; timeoutMs?: number }> | null
+  checks: Array<{ command: string; timeoutMs?: number }> | null
   /** The goal's cost in US dollars: its budget (`null` without one) and what it spent. */
-  cost?: { budget: number | null; used: number } | null
+  cost: { budget: number | null; used: number } | null
   /** The goal's acceptance criteria with their latest grades. */
-  criteria?: Array<{ id: string; text: string; source: 'user' | 'derived'; state: 'unmet' | 'met' | 'unclear'; evidence?: string[]; since?: number }> | null
+  criteria: Array<{ id: string; text: string; source: 'user' | 'derived'; state: 'unmet' | 'met' | 'unclear'; evidence?: string[]; since?: number }> | null
   /**
    * Inconsistencies worth a human look: `sessionMissing`, `noGoal`, `goalUnreadable`,
    * `objectiveFileMissing`, `inherited`, `checksUnreadable`, `providerReportsNoCost`.
@@ -476,6 +477,8 @@ export interface GoalFailure {
 /**
  * One record of a goal's audit trail (`history(sessionId)`). Written for every verdict and
  * for every decision the runtime made without one (time budget, working hours, breaker).
+ * Built from the stored record field by field ([`history_records`]), so what JavaScript gets
+ * is exactly what this type (and index.d.ts) says.
  */
 export interface GoalHistoryRecord {
   /** When (ms since epoch). */
@@ -511,6 +514,16 @@ export interface GoalHistoryRecord {
   timeBudgetMs?: number
   /** For an acceptance check run (`action: "check"`): the run. */
   check?: { index: number; command: string; result: 'passed' | 'failed' | 'timedOut' | 'aborted' | 'unknown'; exitStatus: number | null; durationMs: number; outputTail: string; messageID: string; reused: boolean }
+  /** For a check run: how many checks the round has. */
+  checks?: number
+  /** For an audit that graded criteria: each criterion's id, source, state and cited evidence ids. */
+  criteria?: Array<{ id: string; source: 'user' | 'derived'; state: 'unmet' | 'met' | 'unclear'; evidence: string[] }>
+  /** For a provider-limit park (`action: "park"`): when the wait ends (ms since epoch). */
+  until?: number
+  /** For a park: how many parks in a row this is. */
+  park?: number
+  /** For a park: the cause's detail (the provider, the HTTP status). */
+  detail?: string
 }
 
 /** One goal of a directory. */

@@ -805,26 +805,27 @@ impl GoalControl {
 
     /// The goal's audit trail (`goals/<sessionId>.history.jsonl`), oldest first; `limit` keeps the
     /// newest records. An unknown session or a missing trail reads as an empty list.
-    #[napi(ts_return_type = "Promise<Array<GoalHistoryRecord>>")]
-    pub async fn history(&self, session_id: String, limit: Option<f64>) -> Result<Vec<serde_json::Value>> {
+    #[napi]
+    pub async fn history(&self, session_id: String, limit: Option<f64>) -> Result<Vec<crate::GoalHistoryRecord>> {
         let limit = limit.filter(|n| n.is_finite() && *n >= 1.0).map(|n| n.min(100_000.0) as usize);
-        Ok(goal_core::read_history(&self.ctx.data_dir, &session_id, limit).await)
+        Ok(crate::history_records(goal_core::read_history(&self.ctx.data_dir, &session_id, limit).await))
     }
 
     /// Why the session's goal is where it is (see the runtime's `explain`); read only. Resolves
     /// to a `GoalFailure` when OpenCode cannot be read.
-    #[napi(ts_return_type = "Promise<GoalExplanation | GoalFailure>")]
+    #[napi]
     pub async fn explain(
         &self,
         session_id: String,
         directory: Option<String>,
-    ) -> Result<Either<serde_json::Value, GoalFailure>> {
+    ) -> Result<Either<crate::GoalExplanation, GoalFailure>> {
         let ctx = self.ctx.clone();
         let directory = directory.unwrap_or_default();
         Ok(guarded(async move {
             goal_core::explain_goal(&ctx.client, &ctx.data_dir, &session_id, &directory, None)
                 .await
                 .map_err(|error| GoalError::from_http("explain", &error))
+                .and_then(crate::explanation_of)
         })
         .await)
     }

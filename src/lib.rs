@@ -14,6 +14,7 @@ mod intro;
 mod js_helpers;
 mod logging;
 mod metadata;
+mod nullable;
 mod options;
 mod payload;
 mod validate;
@@ -24,6 +25,8 @@ use std::sync::Arc;
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::UnknownReturnValue;
 use napi_derive::napi;
+
+use crate::nullable::Nullable;
 use tracing::Instrument;
 
 use goal_core::GoalConfig;
@@ -160,7 +163,11 @@ pub struct EvidenceOptions {
 
 /// One record of a goal's audit trail (`history(sessionId)`). Written for every verdict and
 /// for every decision the runtime made without one (time budget, working hours, breaker).
+/// Built from the stored record field by field ([`history_records`]), so what JavaScript gets
+/// is exactly what this type (and index.d.ts) says.
 #[napi(object, object_from_js = false)]
+#[derive(Default, serde::Deserialize)]
+#[serde(default, rename_all = "camelCase")]
 pub struct GoalHistoryRecord {
     /// When (ms since epoch).
     pub time: f64,
@@ -198,58 +205,91 @@ pub struct GoalHistoryRecord {
         ts_type = "{ index: number; command: string; result: 'passed' | 'failed' | 'timedOut' | 'aborted' | 'unknown'; exitStatus: number | null; durationMs: number; outputTail: string; messageID: string; reused: boolean }"
     )]
     pub check: Option<serde_json::Value>,
+    /// For a check run: how many checks the round has.
+    pub checks: Option<f64>,
+    /// For an audit that graded criteria: each criterion's id, source, state and cited evidence ids.
+    #[napi(
+        ts_type = "Array<{ id: string; source: 'user' | 'derived'; state: 'unmet' | 'met' | 'unclear'; evidence: string[] }>"
+    )]
+    pub criteria: Option<serde_json::Value>,
+    /// For a provider-limit park (`action: "park"`): when the wait ends (ms since epoch).
+    pub until: Option<f64>,
+    /// For a park: how many parks in a row this is.
+    pub park: Option<f64>,
+    /// For a park: the cause's detail (the provider, the HTTP status).
+    pub detail: Option<String>,
 }
 
 /// What `explain(sessionId)` resolves to (and `session-goal doctor --json` prints): why the
-/// session's goal is where it is. `null` where a part is unknown.
+/// session's goal is where it is. `null` where a part is unknown. Built from the core's report
+/// field by field ([`explanation_of`]).
 #[napi(object, object_from_js = false)]
+#[derive(Default, serde::Deserialize)]
+#[serde(default, rename_all = "camelCase")]
 pub struct GoalExplanation {
     /// The session asked about.
     pub session_id: String,
     /// The goal's id (`null`: no goal).
-    pub goal_id: Option<String>,
+    #[napi(ts_type = "string | null")]
+    pub goal_id: Nullable<String>,
     /// The goal's status (`null`: no goal).
-    pub status: Option<String>,
+    #[napi(ts_type = "'active' | 'paused' | 'blocked' | 'budgetLimited' | 'complete' | null")]
+    pub status: Nullable<String>,
     /// The human reason beside the status.
-    pub status_reason: Option<String>,
+    #[napi(ts_type = "string | null")]
+    pub status_reason: Nullable<String>,
     /// The typed cause `{code, since, detail?, until?, fix?}`: stored, or for an active goal what
     /// holds it now (a pending request, working hours, another host's lease).
     #[napi(ts_type = "{ code: string; since: number; detail?: string; until?: number; fix?: string } | null")]
-    pub cause: Option<serde_json::Value>,
+    pub cause: Nullable<serde_json::Value>,
     /// What `doctor --fix` would apply.
     #[napi(
         ts_type = "'none' | 'resume' | 'resumeWithTokenBudget' | 'resumeWithTimeBudget' | 'resumeWithCostBudget' | null"
     )]
-    pub fix_action: Option<String>,
+    pub fix_action: Nullable<String>,
     /// When the goal goes on by itself (ms since epoch), for a goal that waits.
-    pub next_wake_at: Option<f64>,
+    #[napi(ts_type = "number | null")]
+    pub next_wake_at: Nullable<f64>,
     /// The multi-host lease.
     #[napi(ts_type = "{ holder: string; expiresAt: number } | null")]
-    pub lease: Option<serde_json::Value>,
+    pub lease: Nullable<serde_json::Value>,
     /// Open permission and question requests of the session.
     #[napi(ts_type = "Array<{ kind: 'permission' | 'question'; id: string; permission?: string }>")]
     pub pending: serde_json::Value,
     /// The newest audited decision of the trail.
     #[napi(ts_type = "Record<string, unknown> | null")]
-    pub last_audit: Option<serde_json::Value>,
+    pub last_audit: Nullable<serde_json::Value>,
     /// The check runs of the newest round.
     #[napi(ts_type = "Array<Record<string, unknown>>")]
     pub last_checks: serde_json::Value,
     /// The goal's acceptance checks.
     #[napi(ts_type = "Array<{ command: string; timeoutMs?: number }> | null")]
-    pub checks: Option<serde_json::Value>,
+    pub checks: Nullable<serde_json::Value>,
     /// The goal's cost in US dollars: its budget (`null` without one) and what it spent.
     #[napi(ts_type = "{ budget: number | null; used: number } | null")]
-    pub cost: Option<serde_json::Value>,
+    pub cost: Nullable<serde_json::Value>,
     /// The goal's acceptance criteria with their latest grades.
     #[napi(
         ts_type = "Array<{ id: string; text: string; source: 'user' | 'derived'; state: 'unmet' | 'met' | 'unclear'; evidence?: string[]; since?: number }> | null"
     )]
-    pub criteria: Option<serde_json::Value>,
+    pub criteria: Nullable<serde_json::Value>,
     /// Inconsistencies worth a human look: `sessionMissing`, `noGoal`, `goalUnreadable`,
     /// `objectiveFileMissing`, `inherited`, `checksUnreadable`, `providerReportsNoCost`.
     #[napi(ts_type = "Array<{ code: string; message: string }>")]
     pub findings: serde_json::Value,
+}
+
+/// The trail's records as [`GoalHistoryRecord`]s; a record that does not have the record's shape
+/// (a hand-edited line) is left out rather than failing the whole read.
+pub(crate) fn history_records(records: Vec<serde_json::Value>) -> Vec<GoalHistoryRecord> {
+    records.into_iter().filter_map(|record| serde_json::from_value(record).ok()).collect()
+}
+
+/// The core's explain report as a [`GoalExplanation`].
+pub(crate) fn explanation_of(report: serde_json::Value) -> std::result::Result<GoalExplanation, goal_core::GoalError> {
+    serde_json::from_value(report).map_err(|error| {
+        goal_core::GoalError::new(goal_core::ErrorKind::Local, format!("explain: unreadable report ({error})"))
+    })
 }
 
 fn evidence_config(no_progress_turns: Option<f64>, options: Option<&EvidenceOptions>) -> goal_core::EvidenceConfig {
@@ -607,22 +647,22 @@ impl SessionGoalRuntime {
     /// The goal's audit trail (`goals/<sessionId>.history.jsonl`), oldest first; `limit` keeps the
     /// newest. Each record: `time`, `turn`, `tail`, `verdict`, `note`, `action`, `reason`,
     /// `digest` (counts), `evidence`, `missing`, `auditTokens`, `activeMs`, `timeBudgetMs`.
-    #[napi(ts_return_type = "Promise<Array<GoalHistoryRecord>>")]
-    pub async fn history(&self, session_id: String, limit: Option<f64>) -> Result<Vec<serde_json::Value>> {
+    #[napi]
+    pub async fn history(&self, session_id: String, limit: Option<f64>) -> Result<Vec<GoalHistoryRecord>> {
         let limit = limit.filter(|n| n.is_finite() && *n >= 1.0).map(|n| n.min(100_000.0) as usize);
-        Ok(self.inner.history(&session_id, limit).instrument(self.log_span.clone()).await)
+        Ok(history_records(self.inner.history(&session_id, limit).instrument(self.log_span.clone()).await))
     }
 
     /// Why the session's goal is where it is: `{sessionId, status, statusReason, cause, fixAction,
     /// nextWakeAt, lease, pending, lastAudit, lastChecks, checks, findings}`, `null` where a part
     /// is unknown. Read only. A failure (OpenCode unreadable) is a `GoalFailure`, which the
     /// package entry throws as a `SessionGoalError`.
-    #[napi(ts_return_type = "Promise<GoalExplanation | GoalFailure>")]
+    #[napi]
     pub async fn explain(
         &self,
         session_id: String,
         directory: Option<String>,
-    ) -> Result<napi::Either<serde_json::Value, crate::control::GoalFailure>> {
+    ) -> Result<napi::Either<GoalExplanation, crate::control::GoalFailure>> {
         let inner = self.inner.clone();
         let span = self.log_span.clone();
         Ok(crate::control::guarded(async move {
@@ -631,6 +671,7 @@ impl SessionGoalRuntime {
                 .instrument(span)
                 .await
                 .map_err(|error| goal_core::GoalError::from_http("explain", &error))
+                .and_then(explanation_of)
         })
         .await)
     }
