@@ -15,7 +15,7 @@ use goal_core::resolve_data_dir;
 use goal_core::Goal;
 use goal_core::DEFAULT_CALL_TIMEOUT;
 use goal_core::DEFAULT_FETCH_TIMEOUT;
-use goal_core::{ActionReport, BudgetEdit, GoalEdit, GoalTarget, GoalView, LimitEdit};
+use goal_core::{ActionReport, GoalEdit, GoalTarget, GoalView, LimitEdit};
 use goal_core::{ControlContext, CreatedGoal, ErrorKind, GoalError, ModelChoice, NewGoal};
 use goal_core::{
     CreateSession, DispatchReport, ForkSession, PromptOptions, ScheduledGoal, SendPrompt, DEFAULT_COMMAND_TIMEOUT,
@@ -736,46 +736,6 @@ fn cost_budget_value(dollars: f64) -> std::result::Result<f64, GoalError> {
     goal_core::check_cost_budget(dollars).map_err(|message| GoalError::invalid("costBudget", message))
 }
 
-/// An edit's `costBudget` / `clearCostBudget`.
-fn cost_budget_edit(dollars: Option<f64>, clear: Option<bool>) -> std::result::Result<LimitEdit<f64>, GoalError> {
-    match (clear, dollars) {
-        (Some(true), Some(_)) => Err(GoalError::invalid("costBudget", "pass either costBudget or clearCostBudget")),
-        (Some(true), None) => Ok(LimitEdit::Clear),
-        (_, Some(dollars)) => cost_budget_value(dollars).map(LimitEdit::Set),
-        _ => Ok(LimitEdit::Keep),
-    }
-}
-
-/// An edit's `criteria` / `clearCriteria`.
-fn criteria_edit(
-    criteria: Option<Vec<String>>,
-    clear: Option<bool>,
-) -> std::result::Result<LimitEdit<Vec<String>>, GoalError> {
-    match (clear, criteria) {
-        (Some(true), Some(_)) => Err(GoalError::invalid("criteria", "pass either criteria or clearCriteria")),
-        (Some(true), None) => Ok(LimitEdit::Clear),
-        (_, Some(list)) => {
-            goal_core::check_goal_criteria(Some(&serde_json::json!(list)), "criteria").map(LimitEdit::Set)
-        }
-        _ => Ok(LimitEdit::Keep),
-    }
-}
-
-/// An edit's `checks` / `clearChecks`.
-fn checks_edit(
-    checks: Option<serde_json::Value>,
-    clear: Option<bool>,
-) -> std::result::Result<LimitEdit<Vec<goal_core::AcceptanceCheck>>, GoalError> {
-    match (clear, checks.filter(|v| !v.is_null())) {
-        (Some(true), Some(_)) => Err(GoalError::invalid("checks", "pass either checks or clearChecks")),
-        (Some(true), None) => Ok(LimitEdit::Clear),
-        (_, Some(value)) => goal_core::parse_checks(&value)
-            .map(LimitEdit::Set)
-            .map_err(|error| GoalError::invalid("checks", format!("checks: {error}"))),
-        _ => Ok(LimitEdit::Keep),
-    }
-}
-
 fn target(session_id: String, directory: Option<String>, goal_id: Option<String>) -> GoalTarget {
     GoalTarget { session_id, directory: directory.unwrap_or_default(), expected_goal_id: goal_id }
 }
@@ -938,43 +898,53 @@ impl GoalControl {
     pub async fn edit_goal(&self, request: GoalEditRequest) -> Result<Either<GoalActionResult, GoalFailure>> {
         let ctx = self.ctx.clone();
         Ok(guarded(async move {
-            let budget = match (request.clear_token_budget, request.token_budget) {
-                (Some(true), Some(_)) => {
-                    return Err(GoalError::invalid("tokenBudget", "pass either tokenBudget or clearTokenBudget"))
-                }
-                (Some(true), None) => BudgetEdit::Clear,
-                (_, Some(value)) => BudgetEdit::Set(goal_core::check_token_budget(value)?),
-                _ => BudgetEdit::Keep,
-            };
-            let time_budget = match (request.clear_time_budget, request.time_budget_ms) {
-                (Some(true), Some(_)) => {
-                    return Err(GoalError::invalid("timeBudgetMs", "pass either timeBudgetMs or clearTimeBudget"))
-                }
-                (Some(true), None) => LimitEdit::Clear,
-                (_, Some(ms)) => LimitEdit::Set(
-                    goal_core::check_time_budget_ms(ms).map_err(|m| GoalError::invalid("timeBudgetMs", m))?,
-                ),
-                _ => LimitEdit::Keep,
-            };
-            let active_hours = match (request.clear_active_hours, request.active_hours) {
-                (Some(true), Some(_)) => {
-                    return Err(GoalError::invalid("activeHours", "pass either activeHours or clearActiveHours"))
-                }
-                (Some(true), None) => LimitEdit::Clear,
-                (_, Some(value)) => LimitEdit::Set(
-                    goal_core::ActiveHours::from_value(&value).map_err(|m| GoalError::invalid("activeHours", m))?,
-                ),
-                _ => LimitEdit::Keep,
+            let criteria_list =
+                |list: Vec<String>| goal_core::check_goal_criteria(Some(&serde_json::json!(list)), "criteria");
+            let checks_list = |value: serde_json::Value| {
+                goal_core::parse_checks(&value)
+                    .map_err(|error| GoalError::invalid("checks", format!("checks: {error}")))
             };
             let edit = GoalEdit {
                 target: target(request.session_id, request.directory, request.goal_id),
                 objective: request.objective,
-                budget,
-                time_budget,
-                active_hours,
-                checks: checks_edit(request.checks, request.clear_checks)?,
-                cost_budget: cost_budget_edit(request.cost_budget, request.clear_cost_budget)?,
-                criteria: criteria_edit(request.criteria, request.clear_criteria)?,
+                budget: LimitEdit::of_pair(
+                    request.token_budget,
+                    request.clear_token_budget,
+                    ("tokenBudget", "clearTokenBudget"),
+                    goal_core::check_token_budget,
+                )?,
+                time_budget: LimitEdit::of_pair(
+                    request.time_budget_ms,
+                    request.clear_time_budget,
+                    ("timeBudgetMs", "clearTimeBudget"),
+                    |ms| goal_core::check_time_budget_ms(ms).map_err(|m| GoalError::invalid("timeBudgetMs", m)),
+                )?,
+                active_hours: LimitEdit::of_pair(
+                    request.active_hours,
+                    request.clear_active_hours,
+                    ("activeHours", "clearActiveHours"),
+                    |value| {
+                        goal_core::ActiveHours::from_value(&value).map_err(|m| GoalError::invalid("activeHours", m))
+                    },
+                )?,
+                checks: LimitEdit::of_pair(
+                    request.checks.filter(|v| !v.is_null()),
+                    request.clear_checks,
+                    ("checks", "clearChecks"),
+                    checks_list,
+                )?,
+                cost_budget: LimitEdit::of_pair(
+                    request.cost_budget,
+                    request.clear_cost_budget,
+                    ("costBudget", "clearCostBudget"),
+                    cost_budget_value,
+                )?,
+                criteria: LimitEdit::of_pair(
+                    request.criteria,
+                    request.clear_criteria,
+                    ("criteria", "clearCriteria"),
+                    criteria_list,
+                )?,
                 model: model_choice(request.provider_id, request.model_id),
             };
             goal_core::edit_goal(&ctx, &edit).await.map(action_result)

@@ -132,8 +132,8 @@ pub use intake::{
 
 // Goal control.
 pub use control::actions::{
-    clear_goal, complete_goal, edit_goal, get_goal, list_goals, pause_goal, resume_goal, ActionReport, BudgetEdit,
-    GoalEdit, GoalTarget, GoalView, LimitEdit,
+    clear_goal, complete_goal, edit_goal, get_goal, list_goals, pause_goal, resume_goal, ActionReport, GoalEdit,
+    GoalTarget, GoalView, LimitEdit,
 };
 pub use control::create::{
     check_goal_checks, check_goal_criteria, check_token_budget, create_session_goal, ControlContext, CreatedGoal,
