@@ -200,26 +200,8 @@ export interface CreateSessionRequest {
   agent?: string
   /** Model variant. */
   variant?: string
-  /** Start a goal with the prompt as its objective. */
-  goal?: boolean
-  /** The goal's token budget (requires `goal`): an integer in [1000, 100000000]. */
-  goalTokenBudget?: number
-  /** The goal's time budget in ms (requires `goal`; active time, at least 1000). */
-  goalTimeBudgetMs?: number
-  /** The goal's working hours `{start: "HH:MM", end: "HH:MM", timeZone}` (requires `goal`). */
-  goalActiveHours?: { start: string; end: string; timeZone: string }
-  /**
-   * The goal's acceptance checks, `[{command, timeoutMs?}]` (requires `goal`): at most 8, each
-   * command one line of at most 2,000 characters; `timeoutMs` defaults to 10 minutes.
-   */
-  goalChecks?: Array<{ command: string; timeoutMs?: number } | string>
-  /** The goal's cost budget in US dollars (requires `goal`): at least 0.01. */
-  goalCostBudget?: number
-  /**
-   * The goal's acceptance criteria (requires `goal`): at most 8 strings of at most 300
-   * characters, each graded against evidence before the goal may complete.
-   */
-  goalCriteria?: Array<string>
+  /** Start a goal with the prompt as its objective: `true` or its settings. */
+  goal?: boolean | GoalSettingsInput
 }
 
 /** Deletes an objective file, best effort: whether a file was removed (false for an invalid id). */
@@ -268,26 +250,8 @@ export interface ForkSessionRequest {
   agent?: string
   /** Variant. */
   variant?: string
-  /** Install a goal on the fork before dispatching. */
-  goal?: boolean
-  /** The goal's token budget (requires `goal`). */
-  goalTokenBudget?: number
-  /** The goal's time budget in ms (requires `goal`; active time, at least 1000). */
-  goalTimeBudgetMs?: number
-  /** The goal's working hours `{start: "HH:MM", end: "HH:MM", timeZone}` (requires `goal`). */
-  goalActiveHours?: { start: string; end: string; timeZone: string }
-  /**
-   * The goal's acceptance checks, `[{command, timeoutMs?}]` (requires `goal`): at most 8, each
-   * command one line of at most 2,000 characters; `timeoutMs` defaults to 10 minutes.
-   */
-  goalChecks?: Array<{ command: string; timeoutMs?: number } | string>
-  /** The goal's cost budget in US dollars (requires `goal`): at least 0.01. */
-  goalCostBudget?: number
-  /**
-   * The goal's acceptance criteria (requires `goal`): at most 8 strings of at most 300
-   * characters, each graded against evidence before the goal may complete.
-   */
-  goalCriteria?: Array<string>
+  /** Install a goal on the fork before dispatching: `true` or its settings. */
+  goal?: boolean | GoalSettingsInput
 }
 
 /** Target of pause / resume / complete / clear. */
@@ -654,6 +618,28 @@ export interface GoalRuntimeDefaults {
   maxProviderWaits: number
 }
 
+/** A new goal's settings (`goal: true` is the same as `goal: {}`: no limits). */
+export interface GoalSettingsInput {
+  /** Token budget: an integer in [1000, 100000000]. */
+  tokenBudget?: number
+  /** Time budget in ms (active time, at least 1000). */
+  timeBudgetMs?: number
+  /** Working hours `{start: "HH:MM", end: "HH:MM", timeZone}`. */
+  activeHours?: { start: string; end: string; timeZone: string }
+  /**
+   * Acceptance checks, `[{command, timeoutMs?}]`: at most 8, each command one line of at most
+   * 2,000 characters; `timeoutMs` defaults to 10 minutes.
+   */
+  checks?: Array<{ command: string; timeoutMs?: number } | string>
+  /** Cost budget in US dollars: at least 0.01. */
+  costBudget?: number
+  /**
+   * Acceptance criteria: at most 8 strings of at most 300 characters, each graded against
+   * evidence before the goal may complete.
+   */
+  criteria?: Array<string>
+}
+
 /** A partial success's caveat: the operation took effect, with this warning. */
 export interface GoalWarning {
   /** `objectiveInline`, `abortFailed` or `commandListUnavailable` (docs/errors.md). */
@@ -802,26 +788,8 @@ export interface SendPromptRequest {
   agent?: string
   /** Variant. */
   variant?: string
-  /** Install a fresh goal (merged into the existing metadata) before dispatching. */
-  goal?: boolean
-  /** The goal's token budget (requires `goal`). */
-  goalTokenBudget?: number
-  /** The goal's time budget in ms (requires `goal`; active time, at least 1000). */
-  goalTimeBudgetMs?: number
-  /** The goal's working hours `{start: "HH:MM", end: "HH:MM", timeZone}` (requires `goal`). */
-  goalActiveHours?: { start: string; end: string; timeZone: string }
-  /**
-   * The goal's acceptance checks, `[{command, timeoutMs?}]` (requires `goal`): at most 8, each
-   * command one line of at most 2,000 characters; `timeoutMs` defaults to 10 minutes.
-   */
-  goalChecks?: Array<{ command: string; timeoutMs?: number } | string>
-  /** The goal's cost budget in US dollars (requires `goal`): at least 0.01. */
-  goalCostBudget?: number
-  /**
-   * The goal's acceptance criteria (requires `goal`): at most 8 strings of at most 300
-   * characters, each graded against evidence before the goal may complete.
-   */
-  goalCriteria?: Array<string>
+  /** Install a fresh goal (merged into the existing metadata) before dispatching: `true` or its settings. */
+  goal?: boolean | GoalSettingsInput
 }
 
 /**

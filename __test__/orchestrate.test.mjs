@@ -60,8 +60,7 @@ describe('create with a goal', () => {
       directory: '/tmp/project',
       title: 'CSV importer',
       prompt: 'Make the importer read CSV files',
-      goal: true,
-      goalTokenBudget: 50_000,
+      goal: { tokenBudget: 50_000 },
       model: 'mock/mock-model',
       agent: 'build',
     })
@@ -142,7 +141,7 @@ describe('send and fork with a goal', () => {
     mock.addUserMessage(source.id, 'Second request')
     mock.addAssistantMessage(source.id, { text: 'Second answer' })
     const forkAt = mock.messages(source.id)[2].info.id
-    const result = await control.forkSession({ sessionId: source.id, messageId: forkAt, prompt: 'Take another route', goal: true, goalTokenBudget: 1000 })
+    const result = await control.forkSession({ sessionId: source.id, messageId: forkAt, prompt: 'Take another route', goal: { tokenBudget: 1000 } })
     expect(result.action).toBe('fork')
     expect(result.sourceSessionId).toBe(source.id)
     expect(result.sessionId).not.toBe(source.id)
@@ -219,12 +218,12 @@ describe('slash commands as goals', () => {
 
 describe('validation: refused with nothing written', () => {
   const refusals = [
-    ['goalTokenBudget without goal', { prompt: 'x', goalTokenBudget: 5000 }, 400, 'goalTokenBudget requires goal'],
+    ['the flat goalTokenBudget', { prompt: 'x', goalTokenBudget: 5000 }, 400, 'goalTokenBudget is now goal.tokenBudget'],
     ['goal without a prompt', { goal: true }, 400, 'goal requires a prompt'],
-    ['budget below 1,000', { prompt: 'x', goal: true, goalTokenBudget: 999 }, 400],
-    ['budget above 100,000,000', { prompt: 'x', goal: true, goalTokenBudget: 100_000_001 }, 400],
-    ['fractional budget', { prompt: 'x', goal: true, goalTokenBudget: 1500.5 }, 400],
-    ['budget as text', { prompt: 'x', goal: true, goalTokenBudget: '5000' }, 400],
+    ['budget below 1,000', { prompt: 'x', goal: { tokenBudget: 999 } }, 400],
+    ['budget above 100,000,000', { prompt: 'x', goal: { tokenBudget: 100_000_001 } }, 400],
+    ['fractional budget', { prompt: 'x', goal: { tokenBudget: 1500.5 } }, 400],
+    ['budget as text', { prompt: 'x', goal: { tokenBudget: '5000' } }, 400],
     ['prompt over 1 MB', { prompt: 'p'.repeat(1_000_001), goal: true }, 413],
     ['malformed model', { prompt: 'x', model: 'just-a-model' }, 400],
     ['unknown model', { prompt: 'x', model: 'mock/no-such-model' }, 400, 'unknown model mock/no-such-model'],
@@ -254,7 +253,7 @@ describe('validation: refused with nothing written', () => {
       [() => control.sendPrompt({ sessionId: '../../etc/passwd', prompt: 'x', goal: true }), 400],
       [() => control.sendPrompt({ sessionId: 'ses_unknown99', prompt: 'x', goal: true }), 404],
       [() => control.sendPrompt({ sessionId: session.id, prompt: '  ', goal: true }), 400],
-      [() => control.sendPrompt({ sessionId: session.id, prompt: 'x', goal: true, goalTokenBudget: 0 }), 400],
+      [() => control.sendPrompt({ sessionId: session.id, prompt: 'x', goal: { tokenBudget: 0 } }), 400],
       [() => control.forkSession({ sessionId: session.id, messageId: '../x', prompt: 'x', goal: true }), 400],
       [() => control.forkSession({ sessionId: session.id, prompt: 'x', goalTokenBudget: 2000 }), 400],
       [() => control.sendPrompt(null), 400],

@@ -246,22 +246,24 @@ function promptRequest(parsed) {
   if (flags.goal && (prompt === undefined || !prompt.trim())) throw new UsageError('--goal requires --prompt.')
   if (flags.model !== undefined && !/^[^/\s]+\/\S+$/.test(flags.model)) throw new UsageError('--model must look like provider/model')
   const request = { prompt, model: flags.model, agent: flags.agent, variant: flags.variant }
-  if (flags.goal) request.goal = true
-  if (budget !== undefined) request.goalTokenBudget = budget
+  // The goal's settings nest under `goal` (each flag checks it was given with --goal).
+  const goal = {}
+  if (budget !== undefined) goal.tokenBudget = budget
   const costBudget = parseGoalCostBudget(flags)
-  if (costBudget !== undefined) request.goalCostBudget = costBudget
+  if (costBudget !== undefined) goal.costBudget = costBudget
   const timeBudget = parseGoalTimeBudget(flags)
-  if (timeBudget !== undefined) request.goalTimeBudgetMs = timeBudget
+  if (timeBudget !== undefined) goal.timeBudgetMs = timeBudget
   const activeHours = parseGoalActiveHours(flags)
-  if (activeHours !== undefined) request.goalActiveHours = activeHours
+  if (activeHours !== undefined) goal.activeHours = activeHours
   const checks = parseGoalChecks(flags)
-  if (checks !== undefined) request.goalChecks = checks
+  if (checks !== undefined) goal.checks = checks
   if (flags['goal-criterion'] !== undefined) {
     if (!flags.goal) throw new UsageError('--goal-criterion requires --goal.')
     // How many and how long is the core's rule.
     ruled('--goal-criterion', inputRules().criteria(flags['goal-criterion']))
-    request.goalCriteria = flags['goal-criterion']
+    goal.criteria = flags['goal-criterion']
   }
+  if (flags.goal) request.goal = goal
   return request
 }
 

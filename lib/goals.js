@@ -15,6 +15,16 @@ const ROUTE = '/api/goals/objective/:sessionId'
 /** Largest request body the objective routes read (the reference's express.json limit). */
 const MAX_BODY_BYTES = 1024 * 1024
 
+// The goal settings' former flat names on create / send / fork, and where each went.
+const FLAT_GOAL_KEYS = new Map([
+  ['goalTokenBudget', 'tokenBudget'],
+  ['goalTimeBudgetMs', 'timeBudgetMs'],
+  ['goalActiveHours', 'activeHours'],
+  ['goalChecks', 'checks'],
+  ['goalCostBudget', 'costBudget'],
+  ['goalCriteria', 'criteria'],
+])
+
 const isObject = (value) => value !== null && typeof value === 'object' && !Array.isArray(value)
 
 // napi reads `null` as a wrong-typed value for optional fields; a host's JSON often has them.
@@ -137,14 +147,25 @@ function createGoalApi({ native, adaptOptions }) {
       if (!isObject(request)) return Promise.reject(invalidInput('request must be an object', 'request'))
       return settle(() => inner[name](withoutNulls(request)))
     }
+    // create / send / fork: `goal: true` is a goal without limits, `goal: {tokenBudget, …}` one
+    // with them; the settings are converted once, natively (src/goal_settings.rs).
+    const prompting = (name) => (request) => {
+      if (!isObject(request)) return method(name)(request)
+      const flat = Object.keys(request).find((key) => FLAT_GOAL_KEYS.has(key))
+      if (flat) return Promise.reject(invalidInput(`${flat} is now goal.${FLAT_GOAL_KEYS.get(flat)}`, flat))
+      const { goal, ...rest } = request
+      if (goal === true) return method(name)({ ...rest, goal: {} })
+      if (goal === false || goal === undefined || goal === null) return method(name)(rest)
+      return method(name)({ ...rest, goal: isObject(goal) ? withoutNulls(goal) : goal })
+    }
     return {
       get dataDir() {
         return inner.dataDir
       },
       createSessionGoal: method('createSessionGoal'),
-      createSession: method('createSession'),
-      sendPrompt: method('sendPrompt'),
-      forkSession: method('forkSession'),
+      createSession: prompting('createSession'),
+      sendPrompt: prompting('sendPrompt'),
+      forkSession: prompting('forkSession'),
       stampScheduledGoal: method('stampScheduledGoal'),
       editGoal: method('editGoal'),
       pauseGoal: method('pauseGoal'),

@@ -24,6 +24,7 @@ use goal_core::{
 
 use crate::callbacks::{HeadersCallback, ModelCallback, UrlCallback};
 use crate::env_context::EnvContext;
+use crate::goal_settings::GoalSettingsInput;
 use crate::options::{self, connection_of, millis};
 use crate::{OpenCodeTarget, RuntimeSettingsOptions};
 
@@ -530,24 +531,9 @@ pub struct CreateSessionRequest {
     pub agent: Option<String>,
     /// Model variant.
     pub variant: Option<String>,
-    /// Start a goal with the prompt as its objective.
-    pub goal: Option<bool>,
-    /// The goal's token budget (requires `goal`): an integer in [1000, 100000000].
-    pub goal_token_budget: Option<f64>,
-    /// The goal's time budget in ms (requires `goal`; active time, at least 1000).
-    pub goal_time_budget_ms: Option<f64>,
-    /// The goal's working hours `{start: "HH:MM", end: "HH:MM", timeZone}` (requires `goal`).
-    #[napi(ts_type = "{ start: string; end: string; timeZone: string }")]
-    pub goal_active_hours: Option<serde_json::Value>,
-    /// The goal's acceptance checks, `[{command, timeoutMs?}]` (requires `goal`): at most 8, each
-    /// command one line of at most 2,000 characters; `timeoutMs` defaults to 10 minutes.
-    #[napi(ts_type = "Array<{ command: string; timeoutMs?: number } | string>")]
-    pub goal_checks: Option<serde_json::Value>,
-    /// The goal's cost budget in US dollars (requires `goal`): at least 0.01.
-    pub goal_cost_budget: Option<f64>,
-    /// The goal's acceptance criteria (requires `goal`): at most 8 strings of at most 300
-    /// characters, each graded against evidence before the goal may complete.
-    pub goal_criteria: Option<Vec<String>>,
+    /// Start a goal with the prompt as its objective: `true` or its settings.
+    #[napi(ts_type = "boolean | GoalSettingsInput")]
+    pub goal: Option<GoalSettingsInput>,
 }
 
 /// `sendPrompt` input.
@@ -571,24 +557,9 @@ pub struct SendPromptRequest {
     pub agent: Option<String>,
     /// Variant.
     pub variant: Option<String>,
-    /// Install a fresh goal (merged into the existing metadata) before dispatching.
-    pub goal: Option<bool>,
-    /// The goal's token budget (requires `goal`).
-    pub goal_token_budget: Option<f64>,
-    /// The goal's time budget in ms (requires `goal`; active time, at least 1000).
-    pub goal_time_budget_ms: Option<f64>,
-    /// The goal's working hours `{start: "HH:MM", end: "HH:MM", timeZone}` (requires `goal`).
-    #[napi(ts_type = "{ start: string; end: string; timeZone: string }")]
-    pub goal_active_hours: Option<serde_json::Value>,
-    /// The goal's acceptance checks, `[{command, timeoutMs?}]` (requires `goal`): at most 8, each
-    /// command one line of at most 2,000 characters; `timeoutMs` defaults to 10 minutes.
-    #[napi(ts_type = "Array<{ command: string; timeoutMs?: number } | string>")]
-    pub goal_checks: Option<serde_json::Value>,
-    /// The goal's cost budget in US dollars (requires `goal`): at least 0.01.
-    pub goal_cost_budget: Option<f64>,
-    /// The goal's acceptance criteria (requires `goal`): at most 8 strings of at most 300
-    /// characters, each graded against evidence before the goal may complete.
-    pub goal_criteria: Option<Vec<String>>,
+    /// Install a fresh goal (merged into the existing metadata) before dispatching: `true` or its settings.
+    #[napi(ts_type = "boolean | GoalSettingsInput")]
+    pub goal: Option<GoalSettingsInput>,
 }
 
 /// `forkSession` input.
@@ -614,24 +585,9 @@ pub struct ForkSessionRequest {
     pub agent: Option<String>,
     /// Variant.
     pub variant: Option<String>,
-    /// Install a goal on the fork before dispatching.
-    pub goal: Option<bool>,
-    /// The goal's token budget (requires `goal`).
-    pub goal_token_budget: Option<f64>,
-    /// The goal's time budget in ms (requires `goal`; active time, at least 1000).
-    pub goal_time_budget_ms: Option<f64>,
-    /// The goal's working hours `{start: "HH:MM", end: "HH:MM", timeZone}` (requires `goal`).
-    #[napi(ts_type = "{ start: string; end: string; timeZone: string }")]
-    pub goal_active_hours: Option<serde_json::Value>,
-    /// The goal's acceptance checks, `[{command, timeoutMs?}]` (requires `goal`): at most 8, each
-    /// command one line of at most 2,000 characters; `timeoutMs` defaults to 10 minutes.
-    #[napi(ts_type = "Array<{ command: string; timeoutMs?: number } | string>")]
-    pub goal_checks: Option<serde_json::Value>,
-    /// The goal's cost budget in US dollars (requires `goal`): at least 0.01.
-    pub goal_cost_budget: Option<f64>,
-    /// The goal's acceptance criteria (requires `goal`): at most 8 strings of at most 300
-    /// characters, each graded against evidence before the goal may complete.
-    pub goal_criteria: Option<Vec<String>>,
+    /// Install a goal on the fork before dispatching: `true` or its settings.
+    #[napi(ts_type = "boolean | GoalSettingsInput")]
+    pub goal: Option<GoalSettingsInput>,
 }
 
 /// `stampScheduledGoal` input.
@@ -711,24 +667,15 @@ pub struct GoalEditRequest {
 
 /// The prompt options of a create / send / fork request (all three name them alike), with the
 /// prompt text given separately (optional for create only).
-macro_rules! prompt_options {
-    ($request:ident, $prompt:expr) => {
-        PromptOptions {
-            prompt: $prompt,
-            model: $request.model,
-            provider_id: $request.provider_id,
-            model_id: $request.model_id,
-            agent: $request.agent,
-            variant: $request.variant,
-            goal: $request.goal == Some(true),
-            goal_token_budget: $request.goal_token_budget,
-            goal_time_budget_ms: $request.goal_time_budget_ms,
-            goal_active_hours: $request.goal_active_hours,
-            goal_checks: $request.goal_checks,
-            goal_cost_budget: $request.goal_cost_budget,
-            goal_criteria: $request.goal_criteria.map(|list| serde_json::json!(list)),
-        }
-    };
+/// What create, send and fork send, with the goal's settings converted once.
+fn prompt_options(
+    prompt: String,
+    (model, provider_id, model_id): (Option<String>, Option<String>, Option<String>),
+    (agent, variant): (Option<String>, Option<String>),
+    goal: Option<GoalSettingsInput>,
+) -> std::result::Result<PromptOptions, GoalError> {
+    let goal = goal.map(goal_core::GoalSettings::try_from).transpose()?;
+    Ok(PromptOptions { prompt, model, provider_id, model_id, agent, variant, goal })
 }
 
 /// A cost budget checked by the core's rule (US dollars, at least 0.01).
@@ -825,7 +772,12 @@ impl GoalControl {
             let create = CreateSession {
                 directory: request.directory,
                 title: request.title,
-                options: prompt_options!(request, request.prompt.unwrap_or_default()),
+                options: prompt_options(
+                    request.prompt.unwrap_or_default(),
+                    (request.model, request.provider_id, request.model_id),
+                    (request.agent, request.variant),
+                    request.goal,
+                )?,
             };
             goal_core::create_session(&ctx, &create).await.map(|r| dispatch_result("create", r))
         })
@@ -840,7 +792,12 @@ impl GoalControl {
             let send = SendPrompt {
                 session_id: request.session_id,
                 directory: request.directory.unwrap_or_default(),
-                options: prompt_options!(request, request.prompt),
+                options: prompt_options(
+                    request.prompt,
+                    (request.model, request.provider_id, request.model_id),
+                    (request.agent, request.variant),
+                    request.goal,
+                )?,
             };
             goal_core::send_prompt(&ctx, &send).await.map(|r| dispatch_result("send", r))
         })
@@ -857,7 +814,12 @@ impl GoalControl {
                 session_id: request.session_id,
                 message_id: request.message_id,
                 directory: request.directory.unwrap_or_default(),
-                options: prompt_options!(request, request.prompt),
+                options: prompt_options(
+                    request.prompt,
+                    (request.model, request.provider_id, request.model_id),
+                    (request.agent, request.variant),
+                    request.goal,
+                )?,
             };
             goal_core::fork_session(&ctx, &fork).await.map(|r| dispatch_result("fork", r))
         })

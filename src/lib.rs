@@ -10,6 +10,7 @@ mod assist;
 mod callbacks;
 mod control;
 mod env_context;
+mod goal_settings;
 mod intro;
 mod js_helpers;
 mod logging;

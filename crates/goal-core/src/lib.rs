@@ -142,6 +142,7 @@ pub use control::create::{
 pub use control::explain::explain as explain_goal;
 pub use control::orchestrate::{
     create_session, fork_session, send_prompt, stamp_scheduled_goal, CreateSession, DispatchReport, ForkSession,
-    PromptOptions, ScheduledGoal, SendPrompt, DEFAULT_COMMAND_TIMEOUT, DEFAULT_LANDING_POLL, DEFAULT_LANDING_TIMEOUT,
+    GoalSettings, PromptOptions, ScheduledGoal, SendPrompt, DEFAULT_COMMAND_TIMEOUT, DEFAULT_LANDING_POLL,
+    DEFAULT_LANDING_TIMEOUT,
 };
 pub use text::prompts::goal_intro_text;

@@ -32,6 +32,22 @@ pub const DEFAULT_LANDING_POLL: Duration = Duration::from_millis(150);
 /// Timeout of `POST /session/:id/command`, which OpenCode answers only after the whole turn.
 pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// A new goal's limits and proof, validated by the caller (the binding converts a request's
+/// `goal: {…}` into it once): installed with the prompt as the objective.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GoalSettings {
+    /// Token budget, within [`check_token_budget`]'s bounds.
+    pub token_budget: Option<u64>,
+    /// Time budget and working hours.
+    pub time_limits: crate::time::active::GoalTimeLimits,
+    /// Acceptance checks.
+    pub checks: Vec<crate::record::AcceptanceCheck>,
+    /// Cost budget (US dollars).
+    pub cost_budget: Option<f64>,
+    /// The user's acceptance criteria.
+    pub criteria: Vec<String>,
+}
+
 /// What to send and how (shared by create, send and fork).
 #[derive(Debug, Clone, Default)]
 pub struct PromptOptions {
@@ -47,20 +63,8 @@ pub struct PromptOptions {
     pub agent: Option<String>,
     /// Model variant.
     pub variant: Option<String>,
-    /// Start a goal with this prompt as the objective.
-    pub goal: bool,
-    /// Token budget of that goal (requires `goal`).
-    pub goal_token_budget: Option<f64>,
-    /// Time budget of that goal in ms (requires `goal`).
-    pub goal_time_budget_ms: Option<f64>,
-    /// Working hours of that goal, `{start, end, timeZone}` (requires `goal`).
-    pub goal_active_hours: Option<Value>,
-    /// Acceptance checks of that goal, `[{command, timeoutMs?}]` (requires `goal`).
-    pub goal_checks: Option<Value>,
-    /// Cost budget of that goal in US dollars (requires `goal`).
-    pub goal_cost_budget: Option<f64>,
-    /// Acceptance criteria of that goal, an array of strings (requires `goal`).
-    pub goal_criteria: Option<Value>,
+    /// Start a goal with this prompt as the objective, with these settings.
+    pub goal: Option<GoalSettings>,
 }
 
 /// Options checked and normalized.
@@ -74,18 +78,8 @@ pub struct CheckedPrompt {
     pub agent: Option<String>,
     /// Explicit variant.
     pub variant: Option<String>,
-    /// Goal requested.
-    pub goal: bool,
-    /// Validated budget.
-    pub token_budget: Option<u64>,
-    /// Validated time budget and working hours.
-    pub time_limits: crate::time::active::GoalTimeLimits,
-    /// Validated acceptance checks.
-    pub checks: Vec<crate::record::AcceptanceCheck>,
-    /// Validated cost budget (US dollars).
-    pub cost_budget: Option<f64>,
-    /// Validated acceptance criteria.
-    pub criteria: Vec<String>,
+    /// The goal requested, if any.
+    pub goal: Option<GoalSettings>,
 }
 
 fn non_empty(value: &Option<String>) -> Option<String> {
@@ -109,39 +103,11 @@ pub fn check_prompt_options(options: &PromptOptions, prompt_required: bool) -> R
         ));
     }
     let has_prompt = !options.prompt.trim().is_empty();
-    if options.goal_token_budget.is_some() && !options.goal {
-        return Err(GoalError::invalid("goalTokenBudget", "goalTokenBudget requires goal"));
-    }
-    if options.goal && !has_prompt {
+    if options.goal.is_some() && !has_prompt {
         return Err(GoalError::invalid("prompt", "goal requires a prompt"));
     }
     if prompt_required && !has_prompt {
         return Err(GoalError::invalid("prompt", "prompt is required"));
-    }
-    let token_budget = options.goal_token_budget.map(check_token_budget).transpose()?;
-    let time_limits =
-        crate::time::active::GoalTimeLimits::check(options.goal_time_budget_ms, options.goal_active_hours.as_ref())
-            .map_err(|message| GoalError::new(ErrorKind::InvalidInput, message))?;
-    if !time_limits.is_empty() && !options.goal {
-        return Err(GoalError::invalid("goal", "goalTimeBudgetMs and goalActiveHours require goal"));
-    }
-    let checks = crate::control::create::check_goal_checks(options.goal_checks.as_ref())?;
-    if !checks.is_empty() && !options.goal {
-        return Err(GoalError::invalid("goalChecks", "goalChecks requires goal"));
-    }
-    let cost_budget = options
-        .goal_cost_budget
-        .map(|dollars| {
-            crate::goal::cost::check_cost_budget(dollars)
-                .map_err(|m| GoalError::invalid("goalCostBudget", m.replacen("costBudget", "goalCostBudget", 1)))
-        })
-        .transpose()?;
-    if cost_budget.is_some() && !options.goal {
-        return Err(GoalError::invalid("goalCostBudget", "goalCostBudget requires goal"));
-    }
-    let criteria = crate::control::create::check_goal_criteria(options.goal_criteria.as_ref(), "goalCriteria")?;
-    if !criteria.is_empty() && !options.goal {
-        return Err(GoalError::invalid("goalCriteria", "goalCriteria requires goal"));
     }
     let model = match (non_empty(&options.model), non_empty(&options.provider_id), non_empty(&options.model_id)) {
         (Some(text), None, None) => {
@@ -156,12 +122,7 @@ pub fn check_prompt_options(options: &PromptOptions, prompt_required: bool) -> R
         model,
         agent: non_empty(&options.agent),
         variant: non_empty(&options.variant),
-        goal: options.goal,
-        token_budget,
-        time_limits,
-        checks,
-        cost_budget,
-        criteria,
+        goal: options.goal.clone(),
     })
 }
 
@@ -507,31 +468,31 @@ async fn goal_then_dispatch(
     };
     let history = recent_history(ctx, session_id, directory).await.unwrap_or_default();
     report.baseline_assistant_message_id = history.last_assistant_id.clone();
-    if checked.goal {
+    if let Some(settings) = &checked.goal {
         let objective = command.as_ref().map(|c| c.objective.clone()).unwrap_or_else(|| checked.prompt.clone());
         let request = NewGoal {
             session_id: session_id.to_string(),
             directory: directory.to_string(),
             objective,
-            token_budget: checked.token_budget,
+            token_budget: settings.token_budget,
             model: selection.model.clone().unwrap_or_default(),
-            time_limits: checked.time_limits.clone(),
-            checks: checked.checks.clone(),
-            cost_budget: checked.cost_budget,
-            criteria: checked.criteria.clone(),
+            time_limits: settings.time_limits.clone(),
+            checks: settings.checks.clone(),
+            cost_budget: settings.cost_budget,
+            criteria: settings.criteria.clone(),
         };
         let goal = create_session_goal(ctx, &request).await.map_err(|e| fail(e, created))?;
         report.warnings.extend(goal.warnings.iter().cloned());
         report.goal = Some(goal);
     }
-    let after_goal = if checked.goal { Some(PartialAction::GoalConfigured) } else { created };
+    let after_goal = if checked.goal.is_some() { Some(PartialAction::GoalConfigured) } else { created };
     let baseline = history.last_user_id.as_deref();
     let dispatched = match &command {
         Some(command) => {
             dispatch_command(ctx, session_id, directory, command_body(command, &selection), baseline).await
         }
         None => {
-            let intro = checked.goal.then(|| goal_intro_part(checked.token_budget));
+            let intro = checked.goal.as_ref().map(|settings| goal_intro_part(settings.token_budget));
             dispatch_prompt(ctx, session_id, directory, &prompt_body(&checked.prompt, &selection, intro), baseline)
                 .await
         }
@@ -700,7 +661,7 @@ pub async fn fork_session(ctx: &ControlContext, request: &ForkSession) -> Result
     let fork_directory = if fork.directory.is_empty() { directory.clone() } else { fork.directory.clone() };
     let mut report = report_for(&fork, &fork_directory);
     report.source_session_id = Some(source.id.clone());
-    if !checked.goal {
+    if checked.goal.is_none() {
         // The fork carries a copy of the source's goal: it must not run on both sessions.
         pause_copied_goal(ctx, &fork, &fork_directory, &source.id)
             .await
@@ -829,19 +790,13 @@ mod tests {
     }
 
     #[test]
-    fn goal_and_budget_rules() {
-        let budget_without_goal = PromptOptions { goal_token_budget: Some(5000.0), ..options("x") };
-        assert_eq!(
-            check_prompt_options(&budget_without_goal, true).unwrap_err().message,
-            "goalTokenBudget requires goal"
-        );
-        let goal_without_prompt = PromptOptions { goal: true, ..options("  ") };
+    fn goal_and_prompt_rules() {
+        let goal_without_prompt = PromptOptions { goal: Some(GoalSettings::default()), ..options("  ") };
         assert_eq!(check_prompt_options(&goal_without_prompt, false).unwrap_err().message, "goal requires a prompt");
         assert_eq!(check_prompt_options(&options(""), true).unwrap_err().message, "prompt is required");
-        for (budget, ok) in [(999.0, false), (1000.0, true), (1e8, true), (1e8 + 1.0, false), (2500.5, false)] {
-            let request = PromptOptions { goal: true, goal_token_budget: Some(budget), ..options("x") };
-            assert_eq!(check_prompt_options(&request, true).is_ok(), ok, "{budget}");
-        }
+        let settings = GoalSettings { token_budget: Some(5000), ..GoalSettings::default() };
+        let with_goal = PromptOptions { goal: Some(settings.clone()), ..options("x") };
+        assert_eq!(check_prompt_options(&with_goal, true).unwrap().goal, Some(settings));
         let huge = options(&"x".repeat(MAX_PROMPT_BYTES + 1));
         assert_eq!(check_prompt_options(&huge, true).unwrap_err().kind, ErrorKind::TooLarge);
     }
