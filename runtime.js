@@ -8,6 +8,7 @@
 const native = require('./lib/load-native.js').loadNative()
 const { withDefaultLogger } = require('./lib/operator-console.js')
 const { fromThrown, settle } = require('./lib/errors.js')
+const { withSmallModelService } = require('./lib/drop-in.js')
 
 // The payload types the runtimes read: the intake contract of goal-core, exported by the
 // binding, so this prefilter cannot drift from what native code parses.
@@ -49,24 +50,9 @@ function firstForwardToGroup(payload, group) {
 // that holds no function is only dropped, as "not given".
 const CALLBACK_KEYS = ['buildOpenCodeUrl', 'getOpenCodeAuthHeaders', 'generateSmallModelText', 'emitGoalNotification', 'logger']
 
-// OpenChamber passes `getSmallModelService()`, resolving to a service with
-// `generateSmallModelText(request)`, or to nothing when there is no small model (404, silent).
-// Native code takes the call itself; errors thrown by the service keep their `statusCode`.
-function smallModelOfService(getService) {
-  return async (request) => {
-    const service = await getService()
-    if (!service || typeof service.generateSmallModelText !== 'function') return { error: { statusCode: 404 } }
-    return service.generateSmallModelText(request)
-  }
-}
-
 function adaptOptions(options) {
   const source = options && typeof options === 'object' ? options : {}
-  const adapted = { ...source }
-  delete adapted.getSmallModelService
-  if (typeof source.generateSmallModelText !== 'function' && typeof source.getSmallModelService === 'function') {
-    adapted.generateSmallModelText = smallModelOfService(source.getSmallModelService)
-  }
+  const adapted = withSmallModelService(source)
   for (const key of CALLBACK_KEYS) {
     if (typeof adapted[key] !== 'function') delete adapted[key]
   }

@@ -10,6 +10,7 @@
 'use strict'
 
 const { SessionGoalError, fromThrown, invalidInput, settle } = require('./errors.js')
+const { referenceConnection, referenceRequest, reportWarnings } = require('./drop-in.js')
 
 const ROUTE = '/api/goals/objective/:sessionId'
 /** Largest request body the objective routes read (the reference's express.json limit). */
@@ -139,7 +140,7 @@ function createGoalApi({ native, adaptOptions }) {
     if (!isObject(options)) throw invalidInput('createSessionGoalControl: options must be an object', 'options')
     let inner
     try {
-      inner = native.createGoalControl(adaptOptions(connectionOptions(options)))
+      inner = native.createGoalControl(adaptOptions(withoutBadHeaders(withoutNulls(options))))
     } catch (error) {
       throw fromThrown(error, 'invalidInput')
     }
@@ -185,26 +186,9 @@ function createGoalApi({ native, adaptOptions }) {
    */
   async function createSessionGoal(options) {
     if (!isObject(options)) throw invalidInput('options must be an object', 'options')
-    const control = createSessionGoalControl(options)
-    const request = withoutNulls({
-      sessionId: options.sessionId ?? options.sessionID,
-      directory: options.directory,
-      objective: options.objective,
-      tokenBudget: options.tokenBudget,
-      providerID: options.providerID,
-      modelID: options.modelID,
-    })
-    const installed = await control.createSessionGoal(request)
-    if (typeof options.onWarning === 'function') {
-      for (const warning of installed.warnings) {
-        try {
-          // The reference calls onWarning(message, error) with strings and Errors.
-          options.onWarning(warning.message, Object.assign(new Error(warning.message), { name: 'GoalWarning', code: warning.code }))
-        } catch {
-          // A throwing warning sink must not fail a goal that is already installed.
-        }
-      }
-    }
+    const control = createSessionGoalControl(referenceConnection(options))
+    const installed = await control.createSessionGoal(withoutNulls(referenceRequest(options)))
+    reportWarnings(options.onWarning, installed.warnings)
     return installed
   }
 
@@ -220,17 +204,12 @@ function createGoalApi({ native, adaptOptions }) {
   }
 }
 
-// The reference's create.js took {baseUrl, authHeaders}; the runtime takes openCode: {baseUrl, headers}.
-function connectionOptions(options) {
-  const out = withoutNulls(options)
-  if (!out.openCode && typeof options.baseUrl === 'string' && typeof options.buildOpenCodeUrl !== 'function') {
-    out.openCode = { baseUrl: options.baseUrl, headers: isObject(options.authHeaders) ? { ...options.authHeaders } : undefined }
-  }
-  if (out.openCode && isObject(out.openCode) && !isObject(out.openCode.headers)) {
-    out.openCode = { ...out.openCode }
-    delete out.openCode.headers
-  }
-  return out
+// `openCode.headers` that is not an object (a host's `null`) means no headers.
+function withoutBadHeaders(options) {
+  if (!isObject(options.openCode) || isObject(options.openCode.headers)) return options
+  const openCode = { ...options.openCode }
+  delete openCode.headers
+  return { ...options, openCode }
 }
 
 function logRouteError(options, error) {
