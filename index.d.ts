@@ -123,9 +123,10 @@ export declare class SessionGoalRuntime {
   /**
    * Why the session's goal is where it is: `{sessionId, status, statusReason, cause, fixAction,
    * nextWakeAt, lease, pending, lastAudit, lastChecks, checks, findings}`, `null` where a part
-   * is unknown. Read only.
+   * is unknown. Read only. A failure (OpenCode unreadable) is a `GoalFailure`, which the
+   * package entry throws as a `SessionGoalError`.
    */
-  explain(sessionId: string, directory?: string | undefined | null): Promise<GoalExplanation>
+  explain(sessionId: string, directory?: string | undefined | null): Promise<GoalExplanation | GoalFailure>
   /**
    * Stops the runtime. Idempotent; resolves when in-flight work has ended. The process is
    * never kept alive by the runtime, stopped or not.
@@ -199,26 +200,8 @@ export interface CreateSessionRequest {
   agent?: string
   /** Model variant. */
   variant?: string
-  /** Start a goal with the prompt as its objective. */
-  goal?: boolean
-  /** The goal's token budget (requires `goal`): an integer in [1000, 100000000]. */
-  goalTokenBudget?: number
-  /** The goal's time budget in ms (requires `goal`; active time, at least 1000). */
-  goalTimeBudgetMs?: number
-  /** The goal's working hours `{start: "HH:MM", end: "HH:MM", timeZone}` (requires `goal`). */
-  goalActiveHours?: { start: string; end: string; timeZone: string }
-  /**
-   * The goal's acceptance checks, `[{command, timeoutMs?}]` (requires `goal`): at most 8, each
-   * command one line of at most 2,000 characters; `timeoutMs` defaults to 10 minutes.
-   */
-  goalChecks?: Array<{ command: string; timeoutMs?: number } | string>
-  /** The goal's cost budget in US dollars (requires `goal`): at least 0.01. */
-  goalCostBudget?: number
-  /**
-   * The goal's acceptance criteria (requires `goal`): at most 8 strings of at most 300
-   * characters, each graded against evidence before the goal may complete.
-   */
-  goalCriteria?: Array<string>
+  /** Start a goal with the prompt as its objective: `true` or its settings. */
+  goal?: boolean | GoalSettingsInput
 }
 
 /** Deletes an objective file, best effort: whether a file was removed (false for an invalid id). */
@@ -267,26 +250,8 @@ export interface ForkSessionRequest {
   agent?: string
   /** Variant. */
   variant?: string
-  /** Install a goal on the fork before dispatching. */
-  goal?: boolean
-  /** The goal's token budget (requires `goal`). */
-  goalTokenBudget?: number
-  /** The goal's time budget in ms (requires `goal`; active time, at least 1000). */
-  goalTimeBudgetMs?: number
-  /** The goal's working hours `{start: "HH:MM", end: "HH:MM", timeZone}` (requires `goal`). */
-  goalActiveHours?: { start: string; end: string; timeZone: string }
-  /**
-   * The goal's acceptance checks, `[{command, timeoutMs?}]` (requires `goal`): at most 8, each
-   * command one line of at most 2,000 characters; `timeoutMs` defaults to 10 minutes.
-   */
-  goalChecks?: Array<{ command: string; timeoutMs?: number } | string>
-  /** The goal's cost budget in US dollars (requires `goal`): at least 0.01. */
-  goalCostBudget?: number
-  /**
-   * The goal's acceptance criteria (requires `goal`): at most 8 strings of at most 300
-   * characters, each graded against evidence before the goal may complete.
-   */
-  goalCriteria?: Array<string>
+  /** Install a goal on the fork before dispatching: `true` or its settings. */
+  goal?: boolean | GoalSettingsInput
 }
 
 /** Target of pause / resume / complete / clear. */
@@ -318,7 +283,7 @@ export interface GoalActionResult {
   /** Edit: how the new objective was fitted. */
   objectiveFit?: string
   /** Non-fatal problems. */
-  warnings: Array<string>
+  warnings: Array<GoalWarning>
 }
 
 /**
@@ -406,40 +371,41 @@ export interface GoalEditRequest {
 
 /**
  * What `explain(sessionId)` resolves to (and `session-goal doctor --json` prints): why the
- * session's goal is where it is. `null` where a part is unknown.
+ * session's goal is where it is. `null` where a part is unknown. Built from the core's report
+ * field by field ([`explanation_of`]).
  */
 export interface GoalExplanation {
   /** The session asked about. */
   sessionId: string
   /** The goal's id (`null`: no goal). */
-  goalId?: string
+  goalId: string | null
   /** The goal's status (`null`: no goal). */
-  status?: string
+  status: 'active' | 'paused' | 'blocked' | 'budgetLimited' | 'complete' | null
   /** The human reason beside the status. */
-  statusReason?: string
+  statusReason: string | null
   /**
    * The typed cause `{code, since, detail?, until?, fix?}`: stored, or for an active goal what
    * holds it now (a pending request, working hours, another host's lease).
    */
-  cause?: { code: string; since: number; detail?: string; until?: number; fix?: string } | null
+  cause: { code: string; since: number; detail?: string; until?: number; fix?: string } | null
   /** What `doctor --fix` would apply. */
-  fixAction?: 'none' | 'resume' | 'resumeWithTokenBudget' | 'resumeWithTimeBudget' | 'resumeWithCostBudget' | null
+  fixAction: 'none' | 'resume' | 'resumeWithTokenBudget' | 'resumeWithTimeBudget' | 'resumeWithCostBudget' | null
   /** When the goal goes on by itself (ms since epoch), for a goal that waits. */
-  nextWakeAt?: number
+  nextWakeAt: number | null
   /** The multi-host lease. */
-  lease?: { holder: string; expiresAt: number } | null
+  lease: { holder: string; expiresAt: number } | null
   /** Open permission and question requests of the session. */
   pending: Array<{ kind: 'permission' | 'question'; id: string; permission?: string }>
   /** The newest audited decision of the trail. */
-  lastAudit?: Record<string, unknown> | null
+  lastAudit: Record<string, unknown> | null
   /** The check runs of the newest round. */
   lastChecks: Array<Record<string, unknown>>
   /** The goal's acceptance checks. */
-  checks?: Array<{ command: string; timeoutMs?: number }> | null
+  checks: Array<{ command: string; timeoutMs?: number }> | null
   /** The goal's cost in US dollars: its budget (`null` without one) and what it spent. */
-  cost?: { budget: number | null; used: number } | null
+  cost: { budget: number | null; used: number } | null
   /** The goal's acceptance criteria with their latest grades. */
-  criteria?: Array<{ id: string; text: string; source: 'user' | 'derived'; state: 'unmet' | 'met' | 'unclear'; evidence?: string[]; since?: number }> | null
+  criteria: Array<{ id: string; text: string; source: 'user' | 'derived'; state: 'unmet' | 'met' | 'unclear'; evidence?: string[]; since?: number }> | null
   /**
    * Inconsistencies worth a human look: `sessionMissing`, `noGoal`, `goalUnreadable`,
    * `objectiveFileMissing`, `inherited`, `checksUnreadable`, `providerReportsNoCost`.
@@ -448,22 +414,23 @@ export interface GoalExplanation {
 }
 
 /**
- * A failed goal operation, as a value. Shaped like the reference's HTTP error body, so a host
- * can answer with `res.status(f.statusCode).json(f)`.
+ * A failed goal operation, as the native module hands it to the package entry: `lib/goals.js`
+ * turns it into a thrown `SessionGoalError` in one place, so no host ever sees this shape.
  */
 export interface GoalFailure {
   /** Always `true` (tells a failure from a result). */
   failed: true
+  /** The error code (docs/errors.md). */
+  code: 'invalidInput' | 'notFound' | 'conflict' | 'tooLarge' | 'openCode' | 'timeout' | 'local'
   /** What went wrong (never prompt text, model output or credentials). */
-  error: string
-  /**
-   * 400 bad input, 404 unknown session or goal, 409 conflicting state, 413 too large, 500 local
-   * failure, 502/504 OpenCode failure.
-   */
-  statusCode: number
-  /** Some step had already taken effect (see `partialAction`). */
-  partial: boolean
-  /** `session-created`, `fork-created` or `goal-configured`. */
+  message: string
+  /** The request field at fault, when one is. */
+  field?: string
+  /** The HTTP status OpenCode answered with, when it answered. */
+  status?: number
+  /** The underlying failure (an OpenCode call's own error), when there was one. */
+  cause?: string
+  /** `session-created`, `fork-created` or `goal-configured`: what had already taken effect. */
   partialAction?: 'session-created' | 'fork-created' | 'goal-configured'
   /** The session concerned (the new one after create or fork). */
   sessionId?: string
@@ -474,6 +441,8 @@ export interface GoalFailure {
 /**
  * One record of a goal's audit trail (`history(sessionId)`). Written for every verdict and
  * for every decision the runtime made without one (time budget, working hours, breaker).
+ * Built from the stored record field by field ([`history_records`]), so what JavaScript gets
+ * is exactly what this type (and index.d.ts) says.
  */
 export interface GoalHistoryRecord {
   /** When (ms since epoch). */
@@ -509,6 +478,16 @@ export interface GoalHistoryRecord {
   timeBudgetMs?: number
   /** For an acceptance check run (`action: "check"`): the run. */
   check?: { index: number; command: string; result: 'passed' | 'failed' | 'timedOut' | 'aborted' | 'unknown'; exitStatus: number | null; durationMs: number; outputTail: string; messageID: string; reused: boolean }
+  /** For a check run: how many checks the round has. */
+  checks?: number
+  /** For an audit that graded criteria: each criterion's id, source, state and cited evidence ids. */
+  criteria?: Array<{ id: string; source: 'user' | 'derived'; state: 'unmet' | 'met' | 'unclear'; evidence: string[] }>
+  /** For a provider-limit park (`action: "park"`): when the wait ends (ms since epoch). */
+  until?: number
+  /** For a park: how many parks in a row this is. */
+  park?: number
+  /** For a park: the cause's detail (the provider, the HTTP status). */
+  detail?: string
 }
 
 /** One goal of a directory. */
@@ -639,6 +618,38 @@ export interface GoalRuntimeDefaults {
   maxProviderWaits: number
 }
 
+/** A new goal's settings (`goal: true` is the same as `goal: {}`: no limits). */
+export interface GoalSettingsInput {
+  /** Token budget: an integer in [1000, 100000000]. */
+  tokenBudget?: number
+  /** Time budget in ms (active time, at least 1000). */
+  timeBudgetMs?: number
+  /** Working hours `{start: "HH:MM", end: "HH:MM", timeZone}`. */
+  activeHours?: { start: string; end: string; timeZone: string }
+  /**
+   * Acceptance checks, `[{command, timeoutMs?}]`: at most 8, each command one line of at most
+   * 2,000 characters; `timeoutMs` defaults to 10 minutes.
+   */
+  checks?: Array<{ command: string; timeoutMs?: number } | string>
+  /** Cost budget in US dollars: at least 0.01. */
+  costBudget?: number
+  /**
+   * Acceptance criteria: at most 8 strings of at most 300 characters, each graded against
+   * evidence before the goal may complete.
+   */
+  criteria?: Array<string>
+}
+
+/** A partial success's caveat: the operation took effect, with this warning. */
+export interface GoalWarning {
+  /** `objectiveInline`, `abortFailed` or `commandListUnavailable` (docs/errors.md). */
+  code: 'objectiveInline' | 'abortFailed' | 'commandListUnavailable'
+  /** One sentence for a person. */
+  message: string
+  /** The request field concerned, when one is. */
+  field?: string
+}
+
 /** A goal just installed on a session. */
 export interface InstalledGoal {
   /** Session. */
@@ -656,7 +667,7 @@ export interface InstalledGoal {
   /** The id of a goal this one replaced. */
   replacedGoalId?: string
   /** Non-fatal problems. */
-  warnings: Array<string>
+  warnings: Array<GoalWarning>
 }
 
 /**
@@ -756,7 +767,7 @@ export interface ScheduledGoalStamp {
   /** Append to the `prompt_async` parts after the prompt text. */
   introPart: { type: 'text'; text: string; synthetic: true }
   /** Non-fatal problems. */
-  warnings: Array<string>
+  warnings: Array<GoalWarning>
 }
 
 /** `sendPrompt` input. */
@@ -777,26 +788,8 @@ export interface SendPromptRequest {
   agent?: string
   /** Variant. */
   variant?: string
-  /** Install a fresh goal (merged into the existing metadata) before dispatching. */
-  goal?: boolean
-  /** The goal's token budget (requires `goal`). */
-  goalTokenBudget?: number
-  /** The goal's time budget in ms (requires `goal`; active time, at least 1000). */
-  goalTimeBudgetMs?: number
-  /** The goal's working hours `{start: "HH:MM", end: "HH:MM", timeZone}` (requires `goal`). */
-  goalActiveHours?: { start: string; end: string; timeZone: string }
-  /**
-   * The goal's acceptance checks, `[{command, timeoutMs?}]` (requires `goal`): at most 8, each
-   * command one line of at most 2,000 characters; `timeoutMs` defaults to 10 minutes.
-   */
-  goalChecks?: Array<{ command: string; timeoutMs?: number } | string>
-  /** The goal's cost budget in US dollars (requires `goal`): at least 0.01. */
-  goalCostBudget?: number
-  /**
-   * The goal's acceptance criteria (requires `goal`): at most 8 strings of at most 300
-   * characters, each graded against evidence before the goal may complete.
-   */
-  goalCriteria?: Array<string>
+  /** Install a fresh goal (merged into the existing metadata) before dispatching: `true` or its settings. */
+  goal?: boolean | GoalSettingsInput
 }
 
 /**
@@ -881,7 +874,7 @@ export interface SessionDispatch {
   /** Newest assistant message before the dispatch (the reply comes after it). */
   baselineAssistantMessageId?: string
   /** Non-fatal problems. */
-  warnings: Array<string>
+  warnings: Array<GoalWarning>
 }
 
 /** `createSessionGoal` input. */

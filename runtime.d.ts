@@ -1,6 +1,31 @@
 // Types of the package entry (runtime.js). The native API and its documentation are generated
-// into index.d.ts by @napi-rs/cli; this file re-exports them and adds the JavaScript helpers.
-export * from './index'
+// into index.d.ts by @napi-rs/cli. This file declares exactly the values lib/exports.json lists
+// (the native ones re-exported by name, the JavaScript helpers below) and every type of
+// index.d.ts as a type only: the native module's internal functions and classes are not values
+// of the package (__test__/exports.test.mjs checks both entries against the list).
+export type * from './index'
+export {
+  createSessionAssistRuntime,
+  writeSessionMetadataKey,
+  goalRuntimeDefaults,
+  intakePayloadTypes,
+  inputRules,
+} from './index'
+
+// ---- The goal runtime (runtime.js wraps the native one) ------------------------------------------
+import type { SessionGoalRuntime as NativeGoalRuntime, SessionGoalRuntimeOptions } from './index'
+
+/** The goal runtime a host holds. Every method's failure is a `SessionGoalError`. */
+export interface GoalRuntime extends Omit<NativeGoalRuntime, 'explain'> {
+  /** Why the goal is where it is; rejects with a `SessionGoalError` (`openCode`, `timeout`) when OpenCode cannot be read. */
+  explain(sessionId: string, directory?: string): Promise<GoalExplanation>
+}
+
+/**
+ * Creates the goal runtime. It runs on its own threads; `processPayload` only queues work.
+ * Throws `SessionGoalError` `invalidInput` for unusable options.
+ */
+export declare function createSessionGoalRuntime(options: SessionGoalRuntimeOptions): GoalRuntime
 
 // ---- Goal creation and control (lib/goals.js) ---------------------------------------------------
 import type {
@@ -12,7 +37,6 @@ import type {
   GoalControlOptions,
   GoalEditRequest,
   GoalExplanation,
-  GoalFailure,
   GoalHistoryRecord,
   GoalListEntry,
   InstalledGoal,
@@ -25,13 +49,28 @@ import type {
   SessionGoalView,
 } from './index'
 
-/** A failed goal operation, thrown by the helpers below. `toJSON()` is the HTTP error body. */
-export declare class GoalError extends Error {
-  constructor(failure: Pick<GoalFailure, 'error' | 'statusCode'> & Partial<GoalFailure>)
-  name: 'GoalError'
-  /** 400 bad input, 404 unknown session or goal, 409 conflicting state, 413 too large, 500, 502/504. */
-  statusCode: number
-  /** Some step had already taken effect. */
+/** The error codes (docs/errors.md). */
+export type SessionGoalErrorCode = 'invalidInput' | 'notFound' | 'conflict' | 'tooLarge' | 'openCode' | 'timeout' | 'local'
+
+/**
+ * The one error class: every failure of a public function is thrown as one (or rejects a
+ * promise with one). `toJSON()` is an HTTP error body.
+ */
+export declare class SessionGoalError extends Error {
+  constructor(
+    details: { code: SessionGoalErrorCode; message: string; field?: string; status?: number; partialAction?: string; sessionId?: string; directory?: string },
+    options?: { cause?: unknown },
+  )
+  name: 'SessionGoalError'
+  /** What kind of failure (a closed list, docs/errors.md). */
+  code: SessionGoalErrorCode
+  /** The request field at fault, when one is. */
+  field?: string
+  /** The HTTP status OpenCode answered with, when it answered. */
+  status?: number
+  /** The HTTP status a host answering a request would use (400, 404, 409, 413, 500, 502, 504, or OpenCode's own 4xx refusal). */
+  readonly statusCode: number
+  /** Some step had already taken effect (see `partialAction`). */
   partial: boolean
   /** Which step: `session-created`, `fork-created` or `goal-configured`. */
   partialAction?: 'session-created' | 'fork-created' | 'goal-configured'
@@ -39,7 +78,9 @@ export declare class GoalError extends Error {
   sessionId?: string
   /** Its directory. */
   directory?: string
-  toJSON(): { error: string; partial?: true; partialAction?: string; sessionId?: string; directory?: string }
+  /** The underlying failure (napi's conversion error, OpenCode's failure), when there was one. */
+  cause?: unknown
+  toJSON(): { error: string; code: SessionGoalErrorCode; field?: string; partial?: true; partialAction?: string; sessionId?: string; directory?: string }
 }
 
 /** Where the objective store lives: `dataDir`, else `settings.dataDir`, else `OPENCHAMBER_DATA_DIR`, else `~/.config/openchamber`. */
@@ -48,11 +89,11 @@ export interface ObjectiveStoreOptions {
   settings?: { dataDir?: string }
 }
 
-/** Writes `<dataDir>/goals/<sessionId>.md` (trimmed, ≤ 5,000 chars, atomic). Throws `GoalError` 400 (invalid id, empty) or 500. */
+/** Writes `<dataDir>/goals/<sessionId>.md` (trimmed, ≤ 5,000 chars, atomic). Throws `SessionGoalError` `invalidInput` (invalid id, empty) or `local`. */
 export declare function writeObjective(sessionId: string, content: string, options?: ObjectiveStoreOptions): Promise<ObjectiveWritten>
-/** The objective text, or `null` (invalid id, missing or unreadable file). */
+/** The objective text, or `null` (missing, unreadable or empty file). Throws `invalidInput` for an invalid id. */
 export declare function readObjective(sessionId: string, options?: ObjectiveStoreOptions): Promise<string | null>
-/** Deletes the objective file, best effort; whether one was removed. */
+/** Deletes the objective file, best effort; whether one was removed. Throws `invalidInput` for an invalid id. */
 export declare function deleteObjective(sessionId: string, options?: ObjectiveStoreOptions): Promise<boolean>
 
 /** Options of the objective routes. */
@@ -90,7 +131,7 @@ export interface RouteApp {
 /** Registers PUT/GET/DELETE `/api/goals/objective/:sessionId` (request bodies over 1 MB: 413). */
 export declare function registerSessionGoalRoutes<App extends RouteApp>(app: App, options?: ObjectiveRouteOptions): App
 
-/** Goal creation and control; every method throws `GoalError` on failure. */
+/** Goal creation and control; every method throws `SessionGoalError` on failure. */
 export interface SessionGoalControl {
   /** The data directory of the objective files. */
   readonly dataDir: string
@@ -122,8 +163,6 @@ export interface SessionGoalControl {
   history(sessionId: string, limit?: number): Promise<GoalHistoryRecord[]>
   /** Why the goal is where it is: status, cause and fix, next wake-up, lease, pending requests, last audit and checks, findings. Read only. */
   explain(sessionId: string, directory?: string): Promise<GoalExplanation>
-  /** The underlying native object (failures as values). */
-  readonly native: GoalControl
 }
 
 /** Creates a goal control (same connection options as the runtime; `getSmallModelService` accepted). */
@@ -138,11 +177,11 @@ export type CreateSessionGoalOptions = GoalControlOptions &
     baseUrl?: string
     /** Reference form of `openCode.headers`. */
     authHeaders?: Record<string, string>
-    /** Called with each non-fatal warning (e.g. the objective was stored inline) and an Error carrying its cause, as the reference calls it. */
+    /** Called with each non-fatal warning's message (e.g. the objective was stored inline) and an Error with that message and the warning's `code`, as the reference calls it. */
     onWarning?: (message: string, error: Error) => void
   }
 
-/** Installs a fresh active goal on a session in one call. Throws `GoalError`. */
+/** Installs a fresh active goal on a session in one call. Throws `SessionGoalError`. */
 export declare function createSessionGoal(options: CreateSessionGoalOptions): Promise<InstalledGoal>
 
 /**

@@ -7,6 +7,8 @@
 // The generated loader, behind one clear error when no binary loads (lib/load-native.js).
 const native = require('./lib/load-native.js').loadNative()
 const { withDefaultLogger } = require('./lib/operator-console.js')
+const { fromThrown, settle } = require('./lib/errors.js')
+const { withSmallModelService } = require('./lib/drop-in.js')
 
 // The payload types the runtimes read: the intake contract of goal-core, exported by the
 // binding, so this prefilter cannot drift from what native code parses.
@@ -48,24 +50,9 @@ function firstForwardToGroup(payload, group) {
 // that holds no function is only dropped, as "not given".
 const CALLBACK_KEYS = ['buildOpenCodeUrl', 'getOpenCodeAuthHeaders', 'generateSmallModelText', 'emitGoalNotification', 'logger']
 
-// OpenChamber passes `getSmallModelService()`, resolving to a service with
-// `generateSmallModelText(request)`, or to nothing when there is no small model (404, silent).
-// Native code takes the call itself; errors thrown by the service keep their `statusCode`.
-function smallModelOfService(getService) {
-  return async (request) => {
-    const service = await getService()
-    if (!service || typeof service.generateSmallModelText !== 'function') return { error: { statusCode: 404 } }
-    return service.generateSmallModelText(request)
-  }
-}
-
 function adaptOptions(options) {
   const source = options && typeof options === 'object' ? options : {}
-  const adapted = { ...source }
-  delete adapted.getSmallModelService
-  if (typeof source.generateSmallModelText !== 'function' && typeof source.getSmallModelService === 'function') {
-    adapted.generateSmallModelText = smallModelOfService(source.getSmallModelService)
-  }
+  const adapted = withSmallModelService(source)
   for (const key of CALLBACK_KEYS) {
     if (typeof adapted[key] !== 'function') delete adapted[key]
   }
@@ -97,22 +84,33 @@ function wrapRuntime(inner) {
     intakeGroup: () => group,
     isGoalActive: inner.isGoalActive ? (sessionId) => inner.isGoalActive(String(sessionId ?? '')) : undefined,
     recover: inner.recover ? () => inner.recover() : undefined,
-    history: inner.history ? (sessionId, limit) => inner.history(String(sessionId ?? ''), typeof limit === 'number' ? limit : undefined) : undefined,
-    explain: inner.explain ? (sessionId, directory) => inner.explain(String(sessionId ?? ''), typeof directory === 'string' ? directory : undefined) : undefined,
+    history: inner.history ? (sessionId, limit) => settle(() => inner.history(String(sessionId ?? ''), typeof limit === 'number' ? limit : undefined)) : undefined,
+    explain: inner.explain ? (sessionId, directory) => settle(() => inner.explain(String(sessionId ?? ''), typeof directory === 'string' ? directory : undefined)) : undefined,
     native: inner,
   }
 }
 
+// Unusable options (no OpenCode location, a wrong type) are the only way construction fails.
+function constructed(create, options) {
+  try {
+    return wrapRuntime(create(adaptOptions(withDefaultLogger(options))))
+  } catch (error) {
+    throw fromThrown(error, 'invalidInput')
+  }
+}
+
 function createSessionGoalRuntime(options) {
-  return wrapRuntime(native.createSessionGoalRuntime(adaptOptions(withDefaultLogger(options))))
+  return constructed(native.createSessionGoalRuntime, options)
 }
 
 function createSessionAssistRuntime(options) {
-  return wrapRuntime(native.createSessionAssistRuntime(adaptOptions(withDefaultLogger(options))))
+  return constructed(native.createSessionAssistRuntime, options)
 }
 
+// Bad input rejects as invalidInput (napi's conversion codes); a failed read or write of the
+// session is OpenCode's.
 function writeSessionMetadataKey(write) {
-  return native.writeSessionMetadataKey(adaptOptions(write))
+  return settle(() => native.writeSessionMetadataKey(adaptOptions(write)), 'openCode')
 }
 
 // Hosts pass budgets from JSON bodies and forms: a numeric string counts, anything else that is
@@ -122,14 +120,42 @@ function buildGoalIntroText(tokenBudget) {
   return native.buildGoalIntroText(typeof budget === 'number' ? budget : undefined)
 }
 
+// The core's input rules answer `{value?, problem?}`; an argument napi cannot convert (a string
+// where a number belongs) is thrown as a SessionGoalError like every other bad input.
+const inputRules = Object.freeze(
+  Object.fromEntries(
+    Object.entries(native.inputRules).map(([name, rule]) => [
+      name,
+      (...args) => {
+        try {
+          return rule(...args)
+        } catch (error) {
+          throw fromThrown(error, 'invalidInput')
+        }
+      },
+    ]),
+  ),
+)
+
 // Goal creation and control (objective store, routes, create/send/fork, actions): lib/goals.js.
 const goalApi = require('./lib/goals.js').createGoalApi({ native, adaptOptions })
 
-module.exports = {
-  ...native,
+// Every implementation this entry can export; what it does export is the list in
+// lib/exports.json, one name per capability (the native module itself is never spread here,
+// so its internal functions stay internal).
+const implementations = {
   ...goalApi,
   createSessionGoalRuntime,
   createSessionAssistRuntime,
   writeSessionMetadataKey,
   buildGoalIntroText,
+  goalRuntimeDefaults: native.goalRuntimeDefaults,
+  intakePayloadTypes: native.intakePayloadTypes,
+  inputRules,
 }
+
+const publicNames = require('./lib/exports.json').exports.map((entry) => entry.name)
+for (const name of publicNames) {
+  if (implementations[name] === undefined) throw new Error(`session-goal-runtime: lib/exports.json lists ${name}, which runtime.js does not implement`)
+}
+module.exports = Object.fromEntries(publicNames.map((name) => [name, implementations[name]]))

@@ -1,32 +1,25 @@
 // ESM entry: the CommonJS entry (runtime.js) re-exported by name, so
-// `import { createSessionGoal } from 'session-goal-runtime'` works as `require` does. Node's
-// static detection of CommonJS names cannot see through runtime.js's spread of the native
-// binding, hence the explicit list; __test__/package.test.mjs checks it against runtime.js.
+// `import { createSessionGoal } from 'session-goal-runtime'` works as `require` does. ESM names
+// are static, so they are written out: exactly the names of lib/exports.json, in its order
+// (__test__/exports.test.mjs fails when they differ).
 import runtime from './runtime.js'
 
 export const {
-  buildGoalIntroText,
-  createGoalControl,
-  createSessionAssistRuntime,
-  createSessionGoal,
-  createSessionGoalControl,
   createSessionGoalRuntime,
-  deleteObjective,
-  deleteObjectiveFile,
-  GoalControl,
-  GoalError,
-  goalRuntimeDefaults,
-  handleObjectiveRequest,
-  inputRules,
-  intakePayloadTypes,
-  readObjective,
-  readObjectiveFile,
+  createSessionAssistRuntime,
+  buildGoalIntroText,
+  createSessionGoal,
   registerSessionGoalRoutes,
-  SessionAssistRuntime,
-  SessionGoalRuntime,
+  handleObjectiveRequest,
+  createSessionGoalControl,
   writeObjective,
-  writeObjectiveFile,
+  readObjective,
+  deleteObjective,
   writeSessionMetadataKey,
+  goalRuntimeDefaults,
+  intakePayloadTypes,
+  inputRules,
+  SessionGoalError,
 } = runtime
 
 export default runtime

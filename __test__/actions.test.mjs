@@ -7,7 +7,7 @@ import { pkg, goalMetadata, scriptedAuditor, sessionWithReply, setup, tempDataDi
 import { startMockOpenCode } from './mock/opencode.mjs'
 import { objectivePath, startRecordingProxy } from './control-helpers.mjs'
 
-const { createSessionGoalControl, writeObjective, GoalError } = pkg
+const { createSessionGoalControl, writeObjective, SessionGoalError } = pkg
 
 const cleanups = []
 afterEach(async () => {
@@ -81,7 +81,7 @@ describe('edit', () => {
     ]
     for (const [request, status] of attempts) {
       const error = await control.editGoal(request).catch((e) => e)
-      expect(error, JSON.stringify(request)).toBeInstanceOf(GoalError)
+      expect(error, JSON.stringify(request)).toBeInstanceOf(SessionGoalError)
       expect(error.statusCode, JSON.stringify(request)).toBe(status)
     }
     expect(proxy.log.filter((e) => e.method !== 'GET')).toEqual([])

@@ -175,6 +175,7 @@ describe('create, send, fork', () => {
     expect(doctor.stderr).toBe('')
     expect(JSON.parse(doctor.stdout)).toEqual({
       error: 'explain: network error: connect',
+      code: 'openCode',
       url,
       hint: expect.stringContaining('opencode serve'),
     })

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { pkg, setup, scriptedAuditor, goalMetadata, goalOf, waitFor, sleep } from './helpers.mjs'
 import { runCli } from './control-helpers.mjs'
 
-const { createSessionGoalControl, GoalError } = pkg
+const { createSessionGoalControl, SessionGoalError } = pkg
 
 let env
 afterEach(async () => {
@@ -103,7 +103,7 @@ describe('the cost budget', () => {
       [{ costBudget: 2, clearCostBudget: true }, 'pass either costBudget or clearCostBudget'],
     ]) {
       const error = await control.editGoal({ sessionId: session.id, ...request }).catch((e) => e)
-      expect(error, JSON.stringify(request)).toBeInstanceOf(GoalError)
+      expect(error, JSON.stringify(request)).toBeInstanceOf(SessionGoalError)
       expect(error.statusCode).toBe(400)
       expect(error.message).toContain(message)
     }
@@ -122,25 +122,25 @@ describe('the cost budget', () => {
     expect(goalOf(mock, session.id).status).toBe('active')
   })
 
-  it('goalCostBudget on create, send and fork; refused without goal or out of range', async () => {
+  it('goal.costBudget on create, send and fork; the flat route name needs goal, out-of-range values refused', async () => {
     env = await setup({ forward: false })
     const { mock } = env
     const control = controlFor(env)
-    const created = await control.createSession({ directory: '/tmp/project', prompt: 'Ship it', goal: true, goalCostBudget: 2.5 })
+    const created = await control.createSession({ directory: '/tmp/project', prompt: 'Ship it', goal: { costBudget: 2.5 } })
     expect(goalOf(mock, created.sessionId)).toMatchObject({ costBudget: 2.5, status: 'active' })
     expect(created.goal.goal).toMatchObject({ costBudget: 2.5, costUsed: 0 })
-    const sent = await control.sendPrompt({ sessionId: created.sessionId, prompt: 'Now the docs', goal: true, goalCostBudget: 0.75 })
+    const sent = await control.sendPrompt({ sessionId: created.sessionId, prompt: 'Now the docs', goal: { costBudget: 0.75 } })
     expect(goalOf(mock, sent.sessionId).costBudget).toBe(0.75)
-    const forked = await control.forkSession({ sessionId: created.sessionId, prompt: 'Another route', goal: true, goalCostBudget: 4 })
+    const forked = await control.forkSession({ sessionId: created.sessionId, prompt: 'Another route', goal: { costBudget: 4 } })
     expect(goalOf(mock, forked.sessionId).costBudget).toBe(4)
     const sessions = mock.sessions().length
     for (const [request, message] of [
       [{ prompt: 'x', goalCostBudget: 1 }, 'goalCostBudget requires goal'],
-      [{ prompt: 'x', goal: true, goalCostBudget: 0.001 }, 'goalCostBudget must be'],
-      [{ prompt: 'x', goal: true, goalCostBudget: Number.POSITIVE_INFINITY }, 'goalCostBudget must be'],
+      [{ prompt: 'x', goal: { costBudget: 0.001 } }, 'costBudget must be'],
+      [{ prompt: 'x', goal: { costBudget: Number.POSITIVE_INFINITY } }, 'costBudget must be'],
     ]) {
       const error = await control.createSession({ directory: '/tmp/project', ...request }).catch((e) => e)
-      expect(error, JSON.stringify(request)).toBeInstanceOf(GoalError)
+      expect(error, JSON.stringify(request)).toBeInstanceOf(SessionGoalError)
       expect(error.message).toContain(message)
     }
     expect(mock.sessions().length).toBe(sessions)

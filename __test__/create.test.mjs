@@ -7,7 +7,7 @@ import { pkg, scriptedAuditor, tempDataDir, goalOf } from './helpers.mjs'
 import { startMockOpenCode } from './mock/opencode.mjs'
 import { goalFiles, objectivePath, startRecordingProxy } from './control-helpers.mjs'
 
-const { createSessionGoalControl, createSessionGoal, GoalError } = pkg
+const { createSessionGoalControl, createSessionGoal, SessionGoalError } = pkg
 
 const cleanups = []
 afterEach(async () => {
@@ -95,7 +95,7 @@ describe('createSessionGoal', () => {
     const installed = await control.createSessionGoal({ sessionId: session.id, objective: 'Keep going inline' })
     expect(installed.objectiveFile).toBe(false)
     expect(installed.warnings).toHaveLength(1)
-    expect(installed.warnings[0]).toContain('stored inline')
+    expect(installed.warnings[0]).toMatchObject({ code: 'objectiveInline', message: expect.stringContaining('stored inline') })
     expect(goalOf(mock, session.id)).toMatchObject({ objective: 'Keep going inline', objectiveFile: false, status: 'active' })
   })
 
@@ -150,7 +150,7 @@ describe('createSessionGoal', () => {
     ]
     for (const [request, status] of cases) {
       const error = await control.createSessionGoal(request).catch((e) => e)
-      expect(error, JSON.stringify(request)).toBeInstanceOf(GoalError)
+      expect(error, JSON.stringify(request)).toBeInstanceOf(SessionGoalError)
       expect(error.statusCode, JSON.stringify(request)).toBe(status)
     }
     expect(proxy.log.filter((entry) => entry.method !== 'GET')).toEqual([])

@@ -5,7 +5,7 @@ import path from 'node:path'
 import { pkg, tempDataDir, tempDir } from './helpers.mjs'
 import { goalFiles, objectivePath, startMiniApp } from './control-helpers.mjs'
 
-const { writeObjective, readObjective, deleteObjective, handleObjectiveRequest, registerSessionGoalRoutes, GoalError } = pkg
+const { writeObjective, readObjective, deleteObjective, handleObjectiveRequest, registerSessionGoalRoutes, SessionGoalError } = pkg
 
 const cleanups = []
 afterEach(async () => {
@@ -38,11 +38,12 @@ describe('objective store', () => {
     fs.mkdirSync(dataDir)
     for (const id of HOSTILE_IDS) {
       const error = await writeObjective(id, 'payload', { dataDir }).catch((e) => e)
-      expect(error, id).toBeInstanceOf(GoalError)
+      expect(error, id).toBeInstanceOf(SessionGoalError)
       expect(error.statusCode, id).toBe(400)
       expect(error.message).toBe('invalid session id')
-      expect(await readObjective(id, { dataDir })).toBeNull()
-      expect(await deleteObjective(id, { dataDir })).toBe(false)
+      expect(error.code, id).toBe('invalidInput')
+      expect((await readObjective(id, { dataDir }).catch((e) => e)).code, id).toBe('invalidInput')
+      expect((await deleteObjective(id, { dataDir }).catch((e) => e)).code, id).toBe('invalidInput')
     }
     for (const empty of ['', '   \n\t ']) {
       const error = await writeObjective('ses_empty1', empty, { dataDir }).catch((e) => e)
@@ -59,7 +60,7 @@ describe('objective store', () => {
     const dataDir = tempDataDir()
     fs.writeFileSync(path.join(dataDir, 'goals'), 'a file where the goals directory belongs')
     const error = await writeObjective('ses_fsfail', 'objective', { dataDir }).catch((e) => e)
-    expect(error).toBeInstanceOf(GoalError)
+    expect(error).toBeInstanceOf(SessionGoalError)
     expect(error.statusCode).toBe(500)
   })
 
@@ -169,6 +170,6 @@ describe('registerSessionGoalRoutes over real HTTP', () => {
   })
 
   it('rejects an app without the route methods', () => {
-    expect(() => registerSessionGoalRoutes({ get() {} })).toThrow(TypeError)
+    expect(() => registerSessionGoalRoutes({ get() {} })).toThrow(pkg.SessionGoalError)
   })
 })

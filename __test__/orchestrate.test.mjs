@@ -7,7 +7,7 @@ import { pkg, scriptedAuditor, setup, tempDataDir, goalOf, waitFor } from './hel
 import { startMockOpenCode } from './mock/opencode.mjs'
 import { goalFiles, objectivePath, startRecordingProxy } from './control-helpers.mjs'
 
-const { createSessionGoalControl, GoalError } = pkg
+const { createSessionGoalControl, SessionGoalError } = pkg
 
 const COMMANDS = [
   { name: 'review', description: 'review changes', template: 'Review the current changes: $ARGUMENTS', agent: 'plan' },
@@ -60,8 +60,7 @@ describe('create with a goal', () => {
       directory: '/tmp/project',
       title: 'CSV importer',
       prompt: 'Make the importer read CSV files',
-      goal: true,
-      goalTokenBudget: 50_000,
+      goal: { tokenBudget: 50_000 },
       model: 'mock/mock-model',
       agent: 'build',
     })
@@ -142,7 +141,7 @@ describe('send and fork with a goal', () => {
     mock.addUserMessage(source.id, 'Second request')
     mock.addAssistantMessage(source.id, { text: 'Second answer' })
     const forkAt = mock.messages(source.id)[2].info.id
-    const result = await control.forkSession({ sessionId: source.id, messageId: forkAt, prompt: 'Take another route', goal: true, goalTokenBudget: 1000 })
+    const result = await control.forkSession({ sessionId: source.id, messageId: forkAt, prompt: 'Take another route', goal: { tokenBudget: 1000 } })
     expect(result.action).toBe('fork')
     expect(result.sourceSessionId).toBe(source.id)
     expect(result.sessionId).not.toBe(source.id)
@@ -201,7 +200,7 @@ describe('slash commands as goals', () => {
     mock.fault({ method: 'GET', path: '/command', status: 500 })
     const result = await control.sendPrompt({ sessionId: session.id, prompt: '/review all', goal: true })
     expect(result.dispatchedAsCommand).toBe(false)
-    expect(result.warnings.some((w) => w.includes('command list unavailable'))).toBe(true)
+    expect(result.warnings.some((w) => w.code === 'commandListUnavailable' && w.message.includes('command list unavailable'))).toBe(true)
     expect(result.goal.objective).toBe('/review all')
     expect(mock.prompts[0].body.parts[0].text).toBe('/review all')
   })
@@ -217,14 +216,32 @@ describe('slash commands as goals', () => {
   })
 })
 
+describe("the orchestration route's flat goal fields", () => {
+  it('goal: true with goalTokenBudget, goalCostBudget and goalCriteria installs the same goal as goal: {…}', async () => {
+    const { mock, control } = await world()
+    const created = await control.createSession({
+      directory: '/tmp/project',
+      prompt: 'Port the parser',
+      goal: true,
+      goalTokenBudget: 5000,
+      goalCostBudget: 1.5,
+      goalCriteria: ['nested lists parse'],
+    })
+    const goal = goalOf(mock, created.sessionId)
+    expect(goal).toMatchObject({ status: 'active', tokenBudget: 5000, costBudget: 1.5 })
+    expect(goal.criteria.map((c) => [c.text, c.source])).toEqual([['nested lists parse', 'user']])
+  })
+})
+
 describe('validation: refused with nothing written', () => {
   const refusals = [
-    ['goalTokenBudget without goal', { prompt: 'x', goalTokenBudget: 5000 }, 400, 'goalTokenBudget requires goal'],
+    ['the route goalTokenBudget without goal', { prompt: 'x', goalTokenBudget: 5000 }, 400, 'goalTokenBudget requires goal'],
+    ['a setting given flat and nested', { prompt: 'x', goal: { costBudget: 2 }, goalCostBudget: 3 }, 400, 'pass goalCostBudget or goal.costBudget, not both'],
     ['goal without a prompt', { goal: true }, 400, 'goal requires a prompt'],
-    ['budget below 1,000', { prompt: 'x', goal: true, goalTokenBudget: 999 }, 400],
-    ['budget above 100,000,000', { prompt: 'x', goal: true, goalTokenBudget: 100_000_001 }, 400],
-    ['fractional budget', { prompt: 'x', goal: true, goalTokenBudget: 1500.5 }, 400],
-    ['budget as text', { prompt: 'x', goal: true, goalTokenBudget: '5000' }, 400],
+    ['budget below 1,000', { prompt: 'x', goal: { tokenBudget: 999 } }, 400],
+    ['budget above 100,000,000', { prompt: 'x', goal: { tokenBudget: 100_000_001 } }, 400],
+    ['fractional budget', { prompt: 'x', goal: { tokenBudget: 1500.5 } }, 400],
+    ['budget as text', { prompt: 'x', goal: { tokenBudget: '5000' } }, 400],
     ['prompt over 1 MB', { prompt: 'p'.repeat(1_000_001), goal: true }, 413],
     ['malformed model', { prompt: 'x', model: 'just-a-model' }, 400],
     ['unknown model', { prompt: 'x', model: 'mock/no-such-model' }, 400, 'unknown model mock/no-such-model'],
@@ -237,7 +254,7 @@ describe('validation: refused with nothing written', () => {
       const { mock, dataDir, proxy, control } = await world()
       const before = mock.sessions().length
       const error = await control.createSession({ directory: '/tmp/project', ...request }).catch((e) => e)
-      expect(error).toBeInstanceOf(GoalError)
+      expect(error).toBeInstanceOf(SessionGoalError)
       expect(error.statusCode).toBe(status)
       if (message) expect(error.message).toBe(message)
       expect(error.partial).toBe(false)
@@ -254,14 +271,14 @@ describe('validation: refused with nothing written', () => {
       [() => control.sendPrompt({ sessionId: '../../etc/passwd', prompt: 'x', goal: true }), 400],
       [() => control.sendPrompt({ sessionId: 'ses_unknown99', prompt: 'x', goal: true }), 404],
       [() => control.sendPrompt({ sessionId: session.id, prompt: '  ', goal: true }), 400],
-      [() => control.sendPrompt({ sessionId: session.id, prompt: 'x', goal: true, goalTokenBudget: 0 }), 400],
+      [() => control.sendPrompt({ sessionId: session.id, prompt: 'x', goal: { tokenBudget: 0 } }), 400],
       [() => control.forkSession({ sessionId: session.id, messageId: '../x', prompt: 'x', goal: true }), 400],
       [() => control.forkSession({ sessionId: session.id, prompt: 'x', goalTokenBudget: 2000 }), 400],
       [() => control.sendPrompt(null), 400],
     ]
     for (const [attempt, status] of attempts) {
       const error = await attempt().catch((e) => e)
-      expect(error).toBeInstanceOf(GoalError)
+      expect(error).toBeInstanceOf(SessionGoalError)
       expect(error.statusCode).toBe(status)
     }
     expect(proxy.log.filter((e) => e.method !== 'GET')).toEqual([])
@@ -277,7 +294,7 @@ describe('failures after a step took effect say which step', () => {
     const error = await control.createSession({ directory: '/tmp/project', prompt: 'x', goal: true }).catch((e) => e)
     expect(error).toMatchObject({ statusCode: 400, partial: true, partialAction: 'goal-configured', directory: '/tmp/project' })
     expect(goalOf(mock, error.sessionId).status).toBe('active')
-    expect(error.toJSON()).toEqual({ error: error.message, partial: true, partialAction: 'goal-configured', sessionId: error.sessionId, directory: '/tmp/project' })
+    expect(error.toJSON()).toEqual({ error: error.message, code: 'openCode', partial: true, partialAction: 'goal-configured', sessionId: error.sessionId, directory: '/tmp/project' })
   })
 
   it('create: goal write fails → session-created, and nothing is dispatched', async () => {

@@ -246,22 +246,24 @@ function promptRequest(parsed) {
   if (flags.goal && (prompt === undefined || !prompt.trim())) throw new UsageError('--goal requires --prompt.')
   if (flags.model !== undefined && !/^[^/\s]+\/\S+$/.test(flags.model)) throw new UsageError('--model must look like provider/model')
   const request = { prompt, model: flags.model, agent: flags.agent, variant: flags.variant }
-  if (flags.goal) request.goal = true
-  if (budget !== undefined) request.goalTokenBudget = budget
+  // The goal's settings nest under `goal` (each flag checks it was given with --goal).
+  const goal = {}
+  if (budget !== undefined) goal.tokenBudget = budget
   const costBudget = parseGoalCostBudget(flags)
-  if (costBudget !== undefined) request.goalCostBudget = costBudget
+  if (costBudget !== undefined) goal.costBudget = costBudget
   const timeBudget = parseGoalTimeBudget(flags)
-  if (timeBudget !== undefined) request.goalTimeBudgetMs = timeBudget
+  if (timeBudget !== undefined) goal.timeBudgetMs = timeBudget
   const activeHours = parseGoalActiveHours(flags)
-  if (activeHours !== undefined) request.goalActiveHours = activeHours
+  if (activeHours !== undefined) goal.activeHours = activeHours
   const checks = parseGoalChecks(flags)
-  if (checks !== undefined) request.goalChecks = checks
+  if (checks !== undefined) goal.checks = checks
   if (flags['goal-criterion'] !== undefined) {
     if (!flags.goal) throw new UsageError('--goal-criterion requires --goal.')
     // How many and how long is the core's rule.
     ruled('--goal-criterion', inputRules().criteria(flags['goal-criterion']))
-    request.goalCriteria = flags['goal-criterion']
+    goal.criteria = flags['goal-criterion']
   }
+  if (flags.goal) request.goal = goal
   return request
 }
 
@@ -318,7 +320,7 @@ function describeDispatch(result) {
   if (goal?.costBudget) out(`cost budget: ${usd(goal.costBudget)}`)
   if (goal?.activeHours) out(`working hours: ${goal.activeHours.start}-${goal.activeHours.end} ${goal.activeHours.timeZone}`)
   if (goal?.checks?.length) out(`acceptance checks: ${goal.checks.length} (run before the goal may complete)`)
-  for (const warning of result.warnings) out(`warning: ${warning}`)
+  for (const warning of result.warnings) out(`warning: ${warning.message}`)
 }
 
 /** US dollars as people read them: two decimals, four below a cent. */
@@ -391,7 +393,7 @@ async function runAction(control, command, sessionId, directory, flags) {
   let line = `${sessionId}: goal ${past} (was ${result.previousStatus})`
   if (result.aborted === true) line += '; running turn aborted'
   out(line)
-  for (const warning of result.warnings) out(`warning: ${warning}`)
+  for (const warning of result.warnings) out(`warning: ${warning.message}`)
 }
 
 const when = (ms) => new Date(ms).toISOString().replace('T', ' ').slice(0, 19) + ' UTC'
@@ -629,12 +631,12 @@ async function main(argv) {
 }
 
 // OpenCode's core names a connection it could not make `network error: …` or `timed out`
-// (goal-core's HttpError), behind a 502 or 504 GoalError.
-const unreachable = (error) => (error.statusCode === 502 || error.statusCode === 504) && /: (network error: .*|timed out)$/.test(error.message)
+// (goal-core's HttpError), behind an openCode or timeout SessionGoalError.
+const unreachable = (error) => (error.code === 'openCode' || error.code === 'timeout') && /: (network error: .*|timed out)$/.test(error.message)
 
 /** A runtime failure, reported once: the error object on stdout with --json, else one line. */
 function reportFailure(pkg, error, target, flags) {
-  if (!(error instanceof pkg.GoalError)) return err(`session-goal: ${error && error.message ? error.message : error}`)
+  if (!(error instanceof pkg.SessionGoalError)) return err(`session-goal: ${error && error.message ? error.message : error}`)
   const hint = unreachable(error)
     ? `no OpenCode server answered at ${target.url}: start one with \`opencode serve --port 4096\`, or pass --url with the address it listens on`
     : undefined

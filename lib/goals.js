@@ -1,41 +1,22 @@
 // Goal creation and control for hosts, on top of the native GoalControl:
-// - the objective store (writeObjective / readObjective / deleteObjective) with errors that carry
-//   statusCode, as OpenChamber's objectives.js has them;
+// - the objective store (writeObjective / readObjective / deleteObjective);
 // - the objective routes, for Express-style apps (registerSessionGoalRoutes) or any server
 //   (handleObjectiveRequest → {status, body});
 // - createSessionGoalControl(options): create / send / fork with a goal, scheduled-task stamping,
-//   edit / pause / resume / complete / clear; failures are thrown as GoalError (statusCode,
-//   partial, partialAction, sessionId, directory);
+//   edit / pause / resume / complete / clear, views;
 // - createSessionGoal(options): the one-call form of the reference's create.js.
-// The native layer returns failures as values; this file only turns them into exceptions and
-// adapts host callbacks (through the package entry's adaptOptions).
+// Every failure is thrown as a SessionGoalError (lib/errors.js); partial success resolves with
+// `warnings: [{code, message, field?}]`.
 'use strict'
+
+const { SessionGoalError, fromThrown, invalidInput, settle } = require('./errors.js')
+const { referenceConnection, referenceRequest, reportWarnings, orchestrationRequest } = require('./drop-in.js')
 
 const ROUTE = '/api/goals/objective/:sessionId'
 /** Largest request body the objective routes read (the reference's express.json limit). */
 const MAX_BODY_BYTES = 1024 * 1024
 
-class GoalError extends Error {
-  /** @param {{error: string, statusCode: number, partial?: boolean, partialAction?: string, sessionId?: string, directory?: string}} failure */
-  constructor(failure) {
-    super(String(failure.error ?? 'goal operation failed'))
-    this.name = 'GoalError'
-    this.statusCode = Number.isInteger(failure.statusCode) ? failure.statusCode : 500
-    this.partial = failure.partial === true
-    if (failure.partialAction) this.partialAction = failure.partialAction
-    if (failure.sessionId) this.sessionId = failure.sessionId
-    if (failure.directory) this.directory = failure.directory
-  }
-
-  /** The HTTP error body: {error, partial?, partialAction?, sessionId?, directory?}. */
-  toJSON() {
-    const body = { error: this.message }
-    if (this.partial) body.partial = true
-    for (const key of ['partialAction', 'sessionId', 'directory']) if (this[key]) body[key] = this[key]
-    return body
-  }
-}
-
+// The goal settings' former flat names on create / send / fork, and where each went.
 const isObject = (value) => value !== null && typeof value === 'object' && !Array.isArray(value)
 
 // napi reads `null` as a wrong-typed value for optional fields; a host's JSON often has them.
@@ -43,23 +24,6 @@ function withoutNulls(request) {
   const out = {}
   for (const [key, value] of Object.entries(request)) if (value !== null && value !== undefined) out[key] = value
   return out
-}
-
-// Argument conversion errors from napi (a number where a string belongs) are bad input.
-function conversionError(error) {
-  const message = error && typeof error.message === 'string' ? error.message : String(error)
-  return new GoalError({ error: `invalid request: ${message}`, statusCode: 400 })
-}
-
-async function settle(invoke) {
-  let result
-  try {
-    result = await invoke()
-  } catch (error) {
-    throw conversionError(error)
-  }
-  if (result && result.failed === true) throw new GoalError(result)
-  return result
 }
 
 function dataDirOf(options) {
@@ -73,28 +37,28 @@ function dataDirOf(options) {
 
 /** @param {{native: any, adaptOptions: (options: any) => any}} deps */
 function createGoalApi({ native, adaptOptions }) {
+  // The core's session-id rule (src/validate.rs), checked before any file access.
+  function checkedSessionId(sessionId) {
+    if (typeof sessionId !== 'string' || !native.inputRules.isSessionId(sessionId)) throw invalidInput('invalid session id', 'sessionId')
+    return sessionId
+  }
+
   async function writeObjective(sessionId, content, options) {
-    if (typeof sessionId !== 'string') throw new GoalError({ error: 'invalid session id', statusCode: 400 })
-    if (typeof content !== 'string') throw new GoalError({ error: 'objective content must be a string', statusCode: 400 })
+    checkedSessionId(sessionId)
+    if (typeof content !== 'string') throw invalidInput('objective content must be a string', 'content')
     return settle(() => native.writeObjectiveFile(sessionId, content, dataDirOf(options)))
   }
 
+  /** The objective text, or `null` when there is none (no file, an unreadable or empty one). */
   async function readObjective(sessionId, options) {
-    if (typeof sessionId !== 'string') return null
-    try {
-      return await native.readObjectiveFile(sessionId, dataDirOf(options))
-    } catch {
-      return null
-    }
+    checkedSessionId(sessionId)
+    return settle(() => native.readObjectiveFile(sessionId, dataDirOf(options)))
   }
 
+  /** Whether a file was removed (`false` when there was none). */
   async function deleteObjective(sessionId, options) {
-    if (typeof sessionId !== 'string') return false
-    try {
-      return await native.deleteObjectiveFile(sessionId, dataDirOf(options))
-    } catch {
-      return false
-    }
+    checkedSessionId(sessionId)
+    return settle(() => native.deleteObjectiveFile(sessionId, dataDirOf(options)))
   }
 
   /**
@@ -105,7 +69,8 @@ function createGoalApi({ native, adaptOptions }) {
     const verb = String(method ?? '').toUpperCase()
     const id = typeof sessionId === 'string' ? sessionId : ''
     if (verb === 'GET') {
-      const content = await readObjective(id, options)
+      // The reference answers an id it cannot have stored as not found.
+      const content = native.inputRules.isSessionId(id) ? await readObjective(id, options) : null
       return content === null ? { status: 404, body: { error: 'objective not found' } } : { status: 200, body: { content } }
     }
     if (verb === 'PUT') {
@@ -116,9 +81,8 @@ function createGoalApi({ native, adaptOptions }) {
         await writeObjective(id, body.content, options)
         return { status: 200, body: { ok: true } }
       } catch (error) {
-        const status = error instanceof GoalError ? error.statusCode : 500
-        if (status >= 500) logRouteError(options, error)
-        return { status, body: { error: error instanceof GoalError ? error.message : 'failed to write objective' } }
+        if (error.statusCode >= 500) logRouteError(options, error)
+        return { status: error.statusCode, body: { error: error.message } }
       }
     }
     if (verb === 'DELETE') {
@@ -137,7 +101,7 @@ function createGoalApi({ native, adaptOptions }) {
    */
   function registerSessionGoalRoutes(app, options = {}) {
     if (!app || typeof app.put !== 'function' || typeof app.get !== 'function' || typeof app.delete !== 'function') {
-      throw new TypeError('registerSessionGoalRoutes: app must have put(), get() and delete()')
+      throw invalidInput('registerSessionGoalRoutes: app must have put(), get() and delete()', 'app')
     }
     const route = isObject(options) && typeof options.path === 'string' ? options.path : ROUTE
     const handle = (method) => async (req, res) => {
@@ -164,20 +128,36 @@ function createGoalApi({ native, adaptOptions }) {
   }
 
   function createSessionGoalControl(options) {
-    if (!isObject(options)) throw new TypeError('createSessionGoalControl: options must be an object')
-    const inner = native.createGoalControl(adaptOptions(connectionOptions(options)))
+    if (!isObject(options)) throw invalidInput('createSessionGoalControl: options must be an object', 'options')
+    let inner
+    try {
+      inner = native.createGoalControl(adaptOptions(withoutBadHeaders(withoutNulls(options))))
+    } catch (error) {
+      throw fromThrown(error, 'invalidInput')
+    }
     const method = (name) => (request) => {
-      if (!isObject(request)) return Promise.reject(new GoalError({ error: 'request must be an object', statusCode: 400 }))
+      if (!isObject(request)) return Promise.reject(invalidInput('request must be an object', 'request'))
       return settle(() => inner[name](withoutNulls(request)))
+    }
+    // create / send / fork: `goal: true` is a goal without limits, `goal: {tokenBudget, …}` one
+    // with them; the settings are converted once, natively (src/goal_settings.rs).
+    const prompting = (name) => (request) => {
+      if (!isObject(request)) return method(name)(request)
+      const adapted = orchestrationRequest(request)
+      if (adapted.problem) return Promise.reject(invalidInput(adapted.problem, adapted.field))
+      const { goal, ...rest } = adapted.request
+      if (goal === true) return method(name)({ ...rest, goal: {} })
+      if (goal === false || goal === undefined || goal === null) return method(name)(rest)
+      return method(name)({ ...rest, goal: isObject(goal) ? withoutNulls(goal) : goal })
     }
     return {
       get dataDir() {
         return inner.dataDir
       },
       createSessionGoal: method('createSessionGoal'),
-      createSession: method('createSession'),
-      sendPrompt: method('sendPrompt'),
-      forkSession: method('forkSession'),
+      createSession: prompting('createSession'),
+      sendPrompt: prompting('sendPrompt'),
+      forkSession: prompting('forkSession'),
       stampScheduledGoal: method('stampScheduledGoal'),
       editGoal: method('editGoal'),
       pauseGoal: method('pauseGoal'),
@@ -186,9 +166,8 @@ function createGoalApi({ native, adaptOptions }) {
       clearGoal: method('clearGoal'),
       getGoal: (sessionId, directory) => settle(() => inner.getGoal(String(sessionId ?? ''), typeof directory === 'string' ? directory : undefined)),
       listGoals: (directory) => settle(() => inner.listGoals(String(directory ?? ''))),
-      history: (sessionId, limit) => inner.history(String(sessionId ?? ''), typeof limit === 'number' ? limit : undefined),
+      history: (sessionId, limit) => settle(() => inner.history(String(sessionId ?? ''), typeof limit === 'number' ? limit : undefined)),
       explain: (sessionId, directory) => settle(() => inner.explain(String(sessionId ?? ''), typeof directory === 'string' ? directory : undefined)),
-      native: inner,
     }
   }
 
@@ -197,32 +176,15 @@ function createGoalApi({ native, adaptOptions }) {
    * Accepts the reference's names too (`baseUrl`, `authHeaders`, `sessionID`, `onWarning`).
    */
   async function createSessionGoal(options) {
-    if (!isObject(options)) throw new GoalError({ error: 'options must be an object', statusCode: 400 })
-    const control = createSessionGoalControl(options)
-    const request = withoutNulls({
-      sessionId: options.sessionId ?? options.sessionID,
-      directory: options.directory,
-      objective: options.objective,
-      tokenBudget: options.tokenBudget,
-      providerID: options.providerID,
-      modelID: options.modelID,
-    })
-    const installed = await control.createSessionGoal(request)
-    if (typeof options.onWarning === 'function') {
-      for (const warning of installed.warnings) {
-        try {
-          // The reference calls onWarning(message, error); the error carries the cause.
-          options.onWarning(warning, warningError(warning))
-        } catch {
-          // A throwing warning sink must not fail a goal that is already installed.
-        }
-      }
-    }
+    if (!isObject(options)) throw invalidInput('options must be an object', 'options')
+    const control = createSessionGoalControl(referenceConnection(options))
+    const installed = await control.createSessionGoal(withoutNulls(referenceRequest(options)))
+    reportWarnings(options.onWarning, installed.warnings)
     return installed
   }
 
   return {
-    GoalError,
+    SessionGoalError,
     writeObjective,
     readObjective,
     deleteObjective,
@@ -233,26 +195,12 @@ function createGoalApi({ native, adaptOptions }) {
   }
 }
 
-// A warning such as "objective file not written (<cause>); …" as an Error whose message is the
-// cause in parentheses (the whole warning when there is none).
-function warningError(warning) {
-  const cause = /\(([^()]+)\)/.exec(warning)
-  const error = new Error(cause ? cause[1] : warning)
-  error.name = 'GoalWarning'
-  return error
-}
-
-// The reference's create.js took {baseUrl, authHeaders}; the runtime takes openCode: {baseUrl, headers}.
-function connectionOptions(options) {
-  const out = withoutNulls(options)
-  if (!out.openCode && typeof options.baseUrl === 'string' && typeof options.buildOpenCodeUrl !== 'function') {
-    out.openCode = { baseUrl: options.baseUrl, headers: isObject(options.authHeaders) ? { ...options.authHeaders } : undefined }
-  }
-  if (out.openCode && isObject(out.openCode) && !isObject(out.openCode.headers)) {
-    out.openCode = { ...out.openCode }
-    delete out.openCode.headers
-  }
-  return out
+// `openCode.headers` that is not an object (a host's `null`) means no headers.
+function withoutBadHeaders(options) {
+  if (!isObject(options.openCode) || isObject(options.openCode.headers)) return options
+  const openCode = { ...options.openCode }
+  delete openCode.headers
+  return { ...options, openCode }
 }
 
 function logRouteError(options, error) {
@@ -316,4 +264,4 @@ function respond(res, { status, body }) {
   res.end(text)
 }
 
-module.exports = { createGoalApi, GoalError, OBJECTIVE_ROUTE: ROUTE }
+module.exports = { createGoalApi, OBJECTIVE_ROUTE: ROUTE }

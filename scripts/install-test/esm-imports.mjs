@@ -2,44 +2,50 @@
 // error before this runs), and the list checked against what `require` gives.
 import { createRequire } from 'node:module'
 import {
-  buildGoalIntroText,
-  createGoalControl,
-  createSessionAssistRuntime,
-  createSessionGoal,
-  createSessionGoalControl,
   createSessionGoalRuntime,
-  deleteObjective,
-  deleteObjectiveFile,
-  GoalControl,
-  GoalError,
-  goalRuntimeDefaults,
-  handleObjectiveRequest,
-  inputRules,
-  intakePayloadTypes,
-  readObjective,
-  readObjectiveFile,
+  createSessionAssistRuntime,
+  buildGoalIntroText,
+  createSessionGoal,
   registerSessionGoalRoutes,
-  SessionAssistRuntime,
-  SessionGoalRuntime,
+  handleObjectiveRequest,
+  createSessionGoalControl,
   writeObjective,
-  writeObjectiveFile,
+  readObjective,
+  deleteObjective,
   writeSessionMetadataKey,
+  goalRuntimeDefaults,
+  intakePayloadTypes,
+  inputRules,
+  SessionGoalError,
 } from 'session-goal-runtime'
 // A host that imports one name only (OpenChamber's routes import two).
 import { buildGoalIntroText as introOnly } from 'session-goal-runtime'
 
 const imported = {
-  buildGoalIntroText, createGoalControl, createSessionAssistRuntime, createSessionGoal, createSessionGoalControl,
-  createSessionGoalRuntime, deleteObjective, deleteObjectiveFile, GoalControl, GoalError, goalRuntimeDefaults, handleObjectiveRequest, inputRules, intakePayloadTypes,
-  readObjective, readObjectiveFile, registerSessionGoalRoutes, SessionAssistRuntime, SessionGoalRuntime,
-  writeObjective, writeObjectiveFile, writeSessionMetadataKey,
+  createSessionGoalRuntime,
+  createSessionAssistRuntime,
+  buildGoalIntroText,
+  createSessionGoal,
+  registerSessionGoalRoutes,
+  handleObjectiveRequest,
+  createSessionGoalControl,
+  writeObjective,
+  readObjective,
+  deleteObjective,
+  writeSessionMetadataKey,
+  goalRuntimeDefaults,
+  intakePayloadTypes,
+  inputRules,
+  SessionGoalError,
 }
 const required = createRequire(import.meta.url)('session-goal-runtime')
-const documented = Object.keys(required).filter((name) => name !== '__napiBindingTarget').sort()
+const documented = Object.keys(required).sort()
 const missing = documented.filter((name) => !(name in imported))
 if (missing.length) throw new Error(`exports not covered by the ESM check: ${missing.join(', ')}`)
+const extra = Object.keys(imported).filter((name) => !(name in required))
+if (extra.length) throw new Error(`ESM names require does not give: ${extra.join(', ')}`)
 for (const [name, value] of Object.entries(imported)) {
-  // inputRules is a namespace of functions (the core's input rules); every other export is one.
+  // inputRules is a namespace of functions (the core's input rules); every other export is a function or class.
   if (typeof value !== (name === 'inputRules' ? 'object' : 'function')) throw new Error(`ESM export ${name} is ${typeof value}`)
   if (value !== required[name]) throw new Error(`ESM export ${name} differs from the CommonJS one`)
 }

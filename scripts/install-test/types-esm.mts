@@ -1,5 +1,5 @@
 // Type check of the installed package from ESM (compiled with --module nodenext, not run).
-import { buildGoalIntroText, createSessionGoal, createSessionGoalRuntime, GoalError } from 'session-goal-runtime'
+import { buildGoalIntroText, createSessionGoal, createSessionGoalRuntime, SessionGoalError } from 'session-goal-runtime'
 import type { SessionGoalRuntimeOptions } from 'session-goal-runtime'
 
 const options: SessionGoalRuntimeOptions = { openCode: { baseUrl: 'http://127.0.0.1:4096' }, idleQuietMs: 15000 }
@@ -12,4 +12,4 @@ const pending: Promise<unknown> = createSessionGoal({
   objective: intro,
   onWarning: (message: string, error: Error) => void [message, error.message],
 })
-export const checks = [pending, GoalError]
+export const checks = [pending, SessionGoalError]

@@ -65,7 +65,7 @@ impl GoalRuntimeBuilder {
             small_model: None,
             small_model_choice: None,
             notifier: None,
-            fetch_timeout: Duration::from_millis(10_000),
+            fetch_timeout: crate::io::opencode::DEFAULT_FETCH_TIMEOUT,
             config: GoalConfig::default(),
             directories: Vec::new(),
             recover_on_start: None,
@@ -127,6 +127,80 @@ impl GoalRuntimeBuilder {
     /// (`deriveCriteria`, default true).
     pub fn derive_criteria(mut self, derive: bool) -> Self {
         self.config.derive_criteria = derive;
+        self
+    }
+
+    /// Delay before a resumed goal is kicked off (`resumeKickoffMs`, default 250 ms).
+    pub fn resume_kickoff(mut self, delay: Duration) -> Self {
+        self.config.resume_kickoff = delay;
+        self
+    }
+
+    /// Messages read per evaluation (`messageFetchLimit`, default 40, at least 1).
+    pub fn message_fetch_limit(mut self, messages: usize) -> Self {
+        self.config.message_limit = messages.max(1);
+        self
+    }
+
+    /// Timeout of one progress audit (`auditTimeoutMs`, default 60 s).
+    pub fn audit_timeout(mut self, timeout: Duration) -> Self {
+        self.config.audit_timeout = timeout;
+        self
+    }
+
+    /// Audit attempts before a goal is blocked as audit-unavailable (`maxRetryAttempts`,
+    /// default 4, at least 1).
+    pub fn max_retry_attempts(mut self, attempts: u32) -> Self {
+        self.config.max_retry_attempts = attempts.max(1);
+        self
+    }
+
+    /// Attempts to post one continuation (`maxDispatchAttempts`, default 3, at least 1).
+    pub fn max_dispatch_attempts(mut self, attempts: u32) -> Self {
+        self.config.max_dispatch_attempts = attempts.max(1);
+        self
+    }
+
+    /// How long one host's hold on a goal lasts (`leaseMs`, default 60 s).
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.config.lease = lease;
+        self
+    }
+
+    /// Interval of the sweep for goals no event announces (`sweepIntervalMs`).
+    pub fn sweep_interval(mut self, interval: Duration) -> Self {
+        self.config.sweep_interval = interval;
+        self
+    }
+
+    /// Audits in a row without new evidence before the breaker stops a goal (`noProgressTurns`).
+    pub fn no_progress_turns(mut self, turns: u32) -> Self {
+        self.config.evidence.no_progress_turns = turns.max(1);
+        self
+    }
+
+    /// Size limits of the evidence digest (`evidence: {…}`).
+    pub fn evidence_limits(mut self, limits: crate::config::EvidenceLimits) -> Self {
+        self.config.evidence.limits = limits;
+        self
+    }
+
+    /// Records kept in a goal's audit trail (`evidence.historyMaxRecords`, at least 1).
+    pub fn history_max_records(mut self, records: usize) -> Self {
+        self.config.evidence.history_max_records = records.max(1);
+        self
+    }
+
+    /// Provider-limit parks in a row before a goal is blocked (`maxProviderWaits`, default 6,
+    /// at least 1).
+    pub fn max_provider_waits(mut self, waits: u64) -> Self {
+        self.config.provider_limits.max_waits = waits.max(1);
+        self
+    }
+
+    /// Longest single provider-limit park (`maxProviderWaitMs`, default 6 h).
+    pub fn max_provider_wait(mut self, wait: Duration) -> Self {
+        self.config.provider_limits.max_wait_ms = wait.as_millis().min(u128::from(u64::MAX)) as u64;
         self
     }
 
@@ -258,5 +332,43 @@ impl EmbeddedGoalRuntime {
     /// The underlying runtime.
     pub fn runtime(&self) -> &GoalRuntime {
         &self.runtime
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_the_cores_and_every_tunable_reaches_the_config() {
+        let plain = GoalRuntimeBuilder::new("http://127.0.0.1:4096");
+        assert_eq!(plain.fetch_timeout, crate::io::opencode::DEFAULT_FETCH_TIMEOUT);
+        assert_eq!(format!("{:?}", plain.config), format!("{:?}", GoalConfig::default()));
+        let ms = Duration::from_millis;
+        let tuned = GoalRuntimeBuilder::new("http://127.0.0.1:4096")
+            .idle_quiet(ms(1))
+            .kickoff_quiet(ms(2))
+            .resume_kickoff(ms(3))
+            .max_auto_turns(4)
+            .message_fetch_limit(5)
+            .audit_timeout(ms(6))
+            .max_retry_attempts(7)
+            .max_dispatch_attempts(8)
+            .lease(ms(9))
+            .sweep_interval(ms(10))
+            .no_progress_turns(11)
+            .history_max_records(12)
+            .max_provider_waits(13)
+            .max_provider_wait(ms(14))
+            .derive_criteria(false)
+            .fetch_timeout(ms(15));
+        let c = &tuned.config;
+        assert_eq!((c.idle_quiet, c.kickoff_quiet, c.resume_kickoff, c.audit_timeout), (ms(1), ms(2), ms(3), ms(6)));
+        assert_eq!((c.max_auto_turns, c.message_limit, c.max_retry_attempts, c.max_dispatch_attempts), (4, 5, 7, 8));
+        assert_eq!((c.lease, c.sweep_interval), (ms(9), ms(10)));
+        assert_eq!((c.evidence.no_progress_turns, c.evidence.history_max_records), (11, 12));
+        assert_eq!((c.provider_limits.max_waits, c.provider_limits.max_wait_ms), (13, 14));
+        assert!(!c.derive_criteria);
+        assert_eq!(tuned.fetch_timeout, ms(15));
     }
 }

@@ -77,49 +77,121 @@ impl PartialAction {
     }
 }
 
-/// A failed goal operation, shaped for HTTP-style hosts. Messages never carry prompt text,
-/// model output or credentials.
+/// What kind of failure a [`GoalError`] is. The binding names it (`ErrorKind::code`) and hosts
+/// branch on it; no HTTP status is implied (OpenCode's own answer, when there was one, is
+/// [`GoalError::opencode_status`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The request itself is wrong (a bad id, a budget out of bounds, a missing field).
+    InvalidInput,
+    /// The session, goal or objective does not exist.
+    NotFound,
+    /// The goal's state does not allow it (not active, complete, a different goal now).
+    Conflict,
+    /// The input is over a size limit.
+    TooLarge,
+    /// OpenCode failed or refused.
+    OpenCode,
+    /// OpenCode did not answer in time.
+    Timeout,
+    /// Something on this machine failed (the file system, a task).
+    Local,
+}
+
+impl ErrorKind {
+    /// Every kind, in the order of the documented code list (docs/errors.md).
+    pub const ALL: [ErrorKind; 7] = [
+        ErrorKind::InvalidInput,
+        ErrorKind::NotFound,
+        ErrorKind::Conflict,
+        ErrorKind::TooLarge,
+        ErrorKind::OpenCode,
+        ErrorKind::Timeout,
+        ErrorKind::Local,
+    ];
+
+    /// The stable code hosts see (`invalidInput`, `notFound`, `conflict`, `tooLarge`,
+    /// `openCode`, `timeout`, `local`).
+    pub fn code(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidInput => "invalidInput",
+            ErrorKind::NotFound => "notFound",
+            ErrorKind::Conflict => "conflict",
+            ErrorKind::TooLarge => "tooLarge",
+            ErrorKind::OpenCode => "openCode",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Local => "local",
+        }
+    }
+}
+
+/// A failed goal operation. Messages never carry prompt text, model output or credentials.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GoalError {
-    /// HTTP-like status: 400 bad input, 404 unknown session or goal, 409 conflicting state,
-    /// 413 too large, 500 local failure, 502/504 OpenCode failure.
-    pub status: u16,
+    /// What kind of failure it is.
+    pub kind: ErrorKind,
     /// What went wrong.
     pub message: String,
+    /// The request field at fault, when one is (its API name, e.g. `goalTokenBudget`).
+    pub field: Option<&'static str>,
     /// What had already taken effect.
     pub partial: Option<PartialAction>,
     /// The session concerned (the new one for create/fork), when known.
     pub session_id: String,
     /// Its directory, when known.
     pub directory: String,
-    /// The OpenCode failure behind it, when there was one.
-    source: Option<HttpError>,
+    /// The HTTP status OpenCode answered with, when it answered.
+    pub opencode_status: Option<u16>,
+    /// The OpenCode failure behind it, when there was one (boxed: errors stay small to move).
+    source: Option<Box<HttpError>>,
 }
 
 impl GoalError {
     /// A failure with no side effect.
-    pub fn new(status: u16, message: impl Into<String>) -> Self {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         Self {
-            status,
+            kind,
             message: message.into(),
+            field: None,
             partial: None,
             session_id: String::new(),
             directory: String::new(),
+            opencode_status: None,
             source: None,
         }
+    }
+
+    /// Bad input in one named request field.
+    pub fn invalid(field: &'static str, message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::InvalidInput, message).on_field(field)
+    }
+
+    /// Names the request field at fault.
+    pub fn on_field(mut self, field: &'static str) -> Self {
+        self.field = Some(field);
+        self
+    }
+
+    /// OpenCode refused with this HTTP status.
+    pub fn refused(status: u16, message: impl Into<String>) -> Self {
+        Self { opencode_status: Some(status), ..Self::new(ErrorKind::OpenCode, message) }
     }
 
     /// Maps an OpenCode call failure; `what` names the call (e.g. "session lookup").
     pub fn from_http(what: &str, error: &HttpError) -> Self {
         let mapped = match error {
-            HttpError::Status(404) => Self::new(404, format!("{what}: session not found")),
+            HttpError::Status(404) => Self {
+                opencode_status: Some(404),
+                ..Self::new(ErrorKind::NotFound, format!("{what}: session not found"))
+            },
             HttpError::Status(code) if (400..500).contains(code) => {
-                Self::new(*code, format!("{what}: OpenCode refused the request (HTTP {code})"))
+                Self::refused(*code, format!("{what}: OpenCode refused the request (HTTP {code})"))
             }
-            HttpError::Timeout => Self::new(504, format!("{what}: OpenCode timed out")),
-            other => Self::new(502, format!("{what}: {other}")),
+            HttpError::Status(code) => Self::refused(*code, format!("{what}: {error}")),
+            HttpError::Timeout => Self::new(ErrorKind::Timeout, format!("{what}: OpenCode timed out")),
+            other => Self::new(ErrorKind::OpenCode, format!("{what}: {other}")),
         };
-        Self { source: Some(error.clone()), ..mapped }
+        Self { source: Some(Box::new(error.clone())), ..mapped }
     }
 
     /// Records what had already happened.
@@ -137,6 +209,46 @@ impl GoalError {
     }
 }
 
+/// What went wrong in an operation that otherwise succeeded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WarningCode {
+    /// The objective file could not be written; the objective is stored in the goal itself.
+    ObjectiveInline,
+    /// The goal is paused or cleared, but the running turn could not be aborted.
+    AbortFailed,
+    /// OpenCode's command list could not be read; a slash prompt was sent as text.
+    CommandListUnavailable,
+}
+
+impl WarningCode {
+    /// The stable code hosts see (`objectiveInline`, `abortFailed`, `commandListUnavailable`).
+    pub fn code(self) -> &'static str {
+        match self {
+            WarningCode::ObjectiveInline => "objectiveInline",
+            WarningCode::AbortFailed => "abortFailed",
+            WarningCode::CommandListUnavailable => "commandListUnavailable",
+        }
+    }
+}
+
+/// A partial success: the operation took effect, with this caveat.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    /// What kind of caveat.
+    pub code: WarningCode,
+    /// One sentence for a person (no prompt text, model output or credentials).
+    pub message: String,
+    /// The request field concerned, when one is.
+    pub field: Option<&'static str>,
+}
+
+impl Warning {
+    /// A caveat that concerns no one field.
+    pub fn new(code: WarningCode, message: impl Into<String>) -> Self {
+        Self { code, message: message.into(), field: None }
+    }
+}
+
 impl std::fmt::Display for GoalError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.message)
@@ -145,7 +257,7 @@ impl std::fmt::Display for GoalError {
 
 impl std::error::Error for GoalError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source.as_ref().map(|error| error as &(dyn std::error::Error + 'static))
+        self.source.as_deref().map(|error| error as &(dyn std::error::Error + 'static))
     }
 }
 
@@ -160,12 +272,13 @@ pub enum ObjectiveError {
     Io(String),
 }
 
-impl ObjectiveError {
-    /// The HTTP status the routes answer with.
-    pub fn status_code(&self) -> u16 {
-        match self {
-            ObjectiveError::InvalidSessionId | ObjectiveError::Empty => 400,
-            ObjectiveError::Io(_) => 500,
+impl From<ObjectiveError> for GoalError {
+    fn from(error: ObjectiveError) -> Self {
+        let message = error.to_string();
+        match error {
+            ObjectiveError::InvalidSessionId => GoalError::invalid("sessionId", message),
+            ObjectiveError::Empty => GoalError::invalid("content", message),
+            ObjectiveError::Io(_) => GoalError::new(ErrorKind::Local, message),
         }
     }
 }
@@ -265,6 +378,6 @@ mod tests {
         let wrapped = GoalError::from_http("session lookup", &HttpError::Timeout);
         let source = std::error::Error::source(&wrapped).expect("the OpenCode failure");
         assert_eq!(source.to_string(), "timed out");
-        assert!(std::error::Error::source(&GoalError::new(400, "bad")).is_none());
+        assert!(std::error::Error::source(&GoalError::new(ErrorKind::InvalidInput, "bad")).is_none());
     }
 }

@@ -103,7 +103,9 @@ pub use time::clock::now_ms;
 pub use time::hours::{ActiveHours, HoursPart, HoursProblem};
 
 // Errors.
-pub use error::{Cancelled, GoalError, HttpError, ObjectiveError, PartialAction, SmallModelError};
+pub use error::{
+    Cancelled, ErrorKind, GoalError, HttpError, ObjectiveError, PartialAction, SmallModelError, Warning, WarningCode,
+};
 
 // Runtimes.
 pub use assist::runtime::DEFAULT_ASSIST_FETCH_TIMEOUT;
@@ -130,8 +132,8 @@ pub use intake::{
 
 // Goal control.
 pub use control::actions::{
-    clear_goal, complete_goal, edit_goal, get_goal, list_goals, pause_goal, resume_goal, ActionReport, BudgetEdit,
-    GoalEdit, GoalTarget, GoalView, LimitEdit,
+    clear_goal, complete_goal, edit_goal, get_goal, list_goals, pause_goal, resume_goal, ActionReport, GoalEdit,
+    GoalTarget, GoalView, LimitEdit,
 };
 pub use control::create::{
     check_goal_checks, check_goal_criteria, check_token_budget, create_session_goal, ControlContext, CreatedGoal,
@@ -140,6 +142,7 @@ pub use control::create::{
 pub use control::explain::explain as explain_goal;
 pub use control::orchestrate::{
     create_session, fork_session, send_prompt, stamp_scheduled_goal, CreateSession, DispatchReport, ForkSession,
-    PromptOptions, ScheduledGoal, SendPrompt, DEFAULT_COMMAND_TIMEOUT, DEFAULT_LANDING_POLL, DEFAULT_LANDING_TIMEOUT,
+    GoalSettings, PromptOptions, ScheduledGoal, SendPrompt, DEFAULT_COMMAND_TIMEOUT, DEFAULT_LANDING_POLL,
+    DEFAULT_LANDING_TIMEOUT,
 };
 pub use text::prompts::goal_intro_text;

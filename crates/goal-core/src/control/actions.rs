@@ -3,6 +3,7 @@
 //! merges into the existing metadata. "Stop" means stop on both axes: pausing (or clearing) an
 //! active goal also aborts the running turn, as an abort pauses the goal.
 
+use crate::error::{ErrorKind, Warning, WarningCode};
 use crate::goal::causes::cause_of;
 use crate::record::cause::CauseCode;
 use crate::record::criteria::{assign_criteria, CriterionSource};
@@ -41,9 +42,9 @@ impl GoalTarget {
     fn missing(&self) -> GoalError {
         match &self.expected_goal_id {
             Some(id) if !id.trim().is_empty() => {
-                GoalError::new(409, format!("the session's goal is no longer {}", id.trim()))
+                GoalError::new(ErrorKind::Conflict, format!("the session's goal is no longer {}", id.trim()))
             }
-            _ => GoalError::new(404, "session has no goal"),
+            _ => GoalError::new(ErrorKind::NotFound, "session has no goal"),
         }
     }
 }
@@ -68,7 +69,7 @@ pub struct ActionReport {
     /// Edit: how a new objective was fitted.
     pub fit: Option<ObjectiveFit>,
     /// Non-fatal problems.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
 }
 
 enum Declined {
@@ -109,7 +110,10 @@ async fn abort_turn(ctx: &ControlContext, session_id: &str, directory: &str, rep
         Err(error) => {
             warn!(target: "session_goal", session = session_id, %error, "abort after goal stop failed");
             report.aborted = Some(false);
-            report.warnings.push(format!("the running turn could not be aborted ({error})"));
+            report.warnings.push(Warning::new(
+                WarningCode::AbortFailed,
+                format!("the running turn could not be aborted ({error})"),
+            ));
         }
     }
 }
@@ -133,7 +137,7 @@ pub async fn pause_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<Act
         }
         GoalStatus::Paused => Err(Declined::Unchanged(Box::new(goal.clone()))),
         other => Err(Declined::Refused(Box::new(GoalError::new(
-            409,
+            ErrorKind::Conflict,
             format!("goal is {}; only an active goal can be paused", other.as_str()),
         )))),
     })
@@ -191,20 +195,8 @@ pub async fn complete_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<
     .await
 }
 
-/// How an edit treats the token budget.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum BudgetEdit {
-    /// Leave it.
-    #[default]
-    Keep,
-    /// Remove it.
-    Clear,
-    /// Set it (validated).
-    Set(u64),
-}
-
 /// How an edit treats an optional limit (time budget, working hours).
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub enum LimitEdit<T> {
     /// Leave it.
     #[default]
@@ -216,6 +208,22 @@ pub enum LimitEdit<T> {
 }
 
 impl<T> LimitEdit<T> {
+    /// An edit's `field` / `clear_field` pair, as a request carries it: both given is bad input
+    /// naming `field`; a value given is validated by `check`; neither leaves the limit.
+    pub fn of_pair<V>(
+        value: Option<V>,
+        clear: Option<bool>,
+        (field, clear_field): (&'static str, &str),
+        check: impl FnOnce(V) -> Result<T, GoalError>,
+    ) -> Result<Self, GoalError> {
+        match (clear == Some(true), value) {
+            (true, Some(_)) => Err(GoalError::invalid(field, format!("pass either {field} or {clear_field}"))),
+            (true, None) => Ok(LimitEdit::Clear),
+            (false, Some(value)) => check(value).map(LimitEdit::Set),
+            (false, None) => Ok(LimitEdit::Keep),
+        }
+    }
+
     /// Applies the change to a stored goal field.
     pub fn apply_to(self, field: &mut crate::record::Stored<T>) {
         match self {
@@ -236,7 +244,7 @@ pub struct GoalEdit {
     /// New objective (fitted like a new goal's; written to the file first).
     pub objective: Option<String>,
     /// Budget change.
-    pub budget: BudgetEdit,
+    pub budget: LimitEdit<u64>,
     /// Time budget change (ms).
     pub time_budget: LimitEdit<u64>,
     /// Working hours change.
@@ -254,7 +262,7 @@ pub struct GoalEdit {
 impl GoalEdit {
     /// Whether the edit leaves every budget, the hours, the checks and the criteria as they are.
     fn changes_no_limit(&self) -> bool {
-        self.budget == BudgetEdit::Keep
+        matches!(self.budget, LimitEdit::Keep)
             && self.time_budget == LimitEdit::Keep
             && self.active_hours == LimitEdit::Keep
             && self.checks == LimitEdit::Keep
@@ -271,11 +279,11 @@ pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionRe
     let objective = edit.objective.as_deref().map(str::trim).filter(|o| !o.is_empty());
     if objective.is_none() && edit.changes_no_limit() {
         return Err(GoalError::new(
-            400,
+            ErrorKind::InvalidInput,
             "nothing to edit: pass an objective, a token budget, a cost budget, a time budget, working hours, checks or criteria change",
         ));
     }
-    if let BudgetEdit::Set(budget) = edit.budget {
+    if let LimitEdit::Set(budget) = edit.budget {
         check_token_budget(budget as f64)?;
     }
     let (session, directory) = locate_session(ctx, &target.session_id, target.directory.trim()).await?;
@@ -283,7 +291,10 @@ pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionRe
     match session.goal() {
         None => return Err(target.missing()),
         Some(goal) if goal.status == GoalStatus::Complete => {
-            return Err(GoalError::new(409, "goal is complete; start a new goal instead of editing it"));
+            return Err(GoalError::new(
+                ErrorKind::Conflict,
+                "goal is complete; start a new goal instead of editing it",
+            ));
         }
         Some(goal) if matches!(&target.guard(), GoalGuard::SameId(id) if *id != goal.id) => {
             return Err(target.missing())
@@ -303,15 +314,15 @@ pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionRe
         None => None,
     };
     let budget = edit.budget;
-    let time_budget = edit.time_budget.clone();
+    let time_budget = edit.time_budget;
     let active_hours = edit.active_hours.clone();
     let checks = edit.checks.clone();
-    let cost_budget = edit.cost_budget.clone();
+    let cost_budget = edit.cost_budget;
     let criteria = edit.criteria.clone();
     let mut report = update(ctx, target, &directory, move |goal| {
         if goal.status == GoalStatus::Complete {
             return Err(Declined::Refused(Box::new(GoalError::new(
-                409,
+                ErrorKind::Conflict,
                 "goal is complete; start a new goal instead of editing it",
             ))));
         }
@@ -324,9 +335,9 @@ pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionRe
             goal.set_criteria(kept);
         }
         match budget {
-            BudgetEdit::Keep => {}
-            BudgetEdit::Clear => goal.token_budget = None,
-            BudgetEdit::Set(value) => goal.token_budget = Some(value),
+            LimitEdit::Keep => {}
+            LimitEdit::Clear => goal.token_budget = None,
+            LimitEdit::Set(value) => goal.token_budget = Some(value),
         }
         time_budget.apply_to(&mut goal.time_budget_ms);
         cost_budget.apply_to(&mut goal.cost_budget);
@@ -479,7 +490,7 @@ pub struct GoalRow {
 pub async fn list_goals(ctx: &ControlContext, directory: &str) -> Result<Vec<GoalRow>, GoalError> {
     let directory = directory.trim();
     if directory.is_empty() {
-        return Err(GoalError::new(400, "directory is required"));
+        return Err(GoalError::invalid("directory", "directory is required"));
     }
     let sessions =
         ctx.client.list_sessions(directory).await.map_err(|error| GoalError::from_http("session list", &error))?;
@@ -511,5 +522,29 @@ fn edit_criteria(goal: &mut Goal, edit: LimitEdit<Vec<String>>) {
             goal.set_criteria(list);
             goal.criteria_issued.set(issued);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn budget(value: Option<f64>, clear: Option<bool>) -> Result<LimitEdit<u64>, GoalError> {
+        LimitEdit::of_pair(value, clear, ("tokenBudget", "clearTokenBudget"), check_token_budget)
+    }
+
+    #[test]
+    fn a_pair_is_keep_clear_set_or_one_named_refusal() {
+        assert_eq!(budget(None, None), Ok(LimitEdit::Keep));
+        assert_eq!(budget(None, Some(false)), Ok(LimitEdit::Keep));
+        assert_eq!(budget(None, Some(true)), Ok(LimitEdit::Clear));
+        assert_eq!(budget(Some(5000.0), Some(false)), Ok(LimitEdit::Set(5000)));
+        let both = budget(Some(5000.0), Some(true)).unwrap_err();
+        assert_eq!(
+            (both.kind, both.field, both.message.as_str()),
+            (ErrorKind::InvalidInput, Some("tokenBudget"), "pass either tokenBudget or clearTokenBudget")
+        );
+        let bad = budget(Some(5.0), None).unwrap_err();
+        assert_eq!((bad.kind, bad.field), (ErrorKind::InvalidInput, Some("goalTokenBudget")));
     }
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use tracing::warn;
 
-use crate::error::Cancelled;
+use crate::error::{Cancelled, ErrorKind, Warning, WarningCode};
 use crate::io::objectives::{is_valid_session_id, normalize_objective, write_objective};
 use crate::io::opencode::OpenCodeClient;
 use crate::io::services::{SmallModel, SmallModelRequest};
@@ -55,7 +55,7 @@ pub fn check_session_id(session_id: &str) -> Result<(), GoalError> {
     if is_valid_session_id(session_id) {
         Ok(())
     } else {
-        Err(GoalError::new(400, "invalid session id"))
+        Err(GoalError::invalid("sessionId", "invalid session id"))
     }
 }
 
@@ -68,8 +68,8 @@ pub fn check_token_budget(budget: f64) -> Result<u64, GoalError> {
     {
         Ok(budget as u64)
     } else {
-        Err(GoalError::new(
-            400,
+        Err(GoalError::invalid(
+            "goalTokenBudget",
             format!("goalTokenBudget must be an integer between {MIN_TOKEN_BUDGET} and {MAX_TOKEN_BUDGET}"),
         ))
     }
@@ -204,12 +204,13 @@ pub async fn fit_objective(
 
 /// Stores an objective for a goal: the file when possible (metadata then carries only the
 /// flag), else inline. Returns `(objective_file, warning)`.
-pub async fn store_objective(ctx: &ControlContext, session_id: &str, text: &str) -> (bool, Option<String>) {
+pub async fn store_objective(ctx: &ControlContext, session_id: &str, text: &str) -> (bool, Option<Warning>) {
     match write_objective(&ctx.data_dir, session_id, text).await {
         Ok(_) => (true, None),
         Err(error) => {
             warn!(target: "session_goal", session = session_id, %error, "objective file not written; storing the objective inline");
-            (false, Some(format!("objective file not written ({error}); the objective is stored inline")))
+            let message = format!("objective file not written ({error}); the objective is stored inline");
+            (false, Some(Warning::new(WarningCode::ObjectiveInline, message)))
         }
     }
 }
@@ -254,11 +255,11 @@ pub struct NewGoal {
 /// Validates a request's acceptance criteria (`goalCriteria`, or `criteria` of an edit): absent
 /// or null is none; anything else must be a valid list (a 400 names the first problem and the
 /// `field`).
-pub fn check_goal_criteria(value: Option<&serde_json::Value>, field: &str) -> Result<Vec<String>, GoalError> {
+pub fn check_goal_criteria(value: Option<&serde_json::Value>, field: &'static str) -> Result<Vec<String>, GoalError> {
     match value.filter(|v| !v.is_null()) {
         None => Ok(Vec::new()),
         Some(value) => crate::record::criteria::parse_user_criteria(value)
-            .map_err(|error| GoalError::new(400, format!("{field}: {error}"))),
+            .map_err(|error| GoalError::invalid(field, format!("{field}: {error}"))),
     }
 }
 
@@ -267,9 +268,8 @@ pub fn check_goal_criteria(value: Option<&serde_json::Value>, field: &str) -> Re
 pub fn check_goal_checks(value: Option<&serde_json::Value>) -> Result<Vec<AcceptanceCheck>, GoalError> {
     match value.filter(|v| !v.is_null()) {
         None => Ok(Vec::new()),
-        Some(value) => {
-            crate::record::parse_checks(value).map_err(|error| GoalError::new(400, format!("goalChecks: {error}")))
-        }
+        Some(value) => crate::record::parse_checks(value)
+            .map_err(|error| GoalError::invalid("goalChecks", format!("goalChecks: {error}"))),
     }
 }
 
@@ -285,7 +285,7 @@ pub struct CreatedGoal {
     /// How it was fitted.
     pub fit: ObjectiveFit,
     /// Non-fatal problems (e.g. the objective file could not be written).
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
     /// The id of a goal this one replaced.
     pub replaced_goal_id: Option<String>,
 }
@@ -300,7 +300,7 @@ pub async fn create_session_goal(ctx: &ControlContext, request: &NewGoal) -> Res
         check_token_budget(budget as f64)?;
     }
     if request.objective.trim().is_empty() {
-        return Err(GoalError::new(400, "goal objective is required"));
+        return Err(GoalError::invalid("objective", "goal objective is required"));
     }
     // Look before writing anything: an unknown session or a sub-agent is refused with no file
     // written. The merge below reads fresh again inside the session's write slot.
@@ -310,7 +310,7 @@ pub async fn create_session_goal(ctx: &ControlContext, request: &NewGoal) -> Res
         .await
         .map_err(|error| GoalError::from_http("session lookup", &error))?;
     if session.is_subagent() {
-        return Err(GoalError::new(400, "sub-agent sessions cannot carry a goal"));
+        return Err(GoalError::invalid("sessionId", "sub-agent sessions cannot carry a goal"));
     }
     let directory = match request.directory.trim() {
         "" => session.directory.clone(),
@@ -318,14 +318,15 @@ pub async fn create_session_goal(ctx: &ControlContext, request: &NewGoal) -> Res
     };
     let fitted = fit_objective(ctx, &request.objective, &directory, &request.model).await;
     if fitted.text.is_empty() {
-        return Err(GoalError::new(400, "goal objective is required"));
+        return Err(GoalError::invalid("objective", "goal objective is required"));
     }
     let (objective_file, warning) = store_objective(ctx, &request.session_id, &fitted.text).await;
     let mut goal = fresh_goal(&fitted.text, objective_file, request.token_budget, now_ms());
     request.time_limits.apply(&mut goal);
     goal.set_checks(request.checks.clone());
     if let Some(budget) = request.cost_budget {
-        goal.cost_budget.set(crate::goal::cost::check_cost_budget(budget).map_err(|m| GoalError::new(400, m))?);
+        goal.cost_budget
+            .set(crate::goal::cost::check_cost_budget(budget).map_err(|m| GoalError::invalid("costBudget", m))?);
     }
     let (criteria, issued) = crate::record::criteria::assign_criteria(
         &request.criteria,
@@ -343,7 +344,7 @@ pub async fn create_session_goal(ctx: &ControlContext, request: &NewGoal) -> Res
     let value = goal.to_value();
     let written = write_namespace_key(&ctx.client, &request.session_id, &directory, "goal", |session: &SessionView| {
         if session.is_subagent() {
-            refusal = Some(GoalError::new(400, "sub-agent sessions cannot carry a goal"));
+            refusal = Some(GoalError::invalid("sessionId", "sub-agent sessions cannot carry a goal"));
             return Err(Cancelled);
         }
         replaced = session.goal().map(|g| g.id);
@@ -352,7 +353,7 @@ pub async fn create_session_goal(ctx: &ControlContext, request: &NewGoal) -> Res
     .await
     .map_err(|error| GoalError::from_http("goal metadata write", &error))?;
     if written.is_none() {
-        return Err(refusal.unwrap_or_else(|| GoalError::new(409, "goal not written")));
+        return Err(refusal.unwrap_or_else(|| GoalError::new(ErrorKind::Conflict, "goal not written")));
     }
     Ok(CreatedGoal {
         goal,
@@ -420,7 +421,7 @@ mod tests {
         assert_eq!(check_token_budget(1000.0), Ok(1000));
         assert_eq!(check_token_budget(100_000_000.0), Ok(100_000_000));
         for bad in [999.0, 100_000_001.0, 1500.5, f64::NAN, f64::INFINITY, -5000.0] {
-            assert_eq!(check_token_budget(bad).unwrap_err().status, 400, "{bad}");
+            assert_eq!(check_token_budget(bad).unwrap_err().kind, ErrorKind::InvalidInput, "{bad}");
         }
     }
 

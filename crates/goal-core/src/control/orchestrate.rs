@@ -14,6 +14,7 @@ use crate::control::create::{
     check_session_id, check_token_budget, create_session_goal, ControlContext, CreatedGoal, GoalError, ModelChoice,
     NewGoal, PartialAction,
 };
+use crate::error::{ErrorKind, Warning, WarningCode};
 use crate::io::opencode::{session_path, DispatchOutcome};
 use crate::record::session::{chronological, Message, Role, SessionView};
 use crate::text::commands::{command_list, command_objective, parse_slash, SlashInvocation};
@@ -31,6 +32,22 @@ pub const DEFAULT_LANDING_POLL: Duration = Duration::from_millis(150);
 /// Timeout of `POST /session/:id/command`, which OpenCode answers only after the whole turn.
 pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// A new goal's limits and proof, validated by the caller (the binding converts a request's
+/// `goal: {…}` into it once): installed with the prompt as the objective.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GoalSettings {
+    /// Token budget, within [`check_token_budget`]'s bounds.
+    pub token_budget: Option<u64>,
+    /// Time budget and working hours.
+    pub time_limits: crate::time::active::GoalTimeLimits,
+    /// Acceptance checks.
+    pub checks: Vec<crate::record::AcceptanceCheck>,
+    /// Cost budget (US dollars).
+    pub cost_budget: Option<f64>,
+    /// The user's acceptance criteria.
+    pub criteria: Vec<String>,
+}
+
 /// What to send and how (shared by create, send and fork).
 #[derive(Debug, Clone, Default)]
 pub struct PromptOptions {
@@ -46,20 +63,8 @@ pub struct PromptOptions {
     pub agent: Option<String>,
     /// Model variant.
     pub variant: Option<String>,
-    /// Start a goal with this prompt as the objective.
-    pub goal: bool,
-    /// Token budget of that goal (requires `goal`).
-    pub goal_token_budget: Option<f64>,
-    /// Time budget of that goal in ms (requires `goal`).
-    pub goal_time_budget_ms: Option<f64>,
-    /// Working hours of that goal, `{start, end, timeZone}` (requires `goal`).
-    pub goal_active_hours: Option<Value>,
-    /// Acceptance checks of that goal, `[{command, timeoutMs?}]` (requires `goal`).
-    pub goal_checks: Option<Value>,
-    /// Cost budget of that goal in US dollars (requires `goal`).
-    pub goal_cost_budget: Option<f64>,
-    /// Acceptance criteria of that goal, an array of strings (requires `goal`).
-    pub goal_criteria: Option<Value>,
+    /// Start a goal with this prompt as the objective, with these settings.
+    pub goal: Option<GoalSettings>,
 }
 
 /// Options checked and normalized.
@@ -73,18 +78,8 @@ pub struct CheckedPrompt {
     pub agent: Option<String>,
     /// Explicit variant.
     pub variant: Option<String>,
-    /// Goal requested.
-    pub goal: bool,
-    /// Validated budget.
-    pub token_budget: Option<u64>,
-    /// Validated time budget and working hours.
-    pub time_limits: crate::time::active::GoalTimeLimits,
-    /// Validated acceptance checks.
-    pub checks: Vec<crate::record::AcceptanceCheck>,
-    /// Validated cost budget (US dollars).
-    pub cost_budget: Option<f64>,
-    /// Validated acceptance criteria.
-    pub criteria: Vec<String>,
+    /// The goal requested, if any.
+    pub goal: Option<GoalSettings>,
 }
 
 fn non_empty(value: &Option<String>) -> Option<String> {
@@ -102,62 +97,32 @@ pub fn parse_model(text: &str) -> Option<ModelChoice> {
 /// the model's shape.
 pub fn check_prompt_options(options: &PromptOptions, prompt_required: bool) -> Result<CheckedPrompt, GoalError> {
     if options.prompt.len() > MAX_PROMPT_BYTES {
-        return Err(GoalError::new(413, format!("prompt is too large (limit {MAX_PROMPT_BYTES} bytes)")));
+        return Err(GoalError::new(
+            ErrorKind::TooLarge,
+            format!("prompt is too large (limit {MAX_PROMPT_BYTES} bytes)"),
+        ));
     }
     let has_prompt = !options.prompt.trim().is_empty();
-    if options.goal_token_budget.is_some() && !options.goal {
-        return Err(GoalError::new(400, "goalTokenBudget requires goal"));
-    }
-    if options.goal && !has_prompt {
-        return Err(GoalError::new(400, "goal requires a prompt"));
+    if options.goal.is_some() && !has_prompt {
+        return Err(GoalError::invalid("prompt", "goal requires a prompt"));
     }
     if prompt_required && !has_prompt {
-        return Err(GoalError::new(400, "prompt is required"));
-    }
-    let token_budget = options.goal_token_budget.map(check_token_budget).transpose()?;
-    let time_limits =
-        crate::time::active::GoalTimeLimits::check(options.goal_time_budget_ms, options.goal_active_hours.as_ref())
-            .map_err(|message| GoalError::new(400, message))?;
-    if !time_limits.is_empty() && !options.goal {
-        return Err(GoalError::new(400, "goalTimeBudgetMs and goalActiveHours require goal"));
-    }
-    let checks = crate::control::create::check_goal_checks(options.goal_checks.as_ref())?;
-    if !checks.is_empty() && !options.goal {
-        return Err(GoalError::new(400, "goalChecks requires goal"));
-    }
-    let cost_budget = options
-        .goal_cost_budget
-        .map(|dollars| {
-            crate::goal::cost::check_cost_budget(dollars)
-                .map_err(|m| GoalError::new(400, m.replacen("costBudget", "goalCostBudget", 1)))
-        })
-        .transpose()?;
-    if cost_budget.is_some() && !options.goal {
-        return Err(GoalError::new(400, "goalCostBudget requires goal"));
-    }
-    let criteria = crate::control::create::check_goal_criteria(options.goal_criteria.as_ref(), "goalCriteria")?;
-    if !criteria.is_empty() && !options.goal {
-        return Err(GoalError::new(400, "goalCriteria requires goal"));
+        return Err(GoalError::invalid("prompt", "prompt is required"));
     }
     let model = match (non_empty(&options.model), non_empty(&options.provider_id), non_empty(&options.model_id)) {
         (Some(text), None, None) => {
-            Some(parse_model(&text).ok_or_else(|| GoalError::new(400, "model must look like provider/model"))?)
+            Some(parse_model(&text).ok_or_else(|| GoalError::invalid("model", "model must look like provider/model"))?)
         }
         (None, Some(provider_id), Some(model_id)) => Some(ModelChoice { provider_id, model_id }),
         (None, None, None) => None,
-        _ => return Err(GoalError::new(400, "pass either model (provider/model) or providerID with modelID")),
+        _ => return Err(GoalError::invalid("model", "pass either model (provider/model) or providerID with modelID")),
     };
     Ok(CheckedPrompt {
         prompt: if has_prompt { options.prompt.clone() } else { String::new() },
         model,
         agent: non_empty(&options.agent),
         variant: non_empty(&options.variant),
-        goal: options.goal,
-        token_budget,
-        time_limits,
-        checks,
-        cost_budget,
-        criteria,
+        goal: options.goal.clone(),
     })
 }
 
@@ -242,7 +207,10 @@ async fn check_selection(ctx: &ControlContext, directory: &str, checked: &Checke
                         && provider.get("models").and_then(|m| m.get(&model.model_id)).is_some()
                 });
                 if !known {
-                    return Err(GoalError::new(400, format!("unknown model {}/{}", model.provider_id, model.model_id)));
+                    return Err(GoalError::invalid(
+                        "model",
+                        format!("unknown model {}/{}", model.provider_id, model.model_id),
+                    ));
                 }
             }
         }
@@ -251,9 +219,12 @@ async fn check_selection(ctx: &ControlContext, directory: &str, checked: &Checke
         if let Ok(Value::Array(agents)) = ctx.client.call("GET", "/agent", directory, None).await {
             let found = agents.iter().find(|a| a.get("name").and_then(Value::as_str) == Some(agent.as_str()));
             match found {
-                None => return Err(GoalError::new(400, format!("unknown agent {agent}"))),
+                None => return Err(GoalError::invalid("agent", format!("unknown agent {agent}"))),
                 Some(info) if info.get("mode").and_then(Value::as_str) == Some("subagent") => {
-                    return Err(GoalError::new(400, format!("agent {agent} is a subagent and cannot run a prompt")));
+                    return Err(GoalError::invalid(
+                        "agent",
+                        format!("agent {agent} is a subagent and cannot run a prompt"),
+                    ));
                 }
                 Some(_) => {}
             }
@@ -280,17 +251,17 @@ pub async fn resolve_command(
     ctx: &ControlContext,
     directory: &str,
     prompt: &str,
-) -> Result<Option<ResolvedCommand>, String> {
+) -> Result<Option<ResolvedCommand>, Warning> {
     let Some(invocation) = parse_slash(prompt) else {
         return Ok(None);
     };
-    let list = ctx
-        .client
-        .call("GET", "/command", directory, None)
-        .await
-        .map_err(|error| format!("command list unavailable ({error}); the prompt was sent as text"))?;
-    let commands =
-        command_list(&list).ok_or_else(|| "command list unreadable; the prompt was sent as text".to_string())?;
+    let list = ctx.client.call("GET", "/command", directory, None).await.map_err(|error| {
+        let message = format!("command list unavailable ({error}); the prompt was sent as text");
+        Warning::new(WarningCode::CommandListUnavailable, message)
+    })?;
+    let commands = command_list(&list).ok_or_else(|| {
+        Warning::new(WarningCode::CommandListUnavailable, "command list unreadable; the prompt was sent as text")
+    })?;
     Ok(commands
         .iter()
         .find(|c| c.name == invocation.name)
@@ -379,16 +350,18 @@ async fn dispatch_prompt(
 ) -> Result<Dispatched, GoalError> {
     match ctx.client.prompt_async(session_id, directory, body).await {
         DispatchOutcome::Sent => Ok(Dispatched { landed: wait_landed(ctx, session_id, directory, baseline).await }),
-        DispatchOutcome::NotAdmitted(0) => Err(GoalError::new(502, "prompt not sent: OpenCode URL unavailable")),
+        DispatchOutcome::NotAdmitted(0) => {
+            Err(GoalError::new(ErrorKind::OpenCode, "prompt not sent: OpenCode URL unavailable"))
+        }
         DispatchOutcome::NotAdmitted(code) => {
-            Err(GoalError::new(code, format!("OpenCode refused the prompt (HTTP {code})")))
+            Err(GoalError::refused(code, format!("OpenCode refused the prompt (HTTP {code})")))
         }
         DispatchOutcome::Ambiguous(why) => {
             // Maybe admitted: look before calling it a failure (and never re-send).
             if wait_landed(ctx, session_id, directory, baseline).await {
                 Ok(Dispatched { landed: true })
             } else {
-                Err(GoalError::new(502, format!("prompt dispatch failed: {why}")))
+                Err(GoalError::new(ErrorKind::OpenCode, format!("prompt dispatch failed: {why}")))
             }
         }
     }
@@ -426,16 +399,16 @@ async fn dispatch_command(
         joined = &mut call => match joined {
             Ok(Ok(_)) => Ok(Dispatched { landed: true }),
             Ok(Err(crate::io::opencode::HttpError::Status(code))) if (400..500).contains(&code) && code != 408 && code != 429 => {
-                Err(GoalError::new(code, format!("OpenCode refused the command (HTTP {code})")))
+                Err(GoalError::refused(code, format!("OpenCode refused the command (HTTP {code})")))
             }
             Ok(Err(error)) => {
                 if wait_landed(ctx, session_id, directory, baseline).await {
                     Ok(Dispatched { landed: true })
                 } else {
-                    Err(GoalError::new(502, format!("command dispatch failed: {error}")))
+                    Err(GoalError::new(ErrorKind::OpenCode, format!("command dispatch failed: {error}")))
                 }
             }
-            Err(_) => Err(GoalError::new(500, "command dispatch task failed")),
+            Err(_) => Err(GoalError::new(ErrorKind::Local, "command dispatch task failed")),
         },
         landed = landed => {
             // Still running (a whole turn): leave the call to finish in the background.
@@ -470,7 +443,7 @@ pub struct DispatchReport {
     /// Newest assistant message before the dispatch (to wait for the reply after it).
     pub baseline_assistant_message_id: Option<String>,
     /// Non-fatal problems.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
 }
 
 /// Installs the goal (when requested) and dispatches, in that order, on an existing session.
@@ -495,31 +468,31 @@ async fn goal_then_dispatch(
     };
     let history = recent_history(ctx, session_id, directory).await.unwrap_or_default();
     report.baseline_assistant_message_id = history.last_assistant_id.clone();
-    if checked.goal {
+    if let Some(settings) = &checked.goal {
         let objective = command.as_ref().map(|c| c.objective.clone()).unwrap_or_else(|| checked.prompt.clone());
         let request = NewGoal {
             session_id: session_id.to_string(),
             directory: directory.to_string(),
             objective,
-            token_budget: checked.token_budget,
+            token_budget: settings.token_budget,
             model: selection.model.clone().unwrap_or_default(),
-            time_limits: checked.time_limits.clone(),
-            checks: checked.checks.clone(),
-            cost_budget: checked.cost_budget,
-            criteria: checked.criteria.clone(),
+            time_limits: settings.time_limits.clone(),
+            checks: settings.checks.clone(),
+            cost_budget: settings.cost_budget,
+            criteria: settings.criteria.clone(),
         };
         let goal = create_session_goal(ctx, &request).await.map_err(|e| fail(e, created))?;
         report.warnings.extend(goal.warnings.iter().cloned());
         report.goal = Some(goal);
     }
-    let after_goal = if checked.goal { Some(PartialAction::GoalConfigured) } else { created };
+    let after_goal = if checked.goal.is_some() { Some(PartialAction::GoalConfigured) } else { created };
     let baseline = history.last_user_id.as_deref();
     let dispatched = match &command {
         Some(command) => {
             dispatch_command(ctx, session_id, directory, command_body(command, &selection), baseline).await
         }
         None => {
-            let intro = checked.goal.then(|| goal_intro_part(checked.token_budget));
+            let intro = checked.goal.as_ref().map(|settings| goal_intro_part(settings.token_budget));
             dispatch_prompt(ctx, session_id, directory, &prompt_body(&checked.prompt, &selection, intro), baseline)
                 .await
         }
@@ -585,7 +558,7 @@ pub struct CreateSession {
 pub async fn create_session(ctx: &ControlContext, request: &CreateSession) -> Result<DispatchReport, GoalError> {
     let directory = request.directory.trim();
     if directory.is_empty() {
-        return Err(GoalError::new(400, "directory is required"));
+        return Err(GoalError::invalid("directory", "directory is required"));
     }
     let checked = check_prompt_options(&request.options, false)?;
     check_selection(ctx, directory, &checked).await?;
@@ -600,7 +573,7 @@ pub async fn create_session(ctx: &ControlContext, request: &CreateSession) -> Re
         .map_err(|error| GoalError::from_http("session create", &error))?;
     let session = SessionView::from_value(&created)
         .filter(|s| !s.id.is_empty())
-        .ok_or_else(|| GoalError::new(502, "session create: OpenCode answered without a session"))?;
+        .ok_or_else(|| GoalError::new(ErrorKind::OpenCode, "session create: OpenCode answered without a session"))?;
     let directory = if session.directory.is_empty() { directory.to_string() } else { session.directory.clone() };
     let mut report = report_for(&session, &directory);
     if checked.prompt.is_empty() {
@@ -665,7 +638,7 @@ pub async fn fork_session(ctx: &ControlContext, request: &ForkSession) -> Result
     let message_id = non_empty(&request.message_id);
     if let Some(id) = &message_id {
         if !id.starts_with("msg") || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
-            return Err(GoalError::new(400, "invalid message id"));
+            return Err(GoalError::invalid("messageId", "invalid message id"));
         }
     }
     let checked = check_prompt_options(&request.options, true)?;
@@ -684,11 +657,11 @@ pub async fn fork_session(ctx: &ControlContext, request: &ForkSession) -> Result
         .map_err(|error| GoalError::from_http("fork", &error))?;
     let fork = SessionView::from_value(&forked)
         .filter(|s| !s.id.is_empty())
-        .ok_or_else(|| GoalError::new(502, "fork: OpenCode answered without a session"))?;
+        .ok_or_else(|| GoalError::new(ErrorKind::OpenCode, "fork: OpenCode answered without a session"))?;
     let fork_directory = if fork.directory.is_empty() { directory.clone() } else { fork.directory.clone() };
     let mut report = report_for(&fork, &fork_directory);
     report.source_session_id = Some(source.id.clone());
-    if !checked.goal {
+    if checked.goal.is_none() {
         // The fork carries a copy of the source's goal: it must not run on both sessions.
         pause_copied_goal(ctx, &fork, &fork_directory, &source.id)
             .await
@@ -763,7 +736,7 @@ pub struct StampedGoal {
     /// The synthetic goal-mode part to append after the prompt text of `prompt_async`.
     pub intro_part: Value,
     /// Non-fatal problems.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
 }
 
 /// Stamps a goal onto a scheduled task's fresh session (objective file → metadata); the task
@@ -771,10 +744,13 @@ pub struct StampedGoal {
 pub async fn stamp_scheduled_goal(ctx: &ControlContext, request: &ScheduledGoal) -> Result<StampedGoal, GoalError> {
     check_session_id(&request.session_id)?;
     if request.prompt.len() > MAX_PROMPT_BYTES {
-        return Err(GoalError::new(413, format!("prompt is too large (limit {MAX_PROMPT_BYTES} bytes)")));
+        return Err(GoalError::new(
+            ErrorKind::TooLarge,
+            format!("prompt is too large (limit {MAX_PROMPT_BYTES} bytes)"),
+        ));
     }
     if request.prompt.trim().is_empty() {
-        return Err(GoalError::new(400, "goal requires a prompt"));
+        return Err(GoalError::invalid("prompt", "goal requires a prompt"));
     }
     let token_budget = request.token_budget.map(check_token_budget).transpose()?;
     let mut warnings = Vec::new();
@@ -814,21 +790,15 @@ mod tests {
     }
 
     #[test]
-    fn goal_and_budget_rules() {
-        let budget_without_goal = PromptOptions { goal_token_budget: Some(5000.0), ..options("x") };
-        assert_eq!(
-            check_prompt_options(&budget_without_goal, true).unwrap_err().message,
-            "goalTokenBudget requires goal"
-        );
-        let goal_without_prompt = PromptOptions { goal: true, ..options("  ") };
+    fn goal_and_prompt_rules() {
+        let goal_without_prompt = PromptOptions { goal: Some(GoalSettings::default()), ..options("  ") };
         assert_eq!(check_prompt_options(&goal_without_prompt, false).unwrap_err().message, "goal requires a prompt");
         assert_eq!(check_prompt_options(&options(""), true).unwrap_err().message, "prompt is required");
-        for (budget, ok) in [(999.0, false), (1000.0, true), (1e8, true), (1e8 + 1.0, false), (2500.5, false)] {
-            let request = PromptOptions { goal: true, goal_token_budget: Some(budget), ..options("x") };
-            assert_eq!(check_prompt_options(&request, true).is_ok(), ok, "{budget}");
-        }
+        let settings = GoalSettings { token_budget: Some(5000), ..GoalSettings::default() };
+        let with_goal = PromptOptions { goal: Some(settings.clone()), ..options("x") };
+        assert_eq!(check_prompt_options(&with_goal, true).unwrap().goal, Some(settings));
         let huge = options(&"x".repeat(MAX_PROMPT_BYTES + 1));
-        assert_eq!(check_prompt_options(&huge, true).unwrap_err().status, 413);
+        assert_eq!(check_prompt_options(&huge, true).unwrap_err().kind, ErrorKind::TooLarge);
     }
 
     #[test]

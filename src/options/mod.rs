@@ -3,20 +3,41 @@
 //! module and `goal_core::tunables` (raw numbers to durations and counts); the defaults live in
 //! `goal-core`, next to the settings they fill.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use napi::bindgen_prelude::*;
+use napi_derive::napi;
 
 use goal_core::resolve_data_dir;
 use goal_core::{Endpoint, OpenCodeClient, StaticEndpoint};
 
 use crate::callbacks::{HeadersCallback, HostEndpoint, UrlCallback};
 use crate::env_context::EnvContext;
-use crate::{OpenCodeTarget, RuntimeSettingsOptions};
 
 pub use goal_core::{count, millis};
+
+pub mod goal_runtime;
+pub mod goal_settings;
+
+/// Where OpenCode listens (native-first form).
+#[napi(object)]
+pub struct OpenCodeTarget {
+    /// Base URL, e.g. `http://127.0.0.1:4096`.
+    pub base_url: String,
+    /// Headers sent with every request (e.g. `authorization`). Never logged.
+    pub headers: Option<HashMap<String, String>>,
+}
+
+/// Where OpenChamber-style settings and objective files live.
+#[napi(object)]
+pub struct RuntimeSettingsOptions {
+    /// Data directory (default: `OPENCHAMBER_DATA_DIR`, else `~/.config/openchamber`). The
+    /// runtime reads `settings.json` and `goals/<sessionId>.md` from it at fire time.
+    pub data_dir: Option<String>,
+}
 
 /// The connection fields every options struct carries (`openCode`, or OpenChamber's
 /// `buildOpenCodeUrl` and `getOpenCodeAuthHeaders`; `fetchTimeoutMs`).

@@ -1,0 +1,101 @@
+// The one place OpenChamber's own names are adapted, for its drop-in entry points only:
+// - the runtimes' `getSmallModelService` (createSessionGoalRuntime, createSessionAssistRuntime,
+//   and the goal control, which shares their options);
+// - create.js's `{baseUrl, authHeaders, sessionID, onWarning}` (createSessionGoal);
+// - the orchestration route's flat goal fields (`goal: true, goalTokenBudget, …`) on the
+//   control's createSession / sendPrompt / forkSession, which mirror that route.
+// Every other entry point takes the package's own nested options.
+'use strict'
+
+const isObject = (value) => value !== null && typeof value === 'object' && !Array.isArray(value)
+
+// OpenChamber passes `getSmallModelService()`, resolving to a service with
+// `generateSmallModelText(request)`, or to nothing when there is no small model (404, silent).
+// Native code takes the call itself; errors thrown by the service keep their `statusCode`.
+function smallModelOfService(getService) {
+  return async (request) => {
+    const service = await getService()
+    if (!service || typeof service.generateSmallModelText !== 'function') return { error: { statusCode: 404 } }
+    return service.generateSmallModelText(request)
+  }
+}
+
+/** Options with `getSmallModelService` turned into `generateSmallModelText` (a given one wins). */
+function withSmallModelService(source) {
+  const adapted = { ...source }
+  delete adapted.getSmallModelService
+  if (typeof source.generateSmallModelText !== 'function' && typeof source.getSmallModelService === 'function') {
+    adapted.generateSmallModelText = smallModelOfService(source.getSmallModelService)
+  }
+  return adapted
+}
+
+/** create.js's connection `{baseUrl, authHeaders}` as the package's `openCode: {baseUrl, headers}`. */
+function referenceConnection(options) {
+  const out = { ...options }
+  delete out.baseUrl
+  delete out.authHeaders
+  if (!out.openCode && typeof options.baseUrl === 'string' && typeof options.buildOpenCodeUrl !== 'function') {
+    out.openCode = { baseUrl: options.baseUrl, ...(isObject(options.authHeaders) ? { headers: { ...options.authHeaders } } : {}) }
+  }
+  return out
+}
+
+/** create.js's request fields (`sessionID` as well as `sessionId`). */
+function referenceRequest(options) {
+  return {
+    sessionId: options.sessionId ?? options.sessionID,
+    directory: options.directory,
+    objective: options.objective,
+    tokenBudget: options.tokenBudget,
+    providerID: options.providerID,
+    modelID: options.modelID,
+  }
+}
+
+/** Calls create.js's `onWarning(message, error)` for each warning; a throwing sink changes nothing. */
+function reportWarnings(onWarning, warnings) {
+  if (typeof onWarning !== 'function') return
+  for (const warning of warnings) {
+    try {
+      onWarning(warning.message, Object.assign(new Error(warning.message), { name: 'GoalWarning', code: warning.code }))
+    } catch {
+      // A throwing warning sink must not fail a goal that is already installed.
+    }
+  }
+}
+
+// The orchestration route's flat goal fields and the nested setting each one names.
+const FLAT_GOAL_FIELDS = new Map([
+  ['goalTokenBudget', 'tokenBudget'],
+  ['goalTimeBudgetMs', 'timeBudgetMs'],
+  ['goalActiveHours', 'activeHours'],
+  ['goalChecks', 'checks'],
+  ['goalCostBudget', 'costBudget'],
+  ['goalCriteria', 'criteria'],
+])
+
+/**
+ * A create/send/fork request with the route's flat goal fields moved into `goal: {…}`. Returns
+ * `{request}` or `{problem, field}`: a flat field needs `goal: true` (the route's own rule,
+ * "goalTokenBudget requires goal"), and one setting may not be given both ways.
+ */
+function orchestrationRequest(request) {
+  const flat = Object.keys(request).filter((key) => FLAT_GOAL_FIELDS.has(key) && request[key] !== undefined && request[key] !== null)
+  if (flat.length === 0) return { request }
+  const { goal } = request
+  if (goal !== true && !isObject(goal)) return { problem: `${flat[0]} requires goal`, field: flat[0] }
+  const settings = isObject(goal) ? { ...goal } : {}
+  const rest = { ...request }
+  for (const key of FLAT_GOAL_FIELDS.keys()) delete rest[key]
+  for (const key of flat) {
+    const nested = FLAT_GOAL_FIELDS.get(key)
+    if (settings[nested] !== undefined && settings[nested] !== null) {
+      return { problem: `pass ${key} or goal.${nested}, not both`, field: key }
+    }
+    settings[nested] = request[key]
+  }
+  return { request: { ...rest, goal: settings } }
+}
+
+module.exports = { withSmallModelService, referenceConnection, referenceRequest, reportWarnings, orchestrationRequest }

@@ -1,0 +1,323 @@
+//! Binding of goal creation and control: the objective store, `GoalControl` (create / send /
+//! fork with a goal, scheduled-task stamping, edit / pause / resume / complete / clear, views).
+//! Failures come back as `GoalFailure` values (`failed: true`, `statusCode`, `partialAction`);
+//! the package entry turns them into thrown `GoalError`s. Every call runs in its own task, so
+//! a panic becomes a failure value instead of crossing into Node.
+
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+
+use goal_core::{ControlContext, ErrorKind, GoalError, NewGoal};
+use goal_core::{CreateSession, ForkSession, ScheduledGoal, SendPrompt};
+use goal_core::{GoalEdit, LimitEdit};
+
+use crate::env_context::EnvContext;
+
+mod failure;
+mod objectives;
+mod requests;
+mod results;
+
+use failure::warnings_of;
+pub(crate) use failure::{guarded, GoalFailure};
+pub use requests::*;
+pub use results::*;
+
+/// Goal creation and control against one OpenCode server. Results resolve to a value or a
+/// `GoalFailure` (`failed: true`); nothing is thrown for a failed operation.
+#[napi]
+pub struct GoalControl {
+    ctx: ControlContext,
+}
+
+/// Creates a goal control. Throws only for unusable options (no OpenCode location).
+#[napi(catch_unwind)]
+pub fn create_goal_control(env: Env, options: GoalControlOptions) -> Result<GoalControl> {
+    crate::logging::init();
+    let ctx = options.resolve(&*EnvContext::of(&env)?)?;
+    Ok(GoalControl { ctx })
+}
+
+#[napi]
+impl GoalControl {
+    /// The data directory the objective files live in.
+    #[napi(getter)]
+    pub fn data_dir(&self) -> String {
+        self.ctx.data_dir.to_string_lossy().into_owned()
+    }
+
+    /// The goal's audit trail (`goals/<sessionId>.history.jsonl`), oldest first; `limit` keeps the
+    /// newest records. An unknown session or a missing trail reads as an empty list.
+    #[napi]
+    pub async fn history(&self, session_id: String, limit: Option<f64>) -> Result<Vec<crate::GoalHistoryRecord>> {
+        let limit = limit.filter(|n| n.is_finite() && *n >= 1.0).map(|n| n.min(100_000.0) as usize);
+        Ok(crate::history_records(goal_core::read_history(&self.ctx.data_dir, &session_id, limit).await))
+    }
+
+    /// Why the session's goal is where it is (see the runtime's `explain`); read only. Resolves
+    /// to a `GoalFailure` when OpenCode cannot be read.
+    #[napi]
+    pub async fn explain(
+        &self,
+        session_id: String,
+        directory: Option<String>,
+    ) -> Result<Either<crate::GoalExplanation, GoalFailure>> {
+        let ctx = self.ctx.clone();
+        let directory = directory.unwrap_or_default();
+        Ok(guarded(async move {
+            goal_core::explain_goal(&ctx.client, &ctx.data_dir, &session_id, &directory, None)
+                .await
+                .map_err(|error| GoalError::from_http("explain", &error))
+                .and_then(crate::explanation_of)
+        })
+        .await)
+    }
+
+    /// Installs a fresh active goal on a session: objective fitted (distilled over 5,000 chars),
+    /// objective file written first (inline on failure), then merged into the session metadata.
+    #[napi]
+    pub async fn create_session_goal(&self, request: SessionGoalRequest) -> Result<Either<InstalledGoal, GoalFailure>> {
+        let ctx = self.ctx.clone();
+        Ok(guarded(async move {
+            let new_goal = NewGoal {
+                session_id: request.session_id.clone(),
+                directory: request.directory.unwrap_or_default(),
+                objective: request.objective,
+                token_budget: request.token_budget.map(goal_core::check_token_budget).transpose()?,
+                model: model_choice(request.provider_id, request.model_id),
+                time_limits: goal_core::GoalTimeLimits::check(request.time_budget_ms, request.active_hours.as_ref())
+                    .map_err(|message| GoalError::new(ErrorKind::InvalidInput, message))?,
+                checks: goal_core::check_goal_checks(request.checks.as_ref())?,
+                cost_budget: request.cost_budget.map(cost_budget_value).transpose()?,
+                criteria: goal_core::check_goal_criteria(
+                    request.criteria.map(|list| serde_json::json!(list)).as_ref(),
+                    "criteria",
+                )?,
+            };
+            let created = goal_core::create_session_goal(&ctx, &new_goal).await?;
+            Ok(installed(&created, &request.session_id))
+        })
+        .await)
+    }
+
+    /// Creates a session; with a prompt, installs the goal (if `goal`) and then dispatches.
+    #[napi]
+    pub async fn create_session(&self, request: CreateSessionRequest) -> Result<Either<SessionDispatch, GoalFailure>> {
+        let ctx = self.ctx.clone();
+        Ok(guarded(async move {
+            let create = CreateSession {
+                directory: request.directory,
+                title: request.title,
+                options: prompt_options(
+                    request.prompt.unwrap_or_default(),
+                    (request.model, request.provider_id, request.model_id),
+                    (request.agent, request.variant),
+                    request.goal,
+                )?,
+            };
+            goal_core::create_session(&ctx, &create).await.map(|r| dispatch_result("create", r))
+        })
+        .await)
+    }
+
+    /// Sends a prompt to an existing session; with `goal`, installs a fresh goal first.
+    #[napi]
+    pub async fn send_prompt(&self, request: SendPromptRequest) -> Result<Either<SessionDispatch, GoalFailure>> {
+        let ctx = self.ctx.clone();
+        Ok(guarded(async move {
+            let send = SendPrompt {
+                session_id: request.session_id,
+                directory: request.directory.unwrap_or_default(),
+                options: prompt_options(
+                    request.prompt,
+                    (request.model, request.provider_id, request.model_id),
+                    (request.agent, request.variant),
+                    request.goal,
+                )?,
+            };
+            goal_core::send_prompt(&ctx, &send).await.map(|r| dispatch_result("send", r))
+        })
+        .await)
+    }
+
+    /// Forks a session (at an optional message), installs the goal on the fork (if `goal`) and
+    /// dispatches there.
+    #[napi]
+    pub async fn fork_session(&self, request: ForkSessionRequest) -> Result<Either<SessionDispatch, GoalFailure>> {
+        let ctx = self.ctx.clone();
+        Ok(guarded(async move {
+            let fork = ForkSession {
+                session_id: request.session_id,
+                message_id: request.message_id,
+                directory: request.directory.unwrap_or_default(),
+                options: prompt_options(
+                    request.prompt,
+                    (request.model, request.provider_id, request.model_id),
+                    (request.agent, request.variant),
+                    request.goal,
+                )?,
+            };
+            goal_core::fork_session(&ctx, &fork).await.map(|r| dispatch_result("fork", r))
+        })
+        .await)
+    }
+
+    /// Stamps a goal onto a scheduled task's fresh session and says how to dispatch the task
+    /// (command, or `prompt_async` with `introPart` after the prompt text).
+    #[napi]
+    pub async fn stamp_scheduled_goal(
+        &self,
+        request: ScheduledGoalRequest,
+    ) -> Result<Either<ScheduledGoalStamp, GoalFailure>> {
+        let ctx = self.ctx.clone();
+        Ok(guarded(async move {
+            let directory = request.directory.unwrap_or_default();
+            let stamp = ScheduledGoal {
+                session_id: request.session_id.clone(),
+                directory: directory.clone(),
+                prompt: request.prompt,
+                token_budget: request.token_budget,
+                model: model_choice(request.provider_id, request.model_id),
+            };
+            let stamped = goal_core::stamp_scheduled_goal(&ctx, &stamp).await?;
+            Ok(ScheduledGoalStamp {
+                goal: installed(&stamped.goal, &request.session_id),
+                command: stamped.command.as_ref().map(|c| c.name.clone()),
+                command_arguments: stamped.command.map(|c| c.arguments),
+                intro_part: stamped.intro_part,
+                warnings: warnings_of(&stamped.warnings),
+            })
+        })
+        .await)
+    }
+
+    /// Edits a goal's objective and/or budget (same id and counters; active, `resumed`).
+    #[napi]
+    pub async fn edit_goal(&self, request: GoalEditRequest) -> Result<Either<GoalActionResult, GoalFailure>> {
+        let ctx = self.ctx.clone();
+        Ok(guarded(async move {
+            let criteria_list =
+                |list: Vec<String>| goal_core::check_goal_criteria(Some(&serde_json::json!(list)), "criteria");
+            let checks_list = |value: serde_json::Value| {
+                goal_core::parse_checks(&value)
+                    .map_err(|error| GoalError::invalid("checks", format!("checks: {error}")))
+            };
+            let edit = GoalEdit {
+                target: target(request.session_id, request.directory, request.goal_id),
+                objective: request.objective,
+                budget: LimitEdit::of_pair(
+                    request.token_budget,
+                    request.clear_token_budget,
+                    ("tokenBudget", "clearTokenBudget"),
+                    goal_core::check_token_budget,
+                )?,
+                time_budget: LimitEdit::of_pair(
+                    request.time_budget_ms,
+                    request.clear_time_budget,
+                    ("timeBudgetMs", "clearTimeBudget"),
+                    |ms| goal_core::check_time_budget_ms(ms).map_err(|m| GoalError::invalid("timeBudgetMs", m)),
+                )?,
+                active_hours: LimitEdit::of_pair(
+                    request.active_hours,
+                    request.clear_active_hours,
+                    ("activeHours", "clearActiveHours"),
+                    |value| {
+                        goal_core::ActiveHours::from_value(&value).map_err(|m| GoalError::invalid("activeHours", m))
+                    },
+                )?,
+                checks: LimitEdit::of_pair(
+                    request.checks.filter(|v| !v.is_null()),
+                    request.clear_checks,
+                    ("checks", "clearChecks"),
+                    checks_list,
+                )?,
+                cost_budget: LimitEdit::of_pair(
+                    request.cost_budget,
+                    request.clear_cost_budget,
+                    ("costBudget", "clearCostBudget"),
+                    cost_budget_value,
+                )?,
+                criteria: LimitEdit::of_pair(
+                    request.criteria,
+                    request.clear_criteria,
+                    ("criteria", "clearCriteria"),
+                    criteria_list,
+                )?,
+                model: model_choice(request.provider_id, request.model_id),
+            };
+            goal_core::edit_goal(&ctx, &edit).await.map(action_result)
+        })
+        .await)
+    }
+
+    /// Pauses an active goal and aborts the running turn.
+    #[napi]
+    pub async fn pause_goal(&self, request: GoalActionRequest) -> Result<Either<GoalActionResult, GoalFailure>> {
+        let ctx = self.ctx.clone();
+        let target = target(request.session_id, request.directory, request.goal_id);
+        Ok(guarded(async move { goal_core::pause_goal(&ctx, &target).await.map(action_result) }).await)
+    }
+
+    /// Resumes a goal: active, `resumed`, a fresh turn allowance (the runtime kicks it off within
+    /// its resume delay, 250 ms by default).
+    #[napi]
+    pub async fn resume_goal(&self, request: GoalActionRequest) -> Result<Either<GoalActionResult, GoalFailure>> {
+        let ctx = self.ctx.clone();
+        let target = target(request.session_id, request.directory, request.goal_id);
+        Ok(guarded(async move { goal_core::resume_goal(&ctx, &target).await.map(action_result) }).await)
+    }
+
+    /// Marks a goal complete (`marked by user`).
+    #[napi]
+    pub async fn complete_goal(&self, request: GoalActionRequest) -> Result<Either<GoalActionResult, GoalFailure>> {
+        let ctx = self.ctx.clone();
+        let target = target(request.session_id, request.directory, request.goal_id);
+        Ok(guarded(async move { goal_core::complete_goal(&ctx, &target).await.map(action_result) }).await)
+    }
+
+    /// Removes the goal (other metadata kept), deletes its objective file, aborts if it was active.
+    #[napi]
+    pub async fn clear_goal(&self, request: GoalActionRequest) -> Result<Either<GoalActionResult, GoalFailure>> {
+        let ctx = self.ctx.clone();
+        let target = target(request.session_id, request.directory, request.goal_id);
+        Ok(guarded(async move { goal_core::clear_goal(&ctx, &target).await.map(action_result) }).await)
+    }
+
+    /// A session's goal and its effective objective (file text, else inline).
+    #[napi]
+    pub async fn get_goal(
+        &self,
+        session_id: String,
+        directory: Option<String>,
+    ) -> Result<Either<SessionGoalView, GoalFailure>> {
+        let ctx = self.ctx.clone();
+        Ok(guarded(async move {
+            goal_core::get_goal(&ctx, &session_id, directory.as_deref().unwrap_or("")).await.map(view_result)
+        })
+        .await)
+    }
+
+    /// The goals of a directory's top-level sessions (newest first).
+    #[napi]
+    pub async fn list_goals(&self, directory: String) -> Result<Either<Vec<GoalListEntry>, GoalFailure>> {
+        let ctx = self.ctx.clone();
+        Ok(guarded(async move {
+            let rows = goal_core::list_goals(&ctx, &directory).await?;
+            Ok(rows
+                .into_iter()
+                .map(|row| GoalListEntry {
+                    goal: record(&row.goal),
+                    directory: if row.session.directory.is_empty() {
+                        directory.clone()
+                    } else {
+                        row.session.directory.clone()
+                    },
+                    session_id: row.session.id,
+                    title: row.session.title,
+                    working: row.working,
+                })
+                .collect())
+        })
+        .await)
+    }
+}

@@ -1,0 +1,44 @@
+//! The objective store's native functions (`<dataDir>/goals/<sessionId>.md`), wrapped by
+//! lib/goals.js.
+
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+
+use goal_core::GoalError;
+
+use super::failure::*;
+use super::requests::*;
+use super::results::*;
+
+/// Writes `<dataDir>/goals/<sessionId>.md` atomically (trimmed, at most 5,000 chars). The id
+/// must match `^[A-Za-z0-9_-]{4,128}$` (checked before any file access). Failures come back as
+/// values: 400 invalid id or empty content, 500 file-system error.
+#[napi]
+pub async fn write_objective_file(
+    session_id: String,
+    content: String,
+    data_dir: Option<String>,
+) -> Result<Either<ObjectiveWritten, GoalFailure>> {
+    Ok(guarded(async move {
+        let root = data_dir_of(data_dir);
+        goal_core::write_objective(&root, &session_id, &content)
+            .await
+            .map(|content| ObjectiveWritten { content })
+            .map_err(GoalError::from)
+    })
+    .await)
+}
+
+/// Reads an objective file: its text, or `null` for an invalid id, a missing file or empty text.
+#[napi]
+pub async fn read_objective_file(session_id: String, data_dir: Option<String>) -> Result<Option<String>> {
+    let root = data_dir_of(data_dir);
+    Ok(tokio::spawn(async move { goal_core::read_objective(&root, &session_id).await }).await.ok().flatten())
+}
+
+/// Deletes an objective file, best effort: whether a file was removed (false for an invalid id).
+#[napi]
+pub async fn delete_objective_file(session_id: String, data_dir: Option<String>) -> Result<bool> {
+    let root = data_dir_of(data_dir);
+    Ok(tokio::spawn(async move { goal_core::delete_objective(&root, &session_id).await }).await.unwrap_or(false))
+}

@@ -1,0 +1,299 @@
+//! What goal control operations take: the control's options and each operation's request,
+//! with the conversions into the core's inputs.
+
+use std::path::PathBuf;
+
+use napi::bindgen_prelude::*;
+use napi::threadsafe_function::UnknownReturnValue;
+use napi_derive::napi;
+
+use goal_core::resolve_data_dir;
+use goal_core::GoalTarget;
+use goal_core::DEFAULT_CALL_TIMEOUT;
+use goal_core::DEFAULT_FETCH_TIMEOUT;
+use goal_core::{ControlContext, GoalError, ModelChoice};
+use goal_core::{PromptOptions, DEFAULT_COMMAND_TIMEOUT, DEFAULT_LANDING_POLL, DEFAULT_LANDING_TIMEOUT};
+
+use crate::callbacks::{HeadersCallback, ModelCallback, UrlCallback};
+use crate::env_context::EnvContext;
+use crate::options::goal_settings::GoalSettingsInput;
+use crate::options::{self, connection_of, millis};
+use crate::{OpenCodeTarget, RuntimeSettingsOptions};
+
+/// Options of `createGoalControl`: where OpenCode is (same forms as the runtime), where the
+/// objective files live, and the small model used to distill objectives over 5,000 chars.
+#[napi(object, object_to_js = false)]
+pub struct GoalControlOptions {
+    /// A fixed OpenCode base URL and headers.
+    pub open_code: Option<OpenCodeTarget>,
+    /// OpenChamber: builds the URL of an OpenCode API path.
+    #[napi(ts_type = "(path: string, prefix: string) => string")]
+    pub build_open_code_url: Option<UrlCallback>,
+    /// OpenChamber: the headers for OpenCode (may be async).
+    #[napi(ts_type = "() => Record<string, string> | Promise<Record<string, string>>")]
+    pub get_open_code_auth_headers: Option<HeadersCallback>,
+    /// Settings location (`settings.dataDir`).
+    pub settings: Option<RuntimeSettingsOptions>,
+    /// Data directory (wins over `settings.dataDir`; default `OPENCHAMBER_DATA_DIR`, else
+    /// `~/.config/openchamber`).
+    pub data_dir: Option<String>,
+    /// Small model for distilling long objectives: `{text, providerID, modelID}` or
+    /// `{error: {statusCode?, code?}}`. Without one, long objectives are excerpted.
+    #[napi(ts_type = "(request: SmallModelRequest) => Promise<SmallModelResult>")]
+    pub generate_small_model_text: Option<ModelCallback>,
+    /// The built-in small model's choice (`{providerID, modelID}`), used only when the host passes
+    /// no small-model service; else OpenCode's `small_model`, else the session provider's own.
+    pub small_model: Option<crate::SmallModelChoice>,
+    /// OpenChamber's form of the small model (adapted by the package entry).
+    #[allow(dead_code)] // typed here; the package entry turns it into generateSmallModelText
+    #[napi(
+        ts_type = "() => Promise<{ generateSmallModelText(request: SmallModelRequest): Promise<SmallModelResult> } | null | undefined>"
+    )]
+    pub get_small_model_service: Option<UnknownReturnValue>,
+    /// Timeout of every OpenCode call (default 10000 ms).
+    pub fetch_timeout_ms: Option<f64>,
+    /// Timeout of a distillation call (default 60000 ms).
+    pub small_model_timeout_ms: Option<f64>,
+    /// How long a dispatch waits for its message to show up (default 5000 ms).
+    pub landing_timeout_ms: Option<f64>,
+    /// Timeout of a slash-command call, which OpenCode answers after the whole turn (default
+    /// 600000 ms; the dispatch itself returns once the command has landed).
+    pub command_timeout_ms: Option<f64>,
+}
+
+impl GoalControlOptions {
+    /// The control context these options describe, every unset or unusable option at the core's
+    /// default. Fails only without an OpenCode location.
+    pub(crate) fn resolve(self, context: &EnvContext) -> Result<ControlContext> {
+        let client = connection_of!(self).resolve(context, DEFAULT_FETCH_TIMEOUT)?;
+        let small_model =
+            crate::small_model_for(context, self.generate_small_model_text, &client, self.small_model.as_ref());
+        Ok(ControlContext {
+            client,
+            small_model,
+            data_dir: options::data_dir(self.data_dir, self.settings),
+            small_model_timeout: millis(self.small_model_timeout_ms, DEFAULT_CALL_TIMEOUT),
+            landing_timeout: millis(self.landing_timeout_ms, DEFAULT_LANDING_TIMEOUT),
+            landing_poll: DEFAULT_LANDING_POLL,
+            command_timeout: millis(self.command_timeout_ms, DEFAULT_COMMAND_TIMEOUT),
+        })
+    }
+}
+
+pub(crate) fn model_choice(provider_id: Option<String>, model_id: Option<String>) -> ModelChoice {
+    ModelChoice { provider_id: provider_id.unwrap_or_default(), model_id: model_id.unwrap_or_default() }
+}
+
+pub(crate) fn data_dir_of(explicit: Option<String>) -> PathBuf {
+    resolve_data_dir(explicit.as_deref())
+}
+
+/// `createSessionGoal` input.
+#[napi(object)]
+pub struct SessionGoalRequest {
+    /// Session to put the goal on (existing metadata is kept).
+    pub session_id: String,
+    /// Its directory (default: the one OpenCode reports).
+    pub directory: Option<String>,
+    /// Objective text; over 5,000 chars it is distilled (or excerpted).
+    pub objective: String,
+    /// Token budget: an integer in [1000, 100000000].
+    pub token_budget: Option<f64>,
+    /// Time budget in ms (active time: paused and waiting time excluded); at least 1000.
+    pub time_budget_ms: Option<f64>,
+    /// Working hours: `{start: "HH:MM", end: "HH:MM", timeZone: "Europe/Berlin"}` (IANA zone;
+    /// `end < start` crosses midnight). Outside them no continuation is sent.
+    #[napi(ts_type = "{ start: string; end: string; timeZone: string }")]
+    pub active_hours: Option<serde_json::Value>,
+    /// Acceptance checks `[{command, timeoutMs?}]`, run before the goal may settle `complete`.
+    #[napi(ts_type = "Array<{ command: string; timeoutMs?: number } | string>")]
+    pub checks: Option<serde_json::Value>,
+    /// Cost budget in US dollars (at least 0.01): the goal settles `budgetLimited` when its
+    /// replies' `info.cost` reach it.
+    pub cost_budget: Option<f64>,
+    /// Acceptance criteria (at most 8 strings of at most 300 characters), graded one by one.
+    pub criteria: Option<Vec<String>>,
+    /// Provider the goal's turns run on (the distillation prefers it).
+    #[napi(js_name = "providerID")]
+    pub provider_id: Option<String>,
+    /// Model the goal's turns run on.
+    #[napi(js_name = "modelID")]
+    pub model_id: Option<String>,
+}
+
+/// `createSession` input.
+#[napi(object)]
+pub struct CreateSessionRequest {
+    /// Project directory (required).
+    pub directory: String,
+    /// Session title.
+    pub title: Option<String>,
+    /// First prompt; a leading `/name` runs that command. Required with `goal`.
+    pub prompt: Option<String>,
+    /// `provider/model`.
+    pub model: Option<String>,
+    /// Provider id (with `modelID`, instead of `model`).
+    #[napi(js_name = "providerID")]
+    pub provider_id: Option<String>,
+    /// Model id.
+    #[napi(js_name = "modelID")]
+    pub model_id: Option<String>,
+    /// Agent (primary agents only).
+    pub agent: Option<String>,
+    /// Model variant.
+    pub variant: Option<String>,
+    /// Start a goal with the prompt as its objective: `true` or its settings.
+    #[napi(ts_type = "boolean | GoalSettingsInput")]
+    pub goal: Option<GoalSettingsInput>,
+}
+
+/// `sendPrompt` input.
+#[napi(object)]
+pub struct SendPromptRequest {
+    /// Target session.
+    pub session_id: String,
+    /// Its directory (default: the one OpenCode reports).
+    pub directory: Option<String>,
+    /// Prompt (required); a leading `/name` runs that command.
+    pub prompt: String,
+    /// `provider/model` (default: the last user message's).
+    pub model: Option<String>,
+    /// Provider id (with `modelID`).
+    #[napi(js_name = "providerID")]
+    pub provider_id: Option<String>,
+    /// Model id.
+    #[napi(js_name = "modelID")]
+    pub model_id: Option<String>,
+    /// Agent (default: the last user message's).
+    pub agent: Option<String>,
+    /// Variant.
+    pub variant: Option<String>,
+    /// Install a fresh goal (merged into the existing metadata) before dispatching: `true` or its settings.
+    #[napi(ts_type = "boolean | GoalSettingsInput")]
+    pub goal: Option<GoalSettingsInput>,
+}
+
+/// `forkSession` input.
+#[napi(object)]
+pub struct ForkSessionRequest {
+    /// Session to fork.
+    pub session_id: String,
+    /// Fork before this message (default: the whole session).
+    pub message_id: Option<String>,
+    /// Directory (default: the one OpenCode reports).
+    pub directory: Option<String>,
+    /// Prompt for the fork (required).
+    pub prompt: String,
+    /// `provider/model` (default: the source's last user message's).
+    pub model: Option<String>,
+    /// Provider id (with `modelID`).
+    #[napi(js_name = "providerID")]
+    pub provider_id: Option<String>,
+    /// Model id.
+    #[napi(js_name = "modelID")]
+    pub model_id: Option<String>,
+    /// Agent.
+    pub agent: Option<String>,
+    /// Variant.
+    pub variant: Option<String>,
+    /// Install a goal on the fork before dispatching: `true` or its settings.
+    #[napi(ts_type = "boolean | GoalSettingsInput")]
+    pub goal: Option<GoalSettingsInput>,
+}
+
+/// `stampScheduledGoal` input.
+#[napi(object)]
+pub struct ScheduledGoalRequest {
+    /// The task's fresh session.
+    pub session_id: String,
+    /// Its directory.
+    pub directory: Option<String>,
+    /// The task prompt (a slash command's expanded template becomes the objective).
+    pub prompt: String,
+    /// Token budget: an integer in [1000, 100000000].
+    pub token_budget: Option<f64>,
+    /// The task's provider.
+    #[napi(js_name = "providerID")]
+    pub provider_id: Option<String>,
+    /// The task's model.
+    #[napi(js_name = "modelID")]
+    pub model_id: Option<String>,
+}
+
+/// Target of pause / resume / complete / clear.
+#[napi(object)]
+pub struct GoalActionRequest {
+    /// Session.
+    pub session_id: String,
+    /// Directory (default: the one OpenCode reports).
+    pub directory: Option<String>,
+    /// Act only if the session's goal still has this id (409 otherwise).
+    pub goal_id: Option<String>,
+}
+
+/// `editGoal` input.
+#[napi(object)]
+pub struct GoalEditRequest {
+    /// Session.
+    pub session_id: String,
+    /// Directory (default: the one OpenCode reports).
+    pub directory: Option<String>,
+    /// Act only if the session's goal still has this id.
+    pub goal_id: Option<String>,
+    /// New objective (written to the objective file first).
+    pub objective: Option<String>,
+    /// New token budget: an integer in [1000, 100000000].
+    pub token_budget: Option<f64>,
+    /// Remove the token budget.
+    pub clear_token_budget: Option<bool>,
+    /// New time budget in ms (active time; at least 1000).
+    pub time_budget_ms: Option<f64>,
+    /// Remove the time budget.
+    pub clear_time_budget: Option<bool>,
+    /// New working hours `{start: "HH:MM", end: "HH:MM", timeZone}`.
+    #[napi(ts_type = "{ start: string; end: string; timeZone: string }")]
+    pub active_hours: Option<serde_json::Value>,
+    /// Remove the working hours.
+    pub clear_active_hours: Option<bool>,
+    /// New acceptance checks `[{command, timeoutMs?}]` (replace the list).
+    #[napi(ts_type = "Array<{ command: string; timeoutMs?: number } | string>")]
+    pub checks: Option<serde_json::Value>,
+    /// Remove the acceptance checks.
+    pub clear_checks: Option<bool>,
+    /// New cost budget in US dollars (at least 0.01).
+    pub cost_budget: Option<f64>,
+    /// Remove the cost budget.
+    pub clear_cost_budget: Option<bool>,
+    /// New acceptance criteria (replace the list; a text already there keeps its grade).
+    pub criteria: Option<Vec<String>>,
+    /// Remove the acceptance criteria.
+    pub clear_criteria: Option<bool>,
+    /// Provider preferred when distilling a long objective.
+    #[napi(js_name = "providerID")]
+    pub provider_id: Option<String>,
+    /// Model preferred when distilling.
+    #[napi(js_name = "modelID")]
+    pub model_id: Option<String>,
+}
+
+/// The prompt options of a create / send / fork request (all three name them alike), with the
+/// prompt text given separately (optional for create only).
+/// What create, send and fork send, with the goal's settings converted once.
+pub(crate) fn prompt_options(
+    prompt: String,
+    (model, provider_id, model_id): (Option<String>, Option<String>, Option<String>),
+    (agent, variant): (Option<String>, Option<String>),
+    goal: Option<GoalSettingsInput>,
+) -> std::result::Result<PromptOptions, GoalError> {
+    let goal = goal.map(goal_core::GoalSettings::try_from).transpose()?;
+    Ok(PromptOptions { prompt, model, provider_id, model_id, agent, variant, goal })
+}
+
+/// A cost budget checked by the core's rule (US dollars, at least 0.01).
+pub(crate) fn cost_budget_value(dollars: f64) -> std::result::Result<f64, GoalError> {
+    goal_core::check_cost_budget(dollars).map_err(|message| GoalError::invalid("costBudget", message))
+}
+
+pub(crate) fn target(session_id: String, directory: Option<String>, goal_id: Option<String>) -> GoalTarget {
+    GoalTarget { session_id, directory: directory.unwrap_or_default(), expected_goal_id: goal_id }
+}

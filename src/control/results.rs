@@ -1,0 +1,312 @@
+//! What goal control operations resolve to: the goal as stored, installed goals, dispatch
+//! reports, action results and views.
+
+use napi_derive::napi;
+
+use goal_core::CreatedGoal;
+use goal_core::DispatchReport;
+use goal_core::Goal;
+use goal_core::{ActionReport, GoalView};
+
+use super::failure::*;
+
+// Read from the goal's own stored form (the core's field table defines every field once), so
+// no field is copied here by hand; only the derived times are computed (see `record`).
+/// A goal as stored in `metadata.openchamber.goal`.
+#[napi(object, object_from_js = false)]
+#[derive(Default, serde::Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct GoalRecord {
+    /// Goal id (`Date.now().toString(36)` + 6 random base-36 chars for new goals).
+    pub id: String,
+    /// Inline objective; empty when the text lives in the objective file.
+    pub objective: String,
+    /// The objective lives in `<dataDir>/goals/<sessionId>.md`.
+    pub objective_file: bool,
+    /// `active`, `paused`, `blocked`, `budgetLimited` or `complete`.
+    pub status: String,
+    /// Token budget, if any.
+    pub token_budget: Option<f64>,
+    /// Tokens charged to the goal.
+    pub tokens_used: f64,
+    /// Accounting baseline of the current segment.
+    pub tokens_baseline: f64,
+    /// Tokens of closed segments.
+    pub tokens_committed: f64,
+    /// Automatic continuations sent.
+    pub turns_used: f64,
+    /// Consecutive `blocked` verdicts.
+    pub blocked_streak: f64,
+    /// Consecutive failed audits.
+    pub audit_fail_streak: f64,
+    /// Latest audit note.
+    pub note: String,
+    /// Why the goal is in its status.
+    pub status_reason: String,
+    /// Provider of the latest audit.
+    #[napi(js_name = "evaluationProviderID")]
+    #[serde(rename = "evaluationProviderID")]
+    pub evaluation_provider_id: String,
+    /// Model of the latest audit.
+    #[napi(js_name = "evaluationModelID")]
+    #[serde(rename = "evaluationModelID")]
+    pub evaluation_model_id: String,
+    /// Accounting cursor.
+    #[napi(js_name = "lastAccountedMessageID")]
+    #[serde(rename = "lastAccountedMessageID")]
+    pub last_accounted_message_id: String,
+    /// Creation time (ms since the epoch).
+    pub created_at: f64,
+    /// Last write (ms since the epoch).
+    pub updated_at: f64,
+    /// Time budget (ms), if any.
+    #[serde(skip)]
+    pub time_budget_ms: Option<f64>,
+    /// Cost budget in US dollars, if any.
+    #[serde(skip)]
+    pub cost_budget: Option<f64>,
+    /// US dollars the session's replies cost since the goal began (0 on a model without a price).
+    #[serde(skip)]
+    pub cost_used: f64,
+    /// Active time so far (ms): since `createdAt`, minus time paused or waiting.
+    #[serde(skip)]
+    pub active_ms: f64,
+    /// Working hours `{start, end, timeZone}`, if any.
+    #[napi(ts_type = "{ start: string; end: string; timeZone: string } | undefined")]
+    #[serde(skip)]
+    pub active_hours: Option<serde_json::Value>,
+    /// The session the goal belongs to (`sessionId`), when it names one.
+    pub session_id: Option<String>,
+    /// When a goal parked on a provider limit goes on by itself (ms since the epoch).
+    pub wake_at: Option<f64>,
+    /// Acceptance checks run before the goal may settle `complete`, if any.
+    #[napi(ts_type = "Array<{ command: string; timeoutMs?: number }> | undefined")]
+    pub checks: Option<serde_json::Value>,
+    /// Acceptance criteria the auditor grades one by one against evidence, if any.
+    #[napi(
+        ts_type = "Array<{ id: string; text: string; source: 'user' | 'derived'; state: 'unmet' | 'met' | 'unclear'; evidence?: string[]; since?: number }> | undefined"
+    )]
+    pub criteria: Option<serde_json::Value>,
+    /// Why the goal stopped or waits (`{code, since, detail?, until?, fix?}`); absent while it runs.
+    #[napi(ts_type = "{ code: string; since: number; detail?: string; until?: number; fix?: string } | undefined")]
+    pub cause: Option<serde_json::Value>,
+}
+
+pub(crate) fn record(goal: &Goal) -> GoalRecord {
+    // The stored form is well typed by construction; a mismatch could only come from a change in
+    // the core, and then the fields that did read are still shown rather than failing the call.
+    let stored: GoalRecord = serde_json::from_value(goal.to_value()).unwrap_or_default();
+    GoalRecord {
+        time_budget_ms: goal_core::time_budget_ms(goal).map(|b| b as f64),
+        cost_budget: goal_core::cost_budget(goal),
+        cost_used: goal_core::cost_used(goal),
+        active_ms: goal_core::active_ms(goal, goal_core::now_ms()).floor(),
+        active_hours: goal.active_hours.get().cloned().map(serde_json::Value::Object),
+        session_id: goal.session_id.clone(),
+        wake_at: goal_core::provider_wake_at(goal),
+        ..stored
+    }
+}
+
+/// A goal just installed on a session.
+#[napi(object, object_from_js = false)]
+pub struct InstalledGoal {
+    /// Session.
+    pub session_id: String,
+    /// Directory.
+    pub directory: String,
+    /// The goal written.
+    pub goal: GoalRecord,
+    /// The effective objective (what the auditor judges against).
+    pub objective: String,
+    /// `verbatim`, `distilled` (small model, over 5,000 chars) or `excerpt` (head + tail).
+    #[napi(ts_type = "'verbatim' | 'distilled' | 'excerpt'")]
+    pub objective_fit: String,
+    /// The objective went to the objective file (false: stored inline after a file error).
+    pub objective_file: bool,
+    /// The id of a goal this one replaced.
+    pub replaced_goal_id: Option<String>,
+    /// Non-fatal problems.
+    pub warnings: Vec<GoalWarning>,
+}
+
+pub(crate) fn installed(created: &CreatedGoal, session_id: &str) -> InstalledGoal {
+    InstalledGoal {
+        session_id: session_id.to_string(),
+        directory: created.directory.clone(),
+        goal: record(&created.goal),
+        objective: created.objective.clone(),
+        objective_fit: created.fit.as_str().to_string(),
+        objective_file: created.goal.objective_file,
+        replaced_goal_id: created.replaced_goal_id.clone(),
+        warnings: warnings_of(&created.warnings),
+    }
+}
+
+/// Result of create / send / fork.
+#[napi(object, object_from_js = false)]
+pub struct SessionDispatch {
+    /// `create`, `send` or `fork`.
+    #[napi(ts_type = "'create' | 'send' | 'fork'")]
+    pub action: String,
+    /// The session prompted (the new one for create and fork).
+    pub session_id: String,
+    /// Its directory.
+    pub directory: String,
+    /// Its title.
+    pub title: String,
+    /// Fork: the session forked from.
+    pub source_session_id: Option<String>,
+    /// Model used (`provider/model`), when one was chosen or inherited.
+    pub model: Option<String>,
+    /// Agent used, when chosen or inherited.
+    pub agent: Option<String>,
+    /// Variant used.
+    pub variant: Option<String>,
+    /// A prompt or command was dispatched (false: create without a prompt).
+    pub prompt_dispatched: bool,
+    /// The dispatched message showed up in the session before returning.
+    pub prompt_landed: bool,
+    /// It ran as an OpenCode slash command.
+    pub dispatched_as_command: bool,
+    /// The command name.
+    pub command: Option<String>,
+    /// A goal was installed.
+    pub goal_enabled: bool,
+    /// Its budget.
+    pub goal_token_budget: Option<f64>,
+    /// The goal installed.
+    pub goal: Option<InstalledGoal>,
+    /// Newest assistant message before the dispatch (the reply comes after it).
+    pub baseline_assistant_message_id: Option<String>,
+    /// Non-fatal problems.
+    pub warnings: Vec<GoalWarning>,
+}
+
+pub(crate) fn dispatch_result(action: &str, report: DispatchReport) -> SessionDispatch {
+    let goal = report.goal.as_ref().map(|g| installed(g, &report.session_id));
+    SessionDispatch {
+        action: action.to_string(),
+        goal_enabled: goal.is_some(),
+        goal_token_budget: report.goal.as_ref().and_then(|g| g.goal.token_budget).map(|b| b as f64),
+        goal,
+        model: report.selection.model.as_ref().map(|m| format!("{}/{}", m.provider_id, m.model_id)),
+        agent: report.selection.agent.clone(),
+        variant: report.selection.variant.clone(),
+        session_id: report.session_id,
+        directory: report.directory,
+        title: report.title,
+        source_session_id: report.source_session_id,
+        prompt_dispatched: report.prompt_dispatched,
+        prompt_landed: report.prompt_landed,
+        dispatched_as_command: report.dispatched_as_command,
+        command: report.command,
+        baseline_assistant_message_id: report.baseline_assistant_message_id,
+        warnings: warnings_of(&report.warnings),
+    }
+}
+
+/// A goal stamped onto a scheduled task's session, and how to dispatch the task.
+#[napi(object, object_from_js = false)]
+pub struct ScheduledGoalStamp {
+    /// The goal installed.
+    pub goal: InstalledGoal,
+    /// Set when the task prompt is an OpenCode command: dispatch with
+    /// `POST /session/:id/command {command, arguments}` (no synthetic part possible).
+    pub command: Option<String>,
+    /// The command's arguments.
+    pub command_arguments: Option<String>,
+    /// Append to the `prompt_async` parts after the prompt text.
+    #[napi(ts_type = "{ type: 'text'; text: string; synthetic: true }")]
+    pub intro_part: serde_json::Value,
+    /// Non-fatal problems.
+    pub warnings: Vec<GoalWarning>,
+}
+
+/// Result of a goal action.
+#[napi(object, object_from_js = false)]
+pub struct GoalActionResult {
+    /// Session.
+    pub session_id: String,
+    /// Directory used.
+    pub directory: String,
+    /// The goal after the action (absent after clear).
+    pub goal: Option<GoalRecord>,
+    /// Status before the action.
+    pub previous_status: Option<String>,
+    /// Something was written (false: already in the requested state).
+    pub changed: bool,
+    /// Pause / clear of an active goal: the running turn was aborted.
+    pub aborted: Option<bool>,
+    /// Clear: an objective file was removed.
+    pub objective_deleted: bool,
+    /// Edit: how the new objective was fitted.
+    pub objective_fit: Option<String>,
+    /// Non-fatal problems.
+    pub warnings: Vec<GoalWarning>,
+}
+
+pub(crate) fn action_result(report: ActionReport) -> GoalActionResult {
+    GoalActionResult {
+        session_id: report.session_id,
+        directory: report.directory,
+        goal: report.goal.as_ref().map(record),
+        previous_status: report.previous_status.map(|s| s.as_str().to_string()),
+        changed: report.changed,
+        aborted: report.aborted,
+        objective_deleted: report.objective_deleted,
+        objective_fit: report.fit.map(|f| f.as_str().to_string()),
+        warnings: warnings_of(&report.warnings),
+    }
+}
+
+/// A session's goal with its effective objective.
+#[napi(object, object_from_js = false)]
+pub struct SessionGoalView {
+    /// Session.
+    pub session_id: String,
+    /// Directory.
+    pub directory: String,
+    /// Session title.
+    pub title: String,
+    /// The goal (absent: no goal).
+    pub goal: Option<GoalRecord>,
+    /// The objective the loop audits against (file text, else inline).
+    pub objective: String,
+    /// `file`, `inline` or `missing`.
+    #[napi(ts_type = "'file' | 'inline' | 'missing'")]
+    pub objective_source: Option<String>,
+}
+
+pub(crate) fn view_result(view: GoalView) -> SessionGoalView {
+    SessionGoalView {
+        goal: view.goal.as_ref().map(record),
+        session_id: view.session_id,
+        directory: view.directory,
+        title: view.title,
+        objective: view.objective,
+        objective_source: view.objective_source.map(|s| s.as_str().to_string()),
+    }
+}
+
+/// One goal of a directory.
+#[napi(object, object_from_js = false)]
+pub struct GoalListEntry {
+    /// Session.
+    pub session_id: String,
+    /// Directory.
+    pub directory: String,
+    /// Session title.
+    pub title: String,
+    /// The goal.
+    pub goal: GoalRecord,
+    /// A turn is running now.
+    pub working: bool,
+}
+
+/// The objective file after a write.
+#[napi(object, object_from_js = false)]
+pub struct ObjectiveWritten {
+    /// The stored text (trimmed, at most 5,000 chars).
+    pub content: String,
+}

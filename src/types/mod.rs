@@ -1,0 +1,9 @@
+//! The values the binding hands to JavaScript: typed answers (explain, history), the small-model
+//! contract, notifications and snapshots. Options (what JavaScript hands in) live in
+//! `options.rs` and `goal_settings.rs`.
+
+pub mod answers;
+pub mod notification;
+pub mod nullable;
+pub mod small_model;
+pub mod snapshot;
