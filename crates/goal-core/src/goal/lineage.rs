@@ -133,9 +133,11 @@ pub const OWNER_LIST_MARGIN_MS: f64 = 10.0 * 60_000.0;
 
 /// The `start` of the owner list that can show every carrier of a goal created at
 /// `created_at`: every such session was updated when the goal was written on it, or later (see
-/// `docs/ownership.md`). `None` (list the whole directory) when `created_at` is unknown.
-pub fn owner_list_start(created_at: f64) -> Option<f64> {
-    if !(created_at.is_finite() && created_at > OWNER_LIST_MARGIN_MS) {
+/// `docs/ownership.md`). `None` (list the whole directory) when `created_at` is unknown, or
+/// later than `now` by more than the margin: a goal cannot have been made in the future, so such
+/// a stamp was written by a broken or hostile writer, and a list from it would show no carrier.
+pub fn owner_list_start(created_at: f64, now: f64) -> Option<f64> {
+    if !(created_at.is_finite() && created_at > OWNER_LIST_MARGIN_MS && created_at <= now + OWNER_LIST_MARGIN_MS) {
         return None;
     }
     Some(((created_at - OWNER_LIST_MARGIN_MS) / OWNER_LIST_MARGIN_MS).floor() * OWNER_LIST_MARGIN_MS)
@@ -332,15 +334,20 @@ mod tests {
         assert_eq!(holders.view("g3", None), OwnerView::default());
     }
 
+    /// A fixed "now" a little after the goals these tests make.
+    const NOW: f64 = 1_764_600_100_000.0;
+
     #[test]
     fn owner_lists_start_before_the_goal_and_are_shared() {
         let margin = OWNER_LIST_MARGIN_MS;
-        assert_eq!(owner_list_start(0.0), None);
-        assert_eq!(owner_list_start(f64::NAN), None);
+        assert_eq!(owner_list_start(0.0, NOW), None);
+        assert_eq!(owner_list_start(f64::NAN, NOW), None);
+        assert_eq!(owner_list_start(1e308, NOW), None, "a stamp in the future lists the whole directory");
+        assert_eq!(owner_list_start(NOW + 2.0 * OWNER_LIST_MARGIN_MS, NOW), None);
         let created = 1_764_600_000_123.0;
-        let start = owner_list_start(created).unwrap();
+        let start = owner_list_start(created, NOW).unwrap();
         assert!(start <= created - margin && start > created - 2.0 * margin);
         // Goals made a moment apart share a start (one list serves both).
-        assert_eq!(owner_list_start(created + 1000.0), Some(start));
+        assert_eq!(owner_list_start(created + 1000.0, NOW), Some(start));
     }
 }

@@ -108,7 +108,7 @@ impl OwnerLists {
     /// Whether the owner of `goal` is still to be learned from a list: it names no session and
     /// no list that holds all its carriers has been read.
     pub fn needs_list(&self, goal: &Goal) -> bool {
-        goal.session_id.is_none() && !self.holders.is_listed(&goal.id, owner_list_start(goal.created_at))
+        goal.session_id.is_none() && !self.holders.is_listed(&goal.id, goal_list_start(goal))
     }
 
     /// Starts the list `goal` needs, if none covering it is in flight, and returns at once (an
@@ -117,7 +117,7 @@ impl OwnerLists {
         if directory.is_empty() || !self.needs_list(goal) {
             return;
         }
-        let needed = owner_list_start(goal.created_at).unwrap_or(f64::NEG_INFINITY);
+        let needed = goal_list_start(goal).unwrap_or(f64::NEG_INFINITY);
         let plan = plan_list(&mut self.directory(directory), needed);
         if let ListPlan::Start(number, start) = plan {
             self.spawn_list(directory, number, start);
@@ -128,8 +128,8 @@ impl OwnerLists {
     /// read (waiting for it). `listed` is `false` when the lists could not be read: the owner
     /// stays unknown and the tick must not drive the goal.
     pub async fn wait_listed(self: &Arc<Self>, directory: &str, goal: &Goal) -> OwnerView {
-        let needed = owner_list_start(goal.created_at).unwrap_or(f64::NEG_INFINITY);
-        let view = || self.holders.view(&goal.id, owner_list_start(goal.created_at));
+        let needed = goal_list_start(goal).unwrap_or(f64::NEG_INFINITY);
+        let view = || self.holders.view(&goal.id, goal_list_start(goal));
         for _ in 0..MAX_LISTS_PER_WAIT {
             let seen = view();
             if seen.listed {
@@ -197,6 +197,11 @@ impl OwnerLists {
             }
         }
     }
+}
+
+/// The owner list start for `goal`, judged against the clock now (see [`owner_list_start`]).
+fn goal_list_start(goal: &Goal) -> Option<f64> {
+    owner_list_start(goal.created_at, crate::time::clock::now_ms())
 }
 
 #[cfg(test)]
