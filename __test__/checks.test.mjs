@@ -62,6 +62,54 @@ describe('acceptance checks', () => {
     expect(report.cause.code).toBe('checksPassed')
   })
 
+  it('a goal read whole by the recovery scan is the same goal in its events: one round, each run recorded once', async () => {
+    const dir = project()
+    fs.writeFileSync(path.join(dir, 'README.md'), '# ok\n')
+    const auditor = complete()
+    env = await setup({ auditor, forward: false })
+    const { mock, runtime } = env
+    const forwarded = []
+    const forward = async () => {
+      const stream = subscribeGlobalEvents({
+        url: mock.url,
+        onPayload: (payload, d) => {
+          runtime.processPayload(payload, d)
+          forwarded.push(payload)
+        },
+      })
+      extra.push(async () => stream.close())
+      await mock.waitFor(() => mock.eventStreams === 1, { timeoutMs: 3000 })
+      return stream
+    }
+    // The runtime learns the directory from a session without a goal, then loses its events.
+    const first = await forward()
+    const plain = mock.createSession({ directory: dir })
+    await waitFor(() => forwarded.some((p) => p.type === 'session.created' && p.properties?.info?.id === plain.id))
+    first.close()
+    await mock.waitFor(() => mock.eventStreams === 0, { timeoutMs: 3000 })
+    // The first check ends only on the test's word, so the round's own goal write (the lease) is
+    // echoed to the runtime while the check still runs.
+    const session = goalWithChecks(mock, dir, [{ command: 'until [ -f release ]; do sleep 0.02; done' }, 'test -f README.md'])
+    // Reconnected: the runtime reads the goal whole first (the recovery scan), then sees it in
+    // events, which once showed it without its checks: an edit, to the scheduler, that cut the
+    // round short, and the next round recorded check 1 a second time.
+    await forward()
+    await waitFor(() => mock.shells.length === 1, 10000)
+    const echoed = (p) => p.type === 'session.updated' && p.properties?.info?.metadata?.openchamber?.goal?.lease
+    await waitFor(() => forwarded.some(echoed))
+    fs.writeFileSync(path.join(dir, 'release'), '')
+
+    await waitFor(() => goalOf(mock, session.id)?.status === 'complete', 10000)
+    expect(goalOf(mock, session.id).cause.code).toBe('checksPassed')
+    expect(auditor.calls).toHaveLength(1)
+    expect(mock.shells).toHaveLength(2)
+    const runs = checkLines(await runtime.history(session.id))
+    expect(runs.map((r) => [r.check.index, r.check.result, r.check.reused ?? false])).toEqual([
+      [0, 'passed', false],
+      [1, 'passed', false],
+    ])
+  })
+
   it('a failing check continues with the failure quoted; the fix turn makes it pass, then complete', async () => {
     const dir = project()
     env = await setup({ auditor: complete() })

@@ -7,13 +7,15 @@
 use napi::bindgen_prelude::*;
 use napi::{sys, Env, ValueType};
 
-use goal_core::{KNOWN_GOAL_FIELDS, OBJECTIVE_REVISION_FIELD};
+use goal_core::{KNOWN_GOAL_FIELDS, MAX_CHECKS, OBJECTIVE_REVISION_FIELD, REVISION_LIST_FIELDS};
 
 /// `[JSON.stringify, goalFields]`. `goalFields(goal)` is the JSON text of the goal's known fields
 /// that hold a string, number, boolean or null (each read once; any other type reads as absent,
-/// exactly as the goal parser treats it), or `null` when the goal is not a plain object; its cost
-/// does not depend on the size of anything else the goal carries.
-const SCRIPT: &str = r#"(function (keys) {
+/// exactly as the goal parser treats it), plus the revision's list fields (`lists`) when they are
+/// arrays of at most `maxItems` items (a longer list is unreadable to the goal parser too, so
+/// both readings agree), or `null` when the goal is not a plain object; its cost does not depend
+/// on the size of anything else the goal carries.
+const SCRIPT: &str = r#"(function (keys, lists, maxItems) {
   const stringify = JSON.stringify
   function goalFields(goal) {
     if (goal === null || typeof goal !== 'object' || Array.isArray(goal)) return 'null'
@@ -22,6 +24,10 @@ const SCRIPT: &str = r#"(function (keys) {
       const value = goal[keys[i]]
       const type = typeof value
       if (type === 'string' || type === 'number' || type === 'boolean' || value === null) fields[keys[i]] = value
+    }
+    for (let i = 0; i < lists.length; i++) {
+      const value = goal[lists[i]]
+      if (Array.isArray(value) && value.length <= maxItems) fields[lists[i]] = value
     }
     return stringify(fields)
   }
@@ -48,7 +54,8 @@ impl JsHelpers {
     /// to reading fields one by one).
     pub fn new(env: &Env) -> Option<Self> {
         let keys: Vec<&str> = KNOWN_GOAL_FIELDS.iter().copied().chain([OBJECTIVE_REVISION_FIELD]).collect();
-        let source = format!("{SCRIPT}({})", serde_json::to_string(&keys).ok()?);
+        let lists = serde_json::to_string(REVISION_LIST_FIELDS).ok()?;
+        let source = format!("{SCRIPT}({}, {lists}, {MAX_CHECKS})", serde_json::to_string(&keys).ok()?);
         let pair: Object = env.run_script(source).ok()?;
         let stringify = pair.get_element::<Unknown>(0).ok()?;
         let goal_fields = pair.get_element::<Unknown>(1).ok()?;
@@ -60,7 +67,8 @@ impl JsHelpers {
         call_for_string(env, self.stringify, value)
     }
 
-    /// The goal's known scalar fields as JSON text (`null` for a goal that is not an object).
+    /// The goal's known scalar fields and revision list fields as JSON text (`null` for a goal
+    /// that is not an object).
     pub fn goal_fields(&self, env: &Env, goal: Unknown) -> Option<String> {
         call_for_string(env, self.goal_fields, goal)
     }

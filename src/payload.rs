@@ -9,7 +9,7 @@ use napi::{sys, Env, ValueType};
 use serde_json::{Map, Value};
 
 use goal_core::{message_update_matters, parse_payload, reading_of, PayloadReading, WATCHED_METADATA_KEY};
-use goal_core::{KNOWN_GOAL_FIELDS, OBJECTIVE_REVISION_FIELD};
+use goal_core::{KNOWN_GOAL_FIELDS, MAX_CHECKS, OBJECTIVE_REVISION_FIELD, REVISION_LIST_FIELDS};
 
 use crate::env_context::EnvContext;
 use crate::js_helpers::JsHelpers;
@@ -98,7 +98,24 @@ fn goal_fields_of(reader: &Reader, goal: Unknown) -> Value {
         Some(Value::Null) => Value::Null,
         _ => {
             clear_pending_exception(reader.env);
-            goal_fields(goal)
+            let mut fields = goal_fields(goal);
+            if let Value::Object(fields) = &mut fields {
+                revision_lists(reader, goal, fields);
+            }
+            fields
+        }
+    }
+}
+
+/// The goal's list fields that are part of its revision key (see `REVISION_LIST_FIELDS`), each
+/// only when it is an array of at most `MAX_CHECKS` items, as the JavaScript helper reads them:
+/// without them an event would show a goal with checks as one without, unlike a full read.
+fn revision_lists(reader: &Reader, goal: Unknown, fields: &mut Map<String, Value>) {
+    let Some(object) = as_object(Some(goal)) else { return };
+    for key in REVISION_LIST_FIELDS {
+        let list = to_json(reader, get_unknown(&object, key));
+        if let Some(list) = list.filter(|l| l.as_array().is_some_and(|items| items.len() <= MAX_CHECKS)) {
+            fields.insert((*key).to_string(), list);
         }
     }
 }

@@ -93,7 +93,7 @@ pub use record::cause::{Cause, CauseCode};
 pub use record::reasons;
 pub use record::{
     parse_checks, AcceptanceCheck, ChecksError, Goal, GoalStatus, CHECK_COMMAND_CHAR_LIMIT, DEFAULT_CHECK_TIMEOUT_MS,
-    KNOWN_GOAL_FIELDS, MAX_CHECKS, OBJECTIVE_REVISION_FIELD,
+    KNOWN_GOAL_FIELDS, MAX_CHECKS, OBJECTIVE_REVISION_FIELD, REVISION_LIST_FIELDS,
 };
 pub use time::active::{
     active_ms, check_time_budget_ms, check_time_budget_value, format_duration, parse_duration, time_budget_ms,

@@ -302,6 +302,12 @@ pub const CHECKS_FIELD: &str = "checks";
 pub const CRITERIA_FIELD: &str = "criteria";
 /// Goal field counting objective edits (part of the revision key).
 pub const OBJECTIVE_REVISION_FIELD: &str = "objectiveRevision";
+/// The goal's list fields that are part of the revision key ([`Goal::revision`]). A host's
+/// event reader must carry them beside [`KNOWN_GOAL_FIELDS`] (which are scalars only): the
+/// scheduler compares the revision an event shows with the one a recovery scan or a sweep read
+/// from the whole goal, and a field only one side sees would make an unchanged goal look edited,
+/// cutting short the tick in flight (a check round then recorded its finished runs twice).
+pub const REVISION_LIST_FIELDS: &[&str] = &[CHECKS_FIELD];
 
 #[cfg(test)]
 mod tests {
