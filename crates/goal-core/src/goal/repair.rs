@@ -66,6 +66,11 @@ pub struct WriteEchoes {
     next_watch: AtomicU64,
 }
 
+/// The goal object of a whole metadata value (`openchamber.goal`), when there is one.
+fn whole_goal(metadata: &Value) -> Option<&Value> {
+    metadata.get("openchamber")?.get("goal").filter(|goal| goal.is_object())
+}
+
 fn updated_at_of(goal: Option<&Value>) -> Option<f64> {
     goal.and_then(|g| g.get("updatedAt")).and_then(Value::as_f64).filter(|n| n.is_finite())
 }
@@ -105,6 +110,10 @@ impl WriteEchoes {
     /// `metadata` is the whole metadata when the event carried it (see [`Self::is_watching`]).
     pub fn observe(&self, session_id: &str, goal: Option<&Value>, metadata: Option<&Value>, now_ms: f64) {
         self.last_event_ms.store(now_ms.max(0.0) as u64, Ordering::Relaxed);
+        // Inside a watch the event carries the whole metadata, and with it the whole goal: its
+        // lease is the one field that tells two hosts' reservations of one turn apart when both
+        // were written in the same millisecond (the event's own goal holds only scalar fields).
+        let goal = metadata.and_then(whole_goal).or(goal);
         let mut watches = self.watches.lock();
         if let Some(watch) = watches.get_mut(session_id) {
             watch.seen.push(Seen {
@@ -295,6 +304,39 @@ mod tests {
         assert_eq!(lost_foreign(&[with(json!({}))], &ours, &written_foreign), None);
         let bare = Seen { foreign: None, ..with(json!({})) };
         assert_eq!(lost_foreign(&[bare, echo], &ours, &written_foreign), None);
+    }
+
+    /// Two hosts reserve one turn from the same read, in the same millisecond: their goals differ
+    /// only in the lease, which the event's own goal (scalar fields) leaves out. The whole
+    /// metadata a watched event carries tells them apart, so the other host's reservation is not
+    /// taken for our echo and a pause laid over it is seen.
+    #[tokio::test]
+    async fn a_reservation_in_the_same_millisecond_is_told_apart_by_its_lease() {
+        let reservation = |holder: &str, status: &str| json!({"id": "g", "status": status, "turnsUsed": 1, "updatedAt": 3.0, "lease": {"holder": holder, "expiresAt": 9.0}});
+        let scalars = |goal: &Value| {
+            let mut fields = goal.clone();
+            fields.as_object_mut().unwrap().remove("lease");
+            fields
+        };
+        let event = |board: &WriteEchoes, goal: Value| {
+            let metadata = json!({"openchamber": {"goal": goal.clone()}});
+            board.observe("s", Some(&scalars(&goal)), Some(&metadata), 1_000.0);
+        };
+        let board = Arc::new(WriteEchoes::default());
+        let watch = board.watch("s");
+        let (read, ours) = (goal(1.0, "active"), reservation("me", "active"));
+        event(&board, reservation("other", "active"));
+        event(&board, json!({"id": "g", "status": "paused", "updatedAt": 3.0, "turnsUsed": 1}));
+        event(&board, ours.clone());
+        let echo = watch.echo(&read, &ours, 1_000.0, Duration::from_millis(50)).await;
+        assert!(matches!(echo, Echo::Overwrote(Some(ref g)) if g["status"] == "paused"), "{echo:?}");
+        // Without the whole metadata the other host's reservation reads as our echo.
+        let bare = Arc::new(WriteEchoes::default());
+        let watch = bare.watch("s");
+        for goal in [reservation("other", "active"), ours.clone()] {
+            bare.observe("s", Some(&scalars(&goal)), None, 1_000.0);
+        }
+        assert_eq!(watch.echo(&read, &ours, 1_000.0, Duration::from_millis(50)).await, Echo::Clean);
     }
 
     #[tokio::test]
