@@ -43,7 +43,8 @@ export function interleavings(lists) {
 /**
  * Runs one interleaving. `order` lists steps `A.W`, `B.W` (a host's goal write), `A.P`, `B.P`
  * (its continuation post), `A.C`, `B.C` (its check claim), `A.H`, `B.H` (its shell post), and `S`
- * (the user pauses the goal). After each step the host goes on by itself to its next held request
+ * (the user pauses the goal), and `T<ms>` (that much time passes: only where the bound under test is
+ * a length of time). After each step the host goes on by itself to its next held request
  * (or the end of its tick) before the next step: its reads, read-back and echo happen there.
  * `checks`: the goal's acceptance checks (the auditor then says complete). Returns what the wire
  * and the transcript show.
@@ -76,6 +77,11 @@ async function runOrder(order, { checks, quietMs = QUIET_MS } = {}) {
   let stoppedAt = null
   const skipped = []
   for (const step of order) {
+    // `T<ms>`: time passes. Only the bound tests use it: the bound they test is a length of time.
+    if (/^T\d+$/.test(step)) {
+      await new Promise((resolve) => setTimeout(resolve, Number(step.slice(1))))
+      continue
+    }
     if (step === 'S') {
       const goal = goalOf(mock, sid)
       mock.setMetadata(sid, { openchamber: { goal: { ...goal, status: 'paused', statusReason: 'paused by user', updatedAt: Date.now() } } })
@@ -161,7 +167,9 @@ describe('two hosts reserving one tail: every interleaving of write and post', (
   // Both sides of the bound run with a 1 s quiet window, so the echo's own bound is the 1 s a real
   // host has (with 150 ms, a loaded machine sometimes missed the echo: the next assumption).
   it('within the bound: the first host posts while the later writer waits; one message, and a re-post (if any) only by the later writer', async () => {
-    const r = await runOrder(['A.W', 'B.W!', 'A.P'], { quietMs: ECHO_QUIET_MS })
+    // A's post lands 100 ms after B's write was answered: well inside B's 250 ms wait, and well
+    // after B, without the wait, would have read back (a few ms after its echo).
+    const r = await runOrder(['A.W', 'B.W!', 'T100', 'A.P'], { quietMs: ECHO_QUIET_MS })
     expect(r.continuations).toHaveLength(1)
     expect(r.continuations[0].parts.filter((p) => p.type === 'text')).toHaveLength(1)
     expect(r.posts[0].host).toBe('A')
