@@ -100,7 +100,7 @@ async function runOrder(order, { checks, quietMs = QUIET_MS } = {}) {
   hosts.B.gate.release()
   // A check round settles once a host finds the run (the run's end is an idle event, which makes
   // both hosts look again): give it the time to, then judge.
-  if (checks) await waitFor(() => goalOf(mock, sid)?.status === 'complete', 10_000).catch(() => {})
+  if (checks && stoppedAt === null) await waitFor(() => goalOf(mock, sid)?.status === 'complete', 10_000).catch(() => {})
   await waitFor(async () => !(await hosts.A.ticking()) && !(await hosts.B.ticking()), 10_000, 5)
   const hostOf = (r) => (r.headers.host.startsWith('localhost') ? 'B' : 'A')
   const posts = mock.sends(sid).filter((r) => r.path.endsWith('/prompt_async')).map((r) => ({ index: mock.requests.indexOf(r), host: hostOf(r), id: r.body?.messageID }))
@@ -112,8 +112,13 @@ async function runOrder(order, { checks, quietMs = QUIET_MS } = {}) {
       .map((r) => mock.requests.indexOf(r))
       .at(-1)
   const messages = mock.messages(sid)
-  const shells = mock.sends(sid).filter((r) => r.path.endsWith('/shell')).map((r) => ({ host: hostOf(r), id: r.body?.messageID }))
-  const runs = checks ? fs.readFileSync(path.join(dir, 'runs.txt'), 'utf8').split('\n').filter(Boolean).length : 0
+  const shells = mock.sends(sid).filter((r) => r.path.endsWith('/shell')).map((r) => ({ index: mock.requests.indexOf(r), host: hostOf(r), id: r.body?.messageID }))
+  // The goal writes that settled it complete, by their place in the request log.
+  const completions = mock.requests
+    .filter((r) => kindOf(r) === 'W' && r.body?.metadata?.openchamber?.goal?.status === 'complete')
+    .map((r) => mock.requests.indexOf(r))
+  const runsFile = path.join(dir, 'runs.txt')
+  const runs = checks && fs.existsSync(runsFile) ? fs.readFileSync(runsFile, 'utf8').split('\n').filter(Boolean).length : 0
   if (checks) fs.rmSync(dir, { recursive: true, force: true })
   return {
     posts,
@@ -123,7 +128,8 @@ async function runOrder(order, { checks, quietMs = QUIET_MS } = {}) {
     continuations: messages.filter((m) => m.info.role === 'user' && !/zCHK/.test(m.info.id)).slice(1),
     goal: goalOf(mock, sid),
     repeated: mock.repeatedPrompts.filter((p) => p.sessionId === sid && !p.body.noReply),
-    afterStop: stoppedAt === null ? [] : posts.filter((p) => readBefore(p) >= stoppedAt),
+    afterStop: stoppedAt === null ? [] : [...posts, ...shells].filter((p) => readBefore(p) >= stoppedAt),
+    completedAfterStop: stoppedAt !== null && completions.some((index) => index > stoppedAt),
   }
 }
 
@@ -232,4 +238,27 @@ describe('two hosts running the check round of one tail: every interleaving of w
     }
     console.log(`check round: ${checkOrders.length} interleavings covered, check run by A ${ran.A} and by B ${ran.B} times`)
   }, 300_000)
+})
+
+// A user's stop at every position of one check round (the order where both hosts claim before
+// either runs the check): nothing, continuation or check, is posted on a read made after the stop,
+// and the goal is not settled over the pause.
+const checkRoundSteps = ['A.W', 'B.W', 'A.C', 'B.C', 'A.H', 'B.H']
+const checkStopOrders = checkRoundSteps.map((_, at) => [...checkRoundSteps.slice(0, at), 'S', ...checkRoundSteps.slice(at)]).concat([[...checkRoundSteps, 'S']])
+
+describe('a stop during a check round', () => {
+  it(`at every position: at most one run, nothing posted on a read after the stop, the pause stands (${checkStopOrders.length} interleavings)`, async () => {
+    for (const order of checkStopOrders) {
+      const r = await runOrder(order, { checks: [CHECK], quietMs: STOP_QUIET_MS })
+      const label = order.join(' ')
+      expect(r.shells.length, label).toBeLessThanOrEqual(1)
+      expect(r.runs, label).toBe(r.shells.length)
+      expect(r.afterStop, label).toEqual([])
+      expect(r.completedAfterStop, label).toBe(false)
+      // Paused, unless a host had settled it complete before the stop.
+      if (r.goal.status !== 'paused') expect([label, r.goal.status]).toEqual([label, 'complete'])
+      await endRace()
+    }
+    console.log(`check round with a stop: ${checkStopOrders.length} interleavings covered`)
+  }, 120_000)
 })

@@ -19,9 +19,10 @@ use crate::error::HttpError;
 use crate::goal::acceptance::{self, recorded_run, run_from_part, CheckResult, CheckRun};
 use crate::goal::check_claim::{claim_run, Claim};
 use crate::goal::context::Tick;
+use crate::goal::echo::{echo_bound, Heard, ReservationEcho};
 use crate::goal::plan::{Basis, Reservation, Settlement};
 use crate::goal::trail;
-use crate::io::writer::{write_goal, GoalWrite};
+use crate::io::writer::{write_goal_on, GoalWrite};
 use crate::record::cause::CauseCode;
 use crate::record::check_id::{check_message_id, is_check_message};
 use crate::record::lease::take_lease;
@@ -101,18 +102,8 @@ impl Tick<'_> {
     ) -> RoundEnd {
         let total: Duration = checks.iter().map(acceptance::time_limit).sum();
         let hold = self.ctx.config.lease + total + CALL_SLACK;
-        let holder = self.ctx.holder.clone();
-        let held = write_goal(&self.ctx.client, self.session_id, self.directory, &self.guard, |g| {
-            take_lease(g, &holder, now_ms(), hold.as_millis() as f64);
-            if let Some(criteria) = criteria {
-                criteria.apply(g);
-            }
-        })
-        .await;
-        match held {
-            Ok(GoalWrite::Written(_)) => {}
-            Ok(GoalWrite::Stale) => return RoundEnd::Interrupted(TickOutcome::Done),
-            Err(_) => return RoundEnd::Interrupted(TickOutcome::Retry),
+        if let Err(end) = self.hold_round(hold, criteria).await {
+            return end;
         }
         let mut runs = Vec::with_capacity(checks.len());
         for (index, check) in checks.iter().enumerate() {
@@ -126,6 +117,37 @@ impl Tick<'_> {
             runs.push(run);
         }
         RoundEnd::Passed(runs)
+    }
+
+    /// Takes the lease for the round (and records the grading), watched like a reservation: a
+    /// user's stop that landed between the read and this write is heard in its echo and written
+    /// back, and the round ends before anything is claimed or run (see `echo.rs`).
+    async fn hold_round(
+        &self,
+        hold: Duration,
+        criteria: Option<&crate::goal::grading::CriteriaUpdate>,
+    ) -> Result<(), RoundEnd> {
+        let holder = self.ctx.holder.clone();
+        let watch = self.ctx.echoes.watch(self.session_id);
+        let mut read = None;
+        let held = write_goal_on(&self.ctx.client, self.session_id, self.directory, &self.guard, None, |g| {
+            read = Some(g.clone());
+            take_lease(g, &holder, now_ms(), hold.as_millis() as f64);
+            if let Some(criteria) = criteria {
+                criteria.apply(g);
+            }
+        })
+        .await;
+        let (written, metadata) = match held {
+            Ok((GoalWrite::Written(goal), metadata)) => (*goal, metadata),
+            Ok((GoalWrite::Stale, _)) => return Err(RoundEnd::Interrupted(TickOutcome::Done)),
+            Err(_) => return Err(RoundEnd::Interrupted(TickOutcome::Retry)),
+        };
+        let echo = ReservationEcho::of_write(watch, read, written, metadata);
+        match echo.hear(self, echo_bound(self.ctx.config.idle_quiet)).await {
+            Heard::Repaired => Err(RoundEnd::Interrupted(TickOutcome::Done)),
+            Heard::Settled | Heard::Contested | Heard::NotYet => Ok(()),
+        }
     }
 
     /// One check: found in the transcript, or run now by the host whose claim came first (see

@@ -17,6 +17,12 @@ use crate::time::clock::now_ms;
 /// Longest wait for the echo of the reservation before posting (see `repair.rs`).
 pub const ECHO_BOUND: Duration = Duration::from_millis(1_000);
 
+/// The echo's bound on a runtime with this quiet window: [`ECHO_BOUND`], or the quiet window when
+/// shorter (a host that asks for quick turns gets them), never under 50 ms.
+pub fn echo_bound(idle_quiet: Duration) -> Duration {
+    ECHO_BOUND.min(idle_quiet.max(Duration::from_millis(50)))
+}
+
 /// The watch of a reservation's write, with what it needs to judge the echo.
 pub struct ReservationEcho {
     /// The watch, started before the read the write built on.
@@ -48,6 +54,19 @@ pub enum Heard {
 }
 
 impl ReservationEcho {
+    /// The watch of a goal write that landed: `read` is the goal it was built on, `written` the
+    /// goal it wrote, `metadata` the whole metadata it sent.
+    pub fn of_write(watch: WatchGuard, read: Option<Goal>, written: Goal, metadata: Option<Value>) -> Self {
+        ReservationEcho {
+            watch,
+            read_value: read.as_ref().map_or(Value::Null, Goal::to_value),
+            written_value: written.to_value(),
+            written_metadata: metadata,
+            reserved: written,
+            read_goal: read,
+        }
+    }
+
     /// Waits (at most `bound`) for the echo, puts back other writers' keys it shows were
     /// replaced, and writes back a user's goal change it shows was overwritten.
     pub async fn hear(&self, tick: &Tick<'_>, bound: Duration) -> Heard {

@@ -3,13 +3,9 @@
 //! only lets the write land when nobody reserved since this tick read the goal; then the
 //! reservation's echo is awaited briefly for a lost update (see `echo.rs`).
 
-use std::time::Duration;
-
-use serde_json::Value;
-
 use crate::goal::context::{log_write, ReadAtStart, Tick};
 use crate::goal::dispatch::continuation_message_id_for;
-use crate::goal::echo::{Heard, ReservationEcho, ECHO_BOUND};
+use crate::goal::echo::{echo_bound, Heard, ReservationEcho};
 use crate::goal::plan::{Basis, Reservation};
 use crate::io::writer::{continuation_for_of, write_goal_on, GoalGuard, GoalWrite};
 use crate::record::lease::take_lease;
@@ -91,15 +87,8 @@ pub async fn reserve(
     };
     let guard =
         GoalGuard::Exact { revision: reserved.revision(), status: GoalStatus::Active, holder: ctx.holder.clone() };
-    let bound = ECHO_BOUND.min(ctx.config.idle_quiet.max(Duration::from_millis(50)));
-    let echo = ReservationEcho {
-        watch,
-        read_value: read_goal.as_ref().map_or(Value::Null, Goal::to_value),
-        written_value: reserved.to_value(),
-        written_metadata,
-        reserved: reserved.clone(),
-        read_goal,
-    };
+    let bound = echo_bound(ctx.config.idle_quiet);
+    let echo = ReservationEcho::of_write(watch, read_goal, reserved.clone(), written_metadata);
     // An echo that had not come by the bound (a slow event stream) is looked for again when the
     // tick ends without posting: the event that stopped it is often the very write we overwrote.
     let heard = echo.hear(tick, bound).await;
