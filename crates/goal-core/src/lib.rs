@@ -79,7 +79,7 @@ pub use io::shared::SharedContext;
 
 // Configuration and its defaults.
 pub use config::settings::SettingsFlags;
-pub use config::tunables::{count, millis};
+pub use config::tunables::{count, millis, AssistTunables, EvidenceTunables, GoalTunables};
 pub use config::{EvidenceConfig, EvidenceLimits, GoalConfig, ProviderLimits};
 
 // The goal record.
