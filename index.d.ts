@@ -300,7 +300,7 @@ export interface GoalActionResult {
 }
 
 /**
- * Options of `createGoalControl`: where OpenCode is (same forms as the runtime), where the
+ * Options of `createSessionGoalControl` (the native `createGoalControl`): where OpenCode is (same forms as the runtime), where the
  * objective files live, and the small model used to distill objectives over 5,000 chars.
  */
 export interface GoalControlOptions {
@@ -519,9 +519,9 @@ export interface GoalListEntry {
 
 /** What `emitGoalNotification` receives when a goal settles. */
 export interface GoalNotification {
-  /** Session id. */
+  /** The session whose goal settled. */
   sessionId: string
-  /** Project directory. */
+  /** Its project directory. */
   directory: string
   /** `complete`, `blocked` or `budgetLimited`. */
   status: string
@@ -531,9 +531,12 @@ export interface GoalNotification {
   title: string
   /** Ready-made body: objective and detail, ≤ 240 chars. */
   body: string
-  /** `goal-<sessionId>`. */
+  /**
+   * `goal-<sessionId>`: the same for every notification of one session, so a host can let a
+   * newer one replace the older.
+   */
   tag: string
-  /** Always `goal`. */
+  /** Always `goal`: which feature a host's notification came from. */
   kind: string
 }
 
@@ -802,17 +805,20 @@ export interface RuntimeSettingsOptions {
   dataDir?: string
 }
 
-/** Counters and tracked sessions of a runtime. */
+/**
+ * Counters and tracked sessions of a goal runtime (`snapshot()`); the counters count from the
+ * runtime's creation. The assist runtime has its own, `AssistRuntimeSnapshot`.
+ */
 export interface RuntimeSnapshot {
   /** Sessions with an armed timer or a running tick. */
   sessions: Array<SessionState>
-  /** Timers armed. */
+  /** Sessions with a wake-up timer armed now. */
   armedTimers: number
-  /** Ticks running now. */
+  /** Ticks running now (waiting for a slot included). */
   inFlight: number
-  /** Ticks (or assist runs) started. */
+  /** Ticks started: one evaluation of one session's goal each. */
   ticks: number
-  /** Continuations sent (goal) or assists written (assist). */
+  /** Continuation prompts sent. */
   continuations: number
   /** Goals settled or paused by ticks. */
   settled: number
@@ -820,7 +826,7 @@ export interface RuntimeSnapshot {
   followUps: number
   /** Ticks that panicked (caught; session state reset). */
   panics: number
-  /** Goals last seen active in events. */
+  /** Sessions whose goal the runtime last saw active, in events or scans. */
   activeGoals: number
   /** `stop()` was called. */
   stopped: boolean
@@ -1003,7 +1009,10 @@ export interface SessionGoalRequest {
 export interface SessionGoalRuntimeOptions {
   /** Native-first: a fixed OpenCode base URL and headers. */
   openCode?: OpenCodeTarget
-  /** Settings location. */
+  /**
+   * Where OpenChamber's data lives: `settings.json` (its switches, read at fire time) and
+   * the objective files `goals/<sessionId>.md`.
+   */
   settings?: RuntimeSettingsOptions
   /**
    * OpenChamber: builds the URL of an OpenCode API path (called per request, so a host that
@@ -1080,19 +1089,25 @@ export interface SessionMetadataKeyWrite {
   value?: unknown
 }
 
-/** One tracked session. */
+/** One session a runtime tracks (the goal runtime's and the assist runtime's snapshots alike). */
 export interface SessionState {
-  /** Session id. */
+  /** The OpenCode session. */
   sessionId: string
-  /** Directory. */
+  /**
+   * Its project directory, sent with its requests as `?directory=` (empty when no event
+   * named one).
+   */
   directory: string
   /** Milliseconds until the timer fires, when one is armed. */
   dueInMs?: number
-  /** A tick is running. */
+  /** A run for it is in progress (a goal tick, or an assist generation). */
   ticking: boolean
-  /** A follow-up wake-up is queued. */
+  /**
+   * One more run is queued for when the current one ends (an idle, resume or kickoff came
+   * in while it ran).
+   */
   followUp: boolean
-  /** Consecutive read-failure retries. */
+  /** Consecutive runs that could not read the session and were retried (0 once one reads). */
   attempt: number
 }
 
@@ -1117,11 +1132,11 @@ export interface SmallModelFailure {
  * `generateSmallModelText` argument).
  */
 export interface SmallModelRequest {
-  /** User prompt. */
+  /** The user prompt: the task (an audit, a recap, a distillation) and the text it is about. */
   prompt: string
-  /** System prompt. */
+  /** The system prompt: the reply format and the rules of the task. */
   system?: string
-  /** Project directory of the session. */
+  /** Project directory of the session the request is about. */
   directory?: string
   /** The session's provider. */
   preferredProviderID?: string
@@ -1129,15 +1144,15 @@ export interface SmallModelRequest {
   preferredModelID?: string
   /** Never send conversation content to another provider (always true for goal and assist). */
   restrictToPreferredProvider?: boolean
-  /** Output token cap. */
+  /** Most output tokens to ask the model for. */
   maxOutputTokens?: number
-  /** Per-call timeout in ms. */
+  /** How long the runtime gives the call, ms. */
   timeoutMs?: number
 }
 
 /** A small-model answer, or an error as a value (`statusCode` 404 = no small model, silent). */
 export interface SmallModelResult {
-  /** Output text. */
+  /** The model's reply text. */
   text?: string
   /** Provider that answered. */
   providerID?: string

@@ -25,7 +25,8 @@ use crate::types::small_model::{small_model_for, SmallModelChoice};
 pub struct SessionGoalRuntimeOptions {
     /// Native-first: a fixed OpenCode base URL and headers.
     pub open_code: Option<OpenCodeTarget>,
-    /// Settings location.
+    /// Where OpenChamber's data lives: `settings.json` (its switches, read at fire time) and
+    /// the objective files `goals/<sessionId>.md`.
     pub settings: Option<RuntimeSettingsOptions>,
     /// OpenChamber: builds the URL of an OpenCode API path (called per request, so a host that
     /// restarts OpenCode on another port is followed).
