@@ -158,6 +158,19 @@ export interface AssistRuntimeSnapshot {
   stopped: boolean
 }
 
+/** The assist runtime's tunables (`createSessionAssistRuntime({tunables})`). */
+export interface AssistTunablesInput {
+  /**
+   * How long a session must stay quiet after `idle` before the recap and suggestion are
+   * generated (default 60000 ms); busy, retry or a newer user message cancels the wait.
+   */
+  quietMs?: number
+  /** Messages read for the last exchange and for the re-check before writing (default 12). */
+  messageFetchLimit?: number
+  /** Time one small-model call may take (default 60000 ms). */
+  modelTimeoutMs?: number
+}
+
 /**
  * The `<system-reminder>` block that tells the agent goal mode is on (attach it as a synthetic
  * text part after the prompt). A positive `tokenBudget` adds one sentence naming the budget;
@@ -224,7 +237,7 @@ export interface EvidenceOptions {
   maxFiles?: number
   /** Todos listed (default 30). */
   maxTodos?: number
-  /** Characters of the whole digest (default 12000). */
+  /** Characters of the whole digest (default 12000, at least 500). */
   maxDigestChars?: number
   /** Records kept in a goal's audit trail; the oldest are dropped (default 500). */
   historyMaxRecords?: number
@@ -287,7 +300,7 @@ export interface GoalActionResult {
 }
 
 /**
- * Options of `createGoalControl`: where OpenCode is (same forms as the runtime), where the
+ * Options of `createSessionGoalControl` (the native `createGoalControl`): where OpenCode is (same forms as the runtime), where the
  * objective files live, and the small model used to distill objectives over 5,000 chars.
  */
 export interface GoalControlOptions {
@@ -506,9 +519,9 @@ export interface GoalListEntry {
 
 /** What `emitGoalNotification` receives when a goal settles. */
 export interface GoalNotification {
-  /** Session id. */
+  /** The session whose goal settled. */
   sessionId: string
-  /** Project directory. */
+  /** Its project directory. */
   directory: string
   /** `complete`, `blocked` or `budgetLimited`. */
   status: string
@@ -518,9 +531,12 @@ export interface GoalNotification {
   title: string
   /** Ready-made body: objective and detail, ≤ 240 chars. */
   body: string
-  /** `goal-<sessionId>`. */
+  /**
+   * `goal-<sessionId>`: the same for every notification of one session, so a host can let a
+   * newer one replace the older.
+   */
   tag: string
-  /** Always `goal`. */
+  /** Always `goal`: which feature a host's notification came from. */
   kind: string
 }
 
@@ -588,33 +604,39 @@ export interface GoalRecord {
 export declare function goalRuntimeDefaults(): GoalRuntimeDefaults
 
 /**
- * The goal runtime's defaults, in the units of its options (the one place they are defined is
- * the core's `GoalConfig`): for help texts and hosts that show them.
+ * The defaults of the goal runtime's `tunables` and of `fetchTimeoutMs`, in the units and
+ * under the names of those options (the one place they are defined is the core's
+ * `GoalConfig`): for help texts and hosts that show them. `tunables.deriveCriteria` defaults to
+ * true and each `tunables.evidence` size to the value its documentation states.
  */
 export interface GoalRuntimeDefaults {
-  /** `idleQuietMs`. */
+  /** Quiet window after `idle` before a goal is evaluated, ms (`tunables.idleQuietMs`). */
   idleQuietMs: number
-  /** `kickoffQuietMs`. */
+  /** Delay before a fresh goal's first turn, ms (`tunables.kickoffQuietMs`). */
   kickoffQuietMs: number
-  /** `resumeKickoffMs`. */
+  /** Delay before a resumed goal's next turn, ms (`tunables.resumeKickoffMs`). */
   resumeKickoffMs: number
-  /** `maxAutoTurns`. */
+  /** Continuations per goal (`tunables.maxAutoTurns`). */
   maxAutoTurns: number
-  /** `fetchTimeoutMs`. */
+  /** Timeout of one OpenCode call, ms (`fetchTimeoutMs`). */
   fetchTimeoutMs: number
-  /** `messageFetchLimit`. */
+  /** Messages read per evaluation (`tunables.messageFetchLimit`). */
   messageFetchLimit: number
-  /** `auditTimeoutMs`. */
+  /** Timeout of one small-model call, ms (`tunables.auditTimeoutMs`). */
   auditTimeoutMs: number
-  /** `maxRetryAttempts`. */
+  /** Retries of an unreadable session (`tunables.maxRetryAttempts`). */
   maxRetryAttempts: number
-  /** `maxDispatchAttempts`. */
+  /** Attempts to post one continuation (`tunables.maxDispatchAttempts`). */
   maxDispatchAttempts: number
-  /** `leaseMs`. */
+  /** Lease of one evaluation, ms (`tunables.leaseMs`). */
   leaseMs: number
-  /** `maxProviderWaitMs`. */
+  /** Interval of the directory sweep, ms (`tunables.sweepIntervalMs`). */
+  sweepIntervalMs: number
+  /** No-progress turns before the breaker settles a goal (`tunables.noProgressTurns`). */
+  noProgressTurns: number
+  /** Longest single provider-limit park, ms (`tunables.maxProviderWaitMs`). */
   maxProviderWaitMs: number
-  /** `maxProviderWaits`. */
+  /** Provider-limit parks in a row before a goal settles (`tunables.maxProviderWaits`). */
   maxProviderWaits: number
 }
 
@@ -638,6 +660,76 @@ export interface GoalSettingsInput {
    * evidence before the goal may complete.
    */
   criteria?: Array<string>
+}
+
+/**
+ * The goal runtime's tunables (`createSessionGoalRuntime({tunables})`); every one is optional
+ * and `goalRuntimeDefaults()` lists the defaults.
+ */
+export interface GoalTunablesInput {
+  /**
+   * How long a session must stay quiet after `idle` before its goal is evaluated (default
+   * 15000 ms); busy, retry or a new message restarts the wait.
+   */
+  idleQuietMs?: number
+  /** Delay before a fresh goal on an idle session gets its first turn (default 3000 ms). */
+  kickoffQuietMs?: number
+  /** Delay before a resumed goal gets its next turn (default 250 ms). */
+  resumeKickoffMs?: number
+  /**
+   * Continuations the runtime sends for one goal before it settles it (default 20, at least
+   * 1); the continuation prompt shows it as "turn N/M".
+   */
+  maxAutoTurns?: number
+  /** Newest messages read per evaluation (default 40, at least 1). */
+  messageFetchLimit?: number
+  /**
+   * Time one progress audit (a single small-model call, which also grades the criteria) may
+   * take (default 60000 ms).
+   */
+  auditTimeoutMs?: number
+  /**
+   * Retries of an unreadable session before its goal settles blocked (default 4: after the
+   * first read, four more at quiet × 1, 2, 4 and 8; the last of them settles the goal).
+   */
+  maxRetryAttempts?: number
+  /** Attempts to post one continuation before the goal settles blocked (default 3). */
+  maxDispatchAttempts?: number
+  /**
+   * How long an evaluation's lease keeps other hosts' runtimes off the session (default
+   * 120000 ms).
+   */
+  leaseMs?: number
+  /**
+   * How often (ms) the known directories (given, or seen in events) are swept for active goals
+   * on idle sessions with no pending wake-up, e.g. after an idle event the host never
+   * forwarded: one `GET /session` list and one status read per directory (default 300000;
+   * 0 disables).
+   */
+  sweepIntervalMs?: number
+  /**
+   * Consecutive turns with no file change, no successful tool call and near-identical replies
+   * that settle a goal `blocked` (`statusReason: 'no progress'`), whatever the auditor says.
+   * Default 3; 0 turns the breaker off.
+   */
+  noProgressTurns?: number
+  /** Size limits of the evidence digest sent with each audit, and of the audit trail. */
+  evidence?: EvidenceOptions
+  /**
+   * Longest single wait (ms) of a goal parked on a provider's rate or usage limit, whatever
+   * reset time the provider states (default 21600000, 6 hours).
+   */
+  maxProviderWaitMs?: number
+  /**
+   * Parks in a row, with no turn that produced output, before a goal that keeps hitting a
+   * provider limit settles `blocked` with cause `providerQuota` (default 6).
+   */
+  maxProviderWaits?: number
+  /**
+   * Whether a goal without acceptance criteria gets 2 to 6 derived ones from its first audit,
+   * in the same audit call (default true; `false` turns derivation off).
+   */
+  deriveCriteria?: boolean
 }
 
 /** A partial success's caveat: the operation took effect, with this warning. */
@@ -713,17 +805,20 @@ export interface RuntimeSettingsOptions {
   dataDir?: string
 }
 
-/** Counters and tracked sessions of a runtime. */
+/**
+ * Counters and tracked sessions of a goal runtime (`snapshot()`); the counters count from the
+ * runtime's creation. The assist runtime has its own, `AssistRuntimeSnapshot`.
+ */
 export interface RuntimeSnapshot {
   /** Sessions with an armed timer or a running tick. */
   sessions: Array<SessionState>
-  /** Timers armed. */
+  /** Sessions with a wake-up timer armed now. */
   armedTimers: number
-  /** Ticks running now. */
+  /** Ticks running now (waiting for a slot included). */
   inFlight: number
-  /** Ticks (or assist runs) started. */
+  /** Ticks started: one evaluation of one session's goal each. */
   ticks: number
-  /** Continuations sent (goal) or assists written (assist). */
+  /** Continuation prompts sent. */
   continuations: number
   /** Goals settled or paused by ticks. */
   settled: number
@@ -731,7 +826,7 @@ export interface RuntimeSnapshot {
   followUps: number
   /** Ticks that panicked (caught; session state reset). */
   panics: number
-  /** Goals last seen active in events. */
+  /** Sessions whose goal the runtime last saw active, in events or scans. */
   activeGoals: number
   /** `stop()` was called. */
   stopped: boolean
@@ -793,9 +888,11 @@ export interface SendPromptRequest {
 }
 
 /**
- * Options of `createSessionAssistRuntime`. Accepts OpenChamber's names (`buildOpenCodeUrl`,
- * `getOpenCodeAuthHeaders`, `getSmallModelService`, `quietMs`) and a native-first form
- * (`openCode`, `settings`, `generateSmallModelText`, `fetchTimeoutMs`, `logger`).
+ * Options of `createSessionAssistRuntime`: where OpenCode is (`openCode`, or OpenChamber's
+ * `buildOpenCodeUrl` and `getOpenCodeAuthHeaders`), where the settings file is, the small model,
+ * and the tunables, nested in `tunables`. The package entry also takes the flat names
+ * (`quietMs`, `messageFetchLimit`, `modelTimeoutMs`) and moves them into `tunables`
+ * (`lib/drop-in.js`).
  */
 export interface SessionAssistRuntimeOptions {
   /** Native-first: a fixed OpenCode base URL and headers. */
@@ -826,17 +923,10 @@ export interface SessionAssistRuntimeOptions {
   smallModel?: SmallModelChoice
   /** Receives log lines `(level, message)`; messages never contain prompts, model output or credentials. */
   logger?: (level: string, message: string) => unknown
-  /**
-   * Quiet window after `idle` before generating (default 60000 ms). Busy, retry or a newer
-   * user message clears it.
-   */
-  quietMs?: number
+  /** The quiet window, message count and model timeout. */
+  tunables?: AssistTunablesInput
   /** Timeout of every OpenCode call (default 5000 ms). */
   fetchTimeoutMs?: number
-  /** Messages fetched for the last exchange and the tail re-check (default 12). */
-  messageFetchLimit?: number
-  /** Small-model call timeout (default 60000 ms). */
-  modelTimeoutMs?: number
 }
 
 /** Result of create / send / fork. */
@@ -910,15 +1000,19 @@ export interface SessionGoalRequest {
 }
 
 /**
- * Options of `createSessionGoalRuntime`. Accepts OpenChamber's names (`buildOpenCodeUrl`,
- * `getOpenCodeAuthHeaders`, `getSmallModelService`, `emitGoalNotification`, `idleQuietMs`,
- * `kickoffQuietMs`, `maxAutoTurns`) and a native-first form (`openCode`, `settings`, every
- * tunable, `generateSmallModelText`, `logger`).
+ * Options of `createSessionGoalRuntime`: where OpenCode is (`openCode`, or OpenChamber's
+ * `buildOpenCodeUrl` and `getOpenCodeAuthHeaders`), where the data lives (`settings`), the
+ * host's callbacks, and the tunables, nested in `tunables`. The package entry also takes
+ * OpenChamber's flat tunable names (`idleQuietMs`, `kickoffQuietMs`, `maxAutoTurns`,
+ * `deriveCriteria`, …) and moves them into `tunables` (`lib/drop-in.js`).
  */
 export interface SessionGoalRuntimeOptions {
   /** Native-first: a fixed OpenCode base URL and headers. */
   openCode?: OpenCodeTarget
-  /** Settings location. */
+  /**
+   * Where OpenChamber's data lives: `settings.json` (its switches, read at fire time) and
+   * the objective files `goals/<sessionId>.md`.
+   */
   settings?: RuntimeSettingsOptions
   /**
    * OpenChamber: builds the URL of an OpenCode API path (called per request, so a host that
@@ -946,63 +1040,17 @@ export interface SessionGoalRuntimeOptions {
   emitGoalNotification?: (event: GoalNotification) => unknown
   /** Receives log lines `(level, message)`; messages never contain prompts, model output or credentials. */
   logger?: (level: string, message: string) => unknown
-  /** Quiet window after `idle` (default 15000 ms). */
-  idleQuietMs?: number
+  /** The timings, caps and limits (`goalRuntimeDefaults()` lists their defaults). */
+  tunables?: GoalTunablesInput
   /**
-   * Whether a goal without acceptance criteria gets 2 to 6 derived ones from its first audit,
-   * in the same audit call (default true; `false` turns derivation off).
+   * Timeout of every OpenCode call (default 10000 ms). Beside the connection rather than in
+   * `tunables`: every entry point that talks to OpenCode takes it under this name.
    */
-  deriveCriteria?: boolean
-  /** Kickoff delay for a fresh goal on an idle session (default 3000 ms). */
-  kickoffQuietMs?: number
-  /** Kickoff delay after an explicit resume (default 250 ms). */
-  resumeKickoffMs?: number
-  /** Auto-continuation cap per goal (default 20); printed in the continuation prompt. */
-  maxAutoTurns?: number
-  /** Timeout of every OpenCode call (default 10000 ms). */
   fetchTimeoutMs?: number
-  /** Messages fetched per tick (default 40). */
-  messageFetchLimit?: number
-  /** Small-model call timeout (default 60000 ms). */
-  auditTimeoutMs?: number
-  /**
-   * Retries of an unreadable session before its goal settles blocked (default 4: after the
-   * first read, four more at quiet × 1, 2, 4 and 8; the last of them settles the goal).
-   */
-  maxRetryAttempts?: number
-  /** Continuation dispatch attempts before settling blocked (default 3). */
-  maxDispatchAttempts?: number
-  /** How long a tick's lease keeps other hosts' runtimes off a session (default 120000 ms). */
-  leaseMs?: number
   /** Directories scanned for active goals at start and when OpenCode reconnects. */
   directories?: Array<string>
   /** Scan the directories at start (default true when directories are given). */
   recoverOnStart?: boolean
-  /**
-   * How often (ms) the known directories (given, or seen in events) are swept for active goals
-   * on idle sessions with no pending wake-up, e.g. after an idle event the host never
-   * forwarded: one `GET /session` list and one status read per directory (default 300000;
-   * 0 disables).
-   */
-  sweepIntervalMs?: number
-  /**
-   * Consecutive turns with no file change, no successful tool call and near-identical replies
-   * that settle a goal `blocked` (`statusReason: 'no progress'`), whatever the auditor says.
-   * Default 3; 0 turns the breaker off.
-   */
-  noProgressTurns?: number
-  /** Size limits of the evidence digest sent with each audit, and of the audit trail. */
-  evidence?: EvidenceOptions
-  /**
-   * Longest single wait (ms) of a goal parked on a provider's rate or usage limit, whatever
-   * reset time the provider states (default 21600000, 6 hours).
-   */
-  maxProviderWaitMs?: number
-  /**
-   * Parks in a row, with no turn that produced output, before a goal that keeps hitting a
-   * provider limit settles `blocked` with cause `providerQuota` (default 6).
-   */
-  maxProviderWaits?: number
 }
 
 /** A session's goal with its effective objective. */
@@ -1041,19 +1089,25 @@ export interface SessionMetadataKeyWrite {
   value?: unknown
 }
 
-/** One tracked session. */
+/** One session a runtime tracks (the goal runtime's and the assist runtime's snapshots alike). */
 export interface SessionState {
-  /** Session id. */
+  /** The OpenCode session. */
   sessionId: string
-  /** Directory. */
+  /**
+   * Its project directory, sent with its requests as `?directory=` (empty when no event
+   * named one).
+   */
   directory: string
   /** Milliseconds until the timer fires, when one is armed. */
   dueInMs?: number
-  /** A tick is running. */
+  /** A run for it is in progress (a goal tick, or an assist generation). */
   ticking: boolean
-  /** A follow-up wake-up is queued. */
+  /**
+   * One more run is queued for when the current one ends (an idle, resume or kickoff came
+   * in while it ran).
+   */
   followUp: boolean
-  /** Consecutive read-failure retries. */
+  /** Consecutive runs that could not read the session and were retried (0 once one reads). */
   attempt: number
 }
 
@@ -1078,11 +1132,11 @@ export interface SmallModelFailure {
  * `generateSmallModelText` argument).
  */
 export interface SmallModelRequest {
-  /** User prompt. */
+  /** The user prompt: the task (an audit, a recap, a distillation) and the text it is about. */
   prompt: string
-  /** System prompt. */
+  /** The system prompt: the reply format and the rules of the task. */
   system?: string
-  /** Project directory of the session. */
+  /** Project directory of the session the request is about. */
   directory?: string
   /** The session's provider. */
   preferredProviderID?: string
@@ -1090,15 +1144,15 @@ export interface SmallModelRequest {
   preferredModelID?: string
   /** Never send conversation content to another provider (always true for goal and assist). */
   restrictToPreferredProvider?: boolean
-  /** Output token cap. */
+  /** Most output tokens to ask the model for. */
   maxOutputTokens?: number
-  /** Per-call timeout in ms. */
+  /** How long the runtime gives the call, ms. */
   timeoutMs?: number
 }
 
 /** A small-model answer, or an error as a value (`statusCode` 404 = no small model, silent). */
 export interface SmallModelResult {
-  /** Output text. */
+  /** The model's reply text. */
   text?: string
   /** Provider that answered. */
   providerID?: string

@@ -5,7 +5,6 @@
 // of the package (__test__/exports.test.mjs checks both entries against the list).
 export type * from './index'
 export {
-  createSessionAssistRuntime,
   writeSessionMetadataKey,
   goalRuntimeDefaults,
   intakePayloadTypes,
@@ -13,7 +12,25 @@ export {
 } from './index'
 
 // ---- The goal runtime (runtime.js wraps the native one) ------------------------------------------
-import type { SessionGoalRuntime as NativeGoalRuntime, SessionGoalRuntimeOptions } from './index'
+import type {
+  AssistTunablesInput,
+  GoalTunablesInput,
+  SessionAssistRuntime,
+  SessionAssistRuntimeOptions as NativeAssistRuntimeOptions,
+  SessionGoalRuntime as NativeGoalRuntime,
+  SessionGoalRuntimeOptions as NativeGoalRuntimeOptions,
+} from './index'
+
+/**
+ * Options of `createSessionGoalRuntime`: the native options, plus each tunable flat beside them
+ * as OpenChamber passes `idleQuietMs`, `kickoffQuietMs`, `maxAutoTurns` and `deriveCriteria`.
+ * The package entry moves flat ones into `tunables` (lib/drop-in.js); one setting given both
+ * ways is refused (`invalidInput`).
+ */
+export type SessionGoalRuntimeOptions = NativeGoalRuntimeOptions & GoalTunablesInput
+
+/** Options of `createSessionAssistRuntime`: the native options, plus `quietMs`, `messageFetchLimit` and `modelTimeoutMs` flat, moved into `tunables` as for the goal runtime. */
+export type SessionAssistRuntimeOptions = NativeAssistRuntimeOptions & AssistTunablesInput
 
 /** The goal runtime a host holds. Every method's failure is a `SessionGoalError`. */
 export interface GoalRuntime extends Omit<NativeGoalRuntime, 'explain'> {
@@ -26,6 +43,12 @@ export interface GoalRuntime extends Omit<NativeGoalRuntime, 'explain'> {
  * Throws `SessionGoalError` `invalidInput` for unusable options.
  */
 export declare function createSessionGoalRuntime(options: SessionGoalRuntimeOptions): GoalRuntime
+
+/**
+ * Creates the session assist runtime (recap and suggestion after a quiet idle). Throws
+ * `SessionGoalError` `invalidInput` for unusable options.
+ */
+export declare function createSessionAssistRuntime(options: SessionAssistRuntimeOptions): SessionAssistRuntime
 
 // ---- Goal creation and control (lib/goals.js) ---------------------------------------------------
 import type {

@@ -7,8 +7,8 @@
 // The generated loader, behind one clear error when no binary loads (lib/load-native.js).
 const native = require('./lib/load-native.js').loadNative()
 const { withDefaultLogger } = require('./lib/operator-console.js')
-const { fromThrown, settle } = require('./lib/errors.js')
-const { withSmallModelService } = require('./lib/drop-in.js')
+const { fromThrown, invalidInput, settle } = require('./lib/errors.js')
+const { withSmallModelService, nestedTunables, GOAL_TUNABLES, ASSIST_TUNABLES } = require('./lib/drop-in.js')
 
 // The payload types the runtimes read: the intake contract of goal-core, exported by the
 // binding, so this prefilter cannot drift from what native code parses.
@@ -90,21 +90,24 @@ function wrapRuntime(inner) {
   }
 }
 
-// Unusable options (no OpenCode location, a wrong type) are the only way construction fails.
-function constructed(create, options) {
+// Unusable options (no OpenCode location, a wrong type, a tunable given flat and nested) are the
+// only way construction fails. `tunableNames` are the runtime's flat tunables (lib/drop-in.js).
+function constructed(create, options, tunableNames) {
+  const adapted = nestedTunables(adaptOptions(withDefaultLogger(options)), tunableNames)
+  if (adapted.problem) throw invalidInput(adapted.problem, adapted.field)
   try {
-    return wrapRuntime(create(adaptOptions(withDefaultLogger(options))))
+    return wrapRuntime(create(adapted.options))
   } catch (error) {
     throw fromThrown(error, 'invalidInput')
   }
 }
 
 function createSessionGoalRuntime(options) {
-  return constructed(native.createSessionGoalRuntime, options)
+  return constructed(native.createSessionGoalRuntime, options, GOAL_TUNABLES)
 }
 
 function createSessionAssistRuntime(options) {
-  return constructed(native.createSessionAssistRuntime, options)
+  return constructed(native.createSessionAssistRuntime, options, ASSIST_TUNABLES)
 }
 
 // Bad input rejects as invalidInput (napi's conversion codes); a failed read or write of the

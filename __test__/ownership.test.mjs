@@ -4,13 +4,11 @@
 // docs/ownership.md states the rule these tests hold the runtime to.
 import { afterEach, describe, expect, it } from 'vitest'
 import { setup, scriptedAuditor, sessionWithReply, goalOf, waitFor } from './helpers.mjs'
-import { createRequestGate } from './mock/opencode/gate.mjs'
 
 let env
-let gate
 afterEach(async () => {
-  gate?.close()
-  gate = undefined
+  // Held requests go first: the runtime's stop waits for its in-flight requests.
+  env?.mock.releaseGates()
   await env?.cleanup()
   env = undefined
 })
@@ -124,33 +122,33 @@ async function runOrder(order) {
     runtimeOptions: { idleQuietMs: 50, kickoffQuietMs: 60_000, resumeKickoffMs: 60_000 },
   })
   const { mock } = env
-  gate = createRequestGate(mock)
+  const held = (method, path, times = 1) => mock.gate({ method, path, times, until: 'manual' })
   // Every list of the directory (the owner list, and a recovery scan when the stream connects)
   // waits for step L.
-  const list = gate.hold({ method: 'GET', path: '/session', every: true })
+  const list = held('GET', '/session', Infinity)
   const source = sessionWithReply(mock)
-  const readSource = gate.hold({ method: 'GET', path: `/session/${source.id}` })
-  const firstWrite = gate.hold({ method: 'PATCH', path: `/session/${source.id}` })
+  const readSource = held('GET', `/session/${source.id}`)
+  const firstWrite = held('PATCH', `/session/${source.id}`)
   let copy = null
   let readCopy = null
   const steps = {
     F: async () => {
       copy = mock.forkSession(source.id)
-      readCopy = gate.hold({ method: 'GET', path: `/session/${copy.id}` })
+      readCopy = held('GET', `/session/${copy.id}`)
       // The copy is announced (idle) as soon as it exists: before its source in most orders.
       mock.setStatus(copy.id, 'idle')
     },
     L: async () => {
-      await list.arrived
+      await list.arrived()
       list.release()
     },
     S: async () => {
       mock.setStatus(source.id, 'idle')
-      await readSource.arrived
+      await readSource.arrived()
       readSource.release()
     },
     C: async () => {
-      await readCopy.arrived
+      await readCopy.arrived()
       readCopy.release()
     },
   }
@@ -164,7 +162,7 @@ async function runOrder(order) {
   expect(goalOf(mock, source.id)).toMatchObject({ status: 'active', sessionId: source.id })
   // Counted at the wire: the source got its continuation, the copy nothing.
   expect(mock.sends(copy.id)).toHaveLength(0)
-  expect(list.held > 0 && readSource.held === 1 && readCopy.held === 1).toBe(true)
+  expect(list.caught().length > 0 && readSource.caught().length === 1 && readCopy.caught().length === 1).toBe(true)
   return ownerLists(mock).filter((r) => r.query.roots === 'true').length
 }
 
@@ -179,8 +177,7 @@ describe('ownership under every interleaving', () => {
         error.message = `order ${order.join(' ')}: ${error.message}`
         throw error
       } finally {
-        gate?.close()
-        gate = undefined
+        env?.mock.releaseGates()
         await env?.cleanup()
         env = undefined
       }

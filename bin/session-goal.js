@@ -516,8 +516,7 @@ async function runWatch(pkg, control, target, directory, flags) {
     openCode: { baseUrl: target.url, headers: target.headers },
     settings: { dataDir: control.dataDir },
     directories: [directory],
-    idleQuietMs: parseMillis(flags, 'idle-quiet-ms'),
-    kickoffQuietMs: parseMillis(flags, 'kickoff-quiet-ms'),
+    tunables: { idleQuietMs: parseMillis(flags, 'idle-quiet-ms'), kickoffQuietMs: parseMillis(flags, 'kickoff-quiet-ms') },
     ...(auditor ? { generateSmallModelText: auditor } : {}),
     ...(smallModel ? { smallModel } : {}),
     // watch prints the transitions itself (and --json needs a clean stdout): no console lines.

@@ -70,8 +70,10 @@ async function main() {
     openCode: { baseUrl: options.url, headers: options.headers },
     directories: options.directories,
     ...(options.smallModel ? { smallModel: options.smallModel } : {}),
-    ...(Number.isFinite(options.quietMs) ? { idleQuietMs: options.quietMs } : {}),
-    ...(Number.isFinite(options.maxTurns) ? { maxAutoTurns: options.maxTurns } : {}),
+    tunables: {
+      ...(Number.isFinite(options.quietMs) ? { idleQuietMs: options.quietMs } : {}),
+      ...(Number.isFinite(options.maxTurns) ? { maxAutoTurns: options.maxTurns } : {}),
+    },
     emitGoalNotification: (event) => say(`notification: ${event.title} — ${event.body}`, event.sessionId),
     logger: (level, message) => {
       if (level === 'warn' || level === 'error') say(`runtime ${level}: ${message}`)

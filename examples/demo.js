@@ -99,8 +99,7 @@ async function main() {
     const runtime = pkg.createSessionGoalRuntime({
       openCode: { baseUrl: oc.url },
       settings: { dataDir },
-      idleQuietMs: 1000,
-      kickoffQuietMs: 1000,
+      tunables: { idleQuietMs: 1000, kickoffQuietMs: 1000 },
       emitGoalNotification: (event) => notifications.push(event),
       logger: (level, message) => {
         if (level === 'warn' || level === 'error') say(`runtime ${level}: ${message}`)

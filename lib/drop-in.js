@@ -3,7 +3,10 @@
 //   and the goal control, which shares their options);
 // - create.js's `{baseUrl, authHeaders, sessionID, onWarning}` (createSessionGoal);
 // - the orchestration route's flat goal fields (`goal: true, goalTokenBudget, …`) on the
-//   control's createSession / sendPrompt / forkSession, which mirror that route.
+//   control's createSession / sendPrompt / forkSession, which mirror that route;
+// - the runtimes' flat tunables (`idleQuietMs`, `kickoffQuietMs`, `maxAutoTurns` and
+//   `deriveCriteria` beside the callbacks; the assist's `quietMs`), which native code takes
+//   nested in `tunables: {…}`.
 // Every other entry point takes the package's own nested options.
 'use strict'
 
@@ -98,4 +101,45 @@ function orchestrationRequest(request) {
   return { request: { ...rest, goal: settings } }
 }
 
-module.exports = { withSmallModelService, referenceConnection, referenceRequest, reportWarnings, orchestrationRequest }
+// Every tunable of each runtime, under the one name it has flat and in `tunables`. OpenChamber
+// passes idleQuietMs, kickoffQuietMs, maxAutoTurns and deriveCriteria flat; the rest were
+// documented flat before `tunables` existed, and stay accepted so that no host breaks.
+const GOAL_TUNABLES = Object.freeze([
+  'idleQuietMs', 'kickoffQuietMs', 'resumeKickoffMs', 'maxAutoTurns', 'messageFetchLimit', 'auditTimeoutMs',
+  'maxRetryAttempts', 'maxDispatchAttempts', 'leaseMs', 'sweepIntervalMs', 'noProgressTurns', 'evidence',
+  'maxProviderWaitMs', 'maxProviderWaits', 'deriveCriteria',
+])
+const ASSIST_TUNABLES = Object.freeze(['quietMs', 'messageFetchLimit', 'modelTimeoutMs'])
+
+/**
+ * Runtime options with the flat tunables among `names` moved into `tunables: {…}`. Returns
+ * `{options}` or `{problem, field}` when one setting is given both ways (neither silently wins).
+ * A `tunables` that is not an object is passed on untouched, for native code to refuse.
+ */
+function nestedTunables(options, names) {
+  const flat = names.filter((name) => options[name] !== undefined && options[name] !== null)
+  if (flat.length === 0) return { options }
+  const given = options.tunables
+  if (given !== undefined && given !== null && !isObject(given)) return { options }
+  const tunables = isObject(given) ? { ...given } : {}
+  const rest = { ...options }
+  for (const name of names) delete rest[name]
+  for (const name of flat) {
+    if (tunables[name] !== undefined && tunables[name] !== null) {
+      return { problem: `pass ${name} or tunables.${name}, not both`, field: name }
+    }
+    tunables[name] = options[name]
+  }
+  return { options: { ...rest, tunables } }
+}
+
+module.exports = {
+  withSmallModelService,
+  referenceConnection,
+  referenceRequest,
+  reportWarnings,
+  orchestrationRequest,
+  nestedTunables,
+  GOAL_TUNABLES,
+  ASSIST_TUNABLES,
+}

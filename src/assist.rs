@@ -9,16 +9,19 @@ use napi_derive::napi;
 use goal_core::DataDir;
 use goal_core::SessionSnapshot;
 use goal_core::DEFAULT_ASSIST_FETCH_TIMEOUT;
-use goal_core::{AssistConfig, AssistRuntime, AssistRuntimeSettings, AssistSnapshot};
+use goal_core::{AssistConfig, AssistRuntime, AssistRuntimeSettings, AssistSnapshot, AssistTunables};
 
 use crate::callbacks::{HeadersCallback, LoggerCallback, ModelCallback, UrlCallback};
 use crate::env_context::{EnvContext, EnvRuntime};
-use crate::options::{self, connection_of, count, millis};
+use crate::options::tunables::AssistTunablesInput;
+use crate::options::{self, connection_of};
 use crate::{install_logger, payload, OpenCodeTarget, RuntimeSettingsOptions, SessionState};
 
-/// Options of `createSessionAssistRuntime`. Accepts OpenChamber's names (`buildOpenCodeUrl`,
-/// `getOpenCodeAuthHeaders`, `getSmallModelService`, `quietMs`) and a native-first form
-/// (`openCode`, `settings`, `generateSmallModelText`, `fetchTimeoutMs`, `logger`).
+/// Options of `createSessionAssistRuntime`: where OpenCode is (`openCode`, or OpenChamber's
+/// `buildOpenCodeUrl` and `getOpenCodeAuthHeaders`), where the settings file is, the small model,
+/// and the tunables, nested in `tunables`. The package entry also takes the flat names
+/// (`quietMs`, `messageFetchLimit`, `modelTimeoutMs`) and moves them into `tunables`
+/// (`lib/drop-in.js`).
 #[napi(object, object_to_js = false)]
 pub struct SessionAssistRuntimeOptions {
     /// Native-first: a fixed OpenCode base URL and headers.
@@ -49,15 +52,10 @@ pub struct SessionAssistRuntimeOptions {
     /// Receives log lines `(level, message)`; messages never contain prompts, model output or credentials.
     #[napi(ts_type = "(level: string, message: string) => unknown")]
     pub logger: Option<LoggerCallback>,
-    /// Quiet window after `idle` before generating (default 60000 ms). Busy, retry or a newer
-    /// user message clears it.
-    pub quiet_ms: Option<f64>,
+    /// The quiet window, message count and model timeout.
+    pub tunables: Option<AssistTunablesInput>,
     /// Timeout of every OpenCode call (default 5000 ms).
     pub fetch_timeout_ms: Option<f64>,
-    /// Messages fetched for the last exchange and the tail re-check (default 12).
-    pub message_fetch_limit: Option<f64>,
-    /// Small-model call timeout (default 60000 ms).
-    pub model_timeout_ms: Option<f64>,
 }
 
 /// Counters and tracked sessions of the assist runtime.
@@ -132,12 +130,7 @@ impl SessionAssistRuntimeOptions {
         let data_dir = DataDir::new(options::data_dir(None, self.settings));
         let small_model =
             crate::small_model_for(context, self.generate_small_model_text, &client, self.small_model.as_ref());
-        let defaults = AssistConfig::default();
-        let config = AssistConfig {
-            quiet: millis(self.quiet_ms, defaults.quiet),
-            message_limit: count(self.message_fetch_limit, defaults.message_limit as u64, 1) as usize,
-            model_timeout: millis(self.model_timeout_ms, defaults.model_timeout),
-        };
+        let config = AssistConfig::from(self.tunables.map(AssistTunables::from).unwrap_or_default());
         let shared = context.shared().clone();
         Ok((AssistRuntimeSettings { client, small_model, data_dir, config, shared }, self.logger))
     }

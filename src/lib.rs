@@ -31,7 +31,8 @@ use goal_core::GoalRuntime;
 
 use callbacks::LoggerCallback;
 use env_context::{EnvContext, EnvRuntime};
-pub use options::goal_runtime::{EvidenceOptions, GoalRuntimeDefaults, SessionGoalRuntimeOptions};
+pub use options::goal_runtime::{GoalRuntimeDefaults, SessionGoalRuntimeOptions};
+pub use options::tunables::{AssistTunablesInput, EvidenceOptions, GoalTunablesInput};
 pub use options::{OpenCodeTarget, RuntimeSettingsOptions};
 pub(crate) use types::answers::{explanation_of, history_records};
 pub use types::answers::{GoalExplanation, GoalHistoryRecord};

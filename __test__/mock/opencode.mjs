@@ -115,7 +115,9 @@
 //   'manual'          the test lets held requests go one at a time: gate.releaseNext(pick?) → entry.
 //   gate.arrived(n=1) → Promise of the n-th caught request's entry; gate.caught() → entries;
 //   gate.held; gate.open; gate.release() (all held go on, nothing more is caught); gate.remove().
-//   mock.close() lets every held request go (and then destroys it with the server).
+//   mock.releaseGates() lets every held request of every gate go, and later ones pass (a test's
+//   cleanup, before it stops a runtime that waits for its requests); mock.close() does it too
+//   (and then destroys them with the server). All of it lives in opencode/gates.mjs.
 //
 // OUTAGES
 //   mock.refuseConnections({forMs?}) closes the listener and destroys every socket (SSE and
@@ -250,8 +252,6 @@ export async function startMockOpenCode(options = {}) {
     retries: [],
     onPrompt: null,
     onPatch: null,
-    /** `async (request) => {}` awaited before a request is served (a gate: opencode/gate.mjs). */
-    holdRequest: null,
   };
 
   const ids = createIds();
@@ -327,6 +327,7 @@ export async function startMockOpenCode(options = {}) {
     clearFaults: faults.clear,
     gate: gates.add,
     signal: gates.signal,
+    releaseGates: gates.releaseAll,
     sends: (sessionId) => mock.requests.filter((r) => {
       const target = sendTarget(r);
       return target !== null && (sessionId === undefined || target === sessionId);

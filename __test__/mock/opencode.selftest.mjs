@@ -374,7 +374,7 @@ async function main() {
       assert.deepEqual(text(stored(cid)[0]), mock.requests.filter((r) => r.body?.messageID === cid).map((r) => r.body.parts[0].text), 'arrival order');
     });
 
-    await step('gates: hold a request until a signal, another request answered, an event, or a manual release', async () => {
+    await step('gates: hold a request until a signal, another request answered, an event, or a manual release (one or all)', async () => {
       const s = mock.createSession({ directory: DIR });
       const order = [];
       const timed = (label, p) => p.then((res) => (order.push(label), res.status));
@@ -422,6 +422,17 @@ async function main() {
       assert.equal(manual.releaseNext(), null);
       // A gate's `times` is spent: later requests pass.
       assert.equal((await api(`/session/${s.id}/todo${q}`)).status, 200);
+      // Every matching request until released (`times: Infinity`); mock.releaseGates() lets every
+      // held request go, and later ones pass.
+      const every = mock.gate({ method: 'GET', path: `/session/${s.id}/todo`, times: Infinity, until: 'manual' });
+      const todos = [api(`/session/${s.id}/todo${q}`), api(`/session/${s.id}/todo${q}`)].map((p) => p.then((res) => res.status));
+      await every.arrived(2);
+      assert.equal(every.held, 2);
+      mock.releaseGates();
+      assert.deepEqual(await Promise.all(todos), [200, 200]);
+      assert.equal(every.held, 0);
+      assert.equal((await api(`/session/${s.id}/todo${q}`)).status, 200);
+      every.remove();
     });
 
     assert.deepEqual(mock.errors, []);

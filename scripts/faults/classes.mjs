@@ -311,7 +311,7 @@ async function auditorErrors() {
 }
 
 async function auditorTimeouts() {
-  return withHarness('auditor-timeout', { runtimeOptions: { auditTimeoutMs: 300 } }, async (h) => {
+  return withHarness('auditor-timeout', { runtimeOptions: { tunables: { auditTimeoutMs: 300 } } }, async (h) => {
     await standardRuntime(h)
     h.addCase({ label: 'never answers', auditor: () => new Promise(() => {}), expect: AUDIT_UNAVAILABLE })
     h.addCase({
@@ -1008,7 +1008,7 @@ async function droppedEvents() {
     }
     await standardRuntime(h, {
       filter: blindFilter(h, blind),
-      options: { sweepIntervalMs: 400, directories: cases.map((c) => c.directory), recoverOnStart: false },
+      options: { tunables: { sweepIntervalMs: 400 }, directories: cases.map((c) => c.directory), recoverOnStart: false },
     })
     for (const c of cases) h.start(c)
     await h.settle({ timeoutMs: 20_000 })

@@ -184,19 +184,18 @@ export async function createHarness(name, { mockOptions = {}, runtimeOptions = {
     /** Creates a goal runtime wired like a host; `filter(payload, directory)` drops events. */
     newRuntime({ options = {}, raw = false, forward = true, filter, label = 'runtime', baseUrl = mock.url } = {}) {
       const factory = raw ? native.createSessionGoalRuntime : pkg.createSessionGoalRuntime
+      // The tunables nested, as the raw binding takes them: a class's own are merged in.
+      const tunables = { idleQuietMs: QUIET_MS, kickoffQuietMs: 100, resumeKickoffMs: 50, auditTimeoutMs: 3000, ...runtimeOptions.tunables, ...options.tunables }
       const runtime = factory({
         openCode: { baseUrl },
         settings: { dataDir },
-        idleQuietMs: QUIET_MS,
-        kickoffQuietMs: 100,
-        resumeKickoffMs: 50,
         fetchTimeoutMs: 1000,
-        auditTimeoutMs: 3000,
         emitGoalNotification: (event) => notifications.push(event),
         generateSmallModelText: auditor,
         logger: (level, line) => { logLines.push(level + ' ' + line); if (process.env.FAULTS_LOG) console.error(Date.now() % 100000, label, level, line) },
         ...runtimeOptions,
         ...options,
+        tunables,
       })
       const entry = { runtime, native: raw, label, live: true, stream: null, connected: false }
       if (forward) {

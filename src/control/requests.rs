@@ -20,7 +20,7 @@ use crate::options::goal_settings::GoalSettingsInput;
 use crate::options::{self, connection_of, millis};
 use crate::{OpenCodeTarget, RuntimeSettingsOptions};
 
-/// Options of `createGoalControl`: where OpenCode is (same forms as the runtime), where the
+/// Options of `createSessionGoalControl` (the native `createGoalControl`): where OpenCode is (same forms as the runtime), where the
 /// objective files live, and the small model used to distill objectives over 5,000 chars.
 #[napi(object, object_to_js = false)]
 pub struct GoalControlOptions {

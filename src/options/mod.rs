@@ -1,6 +1,7 @@
 //! What every options struct shares: the connection to OpenCode and the data directory. Each
 //! options struct has a `resolve()` beside it that turns it into the core's settings with this
-//! module and `goal_core::tunables` (raw numbers to durations and counts); the defaults live in
+//! module; the runtimes' `tunables` (`tunables.rs`) become the core's config under the rules of
+//! `goal_core::tunables` (raw numbers to durations and counts), and the defaults live in
 //! `goal-core`, next to the settings they fill.
 
 use std::collections::HashMap;
@@ -17,10 +18,11 @@ use goal_core::{Endpoint, OpenCodeClient, StaticEndpoint};
 use crate::callbacks::{HeadersCallback, HostEndpoint, UrlCallback};
 use crate::env_context::EnvContext;
 
-pub use goal_core::{count, millis};
+pub use goal_core::millis;
 
 pub mod goal_runtime;
 pub mod goal_settings;
+pub mod tunables;
 
 /// Where OpenCode listens (native-first form).
 #[napi(object)]

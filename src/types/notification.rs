@@ -5,9 +5,9 @@ use napi_derive::napi;
 /// What `emitGoalNotification` receives when a goal settles.
 #[napi(object)]
 pub struct GoalNotification {
-    /// Session id.
+    /// The session whose goal settled.
     pub session_id: String,
-    /// Project directory.
+    /// Its project directory.
     pub directory: String,
     /// `complete`, `blocked` or `budgetLimited`.
     pub status: String,
@@ -18,8 +18,9 @@ pub struct GoalNotification {
     pub title: String,
     /// Ready-made body: objective and detail, ≤ 240 chars.
     pub body: String,
-    /// `goal-<sessionId>`.
+    /// `goal-<sessionId>`: the same for every notification of one session, so a host can let a
+    /// newer one replace the older.
     pub tag: String,
-    /// Always `goal`.
+    /// Always `goal`: which feature a host's notification came from.
     pub kind: String,
 }

@@ -41,11 +41,11 @@ pub(crate) fn small_model_for(
 /// `generateSmallModelText` argument).
 #[napi(object)]
 pub struct SmallModelRequest {
-    /// User prompt.
+    /// The user prompt: the task (an audit, a recap, a distillation) and the text it is about.
     pub prompt: String,
-    /// System prompt.
+    /// The system prompt: the reply format and the rules of the task.
     pub system: Option<String>,
-    /// Project directory of the session.
+    /// Project directory of the session the request is about.
     pub directory: Option<String>,
     /// The session's provider.
     #[napi(js_name = "preferredProviderID")]
@@ -55,16 +55,16 @@ pub struct SmallModelRequest {
     pub preferred_model_id: Option<String>,
     /// Never send conversation content to another provider (always true for goal and assist).
     pub restrict_to_preferred_provider: Option<bool>,
-    /// Output token cap.
+    /// Most output tokens to ask the model for.
     pub max_output_tokens: Option<u32>,
-    /// Per-call timeout in ms.
+    /// How long the runtime gives the call, ms.
     pub timeout_ms: Option<f64>,
 }
 
 /// A small-model answer, or an error as a value (`statusCode` 404 = no small model, silent).
 #[napi(object)]
 pub struct SmallModelResult {
-    /// Output text.
+    /// The model's reply text.
     pub text: Option<String>,
     /// Provider that answered.
     #[napi(js_name = "providerID")]

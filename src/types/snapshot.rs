@@ -2,18 +2,19 @@
 
 use napi_derive::napi;
 
-/// Counters and tracked sessions of a runtime.
+/// Counters and tracked sessions of a goal runtime (`snapshot()`); the counters count from the
+/// runtime's creation. The assist runtime has its own, `AssistRuntimeSnapshot`.
 #[napi(object)]
 pub struct RuntimeSnapshot {
     /// Sessions with an armed timer or a running tick.
     pub sessions: Vec<SessionState>,
-    /// Timers armed.
+    /// Sessions with a wake-up timer armed now.
     pub armed_timers: u32,
-    /// Ticks running now.
+    /// Ticks running now (waiting for a slot included).
     pub in_flight: u32,
-    /// Ticks (or assist runs) started.
+    /// Ticks started: one evaluation of one session's goal each.
     pub ticks: f64,
-    /// Continuations sent (goal) or assists written (assist).
+    /// Continuation prompts sent.
     pub continuations: f64,
     /// Goals settled or paused by ticks.
     pub settled: f64,
@@ -21,26 +22,28 @@ pub struct RuntimeSnapshot {
     pub follow_ups: f64,
     /// Ticks that panicked (caught; session state reset).
     pub panics: f64,
-    /// Goals last seen active in events.
+    /// Sessions whose goal the runtime last saw active, in events or scans.
     pub active_goals: u32,
     /// `stop()` was called.
     pub stopped: bool,
 }
 
-/// One tracked session.
+/// One session a runtime tracks (the goal runtime's and the assist runtime's snapshots alike).
 #[napi(object)]
 pub struct SessionState {
-    /// Session id.
+    /// The OpenCode session.
     pub session_id: String,
-    /// Directory.
+    /// Its project directory, sent with its requests as `?directory=` (empty when no event
+    /// named one).
     pub directory: String,
     /// Milliseconds until the timer fires, when one is armed.
     pub due_in_ms: Option<f64>,
-    /// A tick is running.
+    /// A run for it is in progress (a goal tick, or an assist generation).
     pub ticking: bool,
-    /// A follow-up wake-up is queued.
+    /// One more run is queued for when the current one ends (an idle, resume or kickoff came
+    /// in while it ran).
     pub follow_up: bool,
-    /// Consecutive read-failure retries.
+    /// Consecutive runs that could not read the session and were retried (0 once one reads).
     pub attempt: u32,
 }
 

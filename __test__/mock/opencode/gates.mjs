@@ -1,7 +1,9 @@
-// Gates: hold a request on arrival (after it is recorded, before any fault or handler) until a
-// named condition holds, so a test decides the order of two clients' requests without sleeping.
-// Conditions: a test's signal (`mock.signal(name)`), another request answered, an event emitted
-// (delivered to every open stream), or `manual` (the test releases held requests one by one).
+// Gates, the mock's one way to hold a request: on arrival (after it is recorded, before any
+// fault or handler) a request waits until a named condition holds, so a test decides the order
+// of two clients' requests without sleeping. Conditions: a test's signal (`mock.signal(name)`),
+// another request answered, an event emitted (delivered to every open stream), or `manual` (the
+// test releases held requests one by one, or all at once). Tests reach it as `mock.gate(spec)`;
+// the API is documented in ../opencode.mjs (GATES).
 import { isObj } from './common.mjs';
 
 const queryMatches = (want, query) => !isObj(want) || Object.entries(want).every(([k, v]) => query[k] === String(v));
@@ -18,7 +20,8 @@ function takes(g, r) {
 /**
  * The gate list. `add(spec)` → gate; `hold(request, entry)` → a promise that resolves when the
  * request may go on; `answered(entry)` and `emitted(envelope)` feed the conditions; `signal(name)`
- * fires a test's signal; `releaseAll()` lets everything through (closing the server).
+ * fires a test's signal; `releaseAll()` lets everything through (`mock.releaseGates()`, closing the
+ * server).
  */
 export function createGates() {
   const gates = [];
@@ -117,6 +120,7 @@ export function createGates() {
       signals.add(name);
       for (const g of gates) if (!g.open && g.cond.signal === name) openGate(g);
     },
+    /** Opens every gate: what it holds goes on and later requests pass (a test's cleanup, closing the server). */
     releaseAll() {
       for (const g of gates) openGate(g);
     },

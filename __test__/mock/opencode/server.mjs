@@ -115,8 +115,7 @@ export function createHttpServer({ route, faults, gates, events, mock, now, slee
     const { r, badJson } = await readRequest(req, now);
     const entry = { ...clone({ method: r.method, path: r.path, query: r.query, body: r.body, headers: r.headers }), at: r.receivedAt };
     mock.requests.push(entry);
-    // A test's gate (see gate.mjs) may hold the request here, before anything is read for it.
-    if (typeof mock.holdRequest === 'function') await mock.holdRequest(entry);
+    // A test's gate (gates.mjs) may hold the request here, before anything is read for it.
     const held = gates?.hold(r, entry);
     if (held) {
       await held;

@@ -32,6 +32,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::config::tunables::GoalTunables;
 use crate::config::GoalConfig;
 use crate::intake::{parse_payload, IntakeEvent};
 use crate::io::opencode::{OpenCodeClient, StaticEndpoint};
@@ -148,8 +149,8 @@ impl GoalRuntimeBuilder {
         self
     }
 
-    /// Audit attempts before a goal is blocked as audit-unavailable (`maxRetryAttempts`,
-    /// default 4, at least 1).
+    /// Retries of an evaluation that could not read the session before its goal settles
+    /// blocked (`maxRetryAttempts`, default 4, at least 1).
     pub fn max_retry_attempts(mut self, attempts: u32) -> Self {
         self.config.max_retry_attempts = attempts.max(1);
         self
@@ -161,7 +162,7 @@ impl GoalRuntimeBuilder {
         self
     }
 
-    /// How long one host's hold on a goal lasts (`leaseMs`, default 60 s).
+    /// How long one host's hold on a goal lasts (`leaseMs`, default 120 s).
     pub fn lease(mut self, lease: Duration) -> Self {
         self.config.lease = lease;
         self
@@ -173,9 +174,10 @@ impl GoalRuntimeBuilder {
         self
     }
 
-    /// Audits in a row without new evidence before the breaker stops a goal (`noProgressTurns`).
+    /// Audits in a row without new evidence before the breaker stops a goal (`noProgressTurns`,
+    /// default 3); 0 turns the breaker off, as it does in the Node package.
     pub fn no_progress_turns(mut self, turns: u32) -> Self {
-        self.config.evidence.no_progress_turns = turns.max(1);
+        self.config.evidence.no_progress_turns = turns;
         self
     }
 
@@ -213,6 +215,15 @@ impl GoalRuntimeBuilder {
     /// Every tunable at once (quiet windows, caps, timeouts, lease).
     pub fn config(mut self, config: GoalConfig) -> Self {
         self.config = config;
+        self
+    }
+
+    /// Every tunable at once, as the Node package's `tunables: {…}` states them (milliseconds
+    /// and counts under the same names, an unusable number meaning the default): for a host
+    /// that reads its tunables from the same configuration as a Node host would. Replaces every
+    /// tunable set before it (the typed setters after it still apply).
+    pub fn tunables(mut self, tunables: GoalTunables) -> Self {
+        self.config = GoalConfig::from(tunables);
         self
     }
 
@@ -370,5 +381,20 @@ mod tests {
         assert_eq!((c.provider_limits.max_waits, c.provider_limits.max_wait_ms), (13, 14));
         assert!(!c.derive_criteria);
         assert_eq!(tuned.fetch_timeout, ms(15));
+    }
+
+    #[test]
+    fn the_breaker_can_be_switched_off_as_in_the_node_package() {
+        let builder = GoalRuntimeBuilder::new("http://127.0.0.1:4096").no_progress_turns(0);
+        assert_eq!(builder.config.evidence.no_progress_turns, 0);
+    }
+
+    #[test]
+    fn tunables_in_the_node_packages_form_reach_the_config() {
+        let tunables =
+            GoalTunables { idle_quiet_ms: Some(1.0), max_auto_turns: Some(f64::NAN), ..GoalTunables::default() };
+        let config = GoalRuntimeBuilder::new("http://127.0.0.1:4096").tunables(tunables).config;
+        assert_eq!(config.idle_quiet, Duration::from_millis(1));
+        assert_eq!(config.max_auto_turns, GoalConfig::default().max_auto_turns);
     }
 }

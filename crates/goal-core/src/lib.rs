@@ -32,11 +32,11 @@
 //! | one tick, stage by stage | `goal/tick.rs` (`context.rs`: the `Tick` value) |
 //! | observe: session, live state, objective | `goal/observe.rs` |
 //! | ownership first: a fork's copy adopted paused, a resumed copy claimed | `goal/adopt.rs`, `goal/lineage.rs` |
-//! | provider stage: park and resume, typed provider stops, cut turns | `goal/limits.rs`, `goal/park.rs` (`park/reset.rs`: reset headers) |
+//! | provider stage: park and resume, typed provider stops, cut turns | `goal/limits.rs`, `goal/limit_rules.rs` (`limit_rules/reset.rs`: reset headers) |
 //! | plan: decisions, gates, quiet window, token accounting | `goal/plan.rs`, `goal/gates.rs`, `goal/accounting.rs` |
 //! | time stage: time budget, working hours | `goal/time_gate.rs` |
 //! | audit: verdict; evidence read and review; trail | `goal/audit.rs`, `goal/evidence.rs`, `goal/trail.rs` |
-//! | checks stage before settle-complete; wrapper and result reading | `goal/checks.rs`, `goal/acceptance.rs` |
+//! | checks stage before settle-complete; wrapper and result reading | `goal/checks.rs`, `goal/check_rules.rs` |
 //! | reserve; lost-update repair | `goal/reserve.rs`, `goal/repair.rs`, `goal/echo.rs` |
 //! | dispatch: idempotent message id, post, outcome | `goal/dispatch.rs`, `goal/deliver.rs` |
 //! | settle; notification; console lines | `goal/settle.rs`, `goal/notify.rs`, `goal/operator.rs` |
@@ -79,7 +79,7 @@ pub use io::shared::SharedContext;
 
 // Configuration and its defaults.
 pub use config::settings::SettingsFlags;
-pub use config::tunables::{count, millis};
+pub use config::tunables::{count, millis, AssistTunables, EvidenceTunables, GoalTunables};
 pub use config::{EvidenceConfig, EvidenceLimits, GoalConfig, ProviderLimits};
 
 // The goal record.
@@ -87,7 +87,7 @@ pub use goal::causes::{cause_of, fix_action, fix_sentence, FixAction};
 pub use goal::cost::{
     check_cost_budget, cost_budget, cost_used, format_usd, provider_reports_no_cost, MAX_COST_BUDGET, MIN_COST_BUDGET,
 };
-pub use goal::park::wake_at as provider_wake_at;
+pub use goal::limit_rules::wake_at as provider_wake_at;
 pub use record::cause::{Cause, CauseCode};
 /// Every `statusReason` this package writes.
 pub use record::reasons;

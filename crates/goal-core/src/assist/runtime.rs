@@ -12,6 +12,7 @@ use std::time::Duration;
 use tracing::{debug, warn};
 
 use super::content::{assist_payload, parse_reply, tail_reply, AssistFields, LastExchange, Targets};
+use crate::config::tunables::{count, millis, AssistTunables};
 use crate::error::Cancelled;
 use crate::intake::{Consumer, IntakeEvent};
 use crate::io::opencode::OpenCodeClient;
@@ -43,6 +44,19 @@ pub const DEFAULT_ASSIST_FETCH_TIMEOUT: Duration = Duration::from_millis(5_000);
 impl Default for AssistConfig {
     fn default() -> Self {
         Self { quiet: Duration::from_millis(60_000), message_limit: 12, model_timeout: Duration::from_millis(60_000) }
+    }
+}
+
+impl From<AssistTunables> for AssistConfig {
+    /// The host's numbers under the goal runtime's rules (`config::tunables`): an unusable one
+    /// means the default.
+    fn from(tunables: AssistTunables) -> Self {
+        let defaults = AssistConfig::default();
+        AssistConfig {
+            quiet: millis(tunables.quiet_ms, defaults.quiet),
+            message_limit: count(tunables.message_fetch_limit, defaults.message_limit as u64, 1) as usize,
+            model_timeout: millis(tunables.model_timeout_ms, defaults.model_timeout),
+        }
     }
 }
 
@@ -398,5 +412,21 @@ impl Consumer for Inner {
 
     fn is_live(&self) -> bool {
         !self.stopped.load(Ordering::SeqCst)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn assist_tunables_reach_their_settings_and_unusable_ones_are_the_default() {
+        let tuned = AssistConfig::from(AssistTunables {
+            quiet_ms: Some(1.0),
+            message_fetch_limit: Some(2.0),
+            model_timeout_ms: Some(f64::NAN),
+        });
+        assert_eq!((tuned.quiet, tuned.message_limit), (Duration::from_millis(1), 2));
+        assert_eq!(tuned.model_timeout, AssistConfig::default().model_timeout);
     }
 }

@@ -1,5 +1,5 @@
 //! The check stage, between a `complete` decision and its settle: every acceptance check of the
-//! goal runs in order through OpenCode's shell endpoint (see `acceptance.rs` for the wrapper and
+//! goal runs in order through OpenCode's shell endpoint (see `check_rules.rs` for the wrapper and
 //! the reading). All pass: the goal settles `complete` with cause `checksPassed`. One fails or
 //! times out: the goal goes on, its continuation quoting the failure. Anything the user does
 //! meanwhile (a message, a turn, a pause or an edit) ends the round without a verdict.
@@ -16,8 +16,8 @@ use serde_json::{json, Value};
 use tracing::{info, warn};
 
 use crate::error::HttpError;
-use crate::goal::acceptance::{self, recorded_run, run_from_part, CheckResult, CheckRun};
 use crate::goal::check_claim::{claim_run, Claim};
+use crate::goal::check_rules::{self, recorded_run, run_from_part, CheckResult, CheckRun};
 use crate::goal::context::Tick;
 use crate::goal::echo::{echo_bound, Heard, ReservationEcho};
 use crate::goal::plan::{Basis, Reservation, Settlement};
@@ -100,7 +100,7 @@ impl Tick<'_> {
         checks: &[AcceptanceCheck],
         criteria: Option<&crate::goal::grading::CriteriaUpdate>,
     ) -> RoundEnd {
-        let total: Duration = checks.iter().map(acceptance::time_limit).sum();
+        let total: Duration = checks.iter().map(check_rules::time_limit).sum();
         let hold = self.ctx.config.lease + total + CALL_SLACK;
         if let Err(end) = self.hold_round(hold, criteria).await {
             return end;
@@ -235,17 +235,17 @@ impl Tick<'_> {
         check: &AcceptanceCheck,
         message_id: &str,
     ) -> Result<CheckRun, RoundEnd> {
-        let marker = acceptance::marker(message_id);
+        let marker = check_rules::marker(message_id);
         let agent = if basis.target.agent.is_empty() { "build" } else { basis.target.agent.as_str() };
         let mut body = json!({
             "agent": agent,
-            "command": acceptance::wrap_command(&check.command, &marker),
+            "command": check_rules::wrap_command(&check.command, &marker),
             "model": { "providerID": basis.target.provider_id, "modelID": basis.target.model_id },
         });
         if !message_id.is_empty() {
             body["messageID"] = Value::from(message_id);
         }
-        let limit = acceptance::time_limit(check);
+        let limit = check_rules::time_limit(check);
         let started = now_ms();
         let (client, id, dir) = (&self.ctx.client, self.session_id, self.directory);
         let call = client.shell(id, dir, &body, limit + CALL_SLACK);
@@ -316,7 +316,7 @@ fn failed_reservation(basis: &Basis, settlement: Settlement, run: &CheckRun, tot
         note: Some(format!("acceptance check {} of {total} did not pass", run.index + 1)),
         evaluation: settlement.evaluation,
         evidence: Default::default(),
-        appendix: Some(acceptance::failure_prompt(run, total)),
+        appendix: Some(check_rules::failure_prompt(run, total)),
     }
 }
 

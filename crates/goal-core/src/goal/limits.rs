@@ -1,7 +1,7 @@
 //! The provider stage, before any audit: what the tail reply's error (or its absence, for a turn
-//! cut by a restart) means for the goal, decided by `park` (pure), and the writes that follow:
-//! a park (the goal stays active and waits for the reset), the end of a stale park, a settle
-//! with a typed cause, or a continuation over the failed or cut reply (not audited).
+//! cut by a restart) means for the goal, decided by its pure part `limit_rules`, and the writes
+//! that follow: a park (the goal stays active and waits for the reset), the end of a stale park,
+//! a settle with a typed cause, or a continuation over the failed or cut reply (not audited).
 
 use std::time::Duration;
 
@@ -13,7 +13,7 @@ use crate::error::HttpError;
 use crate::goal::accounting::account;
 use crate::goal::causes::cause_of;
 use crate::goal::context::Tick;
-use crate::goal::park::{self, Park, TailStep};
+use crate::goal::limit_rules::{self, Park, TailStep};
 use crate::goal::plan::Settlement;
 use crate::io::opencode::OpenCodeClient;
 use crate::io::writer::{write_goal, GoalGuard, GoalWrite};
@@ -40,7 +40,7 @@ pub enum Stage {
     /// Still parked: look again at the wake-up time.
     Wait(Duration),
     /// Settle `blocked` with this stop (the settle follows).
-    Block(park::Stop),
+    Block(limit_rules::Stop),
 }
 
 /// Whether an unfinished tail on an idle session is a cut turn rather than one just starting:
@@ -64,7 +64,7 @@ pub fn decide(
         return Stage::Usual;
     }
     let confirmed = cut_confirmed(tail, attempt, now_ms, quiet);
-    match park::tail_step(goal, tail, now_ms, limits, confirmed) {
+    match limit_rules::tail_step(goal, tail, now_ms, limits, confirmed) {
         TailStep::Usual => Stage::Usual,
         TailStep::Park(park) => Stage::Park(park),
         TailStep::Parked { until } => Stage::Wait(wait_until(until, now_ms)),
@@ -101,7 +101,8 @@ pub fn plannable(messages: &[Message], tail_id: &str) -> Vec<Message> {
 
 /// A trail record of a park.
 pub fn park_record(goal: &Goal, park: &Park, now_ms: f64) -> Map<String, Value> {
-    let mut record = crate::goal::trail::line(goal, &park.tail, "park", park::REASON_WAITING_FOR_PROVIDER, now_ms);
+    let mut record =
+        crate::goal::trail::line(goal, &park.tail, "park", limit_rules::REASON_WAITING_FOR_PROVIDER, now_ms);
     record.insert("until".into(), json!(park.until));
     record.insert("park".into(), json!(park.nth));
     if let Some(detail) = &park.cause.detail {
@@ -147,7 +148,7 @@ impl Tick<'_> {
     }
 
     /// Settles `blocked` with the stop's reason and cause (never audited, never continued).
-    async fn provider_stop(&self, messages: &[Message], stop: park::Stop, now: f64) -> TickOutcome {
+    async fn provider_stop(&self, messages: &[Message], stop: limit_rules::Stop, now: f64) -> TickOutcome {
         info!(target: "session_goal", session = self.session_id, cause = stop.cause.code.as_str(), "provider failure or cut turns: settling");
         let tail = chronological(messages).last().map(|m| m.id.clone()).unwrap_or_default();
         let settlement = Settlement {
@@ -161,7 +162,7 @@ impl Tick<'_> {
         };
         self.append_trail(crate::goal::trail::line(&self.goal, &tail, "blocked", stop.reason, now)).await;
         // The settle writes the cause from the settlement (its fix from the cause table).
-        self.settle_on(&self.goal, &self.guard, settlement, park::clear_park).await
+        self.settle_on(&self.goal, &self.guard, settlement, limit_rules::clear_park).await
     }
 }
 
@@ -181,7 +182,7 @@ pub async fn write_park(
     let park = &park;
     let result = write_goal(&tick.ctx.client, tick.session_id, tick.directory, &tick.guard, |g| {
         accounting.apply(g);
-        park::apply_park(g, park, now_ms);
+        limit_rules::apply_park(g, park, now_ms);
         g.lease.clear();
     })
     .await;
@@ -206,13 +207,13 @@ pub async fn end_stale_park(
     goal: &Goal,
     messages: &[Message],
 ) -> Result<Option<Goal>, TickOutcome> {
-    let Some(parked) = park::parked_for(goal) else { return Ok(None) };
+    let Some(parked) = limit_rules::parked_for(goal) else { return Ok(None) };
     let tail = chronological(messages).last().map(|m| m.id.clone()).unwrap_or_default();
     if parked == tail {
         return Ok(None);
     }
     debug!(target: "session_goal", session = session_id, "the parked reply is no longer the tail; the park is over");
-    match write_goal(client, session_id, directory, guard, park::clear_park).await {
+    match write_goal(client, session_id, directory, guard, limit_rules::clear_park).await {
         Ok(GoalWrite::Written(goal)) => Ok(Some(*goal)),
         Ok(GoalWrite::Stale) => Err(TickOutcome::Done),
         Err(_) => Err(TickOutcome::Retry),

@@ -4,17 +4,19 @@
 //! (a terminal status and the notification). `repair` watches a reservation's echo for a lost
 //! update.
 
-// Pure: decisions, gates, accounting, the notification.
-pub mod acceptance;
+// Pure: decisions, gates, accounting, the notification. A stage's pure part, when it has one
+// file of its own, is named after the stage: `limit_rules` (of `limits`), `check_rules` (of
+// `checks`).
 pub mod accounting;
 pub mod causes;
+pub mod check_rules;
 pub mod cost;
 pub mod gates;
 pub mod grading;
+pub mod limit_rules;
 pub mod lineage;
 pub mod notify;
 pub mod operator;
-pub mod park;
 pub mod plan;
 // What the stages share.
 pub mod context;

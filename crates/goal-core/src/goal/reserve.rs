@@ -70,7 +70,7 @@ pub async fn reserve(
     let mut read_goal: Option<Goal> = None;
     let written = write_goal_on(&ctx.client, tick.session_id, tick.directory, &reserve_guard, base.as_ref(), |g| {
         read_goal = Some(g.clone());
-        crate::goal::park::on_reserve(g, basis.tail_output, basis.cut_turn);
+        crate::goal::limit_rules::on_reserve(g, basis.tail_output, basis.cut_turn);
         apply_reservation(g, &reservation, reused, tail, message_id.as_deref(), tick);
     })
     .await;

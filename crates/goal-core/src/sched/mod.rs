@@ -2,9 +2,14 @@
 //! timers, running ticks, the single pending follow-up, retry attempts, the generation counter,
 //! and what events showed of the session ([`crate::sched::facts`]). The rest of the runtime sends
 //! it commands and reads what it publishes, so there are no lost wake-ups and never two ticks of
-//! one session at once. Per-session state shared by every runtime of a context (metadata write
-//! slots, dispatch claims, the event intake) lives in `io/shared.rs`, and the goal itself lives
-//! in OpenCode's session metadata.
+//! one session at once.
+//!
+//! It is not the only keeper of per-session state. Beside it, each runtime keeps the watches of
+//! its goal writes in flight (`goal/repair.rs`), which session first carried each goal id
+//! (`goal/lineage.rs`) and the owner lists per directory (`goal/owner_scan.rs`), each behind its
+//! own lock and fed by events or ticks directly; what every runtime of a context shares (metadata
+//! write slots, dispatch claims, the event intake) lives in `io/shared.rs`; and the goal itself
+//! lives in OpenCode's session metadata.
 
 pub mod facts;
 pub mod job;

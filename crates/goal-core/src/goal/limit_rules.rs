@@ -1,6 +1,7 @@
-//! The goal's side of provider failures and cut turns: what the tail reply means for the goal
-//! (park, still parked, resume, settle, continue a cut turn) and the fields a park leaves on the
-//! goal. Pure: the clock value and the settings are passed in.
+//! The rules of the provider stage (`limits.rs` carries them out; this is its pure part): what
+//! a provider failure or a cut turn in the tail reply means for the goal (park, still parked,
+//! resume, settle, continue a cut turn) and the fields a park leaves on the goal. Pure: the
+//! clock value and the settings are passed in.
 //!
 //! A park keeps the goal `active` with `statusReason` [`REASON_WAITING_FOR_PROVIDER`] and cause
 //! `waitingForProviderLimit` (its `until` is the wake-up time), and remembers the failed reply
