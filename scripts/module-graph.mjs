@@ -30,7 +30,7 @@ const PURE = ['config', 'error', 'record', 'text', 'time', 'evidence', 'intake',
   'io::small_model_call', 'io::prompt_outcome']
 // Modules that perform I/O (network, files, tasks, locks and wake-ups).
 const IO = ['io', 'sched', 'runtime', 'embed', 'control', 'small_model', 'goal::tick', 'goal::evidence',
-  'goal::dispatch', 'goal::repair', 'goal::adopt', 'goal::limits', 'goal::checks', 'assist::runtime']
+  'goal::dispatch', 'goal::echo_watch', 'goal::adopt', 'goal::limits', 'goal::checks', 'assist::runtime']
 const within = (list, path) => list.some((m) => path === m || path.startsWith(`${m}::`))
 const isPure = (path) => within(PURE, path)
 const isIo = (path) => within(IO, path) && !isPure(path)

@@ -291,7 +291,7 @@ impl EmbeddedGoalRuntime {
         match parse_payload(payload, directory_hint) {
             Some(mut event) => {
                 let group = self.runtime.group();
-                // A watched write's window wants the whole metadata (see `repair`); the payload
+                // A watched write's window wants the whole metadata (see `echo_watch`); the payload
                 // here is the server's own, so it is taken from there.
                 if let IntakeEvent::SessionUpdated { session_id, metadata, .. } = &mut event {
                     if self.shared.intake().watches_writes(&group, session_id) {

@@ -30,7 +30,7 @@ pub enum IntakeEvent {
         /// `metadata.openchamber.goal` as sent (may be anything).
         goal: Option<Value>,
         /// The session's whole metadata, only while a runtime watches the session's writes for
-        /// lost updates (see `repair`); a binding reads it only then ([`WATCHED_METADATA_KEY`]).
+        /// lost updates (see `echo_watch`); a binding reads it only then ([`WATCHED_METADATA_KEY`]).
         metadata: Option<Value>,
     },
     /// An assistant message ended with `MessageAbortedError`.

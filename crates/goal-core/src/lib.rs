@@ -37,7 +37,7 @@
 //! | time stage: time budget, working hours | `goal/time_gate.rs` |
 //! | audit: verdict; evidence read and review; trail | `goal/audit.rs`, `goal/evidence.rs`, `goal/trail.rs` |
 //! | checks stage before settle-complete; wrapper and result reading | `goal/checks.rs`, `goal/check_rules.rs` |
-//! | reserve; lost-update repair | `goal/reserve.rs`, `goal/repair.rs`, `goal/echo.rs` |
+//! | reserve; lost-update repair | `goal/reserve.rs`, `goal/echo_watch.rs`, `goal/echo.rs` |
 //! | dispatch: idempotent message id, post, outcome | `goal/dispatch.rs`, `goal/deliver.rs` |
 //! | settle; notification; console lines | `goal/settle.rs`, `goal/notify.rs`, `goal/operator.rs` |
 //! | the cause table: fix sentences and doctor actions | `goal/causes.rs` |

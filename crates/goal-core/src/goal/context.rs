@@ -8,7 +8,7 @@ use tracing::{info, warn};
 
 use crate::config::GoalConfig;
 use crate::error::HttpError;
-use crate::goal::repair::WriteEchoes;
+use crate::goal::echo_watch::WriteEchoes;
 use crate::io::locks::DispatchClaims;
 use crate::io::opencode::OpenCodeClient;
 use crate::io::services::Services;
@@ -110,5 +110,5 @@ pub struct ReadAtStart {
     /// The first read.
     pub base: crate::io::writer::BaseRead,
     /// The watch of the session's goal events since just before that read.
-    pub watch: crate::goal::repair::WatchGuard,
+    pub watch: crate::goal::echo_watch::WatchGuard,
 }

@@ -1,4 +1,4 @@
-//! Reactions to a reservation's echo (the watch itself is `repair.rs`): another writer's keys
+//! Reactions to a reservation's echo (the watch itself is `echo_watch.rs`): another writer's keys
 //! our whole-metadata write replaced are put back; a user's goal change it overwrote is written
 //! back, and nothing is sent.
 
@@ -9,12 +9,12 @@ use tracing::{debug, info, warn};
 
 use crate::error::Cancelled;
 use crate::goal::context::{spawn_detached, Tick};
-use crate::goal::repair::{Echo, WatchGuard};
+use crate::goal::echo_watch::{Echo, WatchGuard};
 use crate::record::metadata::foreign_part;
 use crate::record::{Goal, GoalStatus};
 use crate::time::clock::now_ms;
 
-/// Longest wait for the echo of the reservation before posting (see `repair.rs`).
+/// Longest wait for the echo of the reservation before posting (see `echo_watch.rs`).
 pub const ECHO_BOUND: Duration = Duration::from_millis(1_000);
 
 /// The echo's bound on a runtime with this quiet window: [`ECHO_BOUND`], or the quiet window when

@@ -1,7 +1,7 @@
 //! The goal loop, one tick at a time: observe (the session, its live state and evidence) →
 //! plan (pure decisions and gates) → audit (the small model's verdict, reviewed against the
 //! evidence) → reserve (a guarded write of the turn) → dispatch (an idempotent post) → settle
-//! (a terminal status and the notification). `repair` watches a reservation's echo for a lost
+//! (a terminal status and the notification). `echo_watch` watches a reservation's echo for a lost
 //! update.
 
 // Pure: decisions, gates, accounting, the notification. A stage's pure part, when it has one
@@ -20,7 +20,7 @@ pub mod operator;
 pub mod plan;
 // What the stages share.
 pub mod context;
-pub mod repair;
+pub mod echo_watch;
 pub mod trail;
 // The stages, in the order a tick runs them.
 pub mod adopt;

@@ -70,7 +70,7 @@ pub async fn start(
     // them); when goals are switched off, what was read is dropped unused.
     // The session read may become the reservation's base (no second read when the tick goes
     // straight on): the write epoch is taken before it is sent, and goal events are watched from
-    // here (see `repair`).
+    // here (see `echo_watch`).
     let epoch = ctx.client.write_slots().epoch(session_id);
     let watch = ctx.echoes.watch(session_id);
     let read_session = || async {

@@ -57,7 +57,7 @@ pub async fn reserve(
         continuation_for: continuation_for_of(goal).map(str::to_string),
     };
     // Watch the goal's events from before the read the write builds on until the write's echo:
-    // another writer's pause, clear or edit landing in between shows up there (see `repair`).
+    // another writer's pause, clear or edit landing in between shows up there (see `echo_watch`).
     // When the tick went straight on (an audit answered at once, or none), its first read is
     // that base and its watch already runs; otherwise the write reads fresh, watched anew.
     let ReadAtStart { base, watch } = read;

@@ -95,7 +95,7 @@ pub struct BaseRead {
 /// How old a base read may be when its write starts. A fresh read already leaves a window of
 /// one round trip in which another writer's change is overwritten (OpenCode has no
 /// compare-and-set); building on an earlier read widens that window by at most this much, and
-/// the echo watch (`repair`) restores what lands in it.
+/// the echo watch (`echo_watch`) restores what lands in it.
 pub const BASE_READ_FRESH: std::time::Duration = std::time::Duration::from_millis(50);
 
 impl BaseRead {
