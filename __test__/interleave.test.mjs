@@ -76,10 +76,18 @@ async function runOrder(order, { checks, quietMs = QUIET_MS } = {}) {
   await Promise.all([hosts.A.gate.arrived(1), hosts.B.gate.arrived(1)])
   let stoppedAt = null
   const skipped = []
+  const lagging = {}
   for (const step of order) {
     // `T<ms>`: time passes. Only the bound tests use it: the bound they test is a length of time.
     if (/^T\d+$/.test(step)) {
       await new Promise((resolve) => setTimeout(resolve, Number(step.slice(1))))
+      continue
+    }
+    // `B.E-` / `B.E+`: that host's event stream stops delivering (events are held) / catches up.
+    if (/^[AB]\.E[-+]$/.test(step)) {
+      const name = step[0]
+      if (step.endsWith('-')) lagging[name] = mock.holdEvents(name === 'A' ? '127.0.0.1' : 'localhost')
+      else lagging[name]?.release()
       continue
     }
     if (step === 'S') {
@@ -96,6 +104,7 @@ async function runOrder(order, { checks, quietMs = QUIET_MS } = {}) {
     // `!`: the next step follows at once, while this host is still on its way (inside a wait).
     if (!step.endsWith('!')) await settle(host)
   }
+  for (const hold of Object.values(lagging)) hold.release()
   hosts.A.gate.release()
   hosts.B.gate.release()
   // A check round settles once a host finds the run (the run's end is an idle event, which makes
@@ -192,6 +201,25 @@ describe('two hosts reserving one tail: every interleaving of write and post', (
     expect(r.posts.map((p) => p.host)).toEqual(['A', 'B'])
     expect(new Set(r.posts.map((p) => p.id)).size).toBe(1)
     expect(r.repeated).toHaveLength(1)
+  })
+
+  // The echo's own bound (crates/goal-core/src/goal/echo.rs: 1 s, or the quiet window when
+  // shorter; 500 ms here), both sides: B's event stream lags while the user pauses and B's write
+  // lands over the pause, then catches up 200 ms (inside) or 800 ms (past the bound) later.
+  it('a lagging event stream, inside the echo bound: the overwritten pause is heard and written back, nothing posted after it', async () => {
+    const r = await runOrder(['A.W', 'B.E-', 'S', 'B.W!', 'T200', 'B.E+', 'A.P', 'B.P'], { quietMs: STOP_QUIET_MS })
+    expect(r.afterStop).toEqual([])
+    expect(r.goal.status).toBe('paused')
+    expect(r.continuations.length).toBeLessThanOrEqual(1)
+  })
+
+  it('a lagging event stream, past the echo bound: the documented failure, one post on a read after the pause and the pause lost', async () => {
+    const r = await runOrder(['A.W', 'B.E-', 'S', 'B.W!', 'T800', 'B.E+', 'A.P', 'B.P'], { quietMs: STOP_QUIET_MS })
+    // docs/multi-host.md, "The echo is heard within its bound": B posts the turn A also posts
+    // (one id, so still one message), and the goal shows active although the user paused it.
+    expect(r.afterStop.map((p) => p.host)).toEqual(['B'])
+    expect(r.continuations).toHaveLength(1)
+    expect(r.goal.status).toBe('active')
   })
 
   it(`a stop at every position: at most one continuation, nothing posted on a read after the stop, the pause stands (${stopOrders.length} interleavings)`, async () => {

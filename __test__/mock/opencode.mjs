@@ -60,6 +60,9 @@
 //   mock.emit(payload, directory?)    broadcast {directory, project, payload} (no directory → {payload});
 //                                     payload.id is filled in. Returns the envelope.
 //   mock.dropEventStreams({abrupt=false})  end (or destroy) every SSE connection
+//   mock.holdEvents(host) → {held, release()}  hold the events of the streams opened with that Host
+//                           header prefix ('localhost' | '127.0.0.1') until release(), then send
+//                           them in order: an event stream that lags
 //   mock.eventStreams                 number of open event streams (getter)
 //   await mock.waitFor(fn, {timeoutMs=2000, intervalMs=5})  resolves with fn()'s first truthy value
 //
@@ -334,6 +337,7 @@ export async function startMockOpenCode(options = {}) {
     }),
 
     dropEventStreams: events.drop,
+    holdEvents: events.hold,
     get eventStreams() {
       return events.count;
     },

@@ -256,6 +256,21 @@ async function main() {
       assert.equal(record.messageID, mock.messages(s.id).at(-1).info.id);
     });
 
+    await step('holdEvents: a lagging stream gets its events late, in order', async () => {
+      const host = new URL(mock.url).hostname;
+      const lag = mock.holdEvents(host);
+      const before = events.length;
+      mock.emit({ type: 'selftest.one' }, DIR);
+      mock.emit({ type: 'selftest.two' }, DIR);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const ours = () => events.slice(before).map((e) => e.payload.type).filter((t) => t.startsWith('selftest.'));
+      assert.deepEqual(ours(), [], 'nothing delivered while held');
+      assert.ok(lag.held >= 2);
+      lag.release();
+      await mock.waitFor(() => events.some((e) => e.payload.type === 'selftest.two'));
+      assert.deepEqual(ours(), ['selftest.one', 'selftest.two']);
+    });
+
     await step('dropEventStreams ends the SSE connection', async () => {
       assert.equal(mock.eventStreams, 1);
       mock.dropEventStreams();

@@ -13,10 +13,16 @@ const SYNCED_TYPES = /^(session\.(created|updated)|message\.(updated|part\.updat
  * recorded).
  */
 export function createEventHub({ ids, projectID, defaultDirectory, heartbeatMs, syncEvents, record }) {
-  const streams = new Set(); // {res, bare, filterDir, timer}
+  const streams = new Set(); // {res, bare, filterDir, timer, host}
+  const holds = new Set(); // {host, queue: [[stream, obj]]}
 
-  const write = (stream, obj) => {
+  const send = (stream, obj) => {
     if (!stream.res.writableEnded && !stream.res.destroyed) stream.res.write(`data: ${JSON.stringify(obj)}\n\n`);
+  };
+  const write = (stream, obj) => {
+    const hold = [...holds].find((h) => stream.host.startsWith(h.host));
+    if (hold) hold.queue.push([stream, obj]);
+    else send(stream, obj);
   };
   const broadcast = (envelope) => {
     for (const st of streams) {
@@ -54,7 +60,7 @@ export function createEventHub({ ids, projectID, defaultDirectory, heartbeatMs, 
   /** Answers `req` with an event stream ('global' or 'bare'): server.connected, then events. */
   function open(req, res, kind) {
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
-    const st = { res, bare: kind === 'bare', filterDir: req.query.directory ?? defaultDirectory, timer: null };
+    const st = { res, bare: kind === 'bare', filterDir: req.query.directory ?? defaultDirectory, timer: null, host: String(req.headers.host ?? '') };
     streams.add(st);
     const framed = (type) => {
       const event = { id: ids.ascending('evt'), type, properties: {} };
@@ -82,9 +88,29 @@ export function createEventHub({ ids, projectID, defaultDirectory, heartbeatMs, 
     streams.clear();
   }
 
+  /**
+   * Holds every event (heartbeats included) bound for the streams opened with a Host header that
+   * starts with `host` ('localhost' or '127.0.0.1'): a host whose event stream lags. Returns
+   * {held, release()}: release() sends what was held, in order, and stops holding.
+   */
+  function hold(host) {
+    const entry = { host, queue: [] };
+    holds.add(entry);
+    return {
+      get held() {
+        return entry.queue.length;
+      },
+      release() {
+        holds.delete(entry);
+        for (const [stream, obj] of entry.queue.splice(0)) send(stream, obj);
+      },
+    };
+  }
+
   return {
     emit,
     open,
+    hold,
     drop,
     forgetAll,
     get count() {
