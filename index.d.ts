@@ -10,8 +10,8 @@
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
 /**
- * Goal creation and control against one OpenCode server. Results resolve to a value or a
- * `GoalFailure` (`failed: true`); nothing is thrown for a failed operation.
+ * Goal creation and control against one OpenCode server. A failed operation rejects with an
+ * error carrying its `code`, `field`, `status` and `cause` (docs/errors.md).
  */
 export declare class GoalControl {
   /** The data directory the objective files live in. */
@@ -22,46 +22,46 @@ export declare class GoalControl {
    */
   history(sessionId: string, limit?: number | undefined | null): Promise<Array<GoalHistoryRecord>>
   /**
-   * Why the session's goal is where it is (see the runtime's `explain`); read only. Resolves
-   * to a `GoalFailure` when OpenCode cannot be read.
+   * Why the session's goal is where it is (see the runtime's `explain`); read only.
+   * Rejects when OpenCode cannot be read.
    */
-  explain(sessionId: string, directory?: string | undefined | null): Promise<GoalExplanation | GoalFailure>
+  explain(sessionId: string, directory?: string | undefined | null): Promise<GoalExplanation>
   /**
    * Installs a fresh active goal on a session: objective fitted (distilled over 5,000 chars),
    * objective file written first (inline on failure), then merged into the session metadata.
    */
-  createSessionGoal(request: SessionGoalRequest): Promise<InstalledGoal | GoalFailure>
+  createSessionGoal(request: SessionGoalRequest): Promise<InstalledGoal>
   /** Creates a session; with a prompt, installs the goal (if `goal`) and then dispatches. */
-  createSession(request: CreateSessionRequest): Promise<SessionDispatch | GoalFailure>
+  createSession(request: CreateSessionRequest): Promise<SessionDispatch>
   /** Sends a prompt to an existing session; with `goal`, installs a fresh goal first. */
-  sendPrompt(request: SendPromptRequest): Promise<SessionDispatch | GoalFailure>
+  sendPrompt(request: SendPromptRequest): Promise<SessionDispatch>
   /**
    * Forks a session (at an optional message), installs the goal on the fork (if `goal`) and
    * dispatches there.
    */
-  forkSession(request: ForkSessionRequest): Promise<SessionDispatch | GoalFailure>
+  forkSession(request: ForkSessionRequest): Promise<SessionDispatch>
   /**
    * Stamps a goal onto a scheduled task's fresh session and says how to dispatch the task
    * (command, or `prompt_async` with `introPart` after the prompt text).
    */
-  stampScheduledGoal(request: ScheduledGoalRequest): Promise<ScheduledGoalStamp | GoalFailure>
+  stampScheduledGoal(request: ScheduledGoalRequest): Promise<ScheduledGoalStamp>
   /** Edits a goal's objective and/or budget (same id and counters; active, `resumed`). */
-  editGoal(request: GoalEditRequest): Promise<GoalActionResult | GoalFailure>
+  editGoal(request: GoalEditRequest): Promise<GoalActionResult>
   /** Pauses an active goal and aborts the running turn. */
-  pauseGoal(request: GoalActionRequest): Promise<GoalActionResult | GoalFailure>
+  pauseGoal(request: GoalActionRequest): Promise<GoalActionResult>
   /**
    * Resumes a goal: active, `resumed`, a fresh turn allowance (the runtime kicks it off within
    * its resume delay, 250 ms by default).
    */
-  resumeGoal(request: GoalActionRequest): Promise<GoalActionResult | GoalFailure>
+  resumeGoal(request: GoalActionRequest): Promise<GoalActionResult>
   /** Marks a goal complete (`marked by user`). */
-  completeGoal(request: GoalActionRequest): Promise<GoalActionResult | GoalFailure>
+  completeGoal(request: GoalActionRequest): Promise<GoalActionResult>
   /** Removes the goal (other metadata kept), deletes its objective file, aborts if it was active. */
-  clearGoal(request: GoalActionRequest): Promise<GoalActionResult | GoalFailure>
+  clearGoal(request: GoalActionRequest): Promise<GoalActionResult>
   /** A session's goal and its effective objective (file text, else inline). */
-  getGoal(sessionId: string, directory?: string | undefined | null): Promise<SessionGoalView | GoalFailure>
+  getGoal(sessionId: string, directory?: string | undefined | null): Promise<SessionGoalView>
   /** The goals of a directory's top-level sessions (newest first). */
-  listGoals(directory: string): Promise<Array<GoalListEntry> | GoalFailure>
+  listGoals(directory: string): Promise<Array<GoalListEntry>>
 }
 
 /**
@@ -123,10 +123,9 @@ export declare class SessionGoalRuntime {
   /**
    * Why the session's goal is where it is: `{sessionId, status, statusReason, cause, fixAction,
    * nextWakeAt, lease, pending, lastAudit, lastChecks, checks, findings}`, `null` where a part
-   * is unknown. Read only. A failure (OpenCode unreadable) is a `GoalFailure`, which the
-   * package entry throws as a `SessionGoalError`.
+   * is unknown. Read only. Rejects when OpenCode cannot be read (docs/errors.md).
    */
-  explain(sessionId: string, directory?: string | undefined | null): Promise<GoalExplanation | GoalFailure>
+  explain(sessionId: string, directory?: string | undefined | null): Promise<GoalExplanation>
   /**
    * Stops the runtime. Idempotent; resolves when in-flight work has ended. The process is
    * never kept alive by the runtime, stopped or not.
@@ -411,31 +410,6 @@ export interface GoalExplanation {
    * `objectiveFileMissing`, `inherited`, `checksUnreadable`, `providerReportsNoCost`.
    */
   findings: Array<{ code: string; message: string }>
-}
-
-/**
- * A failed goal operation, as the native module hands it to the package entry: `lib/goals.js`
- * turns it into a thrown `SessionGoalError` in one place, so no host ever sees this shape.
- */
-export interface GoalFailure {
-  /** Always `true` (tells a failure from a result). */
-  failed: true
-  /** The error code (docs/errors.md). */
-  code: 'invalidInput' | 'notFound' | 'conflict' | 'tooLarge' | 'openCode' | 'timeout' | 'local'
-  /** What went wrong (never prompt text, model output or credentials). */
-  message: string
-  /** The request field at fault, when one is. */
-  field?: string
-  /** The HTTP status OpenCode answered with, when it answered. */
-  status?: number
-  /** The underlying failure (an OpenCode call's own error), when there was one. */
-  cause?: string
-  /** `session-created`, `fork-created` or `goal-configured`: what had already taken effect. */
-  partialAction?: 'session-created' | 'fork-created' | 'goal-configured'
-  /** The session concerned (the new one after create or fork). */
-  sessionId?: string
-  /** Its directory. */
-  directory?: string
 }
 
 /**
@@ -1110,17 +1084,18 @@ export interface SmallModelResult {
 
 /**
  * Writes `<dataDir>/goals/<sessionId>.md` atomically (trimmed, at most 5,000 chars). The id
- * must match `^[A-Za-z0-9_-]{4,128}$` (checked before any file access). Failures come back as
- * values: 400 invalid id or empty content, 500 file-system error.
+ * must match `^[A-Za-z0-9_-]{4,128}$` (checked before any file access). Rejects with
+ * `invalidInput` for an invalid id or empty content, `local` for a file-system error.
  */
-export declare function writeObjectiveFile(sessionId: string, content: string, dataDir?: string | undefined | null): Promise<ObjectiveWritten | GoalFailure>
+export declare function writeObjectiveFile(sessionId: string, content: string, dataDir?: string | undefined | null): Promise<ObjectiveWritten>
 
 /**
  * Writes `metadata.openchamber.<key>` through the per-session write queue of this JavaScript
  * environment: the session is read fresh inside the queue and only that key is replaced, so
  * concurrent goal, assist and host writes of the environment all survive (OpenCode's PATCH
- * replaces the whole metadata object). Resolves `true` once written; rejects when OpenCode
- * cannot be read or written.
+ * replaces the whole metadata object). Resolves `true` once written; rejects with
+ * `invalidInput` for a missing session id, key or OpenCode location, and with OpenCode's failure
+ * when the session cannot be read or written.
  */
 export declare function writeSessionMetadataKey(write: SessionMetadataKeyWrite): Promise<boolean>
 

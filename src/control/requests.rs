@@ -3,7 +3,6 @@
 
 use std::path::PathBuf;
 
-use napi::bindgen_prelude::*;
 use napi::threadsafe_function::UnknownReturnValue;
 use napi_derive::napi;
 
@@ -64,7 +63,7 @@ pub struct GoalControlOptions {
 impl GoalControlOptions {
     /// The control context these options describe, every unset or unusable option at the core's
     /// default. Fails only without an OpenCode location.
-    pub(crate) fn resolve(self, context: &EnvContext) -> Result<ControlContext> {
+    pub(crate) fn resolve(self, context: &EnvContext) -> std::result::Result<ControlContext, GoalError> {
         let client = connection_of!(self).resolve(context, DEFAULT_FETCH_TIMEOUT)?;
         let small_model =
             crate::small_model_for(context, self.generate_small_model_text, &client, self.small_model.as_ref());

@@ -8,7 +8,7 @@ use goal_core::DispatchReport;
 use goal_core::Goal;
 use goal_core::{ActionReport, GoalView};
 
-use super::failure::*;
+use super::warnings::*;
 
 // Read from the goal's own stored form (the core's field table defines every field once), so
 // no field is copied here by hand; only the derived times are computed (see `record`).
