@@ -285,6 +285,70 @@ export interface GoalActionResult {
   warnings: Array<GoalWarning>
 }
 
+/** The newest audited decision of a goal's trail, reduced to what a human reads. */
+export interface GoalAuditSummary {
+  /** When (ms since epoch). */
+  time: number
+  /** Continuations sent before the decision. */
+  turn: number
+  /** The auditor's verdict (`null`: the audit failed). */
+  verdict: 'continue' | 'complete' | 'blocked' | null
+  /** The note written with the decision. */
+  note?: string
+  /** What the runtime did: `continue`, a settled status, `wait`… */
+  action: string
+  /** The status reason written, when the goal settled or waits. */
+  reason?: string
+  /** `provider/model` of the auditor. */
+  auditor?: string
+  /** What the auditor could not verify. */
+  missing?: Array<string>
+}
+
+/** Why a goal stopped or waits (docs/causes.md lists the codes). */
+export interface GoalCause {
+  /** The code from the closed list (`tokenBudget`, `waitingForLease`, …). */
+  code: string
+  /** When the stop or wait began (ms since epoch). */
+  since: number
+  /** A short detail: a provider name, an HTTP status, a session id. */
+  detail?: string
+  /** When the wait ends by itself (ms since epoch), for waits that know it. */
+  until?: number
+  /** One sentence a user can act on. */
+  fix?: string
+}
+
+/** One acceptance check of a goal. */
+export interface GoalCheck {
+  /** The shell command. */
+  command: string
+  /** Its time limit (ms), when set. */
+  timeoutMs?: number
+}
+
+/** One run of an acceptance check, as the trail recorded it. */
+export interface GoalCheckRun {
+  /** Position in the goal's list of checks (0-based). */
+  index: number
+  /** The command. */
+  command: string
+  /** How it ended. */
+  result: 'passed' | 'failed' | 'timedOut' | 'aborted' | 'unknown'
+  /** Its exit status, when known. */
+  exitStatus: number | null
+  /** How long it ran (ms). */
+  durationMs: number
+  /** The end of its output. */
+  outputTail: string
+  /** The run's user message id. */
+  messageID: string
+  /** Found in the transcript from an earlier run (not run again). */
+  reused: boolean
+  /** When it was recorded (ms since epoch). */
+  time: number
+}
+
 /**
  * Options of `createGoalControl`: where OpenCode is (same forms as the runtime), where the
  * objective files live, and the small model used to distill objectives over 5,000 chars.
@@ -326,6 +390,30 @@ export interface GoalControlOptions {
    * 600000 ms; the dispatch itself returns once the command has landed).
    */
   commandTimeoutMs?: number
+}
+
+/** A goal's cost in US dollars. */
+export interface GoalCost {
+  /** The cost budget (`null`: none). */
+  budget: number | null
+  /** What the goal's replies cost so far. */
+  used: number
+}
+
+/** One acceptance criterion of a goal, with its latest grade. */
+export interface GoalCriterion {
+  /** `c<n>`. */
+  id: string
+  /** What must hold. */
+  text: string
+  /** Who wrote it. */
+  source: 'user' | 'derived'
+  /** The latest grade. */
+  state: 'unmet' | 'met' | 'unclear'
+  /** The evidence ids the latest grade cited, when it cited any. */
+  evidence?: Array<string>
+  /** When the state last changed (ms since epoch). */
+  since?: number
 }
 
 /** `editGoal` input. */
@@ -370,8 +458,7 @@ export interface GoalEditRequest {
 
 /**
  * What `explain(sessionId)` resolves to (and `session-goal doctor --json` prints): why the
- * session's goal is where it is. `null` where a part is unknown. Built from the core's report
- * field by field ([`explanation_of`]).
+ * session's goal is where it is. `null` where a part is unknown.
  */
 export interface GoalExplanation {
   /** The session asked about. */
@@ -383,33 +470,38 @@ export interface GoalExplanation {
   /** The human reason beside the status. */
   statusReason: string | null
   /**
-   * The typed cause `{code, since, detail?, until?, fix?}`: stored, or for an active goal what
-   * holds it now (a pending request, working hours, another host's lease).
+   * The typed cause: stored, or for an active goal what holds it now (a pending request,
+   * working hours, another host's lease).
    */
-  cause: { code: string; since: number; detail?: string; until?: number; fix?: string } | null
+  cause: GoalCause | null
   /** What `doctor --fix` would apply. */
   fixAction: 'none' | 'resume' | 'resumeWithTokenBudget' | 'resumeWithTimeBudget' | 'resumeWithCostBudget' | null
   /** When the goal goes on by itself (ms since epoch), for a goal that waits. */
   nextWakeAt: number | null
   /** The multi-host lease. */
-  lease: { holder: string; expiresAt: number } | null
+  lease: GoalLease | null
   /** Open permission and question requests of the session. */
-  pending: Array<{ kind: 'permission' | 'question'; id: string; permission?: string }>
+  pending: Array<PendingUserRequest>
   /** The newest audited decision of the trail. */
-  lastAudit: Record<string, unknown> | null
+  lastAudit: GoalAuditSummary | null
   /** The check runs of the newest round. */
-  lastChecks: Array<Record<string, unknown>>
+  lastChecks: Array<GoalCheckRun>
   /** The goal's acceptance checks. */
-  checks: Array<{ command: string; timeoutMs?: number }> | null
-  /** The goal's cost in US dollars: its budget (`null` without one) and what it spent. */
-  cost: { budget: number | null; used: number } | null
+  checks: Array<GoalCheck> | null
+  /** The goal's cost in US dollars: its budget and what it spent. */
+  cost: GoalCost | null
   /** The goal's acceptance criteria with their latest grades. */
-  criteria: Array<{ id: string; text: string; source: 'user' | 'derived'; state: 'unmet' | 'met' | 'unclear'; evidence?: string[]; since?: number }> | null
-  /**
-   * Inconsistencies worth a human look: `sessionMissing`, `noGoal`, `goalUnreadable`,
-   * `objectiveFileMissing`, `inherited`, `checksUnreadable`, `providerReportsNoCost`.
-   */
-  findings: Array<{ code: string; message: string }>
+  criteria: Array<GoalCriterion> | null
+  /** Inconsistencies worth a human look. */
+  findings: Array<GoalFinding>
+}
+
+/** An inconsistency worth a human look. */
+export interface GoalFinding {
+  /** What it is. */
+  code: 'sessionMissing' | 'noGoal' | 'goalUnreadable' | 'objectiveFileMissing' | 'inherited' | 'checksUnreadable' | 'providerReportsNoCost'
+  /** One sentence for a person. */
+  message: string
 }
 
 /**
@@ -462,6 +554,14 @@ export interface GoalHistoryRecord {
   park?: number
   /** For a park: the cause's detail (the provider, the HTTP status). */
   detail?: string
+}
+
+/** The multi-host lease: which runtime drives the goal, and until when. */
+export interface GoalLease {
+  /** The holder id of the runtime. */
+  holder: string
+  /** Expiry (ms since epoch). */
+  expiresAt: number
 }
 
 /** One goal of a directory. */
@@ -662,6 +762,16 @@ export interface OpenCodeTarget {
   baseUrl: string
   /** Headers sent with every request (e.g. `authorization`). Never logged. */
   headers?: Record<string, string>
+}
+
+/** An open request of the session that waits for the user (never its text or a command). */
+export interface PendingUserRequest {
+  /** Permission or question. */
+  kind: 'permission' | 'question'
+  /** OpenCode's id of the request. */
+  id: string
+  /** The permission asked for (permission requests). */
+  permission?: string
 }
 
 /** Reads an objective file: its text, or `null` for an invalid id, a missing file or empty text. */

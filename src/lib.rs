@@ -34,8 +34,10 @@ use callbacks::LoggerCallback;
 use env_context::{EnvContext, EnvRuntime};
 pub use options::goal_runtime::{EvidenceOptions, GoalRuntimeDefaults, SessionGoalRuntimeOptions};
 pub use options::{OpenCodeTarget, RuntimeSettingsOptions};
-pub(crate) use types::answers::{explanation_of, history_records};
-pub use types::answers::{GoalExplanation, GoalHistoryRecord};
+pub(crate) use types::answers::history_records;
+pub use types::answers::GoalHistoryRecord;
+pub(crate) use types::explanation::explanation_of;
+pub use types::explanation::*;
 pub use types::notification::GoalNotification;
 pub(crate) use types::small_model::small_model_for;
 pub use types::small_model::{SmallModelChoice, SmallModelFailure, SmallModelRequest, SmallModelResult};
@@ -140,8 +142,8 @@ impl SessionGoalRuntime {
                 .explain(&session_id, directory.as_deref().unwrap_or(""))
                 .instrument(span)
                 .await
+                .map(explanation_of)
                 .map_err(|error| goal_core::GoalError::from_http("explain", &error))
-                .and_then(explanation_of)
         })
     }
 

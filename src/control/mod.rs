@@ -67,8 +67,8 @@ impl GoalControl {
         settle(env, async move {
             goal_core::explain_goal(&ctx.client, &ctx.data_dir, &session_id, &directory, None)
                 .await
+                .map(crate::explanation_of)
                 .map_err(|error| GoalError::from_http("explain", &error))
-                .and_then(crate::explanation_of)
         })
     }
 

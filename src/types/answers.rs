@@ -1,9 +1,7 @@
-//! Typed answers: what `explain` and `history` resolve to, built field by field from the
-//! core's report and trail records, so index.d.ts describes exactly what is returned.
+//! Typed answers: what `history` resolves to, read field by field from the core's trail
+//! records, so index.d.ts describes exactly what is returned (`explain`: `explanation.rs`).
 
 use napi_derive::napi;
-
-use crate::types::nullable::Nullable;
 
 /// One record of a goal's audit trail (`history(sessionId)`). Written for every verdict and
 /// for every decision the runtime made without one (time budget, working hours, breaker).
@@ -64,74 +62,8 @@ pub struct GoalHistoryRecord {
     pub detail: Option<String>,
 }
 
-/// What `explain(sessionId)` resolves to (and `session-goal doctor --json` prints): why the
-/// session's goal is where it is. `null` where a part is unknown. Built from the core's report
-/// field by field ([`explanation_of`]).
-#[napi(object, object_from_js = false)]
-#[derive(Default, serde::Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-pub struct GoalExplanation {
-    /// The session asked about.
-    pub session_id: String,
-    /// The goal's id (`null`: no goal).
-    #[napi(ts_type = "string | null")]
-    pub goal_id: Nullable<String>,
-    /// The goal's status (`null`: no goal).
-    #[napi(ts_type = "'active' | 'paused' | 'blocked' | 'budgetLimited' | 'complete' | null")]
-    pub status: Nullable<String>,
-    /// The human reason beside the status.
-    #[napi(ts_type = "string | null")]
-    pub status_reason: Nullable<String>,
-    /// The typed cause `{code, since, detail?, until?, fix?}`: stored, or for an active goal what
-    /// holds it now (a pending request, working hours, another host's lease).
-    #[napi(ts_type = "{ code: string; since: number; detail?: string; until?: number; fix?: string } | null")]
-    pub cause: Nullable<serde_json::Value>,
-    /// What `doctor --fix` would apply.
-    #[napi(
-        ts_type = "'none' | 'resume' | 'resumeWithTokenBudget' | 'resumeWithTimeBudget' | 'resumeWithCostBudget' | null"
-    )]
-    pub fix_action: Nullable<String>,
-    /// When the goal goes on by itself (ms since epoch), for a goal that waits.
-    #[napi(ts_type = "number | null")]
-    pub next_wake_at: Nullable<f64>,
-    /// The multi-host lease.
-    #[napi(ts_type = "{ holder: string; expiresAt: number } | null")]
-    pub lease: Nullable<serde_json::Value>,
-    /// Open permission and question requests of the session.
-    #[napi(ts_type = "Array<{ kind: 'permission' | 'question'; id: string; permission?: string }>")]
-    pub pending: serde_json::Value,
-    /// The newest audited decision of the trail.
-    #[napi(ts_type = "Record<string, unknown> | null")]
-    pub last_audit: Nullable<serde_json::Value>,
-    /// The check runs of the newest round.
-    #[napi(ts_type = "Array<Record<string, unknown>>")]
-    pub last_checks: serde_json::Value,
-    /// The goal's acceptance checks.
-    #[napi(ts_type = "Array<{ command: string; timeoutMs?: number }> | null")]
-    pub checks: Nullable<serde_json::Value>,
-    /// The goal's cost in US dollars: its budget (`null` without one) and what it spent.
-    #[napi(ts_type = "{ budget: number | null; used: number } | null")]
-    pub cost: Nullable<serde_json::Value>,
-    /// The goal's acceptance criteria with their latest grades.
-    #[napi(
-        ts_type = "Array<{ id: string; text: string; source: 'user' | 'derived'; state: 'unmet' | 'met' | 'unclear'; evidence?: string[]; since?: number }> | null"
-    )]
-    pub criteria: Nullable<serde_json::Value>,
-    /// Inconsistencies worth a human look: `sessionMissing`, `noGoal`, `goalUnreadable`,
-    /// `objectiveFileMissing`, `inherited`, `checksUnreadable`, `providerReportsNoCost`.
-    #[napi(ts_type = "Array<{ code: string; message: string }>")]
-    pub findings: serde_json::Value,
-}
-
 /// The trail's records as [`GoalHistoryRecord`]s; a record that does not have the record's shape
 /// (a hand-edited line) is left out rather than failing the whole read.
 pub(crate) fn history_records(records: Vec<serde_json::Value>) -> Vec<GoalHistoryRecord> {
     records.into_iter().filter_map(|record| serde_json::from_value(record).ok()).collect()
-}
-
-/// The core's explain report as a [`GoalExplanation`].
-pub(crate) fn explanation_of(report: serde_json::Value) -> std::result::Result<GoalExplanation, goal_core::GoalError> {
-    serde_json::from_value(report).map_err(|error| {
-        goal_core::GoalError::new(goal_core::ErrorKind::Local, format!("explain: unreadable report ({error})"))
-    })
 }

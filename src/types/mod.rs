@@ -3,6 +3,7 @@
 //! `options.rs` and `goal_settings.rs`.
 
 pub mod answers;
+pub mod explanation;
 pub mod notification;
 pub mod nullable;
 pub mod small_model;

@@ -33,6 +33,16 @@ pub enum CriterionState {
     Unclear,
 }
 
+impl CriterionSource {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Derived => "derived",
+        }
+    }
+}
+
 impl CriterionState {
     /// The wire name.
     pub fn as_str(self) -> &'static str {
@@ -94,7 +104,7 @@ impl Criterion {
         let mut object = Map::new();
         object.insert("id".into(), json!(self.id));
         object.insert("text".into(), json!(self.text));
-        object.insert("source".into(), json!(if self.source == CriterionSource::User { "user" } else { "derived" }));
+        object.insert("source".into(), json!(self.source.as_str()));
         object.insert("state".into(), json!(self.state.as_str()));
         if !self.evidence.is_empty() {
             object.insert("evidence".into(), json!(self.evidence));
