@@ -189,17 +189,23 @@ export interface CreateSessionRequest {
   title?: string
   /** First prompt; a leading `/name` runs that command. Required with `goal`. */
   prompt?: string
-  /** `provider/model`. */
+  /**
+   * `provider/model` (send and fork: default the last user message's in the session, or
+   * in the one forked).
+   */
   model?: string
   /** Provider id (with `modelID`, instead of `model`). */
   providerID?: string
   /** Model id. */
   modelID?: string
-  /** Agent (primary agents only). */
+  /** Agent, a primary one (send and fork: default as for `model`). */
   agent?: string
   /** Model variant. */
   variant?: string
-  /** Start a goal with the prompt as its objective: `true` or its settings. */
+  /**
+   * Install a goal with the prompt as its objective before dispatching (merged into the
+   * session's metadata): `true` or its settings.
+   */
   goal?: boolean | GoalSettingsInput
 }
 
@@ -239,17 +245,23 @@ export interface ForkSessionRequest {
   directory?: string
   /** Prompt for the fork (required). */
   prompt: string
-  /** `provider/model` (default: the source's last user message's). */
+  /**
+   * `provider/model` (send and fork: default the last user message's in the session, or
+   * in the one forked).
+   */
   model?: string
-  /** Provider id (with `modelID`). */
+  /** Provider id (with `modelID`, instead of `model`). */
   providerID?: string
   /** Model id. */
   modelID?: string
-  /** Agent. */
+  /** Agent, a primary one (send and fork: default as for `model`). */
   agent?: string
-  /** Variant. */
+  /** Model variant. */
   variant?: string
-  /** Install a goal on the fork before dispatching: `true` or its settings. */
+  /**
+   * Install a goal with the prompt as its objective before dispatching (merged into the
+   * session's metadata): `true` or its settings.
+   */
   goal?: boolean | GoalSettingsInput
 }
 
@@ -862,17 +874,23 @@ export interface SendPromptRequest {
   directory?: string
   /** Prompt (required); a leading `/name` runs that command. */
   prompt: string
-  /** `provider/model` (default: the last user message's). */
+  /**
+   * `provider/model` (send and fork: default the last user message's in the session, or
+   * in the one forked).
+   */
   model?: string
-  /** Provider id (with `modelID`). */
+  /** Provider id (with `modelID`, instead of `model`). */
   providerID?: string
   /** Model id. */
   modelID?: string
-  /** Agent (default: the last user message's). */
+  /** Agent, a primary one (send and fork: default as for `model`). */
   agent?: string
-  /** Variant. */
+  /** Model variant. */
   variant?: string
-  /** Install a fresh goal (merged into the existing metadata) before dispatching: `true` or its settings. */
+  /**
+   * Install a goal with the prompt as its objective before dispatching (merged into the
+   * session's metadata): `true` or its settings.
+   */
   goal?: boolean | GoalSettingsInput
 }
 

@@ -3,9 +3,12 @@
 //! A failed call rejects its promise with the error of `crate::failure` (code, field, status,
 //! partialAction, cause); every call runs in its own task, so a panic is a failure, never a crash.
 
+use std::future::Future;
+
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
+use goal_core::{ActionReport, GoalTarget};
 use goal_core::{ControlContext, ErrorKind, GoalError, NewGoal};
 use goal_core::{CreateSession, ForkSession, ScheduledGoal, SendPrompt};
 use goal_core::{GoalEdit, LimitEdit};
@@ -35,6 +38,24 @@ pub fn create_goal_control(env: Env, options: GoalControlOptions) -> Result<Goal
     crate::logging::init();
     let ctx = options.resolve(&*EnvContext::of(&env)?).map_err(|failure| thrown(&env, failure))?;
     Ok(GoalControl { ctx })
+}
+
+impl GoalControl {
+    /// One goal action (pause, resume, complete, clear) on the request's goal, run and settled
+    /// like every other operation.
+    fn act<'env, Action, Done>(
+        &self,
+        env: &'env Env,
+        request: GoalActionRequest,
+        action: Action,
+    ) -> Result<PromiseRaw<'env, GoalActionResult>>
+    where
+        Action: FnOnce(ControlContext, GoalTarget) -> Done,
+        Done: Future<Output = std::result::Result<ActionReport, GoalError>> + Send + 'static,
+    {
+        let work = action(self.ctx.clone(), target(request.session_id, request.directory, request.goal_id));
+        settle(env, async move { work.await.map(action_result) })
+    }
 }
 
 #[napi]
@@ -107,19 +128,15 @@ impl GoalControl {
     pub fn create_session<'env>(
         &self,
         env: &'env Env,
-        request: CreateSessionRequest,
+        mut request: CreateSessionRequest,
     ) -> Result<PromiseRaw<'env, SessionDispatch>> {
         let ctx = self.ctx.clone();
         settle(env, async move {
+            let prompt = request.prompt.take().unwrap_or_default();
             let create = CreateSession {
+                options: request.prompt_options(prompt)?,
                 directory: request.directory,
                 title: request.title,
-                options: prompt_options(
-                    request.prompt.unwrap_or_default(),
-                    (request.model, request.provider_id, request.model_id),
-                    (request.agent, request.variant),
-                    request.goal,
-                )?,
             };
             goal_core::create_session(&ctx, &create).await.map(|r| dispatch_result("create", r))
         })
@@ -130,19 +147,15 @@ impl GoalControl {
     pub fn send_prompt<'env>(
         &self,
         env: &'env Env,
-        request: SendPromptRequest,
+        mut request: SendPromptRequest,
     ) -> Result<PromiseRaw<'env, SessionDispatch>> {
         let ctx = self.ctx.clone();
         settle(env, async move {
+            let prompt = std::mem::take(&mut request.prompt);
             let send = SendPrompt {
+                options: request.prompt_options(prompt)?,
                 session_id: request.session_id,
                 directory: request.directory.unwrap_or_default(),
-                options: prompt_options(
-                    request.prompt,
-                    (request.model, request.provider_id, request.model_id),
-                    (request.agent, request.variant),
-                    request.goal,
-                )?,
             };
             goal_core::send_prompt(&ctx, &send).await.map(|r| dispatch_result("send", r))
         })
@@ -154,20 +167,16 @@ impl GoalControl {
     pub fn fork_session<'env>(
         &self,
         env: &'env Env,
-        request: ForkSessionRequest,
+        mut request: ForkSessionRequest,
     ) -> Result<PromiseRaw<'env, SessionDispatch>> {
         let ctx = self.ctx.clone();
         settle(env, async move {
+            let prompt = std::mem::take(&mut request.prompt);
             let fork = ForkSession {
+                options: request.prompt_options(prompt)?,
                 session_id: request.session_id,
                 message_id: request.message_id,
                 directory: request.directory.unwrap_or_default(),
-                options: prompt_options(
-                    request.prompt,
-                    (request.model, request.provider_id, request.model_id),
-                    (request.agent, request.variant),
-                    request.goal,
-                )?,
             };
             goal_core::fork_session(&ctx, &fork).await.map(|r| dispatch_result("fork", r))
         })
@@ -271,9 +280,7 @@ impl GoalControl {
         env: &'env Env,
         request: GoalActionRequest,
     ) -> Result<PromiseRaw<'env, GoalActionResult>> {
-        let ctx = self.ctx.clone();
-        let target = target(request.session_id, request.directory, request.goal_id);
-        settle(env, async move { goal_core::pause_goal(&ctx, &target).await.map(action_result) })
+        self.act(env, request, |ctx, target| async move { goal_core::pause_goal(&ctx, &target).await })
     }
 
     /// Resumes a goal: active, `resumed`, a fresh turn allowance (the runtime kicks it off within
@@ -284,9 +291,7 @@ impl GoalControl {
         env: &'env Env,
         request: GoalActionRequest,
     ) -> Result<PromiseRaw<'env, GoalActionResult>> {
-        let ctx = self.ctx.clone();
-        let target = target(request.session_id, request.directory, request.goal_id);
-        settle(env, async move { goal_core::resume_goal(&ctx, &target).await.map(action_result) })
+        self.act(env, request, |ctx, target| async move { goal_core::resume_goal(&ctx, &target).await })
     }
 
     /// Marks a goal complete (`marked by user`).
@@ -296,9 +301,7 @@ impl GoalControl {
         env: &'env Env,
         request: GoalActionRequest,
     ) -> Result<PromiseRaw<'env, GoalActionResult>> {
-        let ctx = self.ctx.clone();
-        let target = target(request.session_id, request.directory, request.goal_id);
-        settle(env, async move { goal_core::complete_goal(&ctx, &target).await.map(action_result) })
+        self.act(env, request, |ctx, target| async move { goal_core::complete_goal(&ctx, &target).await })
     }
 
     /// Removes the goal (other metadata kept), deletes its objective file, aborts if it was active.
@@ -308,9 +311,7 @@ impl GoalControl {
         env: &'env Env,
         request: GoalActionRequest,
     ) -> Result<PromiseRaw<'env, GoalActionResult>> {
-        let ctx = self.ctx.clone();
-        let target = target(request.session_id, request.directory, request.goal_id);
-        settle(env, async move { goal_core::clear_goal(&ctx, &target).await.map(action_result) })
+        self.act(env, request, |ctx, target| async move { goal_core::clear_goal(&ctx, &target).await })
     }
 
     /// A session's goal and its effective objective (file text, else inline).
