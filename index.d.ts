@@ -297,6 +297,16 @@ export interface GoalActionResult {
   warnings: Array<GoalWarning>
 }
 
+/** A goal's working hours, as stored. */
+export interface GoalActiveHours {
+  /** Start, `HH:MM`. */
+  start: string
+  /** End, `HH:MM` (before `start`: the window crosses midnight). */
+  end: string
+  /** The IANA time zone. */
+  timeZone: string
+}
+
 /** The newest audited decision of a goal's trail, reduced to what a human reads. */
 export interface GoalAuditSummary {
   /** When (ms since epoch). */
@@ -656,18 +666,18 @@ export interface GoalRecord {
   costUsed: number
   /** Active time so far (ms): since `createdAt`, minus time paused or waiting. */
   activeMs: number
-  /** Working hours `{start, end, timeZone}`, if any. */
-  activeHours?: { start: string; end: string; timeZone: string } | undefined
+  /** Working hours, if any. */
+  activeHours?: GoalActiveHours
   /** The session the goal belongs to (`sessionId`), when it names one. */
   sessionId?: string
   /** When a goal parked on a provider limit goes on by itself (ms since the epoch). */
   wakeAt?: number
   /** Acceptance checks run before the goal may settle `complete`, if any. */
-  checks?: Array<{ command: string; timeoutMs?: number }> | undefined
+  checks?: Array<GoalCheck>
   /** Acceptance criteria the auditor grades one by one against evidence, if any. */
-  criteria?: Array<{ id: string; text: string; source: 'user' | 'derived'; state: 'unmet' | 'met' | 'unclear'; evidence?: string[]; since?: number }> | undefined
-  /** Why the goal stopped or waits (`{code, since, detail?, until?, fix?}`); absent while it runs. */
-  cause?: { code: string; since: number; detail?: string; until?: number; fix?: string } | undefined
+  criteria?: Array<GoalCriterion>
+  /** Why the goal stopped or waits; absent while it runs. */
+  cause?: GoalCause
 }
 
 /** The goal runtime's option defaults (`createSessionGoalRuntime` uses exactly these). */

@@ -94,7 +94,7 @@ describe('typed answers', () => {
     expectTyped(explained, 'GoalExplanation')
   })
 
-  it('every nested part of explain is a declared interface: cause, lease, pending, audit, check runs, checks, cost, criteria, findings', async () => {
+  it('every nested part of explain and of a goal record is a declared interface', async () => {
     const mock = await startMockOpenCode({ heartbeatMs: 60_000 })
     env = { cleanup: () => mock.close() }
     const dataDir = tempDataDir()
@@ -131,6 +131,15 @@ describe('typed answers', () => {
     const seen = expectTyped(explained, 'GoalExplanation')
     const parts = ['cause', 'lease', 'pending', 'lastAudit', 'lastChecks', 'checks', 'cost', 'criteria']
     expect([...seen].sort()).toEqual(parts.map((part) => `GoalExplanation.${part}`).sort())
+
+    const paused = mock.createSession({
+      directory: '/tmp/project',
+      metadata: goalMetadata({ ...goal, status: 'paused', activeHours: { start: '09:00', end: '17:00', timeZone: 'Europe/Berlin' }, cause: { code: 'userPaused', since: 7 } }),
+    })
+    const view = await control.getGoal(paused.id, '/tmp/project')
+    expect(view.goal).toMatchObject({ activeHours: { start: '09:00', end: '17:00', timeZone: 'Europe/Berlin' }, cause: { code: 'userPaused', since: 7 }, checks: goal.checks, criteria: goal.criteria })
+    const recordParts = ['activeHours', 'cause', 'checks', 'criteria']
+    expect([...expectTyped(view.goal, 'GoalRecord')].sort()).toEqual(recordParts.map((part) => `GoalRecord.${part}`))
 
     const missing = await control.explain('ses_nosuch5', '/tmp/project')
     expect(expectTyped(missing, 'GoalExplanation')).toEqual(new Set(['GoalExplanation.findings']))

@@ -38,6 +38,7 @@ pub(crate) use types::answers::history_records;
 pub use types::answers::GoalHistoryRecord;
 pub(crate) use types::explanation::explanation_of;
 pub use types::explanation::*;
+pub use types::goal_parts::{GoalActiveHours, GoalCause, GoalCheck, GoalCriterion};
 pub use types::notification::GoalNotification;
 pub(crate) use types::small_model::small_model_for;
 pub use types::small_model::{SmallModelChoice, SmallModelFailure, SmallModelRequest, SmallModelResult};

@@ -1,12 +1,13 @@
 //! What `explain(sessionId)` resolves to: the core's typed report (`goal_core::ExplainReport`)
 //! mirrored part by part, each part built from the core's own value (the goal's cause, lease,
-//! checks and criteria as the record holds them, a check run as the trail records it), so
-//! index.d.ts describes exactly what is returned and cannot drift from the core.
+//! checks and criteria as the record holds them, `goal_parts.rs`; a check run as the trail
+//! records it), so index.d.ts describes exactly what is returned and cannot drift from the core.
 
 use napi_derive::napi;
 
-use goal_core::{AcceptanceCheck, Cause, Criterion, ExplainReport};
+use goal_core::ExplainReport;
 
+use crate::types::goal_parts::{cause_of, check_of, criterion_of, GoalCause, GoalCheck, GoalCriterion};
 use crate::types::nullable::Nullable;
 
 /// What `explain(sessionId)` resolves to (and `session-goal doctor --json` prints): why the
@@ -57,21 +58,6 @@ pub struct GoalExplanation {
     pub criteria: Nullable<Vec<GoalCriterion>>,
     /// Inconsistencies worth a human look.
     pub findings: Vec<GoalFinding>,
-}
-
-/// Why a goal stopped or waits (docs/causes.md lists the codes).
-#[napi(object, object_from_js = false)]
-pub struct GoalCause {
-    /// The code from the closed list (`tokenBudget`, `waitingForLease`, …).
-    pub code: String,
-    /// When the stop or wait began (ms since epoch).
-    pub since: f64,
-    /// A short detail: a provider name, an HTTP status, a session id.
-    pub detail: Option<String>,
-    /// When the wait ends by itself (ms since epoch), for waits that know it.
-    pub until: Option<f64>,
-    /// One sentence a user can act on.
-    pub fix: Option<String>,
 }
 
 /// The multi-host lease: which runtime drives the goal, and until when.
@@ -143,15 +129,6 @@ pub struct GoalCheckRun {
     pub time: f64,
 }
 
-/// One acceptance check of a goal.
-#[napi(object, object_from_js = false)]
-pub struct GoalCheck {
-    /// The shell command.
-    pub command: String,
-    /// Its time limit (ms), when set.
-    pub timeout_ms: Option<f64>,
-}
-
 /// A goal's cost in US dollars.
 #[napi(object, object_from_js = false)]
 pub struct GoalCost {
@@ -160,25 +137,6 @@ pub struct GoalCost {
     pub budget: Nullable<f64>,
     /// What the goal's replies cost so far.
     pub used: f64,
-}
-
-/// One acceptance criterion of a goal, with its latest grade.
-#[napi(object, object_from_js = false)]
-pub struct GoalCriterion {
-    /// `c<n>`.
-    pub id: String,
-    /// What must hold.
-    pub text: String,
-    /// Who wrote it.
-    #[napi(ts_type = "'user' | 'derived'")]
-    pub source: String,
-    /// The latest grade.
-    #[napi(ts_type = "'unmet' | 'met' | 'unclear'")]
-    pub state: String,
-    /// The evidence ids the latest grade cited, when it cited any.
-    pub evidence: Option<Vec<String>>,
-    /// When the state last changed (ms since epoch).
-    pub since: Option<f64>,
 }
 
 /// An inconsistency worth a human look.
@@ -242,30 +200,5 @@ pub(crate) fn explanation_of(report: ExplainReport) -> GoalExplanation {
             .into_iter()
             .map(|f| GoalFinding { code: f.code.to_string(), message: f.message })
             .collect(),
-    }
-}
-
-pub(crate) fn cause_of(cause: &Cause) -> GoalCause {
-    GoalCause {
-        code: cause.code.as_str().to_string(),
-        since: cause.since,
-        detail: cause.detail.clone(),
-        until: cause.until,
-        fix: cause.fix.clone(),
-    }
-}
-
-pub(crate) fn check_of(check: &AcceptanceCheck) -> GoalCheck {
-    GoalCheck { command: check.command.clone(), timeout_ms: check.timeout_ms.map(|ms| ms as f64) }
-}
-
-pub(crate) fn criterion_of(criterion: &Criterion) -> GoalCriterion {
-    GoalCriterion {
-        id: criterion.id.clone(),
-        text: criterion.text.clone(),
-        source: criterion.source.as_str().to_string(),
-        state: criterion.state.as_str().to_string(),
-        evidence: (!criterion.evidence.is_empty()).then(|| criterion.evidence.clone()),
-        since: criterion.since,
     }
 }

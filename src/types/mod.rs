@@ -4,6 +4,7 @@
 
 pub mod answers;
 pub mod explanation;
+pub mod goal_parts;
 pub mod notification;
 pub mod nullable;
 pub mod small_model;
