@@ -67,8 +67,9 @@ function isNativeFailure(error) {
 const CONVERSION_CODES = /^(InvalidArg|\w+Expected)$/
 
 /**
- * An error thrown by the native module or a JavaScript check, as a SessionGoalError: napi's
- * conversion errors are bad input, anything else is `otherwise` (the failure the call can have).
+ * An error thrown by the native module or a JavaScript check, as a SessionGoalError: a native
+ * failure keeps its parts, napi's conversion errors are bad input, anything else is `otherwise`
+ * (the failure the call can have).
  */
 function fromThrown(error, otherwise = 'local') {
   if (error instanceof SessionGoalError) return error
