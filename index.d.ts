@@ -349,7 +349,10 @@ export interface GoalCheck {
   timeoutMs?: number
 }
 
-/** One run of an acceptance check, as the trail recorded it. */
+/**
+ * One run of an acceptance check, as the trail recorded it (explain's last round, a history
+ * record's run).
+ */
 export interface GoalCheckRun {
   /** Position in the goal's list of checks (0-based). */
   index: number
@@ -565,7 +568,7 @@ export interface GoalHistoryRecord {
   /** The goal's time budget (ms), when set. */
   timeBudgetMs?: number
   /** For an acceptance check run (`action: "check"`): the run. */
-  check?: { index: number; command: string; result: 'passed' | 'failed' | 'timedOut' | 'aborted' | 'unknown'; exitStatus: number | null; durationMs: number; outputTail: string; messageID: string; reused: boolean }
+  check?: GoalCheckRun
   /** For a check run: how many checks the round has. */
   checks?: number
   /** For an audit that graded criteria: each criterion's id, source, state and cited evidence ids. */

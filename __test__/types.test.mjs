@@ -71,7 +71,7 @@ describe('typed answers', () => {
 
     const [record] = await env.runtime.history(session.id)
     expect(record).toMatchObject({ verdict: 'continue', action: 'continue', tail: expect.any(String) })
-    expectShape(record, 'GoalHistoryRecord')
+    expectTyped(record, 'GoalHistoryRecord')
 
     const explained = await env.runtime.explain(session.id, '/tmp/project')
     expect(explained).toMatchObject({ sessionId: session.id, status: 'active', lastAudit: expect.objectContaining({ verdict: 'continue' }) })
@@ -83,7 +83,7 @@ describe('typed answers', () => {
     expect(viaControl.goalId).toBe(explained.goalId)
     const trail = await control.history(session.id)
     expect(trail).toHaveLength((await env.runtime.history(session.id)).length)
-    for (const line of trail) expectShape(line, 'GoalHistoryRecord')
+    for (const line of trail) expectTyped(line, 'GoalHistoryRecord')
   })
 
   it('explain of a session without a goal: nulls where a part is unknown, still the declared shape', async () => {
@@ -94,7 +94,7 @@ describe('typed answers', () => {
     expectTyped(explained, 'GoalExplanation')
   })
 
-  it('every nested part of explain and of a goal record is a declared interface', async () => {
+  it('every nested part of explain, of a history record and of a goal record is a declared interface', async () => {
     const mock = await startMockOpenCode({ heartbeatMs: 60_000 })
     env = { cleanup: () => mock.close() }
     const dataDir = tempDataDir()
@@ -131,6 +131,13 @@ describe('typed answers', () => {
     const seen = expectTyped(explained, 'GoalExplanation')
     const parts = ['cause', 'lease', 'pending', 'lastAudit', 'lastChecks', 'checks', 'cost', 'criteria']
     expect([...seen].sort()).toEqual(parts.map((part) => `GoalExplanation.${part}`).sort())
+
+    const history = await control.history(session.id)
+    expect(history.map((record) => record.action)).toEqual(['continue', 'check'])
+    expect(history[1].check).toEqual({ ...check, time: 11 })
+    const historyParts = new Set()
+    for (const record of history) expectTyped(record, 'GoalHistoryRecord', interfaces(), historyParts)
+    expect([...historyParts]).toEqual(['GoalHistoryRecord.check'])
 
     const paused = mock.createSession({
       directory: '/tmp/project',

@@ -3,6 +3,10 @@
 
 use napi_derive::napi;
 
+use goal_core::CheckRun;
+
+use crate::types::explanation::{check_run_of, GoalCheckRun};
+
 /// One record of a goal's audit trail (`history(sessionId)`). Written for every verdict and
 /// for every decision the runtime made without one (time budget, working hours, breaker).
 /// Built from the stored record field by field ([`history_records`]), so what JavaScript gets
@@ -43,10 +47,8 @@ pub struct GoalHistoryRecord {
     /// The goal's time budget (ms), when set.
     pub time_budget_ms: Option<f64>,
     /// For an acceptance check run (`action: "check"`): the run.
-    #[napi(
-        ts_type = "{ index: number; command: string; result: 'passed' | 'failed' | 'timedOut' | 'aborted' | 'unknown'; exitStatus: number | null; durationMs: number; outputTail: string; messageID: string; reused: boolean }"
-    )]
-    pub check: Option<serde_json::Value>,
+    #[serde(skip)]
+    pub check: Option<GoalCheckRun>,
     /// For a check run: how many checks the round has.
     pub checks: Option<f64>,
     /// For an audit that graded criteria: each criterion's id, source, state and cited evidence ids.
@@ -65,5 +67,12 @@ pub struct GoalHistoryRecord {
 /// The trail's records as [`GoalHistoryRecord`]s; a record that does not have the record's shape
 /// (a hand-edited line) is left out rather than failing the whole read.
 pub(crate) fn history_records(records: Vec<serde_json::Value>) -> Vec<GoalHistoryRecord> {
-    records.into_iter().filter_map(|record| serde_json::from_value(record).ok()).collect()
+    records.into_iter().filter_map(|stored| history_record(&stored)).collect()
+}
+
+fn history_record(stored: &serde_json::Value) -> Option<GoalHistoryRecord> {
+    let record: GoalHistoryRecord = serde::Deserialize::deserialize(stored).ok()?;
+    // A check run is read by the core's own reader of the run it recorded.
+    let check = stored.get("check").and_then(CheckRun::from_value).map(|run| check_run_of(run, record.time));
+    Some(GoalHistoryRecord { check, ..record })
 }

@@ -5,7 +5,7 @@
 
 use napi_derive::napi;
 
-use goal_core::ExplainReport;
+use goal_core::{CheckRun, ExplainReport};
 
 use crate::types::goal_parts::{cause_of, check_of, criterion_of, GoalCause, GoalCheck, GoalCriterion};
 use crate::types::nullable::Nullable;
@@ -103,7 +103,8 @@ pub struct GoalAuditSummary {
     pub missing: Option<Vec<String>>,
 }
 
-/// One run of an acceptance check, as the trail recorded it.
+/// One run of an acceptance check, as the trail recorded it (explain's last round, a history
+/// record's run).
 #[napi(object, object_from_js = false)]
 pub struct GoalCheckRun {
     /// Position in the goal's list of checks (0-based).
@@ -177,21 +178,7 @@ pub(crate) fn explanation_of(report: ExplainReport) -> GoalExplanation {
             auditor: a.auditor,
             missing: a.missing,
         })),
-        last_checks: report
-            .last_checks
-            .into_iter()
-            .map(|recorded| GoalCheckRun {
-                index: u32::try_from(recorded.run.index).unwrap_or(u32::MAX),
-                result: recorded.run.result.as_str().to_string(),
-                exit_status: Nullable(recorded.run.result.exit_status()),
-                duration_ms: recorded.run.duration_ms.max(0.0).floor(),
-                command: recorded.run.command,
-                output_tail: recorded.run.output_tail,
-                message_id: recorded.run.message_id,
-                reused: recorded.run.reused,
-                time: recorded.time,
-            })
-            .collect(),
+        last_checks: report.last_checks.into_iter().map(|recorded| check_run_of(recorded.run, recorded.time)).collect(),
         checks: Nullable(report.checks.map(|list| list.iter().map(check_of).collect())),
         cost: Nullable(report.cost.map(|c| GoalCost { budget: Nullable(c.budget), used: c.used })),
         criteria: Nullable(report.criteria.map(|list| list.iter().map(criterion_of).collect())),
@@ -200,5 +187,20 @@ pub(crate) fn explanation_of(report: ExplainReport) -> GoalExplanation {
             .into_iter()
             .map(|f| GoalFinding { code: f.code.to_string(), message: f.message })
             .collect(),
+    }
+}
+
+/// A check run as the trail recorded it, with the record's time.
+pub(crate) fn check_run_of(run: CheckRun, time: f64) -> GoalCheckRun {
+    GoalCheckRun {
+        index: u32::try_from(run.index).unwrap_or(u32::MAX),
+        result: run.result.as_str().to_string(),
+        exit_status: Nullable(run.result.exit_status()),
+        duration_ms: run.duration_ms.max(0.0).floor(),
+        command: run.command,
+        output_tail: run.output_tail,
+        message_id: run.message_id,
+        reused: run.reused,
+        time,
     }
 }
