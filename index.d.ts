@@ -441,6 +441,38 @@ export interface GoalCriterion {
   since?: number
 }
 
+/** A criterion's grade after an audit. */
+export interface GoalCriterionGrade {
+  /** The criterion's id. */
+  id: string
+  /** Who wrote the criterion. */
+  source: 'user' | 'derived'
+  /** The grade. */
+  state: 'unmet' | 'met' | 'unclear'
+  /** The evidence ids the grade cited. */
+  evidence: Array<string>
+}
+
+/** The counts of one audit's evidence, as the trail keeps them. */
+export interface GoalDigestSummary {
+  /** Assistant messages read. */
+  assistantMessages: number
+  /** Tool calls. */
+  toolCalls: number
+  /** Tool calls that succeeded. */
+  successfulToolCalls: number
+  /** Shell commands that failed. */
+  failingCommands: Array<GoalFailingCommand>
+  /** Files changed (`null`: the session's diff could not be read). */
+  filesChanged: number | null
+  /** Lines added. */
+  additions: number
+  /** Lines deleted. */
+  deletions: number
+  /** The todo list's counts (`null`: it could not be read). */
+  todos: GoalTodoCounts | null
+}
+
 /** `editGoal` input. */
 export interface GoalEditRequest {
   /** Session. */
@@ -521,6 +553,14 @@ export interface GoalExplanation {
   findings: Array<GoalFinding>
 }
 
+/** A shell command that failed. */
+export interface GoalFailingCommand {
+  /** The command. */
+  command: string
+  /** Its exit code (`null`: unknown). */
+  exitCode: number | null
+}
+
 /** An inconsistency worth a human look. */
 export interface GoalFinding {
   /** What it is. */
@@ -550,11 +590,8 @@ export interface GoalHistoryRecord {
   action: string
   /** The status reason written, when the goal settled or waits. */
   reason?: string
-  /**
-   * Counts from the evidence digest: tool calls, successful ones, failing commands, files
-   * changed, additions, deletions, todos.
-   */
-  digest?: Record<string, unknown>
+  /** Counts from the evidence digest the audit read. */
+  digest?: GoalDigestSummary
   /** The recorded facts the auditor said it relied on. */
   evidence?: Array<string>
   /** What the auditor could not verify. */
@@ -571,8 +608,8 @@ export interface GoalHistoryRecord {
   check?: GoalCheckRun
   /** For a check run: how many checks the round has. */
   checks?: number
-  /** For an audit that graded criteria: each criterion's id, source, state and cited evidence ids. */
-  criteria?: Array<{ id: string; source: 'user' | 'derived'; state: 'unmet' | 'met' | 'unclear'; evidence: string[] }>
+  /** For an audit that graded criteria: each criterion's grade. */
+  criteria?: Array<GoalCriterionGrade>
   /** For a provider-limit park (`action: "park"`): when the wait ends (ms since epoch). */
   until?: number
   /** For a park: how many parks in a row this is. */
@@ -737,6 +774,14 @@ export interface GoalSettingsInput {
    * evidence before the goal may complete.
    */
   criteria?: Array<string>
+}
+
+/** How many todos there are and how many are done. */
+export interface GoalTodoCounts {
+  /** All todos. */
+  total: number
+  /** Completed ones. */
+  completed: number
 }
 
 /** A partial success's caveat: the operation took effect, with this warning. */

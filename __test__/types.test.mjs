@@ -109,8 +109,10 @@ describe('typed answers', () => {
     const session = mock.createSession({ directory: '/tmp/project', metadata: goalMetadata(goal) })
     mock.setPending(session.id, 'permission', 'per_1', { permission: 'bash' })
     const check = { index: 0, command: 'npm test', result: 'failed', exitStatus: 1, durationMs: 12, outputTail: '1 failing', messageID: 'msg_1', reused: false }
+    const digest = { assistantMessages: 1, toolCalls: 2, successfulToolCalls: 1, failingCommands: [{ command: 'npm test', exitCode: 1 }], filesChanged: null, additions: 0, deletions: 0, todos: { total: 2, completed: 1 } }
+    const grades = [{ id: 'c1', state: 'met', evidence: ['e1'], source: 'user' }]
     const trail = [
-      { time: 10, turn: 1, tail: 'msg_0', verdict: 'continue', note: 'not yet', action: 'continue', auditor: 'p/m', missing: ['tests'] },
+      { time: 10, turn: 1, tail: 'msg_0', verdict: 'continue', note: 'not yet', action: 'continue', auditor: 'p/m', missing: ['tests'], digest, criteria: grades },
       { time: 11, turn: 1, tail: 'msg_0', action: 'check', check },
     ]
     fs.mkdirSync(path.join(dataDir, 'goals'), { recursive: true })
@@ -134,10 +136,12 @@ describe('typed answers', () => {
 
     const history = await control.history(session.id)
     expect(history.map((record) => record.action)).toEqual(['continue', 'check'])
+    expect(history[0]).toMatchObject({ digest, criteria: grades })
     expect(history[1].check).toEqual({ ...check, time: 11 })
     const historyParts = new Set()
     for (const record of history) expectTyped(record, 'GoalHistoryRecord', interfaces(), historyParts)
-    expect([...historyParts]).toEqual(['GoalHistoryRecord.check'])
+    const nested = ['GoalHistoryRecord.digest', 'GoalDigestSummary.failingCommands', 'GoalDigestSummary.todos', 'GoalHistoryRecord.criteria', 'GoalHistoryRecord.check']
+    expect([...historyParts].sort()).toEqual(nested.sort())
 
     const paused = mock.createSession({
       directory: '/tmp/project',

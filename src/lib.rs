@@ -35,7 +35,9 @@ use env_context::{EnvContext, EnvRuntime};
 pub use options::goal_runtime::{EvidenceOptions, GoalRuntimeDefaults, SessionGoalRuntimeOptions};
 pub use options::{OpenCodeTarget, RuntimeSettingsOptions};
 pub(crate) use types::answers::history_records;
-pub use types::answers::GoalHistoryRecord;
+pub use types::answers::{
+    GoalCriterionGrade, GoalDigestSummary, GoalFailingCommand, GoalHistoryRecord, GoalTodoCounts,
+};
 pub(crate) use types::explanation::explanation_of;
 pub use types::explanation::*;
 pub use types::goal_parts::{GoalActiveHours, GoalCause, GoalCheck, GoalCriterion};

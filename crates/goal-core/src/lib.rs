@@ -148,7 +148,8 @@ pub use control::orchestrate::{
     GoalSettings, PromptOptions, ScheduledGoal, SendPrompt, DEFAULT_COMMAND_TIMEOUT, DEFAULT_LANDING_POLL,
     DEFAULT_LANDING_TIMEOUT,
 };
+pub use evidence::{DigestSummary, FailingCommand, TodoCounts};
 pub use goal::acceptance::{CheckResult, CheckRun};
-pub use record::criteria::{Criterion, CriterionSource, CriterionState};
+pub use record::criteria::{Criterion, CriterionSource, CriterionState, RecordedGrade};
 pub use record::Lease;
 pub use text::prompts::goal_intro_text;
