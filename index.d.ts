@@ -10,8 +10,8 @@
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
 /**
- * Goal creation and control against one OpenCode server. Results resolve to a value or a
- * `GoalFailure` (`failed: true`); nothing is thrown for a failed operation.
+ * Goal creation and control against one OpenCode server. A failed operation rejects with an
+ * error carrying its `code`, `field`, `status` and `cause` (docs/errors.md).
  */
 export declare class GoalControl {
   /** The data directory the objective files live in. */
@@ -22,46 +22,46 @@ export declare class GoalControl {
    */
   history(sessionId: string, limit?: number | undefined | null): Promise<Array<GoalHistoryRecord>>
   /**
-   * Why the session's goal is where it is (see the runtime's `explain`); read only. Resolves
-   * to a `GoalFailure` when OpenCode cannot be read.
+   * Why the session's goal is where it is (see the runtime's `explain`); read only.
+   * Rejects when OpenCode cannot be read.
    */
-  explain(sessionId: string, directory?: string | undefined | null): Promise<GoalExplanation | GoalFailure>
+  explain(sessionId: string, directory?: string | undefined | null): Promise<GoalExplanation>
   /**
    * Installs a fresh active goal on a session: objective fitted (distilled over 5,000 chars),
    * objective file written first (inline on failure), then merged into the session metadata.
    */
-  createSessionGoal(request: SessionGoalRequest): Promise<InstalledGoal | GoalFailure>
+  createSessionGoal(request: SessionGoalRequest): Promise<InstalledGoal>
   /** Creates a session; with a prompt, installs the goal (if `goal`) and then dispatches. */
-  createSession(request: CreateSessionRequest): Promise<SessionDispatch | GoalFailure>
+  createSession(request: CreateSessionRequest): Promise<SessionDispatch>
   /** Sends a prompt to an existing session; with `goal`, installs a fresh goal first. */
-  sendPrompt(request: SendPromptRequest): Promise<SessionDispatch | GoalFailure>
+  sendPrompt(request: SendPromptRequest): Promise<SessionDispatch>
   /**
    * Forks a session (at an optional message), installs the goal on the fork (if `goal`) and
    * dispatches there.
    */
-  forkSession(request: ForkSessionRequest): Promise<SessionDispatch | GoalFailure>
+  forkSession(request: ForkSessionRequest): Promise<SessionDispatch>
   /**
    * Stamps a goal onto a scheduled task's fresh session and says how to dispatch the task
    * (command, or `prompt_async` with `introPart` after the prompt text).
    */
-  stampScheduledGoal(request: ScheduledGoalRequest): Promise<ScheduledGoalStamp | GoalFailure>
+  stampScheduledGoal(request: ScheduledGoalRequest): Promise<ScheduledGoalStamp>
   /** Edits a goal's objective and/or budget (same id and counters; active, `resumed`). */
-  editGoal(request: GoalEditRequest): Promise<GoalActionResult | GoalFailure>
+  editGoal(request: GoalEditRequest): Promise<GoalActionResult>
   /** Pauses an active goal and aborts the running turn. */
-  pauseGoal(request: GoalActionRequest): Promise<GoalActionResult | GoalFailure>
+  pauseGoal(request: GoalActionRequest): Promise<GoalActionResult>
   /**
    * Resumes a goal: active, `resumed`, a fresh turn allowance (the runtime kicks it off within
    * its resume delay, 250 ms by default).
    */
-  resumeGoal(request: GoalActionRequest): Promise<GoalActionResult | GoalFailure>
+  resumeGoal(request: GoalActionRequest): Promise<GoalActionResult>
   /** Marks a goal complete (`marked by user`). */
-  completeGoal(request: GoalActionRequest): Promise<GoalActionResult | GoalFailure>
+  completeGoal(request: GoalActionRequest): Promise<GoalActionResult>
   /** Removes the goal (other metadata kept), deletes its objective file, aborts if it was active. */
-  clearGoal(request: GoalActionRequest): Promise<GoalActionResult | GoalFailure>
+  clearGoal(request: GoalActionRequest): Promise<GoalActionResult>
   /** A session's goal and its effective objective (file text, else inline). */
-  getGoal(sessionId: string, directory?: string | undefined | null): Promise<SessionGoalView | GoalFailure>
+  getGoal(sessionId: string, directory?: string | undefined | null): Promise<SessionGoalView>
   /** The goals of a directory's top-level sessions (newest first). */
-  listGoals(directory: string): Promise<Array<GoalListEntry> | GoalFailure>
+  listGoals(directory: string): Promise<Array<GoalListEntry>>
 }
 
 /**
@@ -123,10 +123,9 @@ export declare class SessionGoalRuntime {
   /**
    * Why the session's goal is where it is: `{sessionId, status, statusReason, cause, fixAction,
    * nextWakeAt, lease, pending, lastAudit, lastChecks, checks, findings}`, `null` where a part
-   * is unknown. Read only. A failure (OpenCode unreadable) is a `GoalFailure`, which the
-   * package entry throws as a `SessionGoalError`.
+   * is unknown. Read only. Rejects when OpenCode cannot be read (docs/errors.md).
    */
-  explain(sessionId: string, directory?: string | undefined | null): Promise<GoalExplanation | GoalFailure>
+  explain(sessionId: string, directory?: string | undefined | null): Promise<GoalExplanation>
   /**
    * Stops the runtime. Idempotent; resolves when in-flight work has ended. The process is
    * never kept alive by the runtime, stopped or not.
@@ -203,17 +202,23 @@ export interface CreateSessionRequest {
   title?: string
   /** First prompt; a leading `/name` runs that command. Required with `goal`. */
   prompt?: string
-  /** `provider/model`. */
+  /**
+   * `provider/model` (send and fork: default the last user message's in the session, or
+   * in the one forked).
+   */
   model?: string
   /** Provider id (with `modelID`, instead of `model`). */
   providerID?: string
   /** Model id. */
   modelID?: string
-  /** Agent (primary agents only). */
+  /** Agent, a primary one (send and fork: default as for `model`). */
   agent?: string
   /** Model variant. */
   variant?: string
-  /** Start a goal with the prompt as its objective: `true` or its settings. */
+  /**
+   * Install a goal with the prompt as its objective before dispatching (merged into the
+   * session's metadata): `true` or its settings.
+   */
   goal?: boolean | GoalSettingsInput
 }
 
@@ -253,17 +258,23 @@ export interface ForkSessionRequest {
   directory?: string
   /** Prompt for the fork (required). */
   prompt: string
-  /** `provider/model` (default: the source's last user message's). */
+  /**
+   * `provider/model` (send and fork: default the last user message's in the session, or
+   * in the one forked).
+   */
   model?: string
-  /** Provider id (with `modelID`). */
+  /** Provider id (with `modelID`, instead of `model`). */
   providerID?: string
   /** Model id. */
   modelID?: string
-  /** Agent. */
+  /** Agent, a primary one (send and fork: default as for `model`). */
   agent?: string
-  /** Variant. */
+  /** Model variant. */
   variant?: string
-  /** Install a goal on the fork before dispatching: `true` or its settings. */
+  /**
+   * Install a goal with the prompt as its objective before dispatching (merged into the
+   * session's metadata): `true` or its settings.
+   */
   goal?: boolean | GoalSettingsInput
 }
 
@@ -297,6 +308,83 @@ export interface GoalActionResult {
   objectiveFit?: string
   /** Non-fatal problems. */
   warnings: Array<GoalWarning>
+}
+
+/** A goal's working hours, as stored. */
+export interface GoalActiveHours {
+  /** Start, `HH:MM`. */
+  start: string
+  /** End, `HH:MM` (before `start`: the window crosses midnight). */
+  end: string
+  /** The IANA time zone. */
+  timeZone: string
+}
+
+/** The newest audited decision of a goal's trail, reduced to what a human reads. */
+export interface GoalAuditSummary {
+  /** When (ms since epoch). */
+  time: number
+  /** Continuations sent before the decision. */
+  turn: number
+  /** The auditor's verdict (`null`: the audit failed). */
+  verdict: 'continue' | 'complete' | 'blocked' | null
+  /** The note written with the decision. */
+  note?: string
+  /** What the runtime did: `continue`, a settled status, `wait`… */
+  action: string
+  /** The status reason written, when the goal settled or waits. */
+  reason?: string
+  /** `provider/model` of the auditor. */
+  auditor?: string
+  /** What the auditor could not verify. */
+  missing?: Array<string>
+}
+
+/** Why a goal stopped or waits (docs/causes.md lists the codes). */
+export interface GoalCause {
+  /** The code from the closed list (`tokenBudget`, `waitingForLease`, …). */
+  code: string
+  /** When the stop or wait began (ms since epoch). */
+  since: number
+  /** A short detail: a provider name, an HTTP status, a session id. */
+  detail?: string
+  /** When the wait ends by itself (ms since epoch), for waits that know it. */
+  until?: number
+  /** One sentence a user can act on. */
+  fix?: string
+}
+
+/** One acceptance check of a goal. */
+export interface GoalCheck {
+  /** The shell command. */
+  command: string
+  /** Its time limit (ms), when set. */
+  timeoutMs?: number
+}
+
+/**
+ * One run of an acceptance check, as the trail recorded it (explain's last round, a history
+ * record's run).
+ */
+export interface GoalCheckRun {
+  /** Position in the goal's list of checks (0-based). */
+  index: number
+  /** The command. */
+  command: string
+  /** How it ended. */
+  result: 'passed' | 'failed' | 'timedOut' | 'aborted' | 'unknown'
+  /** Its exit status, when known. */
+  exitStatus: number | null
+  /** How long it ran (ms). */
+  durationMs: number
+  /** The end of its output. */
+  outputTail: string
+  /** The run's user message id. */
+  messageID: string
+  /** Found in the transcript from an earlier run (not run again). */
+  reused: boolean
+  /** When it was recorded (ms since epoch). */
+  time: number
 }
 
 /**
@@ -342,6 +430,62 @@ export interface GoalControlOptions {
   commandTimeoutMs?: number
 }
 
+/** A goal's cost in US dollars. */
+export interface GoalCost {
+  /** The cost budget (`null`: none). */
+  budget: number | null
+  /** What the goal's replies cost so far. */
+  used: number
+}
+
+/** One acceptance criterion of a goal, with its latest grade. */
+export interface GoalCriterion {
+  /** `c<n>`. */
+  id: string
+  /** What must hold. */
+  text: string
+  /** Who wrote it. */
+  source: 'user' | 'derived'
+  /** The latest grade. */
+  state: 'unmet' | 'met' | 'unclear'
+  /** The evidence ids the latest grade cited, when it cited any. */
+  evidence?: Array<string>
+  /** When the state last changed (ms since epoch). */
+  since?: number
+}
+
+/** A criterion's grade after an audit. */
+export interface GoalCriterionGrade {
+  /** The criterion's id. */
+  id: string
+  /** Who wrote the criterion. */
+  source: 'user' | 'derived'
+  /** The grade. */
+  state: 'unmet' | 'met' | 'unclear'
+  /** The evidence ids the grade cited. */
+  evidence: Array<string>
+}
+
+/** The counts of one audit's evidence, as the trail keeps them. */
+export interface GoalDigestSummary {
+  /** Assistant messages read. */
+  assistantMessages: number
+  /** Tool calls. */
+  toolCalls: number
+  /** Tool calls that succeeded. */
+  successfulToolCalls: number
+  /** Shell commands that failed. */
+  failingCommands: Array<GoalFailingCommand>
+  /** Files changed (`null`: the session's diff could not be read). */
+  filesChanged: number | null
+  /** Lines added. */
+  additions: number
+  /** Lines deleted. */
+  deletions: number
+  /** The todo list's counts (`null`: it could not be read). */
+  todos: GoalTodoCounts | null
+}
+
 /** `editGoal` input. */
 export interface GoalEditRequest {
   /** Session. */
@@ -384,8 +528,7 @@ export interface GoalEditRequest {
 
 /**
  * What `explain(sessionId)` resolves to (and `session-goal doctor --json` prints): why the
- * session's goal is where it is. `null` where a part is unknown. Built from the core's report
- * field by field ([`explanation_of`]).
+ * session's goal is where it is. `null` where a part is unknown.
  */
 export interface GoalExplanation {
   /** The session asked about. */
@@ -397,58 +540,46 @@ export interface GoalExplanation {
   /** The human reason beside the status. */
   statusReason: string | null
   /**
-   * The typed cause `{code, since, detail?, until?, fix?}`: stored, or for an active goal what
-   * holds it now (a pending request, working hours, another host's lease).
+   * The typed cause: stored, or for an active goal what holds it now (a pending request,
+   * working hours, another host's lease).
    */
-  cause: { code: string; since: number; detail?: string; until?: number; fix?: string } | null
+  cause: GoalCause | null
   /** What `doctor --fix` would apply. */
   fixAction: 'none' | 'resume' | 'resumeWithTokenBudget' | 'resumeWithTimeBudget' | 'resumeWithCostBudget' | null
   /** When the goal goes on by itself (ms since epoch), for a goal that waits. */
   nextWakeAt: number | null
   /** The multi-host lease. */
-  lease: { holder: string; expiresAt: number } | null
+  lease: GoalLease | null
   /** Open permission and question requests of the session. */
-  pending: Array<{ kind: 'permission' | 'question'; id: string; permission?: string }>
+  pending: Array<PendingUserRequest>
   /** The newest audited decision of the trail. */
-  lastAudit: Record<string, unknown> | null
+  lastAudit: GoalAuditSummary | null
   /** The check runs of the newest round. */
-  lastChecks: Array<Record<string, unknown>>
+  lastChecks: Array<GoalCheckRun>
   /** The goal's acceptance checks. */
-  checks: Array<{ command: string; timeoutMs?: number }> | null
-  /** The goal's cost in US dollars: its budget (`null` without one) and what it spent. */
-  cost: { budget: number | null; used: number } | null
+  checks: Array<GoalCheck> | null
+  /** The goal's cost in US dollars: its budget and what it spent. */
+  cost: GoalCost | null
   /** The goal's acceptance criteria with their latest grades. */
-  criteria: Array<{ id: string; text: string; source: 'user' | 'derived'; state: 'unmet' | 'met' | 'unclear'; evidence?: string[]; since?: number }> | null
-  /**
-   * Inconsistencies worth a human look: `sessionMissing`, `noGoal`, `goalUnreadable`,
-   * `objectiveFileMissing`, `inherited`, `checksUnreadable`, `providerReportsNoCost`.
-   */
-  findings: Array<{ code: string; message: string }>
+  criteria: Array<GoalCriterion> | null
+  /** Inconsistencies worth a human look. */
+  findings: Array<GoalFinding>
 }
 
-/**
- * A failed goal operation, as the native module hands it to the package entry: `lib/goals.js`
- * turns it into a thrown `SessionGoalError` in one place, so no host ever sees this shape.
- */
-export interface GoalFailure {
-  /** Always `true` (tells a failure from a result). */
-  failed: true
-  /** The error code (docs/errors.md). */
-  code: 'invalidInput' | 'notFound' | 'conflict' | 'tooLarge' | 'openCode' | 'timeout' | 'local'
-  /** What went wrong (never prompt text, model output or credentials). */
+/** A shell command that failed. */
+export interface GoalFailingCommand {
+  /** The command. */
+  command: string
+  /** Its exit code (`null`: unknown). */
+  exitCode: number | null
+}
+
+/** An inconsistency worth a human look. */
+export interface GoalFinding {
+  /** What it is. */
+  code: 'sessionMissing' | 'noGoal' | 'goalUnreadable' | 'objectiveFileMissing' | 'inherited' | 'checksUnreadable' | 'providerReportsNoCost'
+  /** One sentence for a person. */
   message: string
-  /** The request field at fault, when one is. */
-  field?: string
-  /** The HTTP status OpenCode answered with, when it answered. */
-  status?: number
-  /** The underlying failure (an OpenCode call's own error), when there was one. */
-  cause?: string
-  /** `session-created`, `fork-created` or `goal-configured`: what had already taken effect. */
-  partialAction?: 'session-created' | 'fork-created' | 'goal-configured'
-  /** The session concerned (the new one after create or fork). */
-  sessionId?: string
-  /** Its directory. */
-  directory?: string
 }
 
 /**
@@ -472,11 +603,8 @@ export interface GoalHistoryRecord {
   action: string
   /** The status reason written, when the goal settled or waits. */
   reason?: string
-  /**
-   * Counts from the evidence digest: tool calls, successful ones, failing commands, files
-   * changed, additions, deletions, todos.
-   */
-  digest?: Record<string, unknown>
+  /** Counts from the evidence digest the audit read. */
+  digest?: GoalDigestSummary
   /** The recorded facts the auditor said it relied on. */
   evidence?: Array<string>
   /** What the auditor could not verify. */
@@ -490,17 +618,25 @@ export interface GoalHistoryRecord {
   /** The goal's time budget (ms), when set. */
   timeBudgetMs?: number
   /** For an acceptance check run (`action: "check"`): the run. */
-  check?: { index: number; command: string; result: 'passed' | 'failed' | 'timedOut' | 'aborted' | 'unknown'; exitStatus: number | null; durationMs: number; outputTail: string; messageID: string; reused: boolean }
+  check?: GoalCheckRun
   /** For a check run: how many checks the round has. */
   checks?: number
-  /** For an audit that graded criteria: each criterion's id, source, state and cited evidence ids. */
-  criteria?: Array<{ id: string; source: 'user' | 'derived'; state: 'unmet' | 'met' | 'unclear'; evidence: string[] }>
+  /** For an audit that graded criteria: each criterion's grade. */
+  criteria?: Array<GoalCriterionGrade>
   /** For a provider-limit park (`action: "park"`): when the wait ends (ms since epoch). */
   until?: number
   /** For a park: how many parks in a row this is. */
   park?: number
   /** For a park: the cause's detail (the provider, the HTTP status). */
   detail?: string
+}
+
+/** The multi-host lease: which runtime drives the goal, and until when. */
+export interface GoalLease {
+  /** The holder id of the runtime. */
+  holder: string
+  /** Expiry (ms since epoch). */
+  expiresAt: number
 }
 
 /** One goal of a directory. */
@@ -586,18 +722,18 @@ export interface GoalRecord {
   costUsed: number
   /** Active time so far (ms): since `createdAt`, minus time paused or waiting. */
   activeMs: number
-  /** Working hours `{start, end, timeZone}`, if any. */
-  activeHours?: { start: string; end: string; timeZone: string } | undefined
+  /** Working hours, if any. */
+  activeHours?: GoalActiveHours
   /** The session the goal belongs to (`sessionId`), when it names one. */
   sessionId?: string
   /** When a goal parked on a provider limit goes on by itself (ms since the epoch). */
   wakeAt?: number
   /** Acceptance checks run before the goal may settle `complete`, if any. */
-  checks?: Array<{ command: string; timeoutMs?: number }> | undefined
+  checks?: Array<GoalCheck>
   /** Acceptance criteria the auditor grades one by one against evidence, if any. */
-  criteria?: Array<{ id: string; text: string; source: 'user' | 'derived'; state: 'unmet' | 'met' | 'unclear'; evidence?: string[]; since?: number }> | undefined
-  /** Why the goal stopped or waits (`{code, since, detail?, until?, fix?}`); absent while it runs. */
-  cause?: { code: string; since: number; detail?: string; until?: number; fix?: string } | undefined
+  criteria?: Array<GoalCriterion>
+  /** Why the goal stopped or waits; absent while it runs. */
+  cause?: GoalCause
 }
 
 /** The goal runtime's option defaults (`createSessionGoalRuntime` uses exactly these). */
@@ -660,6 +796,14 @@ export interface GoalSettingsInput {
    * evidence before the goal may complete.
    */
   criteria?: Array<string>
+}
+
+/** How many todos there are and how many are done. */
+export interface GoalTodoCounts {
+  /** All todos. */
+  total: number
+  /** Completed ones. */
+  completed: number
 }
 
 /**
@@ -782,6 +926,16 @@ export interface OpenCodeTarget {
   headers?: Record<string, string>
 }
 
+/** An open request of the session that waits for the user (never its text or a command). */
+export interface PendingUserRequest {
+  /** Permission or question. */
+  kind: 'permission' | 'question'
+  /** OpenCode's id of the request. */
+  id: string
+  /** The permission asked for (permission requests). */
+  permission?: string
+}
+
 /** Reads an objective file: its text, or `null` for an invalid id, a missing file or empty text. */
 export declare function readObjectiveFile(sessionId: string, dataDir?: string | undefined | null): Promise<string | null>
 
@@ -873,17 +1027,23 @@ export interface SendPromptRequest {
   directory?: string
   /** Prompt (required); a leading `/name` runs that command. */
   prompt: string
-  /** `provider/model` (default: the last user message's). */
+  /**
+   * `provider/model` (send and fork: default the last user message's in the session, or
+   * in the one forked).
+   */
   model?: string
-  /** Provider id (with `modelID`). */
+  /** Provider id (with `modelID`, instead of `model`). */
   providerID?: string
   /** Model id. */
   modelID?: string
-  /** Agent (default: the last user message's). */
+  /** Agent, a primary one (send and fork: default as for `model`). */
   agent?: string
-  /** Variant. */
+  /** Model variant. */
   variant?: string
-  /** Install a fresh goal (merged into the existing metadata) before dispatching: `true` or its settings. */
+  /**
+   * Install a goal with the prompt as its objective before dispatching (merged into the
+   * session's metadata): `true` or its settings.
+   */
   goal?: boolean | GoalSettingsInput
 }
 
@@ -1164,17 +1324,18 @@ export interface SmallModelResult {
 
 /**
  * Writes `<dataDir>/goals/<sessionId>.md` atomically (trimmed, at most 5,000 chars). The id
- * must match `^[A-Za-z0-9_-]{4,128}$` (checked before any file access). Failures come back as
- * values: 400 invalid id or empty content, 500 file-system error.
+ * must match `^[A-Za-z0-9_-]{4,128}$` (checked before any file access). Rejects with
+ * `invalidInput` for an invalid id or empty content, `local` for a file-system error.
  */
-export declare function writeObjectiveFile(sessionId: string, content: string, dataDir?: string | undefined | null): Promise<ObjectiveWritten | GoalFailure>
+export declare function writeObjectiveFile(sessionId: string, content: string, dataDir?: string | undefined | null): Promise<ObjectiveWritten>
 
 /**
  * Writes `metadata.openchamber.<key>` through the per-session write queue of this JavaScript
  * environment: the session is read fresh inside the queue and only that key is replaced, so
  * concurrent goal, assist and host writes of the environment all survive (OpenCode's PATCH
- * replaces the whole metadata object). Resolves `true` once written; rejects when OpenCode
- * cannot be read or written.
+ * replaces the whole metadata object). Resolves `true` once written; rejects with
+ * `invalidInput` for a missing session id, key or OpenCode location, and with OpenCode's failure
+ * when the session cannot be read or written.
  */
 export declare function writeSessionMetadataKey(write: SessionMetadataKeyWrite): Promise<boolean>
 

@@ -52,24 +52,12 @@ export declare function createSessionAssistRuntime(options: SessionAssistRuntime
 
 // ---- Goal creation and control (lib/goals.js) ---------------------------------------------------
 import type {
-  CreateSessionRequest,
-  ForkSessionRequest,
-  GoalActionRequest,
-  GoalActionResult,
   GoalControl,
   GoalControlOptions,
-  GoalEditRequest,
   GoalExplanation,
-  GoalHistoryRecord,
-  GoalListEntry,
   InstalledGoal,
   ObjectiveWritten,
-  ScheduledGoalRequest,
-  ScheduledGoalStamp,
-  SendPromptRequest,
-  SessionDispatch,
   SessionGoalRequest,
-  SessionGoalView,
 } from './index'
 
 /** The error codes (docs/errors.md). */
@@ -154,39 +142,11 @@ export interface RouteApp {
 /** Registers PUT/GET/DELETE `/api/goals/objective/:sessionId` (request bodies over 1 MB: 413). */
 export declare function registerSessionGoalRoutes<App extends RouteApp>(app: App, options?: ObjectiveRouteOptions): App
 
-/** Goal creation and control; every method throws `SessionGoalError` on failure. */
-export interface SessionGoalControl {
-  /** The data directory of the objective files. */
-  readonly dataDir: string
-  /** Installs a fresh active goal on a session (objective file, then a metadata merge). */
-  createSessionGoal(request: SessionGoalRequest): Promise<InstalledGoal>
-  /** Creates a session; with a prompt: goal (if requested), then dispatch. */
-  createSession(request: CreateSessionRequest): Promise<SessionDispatch>
-  /** Sends to an existing session; with `goal`, installs a fresh goal first. */
-  sendPrompt(request: SendPromptRequest): Promise<SessionDispatch>
-  /** Forks (at an optional message), then goal and dispatch on the fork. */
-  forkSession(request: ForkSessionRequest): Promise<SessionDispatch>
-  /** Stamps a goal onto a scheduled task's fresh session; says how to dispatch it. */
-  stampScheduledGoal(request: ScheduledGoalRequest): Promise<ScheduledGoalStamp>
-  /** Edits objective and/or budget (same id and counters; active, `resumed`). */
-  editGoal(request: GoalEditRequest): Promise<GoalActionResult>
-  /** Pauses an active goal and aborts the running turn. */
-  pauseGoal(request: GoalActionRequest): Promise<GoalActionResult>
-  /** Resumes: active, `resumed`, fresh turn allowance. */
-  resumeGoal(request: GoalActionRequest): Promise<GoalActionResult>
-  /** Marks complete (`marked by user`). */
-  completeGoal(request: GoalActionRequest): Promise<GoalActionResult>
-  /** Removes the goal and its objective file; aborts if it was active. */
-  clearGoal(request: GoalActionRequest): Promise<GoalActionResult>
-  /** A session's goal and effective objective. */
-  getGoal(sessionId: string, directory?: string): Promise<SessionGoalView>
-  /** The goals of a directory. */
-  listGoals(directory: string): Promise<GoalListEntry[]>
-  /** The goal's audit trail (`goals/<sessionId>.history.jsonl`), oldest first; `limit` keeps the newest. */
-  history(sessionId: string, limit?: number): Promise<GoalHistoryRecord[]>
-  /** Why the goal is where it is: status, cause and fix, next wake-up, lease, pending requests, last audit and checks, findings. Read only. */
-  explain(sessionId: string, directory?: string): Promise<GoalExplanation>
-}
+/**
+ * Goal creation and control: the native `GoalControl`'s methods and types (index.d.ts), each
+ * failure re-thrown as a `SessionGoalError`.
+ */
+export interface SessionGoalControl extends GoalControl {}
 
 /** Creates a goal control (same connection options as the runtime; `getSmallModelService` accepted). */
 export declare function createSessionGoalControl(options: GoalControlOptions): SessionGoalControl

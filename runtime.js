@@ -110,10 +110,10 @@ function createSessionAssistRuntime(options) {
   return constructed(native.createSessionAssistRuntime, options, ASSIST_TUNABLES)
 }
 
-// Bad input rejects as invalidInput (napi's conversion codes); a failed read or write of the
-// session is OpenCode's.
+// The native function rejects with its own code (bad input, OpenCode's failure); a value of the
+// wrong type is napi's conversion error, which is bad input too.
 function writeSessionMetadataKey(write) {
-  return settle(() => native.writeSessionMetadataKey(adaptOptions(write)), 'openCode')
+  return settle(() => native.writeSessionMetadataKey(adaptOptions(write)))
 }
 
 // Hosts pass budgets from JSON bodies and forms: a numeric string counts, anything else that is

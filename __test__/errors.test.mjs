@@ -191,3 +191,42 @@ describe('partial success', () => {
     expect(installed.warnings).toEqual([{ code: 'objectiveInline', message: expect.stringMatching(/stored inline/) }])
   })
 })
+
+describe('the native module throws its own failures', () => {
+  const native = require('../index.js')
+
+  it('rejects with an Error carrying code, status and cause; the package wraps it as a SessionGoalError', async () => {
+    const w = await world()
+    const raw = native.createGoalControl({ openCode: w.openCode, dataDir: w.dataDir })
+    const missing = await failureOf(() => raw.clearGoal({ sessionId: 'ses_nosuch4' }))
+    expect(missing).toBeInstanceOf(Error)
+    expect(missing).not.toBeInstanceOf(SessionGoalError)
+    expect(missing).toMatchObject({ code: 'notFound', status: 404 })
+    expect(missing.cause).toBeInstanceOf(Error)
+    expect(missing.cause.message).toBe('HTTP 404')
+
+    const down = native.createGoalControl({ openCode: { baseUrl: await deadUrl() }, dataDir: w.dataDir })
+    const unreachable = await failureOf(() => down.explain('ses_unreach3', '/tmp/project'))
+    expect(unreachable).toMatchObject({ code: 'openCode', message: expect.stringMatching(/^explain: /) })
+    expect(unreachable.status).toBeUndefined()
+    expect(unreachable.cause.message).toMatch(/network error/)
+
+    const wrapped = await failureOf(() => pkg.createSessionGoalControl({ openCode: w.openCode, dataDir: w.dataDir }).clearGoal({ sessionId: 'ses_nosuch4' }))
+    expectError(wrapped, 'notFound', { status: 404, statusCode: 404, message: missing.message })
+    expect(wrapped.cause).toBeInstanceOf(Error)
+    expect(wrapped.cause.message).toBe('HTTP 404')
+    expect(wrapped.toJSON()).toEqual({ error: missing.message, code: 'notFound' })
+  })
+
+  it('throws from a synchronous function the same way, and names the field at fault', async () => {
+    const thrown = await failureOf(() => native.createGoalControl({ dataDir: tempDataDir() }))
+    expect(thrown).toMatchObject({ code: 'invalidInput', field: 'openCode' })
+    const wrapped = await failureOf(() => pkg.createSessionGoalRuntime({ logger: null }))
+    expectError(wrapped, 'invalidInput', { field: 'openCode', statusCode: 400 })
+  })
+
+  it('index.d.ts declares no failure value: every native function resolves to its result only', () => {
+    const types = fs.readFileSync(path.join(root, 'index.d.ts'), 'utf8')
+    expect(types).not.toMatch(/GoalFailure|failed: true/)
+  })
+})

@@ -6,7 +6,8 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import ts from 'typescript'
-import { pkg, scriptedAuditor, sessionWithReply, setup, waitFor } from './helpers.mjs'
+import { goalMetadata, pkg, scriptedAuditor, sessionWithReply, setup, tempDataDir, waitFor } from './helpers.mjs'
+import { startMockOpenCode } from './mock/opencode.mjs'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 
@@ -30,6 +31,35 @@ function expectShape(value, name) {
   for (const [key, optional] of members) if (!optional) expect(value, `${name}.${key}`).toHaveProperty(key)
 }
 
+/** The interfaces of index.d.ts: name → (member → its type's text). */
+function interfaces() {
+  const file = ts.createSourceFile('index.d.ts', fs.readFileSync(path.join(root, 'index.d.ts'), 'utf8'), ts.ScriptTarget.Latest)
+  const out = new Map()
+  for (const s of file.statements) {
+    if (ts.isInterfaceDeclaration(s)) out.set(s.name.text, new Map(s.members.map((m) => [m.name.text, m.type.getText(file)])))
+  }
+  return out
+}
+
+/**
+ * Checks `value` against interface `name` and, through every member typed `X`, `X | null`,
+ * `Array<X>` or `Array<X> | null` where X is an interface, each nested part against X. Returns
+ * the `Interface.member` paths it checked a value of, so a test can say which parts it saw.
+ */
+function expectTyped(value, name, all = interfaces(), seen = new Set()) {
+  expectShape(value, name)
+  for (const [member, type] of all.get(name)) {
+    const nested = /^(Array<)?(\w+)>?( \| null)?$/.exec(type)
+    const inner = value[member]
+    if (!nested || !all.has(nested[2]) || inner === null || inner === undefined) continue
+    for (const item of nested[1] ? inner : [inner]) {
+      seen.add(`${name}.${member}`)
+      expectTyped(item, nested[2], all, seen)
+    }
+  }
+  return seen
+}
+
 describe('typed answers', () => {
   it('explain (runtime and control) and history give exactly the declared members', async () => {
     const auditor = scriptedAuditor([{ verdict: 'continue', note: 'not yet', evidence: [], missing: ['tests'] }])
@@ -41,19 +71,19 @@ describe('typed answers', () => {
 
     const [record] = await env.runtime.history(session.id)
     expect(record).toMatchObject({ verdict: 'continue', action: 'continue', tail: expect.any(String) })
-    expectShape(record, 'GoalHistoryRecord')
+    expectTyped(record, 'GoalHistoryRecord')
 
     const explained = await env.runtime.explain(session.id, '/tmp/project')
     expect(explained).toMatchObject({ sessionId: session.id, status: 'active', lastAudit: expect.objectContaining({ verdict: 'continue' }) })
-    expectShape(explained, 'GoalExplanation')
+    expectTyped(explained, 'GoalExplanation')
 
     const control = pkg.createSessionGoalControl({ openCode: { baseUrl: env.mock.url }, dataDir: env.dataDir })
     const viaControl = await control.explain(session.id, '/tmp/project')
-    expectShape(viaControl, 'GoalExplanation')
+    expectTyped(viaControl, 'GoalExplanation')
     expect(viaControl.goalId).toBe(explained.goalId)
     const trail = await control.history(session.id)
     expect(trail).toHaveLength((await env.runtime.history(session.id)).length)
-    for (const line of trail) expectShape(line, 'GoalHistoryRecord')
+    for (const line of trail) expectTyped(line, 'GoalHistoryRecord')
   })
 
   it('explain of a session without a goal: nulls where a part is unknown, still the declared shape', async () => {
@@ -61,6 +91,69 @@ describe('typed answers', () => {
     const plain = env.mock.createSession({ directory: '/tmp/project', metadata: {} })
     const explained = await env.runtime.explain(plain.id, '/tmp/project')
     expect(explained).toMatchObject({ sessionId: plain.id, status: null, findings: [expect.objectContaining({ code: 'noGoal' })] })
-    expectShape(explained, 'GoalExplanation')
+    expectTyped(explained, 'GoalExplanation')
+  })
+
+  it('every nested part of explain, of a history record and of a goal record is a declared interface', async () => {
+    const mock = await startMockOpenCode({ heartbeatMs: 60_000 })
+    env = { cleanup: () => mock.close() }
+    const dataDir = tempDataDir()
+    const goal = {
+      status: 'active',
+      lease: { holder: 'another-host', expiresAt: Date.now() + 60_000 },
+      checks: [{ command: 'npm test', timeoutMs: 60_000 }],
+      criteria: [{ id: 'c1', text: 'the tests pass', source: 'user', state: 'met', evidence: ['e1'], since: 5 }],
+      criteriaIssued: 1,
+      costBudget: 2,
+    }
+    const session = mock.createSession({ directory: '/tmp/project', metadata: goalMetadata(goal) })
+    mock.setPending(session.id, 'permission', 'per_1', { permission: 'bash' })
+    const check = { index: 0, command: 'npm test', result: 'failed', exitStatus: 1, durationMs: 12, outputTail: '1 failing', messageID: 'msg_1', reused: false }
+    const digest = { assistantMessages: 1, toolCalls: 2, successfulToolCalls: 1, failingCommands: [{ command: 'npm test', exitCode: 1 }], filesChanged: null, additions: 0, deletions: 0, todos: { total: 2, completed: 1 } }
+    const grades = [{ id: 'c1', state: 'met', evidence: ['e1'], source: 'user' }]
+    const trail = [
+      { time: 10, turn: 1, tail: 'msg_0', verdict: 'continue', note: 'not yet', action: 'continue', auditor: 'p/m', missing: ['tests'], digest, criteria: grades },
+      { time: 11, turn: 1, tail: 'msg_0', action: 'check', check },
+    ]
+    fs.mkdirSync(path.join(dataDir, 'goals'), { recursive: true })
+    fs.writeFileSync(path.join(dataDir, 'goals', `${session.id}.history.jsonl`), trail.map((r) => JSON.stringify(r)).join('\n') + '\n')
+
+    const control = pkg.createSessionGoalControl({ openCode: { baseUrl: mock.url }, dataDir })
+    const explained = await control.explain(session.id, '/tmp/project')
+    expect(explained).toMatchObject({
+      cause: { code: 'waitingForUser', since: expect.any(Number) },
+      lease: { holder: 'another-host', expiresAt: goal.lease.expiresAt },
+      pending: [{ kind: 'permission', id: 'per_1', permission: 'bash' }],
+      lastAudit: { time: 10, turn: 1, verdict: 'continue', note: 'not yet', action: 'continue', auditor: 'p/m', missing: ['tests'] },
+      lastChecks: [{ ...check, time: 11 }],
+      checks: [{ command: 'npm test', timeoutMs: 60_000 }],
+      cost: { budget: 2, used: 0 },
+      criteria: [goal.criteria[0]],
+    })
+    const seen = expectTyped(explained, 'GoalExplanation')
+    const parts = ['cause', 'lease', 'pending', 'lastAudit', 'lastChecks', 'checks', 'cost', 'criteria']
+    expect([...seen].sort()).toEqual(parts.map((part) => `GoalExplanation.${part}`).sort())
+
+    const history = await control.history(session.id)
+    expect(history.map((record) => record.action)).toEqual(['continue', 'check'])
+    expect(history[0]).toMatchObject({ digest, criteria: grades })
+    expect(history[1].check).toEqual({ ...check, time: 11 })
+    const historyParts = new Set()
+    for (const record of history) expectTyped(record, 'GoalHistoryRecord', interfaces(), historyParts)
+    const nested = ['GoalHistoryRecord.digest', 'GoalDigestSummary.failingCommands', 'GoalDigestSummary.todos', 'GoalHistoryRecord.criteria', 'GoalHistoryRecord.check']
+    expect([...historyParts].sort()).toEqual(nested.sort())
+
+    const paused = mock.createSession({
+      directory: '/tmp/project',
+      metadata: goalMetadata({ ...goal, status: 'paused', activeHours: { start: '09:00', end: '17:00', timeZone: 'Europe/Berlin' }, cause: { code: 'userPaused', since: 7 } }),
+    })
+    const view = await control.getGoal(paused.id, '/tmp/project')
+    expect(view.goal).toMatchObject({ activeHours: { start: '09:00', end: '17:00', timeZone: 'Europe/Berlin' }, cause: { code: 'userPaused', since: 7 }, checks: goal.checks, criteria: goal.criteria })
+    const recordParts = ['activeHours', 'cause', 'checks', 'criteria']
+    expect([...expectTyped(view.goal, 'GoalRecord')].sort()).toEqual(recordParts.map((part) => `GoalRecord.${part}`))
+
+    const missing = await control.explain('ses_nosuch5', '/tmp/project')
+    expect(expectTyped(missing, 'GoalExplanation')).toEqual(new Set(['GoalExplanation.findings']))
+    expect(missing.findings).toEqual([{ code: 'sessionMissing', message: expect.any(String) }])
   })
 })

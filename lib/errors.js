@@ -1,7 +1,8 @@
 // The package's one error class. Every failure of a public function reaches the host as a
 // thrown SessionGoalError (or a promise rejected with one) whose `code` is one of ERROR_CODES
-// (docs/errors.md). The native module reports a failed operation as a GoalFailure value and
-// napi reports an argument it cannot convert as a thrown error; this file is the one place
+// (docs/errors.md). The native module throws (or rejects with) an Error whose own properties
+// are the failure's parts (code, field, status, partialAction, sessionId, directory, cause), and
+// napi throws its own error for an argument it cannot convert; this file is the one place
 // either becomes a SessionGoalError.
 'use strict'
 
@@ -57,21 +58,23 @@ class SessionGoalError extends Error {
   }
 }
 
-/** A failure value of the native module (`failed: true`) as the error to throw. */
-function fromFailure(failure) {
-  const cause = typeof failure.cause === 'string' && failure.cause ? new Error(failure.cause) : undefined
-  return new SessionGoalError(failure, cause ? { cause } : undefined)
+/** Whether the native module threw it for a failed operation: its `code` is one of ours. */
+function isNativeFailure(error) {
+  return error instanceof Error && typeof error.code === 'string' && Object.hasOwn(ERROR_CODES, error.code)
 }
 
 // napi's own codes for an argument it could not convert (a number where a string belongs…).
 const CONVERSION_CODES = /^(InvalidArg|\w+Expected)$/
 
 /**
- * An error thrown by the native module or a JavaScript check, as a SessionGoalError: napi's
- * conversion errors are bad input, anything else is `otherwise` (the failure the call can have).
+ * An error thrown by the native module or a JavaScript check, as a SessionGoalError: a native
+ * failure keeps its parts, napi's conversion errors are bad input, anything else is `otherwise`
+ * (the failure the call can have).
  */
 function fromThrown(error, otherwise = 'local') {
   if (error instanceof SessionGoalError) return error
+  // Same parts, the one public class; the cause is the failure underneath (OpenCode's), if any.
+  if (isNativeFailure(error)) return new SessionGoalError(error, error.cause === undefined ? undefined : { cause: error.cause })
   const message = error && typeof error.message === 'string' ? error.message : String(error)
   const conversion = error instanceof TypeError || (error && CONVERSION_CODES.test(String(error.code)))
   return new SessionGoalError({ code: conversion ? 'invalidInput' : otherwise, message: conversion ? `invalid request: ${message}` : message }, { cause: error })
@@ -82,16 +85,13 @@ function invalidInput(message, field) {
   return new SessionGoalError({ code: 'invalidInput', message, field })
 }
 
-/** Resolves what `invoke` resolves, or throws its failure (a value or a throw) as a SessionGoalError. */
+/** Resolves what `invoke` resolves, or throws its failure as a SessionGoalError. */
 async function settle(invoke, otherwise) {
-  let result
   try {
-    result = await invoke()
+    return await invoke()
   } catch (error) {
     throw fromThrown(error, otherwise)
   }
-  if (result && result.failed === true) throw fromFailure(result)
-  return result
 }
 
-module.exports = { SessionGoalError, ERROR_CODES, WARNING_CODES, fromFailure, fromThrown, invalidInput, settle }
+module.exports = { SessionGoalError, ERROR_CODES, WARNING_CODES, fromThrown, invalidInput, settle }

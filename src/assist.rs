@@ -125,7 +125,10 @@ pub struct SessionAssistRuntime {
 impl SessionAssistRuntimeOptions {
     /// The core's assist settings, every unset or unusable option at `AssistConfig`'s default,
     /// and the host logger to register. Fails only without an OpenCode location.
-    fn resolve(self, context: &EnvContext) -> Result<(AssistRuntimeSettings, Option<LoggerCallback>)> {
+    fn resolve(
+        self,
+        context: &EnvContext,
+    ) -> std::result::Result<(AssistRuntimeSettings, Option<LoggerCallback>), goal_core::GoalError> {
         let client = connection_of!(self).resolve(context, DEFAULT_ASSIST_FETCH_TIMEOUT)?;
         let data_dir = DataDir::new(options::data_dir(None, self.settings));
         let small_model =
@@ -142,7 +145,7 @@ impl SessionAssistRuntimeOptions {
 #[napi(catch_unwind)]
 pub fn create_session_assist_runtime(env: Env, options: SessionAssistRuntimeOptions) -> Result<SessionAssistRuntime> {
     let context = EnvContext::of(&env)?;
-    let (settings, logger) = options.resolve(&context)?;
+    let (settings, logger) = options.resolve(&context).map_err(|failure| crate::failure::thrown(&env, failure))?;
     let log_span = install_logger(&context, logger);
     let inner = Arc::new(log_span.in_scope(|| AssistRuntime::start(settings, context.runtime())));
     context.adopt(Arc::downgrade(&inner) as std::sync::Weak<dyn EnvRuntime>);

@@ -11,6 +11,7 @@ mod assist;
 mod callbacks;
 mod control;
 mod env_context;
+mod failure;
 mod intro;
 mod js_helpers;
 mod logging;
@@ -34,8 +35,13 @@ use env_context::{EnvContext, EnvRuntime};
 pub use options::goal_runtime::{GoalRuntimeDefaults, SessionGoalRuntimeOptions};
 pub use options::tunables::{AssistTunablesInput, EvidenceOptions, GoalTunablesInput};
 pub use options::{OpenCodeTarget, RuntimeSettingsOptions};
-pub(crate) use types::answers::{explanation_of, history_records};
-pub use types::answers::{GoalExplanation, GoalHistoryRecord};
+pub(crate) use types::answers::history_records;
+pub use types::answers::{
+    GoalCriterionGrade, GoalDigestSummary, GoalFailingCommand, GoalHistoryRecord, GoalTodoCounts,
+};
+pub(crate) use types::explanation::explanation_of;
+pub use types::explanation::*;
+pub use types::goal_parts::{GoalActiveHours, GoalCause, GoalCheck, GoalCriterion};
 pub use types::notification::GoalNotification;
 pub(crate) use types::small_model::small_model_for;
 pub use types::small_model::{SmallModelChoice, SmallModelFailure, SmallModelRequest, SmallModelResult};
@@ -67,7 +73,7 @@ pub(crate) fn install_logger(context: &EnvContext, logger: Option<LoggerCallback
 #[napi(catch_unwind)]
 pub fn create_session_goal_runtime(env: Env, options: SessionGoalRuntimeOptions) -> Result<SessionGoalRuntime> {
     let context = EnvContext::of(&env)?;
-    let (settings, logger) = options.resolve(&context)?;
+    let (settings, logger) = options.resolve(&context).map_err(|failure| failure::thrown(&env, failure))?;
     let log_span = install_logger(&context, logger);
     let inner = Arc::new(log_span.in_scope(|| GoalRuntime::start(settings, context.runtime())));
     context.adopt(Arc::downgrade(&inner) as std::sync::Weak<dyn EnvRuntime>);
@@ -125,25 +131,24 @@ impl SessionGoalRuntime {
 
     /// Why the session's goal is where it is: `{sessionId, status, statusReason, cause, fixAction,
     /// nextWakeAt, lease, pending, lastAudit, lastChecks, checks, findings}`, `null` where a part
-    /// is unknown. Read only. A failure (OpenCode unreadable) is a `GoalFailure`, which the
-    /// package entry throws as a `SessionGoalError`.
+    /// is unknown. Read only. Rejects when OpenCode cannot be read (docs/errors.md).
     #[napi]
-    pub async fn explain(
+    pub fn explain<'env>(
         &self,
+        env: &'env Env,
         session_id: String,
         directory: Option<String>,
-    ) -> Result<napi::Either<GoalExplanation, crate::control::GoalFailure>> {
+    ) -> Result<PromiseRaw<'env, GoalExplanation>> {
         let inner = self.inner.clone();
         let span = self.log_span.clone();
-        Ok(crate::control::guarded(async move {
+        failure::settle(env, async move {
             inner
                 .explain(&session_id, directory.as_deref().unwrap_or(""))
                 .instrument(span)
                 .await
+                .map(explanation_of)
                 .map_err(|error| goal_core::GoalError::from_http("explain", &error))
-                .and_then(explanation_of)
         })
-        .await)
     }
 
     /// Stops the runtime. Idempotent; resolves when in-flight work has ended. The process is

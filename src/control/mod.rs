@@ -1,30 +1,32 @@
 //! Binding of goal creation and control: the objective store, `GoalControl` (create / send /
 //! fork with a goal, scheduled-task stamping, edit / pause / resume / complete / clear, views).
-//! Failures come back as `GoalFailure` values (`failed: true`, `statusCode`, `partialAction`);
-//! the package entry turns them into thrown `GoalError`s. Every call runs in its own task, so
-//! a panic becomes a failure value instead of crossing into Node.
+//! A failed call rejects its promise with the error of `crate::failure` (code, field, status,
+//! partialAction, cause); every call runs in its own task, so a panic is a failure, never a crash.
+
+use std::future::Future;
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
+use goal_core::{ActionReport, GoalTarget};
 use goal_core::{ControlContext, ErrorKind, GoalError, NewGoal};
 use goal_core::{CreateSession, ForkSession, ScheduledGoal, SendPrompt};
 use goal_core::{GoalEdit, LimitEdit};
 
 use crate::env_context::EnvContext;
 
-mod failure;
 mod objectives;
 mod requests;
 mod results;
+mod warnings;
 
-use failure::warnings_of;
-pub(crate) use failure::{guarded, GoalFailure};
+use crate::failure::{settle, thrown};
 pub use requests::*;
 pub use results::*;
+pub use warnings::*;
 
-/// Goal creation and control against one OpenCode server. Results resolve to a value or a
-/// `GoalFailure` (`failed: true`); nothing is thrown for a failed operation.
+/// Goal creation and control against one OpenCode server. A failed operation rejects with an
+/// error carrying its `code`, `field`, `status` and `cause` (docs/errors.md).
 #[napi]
 pub struct GoalControl {
     ctx: ControlContext,
@@ -34,8 +36,26 @@ pub struct GoalControl {
 #[napi(catch_unwind)]
 pub fn create_goal_control(env: Env, options: GoalControlOptions) -> Result<GoalControl> {
     crate::logging::init();
-    let ctx = options.resolve(&*EnvContext::of(&env)?)?;
+    let ctx = options.resolve(&*EnvContext::of(&env)?).map_err(|failure| thrown(&env, failure))?;
     Ok(GoalControl { ctx })
+}
+
+impl GoalControl {
+    /// One goal action (pause, resume, complete, clear) on the request's goal, run and settled
+    /// like every other operation.
+    fn act<'env, Action, Done>(
+        &self,
+        env: &'env Env,
+        request: GoalActionRequest,
+        action: Action,
+    ) -> Result<PromiseRaw<'env, GoalActionResult>>
+    where
+        Action: FnOnce(ControlContext, GoalTarget) -> Done,
+        Done: Future<Output = std::result::Result<ActionReport, GoalError>> + Send + 'static,
+    {
+        let work = action(self.ctx.clone(), target(request.session_id, request.directory, request.goal_id));
+        settle(env, async move { work.await.map(action_result) })
+    }
 }
 
 #[napi]
@@ -54,31 +74,35 @@ impl GoalControl {
         Ok(crate::history_records(goal_core::read_history(&self.ctx.data_dir, &session_id, limit).await))
     }
 
-    /// Why the session's goal is where it is (see the runtime's `explain`); read only. Resolves
-    /// to a `GoalFailure` when OpenCode cannot be read.
+    /// Why the session's goal is where it is (see the runtime's `explain`); read only.
+    /// Rejects when OpenCode cannot be read.
     #[napi]
-    pub async fn explain(
+    pub fn explain<'env>(
         &self,
+        env: &'env Env,
         session_id: String,
         directory: Option<String>,
-    ) -> Result<Either<crate::GoalExplanation, GoalFailure>> {
+    ) -> Result<PromiseRaw<'env, crate::GoalExplanation>> {
         let ctx = self.ctx.clone();
         let directory = directory.unwrap_or_default();
-        Ok(guarded(async move {
+        settle(env, async move {
             goal_core::explain_goal(&ctx.client, &ctx.data_dir, &session_id, &directory, None)
                 .await
+                .map(crate::explanation_of)
                 .map_err(|error| GoalError::from_http("explain", &error))
-                .and_then(crate::explanation_of)
         })
-        .await)
     }
 
     /// Installs a fresh active goal on a session: objective fitted (distilled over 5,000 chars),
     /// objective file written first (inline on failure), then merged into the session metadata.
     #[napi]
-    pub async fn create_session_goal(&self, request: SessionGoalRequest) -> Result<Either<InstalledGoal, GoalFailure>> {
+    pub fn create_session_goal<'env>(
+        &self,
+        env: &'env Env,
+        request: SessionGoalRequest,
+    ) -> Result<PromiseRaw<'env, InstalledGoal>> {
         let ctx = self.ctx.clone();
-        Ok(guarded(async move {
+        settle(env, async move {
             let new_goal = NewGoal {
                 session_id: request.session_id.clone(),
                 directory: request.directory.unwrap_or_default(),
@@ -97,80 +121,77 @@ impl GoalControl {
             let created = goal_core::create_session_goal(&ctx, &new_goal).await?;
             Ok(installed(&created, &request.session_id))
         })
-        .await)
     }
 
     /// Creates a session; with a prompt, installs the goal (if `goal`) and then dispatches.
     #[napi]
-    pub async fn create_session(&self, request: CreateSessionRequest) -> Result<Either<SessionDispatch, GoalFailure>> {
+    pub fn create_session<'env>(
+        &self,
+        env: &'env Env,
+        mut request: CreateSessionRequest,
+    ) -> Result<PromiseRaw<'env, SessionDispatch>> {
         let ctx = self.ctx.clone();
-        Ok(guarded(async move {
+        settle(env, async move {
+            let prompt = request.prompt.take().unwrap_or_default();
             let create = CreateSession {
+                options: request.prompt_options(prompt)?,
                 directory: request.directory,
                 title: request.title,
-                options: prompt_options(
-                    request.prompt.unwrap_or_default(),
-                    (request.model, request.provider_id, request.model_id),
-                    (request.agent, request.variant),
-                    request.goal,
-                )?,
             };
             goal_core::create_session(&ctx, &create).await.map(|r| dispatch_result("create", r))
         })
-        .await)
     }
 
     /// Sends a prompt to an existing session; with `goal`, installs a fresh goal first.
     #[napi]
-    pub async fn send_prompt(&self, request: SendPromptRequest) -> Result<Either<SessionDispatch, GoalFailure>> {
+    pub fn send_prompt<'env>(
+        &self,
+        env: &'env Env,
+        mut request: SendPromptRequest,
+    ) -> Result<PromiseRaw<'env, SessionDispatch>> {
         let ctx = self.ctx.clone();
-        Ok(guarded(async move {
+        settle(env, async move {
+            let prompt = std::mem::take(&mut request.prompt);
             let send = SendPrompt {
+                options: request.prompt_options(prompt)?,
                 session_id: request.session_id,
                 directory: request.directory.unwrap_or_default(),
-                options: prompt_options(
-                    request.prompt,
-                    (request.model, request.provider_id, request.model_id),
-                    (request.agent, request.variant),
-                    request.goal,
-                )?,
             };
             goal_core::send_prompt(&ctx, &send).await.map(|r| dispatch_result("send", r))
         })
-        .await)
     }
 
     /// Forks a session (at an optional message), installs the goal on the fork (if `goal`) and
     /// dispatches there.
     #[napi]
-    pub async fn fork_session(&self, request: ForkSessionRequest) -> Result<Either<SessionDispatch, GoalFailure>> {
+    pub fn fork_session<'env>(
+        &self,
+        env: &'env Env,
+        mut request: ForkSessionRequest,
+    ) -> Result<PromiseRaw<'env, SessionDispatch>> {
         let ctx = self.ctx.clone();
-        Ok(guarded(async move {
+        settle(env, async move {
+            let prompt = std::mem::take(&mut request.prompt);
             let fork = ForkSession {
+                options: request.prompt_options(prompt)?,
                 session_id: request.session_id,
                 message_id: request.message_id,
                 directory: request.directory.unwrap_or_default(),
-                options: prompt_options(
-                    request.prompt,
-                    (request.model, request.provider_id, request.model_id),
-                    (request.agent, request.variant),
-                    request.goal,
-                )?,
             };
             goal_core::fork_session(&ctx, &fork).await.map(|r| dispatch_result("fork", r))
         })
-        .await)
     }
 
     /// Stamps a goal onto a scheduled task's fresh session and says how to dispatch the task
     /// (command, or `prompt_async` with `introPart` after the prompt text).
     #[napi]
-    pub async fn stamp_scheduled_goal(
+    pub fn stamp_scheduled_goal<'env>(
         &self,
+        env: &'env Env,
         request: ScheduledGoalRequest,
-    ) -> Result<Either<ScheduledGoalStamp, GoalFailure>> {
+    ) -> Result<PromiseRaw<'env, ScheduledGoalStamp>> {
         let ctx = self.ctx.clone();
-        Ok(guarded(async move {
+        settle(env, async move {
             let directory = request.directory.unwrap_or_default();
             let stamp = ScheduledGoal {
                 session_id: request.session_id.clone(),
@@ -188,14 +209,17 @@ impl GoalControl {
                 warnings: warnings_of(&stamped.warnings),
             })
         })
-        .await)
     }
 
     /// Edits a goal's objective and/or budget (same id and counters; active, `resumed`).
     #[napi]
-    pub async fn edit_goal(&self, request: GoalEditRequest) -> Result<Either<GoalActionResult, GoalFailure>> {
+    pub fn edit_goal<'env>(
+        &self,
+        env: &'env Env,
+        request: GoalEditRequest,
+    ) -> Result<PromiseRaw<'env, GoalActionResult>> {
         let ctx = self.ctx.clone();
-        Ok(guarded(async move {
+        settle(env, async move {
             let criteria_list =
                 |list: Vec<String>| goal_core::check_goal_criteria(Some(&serde_json::json!(list)), "criteria");
             let checks_list = |value: serde_json::Value| {
@@ -247,61 +271,68 @@ impl GoalControl {
             };
             goal_core::edit_goal(&ctx, &edit).await.map(action_result)
         })
-        .await)
     }
 
     /// Pauses an active goal and aborts the running turn.
     #[napi]
-    pub async fn pause_goal(&self, request: GoalActionRequest) -> Result<Either<GoalActionResult, GoalFailure>> {
-        let ctx = self.ctx.clone();
-        let target = target(request.session_id, request.directory, request.goal_id);
-        Ok(guarded(async move { goal_core::pause_goal(&ctx, &target).await.map(action_result) }).await)
+    pub fn pause_goal<'env>(
+        &self,
+        env: &'env Env,
+        request: GoalActionRequest,
+    ) -> Result<PromiseRaw<'env, GoalActionResult>> {
+        self.act(env, request, |ctx, target| async move { goal_core::pause_goal(&ctx, &target).await })
     }
 
     /// Resumes a goal: active, `resumed`, a fresh turn allowance (the runtime kicks it off within
     /// its resume delay, 250 ms by default).
     #[napi]
-    pub async fn resume_goal(&self, request: GoalActionRequest) -> Result<Either<GoalActionResult, GoalFailure>> {
-        let ctx = self.ctx.clone();
-        let target = target(request.session_id, request.directory, request.goal_id);
-        Ok(guarded(async move { goal_core::resume_goal(&ctx, &target).await.map(action_result) }).await)
+    pub fn resume_goal<'env>(
+        &self,
+        env: &'env Env,
+        request: GoalActionRequest,
+    ) -> Result<PromiseRaw<'env, GoalActionResult>> {
+        self.act(env, request, |ctx, target| async move { goal_core::resume_goal(&ctx, &target).await })
     }
 
     /// Marks a goal complete (`marked by user`).
     #[napi]
-    pub async fn complete_goal(&self, request: GoalActionRequest) -> Result<Either<GoalActionResult, GoalFailure>> {
-        let ctx = self.ctx.clone();
-        let target = target(request.session_id, request.directory, request.goal_id);
-        Ok(guarded(async move { goal_core::complete_goal(&ctx, &target).await.map(action_result) }).await)
+    pub fn complete_goal<'env>(
+        &self,
+        env: &'env Env,
+        request: GoalActionRequest,
+    ) -> Result<PromiseRaw<'env, GoalActionResult>> {
+        self.act(env, request, |ctx, target| async move { goal_core::complete_goal(&ctx, &target).await })
     }
 
     /// Removes the goal (other metadata kept), deletes its objective file, aborts if it was active.
     #[napi]
-    pub async fn clear_goal(&self, request: GoalActionRequest) -> Result<Either<GoalActionResult, GoalFailure>> {
-        let ctx = self.ctx.clone();
-        let target = target(request.session_id, request.directory, request.goal_id);
-        Ok(guarded(async move { goal_core::clear_goal(&ctx, &target).await.map(action_result) }).await)
+    pub fn clear_goal<'env>(
+        &self,
+        env: &'env Env,
+        request: GoalActionRequest,
+    ) -> Result<PromiseRaw<'env, GoalActionResult>> {
+        self.act(env, request, |ctx, target| async move { goal_core::clear_goal(&ctx, &target).await })
     }
 
     /// A session's goal and its effective objective (file text, else inline).
     #[napi]
-    pub async fn get_goal(
+    pub fn get_goal<'env>(
         &self,
+        env: &'env Env,
         session_id: String,
         directory: Option<String>,
-    ) -> Result<Either<SessionGoalView, GoalFailure>> {
+    ) -> Result<PromiseRaw<'env, SessionGoalView>> {
         let ctx = self.ctx.clone();
-        Ok(guarded(async move {
+        settle(env, async move {
             goal_core::get_goal(&ctx, &session_id, directory.as_deref().unwrap_or("")).await.map(view_result)
         })
-        .await)
     }
 
     /// The goals of a directory's top-level sessions (newest first).
     #[napi]
-    pub async fn list_goals(&self, directory: String) -> Result<Either<Vec<GoalListEntry>, GoalFailure>> {
+    pub fn list_goals<'env>(&self, env: &'env Env, directory: String) -> Result<PromiseRaw<'env, Vec<GoalListEntry>>> {
         let ctx = self.ctx.clone();
-        Ok(guarded(async move {
+        settle(env, async move {
             let rows = goal_core::list_goals(&ctx, &directory).await?;
             Ok(rows
                 .into_iter()
@@ -318,6 +349,5 @@ impl GoalControl {
                 })
                 .collect())
         })
-        .await)
     }
 }

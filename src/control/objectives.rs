@@ -6,27 +6,26 @@ use napi_derive::napi;
 
 use goal_core::GoalError;
 
-use super::failure::*;
 use super::requests::*;
 use super::results::*;
 
 /// Writes `<dataDir>/goals/<sessionId>.md` atomically (trimmed, at most 5,000 chars). The id
-/// must match `^[A-Za-z0-9_-]{4,128}$` (checked before any file access). Failures come back as
-/// values: 400 invalid id or empty content, 500 file-system error.
+/// must match `^[A-Za-z0-9_-]{4,128}$` (checked before any file access). Rejects with
+/// `invalidInput` for an invalid id or empty content, `local` for a file-system error.
 #[napi]
-pub async fn write_objective_file(
+pub fn write_objective_file(
+    env: &Env,
     session_id: String,
     content: String,
     data_dir: Option<String>,
-) -> Result<Either<ObjectiveWritten, GoalFailure>> {
-    Ok(guarded(async move {
+) -> Result<PromiseRaw<'_, ObjectiveWritten>> {
+    crate::failure::settle(env, async move {
         let root = data_dir_of(data_dir);
         goal_core::write_objective(&root, &session_id, &content)
             .await
             .map(|content| ObjectiveWritten { content })
             .map_err(GoalError::from)
     })
-    .await)
 }
 
 /// Reads an objective file: its text, or `null` for an invalid id, a missing file or empty text.

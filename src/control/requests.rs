@@ -3,7 +3,6 @@
 
 use std::path::PathBuf;
 
-use napi::bindgen_prelude::*;
 use napi::threadsafe_function::UnknownReturnValue;
 use napi_derive::napi;
 
@@ -64,7 +63,7 @@ pub struct GoalControlOptions {
 impl GoalControlOptions {
     /// The control context these options describe, every unset or unusable option at the core's
     /// default. Fails only without an OpenCode location.
-    pub(crate) fn resolve(self, context: &EnvContext) -> Result<ControlContext> {
+    pub(crate) fn resolve(self, context: &EnvContext) -> std::result::Result<ControlContext, GoalError> {
         let client = connection_of!(self).resolve(context, DEFAULT_FETCH_TIMEOUT)?;
         let small_model =
             crate::small_model_for(context, self.generate_small_model_text, &client, self.small_model.as_ref());
@@ -121,84 +120,98 @@ pub struct SessionGoalRequest {
     pub model_id: Option<String>,
 }
 
-/// `createSession` input.
-#[napi(object)]
-pub struct CreateSessionRequest {
-    /// Project directory (required).
-    pub directory: String,
-    /// Session title.
-    pub title: Option<String>,
-    /// First prompt; a leading `/name` runs that command. Required with `goal`.
-    pub prompt: Option<String>,
-    /// `provider/model`.
-    pub model: Option<String>,
-    /// Provider id (with `modelID`, instead of `model`).
-    #[napi(js_name = "providerID")]
-    pub provider_id: Option<String>,
-    /// Model id.
-    #[napi(js_name = "modelID")]
-    pub model_id: Option<String>,
-    /// Agent (primary agents only).
-    pub agent: Option<String>,
-    /// Model variant.
-    pub variant: Option<String>,
-    /// Start a goal with the prompt as its objective: `true` or its settings.
-    #[napi(ts_type = "boolean | GoalSettingsInput")]
-    pub goal: Option<GoalSettingsInput>,
+/// Declares the request of create, send or fork: its own fields first, then the prompt choices
+/// all three take alike (declared here once, so the three cannot drift apart), and
+/// `prompt_options`, which moves those choices out as the core's [`PromptOptions`]. napi objects
+/// cannot flatten a nested struct into their JavaScript shape, hence a macro. Its input writes
+/// doc comments as `#[doc = "…"]` (a `///` passed through a macro arrives as a raw string, which
+/// napi misreads) and field types as names (`String`, `Option<String>`), which napi must see as
+/// written to tell an optional field.
+macro_rules! prompt_request {
+    (
+        $(#[$doc:meta])*
+        pub struct $name:ident {
+            $( $(#[$field_doc:meta])* pub $field:ident: $type:ident $(<$inner:ident>)?, )*
+        }
+    ) => {
+        $(#[$doc])*
+        #[napi(object)]
+        pub struct $name {
+            $( $(#[$field_doc])* pub $field: $type $(<$inner>)?, )*
+            /// `provider/model` (send and fork: default the last user message's in the session, or
+            /// in the one forked).
+            pub model: Option<String>,
+            /// Provider id (with `modelID`, instead of `model`).
+            #[napi(js_name = "providerID")]
+            pub provider_id: Option<String>,
+            /// Model id.
+            #[napi(js_name = "modelID")]
+            pub model_id: Option<String>,
+            /// Agent, a primary one (send and fork: default as for `model`).
+            pub agent: Option<String>,
+            /// Model variant.
+            pub variant: Option<String>,
+            /// Install a goal with the prompt as its objective before dispatching (merged into the
+            /// session's metadata): `true` or its settings.
+            #[napi(ts_type = "boolean | GoalSettingsInput")]
+            pub goal: Option<GoalSettingsInput>,
+        }
+
+        impl $name {
+            /// What the request sends: `prompt` with the request's prompt choices, moved out of
+            /// it, and the goal's settings converted once.
+            pub(crate) fn prompt_options(&mut self, prompt: String) -> std::result::Result<PromptOptions, GoalError> {
+                let goal = self.goal.take().map(goal_core::GoalSettings::try_from).transpose()?;
+                Ok(PromptOptions {
+                    prompt,
+                    model: self.model.take(),
+                    provider_id: self.provider_id.take(),
+                    model_id: self.model_id.take(),
+                    agent: self.agent.take(),
+                    variant: self.variant.take(),
+                    goal,
+                })
+            }
+        }
+    };
 }
 
-/// `sendPrompt` input.
-#[napi(object)]
-pub struct SendPromptRequest {
-    /// Target session.
-    pub session_id: String,
-    /// Its directory (default: the one OpenCode reports).
-    pub directory: Option<String>,
-    /// Prompt (required); a leading `/name` runs that command.
-    pub prompt: String,
-    /// `provider/model` (default: the last user message's).
-    pub model: Option<String>,
-    /// Provider id (with `modelID`).
-    #[napi(js_name = "providerID")]
-    pub provider_id: Option<String>,
-    /// Model id.
-    #[napi(js_name = "modelID")]
-    pub model_id: Option<String>,
-    /// Agent (default: the last user message's).
-    pub agent: Option<String>,
-    /// Variant.
-    pub variant: Option<String>,
-    /// Install a fresh goal (merged into the existing metadata) before dispatching: `true` or its settings.
-    #[napi(ts_type = "boolean | GoalSettingsInput")]
-    pub goal: Option<GoalSettingsInput>,
+prompt_request! {
+    #[doc = " `createSession` input."]
+    pub struct CreateSessionRequest {
+        #[doc = " Project directory (required)."]
+        pub directory: String,
+        #[doc = " Session title."]
+        pub title: Option<String>,
+        #[doc = " First prompt; a leading `/name` runs that command. Required with `goal`."]
+        pub prompt: Option<String>,
+    }
 }
 
-/// `forkSession` input.
-#[napi(object)]
-pub struct ForkSessionRequest {
-    /// Session to fork.
-    pub session_id: String,
-    /// Fork before this message (default: the whole session).
-    pub message_id: Option<String>,
-    /// Directory (default: the one OpenCode reports).
-    pub directory: Option<String>,
-    /// Prompt for the fork (required).
-    pub prompt: String,
-    /// `provider/model` (default: the source's last user message's).
-    pub model: Option<String>,
-    /// Provider id (with `modelID`).
-    #[napi(js_name = "providerID")]
-    pub provider_id: Option<String>,
-    /// Model id.
-    #[napi(js_name = "modelID")]
-    pub model_id: Option<String>,
-    /// Agent.
-    pub agent: Option<String>,
-    /// Variant.
-    pub variant: Option<String>,
-    /// Install a goal on the fork before dispatching: `true` or its settings.
-    #[napi(ts_type = "boolean | GoalSettingsInput")]
-    pub goal: Option<GoalSettingsInput>,
+prompt_request! {
+    #[doc = " `sendPrompt` input."]
+    pub struct SendPromptRequest {
+        #[doc = " Target session."]
+        pub session_id: String,
+        #[doc = " Its directory (default: the one OpenCode reports)."]
+        pub directory: Option<String>,
+        #[doc = " Prompt (required); a leading `/name` runs that command."]
+        pub prompt: String,
+    }
+}
+
+prompt_request! {
+    #[doc = " `forkSession` input."]
+    pub struct ForkSessionRequest {
+        #[doc = " Session to fork."]
+        pub session_id: String,
+        #[doc = " Fork before this message (default: the whole session)."]
+        pub message_id: Option<String>,
+        #[doc = " Directory (default: the one OpenCode reports)."]
+        pub directory: Option<String>,
+        #[doc = " Prompt for the fork (required)."]
+        pub prompt: String,
+    }
 }
 
 /// `stampScheduledGoal` input.
@@ -274,19 +287,6 @@ pub struct GoalEditRequest {
     /// Model preferred when distilling.
     #[napi(js_name = "modelID")]
     pub model_id: Option<String>,
-}
-
-/// The prompt options of a create / send / fork request (all three name them alike), with the
-/// prompt text given separately (optional for create only).
-/// What create, send and fork send, with the goal's settings converted once.
-pub(crate) fn prompt_options(
-    prompt: String,
-    (model, provider_id, model_id): (Option<String>, Option<String>, Option<String>),
-    (agent, variant): (Option<String>, Option<String>),
-    goal: Option<GoalSettingsInput>,
-) -> std::result::Result<PromptOptions, GoalError> {
-    let goal = goal.map(goal_core::GoalSettings::try_from).transpose()?;
-    Ok(PromptOptions { prompt, model, provider_id, model_id, agent, variant, goal })
 }
 
 /// A cost budget checked by the core's rule (US dollars, at least 0.01).

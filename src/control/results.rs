@@ -8,7 +8,9 @@ use goal_core::DispatchReport;
 use goal_core::Goal;
 use goal_core::{ActionReport, GoalView};
 
-use super::failure::*;
+use super::warnings::*;
+use crate::types::goal_parts::{active_hours_of, cause_of, check_of, criterion_of};
+use crate::types::goal_parts::{GoalActiveHours, GoalCause, GoalCheck, GoalCriterion};
 
 // Read from the goal's own stored form (the core's field table defines every field once), so
 // no field is copied here by hand; only the derived times are computed (see `record`).
@@ -71,25 +73,22 @@ pub struct GoalRecord {
     /// Active time so far (ms): since `createdAt`, minus time paused or waiting.
     #[serde(skip)]
     pub active_ms: f64,
-    /// Working hours `{start, end, timeZone}`, if any.
-    #[napi(ts_type = "{ start: string; end: string; timeZone: string } | undefined")]
+    /// Working hours, if any.
     #[serde(skip)]
-    pub active_hours: Option<serde_json::Value>,
+    pub active_hours: Option<GoalActiveHours>,
     /// The session the goal belongs to (`sessionId`), when it names one.
     pub session_id: Option<String>,
     /// When a goal parked on a provider limit goes on by itself (ms since the epoch).
     pub wake_at: Option<f64>,
     /// Acceptance checks run before the goal may settle `complete`, if any.
-    #[napi(ts_type = "Array<{ command: string; timeoutMs?: number }> | undefined")]
-    pub checks: Option<serde_json::Value>,
+    #[serde(skip)]
+    pub checks: Option<Vec<GoalCheck>>,
     /// Acceptance criteria the auditor grades one by one against evidence, if any.
-    #[napi(
-        ts_type = "Array<{ id: string; text: string; source: 'user' | 'derived'; state: 'unmet' | 'met' | 'unclear'; evidence?: string[]; since?: number }> | undefined"
-    )]
-    pub criteria: Option<serde_json::Value>,
-    /// Why the goal stopped or waits (`{code, since, detail?, until?, fix?}`); absent while it runs.
-    #[napi(ts_type = "{ code: string; since: number; detail?: string; until?: number; fix?: string } | undefined")]
-    pub cause: Option<serde_json::Value>,
+    #[serde(skip)]
+    pub criteria: Option<Vec<GoalCriterion>>,
+    /// Why the goal stopped or waits; absent while it runs.
+    #[serde(skip)]
+    pub cause: Option<GoalCause>,
 }
 
 pub(crate) fn record(goal: &Goal) -> GoalRecord {
@@ -101,7 +100,10 @@ pub(crate) fn record(goal: &Goal) -> GoalRecord {
         cost_budget: goal_core::cost_budget(goal),
         cost_used: goal_core::cost_used(goal),
         active_ms: goal_core::active_ms(goal, goal_core::now_ms()).floor(),
-        active_hours: goal.active_hours.get().cloned().map(serde_json::Value::Object),
+        active_hours: goal.active_hours.get().map(active_hours_of),
+        checks: (!goal.checks.is_empty()).then(|| goal.checks.iter().map(check_of).collect()),
+        criteria: (!goal.criteria.is_empty()).then(|| goal.criteria.iter().map(criterion_of).collect()),
+        cause: goal.cause.as_ref().map(cause_of),
         session_id: goal.session_id.clone(),
         wake_at: goal_core::provider_wake_at(goal),
         ..stored

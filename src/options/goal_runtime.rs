@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use napi::bindgen_prelude::*;
 use napi::threadsafe_function::UnknownReturnValue;
 use napi_derive::napi;
 
@@ -68,7 +67,10 @@ pub struct SessionGoalRuntimeOptions {
 impl SessionGoalRuntimeOptions {
     /// The core's runtime settings, every unset or unusable option at `GoalConfig`'s default,
     /// and the host logger to register. Fails only without an OpenCode location.
-    pub(crate) fn resolve(self, context: &EnvContext) -> Result<(GoalRuntimeSettings, Option<LoggerCallback>)> {
+    pub(crate) fn resolve(
+        self,
+        context: &EnvContext,
+    ) -> std::result::Result<(GoalRuntimeSettings, Option<LoggerCallback>), goal_core::GoalError> {
         let client = connection_of!(self).resolve(context, DEFAULT_FETCH_TIMEOUT)?;
         let data_dir = DataDir::new(super::data_dir(None, self.settings));
         let small_model = small_model_for(context, self.generate_small_model_text, &client, self.small_model.as_ref());

@@ -9,10 +9,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use goal_core::resolve_data_dir;
+use goal_core::GoalError;
 use goal_core::{Endpoint, OpenCodeClient, StaticEndpoint};
 
 use crate::callbacks::{HeadersCallback, HostEndpoint, UrlCallback};
@@ -71,10 +71,14 @@ pub(crate) use connection_of;
 
 impl ConnectionOptions {
     /// The OpenCode client these options describe; `default_timeout` when no valid
-    /// `fetchTimeoutMs` is set. Fails only when no OpenCode location is given.
+    /// `fetchTimeoutMs` is set. Fails only when no OpenCode location is given (`invalidInput`).
     /// The client belongs to `context`'s JavaScript environment: it shares that environment's
     /// pools and write slots, and sends nothing once the environment has ended.
-    pub fn resolve(self, context: &EnvContext, default_timeout: Duration) -> Result<OpenCodeClient> {
+    pub fn resolve(
+        self,
+        context: &EnvContext,
+        default_timeout: Duration,
+    ) -> std::result::Result<OpenCodeClient, GoalError> {
         let endpoint = context.guard(endpoint(self.open_code, self.build_url, self.headers)?);
         Ok(OpenCodeClient::new(context.shared(), endpoint, millis(self.fetch_timeout_ms, default_timeout)))
     }
@@ -84,7 +88,7 @@ fn endpoint(
     open_code: Option<OpenCodeTarget>,
     build_url: Option<UrlCallback>,
     headers: Option<HeadersCallback>,
-) -> Result<Arc<dyn Endpoint>> {
+) -> std::result::Result<Arc<dyn Endpoint>, GoalError> {
     if let Some(build_url) = build_url {
         return Ok(Arc::new(HostEndpoint::new(build_url, headers)));
     }
@@ -93,8 +97,8 @@ fn endpoint(
             let headers = target.headers.unwrap_or_default().into_iter().collect();
             Ok(Arc::new(StaticEndpoint::new(target.base_url.trim(), headers)))
         }
-        _ => Err(Error::new(
-            Status::InvalidArg,
+        _ => Err(GoalError::invalid(
+            "openCode",
             "session-goal-runtime: pass openCode: { baseUrl } or buildOpenCodeUrl(path, prefix)",
         )),
     }

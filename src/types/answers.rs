@@ -1,8 +1,12 @@
-//! Typed answers: what `explain` and `history` resolve to, built field by field from the
-//! core's report and trail records, so index.d.ts describes exactly what is returned.
+//! Typed answers: what `history` resolves to, read field by field from the core's trail
+//! records (the nested parts by the core's own readers), so index.d.ts describes exactly what
+//! is returned (`explain`: `explanation.rs`).
 
 use napi_derive::napi;
 
+use goal_core::{CheckRun, DigestSummary, RecordedGrade};
+
+use crate::types::explanation::{check_run_of, GoalCheckRun};
 use crate::types::nullable::Nullable;
 
 /// One record of a goal's audit trail (`history(sessionId)`). Written for every verdict and
@@ -28,10 +32,9 @@ pub struct GoalHistoryRecord {
     pub action: String,
     /// The status reason written, when the goal settled or waits.
     pub reason: Option<String>,
-    /// Counts from the evidence digest: tool calls, successful ones, failing commands, files
-    /// changed, additions, deletions, todos.
-    #[napi(ts_type = "Record<string, unknown>")]
-    pub digest: Option<serde_json::Value>,
+    /// Counts from the evidence digest the audit read.
+    #[serde(skip)]
+    pub digest: Option<GoalDigestSummary>,
     /// The recorded facts the auditor said it relied on.
     pub evidence: Option<Vec<String>>,
     /// What the auditor could not verify.
@@ -45,17 +48,13 @@ pub struct GoalHistoryRecord {
     /// The goal's time budget (ms), when set.
     pub time_budget_ms: Option<f64>,
     /// For an acceptance check run (`action: "check"`): the run.
-    #[napi(
-        ts_type = "{ index: number; command: string; result: 'passed' | 'failed' | 'timedOut' | 'aborted' | 'unknown'; exitStatus: number | null; durationMs: number; outputTail: string; messageID: string; reused: boolean }"
-    )]
-    pub check: Option<serde_json::Value>,
+    #[serde(skip)]
+    pub check: Option<GoalCheckRun>,
     /// For a check run: how many checks the round has.
     pub checks: Option<f64>,
-    /// For an audit that graded criteria: each criterion's id, source, state and cited evidence ids.
-    #[napi(
-        ts_type = "Array<{ id: string; source: 'user' | 'derived'; state: 'unmet' | 'met' | 'unclear'; evidence: string[] }>"
-    )]
-    pub criteria: Option<serde_json::Value>,
+    /// For an audit that graded criteria: each criterion's grade.
+    #[serde(skip)]
+    pub criteria: Option<Vec<GoalCriterionGrade>>,
     /// For a provider-limit park (`action: "park"`): when the wait ends (ms since epoch).
     pub until: Option<f64>,
     /// For a park: how many parks in a row this is.
@@ -64,74 +63,103 @@ pub struct GoalHistoryRecord {
     pub detail: Option<String>,
 }
 
-/// What `explain(sessionId)` resolves to (and `session-goal doctor --json` prints): why the
-/// session's goal is where it is. `null` where a part is unknown. Built from the core's report
-/// field by field ([`explanation_of`]).
-#[napi(object, object_from_js = false)]
-#[derive(Default, serde::Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-pub struct GoalExplanation {
-    /// The session asked about.
-    pub session_id: String,
-    /// The goal's id (`null`: no goal).
-    #[napi(ts_type = "string | null")]
-    pub goal_id: Nullable<String>,
-    /// The goal's status (`null`: no goal).
-    #[napi(ts_type = "'active' | 'paused' | 'blocked' | 'budgetLimited' | 'complete' | null")]
-    pub status: Nullable<String>,
-    /// The human reason beside the status.
-    #[napi(ts_type = "string | null")]
-    pub status_reason: Nullable<String>,
-    /// The typed cause `{code, since, detail?, until?, fix?}`: stored, or for an active goal what
-    /// holds it now (a pending request, working hours, another host's lease).
-    #[napi(ts_type = "{ code: string; since: number; detail?: string; until?: number; fix?: string } | null")]
-    pub cause: Nullable<serde_json::Value>,
-    /// What `doctor --fix` would apply.
-    #[napi(
-        ts_type = "'none' | 'resume' | 'resumeWithTokenBudget' | 'resumeWithTimeBudget' | 'resumeWithCostBudget' | null"
-    )]
-    pub fix_action: Nullable<String>,
-    /// When the goal goes on by itself (ms since epoch), for a goal that waits.
-    #[napi(ts_type = "number | null")]
-    pub next_wake_at: Nullable<f64>,
-    /// The multi-host lease.
-    #[napi(ts_type = "{ holder: string; expiresAt: number } | null")]
-    pub lease: Nullable<serde_json::Value>,
-    /// Open permission and question requests of the session.
-    #[napi(ts_type = "Array<{ kind: 'permission' | 'question'; id: string; permission?: string }>")]
-    pub pending: serde_json::Value,
-    /// The newest audited decision of the trail.
-    #[napi(ts_type = "Record<string, unknown> | null")]
-    pub last_audit: Nullable<serde_json::Value>,
-    /// The check runs of the newest round.
-    #[napi(ts_type = "Array<Record<string, unknown>>")]
-    pub last_checks: serde_json::Value,
-    /// The goal's acceptance checks.
-    #[napi(ts_type = "Array<{ command: string; timeoutMs?: number }> | null")]
-    pub checks: Nullable<serde_json::Value>,
-    /// The goal's cost in US dollars: its budget (`null` without one) and what it spent.
-    #[napi(ts_type = "{ budget: number | null; used: number } | null")]
-    pub cost: Nullable<serde_json::Value>,
-    /// The goal's acceptance criteria with their latest grades.
-    #[napi(
-        ts_type = "Array<{ id: string; text: string; source: 'user' | 'derived'; state: 'unmet' | 'met' | 'unclear'; evidence?: string[]; since?: number }> | null"
-    )]
-    pub criteria: Nullable<serde_json::Value>,
-    /// Inconsistencies worth a human look: `sessionMissing`, `noGoal`, `goalUnreadable`,
-    /// `objectiveFileMissing`, `inherited`, `checksUnreadable`, `providerReportsNoCost`.
-    #[napi(ts_type = "Array<{ code: string; message: string }>")]
-    pub findings: serde_json::Value,
-}
-
 /// The trail's records as [`GoalHistoryRecord`]s; a record that does not have the record's shape
 /// (a hand-edited line) is left out rather than failing the whole read.
 pub(crate) fn history_records(records: Vec<serde_json::Value>) -> Vec<GoalHistoryRecord> {
-    records.into_iter().filter_map(|record| serde_json::from_value(record).ok()).collect()
+    records.into_iter().filter_map(|stored| history_record(&stored)).collect()
 }
 
-/// The core's explain report as a [`GoalExplanation`].
-pub(crate) fn explanation_of(report: serde_json::Value) -> std::result::Result<GoalExplanation, goal_core::GoalError> {
-    serde_json::from_value(report).map_err(|error| {
-        goal_core::GoalError::new(goal_core::ErrorKind::Local, format!("explain: unreadable report ({error})"))
-    })
+fn history_record(stored: &serde_json::Value) -> Option<GoalHistoryRecord> {
+    let record: GoalHistoryRecord = serde::Deserialize::deserialize(stored).ok()?;
+    // The nested parts are read by the core's own readers of what it recorded.
+    let check = stored.get("check").and_then(CheckRun::from_value).map(|run| check_run_of(run, record.time));
+    let digest = stored.get("digest").and_then(DigestSummary::from_value).map(digest_of);
+    let criteria = stored
+        .get("criteria")
+        .and_then(serde_json::Value::as_array)
+        .map(|grades| grades.iter().filter_map(RecordedGrade::from_value).map(grade_of).collect());
+    Some(GoalHistoryRecord { check, digest, criteria, ..record })
+}
+
+/// The counts of one audit's evidence, as the trail keeps them.
+#[napi(object, object_from_js = false)]
+pub struct GoalDigestSummary {
+    /// Assistant messages read.
+    pub assistant_messages: f64,
+    /// Tool calls.
+    pub tool_calls: f64,
+    /// Tool calls that succeeded.
+    pub successful_tool_calls: f64,
+    /// Shell commands that failed.
+    pub failing_commands: Vec<GoalFailingCommand>,
+    /// Files changed (`null`: the session's diff could not be read).
+    #[napi(ts_type = "number | null")]
+    pub files_changed: Nullable<f64>,
+    /// Lines added.
+    pub additions: f64,
+    /// Lines deleted.
+    pub deletions: f64,
+    /// The todo list's counts (`null`: it could not be read).
+    #[napi(ts_type = "GoalTodoCounts | null")]
+    pub todos: Nullable<GoalTodoCounts>,
+}
+
+/// A shell command that failed.
+#[napi(object, object_from_js = false)]
+pub struct GoalFailingCommand {
+    /// The command.
+    pub command: String,
+    /// Its exit code (`null`: unknown).
+    #[napi(ts_type = "number | null")]
+    pub exit_code: Nullable<f64>,
+}
+
+/// How many todos there are and how many are done.
+#[napi(object, object_from_js = false)]
+pub struct GoalTodoCounts {
+    /// All todos.
+    pub total: f64,
+    /// Completed ones.
+    pub completed: f64,
+}
+
+/// A criterion's grade after an audit.
+#[napi(object, object_from_js = false)]
+pub struct GoalCriterionGrade {
+    /// The criterion's id.
+    pub id: String,
+    /// Who wrote the criterion.
+    #[napi(ts_type = "'user' | 'derived'")]
+    pub source: String,
+    /// The grade.
+    #[napi(ts_type = "'unmet' | 'met' | 'unclear'")]
+    pub state: String,
+    /// The evidence ids the grade cited.
+    pub evidence: Vec<String>,
+}
+
+fn digest_of(summary: DigestSummary) -> GoalDigestSummary {
+    GoalDigestSummary {
+        assistant_messages: summary.assistant_messages as f64,
+        tool_calls: summary.tool_calls as f64,
+        successful_tool_calls: summary.successful_tool_calls as f64,
+        failing_commands: summary
+            .failing_commands
+            .into_iter()
+            .map(|f| GoalFailingCommand { command: f.command, exit_code: Nullable(f.exit_code.map(|c| c as f64)) })
+            .collect(),
+        files_changed: Nullable(summary.files_changed.map(|n| n as f64)),
+        additions: summary.additions as f64,
+        deletions: summary.deletions as f64,
+        todos: Nullable(summary.todos.map(|t| GoalTodoCounts { total: t.total as f64, completed: t.completed as f64 })),
+    }
+}
+
+fn grade_of(grade: RecordedGrade) -> GoalCriterionGrade {
+    GoalCriterionGrade {
+        id: grade.id,
+        source: grade.source.as_str().to_string(),
+        state: grade.state.as_str().to_string(),
+        evidence: grade.evidence,
+    }
 }

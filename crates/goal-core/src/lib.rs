@@ -140,9 +140,16 @@ pub use control::create::{
     ModelChoice, NewGoal, MAX_TOKEN_BUDGET, MIN_TOKEN_BUDGET,
 };
 pub use control::explain::explain as explain_goal;
+pub use control::explain::{
+    AuditSummary, ExplainReport, Finding, GoalCost, PendingKind, PendingRequest, RecordedCheckRun,
+};
 pub use control::orchestrate::{
     create_session, fork_session, send_prompt, stamp_scheduled_goal, CreateSession, DispatchReport, ForkSession,
     GoalSettings, PromptOptions, ScheduledGoal, SendPrompt, DEFAULT_COMMAND_TIMEOUT, DEFAULT_LANDING_POLL,
     DEFAULT_LANDING_TIMEOUT,
 };
+pub use evidence::{DigestSummary, FailingCommand, TodoCounts};
+pub use goal::check_rules::{CheckResult, CheckRun};
+pub use record::criteria::{Criterion, CriterionSource, CriterionState, RecordedGrade};
+pub use record::Lease;
 pub use text::prompts::goal_intro_text;

@@ -226,7 +226,7 @@ impl GoalRuntime {
         &self,
         session_id: &str,
         directory: &str,
-    ) -> Result<serde_json::Value, crate::error::HttpError> {
+    ) -> Result<crate::control::explain::ExplainReport, crate::error::HttpError> {
         let ctx = &self.inner.ctx;
         let root = ctx.services.data_dir.root();
         crate::control::explain::explain(&ctx.client, root, session_id, directory, Some(&ctx.holder)).await

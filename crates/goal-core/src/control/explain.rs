@@ -1,20 +1,25 @@
 //! `explain(sessionId)`: one report of why a goal is where it is — status, cause and fix, the
 //! next wake-up, the lease, pending permission and question requests, the last audit and check
-//! runs, and findings worth a human look. Read only: nothing is written. The report is built by
-//! a pure function ([`report`]) from what [`explain`] reads.
+//! runs, and findings worth a human look. Read only: nothing is written. The report is a typed
+//! value (`explain/parts.rs`) built by a pure function ([`report`]) from what [`explain`] reads.
 
 use std::path::Path;
 
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
 use crate::goal::causes::{cause_of, fix_action};
+use crate::goal::check_rules::CheckRun;
 use crate::io::opencode::OpenCodeClient;
 use crate::record::cause::{Cause, CauseCode};
 use crate::record::lease::{held_by_other, lease_of};
 use crate::record::session::SessionView;
-use crate::record::{AcceptanceCheck, Goal, GoalStatus};
+use crate::record::{Goal, GoalStatus};
 use crate::time::clock::now_ms;
 use crate::time::hours::{self, HoursGate};
+
+mod parts;
+
+pub use parts::{AuditSummary, ExplainReport, Finding, GoalCost, PendingKind, PendingRequest, RecordedCheckRun};
 
 /// Trail records read to find the last audit and the last check runs.
 const TRAIL_WINDOW: usize = 200;
@@ -26,7 +31,7 @@ pub struct Observed<'a> {
     /// The session as read; `None` when OpenCode says it does not exist.
     pub session: Option<&'a SessionView>,
     /// Open permission and question requests of the session.
-    pub pending: Vec<Value>,
+    pub pending: Vec<PendingRequest>,
     /// The newest trail records, oldest first.
     pub trail: Vec<Value>,
     /// Whether the objective file could be read (`None`: not file-backed).
@@ -37,31 +42,27 @@ pub struct Observed<'a> {
     pub now: f64,
 }
 
-/// The report: `{sessionId, status, statusReason, cause, nextWakeAt, lease, pending, lastAudit,
-/// lastChecks, findings}` (with `goalId`, `fixAction`, `checks` and `cost` beside them), `null`
-/// where a part is unknown. Pure.
-pub fn report(observed: &Observed<'_>) -> Value {
+/// The report of what was observed. Pure.
+pub fn report(observed: &Observed<'_>) -> ExplainReport {
     let goal = observed.session.and_then(SessionView::goal);
     let cause = goal.as_ref().and_then(|g| effective_cause(g, observed));
-    let lease =
-        goal.as_ref().and_then(lease_of).map(|(holder, expires)| json!({"holder": holder, "expiresAt": expires}));
-    let mut out = Map::new();
-    out.insert("sessionId".into(), json!(observed.session_id));
-    out.insert("goalId".into(), goal.as_ref().map_or(Value::Null, |g| json!(g.id)));
-    out.insert("status".into(), goal.as_ref().map_or(Value::Null, |g| json!(g.status.as_str())));
-    out.insert("statusReason".into(), goal.as_ref().map_or(Value::Null, |g| json!(g.status_reason)));
-    out.insert("cause".into(), cause.as_ref().map_or(Value::Null, Cause::to_value));
-    out.insert("fixAction".into(), cause.as_ref().map_or(Value::Null, |c| json!(fix_action(c.code).as_str())));
-    out.insert("nextWakeAt".into(), next_wake(goal.as_ref(), cause.as_ref()).map_or(Value::Null, |t| json!(t)));
-    out.insert("lease".into(), lease.unwrap_or(Value::Null));
-    out.insert("pending".into(), json!(observed.pending));
-    out.insert("lastAudit".into(), last_audit(&observed.trail).unwrap_or(Value::Null));
-    out.insert("lastChecks".into(), last_checks(&observed.trail));
-    out.insert("checks".into(), goal.as_ref().map_or(Value::Null, |g| checks_value(&g.checks)));
-    out.insert("cost".into(), goal.as_ref().map_or(Value::Null, cost_value));
-    out.insert("criteria".into(), goal.as_ref().map_or(Value::Null, |g| criteria_value(&g.criteria)));
-    out.insert("findings".into(), Value::Array(findings(observed, goal.as_ref())));
-    Value::Object(out)
+    ExplainReport {
+        session_id: observed.session_id.to_string(),
+        goal_id: goal.as_ref().map(|g| g.id.clone()),
+        status: goal.as_ref().map(|g| g.status),
+        status_reason: goal.as_ref().map(|g| g.status_reason.clone()),
+        fix_action: cause.as_ref().map(|c| fix_action(c.code)),
+        next_wake_at: next_wake(goal.as_ref(), cause.as_ref()),
+        cause,
+        lease: goal.as_ref().and_then(|g| g.lease.get().cloned()),
+        pending: observed.pending.clone(),
+        last_audit: last_audit(&observed.trail),
+        last_checks: last_checks(&observed.trail),
+        checks: goal.as_ref().map(|g| g.checks.clone()),
+        cost: goal.as_ref().map(cost_of),
+        criteria: goal.as_ref().map(|g| g.criteria.clone()),
+        findings: findings(observed, goal.as_ref()),
+    }
 }
 
 /// The stored cause, or for an active goal without one, what holds it now: a pending request,
@@ -91,53 +92,38 @@ fn next_wake(goal: Option<&Goal>, cause: Option<&Cause>) -> Option<f64> {
     cause.filter(|c| c.code.is_wait()).and_then(|c| c.until)
 }
 
-/// `{budget, used}` in US dollars (`budget` null without one).
-fn cost_value(goal: &Goal) -> Value {
-    json!({"budget": crate::goal::cost::cost_budget(goal), "used": crate::goal::cost::cost_used(goal)})
-}
-
-/// The goal's acceptance criteria as stored (`[{id, text, source, state, evidence?, since?}]`).
-fn criteria_value(criteria: &[crate::record::criteria::Criterion]) -> Value {
-    Value::Array(criteria.iter().map(crate::record::criteria::Criterion::to_value).collect())
-}
-
-fn checks_value(checks: &[AcceptanceCheck]) -> Value {
-    Value::Array(checks.iter().map(AcceptanceCheck::to_value).collect())
+/// The goal's budget (none without one) and spending, in US dollars.
+fn cost_of(goal: &Goal) -> GoalCost {
+    GoalCost { budget: crate::goal::cost::cost_budget(goal), used: crate::goal::cost::cost_used(goal) }
 }
 
 /// The newest trail record with a verdict (or an audit failure), reduced to what a human reads.
-fn last_audit(trail: &[Value]) -> Option<Value> {
-    let record = trail.iter().rev().find(|r| r.get("verdict").is_some())?;
-    let pick = ["time", "turn", "verdict", "note", "action", "reason", "auditor", "missing"];
-    Some(Value::Object(pick.iter().filter_map(|k| record.get(*k).map(|v| (k.to_string(), v.clone()))).collect()))
+fn last_audit(trail: &[Value]) -> Option<AuditSummary> {
+    trail.iter().rev().find(|r| r.get("verdict").is_some()).map(AuditSummary::of_record)
 }
 
 /// The check runs of the newest round in the trail (the records sharing its tail).
-fn last_checks(trail: &[Value]) -> Value {
+fn last_checks(trail: &[Value]) -> Vec<RecordedCheckRun> {
     let is_check = |r: &&Value| r.get("action").and_then(Value::as_str) == Some("check") && r.get("check").is_some();
-    let Some(newest) = trail.iter().rev().find(is_check) else { return json!([]) };
-    let tail = newest.get("tail").cloned().unwrap_or(Value::Null);
-    let runs = trail
+    let Some(newest) = trail.iter().rev().find(is_check) else { return Vec::new() };
+    let tail = newest.get("tail");
+    trail
         .iter()
         .filter(is_check)
-        .filter(|r| r.get("tail").cloned().unwrap_or(Value::Null) == tail)
-        .map(|r| {
-            let mut run = r.get("check").cloned().unwrap_or(Value::Null);
-            if let (Some(object), Some(time)) = (run.as_object_mut(), r.get("time")) {
-                object.insert("time".into(), time.clone());
-            }
-            run
+        .filter(|r| r.get("tail") == tail)
+        .filter_map(|r| {
+            let run = CheckRun::from_value(r.get("check")?)?;
+            Some(RecordedCheckRun { run, time: r.get("time").and_then(Value::as_f64).unwrap_or(0.0) })
         })
-        .collect();
-    Value::Array(runs)
+        .collect()
 }
 
-fn finding(code: &str, message: String) -> Value {
-    json!({"code": code, "message": message})
+fn finding(code: &'static str, message: String) -> Finding {
+    Finding { code, message }
 }
 
 /// Inconsistencies worth a human look.
-fn findings(observed: &Observed<'_>, goal: Option<&Goal>) -> Vec<Value> {
+fn findings(observed: &Observed<'_>, goal: Option<&Goal>) -> Vec<Finding> {
     let id = observed.session_id;
     let mut out = Vec::new();
     let Some(session) = observed.session else {
@@ -193,7 +179,7 @@ pub async fn explain(
     session_id: &str,
     directory: &str,
     own_holder: Option<&str>,
-) -> Result<Value, crate::error::HttpError> {
+) -> Result<ExplainReport, crate::error::HttpError> {
     let session = match client.get_session(session_id, directory).await {
         Ok(session) => Some(session),
         Err(crate::error::HttpError::Status(404)) => None,
@@ -212,7 +198,7 @@ pub async fn explain(
         crate::io::history::read(data_dir, session_id, Some(TRAIL_WINDOW)),
     );
     let mut pending = Vec::new();
-    for (kind, list) in [("permission", permissions), ("question", questions)] {
+    for (kind, list) in [(PendingKind::Permission, permissions), (PendingKind::Question, questions)] {
         pending.extend(pending_of(kind, session_id, &list.unwrap_or(Value::Null)));
     }
     let goal = session.as_ref().and_then(SessionView::goal);
@@ -231,20 +217,19 @@ pub async fn explain(
     }))
 }
 
-/// The session's open requests of one kind, reduced to `{kind, id, permission?}` (never the
-/// question's text or a command).
-fn pending_of(kind: &str, session_id: &str, list: &Value) -> Vec<Value> {
+/// The session's open requests of one kind, reduced to their kind, id and permission (never
+/// the question's text or a command).
+fn pending_of(kind: PendingKind, session_id: &str, list: &Value) -> Vec<PendingRequest> {
+    let text = |request: &Value, key: &str| request.get(key).and_then(Value::as_str).map(str::to_string);
     list.as_array()
         .map(|items| {
             items
                 .iter()
                 .filter(|r| r.get("sessionID").and_then(Value::as_str) == Some(session_id))
-                .map(|r| {
-                    let mut out = json!({"kind": kind, "id": r.get("id").cloned().unwrap_or(Value::Null)});
-                    if let Some(permission) = r.get("permission").and_then(Value::as_str) {
-                        out["permission"] = json!(permission);
-                    }
-                    out
+                .map(|r| PendingRequest {
+                    kind,
+                    id: text(r, "id").unwrap_or_default(),
+                    permission: text(r, "permission"),
                 })
                 .collect()
         })

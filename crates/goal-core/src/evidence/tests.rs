@@ -78,6 +78,7 @@ fn digest_covers_every_step_after_the_cursor() {
     let summary = digest.summary();
     assert_eq!(summary["additions"], json!(13));
     assert_eq!(summary["todos"], json!({"total": 2, "completed": 1}));
+    assert_eq!(DigestSummary::from_value(&summary), Some(digest.summary_counts()), "the trail reads back as written");
     // The first audit (no cursor id) starts after the goal's creation.
     let first = build_digest(
         &messages,

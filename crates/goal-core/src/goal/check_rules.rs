@@ -104,6 +104,29 @@ pub struct CheckRun {
 }
 
 impl CheckRun {
+    /// Reads the trail's record of a run ([`CheckRun::to_value`]); a part missing from a
+    /// hand-edited line reads as empty, and only a record without a result is not a run.
+    pub fn from_value(value: &Value) -> Option<CheckRun> {
+        let text = |key: &str| value.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
+        let exit_status = value.get("exitStatus").and_then(Value::as_i64).and_then(|n| i32::try_from(n).ok());
+        let result = match value.get("result")?.as_str()? {
+            "passed" => CheckResult::Passed,
+            "failed" => CheckResult::Failed(exit_status.unwrap_or(1)),
+            "timedOut" => CheckResult::TimedOut,
+            "aborted" => CheckResult::Aborted,
+            _ => CheckResult::Unknown,
+        };
+        Some(CheckRun {
+            index: value.get("index").and_then(Value::as_u64).unwrap_or(0) as usize,
+            command: text("command"),
+            message_id: text("messageID"),
+            result,
+            duration_ms: value.get("durationMs").and_then(Value::as_f64).unwrap_or(0.0),
+            output_tail: text("outputTail"),
+            reused: value.get("reused").and_then(Value::as_bool).unwrap_or(false),
+        })
+    }
+
     /// The trail's record of the run.
     pub fn to_value(&self) -> Value {
         serde_json::json!({

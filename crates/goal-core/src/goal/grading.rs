@@ -9,7 +9,8 @@
 use serde_json::{json, Map, Value};
 
 use crate::evidence::{escape_for_block, Digest};
-use crate::record::criteria::{assign_criteria, one_line, Criterion, CriterionSource, CriterionState, MAX_CRITERIA};
+use crate::record::criteria::MAX_CRITERIA;
+use crate::record::criteria::{assign_criteria, one_line, Criterion, CriterionSource, CriterionState, RecordedGrade};
 use crate::record::{truncate_chars, Goal, NOTE_CHAR_LIMIT};
 use crate::text::prompts::xml_escape;
 use crate::text::script_guard::introduces_foreign_script;
@@ -368,13 +369,7 @@ pub fn conclude(
 
 /// The trail's record of a grading: each criterion's id, state and cited ids.
 pub fn trail_value(update: &CriteriaUpdate) -> Value {
-    Value::Array(
-        update
-            .criteria
-            .iter()
-            .map(|c| json!({"id": c.id, "state": c.state.as_str(), "evidence": c.evidence, "source": c.to_value()["source"]}))
-            .collect(),
-    )
+    Value::Array(update.criteria.iter().map(|criterion| RecordedGrade::of(criterion).to_value()).collect())
 }
 
 #[cfg(test)]

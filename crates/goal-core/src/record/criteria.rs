@@ -33,6 +33,25 @@ pub enum CriterionState {
     Unclear,
 }
 
+impl CriterionSource {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Derived => "derived",
+        }
+    }
+
+    /// Parses a wire name.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "user" => Some(Self::User),
+            "derived" => Some(Self::Derived),
+            _ => None,
+        }
+    }
+}
+
 impl CriterionState {
     /// The wire name.
     pub fn as_str(self) -> &'static str {
@@ -94,7 +113,7 @@ impl Criterion {
         let mut object = Map::new();
         object.insert("id".into(), json!(self.id));
         object.insert("text".into(), json!(self.text));
-        object.insert("source".into(), json!(if self.source == CriterionSource::User { "user" } else { "derived" }));
+        object.insert("source".into(), json!(self.source.as_str()));
         object.insert("state".into(), json!(self.state.as_str()));
         if !self.evidence.is_empty() {
             object.insert("evidence".into(), json!(self.evidence));
@@ -108,11 +127,7 @@ impl Criterion {
     fn from_value(value: &Value) -> Option<Criterion> {
         let id = value.get("id")?.as_str()?.to_string();
         let text = value.get("text")?.as_str()?.to_string();
-        let source = match value.get("source")?.as_str()? {
-            "user" => CriterionSource::User,
-            "derived" => CriterionSource::Derived,
-            _ => return None,
-        };
+        let source = CriterionSource::parse(value.get("source")?.as_str()?)?;
         let state = CriterionState::parse(value.get("state")?.as_str()?)?;
         let evidence = match value.get("evidence") {
             None => Vec::new(),
@@ -122,6 +137,51 @@ impl Criterion {
         let criterion = Criterion { id, text, source, state, evidence, since };
         let bounded = criterion.text.chars().count() <= CRITERION_CHAR_LIMIT && criterion.evidence.len() <= MAX_CITED;
         (criterion.number().is_some() && bounded).then_some(criterion)
+    }
+}
+
+/// A criterion's grade as the trail records it after an audit: the criterion without its text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedGrade {
+    /// The criterion's id.
+    pub id: String,
+    /// Who wrote the criterion.
+    pub source: CriterionSource,
+    /// The grade.
+    pub state: CriterionState,
+    /// The evidence ids the grade cited.
+    pub evidence: Vec<String>,
+}
+
+impl RecordedGrade {
+    /// The grade `criterion` holds now.
+    pub fn of(criterion: &Criterion) -> RecordedGrade {
+        RecordedGrade {
+            id: criterion.id.clone(),
+            source: criterion.source,
+            state: criterion.state,
+            evidence: criterion.evidence.clone(),
+        }
+    }
+
+    /// The trail's shape, `{id, state, evidence, source}`.
+    pub fn to_value(&self) -> Value {
+        json!({"id": self.id, "state": self.state.as_str(), "evidence": self.evidence, "source": self.source.as_str()})
+    }
+
+    /// Reads the trail's shape; a part missing from a hand-edited line makes it no grade, except
+    /// the cited ids (none).
+    pub fn from_value(value: &Value) -> Option<RecordedGrade> {
+        let evidence = value
+            .get("evidence")
+            .and_then(Value::as_array)
+            .map_or_else(Vec::new, |list| list.iter().filter_map(Value::as_str).map(str::to_string).collect());
+        Some(RecordedGrade {
+            id: value.get("id")?.as_str()?.to_string(),
+            source: CriterionSource::parse(value.get("source")?.as_str()?)?,
+            state: CriterionState::parse(value.get("state")?.as_str()?)?,
+            evidence,
+        })
     }
 }
 
@@ -239,5 +299,16 @@ mod tests {
         let twice = json!([{"id": "c1", "text": "a", "source": "user", "state": "met"},
             {"id": "c1", "text": "b", "source": "user", "state": "unmet"}]);
         assert!(parse_stored_criteria(&twice).is_none());
+    }
+
+    #[test]
+    fn a_recorded_grade_reads_back_as_the_same_grade() {
+        let (mut list, _) = assign_criteria(&["tests pass".into()], CriterionSource::Derived, &[], 0);
+        list[0].state = CriterionState::Met;
+        list[0].evidence = vec!["e2".into()];
+        let grade = RecordedGrade::of(&list[0]);
+        assert_eq!(grade.to_value(), json!({"id": "c1", "state": "met", "evidence": ["e2"], "source": "derived"}));
+        assert_eq!(RecordedGrade::from_value(&grade.to_value()), Some(grade));
+        assert_eq!(RecordedGrade::from_value(&json!({"id": "c1", "state": "met"})), None, "no source");
     }
 }

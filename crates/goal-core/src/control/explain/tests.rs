@@ -1,10 +1,16 @@
 //! The report, from observed states.
 
 use super::*;
+use serde_json::json;
 
 fn session(goal: Value) -> SessionView {
     SessionView::from_value(&json!({"id": "ses_a", "directory": "/p", "metadata": {"openchamber": {"goal": goal}}}))
         .unwrap()
+}
+
+/// The report's JSON form, which the assertions read.
+fn report_json(observed: &Observed<'_>) -> Value {
+    report(observed).to_value()
 }
 
 fn observed<'a>(session: Option<&'a SessionView>, trail: Vec<Value>) -> Observed<'a> {
@@ -31,7 +37,7 @@ fn goal(extra: Value) -> Value {
 fn a_stopped_goal_reports_its_cause_fix_and_action() {
     let s = session(goal(json!({"status": "budgetLimited", "statusReason": "token budget reached",
         "cause": {"code": "tokenBudget", "since": 5, "fix": "Resume with a larger token budget"}})));
-    let out = report(&observed(Some(&s), Vec::new()));
+    let out = report_json(&observed(Some(&s), Vec::new()));
     assert_eq!(out["status"], "budgetLimited");
     assert_eq!(out["cause"]["code"], "tokenBudget");
     assert_eq!(out["fixAction"], "resumeWithTokenBudget");
@@ -57,15 +63,15 @@ fn a_stopped_goal_reports_its_cause_fix_and_action() {
 fn a_running_goal_shows_what_holds_it() {
     let s = session(goal(json!({"lease": {"holder": "other-host", "expiresAt": 1_060_000.0}})));
     let mut seen = observed(Some(&s), Vec::new());
-    assert_eq!(report(&seen)["cause"], Value::Null, "a reader that drives nothing sees a lease, not a wait");
+    assert_eq!(report_json(&seen)["cause"], Value::Null, "a reader that drives nothing sees a lease, not a wait");
     seen.own_holder = Some("me");
-    let out = report(&seen);
+    let out = report_json(&seen);
     assert_eq!(out["cause"]["code"], "waitingForLease");
     assert_eq!(out["cause"]["detail"], "other-host");
     assert_eq!(out["nextWakeAt"], 1_060_000.0);
     assert_eq!(out["lease"]["holder"], "other-host");
-    seen.pending = vec![json!({"kind": "permission", "id": "per_1"})];
-    assert_eq!(report(&seen)["cause"]["code"], "waitingForUser");
+    seen.pending = vec![PendingRequest { kind: PendingKind::Permission, id: "per_1".into(), permission: None }];
+    assert_eq!(report_json(&seen)["cause"]["code"], "waitingForUser");
 }
 
 #[test]
@@ -77,15 +83,18 @@ fn the_last_audit_and_the_last_round_of_checks() {
         json!({"time": 3, "tail": "t2", "verdict": "complete", "action": "complete", "note": "done again"}),
         json!({"time": 4, "tail": "t2", "action": "check", "check": {"index": 0, "result": "passed", "exitStatus": 0}}),
     ];
-    let out = report(&observed(Some(&s), trail));
+    let out = report_json(&observed(Some(&s), trail));
     assert_eq!(out["lastAudit"]["note"], "done again");
-    assert_eq!(out["lastChecks"], json!([{"index": 0, "result": "passed", "exitStatus": 0, "time": 4}]));
+    assert_eq!(out["lastChecks"].as_array().unwrap().len(), 1, "only the newest round");
+    assert_eq!(out["lastChecks"][0]["result"], "passed");
+    assert_eq!(out["lastChecks"][0]["exitStatus"], 0);
+    assert_eq!(out["lastChecks"][0]["time"], 4.0);
     assert_eq!(out["checks"], json!([{"command": "npm test"}]));
 }
 
 #[test]
 fn findings_name_what_needs_a_human() {
-    let out = report(&observed(None, Vec::new()));
+    let out = report_json(&observed(None, Vec::new()));
     assert_eq!(out["findings"][0]["code"], "sessionMissing");
     assert_eq!(out["status"], Value::Null);
 
@@ -93,24 +102,25 @@ fn findings_name_what_needs_a_human() {
         session(goal(json!({"sessionId": "ses_parent", "objectiveFile": true, "objective": "", "checks": "npm test"})));
     let mut seen = observed(Some(&copied), Vec::new());
     seen.objective_file_readable = Some(false);
-    let codes: Vec<Value> = report(&seen)["findings"].as_array().unwrap().iter().map(|f| f["code"].clone()).collect();
+    let codes: Vec<Value> =
+        report_json(&seen)["findings"].as_array().unwrap().iter().map(|f| f["code"].clone()).collect();
     assert_eq!(codes, vec![json!("objectiveFileMissing"), json!("inherited"), json!("checksUnreadable")]);
 
     let none = SessionView::from_value(&json!({"id": "ses_a", "directory": "/p"})).unwrap();
-    assert_eq!(report(&observed(Some(&none), Vec::new()))["findings"][0]["code"], "noGoal");
+    assert_eq!(report_json(&observed(Some(&none), Vec::new()))["findings"][0]["code"], "noGoal");
 }
 
 #[test]
 fn the_cost_is_shown_and_a_provider_without_prices_is_named() {
     let priced = session(goal(json!({"costBudget": 2.5, "costUsed": 0.75, "tokensUsed": 9000})));
-    let out = report(&observed(Some(&priced), Vec::new()));
+    let out = report_json(&observed(Some(&priced), Vec::new()));
     assert_eq!(out["cost"], json!({"budget": 2.5, "used": 0.75}));
     assert_eq!(out["findings"], json!([]));
     let free = session(goal(json!({"costBudget": 2.5, "tokensUsed": 9000})));
-    let out = report(&observed(Some(&free), Vec::new()));
+    let out = report_json(&observed(Some(&free), Vec::new()));
     assert_eq!(out["cost"], json!({"budget": 2.5, "used": 0.0}));
     assert_eq!(out["findings"][0]["code"], "providerReportsNoCost");
-    let none = report(&observed(Some(&session(goal(json!({})))), Vec::new()));
+    let none = report_json(&observed(Some(&session(goal(json!({})))), Vec::new()));
     assert_eq!(none["cost"], json!({"budget": null, "used": 0.0}));
     assert_eq!(none["findings"], json!([]));
 }

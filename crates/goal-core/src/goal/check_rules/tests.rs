@@ -119,3 +119,22 @@ fn the_failure_is_quoted_as_data() {
         failure_prompt(&timed_out, 3).contains("timed out") && failure_prompt(&timed_out, 3).contains("(no output)")
     );
 }
+
+#[test]
+fn a_recorded_run_reads_back_as_the_same_run() {
+    for result in [CheckResult::Passed, CheckResult::Failed(3), CheckResult::TimedOut, CheckResult::Aborted] {
+        let run = CheckRun {
+            index: 2,
+            command: "npm test".into(),
+            message_id: "msg_1".into(),
+            result,
+            duration_ms: 120.0,
+            output_tail: "ok".into(),
+            reused: true,
+        };
+        assert_eq!(CheckRun::from_value(&run.to_value()), Some(run));
+    }
+    let sparse = CheckRun::from_value(&json!({"result": "failed"})).unwrap();
+    assert_eq!((sparse.result, sparse.command.as_str()), (CheckResult::Failed(1), ""));
+    assert_eq!(CheckRun::from_value(&json!({"index": 0})), None, "a record without a result");
+}

@@ -1,0 +1,26 @@
+//! A partial success's caveats: the operation took effect, with `GoalWarning`s beside its result.
+
+use napi_derive::napi;
+
+/// A partial success's caveat: the operation took effect, with this warning.
+#[napi(object, object_from_js = false)]
+pub struct GoalWarning {
+    /// `objectiveInline`, `abortFailed` or `commandListUnavailable` (docs/errors.md).
+    #[napi(ts_type = "'objectiveInline' | 'abortFailed' | 'commandListUnavailable'")]
+    pub code: String,
+    /// One sentence for a person.
+    pub message: String,
+    /// The request field concerned, when one is.
+    pub field: Option<String>,
+}
+
+pub(crate) fn warnings_of(warnings: &[goal_core::Warning]) -> Vec<GoalWarning> {
+    warnings
+        .iter()
+        .map(|warning| GoalWarning {
+            code: warning.code.code().to_string(),
+            message: warning.message.clone(),
+            field: warning.field.map(str::to_string),
+        })
+        .collect()
+}

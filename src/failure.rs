@@ -1,0 +1,66 @@
+//! How a failed operation reaches JavaScript: a synchronous function throws, an asynchronous one
+//! rejects its promise, with an `Error` whose own properties are the failure's parts — `code`
+//! (the closed list of docs/errors.md), `field`, `status` (OpenCode's answer), `partialAction`,
+//! `sessionId`, `directory` — and whose `cause` is the underlying failure. lib/errors.js re-wraps
+//! it as the one public class, `SessionGoalError`. A JavaScript object can only be made on the
+//! JavaScript thread, so an asynchronous operation's error is made where its promise settles.
+//! Every asynchronous operation runs in its own task: a panic is a `local` failure, never a crash.
+
+use std::future::Future;
+
+use napi::bindgen_prelude::*;
+
+use goal_core::{ErrorKind, GoalError};
+
+/// The error to throw, or to reject a promise with, for `failure`: an `Error` object made in
+/// `env`, held by reference so napi throws that very object, properties and all.
+pub(crate) fn thrown(env: &Env, failure: GoalError) -> Error {
+    match error_object(env, &failure) {
+        Ok(object) => Error::from(object.to_unknown()),
+        // Only an environment that is shutting down cannot make the object; the message survives.
+        Err(_) => Error::new(Status::GenericFailure, failure.message),
+    }
+}
+
+fn error_object<'env>(env: &'env Env, failure: &GoalError) -> Result<Object<'env>> {
+    let mut error = env.create_error(Error::from_reason(failure.message.as_str()))?;
+    error.set("code", failure.kind.code())?;
+    if let Some(field) = failure.field {
+        error.set("field", field)?;
+    }
+    if let Some(status) = failure.opencode_status {
+        error.set("status", u32::from(status))?;
+    }
+    if let Some(partial) = failure.partial {
+        error.set("partialAction", partial.as_str())?;
+    }
+    if !failure.session_id.is_empty() {
+        error.set("sessionId", failure.session_id.as_str())?;
+    }
+    if !failure.directory.is_empty() {
+        error.set("directory", failure.directory.as_str())?;
+    }
+    if let Some(source) = std::error::Error::source(failure) {
+        let mut cause = env.create_error(Error::from_reason(source.to_string()))?;
+        // napi gives every error it makes a placeholder code; OpenCode's failure has none.
+        cause.delete_named_property("code")?;
+        error.set("cause", cause)?;
+    }
+    Ok(error)
+}
+
+/// Runs an asynchronous operation in its own task; its promise resolves to the value, or rejects
+/// with the [`thrown`] error of its failure (a panic in the task is a `local` failure).
+pub(crate) fn settle<'env, T, F>(env: &'env Env, work: F) -> Result<PromiseRaw<'env, T>>
+where
+    T: ToNapiValue + Send + 'static,
+    F: Future<Output = std::result::Result<T, GoalError>> + Send + 'static,
+{
+    let outcome = async move {
+        Ok(tokio::spawn(work).await.unwrap_or_else(|_| {
+            tracing::error!(target: "session_goal", "goal operation panicked");
+            Err(GoalError::new(ErrorKind::Local, "internal error"))
+        }))
+    };
+    env.spawn_future_with_callback(outcome, |env, outcome| outcome.map_err(|failure| thrown(env, failure)))
+}
