@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import fs from 'node:fs'
 import path from 'node:path'
-import { goalMetadata, sessionWithReply, tempDataDir, goalOf, waitFor } from './helpers.mjs'
+import { DEAD_URL, goalMetadata, sessionWithReply, tempDataDir, goalOf, waitFor } from './helpers.mjs'
 import { startMockOpenCode } from './mock/opencode.mjs'
 import { ROOT, objectivePath, runCli, startCli } from './control-helpers.mjs'
 
@@ -159,10 +159,8 @@ describe('create, send, fork', () => {
   })
 
   it('no server at the URL: exit 1, the URL tried and what to do, printed once (also with --json)', async () => {
-    // A port that was just listening and is now closed: nothing answers there.
-    const { mock } = await world()
-    const url = mock.url
-    await mock.close()
+    // Nothing listens there (helpers.mjs, DEAD_URL).
+    const url = DEAD_URL
     const down = await runCli(['status', '--url', url, '--directory', '/tmp/project'])
     expect(down.code).toBe(1)
     expect(down.stdout).toBe('')

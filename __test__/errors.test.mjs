@@ -6,7 +6,7 @@ import { createRequire } from 'node:module'
 import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { pkg, goalMetadata, tempDataDir } from './helpers.mjs'
+import { DEAD_URL, pkg, goalMetadata, tempDataDir } from './helpers.mjs'
 import { startMockOpenCode } from './mock/opencode.mjs'
 
 const require = createRequire(import.meta.url)
@@ -27,12 +27,9 @@ async function world() {
   return { mock, dataDir, openCode, control: pkg.createSessionGoalControl({ openCode, dataDir }) }
 }
 
-// A closed port: nothing listens there, so every OpenCode call fails at once.
+// Nothing listens there (see DEAD_URL), so every OpenCode call fails at once.
 async function deadUrl() {
-  const mock = await startMockOpenCode({ heartbeatMs: 60_000 })
-  const url = mock.url
-  await mock.close()
-  return url
+  return DEAD_URL
 }
 
 /** What a call threw or rejected with (a call that succeeded fails the test). */

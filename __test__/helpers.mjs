@@ -12,6 +12,14 @@ const { subscribeGlobalEvents } = require('../lib/event-stream.js')
 
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
+/**
+ * An OpenCode URL where nothing listens. A privileged port is never handed out as an ephemeral
+ * one, so no mock of a test file running in parallel can be listening there; a port just closed
+ * can be handed to such a mock at once, which then answers this test's requests (a session
+ * created in another test's server). 1023 is not on fetch's list of blocked ports.
+ */
+export const DEAD_URL = 'http://127.0.0.1:1023'
+
 const madeTempDirs = new Set()
 
 /**
