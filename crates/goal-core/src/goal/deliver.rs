@@ -63,6 +63,9 @@ pub async fn deliver(tick: &Tick<'_>, basis: &Basis, reserved: Reserved) -> Tick
     };
     match delivery {
         Delivery::Sent => {
+            if let Some(late) = reserved.late {
+                crate::goal::echo::follow_late_echo(tick, late);
+            }
             let turn = reserved.goal.turns_used;
             info!(target: "session_goal", session = tick.session_id, turn, "continuation sent");
             let (tokens, budget) = (reserved.goal.tokens_used, reserved.goal.token_budget);

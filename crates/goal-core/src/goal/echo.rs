@@ -10,6 +10,7 @@ use tracing::{debug, info, warn};
 use crate::error::Cancelled;
 use crate::goal::context::{spawn_detached, Tick};
 use crate::goal::echo_watch::{Echo, WatchGuard};
+use crate::io::opencode::OpenCodeClient;
 use crate::record::metadata::foreign_part;
 use crate::record::{Goal, GoalStatus};
 use crate::time::clock::now_ms;
@@ -37,6 +38,26 @@ pub struct ReservationEcho {
     pub reserved: Goal,
     /// The goal as read.
     pub read_goal: Option<Goal>,
+}
+
+/// Where a watched write went: what the reactions to its echo need, owned, so that a late echo
+/// can be followed after the tick has ended.
+#[derive(Clone)]
+pub struct EchoTarget {
+    client: OpenCodeClient,
+    session_id: String,
+    directory: String,
+}
+
+impl EchoTarget {
+    /// The tick's session.
+    pub fn of(tick: &Tick<'_>) -> Self {
+        EchoTarget {
+            client: tick.ctx.client.clone(),
+            session_id: tick.session_id.to_string(),
+            directory: tick.directory.to_string(),
+        }
+    }
 }
 
 /// What the watch of a reservation heard.
@@ -70,20 +91,25 @@ impl ReservationEcho {
     /// Waits (at most `bound`) for the echo, puts back other writers' keys it shows were
     /// replaced, and writes back a user's goal change it shows was overwritten.
     pub async fn hear(&self, tick: &Tick<'_>, bound: Duration) -> Heard {
+        self.hear_at(&EchoTarget::of(tick), bound).await
+    }
+
+    /// [`Self::hear`] for a target that may outlive the tick.
+    async fn hear_at(&self, target: &EchoTarget, bound: Duration) -> Heard {
         let echo = self.watch.echo(&self.read_value, &self.written_value, now_ms(), bound).await;
         if echo == Echo::Unknown {
             return Heard::NotYet;
         }
-        self.restore_lost_foreign_keys(tick);
+        self.restore_lost_foreign_keys(target);
         match echo {
             Echo::Overwrote(theirs) if !is_competing_reservation(theirs.as_ref(), self.read_goal.as_ref()) => {
-                give_back_to_the_user(tick, &self.reserved, self.read_goal.as_ref(), theirs).await;
+                give_back_to_the_user(target, &self.reserved, self.read_goal.as_ref(), theirs).await;
                 Heard::Repaired
             }
             Echo::Overwrote(_) => {
                 // Another host's reservation of the same turn is no user intent to restore: it
                 // posts the same message id, and the read-back lets only the lease's holder on.
-                debug!(target: "session_goal", session = tick.session_id, "another host reserved the same turn; the read-back decides");
+                debug!(target: "session_goal", session = %target.session_id, "another host reserved the same turn; the read-back decides");
                 Heard::Contested
             }
             _ => Heard::Settled,
@@ -93,13 +119,12 @@ impl ReservationEcho {
     /// Our whole-metadata write replaced keys another writer had just written (the events show
     /// the state before our echo): they are put back beside the dispatch, which they do not
     /// concern.
-    fn restore_lost_foreign_keys(&self, tick: &Tick<'_>) {
+    fn restore_lost_foreign_keys(&self, target: &EchoTarget) {
         let Some(written) = self.written_metadata.as_ref() else { return };
         let Some(theirs) = self.watch.lost_foreign(&self.written_value, written) else { return };
-        info!(target: "session_goal", session = tick.session_id, "the reservation replaced keys another writer had just written; putting them back");
+        info!(target: "session_goal", session = %target.session_id, "the reservation replaced keys another writer had just written; putting them back");
         let ours = foreign_part(written);
-        let (client, session, directory) =
-            (tick.ctx.client.clone(), tick.session_id.to_string(), tick.directory.to_string());
+        let EchoTarget { client, session_id: session, directory } = target.clone();
         spawn_detached(Box::pin(async move {
             if let Err(error) =
                 crate::io::writer::restore_foreign_keys(&client, &session, &directory, &ours, &theirs).await
@@ -119,6 +144,22 @@ pub async fn repaired_late(tick: &Tick<'_>, late: Option<&ReservationEcho>) -> b
     }
 }
 
+/// How long a continuation already posted on a reservation whose echo had not come is followed
+/// for it: the turn it started runs meanwhile, so no tick of the session competes for the watch.
+const LATE_ECHO_FOLLOW: Duration = Duration::from_secs(10);
+
+/// The continuation went out before the reservation's echo came (an event stream lagging past the
+/// echo's bound). When the echo comes, a user's stop it shows our reservation overwrote is still
+/// written back: the continuation was sent, but the pause stands after its turn.
+pub fn follow_late_echo(tick: &Tick<'_>, late: ReservationEcho) {
+    let target = EchoTarget::of(tick);
+    spawn_detached(Box::pin(async move {
+        if matches!(late.hear_at(&target, LATE_ECHO_FOLLOW).await, Heard::Repaired) {
+            info!(target: "session_goal", session = %target.session_id, "a stop overwritten by the reservation was heard after the continuation; written back");
+        }
+    }));
+}
+
 /// Whether the goal state our reservation overwrote was another host's reservation of the same
 /// turn rather than a user's change: the same goal, active before and after, with the same
 /// user-owned content (objective, budget, creation). Pure.
@@ -136,12 +177,12 @@ fn is_competing_reservation(theirs: Option<&Value>, read: Option<&Goal>) -> bool
 /// our write. The reserved turn goes back with it (their goal carries the count from before).
 /// Events carry the goal's known fields only, so theirs is laid over the goal as we read it
 /// (the state their writer started from too), which keeps any other field it had.
-async fn give_back_to_the_user(tick: &Tick<'_>, reserved: &Goal, read: Option<&Goal>, theirs: Option<Value>) {
-    let (session_id, directory) = (tick.session_id, tick.directory);
+async fn give_back_to_the_user(target: &EchoTarget, reserved: &Goal, read: Option<&Goal>, theirs: Option<Value>) {
+    let (session_id, directory) = (target.session_id.as_str(), target.directory.as_str());
     info!(target: "session_goal", session = session_id, "another writer changed the goal during the reservation; restoring it, nothing sent");
     let ours = reserved.updated_at;
     let theirs = theirs.map(|their_goal| restored_goal(read, their_goal));
-    let result = crate::io::writer::write_namespace_key(&tick.ctx.client, session_id, directory, "goal", |fresh| {
+    let result = crate::io::writer::write_namespace_key(&target.client, session_id, directory, "goal", |fresh| {
         match fresh.goal() {
             Some(current) if current.updated_at == ours => Ok(theirs),
             _ => Err(Cancelled),
