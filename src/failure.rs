@@ -64,6 +64,20 @@ where
     Ok(PromiseRaw::new(env.raw(), promise.raw()))
 }
 
+/// Runs `work` as napi runs an `async fn` that cannot fail: its promise resolves to the value.
+/// Like [`settle`], the promise machinery is compiled once for every such operation.
+pub(crate) fn resolve<'env, T, F>(env: &'env Env, work: F) -> Result<PromiseRaw<'env, T>>
+where
+    T: ToNapiValue + Send + 'static,
+    F: Future<Output = T> + Send + 'static,
+{
+    let work: Resolving = Box::pin(async move { Ok(Erased(Box::new(work.await))) });
+    let promise = env.spawn_future(work)?;
+    Ok(PromiseRaw::new(env.raw(), promise.raw()))
+}
+
+type Resolving = std::pin::Pin<Box<dyn Future<Output = Result<Erased>> + Send>>;
+
 /// An operation whose value's type is erased; it becomes a JavaScript value where the promise
 /// settles.
 type Work = std::pin::Pin<Box<dyn Future<Output = std::result::Result<Box<dyn ToJs>, GoalError>> + Send>>;

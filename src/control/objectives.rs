@@ -37,7 +37,9 @@ pub async fn read_objective_file(session_id: String, data_dir: Option<String>) -
 
 /// Deletes an objective file, best effort: whether a file was removed (false for an invalid id).
 #[napi]
-pub async fn delete_objective_file(session_id: String, data_dir: Option<String>) -> Result<bool> {
+pub fn delete_objective_file(env: &Env, session_id: String, data_dir: Option<String>) -> Result<PromiseRaw<'_, bool>> {
     let root = data_dir_of(data_dir);
-    Ok(tokio::spawn(async move { goal_core::delete_objective(&root, &session_id).await }).await.unwrap_or(false))
+    crate::failure::resolve(env, async move {
+        tokio::spawn(async move { goal_core::delete_objective(&root, &session_id).await }).await.unwrap_or(false)
+    })
 }
