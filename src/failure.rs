@@ -65,7 +65,10 @@ where
 }
 
 /// Runs `work` as napi runs an `async fn` that cannot fail: its promise resolves to the value.
-/// Like [`settle`], the promise machinery is compiled once for every such operation.
+/// Like [`settle`], the promise machinery is compiled once for every such operation. napi types
+/// the `T` of a `PromiseRaw` as it would a parameter (`()` as `undefined`, `Option<T>` as
+/// `T | undefined | null`), so a function resolving those spells its type out with
+/// `ts_return_type`, keeping index.d.ts as an `async fn` had it.
 pub(crate) fn resolve<'env, T, F>(env: &'env Env, work: F) -> Result<PromiseRaw<'env, T>>
 where
     T: ToNapiValue + Send + 'static,

@@ -160,9 +160,10 @@ impl SessionGoalRuntime {
 
     /// Stops the runtime. Idempotent; resolves when in-flight work has ended. The process is
     /// never kept alive by the runtime, stopped or not.
-    #[napi]
-    pub async fn stop(&self) -> Result<()> {
-        self.inner.stop().instrument(self.log_span.clone()).await;
-        Ok(())
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn stop<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ()>> {
+        let inner = self.inner.clone();
+        let span = self.log_span.clone();
+        failure::resolve(env, async move { inner.stop().instrument(span).await })
     }
 }
