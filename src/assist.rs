@@ -183,9 +183,9 @@ impl SessionAssistRuntime {
 
     /// Stops the runtime. Idempotent; resolves when running generations have ended (one still
     /// waiting for the model never writes). The process is never kept alive by the runtime.
-    #[napi]
-    pub async fn stop(&self) -> Result<()> {
-        self.inner.stop().await;
-        Ok(())
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn stop<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ()>> {
+        let inner = self.inner.clone();
+        crate::failure::resolve(env, async move { inner.stop().await })
     }
 }

@@ -9,6 +9,7 @@
 use std::future::Future;
 
 use napi::bindgen_prelude::*;
+use napi::sys;
 
 use goal_core::{ErrorKind, GoalError};
 
@@ -56,11 +57,60 @@ where
     T: ToNapiValue + Send + 'static,
     F: Future<Output = std::result::Result<T, GoalError>> + Send + 'static,
 {
+    // Only this boxing is compiled per operation: the task and the promise machinery behind it
+    // are compiled once for every operation (the addon's size is budgeted).
+    let work: Work = Box::pin(async move { work.await.map(|value| Box::new(value) as Box<dyn ToJs>) });
+    let promise = settle_erased(env, work)?;
+    Ok(PromiseRaw::new(env.raw(), promise.raw()))
+}
+
+/// Runs `work` as napi runs an `async fn` that cannot fail: its promise resolves to the value.
+/// Like [`settle`], the promise machinery is compiled once for every such operation. napi types
+/// the `T` of a `PromiseRaw` as it would a parameter (`()` as `undefined`, `Option<T>` as
+/// `T | undefined | null`), so a function resolving those spells its type out with
+/// `ts_return_type`, keeping index.d.ts as an `async fn` had it.
+pub(crate) fn resolve<'env, T, F>(env: &'env Env, work: F) -> Result<PromiseRaw<'env, T>>
+where
+    T: ToNapiValue + Send + 'static,
+    F: Future<Output = T> + Send + 'static,
+{
+    let work: Resolving = Box::pin(async move { Ok(Erased(Box::new(work.await))) });
+    let promise = env.spawn_future(work)?;
+    Ok(PromiseRaw::new(env.raw(), promise.raw()))
+}
+
+type Resolving = std::pin::Pin<Box<dyn Future<Output = Result<Erased>> + Send>>;
+
+/// An operation whose value's type is erased; it becomes a JavaScript value where the promise
+/// settles.
+type Work = std::pin::Pin<Box<dyn Future<Output = std::result::Result<Box<dyn ToJs>, GoalError>> + Send>>;
+
+/// A value on its way to JavaScript, whatever its type.
+trait ToJs: Send {
+    fn to_js(self: Box<Self>, env: sys::napi_env) -> Result<sys::napi_value>;
+}
+
+impl<T: ToNapiValue + Send> ToJs for T {
+    fn to_js(self: Box<Self>, env: sys::napi_env) -> Result<sys::napi_value> {
+        // SAFETY: called by napi on the JavaScript thread of `env`, as `to_napi_value` expects.
+        unsafe { T::to_napi_value(env, *self) }
+    }
+}
+
+struct Erased(Box<dyn ToJs>);
+
+impl ToNapiValue for Erased {
+    unsafe fn to_napi_value(env: sys::napi_env, value: Self) -> Result<sys::napi_value> {
+        value.0.to_js(env)
+    }
+}
+
+fn settle_erased(env: &Env, work: Work) -> Result<PromiseRaw<'_, Erased>> {
     let outcome = async move {
         Ok(tokio::spawn(work).await.unwrap_or_else(|_| {
             tracing::error!(target: "session_goal", "goal operation panicked");
             Err(GoalError::new(ErrorKind::Local, "internal error"))
         }))
     };
-    env.spawn_future_with_callback(outcome, |env, outcome| outcome.map_err(|failure| thrown(env, failure)))
+    env.spawn_future_with_callback(outcome, |env, outcome| outcome.map(Erased).map_err(|failure| thrown(env, failure)))
 }

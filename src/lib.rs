@@ -124,9 +124,16 @@ impl SessionGoalRuntime {
     /// newest. Each record: `time`, `turn`, `tail`, `verdict`, `note`, `action`, `reason`,
     /// `digest` (counts), `evidence`, `missing`, `auditTokens`, `activeMs`, `timeBudgetMs`.
     #[napi]
-    pub async fn history(&self, session_id: String, limit: Option<f64>) -> Result<Vec<GoalHistoryRecord>> {
+    pub fn history<'env>(
+        &self,
+        env: &'env Env,
+        session_id: String,
+        limit: Option<f64>,
+    ) -> Result<PromiseRaw<'env, Vec<GoalHistoryRecord>>> {
         let limit = limit.filter(|n| n.is_finite() && *n >= 1.0).map(|n| n.min(100_000.0) as usize);
-        Ok(history_records(self.inner.history(&session_id, limit).instrument(self.log_span.clone()).await))
+        let inner = self.inner.clone();
+        let span = self.log_span.clone();
+        failure::resolve(env, async move { history_records(inner.history(&session_id, limit).instrument(span).await) })
     }
 
     /// Why the session's goal is where it is: `{sessionId, status, statusReason, cause, fixAction,
@@ -153,9 +160,10 @@ impl SessionGoalRuntime {
 
     /// Stops the runtime. Idempotent; resolves when in-flight work has ended. The process is
     /// never kept alive by the runtime, stopped or not.
-    #[napi]
-    pub async fn stop(&self) -> Result<()> {
-        self.inner.stop().instrument(self.log_span.clone()).await;
-        Ok(())
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn stop<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ()>> {
+        let inner = self.inner.clone();
+        let span = self.log_span.clone();
+        failure::resolve(env, async move { inner.stop().instrument(span).await })
     }
 }

@@ -69,9 +69,17 @@ impl GoalControl {
     /// The goal's audit trail (`goals/<sessionId>.history.jsonl`), oldest first; `limit` keeps the
     /// newest records. An unknown session or a missing trail reads as an empty list.
     #[napi]
-    pub async fn history(&self, session_id: String, limit: Option<f64>) -> Result<Vec<crate::GoalHistoryRecord>> {
+    pub fn history<'env>(
+        &self,
+        env: &'env Env,
+        session_id: String,
+        limit: Option<f64>,
+    ) -> Result<PromiseRaw<'env, Vec<crate::GoalHistoryRecord>>> {
         let limit = limit.filter(|n| n.is_finite() && *n >= 1.0).map(|n| n.min(100_000.0) as usize);
-        Ok(crate::history_records(goal_core::read_history(&self.ctx.data_dir, &session_id, limit).await))
+        let data_dir = self.ctx.data_dir.clone();
+        crate::failure::resolve(env, async move {
+            crate::history_records(goal_core::read_history(&data_dir, &session_id, limit).await)
+        })
     }
 
     /// Why the session's goal is where it is (see the runtime's `explain`); read only.

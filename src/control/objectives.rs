@@ -29,15 +29,23 @@ pub fn write_objective_file(
 }
 
 /// Reads an objective file: its text, or `null` for an invalid id, a missing file or empty text.
-#[napi]
-pub async fn read_objective_file(session_id: String, data_dir: Option<String>) -> Result<Option<String>> {
+#[napi(ts_return_type = "Promise<string | null>")]
+pub fn read_objective_file(
+    env: &Env,
+    session_id: String,
+    data_dir: Option<String>,
+) -> Result<PromiseRaw<'_, Option<String>>> {
     let root = data_dir_of(data_dir);
-    Ok(tokio::spawn(async move { goal_core::read_objective(&root, &session_id).await }).await.ok().flatten())
+    crate::failure::resolve(env, async move {
+        tokio::spawn(async move { goal_core::read_objective(&root, &session_id).await }).await.ok().flatten()
+    })
 }
 
 /// Deletes an objective file, best effort: whether a file was removed (false for an invalid id).
 #[napi]
-pub async fn delete_objective_file(session_id: String, data_dir: Option<String>) -> Result<bool> {
+pub fn delete_objective_file(env: &Env, session_id: String, data_dir: Option<String>) -> Result<PromiseRaw<'_, bool>> {
     let root = data_dir_of(data_dir);
-    Ok(tokio::spawn(async move { goal_core::delete_objective(&root, &session_id).await }).await.unwrap_or(false))
+    crate::failure::resolve(env, async move {
+        tokio::spawn(async move { goal_core::delete_objective(&root, &session_id).await }).await.unwrap_or(false)
+    })
 }
