@@ -30,6 +30,15 @@ pub trait Endpoint: Send + Sync {
     fn resolve<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<RequestTarget, String>>;
     /// A stable key for grouping runtimes that talk to the same server.
     fn key(&self) -> String;
+    /// Resolves once the endpoint is closed for good. Every request holds this future for its
+    /// whole course (resolution, waiting for a connection, sending, reading the answer) and
+    /// gives up as soon as it resolves: a request not yet handed to a connection then never
+    /// reaches the server (hyper does not write a request whose caller is gone). An
+    /// implementation may count the futures alive, to wait on close until every request has
+    /// given up. Never resolves by default.
+    fn closing(&self) -> BoxFuture<'static, ()> {
+        Box::pin(std::future::pending())
+    }
 }
 
 /// A fixed base URL and fixed headers.
@@ -60,6 +69,9 @@ impl Endpoint for StaticEndpoint {
 
 pub use crate::error::HttpError;
 pub use crate::io::prompt_outcome::DispatchOutcome;
+
+/// Why a request to a closed endpoint failed (see [`Endpoint::closing`]).
+const ENDPOINT_CLOSED: &str = "the endpoint was closed";
 
 /// Timeout of one OpenCode call when the host sets none.
 pub const DEFAULT_FETCH_TIMEOUT: Duration = Duration::from_millis(10_000);
@@ -106,7 +118,25 @@ impl OpenCodeClient {
         self.endpoint.key()
     }
 
+    /// One request, given up when the endpoint closes (see [`Endpoint::closing`]). `closing` is
+    /// dropped last, after the request.
     async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        directory: &str,
+        query: &[(&str, String)],
+        body: Option<&Value>,
+    ) -> Result<Answer, HttpError> {
+        let mut closing = self.endpoint.closing();
+        tokio::select! {
+            biased;
+            () = &mut closing => Err(HttpError::Resolve(ENDPOINT_CLOSED.to_string())),
+            answer = self.send_open(method, path, directory, query, body) => answer,
+        }
+    }
+
+    async fn send_open(
         &self,
         method: reqwest::Method,
         path: &str,
