@@ -533,6 +533,67 @@ fn classify(error: reqwest::Error) -> HttpError {
 mod tests {
     use super::*;
 
+    /// An endpoint closed by the test.
+    struct Closable {
+        base: String,
+        closed: tokio::sync::watch::Receiver<bool>,
+    }
+
+    impl Endpoint for Closable {
+        fn resolve<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<RequestTarget, String>> {
+            Box::pin(async move { Ok(RequestTarget { url: format!("{}{}", self.base, path), headers: Vec::new() }) })
+        }
+
+        fn key(&self) -> String {
+            self.base.clone()
+        }
+
+        fn closing(&self) -> BoxFuture<'static, ()> {
+            let mut closed = self.closed.clone();
+            Box::pin(async move {
+                let _ = closed.wait_for(|closed| *closed).await;
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_close_ends_a_request_in_flight_and_nothing_is_sent_after_it() {
+        use tokio::io::AsyncReadExt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (arrived, mut arrivals) = tokio::sync::mpsc::unbounded_channel::<usize>();
+        // Reads each request and never answers it.
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let arrived = arrived.clone();
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 4096];
+                    while let Ok(n) = socket.read(&mut buf).await {
+                        if n == 0 {
+                            return;
+                        }
+                        let _ = arrived.send(n);
+                    }
+                });
+            }
+        });
+        let (close, closed) = tokio::sync::watch::channel(false);
+        let client =
+            OpenCodeClient::new(&SharedContext::new(), Arc::new(Closable { base, closed }), Duration::from_secs(30));
+        let held = tokio::spawn({
+            let client = client.clone();
+            async move { client.get_session("ses_a", "").await.map(|_| ()) }
+        });
+        assert!(arrivals.recv().await.unwrap() > 0, "the first request reached the server");
+        close.send_replace(true);
+        let ended =
+            tokio::time::timeout(Duration::from_secs(5), held).await.expect("ended by the close, not the timeout");
+        assert!(matches!(ended.unwrap(), Err(HttpError::Resolve(_))));
+        assert!(matches!(client.get_session("ses_b", "").await, Err(HttpError::Resolve(_))));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(arrivals.try_recv().is_err(), "nothing reached the server after the close");
+    }
+
     #[test]
     fn lone_surrogates_read_as_replacement_characters() {
         let body = br#"{"a":"x\ud800y","b":"\udfff","pair":"\ud83d\ude00","escaped":"\\ud800","high_at_end":"\ud83d"}"#;
