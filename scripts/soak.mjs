@@ -61,9 +61,19 @@ function mallocStats() {
   if (!MALLINFO) return {}
   try {
     const [arena, inUse, free] = fs.readFileSync(MALLINFO, 'utf8').trim().split(' ').map(Number)
+    if (![arena, inUse, free].every(Number.isFinite)) return {}
     return { mallocArenaMb: arena / MB, mallocInUseMb: inUse / MB, mallocFreeMb: free / MB }
   } catch {
     return {}
+  }
+}
+
+function isAlive(pid) {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
   }
 }
 
@@ -140,8 +150,13 @@ async function main() {
     await runtime.stop()
     await mock.close()
     fs.rmSync(dataDir, { recursive: true, force: true })
-    // The mock process inherited the helper too.
-    if (MALLINFO) for (const pid of [process.pid, mock.pid]) fs.rmSync(`${process.env.MALLINFO_FILE}.${pid}`, { force: true })
+    if (MALLINFO) {
+      // The mock process inherited the helper: its last write may follow close().
+      for (let waited = 0; waited < 2000 && isAlive(mock.pid); waited += 50) await sleep(50)
+      for (const pid of [process.pid, mock.pid]) {
+        for (const file of [`${process.env.MALLINFO_FILE}.${pid}`, `${process.env.MALLINFO_FILE}.${pid}.partial`]) fs.rmSync(file, { force: true })
+      }
+    }
   }
   const third = Math.max(1, Math.floor(ROUNDS / 3))
   const tail = rows.filter((r) => r.round >= third)
@@ -159,8 +174,8 @@ async function main() {
     externalSlopePer10: slopePer10(tail.map((r) => [r.round, r.externalMb])),
     ...(MALLINFO
       ? {
-          mallocInUseSlopePer10: slopePer10(tail.map((r) => [r.round, r.mallocInUseMb])),
-          mallocFreeSlopePer10: slopePer10(tail.map((r) => [r.round, r.mallocFreeMb])),
+          mallocInUseSlopePer10: slopePer10(tail.filter((r) => r.mallocInUseMb !== undefined).map((r) => [r.round, r.mallocInUseMb])),
+          mallocFreeSlopePer10: slopePer10(tail.filter((r) => r.mallocFreeMb !== undefined).map((r) => [r.round, r.mallocFreeMb])),
         }
       : {}),
     heldAtEnd: { sessions: rows.at(-1).sessionsHeld, timers: rows.at(-1).armedTimers, activeGoals: rows.at(-1).activeGoals },

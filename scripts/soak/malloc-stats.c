@@ -20,8 +20,11 @@ static void *loop(void *arg) {
   const char *path = getenv("MALLINFO_FILE");
   const char *trim_env = getenv("TRIM");
   int trim = trim_env && trim_env[0] == '1';
-  char file[4096];
-  if (path) snprintf(file, sizeof file, "%s.%d", path, (int)getpid());
+  char file[4096], partial[4200];
+  if (path) {
+    snprintf(file, sizeof file, "%s.%d", path, (int)getpid());
+    snprintf(partial, sizeof partial, "%s.partial", file);
+  }
   for (;;) {
     usleep(50000);
     if (trim) malloc_trim(0);
@@ -29,12 +32,12 @@ static void *loop(void *arg) {
     struct mallinfo2 m = mallinfo2();
     char line[200];
     int n = snprintf(line, sizeof line, "%zu %zu %zu %zu\n", m.arena, m.uordblks, m.fordblks, m.hblkhd);
-    int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    // Written aside and renamed: a reader never sees a half-written line.
+    int fd = open(partial, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) continue;
-    if (write(fd, line, (size_t)n) < 0) {
-      // the next round writes again
-    }
+    int written = write(fd, line, (size_t)n) == n;
     close(fd);
+    if (written) rename(partial, file);
   }
   return 0;
 }
