@@ -360,6 +360,32 @@ describe('the event stream helper', () => {
     // 1 s bound was once missed by a linear pass.
     expect(at - started).toBeLessThan(4000)
   })
+
+  it('a stream request the server accepts and never answers is given up and made again', async () => {
+    const { startMockOpenCode } = await import('./mock/opencode.mjs')
+    const { subscribeGlobalEvents } = (await import('node:module')).createRequire(import.meta.url)('../lib/event-stream.js')
+    const mock = await startMockOpenCode({ heartbeatMs: 60_000 })
+    // What OpenCode does to a stream request that reaches it while it is still starting.
+    mock.fault({ method: 'GET', path: '/global/event', times: 1, hang: true })
+    const statuses = []
+    const stream = subscribeGlobalEvents({
+      url: mock.url,
+      connectTimeoutMs: 300,
+      onPayload: () => {},
+      onStatus: (status, why) => statuses.push([status, why?.reason]),
+    })
+    extra.push(async () => {
+      stream.close()
+      await mock.close()
+    })
+    await mock.waitFor(() => mock.eventStreams === 1, { timeoutMs: 5000 })
+    await waitFor(() => statuses.some(([status]) => status === 'connected'), 5000)
+    expect(statuses).toEqual([
+      ['disconnected', 'no answer within 300 ms'],
+      ['connected', undefined],
+    ])
+    expect(mock.requests.filter((r) => r.path === '/global/event')).toHaveLength(2)
+  })
 })
 
 describe('terminal writes that fail', () => {

@@ -112,6 +112,11 @@ describe('runtimes in worker threads', () => {
     await waitFor(() => heldAt > 0, 10_000)
     for (const s of (await workerB.snapshot()).sessions) expect(s.sessionId).toBe('ses_wb_goal')
     await workerB.worker.terminate()
+    // B's reads written before it ended can still be unread in the mock's sockets (or its
+    // listener's backlog) when the exit is delivered. A request of our own, on a connection
+    // made after the exit, is read no earlier than they are: once the mock has answered it,
+    // whatever reaches the mock later was sent after termination.
+    await fetch(`${mockB.url}/global/health`)
     const terminatedAt = Date.now()
     const requestsAtTermination = mockB.requests.length
 

@@ -1,6 +1,8 @@
 // Subscribes to OpenCode's `GET /global/event` SSE stream and hands each payload to a callback
 // the way OpenChamber's server does: the global envelope unwrapped, `global` directory → ''.
 // Reconnects with capped exponential backoff; `close()` ends it and never keeps Node alive.
+// An attempt the server accepts but never answers (OpenCode does that to requests that reach it
+// while it is still starting) is given up after `connectTimeoutMs` and counts as a failed one.
 'use strict'
 
 const http = require('node:http')
@@ -77,16 +79,20 @@ function unwrap(raw) {
   return { payload, directory }
 }
 
+/** How long an attempt waits for the answer's headers (OpenCode sends them at once when it is up). */
+const CONNECT_TIMEOUT_MS = 5000
+
 /**
  * @param {{ url: string, headers?: Record<string,string>, onPayload: (payload: object, directory: string) => void,
  *           onStatus?: (status: 'connected'|'disconnected', why?: {reason: string, retryInMs: number}) => void,
- *           maxBackoffMs?: number }} options
+ *           maxBackoffMs?: number, connectTimeoutMs?: number }} options
  * `why` comes with 'disconnected': what ended the stream (an HTTP status, the server closing it, a
  * socket error) and when the next attempt is.
  */
 function subscribeGlobalEvents(options) {
   const base = String(options.url).replace(/\/+$/, '')
   const maxBackoff = options.maxBackoffMs ?? 5000
+  const connectTimeout = options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS
   let closed = false
   let request = null
   let retryTimer = null
@@ -96,10 +102,24 @@ function subscribeGlobalEvents(options) {
     if (closed) return
     const target = new URL(base + '/global/event')
     const client = target.protocol === 'https:' ? https : http
-    request = client.get(target, { headers: { accept: 'text/event-stream', ...(options.headers || {}) } }, (response) => {
+    // Events of an attempt given up (or replaced) are ignored: one retry per attempt.
+    const current = () => request === mine && !closed
+    const fail = (reason) => {
+      if (!current()) return
+      clearTimeout(unanswered)
+      request = null
+      mine.destroy()
+      scheduleRetry(reason)
+    }
+    const mine = client.get(target, { headers: { accept: 'text/event-stream', ...(options.headers || {}) } }, (response) => {
+      clearTimeout(unanswered)
+      if (!current()) {
+        response.resume()
+        return
+      }
       if (response.statusCode !== 200) {
         response.resume()
-        scheduleRetry(`HTTP ${response.statusCode}${response.statusCode === 401 ? ' (check OPENCODE_SERVER_PASSWORD)' : ''}`)
+        fail(`HTTP ${response.statusCode}${response.statusCode === 401 ? ' (check OPENCODE_SERVER_PASSWORD)' : ''}`)
         return
       }
       attempt = 0
@@ -116,11 +136,14 @@ function subscribeGlobalEvents(options) {
         }
       })
       response.on('data', (chunk) => blocks.push(chunk))
-      response.on('end', () => scheduleRetry('the server closed the stream'))
-      response.on('error', (error) => scheduleRetry(socketReason(error)))
+      response.on('end', () => fail('the server closed the stream'))
+      response.on('error', (error) => fail(socketReason(error)))
     })
-    request.on('error', (error) => scheduleRetry(socketReason(error)))
-    request.on('socket', (socket) => socket.unref())
+    request = mine
+    const unanswered = setTimeout(() => fail(`no answer within ${connectTimeout} ms`), connectTimeout)
+    unanswered.unref()
+    mine.on('error', (error) => fail(socketReason(error)))
+    mine.on('socket', (socket) => socket.unref())
   }
 
   const scheduleRetry = (reason) => {

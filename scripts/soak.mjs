@@ -9,6 +9,9 @@
 //
 //   node --expose-gc scripts/soak.mjs [--rounds=60] [--goals=300] [--write]
 //   MALLOC_ARENA_MAX=2 node --expose-gc scripts/soak.mjs ...   (fewer glibc arenas: see RELIABILITY.md)
+//   LD_PRELOAD=<built scripts/soak/malloc-stats.c> MALLINFO_FILE=/tmp/mallinfo node --expose-gc scripts/soak.mjs
+//     adds glibc's own figures (bytes in use, free bytes kept); TRIM=1 trims every 50 ms
+//     (see docs/chaos-and-soak.md)
 //
 // The verdict: the growth of RSS from the first third's end to the last round, per 10 rounds.
 // --write puts the row into RELIABILITY.md (section soak; needs a clean, committed tree).
@@ -45,11 +48,44 @@ function anonymousKb() {
   }
 }
 
-async function sample() {
+/** What the runtime still holds: sessions with a timer or a tick, armed timers, goals seen active. */
+function liveCounts(runtime) {
+  const snapshot = runtime.snapshot()
+  return { sessionsHeld: snapshot.sessions.length, armedTimers: snapshot.armedTimers, activeGoals: snapshot.activeGoals }
+}
+
+/** glibc's figures, when scripts/soak/malloc-stats.c is preloaded (`MALLINFO_FILE`). */
+const MALLINFO = process.env.MALLINFO_FILE ? `${process.env.MALLINFO_FILE}.${process.pid}` : null
+
+function mallocStats() {
+  if (!MALLINFO) return {}
+  try {
+    const [arena, inUse, free] = fs.readFileSync(MALLINFO, 'utf8').trim().split(' ').map(Number)
+    if (![arena, inUse, free].every(Number.isFinite)) return {}
+    return { mallocArenaMb: arena / MB, mallocInUseMb: inUse / MB, mallocFreeMb: free / MB }
+  } catch {
+    return {}
+  }
+}
+
+function isAlive(pid) {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+const mib = (v) => (v === undefined ? '?' : v.toFixed(2))
+
+async function sample(runtime) {
   for (let i = 0; i < 2; i++) {
     globalThis.gc()
     await sleep(50)
   }
+  // The preloaded helper writes every 50 ms: one write after the collections.
+  if (MALLINFO) await sleep(60)
   const heap = process.memoryUsage()
   return {
     rssMb: procStatus().rssKb / 1024,
@@ -59,6 +95,8 @@ async function sample() {
     externalMb: heap.external / MB,
     arrayBuffersMb: heap.arrayBuffers / MB,
     nativeMb: procStatus().rssKb / 1024 - heap.heapTotal / MB,
+    ...liveCounts(runtime),
+    ...mallocStats(),
   }
 }
 
@@ -99,19 +137,26 @@ async function main() {
     emitGoalNotification: () => {},
   })
   const started = Date.now()
-  const base = await sample()
+  const base = await sample(runtime)
   const rows = []
   try {
     for (let r = 1; r <= ROUNDS; r++) {
       await round(mock, runtime, (r - 1) * GOALS)
-      const s = await sample()
+      const s = await sample(runtime)
       rows.push({ round: r, ...s })
-      console.log(`round ${String(r).padStart(2)}: RSS ${s.rssMb.toFixed(1)} MiB (+${(s.rssMb - base.rssMb).toFixed(1)}), heap used ${s.heapUsedMb.toFixed(1)} / total ${s.heapTotalMb.toFixed(1)}, external ${s.externalMb.toFixed(1)}, native (RSS − heap total) ${s.nativeMb.toFixed(1)}, anonymous ${s.anonMb.toFixed(1)}`)
+      console.log(`round ${String(r).padStart(2)}: RSS ${s.rssMb.toFixed(1)} MiB (+${(s.rssMb - base.rssMb).toFixed(1)}), heap used ${s.heapUsedMb.toFixed(1)} / total ${s.heapTotalMb.toFixed(1)}, external ${s.externalMb.toFixed(1)} (array buffers ${s.arrayBuffersMb.toFixed(1)}), native (RSS − heap total) ${s.nativeMb.toFixed(1)}, anonymous ${s.anonMb.toFixed(1)}; held: ${s.sessionsHeld} sessions, ${s.armedTimers} timers, ${s.activeGoals} active goals${MALLINFO ? `; malloc in use ${mib(s.mallocInUseMb)}, free ${mib(s.mallocFreeMb)}, arenas ${mib(s.mallocArenaMb)}` : ''}`)
     }
   } finally {
     await runtime.stop()
     await mock.close()
     fs.rmSync(dataDir, { recursive: true, force: true })
+    if (MALLINFO) {
+      // The mock process inherited the helper: its last write may follow close().
+      for (let waited = 0; waited < 2000 && isAlive(mock.pid); waited += 50) await sleep(50)
+      for (const pid of [process.pid, mock.pid]) {
+        for (const file of [`${process.env.MALLINFO_FILE}.${pid}`, `${process.env.MALLINFO_FILE}.${pid}.partial`]) fs.rmSync(file, { force: true })
+      }
+    }
   }
   const third = Math.max(1, Math.floor(ROUNDS / 3))
   const tail = rows.filter((r) => r.round >= third)
@@ -119,12 +164,21 @@ async function main() {
     rounds: ROUNDS,
     goals: GOALS,
     arenaMax: process.env.MALLOC_ARENA_MAX ?? 'default',
+    allocator: (process.env.LD_PRELOAD ? path.basename(process.env.LD_PRELOAD) : 'glibc') + (process.env.TRIM === '1' ? ' + malloc_trim' : ''),
     baseRssMb: base.rssMb,
     growthAtThirdMb: rows[third - 1].rssMb - base.rssMb,
     growthAtEndMb: rows.at(-1).rssMb - base.rssMb,
     rssSlopePer10: slopePer10(tail.map((r) => [r.round, r.rssMb])),
     heapUsedSlopePer10: slopePer10(tail.map((r) => [r.round, r.heapUsedMb])),
     nativeSlopePer10: slopePer10(tail.map((r) => [r.round, r.nativeMb])),
+    externalSlopePer10: slopePer10(tail.map((r) => [r.round, r.externalMb])),
+    ...(MALLINFO
+      ? {
+          mallocInUseSlopePer10: slopePer10(tail.filter((r) => r.mallocInUseMb !== undefined).map((r) => [r.round, r.mallocInUseMb])),
+          mallocFreeSlopePer10: slopePer10(tail.filter((r) => r.mallocFreeMb !== undefined).map((r) => [r.round, r.mallocFreeMb])),
+        }
+      : {}),
+    heldAtEnd: { sessions: rows.at(-1).sessionsHeld, timers: rows.at(-1).armedTimers, activeGoals: rows.at(-1).activeGoals },
     maxRssRound: rows.reduce((m, r) => (r.rssMb > m.rssMb ? r : m)).round,
     seconds: Math.round((Date.now() - started) / 1000),
   }

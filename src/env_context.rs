@@ -5,12 +5,17 @@
 //! (intake, pools, write slots, dispatch claims) is the addon's instance data of the
 //! environment, and the environment's cleanup hook stops its runtimes: timers are cancelled,
 //! and its OpenCode clients refuse every request from then on (a tick already in flight ends on
-//! an error instead of reaching the server again).
+//! an error instead of reaching the server again). A request already resolved but not yet on a
+//! connection (waiting for a pooled connection or a connect) gives up too, and the hook waits
+//! (briefly, bounded) until every request in flight has given up: once the environment has
+//! ended, none of its requests is written to a connection any more.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::time::{Duration, Instant};
 
 use napi::bindgen_prelude::*;
+use tokio::sync::watch;
 
 use goal_core::SharedContext;
 use goal_core::{BoxFuture, Endpoint, RequestTarget};
@@ -42,8 +47,8 @@ pub(crate) struct EnvContext {
     /// Tells this environment's loggers apart from the others' in the process-wide list.
     id: u64,
     shared: SharedContext,
-    /// False once the environment was torn down.
-    open: Arc<AtomicBool>,
+    /// Open until the environment is torn down; counts its requests in flight.
+    gate: Arc<Gate>,
     /// Held weakly: a runtime the host dropped is not kept alive for the environment's sake.
     runtimes: Mutex<Vec<Weak<dyn EnvRuntime>>>,
     runtime: tokio::runtime::Handle,
@@ -61,7 +66,7 @@ impl EnvContext {
         let context = Arc::new(EnvContext {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             shared: SharedContext::new(),
-            open: Arc::new(AtomicBool::new(true)),
+            gate: Arc::new(Gate { open: watch::Sender::new(true), in_flight: Mutex::new(0), gave_up: Condvar::new() }),
             runtimes: Mutex::new(Vec::new()),
             runtime: napi::bindgen_prelude::within_runtime_if_available(tokio::runtime::Handle::current),
             js: JsHelpers::new(env),
@@ -94,7 +99,7 @@ impl EnvContext {
 
     /// `endpoint`, refusing every request once the environment has ended.
     pub fn guard(&self, endpoint: Arc<dyn Endpoint>) -> Arc<dyn Endpoint> {
-        Arc::new(EnvEndpoint { inner: endpoint, open: self.open.clone() })
+        Arc::new(EnvEndpoint { inner: endpoint, gate: self.gate.clone() })
     }
 
     /// Registers a runtime to stop when the environment ends.
@@ -108,7 +113,7 @@ impl EnvContext {
     /// The environment ended: no request leaves its clients any more, its runtimes stop and its
     /// loggers are dropped.
     fn close(&self) {
-        self.open.store(false, Ordering::SeqCst);
+        self.gate.close();
         let runtimes = self.runtimes.lock().map(|mut r| std::mem::take(&mut *r)).unwrap_or_default();
         for runtime in runtimes.iter().filter_map(Weak::upgrade) {
             runtime.stop_in_background(&self.runtime);
@@ -117,21 +122,106 @@ impl EnvContext {
     }
 }
 
+/// The longest the environment's end waits for its requests in flight to give up. Each needs
+/// only its task polled once on a tokio thread; the bound keeps a request future nobody polls
+/// from holding the environment's teardown.
+const CLOSE_WAIT: Duration = Duration::from_millis(500);
+
+const ENDED: &str = "the JavaScript environment of this runtime has ended";
+
+/// Whether the environment is open, and how many of its requests are in flight.
+struct Gate {
+    open: watch::Sender<bool>,
+    in_flight: Mutex<usize>,
+    gave_up: Condvar,
+}
+
+impl Gate {
+    fn is_open(&self) -> bool {
+        *self.open.borrow()
+    }
+
+    /// Closes, then waits (at most `CLOSE_WAIT`) until no request is in flight: each one given up
+    /// was dropped before hyper wrote it, or had been written already.
+    fn close(&self) {
+        self.open.send_replace(false);
+        let deadline = Instant::now() + CLOSE_WAIT;
+        let Ok(mut in_flight) = self.in_flight.lock() else { return };
+        while *in_flight > 0 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            in_flight = match self.gave_up.wait_timeout(in_flight, left) {
+                Ok((guard, _)) => guard,
+                Err(_) => return,
+            };
+        }
+    }
+}
+
+/// One request in flight; dropped with the request.
+struct InFlight(Arc<Gate>);
+
+impl InFlight {
+    fn new(gate: Arc<Gate>) -> Self {
+        if let Ok(mut n) = gate.in_flight.lock() {
+            *n += 1;
+        }
+        Self(gate)
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if let Ok(mut n) = self.0.in_flight.lock() {
+            *n -= 1;
+            if *n == 0 {
+                self.0.gave_up.notify_all();
+            }
+        }
+    }
+}
+
+/// What [`EnvEndpoint::closing`] returns: the request counts as in flight until this is dropped
+/// (not merely resolved), which the request does after dropping its own future.
+struct Closing {
+    wait: BoxFuture<'static, ()>,
+    _in_flight: InFlight,
+}
+
+impl std::future::Future for Closing {
+    type Output = ();
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+        self.wait.as_mut().poll(cx)
+    }
+}
+
 /// An endpoint that answers only while its environment lives.
 struct EnvEndpoint {
     inner: Arc<dyn Endpoint>,
-    open: Arc<AtomicBool>,
+    gate: Arc<Gate>,
 }
 
 impl Endpoint for EnvEndpoint {
     fn resolve<'a>(&'a self, path: &'a str) -> BoxFuture<'a, std::result::Result<RequestTarget, String>> {
-        if !self.open.load(Ordering::SeqCst) {
-            return Box::pin(async { Err("the JavaScript environment of this runtime has ended".to_string()) });
+        if !self.gate.is_open() {
+            return Box::pin(async { Err(ENDED.to_string()) });
         }
         self.inner.resolve(path)
     }
 
     fn key(&self) -> String {
         self.inner.key()
+    }
+
+    fn closing(&self) -> BoxFuture<'static, ()> {
+        let mut open = self.gate.open.subscribe();
+        let wait = Box::pin(async move {
+            // An error would mean the environment's context is gone: ended too.
+            let _ = open.wait_for(|open| !*open).await;
+        });
+        Box::pin(Closing { wait, _in_flight: InFlight::new(self.gate.clone()) })
     }
 }

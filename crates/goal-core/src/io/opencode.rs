@@ -30,6 +30,15 @@ pub trait Endpoint: Send + Sync {
     fn resolve<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<RequestTarget, String>>;
     /// A stable key for grouping runtimes that talk to the same server.
     fn key(&self) -> String;
+    /// Resolves once the endpoint is closed for good. Every request holds this future for its
+    /// whole course (resolution, waiting for a connection, sending, reading the answer) and
+    /// gives up as soon as it resolves: a request not yet handed to a connection then never
+    /// reaches the server (hyper does not write a request whose caller is gone). An
+    /// implementation may count the futures alive, to wait on close until every request has
+    /// given up. Never resolves by default.
+    fn closing(&self) -> BoxFuture<'static, ()> {
+        Box::pin(std::future::pending())
+    }
 }
 
 /// A fixed base URL and fixed headers.
@@ -60,6 +69,9 @@ impl Endpoint for StaticEndpoint {
 
 pub use crate::error::HttpError;
 pub use crate::io::prompt_outcome::DispatchOutcome;
+
+/// Why a request to a closed endpoint failed (see [`Endpoint::closing`]).
+const ENDPOINT_CLOSED: &str = "the endpoint was closed";
 
 /// Timeout of one OpenCode call when the host sets none.
 pub const DEFAULT_FETCH_TIMEOUT: Duration = Duration::from_millis(10_000);
@@ -106,7 +118,25 @@ impl OpenCodeClient {
         self.endpoint.key()
     }
 
+    /// One request, given up when the endpoint closes (see [`Endpoint::closing`]). `closing` is
+    /// dropped last, after the request.
     async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        directory: &str,
+        query: &[(&str, String)],
+        body: Option<&Value>,
+    ) -> Result<Answer, HttpError> {
+        let mut closing = self.endpoint.closing();
+        tokio::select! {
+            biased;
+            () = &mut closing => Err(HttpError::Resolve(ENDPOINT_CLOSED.to_string())),
+            answer = self.send_open(method, path, directory, query, body) => answer,
+        }
+    }
+
+    async fn send_open(
         &self,
         method: reqwest::Method,
         path: &str,
@@ -502,6 +532,67 @@ fn classify(error: reqwest::Error) -> HttpError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An endpoint closed by the test.
+    struct Closable {
+        base: String,
+        closed: tokio::sync::watch::Receiver<bool>,
+    }
+
+    impl Endpoint for Closable {
+        fn resolve<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<RequestTarget, String>> {
+            Box::pin(async move { Ok(RequestTarget { url: format!("{}{}", self.base, path), headers: Vec::new() }) })
+        }
+
+        fn key(&self) -> String {
+            self.base.clone()
+        }
+
+        fn closing(&self) -> BoxFuture<'static, ()> {
+            let mut closed = self.closed.clone();
+            Box::pin(async move {
+                let _ = closed.wait_for(|closed| *closed).await;
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_close_ends_a_request_in_flight_and_nothing_is_sent_after_it() {
+        use tokio::io::AsyncReadExt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (arrived, mut arrivals) = tokio::sync::mpsc::unbounded_channel::<usize>();
+        // Reads each request and never answers it.
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let arrived = arrived.clone();
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 4096];
+                    while let Ok(n) = socket.read(&mut buf).await {
+                        if n == 0 {
+                            return;
+                        }
+                        let _ = arrived.send(n);
+                    }
+                });
+            }
+        });
+        let (close, closed) = tokio::sync::watch::channel(false);
+        let client =
+            OpenCodeClient::new(&SharedContext::new(), Arc::new(Closable { base, closed }), Duration::from_secs(30));
+        let held = tokio::spawn({
+            let client = client.clone();
+            async move { client.get_session("ses_a", "").await.map(|_| ()) }
+        });
+        assert!(arrivals.recv().await.unwrap() > 0, "the first request reached the server");
+        close.send_replace(true);
+        let ended =
+            tokio::time::timeout(Duration::from_secs(5), held).await.expect("ended by the close, not the timeout");
+        assert!(matches!(ended.unwrap(), Err(HttpError::Resolve(_))));
+        assert!(matches!(client.get_session("ses_b", "").await, Err(HttpError::Resolve(_))));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(arrivals.try_recv().is_err(), "nothing reached the server after the close");
+    }
 
     #[test]
     fn lone_surrogates_read_as_replacement_characters() {
