@@ -46,6 +46,21 @@ describe('event intake', () => {
     await waitFor(() => env.mock.prompts.length === 1, 3000)
   })
 
+  it('a deleted session is forgotten: its goal no longer counts and its wake-up is dropped', async () => {
+    const auditor = scriptedAuditor([continueVerdict])
+    env = await setup({ auditor, runtimeOptions: { idleQuietMs: 400 } })
+    const session = sessionWithReply(env.mock)
+    env.mock.setMetadata(session.id, goalMetadata())
+    await waitFor(() => env.runtime.snapshot().activeGoals === 1)
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => env.runtime.snapshot().armedTimers === 1)
+    env.mock.deleteSession(session.id)
+    await waitFor(() => env.runtime.snapshot().activeGoals === 0 && env.runtime.snapshot().armedTimers === 0)
+    await sleep(600)
+    expect(auditor.calls).toHaveLength(0)
+    expect(env.mock.prompts).toHaveLength(0)
+  })
+
   it('a fresh goal set on an idle session kicks off from session.updated alone', async () => {
     env = await setup({ auditor: scriptedAuditor([continueVerdict]) })
     const session = env.mock.createSession({})

@@ -33,6 +33,11 @@ pub enum IntakeEvent {
         /// lost updates (see `echo_watch`); a binding reads it only then ([`WATCHED_METADATA_KEY`]).
         metadata: Option<Value>,
     },
+    /// `session.deleted`: the session is gone.
+    SessionDeleted {
+        /// Session.
+        session_id: String,
+    },
     /// An assistant message ended with `MessageAbortedError`.
     Aborted {
         /// Session.
@@ -94,6 +99,8 @@ pub const INTAKE_PAYLOADS: &[(&str, PayloadReading)] = &[
     ("session.updated", PayloadReading::SessionInfo),
     // A fork is announced by `session.created` with the copied metadata (a goal included).
     ("session.created", PayloadReading::SessionInfo),
+    // A deleted session is forgotten (a long-running host keeps nothing of it).
+    ("session.deleted", PayloadReading::SessionInfo),
     ("message.updated", PayloadReading::MessageInfo),
     ("server.connected", PayloadReading::Whole),
     ("permission.asked", PayloadReading::Whole),
@@ -175,6 +182,10 @@ pub fn parse_payload(payload: &Value, directory_hint: &str) -> Option<IntakeEven
                 _ => return None,
             };
             Some(IntakeEvent::Status { session_id: session_id.to_string(), directory, working })
+        }
+        "session.deleted" => {
+            let session_id = session_id(info?.get("id"))?;
+            Some(IntakeEvent::SessionDeleted { session_id: session_id.to_string() })
         }
         "session.updated" | "session.created" => {
             let info = info?;

@@ -423,6 +423,7 @@ impl Consumer for Inner {
                 // Answering the last open request arms a look once the session has been quiet.
                 self.scheduler.user_input(session_id, directory, request_id, *pending, config.idle_quiet);
             }
+            IntakeEvent::SessionDeleted { session_id } => self.scheduler.forget(session_id),
             IntakeEvent::Connected => {
                 if let Some(me) = self.me.upgrade() {
                     debug!(target: "session_goal", "OpenCode connected; scanning for active goals");

@@ -400,6 +400,7 @@ impl Consumer for Inner {
             // Sub-agent sessions are recognised at fire time (the status event does not say);
             // aborts, goals and permission prompts do not concern the assist.
             IntakeEvent::SessionUpdated { .. }
+            | IntakeEvent::SessionDeleted { .. }
             | IntakeEvent::Aborted { .. }
             | IntakeEvent::UserInput { .. }
             | IntakeEvent::Connected => {}

@@ -72,6 +72,16 @@ impl SessionFacts {
         }
     }
 
+    /// Forgets the session (deleted in OpenCode): nothing of it is kept, so a long-running host
+    /// holds only the sessions that still exist.
+    pub fn forget(&mut self, session: &str) {
+        self.pending_input.remove(session);
+        let mut published = self.view.published.write();
+        published.goals.remove(session);
+        published.without_goal.remove(session);
+        published.waiting.remove(session);
+    }
+
     /// A permission or question request opened (`pending`) or answered (an empty id answers
     /// them all). Returns whether this answered the session's last open request.
     pub fn user_input(&mut self, session: &str, request_id: &str, pending: bool) -> bool {
@@ -288,5 +298,26 @@ mod tests {
         assert!(scheduler.facts().would_not_change("s", &goal("edited", "active").0, GoalStatus::Active));
         held.release.notify_one();
         scheduler.stop().await;
+    }
+
+    #[test]
+    fn a_forgotten_session_leaves_nothing() {
+        let view = SessionFactsView::default();
+        let mut facts = SessionFacts::publishing(view.clone());
+        let goal =
+            crate::record::Goal::from_value(&serde_json::json!({"id": "g", "objective": "o", "status": "active"}))
+                .unwrap();
+        facts.see("s", Seen::Event(Some((goal.revision(), GoalStatus::Active))));
+        facts.see("c", Seen::Child);
+        facts.user_input("s", "perm_1", true);
+        assert_eq!(view.active_goals(), 1);
+        assert!(view.waiting_for_user("s"));
+        facts.forget("s");
+        facts.forget("c");
+        assert_eq!(view.active_goals(), 0);
+        assert!(!view.waiting_for_user("s"));
+        let published = view.published.read();
+        assert!(published.goals.is_empty() && published.without_goal.is_empty() && published.waiting.is_empty());
+        assert!(facts.pending_input.is_empty());
     }
 }

@@ -96,6 +96,7 @@ enum Command {
     UserInput { session: String, directory: String, request_id: String, pending: bool, rearm: Duration },
     Arm { session: String, directory: String, delay: Duration, mode: ArmMode },
     Clear { session: String },
+    Forget { session: String },
     Busy { session: String },
     UserActivity { session: String, at_ms: f64 },
     Fire { session: String, timer: u64 },
@@ -251,6 +252,12 @@ impl Scheduler {
         self.send(Command::Clear { session: session.into() });
     }
 
+    /// The session was deleted: its wake-up and any tick in flight are dropped, and nothing of
+    /// it is kept.
+    pub fn forget(&self, session: &str) {
+        self.send(Command::Forget { session: session.into() });
+    }
+
     /// The session went busy: clears like [`Scheduler::clear`] and remembers it, so that a
     /// kickoff ([`ArmMode::IfNothingPending`]) does not arm until [`Scheduler::idle`].
     pub fn busy(&self, session: &str) {
@@ -347,6 +354,11 @@ impl Actor {
                 }
                 Command::Arm { session, directory, delay, mode } => self.arm(&session, &directory, delay, mode),
                 Command::Clear { session } => self.clear(&session),
+                Command::Forget { session } => {
+                    self.busy.remove(&session);
+                    self.facts.forget(&session);
+                    self.invalidate(&session);
+                }
                 Command::Busy { session } => {
                     self.busy.insert(session.clone());
                     self.clear(&session);
