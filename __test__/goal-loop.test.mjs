@@ -8,6 +8,20 @@ afterEach(async () => {
 })
 
 describe('goal loop against a mock OpenCode', () => {
+  // OpenCode on another machine whose clock is a minute ahead (or this machine's clock set back):
+  // every reply looks finished in the future. The quiet window is kept by the scheduler's own
+  // timer; waiting for the wall clock to pass the reply's time would stall each turn a minute.
+  it('a server clock a minute ahead of ours does not hold the goal back', async () => {
+    const auditor = scriptedAuditor([{ verdict: 'continue', note: 'one more' }, { verdict: 'complete', note: 'done' }])
+    env = await setup({ auditor, mockOptions: { now: () => Date.now() + 60_000 } })
+    const { mock } = env
+    const session = sessionWithReply(mock)
+    mock.scriptReplies(session.id, [{ text: 'Done: nesting works.', tokens: { input: 3000, output: 200 } }])
+    mock.setStatus(session.id, 'idle')
+    await waitFor(() => goalOf(mock, session.id)?.status === 'complete', 8000)
+    expect(mock.prompts).toHaveLength(1)
+  })
+
   it('continues after an audit says continue, settles complete when the audit verifies', async () => {
     const auditor = scriptedAuditor([
       { verdict: 'continue', note: 'nesting still missing' },

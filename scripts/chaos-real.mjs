@@ -195,6 +195,25 @@ async function readGoals(oc) {
   return out
 }
 
+/**
+ * One line on a goal that did not end complete: its status and cause, and the last messages of its
+ * session (role, id, finished or not, finish, error name, continuation or claim), so a failing
+ * seed says what the transcript looked like after the kills.
+ */
+function diagnosis({ sessionId, goal, messages }) {
+  const shown = messages.slice(-4).map((m) => {
+    const info = m.info
+    if (info.role === 'user') {
+      const kind = m.parts.some((p) => p.type === 'text' && String(p.text).startsWith(CONTINUATION_PREFIX)) ? 'continuation' : /zCHK/.test(info.id) ? 'check' : 'user'
+      return `user ${info.id} (${kind})`
+    }
+    const state = info.time?.completed ? 'finished' : 'unfinished'
+    return `assistant ${info.id} (${state}${info.finish ? `, finish ${info.finish}` : ''}${info.error ? `, error ${info.error.name ?? '?'}` : ''})`
+  })
+  const cause = goal.cause ? ` [${goal.cause.code}${goal.cause.detail ? `: ${goal.cause.detail}` : ''}]` : ''
+  return `${sessionId} ${goal.status}: ${goal.statusReason ?? ''}${cause}; last messages: ${shown.join(' → ') || 'none'}`
+}
+
 /** The figures of one seed, from the goals, the wire and the check files. */
 function judge(goals, sends, runsDir) {
   const figures = { goals: goals.length, complete: 0, stuck: 0, otherwise: {}, sameIdReposts: 0, differentIdsOneTail: 0, checkRunsTwice: 0, writesLost: 0 }
@@ -270,7 +289,9 @@ async function runSeed(seed) {
     // armed again by the sweep; one still active after it is stuck.
     await waitSettled(oc, Date.now() + Math.max(SWEEP_MS + 30_000, GOALS * 2_000))
     await sleep(QUIET_MS * 3)
-    const figures = judge(await readGoals(oc), proxy.sends, runsDir)
+    const settled = await readGoals(oc)
+    for (const goal of settled.filter((g) => g.goal.status !== 'complete')) log(`not complete: ${diagnosis(goal)}`)
+    const figures = judge(settled, proxy.sends, runsDir)
     const snapshots = await Promise.all(hosts.map((h) => h.stop()))
     const panics = snapshots.reduce((sum, s) => sum + (s?.panics ?? 0), 0)
     return { seed, ...figures, kills: made, panics, seconds: Math.round((Date.now() - started) / 1000) }

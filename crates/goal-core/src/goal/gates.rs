@@ -56,8 +56,11 @@ pub fn lease_wait(goal: &Goal, holder: &str, now_ms: f64) -> Option<Duration> {
 /// The quiet window, from data: how long until `quiet` has passed since the tail reply
 /// completed (or, without a completion time, since it was created, or since `last_activity_ms`
 /// the runtime saw, whichever is later). `None` once the window has passed. Whatever order the
-/// events arrived in, no continuation goes out inside the window. A time in the future (clock
-/// skew, bad data) waits at most one window.
+/// events arrived in, no continuation goes out inside the window. A time less than one window in
+/// the future (a little clock skew) waits until one window from it has passed; a time further
+/// ahead (a server clock far ahead of ours, our clock set back, bad data) is not trusted and waits
+/// nothing: the scheduler's own timer, on a monotonic clock, already kept the window, while
+/// waiting for the wall clock to catch up would stall the goal for as long as the skew.
 pub fn quiet_remaining(
     tail: Option<&Message>,
     last_activity_ms: Option<f64>,
@@ -72,7 +75,7 @@ pub fn quiet_remaining(
     };
     let quiet_ms = quiet.as_millis() as f64;
     let elapsed = now_ms - since;
-    if elapsed >= quiet_ms {
+    if elapsed >= quiet_ms || elapsed < -quiet_ms {
         return None;
     }
     let left = (quiet_ms - elapsed.max(0.0)).ceil();
@@ -117,8 +120,15 @@ mod tests {
     }
 
     #[test]
-    fn a_future_stamp_waits_one_window_at_most() {
+    fn a_stamp_far_in_the_future_is_not_waited_for() {
+        // Far ahead (bad data, or a clock set back): waiting for the wall clock would never end.
         let tail = reply(Some(1_000.0), Some(1e15));
+        assert_eq!(quiet_remaining(Some(&tail), None, 2_000.0, Q), None);
+        let ahead = Q.as_millis() as f64 + 1.0;
+        let tail = reply(Some(1_000.0), Some(2_000.0 + ahead));
+        assert_eq!(quiet_remaining(Some(&tail), None, 2_000.0, Q), None);
+        // A little ahead (skew under one window): the window counts from the stamp, capped at one.
+        let tail = reply(Some(1_000.0), Some(2_100.0));
         assert_eq!(quiet_remaining(Some(&tail), None, 2_000.0, Q), Some(Q));
     }
 
