@@ -78,6 +78,11 @@ export async function startOpenCode(options) {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'goal-e2e-'))
   const home = path.join(root, 'home')
   const directory = path.join(root, 'project')
+  // OpenCode is a Bun executable that extracts a native library (about 5 MB) into the temp
+  // directory each time it starts; without TMPDIR in its environment that is /tmp, and the files
+  // stay there. Inside `root`, close() removes them.
+  const tmp = path.join(root, 'tmp')
+  fs.mkdirSync(tmp, { recursive: true })
   fs.mkdirSync(home, { recursive: true })
   fs.mkdirSync(directory, { recursive: true })
   fs.writeFileSync(path.join(directory, 'opencode.json'), JSON.stringify(projectConfig(options.modelBaseURL, options), null, 2))
@@ -95,6 +100,8 @@ export async function startOpenCode(options) {
   const env = {
     PATH: process.env.PATH,
     HOME: home,
+    TMPDIR: tmp,
+    BUN_TMPDIR: tmp,
     XDG_CONFIG_HOME: path.join(home, '.config'),
     XDG_DATA_HOME: path.join(home, '.local', 'share'),
     XDG_STATE_HOME: path.join(home, '.local', 'state'),
