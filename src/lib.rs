@@ -130,7 +130,7 @@ impl SessionGoalRuntime {
         session_id: String,
         limit: Option<f64>,
     ) -> Result<PromiseRaw<'env, Vec<GoalHistoryRecord>>> {
-        let limit = limit.filter(|n| n.is_finite() && *n >= 1.0).map(|n| n.min(100_000.0) as usize);
+        let limit = crate::types::answers::history_limit(limit);
         let inner = self.inner.clone();
         let span = self.log_span.clone();
         failure::resolve(env, async move { history_records(inner.history(&session_id, limit).instrument(span).await) })

@@ -75,7 +75,7 @@ impl GoalControl {
         session_id: String,
         limit: Option<f64>,
     ) -> Result<PromiseRaw<'env, Vec<crate::GoalHistoryRecord>>> {
-        let limit = limit.filter(|n| n.is_finite() && *n >= 1.0).map(|n| n.min(100_000.0) as usize);
+        let limit = crate::types::answers::history_limit(limit);
         let data_dir = self.ctx.data_dir.clone();
         crate::failure::resolve(env, async move {
             crate::history_records(goal_core::read_history(&data_dir, &session_id, limit).await)

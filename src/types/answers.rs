@@ -63,6 +63,11 @@ pub struct GoalHistoryRecord {
     pub detail: Option<String>,
 }
 
+/// A host's `limit` for the history: a whole count of at least one (at most 100,000), or no limit.
+pub(crate) fn history_limit(limit: Option<f64>) -> Option<usize> {
+    limit.filter(|n| n.is_finite() && *n >= 1.0).map(|n| n.min(100_000.0) as usize)
+}
+
 /// The trail's records as [`GoalHistoryRecord`]s; a record that does not have the record's shape
 /// (a hand-edited line) is left out rather than failing the whole read.
 pub(crate) fn history_records(records: Vec<serde_json::Value>) -> Vec<GoalHistoryRecord> {

@@ -19,10 +19,9 @@ use crate::error::HttpError;
 use crate::goal::check_claim::{claim_run, Claim};
 use crate::goal::check_rules::{self, recorded_run, run_from_part, CheckResult, CheckRun};
 use crate::goal::context::Tick;
-use crate::goal::echo::{echo_bound, Heard, ReservationEcho};
+use crate::goal::echo::{echo_bound, write_watched, Heard};
 use crate::goal::plan::{Basis, Reservation, Settlement};
 use crate::goal::trail;
-use crate::io::writer::{write_goal_on, GoalWrite};
 use crate::record::cause::CauseCode;
 use crate::record::check_id::{check_message_id, is_check_message};
 use crate::record::lease::take_lease;
@@ -129,21 +128,18 @@ impl Tick<'_> {
     ) -> Result<(), RoundEnd> {
         let holder = self.ctx.holder.clone();
         let watch = self.ctx.echoes.watch(self.session_id);
-        let mut read = None;
-        let held = write_goal_on(&self.ctx.client, self.session_id, self.directory, &self.guard, None, |g| {
-            read = Some(g.clone());
+        let written = write_watched(self, watch, &self.guard, None, |g| {
             take_lease(g, &holder, now_ms(), hold.as_millis() as f64);
             if let Some(criteria) = criteria {
                 criteria.apply(g);
             }
         })
         .await;
-        let (written, metadata) = match held {
-            Ok((GoalWrite::Written(goal), metadata)) => (*goal, metadata),
-            Ok((GoalWrite::Stale, _)) => return Err(RoundEnd::Interrupted(TickOutcome::Done)),
-            Err(_) => return Err(RoundEnd::Interrupted(TickOutcome::Retry)),
+        let echo = match written {
+            Ok(echo) => echo,
+            Err(Ok(_)) => return Err(RoundEnd::Interrupted(TickOutcome::Done)),
+            Err(Err(_)) => return Err(RoundEnd::Interrupted(TickOutcome::Retry)),
         };
-        let echo = ReservationEcho::of_write(watch, read, written, metadata);
         match echo.hear(self, echo_bound(self.ctx.config.idle_quiet)).await {
             Heard::Repaired => Err(RoundEnd::Interrupted(TickOutcome::Done)),
             Heard::Settled | Heard::Contested | Heard::NotYet => Ok(()),

@@ -8,9 +8,11 @@ use serde_json::Value;
 use tracing::{debug, info, warn};
 
 use crate::error::Cancelled;
+use crate::error::HttpError;
 use crate::goal::context::{spawn_detached, Tick};
 use crate::goal::echo_watch::{Echo, WatchGuard};
 use crate::io::opencode::OpenCodeClient;
+use crate::io::writer::{write_goal_on, BaseRead, GoalGuard, GoalWrite};
 use crate::record::metadata::foreign_part;
 use crate::record::{Goal, GoalStatus};
 use crate::time::clock::now_ms;
@@ -57,6 +59,28 @@ impl EchoTarget {
             session_id: tick.session_id.to_string(),
             directory: tick.directory.to_string(),
         }
+    }
+}
+
+/// Writes the goal (fresh read, or `base`) under `guard`, remembering the goal the write built on,
+/// and returns the watch of its echo. `Err` carries what the write did instead (stale, or failed).
+pub async fn write_watched(
+    tick: &Tick<'_>,
+    watch: WatchGuard,
+    guard: &GoalGuard,
+    base: Option<&BaseRead>,
+    mutate: impl FnOnce(&mut Goal) + Send,
+) -> Result<ReservationEcho, Result<GoalWrite, HttpError>> {
+    let mut read = None;
+    let written = write_goal_on(&tick.ctx.client, tick.session_id, tick.directory, guard, base, |g| {
+        read = Some(g.clone());
+        mutate(g);
+    })
+    .await;
+    match written {
+        Ok((GoalWrite::Written(goal), metadata)) => Ok(ReservationEcho::of_write(watch, read, *goal, metadata)),
+        Ok((other, _)) => Err(Ok(other)),
+        Err(error) => Err(Err(error)),
     }
 }
 

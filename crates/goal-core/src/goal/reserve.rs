@@ -5,9 +5,9 @@
 
 use crate::goal::context::{log_write, ReadAtStart, Tick};
 use crate::goal::dispatch::continuation_message_id_for;
-use crate::goal::echo::{echo_bound, Heard, ReservationEcho};
+use crate::goal::echo::{echo_bound, write_watched, Heard, ReservationEcho};
 use crate::goal::plan::{Basis, Reservation};
-use crate::io::writer::{continuation_for_of, write_goal_on, GoalGuard, GoalWrite};
+use crate::io::writer::{continuation_for_of, GoalGuard};
 use crate::record::lease::take_lease;
 use crate::record::{truncate_chars, Goal, GoalStatus, NOTE_CHAR_LIMIT};
 use crate::sched::TickOutcome;
@@ -67,28 +67,22 @@ pub async fn reserve(
         drop(watch);
         (None, ctx.echoes.watch(tick.session_id))
     };
-    let mut read_goal: Option<Goal> = None;
-    let written = write_goal_on(&ctx.client, tick.session_id, tick.directory, &reserve_guard, base.as_ref(), |g| {
-        read_goal = Some(g.clone());
+    let written = write_watched(tick, watch, &reserve_guard, base.as_ref(), |g| {
         crate::goal::limit_rules::on_reserve(g, basis.tail_output, basis.cut_turn);
         apply_reservation(g, &reservation, reused, tail, message_id.as_deref(), tick);
     })
     .await;
-    let (written, written_metadata) = match written {
-        Ok((write, metadata)) => (Ok(write), metadata),
-        Err(error) => (Err(error), None),
-    };
-    let reserved = match written {
-        Ok(GoalWrite::Written(goal)) => *goal,
-        other => {
+    let echo = match written {
+        Ok(echo) => echo,
+        Err(other) => {
             log_write(tick.session_id, "reserve", &other);
             return Err(if other.is_err() { TickOutcome::Retry } else { TickOutcome::Done });
         }
     };
+    let reserved = echo.reserved.clone();
     let guard =
         GoalGuard::Exact { revision: reserved.revision(), status: GoalStatus::Active, holder: ctx.holder.clone() };
     let bound = echo_bound(ctx.config.idle_quiet);
-    let echo = ReservationEcho::of_write(watch, read_goal, reserved.clone(), written_metadata);
     // An echo that had not come by the bound (a slow event stream) is looked for again when the
     // tick ends without posting: the event that stopped it is often the very write we overwrote.
     let heard = echo.hear(tick, bound).await;
