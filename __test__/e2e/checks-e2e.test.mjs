@@ -68,7 +68,7 @@ describe('acceptance checks on a real OpenCode server', () => {
         expect(tool.state.status).toBe('completed')
         expect(tool.state.input.command).toContain(CHECK)
       }
-      // Each run was claimed first (crates/goal-core/src/goal/check_claim.rs): a noReply message
+      // Each run was claimed first (crates/goal-core/src/goal/acceptance/check_claim.rs): a noReply message
       // whose one part is ignored and synthetic, which OpenCode kept out of every model call.
       const claims = messages.filter((m) => m.info.role === 'user' && /zCHK/.test(m.info.id) && m.parts.some((p) => p.text?.startsWith('acceptance check claimed by ')))
       expect(claims).toHaveLength(2)

@@ -30,17 +30,17 @@
 //! | what a host's runtimes share | `io/shared.rs` |
 //! | scheduler: timers, retries, generations, sweep | `sched/mod.rs`, `sched/job.rs`, `sched/facts.rs` |
 //! | one tick, stage by stage | `goal/tick.rs` (`context.rs`: the `Tick` value) |
-//! | observe: session, live state, objective | `goal/observe.rs` |
-//! | ownership first: a fork's copy adopted paused, a resumed copy claimed | `goal/adopt.rs`, `goal/lineage.rs` |
-//! | provider stage: park and resume, typed provider stops, cut turns | `goal/limits.rs`, `goal/limit_rules.rs` (`limit_rules/reset.rs`: reset headers) |
-//! | plan: decisions, gates, quiet window, token accounting | `goal/plan.rs`, `goal/gates.rs`, `goal/accounting.rs` |
-//! | time stage: time budget, working hours | `goal/time_gate.rs` |
-//! | audit: verdict; evidence read and review; trail | `goal/audit.rs`, `goal/evidence.rs`, `goal/trail.rs` |
-//! | checks stage before settle-complete; wrapper and result reading | `goal/checks.rs`, `goal/check_rules.rs` |
-//! | reserve; lost-update repair | `goal/reserve.rs`, `goal/echo_watch.rs`, `goal/echo.rs` |
-//! | dispatch: idempotent message id, post, outcome | `goal/dispatch.rs`, `goal/deliver.rs` |
-//! | settle; notification; console lines | `goal/settle.rs`, `goal/notify.rs`, `goal/operator.rs` |
-//! | the cause table: fix sentences and doctor actions | `goal/causes.rs` |
+//! | observe: session, live state, objective | `goal/observation/observe.rs` |
+//! | ownership first: a fork's copy adopted paused, a resumed copy claimed | `goal/ownership/adopt.rs`, `goal/ownership/lineage.rs` |
+//! | provider stage: park and resume, typed provider stops, cut turns | `goal/budgets/limits.rs`, `goal/budgets/limit_rules.rs` (`limit_rules/reset.rs`: reset headers) |
+//! | plan: decisions, gates, quiet window, token accounting | `goal/planning/plan.rs`, `goal/planning/gates.rs`, `goal/planning/accounting.rs` |
+//! | time stage: time budget, working hours | `goal/budgets/time_gate.rs` |
+//! | audit: verdict; evidence read and review; trail | `goal/verdict/audit.rs`, `goal/observation/evidence.rs`, `goal/settling/trail.rs` |
+//! | checks stage before settle-complete; wrapper and result reading | `goal/acceptance/checks.rs`, `goal/acceptance/check_rules.rs` |
+//! | reserve; lost-update repair | `goal/delivery/reserve.rs`, `goal/delivery/echo_watch.rs`, `goal/delivery/echo.rs` |
+//! | dispatch: idempotent message id, post, outcome | `goal/delivery/dispatch.rs`, `goal/delivery/deliver.rs` |
+//! | settle; notification; console lines | `goal/settling/settle.rs`, `goal/settling/notify.rs`, `goal/settling/operator.rs` |
+//! | the cause table: fix sentences and doctor actions | `goal/settling/causes.rs` |
 //! | the built-in small model | `small_model/` |
 //! | session assist (recap, suggestion) | `assist/` |
 //! | create, act on and orchestrate goals; `explain` | `control/` (`explain.rs`) |
@@ -83,11 +83,11 @@ pub use config::tunables::{count, millis, AssistTunables, EvidenceTunables, Goal
 pub use config::{EvidenceConfig, EvidenceLimits, GoalConfig, ProviderLimits};
 
 // The goal record.
-pub use goal::causes::{cause_of, fix_action, fix_sentence, FixAction};
-pub use goal::cost::{
+pub use goal::budgets::cost::{
     check_cost_budget, cost_budget, cost_used, format_usd, provider_reports_no_cost, MAX_COST_BUDGET, MIN_COST_BUDGET,
 };
-pub use goal::limit_rules::wake_at as provider_wake_at;
+pub use goal::budgets::limit_rules::wake_at as provider_wake_at;
+pub use goal::settling::causes::{cause_of, fix_action, fix_sentence, FixAction};
 pub use record::cause::{Cause, CauseCode};
 /// Every `statusReason` this package writes.
 pub use record::reasons;
@@ -149,7 +149,7 @@ pub use control::orchestrate::{
     DEFAULT_LANDING_TIMEOUT,
 };
 pub use evidence::{DigestSummary, FailingCommand, TodoCounts};
-pub use goal::check_rules::{CheckResult, CheckRun};
+pub use goal::acceptance::check_rules::{CheckResult, CheckRun};
 pub use record::criteria::{Criterion, CriterionSource, CriterionState, RecordedGrade};
 pub use record::Lease;
 pub use text::prompts::goal_intro_text;

@@ -12,7 +12,7 @@ use tracing::{debug, warn, Instrument};
 
 use crate::config::GoalConfig;
 use crate::goal::context::TickContext;
-use crate::goal::settle::pause_after_abort;
+use crate::goal::settling::settle::pause_after_abort;
 use crate::goal::tick::run_tick;
 use crate::intake::{Consumer, IntakeEvent};
 use crate::io::opencode::OpenCodeClient;
@@ -120,7 +120,7 @@ impl GoalRuntime {
         // snapshot it publishes.
         let facts = SessionFactsView::default();
         let (waiting_view, active_view) = (facts.clone(), facts.clone());
-        let holders = Arc::<crate::goal::lineage::GoalHolders>::default();
+        let holders = Arc::<crate::goal::ownership::lineage::GoalHolders>::default();
         let ctx = TickContext {
             client: settings.client.clone(),
             services: settings.services,
@@ -132,7 +132,7 @@ impl GoalRuntime {
             // Optimistic: a session that events have not shown without an active goal is read
             // at once (a host that forwards only status events still gets the short path).
             known_active: Arc::new(move |session: &str| active_view.expects_active_goal(session)),
-            owner_lists: crate::goal::owner_scan::OwnerLists::new(
+            owner_lists: crate::goal::ownership::owner_scan::OwnerLists::new(
                 settings.client.clone(),
                 holders.clone(),
                 runtime.clone(),
@@ -243,7 +243,7 @@ impl GoalRuntime {
 }
 
 impl Inner {
-    /// Whether an event's goal looks like a copy from another session (see `goal::lineage`).
+    /// Whether an event's goal looks like a copy from another session (see `goal::ownership::lineage`).
     fn looks_copied(&self, goal: &Goal, session_id: &str) -> bool {
         goal.owned_by_other_session(session_id)
             || (goal.session_id.is_none() && self.ctx.holders.older_than(&goal.id, session_id).is_some())

@@ -4,7 +4,7 @@
 //! active goal also aborts the running turn, as an abort pauses the goal.
 
 use crate::error::{ErrorKind, Warning, WarningCode};
-use crate::goal::causes::cause_of;
+use crate::goal::settling::causes::cause_of;
 use crate::record::cause::CauseCode;
 use crate::record::criteria::{assign_criteria, CriterionSource};
 use crate::time::clock::now_ms;
@@ -130,7 +130,7 @@ pub async fn pause_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<Act
             goal.set_cause(Some(cause_of(CauseCode::UserPaused, now_ms(), &target.session_id, None)));
             goal.blocked_streak = 0;
             // A park ends with the pause.
-            crate::goal::limit_rules::clear_park(goal);
+            crate::goal::budgets::limit_rules::clear_park(goal);
             // Paused time is not active time (time budget); the resume folds it in.
             crate::time::active::begin_inactive(goal, crate::time::clock::now_ms());
             Ok(())
@@ -157,14 +157,14 @@ pub async fn resume_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<Ac
     let session_id = target.session_id.clone();
     update(ctx, target, &directory, move |goal| {
         if goal.status == GoalStatus::Active {
-            if crate::goal::limit_rules::parked_for(goal).is_none() {
+            if crate::goal::budgets::limit_rules::parked_for(goal).is_none() {
                 return Err(Declined::Unchanged(Box::new(goal.clone())));
             }
-            crate::goal::limit_rules::clear_park(goal);
+            crate::goal::budgets::limit_rules::clear_park(goal);
             goal.status_reason = REASON_RESUMED.into();
             return Ok(());
         }
-        crate::goal::limit_rules::clear_park(goal);
+        crate::goal::budgets::limit_rules::clear_park(goal);
         // The time it stood still is not active time (time budget).
         crate::time::active::count_stopped_time(goal, crate::time::clock::now_ms());
         goal.status = GoalStatus::Active;
@@ -173,7 +173,7 @@ pub async fn resume_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<Ac
         goal.set_cause(None);
         goal.turns_used = 0;
         goal.blocked_streak = 0;
-        crate::goal::lineage::mark_owner(goal, &session_id);
+        crate::goal::ownership::lineage::mark_owner(goal, &session_id);
         Ok(())
     })
     .await
@@ -251,7 +251,7 @@ pub struct GoalEdit {
     pub active_hours: LimitEdit<crate::time::hours::ActiveHours>,
     /// Acceptance checks change (validated by the caller).
     pub checks: LimitEdit<Vec<crate::record::AcceptanceCheck>>,
-    /// Cost budget change, US dollars (validated by the caller, see `goal/cost.rs`).
+    /// Cost budget change, US dollars (validated by the caller, see `goal/budgets/cost.rs`).
     pub cost_budget: LimitEdit<f64>,
     /// Acceptance criteria change (texts validated by the caller; replaces the list).
     pub criteria: LimitEdit<Vec<String>>,
@@ -356,7 +356,7 @@ pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionRe
         }
         crate::time::active::count_stopped_time(goal, crate::time::clock::now_ms());
         // An edit ends a park: the goal goes on with its new content now.
-        crate::goal::limit_rules::clear_park(goal);
+        crate::goal::budgets::limit_rules::clear_park(goal);
         goal.status = GoalStatus::Active;
         goal.status_reason = REASON_RESUMED.into();
         // A goal that is simply running carries no cause.

@@ -246,7 +246,7 @@ pub struct NewGoal {
     pub time_limits: crate::time::active::GoalTimeLimits,
     /// Acceptance checks (validated by the caller, see [`check_goal_checks`]).
     pub checks: Vec<AcceptanceCheck>,
-    /// Cost budget in US dollars (validated by the caller, see `goal/cost.rs`).
+    /// Cost budget in US dollars (validated by the caller, see `goal/budgets/cost.rs`).
     pub cost_budget: Option<f64>,
     /// The user's acceptance criteria (validated by the caller, see [`check_goal_criteria`]).
     pub criteria: Vec<String>,
@@ -325,8 +325,9 @@ pub async fn create_session_goal(ctx: &ControlContext, request: &NewGoal) -> Res
     request.time_limits.apply(&mut goal);
     goal.set_checks(request.checks.clone());
     if let Some(budget) = request.cost_budget {
-        goal.cost_budget
-            .set(crate::goal::cost::check_cost_budget(budget).map_err(|m| GoalError::invalid("costBudget", m))?);
+        goal.cost_budget.set(
+            crate::goal::budgets::cost::check_cost_budget(budget).map_err(|m| GoalError::invalid("costBudget", m))?,
+        );
     }
     let (criteria, issued) = crate::record::criteria::assign_criteria(
         &request.criteria,

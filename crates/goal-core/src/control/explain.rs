@@ -7,8 +7,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::goal::causes::{cause_of, fix_action};
-use crate::goal::check_rules::CheckRun;
+use crate::goal::acceptance::check_rules::CheckRun;
+use crate::goal::settling::causes::{cause_of, fix_action};
 use crate::io::opencode::OpenCodeClient;
 use crate::record::cause::{Cause, CauseCode};
 use crate::record::lease::{held_by_other, lease_of};
@@ -94,7 +94,10 @@ fn next_wake(goal: Option<&Goal>, cause: Option<&Cause>) -> Option<f64> {
 
 /// The goal's budget (none without one) and spending, in US dollars.
 fn cost_of(goal: &Goal) -> GoalCost {
-    GoalCost { budget: crate::goal::cost::cost_budget(goal), used: crate::goal::cost::cost_used(goal) }
+    GoalCost {
+        budget: crate::goal::budgets::cost::cost_budget(goal),
+        used: crate::goal::budgets::cost::cost_used(goal),
+    }
 }
 
 /// The newest trail record with a verdict (or an audit failure), reduced to what a human reads.
@@ -154,7 +157,7 @@ fn findings(observed: &Observed<'_>, goal: Option<&Goal>) -> Vec<Finding> {
         let from = copied_from.unwrap_or("another session");
         out.push(finding("inherited", format!("this goal was copied from {from} (a fork copies the metadata)")));
     }
-    if crate::goal::cost::provider_reports_no_cost(goal) {
+    if crate::goal::budgets::cost::provider_reports_no_cost(goal) {
         out.push(finding(
             "providerReportsNoCost",
             "the provider reports no cost for this session's replies (every cost is 0): the cost budget is never reached"

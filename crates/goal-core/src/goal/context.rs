@@ -8,7 +8,7 @@ use tracing::{info, warn};
 
 use crate::config::GoalConfig;
 use crate::error::HttpError;
-use crate::goal::echo_watch::WriteEchoes;
+use crate::goal::delivery::echo_watch::WriteEchoes;
 use crate::io::locks::DispatchClaims;
 use crate::io::opencode::OpenCodeClient;
 use crate::io::services::Services;
@@ -39,15 +39,15 @@ pub struct TickContext {
     /// The dispatch claims of the runtime's context (shared by its runtimes).
     pub dispatch_claims: DispatchClaims,
     /// Which session first carried each goal id (copies of goals written before `sessionId`).
-    pub holders: Arc<crate::goal::lineage::GoalHolders>,
+    pub holders: Arc<crate::goal::ownership::lineage::GoalHolders>,
     /// The owner lists that tell, for a goal naming no session, which session carried it first.
-    pub owner_lists: Arc<crate::goal::owner_scan::OwnerLists>,
+    pub owner_lists: Arc<crate::goal::ownership::owner_scan::OwnerLists>,
 }
 
 impl TickContext {
     /// How long to wait when another runtime's lease on `goal` is live.
     pub fn lease_wait(&self, goal: &Goal) -> Option<Duration> {
-        crate::goal::gates::lease_wait(goal, &self.holder, now_ms())
+        crate::goal::planning::gates::lease_wait(goal, &self.holder, now_ms())
     }
 }
 
@@ -110,5 +110,5 @@ pub struct ReadAtStart {
     /// The first read.
     pub base: crate::io::writer::BaseRead,
     /// The watch of the session's goal events since just before that read.
-    pub watch: crate::goal::echo_watch::WatchGuard,
+    pub watch: crate::goal::delivery::echo_watch::WatchGuard,
 }

@@ -1,40 +1,31 @@
 //! The goal loop, one tick at a time: observe (the session, its live state and evidence) →
 //! plan (pure decisions and gates) → audit (the small model's verdict, reviewed against the
 //! evidence) → reserve (a guarded write of the turn) → dispatch (an idempotent post) → settle
-//! (a terminal status and the notification). `echo_watch` watches a reservation's echo for a lost
-//! update.
+//! (a terminal status and the notification). `tick.rs` runs the stages in that order; each
+//! folder below is one stage (or a few that belong together) with its pure rules beside it.
+//!
+//! A stage's pure part, when it has a file of its own, is named after the stage with `_rules`
+//! (`budgets/limit_rules.rs` of `budgets/limits.rs`, `acceptance/check_rules.rs` of
+//! `acceptance/checks.rs`); `scripts/module-graph.mjs` checks that pure files import no I/O.
 
-// Pure: decisions, gates, accounting, the notification. A stage's pure part, when it has one
-// file of its own, is named after the stage: `limit_rules` (of `limits`), `check_rules` (of
-// `checks`).
-pub mod accounting;
-pub mod causes;
-pub mod check_rules;
-pub mod cost;
-pub mod gates;
-pub mod grading;
-pub mod limit_rules;
-pub mod lineage;
-pub mod notify;
-pub mod operator;
-pub mod plan;
-// What the stages share.
+/// What the stages share: the runtime's tick context and one tick's value.
 pub mod context;
-pub mod echo_watch;
-pub mod trail;
-// The stages, in the order a tick runs them.
-pub mod adopt;
-pub mod audit;
-pub mod check_claim;
-pub mod checks;
-pub mod deliver;
-pub mod dispatch;
-pub mod echo;
-pub mod evidence;
-pub mod limits;
-pub mod observe;
-pub mod owner_scan;
-pub mod reserve;
-pub mod settle;
+/// One tick, stage by stage.
 pub mod tick;
-pub mod time_gate;
+
+/// Acceptance checks: their claim across hosts, the run, the reading of results.
+pub mod acceptance;
+/// The provider, cost and time limits, and the stages that act on them.
+pub mod budgets;
+/// Reserving a turn, posting it once, and watching the reservation's echo.
+pub mod delivery;
+/// What a tick reads: the session, its live state, and the evidence around an audit.
+pub mod observation;
+/// Which session owns a goal: adoption of a fork's copy, the owner list, lineage rules.
+pub mod ownership;
+/// The pure decisions: the plan of a tick, its gates, token accounting.
+pub mod planning;
+/// Settling a goal: the status write, the notification, the trail, causes, operator lines.
+pub mod settling;
+/// The audit stage and graded completion against the criteria.
+pub mod verdict;

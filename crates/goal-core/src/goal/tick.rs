@@ -8,15 +8,15 @@ use std::time::Duration;
 
 use tracing::debug;
 
-use crate::goal::audit::audit_turn;
+use crate::goal::budgets::time_gate;
 use crate::goal::context::{ReadAtStart, Tick, TickContext};
-use crate::goal::deliver::deliver;
-use crate::goal::gates::quiet_remaining;
-use crate::goal::observe::{self, Live};
-use crate::goal::plan::{plan_tick, unaudited_reservation, Basis, Plan, Reservation, WaitReason};
-use crate::goal::reserve::reserve;
-use crate::goal::settle::blocked;
-use crate::goal::time_gate;
+use crate::goal::delivery::deliver::deliver;
+use crate::goal::delivery::reserve::reserve;
+use crate::goal::observation::observe::{self, Live};
+use crate::goal::planning::gates::quiet_remaining;
+use crate::goal::planning::plan::{plan_tick, unaudited_reservation, Basis, Plan, Reservation, WaitReason};
+use crate::goal::settling::settle::blocked;
+use crate::goal::verdict::audit::audit_turn;
 use crate::io::writer::GoalGuard;
 use crate::record::cause::CauseCode;
 use crate::record::reasons::{REASON_OBJECTIVE_UNAVAILABLE, REASON_RESUMED, REASON_TURN_FAILED};

@@ -227,7 +227,7 @@ impl OpenCodeClient {
 
     /// `GET /session?directory=&roots=true&start=` — the top-level sessions of one directory
     /// updated at or after `start` (epoch ms; every session when `None`), each with its goal
-    /// only: what an owner list needs (see `goal::owner_scan`).
+    /// only: what an owner list needs (see `goal::ownership::owner_scan`).
     pub async fn list_owner_candidates(
         &self,
         directory: &str,

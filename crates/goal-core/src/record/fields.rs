@@ -273,7 +273,7 @@ goal_fields! {
         provider_wait_for: String = "providerWaitFor", |v: &Value| v.as_str().map(str::to_string), |v: &String| Value::from(v.clone());
         /// Turns cut by a server restart in a row.
         cut_turns: u64 = "cutTurns", |v: &Value| Some(positive_count(Some(v))), |v: &u64| Value::from(*v);
-        /// The cost budget in US dollars (`costBudget`; see `goal/cost.rs`).
+        /// The cost budget in US dollars (`costBudget`; see `goal/budgets/cost.rs`).
         cost_budget: f64 = COST_BUDGET_FIELD, positive_number, |v: &f64| Value::from(*v);
         /// US dollars the session's replies cost since the goal began (`costUsed`).
         cost_used: f64 = COST_USED_FIELD, |v: &Value| v.as_f64().filter(|n| n.is_finite() && *n >= 0.0), |v: &f64| Value::from(*v);

@@ -5,8 +5,8 @@
 //! one session at once.
 //!
 //! It is not the only keeper of per-session state. Beside it, each runtime keeps the watches of
-//! its goal writes in flight (`goal/echo_watch.rs`), which session first carried each goal id
-//! (`goal/lineage.rs`) and the owner lists per directory (`goal/owner_scan.rs`), each behind its
+//! its goal writes in flight (`goal/delivery/echo_watch.rs`), which session first carried each goal id
+//! (`goal/ownership/lineage.rs`) and the owner lists per directory (`goal/ownership/owner_scan.rs`), each behind its
 //! own lock and fed by events or ticks directly; what every runtime of a context shares (metadata
 //! write slots, dispatch claims, the event intake) lives in `io/shared.rs`; and the goal itself
 //! lives in OpenCode's session metadata.

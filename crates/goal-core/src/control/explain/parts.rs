@@ -5,8 +5,8 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::goal::causes::FixAction;
-use crate::goal::check_rules::CheckRun;
+use crate::goal::acceptance::check_rules::CheckRun;
+use crate::goal::settling::causes::FixAction;
 use crate::record::cause::Cause;
 use crate::record::criteria::Criterion;
 use crate::record::{AcceptanceCheck, GoalStatus, Lease};

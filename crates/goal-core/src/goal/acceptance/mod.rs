@@ -1,0 +1,6 @@
+//! Acceptance checks, run before a goal may complete: the claim of a run across hosts
+//! (`check_claim`), the run itself (`checks`) and its pure rules (`check_rules`).
+
+pub mod check_claim;
+pub mod check_rules;
+pub mod checks;

@@ -1,0 +1,9 @@
+//! Sending a continuation exactly once: the turn reserved in the record (`reserve`), the post
+//! with an idempotent id (`dispatch`, `deliver`), and the reservation's echo watched for a lost
+//! update (`echo_watch`) with the reactions to it (`echo`).
+
+pub mod deliver;
+pub mod dispatch;
+pub mod echo;
+pub mod echo_watch;
+pub mod reserve;

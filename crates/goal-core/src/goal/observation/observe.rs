@@ -1,0 +1,214 @@
+//! The observe stage: the session (with its goal), the settings switches and, for a goal known
+//! active, the live state (status, children, messages, todos) are read at once; the effective
+//! objective is found; the live state decides whether the tick goes on (idle, nobody waiting).
+
+use std::time::Instant;
+
+use serde_json::Value;
+use tracing::{debug, warn};
+
+use crate::error::HttpError;
+use crate::goal::context::{ReadAtStart, Tick, TickContext};
+use crate::goal::ownership::lineage::OwnerView;
+use crate::goal::planning::gates::{live_gate, LiveGate};
+use crate::io::writer::BaseRead;
+use crate::record::cause::CauseCode;
+use crate::record::reasons::{REASON_MESSAGES_UNAVAILABLE, REASON_RESUMED, WAITING_FOR_USER};
+use crate::record::session::{Message, SessionView};
+use crate::record::{Goal, GoalStatus};
+use crate::sched::TickOutcome;
+
+/// What one read of the live state answered: status map, children, messages (parsed and raw),
+/// and the todo list (evidence for the audit).
+type LiveReads = (
+    Result<Value, HttpError>,
+    Result<Vec<SessionView>, HttpError>,
+    Result<(Vec<Message>, Vec<Value>), HttpError>,
+    Option<Value>,
+);
+
+/// The first reads of a session with an active goal.
+pub struct Started {
+    /// The first read and the goal-event watch started before it.
+    pub read: ReadAtStart,
+    /// The live state, when it was read beside the session.
+    early_live: Option<LiveReads>,
+}
+
+/// The live state of an idle session nobody waits on.
+pub struct Live {
+    /// Messages, parsed.
+    pub messages: Vec<Message>,
+    /// Messages as OpenCode sent them (tool parts feed the evidence digest).
+    pub raw_messages: Vec<Value>,
+    /// The todo list, when readable.
+    pub todos: Option<Value>,
+}
+
+/// Status, children, messages and todos at once. The todo list is evidence for the audit:
+/// read beside the live state, so an audited turn spends no extra round trip on it (a tick that
+/// ends early just drops it).
+async fn read_live(ctx: &TickContext, session_id: &str, directory: &str) -> LiveReads {
+    tokio::join!(
+        ctx.client.status_map(directory),
+        ctx.client.children(session_id, directory),
+        ctx.client.messages_with_raw(session_id, directory, ctx.config.message_limit),
+        ctx.client.session_evidence(session_id, directory, "/todo", None),
+    )
+}
+
+/// The first reads, and the active goal they show. `Err` ends the tick: goals switched off, the session unreadable or a
+/// subagent, no active goal, or another runtime's lease.
+pub async fn start(
+    ctx: &TickContext,
+    session_id: &str,
+    directory: &str,
+    attempt: u32,
+) -> Result<(Started, Goal), TickOutcome> {
+    let exhausted = attempt >= ctx.config.max_retry_attempts;
+    // The settings file is read beside the first requests (a disk read would otherwise delay
+    // them); when goals are switched off, what was read is dropped unused.
+    // The session read may become the reservation's base (no second read when the tick goes
+    // straight on): the write epoch is taken before it is sent, and goal events are watched from
+    // here (see `echo_watch`).
+    let epoch = ctx.client.write_slots().epoch(session_id);
+    let watch = ctx.echoes.watch(session_id);
+    let read_session = || async {
+        let session = ctx.client.get_session(session_id, directory).await;
+        (session, Instant::now())
+    };
+    let (flags, ((session, answered), early_live)) = tokio::join!(ctx.services.data_dir.flags(), async {
+        if (ctx.known_active)(session_id) {
+            let (session, live) = tokio::join!(read_session(), read_live(ctx, session_id, directory));
+            (session, Some(live))
+        } else {
+            (read_session().await, None)
+        }
+    });
+    if !flags.goal_enabled {
+        return Err(TickOutcome::Done);
+    }
+    let base = match session {
+        Ok(session) => BaseRead { session, epoch, answered },
+        Err(error) => {
+            warn!(target: "session_goal", session = session_id, %error, attempt, "session unreadable");
+            // A session the server says is not there is dropped once the retries are spent.
+            // A server that is only slow or failing is never given up on: past the last retry,
+            // the scheduler looks again after a long pause (an active goal behind it must not
+            // wait for the periodic sweep).
+            return Err(if exhausted && error.is_definite() { TickOutcome::Done } else { TickOutcome::Retry });
+        }
+    };
+    if base.session.is_subagent() {
+        return Err(TickOutcome::Done);
+    }
+    let Some(goal) = base.session.goal().filter(|g| g.status == GoalStatus::Active) else {
+        return Err(TickOutcome::Done);
+    };
+    // Whose goal it is comes first: a fork's copy carries its source's lease and reservation.
+    // A goal that names no session waits for its owner list, read beside the live state.
+    let (owners, early_live) = owner_list_beside_live(ctx, session_id, directory, &goal, early_live).await;
+    let goal = match crate::goal::ownership::adopt::own_or_adopt(
+        &ctx.client,
+        &ctx.holders,
+        &ctx.services.data_dir,
+        &base.session,
+        directory,
+        &goal,
+        owners,
+    )
+    .await?
+    {
+        Some(claimed) => claimed,
+        None => goal,
+    };
+    if let Some(wait) = ctx.lease_wait(&goal) {
+        debug!(target: "session_goal", session = session_id, "another runtime holds the lease; backing off");
+        return Err(TickOutcome::BackOff(wait));
+    }
+    Ok((Started { read: ReadAtStart { base, watch }, early_live }, goal))
+}
+
+/// For a goal that names no session, waits for the list that tells its owner (started at
+/// intake, or here), reading the live state meanwhile when it was not read yet: the list costs
+/// the tick no round trip of its own. Returns what the lists tell of the goal's carriers (for a
+/// goal that names its session: listed, with the oldest carrier known), and the live state if
+/// read.
+async fn owner_list_beside_live(
+    ctx: &TickContext,
+    session_id: &str,
+    directory: &str,
+    goal: &Goal,
+    early_live: Option<LiveReads>,
+) -> (OwnerView, Option<LiveReads>) {
+    if !ctx.owner_lists.needs_list(goal) {
+        let oldest = ctx.holders.older_than(&goal.id, session_id);
+        return (OwnerView { listed: true, oldest }, early_live);
+    }
+    match early_live {
+        Some(live) => (ctx.owner_lists.wait_listed(directory, goal).await, Some(live)),
+        None => {
+            let (listed, live) =
+                tokio::join!(ctx.owner_lists.wait_listed(directory, goal), read_live(ctx, session_id, directory));
+            (listed, Some(live))
+        }
+    }
+}
+
+/// The objective the tick works toward: the objective file's text for a file-backed goal (the
+/// inline objective when the file is unreadable); `None` when there is none.
+pub async fn effective_objective(ctx: &TickContext, session_id: &str, goal: &Goal) -> Option<String> {
+    if goal.objective_file {
+        if let Some(text) = ctx.services.data_dir.read_objective(session_id).await {
+            return Some(text);
+        }
+        if goal.objective.is_empty() {
+            return None;
+        }
+        warn!(target: "session_goal", session = session_id, "objective file unreadable; using inline objective");
+    }
+    Some(goal.objective.clone())
+}
+
+impl Started {
+    /// The live state (read now unless it was read beside the session), gated: `Err` ends the
+    /// tick (busy, a child busy, waiting for the user, or unreadable).
+    pub async fn live(&mut self, tick: &Tick<'_>) -> Result<Live, TickOutcome> {
+        let (ctx, session_id) = (tick.ctx, tick.session_id);
+        let reads = match self.early_live.take() {
+            Some(live) => live,
+            None => read_live(ctx, session_id, tick.directory).await,
+        };
+        let (status, children, (messages, raw_messages), todos) = match reads {
+            (Ok(s), Ok(c), Ok(m), todos) => (s, c, m, todos),
+            (s, c, m, _) => {
+                let which = [("status", s.is_err()), ("children", c.is_err()), ("messages", m.is_err())]
+                    .iter()
+                    .filter(|(_, failed)| *failed)
+                    .map(|(name, _)| *name)
+                    .collect::<Vec<_>>()
+                    .join(",");
+                warn!(target: "session_goal", session = session_id, failed = %which, attempt = tick.attempt, "live state unreadable");
+                if tick.exhausted {
+                    return Err(tick.settle_blocked(REASON_MESSAGES_UNAVAILABLE, CauseCode::MessagesUnavailable).await);
+                }
+                return Err(TickOutcome::Retry);
+            }
+        };
+        match live_gate(&status, session_id, &children, |id| (ctx.waiting_for_user)(id)) {
+            LiveGate::Proceed => Ok(Live { messages, raw_messages, todos }),
+            LiveGate::Busy => Err(TickOutcome::Done),
+            LiveGate::ChildBusy => {
+                debug!(target: "session_goal", session = session_id, "child busy; re-arming");
+                Err(TickOutcome::Rearm)
+            }
+            LiveGate::WaitingForUser => {
+                let reason = &tick.goal.status_reason;
+                if reason != WAITING_FOR_USER && reason != REASON_RESUMED {
+                    tick.note_waiting().await;
+                }
+                Err(TickOutcome::Done)
+            }
+        }
+    }
+}

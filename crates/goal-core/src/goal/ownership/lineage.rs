@@ -1,0 +1,353 @@
+//! A goal belongs to one session. OpenCode's fork copies the whole metadata, an active goal
+//! included, to a new session with no `parentID` (see `docs/opencode.md`, "Forks and goal
+//! ownership"); a host that drove every active goal would then drive both sessions toward one
+//! objective. So every goal written names its session (`sessionId`), and a goal found on a
+//! session it does not name is a copy: adopted as a **paused** copy owned by that session, with
+//! cause `inherited`. A resume from any client makes it the session's own.
+//!
+//! Pure: the ownership rule, the adoption and claim edits, and the in-memory record of which
+//! session first carried a goal id (for goals written before `sessionId` existed).
+
+use std::collections::HashMap;
+
+use parking_lot::Mutex;
+
+use crate::record::cause::{Cause, CauseCode};
+pub use crate::record::reasons::REASON_COPIED;
+use crate::record::reasons::REASON_RESUMED;
+use crate::record::{Goal, GoalStatus};
+
+/// The fix an inherited cause names.
+pub const INHERITED_FIX: &str = "Resume the goal on this session to make it this session's own, or clear it.";
+/// Goal ids remembered for the older-session rule (the oldest entries go first beyond it).
+pub const MAX_REMEMBERED_GOALS: usize = 20_000;
+
+/// Whose goal a session carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ownership {
+    /// The goal names this session.
+    Own,
+    /// The goal names no session (written before `sessionId`, or the field is not a string) and
+    /// no older session is known to carry it: this session's; the next write marks it.
+    Unmarked,
+    /// A copy from `source` (a fork): adopt it paused.
+    Copy {
+        /// The session the goal came from.
+        source: String,
+    },
+    /// A copy the user resumed (or edited) on this session: it becomes this session's own.
+    Claimed,
+}
+
+/// Decides ownership. `older_holder` is the older session known to carry the same goal id
+/// (only consulted for goals that name no session).
+pub fn ownership(goal: &Goal, session_id: &str, older_holder: Option<&str>) -> Ownership {
+    let owner = goal.session_id.as_deref();
+    if owner == Some(session_id) {
+        return Ownership::Own;
+    }
+    if is_user_resume_of_copy(goal) {
+        return Ownership::Claimed;
+    }
+    match owner {
+        Some(source) => Ownership::Copy { source: source.to_string() },
+        None => match older_holder.filter(|holder| *holder != session_id) {
+            Some(source) => Ownership::Copy { source: source.to_string() },
+            None => Ownership::Unmarked,
+        },
+    }
+}
+
+/// A resume (or edit) a user made on the copy: active with `resumed`, and either the adoption's
+/// cause still there (this package's resume and OpenChamber's edit keep it) or a fresh turn
+/// allowance (OpenChamber's resume writes `turnsUsed: 0`). A goal without an owner that a user
+/// resumed is the session's too.
+fn is_user_resume_of_copy(goal: &Goal) -> bool {
+    if goal.status != GoalStatus::Active || goal.status_reason != REASON_RESUMED {
+        return false;
+    }
+    let inherited = goal.cause.as_ref().is_some_and(|c| c.code == CauseCode::Inherited);
+    inherited || goal.turns_used == 0 || goal.session_id.is_none()
+}
+
+/// Turns a copy into this session's paused copy: status paused, reason
+/// [`REASON_COPIED`], cause `inherited` with the source session, owner this session. The
+/// runtime fields the source wrote for its own turns (lease, reservation, park) go.
+pub fn adopt_paused(goal: &mut Goal, session_id: &str, source: &str, now_ms: f64) {
+    goal.status = GoalStatus::Paused;
+    goal.status_reason = REASON_COPIED.into();
+    goal.set_cause(Some(Cause::new(CauseCode::Inherited, now_ms).with_detail(source).with_fix(INHERITED_FIX)));
+    mark_owner(goal, session_id);
+    // The runtime fields the source wrote for its own turns.
+    goal.lease.clear();
+    goal.continuation_for.clear();
+    goal.continuation_id.clear();
+    crate::goal::budgets::limit_rules::clear_park(goal);
+    crate::time::active::begin_inactive(goal, now_ms);
+}
+
+/// Makes the goal this session's own (a resume, or a write that marks an unmarked goal); an
+/// inherited cause goes with it.
+pub fn mark_owner(goal: &mut Goal, session_id: &str) {
+    goal.set_owner(session_id);
+    if goal.cause.as_ref().is_some_and(|c| c.code == CauseCode::Inherited) && goal.status == GoalStatus::Active {
+        goal.set_cause(None);
+    }
+}
+
+/// Which session first carried each goal id: the oldest by creation time, then by id when two
+/// were made in the same millisecond (OpenCode's session ids sort newest first, so the larger id
+/// is the older session; every host picks the same one). It also records, for each goal id,
+/// whether an owner list showed it (see [`GoalHolders::is_listed`]).
+#[derive(Debug, Default)]
+pub struct GoalHolders {
+    oldest: Mutex<HashMap<String, Holder>>,
+}
+
+/// What the owner lists told about one goal id.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OwnerView {
+    /// A list that holds every carrier of the goal was read.
+    pub listed: bool,
+    /// The oldest session known to carry the goal.
+    pub oldest: Option<String>,
+}
+
+/// The oldest known carrier of one goal id.
+#[derive(Debug, Clone)]
+struct Holder {
+    /// The carrier's `time.created` (`f64::MAX` when unknown: never older than a known one).
+    created: f64,
+    /// The carrier.
+    session: String,
+    /// The lowest `start` of a session list that showed this goal (`-inf`: a list of the whole
+    /// directory; `+inf`: no list showed it, only a tick's own read).
+    listed_from: f64,
+}
+
+/// How far before a goal's `createdAt` its owner list starts. `createdAt` is written by the
+/// client that made the goal, `time.updated` by the server: the margin absorbs clock skew
+/// between them. Starts are rounded down to a multiple of it so that goals made close together
+/// share one list.
+pub const OWNER_LIST_MARGIN_MS: f64 = 10.0 * 60_000.0;
+
+/// The `start` of the owner list that can show every carrier of a goal created at
+/// `created_at`: every such session was updated when the goal was written on it, or later (see
+/// `docs/ownership.md`). `None` (list the whole directory) when `created_at` is unknown, or
+/// later than `now` by more than the margin: a goal cannot have been made in the future, so such
+/// a stamp was written by a broken or hostile writer, and a list from it would show no carrier.
+pub fn owner_list_start(created_at: f64, now: f64) -> Option<f64> {
+    if !(created_at.is_finite() && created_at > OWNER_LIST_MARGIN_MS && created_at <= now + OWNER_LIST_MARGIN_MS) {
+        return None;
+    }
+    Some(((created_at - OWNER_LIST_MARGIN_MS) / OWNER_LIST_MARGIN_MS).floor() * OWNER_LIST_MARGIN_MS)
+}
+
+impl GoalHolders {
+    /// Records that `session_id` (created at `created`) carries `goal_id`, as a tick read it.
+    pub fn saw(&self, goal_id: &str, session_id: &str, created: f64) {
+        self.record(goal_id, session_id, created, f64::INFINITY);
+    }
+
+    /// Records that a session list starting at `list_start` (`None`: the whole directory)
+    /// showed `session_id` carrying `goal_id`. Such a list holds every carrier of the goal when
+    /// its start is at or before [`owner_list_start`] of the goal's `createdAt`.
+    pub fn saw_in_list(&self, goal_id: &str, session_id: &str, created: f64, list_start: Option<f64>) {
+        self.record(goal_id, session_id, created, list_start.unwrap_or(f64::NEG_INFINITY));
+    }
+
+    fn record(&self, goal_id: &str, session_id: &str, created: f64, listed_from: f64) {
+        if goal_id.is_empty() || session_id.is_empty() {
+            return;
+        }
+        let mut oldest = self.oldest.lock();
+        if oldest.len() >= MAX_REMEMBERED_GOALS && !oldest.contains_key(goal_id) {
+            // Bounded: forget an arbitrary half rather than grow without end (a forgotten goal
+            // is listed again when next seen unowned).
+            let keep: Vec<String> = oldest.keys().take(MAX_REMEMBERED_GOALS / 2).cloned().collect();
+            oldest.retain(|key, _| keep.contains(key));
+        }
+        let created = if created.is_finite() && created > 0.0 { created } else { f64::MAX };
+        let candidate = Holder { created, session: session_id.to_string(), listed_from };
+        match oldest.get_mut(goal_id) {
+            Some(known) => {
+                known.listed_from = known.listed_from.min(listed_from);
+                if is_older(&(candidate.created, &candidate.session), &(known.created, &known.session)) {
+                    known.created = candidate.created;
+                    known.session = candidate.session;
+                }
+            }
+            None => {
+                oldest.insert(goal_id.to_string(), candidate);
+            }
+        }
+    }
+
+    /// Whether a session list that holds every carrier of `goal_id` has been read: one that
+    /// showed the goal and started at or before `needed_start` (`None`: only a list of the whole
+    /// directory will do). Only then is the oldest carrier known, and with it the owner of a goal
+    /// that names no session.
+    pub fn is_listed(&self, goal_id: &str, needed_start: Option<f64>) -> bool {
+        let needed = needed_start.unwrap_or(f64::NEG_INFINITY);
+        self.oldest.lock().get(goal_id).is_some_and(|holder| holder.listed_from <= needed)
+    }
+
+    /// Whether a list holding every carrier of `goal_id` was read (see [`Self::is_listed`]) and
+    /// the oldest carrier known, read at one moment (a [`Self::forget`] in between cannot make a
+    /// listed goal look carried by no older session).
+    pub fn view(&self, goal_id: &str, needed_start: Option<f64>) -> OwnerView {
+        let needed = needed_start.unwrap_or(f64::NEG_INFINITY);
+        let oldest = self.oldest.lock();
+        let holder = oldest.get(goal_id);
+        OwnerView { listed: holder.is_some_and(|h| h.listed_from <= needed), oldest: holder.map(|h| h.session.clone()) }
+    }
+
+    /// Forgets `goal_id` (its goal settled): memory stays flat however many goals pass through.
+    /// Safe at any time: a goal that names no session and is seen again is listed again.
+    pub fn forget(&self, goal_id: &str) {
+        self.oldest.lock().remove(goal_id);
+    }
+
+    /// The oldest session known to carry `goal_id`, when it is not `session_id`.
+    pub fn older_than(&self, goal_id: &str, session_id: &str) -> Option<String> {
+        self.oldest.lock().get(goal_id).map(|holder| holder.session.clone()).filter(|holder| holder != session_id)
+    }
+}
+
+fn is_older(a: &(f64, &String), b: &(f64, &String)) -> bool {
+    a.0 < b.0 || (a.0 == b.0 && a.1 > b.1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn goal(fields: serde_json::Value) -> Goal {
+        let mut base = json!({"id": "g1", "status": "active", "objective": "Build it", "turnsUsed": 3});
+        for (k, v) in fields.as_object().unwrap() {
+            base[k] = v.clone();
+        }
+        Goal::from_value(&base).unwrap()
+    }
+
+    #[test]
+    fn the_ownership_rule() {
+        assert_eq!(ownership(&goal(json!({"sessionId": "ses_a"})), "ses_a", None), Ownership::Own);
+        assert_eq!(
+            ownership(&goal(json!({"sessionId": "ses_a"})), "ses_b", None),
+            Ownership::Copy { source: "ses_a".into() }
+        );
+        // Legacy goals: the older session's; a newer one carrying the same id is a copy.
+        assert_eq!(ownership(&goal(json!({})), "ses_a", None), Ownership::Unmarked);
+        assert_eq!(ownership(&goal(json!({})), "ses_a", Some("ses_a")), Ownership::Unmarked);
+        assert_eq!(ownership(&goal(json!({})), "ses_b", Some("ses_a")), Ownership::Copy { source: "ses_a".into() });
+        // A sessionId that is not a string counts as none (kept verbatim until a write marks it).
+        let odd = goal(json!({"sessionId": 42}));
+        assert_eq!(ownership(&odd, "ses_b", Some("ses_a")), Ownership::Copy { source: "ses_a".into() });
+        assert_eq!(ownership(&odd, "ses_a", None), Ownership::Unmarked);
+    }
+
+    #[test]
+    fn resumes_claim_a_copy() {
+        let adopted = goal(json!({"sessionId": "ses_b", "status": "paused",
+            "cause": {"code": "inherited", "since": 1, "detail": "ses_a"}}));
+        // OpenChamber's resume: active, resumed, turnsUsed 0; it may drop fields it does not know.
+        let ui = goal(json!({"sessionId": "ses_a", "statusReason": "resumed", "turnsUsed": 0}));
+        assert_eq!(ownership(&ui, "ses_b", None), Ownership::Claimed);
+        let ui_dropped = goal(json!({"statusReason": "resumed", "turnsUsed": 0}));
+        assert_eq!(ownership(&ui_dropped, "ses_b", Some("ses_a")), Ownership::Claimed);
+        // An edit keeps counters and the inherited cause.
+        let edited = goal(json!({"sessionId": "ses_a", "statusReason": "resumed",
+            "cause": {"code": "inherited", "since": 1, "detail": "ses_a"}}));
+        assert_eq!(ownership(&edited, "ses_b", None), Ownership::Claimed);
+        // A fresh copy of a running goal that says nothing of a resume stays a copy.
+        let copy = goal(json!({"sessionId": "ses_a", "statusReason": "resumed", "turnsUsed": 4}));
+        assert_eq!(ownership(&copy, "ses_b", None), Ownership::Copy { source: "ses_a".into() });
+        assert_eq!(ownership(&adopted, "ses_b", None), Ownership::Own);
+    }
+
+    #[test]
+    fn adoption_pauses_and_claiming_marks() {
+        let mut copy = goal(json!({"sessionId": "ses_a", "lease": {"holder": "h", "expiresAt": 9e12},
+            "continuationFor": "msg_1", "continuationId": "msg_2", "mystery": 1}));
+        adopt_paused(&mut copy, "ses_b", "ses_a", 50.0);
+        assert_eq!(copy.status, GoalStatus::Paused);
+        assert_eq!(copy.status_reason, REASON_COPIED);
+        assert_eq!(copy.session_id.as_deref(), Some("ses_b"));
+        let cause = copy.cause.clone().unwrap();
+        assert_eq!((cause.code, cause.detail.as_deref(), cause.since), (CauseCode::Inherited, Some("ses_a"), 50.0));
+        assert!(cause.fix.is_some());
+        let stored = copy.to_value();
+        for gone in ["lease", "continuationFor", "continuationId"] {
+            assert!(stored.get(gone).is_none(), "{gone}");
+        }
+        assert_eq!(copy.extra["mystery"], json!(1));
+        // Resumed: active again; marking it clears the inherited cause.
+        copy.status = GoalStatus::Active;
+        mark_owner(&mut copy, "ses_b");
+        assert!(copy.cause.is_none());
+        let mut odd = goal(json!({"sessionId": ["x"]}));
+        mark_owner(&mut odd, "ses_c");
+        assert_eq!(odd.to_value()["sessionId"], json!("ses_c"));
+    }
+
+    #[test]
+    fn the_oldest_holder_wins_and_ties_are_stable() {
+        let holders = GoalHolders::default();
+        holders.saw("g1", "ses_fork", 200.0);
+        holders.saw("g1", "ses_parent", 100.0);
+        holders.saw("g1", "ses_fork2", 300.0);
+        assert_eq!(holders.older_than("g1", "ses_fork").as_deref(), Some("ses_parent"));
+        assert_eq!(holders.older_than("g1", "ses_parent"), None);
+        // Two forks in the same millisecond, parent unknown: the same one wins on every host.
+        let (one, two) = (GoalHolders::default(), GoalHolders::default());
+        one.saw("g2", "ses_x", 5.0);
+        one.saw("g2", "ses_y", 5.0);
+        two.saw("g2", "ses_y", 5.0);
+        two.saw("g2", "ses_x", 5.0);
+        assert_eq!(one.older_than("g2", "ses_y"), two.older_than("g2", "ses_y"));
+        // Session ids sort newest first: of two made in one millisecond, the larger is older.
+        assert_eq!(one.older_than("g2", "ses_x").as_deref(), Some("ses_y"));
+        assert_eq!(one.older_than("g2", "ses_y"), None);
+        // No creation time: never older than a known one.
+        holders.saw("g1", "ses_unknown", 0.0);
+        assert_eq!(holders.older_than("g1", "ses_unknown").as_deref(), Some("ses_parent"));
+        holders.saw("", "ses_a", 1.0);
+        assert_eq!(holders.older_than("", "ses_b"), None);
+        // A tick's own read does not make a goal listed; a list showing it does, when it
+        // started early enough for the goal.
+        assert!(!holders.is_listed("g1", Some(0.0)));
+        holders.saw_in_list("g1", "ses_fork3", 400.0, Some(50.0));
+        assert!(holders.is_listed("g1", Some(50.0)) && holders.is_listed("g1", Some(60.0)));
+        assert!(!holders.is_listed("g1", Some(40.0)), "a list from later may miss an older carrier");
+        assert!(!holders.is_listed("g1", None), "no createdAt: only a whole-directory list will do");
+        assert_eq!(holders.older_than("g1", "ses_fork3").as_deref(), Some("ses_parent"));
+        holders.saw_in_list("g3", "ses_z", 10.0, None);
+        assert!(holders.is_listed("g3", None) && holders.is_listed("g3", Some(1.0)));
+        // A later tick's read keeps what a list showed.
+        holders.saw("g3", "ses_z", 10.0);
+        assert!(holders.is_listed("g3", None));
+        assert_eq!(holders.view("g3", None), OwnerView { listed: true, oldest: Some("ses_z".into()) });
+        // A settled goal is forgotten: seen again, it needs a list again.
+        holders.forget("g3");
+        assert_eq!(holders.view("g3", None), OwnerView::default());
+    }
+
+    /// A fixed "now" a little after the goals these tests make.
+    const NOW: f64 = 1_764_600_100_000.0;
+
+    #[test]
+    fn owner_lists_start_before_the_goal_and_are_shared() {
+        let margin = OWNER_LIST_MARGIN_MS;
+        assert_eq!(owner_list_start(0.0, NOW), None);
+        assert_eq!(owner_list_start(f64::NAN, NOW), None);
+        assert_eq!(owner_list_start(1e308, NOW), None, "a stamp in the future lists the whole directory");
+        assert_eq!(owner_list_start(NOW + 2.0 * OWNER_LIST_MARGIN_MS, NOW), None);
+        let created = 1_764_600_000_123.0;
+        let start = owner_list_start(created, NOW).unwrap();
+        assert!(start <= created - margin && start > created - 2.0 * margin);
+        // Goals made a moment apart share a start (one list serves both).
+        assert_eq!(owner_list_start(created + 1000.0, NOW), Some(start));
+    }
+}
