@@ -8,7 +8,7 @@
 //      window's size, is checked for size and content, printed and deleted.
 // Usage: node scripts/tauri-test/drive.mjs <path to the tauri-goals binary>. Exit code 0 on success.
 import { spawn, execFileSync } from 'node:child_process'
-import { mkdtempSync, mkdirSync, rmSync, existsSync } from 'node:fs'
+import { copyFileSync, mkdtempSync, mkdirSync, rmSync, existsSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
@@ -189,6 +189,8 @@ try {
   const shot = join(scratch, 'window.png')
   execFileSync('import', ['-window', 'root', shot])
   const [shotWidth, shotHeight, deviation, colours] = execFileSync('identify', ['-format', '%w %h %[fx:standard_deviation] %k', shot], { encoding: 'utf8' }).trim().split(' ').map(Number)
+  // To look at it: TAURI_TEST_SCREENSHOT_COPY=/some/file.png (outside the temp directory).
+  if (process.env.TAURI_TEST_SCREENSHOT_COPY) copyFileSync(shot, process.env.TAURI_TEST_SCREENSHOT_COPY)
   rmSync(shot)
   console.log(`screenshot: ${shotWidth}x${shotHeight} (window ${width}x${height}), ${colours} colours, standard deviation ${deviation.toFixed(4)}; deleted`)
   if (shotWidth !== width || shotHeight !== height) throw new Error(`the screenshot is ${shotWidth}x${shotHeight}, the window ${width}x${height}`)
