@@ -94,19 +94,19 @@ try {
   // The app's answers, one line each (see src/test_control.rs).
   const answers = []
   createInterface({ input: app.stdout }).on('line', (line) => answers.push(line))
-  const ask = async (command, matches, what) => {
+  const ask = async (command, matches, what, timeoutMs = 15_000) => {
     const from = answers.length
     app.stdin.write(command + '\n')
     return waitFor(what ?? command, () => {
       const answer = answers.slice(from).find((line) => matches(line) || line.startsWith('error '))
       if (answer?.startsWith('error ')) throw new Error(`the app answered ${answer}`)
       return answer
-    }, 15_000)
+    }, timeoutMs)
   }
   let reads = 0
-  const readPage = async () => {
+  const readPage = async (timeoutMs) => {
     const tag = `r${++reads}`
-    const answer = await ask(`read ${tag}`, (line) => line.startsWith(`page ${tag} `), 'the page text')
+    const answer = await ask(`read ${tag}`, (line) => line.startsWith(`page ${tag} `), 'the page text', timeoutMs)
     return JSON.parse(answer.slice(`page ${tag} `.length))
   }
   const rowOf = (text, title) => text.split('\n').find((line) => line.startsWith(title)) ?? ''
@@ -126,6 +126,9 @@ try {
 
   await waitFor('the app to follow the event stream', () => mock.eventStreams > 0, 60_000)
   log('the app follows /global/event')
+  // An event sent before the page has registered its listeners is lost: ask until it answers.
+  await waitFor('the page to answer', () => readPage(2000).catch(() => null), 60_000)
+  log('the page answers')
 
   const goal = (objective, criteriaList) => ({
     id: `goal-${Math.random().toString(36).slice(2, 8)}`, objective, objectiveFile: false, status: 'active', tokenBudget: null,

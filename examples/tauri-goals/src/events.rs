@@ -23,27 +23,35 @@ pub fn spawn_forwarder(app: AppHandle, base_url: String, headers: Vec<(String, S
             Err(error) => return eprintln!("tauri-goals: no HTTP client for the event stream: {error}"),
         };
         let mut retry = FIRST_RETRY;
-        let mut connected_before = false;
+        let mut missed_events = false;
         loop {
-            match follow_stream(&client, &base_url, &headers, &runtime, &app, connected_before).await {
-                Ok(()) => eprintln!("tauri-goals: OpenCode's event stream ended; reconnecting"),
+            let mut connected = false;
+            let outcome =
+                follow_stream(&client, &base_url, &headers, &runtime, &app, missed_events, &mut connected).await;
+            // A stream that was up starts over with a short delay; one that never came up backs off.
+            if connected {
+                retry = FIRST_RETRY;
+            }
+            match outcome {
+                Ok(()) => eprintln!("tauri-goals: OpenCode's event stream ended; reconnecting in {retry:?}"),
                 Err(error) => eprintln!("tauri-goals: OpenCode's event stream failed ({error}); retrying in {retry:?}"),
             }
-            connected_before = true;
+            missed_events = true;
             tokio::time::sleep(retry).await;
             retry = (retry * 2).min(LAST_RETRY);
         }
     });
 }
 
-/// Reads one connection of the stream until it ends.
+/// Reads one connection of the stream until it ends; `connected` tells whether it came up.
 async fn follow_stream(
     client: &reqwest::Client,
     base_url: &str,
     headers: &[(String, String)],
     runtime: &EmbeddedGoalRuntime,
     app: &AppHandle,
-    reconnected: bool,
+    missed_events: bool,
+    connected: &mut bool,
 ) -> Result<(), String> {
     let mut request = client.get(format!("{base_url}/global/event")).header("accept", "text/event-stream");
     for (name, value) in headers {
@@ -53,7 +61,8 @@ async fn follow_stream(
     if !response.status().is_success() {
         return Err(format!("HTTP {}", response.status()));
     }
-    if reconnected {
+    *connected = true;
+    if missed_events {
         // Events were lost while the stream was down: look for stranded goals.
         runtime.recover();
         let _ = app.emit(GOALS_CHANGED, ());

@@ -88,15 +88,18 @@ async function act(action, sessionId, button) {
   await load()
 }
 
-listen('goals-changed', () => load())
-
 // Test hooks: these events come only from src/test_control.rs, which runs only when the app
-// is started with TAURI_GOALS_TEST_CONTROL=1. A click goes through the button itself.
-listen('test:click', ({ payload }) => {
-  const button = document.querySelector(`button[data-action="${payload.action}"][data-session="${CSS.escape(payload.sessionId)}"]`)
-  if (button) button.click()
-  else message.textContent = `No ${payload.action} button for ${payload.sessionId}`
-})
-listen('test:read-page', ({ payload }) => invoke('report_page_text', { tag: payload.tag, text: document.body.innerText }))
+// is started with TAURI_GOALS_TEST_CONTROL=1. A click goes through the button itself. The page
+// answers a read only once every listener is in place, so a test that got an answer can click.
+async function listenForTests() {
+  await listen('test:click', ({ payload }) => {
+    const button = document.querySelector(`button[data-action="${payload.action}"][data-session="${CSS.escape(payload.sessionId)}"]`)
+    if (button) button.click()
+    else message.textContent = `No ${payload.action} button for ${payload.sessionId}`
+  })
+  await listen('test:read-page', ({ payload }) => invoke('report_page_text', { tag: payload.tag, text: document.body.innerText }))
+}
 
+listen('goals-changed', () => load())
+listenForTests()
 load()
