@@ -35,6 +35,8 @@ pub struct Outcome {
     pub ticks: u64,
     /// Goals it settled.
     pub settled: u64,
+    /// The directory's goals as the control API lists them afterwards: `session id: status`.
+    pub listed: Vec<String>,
     /// HTTP requests the stand-in served, by `METHOD /path`.
     pub requests: HashMap<String, usize>,
 }
@@ -238,6 +240,12 @@ pub async fn drive_goal_to_completion() -> Result<Outcome, String> {
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     };
+    // The control API acts on the runtime's server with its headers and data directory: here it
+    // lists the directory's goals, as a desktop shell's window would.
+    let listed = match goal_core::list_goals(&runtime.control_context(), DIRECTORY).await {
+        Ok(rows) => rows.iter().map(|row| format!("{}: {}", row.session.id, row.goal.status.as_str())).collect(),
+        Err(error) => vec![format!("list failed: {error}")],
+    };
     runtime.stop().await;
     let _ = std::fs::remove_dir_all(&data_dir);
     let requests = state.lock().requests.clone();
@@ -246,6 +254,7 @@ pub async fn drive_goal_to_completion() -> Result<Outcome, String> {
         reason: goal["statusReason"].as_str().unwrap_or("").to_string(),
         ticks: snapshot.ticks,
         settled: snapshot.settled,
+        listed,
         requests,
     })
 }
@@ -256,6 +265,7 @@ fn main() {
     match runtime.block_on(drive_goal_to_completion()) {
         Ok(outcome) => {
             println!("goal {} ({}) after {} tick(s)", outcome.status, outcome.reason, outcome.ticks);
+            println!("listed: {}", outcome.listed.join(", "));
             let mut requests: Vec<_> = outcome.requests.into_iter().collect();
             requests.sort();
             for (request, count) in requests {

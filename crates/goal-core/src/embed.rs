@@ -4,7 +4,9 @@
 //! runs the runtime on a tokio runtime handle the application owns. The application forwards
 //! OpenCode's events (from `GET /global/event`, envelope unwrapped) with
 //! [`EmbeddedGoalRuntime::feed`] or [`EmbeddedGoalRuntime::feed_json`], reads counters with
-//! [`EmbeddedGoalRuntime::snapshot`] and ends with [`EmbeddedGoalRuntime::stop`].
+//! [`EmbeddedGoalRuntime::snapshot`] and ends with [`EmbeddedGoalRuntime::stop`]. Acting on goals
+//! (list a directory's goals, pause, resume, create) goes through the control functions with
+//! [`EmbeddedGoalRuntime::control_context`]: the same server, headers and data directory.
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -34,12 +36,14 @@ use serde_json::Value;
 
 use crate::config::tunables::GoalTunables;
 use crate::config::GoalConfig;
+use crate::control::create::ControlContext;
+use crate::control::orchestrate::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_LANDING_POLL, DEFAULT_LANDING_TIMEOUT};
 use crate::intake::{parse_payload, IntakeEvent};
 use crate::io::opencode::{OpenCodeClient, StaticEndpoint};
 use crate::io::services::{resolve_data_dir, DataDir, NoNotifier, Notifier, Services, SmallModel};
 use crate::io::shared::SharedContext;
 use crate::runtime::{GoalRuntime, GoalRuntimeSettings, GoalSnapshot};
-use crate::small_model::{catalog::ModelRef, BuiltinSmallModel};
+use crate::small_model::{catalog::ModelRef, BuiltinSmallModel, DEFAULT_CALL_TIMEOUT};
 
 /// Settings of an embedded goal runtime; every setting has the Node package's default.
 pub struct GoalRuntimeBuilder {
@@ -263,6 +267,15 @@ impl GoalRuntimeBuilder {
         });
         let notifier = self.notifier.unwrap_or_else(|| Arc::new(NoNotifier));
         let recover_on_start = self.recover_on_start.unwrap_or(!self.directories.is_empty());
+        let control = ControlContext {
+            client: client.clone(),
+            small_model: small_model.clone(),
+            data_dir: data_dir.root().to_path_buf(),
+            small_model_timeout: DEFAULT_CALL_TIMEOUT,
+            landing_timeout: DEFAULT_LANDING_TIMEOUT,
+            landing_poll: DEFAULT_LANDING_POLL,
+            command_timeout: DEFAULT_COMMAND_TIMEOUT,
+        };
         let settings = GoalRuntimeSettings {
             shared: shared.clone(),
             client,
@@ -271,7 +284,7 @@ impl GoalRuntimeBuilder {
             directories: self.directories,
             recover_on_start,
         };
-        EmbeddedGoalRuntime { runtime: GoalRuntime::start(settings, handle), shared }
+        EmbeddedGoalRuntime { runtime: GoalRuntime::start(settings, handle), shared, control }
     }
 }
 
@@ -281,6 +294,7 @@ impl GoalRuntimeBuilder {
 pub struct EmbeddedGoalRuntime {
     runtime: GoalRuntime,
     shared: SharedContext,
+    control: ControlContext,
 }
 
 impl EmbeddedGoalRuntime {
@@ -338,6 +352,16 @@ impl EmbeddedGoalRuntime {
     /// Stops: no new work; resolves when in-flight ticks have ended. Idempotent.
     pub async fn stop(&self) {
         self.runtime.stop().await;
+    }
+
+    /// What the control functions ([`list_goals`](crate::list_goals),
+    /// [`pause_goal`](crate::pause_goal), [`resume_goal`](crate::resume_goal),
+    /// [`create_session_goal`](crate::create_session_goal), …) need to act on this runtime's
+    /// goals: its OpenCode client (server, headers, connection pool), small model and data
+    /// directory, with the control defaults of the Node package. The runtime sees the result of
+    /// an action through OpenCode's `session.updated` event, as for any other writer.
+    pub fn control_context(&self) -> ControlContext {
+        self.control.clone()
     }
 
     /// The underlying runtime.

@@ -14,4 +14,7 @@ async fn embedded_runtime_drives_a_goal_to_complete() {
     let patches = outcome.requests.get("PATCH /session/ses_embedexample01").copied().unwrap_or(0);
     assert!(patches >= 1, "{outcome:?}");
     assert!(!outcome.requests.contains_key("POST /session/ses_embedexample01/prompt_async"), "{outcome:?}");
+    // The control context reaches the same server: the directory's goal listed, as stored.
+    assert_eq!(outcome.listed, ["ses_embedexample01: complete"], "{outcome:?}");
+    assert!(outcome.requests.get("GET /session").copied().unwrap_or(0) >= 1, "{outcome:?}");
 }
