@@ -6,13 +6,14 @@
 
 // Pure: decisions, gates, accounting, the notification. A stage's pure part, when it has one
 // file of its own, is named after the stage: `limit_rules` (of `limits`), `check_rules` (of
-// `checks`).
+// `checks`), `guard_rules` (of `guards`).
 pub mod accounting;
 pub mod causes;
 pub mod check_rules;
 pub mod cost;
 pub mod gates;
 pub mod grading;
+pub mod guard_rules;
 pub mod limit_rules;
 pub mod lineage;
 pub mod notify;
@@ -31,6 +32,7 @@ pub mod deliver;
 pub mod dispatch;
 pub mod echo;
 pub mod evidence;
+pub mod guards;
 pub mod limits;
 pub mod observe;
 pub mod owner_scan;

@@ -1,4 +1,4 @@
-//! One goal tick, stage by stage: observe (`observe.rs`) → plan (`plan.rs`, pure; the time
+//! One goal tick, stage by stage: observe (`observe.rs`) → guards (`guards.rs`) → plan (`plan.rs`, pure; the time
 //! stage `time_gate.rs` and the quiet window) → audit (`audit.rs`, with the evidence stage
 //! `evidence.rs`) → reserve (`reserve.rs`, echo reactions in `echo.rs`) → dispatch
 //! (`deliver.rs`, `dispatch.rs`) → settle (`settle.rs`). A [`Tick`] carries what every stage
@@ -12,6 +12,7 @@ use crate::goal::audit::audit_turn;
 use crate::goal::context::{ReadAtStart, Tick, TickContext};
 use crate::goal::deliver::deliver;
 use crate::goal::gates::quiet_remaining;
+use crate::goal::guards;
 use crate::goal::observe::{self, Live};
 use crate::goal::plan::{plan_tick, unaudited_reservation, Basis, Plan, Reservation, WaitReason};
 use crate::goal::reserve::reserve;
@@ -54,6 +55,10 @@ pub async fn run_tick(
         attempt,
         exhausted,
     };
+    // A guard that cannot be read stops the goal before anything runs past it.
+    if let Some(outcome) = guards::check(&tick).await {
+        return outcome;
+    }
     if objective.is_none() {
         if exhausted {
             let mut settlement = blocked(&tick.goal, REASON_OBJECTIVE_UNAVAILABLE, CauseCode::MessagesUnavailable);

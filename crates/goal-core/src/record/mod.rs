@@ -6,6 +6,7 @@ pub mod cause;
 pub mod check_id;
 pub mod criteria;
 mod fields;
+pub mod guard_read;
 pub mod lease;
 pub mod metadata;
 pub mod part_id;
@@ -213,6 +214,7 @@ impl Goal {
     /// Replaces the checks (empty clears them), dropping any unreadable stored value.
     pub fn set_checks(&mut self, checks: Vec<AcceptanceCheck>) {
         self.extra.remove(CHECKS_FIELD);
+        self.verbatim.remove(CHECKS_FIELD);
         self.checks = checks;
     }
 
