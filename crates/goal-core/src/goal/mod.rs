@@ -19,6 +19,7 @@ pub mod lineage;
 pub mod notify;
 pub mod operator;
 pub mod plan;
+pub mod strand_rules;
 // What the stages share.
 pub mod context;
 pub mod echo_watch;
@@ -38,5 +39,6 @@ pub mod observe;
 pub mod owner_scan;
 pub mod reserve;
 pub mod settle;
+pub mod strand;
 pub mod tick;
 pub mod time_gate;

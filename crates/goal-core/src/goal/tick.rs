@@ -1,6 +1,7 @@
-//! One goal tick, stage by stage: observe (`observe.rs`) → guards (`guards.rs`) → plan (`plan.rs`, pure; the time
-//! stage `time_gate.rs` and the quiet window) → audit (`audit.rs`, with the evidence stage
-//! `evidence.rs`) → reserve (`reserve.rs`, echo reactions in `echo.rs`) → dispatch
+//! One goal tick, stage by stage: observe (`observe.rs`) → guards (`guards.rs`: a guard that
+//! cannot be read stops the goal) → plan (`plan.rs`, pure; the time stage `time_gate.rs`, the
+//! quiet window, and a stranded message posted again, `strand.rs`) → audit (`audit.rs`, with the
+//! evidence stage `evidence.rs`) → reserve (`reserve.rs`, echo reactions in `echo.rs`) → dispatch
 //! (`deliver.rs`, `dispatch.rs`) → settle (`settle.rs`). A [`Tick`] carries what every stage
 //! needs.
 
@@ -17,6 +18,7 @@ use crate::goal::observe::{self, Live};
 use crate::goal::plan::{plan_tick, unaudited_reservation, Basis, Plan, Reservation, WaitReason};
 use crate::goal::reserve::reserve;
 use crate::goal::settle::blocked;
+use crate::goal::strand;
 use crate::goal::time_gate;
 use crate::io::writer::GoalGuard;
 use crate::record::cause::CauseCode;
@@ -104,20 +106,7 @@ async fn plan_and_audit(tick: &Tick<'_>, live: Live) -> Result<(Basis, Reservati
     match plan {
         // Waiting for the user's first exchange is not being stuck.
         Plan::Wait(WaitReason::NoReplyYet) => Err(TickOutcome::Done),
-        Plan::Wait(reason) => {
-            // The session is idle, yet its newest message has no finished reply: normally a
-            // turn that is just starting (busy follows), so look again with backoff; if it never
-            // starts, the turn failed and the goal must not sit active forever.
-            debug!(target: "session_goal", session = tick.session_id, ?reason, attempt = tick.attempt, "idle without a finished reply");
-            if tick.exhausted {
-                let mut settlement = blocked(&tick.goal, REASON_TURN_FAILED, CauseCode::DispatchFailed);
-                settlement.detail = Some("no reply".into());
-                // A failed write retries (goal/context.rs, `written_outcome`): reporting it
-                // settled would leave the goal active with nothing armed.
-                return Err(tick.settle(settlement).await);
-            }
-            Err(TickOutcome::Retry)
-        }
+        Plan::Wait(reason) => Err(waiting(tick, &live, reason).await),
         Plan::Pause(accounting) => {
             if !tick.generation.is_current() {
                 return Err(TickOutcome::Done);
@@ -135,6 +124,27 @@ async fn plan_and_audit(tick: &Tick<'_>, live: Live) -> Result<(Basis, Reservati
             Ok((basis, reservation))
         }
     }
+}
+
+/// The session is idle, yet its newest message has no finished reply. A user message nothing
+/// answers is a stranded message, posted again under its own ids (`strand.rs`). Otherwise it is
+/// normally a turn that is just starting (busy follows), so look again with backoff; if it never
+/// starts, the turn failed and the goal must not sit active forever.
+async fn waiting(tick: &Tick<'_>, live: &Live, reason: WaitReason) -> TickOutcome {
+    if reason == WaitReason::TrailingUserMessage {
+        if let Some(outcome) = strand::recover(tick, live).await {
+            return outcome;
+        }
+    }
+    debug!(target: "session_goal", session = tick.session_id, ?reason, attempt = tick.attempt, "idle without a finished reply");
+    if tick.exhausted {
+        let mut settlement = blocked(&tick.goal, REASON_TURN_FAILED, CauseCode::DispatchFailed);
+        settlement.detail = Some("no reply".into());
+        // A failed write retries (goal/context.rs, `written_outcome`): reporting it settled
+        // would leave the goal active with nothing armed.
+        return tick.settle(settlement).await;
+    }
+    TickOutcome::Retry
 }
 
 /// The quiet window, from data: whatever order the events came in (a kickoff or follow-up armed

@@ -92,6 +92,18 @@ pub struct Lease {
     pub expires_at: f64,
 }
 
+/// The re-posts of a stranded message (`reposted: {messageId, posts, at}`): a user message
+/// OpenCode stored but never answered, posted again under its own ids (`goal/strand.rs`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reposted {
+    /// The stranded message's id.
+    pub message_id: String,
+    /// Posts of it so far.
+    pub posts: u64,
+    /// When the last post went out (ms since epoch).
+    pub at: f64,
+}
+
 macro_rules! goal_fields {
     (
         event { $( $(#[$edoc:meta])* $ekind:ident $ename:ident : $ety:ty = $ewire:expr, $eread:expr, $ewrite:expr; )* }
@@ -295,6 +307,14 @@ goal_fields! {
         evidence_overrides: Vec<String> = "evidenceOverrides",
             |v: &Value| v.as_array()?.iter().map(|c| c.as_str().map(str::to_string)).collect(),
             |v: &Vec<String>| json!(v);
+        /// The re-posts of a stranded message (`reposted`, see [`Reposted`]).
+        reposted: Reposted = "reposted",
+            |v: &Value| Some(Reposted {
+                message_id: v.get("messageId")?.as_str()?.to_string(),
+                posts: positive_count(v.get("posts")),
+                at: v.get("at").and_then(Value::as_f64).filter(|n| n.is_finite() && *n >= 0.0).unwrap_or(0.0),
+            }),
+            |v: &Reposted| json!({ "messageId": v.message_id, "posts": v.posts, "at": v.at });
         /// The highest criterion id number assigned so far (`criteriaIssued`): ids are never reused.
         criteria_issued: u64 = "criteriaIssued", |v: &Value| Some(positive_count(Some(v))), |v: &u64| Value::from(*v);
         /// The objective revision whose first audit was asked to derive criteria
