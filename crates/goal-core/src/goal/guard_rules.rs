@@ -35,8 +35,8 @@ pub fn unreadable_guards(goal: &Goal) -> Vec<UnreadableGuard> {
             found.push(UnreadableGuard { field, problem });
         }
     };
-    push(CHECKS_FIELD, goal.extra.get(CHECKS_FIELD).filter(|v| !v.is_null()).map(checks_problem));
-    push(CRITERIA_FIELD, goal.extra.get(CRITERIA_FIELD).filter(|v| !v.is_null()).map(criteria_problem));
+    push(CHECKS_FIELD, goal.unreadable_checks().filter(|v| !v.is_null()).map(checks_problem));
+    push(CRITERIA_FIELD, goal.unreadable_criteria().filter(|v| !v.is_null()).map(criteria_problem));
     push("costBudget", number_problem(&goal.cost_budget, "a number of US dollars above 0"));
     push("timeBudgetMs", number_problem(&goal.time_budget_ms, "a whole number of milliseconds, at least 1"));
     push("activeHours", hours_problem(&goal.active_hours));
@@ -162,11 +162,12 @@ fn criteria_problem(raw: &Value) -> String {
     let mut ids = Vec::new();
     for (index, item) in items.iter().enumerate() {
         let text = |key: &str| item.get(key).and_then(Value::as_str);
+        let numbered = text("id").and_then(|id| id.strip_prefix('c')).is_some_and(|n| n.parse::<u64>().is_ok());
         let why = if !item.is_object() {
             Some("is not an object {id, text, source, state}")
         } else if text("text").is_none() {
             Some("has no text")
-        } else if !text("id").is_some_and(|id| id.strip_prefix('c').is_some_and(|n| n.parse::<u64>().is_ok())) {
+        } else if !numbered {
             Some("has no id c<n>")
         } else if text("source").and_then(CriterionSource::parse).is_none() {
             Some("has no source user or derived")

@@ -35,7 +35,8 @@ pub async fn recover(tick: &Tick<'_>, live: &Live) -> Option<TickOutcome> {
         }
         StrandStep::GiveUp => give_up(tick, &tail.id).await,
         StrandStep::Repost { posts } => {
-            let entry = live.raw_messages.get(tail.index).filter(|e| e["info"]["id"].as_str() == Some(tail.id.as_str()));
+            let entry =
+                live.raw_messages.get(tail.index).filter(|e| e["info"]["id"].as_str() == Some(tail.id.as_str()));
             match entry.and_then(repost_body) {
                 Some(body) => repost(tick, &tail.id, posts, &body).await,
                 None => {

@@ -71,7 +71,8 @@ pub fn repost_body(entry: &Value) -> Option<Value> {
         body.insert("agent".into(), Value::from(agent));
     }
     let model = info.get("model");
-    let text = |value: Option<&Value>, key: &str| value.and_then(|v| v.get(key)).and_then(Value::as_str).map(str::to_string);
+    let text =
+        |value: Option<&Value>, key: &str| value.and_then(|v| v.get(key)).and_then(Value::as_str).map(str::to_string);
     if let (Some(provider), Some(model_id)) = (text(model, "providerID"), text(model, "modelID")) {
         body.insert("model".into(), serde_json::json!({ "providerID": provider, "modelID": model_id }));
     }
@@ -139,7 +140,10 @@ mod tests {
         assert_eq!(next_step(tail, None, 11_000.0, Q), StrandStep::Repost { posts: 1 });
         let posted = |posts, at| Reposted { message_id: "msg_c".into(), posts, at };
         // The window counts again from the last post.
-        assert_eq!(next_step(tail, Some(&posted(1, 20_000.0)), 20_500.0, Q), StrandStep::Wait(Duration::from_millis(500)));
+        assert_eq!(
+            next_step(tail, Some(&posted(1, 20_000.0)), 20_500.0, Q),
+            StrandStep::Wait(Duration::from_millis(500))
+        );
         assert_eq!(next_step(tail, Some(&posted(2, 20_000.0)), 21_000.0, Q), StrandStep::Repost { posts: 3 });
         assert_eq!(next_step(tail, Some(&posted(3, 20_000.0)), 21_000.0, Q), StrandStep::GiveUp);
         // Another message's record counts nothing here.

@@ -64,9 +64,22 @@ mod tests {
     fn only_plain_decimals_read_as_numbers() {
         assert_eq!(number_in_text(&json!("0.5")), Some(json!(0.5)));
         assert_eq!(number_in_text(&json!(" 7200000 ")), Some(json!(7200000.0)));
-        for bad in [json!("two hours"), json!("1e3"), json!("-1"), json!("+2"), json!(".5"), json!("5."), json!("inf"),
-            json!("NaN"), json!("1.2.3"), json!(""), json!("5 USD"), json!(5), json!(null), json!(["1"])]
-        {
+        for bad in [
+            json!("two hours"),
+            json!("1e3"),
+            json!("-1"),
+            json!("+2"),
+            json!(".5"),
+            json!("5."),
+            json!("inf"),
+            json!("NaN"),
+            json!("1.2.3"),
+            json!(""),
+            json!("5 USD"),
+            json!(5),
+            json!(null),
+            json!(["1"]),
+        ] {
             assert_eq!(number_in_text(&bad), None, "{bad}");
         }
     }
