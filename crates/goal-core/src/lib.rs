@@ -31,6 +31,8 @@
 //! | scheduler: timers, retries, generations, sweep | `sched/mod.rs`, `sched/job.rs`, `sched/facts.rs` |
 //! | one tick, stage by stage | `goal/tick.rs` (`context.rs`: the `Tick` value) |
 //! | observe: session, live state, objective | `goal/observe.rs` |
+//! | guards: an unreadable guard stops the goal (`invalidGoal`); lenient readings kept as stored | `goal/guards.rs`, `goal/guard_rules.rs`, `record/guard_read.rs` |
+//! | a stranded message (stored, its turn never began) posted again under its own ids | `goal/strand.rs`, `goal/strand_rules.rs` |
 //! | ownership first: a fork's copy adopted paused, a resumed copy claimed | `goal/adopt.rs`, `goal/lineage.rs` |
 //! | provider stage: park and resume, typed provider stops, cut turns | `goal/limits.rs`, `goal/limit_rules.rs` (`limit_rules/reset.rs`: reset headers) |
 //! | plan: decisions, gates, quiet window, token accounting | `goal/plan.rs`, `goal/gates.rs`, `goal/accounting.rs` |
