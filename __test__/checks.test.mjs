@@ -199,14 +199,17 @@ describe('acceptance checks', () => {
     const { mock } = env
     const session = goalWithChecks(mock, dir, [{ command: 'sleep 0.8; true' }, { command: 'touch second-ran' }])
     await waitFor(() => mock.shells.length === 1, 10000)
-    mock.addUserMessage(session.id, 'Actually, also rename the module.')
+    const user = mock.addUserMessage(session.id, 'Actually, also rename the module.')
     // Longer than the first check and a quiet window: the second never starts.
     await sleep(2000)
     expect(mock.shells).toHaveLength(1)
     expect(fs.existsSync(path.join(dir, 'second-ran'))).toBe(false)
-    const goal = goalOf(mock, session.id)
-    expect(goal.status).toBe('active')
+    expect(goalOf(mock, session.id).status).not.toBe('complete')
+    // No continuation: the mock gives the user's message no turn, so it is a stranded message,
+    // only ever posted again under its own id (goal/delivery/strand.rs).
     expect(mock.prompts).toHaveLength(0)
+    const posts = mock.sends(session.id).filter((r) => r.path.endsWith('/prompt_async'))
+    expect(posts.every((r) => r.body.messageID === user.info.id)).toBe(true)
   })
 
   it('a check removed while it runs decides nothing; the goal goes on without it', async () => {
@@ -261,16 +264,18 @@ describe('acceptance checks: bad input', () => {
     })
   }
 
-  it('a checks field of the wrong shape from another client falls back to the audit alone and says so', async () => {
+  it('a checks field of the wrong shape from another client stops the goal (invalidGoal) before any audit, kept as written, and explain says so', async () => {
     const dir = project()
-    env = await setup({ auditor: complete() })
+    const auditor = complete()
+    env = await setup({ auditor })
     const { mock } = env
     const session = goalWithChecks(mock, dir, 'npm test')
-    await waitFor(() => goalOf(mock, session.id)?.status === 'complete', 10000)
+    await waitFor(() => goalOf(mock, session.id)?.status === 'blocked', 10000)
     const goal = goalOf(mock, session.id)
-    expect(goal.cause.code).toBe('verified')
+    expect(goal.cause).toMatchObject({ code: 'invalidGoal', detail: 'checks: checks must be an array' })
     expect(goal.checks).toBe('npm test')
     expect(mock.shells).toHaveLength(0)
+    expect(auditor.calls).toHaveLength(0)
     const report = await env.runtime.explain(session.id)
     expect(report.findings.map((f) => f.code)).toContain('checksUnreadable')
   })

@@ -1,6 +1,7 @@
 // Causes and doctor: the typed cause the runtime and the user actions write, `explain` on the
 // runtime and the control object, and `session-goal doctor` (read only; --fix applies only the
 // cause's action) against the mock OpenCode over HTTP.
+import fs from 'node:fs'
 import { afterEach, describe, expect, it } from 'vitest'
 import { goalMetadata, goalOf, pkg, scriptedAuditor, sessionWithReply, setup, tempDataDir, waitFor } from './helpers.mjs'
 import { startMockOpenCode } from './mock/opencode.mjs'
@@ -45,6 +46,9 @@ const CODES = {
   contentFilter: 'resume',
   turnInterrupted: 'resume',
   inherited: 'resume',
+  costBudget: 'resumeWithCostBudget',
+  turnFailed: 'none',
+  invalidGoal: 'none',
 }
 const statusOf = (code) =>
   ['verified', 'checksPassed', 'userComplete'].includes(code)
@@ -53,7 +57,7 @@ const statusOf = (code) =>
       ? 'active'
       : code === 'userPaused' || code === 'userAborted'
         ? 'paused'
-        : code === 'tokenBudget' || code === 'timeBudget'
+        : code === 'tokenBudget' || code === 'timeBudget' || code === 'costBudget'
           ? 'budgetLimited'
           : 'blocked'
 
@@ -116,6 +120,16 @@ describe('explain and doctor', () => {
       for (const key of ['nextWakeAt', 'lease', 'pending', 'lastAudit', 'lastChecks', 'findings']) expect(report, key).toHaveProperty(key)
       expect(mock.patches.length).toBe(patches)
     }
+  })
+
+  it('the closed list is the same in the TypeScript types and in docs/causes.md', () => {
+    const root = new URL('..', import.meta.url)
+    const types = fs.readFileSync(new URL('index.d.ts', root), 'utf8')
+    const union = types.match(/export interface GoalCause \{[\s\S]*?code: ([^\n]+)\n/)[1]
+    expect(union.split('|').map((c) => c.trim().replace(/'/g, '')).sort()).toEqual(Object.keys(CODES).sort())
+    const docs = fs.readFileSync(new URL('docs/causes.md', root), 'utf8')
+    const listed = docs.slice(docs.indexOf('closed list'), docs.indexOf('A\nrunning goal'))
+    expect([...listed.matchAll(/`([a-zA-Z]+)`/g)].map((m) => m[1]).sort()).toEqual(Object.keys(CODES).sort())
   })
 
   it('findings: a missing session, a missing objective file, a copied goal, unreadable checks', async () => {

@@ -404,11 +404,20 @@ describe('terminal writes that fail', () => {
     env = await setup({ auditor: continueThenComplete(), runtimeOptions: { idleQuietMs: 60 } })
     const session = sessionWithReply(env.mock)
     env.mock.addUserMessage(session.id, 'one more thing')
-    const patch = env.mock.fault({ method: 'PATCH', path: '/session/' + session.id, times: 1, status: 500 })
+    // The message is posted again under its id three times (nothing answers it); the write that
+    // follows the third is the blocked one: it fails once.
+    let patch = null
+    const push = env.mock.repeatedPrompts.push.bind(env.mock.repeatedPrompts)
+    env.mock.repeatedPrompts.push = (...records) => {
+      const length = push(...records)
+      if (length === 3) patch = env.mock.fault({ method: 'PATCH', path: '/session/' + session.id, times: 1, status: 500 })
+      return length
+    }
     env.mock.setStatus(session.id, 'idle')
     await waitFor(() => goalOf(env.mock, session.id).status === 'blocked', 8000)
     expect(patch.fired).toBe(1)
-    expect(goalOf(env.mock, session.id)).toMatchObject({ statusReason: 'assistant turn failed' })
+    expect(goalOf(env.mock, session.id)).toMatchObject({ statusReason: 'message never answered' })
+    expect(env.mock.sends(session.id)).toHaveLength(3)
     expect(env.mock.prompts).toHaveLength(0)
   })
 

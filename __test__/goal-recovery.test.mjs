@@ -30,7 +30,7 @@ describe('restart recovery', () => {
     expect(goalOf(env.mock, session.id).turnsUsed).toBe(1)
   })
 
-  it('a continuation admitted before the restart (now the trailing user message) keeps the restarted runtime silent', async () => {
+  it('a continuation admitted before the restart (now the trailing user message) gets no new continuation from the restarted runtime', async () => {
     env = await setup({ auditor: scriptedAuditor([continueVerdict]), forward: false })
     const session = sessionWithReply(env.mock)
     const tail = env.mock.messages(session.id).at(-1).info.id
@@ -54,8 +54,12 @@ describe('restart recovery', () => {
     await waitFor(() => reads() >= 1, 5000)
     await waitFor(() => restarted.snapshot().inFlight === 0, 5000)
     await sleep(2 * idleQuietMs + 200)
-    // Counted at the wire: no post at all, not even one the server would de-duplicate.
-    expect(env.mock.sends(session.id)).toHaveLength(0)
+    // Counted at the wire: no new continuation. Its turn never came (the session is idle and
+    // nothing answers it), so it is a stranded message: any post is that message again, under
+    // its own id (goal/delivery/strand.rs), and no turn is reserved for it.
+    const stranded = env.mock.messages(session.id).at(-1).info.id
+    expect(env.mock.sends(session.id).every((r) => r.body.messageID === stranded)).toBe(true)
+    expect(env.mock.prompts).toHaveLength(0)
     expect(goalOf(env.mock, session.id).turnsUsed).toBe(1)
   })
 

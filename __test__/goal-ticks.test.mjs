@@ -156,7 +156,7 @@ describe('tick branches', () => {
     await waitFor(() => env.mock.prompts.length === 1, 8000)
   })
 
-  it('quiescence: trailing user message, running reply, or no reply yet → nothing', async () => {
+  it('quiescence: running reply or no reply yet → nothing; a trailing user message nothing answers is only ever posted again under its own id', async () => {
     const auditor = scriptedAuditor([continueVerdict])
     env = await setup({ auditor, runtimeOptions: { idleQuietMs: 1000 } })
     // Let the scan the runtime makes when its event stream connects finish first (it would arm
@@ -183,12 +183,16 @@ describe('tick branches', () => {
     await waitFor(() => env.runtime.snapshot().inFlight === 0, 5000)
     await sleep(1000 + 300)
     expect(auditor.calls).toHaveLength(0)
-    expect(env.mock.sends()).toHaveLength(0)
+    // The trailing user message is a stranded one (idle past the window, unanswered): posted
+    // again under its own id, never a continuation (goal/delivery/strand.rs); nothing for the others.
+    const stranded = env.mock.messages(trailingUser.id).at(-1).info.id
+    expect(env.mock.sends().length).toBeGreaterThanOrEqual(1)
+    expect(env.mock.sends().every((r) => r.path === `/session/${trailingUser.id}/prompt_async` && r.body.messageID === stranded)).toBe(true)
     expect(env.mock.prompts).toHaveLength(0)
     for (const s of sessions) expect(goalOf(env.mock, s.id).status).toBe('active')
   })
 
-  it('idle for good with a reply that never came: retried with backoff, then blocked (never stranded); an unfinished reply on an idle session is a cut turn, continued once', async () => {
+  it('idle for good with a reply that never came: posted again under its id 3 times, then blocked (never left active); an unfinished reply on an idle session is a cut turn, continued once', async () => {
     const auditor = scriptedAuditor([continueVerdict])
     env = await setup({ auditor, runtimeOptions: { idleQuietMs: 60 } })
     const trailingUser = sessionWithReply(env.mock)
@@ -196,10 +200,14 @@ describe('tick branches', () => {
     const running = env.mock.createSession({ metadata: goalMetadata() })
     env.mock.addUserMessage(running.id, 'go')
     env.mock.addAssistantMessage(running.id, { text: 'partial', completed: false })
+    // The continuation of the cut turn starts its turn, which keeps running.
+    env.mock.scriptReplies(running.id, [{ text: 'still going', completed: false }])
     const noReply = env.mock.createSession({ metadata: goalMetadata() })
     for (const s of [trailingUser, running, noReply]) env.mock.setStatus(s.id, 'idle')
     await waitFor(() => goalOf(env.mock, trailingUser.id).status === 'blocked' && env.mock.prompts.length === 1, 6000)
-    expect(goalOf(env.mock, trailingUser.id).statusReason).toBe('assistant turn failed')
+    expect(goalOf(env.mock, trailingUser.id)).toMatchObject({ statusReason: 'message never answered', cause: { code: 'dispatchFailed' } })
+    const stranded = env.mock.messages(trailingUser.id).at(-1).info.id
+    expect(env.mock.sends(trailingUser.id).map((r) => r.body.messageID)).toEqual([stranded, stranded, stranded])
     // The cut reply got one continuation (not an audit), and the goal is not settled.
     await sleep(300)
     expect(env.mock.prompts.map((p) => p.sessionId)).toEqual([running.id])

@@ -81,6 +81,8 @@
 //   mock.repeatedPrompts  {sessionId, directory, body, at, receivedAt, messageID, route}
 //   mock.noReplyPrompts  the same record per accepted `noReply: true` prompt_async (a message stored,
 //                  no turn; not in mock.prompts, not in mock.sends)
+//   mock.strandedPrompts  {sessionId, messageID, at} per prompt stored without its turn because of
+//                  mock.strandPrompts (a new prompt or a re-post of an unanswered message)
 //   mock.syncPrompts {sessionId, directory, body, at} per POST /session/:id/message
 //   mock.commands  {sessionId, directory, body, at} per POST /session/:id/command
 //   mock.patches   {sessionId, directory, body, at} per applied PATCH /session/:id
@@ -136,6 +138,9 @@
 //                     state changes made here land between a writer's write and its next request
 //   mock.forkSession(id, messageID?) → Session   the fork route's effect: messages copied, the WHOLE
 //                     metadata copied (an active goal included), no parentID
+//   mock.strandPrompts(sessionId, {times=1})  the next `times` prompts to the session (new ones and
+//                     re-posts of an unanswered message) are stored but start no turn: the server
+//                     killed between storing a prompt and starting its turn. Infinity: never answers
 //   mock.cutTurns() → [sessionId]   a server restart mid-turn: running turns stop, their replies keep
 //                     no time.completed/finish/error, sessions go idle, and no event says so
 //   mock.retries   {sessionId, messageID, at, forMs} per `retry` status a scripted turn showed
@@ -166,7 +171,10 @@
 //   GET  /session/:id/message?limit=&before=   last N (limit 0/absent: all), oldest first
 //   GET  /session/:id/message/:messageID
 //   POST /session/:id/prompt_async       204; appends the user message; turn/onPrompt afterwards
-//                                        (a repeated messageID: 204, nothing else)
+//                                        (a repeated messageID: 204, its parts replace or append;
+//                                        the message's turn starts only when it is a stored user
+//                                        message no reply answers and no turn began for: a
+//                                        stranded message, answered by its re-post, as OpenCode does)
 //   POST /session/:id/message            sync prompt → {info, parts} of the reply (empty reply
 //                                        without a script)
 //   POST /session/:id/command {command, arguments, agent?, model?:'p/m'} → {info, parts}
@@ -245,6 +253,7 @@ export async function startMockOpenCode(options = {}) {
     prompts: [],
     repeatedPrompts: [],
     noReplyPrompts: [],
+    strandedPrompts: [],
     syncPrompts: [],
     commands: [],
     patches: [],
@@ -325,6 +334,8 @@ export async function startMockOpenCode(options = {}) {
     forkSession: (id, messageID) => state.forkSession(state.mustSession(id), messageID),
     /** Cuts every running turn as a server restart does (no event; replies stay unfinished). */
     cutTurns: () => turns.cutAll(),
+    /** The next `times` prompts to the session are stored with no turn (a kill between the two). */
+    strandPrompts: (sessionId, { times = 1 } = {}) => turns.strand(sessionId, times),
 
     fault: faults.add,
     clearFaults: faults.clear,

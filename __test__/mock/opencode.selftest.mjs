@@ -389,6 +389,48 @@ async function main() {
       assert.deepEqual(text(stored(cid)[0]), mock.requests.filter((r) => r.body?.messageID === cid).map((r) => r.body.parts[0].text), 'arrival order');
     });
 
+    await step('a stranded message (stored, no turn) gets its one turn from a re-post of its id; strandPrompts strands new prompts and re-posts', async () => {
+      const s = mock.createSession({ directory: DIR });
+      mock.scriptReplies(s.id, [{ text: 'answered' }], { replyDelayMs: 5 });
+      const post = (body) => api(`/session/${s.id}/prompt_async${q}`, { method: 'POST', body });
+      const replies = () => mock.messages(s.id).filter((m) => m.info.role === 'assistant');
+      const id = 'msg_000000000005strandSelftes';
+      const part = { id: 'prt_000000000005strandSelftes', type: 'text', text: 'go on' };
+      // Stored with noReply: no turn. The same id and part posted again: its turn, one part kept.
+      assert.equal((await post({ messageID: id, parts: [part], noReply: true })).status, 204);
+      await new Promise((r) => setTimeout(r, 30));
+      assert.equal(replies().length, 0);
+      assert.equal((await post({ messageID: id, parts: [part] })).status, 204);
+      await mock.waitFor(() => replies().length === 1 && replies()[0].info.time.completed);
+      assert.equal(replies()[0].info.parentID, id);
+      const stored = mock.messages(s.id).find((m) => m.info.id === id);
+      assert.deepEqual(stored.parts.map((p) => [p.id, p.text]), [[part.id, 'go on']]);
+      assert.equal(mock.repeatedPrompts.filter((r) => r.messageID === id && r.startedTurn).length, 1);
+      // Answered: a further post of it starts nothing.
+      await post({ messageID: id, parts: [part] });
+      await new Promise((r) => setTimeout(r, 30));
+      assert.equal(replies().length, 1);
+      // strandPrompts: a new prompt is stored without its turn, and so are re-posts while it lasts.
+      const sid = 'msg_000000000006strandSelftes';
+      mock.strandPrompts(s.id, { times: 2 });
+      await post({ messageID: sid, parts: [{ ...part, id: 'prt_000000000006strandSelftes' }] });
+      await post({ messageID: sid, parts: [{ ...part, id: 'prt_000000000006strandSelftes' }] });
+      await new Promise((r) => setTimeout(r, 30));
+      assert.equal(replies().length, 1);
+      assert.deepEqual(mock.strandedPrompts.filter((r) => r.sessionId === s.id).map((r) => r.messageID), [sid, sid]);
+      // The strand used up, the third post of it gets its turn.
+      await post({ messageID: sid, parts: [{ ...part, id: 'prt_000000000006strandSelftes' }] });
+      await mock.waitFor(() => replies().length === 2 && replies()[1].info.time.completed);
+      assert.equal(replies()[1].info.parentID, sid);
+      assert.equal(mock.messages(s.id).find((m) => m.info.id === sid).parts.length, 1);
+      // A turn that is queued or running is not started twice by a repeat.
+      const rid = 'msg_000000000007strandSelftes';
+      await Promise.all([post({ messageID: rid, parts: [{ type: 'text', text: 'a' }] }), post({ messageID: rid, parts: [{ type: 'text', text: 'b' }] })]);
+      await mock.waitFor(() => replies().length === 3 && replies()[2].info.time.completed);
+      await new Promise((r) => setTimeout(r, 30));
+      assert.equal(replies().length, 3);
+    });
+
     await step('gates: hold a request until a signal, another request answered, an event, or a manual release (one or all)', async () => {
       const s = mock.createSession({ directory: DIR });
       const order = [];

@@ -9,7 +9,10 @@ use goal_core::{AcceptanceCheck, Cause, Criterion};
 /// Why a goal stopped or waits (docs/causes.md lists the codes).
 #[napi(object, object_from_js = false)]
 pub struct GoalCause {
-    /// The code from the closed list (`tokenBudget`, `waitingForLease`, …).
+    /// The code from the closed list (docs/causes.md; `CauseCode::ALL` of the core).
+    #[napi(
+        ts_type = "'verified' | 'checksPassed' | 'userComplete' | 'auditorBlocked' | 'noProgress' | 'auditUnavailable' | 'dispatchFailed' | 'messagesUnavailable' | 'tokenBudget' | 'timeBudget' | 'costBudget' | 'turnCap' | 'userPaused' | 'userAborted' | 'waitingForUser' | 'waitingForHours' | 'waitingForProviderLimit' | 'waitingForLease' | 'providerAuth' | 'providerQuota' | 'contextOverflow' | 'contentFilter' | 'turnInterrupted' | 'turnFailed' | 'inherited' | 'invalidGoal'"
+    )]
     pub code: String,
     /// When the stop or wait began (ms since epoch).
     pub since: f64,

@@ -163,7 +163,10 @@ function acceptPrompt({ state, mock, now }, req, { sessionID: id, session: s }, 
 function promptAsync(ctx, req, params) {
   const { state, turns, mock, autoUserMessage } = ctx;
   const { body, record, repeated } = acceptPrompt(ctx, req, params, 'prompt_async');
-  if (repeated) return NO_CONTENT;
+  if (repeated) {
+    answerStranded(ctx, params, body);
+    return NO_CONTENT;
+  }
   const id = params.sessionID;
   // A noReply post stores a message and asks for no turn (a check run's claim): kept apart.
   (body.noReply === true ? mock.noReplyPrompts : mock.prompts).push(record);
@@ -171,8 +174,11 @@ function promptAsync(ctx, req, params) {
   record.receivedAt = req.receivedAt ?? record.at;
   if (user) record.messageID = user.info.id;
   else if (typeof body.messageID === 'string') record.messageID = body.messageID;
-  const reply = body.noReply ? undefined : turns.nextReply(id);
-  if (reply) turns.run(id, { userMessage: user, body, reply });
+  if (!body.noReply && user) startTurn(ctx, params.session, user, body);
+  else if (!body.noReply) {
+    const reply = turns.nextReply(id);
+    if (reply) turns.run(id, { userMessage: user, body, reply });
+  }
   if (typeof mock.onPrompt === 'function') {
     setImmediate(() =>
       Promise.resolve()
@@ -181,6 +187,37 @@ function promptAsync(ctx, req, params) {
     );
   }
   return NO_CONTENT;
+}
+
+/**
+ * Starts the turn of stored user message `user` (its scripted reply), unless the session is set
+ * to strand its prompts (mock.strandPrompts: stored, no turn, as when the server is killed
+ * between the two). A turn started or stranded is never started again by a later post.
+ */
+function startTurn({ turns, mock }, s, user, body) {
+  const id = s.info.id;
+  if (turns.takeStrand(id)) {
+    mock.strandedPrompts.push({ sessionId: id, messageID: user.info.id, at: Date.now() });
+    return;
+  }
+  const reply = turns.nextReply(id);
+  if (!reply) return;
+  s.turnIds.add(user.info.id);
+  turns.run(id, { userMessage: user, body, reply });
+}
+
+/**
+ * A repeated post of a stored user message that nothing answers and whose turn never began (a
+ * `noReply` post, or one the server stored before it was killed) starts that message's turn, as
+ * OpenCode 1.18.33 does (docs/opencode.md, "Idempotent prompts"). A `noReply` repeat does not.
+ */
+function answerStranded(ctx, { sessionID: id, session: s }, body) {
+  if (body.noReply === true) return;
+  const stored = s.messages.find((m) => m.info.id === body.messageID && m.info.role === 'user');
+  if (!stored || s.turnIds.has(stored.info.id)) return;
+  if (s.messages.some((m) => m.info.role === 'assistant' && m.info.parentID === stored.info.id)) return;
+  ctx.mock.repeatedPrompts.at(-1).startedTurn = true;
+  startTurn(ctx, s, messageCopy(stored), body);
 }
 
 // POST /session/:id/message: the synchronous prompt, answered with the reply (or the user message).
@@ -195,6 +232,7 @@ async function promptSync(ctx, req, params) {
   mock.syncPrompts.push(record);
   const user = userFromPrompt(state, id, body);
   if (body.noReply) return json(user);
+  params.session.turnIds.add(user.info.id);
   return json((await turns.run(id, { userMessage: user, body, reply: turns.nextReply(id) ?? {} })) ?? user);
 }
 

@@ -14,7 +14,7 @@ const SLUG_B = ['moon', 'river', 'forest', 'comet', 'meadow', 'harbor', 'canyon'
  * session, children first, so running turns can stop).
  */
 export function createState({ now, ids, emit, projectID, defaultDirectory, onSessionGone = () => {} }) {
-  const sessions = new Map(); // id -> {info, messages: [{info, parts}], order, lastCreated, promptIds}
+  const sessions = new Map(); // id -> {info, messages: [{info, parts}], order, lastCreated, promptIds, turnIds}
   const statuses = new Map(); // id -> {type, ...} (busy/retry only; idle is absence)
   const evidence = { diff: new Map(), todo: new Map() }; // id -> list | null (null: route answers 404)
   const build = { now, ids };
@@ -60,7 +60,7 @@ export function createState({ now, ids, emit, projectID, defaultDirectory, onSes
       ...(opts.metadata !== undefined && opts.metadata !== null ? { metadata: clone(opts.metadata) } : {}),
       time: { created, updated: created },
     };
-    const s = { info, messages: [], order: n, lastCreated: 0, promptIds: new Set() };
+    const s = { info, messages: [], order: n, lastCreated: 0, promptIds: new Set(), turnIds: new Set() };
     sessions.set(id, s);
     emitSession('session.created', s);
     emitSession('session.updated', s);

@@ -11,6 +11,7 @@ import { messageCopy } from './messages.mjs';
  */
 export function createTurns({ state, emit, sleep, mock, defaultDelayMs, defaultReplies, isClosed }) {
   const scripts = new Map(); // id -> {replies, index, delayMs}
+  const strands = new Map(); // id -> prompts left to strand
   const turns = new Map(); // id -> {queue: Promise, gen, wake: Set}
   const defaultScript = defaultReplies ? { replies: defaultReplies, index: 0, delayMs: defaultDelayMs } : null;
 
@@ -23,6 +24,24 @@ export function createTurns({ state, emit, sleep, mock, defaultDelayMs, defaultR
   function script(sessionId, replies, { replyDelayMs } = {}) {
     if (replies === null || replies === undefined) scripts.delete(sessionId);
     else scripts.set(sessionId, { replies: [...replies], index: 0, delayMs: replyDelayMs ?? defaultDelayMs });
+  }
+
+  /**
+   * The next `times` prompts to the session (new ones, and re-posts of an unanswered message) are
+   * stored but start no turn, as when the server is killed between the two; 0 stops it.
+   */
+  function strand(sessionId, times = 1) {
+    if (times > 0) strands.set(sessionId, times);
+    else strands.delete(sessionId);
+  }
+
+  /** Whether this prompt to the session is stranded (one of the `times` is used). */
+  function takeStrand(id) {
+    const left = strands.get(id) ?? 0;
+    if (left <= 0) return false;
+    if (left === 1) strands.delete(id);
+    else strands.set(id, left - 1);
+    return true;
   }
 
   /** Whether prompts to the session get scripted replies. */
@@ -123,5 +142,5 @@ export function createTurns({ state, emit, sleep, mock, defaultDelayMs, defaultR
     return cut;
   }
 
-  return { script, hasScript, nextReply, cancel, run, abort, cutAll };
+  return { script, hasScript, nextReply, cancel, run, abort, cutAll, strand, takeStrand };
 }

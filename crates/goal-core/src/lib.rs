@@ -31,6 +31,8 @@
 //! | scheduler: timers, retries, generations, sweep | `sched/mod.rs`, `sched/job.rs`, `sched/facts.rs` |
 //! | one tick, stage by stage | `goal/tick.rs` (`context.rs`: the `Tick` value) |
 //! | observe: session, live state, objective | `goal/observation/observe.rs` |
+//! | guards: an unreadable guard stops the goal (`invalidGoal`); lenient readings kept as stored | `goal/guarding/guards.rs`, `goal/guarding/guard_rules.rs`, `record/guard_read.rs` |
+//! | a stranded message (stored, its turn never began) posted again under its own ids | `goal/delivery/strand.rs`, `goal/delivery/strand_rules.rs` |
 //! | ownership first: a fork's copy adopted paused, a resumed copy claimed | `goal/ownership/adopt.rs`, `goal/ownership/lineage.rs` |
 //! | provider stage: park and resume, typed provider stops, cut turns | `goal/budgets/limits.rs`, `goal/budgets/limit_rules.rs` (`limit_rules/reset.rs`: reset headers) |
 //! | plan: decisions, gates, quiet window, token accounting | `goal/planning/plan.rs`, `goal/planning/gates.rs`, `goal/planning/accounting.rs` |

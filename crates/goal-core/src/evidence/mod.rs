@@ -841,7 +841,7 @@ fn command_key(command: &str) -> String {
 /// The failing commands already used for an override.
 pub fn overrides_of(goal: &Goal) -> Vec<String> {
     match &goal.evidence_overrides {
-        Stored::Valid(used) => used.clone(),
+        Stored::Valid(used) | Stored::Lenient(used, _) => used.clone(),
         // A list with entries that are not commands: the commands in it still count.
         Stored::Unreadable(raw) => {
             raw.as_array().map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect()).unwrap_or_default()

@@ -19,6 +19,8 @@ pub mod acceptance;
 pub mod budgets;
 /// Reserving a turn, posting it once, and watching the reservation's echo.
 pub mod delivery;
+/// Guards that cannot be read: read what can be read safely, stop the goal on the rest.
+pub mod guarding;
 /// What a tick reads: the session, its live state, and the evidence around an audit.
 pub mod observation;
 /// Which session owns a goal: adoption of a fork's copy, the owner list, lineage rules.

@@ -1,6 +1,7 @@
-//! One goal tick, stage by stage: observe (`observe.rs`) → plan (`plan.rs`, pure; the time
-//! stage `time_gate.rs` and the quiet window) → audit (`audit.rs`, with the evidence stage
-//! `evidence.rs`) → reserve (`reserve.rs`, echo reactions in `echo.rs`) → dispatch
+//! One goal tick, stage by stage: observe (`observe.rs`) → guards (`guards.rs`: a guard that
+//! cannot be read stops the goal) → plan (`plan.rs`, pure; the time stage `time_gate.rs`, the
+//! quiet window, and a stranded message posted again, `strand.rs`) → audit (`audit.rs`, with the
+//! evidence stage `evidence.rs`) → reserve (`reserve.rs`, echo reactions in `echo.rs`) → dispatch
 //! (`deliver.rs`, `dispatch.rs`) → settle (`settle.rs`). A [`Tick`] carries what every stage
 //! needs.
 
@@ -12,6 +13,8 @@ use crate::goal::budgets::time_gate;
 use crate::goal::context::{ReadAtStart, Tick, TickContext};
 use crate::goal::delivery::deliver::deliver;
 use crate::goal::delivery::reserve::reserve;
+use crate::goal::delivery::strand;
+use crate::goal::guarding::guards;
 use crate::goal::observation::observe::{self, Live};
 use crate::goal::planning::gates::quiet_remaining;
 use crate::goal::planning::plan::{plan_tick, unaudited_reservation, Basis, Plan, Reservation, WaitReason};
@@ -54,6 +57,10 @@ pub async fn run_tick(
         attempt,
         exhausted,
     };
+    // A guard that cannot be read stops the goal before anything runs past it.
+    if let Some(outcome) = guards::check(&tick).await {
+        return outcome;
+    }
     if objective.is_none() {
         if exhausted {
             let mut settlement = blocked(&tick.goal, REASON_OBJECTIVE_UNAVAILABLE, CauseCode::MessagesUnavailable);
@@ -99,20 +106,7 @@ async fn plan_and_audit(tick: &Tick<'_>, live: Live) -> Result<(Basis, Reservati
     match plan {
         // Waiting for the user's first exchange is not being stuck.
         Plan::Wait(WaitReason::NoReplyYet) => Err(TickOutcome::Done),
-        Plan::Wait(reason) => {
-            // The session is idle, yet its newest message has no finished reply: normally a
-            // turn that is just starting (busy follows), so look again with backoff; if it never
-            // starts, the turn failed and the goal must not sit active forever.
-            debug!(target: "session_goal", session = tick.session_id, ?reason, attempt = tick.attempt, "idle without a finished reply");
-            if tick.exhausted {
-                let mut settlement = blocked(&tick.goal, REASON_TURN_FAILED, CauseCode::DispatchFailed);
-                settlement.detail = Some("no reply".into());
-                // A failed write retries (goal/context.rs, `written_outcome`): reporting it
-                // settled would leave the goal active with nothing armed.
-                return Err(tick.settle(settlement).await);
-            }
-            Err(TickOutcome::Retry)
-        }
+        Plan::Wait(reason) => Err(waiting(tick, &live, reason).await),
         Plan::Pause(accounting) => {
             if !tick.generation.is_current() {
                 return Err(TickOutcome::Done);
@@ -130,6 +124,27 @@ async fn plan_and_audit(tick: &Tick<'_>, live: Live) -> Result<(Basis, Reservati
             Ok((basis, reservation))
         }
     }
+}
+
+/// The session is idle, yet its newest message has no finished reply. A user message nothing
+/// answers is a stranded message, posted again under its own ids (`strand.rs`). Otherwise it is
+/// normally a turn that is just starting (busy follows), so look again with backoff; if it never
+/// starts, the turn failed and the goal must not sit active forever.
+async fn waiting(tick: &Tick<'_>, live: &Live, reason: WaitReason) -> TickOutcome {
+    if reason == WaitReason::TrailingUserMessage {
+        if let Some(outcome) = strand::recover(tick, live).await {
+            return outcome;
+        }
+    }
+    debug!(target: "session_goal", session = tick.session_id, ?reason, attempt = tick.attempt, "idle without a finished reply");
+    if tick.exhausted {
+        let mut settlement = blocked(&tick.goal, REASON_TURN_FAILED, CauseCode::DispatchFailed);
+        settlement.detail = Some("no reply".into());
+        // A failed write retries (goal/context.rs, `written_outcome`): reporting it settled
+        // would leave the goal active with nothing armed.
+        return tick.settle(settlement).await;
+    }
+    TickOutcome::Retry
 }
 
 /// The quiet window, from data: whatever order the events came in (a kickoff or follow-up armed

@@ -65,11 +65,14 @@ pub enum CauseCode {
     TurnFailed,
     /// The goal was copied from another session (a fork) and waits for the user.
     Inherited,
+    /// A guard the user set (checks, criteria, a cost or time budget, working hours) is stored
+    /// in a shape that cannot be read: the goal stops rather than run past it.
+    InvalidGoal,
 }
 
 impl CauseCode {
     /// Every code, in documentation order.
-    pub const ALL: [CauseCode; 25] = [
+    pub const ALL: [CauseCode; 26] = [
         Self::Verified,
         Self::ChecksPassed,
         Self::UserComplete,
@@ -95,6 +98,7 @@ impl CauseCode {
         Self::TurnInterrupted,
         Self::TurnFailed,
         Self::Inherited,
+        Self::InvalidGoal,
     ];
 
     /// The wire name stored in `cause.code`.
@@ -125,6 +129,7 @@ impl CauseCode {
             Self::TurnInterrupted => "turnInterrupted",
             Self::TurnFailed => "turnFailed",
             Self::Inherited => "inherited",
+            Self::InvalidGoal => "invalidGoal",
         }
     }
 

@@ -88,6 +88,10 @@ pub struct Criterion {
     pub evidence: Vec<String>,
     /// When the state last changed (ms since epoch).
     pub since: Option<f64>,
+    /// The stored text when it is longer than [`CRITERION_CHAR_LIMIT`] (written by hand): `text`
+    /// holds it cut to the limit, which is what grading reads, as data; this is written back, so
+    /// the user's words are kept whole.
+    pub stored_text: Option<String>,
 }
 
 impl Criterion {
@@ -100,6 +104,7 @@ impl Criterion {
             state: CriterionState::Unmet,
             evidence: Vec::new(),
             since: None,
+            stored_text: None,
         }
     }
 
@@ -112,7 +117,7 @@ impl Criterion {
     pub fn to_value(&self) -> Value {
         let mut object = Map::new();
         object.insert("id".into(), json!(self.id));
-        object.insert("text".into(), json!(self.text));
+        object.insert("text".into(), json!(self.stored_text.as_deref().unwrap_or(&self.text)));
         object.insert("source".into(), json!(self.source.as_str()));
         object.insert("state".into(), json!(self.state.as_str()));
         if !self.evidence.is_empty() {
@@ -126,7 +131,10 @@ impl Criterion {
 
     fn from_value(value: &Value) -> Option<Criterion> {
         let id = value.get("id")?.as_str()?.to_string();
-        let text = value.get("text")?.as_str()?.to_string();
+        let stored = value.get("text")?.as_str()?;
+        // Over the limit (written by hand): read cut to the limit, kept whole (see `stored_text`).
+        let text = truncate_chars(stored, CRITERION_CHAR_LIMIT);
+        let stored_text = (text.len() != stored.len()).then(|| stored.to_string());
         let source = CriterionSource::parse(value.get("source")?.as_str()?)?;
         let state = CriterionState::parse(value.get("state")?.as_str()?)?;
         let evidence = match value.get("evidence") {
@@ -134,9 +142,8 @@ impl Criterion {
             Some(list) => list.as_array()?.iter().map(|e| e.as_str().map(str::to_string)).collect::<Option<_>>()?,
         };
         let since = value.get("since").and_then(Value::as_f64).filter(|n| n.is_finite());
-        let criterion = Criterion { id, text, source, state, evidence, since };
-        let bounded = criterion.text.chars().count() <= CRITERION_CHAR_LIMIT && criterion.evidence.len() <= MAX_CITED;
-        (criterion.number().is_some() && bounded).then_some(criterion)
+        let criterion = Criterion { id, text, source, state, evidence, since, stored_text };
+        (criterion.number().is_some() && criterion.evidence.len() <= MAX_CITED).then_some(criterion)
     }
 }
 
@@ -299,6 +306,23 @@ mod tests {
         let twice = json!([{"id": "c1", "text": "a", "source": "user", "state": "met"},
             {"id": "c1", "text": "b", "source": "user", "state": "unmet"}]);
         assert!(parse_stored_criteria(&twice).is_none());
+    }
+
+    #[test]
+    fn an_over_long_stored_criterion_reads_cut_and_is_written_back_whole() {
+        let long = format!("{}é tail", "x".repeat(CRITERION_CHAR_LIMIT));
+        let stored = json!([{"id": "c1", "text": long, "source": "user", "state": "unmet"}]);
+        let mut list = parse_stored_criteria(&stored).expect("an over-long text is read, cut");
+        assert_eq!(list[0].text.chars().count(), CRITERION_CHAR_LIMIT);
+        assert_eq!(list[0].to_value(), stored[0], "written back unchanged");
+        // A grade changes the state, never the words.
+        list[0].state = CriterionState::Met;
+        assert_eq!(list[0].to_value()["text"], json!(long));
+        // Within the limit nothing extra is kept.
+        let short = parse_stored_criteria(&json!([{"id": "c1", "text": "ok", "source": "user", "state": "met"}]));
+        assert_eq!(short.unwrap()[0].stored_text, None);
+        // A criterion without text is still unreadable.
+        assert!(parse_stored_criteria(&json!([{"id": "c1", "source": "user", "state": "met"}])).is_none());
     }
 
     #[test]

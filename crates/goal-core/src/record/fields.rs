@@ -15,8 +15,9 @@ use serde_json::{json, Map, Value};
 
 use super::cause::Cause;
 use super::criteria::{parse_stored_criteria, Criterion};
+use super::guard_read::{number_in_text, read_stored_checks};
 use super::{
-    parse_checks, positive_count, string_field, truncate_chars, AcceptanceCheck, GoalStatus, GOAL_OBJECTIVE_CHAR_LIMIT,
+    positive_count, string_field, truncate_chars, AcceptanceCheck, GoalStatus, GOAL_OBJECTIVE_CHAR_LIMIT,
     NOTE_CHAR_LIMIT, REASON_CHAR_LIMIT,
 };
 
@@ -31,13 +32,16 @@ pub enum Stored<T> {
     Valid(T),
     /// Present, in a shape this version cannot read (written back unchanged).
     Unreadable(Value),
+    /// Present in a shape read leniently (a number written as text, `"0.5"`): the typed value
+    /// is what the loop obeys, the stored value is written back unchanged (`record/guard_read.rs`).
+    Lenient(T, Value),
 }
 
 impl<T> Stored<T> {
     /// The typed value, when present and readable.
     pub fn get(&self) -> Option<&T> {
         match self {
-            Stored::Valid(value) => Some(value),
+            Stored::Valid(value) | Stored::Lenient(value, _) => Some(value),
             _ => None,
         }
     }
@@ -60,7 +64,13 @@ impl<T> Stored<T> {
     fn read(raw: Option<&Value>, parse: impl Fn(&Value) -> Option<T>) -> Self {
         match raw {
             None => Stored::Absent,
-            Some(raw) => parse(raw).map_or_else(|| Stored::Unreadable(raw.clone()), Stored::Valid),
+            Some(raw) => match parse(raw) {
+                Some(value) => Stored::Valid(value),
+                None => match number_in_text(raw).and_then(|number| parse(&number)) {
+                    Some(value) => Stored::Lenient(value, raw.clone()),
+                    None => Stored::Unreadable(raw.clone()),
+                },
+            },
         }
     }
 
@@ -68,7 +78,7 @@ impl<T> Stored<T> {
         match self {
             Stored::Absent => None,
             Stored::Valid(value) => Some(encode(value)),
-            Stored::Unreadable(raw) => Some(raw.clone()),
+            Stored::Unreadable(raw) | Stored::Lenient(_, raw) => Some(raw.clone()),
         }
     }
 }
@@ -80,6 +90,18 @@ pub struct Lease {
     pub holder: String,
     /// Expiry (ms since epoch).
     pub expires_at: f64,
+}
+
+/// The re-posts of a stranded message (`reposted: {messageId, posts, at}`): a user message
+/// OpenCode stored but never answered, posted again under its own ids (`goal/delivery/strand.rs`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reposted {
+    /// The stranded message's id.
+    pub message_id: String,
+    /// Posts of it so far.
+    pub posts: u64,
+    /// When the last post went out (ms since epoch).
+    pub at: f64,
 }
 
 macro_rules! goal_fields {
@@ -95,6 +117,9 @@ macro_rules! goal_fields {
             $( $(#[$sdoc])* pub $sname: Stored<$sty>, )*
             /// Unknown fields (and unreadable values of `loose` fields), preserved across writes.
             pub extra: Map<String, Value>,
+            /// Stored values of `loose` fields read leniently (`record/guard_read.rs`): the typed
+            /// field is obeyed, and this value is written back in its place, unchanged.
+            pub verbatim: Map<String, Value>,
         }
 
         /// Every goal field the event path reads from a payload (a goal object of any size
@@ -115,6 +140,7 @@ macro_rules! goal_fields {
                 Goal {
                     $( $ename: goal_fields!(@read $ekind, object, extra, $ewire, $eread), )*
                     $( $sname: Stored::read(object.get($swire), $sread), )*
+                    verbatim: super::guard_read::leniently_read(object),
                     extra,
                 }
             }
@@ -124,6 +150,7 @@ macro_rules! goal_fields {
                 let mut object = self.extra.clone();
                 $( if let Some(value) = ($ewrite)(&self.$ename) { object.insert(String::from($ewire), value); } )*
                 $( if let Some(value) = self.$sname.write($swrite) { object.insert(String::from($swire), value); } )*
+                object.extend(self.verbatim.iter().map(|(key, value)| (key.clone(), value.clone())));
                 object
             }
         }
@@ -232,7 +259,7 @@ goal_fields! {
         /// The user's acceptance checks (`checks`), run before the goal settles `complete`. Empty
         /// when none; a stored value that does not parse stays verbatim in `extra` (see
         /// [`Goal::checks_unreadable`]).
-        loose checks: Vec<AcceptanceCheck> = CHECKS_FIELD, |v: &Value| parse_checks(v).ok(),
+        loose checks: Vec<AcceptanceCheck> = CHECKS_FIELD, read_stored_checks,
             |v: &Vec<AcceptanceCheck>| (!v.is_empty()).then(|| Value::Array(v.iter().map(AcceptanceCheck::to_value).collect()));
         /// The acceptance criteria (`criteria`, see `record/criteria.rs`). Empty when none; a
         /// stored value that does not parse stays verbatim in `extra`.
@@ -280,6 +307,14 @@ goal_fields! {
         evidence_overrides: Vec<String> = "evidenceOverrides",
             |v: &Value| v.as_array()?.iter().map(|c| c.as_str().map(str::to_string)).collect(),
             |v: &Vec<String>| json!(v);
+        /// The re-posts of a stranded message (`reposted`, see [`Reposted`]).
+        reposted: Reposted = "reposted",
+            |v: &Value| Some(Reposted {
+                message_id: v.get("messageId")?.as_str()?.to_string(),
+                posts: positive_count(v.get("posts")),
+                at: v.get("at").and_then(Value::as_f64).filter(|n| n.is_finite() && *n >= 0.0).unwrap_or(0.0),
+            }),
+            |v: &Reposted| json!({ "messageId": v.message_id, "posts": v.posts, "at": v.at });
         /// The highest criterion id number assigned so far (`criteriaIssued`): ids are never reused.
         criteria_issued: u64 = "criteriaIssued", |v: &Value| Some(positive_count(Some(v))), |v: &u64| Value::from(*v);
         /// The objective revision whose first audit was asked to derive criteria

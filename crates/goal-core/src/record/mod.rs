@@ -6,6 +6,7 @@ pub mod cause;
 pub mod check_id;
 pub mod criteria;
 mod fields;
+pub mod guard_read;
 pub mod lease;
 pub mod metadata;
 pub mod part_id;
@@ -18,8 +19,8 @@ use serde_json::{Map, Value};
 use crate::record::cause::Cause;
 
 pub use fields::{
-    Goal, Lease, Stored, CAUSE_FIELD, CHECKS_FIELD, CRITERIA_FIELD, KNOWN_GOAL_FIELDS, OBJECTIVE_REVISION_FIELD,
-    REVISION_LIST_FIELDS, SESSION_ID_FIELD,
+    Goal, Lease, Reposted, Stored, CAUSE_FIELD, CHECKS_FIELD, CRITERIA_FIELD, KNOWN_GOAL_FIELDS,
+    OBJECTIVE_REVISION_FIELD, REVISION_LIST_FIELDS, SESSION_ID_FIELD,
 };
 
 /// Maximum characters of an inline objective (and of an objective file).
@@ -213,6 +214,7 @@ impl Goal {
     /// Replaces the checks (empty clears them), dropping any unreadable stored value.
     pub fn set_checks(&mut self, checks: Vec<AcceptanceCheck>) {
         self.extra.remove(CHECKS_FIELD);
+        self.verbatim.remove(CHECKS_FIELD);
         self.checks = checks;
     }
 
@@ -225,13 +227,23 @@ impl Goal {
     /// Whether a `criteria` field is stored but unreadable: the tick then neither grades nor
     /// derives (the value is kept verbatim until the user replaces or clears it).
     pub fn criteria_unreadable(&self) -> bool {
-        self.extra.contains_key(CRITERIA_FIELD)
+        self.unreadable_criteria().is_some()
+    }
+
+    /// The stored `criteria` value when it cannot be read (kept verbatim).
+    pub fn unreadable_criteria(&self) -> Option<&Value> {
+        self.extra.get(CRITERIA_FIELD)
+    }
+
+    /// The stored `checks` value when it cannot be read (kept verbatim).
+    pub fn unreadable_checks(&self) -> Option<&Value> {
+        self.extra.get(CHECKS_FIELD)
     }
 
     /// Whether a `checks` field is stored but unreadable: the goal then falls back to the
     /// audit alone, and `explain` says so.
     pub fn checks_unreadable(&self) -> bool {
-        self.extra.contains_key(CHECKS_FIELD)
+        self.unreadable_checks().is_some()
     }
 
     /// Every goal written carries its session: a goal that names none (written before the field

@@ -60,6 +60,10 @@ pub const REASON_CONTENT_FILTER: &str = "stopped by the provider's content filte
 pub const REASON_TURN_INTERRUPTED: &str = "turns interrupted by server restarts";
 /// Status reason of a goal copied from another session (a fork) and adopted paused.
 pub const REASON_COPIED: &str = "copied from another session";
+/// A guard the user set (checks, criteria, a budget, working hours) cannot be read.
+pub const REASON_INVALID_GOAL: &str = "goal field unreadable";
+/// A message OpenCode stored but never answered, posted again under its own ids without a turn.
+pub const REASON_MESSAGE_UNANSWERED: &str = "message never answered";
 
 /// Every reason above: the ones the runtime writes itself (anything else in `statusReason` may
 /// be an auditor's note, which is model output).
@@ -92,4 +96,6 @@ pub const ALL: &[&str] = &[
     REASON_COPIED,
     REASON_CHECKS_PASSED,
     REASON_CHECKS_UNAVAILABLE,
+    REASON_INVALID_GOAL,
+    REASON_MESSAGE_UNANSWERED,
 ];

@@ -205,8 +205,18 @@ impl Message {
 }
 
 /// Sorts messages chronologically: by `time.created`, the fetched order breaking ties. A
-/// message without a timestamp keeps its place after its predecessor.
+/// message without a timestamp keeps its place after its predecessor. A user message never sorts
+/// after a reply that answers it (`parentID`): a repeated post of its id (a retry, a second host)
+/// can stamp it with a later time than its reply, which would make an answered message look like
+/// the newest, unanswered one.
 pub fn chronological(messages: &[Message]) -> Vec<&Message> {
+    let mut answered_at: std::collections::HashMap<&str, f64> = std::collections::HashMap::new();
+    for reply in messages.iter().filter(|m| m.role == Role::Assistant && !m.parent_id.is_empty()) {
+        if let Some(created) = reply.created {
+            let at = answered_at.entry(reply.parent_id.as_str()).or_insert(created);
+            *at = at.min(created);
+        }
+    }
     let mut last_known = 0.0_f64;
     let mut keyed: Vec<(f64, usize, &Message)> = messages
         .iter()
@@ -214,7 +224,13 @@ pub fn chronological(messages: &[Message]) -> Vec<&Message> {
             if let Some(created) = message.created {
                 last_known = created;
             }
-            (message.created.unwrap_or(last_known), message.index, message)
+            let mut at = message.created.unwrap_or(last_known);
+            if message.role == Role::User {
+                if let Some(answer) = answered_at.get(message.id.as_str()) {
+                    at = at.min(*answer);
+                }
+            }
+            (at, message.index, message)
         })
         .collect();
     keyed.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
@@ -413,6 +429,29 @@ mod tests {
         let messages = Message::list_from_value(&list).unwrap();
         let ids: Vec<_> = chronological(&messages).iter().map(|m| m.id.as_str()).collect();
         assert_eq!(ids, ["a", "b", "z"]);
+    }
+
+    #[test]
+    fn an_answered_user_message_never_sorts_after_its_reply() {
+        // As seen on a real OpenCode under load: a repeated post of the continuation's id stamped
+        // it two seconds after the reply that answers it; the list keeps creation order.
+        let list = json!([
+            {"info": {"id": "u1", "role": "user", "time": {"created": 100}}},
+            {"info": {"id": "r1", "role": "assistant", "parentID": "u1", "time": {"created": 110, "completed": 120}}},
+            {"info": {"id": "u2", "role": "user", "time": {"created": 1_990}}},
+            {"info": {"id": "r2", "role": "assistant", "parentID": "u2", "time": {"created": 1_980, "completed": 2_000}}},
+        ]);
+        let messages = Message::list_from_value(&list).unwrap();
+        let ids: Vec<_> = chronological(&messages).iter().map(|m| m.id.as_str()).collect();
+        assert_eq!(ids, ["u1", "r1", "u2", "r2"]);
+        // An unanswered user message keeps its own time.
+        let list = json!([
+            {"info": {"id": "r0", "role": "assistant", "time": {"created": 50}}},
+            {"info": {"id": "u3", "role": "user", "time": {"created": 40}}},
+        ]);
+        let messages = Message::list_from_value(&list).unwrap();
+        let ids: Vec<_> = chronological(&messages).iter().map(|m| m.id.as_str()).collect();
+        assert_eq!(ids, ["u3", "r0"]);
     }
 
     #[test]

@@ -329,6 +329,9 @@ const TIMER_LEAD: Duration = Duration::from_millis(1);
 
 /// How long `stop()` lets running ticks finish before cancelling them.
 const STOP_GRACE: Duration = Duration::from_millis(1500);
+/// Quiet windows after a continuation was sent before the session is looked at again when no
+/// busy came (a stranded message: `goal/delivery/strand.rs`).
+const SENT_WATCH_QUIETS: u32 = 2;
 
 impl Actor {
     async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Command>) {
@@ -527,6 +530,10 @@ impl Actor {
             _ => 0,
         };
         let mut next: Option<Duration> = None;
+        // After a continuation the turn's busy and idle bring the next tick. A turn that never
+        // starts (OpenCode stored the message and was killed) brings neither: look again after
+        // this many quiet windows unless the session went busy (which clears the timer).
+        let watch_sent = outcome == TickOutcome::Continued;
         match outcome {
             TickOutcome::Retry => {
                 entry.attempt += 1;
@@ -563,6 +570,7 @@ impl Actor {
         let directory = entry.directory.clone();
         match next {
             Some(delay) => self.arm(session, &directory, delay, ArmMode::Replace),
+            None if watch_sent => self.arm(session, &directory, quiet * SENT_WATCH_QUIETS, ArmMode::IfNothingPending),
             None => self.publish(session),
         }
     }

@@ -145,11 +145,23 @@ fn row_of(code: CauseCode) -> Row {
             "another session",
             Resume,
         ),
+        // The sentence names the field's own call (`goal/guarding/guard_rules.rs`); this one is for a
+        // detail that names no guard field.
+        InvalidGoal => row(
+            "Correct the goal's unreadable field ({detail}) with `editGoal`; the edit resumes the goal.",
+            "",
+            Nothing,
+        ),
     }
 }
 
 /// The sentence a user can act on for `code` in session `session_id`.
 pub fn fix_sentence(code: CauseCode, session_id: &str, detail: Option<&str>) -> Option<String> {
+    if code == CauseCode::InvalidGoal {
+        if let Some(field) = detail.and_then(crate::goal::guarding::guard_rules::field_of_detail) {
+            return Some(crate::goal::guarding::guard_rules::fix_for(field, session_id));
+        }
+    }
     let row = row_of(code);
     let detail = detail.filter(|d| !d.trim().is_empty()).unwrap_or(row.detail_fallback);
     row.fix.map(|fix| fix.replace("{id}", session_id).replace("{detail}", detail).replace(" ()", ""))
@@ -200,6 +212,9 @@ mod tests {
         assert_eq!(fix_action(CauseCode::TokenBudget), FixAction::ResumeWithTokenBudget);
         assert_eq!(fix_action(CauseCode::WaitingForHours), FixAction::None);
         assert_eq!(fix_action(CauseCode::UserPaused), FixAction::Resume);
+        let invalid = cause_of(CauseCode::InvalidGoal, 5.0, "ses_9", Some("timeBudgetMs: is text"));
+        assert!(invalid.fix.unwrap().contains("session-goal resume ses_9 --goal-time-budget 2h"));
+        assert_eq!(fix_action(CauseCode::InvalidGoal), FixAction::None, "only the user can say what was meant");
         let unavailable = fix_sentence(CauseCode::AuditUnavailable, "s", Some("status 401")).unwrap();
         assert!(unavailable.contains("(status 401)"), "{unavailable}");
     }

@@ -121,6 +121,9 @@ impl Tick<'_> {
 /// The fields a settlement writes: status, reason, note, streaks, accounting, the auditor, and
 /// no reservation or lease left behind.
 fn apply_settlement(g: &mut Goal, settlement: &Settlement, session_id: &str) {
+    // Checks or criteria that became unreadable after the tick read them: never `complete`.
+    let stopped = crate::goal::guarding::guard_rules::instead_of_complete(g, settlement);
+    let settlement = stopped.as_ref().unwrap_or(settlement);
     g.status = settlement.status;
     g.set_cause(Some(cause_of(settlement.cause, now_ms(), session_id, settlement.detail.as_deref())));
     g.status_reason = truncate_chars(&settlement.reason, REASON_CHAR_LIMIT);
