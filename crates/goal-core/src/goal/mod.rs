@@ -6,7 +6,7 @@
 
 // Pure: decisions, gates, accounting, the notification. A stage's pure part, when it has one
 // file of its own, is named after the stage: `limit_rules` (of `limits`), `check_rules` (of
-// `checks`).
+// `checks`), `list_rules` (of `owner_scan`), `wait_rules` (of `waiting`).
 pub mod accounting;
 pub mod causes;
 pub mod check_rules;
@@ -15,9 +15,11 @@ pub mod gates;
 pub mod grading;
 pub mod limit_rules;
 pub mod lineage;
+pub mod list_rules;
 pub mod notify;
 pub mod operator;
 pub mod plan;
+pub mod wait_rules;
 // What the stages share.
 pub mod context;
 pub mod echo_watch;
@@ -38,3 +40,4 @@ pub mod reserve;
 pub mod settle;
 pub mod tick;
 pub mod time_gate;
+pub mod waiting;
