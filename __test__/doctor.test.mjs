@@ -39,6 +39,7 @@ const CODES = {
   waitingForHours: 'none',
   waitingForProviderLimit: 'none',
   waitingForLease: 'none',
+  waitingForOpenCode: 'none',
   providerAuth: 'resume',
   providerQuota: 'resume',
   contextOverflow: 'resume',
