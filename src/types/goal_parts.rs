@@ -9,7 +9,10 @@ use goal_core::{AcceptanceCheck, Cause, Criterion};
 /// Why a goal stopped or waits (docs/causes.md lists the codes).
 #[napi(object, object_from_js = false)]
 pub struct GoalCause {
-    /// The code from the closed list (`tokenBudget`, `waitingForLease`, …).
+    /// The code from the closed list (`goal_core::CauseCode::ALL`; docs/causes.md).
+    #[napi(
+        ts_type = "'verified' | 'checksPassed' | 'userComplete' | 'auditorBlocked' | 'noProgress' | 'auditUnavailable' | 'dispatchFailed' | 'messagesUnavailable' | 'tokenBudget' | 'timeBudget' | 'costBudget' | 'turnCap' | 'userPaused' | 'userAborted' | 'waitingForUser' | 'waitingForHours' | 'waitingForProviderLimit' | 'waitingForLease' | 'waitingForOpenCode' | 'providerAuth' | 'providerQuota' | 'contextOverflow' | 'contentFilter' | 'turnInterrupted' | 'turnFailed' | 'inherited'"
+    )]
     pub code: String,
     /// When the stop or wait began (ms since epoch).
     pub since: f64,

@@ -29,9 +29,12 @@
 //! | objective files, audit trail file, host services | `io/objectives.rs`, `io/history.rs`, `io/services.rs` |
 //! | what a host's runtimes share | `io/shared.rs` |
 //! | scheduler: timers, retries, generations, sweep | `sched/mod.rs`, `sched/job.rs`, `sched/facts.rs` |
+//! | the one backoff rule of every repeated request (doubling, capped at 10 s) | `sched/backoff.rs` |
 //! | one tick, stage by stage | `goal/tick.rs` (`context.rs`: the `Tick` value) |
 //! | observe: session, live state, objective | `goal/observe.rs` |
 //! | ownership first: a fork's copy adopted paused, a resumed copy claimed | `goal/adopt.rs`, `goal/lineage.rs` |
+//! | owner lists: one per directory in flight, one backoff, waiting goals woken | `goal/owner_scan.rs`, `goal/list_rules.rs` |
+//! | a goal waiting on a failing request says so (`waitingForOpenCode`) | `goal/waiting.rs`, `goal/wait_rules.rs` |
 //! | provider stage: park and resume, typed provider stops, cut turns | `goal/limits.rs`, `goal/limit_rules.rs` (`limit_rules/reset.rs`: reset headers) |
 //! | plan: decisions, gates, quiet window, token accounting | `goal/plan.rs`, `goal/gates.rs`, `goal/accounting.rs` |
 //! | time stage: time budget, working hours | `goal/time_gate.rs` |

@@ -233,7 +233,8 @@ impl GoalRuntime {
         let root = ctx.services.data_dir.root();
         let mut report =
             crate::control::explain::explain(&ctx.client, root, session_id, directory, Some(&ctx.holder)).await?;
-        let waiting = report.cause.as_ref().is_some_and(|c| c.code == crate::record::cause::CauseCode::WaitingForOpenCode);
+        let waiting =
+            report.cause.as_ref().is_some_and(|c| c.code == crate::record::cause::CauseCode::WaitingForOpenCode);
         if waiting && report.status == Some(GoalStatus::Active) && report.next_wake_at.is_none() {
             report.next_wake_at = self.next_look(session_id, directory).map(|wait| now_ms() + wait.as_millis() as f64);
         }

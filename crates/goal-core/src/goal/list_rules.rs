@@ -253,7 +253,11 @@ mod tests {
         let first = add_waiter(&mut lists, "ses_a", 100.0, NOW + 1.0);
         assert_eq!(
             first,
-            Waiting::Registered { detail: "GET /session → 503".into(), retry_in: Duration::from_millis(2_499), arm_retry: true }
+            Waiting::Registered {
+                detail: "GET /session → 503".into(),
+                retry_in: Duration::from_millis(2_499),
+                arm_retry: true
+            }
         );
         let second = add_waiter(&mut lists, "ses_b", 40.0, NOW + 2.0);
         assert!(matches!(second, Waiting::Registered { arm_retry: false, .. }), "{second:?}");

@@ -8,15 +8,15 @@ use serde_json::Value;
 use tracing::{debug, warn};
 
 use crate::error::HttpError;
+use crate::goal::adopt::{own_or_adopt, own_or_adopt_unlisted, UnlistedOwner};
 use crate::goal::context::{ReadAtStart, Tick, TickContext};
 use crate::goal::gates::{live_gate, LiveGate};
-use crate::goal::adopt::{own_or_adopt, own_or_adopt_unlisted, UnlistedOwner};
 use crate::goal::lineage::OwnerView;
 use crate::goal::owner_scan::ListAnswer;
 use crate::goal::wait_rules::{wait_detail, Route};
 use crate::goal::waiting::note_waiting;
-use crate::io::writer::Marking;
 use crate::io::writer::BaseRead;
+use crate::io::writer::Marking;
 use crate::record::cause::CauseCode;
 use crate::record::reasons::{REASON_MESSAGES_UNAVAILABLE, REASON_RESUMED, WAITING_FOR_USER};
 use crate::record::session::{Message, SessionView};
@@ -146,10 +146,12 @@ async fn ownership_stage(
             let claimed = own_or_adopt(&ctx.client, &ctx.holders, data_dir, session, directory, &goal, view).await?;
             Ok(claimed.unwrap_or(goal))
         }
-        ListAnswer::CannotList => match own_or_adopt_unlisted(&ctx.client, &ctx.holders, session, directory, &goal).await? {
-            UnlistedOwner::Driven(goal) => Ok(goal),
-            UnlistedOwner::Undecided => waiting(wait_detail(Route::List, &HttpError::Status(404)), goal).await,
-        },
+        ListAnswer::CannotList => {
+            match own_or_adopt_unlisted(&ctx.client, &ctx.holders, session, directory, &goal).await? {
+                UnlistedOwner::Driven(goal) => Ok(goal),
+                UnlistedOwner::Undecided => waiting(wait_detail(Route::List, &HttpError::Status(404)), goal).await,
+            }
+        }
         ListAnswer::Failing { detail, .. } => {
             debug!(target: "session_goal", session = %session.id, "owner list failing; waiting for the directory's next list");
             waiting(detail, goal).await

@@ -26,7 +26,9 @@ use tracing::warn;
 
 use crate::error::HttpError;
 use crate::goal::lineage::{owner_list_start, GoalHolders, OwnerView};
-use crate::goal::list_rules::{add_waiter, finish_list, plan_list, retry_due, AfterList, DirectoryLists, ListEnd, ListPlan, Waiting};
+use crate::goal::list_rules::{
+    add_waiter, finish_list, plan_list, retry_due, AfterList, DirectoryLists, ListEnd, ListPlan, Waiting,
+};
 use crate::goal::wait_rules::{wait_detail, Route};
 use crate::io::opencode::OpenCodeClient;
 use crate::record::Goal;

@@ -68,7 +68,10 @@ mod tests {
         assert_eq!(wait_detail(Route::List, &HttpError::Status(503)), "GET /session → 503");
         assert_eq!(wait_detail(Route::Messages, &HttpError::Timeout), "GET /session/:id/message → timeout");
         assert_eq!(wait_detail(Route::Status, &HttpError::Body(200)), "GET /session/status → 200, unreadable body");
-        assert_eq!(wait_detail(Route::Children, &HttpError::Network("reset".into())), "GET /session/:id/children → no connection");
+        assert_eq!(
+            wait_detail(Route::Children, &HttpError::Network("reset".into())),
+            "GET /session/:id/children → no connection"
+        );
     }
 
     #[test]

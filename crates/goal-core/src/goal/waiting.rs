@@ -17,7 +17,14 @@ use crate::time::clock::now_ms;
 /// written when the stored cause already says so, or when the goal changed meanwhile. A write
 /// that fails is only logged: the server that fails the read may fail the write too, and the
 /// tick's backoff goes on either way.
-pub async fn note_waiting(ctx: &TickContext, session_id: &str, directory: &str, goal: &Goal, detail: &str, marking: Marking) {
+pub async fn note_waiting(
+    ctx: &TickContext,
+    session_id: &str,
+    directory: &str,
+    goal: &Goal,
+    detail: &str,
+    marking: Marking,
+) {
     let now = now_ms();
     let Some(cause) = waiting_cause(goal.cause.as_ref(), session_id, detail, now) else {
         return;
