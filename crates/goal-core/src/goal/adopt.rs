@@ -67,7 +67,7 @@ pub async fn own_or_adopt(
 /// list sessions.
 pub enum UnlistedOwner {
     /// The session's own (written with its `sessionId` now), or a copy the user resumed: go on.
-    Driven(Goal),
+    Driven(Box<Goal>),
     /// Neither the goal nor the session says when it was made: the goal waits (the caller says
     /// so in its cause), a resume settles it.
     Undecided,
@@ -90,13 +90,13 @@ pub async fn own_or_adopt_unlisted(
     if !unmarked(goal) {
         // A goal that names no session is either unmarked or resumed by the user (claimed).
         holders.saw(&goal.id, session_id, session.created);
-        return claim(client, session_id, directory, goal).await.map(UnlistedOwner::Driven);
+        return claim(client, session_id, directory, goal).await.map(|g| UnlistedOwner::Driven(Box::new(g)));
     }
     match unlisted(goal) {
         Unlisted::Own => {
             holders.saw(&goal.id, session_id, session.created);
             info!(target: "session_goal", session = session_id, "the server cannot list sessions; the session predates the goal: its own");
-            claim(client, session_id, directory, goal).await.map(UnlistedOwner::Driven)
+            claim(client, session_id, directory, goal).await.map(|g| UnlistedOwner::Driven(Box::new(g)))
         }
         Unlisted::Copy => {
             info!(target: "session_goal", session = session_id, "the server cannot list sessions; the session is newer than the goal: a copy");

@@ -148,7 +148,7 @@ async fn ownership_stage(
         }
         ListAnswer::CannotList => {
             match own_or_adopt_unlisted(&ctx.client, &ctx.holders, session, directory, &goal).await? {
-                UnlistedOwner::Driven(goal) => Ok(goal),
+                UnlistedOwner::Driven(goal) => Ok(*goal),
                 UnlistedOwner::Undecided => waiting(wait_detail(Route::List, &HttpError::Status(404)), goal).await,
             }
         }
