@@ -214,6 +214,7 @@ impl GoalRuntime {
     /// Stops: no new work, timers cleared, in-flight ticks invalidated and awaited (bounded).
     pub async fn stop(&self) {
         self.inner.stopped.store(true, Ordering::SeqCst);
+        self.inner.ctx.owner_lists.stop();
         self.inner.scheduler.stop().await;
     }
 

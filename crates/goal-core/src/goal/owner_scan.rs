@@ -17,6 +17,7 @@
 //!   ownership stage then decides from the session itself (`lineage::owner_without_list`).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -92,6 +93,8 @@ pub struct OwnerLists {
     epoch: Instant,
     /// Wakes goals that waited for a list (set once the scheduler exists).
     waker: OnceLock<Waker>,
+    /// The runtime stopped: no list starts any more (a scheduled retry included).
+    stopped: AtomicBool,
 }
 
 /// Directories whose list state is kept (beyond it, idle ones are forgotten).
@@ -107,7 +110,13 @@ impl OwnerLists {
             directories: Mutex::default(),
             epoch: Instant::now(),
             waker: OnceLock::new(),
+            stopped: AtomicBool::new(false),
         })
+    }
+
+    /// The runtime stopped: lists scheduled or queued are not read any more.
+    pub fn stop(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
     }
 
     /// Sets what wakes a goal that waited for a failing list once a list is read.
@@ -245,7 +254,11 @@ impl OwnerLists {
     async fn run_lists(self: Arc<Self>, directory: String, number: u64, start: f64) {
         let (mut number, mut start) = (number, start);
         loop {
-            let end = self.read_list(&directory, start).await;
+            let end = if self.stopped.load(Ordering::SeqCst) {
+                ListEnd::Failed("stopped".into())
+            } else {
+                self.read_list(&directory, start).await
+            };
             let ended = match &end {
                 ListEnd::Read => Ended::Read,
                 ListEnd::Failed(_) => Ended::Failed,
@@ -263,7 +276,7 @@ impl OwnerLists {
                     waker(session, &directory);
                 }
             }
-            if let Some(delay) = retry_in {
+            if let Some(delay) = retry_in.filter(|_| !self.stopped.load(Ordering::SeqCst)) {
                 self.spawn_retry(&directory, delay);
             }
             match next {
