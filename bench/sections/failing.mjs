@@ -3,7 +3,7 @@
 // payload per session (quiet window 1 s), as in the scale section.
 //  - 503: `GET /session` always answers 503. Every request the mock receives over the window
 //    (the event stream is not opened) is counted: per second over the whole window and over its
-//    second half (the steady state), the lists among them, and the continuations posted (a
+//    last 30 s (the steady state), the lists among them, and the continuations posted (a
 //    continuation here would be sent on a guess: the owner is unknown). Then the list answers
 //    again: time until every goal is driven.
 //  - 404: `GET /session` always answers 404 (a server that cannot list). Goals were set on
@@ -69,9 +69,11 @@ async function listFailing() {
   const before = await mock.call('requestCounts')
   const t0 = hrMs()
   idle()
-  await sleep(WINDOW_MS / 2)
-  const half = await mock.call('requestCounts')
-  await sleep(WINDOW_MS / 2)
+  // The last 30 s of the window: the steady state, once every goal's first tick is over.
+  const TAIL_MS = Math.min(30_000, WINDOW_MS / 2)
+  await sleep(WINDOW_MS - TAIL_MS)
+  const tail = await mock.call('requestCounts')
+  await sleep(TAIL_MS)
   const end = await mock.call('requestCounts')
   const windowMs = hrMs() - t0
   const guessed = (await mock.call('promptStats')).prompts
@@ -85,8 +87,9 @@ async function listFailing() {
     lists: end.lists - before.lists,
     windowMs,
     perSecond: (end.total - before.total) / (windowMs / 1000),
-    perSecondSecondHalf: (end.total - half.total) / (WINDOW_MS / 2 / 1000),
-    listsSecondHalf: end.lists - half.lists,
+    tailMs: TAIL_MS,
+    perSecondTail: (end.total - tail.total) / (TAIL_MS / 1000),
+    listsTail: end.lists - tail.lists,
     continuationsOnAGuess: guessed,
     armedWhileWaiting: waiting.armedTimers,
     drivenAfterRecovery: stats.sessions,
