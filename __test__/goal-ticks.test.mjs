@@ -155,7 +155,16 @@ describe('tick branches', () => {
     expect(at[5] - at[4]).toBeGreaterThanOrEqual(16 * 40 - 5)
     expect(at[6] - at[5]).toBeGreaterThanOrEqual(32 * 40 - 5)
     expect(goalOf(env.mock, session.id).status).toBe('active')
-    env.mock.clearFaults()
+    // The reads recover first (a tick past its retries that failed a read tries to settle, and
+    // would settle `blocked` if the write recovered between its read and its write): once a read
+    // of the messages has answered, the writes recover too.
+    messages.remove()
+    const fired = messages.fired
+    const readsBefore = reads().length
+    await waitFor(() => reads().length > readsBefore, 15_000)
+    expect(messages.fired).toBe(fired)
+    expect(env.mock.prompts).toHaveLength(0)
+    writes.remove()
     // Driven within 15 s of the server answering again (the backoff is capped at 10 s).
     const recovered = Date.now()
     await waitFor(() => env.mock.prompts.length === 1, 15_000)
