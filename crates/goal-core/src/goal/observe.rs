@@ -84,7 +84,9 @@ pub async fn start(
     };
     let (flags, ((session, answered), early_live)) = tokio::join!(ctx.services.data_dir.flags(), async {
         // A retry reads the session first: when the session is what fails, one request, not five.
-        if attempt == 0 && (ctx.known_active)(session_id) {
+        // So does a tick in a directory whose session lists are failing: a goal that names no
+        // session will only wait there, with no use for the live state.
+        if attempt == 0 && (ctx.known_active)(session_id) && !ctx.owner_lists.backing_off(directory) {
             let (session, live) = tokio::join!(read_session(), read_live(ctx, session_id, directory));
             (session, Some(live))
         } else {
