@@ -342,8 +342,8 @@ export interface GoalAuditSummary {
 
 /** Why a goal stopped or waits (docs/causes.md lists the codes). */
 export interface GoalCause {
-  /** The code from the closed list (docs/causes.md; `CauseCode::ALL` of the core). */
-  code: 'verified' | 'checksPassed' | 'userComplete' | 'auditorBlocked' | 'noProgress' | 'auditUnavailable' | 'dispatchFailed' | 'messagesUnavailable' | 'tokenBudget' | 'timeBudget' | 'costBudget' | 'turnCap' | 'userPaused' | 'userAborted' | 'waitingForUser' | 'waitingForHours' | 'waitingForProviderLimit' | 'waitingForLease' | 'providerAuth' | 'providerQuota' | 'contextOverflow' | 'contentFilter' | 'turnInterrupted' | 'turnFailed' | 'inherited' | 'invalidGoal'
+  /** The code from the closed list (`goal_core::CauseCode::ALL`; docs/causes.md). */
+  code: 'verified' | 'checksPassed' | 'userComplete' | 'auditorBlocked' | 'noProgress' | 'auditUnavailable' | 'dispatchFailed' | 'messagesUnavailable' | 'tokenBudget' | 'timeBudget' | 'costBudget' | 'turnCap' | 'userPaused' | 'userAborted' | 'waitingForUser' | 'waitingForHours' | 'waitingForProviderLimit' | 'waitingForLease' | 'waitingForOpenCode' | 'providerAuth' | 'providerQuota' | 'contextOverflow' | 'contentFilter' | 'turnInterrupted' | 'turnFailed' | 'inherited' | 'invalidGoal'
   /** When the stop or wait began (ms since epoch). */
   since: number
   /** A short detail: a provider name, an HTTP status, a session id. */

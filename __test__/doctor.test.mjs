@@ -40,6 +40,7 @@ const CODES = {
   waitingForHours: 'none',
   waitingForProviderLimit: 'none',
   waitingForLease: 'none',
+  waitingForOpenCode: 'none',
   providerAuth: 'resume',
   providerQuota: 'resume',
   contextOverflow: 'resume',
@@ -103,6 +104,21 @@ describe('the causes the runtime and the user actions write', () => {
     expect(report.pending).toEqual([{ kind: 'permission', id: 'per_1', permission: 'bash' }])
     expect(report.cause.code).toBe('waitingForUser')
     expect(report.fixAction).toBe('none')
+  })
+})
+
+describe('the closed list of causes', () => {
+  it('index.d.ts declares exactly the codes docs/causes.md names', async () => {
+    const fs = await import('node:fs')
+    const root = new URL('..', import.meta.url)
+    const docs = fs.readFileSync(new URL('docs/causes.md', root), 'utf8')
+    const listed = docs.slice(docs.indexOf('closed list:'), docs.indexOf('A running goal'))
+    const documented = [...listed.matchAll(/`([a-zA-Z]+)`/g)].map((m) => m[1])
+    const types = fs.readFileSync(new URL('index.d.ts', root), 'utf8')
+    const cause = types.slice(types.indexOf('export interface GoalCause'))
+    const declared = [...cause.slice(0, cause.indexOf('\n', cause.indexOf('code:'))).matchAll(/'([a-zA-Z]+)'/g)].map((m) => m[1])
+    expect(documented).toContain('waitingForOpenCode')
+    expect(declared.sort()).toEqual(documented.sort())
   })
 })
 

@@ -140,21 +140,36 @@ describe('tick branches', () => {
     expect(env.notifications.at(-1)).toMatchObject({ status: 'blocked', title: 'Goal blocked' })
   })
 
-  it('a server that keeps failing: when even the blocked status cannot be written, a long pause, then a fresh round', async () => {
+  it('a server that keeps failing: when even the blocked status cannot be written, the retries keep doubling (never back to short), and the goal is driven once it answers', async () => {
     env = await setup({ auditor: scriptedAuditor([continueVerdict]), runtimeOptions: { idleQuietMs: 40 } })
     const session = sessionWithReply(env.mock)
-    env.mock.fault({ method: 'GET', path: '/session/' + session.id + '/message', status: 503 })
-    env.mock.fault({ method: 'PATCH', path: '/session/' + session.id, status: 503 })
+    const messages = env.mock.fault({ method: 'GET', path: '/session/' + session.id + '/message', status: 503 })
+    const writes = env.mock.fault({ method: 'PATCH', path: '/session/' + session.id, status: 503 })
     env.mock.setStatus(session.id, 'idle')
     const reads = () => env.mock.requests.filter((r) => r.method === 'GET' && r.path === '/session/' + session.id + '/message')
-    await waitFor(() => reads().length >= 6, 8000)
+    await waitFor(() => reads().length >= 7, 8000)
+    expect(messages.fired).toBeGreaterThanOrEqual(7)
+    expect(writes.fired).toBeGreaterThanOrEqual(1)
     const at = reads().map((r) => r.at)
-    // q, 2q, 4q, 8q, then 16q before the next round.
+    // q, 2q, 4q, 8q (the retries), then on past the last retry: 16q, 32q (capped at 10 s).
     expect(at[5] - at[4]).toBeGreaterThanOrEqual(16 * 40 - 5)
+    expect(at[6] - at[5]).toBeGreaterThanOrEqual(32 * 40 - 5)
     expect(goalOf(env.mock, session.id).status).toBe('active')
-    env.mock.clearFaults()
-    await waitFor(() => env.mock.prompts.length === 1, 8000)
-  })
+    // The reads recover first (a tick past its retries that failed a read tries to settle, and
+    // would settle `blocked` if the write recovered between its read and its write): once a read
+    // of the messages has answered, the writes recover too.
+    messages.remove()
+    const fired = messages.fired
+    const readsBefore = reads().length
+    await waitFor(() => reads().length > readsBefore, 15_000)
+    expect(messages.fired).toBe(fired)
+    expect(env.mock.prompts).toHaveLength(0)
+    writes.remove()
+    // Driven within 15 s of the server answering again (the backoff is capped at 10 s).
+    const recovered = Date.now()
+    await waitFor(() => env.mock.prompts.length === 1, 15_000)
+    expect(Date.now() - recovered).toBeLessThan(15_000)
+  }, 30_000)
 
   it('quiescence: running reply or no reply yet → nothing; a trailing user message nothing answers is only ever posted again under its own id', async () => {
     const auditor = scriptedAuditor([continueVerdict])

@@ -61,22 +61,26 @@ describe('owner lists', () => {
 })
 
 describe('an owner list that cannot be read', () => {
-  it('leaves a goal that names no session undriven until a list shows its owner', async () => {
+  it('leaves a goal that names no session undriven and waiting, without reads of its own, until a list shows its owner', async () => {
     env = await setup({ auditor: scriptedAuditor([continueVerdict]), runtimeOptions: { idleQuietMs: 50, kickoffQuietMs: 60_000 } })
     const { mock } = env
     const failing = mock.fault({ method: 'GET', path: '/session', status: 500 })
     const source = sessionWithReply(mock)
     mock.setStatus(source.id, 'idle')
-    const reads = () => mock.requests.filter((r) => r.method === 'GET' && r.path === `/session/${source.id}`).length
-    // The first tick read the session, found no list and ended; the second read is its retry.
-    await waitFor(() => reads() >= 2, 5000)
-    expect(failing.fired).toBeGreaterThanOrEqual(2)
+    // The list is retried after the directory's backoff (2.5 s); the goal waits for it.
+    await waitFor(() => failing.fired >= 2, 8000)
+    const reads = mock.requests.filter((r) => r.method === 'GET' && r.path === `/session/${source.id}`).length
+    // The first tick, its waiting-cause write, one follow-up the write's echo queued: no polling.
+    expect(reads).toBeLessThanOrEqual(4)
     expect(mock.sends(source.id)).toHaveLength(0)
-    expect(goalOf(mock, source.id).sessionId).toBeUndefined()
+    const waiting = goalOf(mock, source.id)
+    expect(waiting.sessionId).toBeUndefined()
+    expect(waiting.cause).toMatchObject({ code: 'waitingForOpenCode', detail: 'GET /session → 500' })
     failing.remove()
-    await waitFor(() => mock.sends(source.id).length === 1, 5000)
+    await waitFor(() => mock.sends(source.id).length === 1, 15_000)
     expect(goalOf(mock, source.id)).toMatchObject({ status: 'active', sessionId: source.id })
-  })
+    expect(goalOf(mock, source.id).cause).toBeUndefined()
+  }, 30_000)
 })
 
 describe('a settled goal', () => {

@@ -17,6 +17,8 @@ let notifyPrompts = false
 // Request log kept compact (the mock's own log clones headers and bodies of every request).
 let log = []
 let keepLog = false
+// Every request recorded (the event stream included), and the session lists among them.
+const counts = { total: 0, lists: 0 }
 
 const PROMPT_PATH = /^\/session\/([^/]+)\/prompt_async$/
 
@@ -46,6 +48,8 @@ const commands = {
     const requests = mock.requests
     requests.push = (record) => {
       const atHr = hrMs()
+      counts.total++
+      if (record.method === 'GET' && record.path === '/session') counts.lists++
       const match = record.method === 'POST' ? PROMPT_PATH.exec(record.path) : null
       if (match) {
         const sessionId = decodeURIComponent(match[1])
@@ -62,11 +66,17 @@ const commands = {
   },
 
   /** Sessions with an active goal and one completed exchange, idle (like the tests' sessionWithReply); `owned`: goals name their session. */
-  createGoalSessions({ count, directory = '/tmp/project', ids, goal = {}, owned = false }) {
+  createGoalSessions({ count, directory = '/tmp/project', ids, goal = {}, owned = false, goalAfterSession = false }) {
     const created = []
     for (let index = 0; index < count; index++) {
       const metadata = goalMetadata(goalsCreated++, goal)
       const session = mock.createSession({ id: ids?.[index], directory, metadata })
+      // `goalAfterSession`: the goal was set on the session after it was made (as a user sets one
+      // on an existing session), so a server that cannot list still shows whose goal it is.
+      if (goalAfterSession) {
+        const at = session.time.created + 1
+        mock.setMetadata(session.id, { openchamber: { goal: { ...metadata.openchamber.goal, createdAt: at, updatedAt: at } } })
+      }
       // `owned`: the goal names its session, as this package writes goals (OpenChamber's UI
       // writes them without `sessionId`).
       if (owned) mock.setMetadata(session.id, { openchamber: { goal: { ...metadata.openchamber.goal, sessionId: session.id } } })
@@ -96,9 +106,14 @@ const commands = {
     return true
   },
 
-  fault({ pathSource = '.*', delayMs }) {
-    mock.fault({ path: new RegExp(pathSource), delayMs })
+  fault({ pathSource = '.*', delayMs, method, status }) {
+    mock.fault({ path: new RegExp(pathSource), delayMs, method, status })
     return true
+  },
+
+  /** Requests recorded so far: all of them, and the session lists (`GET /session`). */
+  requestCounts() {
+    return { ...counts }
   },
 
   clearFaults() {

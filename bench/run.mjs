@@ -3,7 +3,7 @@
 // prints one Markdown report (machine, figures, targets). Ratios are always taken within the same
 // run. Not part of the test run.
 //
-//   node bench/run.mjs [--no-build] [--only=intake,tick,scale,footprint] [--json=out.json] [--write]
+//   node bench/run.mjs [--no-build] [--only=intake,tick,scale,footprint,failing] [--json=out.json] [--write]
 //
 // --write puts the report into BENCHMARKS.md (complete runs of a committed tree only).
 //
@@ -15,7 +15,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { benchDir, rootDir } from './lib.mjs'
 
-const SECTIONS = ['intake', 'tick', 'scale', 'footprint']
+const SECTIONS = ['intake', 'tick', 'scale', 'footprint', 'failing']
 const BINARY = path.join(rootDir, 'session-goal-runtime.linux-x64-gnu.node')
 
 const args = process.argv.slice(2)
@@ -236,6 +236,32 @@ function report(env, load, results) {
     out.push(`require() runs: ${footprint.requireRuns} fresh node processes.`)
     targets.push(['require() < 30 ms', `median ${f(footprint.requireMedianMs, 2)} ms, first ${f(footprint.requireFirstMs, 2)} ms, max ${f(footprint.requireMaxMs, 2)} ms`, verdict(footprint.requireMaxMs < 30, `max by ${f(footprint.requireMaxMs - 30, 1)} ms`)])
     targets.push(['.node ≤ 4 MiB (linux-x64-gnu release)', `${f(footprint.nodeMb, 2)} MiB`, verdict(footprint.nodeMb <= 4, `by ${f(footprint.nodeMb - 4, 2)} MiB`)])
+  }
+
+  const failing = results.failing
+  if (failing) {
+    const a = failing.failing
+    const b = failing.cannotList
+    out.push('')
+    out.push(`### 5. A session list that always fails: ${int(failing.sessions)} goals that name no session`)
+    out.push('')
+    out.push('| list answers | requests (window) | per second, whole window / last 30 s | lists (last 30 s) | continuations on a guess | after the list answers again: driven, all within | duplicated |')
+    out.push('|---|---:|---:|---:|---:|---:|---:|')
+    out.push(
+      `| 503 | ${int(a.requests)} (${f(a.windowMs / 1000, 0)} s) | ${f(a.perSecond)} / ${f(a.perSecondTail)} | ${int(a.lists)} (${int(a.listsTail)}) | ${int(a.continuationsOnAGuess)} | ${int(a.drivenAfterRecovery)}, ${a.allDrivenAfterRecoveryMs === null ? 'n/a' : `${f(a.allDrivenAfterRecoveryMs / 1000, 2)} s`} | ${int(a.duplicated)} |`,
+    )
+    out.push('')
+    out.push('| list answers | driven | missed | prompted twice | all driven after | lists | requests |')
+    out.push('|---|---:|---:|---:|---:|---:|---:|')
+    out.push(`| 404 | ${int(b.driven)} | ${int(b.missed)} | ${int(b.duplicated)} | ${f(b.allDrivenAfterMs / 1000, 2)} s | ${int(b.lists)} | ${int(b.requests)} |`)
+    out.push('')
+    out.push(`Quiet window ${failing.quietMs} ms, no mock delay, one idle payload per session and no event stream. With 503 the goals wait for the directory's list (one in flight, one backoff, at most one per 10 s after the first three) and send nothing of their own meanwhile; with 404 each goal was set on its session after the session was made, so the session decides it is its own.`)
+    targets.push([
+      `${int(failing.sessions)} goals, list 503: no continuation on a guess`,
+      `${int(a.continuationsOnAGuess)} continuations, ${f(a.perSecondTail)} requests/s in the last 30 s`,
+      verdict(a.continuationsOnAGuess === 0, `${a.continuationsOnAGuess} sent`),
+    ])
+    targets.push([`${int(failing.sessions)} goals, list 404: all driven`, `${int(b.driven)} driven, ${int(b.duplicated)} twice`, verdict(b.missed === 0 && b.duplicated === 0, `${b.missed} missed`)])
   }
 
   out.push('')

@@ -9,9 +9,9 @@ use goal_core::{AcceptanceCheck, Cause, Criterion};
 /// Why a goal stopped or waits (docs/causes.md lists the codes).
 #[napi(object, object_from_js = false)]
 pub struct GoalCause {
-    /// The code from the closed list (docs/causes.md; `CauseCode::ALL` of the core).
+    /// The code from the closed list (`goal_core::CauseCode::ALL`; docs/causes.md).
     #[napi(
-        ts_type = "'verified' | 'checksPassed' | 'userComplete' | 'auditorBlocked' | 'noProgress' | 'auditUnavailable' | 'dispatchFailed' | 'messagesUnavailable' | 'tokenBudget' | 'timeBudget' | 'costBudget' | 'turnCap' | 'userPaused' | 'userAborted' | 'waitingForUser' | 'waitingForHours' | 'waitingForProviderLimit' | 'waitingForLease' | 'providerAuth' | 'providerQuota' | 'contextOverflow' | 'contentFilter' | 'turnInterrupted' | 'turnFailed' | 'inherited' | 'invalidGoal'"
+        ts_type = "'verified' | 'checksPassed' | 'userComplete' | 'auditorBlocked' | 'noProgress' | 'auditUnavailable' | 'dispatchFailed' | 'messagesUnavailable' | 'tokenBudget' | 'timeBudget' | 'costBudget' | 'turnCap' | 'userPaused' | 'userAborted' | 'waitingForUser' | 'waitingForHours' | 'waitingForProviderLimit' | 'waitingForLease' | 'waitingForOpenCode' | 'providerAuth' | 'providerQuota' | 'contextOverflow' | 'contentFilter' | 'turnInterrupted' | 'turnFailed' | 'inherited' | 'invalidGoal'"
     )]
     pub code: String,
     /// When the stop or wait began (ms since epoch).

@@ -140,6 +140,8 @@ impl GoalRuntime {
             holders,
         };
         let scheduler = Scheduler::start_publishing(Arc::new(GoalJob { ctx: ctx.clone() }), runtime, facts);
+        // Goals that waited for a failing owner list are woken when a list is read.
+        ctx.owner_lists.set_waker(Arc::new(scheduler.weak_waker()));
         let inner = Arc::new_cyclic(|me| Inner {
             me: me.clone(),
             group: settings.client.key(),
@@ -212,6 +214,7 @@ impl GoalRuntime {
     /// Stops: no new work, timers cleared, in-flight ticks invalidated and awaited (bounded).
     pub async fn stop(&self) {
         self.inner.stopped.store(true, Ordering::SeqCst);
+        self.inner.ctx.owner_lists.stop();
         self.inner.scheduler.stop().await;
     }
 
@@ -229,7 +232,24 @@ impl GoalRuntime {
     ) -> Result<crate::control::explain::ExplainReport, crate::error::HttpError> {
         let ctx = &self.inner.ctx;
         let root = ctx.services.data_dir.root();
-        crate::control::explain::explain(&ctx.client, root, session_id, directory, Some(&ctx.holder)).await
+        let mut report =
+            crate::control::explain::explain(&ctx.client, root, session_id, directory, Some(&ctx.holder)).await?;
+        let waiting =
+            report.cause.as_ref().is_some_and(|c| c.code == crate::record::cause::CauseCode::WaitingForOpenCode);
+        if waiting && report.status == Some(GoalStatus::Active) && report.next_wake_at.is_none() {
+            report.next_wake_at = self.next_look(session_id, directory).map(|wait| now_ms() + wait.as_millis() as f64);
+        }
+        Ok(report)
+    }
+
+    /// When this runtime looks at a waiting goal again: the directory's next owner list for a
+    /// goal waiting on it, else the session's own timer.
+    fn next_look(&self, session_id: &str, directory: &str) -> Option<Duration> {
+        let sessions = self.inner.scheduler.sessions();
+        let entry = sessions.iter().find(|s| s.session_id == session_id);
+        let directory = entry.map_or(directory, |e| e.directory.as_str());
+        let list = self.inner.ctx.owner_lists.next_list_in(directory, session_id);
+        list.or_else(|| entry.and_then(|e| e.due_in_ms).map(Duration::from_millis))
     }
 
     /// Scans the known directories for active goals on idle sessions and re-arms them. The tick
@@ -238,7 +258,8 @@ impl GoalRuntime {
     pub fn recover(&self) {
         let inner = self.inner.clone();
         let span = self.inner.log_span.clone();
-        self.inner.runtime.spawn(async move { inner.recover().await }.instrument(span));
+        let directories = inner.known_directories();
+        self.inner.runtime.spawn(async move { inner.recover(directories).await }.instrument(span));
     }
 }
 
@@ -262,8 +283,15 @@ impl Inner {
         known.truncate(MAX_KNOWN_DIRECTORIES);
     }
 
-    async fn recover(self: Arc<Self>) {
-        let directories: Vec<String> = self.directories.lock().iter().cloned().collect();
+    /// The directories known now.
+    fn known_directories(&self) -> Vec<String> {
+        self.directories.lock().iter().cloned().collect()
+    }
+
+    /// Scans `directories` (those known when the scan was asked for: a directory learned from
+    /// an event afterwards has live events arming its goals, and scanning it too would depend on
+    /// when the spawned task happens to run).
+    async fn recover(self: Arc<Self>, directories: Vec<String>) {
         for directory in directories {
             if self.stopped.load(Ordering::SeqCst) {
                 return;
@@ -427,7 +455,9 @@ impl Consumer for Inner {
             IntakeEvent::Connected => {
                 if let Some(me) = self.me.upgrade() {
                     debug!(target: "session_goal", "OpenCode connected; scanning for active goals");
-                    self.runtime.spawn(me.recover().instrument(self.log_span.clone()));
+                    // The directories known at the connection, read here and not in the task.
+                    let directories = self.known_directories();
+                    self.runtime.spawn(me.recover(directories).instrument(self.log_span.clone()));
                 }
             }
         }

@@ -228,16 +228,38 @@ pub async fn try_write_goal<R: Send>(
     guard: &GoalGuard,
     mutate: impl FnOnce(&mut Goal) -> Result<(), R> + Send,
 ) -> Result<GoalUpdate<R>, HttpError> {
+    try_write_goal_marking(client, session_id, directory, guard, Marking::MarkUnowned, mutate).await
+}
+
+/// Whether a write marks a goal that names no session as the written session's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Marking {
+    /// Every ordinary write: the session that writes the goal owns it.
+    MarkUnowned,
+    /// A write on a goal whose owner is not known yet (a tick waiting for its owner list): the
+    /// goal keeps naming no session.
+    KeepOwner,
+}
+
+/// [`try_write_goal`], saying whether an unowned goal gets marked.
+pub async fn try_write_goal_marking<R: Send>(
+    client: &OpenCodeClient,
+    session_id: &str,
+    directory: &str,
+    guard: &GoalGuard,
+    marking: Marking,
+    mutate: impl FnOnce(&mut Goal) -> Result<(), R> + Send,
+) -> Result<GoalUpdate<R>, HttpError> {
     let mut mutate = Some(mutate);
     let mut declined: Option<R> = None;
-    let update = try_write_goal_dyn(client, session_id, directory, guard, &mut |g| match mutate.take().map(|m| m(g)) {
+    let mut decide = |g: &mut Goal| match mutate.take().map(|m| m(g)) {
         Some(Err(reason)) => {
             declined = Some(reason);
             false
         }
         _ => true,
-    })
-    .await?;
+    };
+    let update = try_write_goal_dyn(client, session_id, directory, guard, marking, &mut decide).await?;
     Ok(match (update, declined) {
         (_, Some(reason)) => GoalUpdate::Declined(reason),
         (Some((before, after)), None) => GoalUpdate::Written { before, after },
@@ -252,6 +274,7 @@ async fn try_write_goal_dyn(
     session_id: &str,
     directory: &str,
     guard: &GoalGuard,
+    marking: Marking,
     mutate: &mut (dyn FnMut(&mut Goal) -> bool + Send),
 ) -> Result<Option<(Goal, Goal)>, HttpError> {
     let _slot = client.write_slots().acquire(session_id).await;
@@ -263,7 +286,9 @@ async fn try_write_goal_dyn(
     if !mutate(&mut after) {
         return Ok(None);
     }
-    after.mark_if_unowned(session_id);
+    if marking == Marking::MarkUnowned {
+        after.mark_if_unowned(session_id);
+    }
     after.updated_at = now_ms().max(before.updated_at + 1.0);
     let metadata = merge_namespace_key(&session.metadata, "goal", Some(after.to_value()));
     client.put_metadata(session_id, directory, metadata).await?;

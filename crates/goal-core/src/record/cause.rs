@@ -51,6 +51,9 @@ pub enum CauseCode {
     WaitingForProviderLimit,
     /// Another host holds the goal's lease.
     WaitingForLease,
+    /// A request the loop needs keeps failing (OpenCode answers an error, garbage or nothing);
+    /// the goal goes on by itself once it answers. `detail` names the request and its answer.
+    WaitingForOpenCode,
     /// The provider refused the credentials.
     ProviderAuth,
     /// The provider's quota is spent and will not reset soon.
@@ -72,7 +75,7 @@ pub enum CauseCode {
 
 impl CauseCode {
     /// Every code, in documentation order.
-    pub const ALL: [CauseCode; 26] = [
+    pub const ALL: [CauseCode; 27] = [
         Self::Verified,
         Self::ChecksPassed,
         Self::UserComplete,
@@ -91,6 +94,7 @@ impl CauseCode {
         Self::WaitingForHours,
         Self::WaitingForProviderLimit,
         Self::WaitingForLease,
+        Self::WaitingForOpenCode,
         Self::ProviderAuth,
         Self::ProviderQuota,
         Self::ContextOverflow,
@@ -122,6 +126,7 @@ impl CauseCode {
             Self::WaitingForHours => "waitingForHours",
             Self::WaitingForProviderLimit => "waitingForProviderLimit",
             Self::WaitingForLease => "waitingForLease",
+            Self::WaitingForOpenCode => "waitingForOpenCode",
             Self::ProviderAuth => "providerAuth",
             Self::ProviderQuota => "providerQuota",
             Self::ContextOverflow => "contextOverflow",
@@ -142,7 +147,11 @@ impl CauseCode {
     pub fn is_wait(self) -> bool {
         matches!(
             self,
-            Self::WaitingForUser | Self::WaitingForHours | Self::WaitingForProviderLimit | Self::WaitingForLease
+            Self::WaitingForUser
+                | Self::WaitingForHours
+                | Self::WaitingForProviderLimit
+                | Self::WaitingForLease
+                | Self::WaitingForOpenCode
         )
     }
 }
@@ -267,7 +276,7 @@ mod tests {
     #[test]
     fn waits_are_the_waiting_codes() {
         let waits: Vec<_> = CauseCode::ALL.into_iter().filter(|code| code.is_wait()).collect();
-        assert_eq!(waits.len(), 4);
+        assert_eq!(waits.len(), 5);
         assert!(waits.iter().all(|code| code.as_str().starts_with("waitingFor")));
     }
 }

@@ -11,6 +11,7 @@
 //! write slots, dispatch claims, the event intake) lives in `io/shared.rs`; and the goal itself
 //! lives in OpenCode's session metadata.
 
+pub mod backoff;
 pub mod facts;
 pub mod job;
 
@@ -245,6 +246,23 @@ impl Scheduler {
     /// Arms (or re-arms) a session's timer.
     pub fn arm(&self, session: &str, directory: &str, delay: Duration, mode: ArmMode) {
         self.send(Command::Arm { session: session.into(), directory: directory.into(), delay, mode });
+    }
+
+    /// A function that arms a session's tick at once (keeping an earlier timer), holding the
+    /// actor only weakly: for what wakes goals from outside the tick (the owner lists), which
+    /// the actor's own job holds in turn.
+    pub fn weak_waker(&self) -> impl Fn(&str, &str) + Send + Sync + 'static {
+        let tx = self.tx.downgrade();
+        move |session: &str, directory: &str| {
+            if let Some(tx) = tx.upgrade() {
+                let _ = tx.send(Command::Arm {
+                    session: session.into(),
+                    directory: directory.into(),
+                    delay: Duration::ZERO,
+                    mode: ArmMode::Earliest,
+                });
+            }
+        }
     }
 
     /// Clears a pending timer and follow-up (the session went busy).
@@ -536,18 +554,15 @@ impl Actor {
         let watch_sent = outcome == TickOutcome::Continued;
         match outcome {
             TickOutcome::Retry => {
-                entry.attempt += 1;
-                if entry.attempt <= max_attempts {
-                    // Bounded backoff: q, 2q, 4q, 8q; the run after the last one settles.
-                    next = Some(quiet * (1u32 << (entry.attempt - 1).min(8)));
-                } else {
-                    // The run after the last retry could not settle either (the server still
-                    // fails): never drop an active goal; look again after a long pause, with a
-                    // fresh round of retries.
-                    warn!(target: "session_goal", session, "read failures persist; looking again after a long pause");
-                    entry.attempt = 0;
-                    next = Some(quiet * (1u32 << max_attempts.min(8)));
+                // Doubling from the quiet window, capped (`backoff`). The run after the last
+                // allowed retry settles when it can; when it cannot (the server still fails), the
+                // goal is never dropped and never polled faster: it keeps the capped delay, so a
+                // route that answers again is asked within the cap.
+                entry.attempt = entry.attempt.saturating_add(1);
+                if entry.attempt == max_attempts.saturating_add(1) {
+                    warn!(target: "session_goal", session, "read failures persist; looking again at the longest backoff");
                 }
+                next = Some(backoff::retry_delay(quiet, entry.attempt));
             }
             TickOutcome::Rearm => {
                 entry.attempt = 0;
@@ -829,14 +844,15 @@ mod tests {
         assert_eq!(gaps, vec![100 - lead, 200 - lead, 400 - lead, 800 - lead]);
         let attempts: Vec<u32> = runs.iter().map(|r| r.1).collect();
         assert_eq!(attempts, vec![0, 1, 2, 3, 4]);
-        // A run that still failed after the last retry is not dropped: a long pause (16 q), then
-        // a fresh round.
-        tokio::time::sleep(Duration::from_millis(150)).await;
+        // A run that still failed after the last retry is not dropped, and never polled faster:
+        // the doubling goes on to the cap (10 s) and stays there.
+        tokio::time::sleep(Duration::from_millis(40_000)).await;
         settle().await;
         let runs = recorder.runs.lock().clone();
-        assert_eq!(runs.len(), 6);
-        assert_eq!((runs[5].2 - runs[4].2).as_millis(), 1_600 - lead);
-        assert_eq!(runs[5].1, 0);
+        assert_eq!(runs.len(), 11, "ten retries, then the scripted outcomes end");
+        let gaps: Vec<u128> = runs.windows(2).map(|w| (w[1].2 - w[0].2).as_millis() + lead).collect();
+        assert_eq!(gaps, vec![100, 200, 400, 800, 1_600, 3_200, 6_400, 10_000, 10_000, 10_000]);
+        assert_eq!(runs[10].1, 10);
     }
 
     #[tokio::test(start_paused = true)]

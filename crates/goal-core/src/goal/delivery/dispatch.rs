@@ -135,7 +135,8 @@ impl Dispatch<'_> {
                 return Delivery::Stopped { unused: refused };
             }
             if attempt > 1 {
-                tokio::time::sleep(self.retry_delay).await;
+                // Doubling between posts (`sched::backoff`): 250 ms, then 500 ms by default.
+                tokio::time::sleep(crate::sched::backoff::retry_delay(self.retry_delay, attempt - 1)).await;
                 if !generation.is_current() {
                     return Delivery::Stopped { unused: refused };
                 }
@@ -185,7 +186,7 @@ impl Dispatch<'_> {
                 return Delivery::Stopped { unused: refused && !unresolved };
             }
             if attempt > 1 {
-                match self.reconcile(tail, prompt_text, &still_ours).await {
+                match self.reconcile(tail, prompt_text, &still_ours, attempt - 1).await {
                     Reconciled::Admitted => {
                         return if unresolved { Delivery::Sent } else { Delivery::Stopped { unused: false } }
                     }
@@ -215,7 +216,7 @@ impl Dispatch<'_> {
         }
         // The last attempt may have landed too: one more look before giving up.
         if unresolved && generation.is_current() {
-            match self.reconcile(tail, prompt_text, &still_ours).await {
+            match self.reconcile(tail, prompt_text, &still_ours, self.attempts).await {
                 Reconciled::Admitted => return Delivery::Sent,
                 Reconciled::Stop => return Delivery::Stopped { unused: refused && !unresolved },
                 Reconciled::NotAdmitted | Reconciled::Unknown => {}
@@ -235,9 +236,11 @@ impl Dispatch<'_> {
         tail: &str,
         prompt_text: &str,
         still_ours: &impl Fn(&crate::record::session::SessionView) -> bool,
+        failures: u32,
     ) -> Reconciled {
-        // Give a slow server a moment to record the prompt before judging.
-        tokio::time::sleep(self.retry_delay).await;
+        // Give a slow server a moment to record the prompt before judging (doubling with each
+        // failed post, `sched::backoff`).
+        tokio::time::sleep(crate::sched::backoff::retry_delay(self.retry_delay, failures)).await;
         let (status, messages, session) = tokio::join!(
             self.client.status_map(self.directory),
             self.client.messages(self.session_id, self.directory, self.message_limit),

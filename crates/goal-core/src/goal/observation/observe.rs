@@ -2,16 +2,21 @@
 //! active, the live state (status, children, messages, todos) are read at once; the effective
 //! objective is found; the live state decides whether the tick goes on (idle, nobody waiting).
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tracing::{debug, warn};
 
 use crate::error::HttpError;
 use crate::goal::context::{ReadAtStart, Tick, TickContext};
+use crate::goal::observation::wait_rules::{wait_detail, Route};
+use crate::goal::observation::waiting::note_waiting;
+use crate::goal::ownership::adopt::{own_or_adopt, own_or_adopt_unlisted, UnlistedOwner};
 use crate::goal::ownership::lineage::OwnerView;
+use crate::goal::ownership::owner_scan::ListAnswer;
 use crate::goal::planning::gates::{live_gate, LiveGate};
 use crate::io::writer::BaseRead;
+use crate::io::writer::Marking;
 use crate::record::cause::CauseCode;
 use crate::record::reasons::{REASON_MESSAGES_UNAVAILABLE, REASON_RESUMED, WAITING_FOR_USER};
 use crate::record::session::{Message, SessionView};
@@ -78,7 +83,10 @@ pub async fn start(
         (session, Instant::now())
     };
     let (flags, ((session, answered), early_live)) = tokio::join!(ctx.services.data_dir.flags(), async {
-        if (ctx.known_active)(session_id) {
+        // A retry reads the session first: when the session is what fails, one request, not five.
+        // So does a tick in a directory whose session lists are failing: a goal that names no
+        // session will only wait there, with no use for the live state.
+        if attempt == 0 && (ctx.known_active)(session_id) && !ctx.owner_lists.backing_off(directory) {
             let (session, live) = tokio::join!(read_session(), read_live(ctx, session_id, directory));
             (session, Some(live))
         } else {
@@ -108,25 +116,49 @@ pub async fn start(
     // Whose goal it is comes first: a fork's copy carries its source's lease and reservation.
     // A goal that names no session waits for its owner list, read beside the live state.
     let (owners, early_live) = owner_list_beside_live(ctx, session_id, directory, &goal, early_live).await;
-    let goal = match crate::goal::ownership::adopt::own_or_adopt(
-        &ctx.client,
-        &ctx.holders,
-        &ctx.services.data_dir,
-        &base.session,
-        directory,
-        &goal,
-        owners,
-    )
-    .await?
-    {
-        Some(claimed) => claimed,
-        None => goal,
-    };
+    let goal = ownership_stage(ctx, &base.session, directory, goal, owners).await?;
     if let Some(wait) = ctx.lease_wait(&goal) {
         debug!(target: "session_goal", session = session_id, "another runtime holds the lease; backing off");
         return Err(TickOutcome::BackOff(wait));
     }
     Ok((Started { read: ReadAtStart { base, watch }, early_live }, goal))
+}
+
+/// How long a goal waiting for its directory's owner list sleeps when nothing wakes it: the list
+/// that is read wakes it long before (`owner_scan`); this only bounds a wake-up lost anyway.
+const LIST_WAIT_RECHECK: Duration = Duration::from_secs(300);
+
+/// The ownership stage on what the lists answered: the goal to drive (this session's, or a
+/// copy the user resumed, now its own), or the end of the tick (a copy adopted paused, the
+/// owner unknown, or the lists failing: then the goal waits, and its cause says on what).
+async fn ownership_stage(
+    ctx: &TickContext,
+    session: &SessionView,
+    directory: &str,
+    goal: Goal,
+    owners: ListAnswer,
+) -> Result<Goal, TickOutcome> {
+    let data_dir = &ctx.services.data_dir;
+    let waiting = |detail: String, goal: Goal| async move {
+        note_waiting(ctx, &session.id, directory, &goal, &detail, Marking::KeepOwner).await;
+        Err(TickOutcome::BackOff(LIST_WAIT_RECHECK))
+    };
+    match owners {
+        ListAnswer::Listed(view) => {
+            let claimed = own_or_adopt(&ctx.client, &ctx.holders, data_dir, session, directory, &goal, view).await?;
+            Ok(claimed.unwrap_or(goal))
+        }
+        ListAnswer::CannotList => {
+            match own_or_adopt_unlisted(&ctx.client, &ctx.holders, session, directory, &goal).await? {
+                UnlistedOwner::Driven(goal) => Ok(*goal),
+                UnlistedOwner::Undecided => waiting(wait_detail(Route::List, &HttpError::Status(404)), goal).await,
+            }
+        }
+        ListAnswer::Failing { detail, .. } => {
+            debug!(target: "session_goal", session = %session.id, "owner list failing; waiting for the directory's next list");
+            waiting(detail, goal).await
+        }
+    }
 }
 
 /// For a goal that names no session, waits for the list that tells its owner (started at
@@ -140,18 +172,22 @@ async fn owner_list_beside_live(
     directory: &str,
     goal: &Goal,
     early_live: Option<LiveReads>,
-) -> (OwnerView, Option<LiveReads>) {
+) -> (ListAnswer, Option<LiveReads>) {
     if !ctx.owner_lists.needs_list(goal) {
         let oldest = ctx.holders.older_than(&goal.id, session_id);
-        return (OwnerView { listed: true, oldest }, early_live);
+        return (ListAnswer::Listed(OwnerView { listed: true, oldest }), early_live);
     }
+    let lists = &ctx.owner_lists;
     match early_live {
-        Some(live) => (ctx.owner_lists.wait_listed(directory, goal).await, Some(live)),
-        None => {
+        Some(live) => (lists.wait_listed(directory, goal, session_id).await, Some(live)),
+        // The live state is read beside the list only when the directory can be listed now: a
+        // goal that waits on failing lists sends no reads of its own.
+        None if !lists.backing_off(directory) => {
             let (listed, live) =
-                tokio::join!(ctx.owner_lists.wait_listed(directory, goal), read_live(ctx, session_id, directory));
+                tokio::join!(lists.wait_listed(directory, goal, session_id), read_live(ctx, session_id, directory));
             (listed, Some(live))
         }
+        None => (lists.wait_listed(directory, goal, session_id).await, None),
     }
 }
 
@@ -182,15 +218,20 @@ impl Started {
         let (status, children, (messages, raw_messages), todos) = match reads {
             (Ok(s), Ok(c), Ok(m), todos) => (s, c, m, todos),
             (s, c, m, _) => {
-                let which = [("status", s.is_err()), ("children", c.is_err()), ("messages", m.is_err())]
-                    .iter()
-                    .filter(|(_, failed)| *failed)
-                    .map(|(name, _)| *name)
-                    .collect::<Vec<_>>()
-                    .join(",");
+                let failed: Vec<(Route, HttpError)> =
+                    [(Route::Status, s.err()), (Route::Children, c.err()), (Route::Messages, m.err())]
+                        .into_iter()
+                        .filter_map(|(route, error)| Some((route, error?)))
+                        .collect();
+                let which = failed.iter().map(|(route, _)| route.as_str()).collect::<Vec<_>>().join(", ");
                 warn!(target: "session_goal", session = session_id, failed = %which, attempt = tick.attempt, "live state unreadable");
                 if tick.exhausted {
                     return Err(tick.settle_blocked(REASON_MESSAGES_UNAVAILABLE, CauseCode::MessagesUnavailable).await);
+                }
+                // Waiting, and saying so: the first failing request and its answer.
+                if let Some((route, error)) = failed.first() {
+                    let detail = wait_detail(*route, error);
+                    note_waiting(ctx, session_id, tick.directory, &tick.goal, &detail, Marking::MarkUnowned).await;
                 }
                 return Err(TickOutcome::Retry);
             }

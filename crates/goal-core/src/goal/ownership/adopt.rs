@@ -8,7 +8,9 @@
 use tracing::{info, warn};
 
 use crate::error::Cancelled;
-use crate::goal::ownership::lineage::{adopt_paused, mark_owner, ownership, GoalHolders, OwnerView, Ownership};
+use crate::goal::ownership::lineage::{
+    adopt_paused, mark_owner, owner_without_list, ownership, GoalHolders, OwnerView, Ownership, Unlisted,
+};
 use crate::io::objectives::{copy_objective, ObjectiveCopy};
 use crate::io::opencode::OpenCodeClient;
 use crate::io::services::DataDir;
@@ -55,8 +57,53 @@ pub async fn own_or_adopt(
         }
         Ownership::Copy { source } => {
             copy_objective_file(data_dir, goal, &source, session_id).await;
-            Err(adopt(client, session_id, directory, goal, &source, older).await)
+            let still_copy = |g: &Goal| matches!(ownership(g, session_id, older.as_deref()), Ownership::Copy { .. });
+            Err(adopt(client, session_id, directory, goal, &source, still_copy).await)
         }
+    }
+}
+
+/// What the ownership stage decided for a goal that names no session on a server that cannot
+/// list sessions.
+pub enum UnlistedOwner {
+    /// The session's own (written with its `sessionId` now), or a copy the user resumed: go on.
+    Driven(Box<Goal>),
+    /// Neither the goal nor the session says when it was made: the goal waits (the caller says
+    /// so in its cause), a resume settles it.
+    Undecided,
+}
+
+/// [`own_or_adopt`] without an owner list (the server answers 404 to `GET /session`): the
+/// session itself decides (`lineage::owner_without_list`). The session's own goal is stamped
+/// with its `sessionId` at once, so later ticks need no list; a copy is adopted paused, with no
+/// source named (none can be known). `Err` ends the tick.
+pub async fn own_or_adopt_unlisted(
+    client: &OpenCodeClient,
+    holders: &GoalHolders,
+    session: &SessionView,
+    directory: &str,
+    goal: &Goal,
+) -> Result<UnlistedOwner, TickOutcome> {
+    let session_id = session.id.as_str();
+    let unlisted = |g: &Goal| owner_without_list(g, session.created);
+    let unmarked = |g: &Goal| ownership(g, session_id, None) == Ownership::Unmarked;
+    if !unmarked(goal) {
+        // A goal that names no session is either unmarked or resumed by the user (claimed).
+        holders.saw(&goal.id, session_id, session.created);
+        return claim(client, session_id, directory, goal).await.map(|g| UnlistedOwner::Driven(Box::new(g)));
+    }
+    match unlisted(goal) {
+        Unlisted::Own => {
+            holders.saw(&goal.id, session_id, session.created);
+            info!(target: "session_goal", session = session_id, "the server cannot list sessions; the session predates the goal: its own");
+            claim(client, session_id, directory, goal).await.map(|g| UnlistedOwner::Driven(Box::new(g)))
+        }
+        Unlisted::Copy => {
+            info!(target: "session_goal", session = session_id, "the server cannot list sessions; the session is newer than the goal: a copy");
+            let still_copy = |g: &Goal| unmarked(g) && unlisted(g) == Unlisted::Copy;
+            Err(adopt(client, session_id, directory, goal, "", still_copy).await)
+        }
+        Unlisted::Unknown => Ok(UnlistedOwner::Undecided),
     }
 }
 
@@ -100,18 +147,19 @@ async fn copy_objective_file(data_dir: &DataDir, goal: &Goal, source: &str, sess
     }
 }
 
+/// Adopts the copy paused (`source`: the session it came from, `""` when unknown), decided again
+/// on the fresh goal by `still_copy`.
 async fn adopt(
     client: &OpenCodeClient,
     session_id: &str,
     directory: &str,
     goal: &Goal,
     source: &str,
-    older: Option<String>,
+    still_copy: impl Fn(&Goal) -> bool + Send + Sync,
 ) -> TickOutcome {
     let result = try_write_goal(client, session_id, directory, &GoalGuard::SameId(goal.id.clone()), |g| {
         // Decided again on the fresh goal: a resume or a pause that landed since wins.
-        let still_copy = matches!(ownership(g, session_id, older.as_deref()), Ownership::Copy { .. });
-        if g.status != GoalStatus::Active || !still_copy {
+        if g.status != GoalStatus::Active || !still_copy(g) {
             return Err(Cancelled);
         }
         adopt_paused(g, session_id, source, now_ms());

@@ -58,6 +58,33 @@ pub fn ownership(goal: &Goal, session_id: &str, older_holder: Option<&str>) -> O
     }
 }
 
+/// Whose goal a session carries when the server cannot list sessions (it answers 404 to
+/// `GET /session`), decided from the session itself (see [`owner_without_list`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unlisted {
+    /// The session existed when the goal was made: the goal was made on it.
+    Own,
+    /// The session was made after the goal: a fork's copy.
+    Copy,
+    /// The goal or the session has no usable creation time: undecidable.
+    Unknown,
+}
+
+/// For a goal that names no session, on a server that cannot list: a session created at or
+/// before the goal's `createdAt` is its own, one created after it is a copy (a fork is always
+/// made after the goal it copies).
+pub fn owner_without_list(goal: &Goal, session_created: f64) -> Unlisted {
+    let known = |t: f64| t.is_finite() && t > 0.0;
+    if !known(goal.created_at) || !known(session_created) {
+        return Unlisted::Unknown;
+    }
+    if session_created <= goal.created_at {
+        Unlisted::Own
+    } else {
+        Unlisted::Copy
+    }
+}
+
 /// A resume (or edit) a user made on the copy: active with `resumed`, and either the adoption's
 /// cause still there (this package's resume and OpenChamber's edit keep it) or a fresh turn
 /// allowance (OpenChamber's resume writes `turnsUsed: 0`). A goal without an owner that a user
@@ -332,6 +359,16 @@ mod tests {
         // A settled goal is forgotten: seen again, it needs a list again.
         holders.forget("g3");
         assert_eq!(holders.view("g3", None), OwnerView::default());
+    }
+
+    #[test]
+    fn without_a_list_the_session_decides_by_its_creation_time() {
+        let made = goal(json!({"createdAt": 1_000.0}));
+        assert_eq!(owner_without_list(&made, 900.0), Unlisted::Own);
+        assert_eq!(owner_without_list(&made, 1_000.0), Unlisted::Own, "made in the goal's millisecond");
+        assert_eq!(owner_without_list(&made, 1_001.0), Unlisted::Copy);
+        assert_eq!(owner_without_list(&made, 0.0), Unlisted::Unknown);
+        assert_eq!(owner_without_list(&goal(json!({})), 900.0), Unlisted::Unknown);
     }
 
     /// A fixed "now" a little after the goals these tests make.

@@ -11,15 +11,26 @@
 //!   that waited.
 //! - **Waited for.** A tick decides an unowned goal only once a list that showed it has been
 //!   read ([`OwnerLists::wait_listed`]); a tick never drives a goal on a guess.
+//! - **Backed off.** A failed list starts the directory's one backoff (`list_rules`): no list
+//!   until it ends, then one retry for every goal waiting; the goals wait without requests of
+//!   their own and are woken when a list is read. A 404 means the server cannot list: the
+//!   ownership stage then decides from the session itself (`lineage::owner_without_list`).
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use tokio::sync::watch;
 use tracing::warn;
 
+use crate::error::HttpError;
+use crate::goal::observation::wait_rules::{wait_detail, Route};
 use crate::goal::ownership::lineage::{owner_list_start, GoalHolders, OwnerView};
+use crate::goal::ownership::list_rules::{
+    add_waiter, finish_list, plan_list, retry_due, AfterList, DirectoryLists, ListEnd, ListPlan, Waiting,
+};
 use crate::io::opencode::OpenCodeClient;
 use crate::record::Goal;
 
@@ -27,73 +38,63 @@ use crate::record::Goal;
 /// in flight, one that covers the goal, and one more for a goal written while that was read.
 const MAX_LISTS_PER_WAIT: usize = 3;
 
-/// What a goal waiting for its owner list does next (see [`plan_list`]).
+/// What the lists tell a tick about a goal that names no session.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ListAnswer {
+    /// What the lists read tell of the goal's carriers (`listed`: a list holding them all was
+    /// read; otherwise the owner is unknown and the tick retries).
+    Listed(OwnerView),
+    /// The server answers 404 to the list: it cannot list sessions; the ownership stage decides
+    /// from the session itself.
+    CannotList,
+    /// The directory's lists fail: the session is registered and woken by the next list that
+    /// is read. `detail`: the request and its answer; `retry_in`: time to the next list.
+    Failing {
+        /// `GET /session → 503`.
+        detail: String,
+        /// When the next list of the directory starts.
+        retry_in: Duration,
+    },
+}
+
+/// How a list of one directory ended, as the waiting ticks see it.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum ListPlan {
-    /// Wait for the list in flight with this number; it covers the goal.
-    Join(u64),
-    /// Start list number `.0` from `.1` (`-inf`: the whole directory), then wait for it.
-    Start(u64, f64),
-    /// Wait for the list in flight with this number; it started too late for the goal, which
-    /// the next list covers.
-    After(u64),
+enum Ended {
+    Read,
+    Failed,
+    CannotList,
 }
 
-/// The owner lists of one directory.
-#[derive(Debug)]
-pub struct DirectoryLists {
-    /// The list in flight: its number and start.
-    running: Option<(u64, f64)>,
-    /// The lowest start wanted by goals the running list cannot cover.
-    queued: Option<f64>,
-    /// The number of the last list started.
-    started: u64,
-    /// The number of the last list finished, and whether it was read.
-    finished: watch::Sender<(u64, bool)>,
+/// One directory: its list plan and the signal of finished lists.
+struct Directory {
+    lists: DirectoryLists,
+    /// The number of the last list finished, and how it ended.
+    finished: watch::Sender<(u64, Ended)>,
 }
 
-impl Default for DirectoryLists {
+impl Default for Directory {
     fn default() -> Self {
-        DirectoryLists { running: None, queued: None, started: 0, finished: watch::Sender::new((0, true)) }
+        Directory { lists: DirectoryLists::default(), finished: watch::Sender::new((0, Ended::Read)) }
     }
 }
 
-/// Decides what a goal needing a list from `needed` (`-inf`: the whole directory) does. Pure.
-pub fn plan_list(lists: &mut DirectoryLists, needed: f64) -> ListPlan {
-    match lists.running {
-        Some((number, start)) if start <= needed => ListPlan::Join(number),
-        Some((number, _)) => {
-            lists.queued = Some(lists.queued.map_or(needed, |queued| queued.min(needed)));
-            ListPlan::After(number)
-        }
-        None => {
-            let start = lists.queued.take().map_or(needed, |queued| queued.min(needed));
-            lists.started += 1;
-            lists.running = Some((lists.started, start));
-            ListPlan::Start(lists.started, start)
-        }
-    }
-}
+/// Wakes a session's goal (the scheduler arms it at once): `(session, directory)`.
+pub type Waker = Arc<dyn Fn(&str, &str) + Send + Sync>;
 
-/// Records that list `number` ended (`read`: its answer was read). Returns the start of the next
-/// list to begin at once when goals are queued behind it. Pure.
-pub fn finish_list(lists: &mut DirectoryLists, number: u64, read: bool) -> Option<(u64, f64)> {
-    if lists.running.is_some_and(|(running, _)| running == number) {
-        lists.running = None;
-    }
-    lists.finished.send_replace((number, read));
-    let start = lists.queued.take()?;
-    lists.started += 1;
-    lists.running = Some((lists.started, start));
-    Some((lists.started, start))
-}
-
-/// The owner lists of every directory, with what they need to read and record them.
+/// The owner lists of every directory, with what they need to read and record them: the one
+/// owner of `GET /session` for the ownership stage (one list in flight and one backoff per
+/// directory; see `list_rules`).
 pub struct OwnerLists {
     client: OpenCodeClient,
     holders: Arc<GoalHolders>,
     spawner: tokio::runtime::Handle,
-    directories: Mutex<HashMap<String, DirectoryLists>>,
+    directories: Mutex<HashMap<String, Directory>>,
+    /// The origin of the monotonic milliseconds `list_rules` reasons in.
+    epoch: Instant,
+    /// Wakes goals that waited for a list (set once the scheduler exists).
+    waker: OnceLock<Waker>,
+    /// The runtime stopped: no list starts any more (a scheduled retry included).
+    stopped: AtomicBool,
 }
 
 /// Directories whose list state is kept (beyond it, idle ones are forgotten).
@@ -102,7 +103,29 @@ const MAX_DIRECTORIES: usize = 1000;
 impl OwnerLists {
     /// Owner lists read with `client` into `holders`, their reads spawned on `spawner`.
     pub fn new(client: OpenCodeClient, holders: Arc<GoalHolders>, spawner: tokio::runtime::Handle) -> Arc<Self> {
-        Arc::new(OwnerLists { client, holders, spawner, directories: Mutex::default() })
+        Arc::new(OwnerLists {
+            client,
+            holders,
+            spawner,
+            directories: Mutex::default(),
+            epoch: Instant::now(),
+            waker: OnceLock::new(),
+            stopped: AtomicBool::new(false),
+        })
+    }
+
+    /// The runtime stopped: lists scheduled or queued are not read any more.
+    pub fn stop(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
+    }
+
+    /// Sets what wakes a goal that waited for a failing list once a list is read.
+    pub fn set_waker(&self, waker: Waker) {
+        let _ = self.waker.set(waker);
+    }
+
+    fn now(&self) -> f64 {
+        self.epoch.elapsed().as_secs_f64() * 1000.0
     }
 
     /// Whether the owner of `goal` is still to be learned from a list: it names no session and
@@ -111,33 +134,36 @@ impl OwnerLists {
         goal.session_id.is_none() && !self.holders.is_listed(&goal.id, goal_list_start(goal))
     }
 
-    /// Starts the list `goal` needs, if none covering it is in flight, and returns at once (an
-    /// event showed the goal: the list is read before the goal's tick needs it).
+    /// Starts the list `goal` needs, if none covering it is in flight and the directory's lists
+    /// are not backing off, and returns at once (an event showed the goal: the list is read
+    /// before the goal's tick needs it).
     pub fn prefetch(self: &Arc<Self>, directory: &str, goal: &Goal) {
         if directory.is_empty() || !self.needs_list(goal) {
             return;
         }
         let needed = goal_list_start(goal).unwrap_or(f64::NEG_INFINITY);
-        let plan = plan_list(&mut self.directory(directory), needed);
+        let now = self.now();
+        let plan = plan_list(&mut self.directory(directory).lists, needed, now);
         if let ListPlan::Start(number, start) = plan {
             self.spawn_list(directory, number, start);
         }
     }
 
     /// What the lists tell about `goal`'s carriers, once a list that holds them all has been
-    /// read (waiting for it). `listed` is `false` when the lists could not be read: the owner
-    /// stays unknown and the tick must not drive the goal.
-    pub async fn wait_listed(self: &Arc<Self>, directory: &str, goal: &Goal) -> OwnerView {
+    /// read (waiting for it). While the directory's lists fail, `session` is registered to be
+    /// woken by the next list read and the answer says so: the tick must not drive the goal.
+    pub async fn wait_listed(self: &Arc<Self>, directory: &str, goal: &Goal, session: &str) -> ListAnswer {
         let needed = goal_list_start(goal).unwrap_or(f64::NEG_INFINITY);
         let view = || self.holders.view(&goal.id, goal_list_start(goal));
         for _ in 0..MAX_LISTS_PER_WAIT {
             let seen = view();
             if seen.listed {
-                return seen;
+                return ListAnswer::Listed(seen);
             }
+            let now = self.now();
             let (plan, mut finished) = {
-                let mut lists = self.directory(directory);
-                (plan_list(&mut lists, needed), lists.finished.subscribe())
+                let mut entry = self.directory(directory);
+                (plan_list(&mut entry.lists, needed, now), entry.finished.subscribe())
             };
             let number = match plan {
                 ListPlan::Start(number, start) => {
@@ -145,42 +171,123 @@ impl OwnerLists {
                     number
                 }
                 ListPlan::Join(number) | ListPlan::After(number) => number,
+                ListPlan::CannotList => return ListAnswer::CannotList,
+                ListPlan::Backoff => match self.register(directory, session, needed) {
+                    Some(answer) => return answer,
+                    None => continue,
+                },
             };
             let Ok(state) = finished.wait_for(|(done, _)| *done >= number).await.map(|s| *s) else {
-                return view();
+                return ListAnswer::Listed(view());
             };
-            if state == (number, false) && matches!(plan, ListPlan::Start(..) | ListPlan::Join(_)) {
+            match state {
+                (done, Ended::CannotList) if done == number => return ListAnswer::CannotList,
                 // The list that was to cover the goal could not be read.
-                return view();
+                (done, Ended::Failed) if done == number && matches!(plan, ListPlan::Start(..) | ListPlan::Join(_)) => {
+                    if let Some(answer) = self.register(directory, session, needed) {
+                        return answer;
+                    }
+                }
+                _ => {}
             }
         }
-        view()
+        ListAnswer::Listed(view())
     }
 
-    fn directory(&self, directory: &str) -> parking_lot::MappedMutexGuard<'_, DirectoryLists> {
+    /// Whether the directory's lists are in their backoff (no list may start now).
+    pub fn backing_off(&self, directory: &str) -> bool {
+        let now = self.now();
+        self.directories.lock().get(directory).is_some_and(|entry| entry.lists.backing_off(now))
+    }
+
+    /// When the directory's next list starts, for a session waiting on it (for `explain`).
+    pub fn next_list_in(&self, directory: &str, session: &str) -> Option<Duration> {
+        let directories = self.directories.lock();
+        let lists = &directories.get(directory)?.lists;
+        let failing = lists.failing().filter(|_| lists.is_waiting(session))?;
+        Some(Duration::from_millis((failing.retry_at - self.now()).max(0.0) as u64))
+    }
+
+    /// Registers `session` as waiting for the directory's next list; `None` when the directory
+    /// is not failing any more (plan again).
+    fn register(self: &Arc<Self>, directory: &str, session: &str, needed: f64) -> Option<ListAnswer> {
+        let now = self.now();
+        let waiting = add_waiter(&mut self.directory(directory).lists, session, needed, now);
+        match waiting {
+            Waiting::Registered { detail, retry_in, arm_retry } => {
+                if arm_retry {
+                    self.spawn_retry(directory, retry_in);
+                }
+                Some(ListAnswer::Failing { detail, retry_in })
+            }
+            Waiting::Stale => None,
+        }
+    }
+
+    fn directory(&self, directory: &str) -> parking_lot::MappedMutexGuard<'_, Directory> {
         let mut directories = self.directories.lock();
         if directories.len() >= MAX_DIRECTORIES && !directories.contains_key(directory) {
-            directories.retain(|_, lists| lists.running.is_some());
+            directories.retain(|_, entry| entry.lists.busy());
         }
         parking_lot::MutexGuard::map(directories, |d| d.entry(directory.to_string()).or_default())
     }
 
-    fn spawn_list(self: &Arc<Self>, directory: &str, number: u64, start: f64) {
+    /// The directory's one backoff: after `delay`, the retry list starts (when goals still wait).
+    fn spawn_retry(self: &Arc<Self>, directory: &str, delay: Duration) {
         let (me, directory) = (self.clone(), directory.to_string());
         self.spawner.spawn(async move {
-            let (mut number, mut start) = (number, start);
-            loop {
-                let read = me.read_list(&directory, start).await;
-                match finish_list(&mut me.directory(&directory), number, read) {
-                    Some(next) => (number, start) = next,
-                    None => return,
-                }
+            tokio::time::sleep(delay).await;
+            let due = retry_due(&mut me.directory(&directory).lists);
+            if let Some((number, start)) = due {
+                me.run_lists(directory, number, start).await;
             }
         });
     }
 
-    /// Reads one list and records every goal it shows. `true` when it was read.
-    async fn read_list(&self, directory: &str, start: f64) -> bool {
+    fn spawn_list(self: &Arc<Self>, directory: &str, number: u64, start: f64) {
+        let (me, directory) = (self.clone(), directory.to_string());
+        self.spawner.spawn(async move { me.run_lists(directory, number, start).await });
+    }
+
+    /// Reads list `number`, then any list queued behind it; wakes the goals a read list (or a
+    /// 404) releases, and schedules the retry of a failed one.
+    async fn run_lists(self: Arc<Self>, directory: String, number: u64, start: f64) {
+        let (mut number, mut start) = (number, start);
+        loop {
+            let end = if self.stopped.load(Ordering::SeqCst) {
+                ListEnd::Failed("stopped".into())
+            } else {
+                self.read_list(&directory, start).await
+            };
+            let ended = match &end {
+                ListEnd::Read => Ended::Read,
+                ListEnd::Failed(_) => Ended::Failed,
+                ListEnd::CannotList => Ended::CannotList,
+            };
+            let now = self.now();
+            let AfterList { next, woken, retry_in } = {
+                let mut entry = self.directory(&directory);
+                let after = finish_list(&mut entry.lists, number, &end, now);
+                entry.finished.send_replace((number, ended));
+                after
+            };
+            if let Some(waker) = self.waker.get() {
+                for session in &woken {
+                    waker(session, &directory);
+                }
+            }
+            if let Some(delay) = retry_in.filter(|_| !self.stopped.load(Ordering::SeqCst)) {
+                self.spawn_retry(&directory, delay);
+            }
+            match next {
+                Some(following) => (number, start) = following,
+                None => return,
+            }
+        }
+    }
+
+    /// Reads one list and records every goal it shows.
+    async fn read_list(&self, directory: &str, start: f64) -> ListEnd {
         let start = start.is_finite().then_some(start);
         match self.client.list_owner_candidates(directory, start).await {
             Ok(sessions) => {
@@ -189,11 +296,15 @@ impl OwnerLists {
                         self.holders.saw_in_list(&goal.id, &session.id, session.created, start);
                     }
                 }
-                true
+                ListEnd::Read
+            }
+            Err(HttpError::Status(404)) => {
+                warn!(target: "session_goal", "the server cannot list sessions (404); owners are decided from each session");
+                ListEnd::CannotList
             }
             Err(error) => {
                 warn!(target: "session_goal", %error, "session list unreadable; goal owners unknown");
-                false
+                ListEnd::Failed(wait_detail(Route::List, &error))
             }
         }
     }
@@ -202,31 +313,4 @@ impl OwnerLists {
 /// The owner list start for `goal`, judged against the clock now (see [`owner_list_start`]).
 fn goal_list_start(goal: &Goal) -> Option<f64> {
     owner_list_start(goal.created_at, crate::time::clock::now_ms())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn one_list_at_a_time_serves_every_goal_waiting() {
-        let mut lists = DirectoryLists::default();
-        // The first goal starts a list; a goal it covers joins it.
-        assert_eq!(plan_list(&mut lists, 100.0), ListPlan::Start(1, 100.0));
-        assert_eq!(plan_list(&mut lists, 200.0), ListPlan::Join(1));
-        // Goals it cannot cover wait behind it; the next list covers the oldest of them.
-        assert_eq!(plan_list(&mut lists, 50.0), ListPlan::After(1));
-        assert_eq!(plan_list(&mut lists, 70.0), ListPlan::After(1));
-        assert_eq!(finish_list(&mut lists, 1, true), Some((2, 50.0)));
-        assert_eq!(*lists.finished.borrow(), (1, true));
-        assert_eq!(plan_list(&mut lists, 70.0), ListPlan::Join(2));
-        assert_eq!(finish_list(&mut lists, 2, false), None);
-        assert_eq!(*lists.finished.borrow(), (2, false));
-        // Nothing in flight: a whole-directory list for a goal without `createdAt`.
-        assert_eq!(plan_list(&mut lists, f64::NEG_INFINITY), ListPlan::Start(3, f64::NEG_INFINITY));
-        assert_eq!(plan_list(&mut lists, 10.0), ListPlan::Join(3));
-        // A stale finish (not the running list) leaves the running one alone.
-        assert_eq!(finish_list(&mut lists, 2, true), None);
-        assert_eq!(plan_list(&mut lists, 10.0), ListPlan::Join(3));
-    }
 }

@@ -114,6 +114,11 @@ fn row_of(code: CauseCode) -> Row {
             "(unknown)",
             Nothing,
         ),
+        WaitingForOpenCode => row(
+            "Check why OpenCode fails {detail} (its log, a proxy in front of it, its version); the goal goes on by itself once it answers.",
+            "a request",
+            Nothing,
+        ),
         ProviderAuth => row(
             "Connect provider {detail} again (check its API key), then resume: `session-goal resume {id}`.",
             "of the session",
