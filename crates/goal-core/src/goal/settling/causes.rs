@@ -104,21 +104,9 @@ fn row_of(code: CauseCode) -> Row {
             Resume,
         ),
         UserPaused | UserAborted => row("Resume when ready: `session-goal resume {id}`.", "", Resume),
-        WaitingForUser => row("Answer the pending permission or question in the session.", "", Nothing),
-        WaitingForHours => row("Nothing to do: the goal goes on when its working hours begin.", "", Nothing),
-        WaitingForProviderLimit => {
-            row("Nothing to do: the goal goes on when the provider's limit resets ({detail}).", "provider", Nothing)
+        WaitingForUser | WaitingForHours | WaitingForProviderLimit | WaitingForLease | WaitingForOpenCode => {
+            waiting_row(code)
         }
-        WaitingForLease => row(
-            "Nothing to do while host {detail} runs the goal; its lease ends by itself if that host is gone.",
-            "(unknown)",
-            Nothing,
-        ),
-        WaitingForOpenCode => row(
-            "Check why OpenCode fails {detail} (its log, a proxy in front of it, its version); the goal goes on by itself once it answers.",
-            "a request",
-            Nothing,
-        ),
         ProviderAuth => row(
             "Connect provider {detail} again (check its API key), then resume: `session-goal resume {id}`.",
             "of the session",
@@ -157,6 +145,30 @@ fn row_of(code: CauseCode) -> Row {
             "",
             Nothing,
         ),
+    }
+}
+
+/// The rows of the codes a running goal waits under (`row_of` sends only those here).
+fn waiting_row(code: CauseCode) -> Row {
+    use CauseCode::*;
+    use FixAction::None as Nothing;
+    match code {
+        WaitingForUser => row("Answer the pending permission or question in the session.", "", Nothing),
+        WaitingForHours => row("Nothing to do: the goal goes on when its working hours begin.", "", Nothing),
+        WaitingForProviderLimit => {
+            row("Nothing to do: the goal goes on when the provider's limit resets ({detail}).", "provider", Nothing)
+        }
+        WaitingForLease => row(
+            "Nothing to do while host {detail} runs the goal; its lease ends by itself if that host is gone.",
+            "(unknown)",
+            Nothing,
+        ),
+        WaitingForOpenCode => row(
+            "Check why OpenCode fails {detail} (its log, a proxy in front of it, its version); the goal goes on by itself once it answers.",
+            "a request",
+            Nothing,
+        ),
+        _ => DONE,
     }
 }
 
