@@ -141,7 +141,7 @@ pub use control::create::{
 };
 pub use control::explain::explain as explain_goal;
 pub use control::explain::{
-    AuditSummary, ExplainReport, Finding, GoalCost, PendingKind, PendingRequest, RecordedCheckRun,
+    AuditSummary, ExplainReport, Finding, GoalCost, LastReview, PendingKind, PendingRequest, RecordedCheckRun,
 };
 pub use control::orchestrate::{
     create_session, fork_session, send_prompt, stamp_scheduled_goal, CreateSession, DispatchReport, ForkSession,

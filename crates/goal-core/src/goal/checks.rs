@@ -21,6 +21,7 @@ use crate::goal::check_rules::{self, recorded_run, run_from_part, CheckResult, C
 use crate::goal::context::Tick;
 use crate::goal::echo::{echo_bound, write_watched, Heard};
 use crate::goal::plan::{Basis, Reservation, Settlement};
+use crate::goal::review::ReviewInput;
 use crate::goal::trail;
 use crate::record::cause::CauseCode;
 use crate::record::check_id::{check_message_id, is_check_message};
@@ -57,6 +58,8 @@ pub struct RoundInput<'a> {
     pub settlement: Settlement,
     /// The criteria the audit graded (all met), written with the round's lease.
     pub criteria: Option<crate::goal::grading::CriteriaUpdate>,
+    /// The audit's evidence items (`e1…`), for a review after the checks.
+    pub items: Vec<String>,
 }
 
 impl Tick<'_> {
@@ -70,6 +73,10 @@ impl Tick<'_> {
                 settlement.reason = REASON_CHECKS_PASSED.into();
                 settlement.cause = CauseCode::ChecksPassed;
                 settlement.detail = Some(format!("{} of {} checks passed", runs.len(), checks.len()));
+                if self.goal.review_wanted().is_some() {
+                    let (basis, criteria, items) = (input.basis, input.criteria, input.items);
+                    return self.review_completion(ReviewInput { basis, settlement, criteria, items }).await;
+                }
                 Err(self.settle(settlement).await)
             }
             RoundEnd::Failed(run) => Ok(failed_reservation(input.basis, input.settlement, &run, checks.len())),
@@ -121,7 +128,7 @@ impl Tick<'_> {
     /// Takes the lease for the round (and records the grading), watched like a reservation: a
     /// user's stop that landed between the read and this write is heard in its echo and written
     /// back, and the round ends before anything is claimed or run (see `echo.rs`).
-    async fn hold_round(
+    pub(crate) async fn hold_round(
         &self,
         hold: Duration,
         criteria: Option<&crate::goal::grading::CriteriaUpdate>,

@@ -18,6 +18,7 @@ pub mod lineage;
 pub mod notify;
 pub mod operator;
 pub mod plan;
+pub mod review_rules;
 // What the stages share.
 pub mod context;
 pub mod echo_watch;
@@ -35,6 +36,7 @@ pub mod limits;
 pub mod observe;
 pub mod owner_scan;
 pub mod reserve;
+pub mod review;
 pub mod settle;
 pub mod tick;
 pub mod time_gate;

@@ -65,11 +65,15 @@ pub enum CauseCode {
     TurnFailed,
     /// The goal was copied from another session (a fork) and waits for the user.
     Inherited,
+    /// The reviewer (a second agent that reads the repository) approved the completion.
+    ReviewApproved,
+    /// The reviewer gave no readable answer, twice.
+    ReviewUnavailable,
 }
 
 impl CauseCode {
     /// Every code, in documentation order.
-    pub const ALL: [CauseCode; 25] = [
+    pub const ALL: [CauseCode; 27] = [
         Self::Verified,
         Self::ChecksPassed,
         Self::UserComplete,
@@ -95,6 +99,8 @@ impl CauseCode {
         Self::TurnInterrupted,
         Self::TurnFailed,
         Self::Inherited,
+        Self::ReviewApproved,
+        Self::ReviewUnavailable,
     ];
 
     /// The wire name stored in `cause.code`.
@@ -125,6 +131,8 @@ impl CauseCode {
             Self::TurnInterrupted => "turnInterrupted",
             Self::TurnFailed => "turnFailed",
             Self::Inherited => "inherited",
+            Self::ReviewApproved => "reviewApproved",
+            Self::ReviewUnavailable => "reviewUnavailable",
         }
     }
 

@@ -11,6 +11,7 @@ pub mod metadata;
 pub mod part_id;
 pub mod provider_error;
 pub mod reasons;
+pub mod review;
 pub mod session;
 
 use serde_json::{Map, Value};
@@ -18,6 +19,7 @@ use serde_json::{Map, Value};
 use crate::record::cause::Cause;
 
 pub use fields::{
+    REVIEW_FIELD,
     Goal, Lease, Stored, CAUSE_FIELD, CHECKS_FIELD, CRITERIA_FIELD, KNOWN_GOAL_FIELDS, OBJECTIVE_REVISION_FIELD,
     REVISION_LIST_FIELDS, SESSION_ID_FIELD,
 };
@@ -232,6 +234,16 @@ impl Goal {
     /// audit alone, and `explain` says so.
     pub fn checks_unreadable(&self) -> bool {
         self.extra.contains_key(CHECKS_FIELD)
+    }
+
+    /// Who reviews this goal before it settles `complete`, when it asks for a review. A `review`
+    /// field that cannot be read asks for one on the goal's own agent and model (fail closed).
+    pub fn review_wanted(&self) -> Option<review::ReviewTarget> {
+        match &self.review {
+            Stored::Absent | Stored::Valid(review::ReviewSetting::Off) => None,
+            Stored::Valid(review::ReviewSetting::On(target)) => Some(target.clone()),
+            Stored::Unreadable(_) => Some(review::ReviewTarget::default()),
+        }
     }
 
     /// Every goal written carries its session: a goal that names none (written before the field
