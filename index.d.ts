@@ -387,6 +387,14 @@ export interface GoalCheckRun {
   time: number
 }
 
+/** A file a reviewer cited. */
+export interface GoalCitedFile {
+  /** Relative to the project root. */
+  path: string
+  /** Whether the project's directory listing holds it. */
+  exists: boolean
+}
+
 /**
  * Options of `createSessionGoalControl` (the native `createGoalControl`): where OpenCode is (same forms as the runtime), where the
  * objective files live, and the small model used to distill objectives over 5,000 chars.
@@ -562,6 +570,10 @@ export interface GoalExplanation {
   cost: GoalCost | null
   /** The goal's acceptance criteria with their latest grades. */
   criteria: Array<GoalCriterion> | null
+  /** The goal's review setting, when it asks for a review before `complete`. */
+  review: true | { agent?: string, model?: string } | null
+  /** The goal's last review: the reviewer's child session, its verdict, findings and cited files. */
+  lastReview: GoalLastReview | null
   /** Inconsistencies worth a human look. */
   findings: Array<GoalFinding>
 }
@@ -629,6 +641,24 @@ export interface GoalHistoryRecord {
   park?: number
   /** For a park: the cause's detail (the provider, the HTTP status). */
   detail?: string
+}
+
+/** The last review of a goal (see docs/review.md). */
+export interface GoalLastReview {
+  /** The reviewer's child session (open it to read what it looked at). */
+  sessionId: string
+  /** `approved`, `rejected` or `unavailable`. */
+  verdict: 'approved' | 'rejected' | 'unavailable'
+  /** What it found wrong or missing (empty when approved). */
+  findings: Array<string>
+  /** The files it cited, each with whether it exists in the project. */
+  cited: Array<GoalCitedFile>
+  /** The reply it reviewed. */
+  tail: string
+  /** US dollars the reviewer session cost (counted in the goal's `costUsed`). */
+  cost: number
+  /** When it ended (ms since epoch). */
+  at: number
 }
 
 /** The multi-host lease: which runtime drives the goal, and until when. */
@@ -874,6 +904,11 @@ export interface GoalTunablesInput {
    * in the same audit call (default true; `false` turns derivation off).
    */
   deriveCriteria?: boolean
+  /**
+   * Time one reviewer turn (a goal with `review`) may take before it is aborted and asked
+   * once more (default 600000 ms).
+   */
+  reviewTimeoutMs?: number
 }
 
 /** A partial success's caveat: the operation took effect, with this warning. */

@@ -219,7 +219,7 @@ impl Tick<'_> {
         let mut listings: HashMap<String, Vec<(String, bool)>> = HashMap::new();
         let mut found = HashSet::new();
         for path in files {
-            let (dir, name) = path.rsplit_once('/').unwrap_or(("", path.as_str()));
+            let (dir, name) = path.rsplit_once('/').unwrap_or((".", path.as_str()));
             if !listings.contains_key(dir) {
                 let listing = self.ctx.client.list_directory(self.directory, dir).await.unwrap_or_default();
                 listings.insert(dir.to_string(), listing);

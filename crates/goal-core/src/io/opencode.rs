@@ -305,7 +305,7 @@ impl OpenCodeClient {
     }
 
     /// `GET /file?path=<dir>`: the names of the files and directories in one directory of the
-    /// project (`""` is its root). A path that does not exist answers an error status.
+    /// project (`.` is its root). A path that does not exist answers an error status.
     pub async fn list_directory(&self, directory: &str, path: &str) -> Result<Vec<(String, bool)>, HttpError> {
         let value = self.json(reqwest::Method::GET, "/file", directory, &[("path", path.to_string())], None).await?;
         let list = value.as_array().ok_or(HttpError::Body(200))?;
