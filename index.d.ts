@@ -635,6 +635,11 @@ export interface GoalHistoryRecord {
   checks?: number
   /** For an audit that graded criteria: each criterion's grade. */
   criteria?: Array<GoalCriterionGrade>
+  /**
+   * For a review (`action: "review"`): the reviewer session, verdict, findings, cited files
+   * and cost (`tail` and `at` are the record's own `tail` and `time`).
+   */
+  review?: GoalLastReview
   /** For a provider-limit park (`action: "park"`): when the wait ends (ms since epoch). */
   until?: number
   /** For a park: how many parks in a row this is. */

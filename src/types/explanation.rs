@@ -5,7 +5,7 @@
 
 use napi_derive::napi;
 
-use goal_core::{CheckRun, ExplainReport};
+use goal_core::{CheckRun, ExplainReport, LastReview};
 
 use crate::types::goal_parts::{cause_of, check_of, criterion_of, GoalCause, GoalCheck, GoalCriterion};
 use crate::types::nullable::Nullable;
@@ -218,20 +218,25 @@ pub(crate) fn explanation_of(report: ExplainReport) -> GoalExplanation {
         cost: Nullable(report.cost.map(|c| GoalCost { budget: Nullable(c.budget), used: c.used })),
         criteria: Nullable(report.criteria.map(|list| list.iter().map(criterion_of).collect())),
         review: Nullable(report.review),
-        last_review: Nullable(report.last_review.map(|r| GoalLastReview {
-            session_id: r.session_id,
-            verdict: r.verdict,
-            findings: r.findings,
-            cited: r.cited.into_iter().map(|(path, exists)| GoalCitedFile { path, exists }).collect(),
-            tail: r.tail,
-            cost: r.cost,
-            at: r.at,
-        })),
+        last_review: Nullable(report.last_review.map(last_review_of)),
         findings: report
             .findings
             .into_iter()
             .map(|f| GoalFinding { code: f.code.to_string(), message: f.message })
             .collect(),
+    }
+}
+
+/// A review as the goal (or the trail) recorded it.
+pub(crate) fn last_review_of(r: LastReview) -> GoalLastReview {
+    GoalLastReview {
+        session_id: r.session_id,
+        verdict: r.verdict,
+        findings: r.findings,
+        cited: r.cited.into_iter().map(|(path, exists)| GoalCitedFile { path, exists }).collect(),
+        tail: r.tail,
+        cost: r.cost,
+        at: r.at,
     }
 }
 

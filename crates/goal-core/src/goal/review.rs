@@ -106,8 +106,11 @@ impl Tick<'_> {
         if let Some(id) = &review_id {
             match claim_labelled(self, input.basis, id, hold, REVIEW_LABEL).await {
                 Claim::Ours => {}
-                // The other host reviews; its settle (or its lease's end) brings the next look.
-                Claim::Theirs => return Err(TickOutcome::BackOff(hold)),
+                // The other host reviews. Its lease keeps this host waiting without an audit, and
+                // its settle ends the wait; when this host's lease write landed last instead, the
+                // next look (one quiet window on) finds the finished review by its title and
+                // settles on it.
+                Claim::Theirs => return Err(TickOutcome::BackOff(self.ctx.config.idle_quiet)),
                 Claim::Unknown => return Err(TickOutcome::Retry),
             }
         }
