@@ -45,9 +45,11 @@ const CODES = {
   contentFilter: 'resume',
   turnInterrupted: 'resume',
   inherited: 'resume',
+  reviewApproved: 'none',
+  reviewUnavailable: 'resume',
 }
 const statusOf = (code) =>
-  ['verified', 'checksPassed', 'userComplete'].includes(code)
+  ['verified', 'checksPassed', 'userComplete', 'reviewApproved'].includes(code)
     ? 'complete'
     : code.startsWith('waitingFor')
       ? 'active'

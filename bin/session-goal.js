@@ -421,6 +421,12 @@ function printExplanation(report) {
     const exit = run.exitStatus === null || run.exitStatus === undefined ? '' : `, exit ${run.exitStatus}`
     out(`  check ${run.index + 1}: ${run.result}${exit}, ${formatDuration(run.durationMs)}  ${oneLine(run.command, 80)}`)
   }
+  const review = report.lastReview
+  if (review) {
+    out(`last review: ${when(review.at)}  ${review.verdict} in session ${review.sessionId}${review.cost ? `, ${usd(review.cost)}` : ''}`)
+    for (const finding of review.findings) out(`  finding: ${oneLine(finding, 120)}`)
+    for (const cited of review.cited) out(`  cited: ${cited.path}${cited.exists ? '' : ' (not found)'}`)
+  } else if (report.review) out('review: asked for, none yet')
   for (const f of report.findings) out(`finding: ${f.code}: ${f.message}`)
 }
 
