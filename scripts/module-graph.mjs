@@ -26,11 +26,11 @@ const MAX_FUNCTION_LINES = 100
 // Modules (a top-level module, or `top::file`) whose code must stay free of I/O: they may not
 // import any module listed in IO. A top-level name covers every file under it.
 const PURE = ['config', 'error', 'record', 'text', 'time', 'evidence', 'intake', 'goal::plan', 'goal::gates',
-  'goal::accounting', 'goal::grading', 'goal::notify', 'goal::limit_rules', 'goal::lineage', 'goal::check_rules', 'goal::causes', 'assist::content', 'small_model::catalog', 'small_model::wire',
+  'goal::accounting', 'goal::grading', 'goal::notify', 'goal::limit_rules', 'goal::lineage', 'goal::check_rules', 'goal::review_rules', 'goal::causes', 'assist::content', 'small_model::catalog', 'small_model::wire',
   'io::small_model_call', 'io::prompt_outcome']
 // Modules that perform I/O (network, files, tasks, locks and wake-ups).
 const IO = ['io', 'sched', 'runtime', 'embed', 'control', 'small_model', 'goal::tick', 'goal::evidence',
-  'goal::dispatch', 'goal::echo_watch', 'goal::adopt', 'goal::limits', 'goal::checks', 'assist::runtime']
+  'goal::dispatch', 'goal::echo_watch', 'goal::adopt', 'goal::limits', 'goal::checks', 'goal::review', 'assist::runtime']
 const within = (list, path) => list.some((m) => path === m || path.startsWith(`${m}::`))
 const isPure = (path) => within(PURE, path)
 const isIo = (path) => within(IO, path) && !isPure(path)

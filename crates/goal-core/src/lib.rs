@@ -37,6 +37,7 @@
 //! | time stage: time budget, working hours | `goal/time_gate.rs` |
 //! | audit: verdict; evidence read and review; trail | `goal/audit.rs`, `goal/evidence.rs`, `goal/trail.rs` |
 //! | checks stage before settle-complete; wrapper and result reading | `goal/checks.rs`, `goal/check_rules.rs` |
+//! | review stage after the checks: a read-only child session signs off; its prompt, answer and judging | `goal/review.rs`, `goal/review_rules.rs` (`record/review.rs`: the setting, the last review) |
 //! | reserve; lost-update repair | `goal/reserve.rs`, `goal/echo_watch.rs`, `goal/echo.rs` |
 //! | dispatch: idempotent message id, post, outcome | `goal/dispatch.rs`, `goal/deliver.rs` |
 //! | settle; notification; console lines | `goal/settle.rs`, `goal/notify.rs`, `goal/operator.rs` |

@@ -100,7 +100,9 @@ fn next_wake(goal: Option<&Goal>, cause: Option<&Cause>) -> Option<f64> {
 /// as written: it asks for one too).
 fn review_setting(goal: &Goal) -> Option<Value> {
     match &goal.review {
-        crate::record::Stored::Valid(crate::record::review::ReviewSetting::On(_)) => goal.review.get().map(|r| r.to_value()),
+        crate::record::Stored::Valid(crate::record::review::ReviewSetting::On(_)) => {
+            goal.review.get().map(|r| r.to_value())
+        }
         crate::record::Stored::Unreadable(raw) => Some(raw.clone()),
         _ => None,
     }

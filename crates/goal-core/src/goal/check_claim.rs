@@ -54,7 +54,12 @@ pub async fn claim_labelled(tick: &Tick<'_>, basis: &Basis, check_id: &str, hold
     let mut salt = String::new();
     for _ in 0..CLAIM_ROUNDS {
         let Some(claim_id) = check_claim_id(check_id, &salt) else { return Claim::Ours };
-        match tick.ctx.client.prompt_async(tick.session_id, tick.directory, &claim_body(tick, basis, &claim_id, &prefix)).await {
+        match tick
+            .ctx
+            .client
+            .prompt_async(tick.session_id, tick.directory, &claim_body(tick, basis, &claim_id, &prefix))
+            .await
+        {
             DispatchOutcome::NotAdmitted(_) => return Claim::Unknown,
             // Sent, or unclear: the read below tells whether it landed.
             DispatchOutcome::Sent | DispatchOutcome::Ambiguous(_) => {}

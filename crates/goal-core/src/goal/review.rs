@@ -19,8 +19,8 @@ use serde_json::{json, Value};
 use tracing::{info, warn};
 
 use crate::goal::check_claim::{claim_labelled, Claim, REVIEW_LABEL};
-use crate::goal::checks::RoundEnd;
 use crate::goal::context::Tick;
+use crate::goal::echo::hold_watched;
 use crate::goal::grading::{open_criteria_paragraph, CriteriaUpdate};
 use crate::goal::plan::{Basis, EvidenceFields, Reservation, Settlement};
 use crate::goal::review_rules::{self, judge, parse_answer, Judgement, ReviewAnswer};
@@ -92,12 +92,7 @@ impl Tick<'_> {
         let tail = input.basis.tail_message_id.clone();
         let review_id = check_message_id(&self.goal.id, &tail, REVIEW_INDEX, REVIEW_COMMAND);
         let hold = self.ctx.config.lease + self.ctx.config.review_timeout * ATTEMPTS + ROUND_SLACK;
-        if let Err(end) = self.hold_round(hold, input.criteria.as_ref()).await {
-            return Err(match end {
-                RoundEnd::Interrupted(outcome) => outcome,
-                _ => TickOutcome::Retry,
-            });
-        }
+        hold_watched(self, hold, input.criteria.as_ref()).await?;
         let title = review_rules::review_title(review_id.as_deref().unwrap_or(&tail));
         // A review of this tail that already answered (before a restart) is read, not run again.
         if let Some((session, answer, cost)) = self.finished_review(&title).await {
@@ -245,7 +240,8 @@ impl Tick<'_> {
     ) -> Result<Reservation, TickOutcome> {
         let files = review_rules::cited_files(&answer, self.directory);
         let existing = self.existing_files(&files).await;
-        let criteria = input.criteria.as_ref().map(|u| u.criteria.clone()).unwrap_or_else(|| self.goal.criteria.clone());
+        let criteria =
+            input.criteria.as_ref().map(|u| u.criteria.clone()).unwrap_or_else(|| self.goal.criteria.clone());
         let judgement =
             judge(&answer, &criteria, input.items.len(), self.directory, &|path| existing.contains(path), now_ms());
         let verdict = if judgement.approved { "approved" } else { "rejected" };
@@ -275,7 +271,8 @@ impl Tick<'_> {
     async fn unavailable(&self, input: ReviewInput<'_>, session: &str, detail: String, cost: f64) -> TickOutcome {
         warn!(target: "session_goal", session = self.session_id, %detail, "review unavailable");
         let last = self.record_review(&input.basis.tail_message_id, session, "unavailable", None, cost).await;
-        let mut settlement = crate::goal::settle::blocked(&self.goal, REASON_REVIEW_UNAVAILABLE, CauseCode::ReviewUnavailable);
+        let mut settlement =
+            crate::goal::settle::blocked(&self.goal, REASON_REVIEW_UNAVAILABLE, CauseCode::ReviewUnavailable);
         settlement.accounting = input.settlement.accounting.clone();
         settlement.accounting.cost_used += cost;
         settlement.detail = Some(detail);
@@ -283,7 +280,12 @@ impl Tick<'_> {
     }
 
     /// Settles with the review's record (and the criteria) in the same write.
-    async fn settle_reviewed(&self, settlement: Settlement, update: Option<CriteriaUpdate>, last: Value) -> TickOutcome {
+    async fn settle_reviewed(
+        &self,
+        settlement: Settlement,
+        update: Option<CriteriaUpdate>,
+        last: Value,
+    ) -> TickOutcome {
         self.settle_then(settlement, move |g: &mut Goal| {
             if let Some(update) = &update {
                 update.apply(g);
@@ -405,7 +407,10 @@ mod tests {
     fn the_final_reply_is_a_new_completed_reply_that_is_not_a_tool_step() {
         let seen: HashSet<String> = ["msg_a".to_string()].into_iter().collect();
         let old = reply("msg_a", 0, true, "stop");
-        assert!(final_reply(&[old.clone()], &seen).is_none(), "an answer seen before the prompt is not its answer");
+        assert!(
+            final_reply(std::slice::from_ref(&old), &seen).is_none(),
+            "an answer seen before the prompt is not its answer"
+        );
         let step = reply("msg_b", 1, true, "tool-calls");
         assert!(final_reply(&[old.clone(), step.clone()], &seen).is_none(), "a tool-call step is not the end");
         let running = reply("msg_c", 2, false, "");

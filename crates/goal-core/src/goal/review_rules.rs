@@ -56,12 +56,10 @@ criterion is met; otherwise reject and say why in findings.";
 /// The reviewer's user message: objective, criteria, numbered evidence items and the agent's
 /// last reply, each XML-escaped inside tags that say it is data.
 pub fn review_prompt(objective: &str, criteria: &[Criterion], items: &[String], reply: &str) -> String {
-    let listed: Vec<String> = criteria.iter().map(|c| format!("[{}] {}", c.id, xml_escape(&one_line(&c.text)))).collect();
-    let criteria_block = if listed.is_empty() {
-        "(no criteria: judge the objective as a whole)".to_string()
-    } else {
-        listed.join("\n")
-    };
+    let listed: Vec<String> =
+        criteria.iter().map(|c| format!("[{}] {}", c.id, xml_escape(&one_line(&c.text)))).collect();
+    let criteria_block =
+        if listed.is_empty() { "(no criteria: judge the objective as a whole)".to_string() } else { listed.join("\n") };
     let numbered: Vec<String> = items.iter().enumerate().map(|(i, item)| format!("[e{}] {item}", i + 1)).collect();
     let evidence = if numbered.is_empty() { "(no evidence items)".to_string() } else { numbered.join("\n") };
     format!(
@@ -146,7 +144,11 @@ pub fn parse_answer(text: &str) -> Option<ReviewAnswer> {
         .get("findings")
         .and_then(Value::as_array)
         .map(|list| {
-            list.iter().filter_map(|f| line(f, FINDING_CHAR_LIMIT)).filter(|f| !f.is_empty()).take(MAX_FINDINGS).collect()
+            list.iter()
+                .filter_map(|f| line(f, FINDING_CHAR_LIMIT))
+                .filter(|f| !f.is_empty())
+                .take(MAX_FINDINGS)
+                .collect()
         })
         .unwrap_or_default();
     Some(ReviewAnswer { verdict, note, grades, findings })
@@ -242,7 +244,8 @@ pub fn judge(
         .iter()
         .map(|criterion| {
             let grade = answer.grades.iter().find(|g| g.id == criterion.id);
-            let bad: Vec<&String> = grade.map(|g| g.evidence.iter().filter(|e| !checks_out(e)).collect()).unwrap_or_default();
+            let bad: Vec<&String> =
+                grade.map(|g| g.evidence.iter().filter(|e| !checks_out(e)).collect()).unwrap_or_default();
             let state = match grade {
                 Some(g) if g.state == Some(CriterionState::Met) && !g.evidence.is_empty() && bad.is_empty() => {
                     CriterionState::Met
@@ -253,7 +256,9 @@ pub fn judge(
             if state != CriterionState::Met && answer.verdict == ReviewVerdict::Approve {
                 findings.push(match (grade, bad.first()) {
                     (None, _) => format!("[{}] was not graded by the reviewer", criterion.id),
-                    (Some(_), Some(citation)) => format!("[{}] cites {} which does not check out", criterion.id, one_line(citation)),
+                    (Some(_), Some(citation)) => {
+                        format!("[{}] cites {} which does not check out", criterion.id, one_line(citation))
+                    }
                     (Some(_), None) => format!("[{}] was not shown met with a citation", criterion.id),
                 });
             }
@@ -277,7 +282,11 @@ pub fn judge(
     if answer.verdict == ReviewVerdict::Reject {
         findings = answer.findings.clone();
         if findings.is_empty() {
-            findings.push(if answer.note.is_empty() { "rejected without a finding".into() } else { answer.note.clone() });
+            findings.push(if answer.note.is_empty() {
+                "rejected without a finding".into()
+            } else {
+                answer.note.clone()
+            });
         }
     }
     findings.truncate(MAX_FINDINGS);
@@ -352,7 +361,9 @@ mod tests {
 
     #[test]
     fn the_answer_is_read_from_the_final_text_and_garbage_is_none() {
-        let read = answer(json!({"verdict": "approve", "note": "ok", "criteria": [{"id": "c1", "state": "met", "evidence": ["src/a.rs:3", "e2"]}], "findings": []}));
+        let read = answer(
+            json!({"verdict": "approve", "note": "ok", "criteria": [{"id": "c1", "state": "met", "evidence": ["src/a.rs:3", "e2"]}], "findings": []}),
+        );
         assert_eq!(read.verdict, ReviewVerdict::Approve);
         assert_eq!(read.grades[0].evidence, vec!["src/a.rs:3".to_string(), "e2".to_string()]);
         assert_eq!(parse_answer("looks fine to me"), None);
@@ -398,11 +409,16 @@ mod tests {
         assert!(!judged.approved);
         assert_eq!(judged.criteria[1].state, CriterionState::Unclear);
         assert_eq!(judged.criteria[0].state, CriterionState::Met);
-        assert!(judged.findings[0].contains("[c2]") && judged.findings[0].contains("tests/ghost.rs:1"), "{:?}", judged.findings);
+        assert!(
+            judged.findings[0].contains("[c2]") && judged.findings[0].contains("tests/ghost.rs:1"),
+            "{:?}",
+            judged.findings
+        );
         assert_eq!(judged.cited[1], ("tests/ghost.rs".to_string(), false));
         assert!(review_note(&judged.criteria, &judged).starts_with("1/2 criteria met · review: rejected — [c2]"));
 
-        let unknown_id = answer(json!({"verdict": "approve", "criteria": [{"id": "c1", "state": "met", "evidence": ["e9"]}]}));
+        let unknown_id =
+            answer(json!({"verdict": "approve", "criteria": [{"id": "c1", "state": "met", "evidence": ["e9"]}]}));
         let judged = judge(&unknown_id, &criteria[..1], 2, "/p", &|_: &str| true, 5.0);
         assert!(!judged.approved, "e9 is not among 2 items");
         let uncited = answer(json!({"verdict": "approve", "criteria": [{"id": "c1", "state": "met", "evidence": []}]}));
@@ -415,7 +431,9 @@ mod tests {
 
     #[test]
     fn a_rejection_quotes_its_findings_as_data() {
-        let read = answer(json!({"verdict": "reject", "note": "not yet", "findings": ["no test for </review-findings> nesting", "docs missing"]}));
+        let read = answer(
+            json!({"verdict": "reject", "note": "not yet", "findings": ["no test for </review-findings> nesting", "docs missing"]}),
+        );
         let judged = judge(&read, &[], 0, "/p", &|_: &str| true, 5.0);
         assert!(!judged.approved);
         assert_eq!(review_note(&[], &judged), "review: rejected — no test for </review-findings> nesting");
@@ -423,7 +441,10 @@ mod tests {
         assert!(paragraph.contains("&lt;/review-findings&gt;"), "escaped: {paragraph}");
         assert_eq!(paragraph.matches("</review-findings>").count(), 1);
         let bare = answer(json!({"verdict": "reject"}));
-        assert_eq!(judge(&bare, &[], 0, "/p", &|_: &str| true, 5.0).findings, vec!["rejected without a finding".to_string()]);
+        assert_eq!(
+            judge(&bare, &[], 0, "/p", &|_: &str| true, 5.0).findings,
+            vec!["rejected without a finding".to_string()]
+        );
     }
 
     #[test]

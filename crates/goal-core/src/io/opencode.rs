@@ -298,7 +298,12 @@ impl OpenCodeClient {
 
     /// `POST /session` with `{title, parentID}`: a child session of `parent_id` (OpenCode's UIs
     /// show it under its parent). The new session's id.
-    pub async fn create_child_session(&self, parent_id: &str, directory: &str, title: &str) -> Result<String, HttpError> {
+    pub async fn create_child_session(
+        &self,
+        parent_id: &str,
+        directory: &str,
+        title: &str,
+    ) -> Result<String, HttpError> {
         let body = serde_json::json!({ "title": title, "parentID": parent_id });
         let value = self.json(reqwest::Method::POST, "/session", directory, &[], Some(&body)).await?;
         value.get("id").and_then(Value::as_str).map(str::to_string).ok_or(HttpError::Body(200))

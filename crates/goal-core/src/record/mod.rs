@@ -19,7 +19,6 @@ use serde_json::{Map, Value};
 use crate::record::cause::Cause;
 
 pub use fields::{
-    REVIEW_FIELD,
     Goal, Lease, Stored, CAUSE_FIELD, CHECKS_FIELD, CRITERIA_FIELD, KNOWN_GOAL_FIELDS, OBJECTIVE_REVISION_FIELD,
     REVISION_LIST_FIELDS, SESSION_ID_FIELD,
 };

@@ -53,7 +53,9 @@ impl ReviewSetting {
                 let name = |key: &str| -> Result<Option<String>, ()> {
                     match object.get(key) {
                         None | Some(Value::Null) => Ok(None),
-                        Some(Value::String(s)) if !s.trim().is_empty() && s.chars().count() <= REVIEW_NAME_CHAR_LIMIT => {
+                        Some(Value::String(s))
+                            if !s.trim().is_empty() && s.chars().count() <= REVIEW_NAME_CHAR_LIMIT =>
+                        {
                             Ok(Some(s.trim().to_string()))
                         }
                         Some(_) => Err(()),
@@ -189,7 +191,8 @@ mod tests {
         assert_eq!(target.model_ids(), Some(("mock".into(), "big".into())));
         assert_eq!(ReviewSetting::parse(&full.to_value()), Some(full.clone()));
         assert_eq!(ReviewSetting::parse(&json!(true)).unwrap().to_value(), json!(true));
-        for bad in [json!("yes"), json!(1), json!({"model": "no-slash"}), json!({"agent": 5}), json!({"modle": "a/b"})] {
+        for bad in [json!("yes"), json!(1), json!({"model": "no-slash"}), json!({"agent": 5}), json!({"modle": "a/b"})]
+        {
             assert_eq!(ReviewSetting::parse(&bad), None, "{bad}");
             assert!(ReviewSetting::validate(&bad).is_err());
         }
