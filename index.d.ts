@@ -748,6 +748,8 @@ export interface GoalRecord {
   criteria?: Array<GoalCriterion>
   /** Why the goal stopped or waits; absent while it runs. */
   cause?: GoalCause
+  /** The review setting, when the goal asks for a reviewer before `complete`. */
+  review?: true | { agent?: string; model?: string }
 }
 
 /** The goal runtime's option defaults (`createSessionGoalRuntime` uses exactly these). */
@@ -817,6 +819,12 @@ export interface GoalSettingsInput {
    * evidence before the goal may complete.
    */
   criteria?: Array<string>
+  /**
+   * A reviewer before the goal may settle `complete`: `true` (on the goal's agent and model)
+   * or `{agent?, model?}` (`model` as `"provider/model"`); `false` turns it off. A read-only
+   * child session of the goal's session (docs/review.md).
+   */
+  review?: boolean | { agent?: string; model?: string }
 }
 
 /**
@@ -836,6 +844,8 @@ export interface GoalSettingsRemoval {
   clearCostBudget?: boolean
   /** Remove the acceptance criteria. */
   clearCriteria?: boolean
+  /** Remove the review setting (no review). */
+  clearReview?: boolean
 }
 
 /** How many todos there are and how many are done. */

@@ -229,3 +229,47 @@ describe('a reviewer signs off before complete', () => {
     expect(mock.prompts.filter((p) => p.sessionId === session.id)).toHaveLength(0)
   })
 })
+
+describe('the review setting', () => {
+  it('createSessionGoal, editGoal and createSession take review; a bad value is refused naming the field; clearReview turns it off', async () => {
+    const { mock } = await start()
+    const { pkg } = await import('./helpers.mjs')
+    const control = pkg.createSessionGoalControl({ openCode: { baseUrl: mock.url }, dataDir: env.dataDir })
+    const session = mock.createSession({ directory: DIR })
+    for (const review of ['yes', 1, { model: 'no-slash' }, { agent: 5 }, { reviewer: 'x' }]) {
+      const error = await control.createSessionGoal({ sessionId: session.id, objective: 'x', review }).catch((e) => e)
+      expect(error?.statusCode, JSON.stringify(review)).toBe(400)
+      expect(error.message).toContain('review')
+    }
+    expect(goalOf(mock, session.id)).toBeUndefined()
+    const made = await control.createSessionGoal({ sessionId: session.id, objective: 'x', review: true })
+    expect(made.goal.review).toBe(true)
+    expect(goalOf(mock, session.id).review).toBe(true)
+    const edited = await control.editGoal({ sessionId: session.id, review: { agent: 'plan', model: 'mock/big' } })
+    expect(edited.goal.review).toEqual({ agent: 'plan', model: 'mock/big' })
+    const both = await control.editGoal({ sessionId: session.id, review: true, clearReview: true }).catch((e) => e)
+    expect(both.statusCode).toBe(400)
+    const cleared = await control.editGoal({ sessionId: session.id, clearReview: true })
+    expect(cleared.goal.review).toBeUndefined()
+    expect(goalOf(mock, session.id).review).toBeUndefined()
+    const off = await control.editGoal({ sessionId: session.id, review: false })
+    expect(off.goal.review).toBeUndefined()
+    expect(goalOf(mock, session.id).review).toBe(false)
+    const created = await control.createSession({ directory: DIR, prompt: 'Port the parser', goal: { review: true } })
+    expect(goalOf(mock, created.sessionId).review).toBe(true)
+  })
+
+  it('the CLI: --goal-review needs --goal and writes review: true', async () => {
+    const { runCli } = await import('./control-helpers.mjs')
+    const { tempDataDir } = await import('./helpers.mjs')
+    const { mock } = await start()
+    const common = ['--url', mock.url, '--directory', DIR, '--data-dir', tempDataDir()]
+    const usage = await runCli(['create', ...common, '--prompt', 'x', '--goal-review'])
+    expect(usage.code).toBe(2)
+    expect(usage.stderr).toContain('--goal-review requires --goal.')
+    const made = await runCli(['create', ...common, '--prompt', 'Port the parser', '--goal', '--goal-review'])
+    expect(made.code, made.stderr).toBe(0)
+    const created = mock.sessions().find((s) => s.metadata?.openchamber?.goal)
+    expect(goalOf(mock, created.id).review).toBe(true)
+  })
+})

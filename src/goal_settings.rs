@@ -40,6 +40,11 @@ pub struct GoalSettingsInput {
     /// Acceptance criteria: at most 8 strings of at most 300 characters, each graded against
     /// evidence before the goal may complete.
     pub criteria: Option<Vec<String>>,
+    /// A reviewer before the goal may settle `complete`: `true` (on the goal's agent and model)
+    /// or `{agent?, model?}` (`model` as `"provider/model"`); `false` turns it off. A read-only
+    /// child session of the goal's session (docs/review.md).
+    #[napi(ts_type = "boolean | { agent?: string; model?: string }")]
+    pub review: Option<serde_json::Value>,
 }
 
 /// An edit's removals, beside its `GoalSettingsInput` (a setting and its removal together are
@@ -59,6 +64,8 @@ pub struct GoalSettingsRemoval {
     pub clear_cost_budget: Option<bool>,
     /// Remove the acceptance criteria.
     pub clear_criteria: Option<bool>,
+    /// Remove the review setting (no review).
+    pub clear_review: Option<bool>,
 }
 
 /// Settings as one request carries them: the values, the removals (edits only) and whether they
@@ -137,6 +144,12 @@ impl TryFrom<SettingsRequest> for GoalSettings {
                 removals.clear_criteria,
                 (field!(nested, "criteria"), "clearCriteria"),
                 rule::criteria,
+            )?,
+            review: SettingChange::given(
+                values.review.filter(|v| !v.is_null()),
+                removals.clear_review,
+                (field!(nested, "review"), "clearReview"),
+                rule::review,
             )?,
         })
     }
@@ -252,6 +265,10 @@ pub struct GoalRecord {
     /// Why the goal stopped or waits; absent while it runs.
     #[serde(skip)]
     pub cause: Option<GoalCause>,
+    /// The review setting, when the goal asks for a reviewer before `complete`.
+    #[napi(ts_type = "true | { agent?: string; model?: string }")]
+    #[serde(skip)]
+    pub review: Option<serde_json::Value>,
 }
 
 pub(crate) fn record(goal: &Goal) -> GoalRecord {
@@ -269,6 +286,7 @@ pub(crate) fn record(goal: &Goal) -> GoalRecord {
         cause: goal.cause.as_ref().map(cause_of),
         session_id: goal.session_id.clone(),
         wake_at: goal_core::provider_wake_at(goal),
+        review: goal.review_wanted().map(|_| goal.review.get().map_or(serde_json::Value::Bool(true), |r| r.to_value())),
         ..stored
     }
 }

@@ -89,18 +89,21 @@ pub struct GoalSettings {
     /// The user's acceptance criteria (`criteria`; a text already on the goal keeps its id and
     /// grade).
     pub criteria: SettingChange<Vec<String>>,
+    /// A reviewer before `complete` (`review`: `true` or `{agent?, model?}`; `false` is off).
+    pub review: SettingChange<crate::record::review::ReviewSetting>,
 }
 
 impl GoalSettings {
     /// Whether no setting changes.
     pub fn is_unchanged(&self) -> bool {
-        let GoalSettings { token_budget, cost_budget, time_budget_ms, active_hours, checks, criteria } = self;
+        let GoalSettings { token_budget, cost_budget, time_budget_ms, active_hours, checks, criteria, review } = self;
         token_budget.is_keep()
             && cost_budget.is_keep()
             && time_budget_ms.is_keep()
             && active_hours.is_keep()
             && checks.is_keep()
             && criteria.is_keep()
+            && review.is_keep()
     }
 
     /// The token budget being set (the goal intro names it).
@@ -128,6 +131,7 @@ impl GoalSettings {
             SettingChange::Clear => goal.set_criteria(Vec::new()),
             SettingChange::Set(texts) => set_user_criteria(goal, texts),
         }
+        self.review.apply_stored(&mut goal.review, Clone::clone);
     }
 }
 
@@ -184,6 +188,13 @@ pub mod rule {
         crate::record::parse_checks(&value).map_err(|error| error.to_string())
     }
 
+    /// A review: `true`, `false` or `{agent?, model?}` (`record/review.rs`).
+    pub fn review(value: Value) -> Result<crate::record::review::ReviewSetting, String> {
+        crate::record::review::ReviewSetting::parse(&value).ok_or_else(|| {
+            "must be true, false or {agent?, model?}: agent a name, model \"provider/model\"".to_string()
+        })
+    }
+
     /// Acceptance criteria: one-line texts, how many and how long `record/criteria.rs` allows.
     pub fn criteria(texts: Vec<String>) -> Result<Vec<String>, String> {
         crate::record::criteria::parse_user_criteria(&Value::from(texts)).map_err(|error| error.to_string())
@@ -236,6 +247,7 @@ mod tests {
             active_hours: SettingChange::Set(hours),
             checks: SettingChange::Set(rule::checks(json!(["npm test"])).unwrap()),
             criteria: SettingChange::Set(vec!["tests pass".into()]),
+            review: SettingChange::Set(rule::review(json!({"model": "p/m"})).unwrap()),
         };
         let mut goal = goal();
         settings.apply_to(&mut goal);
@@ -247,6 +259,8 @@ mod tests {
         assert_eq!(stored["checks"][0]["command"], json!("npm test"));
         assert_eq!(stored["criteria"][0]["id"], json!("c1"));
         assert_eq!(stored["criteriaIssued"], json!(1));
+        assert_eq!(stored["review"], json!({"model": "p/m"}));
+        assert!(rule::review(json!("yes")).is_err() && rule::review(json!({"model": "no-slash"})).is_err());
         assert!(!settings.is_unchanged() && GoalSettings::default().is_unchanged());
 
         // Setting the same criterion again keeps its id; a new one takes the next.
@@ -265,10 +279,11 @@ mod tests {
             active_hours: SettingChange::Clear,
             checks: SettingChange::Clear,
             criteria: SettingChange::Clear,
+            review: SettingChange::Clear,
         };
         clear_all.apply_to(&mut goal);
         let stored = goal.to_value();
-        for key in ["costBudget", "timeBudgetMs", "activeHours", "checks", "criteria"] {
+        for key in ["costBudget", "timeBudgetMs", "activeHours", "checks", "criteria", "review"] {
             assert!(stored.get(key).is_none(), "{key} cleared");
         }
         assert_eq!(stored["tokenBudget"], json!(null));

@@ -88,14 +88,6 @@ impl ReviewSetting {
             }
         }
     }
-
-    /// Checks a setting a user asks for (create, send, fork, `editGoal`, the CLI): the parsed
-    /// setting, or an error that says what a valid one looks like.
-    pub fn validate(value: &Value) -> Result<ReviewSetting, String> {
-        ReviewSetting::parse(value).ok_or_else(|| {
-            "review must be true, false or {agent?, model?} with agent a name and model \"provider/model\"".to_string()
-        })
-    }
 }
 
 /// The last review of a goal, as `lastReview` stores it (shown by `explain`).
@@ -194,7 +186,6 @@ mod tests {
         for bad in [json!("yes"), json!(1), json!({"model": "no-slash"}), json!({"agent": 5}), json!({"modle": "a/b"})]
         {
             assert_eq!(ReviewSetting::parse(&bad), None, "{bad}");
-            assert!(ReviewSetting::validate(&bad).is_err());
         }
     }
 
