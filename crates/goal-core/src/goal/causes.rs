@@ -63,7 +63,7 @@ fn row_of(code: CauseCode) -> Row {
     match code {
         Verified | ChecksPassed | UserComplete | ReviewApproved => DONE,
         ReviewUnavailable => row(
-            "The reviewer gave no readable answer ({detail}): check its model and agent, or turn review off with `editGoal({review: false})`, then resume: `session-goal resume {id}`.",
+            "The reviewer gave no readable answer ({detail}): check its model and agent, or turn review off (editGoal with review: false), then resume: `session-goal resume {id}`.",
             "no answer",
             Resume,
         ),
