@@ -30,7 +30,7 @@ export declare class GoalControl {
    * Installs a fresh active goal on a session: objective fitted (distilled over 5,000 chars),
    * objective file written first (inline on failure), then merged into the session metadata.
    */
-  createSessionGoal(request: SessionGoalRequest): Promise<InstalledGoal>
+  createSessionGoal(request: SessionGoalRequest & GoalSettingsInput): Promise<InstalledGoal>
   /** Creates a session; with a prompt, installs the goal (if `goal`) and then dispatches. */
   createSession(request: CreateSessionRequest): Promise<SessionDispatch>
   /** Sends a prompt to an existing session; with `goal`, installs a fresh goal first. */
@@ -44,9 +44,9 @@ export declare class GoalControl {
    * Stamps a goal onto a scheduled task's fresh session and says how to dispatch the task
    * (command, or `prompt_async` with `introPart` after the prompt text).
    */
-  stampScheduledGoal(request: ScheduledGoalRequest): Promise<ScheduledGoalStamp>
-  /** Edits a goal's objective and/or budget (same id and counters; active, `resumed`). */
-  editGoal(request: GoalEditRequest): Promise<GoalActionResult>
+  stampScheduledGoal(request: ScheduledGoalRequest & GoalSettingsInput): Promise<ScheduledGoalStamp>
+  /** Edits a goal's objective and/or settings (same id and counters; active, `resumed`). */
+  editGoal(request: GoalEditRequest & GoalSettingsInput & GoalSettingsRemoval): Promise<GoalActionResult>
   /** Pauses an active goal and aborts the running turn. */
   pauseGoal(request: GoalActionRequest): Promise<GoalActionResult>
   /**
@@ -387,6 +387,14 @@ export interface GoalCheckRun {
   time: number
 }
 
+/** A file a reviewer cited. */
+export interface GoalCitedFile {
+  /** Relative to the project root. */
+  path: string
+  /** Whether the project's directory listing holds it. */
+  exists: boolean
+}
+
 /**
  * Options of `createSessionGoalControl` (the native `createGoalControl`): where OpenCode is (same forms as the runtime), where the
  * objective files live, and the small model used to distill objectives over 5,000 chars.
@@ -486,7 +494,10 @@ export interface GoalDigestSummary {
   todos: GoalTodoCounts | null
 }
 
-/** `editGoal` input. */
+/**
+ * `editGoal` input (the settings to set, `GoalSettingsInput`, and to remove,
+ * `GoalSettingsRemoval`, sit beside these fields).
+ */
 export interface GoalEditRequest {
   /** Session. */
   sessionId: string
@@ -496,30 +507,6 @@ export interface GoalEditRequest {
   goalId?: string
   /** New objective (written to the objective file first). */
   objective?: string
-  /** New token budget: an integer in [1000, 100000000]. */
-  tokenBudget?: number
-  /** Remove the token budget. */
-  clearTokenBudget?: boolean
-  /** New time budget in ms (active time; at least 1000). */
-  timeBudgetMs?: number
-  /** Remove the time budget. */
-  clearTimeBudget?: boolean
-  /** New working hours `{start: "HH:MM", end: "HH:MM", timeZone}`. */
-  activeHours?: { start: string; end: string; timeZone: string }
-  /** Remove the working hours. */
-  clearActiveHours?: boolean
-  /** New acceptance checks `[{command, timeoutMs?}]` (replace the list). */
-  checks?: Array<{ command: string; timeoutMs?: number } | string>
-  /** Remove the acceptance checks. */
-  clearChecks?: boolean
-  /** New cost budget in US dollars (at least 0.01). */
-  costBudget?: number
-  /** Remove the cost budget. */
-  clearCostBudget?: boolean
-  /** New acceptance criteria (replace the list; a text already there keeps its grade). */
-  criteria?: Array<string>
-  /** Remove the acceptance criteria. */
-  clearCriteria?: boolean
   /** Provider preferred when distilling a long objective. */
   providerID?: string
   /** Model preferred when distilling. */
@@ -562,6 +549,10 @@ export interface GoalExplanation {
   cost: GoalCost | null
   /** The goal's acceptance criteria with their latest grades. */
   criteria: Array<GoalCriterion> | null
+  /** The goal's review setting, when it asks for a review before `complete`. */
+  review: true | { agent?: string, model?: string } | null
+  /** The goal's last review: the reviewer's child session, its verdict, findings and cited files. */
+  lastReview: GoalLastReview | null
   /** Inconsistencies worth a human look. */
   findings: Array<GoalFinding>
 }
@@ -623,12 +614,35 @@ export interface GoalHistoryRecord {
   checks?: number
   /** For an audit that graded criteria: each criterion's grade. */
   criteria?: Array<GoalCriterionGrade>
+  /**
+   * For a review (`action: "review"`): the reviewer session, verdict, findings, cited files
+   * and cost (`tail` and `at` are the record's own `tail` and `time`).
+   */
+  review?: GoalLastReview
   /** For a provider-limit park (`action: "park"`): when the wait ends (ms since epoch). */
   until?: number
   /** For a park: how many parks in a row this is. */
   park?: number
   /** For a park: the cause's detail (the provider, the HTTP status). */
   detail?: string
+}
+
+/** The last review of a goal (see docs/review.md). */
+export interface GoalLastReview {
+  /** The reviewer's child session (open it to read what it looked at). */
+  sessionId: string
+  /** `approved`, `rejected` or `unavailable`. */
+  verdict: 'approved' | 'rejected' | 'unavailable'
+  /** What it found wrong or missing (empty when approved). */
+  findings: Array<string>
+  /** The files it cited, each with whether it exists in the project. */
+  cited: Array<GoalCitedFile>
+  /** The reply it reviewed. */
+  tail: string
+  /** US dollars the reviewer session cost (counted in the goal's `costUsed`). */
+  cost: number
+  /** When it ended (ms since epoch). */
+  at: number
 }
 
 /** The multi-host lease: which runtime drives the goal, and until when. */
@@ -734,6 +748,8 @@ export interface GoalRecord {
   criteria?: Array<GoalCriterion>
   /** Why the goal stopped or waits; absent while it runs. */
   cause?: GoalCause
+  /** The review setting, when the goal asks for a reviewer before `complete`. */
+  review?: true | { agent?: string; model?: string }
 }
 
 /** The goal runtime's option defaults (`createSessionGoalRuntime` uses exactly these). */
@@ -776,26 +792,60 @@ export interface GoalRuntimeDefaults {
   maxProviderWaits: number
 }
 
-/** A new goal's settings (`goal: true` is the same as `goal: {}`: no limits). */
+/** A goal's settings (`goal: true` is the same as `goal: {}`: no limits). */
 export interface GoalSettingsInput {
   /** Token budget: an integer in [1000, 100000000]. */
   tokenBudget?: number
-  /** Time budget in ms (active time, at least 1000). */
+  /** Time budget in ms (active time: paused and waiting time excluded); at least 1000. */
   timeBudgetMs?: number
-  /** Working hours `{start: "HH:MM", end: "HH:MM", timeZone}`. */
+  /**
+   * Working hours `{start: "HH:MM", end: "HH:MM", timeZone: "Europe/Berlin"}` (IANA zone;
+   * `end < start` crosses midnight). Outside them no continuation is sent.
+   */
   activeHours?: { start: string; end: string; timeZone: string }
   /**
-   * Acceptance checks, `[{command, timeoutMs?}]`: at most 8, each command one line of at most
-   * 2,000 characters; `timeoutMs` defaults to 10 minutes.
+   * Acceptance checks `[{command, timeoutMs?}]`, run before the goal may settle `complete`: at
+   * most 8, each command one line of at most 2,000 characters; `timeoutMs` defaults to 10
+   * minutes.
    */
   checks?: Array<{ command: string; timeoutMs?: number } | string>
-  /** Cost budget in US dollars: at least 0.01. */
+  /**
+   * Cost budget in US dollars (at least 0.01): the goal settles `budgetLimited` when its
+   * replies' `info.cost` reach it.
+   */
   costBudget?: number
   /**
    * Acceptance criteria: at most 8 strings of at most 300 characters, each graded against
    * evidence before the goal may complete.
    */
   criteria?: Array<string>
+  /**
+   * A reviewer before the goal may settle `complete`: `true` (on the goal's agent and model)
+   * or `{agent?, model?}` (`model` as `"provider/model"`); `false` turns it off. A read-only
+   * child session of the goal's session (docs/review.md).
+   */
+  review?: boolean | { agent?: string; model?: string }
+}
+
+/**
+ * An edit's removals, beside its `GoalSettingsInput` (a setting and its removal together are
+ * refused).
+ */
+export interface GoalSettingsRemoval {
+  /** Remove the token budget. */
+  clearTokenBudget?: boolean
+  /** Remove the time budget. */
+  clearTimeBudget?: boolean
+  /** Remove the working hours. */
+  clearActiveHours?: boolean
+  /** Remove the acceptance checks. */
+  clearChecks?: boolean
+  /** Remove the cost budget. */
+  clearCostBudget?: boolean
+  /** Remove the acceptance criteria. */
+  clearCriteria?: boolean
+  /** Remove the review setting (no review). */
+  clearReview?: boolean
 }
 
 /** How many todos there are and how many are done. */
@@ -874,6 +924,11 @@ export interface GoalTunablesInput {
    * in the same audit call (default true; `false` turns derivation off).
    */
   deriveCriteria?: boolean
+  /**
+   * Time one reviewer turn (a goal with `review`) may take before it is aborted and asked
+   * once more (default 600000 ms).
+   */
+  reviewTimeoutMs?: number
 }
 
 /** A partial success's caveat: the operation took effect, with this warning. */
@@ -986,7 +1041,7 @@ export interface RuntimeSnapshot {
   stopped: boolean
 }
 
-/** `stampScheduledGoal` input. */
+/** `stampScheduledGoal` input (its goal settings, `GoalSettingsInput`, sit beside these fields). */
 export interface ScheduledGoalRequest {
   /** The task's fresh session. */
   sessionId: string
@@ -994,8 +1049,6 @@ export interface ScheduledGoalRequest {
   directory?: string
   /** The task prompt (a slash command's expanded template becomes the objective). */
   prompt: string
-  /** Token budget: an integer in [1000, 100000000]. */
-  tokenBudget?: number
   /** The task's provider. */
   providerID?: string
   /** The task's model. */
@@ -1127,7 +1180,7 @@ export interface SessionDispatch {
   warnings: Array<GoalWarning>
 }
 
-/** `createSessionGoal` input. */
+/** `createSessionGoal` input (its goal settings, `GoalSettingsInput`, sit beside these fields). */
 export interface SessionGoalRequest {
   /** Session to put the goal on (existing metadata is kept). */
   sessionId: string
@@ -1135,24 +1188,6 @@ export interface SessionGoalRequest {
   directory?: string
   /** Objective text; over 5,000 chars it is distilled (or excerpted). */
   objective: string
-  /** Token budget: an integer in [1000, 100000000]. */
-  tokenBudget?: number
-  /** Time budget in ms (active time: paused and waiting time excluded); at least 1000. */
-  timeBudgetMs?: number
-  /**
-   * Working hours: `{start: "HH:MM", end: "HH:MM", timeZone: "Europe/Berlin"}` (IANA zone;
-   * `end < start` crosses midnight). Outside them no continuation is sent.
-   */
-  activeHours?: { start: string; end: string; timeZone: string }
-  /** Acceptance checks `[{command, timeoutMs?}]`, run before the goal may settle `complete`. */
-  checks?: Array<{ command: string; timeoutMs?: number } | string>
-  /**
-   * Cost budget in US dollars (at least 0.01): the goal settles `budgetLimited` when its
-   * replies' `info.cost` reach it.
-   */
-  costBudget?: number
-  /** Acceptance criteria (at most 8 strings of at most 300 characters), graded one by one. */
-  criteria?: Array<string>
   /** Provider the goal's turns run on (the distillation prefers it). */
   providerID?: string
   /** Model the goal's turns run on. */
@@ -1346,15 +1381,15 @@ export declare namespace inputRules {
    */
   export function activeHours(start: string, end: string, timeZone: string): RuleOutcome
   /**
-   * A list of acceptance-check commands, by the rule the goal record applies (how many, how
-   * long, one line each).
+   * A list of acceptance-check commands, by the goal settings' rule (how many, how long, one
+   * line each).
    */
   export function checks(commands: Array<string>): RuleOutcome
-  /** A cost budget in US dollars within the core's bounds. */
+  /** A cost budget in US dollars within the goal settings' bounds. */
   export function costBudget(dollars: number): RuleOutcome
   /**
-   * A list of acceptance criteria, by the rule the goal record applies (how many, how long,
-   * one line each, no control characters); the value is how many there are.
+   * A list of acceptance criteria, by the goal settings' rule (how many, how long, one line
+   * each, no control characters); the value is how many there are.
    */
   export function criteria(texts: Array<string>): RuleOutcome
   /** Milliseconds as the status lines show a duration (`1h 30m`, `45m`, `20s`). */
@@ -1369,6 +1404,6 @@ export declare namespace inputRules {
    * within the core's time-budget bounds.
    */
   export function timeBudget(text: string): RuleOutcome
-  /** A token budget: an integer within the core's bounds. */
+  /** A token budget: an integer within the goal settings' bounds. */
   export function tokenBudget(value: number): RuleOutcome
 }

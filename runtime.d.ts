@@ -55,6 +55,7 @@ import type {
   GoalControl,
   GoalControlOptions,
   GoalExplanation,
+  GoalSettingsInput,
   InstalledGoal,
   ObjectiveWritten,
   SessionGoalRequest,
@@ -153,7 +154,8 @@ export declare function createSessionGoalControl(options: GoalControlOptions): S
 
 /** Options of the one-call `createSessionGoal` (connection + request; the reference's names accepted). */
 export type CreateSessionGoalOptions = GoalControlOptions &
-  Partial<SessionGoalRequest> & {
+  Partial<SessionGoalRequest> &
+  GoalSettingsInput & {
     /** Reference name of `sessionId`. */
     sessionID?: string
     /** Reference form of `openCode.baseUrl`. */

@@ -98,8 +98,8 @@ describe('the cost budget', () => {
     const control = controlFor(env)
     const patches = mock.patches.length
     for (const [request, message] of [
-      [{ costBudget: 0 }, 'costBudget must be'],
-      [{ costBudget: -3 }, 'costBudget must be'],
+      [{ costBudget: 0 }, 'costBudget: must be'],
+      [{ costBudget: -3 }, 'costBudget: must be'],
       [{ costBudget: 2, clearCostBudget: true }, 'pass either costBudget or clearCostBudget'],
     ]) {
       const error = await control.editGoal({ sessionId: session.id, ...request }).catch((e) => e)
@@ -136,8 +136,8 @@ describe('the cost budget', () => {
     const sessions = mock.sessions().length
     for (const [request, message] of [
       [{ prompt: 'x', goalCostBudget: 1 }, 'goalCostBudget requires goal'],
-      [{ prompt: 'x', goal: { costBudget: 0.001 } }, 'costBudget must be'],
-      [{ prompt: 'x', goal: { costBudget: Number.POSITIVE_INFINITY } }, 'costBudget must be'],
+      [{ prompt: 'x', goal: { costBudget: 0.001 } }, 'costBudget: must be'],
+      [{ prompt: 'x', goal: { costBudget: Number.POSITIVE_INFINITY } }, 'costBudget: must be'],
     ]) {
       const error = await control.createSession({ directory: '/tmp/project', ...request }).catch((e) => e)
       expect(error, JSON.stringify(request)).toBeInstanceOf(SessionGoalError)

@@ -213,4 +213,52 @@ describe('createSessionGoal', () => {
     const missing = await createSessionGoal({ baseUrl: mock.url, sessionID: session.id }).catch((e) => e)
     expect(missing.statusCode).toBe(400)
   })
+
+  it('one settings value: create, the one-call form and a scheduled task store the same settings; an edit patches them', async () => {
+    const { mock, control } = await world()
+    const settings = {
+      tokenBudget: 20_000,
+      costBudget: 2.5,
+      timeBudgetMs: 3_600_000,
+      activeHours: { start: '09:00', end: '17:00', timeZone: 'UTC' },
+      checks: ['npm test'],
+      criteria: ['the importer reads CSV'],
+    }
+    const stored = (sessionId) => mock.getSession(sessionId).metadata.openchamber.goal
+    const expected = {
+      tokenBudget: 20_000,
+      costBudget: 2.5,
+      timeBudgetMs: 3_600_000,
+      activeHours: { start: '09:00', end: '17:00', timeZone: 'UTC' },
+      checks: [{ command: 'npm test' }],
+    }
+    const created = mock.createSession({ directory: '/tmp/project' })
+    await control.createSessionGoal({ sessionId: created.id, directory: '/tmp/project', objective: 'Import CSV', ...settings })
+    const oneCall = mock.createSession({ directory: '/tmp/project' })
+    await createSessionGoal({ baseUrl: mock.url, dataDir: control.dataDir, sessionID: oneCall.id, directory: '/tmp/project', objective: 'Import CSV', ...settings })
+    const scheduled = mock.createSession({ directory: '/tmp/project' })
+    const stamp = await control.stampScheduledGoal({ sessionId: scheduled.id, directory: '/tmp/project', prompt: 'Import CSV', ...settings })
+    expect(stamp.introPart.text).toContain('20000 tokens')
+    for (const session of [created, oneCall, scheduled]) {
+      expect(stored(session.id), session.id).toMatchObject(expected)
+      expect(stored(session.id).criteria.map((c) => [c.id, c.text, c.source]), session.id).toEqual([['c1', 'the importer reads CSV', 'user']])
+    }
+
+    // An edit is a patch of the same settings: what it names changes, a clear flag removes, the rest stays.
+    const edited = await control.editGoal({ sessionId: created.id, costBudget: 4, clearTimeBudget: true, criteria: ['the importer reads CSV', 'docs say how'] })
+    expect(edited.goal).toMatchObject({ tokenBudget: 20_000, costBudget: 4, checks: [{ command: 'npm test' }] })
+    expect(edited.goal.timeBudgetMs).toBeUndefined()
+    const after = stored(created.id)
+    expect(after).toMatchObject({ costBudget: 4, activeHours: expected.activeHours })
+    expect(after.timeBudgetMs).toBeUndefined()
+    expect(after.criteria.map((c) => c.id)).toEqual(['c1', 'c2'])
+
+    // A refusal names the field as the request spells it, and writes nothing.
+    const patches = mock.patches.length
+    const refused = await control.editGoal({ sessionId: created.id, activeHours: { start: '9', end: '17:00', timeZone: 'UTC' } }).catch((e) => e)
+    expect([refused.code, refused.field]).toEqual(['invalidInput', 'activeHours'])
+    const nested = await control.sendPrompt({ sessionId: created.id, prompt: 'x', goal: { timeBudgetMs: 5 } }).catch((e) => e)
+    expect([nested.code, nested.field]).toEqual(['invalidInput', 'goal.timeBudgetMs'])
+    expect(mock.patches.length).toBe(patches)
+  })
 })

@@ -50,9 +50,11 @@ const CODES = {
   costBudget: 'resumeWithCostBudget',
   turnFailed: 'none',
   invalidGoal: 'none',
+  reviewApproved: 'none',
+  reviewUnavailable: 'resume',
 }
 const statusOf = (code) =>
-  ['verified', 'checksPassed', 'userComplete'].includes(code)
+  ['verified', 'checksPassed', 'userComplete', 'reviewApproved'].includes(code)
     ? 'complete'
     : code.startsWith('waitingFor')
       ? 'active'

@@ -77,7 +77,7 @@ const cases = {
     const call = { baseUrl: w.mock.url, dataDir: w.dataDir, sessionID: session.id, directory: '/tmp/project' }
     expectError(await failureOf(() => pkg.createSessionGoal({ ...call, objective: '  ' })), 'invalidInput', { field: 'objective', statusCode: 400 })
     expectError(await failureOf(() => pkg.createSessionGoal({ ...call, sessionID: 'ses_nosuch1', objective: 'x' })), 'notFound', { status: 404, statusCode: 404 })
-    expectError(await failureOf(() => pkg.createSessionGoal({ ...call, objective: 'x', tokenBudget: 5 })), 'invalidInput', { field: 'goalTokenBudget' })
+    expectError(await failureOf(() => pkg.createSessionGoal({ ...call, objective: 'x', tokenBudget: 5 })), 'invalidInput', { field: 'tokenBudget' })
   },
   registerSessionGoalRoutes: async () => {
     expectError(await failureOf(() => pkg.registerSessionGoalRoutes({})), 'invalidInput', { field: 'app' })
@@ -101,7 +101,7 @@ const cases = {
     expectError(await failureOf(() => control.sendPrompt({ sessionId: plain.id, directory: '/tmp/project', prompt: 'x'.repeat(2_000_000) })), 'tooLarge', { statusCode: 413 })
     expectError(await failureOf(() => control.sendPrompt({ sessionId: plain.id, directory: '/tmp/project', prompt: 'x', model: 'nomodel' })), 'invalidInput', { field: 'model' })
     expectError(await failureOf(() => control.forkSession({ sessionId: 'ses_nosuch2', prompt: 'x' })), 'notFound')
-    expectError(await failureOf(() => control.stampScheduledGoal({ sessionId: plain.id, prompt: 'x', tokenBudget: 12 })), 'invalidInput', { field: 'goalTokenBudget' })
+    expectError(await failureOf(() => control.stampScheduledGoal({ sessionId: plain.id, prompt: 'x', tokenBudget: 12 })), 'invalidInput', { field: 'tokenBudget' })
     expectError(await failureOf(() => control.editGoal({ sessionId: active.id })), 'invalidInput')
     expectError(await failureOf(() => control.editGoal({ sessionId: active.id, checks: ['x'], clearChecks: true })), 'invalidInput', { field: 'checks' })
     expectError(await failureOf(() => control.editGoal({ sessionId: done.id, objective: 'y' })), 'conflict', { statusCode: 409 })

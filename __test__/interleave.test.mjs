@@ -43,23 +43,26 @@ export function interleavings(lists) {
 /**
  * Runs one interleaving. `order` lists steps `A.W`, `B.W` (a host's goal write), `A.P`, `B.P`
  * (its continuation post), `A.C`, `B.C` (its check claim), `A.H`, `B.H` (its shell post), and `S`
- * (the user pauses the goal), and `T<ms>` (that much time passes: only where the bound under test is
+ * (the user pauses the goal), `A.R`, `B.R` (its creation of a reviewer session), and `T<ms>` (that much time passes: only where the bound under test is
  * a length of time). After each step the host goes on by itself to its next held request
  * (or the end of its tick) before the next step: its reads, read-back and echo happen there.
- * `checks`: the goal's acceptance checks (the auditor then says complete). Returns what the wire
- * and the transcript show.
+ * `checks`: the goal's acceptance checks (the auditor then says complete). `review`: the goal asks
+ * for review (the auditor says complete; every reviewer approves). Returns what the wire and the
+ * transcript show.
  */
-async function runOrder(order, { checks, quietMs = QUIET_MS, goalSettles } = {}) {
-  const verdict = checks ? completeVerdict : continueVerdict
+async function runOrder(order, { checks, review, quietMs = QUIET_MS, goalSettles } = {}) {
+  const verdict = checks || review ? completeVerdict : continueVerdict
   env = await setup({ auditor: scriptedAuditor([verdict]), runtimeOptions: { idleQuietMs: quietMs } })
   // The second host runs in a worker thread: runtimes of one environment share their write slots
   // and dispatch claims, so only another environment (or process) races like another host.
   other = await startWorkerHost({ url: env.mock.url.replace('127.0.0.1', 'localhost'), dataDir: env.dataDir, idleQuietMs: quietMs, verdicts: [verdict] })
   const { mock } = env
   const dir = checks ? fs.mkdtempSync(path.join(os.tmpdir(), 'goal-interleave-')) : '/tmp/project'
-  const session = sessionWithReply(mock, { goal: checks ? { checks } : {}, directory: dir })
+  const session = sessionWithReply(mock, { goal: { ...(checks ? { checks } : {}), ...(review ? { review: true } : {}) }, directory: dir })
   const sid = session.id
+  if (review) mock.scriptChildren([{ text: JSON.stringify({ verdict: 'approve', note: 'done', findings: [] }) }])
   const kindOf = (r) => {
+    if (r.method === 'POST' && r.path === '/session' && r.body?.parentID === sid) return 'R'
     if (r.method === 'PATCH' && r.path === `/session/${sid}`) return 'W'
     if (r.method === 'POST' && r.path === `/session/${sid}/prompt_async`) return r.body?.noReply ? 'C' : 'P'
     if (r.method === 'POST' && r.path === `/session/${sid}/shell`) return 'H'
@@ -109,7 +112,7 @@ async function runOrder(order, { checks, quietMs = QUIET_MS, goalSettles } = {})
   hosts.B.gate.release()
   // A check round settles once a host finds the run (the run's end is an idle event, which makes
   // both hosts look again): give it the time to, then judge.
-  if (checks && stoppedAt === null) await waitFor(() => goalOf(mock, sid)?.status === 'complete', 10_000).catch(() => {})
+  if ((checks || review) && stoppedAt === null) await waitFor(() => goalOf(mock, sid)?.status === 'complete', 10_000).catch(() => {})
   // A write that follows the hosts' ticks (a late echo's write-back) is given the time to land.
   if (goalSettles) await waitFor(() => goalSettles(goalOf(mock, sid)), 10_000).catch(() => {})
   await waitFor(async () => !(await hosts.A.ticking()) && !(await hosts.B.ticking()), 10_000, 5)
@@ -134,6 +137,7 @@ async function runOrder(order, { checks, quietMs = QUIET_MS, goalSettles } = {})
   return {
     posts,
     shells,
+    reviewers: mock.requests.filter((r) => kindOf(r) === 'R').map((r) => hostOf(r)),
     runs,
     skipped,
     continuations: messages.filter((m) => m.info.role === 'user' && !/zCHK/.test(m.info.id)).slice(1),
@@ -270,6 +274,28 @@ describe('two hosts running the check round of one tail: every interleaving of w
       await endRace()
     }
     console.log(`check round: ${checkOrders.length} interleavings covered, check run by A ${ran.A} and by B ${ran.B} times`)
+  }, 300_000)
+})
+
+const reviewOrders = interleavings([
+  ['A.W', 'A.C', 'A.R'],
+  ['B.W', 'B.C', 'B.R'],
+])
+
+describe('two hosts reviewing one tail: every interleaving of write, claim and reviewer creation', () => {
+  it(`one reviewer session per tail, created at the wire once, and the goal settles reviewApproved (${reviewOrders.length} interleavings)`, async () => {
+    const by = { A: 0, B: 0 }
+    for (const order of reviewOrders) {
+      const r = await runOrder(order, { review: true })
+      const label = order.join(' ')
+      expect(r.reviewers, label).toHaveLength(1)
+      expect(r.goal.status, label).toBe('complete')
+      expect(r.goal.cause.code, label).toBe('reviewApproved')
+      expect(r.posts, label).toHaveLength(0)
+      by[r.reviewers[0]] += 1
+      await endRace()
+    }
+    console.log(`review: ${reviewOrders.length} interleavings covered, reviewer created by A ${by.A} and by B ${by.B} times`)
   }, 300_000)
 })
 

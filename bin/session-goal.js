@@ -55,6 +55,8 @@ Options for create, send, fork:
   --goal-criterion <text>      An acceptance criterion, repeatable (at most 8, each at most 300
                                characters): the auditor must grade every one met, citing
                                evidence, before the goal completes (requires --goal)
+  --goal-review                A reviewer (a read-only child session on the goal's model) signs
+                               off before the goal completes; see docs/review.md (requires --goal)
   --model <provider/model>     Model (send/fork default: the last user message's)
   --agent <name>               Agent
   --variant <name>             Model variant
@@ -92,7 +94,7 @@ Environment:
 
 class UsageError extends Error {}
 
-const PROMPT_FLAGS = ['prompt', 'goal', 'goal-token-budget', 'goal-cost-budget', 'goal-time-budget', 'goal-active-hours', 'goal-check', 'goal-criterion', 'model', 'agent', 'variant']
+const PROMPT_FLAGS = ['prompt', 'goal', 'goal-token-budget', 'goal-cost-budget', 'goal-time-budget', 'goal-active-hours', 'goal-check', 'goal-criterion', 'goal-review', 'model', 'agent', 'variant']
 const COMMON_FLAGS = ['url', 'directory', 'data-dir', 'json', 'help']
 const COMMANDS = {
   create: { positionals: 0, flags: [...PROMPT_FLAGS, 'title'] },
@@ -106,7 +108,7 @@ const COMMANDS = {
   clear: { positionals: 1, flags: [] },
   watch: { positionals: 0, flags: ['auditor', 'small-model', 'idle-quiet-ms', 'kickoff-quiet-ms'] },
 }
-const BOOLEAN_FLAGS = new Set(['goal', 'json', 'help', 'fix'])
+const BOOLEAN_FLAGS = new Set(['goal', 'json', 'help', 'fix', 'goal-review'])
 // Flags that may be given more than once: their values are collected in order.
 const REPEATABLE_FLAGS = new Set(['goal-check', 'goal-criterion'])
 
@@ -262,6 +264,10 @@ function promptRequest(parsed) {
     // How many and how long is the core's rule.
     ruled('--goal-criterion', inputRules().criteria(flags['goal-criterion']))
     goal.criteria = flags['goal-criterion']
+  }
+  if (flags['goal-review']) {
+    if (!flags.goal) throw new UsageError('--goal-review requires --goal.')
+    goal.review = true
   }
   if (flags.goal) request.goal = goal
   return request
@@ -421,6 +427,12 @@ function printExplanation(report) {
     const exit = run.exitStatus === null || run.exitStatus === undefined ? '' : `, exit ${run.exitStatus}`
     out(`  check ${run.index + 1}: ${run.result}${exit}, ${formatDuration(run.durationMs)}  ${oneLine(run.command, 80)}`)
   }
+  const review = report.lastReview
+  if (review) {
+    out(`last review: ${when(review.at)}  ${review.verdict} in session ${review.sessionId}${review.cost ? `, ${usd(review.cost)}` : ''}`)
+    for (const finding of review.findings) out(`  finding: ${oneLine(finding, 120)}`)
+    for (const cited of review.cited) out(`  cited: ${cited.path}${cited.exists ? '' : ' (not found)'}`)
+  } else if (report.review) out('review: asked for, none yet')
   for (const f of report.findings) out(`finding: ${f.code}: ${f.message}`)
 }
 

@@ -8,8 +8,9 @@
 // goal's progress until it settles. The first audit derives acceptance criteria, which later
 // audits grade one by one against evidence; a `complete` verdict is not taken while one is open.
 // The goal also carries an acceptance check: with every criterion met, the check still runs —
-// it fails, a fix turn follows, and only once the check passes does the goal settle. Exits 0
-// when the goal completes.
+// it fails, a fix turn follows, and once the check passes a reviewer (a child session of the
+// goal's session that can only read) opens report.json and signs off before the goal settles.
+// Exits 0 when the goal completes.
 'use strict'
 
 const path = require('node:path')
@@ -51,6 +52,23 @@ const SCRIPT = {
     { verdict: 'complete', note: 'the --json flag writes report.json', criteria: [{ id: 'c1', state: 'met', evidence: ['e1'] }] },
     { verdict: 'complete', note: 'report.json read back', criteria: [{ id: 'c2', state: 'met', evidence: ['e1'] }] },
     { verdict: 'complete', note: 'report.json is written with ISO dates', criteria: [{ id: 'c2', state: 'met', evidence: ['e1'] }] },
+  ],
+  // The reviewer (docs/review.md): it reads report.json with OpenCode's `read` tool (its only
+  // tools read), then answers with one JSON object citing the files it looked at.
+  reviews: [
+    { text: '', toolCalls: [{ name: 'read', arguments: { filePath: 'report.json' } }], usage: { prompt_tokens: 1200, completion_tokens: 40 } },
+    {
+      text: JSON.stringify({
+        verdict: 'approve',
+        note: 'cli.js parses --json and report.json holds valid JSON',
+        criteria: [
+          { id: 'c1', state: 'met', evidence: ['cli.js:1'] },
+          { id: 'c2', state: 'met', evidence: ['report.json:1'] },
+        ],
+        findings: [],
+      }),
+      usage: { prompt_tokens: 1400, completion_tokens: 90 },
+    },
   ],
 }
 
@@ -103,8 +121,8 @@ async function main() {
       emitGoalNotification: (event) => notifications.push(event),
       logger: (level, message) => {
         if (level === 'warn' || level === 'error') say(`runtime ${level}: ${message}`)
-        // The operator lines of the check stage and of each continuation, as a host prints them.
-        else if (/acceptance check|continuing/.test(message)) say(message)
+        // The operator lines of the check stage, the review and each continuation, as a host prints them.
+        else if (/acceptance check|review|continuing/.test(message)) say(message)
       },
     })
     cleanups.push(() => runtime.stop())
@@ -123,8 +141,9 @@ async function main() {
     while (!connected) await new Promise((resolve) => setTimeout(resolve, 20))
 
     const checks = [{ command: CHECK, timeoutMs: 60_000 }]
-    const { sessionId } = await createGoalSession(oc.api, { objective: OBJECTIVE, tokenBudget: BUDGET, title: 'Demo goal', checks })
-    say(`session ${sessionId}: goal written with 1 acceptance check, first prompt sent`)
+    const goalFields = { review: true }
+    const { sessionId } = await createGoalSession(oc.api, { objective: OBJECTIVE, tokenBudget: BUDGET, title: 'Demo goal', checks, goalFields })
+    say(`session ${sessionId}: goal written with 1 acceptance check and review, first prompt sent`)
 
     const deadline = Date.now() + TIMEOUT_MS
     while (!settledGoal && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100))
@@ -144,10 +163,16 @@ async function main() {
       for (const criterion of settledGoal.criteria ?? []) {
         say(`criterion ${criterion.id} (${criterion.source}): ${criterion.state}, evidence ${criterion.evidence?.join(', ') || 'none'} — ${criterion.text}`)
       }
+      const { lastReview } = await runtime.explain(sessionId)
+      if (lastReview) {
+        const cited = lastReview.cited.map((c) => `${c.path}${c.exists ? '' : ' (not found)'}`).join(', ')
+        say(`review: ${lastReview.verdict} by child session ${lastReview.sessionId}, cited ${cited || 'nothing'}`)
+      }
       if (settledGoal.cause) say(`cause: ${settledGoal.cause.code}${settledGoal.cause.detail ? ` (${settledGoal.cause.detail})` : ''}`)
       const audits = model.requests.filter((r) => r.kind === 'audit').length
       const turns = model.requests.filter((r) => r.kind === 'agent').length
-      say(`${turns} agent turns, ${audits} audits by the built-in small model (${settledGoal.evaluationProviderID}/${settledGoal.evaluationModelID})`)
+      const reviews = model.requests.filter((r) => r.kind === 'review').length
+      say(`${turns} agent turns, ${audits} audits by the built-in small model (${settledGoal.evaluationProviderID}/${settledGoal.evaluationModelID}), ${reviews} reviewer requests`)
       exitCode = settledGoal.status === 'complete' ? 0 : 1
     }
   } catch (error) {

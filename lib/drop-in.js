@@ -44,16 +44,13 @@ function referenceConnection(options) {
   return out
 }
 
-/** create.js's request fields (`sessionID` as well as `sessionId`). */
+/**
+ * create.js's request (`sessionID` as well as `sessionId`): the one object's fields other than
+ * the connection and the warning sink, the goal settings among them.
+ */
 function referenceRequest(options) {
-  return {
-    sessionId: options.sessionId ?? options.sessionID,
-    directory: options.directory,
-    objective: options.objective,
-    tokenBudget: options.tokenBudget,
-    providerID: options.providerID,
-    modelID: options.modelID,
-  }
+  const { sessionID, onWarning, baseUrl, authHeaders, ...request } = options
+  return { ...request, sessionId: options.sessionId ?? sessionID }
 }
 
 /** Calls create.js's `onWarning(message, error)` for each warning; a throwing sink changes nothing. */

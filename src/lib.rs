@@ -1,5 +1,6 @@
-//! The thin napi binding: the goal runtime object here; options in `options/`, the values handed
-//! back in `types/`, goal control in `control.rs`, host callbacks in `callbacks.rs`.
+//! The thin napi binding: the goal runtime object here; options in `options/`, a goal's settings
+//! and record in `goal_settings.rs`, the values handed back in `types/`, goal control in
+//! `control/`, host callbacks in `callbacks.rs`.
 //! No decisions live here; `goal-core` has them all.
 
 #![deny(clippy::all)]
@@ -12,6 +13,7 @@ mod callbacks;
 mod control;
 mod env_context;
 mod failure;
+mod goal_settings;
 mod intro;
 mod js_helpers;
 mod logging;

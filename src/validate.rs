@@ -7,7 +7,7 @@
 use napi_derive::napi;
 use serde_json::{json, Value};
 
-use goal_core::{HoursPart, MAX_COST_BUDGET, MAX_TOKEN_BUDGET, MIN_COST_BUDGET, MIN_TOKEN_BUDGET};
+use goal_core::{rule, HoursPart};
 
 /// What a rule made of one input: the accepted value, or why it was refused.
 #[napi(object)]
@@ -17,6 +17,15 @@ pub struct RuleOutcome {
     pub value: Option<f64>,
     /// Why the input was refused, worded without a field name; absent when accepted.
     pub problem: Option<String>,
+}
+
+impl From<Result<f64, String>> for RuleOutcome {
+    fn from(outcome: Result<f64, String>) -> Self {
+        match outcome {
+            Ok(value) => RuleOutcome::accepted(Some(value)),
+            Err(problem) => RuleOutcome::refused(problem),
+        }
+    }
 }
 
 impl RuleOutcome {
@@ -45,49 +54,31 @@ pub fn format_duration(ms: f64) -> String {
     goal_core::format_duration(ms)
 }
 
-/// A token budget: an integer within the core's bounds.
+/// A token budget: an integer within the goal settings' bounds.
 #[napi(namespace = "inputRules")]
 pub fn token_budget(value: f64) -> RuleOutcome {
-    match goal_core::check_token_budget(value) {
-        Ok(budget) => RuleOutcome::accepted(Some(budget as f64)),
-        Err(_) => RuleOutcome::refused(format!("must be an integer between {MIN_TOKEN_BUDGET} and {MAX_TOKEN_BUDGET}")),
-    }
+    rule::token_budget(value).map(|budget| budget as f64).into()
 }
 
-/// A cost budget in US dollars within the core's bounds.
+/// A cost budget in US dollars within the goal settings' bounds.
 #[napi(namespace = "inputRules")]
 pub fn cost_budget(dollars: f64) -> RuleOutcome {
-    match goal_core::check_cost_budget(dollars) {
-        Ok(budget) => RuleOutcome::accepted(Some(budget)),
-        Err(_) => RuleOutcome::refused(format!(
-            "must be a number of US dollars between {MIN_COST_BUDGET} and {MAX_COST_BUDGET}"
-        )),
-    }
+    rule::cost_budget(dollars).into()
 }
 
-/// A list of acceptance criteria, by the rule the goal record applies (how many, how long,
-/// one line each, no control characters); the value is how many there are.
+/// A list of acceptance criteria, by the goal settings' rule (how many, how long, one line
+/// each, no control characters); the value is how many there are.
 #[napi(namespace = "inputRules")]
 pub fn criteria(texts: Vec<String>) -> RuleOutcome {
-    let count = texts.len() as f64;
-    match goal_core::check_goal_criteria(Some(&json!(texts)), "criteria") {
-        Ok(_) => RuleOutcome::accepted(Some(count)),
-        Err(error) => {
-            let message = error.to_string();
-            RuleOutcome::refused(message.strip_prefix("criteria: ").unwrap_or(&message).to_string())
-        }
-    }
+    rule::criteria(texts).map(|list| list.len() as f64).into()
 }
 
-/// A list of acceptance-check commands, by the rule the goal record applies (how many, how
-/// long, one line each).
+/// A list of acceptance-check commands, by the goal settings' rule (how many, how long, one
+/// line each).
 #[napi(namespace = "inputRules")]
 pub fn checks(commands: Vec<String>) -> RuleOutcome {
     let list = Value::Array(commands.into_iter().map(|command| json!({ "command": command })).collect());
-    match goal_core::parse_checks(&list) {
-        Ok(parsed) => RuleOutcome::accepted(Some(parsed.len() as f64)),
-        Err(problem) => RuleOutcome::refused(problem.to_string()),
-    }
+    rule::checks(list).map(|parsed| parsed.len() as f64).into()
 }
 
 /// Working hours `start`–`end` (`HH:MM`) in the IANA zone `time_zone`; a refusal names the part

@@ -17,10 +17,10 @@ it('npm run demo drives a goal to completion on a real OpenCode and exits 0', as
   const index = (text) => lines.findIndex((line) => line.includes(text))
   // The progress, in order: goal set, the first turn, criteria derived by the first audit and
   // met one by one, the auditor's "complete" with both met refuted by the acceptance check, the
-  // fix turn, the check passing, the end.
+  // fix turn, the check passing, the reviewer (a child session) approving, the end.
   const order = [
     'goal active: "Add a --json flag',
-    'goal written with 1 acceptance check',
+    'goal written with 1 acceptance check and review',
     'agent turn finished (1,780 tokens, finish stop)',
     'continuation 1/20 sent — auditor: "0/2 criteria met — flag parsed; no report yet"',
     'continuing ses_',
@@ -28,15 +28,19 @@ it('npm run demo drives a goal to completion on a real OpenCode and exits 0', as
     'acceptance check 1/1 failed',
     'continuation 3/20 sent — auditor: "acceptance check 1 of 1 did not pass" · 2,570 tokens of 20,000 budget',
     'acceptance check 1/1 passed',
-    'goal COMPLETE: checks passed — auditor: "2/2 criteria met — report.json is written with ISO dates" (3 continuations, 3,010 tokens of 20,000 budget)',
+    'review started in ses_',
+    'review approved',
+    'goal COMPLETE: approved by review — auditor: "2/2 criteria met · review: approved" (3 continuations, 3,010 tokens of 20,000 budget)',
     'notification: Goal complete',
     'all 2 criteria met',
     'check run: failed (exit 1',
     'check run: passed (exit 0',
     'criterion c1 (derived): met, evidence e1',
     'criterion c2 (derived): met, evidence e1',
-    'cause: checksPassed (1 of 1 checks passed)',
-    '8 agent turns, 4 audits by the built-in small model (mock/mock-small)',
+    'review: approved by child session ses_',
+    'cited cli.js, report.json',
+    'cause: reviewApproved (ses_',
+    '8 agent turns, 4 audits by the built-in small model (mock/mock-small), 2 reviewer requests',
   ].map(index)
   expect(order.every((i) => i >= 0), output).toBe(true)
   expect([...order].sort((a, b) => a - b)).toEqual(order)

@@ -20,6 +20,9 @@
 //            the script's `assists: [{ recap, suggestion }]`,
 //   'title'  OpenCode's session-title generator (system prompt about a title), answered with a
 //            fixed short title,
+//   'review' a goal reviewer's turn (a user message of the conversation holds REVIEW_MARK: the
+//            reviewer's prompt, crates/goal-core/src/goal/acceptance/review_rules.rs), answered from the
+//            script's `reviews` (entries as turn entries: text, toolCalls, usage),
 //   'agent'  anything else (a working turn of the session's agent).
 //
 // SCRIPTS. `scenario(name, { turns, audits })`; each request of a kind takes the next entry, the
@@ -41,6 +44,9 @@ import http from 'node:http'
 export const AUDIT_SYSTEM_MARK = 'You review how far a coding agent has come toward a goal'
 /** A phrase of the session-assist system prompt (crates/goal-core/src/prompts.rs). */
 export const ASSIST_SYSTEM_MARK = 'You read the latest exchange between a user and a coding agent'
+
+/** A phrase of the goal reviewer's prompt (crates/goal-core/src/goal/acceptance/review_rules.rs). */
+export const REVIEW_MARK = 'You are a reviewer. Another agent says it achieved the objective below.'
 
 /** The marker that routes a conversation to a scenario script. */
 export const scenarioTag = (name) => `[scenario:${name}]`
@@ -91,7 +97,7 @@ export async function startScriptedModel(options = {}) {
 
   const nextEntry = (scenario, kind) => {
     const script = scenarios.get(scenario)
-    const list = kind === 'audit' ? script?.audits : kind === 'assist' ? script?.assists : script?.turns
+    const list = kind === 'audit' ? script?.audits : kind === 'assist' ? script?.assists : kind === 'review' ? script?.reviews : script?.turns
     if (!script || !Array.isArray(list) || list.length === 0) {
       return kind === 'audit' ? defaultAudit : kind === 'assist' ? defaultAssist : defaultTurn
     }
@@ -99,10 +105,11 @@ export async function startScriptedModel(options = {}) {
     return list[Math.min(index, list.length - 1)]
   }
 
-  const classify = (system) => {
+  const classify = (system, userText) => {
     if (system.includes(AUDIT_SYSTEM_MARK)) return 'audit'
     if (system.includes(ASSIST_SYSTEM_MARK)) return 'assist'
     if (/\btitle\b/i.test(system) && /generat|summar/i.test(system)) return 'title'
+    if (userText.includes(REVIEW_MARK)) return 'review'
     return 'agent'
   }
 
@@ -128,7 +135,7 @@ export async function startScriptedModel(options = {}) {
     const conversation = messages.map((m) => textOf(m?.content)).join('\n')
     const prompt = textOf(messages.filter((m) => m?.role === 'user').at(-1)?.content)
     const scenario = (conversation.match(TAG_PATTERN) ?? system.match(TAG_PATTERN))?.[1] ?? options.defaultScenario ?? ''
-    const kind = classify(system)
+    const kind = classify(system, messages.filter((m) => m?.role === 'user').map((m) => textOf(m.content)).join('\n'))
     const authorization = String(req.headers.authorization ?? '')
     requests.push({
       kind,
@@ -150,7 +157,7 @@ export async function startScriptedModel(options = {}) {
 
     let entry
     if (kind === 'title') entry = { text: title, usage: { prompt_tokens: 50, completion_tokens: 5 } }
-    else if (kind === 'audit' || kind === 'assist') entry = nextEntry(scenario, kind)
+    else if (kind === 'audit' || kind === 'assist' || kind === 'review') entry = nextEntry(scenario, kind)
     else entry = nextEntry(scenario, 'agent')
     if (typeof entry === 'function') entry = entry({ kind, scenario, body })
     if (entry?.delayMs) await sleep(entry.delayMs)
@@ -197,7 +204,7 @@ export async function startScriptedModel(options = {}) {
     requests,
     /** Registers (or replaces) the script of one scenario. */
     scenario(name, script) {
-      scenarios.set(name, { turns: script.turns ?? [], audits: script.audits ?? [], assists: script.assists ?? [], used: { agent: 0, audit: 0, assist: 0 } })
+      scenarios.set(name, { turns: script.turns ?? [], audits: script.audits ?? [], assists: script.assists ?? [], reviews: script.reviews ?? [], used: { agent: 0, audit: 0, assist: 0, review: 0 } })
       return scenarioTag(name)
     },
     /** Resolves once `count` `stall: true` turns of the scenario have been held open. */

@@ -155,6 +155,11 @@
 //     retrying a limited provider), then completes; a provider failure is an entry with
 //     `error: {name: 'APIError', data: {statusCode: 429, isRetryable, responseHeaders}}` and no text.
 //     POST /abort cancels the running and queued turns.
+//   mock.scriptChildren(replies, {replyDelayMs?})   one script shared by every child session
+//     (created with parentID, e.g. a goal's reviewer) that has no script of its own: each prompt to
+//     any of them takes the next entry, in order (the last repeats); null removes it. Entries as
+//     in scriptReplies (a function entry sees the prompt's body: its `tools`, model and agent).
+//   mock.setFiles(directory, ['src/a.js', ...])   the project's files, for GET /file (null removes)
 //
 // HTTP API (JSON; every route takes ?directory=; unknown session → 404
 //   {"name":"NotFoundError","data":{"message":...}}; bad JSON/params → 400
@@ -166,6 +171,9 @@
 //   GET|PATCH|DELETE /session/:id        PATCH {title?, metadata?, time?:{archived}}: metadata
 //                                        REPLACES the whole object; null or absent keeps it
 //   GET  /session/:id/children           direct children
+//   GET  /file?path=<dir>                one directory of the project (mock.setFiles): [{name, path,
+//                                        absolute, type: 'file'|'directory', ignored}]; '.' or '' is
+//                                        the root; a path that is no directory of it → 500
 //   GET  /session/:id/diff               session file changes (mock.setDiff; null → 404)
 //   GET  /session/:id/todo               todo list (mock.setTodos; null → 404)
 //   GET  /session/:id/message?limit=&before=   last N (limit 0/absent: all), oldest first
@@ -203,6 +211,7 @@
 //   pending.mjs   open permission and question requests and their replies
 //   turns.mjs     scripted replies, one turn at a time per session; abort
 //   shell.mjs     POST /session/:id/shell: real bash runs, abort
+//   files.mjs     the project's files for GET /file (directory listings)
 //   routes.mjs    the route table: one handler per endpoint
 //   faults.mjs    the fault list and what a matched fault does to a request
 //   server.mjs    node:http plumbing: recording, faults around handlers, trickle, outages
@@ -218,6 +227,7 @@ import { createShell } from './opencode/shell.mjs';
 import { dispatch } from './opencode/routes.mjs';
 import { createFaults } from './opencode/faults.mjs';
 import { createGates } from './opencode/gates.mjs';
+import { createFiles } from './opencode/files.mjs';
 import { createHttpServer } from './opencode/server.mjs';
 
 /** The routes that ask a session for a turn: every POST to one is counted by `mock.sends()`. */
@@ -296,7 +306,9 @@ export async function startMockOpenCode(options = {}) {
     defaultReplies: options.replies,
     isClosed: () => http.isClosed(),
   });
+  const files = createFiles();
   const routeContext = {
+    files,
     state,
     turns,
     shell: createShell({ state, mock, now, ids }),
@@ -330,6 +342,10 @@ export async function startMockOpenCode(options = {}) {
     clearPending: (id, kind, requestID) => state.clearPending(id, kind, requestID),
     emit: (payload, directory) => events.emit(clone(payload), directory),
     scriptReplies: turns.script,
+    /** One reply script for every child session without its own (see the header). */
+    scriptChildren: turns.scriptChildren,
+    /** The files of a project directory, as GET /file lists them (see the header). */
+    setFiles: files.set,
     /** POST /session/:id/fork as OpenCode does it (metadata copied, no parentID) → Session. */
     forkSession: (id, messageID) => state.forkSession(state.mustSession(id), messageID),
     /** Cuts every running turn as a server restart does (no event; replies stay unfinished). */

@@ -492,6 +492,59 @@ async function main() {
       every.remove();
     });
 
+    await step('child sessions: POST /session with parentID, one shared child script, per-prompt tools and model recorded', async () => {
+      const parent = mock.createSession({ directory: DIR });
+      const res = await api(`/session${q}`, { method: 'POST', body: { title: 'Goal review x', parentID: parent.id } });
+      assert.equal(res.status, 200);
+      const child = await res.json();
+      assert.equal(child.parentID, parent.id);
+      assert.equal(child.title, 'Goal review x');
+      const listed = await (await api(`/session/${parent.id}/children${q}`)).json();
+      assert.deepEqual(listed.map((c) => c.id), [child.id]);
+      // The parent has no script: only children follow the child script, entries shared in order.
+      mock.scriptChildren([{ text: 'first', cost: 0.5 }, ({ body }) => ({ text: `tools off: ${Object.keys(body.tools ?? {}).join(',')}` })], { replyDelayMs: 5 });
+      const second = await (await api(`/session${q}`, { method: 'POST', body: { parentID: parent.id } })).json();
+      const body = { model: { providerID: 'mock', modelID: 'big' }, agent: 'plan', tools: { write: false, bash: false }, parts: [{ type: 'text', text: 'review' }] };
+      assert.equal((await api(`/session/${child.id}/prompt_async${q}`, { method: 'POST', body })).status, 204);
+      await mock.waitFor(() => mock.messages(child.id).find((m) => m.info.role === 'assistant' && m.info.time.completed));
+      assert.equal((await api(`/session/${second.id}/prompt_async${q}`, { method: 'POST', body })).status, 204);
+      await mock.waitFor(() => mock.messages(second.id).find((m) => m.info.role === 'assistant' && m.info.time.completed));
+      const text = (id) => mock.messages(id).filter((m) => m.info.role === 'assistant').flatMap((m) => m.parts).filter((p) => p.type === 'text').map((p) => p.text).join('');
+      assert.equal(text(child.id), 'first');
+      assert.equal(text(second.id), 'tools off: write,bash');
+      assert.equal(mock.messages(child.id).find((m) => m.info.role === 'assistant').info.cost, 0.5);
+      const recorded = mock.prompts.filter((p) => p.sessionId === child.id);
+      assert.deepEqual(recorded[0].body.tools, { write: false, bash: false });
+      assert.deepEqual(recorded[0].body.model, { providerID: 'mock', modelID: 'big' });
+      const reply = mock.messages(child.id).find((m) => m.info.role === 'assistant').info;
+      assert.equal(reply.modelID, 'big');
+      assert.equal(reply.agent, 'plan');
+      // A session without a parent still has no script: a prompt to it runs no turn.
+      assert.equal((await api(`/session/${parent.id}/prompt_async${q}`, { method: 'POST', body })).status, 204);
+      await new Promise((r) => setTimeout(r, 30));
+      assert.equal(mock.messages(parent.id).filter((m) => m.info.role === 'assistant').length, 0);
+      mock.scriptChildren(null);
+    });
+
+    await step('GET /file?path=: one directory of the project, 500 for a path that is none', async () => {
+      mock.setFiles(DIR, ['README.md', 'src/a.js', 'src/lib/b.js']);
+      const list = async (path) => {
+        const res = await api(`/file${q}&path=${encodeURIComponent(path)}`);
+        return { status: res.status, body: await res.json() };
+      };
+      const root = await list('.');
+      assert.equal(root.status, 200);
+      assert.deepEqual(root.body.map((e) => [e.name, e.type, e.path]), [['src', 'directory', 'src/'], ['README.md', 'file', 'README.md']]);
+      assert.deepEqual(root.body[1], { name: 'README.md', path: 'README.md', absolute: `${DIR}/README.md`, type: 'file', ignored: false });
+      assert.deepEqual((await list('')).body, root.body);
+      assert.deepEqual((await list('src')).body.map((e) => e.name), ['lib', 'a.js']);
+      assert.deepEqual((await list(`${DIR}/src/lib`)).body.map((e) => e.path), ['src/lib/b.js']);
+      for (const missing of ['nope', 'src/a.js', '/etc', '../x']) assert.equal((await list(missing)).status, 500, missing);
+      assert.equal((await api(`/file${q}`)).status, 400);
+      mock.setFiles(DIR, null);
+      assert.deepEqual((await list('.')).body, []);
+    });
+
     assert.deepEqual(mock.errors, []);
     assert.ok(mock.requests.length > 20);
   } finally {

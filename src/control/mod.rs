@@ -8,12 +8,13 @@ use std::future::Future;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
+use goal_core::GoalEdit;
 use goal_core::{ActionReport, GoalTarget};
-use goal_core::{ControlContext, ErrorKind, GoalError, NewGoal};
+use goal_core::{ControlContext, GoalError, GoalSettings, NewGoal};
 use goal_core::{CreateSession, ForkSession, ScheduledGoal, SendPrompt};
-use goal_core::{GoalEdit, LimitEdit};
 
 use crate::env_context::EnvContext;
+use crate::goal_settings::{Beside, GoalSettingsInput, GoalSettingsRemoval, SettingsRequest};
 
 mod objectives;
 mod requests;
@@ -103,28 +104,21 @@ impl GoalControl {
 
     /// Installs a fresh active goal on a session: objective fitted (distilled over 5,000 chars),
     /// objective file written first (inline on failure), then merged into the session metadata.
-    #[napi]
+    #[napi(ts_args_type = "request: SessionGoalRequest & GoalSettingsInput")]
     pub fn create_session_goal<'env>(
         &self,
         env: &'env Env,
-        request: SessionGoalRequest,
+        request: Beside<SessionGoalRequest, GoalSettingsInput>,
     ) -> Result<PromiseRaw<'env, InstalledGoal>> {
         let ctx = self.ctx.clone();
+        let Beside { request, settings } = request;
         settle(env, async move {
             let new_goal = NewGoal {
                 session_id: request.session_id.clone(),
                 directory: request.directory.unwrap_or_default(),
                 objective: request.objective,
-                token_budget: request.token_budget.map(goal_core::check_token_budget).transpose()?,
                 model: model_choice(request.provider_id, request.model_id),
-                time_limits: goal_core::GoalTimeLimits::check(request.time_budget_ms, request.active_hours.as_ref())
-                    .map_err(|message| GoalError::new(ErrorKind::InvalidInput, message))?,
-                checks: goal_core::check_goal_checks(request.checks.as_ref())?,
-                cost_budget: request.cost_budget.map(cost_budget_value).transpose()?,
-                criteria: goal_core::check_goal_criteria(
-                    request.criteria.map(|list| serde_json::json!(list)).as_ref(),
-                    "criteria",
-                )?,
+                settings: GoalSettings::try_from(SettingsRequest::beside(settings))?,
             };
             let created = goal_core::create_session_goal(&ctx, &new_goal).await?;
             Ok(installed(&created, &request.session_id))
@@ -192,21 +186,21 @@ impl GoalControl {
 
     /// Stamps a goal onto a scheduled task's fresh session and says how to dispatch the task
     /// (command, or `prompt_async` with `introPart` after the prompt text).
-    #[napi]
+    #[napi(ts_args_type = "request: ScheduledGoalRequest & GoalSettingsInput")]
     pub fn stamp_scheduled_goal<'env>(
         &self,
         env: &'env Env,
-        request: ScheduledGoalRequest,
+        request: Beside<ScheduledGoalRequest, GoalSettingsInput>,
     ) -> Result<PromiseRaw<'env, ScheduledGoalStamp>> {
         let ctx = self.ctx.clone();
+        let Beside { request, settings } = request;
         settle(env, async move {
-            let directory = request.directory.unwrap_or_default();
             let stamp = ScheduledGoal {
                 session_id: request.session_id.clone(),
-                directory: directory.clone(),
+                directory: request.directory.unwrap_or_default(),
                 prompt: request.prompt,
-                token_budget: request.token_budget,
                 model: model_choice(request.provider_id, request.model_id),
+                settings: GoalSettings::try_from(SettingsRequest::beside(settings))?,
             };
             let stamped = goal_core::stamp_scheduled_goal(&ctx, &stamp).await?;
             Ok(ScheduledGoalStamp {
@@ -219,62 +213,20 @@ impl GoalControl {
         })
     }
 
-    /// Edits a goal's objective and/or budget (same id and counters; active, `resumed`).
-    #[napi]
+    /// Edits a goal's objective and/or settings (same id and counters; active, `resumed`).
+    #[napi(ts_args_type = "request: GoalEditRequest & GoalSettingsInput & GoalSettingsRemoval")]
     pub fn edit_goal<'env>(
         &self,
         env: &'env Env,
-        request: GoalEditRequest,
+        request: Beside<GoalEditRequest, Beside<GoalSettingsInput, GoalSettingsRemoval>>,
     ) -> Result<PromiseRaw<'env, GoalActionResult>> {
         let ctx = self.ctx.clone();
+        let Beside { request, settings: Beside { request: values, settings: removals } } = request;
         settle(env, async move {
-            let criteria_list =
-                |list: Vec<String>| goal_core::check_goal_criteria(Some(&serde_json::json!(list)), "criteria");
-            let checks_list = |value: serde_json::Value| {
-                goal_core::parse_checks(&value)
-                    .map_err(|error| GoalError::invalid("checks", format!("checks: {error}")))
-            };
             let edit = GoalEdit {
                 target: target(request.session_id, request.directory, request.goal_id),
                 objective: request.objective,
-                budget: LimitEdit::of_pair(
-                    request.token_budget,
-                    request.clear_token_budget,
-                    ("tokenBudget", "clearTokenBudget"),
-                    goal_core::check_token_budget,
-                )?,
-                time_budget: LimitEdit::of_pair(
-                    request.time_budget_ms,
-                    request.clear_time_budget,
-                    ("timeBudgetMs", "clearTimeBudget"),
-                    |ms| goal_core::check_time_budget_ms(ms).map_err(|m| GoalError::invalid("timeBudgetMs", m)),
-                )?,
-                active_hours: LimitEdit::of_pair(
-                    request.active_hours,
-                    request.clear_active_hours,
-                    ("activeHours", "clearActiveHours"),
-                    |value| {
-                        goal_core::ActiveHours::from_value(&value).map_err(|m| GoalError::invalid("activeHours", m))
-                    },
-                )?,
-                checks: LimitEdit::of_pair(
-                    request.checks.filter(|v| !v.is_null()),
-                    request.clear_checks,
-                    ("checks", "clearChecks"),
-                    checks_list,
-                )?,
-                cost_budget: LimitEdit::of_pair(
-                    request.cost_budget,
-                    request.clear_cost_budget,
-                    ("costBudget", "clearCostBudget"),
-                    cost_budget_value,
-                )?,
-                criteria: LimitEdit::of_pair(
-                    request.criteria,
-                    request.clear_criteria,
-                    ("criteria", "clearCriteria"),
-                    criteria_list,
-                )?,
+                settings: GoalSettings::try_from(SettingsRequest { values, removals, nested: false })?,
                 model: model_choice(request.provider_id, request.model_id),
             };
             goal_core::edit_goal(&ctx, &edit).await.map(action_result)

@@ -15,7 +15,7 @@ use goal_core::{PromptOptions, DEFAULT_COMMAND_TIMEOUT, DEFAULT_LANDING_POLL, DE
 
 use crate::callbacks::{HeadersCallback, ModelCallback, UrlCallback};
 use crate::env_context::EnvContext;
-use crate::options::goal_settings::GoalSettingsInput;
+use crate::goal_settings::{GoalSettingsInput, SettingsRequest};
 use crate::options::{self, connection_of, millis};
 use crate::{OpenCodeTarget, RuntimeSettingsOptions};
 
@@ -87,7 +87,7 @@ pub(crate) fn data_dir_of(explicit: Option<String>) -> PathBuf {
     resolve_data_dir(explicit.as_deref())
 }
 
-/// `createSessionGoal` input.
+/// `createSessionGoal` input (its goal settings, `GoalSettingsInput`, sit beside these fields).
 #[napi(object)]
 pub struct SessionGoalRequest {
     /// Session to put the goal on (existing metadata is kept).
@@ -96,22 +96,6 @@ pub struct SessionGoalRequest {
     pub directory: Option<String>,
     /// Objective text; over 5,000 chars it is distilled (or excerpted).
     pub objective: String,
-    /// Token budget: an integer in [1000, 100000000].
-    pub token_budget: Option<f64>,
-    /// Time budget in ms (active time: paused and waiting time excluded); at least 1000.
-    pub time_budget_ms: Option<f64>,
-    /// Working hours: `{start: "HH:MM", end: "HH:MM", timeZone: "Europe/Berlin"}` (IANA zone;
-    /// `end < start` crosses midnight). Outside them no continuation is sent.
-    #[napi(ts_type = "{ start: string; end: string; timeZone: string }")]
-    pub active_hours: Option<serde_json::Value>,
-    /// Acceptance checks `[{command, timeoutMs?}]`, run before the goal may settle `complete`.
-    #[napi(ts_type = "Array<{ command: string; timeoutMs?: number } | string>")]
-    pub checks: Option<serde_json::Value>,
-    /// Cost budget in US dollars (at least 0.01): the goal settles `budgetLimited` when its
-    /// replies' `info.cost` reach it.
-    pub cost_budget: Option<f64>,
-    /// Acceptance criteria (at most 8 strings of at most 300 characters), graded one by one.
-    pub criteria: Option<Vec<String>>,
     /// Provider the goal's turns run on (the distillation prefers it).
     #[napi(js_name = "providerID")]
     pub provider_id: Option<String>,
@@ -161,7 +145,11 @@ macro_rules! prompt_request {
             /// What the request sends: `prompt` with the request's prompt choices, moved out of
             /// it, and the goal's settings converted once.
             pub(crate) fn prompt_options(&mut self, prompt: String) -> std::result::Result<PromptOptions, GoalError> {
-                let goal = self.goal.take().map(goal_core::GoalSettings::try_from).transpose()?;
+                let goal = self
+                    .goal
+                    .take()
+                    .map(|settings| goal_core::GoalSettings::try_from(SettingsRequest::nested(settings)))
+                    .transpose()?;
                 Ok(PromptOptions {
                     prompt,
                     model: self.model.take(),
@@ -214,7 +202,7 @@ prompt_request! {
     }
 }
 
-/// `stampScheduledGoal` input.
+/// `stampScheduledGoal` input (its goal settings, `GoalSettingsInput`, sit beside these fields).
 #[napi(object)]
 pub struct ScheduledGoalRequest {
     /// The task's fresh session.
@@ -223,8 +211,6 @@ pub struct ScheduledGoalRequest {
     pub directory: Option<String>,
     /// The task prompt (a slash command's expanded template becomes the objective).
     pub prompt: String,
-    /// Token budget: an integer in [1000, 100000000].
-    pub token_budget: Option<f64>,
     /// The task's provider.
     #[napi(js_name = "providerID")]
     pub provider_id: Option<String>,
@@ -244,7 +230,8 @@ pub struct GoalActionRequest {
     pub goal_id: Option<String>,
 }
 
-/// `editGoal` input.
+/// `editGoal` input (the settings to set, `GoalSettingsInput`, and to remove,
+/// `GoalSettingsRemoval`, sit beside these fields).
 #[napi(object)]
 pub struct GoalEditRequest {
     /// Session.
@@ -255,43 +242,12 @@ pub struct GoalEditRequest {
     pub goal_id: Option<String>,
     /// New objective (written to the objective file first).
     pub objective: Option<String>,
-    /// New token budget: an integer in [1000, 100000000].
-    pub token_budget: Option<f64>,
-    /// Remove the token budget.
-    pub clear_token_budget: Option<bool>,
-    /// New time budget in ms (active time; at least 1000).
-    pub time_budget_ms: Option<f64>,
-    /// Remove the time budget.
-    pub clear_time_budget: Option<bool>,
-    /// New working hours `{start: "HH:MM", end: "HH:MM", timeZone}`.
-    #[napi(ts_type = "{ start: string; end: string; timeZone: string }")]
-    pub active_hours: Option<serde_json::Value>,
-    /// Remove the working hours.
-    pub clear_active_hours: Option<bool>,
-    /// New acceptance checks `[{command, timeoutMs?}]` (replace the list).
-    #[napi(ts_type = "Array<{ command: string; timeoutMs?: number } | string>")]
-    pub checks: Option<serde_json::Value>,
-    /// Remove the acceptance checks.
-    pub clear_checks: Option<bool>,
-    /// New cost budget in US dollars (at least 0.01).
-    pub cost_budget: Option<f64>,
-    /// Remove the cost budget.
-    pub clear_cost_budget: Option<bool>,
-    /// New acceptance criteria (replace the list; a text already there keeps its grade).
-    pub criteria: Option<Vec<String>>,
-    /// Remove the acceptance criteria.
-    pub clear_criteria: Option<bool>,
     /// Provider preferred when distilling a long objective.
     #[napi(js_name = "providerID")]
     pub provider_id: Option<String>,
     /// Model preferred when distilling.
     #[napi(js_name = "modelID")]
     pub model_id: Option<String>,
-}
-
-/// A cost budget checked by the core's rule (US dollars, at least 0.01).
-pub(crate) fn cost_budget_value(dollars: f64) -> std::result::Result<f64, GoalError> {
-    goal_core::check_cost_budget(dollars).map_err(|message| GoalError::invalid("costBudget", message))
 }
 
 pub(crate) fn target(session_id: String, directory: Option<String>, goal_id: Option<String>) -> GoalTarget {

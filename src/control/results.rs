@@ -1,114 +1,15 @@
-//! What goal control operations resolve to: the goal as stored, installed goals, dispatch
-//! reports, action results and views.
+//! What goal control operations resolve to: installed goals, dispatch reports, action results
+//! and views (the goal as stored, `GoalRecord`, is declared beside the settings' input in
+//! `goal_settings.rs`).
 
 use napi_derive::napi;
 
 use goal_core::CreatedGoal;
 use goal_core::DispatchReport;
-use goal_core::Goal;
 use goal_core::{ActionReport, GoalView};
 
 use super::warnings::*;
-use crate::types::goal_parts::{active_hours_of, cause_of, check_of, criterion_of};
-use crate::types::goal_parts::{GoalActiveHours, GoalCause, GoalCheck, GoalCriterion};
-
-// Read from the goal's own stored form (the core's field table defines every field once), so
-// no field is copied here by hand; only the derived times are computed (see `record`).
-/// A goal as stored in `metadata.openchamber.goal`.
-#[napi(object, object_from_js = false)]
-#[derive(Default, serde::Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-pub struct GoalRecord {
-    /// Goal id (`Date.now().toString(36)` + 6 random base-36 chars for new goals).
-    pub id: String,
-    /// Inline objective; empty when the text lives in the objective file.
-    pub objective: String,
-    /// The objective lives in `<dataDir>/goals/<sessionId>.md`.
-    pub objective_file: bool,
-    /// `active`, `paused`, `blocked`, `budgetLimited` or `complete`.
-    pub status: String,
-    /// Token budget, if any.
-    pub token_budget: Option<f64>,
-    /// Tokens charged to the goal.
-    pub tokens_used: f64,
-    /// Accounting baseline of the current segment.
-    pub tokens_baseline: f64,
-    /// Tokens of closed segments.
-    pub tokens_committed: f64,
-    /// Automatic continuations sent.
-    pub turns_used: f64,
-    /// Consecutive `blocked` verdicts.
-    pub blocked_streak: f64,
-    /// Consecutive failed audits.
-    pub audit_fail_streak: f64,
-    /// Latest audit note.
-    pub note: String,
-    /// Why the goal is in its status.
-    pub status_reason: String,
-    /// Provider of the latest audit.
-    #[napi(js_name = "evaluationProviderID")]
-    #[serde(rename = "evaluationProviderID")]
-    pub evaluation_provider_id: String,
-    /// Model of the latest audit.
-    #[napi(js_name = "evaluationModelID")]
-    #[serde(rename = "evaluationModelID")]
-    pub evaluation_model_id: String,
-    /// Accounting cursor.
-    #[napi(js_name = "lastAccountedMessageID")]
-    #[serde(rename = "lastAccountedMessageID")]
-    pub last_accounted_message_id: String,
-    /// Creation time (ms since the epoch).
-    pub created_at: f64,
-    /// Last write (ms since the epoch).
-    pub updated_at: f64,
-    /// Time budget (ms), if any.
-    #[serde(skip)]
-    pub time_budget_ms: Option<f64>,
-    /// Cost budget in US dollars, if any.
-    #[serde(skip)]
-    pub cost_budget: Option<f64>,
-    /// US dollars the session's replies cost since the goal began (0 on a model without a price).
-    #[serde(skip)]
-    pub cost_used: f64,
-    /// Active time so far (ms): since `createdAt`, minus time paused or waiting.
-    #[serde(skip)]
-    pub active_ms: f64,
-    /// Working hours, if any.
-    #[serde(skip)]
-    pub active_hours: Option<GoalActiveHours>,
-    /// The session the goal belongs to (`sessionId`), when it names one.
-    pub session_id: Option<String>,
-    /// When a goal parked on a provider limit goes on by itself (ms since the epoch).
-    pub wake_at: Option<f64>,
-    /// Acceptance checks run before the goal may settle `complete`, if any.
-    #[serde(skip)]
-    pub checks: Option<Vec<GoalCheck>>,
-    /// Acceptance criteria the auditor grades one by one against evidence, if any.
-    #[serde(skip)]
-    pub criteria: Option<Vec<GoalCriterion>>,
-    /// Why the goal stopped or waits; absent while it runs.
-    #[serde(skip)]
-    pub cause: Option<GoalCause>,
-}
-
-pub(crate) fn record(goal: &Goal) -> GoalRecord {
-    // The stored form is well typed by construction; a mismatch could only come from a change in
-    // the core, and then the fields that did read are still shown rather than failing the call.
-    let stored: GoalRecord = serde_json::from_value(goal.to_value()).unwrap_or_default();
-    GoalRecord {
-        time_budget_ms: goal_core::time_budget_ms(goal).map(|b| b as f64),
-        cost_budget: goal_core::cost_budget(goal),
-        cost_used: goal_core::cost_used(goal),
-        active_ms: goal_core::active_ms(goal, goal_core::now_ms()).floor(),
-        active_hours: goal.active_hours.get().map(active_hours_of),
-        checks: (!goal.checks.is_empty()).then(|| goal.checks.iter().map(check_of).collect()),
-        criteria: (!goal.criteria.is_empty()).then(|| goal.criteria.iter().map(criterion_of).collect()),
-        cause: goal.cause.as_ref().map(cause_of),
-        session_id: goal.session_id.clone(),
-        wake_at: goal_core::provider_wake_at(goal),
-        ..stored
-    }
-}
+pub(crate) use crate::goal_settings::{record, GoalRecord};
 
 /// A goal just installed on a session.
 #[napi(object, object_from_js = false)]

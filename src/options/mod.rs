@@ -21,7 +21,6 @@ use crate::env_context::EnvContext;
 pub use goal_core::millis;
 
 pub mod goal_runtime;
-pub mod goal_settings;
 pub mod tunables;
 
 /// Where OpenCode listens (native-first form).

@@ -59,6 +59,9 @@ pub struct GoalTunablesInput {
     /// Whether a goal without acceptance criteria gets 2 to 6 derived ones from its first audit,
     /// in the same audit call (default true; `false` turns derivation off).
     pub derive_criteria: Option<bool>,
+    /// Time one reviewer turn (a goal with `review`) may take before it is aborted and asked
+    /// once more (default 600000 ms).
+    pub review_timeout_ms: Option<f64>,
 }
 
 /// Size limits of the evidence digest (tool calls, exit codes, file changes, todos) that each
@@ -101,6 +104,7 @@ impl From<GoalTunablesInput> for GoalTunables {
             max_provider_wait_ms: input.max_provider_wait_ms,
             max_provider_waits: input.max_provider_waits,
             derive_criteria: input.derive_criteria,
+            review_timeout_ms: input.review_timeout_ms,
         }
     }
 }

@@ -4,9 +4,9 @@
 
 use napi_derive::napi;
 
-use goal_core::{CheckRun, DigestSummary, RecordedGrade};
+use goal_core::{CheckRun, DigestSummary, LastReview, RecordedGrade};
 
-use crate::types::explanation::{check_run_of, GoalCheckRun};
+use crate::types::explanation::{check_run_of, last_review_of, GoalCheckRun, GoalLastReview};
 use crate::types::nullable::Nullable;
 
 /// One record of a goal's audit trail (`history(sessionId)`). Written for every verdict and
@@ -55,6 +55,10 @@ pub struct GoalHistoryRecord {
     /// For an audit that graded criteria: each criterion's grade.
     #[serde(skip)]
     pub criteria: Option<Vec<GoalCriterionGrade>>,
+    /// For a review (`action: "review"`): the reviewer session, verdict, findings, cited files
+    /// and cost (`tail` and `at` are the record's own `tail` and `time`).
+    #[serde(skip)]
+    pub review: Option<GoalLastReview>,
     /// For a provider-limit park (`action: "park"`): when the wait ends (ms since epoch).
     pub until: Option<f64>,
     /// For a park: how many parks in a row this is.
@@ -83,7 +87,13 @@ fn history_record(stored: &serde_json::Value) -> Option<GoalHistoryRecord> {
         .get("criteria")
         .and_then(serde_json::Value::as_array)
         .map(|grades| grades.iter().filter_map(RecordedGrade::from_value).map(grade_of).collect());
-    Some(GoalHistoryRecord { check, digest, criteria, ..record })
+    let review = stored.get("review").and_then(LastReview::from_value).map(|r| {
+        let mut review = last_review_of(r);
+        review.tail = record.tail.clone();
+        review.at = record.time;
+        review
+    });
+    Some(GoalHistoryRecord { check, digest, criteria, review, ..record })
 }
 
 /// The counts of one audit's evidence, as the trail keeps them.

@@ -5,7 +5,7 @@
 
 use napi_derive::napi;
 
-use goal_core::{CheckRun, ExplainReport};
+use goal_core::{CheckRun, ExplainReport, LastReview};
 
 use crate::types::goal_parts::{cause_of, check_of, criterion_of, GoalCause, GoalCheck, GoalCriterion};
 use crate::types::nullable::Nullable;
@@ -56,8 +56,43 @@ pub struct GoalExplanation {
     /// The goal's acceptance criteria with their latest grades.
     #[napi(ts_type = "Array<GoalCriterion> | null")]
     pub criteria: Nullable<Vec<GoalCriterion>>,
+    /// The goal's review setting, when it asks for a review before `complete`.
+    #[napi(ts_type = "true | { agent?: string, model?: string } | null")]
+    pub review: Nullable<serde_json::Value>,
+    /// The goal's last review: the reviewer's child session, its verdict, findings and cited files.
+    #[napi(ts_type = "GoalLastReview | null")]
+    pub last_review: Nullable<GoalLastReview>,
     /// Inconsistencies worth a human look.
     pub findings: Vec<GoalFinding>,
+}
+
+/// The last review of a goal (see docs/review.md).
+#[napi(object, object_from_js = false)]
+pub struct GoalLastReview {
+    /// The reviewer's child session (open it to read what it looked at).
+    pub session_id: String,
+    /// `approved`, `rejected` or `unavailable`.
+    #[napi(ts_type = "'approved' | 'rejected' | 'unavailable'")]
+    pub verdict: String,
+    /// What it found wrong or missing (empty when approved).
+    pub findings: Vec<String>,
+    /// The files it cited, each with whether it exists in the project.
+    pub cited: Vec<GoalCitedFile>,
+    /// The reply it reviewed.
+    pub tail: String,
+    /// US dollars the reviewer session cost (counted in the goal's `costUsed`).
+    pub cost: f64,
+    /// When it ended (ms since epoch).
+    pub at: f64,
+}
+
+/// A file a reviewer cited.
+#[napi(object, object_from_js = false)]
+pub struct GoalCitedFile {
+    /// Relative to the project root.
+    pub path: String,
+    /// Whether the project's directory listing holds it.
+    pub exists: bool,
 }
 
 /// The multi-host lease: which runtime drives the goal, and until when.
@@ -182,11 +217,26 @@ pub(crate) fn explanation_of(report: ExplainReport) -> GoalExplanation {
         checks: Nullable(report.checks.map(|list| list.iter().map(check_of).collect())),
         cost: Nullable(report.cost.map(|c| GoalCost { budget: Nullable(c.budget), used: c.used })),
         criteria: Nullable(report.criteria.map(|list| list.iter().map(criterion_of).collect())),
+        review: Nullable(report.review),
+        last_review: Nullable(report.last_review.map(last_review_of)),
         findings: report
             .findings
             .into_iter()
             .map(|f| GoalFinding { code: f.code.to_string(), message: f.message })
             .collect(),
+    }
+}
+
+/// A review as the goal (or the trail) recorded it.
+pub(crate) fn last_review_of(r: LastReview) -> GoalLastReview {
+    GoalLastReview {
+        session_id: r.session_id,
+        verdict: r.verdict,
+        findings: r.findings,
+        cited: r.cited.into_iter().map(|(path, exists)| GoalCitedFile { path, exists }).collect(),
+        tail: r.tail,
+        cost: r.cost,
+        at: r.at,
     }
 }
 

@@ -1,6 +1,6 @@
 //! The values the binding hands to JavaScript: typed answers (explain, history), the small-model
 //! contract, notifications and snapshots. Options (what JavaScript hands in) live in
-//! `options.rs` and `goal_settings.rs`.
+//! `options/`; a goal's settings, and the goal record they are part of, in `goal_settings.rs`.
 
 pub mod answers;
 pub mod explanation;

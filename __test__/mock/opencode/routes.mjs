@@ -284,6 +284,10 @@ const ROUTES = [
   ['POST', '/session/:sessionID/message', promptSync],
   ['POST', '/session/:sessionID/command', runCommand],
   ['POST', '/session/:sessionID/shell', (ctx, req, params) => ctx.shell.route(ctx, req, params)],
+  ['GET', '/file', ({ files, defaultDirectory }, req) => {
+    if (typeof req.query.path !== 'string') throw badRequest('path is required', 'Query', 'path');
+    return json(files.list(req.query.directory ?? defaultDirectory, req.query.path));
+  }],
   ['POST', '/session/:sessionID/fork', ({ state }, req, { session }) => json(state.forkSession(session, bodyObject(req).messageID))],
 ].map(([method, pattern, handler, flags = {}]) => ({ method, pattern, segments: pattern.split('/').filter(Boolean), handler, ...flags }));
 

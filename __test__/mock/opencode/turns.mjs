@@ -14,6 +14,10 @@ export function createTurns({ state, emit, sleep, mock, defaultDelayMs, defaultR
   const strands = new Map(); // id -> prompts left to strand
   const turns = new Map(); // id -> {queue: Promise, gen, wake: Set}
   const defaultScript = defaultReplies ? { replies: defaultReplies, index: 0, delayMs: defaultDelayMs } : null;
+  // One script shared by every child session (parentID) without its own: a reviewer's answers.
+  let childScript = null;
+  const isChild = (id) => Boolean(state.sessions.get(id)?.info.parentID);
+  const scriptOf = (id) => scripts.get(id) ?? (childScript && isChild(id) ? childScript : null) ?? defaultScript;
 
   const turnState = (id) => {
     if (!turns.has(id)) turns.set(id, { queue: Promise.resolve(), gen: 0, wake: new Set() });
@@ -44,12 +48,20 @@ export function createTurns({ state, emit, sleep, mock, defaultDelayMs, defaultR
     return true;
   }
 
+  /**
+   * Sets (or with null removes) the script every child session without its own follows, one
+   * entry per prompt to any of them, in order (the last entry repeats).
+   */
+  function scriptChildren(replies, { replyDelayMs } = {}) {
+    childScript = replies === null || replies === undefined ? null : { replies: [...replies], index: 0, delayMs: replyDelayMs ?? defaultDelayMs };
+  }
+
   /** Whether prompts to the session get scripted replies. */
-  const hasScript = (id) => scripts.has(id) || Boolean(defaultScript);
+  const hasScript = (id) => Boolean(scriptOf(id));
 
   /** Takes the session's next script entry ({entry, delayMs}; the last entry repeats), if any. */
   function nextReply(id) {
-    const sc = scripts.get(id) ?? defaultScript;
+    const sc = scriptOf(id);
     if (!sc || !sc.replies.length) return undefined;
     const entry = sc.replies[Math.min(sc.index, sc.replies.length - 1)];
     sc.index++;
@@ -142,5 +154,5 @@ export function createTurns({ state, emit, sleep, mock, defaultDelayMs, defaultR
     return cut;
   }
 
-  return { script, hasScript, nextReply, cancel, run, abort, cutAll, strand, takeStrand };
+  return { script, scriptChildren, hasScript, nextReply, cancel, run, abort, cutAll, strand, takeStrand };
 }

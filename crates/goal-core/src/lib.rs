@@ -42,12 +42,14 @@
 //! | time stage: time budget, working hours | `goal/budgets/time_gate.rs` |
 //! | audit: verdict; evidence read and review; trail | `goal/verdict/audit.rs`, `goal/observation/evidence.rs`, `goal/settling/trail.rs` |
 //! | checks stage before settle-complete; wrapper and result reading | `goal/acceptance/checks.rs`, `goal/acceptance/check_rules.rs` |
+//! | review stage after the checks: a read-only child session signs off; its prompt, answer and judging | `goal/acceptance/review.rs`, `goal/acceptance/review_rules.rs` (`record/review.rs`: the setting, the last review) |
 //! | reserve; lost-update repair | `goal/delivery/reserve.rs`, `goal/delivery/echo_watch.rs`, `goal/delivery/echo.rs` |
 //! | dispatch: idempotent message id, post, outcome | `goal/delivery/dispatch.rs`, `goal/delivery/deliver.rs` |
 //! | settle; notification; console lines | `goal/settling/settle.rs`, `goal/settling/notify.rs`, `goal/settling/operator.rs` |
 //! | the cause table: fix sentences and doctor actions | `goal/settling/causes.rs` |
 //! | the built-in small model | `small_model/` |
 //! | session assist (recap, suggestion) | `assist/` |
+//! | a goal's settings: one value for create, schedule, send, fork and edit | `control/settings.rs` |
 //! | create, act on and orchestrate goals; `explain` | `control/` (`explain.rs`) |
 //! | the goal runtime: events → scheduler → ticks | `runtime.rs` |
 //! | the Rust embedding API | `embed.rs` |
@@ -102,7 +104,6 @@ pub use record::{
 };
 pub use time::active::{
     active_ms, check_time_budget_ms, check_time_budget_value, format_duration, parse_duration, time_budget_ms,
-    GoalTimeLimits,
 };
 pub use time::clock::now_ms;
 pub use time::hours::{ActiveHours, HoursPart, HoursProblem};
@@ -138,21 +139,18 @@ pub use intake::{
 // Goal control.
 pub use control::actions::{
     clear_goal, complete_goal, edit_goal, get_goal, list_goals, pause_goal, resume_goal, ActionReport, GoalEdit,
-    GoalTarget, GoalView, LimitEdit,
+    GoalTarget, GoalView,
 };
-pub use control::create::{
-    check_goal_checks, check_goal_criteria, check_token_budget, create_session_goal, ControlContext, CreatedGoal,
-    ModelChoice, NewGoal, MAX_TOKEN_BUDGET, MIN_TOKEN_BUDGET,
-};
+pub use control::create::{create_session_goal, ControlContext, CreatedGoal, ModelChoice, NewGoal};
 pub use control::explain::explain as explain_goal;
 pub use control::explain::{
-    AuditSummary, ExplainReport, Finding, GoalCost, PendingKind, PendingRequest, RecordedCheckRun,
+    AuditSummary, ExplainReport, Finding, GoalCost, LastReview, PendingKind, PendingRequest, RecordedCheckRun,
 };
 pub use control::orchestrate::{
     create_session, fork_session, send_prompt, stamp_scheduled_goal, CreateSession, DispatchReport, ForkSession,
-    GoalSettings, PromptOptions, ScheduledGoal, SendPrompt, DEFAULT_COMMAND_TIMEOUT, DEFAULT_LANDING_POLL,
-    DEFAULT_LANDING_TIMEOUT,
+    PromptOptions, ScheduledGoal, SendPrompt, DEFAULT_COMMAND_TIMEOUT, DEFAULT_LANDING_POLL, DEFAULT_LANDING_TIMEOUT,
 };
+pub use control::settings::{rule, GoalSettings, SettingChange};
 pub use evidence::{DigestSummary, FailingCommand, TodoCounts};
 pub use goal::acceptance::check_rules::{CheckResult, CheckRun};
 pub use record::criteria::{Criterion, CriterionSource, CriterionState, RecordedGrade};

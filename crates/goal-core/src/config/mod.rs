@@ -43,6 +43,9 @@ pub struct GoalConfig {
     /// Whether a goal without criteria gets derived ones from its first audit (`deriveCriteria`,
     /// default true).
     pub derive_criteria: bool,
+    /// How long one reviewer turn may take before it is aborted and retried once
+    /// (`reviewTimeoutMs`, 10 minutes; see `goal/acceptance/review.rs`).
+    pub review_timeout: Duration,
 }
 
 /// The limits of parking a goal on a provider's rate or usage limit.
@@ -77,6 +80,7 @@ impl Default for GoalConfig {
             evidence: EvidenceConfig::default(),
             provider_limits: ProviderLimits::default(),
             derive_criteria: true,
+            review_timeout: Duration::from_millis(600_000),
         }
     }
 }

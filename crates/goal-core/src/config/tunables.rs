@@ -67,6 +67,8 @@ pub struct GoalTunables {
     pub max_provider_waits: Option<f64>,
     /// Whether a goal without criteria gets derived ones ([`GoalConfig::derive_criteria`]).
     pub derive_criteria: Option<bool>,
+    /// Time one reviewer turn may take, ms ([`GoalConfig::review_timeout`]).
+    pub review_timeout_ms: Option<f64>,
 }
 
 /// The evidence sizes of [`GoalTunables`] (the package's `tunables.evidence`), each at least 1;
@@ -117,6 +119,7 @@ impl From<GoalTunables> for GoalConfig {
             evidence: evidence_config(tunables.no_progress_turns, &tunables.evidence, defaults.evidence),
             provider_limits: provider_limits(tunables.max_provider_waits, tunables.max_provider_wait_ms),
             derive_criteria: tunables.derive_criteria.unwrap_or(defaults.derive_criteria),
+            review_timeout: millis(tunables.review_timeout_ms, defaults.review_timeout),
         }
     }
 }
@@ -219,8 +222,10 @@ mod tests {
             max_provider_wait_ms: Some(13.0),
             max_provider_waits: Some(14.0),
             derive_criteria: Some(false),
+            review_timeout_ms: Some(15.0),
         });
         let c = &config;
+        assert_eq!(c.review_timeout, ms(15));
         assert_eq!((c.idle_quiet, c.kickoff_quiet, c.resume_kickoff, c.audit_timeout), (ms(1), ms(2), ms(3), ms(6)));
         assert_eq!((c.max_auto_turns, c.message_limit, c.max_retry_attempts, c.max_dispatch_attempts), (4, 5, 7, 8));
         assert_eq!((c.lease, c.sweep_interval), (ms(9), ms(10)));

@@ -6,14 +6,13 @@
 use crate::error::{ErrorKind, Warning, WarningCode};
 use crate::goal::settling::causes::cause_of;
 use crate::record::cause::CauseCode;
-use crate::record::criteria::{assign_criteria, CriterionSource};
+use crate::record::criteria::CriterionSource;
 use crate::time::clock::now_ms;
 use tracing::warn;
 
-use crate::control::create::{
-    check_token_budget, fit_objective, store_objective, ControlContext, GoalError, ModelChoice, ObjectiveFit,
-};
+use crate::control::create::{fit_objective, store_objective, ControlContext, GoalError, ModelChoice, ObjectiveFit};
 use crate::control::orchestrate::locate_session;
+use crate::control::settings::GoalSettings;
 use crate::io::objectives::{delete_objective, read_objective};
 use crate::io::writer::{try_write_goal, GoalGuard, GoalUpdate};
 use crate::record::reasons::{REASON_MARKED_BY_USER, REASON_RESUMED};
@@ -195,47 +194,6 @@ pub async fn complete_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<
     .await
 }
 
-/// How an edit treats an optional limit (time budget, working hours).
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub enum LimitEdit<T> {
-    /// Leave it.
-    #[default]
-    Keep,
-    /// Remove it.
-    Clear,
-    /// Set it (validated by the caller).
-    Set(T),
-}
-
-impl<T> LimitEdit<T> {
-    /// An edit's `field` / `clear_field` pair, as a request carries it: both given is bad input
-    /// naming `field`; a value given is validated by `check`; neither leaves the limit.
-    pub fn of_pair<V>(
-        value: Option<V>,
-        clear: Option<bool>,
-        (field, clear_field): (&'static str, &str),
-        check: impl FnOnce(V) -> Result<T, GoalError>,
-    ) -> Result<Self, GoalError> {
-        match (clear == Some(true), value) {
-            (true, Some(_)) => Err(GoalError::invalid(field, format!("pass either {field} or {clear_field}"))),
-            (true, None) => Ok(LimitEdit::Clear),
-            (false, Some(value)) => check(value).map(LimitEdit::Set),
-            (false, None) => Ok(LimitEdit::Keep),
-        }
-    }
-
-    /// Applies the change to a stored goal field.
-    pub fn apply_to(self, field: &mut crate::record::Stored<T>) {
-        match self {
-            LimitEdit::Keep => {}
-            LimitEdit::Clear => {
-                field.clear();
-            }
-            LimitEdit::Set(value) => field.set(value),
-        }
-    }
-}
-
 /// Input of [`edit_goal`].
 #[derive(Debug, Clone, Default)]
 pub struct GoalEdit {
@@ -243,48 +201,23 @@ pub struct GoalEdit {
     pub target: GoalTarget,
     /// New objective (fitted like a new goal's; written to the file first).
     pub objective: Option<String>,
-    /// Budget change.
-    pub budget: LimitEdit<u64>,
-    /// Time budget change (ms).
-    pub time_budget: LimitEdit<u64>,
-    /// Working hours change.
-    pub active_hours: LimitEdit<crate::time::hours::ActiveHours>,
-    /// Acceptance checks change (validated by the caller).
-    pub checks: LimitEdit<Vec<crate::record::AcceptanceCheck>>,
-    /// Cost budget change, US dollars (validated by the caller, see `goal/budgets/cost.rs`).
-    pub cost_budget: LimitEdit<f64>,
-    /// Acceptance criteria change (texts validated by the caller; replaces the list).
-    pub criteria: LimitEdit<Vec<String>>,
+    /// The settings to set or remove (checked when they were given); the rest stay.
+    pub settings: GoalSettings,
     /// Model whose provider the distillation of a long objective prefers.
     pub model: ModelChoice,
 }
 
-impl GoalEdit {
-    /// Whether the edit leaves every budget, the hours, the checks and the criteria as they are.
-    fn changes_no_limit(&self) -> bool {
-        matches!(self.budget, LimitEdit::Keep)
-            && self.time_budget == LimitEdit::Keep
-            && self.active_hours == LimitEdit::Keep
-            && self.checks == LimitEdit::Keep
-            && self.criteria == LimitEdit::Keep
-            && self.cost_budget == LimitEdit::Keep
-    }
-}
-
-/// Edits a goal's objective and/or budget, keeping its id and counters: status active, reason
+/// Edits a goal's objective and/or settings, keeping its id and counters: status active, reason
 /// `resumed` (the runtime picks it up at once), blocked streak reset. A completed goal is not
 /// edited (start a new goal instead).
 pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionReport, GoalError> {
     let target = &edit.target;
     let objective = edit.objective.as_deref().map(str::trim).filter(|o| !o.is_empty());
-    if objective.is_none() && edit.changes_no_limit() {
+    if objective.is_none() && edit.settings.is_unchanged() {
         return Err(GoalError::new(
             ErrorKind::InvalidInput,
             "nothing to edit: pass an objective, a token budget, a cost budget, a time budget, working hours, checks or criteria change",
         ));
-    }
-    if let LimitEdit::Set(budget) = edit.budget {
-        check_token_budget(budget as f64)?;
     }
     let (session, directory) = locate_session(ctx, &target.session_id, target.directory.trim()).await?;
     // Refuse before touching the objective file.
@@ -313,12 +246,7 @@ pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionRe
         }
         None => None,
     };
-    let budget = edit.budget;
-    let time_budget = edit.time_budget;
-    let active_hours = edit.active_hours.clone();
-    let checks = edit.checks.clone();
-    let cost_budget = edit.cost_budget;
-    let criteria = edit.criteria.clone();
+    let settings = edit.settings.clone();
     let mut report = update(ctx, target, &directory, move |goal| {
         if goal.status == GoalStatus::Complete {
             return Err(Declined::Refused(Box::new(GoalError::new(
@@ -334,26 +262,7 @@ pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionRe
             let kept = goal.criteria.iter().filter(|c| c.source == CriterionSource::User).cloned().collect();
             goal.set_criteria(kept);
         }
-        match budget {
-            LimitEdit::Keep => {}
-            LimitEdit::Clear => goal.token_budget = None,
-            LimitEdit::Set(value) => goal.token_budget = Some(value),
-        }
-        time_budget.apply_to(&mut goal.time_budget_ms);
-        cost_budget.apply_to(&mut goal.cost_budget);
-        match checks {
-            LimitEdit::Keep => {}
-            LimitEdit::Clear => goal.set_checks(Vec::new()),
-            LimitEdit::Set(list) => goal.set_checks(list),
-        }
-        edit_criteria(goal, criteria);
-        match active_hours {
-            LimitEdit::Keep => {}
-            LimitEdit::Clear => {
-                goal.active_hours.clear();
-            }
-            LimitEdit::Set(hours) => goal.active_hours.set(hours.to_object()),
-        }
+        settings.apply_to(goal);
         crate::time::active::count_stopped_time(goal, crate::time::clock::now_ms());
         // An edit ends a park: the goal goes on with its new content now.
         crate::goal::budgets::limit_rules::clear_park(goal);
@@ -504,47 +413,4 @@ pub async fn list_goals(ctx: &ControlContext, directory: &str) -> Result<Vec<Goa
             Some(GoalRow { session, goal, working })
         })
         .collect())
-}
-
-/// An edit's criteria: cleared, or replaced by the user's list (a text already on the goal keeps
-/// its id and grade; a new one takes the next id, never one used before).
-fn edit_criteria(goal: &mut Goal, edit: LimitEdit<Vec<String>>) {
-    match edit {
-        LimitEdit::Keep => {}
-        LimitEdit::Clear => goal.set_criteria(Vec::new()),
-        LimitEdit::Set(texts) => {
-            let issued = goal.criteria_issued.get().copied().unwrap_or(0);
-            let (list, issued) = assign_criteria(&texts, CriterionSource::User, &goal.criteria, issued);
-            let list = list
-                .into_iter()
-                .map(|c| crate::record::criteria::Criterion { source: CriterionSource::User, ..c })
-                .collect();
-            goal.set_criteria(list);
-            goal.criteria_issued.set(issued);
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn budget(value: Option<f64>, clear: Option<bool>) -> Result<LimitEdit<u64>, GoalError> {
-        LimitEdit::of_pair(value, clear, ("tokenBudget", "clearTokenBudget"), check_token_budget)
-    }
-
-    #[test]
-    fn a_pair_is_keep_clear_set_or_one_named_refusal() {
-        assert_eq!(budget(None, None), Ok(LimitEdit::Keep));
-        assert_eq!(budget(None, Some(false)), Ok(LimitEdit::Keep));
-        assert_eq!(budget(None, Some(true)), Ok(LimitEdit::Clear));
-        assert_eq!(budget(Some(5000.0), Some(false)), Ok(LimitEdit::Set(5000)));
-        let both = budget(Some(5000.0), Some(true)).unwrap_err();
-        assert_eq!(
-            (both.kind, both.field, both.message.as_str()),
-            (ErrorKind::InvalidInput, Some("tokenBudget"), "pass either tokenBudget or clearTokenBudget")
-        );
-        let bad = budget(Some(5.0), None).unwrap_err();
-        assert_eq!((bad.kind, bad.field), (ErrorKind::InvalidInput, Some("goalTokenBudget")));
-    }
 }

@@ -3,7 +3,6 @@
 //! the file cannot be written), and a metadata MERGE through the shared writer so an existing
 //! session keeps every other key (the reference replaced the whole metadata object).
 
-use crate::record::AcceptanceCheck;
 use std::hash::{BuildHasher, Hasher};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,6 +11,7 @@ use std::time::Duration;
 
 use tracing::warn;
 
+use crate::control::settings::GoalSettings;
 use crate::error::{Cancelled, ErrorKind, Warning, WarningCode};
 use crate::io::objectives::{is_valid_session_id, normalize_objective, write_objective};
 use crate::io::opencode::OpenCodeClient;
@@ -22,11 +22,6 @@ use crate::record::{truncate_chars, Goal, GoalStatus, GOAL_OBJECTIVE_CHAR_LIMIT}
 use crate::text::prompts;
 use crate::text::script_guard::introduces_foreign_script;
 use crate::time::clock::now_ms;
-
-/// Smallest token budget a goal accepts.
-pub const MIN_TOKEN_BUDGET: u64 = 1_000;
-/// Largest token budget a goal accepts.
-pub const MAX_TOKEN_BUDGET: u64 = 100_000_000;
 
 /// What goal creation and the host actions need: OpenCode, the data directory of the objective
 /// files, and the small model for distilling over-long objectives.
@@ -56,22 +51,6 @@ pub fn check_session_id(session_id: &str) -> Result<(), GoalError> {
         Ok(())
     } else {
         Err(GoalError::invalid("sessionId", "invalid session id"))
-    }
-}
-
-/// Validates a token budget: an integer in [1,000, 100,000,000].
-pub fn check_token_budget(budget: f64) -> Result<u64, GoalError> {
-    if budget.is_finite()
-        && budget.fract() == 0.0
-        && budget >= MIN_TOKEN_BUDGET as f64
-        && budget <= MAX_TOKEN_BUDGET as f64
-    {
-        Ok(budget as u64)
-    } else {
-        Err(GoalError::invalid(
-            "goalTokenBudget",
-            format!("goalTokenBudget must be an integer between {MIN_TOKEN_BUDGET} and {MAX_TOKEN_BUDGET}"),
-        ))
     }
 }
 
@@ -215,14 +194,13 @@ pub async fn store_objective(ctx: &ControlContext, session_id: &str, text: &str)
     }
 }
 
-/// A fresh active goal with zeroed counters.
-pub fn fresh_goal(objective: &str, objective_file: bool, token_budget: Option<u64>, now: f64) -> Goal {
+/// A fresh active goal with zeroed counters and no settings.
+fn fresh_goal(objective: &str, objective_file: bool, now: f64) -> Goal {
     Goal {
         id: new_goal_id(),
         objective: if objective_file { String::new() } else { objective.to_string() },
         objective_file,
         status: GoalStatus::Active,
-        token_budget,
         created_at: now,
         updated_at: now,
         ..Goal::default()
@@ -238,39 +216,10 @@ pub struct NewGoal {
     pub directory: String,
     /// Objective text (any length; fitted here).
     pub objective: String,
-    /// Optional budget, already validated by the caller or checked here.
-    pub token_budget: Option<u64>,
     /// The model the goal's turns run on.
     pub model: ModelChoice,
-    /// Time budget and working hours (validated by the caller).
-    pub time_limits: crate::time::active::GoalTimeLimits,
-    /// Acceptance checks (validated by the caller, see [`check_goal_checks`]).
-    pub checks: Vec<AcceptanceCheck>,
-    /// Cost budget in US dollars (validated by the caller, see `goal/budgets/cost.rs`).
-    pub cost_budget: Option<f64>,
-    /// The user's acceptance criteria (validated by the caller, see [`check_goal_criteria`]).
-    pub criteria: Vec<String>,
-}
-
-/// Validates a request's acceptance criteria (`goalCriteria`, or `criteria` of an edit): absent
-/// or null is none; anything else must be a valid list (a 400 names the first problem and the
-/// `field`).
-pub fn check_goal_criteria(value: Option<&serde_json::Value>, field: &'static str) -> Result<Vec<String>, GoalError> {
-    match value.filter(|v| !v.is_null()) {
-        None => Ok(Vec::new()),
-        Some(value) => crate::record::criteria::parse_user_criteria(value)
-            .map_err(|error| GoalError::invalid(field, format!("{field}: {error}"))),
-    }
-}
-
-/// Validates a request's acceptance checks (`goalChecks`, or `checks` of an edit): absent or
-/// null is none; anything else must be a valid list (a 400 names the first problem).
-pub fn check_goal_checks(value: Option<&serde_json::Value>) -> Result<Vec<AcceptanceCheck>, GoalError> {
-    match value.filter(|v| !v.is_null()) {
-        None => Ok(Vec::new()),
-        Some(value) => crate::record::parse_checks(value)
-            .map_err(|error| GoalError::invalid("goalChecks", format!("goalChecks: {error}"))),
-    }
+    /// The goal's settings (checked when they were given).
+    pub settings: GoalSettings,
 }
 
 /// A goal installed on a session.
@@ -296,9 +245,6 @@ pub struct CreatedGoal {
 /// before anything is written.
 pub async fn create_session_goal(ctx: &ControlContext, request: &NewGoal) -> Result<CreatedGoal, GoalError> {
     check_session_id(&request.session_id)?;
-    if let Some(budget) = request.token_budget {
-        check_token_budget(budget as f64)?;
-    }
     if request.objective.trim().is_empty() {
         return Err(GoalError::invalid("objective", "goal objective is required"));
     }
@@ -321,24 +267,8 @@ pub async fn create_session_goal(ctx: &ControlContext, request: &NewGoal) -> Res
         return Err(GoalError::invalid("objective", "goal objective is required"));
     }
     let (objective_file, warning) = store_objective(ctx, &request.session_id, &fitted.text).await;
-    let mut goal = fresh_goal(&fitted.text, objective_file, request.token_budget, now_ms());
-    request.time_limits.apply(&mut goal);
-    goal.set_checks(request.checks.clone());
-    if let Some(budget) = request.cost_budget {
-        goal.cost_budget.set(
-            crate::goal::budgets::cost::check_cost_budget(budget).map_err(|m| GoalError::invalid("costBudget", m))?,
-        );
-    }
-    let (criteria, issued) = crate::record::criteria::assign_criteria(
-        &request.criteria,
-        crate::record::criteria::CriterionSource::User,
-        &[],
-        0,
-    );
-    goal.set_criteria(criteria);
-    if issued > 0 {
-        goal.criteria_issued.set(issued);
-    }
+    let mut goal = fresh_goal(&fitted.text, objective_file, now_ms());
+    request.settings.apply_to(&mut goal);
     goal.session_id = Some(request.session_id.clone());
     let mut refusal: Option<GoalError> = None;
     let mut replaced: Option<String> = None;
@@ -417,15 +347,6 @@ mod tests {
         assert_eq!(to_base36(36), "10");
     }
 
-    #[test]
-    fn budget_bounds() {
-        assert_eq!(check_token_budget(1000.0), Ok(1000));
-        assert_eq!(check_token_budget(100_000_000.0), Ok(100_000_000));
-        for bad in [999.0, 100_000_001.0, 1500.5, f64::NAN, f64::INFINITY, -5000.0] {
-            assert_eq!(check_token_budget(bad).unwrap_err().kind, ErrorKind::InvalidInput, "{bad}");
-        }
-    }
-
     #[tokio::test]
     async fn short_objectives_skip_the_model() {
         let (ctx, model) = context(Ok("never".into()));
@@ -468,12 +389,12 @@ mod tests {
 
     #[test]
     fn fresh_goals_keep_file_backed_text_out_of_metadata() {
-        let goal = fresh_goal("do it", true, Some(5000), 42.0);
+        let goal = fresh_goal("do it", true, 42.0);
         assert_eq!(goal.objective, "");
         assert!(goal.objective_file);
         assert_eq!(goal.status, GoalStatus::Active);
-        assert_eq!(goal.token_budget, Some(5000));
-        let inline = fresh_goal("do it", false, None, 42.0);
+        assert_eq!(goal.token_budget, None);
+        let inline = fresh_goal("do it", false, 42.0);
         assert_eq!(inline.objective, "do it");
         assert_eq!(Goal::from_value(&inline.to_value()).unwrap().created_at, 42.0);
     }

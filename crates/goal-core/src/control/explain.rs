@@ -19,7 +19,9 @@ use crate::time::hours::{self, HoursGate};
 
 mod parts;
 
-pub use parts::{AuditSummary, ExplainReport, Finding, GoalCost, PendingKind, PendingRequest, RecordedCheckRun};
+pub use parts::{
+    AuditSummary, ExplainReport, Finding, GoalCost, LastReview, PendingKind, PendingRequest, RecordedCheckRun,
+};
 
 /// Trail records read to find the last audit and the last check runs.
 const TRAIL_WINDOW: usize = 200;
@@ -61,6 +63,8 @@ pub fn report(observed: &Observed<'_>) -> ExplainReport {
         checks: goal.as_ref().map(|g| g.checks.clone()),
         cost: goal.as_ref().map(cost_of),
         criteria: goal.as_ref().map(|g| g.criteria.clone()),
+        review: goal.as_ref().and_then(review_setting),
+        last_review: goal.as_ref().and_then(|g| g.last_review.get()).and_then(LastReview::from_value),
         findings: findings(observed, goal.as_ref()),
     }
 }
@@ -90,6 +94,18 @@ fn effective_cause(goal: &Goal, observed: &Observed<'_>) -> Option<Cause> {
 fn next_wake(goal: Option<&Goal>, cause: Option<&Cause>) -> Option<f64> {
     goal.filter(|g| g.status == GoalStatus::Active)?;
     cause.filter(|c| c.code.is_wait()).and_then(|c| c.until)
+}
+
+/// The goal's review setting as stored, when it asks for a review (an unreadable value is shown
+/// as written: it asks for one too).
+fn review_setting(goal: &Goal) -> Option<Value> {
+    match &goal.review {
+        crate::record::Stored::Valid(crate::record::review::ReviewSetting::On(_)) => {
+            goal.review.get().map(|r| r.to_value())
+        }
+        crate::record::Stored::Unreadable(raw) => Some(raw.clone()),
+        _ => None,
+    }
 }
 
 /// The goal's budget (none without one) and spending, in US dollars.

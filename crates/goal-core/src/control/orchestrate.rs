@@ -11,9 +11,9 @@ use serde_json::{json, Map, Value};
 use tracing::{debug, warn, Instrument};
 
 use crate::control::create::{
-    check_session_id, check_token_budget, create_session_goal, ControlContext, CreatedGoal, GoalError, ModelChoice,
-    NewGoal, PartialAction,
+    check_session_id, create_session_goal, ControlContext, CreatedGoal, GoalError, ModelChoice, NewGoal, PartialAction,
 };
+use crate::control::settings::GoalSettings;
 use crate::error::{ErrorKind, Warning, WarningCode};
 use crate::io::opencode::{session_path, DispatchOutcome};
 use crate::record::session::{chronological, Message, Role, SessionView};
@@ -31,22 +31,6 @@ pub const DEFAULT_LANDING_TIMEOUT: Duration = Duration::from_millis(5_000);
 pub const DEFAULT_LANDING_POLL: Duration = Duration::from_millis(150);
 /// Timeout of `POST /session/:id/command`, which OpenCode answers only after the whole turn.
 pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(600);
-
-/// A new goal's limits and proof, validated by the caller (the binding converts a request's
-/// `goal: {…}` into it once): installed with the prompt as the objective.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct GoalSettings {
-    /// Token budget, within [`check_token_budget`]'s bounds.
-    pub token_budget: Option<u64>,
-    /// Time budget and working hours.
-    pub time_limits: crate::time::active::GoalTimeLimits,
-    /// Acceptance checks.
-    pub checks: Vec<crate::record::AcceptanceCheck>,
-    /// Cost budget (US dollars).
-    pub cost_budget: Option<f64>,
-    /// The user's acceptance criteria.
-    pub criteria: Vec<String>,
-}
 
 /// What to send and how (shared by create, send and fork).
 #[derive(Debug, Clone, Default)]
@@ -474,12 +458,8 @@ async fn goal_then_dispatch(
             session_id: session_id.to_string(),
             directory: directory.to_string(),
             objective,
-            token_budget: settings.token_budget,
             model: selection.model.clone().unwrap_or_default(),
-            time_limits: settings.time_limits.clone(),
-            checks: settings.checks.clone(),
-            cost_budget: settings.cost_budget,
-            criteria: settings.criteria.clone(),
+            settings: settings.clone(),
         };
         let goal = create_session_goal(ctx, &request).await.map_err(|e| fail(e, created))?;
         report.warnings.extend(goal.warnings.iter().cloned());
@@ -492,7 +472,7 @@ async fn goal_then_dispatch(
             dispatch_command(ctx, session_id, directory, command_body(command, &selection), baseline).await
         }
         None => {
-            let intro = checked.goal.as_ref().map(|settings| goal_intro_part(settings.token_budget));
+            let intro = checked.goal.as_ref().map(|settings| goal_intro_part(settings.token_budget()));
             dispatch_prompt(ctx, session_id, directory, &prompt_body(&checked.prompt, &selection, intro), baseline)
                 .await
         }
@@ -719,10 +699,10 @@ pub struct ScheduledGoal {
     pub directory: String,
     /// The task prompt (a slash command's expanded template becomes the objective).
     pub prompt: String,
-    /// Optional budget.
-    pub token_budget: Option<f64>,
     /// The task's model.
     pub model: ModelChoice,
+    /// The goal's settings.
+    pub settings: GoalSettings,
 }
 
 /// A goal stamped onto a scheduled task's session, and how the task should dispatch.
@@ -752,7 +732,6 @@ pub async fn stamp_scheduled_goal(ctx: &ControlContext, request: &ScheduledGoal)
     if request.prompt.trim().is_empty() {
         return Err(GoalError::invalid("prompt", "goal requires a prompt"));
     }
-    let token_budget = request.token_budget.map(check_token_budget).transpose()?;
     let mut warnings = Vec::new();
     let command = match resolve_command(ctx, &request.directory, &request.prompt).await {
         Ok(command) => command,
@@ -768,17 +747,14 @@ pub async fn stamp_scheduled_goal(ctx: &ControlContext, request: &ScheduledGoal)
             session_id: request.session_id.clone(),
             directory: request.directory.clone(),
             objective,
-            token_budget,
             model: request.model.clone(),
-            time_limits: Default::default(),
-            checks: Vec::new(),
-            cost_budget: None,
-            criteria: Vec::new(),
+            settings: request.settings.clone(),
         },
     )
     .await?;
     warnings.extend(goal.warnings.iter().cloned());
-    Ok(StampedGoal { goal, command, intro_part: goal_intro_part(token_budget), warnings })
+    let intro_part = goal_intro_part(request.settings.token_budget());
+    Ok(StampedGoal { goal, command, intro_part, warnings })
 }
 
 #[cfg(test)]
@@ -794,7 +770,10 @@ mod tests {
         let goal_without_prompt = PromptOptions { goal: Some(GoalSettings::default()), ..options("  ") };
         assert_eq!(check_prompt_options(&goal_without_prompt, false).unwrap_err().message, "goal requires a prompt");
         assert_eq!(check_prompt_options(&options(""), true).unwrap_err().message, "prompt is required");
-        let settings = GoalSettings { token_budget: Some(5000), ..GoalSettings::default() };
+        let settings = GoalSettings {
+            token_budget: crate::control::settings::SettingChange::Set(5000),
+            ..GoalSettings::default()
+        };
         let with_goal = PromptOptions { goal: Some(settings.clone()), ..options("x") };
         assert_eq!(check_prompt_options(&with_goal, true).unwrap().goal, Some(settings));
         let huge = options(&"x".repeat(MAX_PROMPT_BYTES + 1));

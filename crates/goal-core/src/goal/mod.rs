@@ -13,7 +13,7 @@ pub mod context;
 /// One tick, stage by stage.
 pub mod tick;
 
-/// Acceptance checks: their claim across hosts, the run, the reading of results.
+/// Acceptance checks (their claim across hosts, the run, the reading of results) and the reviewer.
 pub mod acceptance;
 /// The provider, cost and time limits, and the stages that act on them.
 pub mod budgets;

@@ -296,6 +296,33 @@ impl OpenCodeClient {
         Ok(list.iter().filter_map(SessionView::from_value).collect())
     }
 
+    /// `POST /session` with `{title, parentID}`: a child session of `parent_id` (OpenCode's UIs
+    /// show it under its parent). The new session's id.
+    pub async fn create_child_session(
+        &self,
+        parent_id: &str,
+        directory: &str,
+        title: &str,
+    ) -> Result<String, HttpError> {
+        let body = serde_json::json!({ "title": title, "parentID": parent_id });
+        let value = self.json(reqwest::Method::POST, "/session", directory, &[], Some(&body)).await?;
+        value.get("id").and_then(Value::as_str).map(str::to_string).ok_or(HttpError::Body(200))
+    }
+
+    /// `GET /file?path=<dir>`: the names of the files and directories in one directory of the
+    /// project (`.` is its root). A path that does not exist answers an error status.
+    pub async fn list_directory(&self, directory: &str, path: &str) -> Result<Vec<(String, bool)>, HttpError> {
+        let value = self.json(reqwest::Method::GET, "/file", directory, &[("path", path.to_string())], None).await?;
+        let list = value.as_array().ok_or(HttpError::Body(200))?;
+        Ok(list
+            .iter()
+            .filter_map(|node| {
+                let name = node.get("name")?.as_str()?.to_string();
+                Some((name, node.get("type").and_then(Value::as_str) == Some("directory")))
+            })
+            .collect())
+    }
+
     /// `GET /session/:id/message?limit=N`.
     pub async fn messages(&self, session_id: &str, directory: &str, limit: usize) -> Result<Vec<Message>, HttpError> {
         Ok(self.messages_with_raw(session_id, directory, limit).await?.0)

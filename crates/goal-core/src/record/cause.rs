@@ -71,11 +71,15 @@ pub enum CauseCode {
     /// A guard the user set (checks, criteria, a cost or time budget, working hours) is stored
     /// in a shape that cannot be read: the goal stops rather than run past it.
     InvalidGoal,
+    /// The reviewer (a second agent that reads the repository) approved the completion.
+    ReviewApproved,
+    /// The reviewer gave no readable answer, twice.
+    ReviewUnavailable,
 }
 
 impl CauseCode {
     /// Every code, in documentation order.
-    pub const ALL: [CauseCode; 27] = [
+    pub const ALL: [CauseCode; 29] = [
         Self::Verified,
         Self::ChecksPassed,
         Self::UserComplete,
@@ -103,6 +107,8 @@ impl CauseCode {
         Self::TurnFailed,
         Self::Inherited,
         Self::InvalidGoal,
+        Self::ReviewApproved,
+        Self::ReviewUnavailable,
     ];
 
     /// The wire name stored in `cause.code`.
@@ -135,6 +141,8 @@ impl CauseCode {
             Self::TurnFailed => "turnFailed",
             Self::Inherited => "inherited",
             Self::InvalidGoal => "invalidGoal",
+            Self::ReviewApproved => "reviewApproved",
+            Self::ReviewUnavailable => "reviewUnavailable",
         }
     }
 

@@ -16,6 +16,7 @@ use serde_json::{json, Map, Value};
 use super::cause::Cause;
 use super::criteria::{parse_stored_criteria, Criterion};
 use super::guard_read::{number_in_text, read_stored_checks};
+use super::review::ReviewSetting;
 use super::{
     positive_count, string_field, truncate_chars, AcceptanceCheck, GoalStatus, GOAL_OBJECTIVE_CHAR_LIMIT,
     NOTE_CHAR_LIMIT, REASON_CHAR_LIMIT,
@@ -320,6 +321,11 @@ goal_fields! {
         /// The objective revision whose first audit was asked to derive criteria
         /// (`criteriaDerivedFor`): derivation is tried once per revision.
         criteria_derived_for: u64 = "criteriaDerivedFor", |v: &Value| Some(positive_count(Some(v))), |v: &u64| Value::from(*v);
+        /// Whether a reviewer signs off before `complete` (`review`: `true` | `false` |
+        /// `{agent?, model?}`; see `record/review.rs` and `goal/acceptance/review.rs`).
+        review: ReviewSetting = REVIEW_FIELD, ReviewSetting::parse, ReviewSetting::to_value;
+        /// The last review (`lastReview`: session, verdict, findings, cited files; shown by `explain`).
+        last_review: Value = "lastReview", |v: &Value| v.is_object().then(|| v.clone()), |v: &Value| v.clone();
     }
 }
 
@@ -333,6 +339,8 @@ pub const COST_BUDGET_FIELD: &str = "costBudget";
 pub const COST_USED_FIELD: &str = "costUsed";
 /// Goal field holding the user's acceptance checks.
 pub const CHECKS_FIELD: &str = "checks";
+/// Goal field asking for a reviewer before `complete`.
+pub const REVIEW_FIELD: &str = "review";
 /// Goal field holding the acceptance criteria.
 pub const CRITERIA_FIELD: &str = "criteria";
 /// Goal field counting objective edits (part of the revision key).

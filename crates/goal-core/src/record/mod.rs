@@ -12,6 +12,7 @@ pub mod metadata;
 pub mod part_id;
 pub mod provider_error;
 pub mod reasons;
+pub mod review;
 pub mod session;
 
 use serde_json::{Map, Value};
@@ -244,6 +245,19 @@ impl Goal {
     /// audit alone, and `explain` says so.
     pub fn checks_unreadable(&self) -> bool {
         self.unreadable_checks().is_some()
+    }
+
+    /// Who reviews this goal before it settles `complete`, when it asks for a review. A `review`
+    /// field that cannot be read asks for one on the goal's own agent and model (fail closed).
+    pub fn review_wanted(&self) -> Option<review::ReviewTarget> {
+        match &self.review {
+            Stored::Absent => None,
+            Stored::Valid(setting) | Stored::Lenient(setting, _) => match setting {
+                review::ReviewSetting::Off => None,
+                review::ReviewSetting::On(target) => Some(target.clone()),
+            },
+            Stored::Unreadable(_) => Some(review::ReviewTarget::default()),
+        }
     }
 
     /// Every goal written carries its session: a goal that names none (written before the field

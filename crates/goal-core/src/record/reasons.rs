@@ -45,6 +45,10 @@ pub const REASON_REPORTED_BY_AGENT: &str = "reported by agent";
 pub const REASON_CHECKS_PASSED: &str = "checks passed";
 /// The acceptance checks cannot run (the shell endpoint is missing or refuses).
 pub const REASON_CHECKS_UNAVAILABLE: &str = "acceptance checks unavailable";
+/// The reviewer approved the completion (the goal settled `complete` on its approval).
+pub const REASON_REVIEW_APPROVED: &str = "approved by review";
+/// The reviewer gave no readable answer, twice.
+pub const REASON_REVIEW_UNAVAILABLE: &str = "review unavailable";
 
 /// Status reason of a goal parked until a provider's rate or usage limit resets.
 pub const REASON_WAITING_FOR_PROVIDER: &str = "waiting for provider limit";
@@ -98,4 +102,6 @@ pub const ALL: &[&str] = &[
     REASON_CHECKS_UNAVAILABLE,
     REASON_INVALID_GOAL,
     REASON_MESSAGE_UNANSWERED,
+    REASON_REVIEW_APPROVED,
+    REASON_REVIEW_UNAVAILABLE,
 ];

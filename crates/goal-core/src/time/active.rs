@@ -150,41 +150,6 @@ pub fn format_duration(ms: f64) -> String {
     }
 }
 
-/// The time limits a new goal (or an edit) sets: a time budget and working hours, both
-/// validated when set.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct GoalTimeLimits {
-    /// Time budget (ms).
-    pub time_budget_ms: Option<u64>,
-    /// Working hours.
-    pub active_hours: Option<crate::time::hours::ActiveHours>,
-}
-
-impl GoalTimeLimits {
-    /// Validates a request's `timeBudgetMs` and `activeHours` (either may be absent).
-    pub fn check(time_budget_ms: Option<f64>, active_hours: Option<&Value>) -> Result<GoalTimeLimits, String> {
-        let time_budget_ms = time_budget_ms.map(check_time_budget_ms).transpose()?;
-        let active_hours =
-            active_hours.filter(|v| !v.is_null()).map(crate::time::hours::ActiveHours::from_value).transpose()?;
-        Ok(GoalTimeLimits { time_budget_ms, active_hours })
-    }
-
-    /// Nothing set.
-    pub fn is_empty(&self) -> bool {
-        self.time_budget_ms.is_none() && self.active_hours.is_none()
-    }
-
-    /// Writes the set limits into the goal.
-    pub fn apply(&self, goal: &mut Goal) {
-        if let Some(budget) = self.time_budget_ms {
-            goal.time_budget_ms.set(budget);
-        }
-        if let Some(hours) = &self.active_hours {
-            goal.active_hours.set(hours.to_object());
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,24 +222,10 @@ mod tests {
     }
 
     #[test]
-    fn limits_validate_before_they_apply() {
-        let limits = GoalTimeLimits::check(
-            Some(7_200_000.0),
-            Some(&json!({"start": "09:00", "end": "17:00", "timeZone": "Europe/Berlin"})),
-        )
-        .unwrap();
-        let mut g = goal(json!({}));
-        limits.apply(&mut g);
-        assert_eq!(time_budget_ms(&g), Some(7_200_000));
-        assert_eq!(g.to_value()["activeHours"]["timeZone"], json!("Europe/Berlin"));
-        assert!(GoalTimeLimits::check(Some(0.0), None).unwrap_err().contains("positive"));
-        assert!(GoalTimeLimits::check(Some(-5.0), None).is_err());
-        assert!(GoalTimeLimits::check(None, Some(&json!({"start": "9", "end": "17:00", "timeZone": "UTC"}))).is_err());
-        assert!(GoalTimeLimits::check(
-            None,
-            Some(&json!({"start": "09:00", "end": "17:00", "timeZone": "Nowhere/City"}))
-        )
-        .is_err());
-        assert!(GoalTimeLimits::check(None, None).unwrap().is_empty());
+    fn time_budgets_are_whole_positive_milliseconds() {
+        assert_eq!(check_time_budget_ms(7_200_000.5), Ok(7_200_000));
+        assert!(check_time_budget_ms(0.0).unwrap_err().contains("positive"));
+        assert!(check_time_budget_ms(-5.0).is_err());
+        assert!(check_time_budget_ms(999.0).is_err());
     }
 }

@@ -9,6 +9,7 @@ use crate::goal::acceptance::check_rules::CheckRun;
 use crate::goal::settling::causes::FixAction;
 use crate::record::cause::Cause;
 use crate::record::criteria::Criterion;
+pub use crate::record::review::LastReview;
 use crate::record::{AcceptanceCheck, GoalStatus, Lease};
 
 /// Why a session's goal is where it is (see `control/explain.rs`). `None` where a part is
@@ -43,6 +44,10 @@ pub struct ExplainReport {
     pub cost: Option<GoalCost>,
     /// The goal's acceptance criteria with their latest grades.
     pub criteria: Option<Vec<Criterion>>,
+    /// The goal's review setting (`review`: `true` or `{agent?, model?}`), when it asks for one.
+    pub review: Option<Value>,
+    /// The goal's last review: reviewer session, verdict, findings, cited files.
+    pub last_review: Option<LastReview>,
     /// Inconsistencies worth a human look.
     pub findings: Vec<Finding>,
 }
@@ -167,6 +172,8 @@ impl ExplainReport {
             "checks": or_null(self.checks.as_ref().map(|list| list.iter().map(AcceptanceCheck::to_value).collect())),
             "cost": or_null(self.cost.map(|c| json!({"budget": c.budget, "used": c.used}))),
             "criteria": or_null(self.criteria.as_ref().map(|list| list.iter().map(Criterion::to_value).collect())),
+            "review": or_null(self.review.clone()),
+            "lastReview": or_null(self.last_review.as_ref().map(LastReview::to_value)),
             "findings": self.findings.iter().map(|f| json!({"code": f.code, "message": f.message})).collect::<Vec<_>>(),
         })
     }

@@ -25,8 +25,10 @@ use crate::time::clock::now_ms;
 
 /// Claims after an abandoned one, at most (each waits a whole hold first).
 const CLAIM_ROUNDS: usize = 3;
-/// The text every claim part starts with; the holder id follows.
-const CLAIM_TEXT: &str = "acceptance check claimed by ";
+/// What a check run's claim part names (the claim text is `<label> claimed by <holder>`).
+const CHECK_LABEL: &str = "acceptance check";
+/// What a review's claim part names (`goal/acceptance/review.rs`).
+pub const REVIEW_LABEL: &str = "goal review";
 
 /// Who may run the check.
 #[derive(Debug, PartialEq, Eq)]
@@ -42,10 +44,22 @@ pub enum Claim {
 /// Claims the run of the check whose message id is `check_id`, before it is posted. `hold`: how
 /// long a claim stands without its run (the round's lease hold).
 pub async fn claim_run(tick: &Tick<'_>, basis: &Basis, check_id: &str, hold: Duration) -> Claim {
+    claim_labelled(tick, basis, check_id, hold, CHECK_LABEL).await
+}
+
+/// [`claim_run`] for any run whose id is marked like a check run's (`record/check_id.rs`): the
+/// claim part reads `<label> claimed by <holder>`, so a transcript says what was claimed.
+pub async fn claim_labelled(tick: &Tick<'_>, basis: &Basis, check_id: &str, hold: Duration, label: &str) -> Claim {
+    let prefix = format!("{label} claimed by ");
     let mut salt = String::new();
     for _ in 0..CLAIM_ROUNDS {
         let Some(claim_id) = check_claim_id(check_id, &salt) else { return Claim::Ours };
-        match tick.ctx.client.prompt_async(tick.session_id, tick.directory, &claim_body(tick, basis, &claim_id)).await {
+        match tick
+            .ctx
+            .client
+            .prompt_async(tick.session_id, tick.directory, &claim_body(tick, basis, &claim_id, &prefix))
+            .await
+        {
             DispatchOutcome::NotAdmitted(_) => return Claim::Unknown,
             // Sent, or unclear: the read below tells whether it landed.
             DispatchOutcome::Sent | DispatchOutcome::Ambiguous(_) => {}
@@ -55,12 +69,12 @@ pub async fn claim_run(tick: &Tick<'_>, basis: &Basis, check_id: &str, hold: Dur
         else {
             return Claim::Unknown;
         };
-        let Some(first) = first_claim(&raw, &claim_id) else { return Claim::Unknown };
+        let Some(first) = first_claim(&raw, &claim_id, &prefix) else { return Claim::Unknown };
         if first.holder == tick.ctx.holder {
             return Claim::Ours;
         }
         if now_ms() - first.created < hold.as_millis() as f64 || first.part_id.is_empty() {
-            info!(target: "session_goal", session = tick.session_id, "another host claimed this check run");
+            info!(target: "session_goal", session = tick.session_id, label, "another host claimed this run");
             return Claim::Theirs;
         }
         info!(target: "session_goal", session = tick.session_id, "a claim of this check run was never followed by its run; claiming again");
@@ -70,12 +84,12 @@ pub async fn claim_run(tick: &Tick<'_>, basis: &Basis, check_id: &str, hold: Dur
 }
 
 /// The `noReply` post of a claim: one part naming this host, out of the model's context.
-fn claim_body(tick: &Tick<'_>, basis: &Basis, claim_id: &str) -> Value {
+fn claim_body(tick: &Tick<'_>, basis: &Basis, claim_id: &str, prefix: &str) -> Value {
     let mut body = json!({
         "messageID": claim_id,
         "noReply": true,
         "model": { "providerID": basis.target.provider_id, "modelID": basis.target.model_id },
-        "parts": [{ "type": "text", "text": format!("{CLAIM_TEXT}{}", tick.ctx.holder), "synthetic": true, "ignored": true }],
+        "parts": [{ "type": "text", "text": format!("{prefix}{}", tick.ctx.holder), "synthetic": true, "ignored": true }],
     });
     if !basis.target.agent.is_empty() {
         body["agent"] = Value::from(basis.target.agent.clone());
@@ -92,12 +106,12 @@ struct FirstClaim {
 }
 
 /// The first claim part of message `claim_id` in a raw transcript (parts in stored order). Pure.
-fn first_claim(raw: &[Value], claim_id: &str) -> Option<FirstClaim> {
+fn first_claim(raw: &[Value], claim_id: &str, prefix: &str) -> Option<FirstClaim> {
     let message = raw.iter().find(|m| m.pointer("/info/id").and_then(Value::as_str) == Some(claim_id))?;
     let created = message.pointer("/info/time/created").and_then(Value::as_f64).unwrap_or(0.0);
     let part = message.get("parts")?.as_array()?.iter().find_map(|p| {
         let text = p.get("text").and_then(Value::as_str)?;
-        Some((text.strip_prefix(CLAIM_TEXT)?, p.get("id").and_then(Value::as_str).unwrap_or("")))
+        Some((text.strip_prefix(prefix)?, p.get("id").and_then(Value::as_str).unwrap_or("")))
     })?;
     Some(FirstClaim { holder: part.0.to_string(), part_id: part.1.to_string(), created })
 }
@@ -116,11 +130,11 @@ mod tests {
             ]}),
         ];
         assert_eq!(
-            first_claim(&raw, "msg_claim"),
+            first_claim(&raw, "msg_claim", "acceptance check claimed by "),
             Some(FirstClaim { holder: "rt-2".into(), part_id: "prt_1".into(), created: 7.0 })
         );
-        assert_eq!(first_claim(&raw, "msg_missing"), None);
+        assert_eq!(first_claim(&raw, "msg_missing", "acceptance check claimed by "), None);
         let foreign = vec![json!({"info": {"id": "msg_claim"}, "parts": [{"type": "text", "text": "something else"}]})];
-        assert_eq!(first_claim(&foreign, "msg_claim"), None);
+        assert_eq!(first_claim(&foreign, "msg_claim", "acceptance check claimed by "), None);
     }
 }

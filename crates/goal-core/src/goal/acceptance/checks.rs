@@ -18,13 +18,13 @@ use tracing::{info, warn};
 use crate::error::HttpError;
 use crate::goal::acceptance::check_claim::{claim_run, Claim};
 use crate::goal::acceptance::check_rules::{self, recorded_run, run_from_part, CheckResult, CheckRun};
+use crate::goal::acceptance::review::ReviewInput;
 use crate::goal::context::Tick;
-use crate::goal::delivery::echo::{echo_bound, write_watched, Heard};
+use crate::goal::delivery::echo::hold_watched;
 use crate::goal::planning::plan::{Basis, Reservation, Settlement};
 use crate::goal::settling::trail;
 use crate::record::cause::CauseCode;
 use crate::record::check_id::{check_message_id, is_check_message};
-use crate::record::lease::take_lease;
 use crate::record::session::chronological;
 use crate::record::{AcceptanceCheck, GoalStatus};
 use crate::sched::TickOutcome;
@@ -57,6 +57,8 @@ pub struct RoundInput<'a> {
     pub settlement: Settlement,
     /// The criteria the audit graded (all met), written with the round's lease.
     pub criteria: Option<crate::goal::verdict::grading::CriteriaUpdate>,
+    /// The audit's evidence items (`e1…`), for a review after the checks.
+    pub items: Vec<String>,
 }
 
 impl Tick<'_> {
@@ -70,6 +72,10 @@ impl Tick<'_> {
                 settlement.reason = REASON_CHECKS_PASSED.into();
                 settlement.cause = CauseCode::ChecksPassed;
                 settlement.detail = Some(format!("{} of {} checks passed", runs.len(), checks.len()));
+                if self.goal.review_wanted().is_some() {
+                    let (basis, criteria, items) = (input.basis, input.criteria, input.items);
+                    return self.review_completion(ReviewInput { basis, settlement, criteria, items }).await;
+                }
                 Err(self.settle(settlement).await)
             }
             RoundEnd::Failed(run) => Ok(failed_reservation(input.basis, input.settlement, &run, checks.len())),
@@ -118,32 +124,14 @@ impl Tick<'_> {
         RoundEnd::Passed(runs)
     }
 
-    /// Takes the lease for the round (and records the grading), watched like a reservation: a
-    /// user's stop that landed between the read and this write is heard in its echo and written
-    /// back, and the round ends before anything is claimed or run (see `echo.rs`).
+    /// Takes the lease for the round (and records the grading), watched like a reservation (see
+    /// `echo::hold_watched`): a user's stop heard in its echo ends the round before any claim.
     async fn hold_round(
         &self,
         hold: Duration,
         criteria: Option<&crate::goal::verdict::grading::CriteriaUpdate>,
     ) -> Result<(), RoundEnd> {
-        let holder = self.ctx.holder.clone();
-        let watch = self.ctx.echoes.watch(self.session_id);
-        let written = write_watched(self, watch, &self.guard, None, |g| {
-            take_lease(g, &holder, now_ms(), hold.as_millis() as f64);
-            if let Some(criteria) = criteria {
-                criteria.apply(g);
-            }
-        })
-        .await;
-        let echo = match written {
-            Ok(echo) => echo,
-            Err(Ok(_)) => return Err(RoundEnd::Interrupted(TickOutcome::Done)),
-            Err(Err(_)) => return Err(RoundEnd::Interrupted(TickOutcome::Retry)),
-        };
-        match echo.hear(self, echo_bound(self.ctx.config.idle_quiet)).await {
-            Heard::Repaired => Err(RoundEnd::Interrupted(TickOutcome::Done)),
-            Heard::Settled | Heard::Contested | Heard::NotYet => Ok(()),
-        }
+        hold_watched(self, hold, criteria).await.map_err(RoundEnd::Interrupted)
     }
 
     /// One check: found in the transcript, or run now by the host whose claim came first (see

@@ -17,7 +17,7 @@ pub fn check_cost_budget(dollars: f64) -> Result<f64, String> {
     if dollars.is_finite() && (MIN_COST_BUDGET..=MAX_COST_BUDGET).contains(&dollars) {
         Ok(dollars)
     } else {
-        Err(format!("costBudget must be a number of US dollars between {MIN_COST_BUDGET} and {MAX_COST_BUDGET}"))
+        Err(format!("must be a number of US dollars between {MIN_COST_BUDGET} and {MAX_COST_BUDGET}"))
     }
 }
 

@@ -15,6 +15,7 @@ use crate::io::opencode::OpenCodeClient;
 use crate::io::writer::{write_goal_on, BaseRead, GoalGuard, GoalWrite};
 use crate::record::metadata::foreign_part;
 use crate::record::{Goal, GoalStatus};
+use crate::sched::TickOutcome;
 use crate::time::clock::now_ms;
 
 /// Longest wait for the echo of the reservation before posting (see `echo_watch.rs`).
@@ -232,6 +233,34 @@ fn restored_goal(read: Option<&Goal>, theirs: Value) -> Value {
         }
     }
     base
+}
+
+/// Takes the goal's lease for `hold` (a check round, a review) and records the grading, watched
+/// like a reservation: a user's stop that landed between the tick's read and this write is heard
+/// in its echo and written back, and `Err` ends the round before anything is claimed or run.
+pub async fn hold_watched(
+    tick: &Tick<'_>,
+    hold: Duration,
+    criteria: Option<&crate::goal::verdict::grading::CriteriaUpdate>,
+) -> Result<(), TickOutcome> {
+    let holder = tick.ctx.holder.clone();
+    let watch = tick.ctx.echoes.watch(tick.session_id);
+    let written = write_watched(tick, watch, &tick.guard, None, |g| {
+        crate::record::lease::take_lease(g, &holder, now_ms(), hold.as_millis() as f64);
+        if let Some(criteria) = criteria {
+            criteria.apply(g);
+        }
+    })
+    .await;
+    let echo = match written {
+        Ok(echo) => echo,
+        Err(Ok(_)) => return Err(TickOutcome::Done),
+        Err(Err(_)) => return Err(TickOutcome::Retry),
+    };
+    match echo.hear(tick, echo_bound(tick.ctx.config.idle_quiet)).await {
+        Heard::Repaired => Err(TickOutcome::Done),
+        Heard::Settled | Heard::Contested | Heard::NotYet => Ok(()),
+    }
 }
 
 #[cfg(test)]

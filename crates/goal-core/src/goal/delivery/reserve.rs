@@ -131,6 +131,9 @@ fn apply_reservation(
     if let Some(criteria) = &reservation.evidence.criteria {
         criteria.apply(g);
     }
+    if let Some(review) = &reservation.evidence.last_review {
+        g.last_review.set(review.clone());
+    }
     g.continuation_for.set(tail.to_string());
     match message_id {
         Some(id) => g.continuation_id.set(id.to_string()),

@@ -286,6 +286,8 @@ pub struct EvidenceFields {
     pub overrides: Option<Vec<String>>,
     /// The criteria the audit graded or derived (see `goal/verdict/grading.rs`).
     pub criteria: Option<crate::goal::verdict::grading::CriteriaUpdate>,
+    /// The last review (`lastReview`), after a review that did not approve.
+    pub last_review: Option<serde_json::Value>,
 }
 
 /// The outcome after the audit (or its absence).

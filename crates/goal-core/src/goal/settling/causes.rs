@@ -61,7 +61,12 @@ fn row_of(code: CauseCode) -> Row {
     use CauseCode::*;
     use FixAction::{None as Nothing, Resume, ResumeWithCostBudget, ResumeWithTimeBudget, ResumeWithTokenBudget};
     match code {
-        Verified | ChecksPassed | UserComplete => DONE,
+        Verified | ChecksPassed | UserComplete | ReviewApproved => DONE,
+        ReviewUnavailable => row(
+            "The reviewer gave no readable answer ({detail}): check its model and agent, or turn review off (editGoal with review: false), then resume: `session-goal resume {id}`.",
+            "no answer",
+            Resume,
+        ),
         AuditorBlocked => row(
             "Read the auditor's note, answer it in the session or sharpen the objective, then resume: `session-goal resume {id}`.",
             "",
@@ -209,7 +214,10 @@ mod tests {
     fn every_stop_but_a_finished_goal_has_a_fix() {
         for code in CauseCode::ALL {
             let fix = fix_sentence(code, "ses_1", None);
-            let finished = matches!(code, CauseCode::Verified | CauseCode::ChecksPassed | CauseCode::UserComplete);
+            let finished = matches!(
+                code,
+                CauseCode::Verified | CauseCode::ChecksPassed | CauseCode::UserComplete | CauseCode::ReviewApproved
+            );
             assert_eq!(fix.is_none(), finished, "{code:?}");
             if let Some(fix) = fix {
                 assert!(!fix.contains('{'), "{code:?}: {fix}");

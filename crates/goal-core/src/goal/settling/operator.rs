@@ -56,6 +56,16 @@ pub fn check_finished(session_id: &str, index: usize, total: usize, result: &str
     info!(target: TARGET, "{session_id} acceptance check {index}/{total} {result}");
 }
 
+/// `<session> review started in <reviewer session>`.
+pub fn review_started(session_id: &str, reviewer: &str) {
+    info!(target: TARGET, "{session_id} review started in {reviewer}");
+}
+
+/// `<session> review <approved | rejected | unavailable>`: never the findings.
+pub fn review_finished(session_id: &str, verdict: &str) {
+    info!(target: TARGET, "{session_id} review {verdict}");
+}
+
 /// `progress audit failed (<status or code>)`; the silent 404 ("no small model") is not logged.
 pub fn audit_failed(detail: &str) {
     warn!(target: TARGET, "progress audit failed ({detail})");

@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 use tracing::{debug, warn};
 
 use crate::goal::acceptance::checks::RoundInput;
+use crate::goal::acceptance::review::ReviewInput;
 use crate::goal::context::Tick;
 use crate::goal::observation::evidence::{self, audit_extras, AuditExtras};
 use crate::goal::planning::plan::{after_audit, parse_verdict, AfterAudit, Audit, Basis, Reservation};
@@ -71,9 +72,18 @@ async fn decided(
 ) -> Result<Reservation, TickOutcome> {
     let update = graded.as_ref().map(|g| g.update.clone());
     match decision {
-        // Proof before the claim: a goal with checks settles complete only once they pass.
-        AfterAudit::Settle(settlement) if settlement.status == GoalStatus::Complete && !tick.goal.checks.is_empty() => {
-            let mut reservation = tick.run_checks(RoundInput { basis, settlement, criteria: update }).await?;
+        // Proof before the claim: a goal with checks settles complete only once they pass, and
+        // a goal that asks for review only once a reviewer approves (after the checks).
+        AfterAudit::Settle(settlement)
+            if settlement.status == GoalStatus::Complete
+                && (!tick.goal.checks.is_empty() || tick.goal.review_wanted().is_some()) =>
+        {
+            let items = grading::evidence_items(&observed.digest);
+            let mut reservation = if tick.goal.checks.is_empty() {
+                tick.review_completion(ReviewInput { basis, settlement, criteria: update, items }).await?
+            } else {
+                tick.run_checks(RoundInput { basis, settlement, criteria: update, items }).await?
+            };
             // A failed check is a turn like any other: the no-progress breaker counts it.
             reservation.evidence.progress = observed.state.to_value().as_object().cloned();
             Ok(reservation)
