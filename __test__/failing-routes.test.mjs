@@ -108,7 +108,11 @@ describe('fifty goals waiting on one directory whose list always fails', () => {
     expect(mock.sends().length).toBe(0)
     failing.remove()
     const recovered = Date.now()
-    const driven = () => sessions.filter((s) => mock.sends(s.id).length === 1).length
+    // Driven: posted to, under one message id (a continuation whose turn the mock never starts is
+    // posted again under its own id once the session stays idle; a second id would be a second
+    // continuation).
+    const messageIds = (s) => new Set(mock.sends(s.id).map((r) => r.body?.messageID))
+    const driven = () => sessions.filter((s) => mock.sends(s.id).length >= 1 && messageIds(s).size === 1).length
     await waitFor(() => driven() === sessions.length, 20_000).catch(() => {})
     const firstList = lists(mock).find((r) => r.at >= recovered)
     const posts = mock.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/prompt_async'))
