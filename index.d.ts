@@ -388,16 +388,14 @@ export interface GoalCheckRun {
 }
 
 /**
- * Options of `createSessionGoalControl` (the native `createGoalControl`): where OpenCode is (same forms as the runtime), where the
- * objective files live, and the small model used to distill objectives over 5,000 chars.
+ * Options of `createSessionGoalControl` (the native `createGoalControl`): how to reach OpenCode
+ * (`openCode`, as for the runtimes), where the objective files live, and the small model used
+ * to distill objectives over 5,000 chars (without one, the built-in small model; a long
+ * objective it cannot distill is excerpted).
  */
 export interface GoalControlOptions {
-  /** A fixed OpenCode base URL and headers. */
-  openCode?: OpenCodeTarget
-  /** OpenChamber: builds the URL of an OpenCode API path. */
-  buildOpenCodeUrl?: (path: string, prefix: string) => string
-  /** OpenChamber: the headers for OpenCode (may be async). */
-  getOpenCodeAuthHeaders?: () => Record<string, string> | Promise<Record<string, string>>
+  /** How to reach OpenCode. */
+  openCode?: OpenCodeConnection
   /** Settings location (`settings.dataDir`). */
   settings?: RuntimeSettingsOptions
   /**
@@ -405,20 +403,8 @@ export interface GoalControlOptions {
    * `~/.config/openchamber`).
    */
   dataDir?: string
-  /**
-   * Small model for distilling long objectives: `{text, providerID, modelID}` or
-   * `{error: {statusCode?, code?}}`. Without one, long objectives are excerpted.
-   */
-  generateSmallModelText?: (request: SmallModelRequest) => Promise<SmallModelResult>
-  /**
-   * The built-in small model's choice (`{providerID, modelID}`), used only when the host passes
-   * no small-model service; else OpenCode's `small_model`, else the session provider's own.
-   */
-  smallModel?: SmallModelChoice
-  /** OpenChamber's form of the small model (adapted by the package entry). */
-  getSmallModelService?: () => Promise<{ generateSmallModelText(request: SmallModelRequest): Promise<SmallModelResult> } | null | undefined>
-  /** Timeout of every OpenCode call (default 10000 ms). */
-  fetchTimeoutMs?: number
+  /** The small model that distills long objectives. */
+  smallModel?: SmallModelOptions
   /** Timeout of a distillation call (default 60000 ms). */
   smallModelTimeoutMs?: number
   /** How long a dispatch waits for its message to show up (default 5000 ms). */
@@ -719,7 +705,7 @@ export interface GoalRecord {
 export declare function goalRuntimeDefaults(): GoalRuntimeDefaults
 
 /**
- * The defaults of the goal runtime's `tunables` and of `fetchTimeoutMs`, in the units and
+ * The defaults of the goal runtime's `tunables` and of `openCode.fetchTimeoutMs`, in the units and
  * under the names of those options (the one place they are defined is the core's
  * `GoalConfig`): for help texts and hosts that show them. `tunables.deriveCriteria` defaults to
  * true and each `tunables.evidence` size to the value its documentation states.
@@ -733,7 +719,7 @@ export interface GoalRuntimeDefaults {
   resumeKickoffMs: number
   /** Continuations per goal (`tunables.maxAutoTurns`). */
   maxAutoTurns: number
-  /** Timeout of one OpenCode call, ms (`fetchTimeoutMs`). */
+  /** Timeout of one OpenCode call, ms (`openCode.fetchTimeoutMs`). */
   fetchTimeoutMs: number
   /** Messages read per evaluation (`tunables.messageFetchLimit`). */
   messageFetchLimit: number
@@ -923,12 +909,24 @@ export interface ObjectiveWritten {
   content: string
 }
 
-/** Where OpenCode listens (native-first form). */
-export interface OpenCodeTarget {
+/**
+ * How to reach OpenCode (`openCode`), one object for every runtime and the goal control: a
+ * fixed `baseUrl` and `headers`, or `buildUrl` and `getHeaders` asked per request (a host that
+ * restarts OpenCode on another port is followed); `buildUrl` wins when both are given.
+ * OpenChamber's flat names (`buildOpenCodeUrl`, `getOpenCodeAuthHeaders`, `fetchTimeoutMs`)
+ * are moved in here by the package entry (`lib/drop-in.js`).
+ */
+export interface OpenCodeConnection {
   /** Base URL, e.g. `http://127.0.0.1:4096`. */
-  baseUrl: string
+  baseUrl?: string
   /** Headers sent with every request (e.g. `authorization`). Never logged. */
   headers?: Record<string, string>
+  /** Builds the URL of an OpenCode API path (called per request). */
+  buildUrl?: (path: string, prefix: string) => string
+  /** Returns the headers for OpenCode (may be async; called per request). */
+  getHeaders?: () => Record<string, string> | Promise<Record<string, string>>
+  /** Timeout of every OpenCode call, ms (default 10000; the assist runtime's 5000). */
+  fetchTimeoutMs?: number
 }
 
 /** An open request of the session that waits for the user (never its text or a command). */
@@ -1051,45 +1049,26 @@ export interface SendPromptRequest {
 }
 
 /**
- * Options of `createSessionAssistRuntime`: where OpenCode is (`openCode`, or OpenChamber's
- * `buildOpenCodeUrl` and `getOpenCodeAuthHeaders`), where the settings file is, the small model,
- * and the tunables, nested in `tunables`. The package entry also takes the flat names
- * (`quietMs`, `messageFetchLimit`, `modelTimeoutMs`) and moves them into `tunables`
- * (`lib/drop-in.js`).
+ * Options of `createSessionAssistRuntime`: how to reach OpenCode (`openCode`), where the
+ * settings file is, the small model (`smallModel`), and the tunables, nested in `tunables`. The
+ * package entry also takes OpenChamber's flat names (`buildOpenCodeUrl`,
+ * `getOpenCodeAuthHeaders`, `getSmallModelService`, `quietMs`, `messageFetchLimit`,
+ * `modelTimeoutMs`) and moves them into these nested objects (`lib/drop-in.js`).
  */
 export interface SessionAssistRuntimeOptions {
-  /** Native-first: a fixed OpenCode base URL and headers. */
-  openCode?: OpenCodeTarget
+  /** How to reach OpenCode (`fetchTimeoutMs` defaults to 5000 ms here). */
+  openCode?: OpenCodeConnection
   /**
    * Settings location; `settings.json` is read at fire time for `sessionAssistEnabled`,
    * `sessionRecapEnabled` and `sessionSuggestionEnabled` (all default on).
    */
   settings?: RuntimeSettingsOptions
-  /** OpenChamber: builds the URL of an OpenCode API path (called per request). */
-  buildOpenCodeUrl?: (path: string, prefix: string) => string
-  /** OpenChamber: returns the headers for OpenCode (may be async). */
-  getOpenCodeAuthHeaders?: () => Record<string, string> | Promise<Record<string, string>>
-  /**
-   * OpenChamber: resolves to a service with `generateSmallModelText(request)`. The package
-   * entry adapts it to `generateSmallModelText`; errors with `statusCode` 404 are silent.
-   */
-  getSmallModelService?: () => Promise<{ generateSmallModelText(request: SmallModelRequest): Promise<SmallModelResult> } | null | undefined>
-  /**
-   * Native-first small model: resolves to `{text, providerID, modelID}` or `{error: {statusCode?, code?}}`.
-   * A rejection or throw counts as "unavailable". Without one, nothing is generated.
-   */
-  generateSmallModelText?: (request: SmallModelRequest) => Promise<SmallModelResult>
-  /**
-   * The built-in small model's choice (`{providerID, modelID}`), used only when the host passes
-   * no small-model service; else OpenCode's `small_model`, else the session provider's own.
-   */
-  smallModel?: SmallModelChoice
+  /** The small model the recap and suggestion run on. */
+  smallModel?: SmallModelOptions
   /** Receives log lines `(level, message)`; messages never contain prompts, model output or credentials. */
   logger?: (level: string, message: string) => unknown
   /** The quiet window, message count and model timeout. */
   tunables?: AssistTunablesInput
-  /** Timeout of every OpenCode call (default 5000 ms). */
-  fetchTimeoutMs?: number
 }
 
 /** Result of create / send / fork. */
@@ -1145,53 +1124,29 @@ export interface SessionGoalRequest {
 }
 
 /**
- * Options of `createSessionGoalRuntime`: where OpenCode is (`openCode`, or OpenChamber's
- * `buildOpenCodeUrl` and `getOpenCodeAuthHeaders`), where the data lives (`settings`), the
- * host's callbacks, and the tunables, nested in `tunables`. The package entry also takes
- * OpenChamber's flat tunable names (`idleQuietMs`, `kickoffQuietMs`, `maxAutoTurns`,
- * `deriveCriteria`, …) and moves them into `tunables` (`lib/drop-in.js`).
+ * Options of `createSessionGoalRuntime`: how to reach OpenCode (`openCode`), where the data
+ * lives (`settings`), the small model (`smallModel`), the host's callbacks, and the tunables,
+ * nested in `tunables`. The package entry also takes OpenChamber's flat names
+ * (`buildOpenCodeUrl`, `getOpenCodeAuthHeaders`, `getSmallModelService`, `idleQuietMs`,
+ * `kickoffQuietMs`, `maxAutoTurns`, `deriveCriteria`, …) and moves them into these nested
+ * objects (`lib/drop-in.js`).
  */
 export interface SessionGoalRuntimeOptions {
-  /** Native-first: a fixed OpenCode base URL and headers. */
-  openCode?: OpenCodeTarget
+  /** How to reach OpenCode. */
+  openCode?: OpenCodeConnection
   /**
    * Where OpenChamber's data lives: `settings.json` (its switches, read at fire time) and
    * the objective files `goals/<sessionId>.md`.
    */
   settings?: RuntimeSettingsOptions
-  /**
-   * OpenChamber: builds the URL of an OpenCode API path (called per request, so a host that
-   * restarts OpenCode on another port is followed).
-   */
-  buildOpenCodeUrl?: (path: string, prefix: string) => string
-  /** OpenChamber: returns the headers for OpenCode (may be async). */
-  getOpenCodeAuthHeaders?: () => Record<string, string> | Promise<Record<string, string>>
-  /**
-   * OpenChamber: resolves to a service with `generateSmallModelText(request)`. The package
-   * entry adapts it to `generateSmallModelText`; errors with `statusCode` 404 are silent.
-   */
-  getSmallModelService?: () => Promise<{ generateSmallModelText(request: SmallModelRequest): Promise<SmallModelResult> } | null | undefined>
-  /**
-   * The built-in small model's choice, overriding OpenCode's `small_model` and the family scan.
-   * Used only when the host passes no small-model service.
-   */
-  smallModel?: SmallModelChoice
-  /**
-   * Native-first small model: resolves to `{text, providerID, modelID}` or `{error: {statusCode?, code?}}`.
-   * A rejection or throw counts as "unavailable".
-   */
-  generateSmallModelText?: (request: SmallModelRequest) => Promise<SmallModelResult>
+  /** The small model the audits run on. */
+  smallModel?: SmallModelOptions
   /** Called when a goal settles: `{sessionId, directory, status, goal, title, body, tag, kind}`. */
   emitGoalNotification?: (event: GoalNotification) => unknown
   /** Receives log lines `(level, message)`; messages never contain prompts, model output or credentials. */
   logger?: (level: string, message: string) => unknown
   /** The timings, caps and limits (`goalRuntimeDefaults()` lists their defaults). */
   tunables?: GoalTunablesInput
-  /**
-   * Timeout of every OpenCode call (default 10000 ms). Beside the connection rather than in
-   * `tunables`: every entry point that talks to OpenCode takes it under this name.
-   */
-  fetchTimeoutMs?: number
   /** Directories scanned for active goals at start and when OpenCode reconnects. */
   directories?: Array<string>
   /** Scan the directories at start (default true when directories are given). */
@@ -1216,14 +1171,8 @@ export interface SessionGoalView {
 
 /** One `metadata.openchamber.<key>` write. */
 export interface SessionMetadataKeyWrite {
-  /** Native-first: a fixed OpenCode base URL and headers. */
-  openCode?: OpenCodeTarget
-  /** OpenChamber: builds the URL of an OpenCode API path. */
-  buildOpenCodeUrl?: (path: string, prefix: string) => string
-  /** OpenChamber: returns the headers for OpenCode (may be async). */
-  getOpenCodeAuthHeaders?: () => Record<string, string> | Promise<Record<string, string>>
-  /** Timeout of each OpenCode call (default 10000 ms). */
-  fetchTimeoutMs?: number
+  /** How to reach OpenCode. */
+  openCode?: OpenCodeConnection
   /** Session to write. */
   sessionId: string
   /** Project directory of the session (sent as `?directory=`). */
@@ -1256,20 +1205,34 @@ export interface SessionState {
   attempt: number
 }
 
-/** A `provider/model` pair for the built-in small model (`smallModel` option). */
-export interface SmallModelChoice {
-  /** Provider id as OpenCode names it (`anthropic`, `openai`, a config provider…). */
-  providerID: string
-  /** Model id within that provider. */
-  modelID: string
-}
-
 /** A small-model failure as a value. */
 export interface SmallModelFailure {
   /** HTTP-like status (404: no small model for this provider). */
   statusCode?: number
   /** Machine code such as `output-exhausted`. */
   code?: string
+}
+
+/**
+ * The small model (`smallModel`), one object for every runtime and the goal control: the host's
+ * own service (`generate`), or the built-in small model, which calls OpenCode's providers itself
+ * on `{providerID, modelID}` when given, else on OpenCode's `small_model`, else on a small
+ * model of the session's own provider. OpenChamber's `getSmallModelService` and the flat
+ * `generateSmallModelText` are moved in here by the package entry (`lib/drop-in.js`).
+ */
+export interface SmallModelOptions {
+  /**
+   * The host's small model: resolves to `{text, providerID, modelID}` or `{error: {statusCode?,
+   * code?}}`; a rejection or throw counts as "unavailable" (`statusCode` 404: silent).
+   */
+  generate?: (request: SmallModelRequest) => Promise<SmallModelResult>
+  /**
+   * The built-in small model's provider, as OpenCode names it (`anthropic`, a config
+   * provider…); used only without `generate`, and only with `modelID`.
+   */
+  providerID?: string
+  /** The built-in small model's model within that provider. */
+  modelID?: string
 }
 
 /**

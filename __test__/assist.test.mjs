@@ -417,7 +417,7 @@ describe('session assist', () => {
   })
 
   it('rejects options without an OpenCode location with a clear error', () => {
-    expect(() => pkg.createSessionAssistRuntime({})).toThrow(/openCode: \{ baseUrl \} or buildOpenCodeUrl/)
+    expect(() => pkg.createSessionAssistRuntime({})).toThrow(/openCode: \{ baseUrl \} or openCode: \{ buildUrl\(path, prefix\) \}/)
     expect(() => pkg.createSessionAssistRuntime(null)).toThrow(/openCode/)
     expect(() => pkg.createSessionAssistRuntime({ openCode: { baseUrl: '  ' } })).toThrow(/openCode/)
   })

@@ -517,8 +517,7 @@ async function runWatch(pkg, control, target, directory, flags) {
     settings: { dataDir: control.dataDir },
     directories: [directory],
     tunables: { idleQuietMs: parseMillis(flags, 'idle-quiet-ms'), kickoffQuietMs: parseMillis(flags, 'kickoff-quiet-ms') },
-    ...(auditor ? { generateSmallModelText: auditor } : {}),
-    ...(smallModel ? { smallModel } : {}),
+    ...(auditor || smallModel ? { smallModel: { ...smallModel, ...(auditor ? { generate: auditor } : {}) } } : {}),
     // watch prints the transitions itself (and --json needs a clean stdout): no console lines.
     logger: null,
   })

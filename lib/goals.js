@@ -35,7 +35,7 @@ function dataDirOf(options) {
   return undefined
 }
 
-/** @param {{native: any, adaptOptions: (options: any) => any}} deps */
+/** @param {{native: any, adaptOptions: (options: any) => ({options: any} | {problem: string, field: string})}} deps */
 function createGoalApi({ native, adaptOptions }) {
   // The core's session-id rule (src/validate.rs), checked before any file access.
   function checkedSessionId(sessionId) {
@@ -129,9 +129,11 @@ function createGoalApi({ native, adaptOptions }) {
 
   function createSessionGoalControl(options) {
     if (!isObject(options)) throw invalidInput('createSessionGoalControl: options must be an object', 'options')
+    const adapted = adaptOptions(withoutNulls(options))
+    if (adapted.problem) throw invalidInput(adapted.problem, adapted.field)
     let inner
     try {
-      inner = native.createGoalControl(adaptOptions(withoutBadHeaders(withoutNulls(options))))
+      inner = native.createGoalControl(withoutBadHeaders(adapted.options))
     } catch (error) {
       throw fromThrown(error, 'invalidInput')
     }

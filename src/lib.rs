@@ -36,7 +36,7 @@ use callbacks::LoggerCallback;
 use env_context::{EnvContext, EnvRuntime};
 pub use options::goal_runtime::{GoalRuntimeDefaults, SessionGoalRuntimeOptions};
 pub use options::tunables::{AssistTunablesInput, EvidenceOptions, GoalTunablesInput};
-pub use options::{OpenCodeTarget, RuntimeSettingsOptions};
+pub use options::{OpenCodeConnection, RuntimeSettingsOptions};
 pub(crate) use types::answers::history_records;
 pub use types::answers::{
     GoalCriterionGrade, GoalDigestSummary, GoalFailingCommand, GoalHistoryRecord, GoalTodoCounts,
@@ -45,8 +45,7 @@ pub(crate) use types::explanation::explanation_of;
 pub use types::explanation::*;
 pub use types::goal_parts::{GoalActiveHours, GoalCause, GoalCheck, GoalCriterion};
 pub use types::notification::GoalNotification;
-pub(crate) use types::small_model::small_model_for;
-pub use types::small_model::{SmallModelChoice, SmallModelFailure, SmallModelRequest, SmallModelResult};
+pub use types::small_model::{SmallModelFailure, SmallModelOptions, SmallModelRequest, SmallModelResult};
 pub(crate) use types::snapshot::to_js_snapshot;
 pub use types::snapshot::{RuntimeSnapshot, SessionState};
 
