@@ -9,6 +9,7 @@ const native = require('./lib/load-native.js').loadNative()
 const { withDefaultLogger } = require('./lib/operator-console.js')
 const { fromThrown, invalidInput, settle } = require('./lib/errors.js')
 const { nestedConnection, nestedTunables, GOAL_TUNABLES, ASSIST_TUNABLES } = require('./lib/drop-in.js')
+const { GOAL_RUNTIME, ASSIST_RUNTIME, unknownOptionsLine } = require('./lib/option-names.js')
 
 // The payload types the runtimes read: the intake contract of goal-core, exported by the
 // binding, so this prefilter cannot drift from what native code parses.
@@ -104,23 +105,35 @@ function wrapRuntime(inner) {
 }
 
 // Unusable options (no OpenCode location, a wrong type, a setting given flat and nested) are the
-// only way construction fails. `tunableNames` are the runtime's flat tunables (lib/drop-in.js).
-function constructed(create, options, tunableNames) {
+// only way construction fails. `tunableNames` are the runtime's flat tunables (lib/drop-in.js);
+// `shape` the option names it knows (lib/option-names.js): the others are named in one warn line
+// of the runtime's logger and ignored.
+function constructed(create, options, tunableNames, shape) {
   const adapted = adaptOptions(withDefaultLogger(options), tunableNames)
   if (adapted.problem) throw invalidInput(adapted.problem, adapted.field)
+  let runtime
   try {
-    return wrapRuntime(create(adapted.options))
+    runtime = wrapRuntime(create(adapted.options))
   } catch (error) {
     throw fromThrown(error, 'invalidInput')
   }
+  const line = unknownOptionsLine(options, shape)
+  if (line && typeof adapted.options.logger === 'function') {
+    try {
+      adapted.options.logger('warn', line)
+    } catch {
+      // A throwing logger changes nothing, as everywhere else.
+    }
+  }
+  return runtime
 }
 
 function createSessionGoalRuntime(options) {
-  return constructed(native.createSessionGoalRuntime, options, GOAL_TUNABLES)
+  return constructed(native.createSessionGoalRuntime, options, GOAL_TUNABLES, GOAL_RUNTIME)
 }
 
 function createSessionAssistRuntime(options) {
-  return constructed(native.createSessionAssistRuntime, options, ASSIST_TUNABLES)
+  return constructed(native.createSessionAssistRuntime, options, ASSIST_TUNABLES, ASSIST_RUNTIME)
 }
 
 // The native function rejects with its own code (bad input, OpenCode's failure); a value of the
