@@ -75,8 +75,6 @@ export declare class SessionAssistRuntime {
    * every goal and assist runtime of this JavaScript environment that talks to the same OpenCode.
    */
   processPayload(payload: unknown, directoryHint?: string): void
-  /** Alias of `processPayload` (OpenChamber's watcher name). */
-  onPayload(payload: unknown, directoryHint?: string): void
   /**
    * The key of the event intake group this runtime belongs to (runtimes that talk to the same
    * OpenCode share one). The package entry uses it to hand a payload to each group once.
@@ -101,8 +99,6 @@ export declare class SessionGoalRuntime {
    * first). Returns at once; anything unreadable is ignored, never thrown.
    */
   processPayload(payload: unknown, directoryHint?: string): void
-  /** Alias of `processPayload` (OpenChamber's watcher name). */
-  onPayload(payload: unknown, directoryHint?: string): void
   /**
    * The key of the event intake group this runtime belongs to (runtimes that talk to the same
    * OpenCode share one). The package entry uses it to hand a payload to each group once.
@@ -224,6 +220,13 @@ export interface CreateSessionRequest {
 
 /** Deletes an objective file, best effort: whether a file was removed (false for an invalid id). */
 export declare function deleteObjectiveFile(sessionId: string, dataDir?: string | undefined | null): Promise<boolean>
+
+/**
+ * Every error `code` the native module can throw, from the core's `ErrorKind::ALL` (internal:
+ * a test ties it to lib/errors.js and docs/errors.md, so a new kind cannot reach JavaScript as
+ * an unknown code).
+ */
+export declare function errorCodes(): Array<string>
 
 /**
  * Size limits of the evidence digest (tool calls, exit codes, file changes, todos) that each
@@ -1269,6 +1272,12 @@ export interface SmallModelResult {
   /** Set instead of `text` when the call failed. */
   error?: SmallModelFailure
 }
+
+/**
+ * Every warning `code` the native module can report, from the core's `WarningCode::ALL`
+ * (internal, for the same test).
+ */
+export declare function warningCodes(): Array<string>
 
 /**
  * Writes `<dataDir>/goals/<sessionId>.md` atomically (trimmed, at most 5,000 chars). The id

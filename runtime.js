@@ -76,6 +76,9 @@ function adaptOptions(options, tunableNames = []) {
   return { options: withoutNonFunctions(tuned.options) }
 }
 
+// The key of the native runtime on the runtime a host holds, for the package's own tests.
+const NATIVE_RUNTIME = Symbol.for('session-goal-runtime.native')
+
 function wrapRuntime(inner) {
   const group = typeof inner.intakeGroup === 'function' ? inner.intakeGroup() : ''
   const forward = (payload, directoryHint) => {
@@ -100,7 +103,9 @@ function wrapRuntime(inner) {
     recover: inner.recover ? () => inner.recover() : undefined,
     history: inner.history ? (sessionId, limit) => settle(() => inner.history(String(sessionId ?? ''), typeof limit === 'number' ? limit : undefined)) : undefined,
     explain: inner.explain ? (sessionId, directory) => settle(() => inner.explain(String(sessionId ?? ''), typeof directory === 'string' ? directory : undefined)) : undefined,
-    native: inner,
+    // The native runtime, for the package's own tests only (a symbol: never an enumerable or
+    // declared property of the runtime a host holds).
+    [NATIVE_RUNTIME]: inner,
   }
 }
 

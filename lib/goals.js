@@ -16,7 +16,6 @@ const ROUTE = '/api/goals/objective/:sessionId'
 /** Largest request body the objective routes read (the reference's express.json limit). */
 const MAX_BODY_BYTES = 1024 * 1024
 
-// The goal settings' former flat names on create / send / fork, and where each went.
 const isObject = (value) => value !== null && typeof value === 'object' && !Array.isArray(value)
 
 // napi reads `null` as a wrong-typed value for optional fields; a host's JSON often has them.
@@ -266,4 +265,4 @@ function respond(res, { status, body }) {
   res.end(text)
 }
 
-module.exports = { createGoalApi, OBJECTIVE_ROUTE: ROUTE }
+module.exports = { createGoalApi }

@@ -141,12 +141,6 @@ impl SessionAssistRuntime {
         payload::forward(&env, &self.context, &self.inner.group(), payload, directory_hint.as_deref().unwrap_or(""));
     }
 
-    /// Alias of `processPayload` (OpenChamber's watcher name).
-    #[napi(catch_unwind, ts_args_type = "payload: unknown, directoryHint?: string")]
-    pub fn on_payload(&self, env: Env, payload: Unknown, directory_hint: Option<String>) {
-        payload::forward(&env, &self.context, &self.inner.group(), payload, directory_hint.as_deref().unwrap_or(""));
-    }
-
     /// The key of the event intake group this runtime belongs to (runtimes that talk to the same
     /// OpenCode share one). The package entry uses it to hand a payload to each group once.
     #[napi(catch_unwind)]
