@@ -41,12 +41,10 @@ pub(crate) use types::answers::history_records;
 pub use types::answers::{
     GoalCriterionGrade, GoalDigestSummary, GoalFailingCommand, GoalHistoryRecord, GoalTodoCounts,
 };
-pub(crate) use types::explanation::explanation_of;
 pub use types::explanation::*;
 pub use types::goal_parts::{GoalActiveHours, GoalCause, GoalCheck, GoalCriterion};
 pub use types::notification::GoalNotification;
 pub use types::small_model::{SmallModelFailure, SmallModelOptions, SmallModelRequest, SmallModelResult};
-pub(crate) use types::snapshot::to_js_snapshot;
 pub use types::snapshot::{RuntimeSnapshot, SessionState};
 
 /// The session goal runtime: keeps sessions with an active goal working until the auditor
@@ -106,7 +104,7 @@ impl SessionGoalRuntime {
     /// Tracked sessions, armed timers, in-flight ticks and counters.
     #[napi(catch_unwind)]
     pub fn snapshot(&self) -> RuntimeSnapshot {
-        to_js_snapshot(self.inner.snapshot())
+        RuntimeSnapshot::from(self.inner.snapshot())
     }
 
     /// Scans the known directories for active goals on idle sessions and re-arms them.
@@ -148,7 +146,7 @@ impl SessionGoalRuntime {
                 .explain(&session_id, directory.as_deref().unwrap_or(""))
                 .instrument(span)
                 .await
-                .map(explanation_of)
+                .map(GoalExplanation::from)
                 .map_err(|error| goal_core::GoalError::from_http("explain", &error))
         })
     }
