@@ -259,8 +259,8 @@ impl From<&Goal> for GoalRecord {
         // the core, and then the fields that did read are still shown rather than failing the call.
         let stored: GoalRecord = serde_json::from_value(goal.to_value()).unwrap_or_default();
         GoalRecord {
-            time_budget_ms: goal_core::time_budget_ms(goal).map(|b| b as f64),
-            cost_budget: goal_core::cost_budget(goal),
+            time_budget_ms: goal.time_budget_ms.get().map(|ms| *ms as f64),
+            cost_budget: goal.cost_budget.get().copied(),
             cost_used: goal_core::cost_used(goal),
             active_ms: goal_core::active_ms(goal, goal_core::now_ms()).floor(),
             active_hours: goal.active_hours.get().map(GoalActiveHours::from),

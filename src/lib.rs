@@ -114,8 +114,8 @@ impl SessionGoalRuntime {
     }
 
     /// The goal's audit trail (`goals/<sessionId>.history.jsonl`), oldest first; `limit` keeps the
-    /// newest. Each record: `time`, `turn`, `tail`, `verdict`, `note`, `action`, `reason`,
-    /// `digest` (counts), `evidence`, `missing`, `auditTokens`, `activeMs`, `timeBudgetMs`.
+    /// newest. Each record is a `GoalHistoryRecord`: the audit's verdict, note and action, its
+    /// evidence counts, and the goal's active time and time budget then.
     #[napi]
     pub fn history<'env>(
         &self,

@@ -75,7 +75,7 @@ fn effective_cause(goal: &Goal, observed: &Observed<'_>) -> Option<Cause> {
     if !observed.pending.is_empty() {
         return Some(cause_of(CauseCode::WaitingForUser, now, id, None));
     }
-    if let HoursGate::WaitUntil(opens) = hours::gate(goal.active_hours.get(), now) {
+    if let HoursGate::WaitUntil(opens) = hours::goal_gate(goal, now) {
         return Some(cause_of(CauseCode::WaitingForHours, now, id, None).with_until(opens));
     }
     let holder = observed.own_holder?;
@@ -94,7 +94,7 @@ fn next_wake(goal: Option<&Goal>, cause: Option<&Cause>) -> Option<f64> {
 
 /// The goal's budget (none without one) and spending, in US dollars.
 fn cost_of(goal: &Goal) -> GoalCost {
-    GoalCost { budget: crate::goal::cost::cost_budget(goal), used: crate::goal::cost::cost_used(goal) }
+    GoalCost { budget: crate::goal::cost::budget(goal), used: crate::goal::cost::cost_used(goal) }
 }
 
 /// The newest trail record with a verdict (or an audit failure), reduced to what a human reads.
