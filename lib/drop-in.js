@@ -101,15 +101,14 @@ function reportWarnings(onWarning, warnings) {
   }
 }
 
-// The orchestration route's flat goal fields and the nested setting each one names.
-const FLAT_GOAL_FIELDS = new Map([
-  ['goalTokenBudget', 'tokenBudget'],
-  ['goalTimeBudgetMs', 'timeBudgetMs'],
-  ['goalActiveHours', 'activeHours'],
-  ['goalChecks', 'checks'],
-  ['goalCostBudget', 'costBudget'],
-  ['goalCriteria', 'criteria'],
-])
+// The orchestration route's flat goal fields, each `goal` + the nested setting's name
+// (`goalTokenBudget` → `goal.tokenBudget`). A fixed list: a new setting needs no flat name.
+const FLAT_GOAL_FIELDS = new Map(
+  ['goalTokenBudget', 'goalTimeBudgetMs', 'goalActiveHours', 'goalChecks', 'goalCostBudget', 'goalCriteria'].map((flat) => [
+    flat,
+    flat.charAt(4).toLowerCase() + flat.slice(5),
+  ]),
+)
 
 /**
  * A create/send/fork request with the route's flat goal fields moved into `goal: {…}`. Returns
