@@ -8,7 +8,7 @@ import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import ts from 'typescript'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { pkg } from './helpers.mjs'
+import { pkg, waitFor } from './helpers.mjs'
 
 const require = createRequire(import.meta.url)
 const names = require('../lib/option-names.js')
@@ -34,7 +34,7 @@ function created(create, options) {
 const idle = (sessionID) => ({ type: 'session.status', properties: { sessionID, status: { type: 'idle' } } })
 
 describe('unknown option names', () => {
-  it('the goal runtime names each unknown name, top level and nested, in one warn line and goes on with its defaults', () => {
+  it('the goal runtime names each unknown name, top level and nested, in one warn line and goes on with its defaults', async () => {
     const { runtime, lines } = created(pkg.createSessionGoalRuntime, {
       openCode: { ...OPEN_CODE, baseURL: 'http://elsewhere' },
       idleQuietMS: 5,
@@ -49,9 +49,12 @@ describe('unknown option names', () => {
       '[session-goal] unknown options ignored: openCode.baseURL (did you mean baseUrl?), idleQuietMS (did you mean idleQuietMs?), ' +
         'tunables.evidence.maxFile, tunables.sweepInterval, smallModel.model, newerHostOption',
     )
-    // The typo was ignored: the quiet window is the default, not 5 ms.
+    // The typo was ignored: the quiet window is the default, not 5 ms. The payload is handed to
+    // the runtime's own thread, so the timer shows in the snapshot a moment later.
     runtime.processPayload(idle('ses_unknown'))
-    const due = runtime.snapshot().sessions.find((s) => s.sessionId === 'ses_unknown')?.dueInMs
+    const armed = () => runtime.snapshot().sessions.find((s) => s.sessionId === 'ses_unknown')?.dueInMs
+    await waitFor(() => armed() !== undefined)
+    const due = armed()
     expect(due).toBeGreaterThan(pkg.goalRuntimeDefaults().idleQuietMs - 1000)
   })
 
