@@ -75,8 +75,6 @@ export declare class SessionAssistRuntime {
    * every goal and assist runtime of this JavaScript environment that talks to the same OpenCode.
    */
   processPayload(payload: unknown, directoryHint?: string): void
-  /** Alias of `processPayload` (OpenChamber's watcher name). */
-  onPayload(payload: unknown, directoryHint?: string): void
   /**
    * The key of the event intake group this runtime belongs to (runtimes that talk to the same
    * OpenCode share one). The package entry uses it to hand a payload to each group once.
@@ -101,8 +99,6 @@ export declare class SessionGoalRuntime {
    * first). Returns at once; anything unreadable is ignored, never thrown.
    */
   processPayload(payload: unknown, directoryHint?: string): void
-  /** Alias of `processPayload` (OpenChamber's watcher name). */
-  onPayload(payload: unknown, directoryHint?: string): void
   /**
    * The key of the event intake group this runtime belongs to (runtimes that talk to the same
    * OpenCode share one). The package entry uses it to hand a payload to each group once.
@@ -116,8 +112,8 @@ export declare class SessionGoalRuntime {
   recover(): void
   /**
    * The goal's audit trail (`goals/<sessionId>.history.jsonl`), oldest first; `limit` keeps the
-   * newest. Each record: `time`, `turn`, `tail`, `verdict`, `note`, `action`, `reason`,
-   * `digest` (counts), `evidence`, `missing`, `auditTokens`, `activeMs`, `timeBudgetMs`.
+   * newest. Each record is a `GoalHistoryRecord`: the audit's verdict, note and action, its
+   * evidence counts, and the goal's active time and time budget then.
    */
   history(sessionId: string, limit?: number | undefined | null): Promise<Array<GoalHistoryRecord>>
   /**
@@ -224,6 +220,13 @@ export interface CreateSessionRequest {
 
 /** Deletes an objective file, best effort: whether a file was removed (false for an invalid id). */
 export declare function deleteObjectiveFile(sessionId: string, dataDir?: string | undefined | null): Promise<boolean>
+
+/**
+ * Every error `code` the native module can throw, from the core's `ErrorKind::ALL` (internal:
+ * a test ties it to lib/errors.js and docs/errors.md, so a new kind cannot reach JavaScript as
+ * an unknown code).
+ */
+export declare function errorCodes(): Array<string>
 
 /**
  * Size limits of the evidence digest (tool calls, exit codes, file changes, todos) that each
@@ -396,16 +399,14 @@ export interface GoalCitedFile {
 }
 
 /**
- * Options of `createSessionGoalControl` (the native `createGoalControl`): where OpenCode is (same forms as the runtime), where the
- * objective files live, and the small model used to distill objectives over 5,000 chars.
+ * Options of `createSessionGoalControl` (the native `createGoalControl`): how to reach OpenCode
+ * (`openCode`, as for the runtimes), where the objective files live, and the small model used
+ * to distill objectives over 5,000 chars (without one, the built-in small model; a long
+ * objective it cannot distill is excerpted).
  */
 export interface GoalControlOptions {
-  /** A fixed OpenCode base URL and headers. */
-  openCode?: OpenCodeTarget
-  /** OpenChamber: builds the URL of an OpenCode API path. */
-  buildOpenCodeUrl?: (path: string, prefix: string) => string
-  /** OpenChamber: the headers for OpenCode (may be async). */
-  getOpenCodeAuthHeaders?: () => Record<string, string> | Promise<Record<string, string>>
+  /** How to reach OpenCode. */
+  openCode?: OpenCodeConnection
   /** Settings location (`settings.dataDir`). */
   settings?: RuntimeSettingsOptions
   /**
@@ -413,20 +414,8 @@ export interface GoalControlOptions {
    * `~/.config/openchamber`).
    */
   dataDir?: string
-  /**
-   * Small model for distilling long objectives: `{text, providerID, modelID}` or
-   * `{error: {statusCode?, code?}}`. Without one, long objectives are excerpted.
-   */
-  generateSmallModelText?: (request: SmallModelRequest) => Promise<SmallModelResult>
-  /**
-   * The built-in small model's choice (`{providerID, modelID}`), used only when the host passes
-   * no small-model service; else OpenCode's `small_model`, else the session provider's own.
-   */
-  smallModel?: SmallModelChoice
-  /** OpenChamber's form of the small model (adapted by the package entry). */
-  getSmallModelService?: () => Promise<{ generateSmallModelText(request: SmallModelRequest): Promise<SmallModelResult> } | null | undefined>
-  /** Timeout of every OpenCode call (default 10000 ms). */
-  fetchTimeoutMs?: number
+  /** The small model that distills long objectives. */
+  smallModel?: SmallModelOptions
   /** Timeout of a distillation call (default 60000 ms). */
   smallModelTimeoutMs?: number
   /** How long a dispatch waits for its message to show up (default 5000 ms). */
@@ -756,7 +745,7 @@ export interface GoalRecord {
 export declare function goalRuntimeDefaults(): GoalRuntimeDefaults
 
 /**
- * The defaults of the goal runtime's `tunables` and of `fetchTimeoutMs`, in the units and
+ * The defaults of the goal runtime's `tunables` and of `openCode.fetchTimeoutMs`, in the units and
  * under the names of those options (the one place they are defined is the core's
  * `GoalConfig`): for help texts and hosts that show them. `tunables.deriveCriteria` defaults to
  * true and each `tunables.evidence` size to the value its documentation states.
@@ -770,7 +759,7 @@ export interface GoalRuntimeDefaults {
   resumeKickoffMs: number
   /** Continuations per goal (`tunables.maxAutoTurns`). */
   maxAutoTurns: number
-  /** Timeout of one OpenCode call, ms (`fetchTimeoutMs`). */
+  /** Timeout of one OpenCode call, ms (`openCode.fetchTimeoutMs`). */
   fetchTimeoutMs: number
   /** Messages read per evaluation (`tunables.messageFetchLimit`). */
   messageFetchLimit: number
@@ -973,12 +962,24 @@ export interface ObjectiveWritten {
   content: string
 }
 
-/** Where OpenCode listens (native-first form). */
-export interface OpenCodeTarget {
+/**
+ * How to reach OpenCode (`openCode`), one object for every runtime and the goal control: a
+ * fixed `baseUrl` and `headers`, or `buildUrl` and `getHeaders` asked per request (a host that
+ * restarts OpenCode on another port is followed); `buildUrl` wins when both are given.
+ * OpenChamber's flat names (`buildOpenCodeUrl`, `getOpenCodeAuthHeaders`, `fetchTimeoutMs`)
+ * are moved in here by the package entry (`lib/drop-in.js`).
+ */
+export interface OpenCodeConnection {
   /** Base URL, e.g. `http://127.0.0.1:4096`. */
-  baseUrl: string
+  baseUrl?: string
   /** Headers sent with every request (e.g. `authorization`). Never logged. */
   headers?: Record<string, string>
+  /** Builds the URL of an OpenCode API path (called per request). */
+  buildUrl?: (path: string, prefix: string) => string
+  /** Returns the headers for OpenCode (may be async; called per request). */
+  getHeaders?: () => Record<string, string> | Promise<Record<string, string>>
+  /** Timeout of every OpenCode call, ms (default 10000; the assist runtime's 5000). */
+  fetchTimeoutMs?: number
 }
 
 /** An open request of the session that waits for the user (never its text or a command). */
@@ -1101,45 +1102,26 @@ export interface SendPromptRequest {
 }
 
 /**
- * Options of `createSessionAssistRuntime`: where OpenCode is (`openCode`, or OpenChamber's
- * `buildOpenCodeUrl` and `getOpenCodeAuthHeaders`), where the settings file is, the small model,
- * and the tunables, nested in `tunables`. The package entry also takes the flat names
- * (`quietMs`, `messageFetchLimit`, `modelTimeoutMs`) and moves them into `tunables`
- * (`lib/drop-in.js`).
+ * Options of `createSessionAssistRuntime`: how to reach OpenCode (`openCode`), where the
+ * settings file is, the small model (`smallModel`), and the tunables, nested in `tunables`. The
+ * package entry also takes OpenChamber's flat names (`buildOpenCodeUrl`,
+ * `getOpenCodeAuthHeaders`, `getSmallModelService`, `quietMs`, `messageFetchLimit`,
+ * `modelTimeoutMs`) and moves them into these nested objects (`lib/drop-in.js`).
  */
 export interface SessionAssistRuntimeOptions {
-  /** Native-first: a fixed OpenCode base URL and headers. */
-  openCode?: OpenCodeTarget
+  /** How to reach OpenCode (`fetchTimeoutMs` defaults to 5000 ms here). */
+  openCode?: OpenCodeConnection
   /**
    * Settings location; `settings.json` is read at fire time for `sessionAssistEnabled`,
    * `sessionRecapEnabled` and `sessionSuggestionEnabled` (all default on).
    */
   settings?: RuntimeSettingsOptions
-  /** OpenChamber: builds the URL of an OpenCode API path (called per request). */
-  buildOpenCodeUrl?: (path: string, prefix: string) => string
-  /** OpenChamber: returns the headers for OpenCode (may be async). */
-  getOpenCodeAuthHeaders?: () => Record<string, string> | Promise<Record<string, string>>
-  /**
-   * OpenChamber: resolves to a service with `generateSmallModelText(request)`. The package
-   * entry adapts it to `generateSmallModelText`; errors with `statusCode` 404 are silent.
-   */
-  getSmallModelService?: () => Promise<{ generateSmallModelText(request: SmallModelRequest): Promise<SmallModelResult> } | null | undefined>
-  /**
-   * Native-first small model: resolves to `{text, providerID, modelID}` or `{error: {statusCode?, code?}}`.
-   * A rejection or throw counts as "unavailable". Without one, nothing is generated.
-   */
-  generateSmallModelText?: (request: SmallModelRequest) => Promise<SmallModelResult>
-  /**
-   * The built-in small model's choice (`{providerID, modelID}`), used only when the host passes
-   * no small-model service; else OpenCode's `small_model`, else the session provider's own.
-   */
-  smallModel?: SmallModelChoice
+  /** The small model the recap and suggestion run on. */
+  smallModel?: SmallModelOptions
   /** Receives log lines `(level, message)`; messages never contain prompts, model output or credentials. */
   logger?: (level: string, message: string) => unknown
   /** The quiet window, message count and model timeout. */
   tunables?: AssistTunablesInput
-  /** Timeout of every OpenCode call (default 5000 ms). */
-  fetchTimeoutMs?: number
 }
 
 /** Result of create / send / fork. */
@@ -1195,53 +1177,29 @@ export interface SessionGoalRequest {
 }
 
 /**
- * Options of `createSessionGoalRuntime`: where OpenCode is (`openCode`, or OpenChamber's
- * `buildOpenCodeUrl` and `getOpenCodeAuthHeaders`), where the data lives (`settings`), the
- * host's callbacks, and the tunables, nested in `tunables`. The package entry also takes
- * OpenChamber's flat tunable names (`idleQuietMs`, `kickoffQuietMs`, `maxAutoTurns`,
- * `deriveCriteria`, …) and moves them into `tunables` (`lib/drop-in.js`).
+ * Options of `createSessionGoalRuntime`: how to reach OpenCode (`openCode`), where the data
+ * lives (`settings`), the small model (`smallModel`), the host's callbacks, and the tunables,
+ * nested in `tunables`. The package entry also takes OpenChamber's flat names
+ * (`buildOpenCodeUrl`, `getOpenCodeAuthHeaders`, `getSmallModelService`, `idleQuietMs`,
+ * `kickoffQuietMs`, `maxAutoTurns`, `deriveCriteria`, …) and moves them into these nested
+ * objects (`lib/drop-in.js`).
  */
 export interface SessionGoalRuntimeOptions {
-  /** Native-first: a fixed OpenCode base URL and headers. */
-  openCode?: OpenCodeTarget
+  /** How to reach OpenCode. */
+  openCode?: OpenCodeConnection
   /**
    * Where OpenChamber's data lives: `settings.json` (its switches, read at fire time) and
    * the objective files `goals/<sessionId>.md`.
    */
   settings?: RuntimeSettingsOptions
-  /**
-   * OpenChamber: builds the URL of an OpenCode API path (called per request, so a host that
-   * restarts OpenCode on another port is followed).
-   */
-  buildOpenCodeUrl?: (path: string, prefix: string) => string
-  /** OpenChamber: returns the headers for OpenCode (may be async). */
-  getOpenCodeAuthHeaders?: () => Record<string, string> | Promise<Record<string, string>>
-  /**
-   * OpenChamber: resolves to a service with `generateSmallModelText(request)`. The package
-   * entry adapts it to `generateSmallModelText`; errors with `statusCode` 404 are silent.
-   */
-  getSmallModelService?: () => Promise<{ generateSmallModelText(request: SmallModelRequest): Promise<SmallModelResult> } | null | undefined>
-  /**
-   * The built-in small model's choice, overriding OpenCode's `small_model` and the family scan.
-   * Used only when the host passes no small-model service.
-   */
-  smallModel?: SmallModelChoice
-  /**
-   * Native-first small model: resolves to `{text, providerID, modelID}` or `{error: {statusCode?, code?}}`.
-   * A rejection or throw counts as "unavailable".
-   */
-  generateSmallModelText?: (request: SmallModelRequest) => Promise<SmallModelResult>
+  /** The small model the audits run on. */
+  smallModel?: SmallModelOptions
   /** Called when a goal settles: `{sessionId, directory, status, goal, title, body, tag, kind}`. */
   emitGoalNotification?: (event: GoalNotification) => unknown
   /** Receives log lines `(level, message)`; messages never contain prompts, model output or credentials. */
   logger?: (level: string, message: string) => unknown
   /** The timings, caps and limits (`goalRuntimeDefaults()` lists their defaults). */
   tunables?: GoalTunablesInput
-  /**
-   * Timeout of every OpenCode call (default 10000 ms). Beside the connection rather than in
-   * `tunables`: every entry point that talks to OpenCode takes it under this name.
-   */
-  fetchTimeoutMs?: number
   /** Directories scanned for active goals at start and when OpenCode reconnects. */
   directories?: Array<string>
   /** Scan the directories at start (default true when directories are given). */
@@ -1266,14 +1224,8 @@ export interface SessionGoalView {
 
 /** One `metadata.openchamber.<key>` write. */
 export interface SessionMetadataKeyWrite {
-  /** Native-first: a fixed OpenCode base URL and headers. */
-  openCode?: OpenCodeTarget
-  /** OpenChamber: builds the URL of an OpenCode API path. */
-  buildOpenCodeUrl?: (path: string, prefix: string) => string
-  /** OpenChamber: returns the headers for OpenCode (may be async). */
-  getOpenCodeAuthHeaders?: () => Record<string, string> | Promise<Record<string, string>>
-  /** Timeout of each OpenCode call (default 10000 ms). */
-  fetchTimeoutMs?: number
+  /** How to reach OpenCode. */
+  openCode?: OpenCodeConnection
   /** Session to write. */
   sessionId: string
   /** Project directory of the session (sent as `?directory=`). */
@@ -1306,20 +1258,34 @@ export interface SessionState {
   attempt: number
 }
 
-/** A `provider/model` pair for the built-in small model (`smallModel` option). */
-export interface SmallModelChoice {
-  /** Provider id as OpenCode names it (`anthropic`, `openai`, a config provider…). */
-  providerID: string
-  /** Model id within that provider. */
-  modelID: string
-}
-
 /** A small-model failure as a value. */
 export interface SmallModelFailure {
   /** HTTP-like status (404: no small model for this provider). */
   statusCode?: number
   /** Machine code such as `output-exhausted`. */
   code?: string
+}
+
+/**
+ * The small model (`smallModel`), one object for every runtime and the goal control: the host's
+ * own service (`generate`), or the built-in small model, which calls OpenCode's providers itself
+ * on `{providerID, modelID}` when given, else on OpenCode's `small_model`, else on a small
+ * model of the session's own provider. OpenChamber's `getSmallModelService` and the flat
+ * `generateSmallModelText` are moved in here by the package entry (`lib/drop-in.js`).
+ */
+export interface SmallModelOptions {
+  /**
+   * The host's small model: resolves to `{text, providerID, modelID}` or `{error: {statusCode?,
+   * code?}}`; a rejection or throw counts as "unavailable" (`statusCode` 404: silent).
+   */
+  generate?: (request: SmallModelRequest) => Promise<SmallModelResult>
+  /**
+   * The built-in small model's provider, as OpenCode names it (`anthropic`, a config
+   * provider…); used only without `generate`, and only with `modelID`.
+   */
+  providerID?: string
+  /** The built-in small model's model within that provider. */
+  modelID?: string
 }
 
 /**
@@ -1356,6 +1322,12 @@ export interface SmallModelResult {
   /** Set instead of `text` when the call failed. */
   error?: SmallModelFailure
 }
+
+/**
+ * Every warning `code` the native module can report, from the core's `WarningCode::ALL`
+ * (internal, for the same test).
+ */
+export declare function warningCodes(): Array<string>
 
 /**
  * Writes `<dataDir>/goals/<sessionId>.md` atomically (trimmed, at most 5,000 chars). The id

@@ -5,7 +5,6 @@
 // of the package (__test__/exports.test.mjs checks both entries against the list).
 export type * from './index'
 export {
-  writeSessionMetadataKey,
   goalRuntimeDefaults,
   intakePayloadTypes,
   inputRules,
@@ -15,6 +14,10 @@ export {
 import type {
   AssistTunablesInput,
   GoalTunablesInput,
+  OpenCodeConnection,
+  SessionMetadataKeyWrite,
+  SmallModelRequest,
+  SmallModelResult,
   SessionAssistRuntime,
   SessionAssistRuntimeOptions as NativeAssistRuntimeOptions,
   SessionGoalRuntime as NativeGoalRuntime,
@@ -22,15 +25,45 @@ import type {
 } from './index'
 
 /**
- * Options of `createSessionGoalRuntime`: the native options, plus each tunable flat beside them
- * as OpenChamber passes `idleQuietMs`, `kickoffQuietMs`, `maxAutoTurns` and `deriveCriteria`.
- * The package entry moves flat ones into `tunables` (lib/drop-in.js); one setting given both
- * ways is refused (`invalidInput`).
+ * OpenChamber's flat names for the connection and the small model, accepted beside the nested
+ * `openCode` and `smallModel` and moved into them by the package entry (lib/drop-in.js); one
+ * setting given both ways is refused (`invalidInput`).
  */
-export type SessionGoalRuntimeOptions = NativeGoalRuntimeOptions & GoalTunablesInput
+export interface OpenChamberConnection {
+  /** `openCode.buildUrl`. */
+  buildOpenCodeUrl?: (path: string, prefix: string) => string
+  /** `openCode.getHeaders`. */
+  getOpenCodeAuthHeaders?: () => Record<string, string> | Promise<Record<string, string>>
+  /** `openCode.fetchTimeoutMs`. */
+  fetchTimeoutMs?: number
+  /** Resolves to a service with `generateSmallModelText(request)` (`smallModel.generate`). */
+  getSmallModelService?: () => Promise<{ generateSmallModelText(request: SmallModelRequest): Promise<SmallModelResult> } | null | undefined>
+  /** `smallModel.generate` (wins over `getSmallModelService`). */
+  generateSmallModelText?: (request: SmallModelRequest) => Promise<SmallModelResult>
+}
 
-/** Options of `createSessionAssistRuntime`: the native options, plus `quietMs`, `messageFetchLimit` and `modelTimeoutMs` flat, moved into `tunables` as for the goal runtime. */
-export type SessionAssistRuntimeOptions = NativeAssistRuntimeOptions & AssistTunablesInput
+/** The connection's former name. */
+export type OpenCodeTarget = OpenCodeConnection
+/** The built-in small model's choice, as `smallModel` took it before it held `generate`. */
+export type SmallModelChoice = { providerID: string; modelID: string }
+
+/**
+ * Options of `createSessionGoalRuntime`: the native options, plus OpenChamber's flat connection
+ * and each tunable flat beside them, as OpenChamber passes `idleQuietMs`, `kickoffQuietMs`,
+ * `maxAutoTurns` and `deriveCriteria`. The package entry moves flat ones into `openCode`,
+ * `smallModel` and `tunables` (lib/drop-in.js); one setting given both ways is refused
+ * (`invalidInput`).
+ */
+export type SessionGoalRuntimeOptions = NativeGoalRuntimeOptions & OpenChamberConnection & GoalTunablesInput
+
+/** Options of `createSessionAssistRuntime`: the native options, plus the flat connection and `quietMs`, `messageFetchLimit` and `modelTimeoutMs` flat, moved into the nested objects as for the goal runtime. */
+export type SessionAssistRuntimeOptions = NativeAssistRuntimeOptions & OpenChamberConnection & AssistTunablesInput
+
+/**
+ * Writes `metadata.openchamber.<key>` through the process's per-session write queue (see
+ * index.d.ts); the connection's flat names are accepted as for the runtimes.
+ */
+export declare function writeSessionMetadataKey(write: SessionMetadataKeyWrite & OpenChamberConnection): Promise<boolean>
 
 /** The goal runtime a host holds. Every method's failure is a `SessionGoalError`. */
 export interface GoalRuntime extends Omit<NativeGoalRuntime, 'explain'> {
@@ -149,11 +182,12 @@ export declare function registerSessionGoalRoutes<App extends RouteApp>(app: App
  */
 export interface SessionGoalControl extends GoalControl {}
 
-/** Creates a goal control (same connection options as the runtime; `getSmallModelService` accepted). */
-export declare function createSessionGoalControl(options: GoalControlOptions): SessionGoalControl
+/** Creates a goal control (same connection options as the runtime, OpenChamber's flat names accepted). */
+export declare function createSessionGoalControl(options: GoalControlOptions & OpenChamberConnection): SessionGoalControl
 
 /** Options of the one-call `createSessionGoal` (connection + request; the reference's names accepted). */
 export type CreateSessionGoalOptions = GoalControlOptions &
+  OpenChamberConnection &
   Partial<SessionGoalRequest> &
   GoalSettingsInput & {
     /** Reference name of `sessionId`. */

@@ -8,7 +8,8 @@
 const native = require('./lib/load-native.js').loadNative()
 const { withDefaultLogger } = require('./lib/operator-console.js')
 const { fromThrown, invalidInput, settle } = require('./lib/errors.js')
-const { withSmallModelService, nestedTunables, GOAL_TUNABLES, ASSIST_TUNABLES } = require('./lib/drop-in.js')
+const { nestedConnection, nestedTunables, GOAL_TUNABLES, ASSIST_TUNABLES } = require('./lib/drop-in.js')
+const { GOAL_RUNTIME, ASSIST_RUNTIME, unknownOptionsLine } = require('./lib/option-names.js')
 
 // The payload types the runtimes read: the intake contract of goal-core, exported by the
 // binding, so this prefilter cannot drift from what native code parses.
@@ -45,22 +46,38 @@ function firstForwardToGroup(payload, group) {
   return true
 }
 
-// The host callbacks the options may carry. Native code calls them safely (a throw, a
-// rejection or a sync value where a promise was expected is handled there, once); here a key
-// that holds no function is only dropped, as "not given".
-const CALLBACK_KEYS = ['buildOpenCodeUrl', 'getOpenCodeAuthHeaders', 'generateSmallModelText', 'emitGoalNotification', 'logger']
+// The host callbacks the options may carry, by where they sit once nested. Native code calls
+// them safely (a throw, a rejection or a sync value where a promise was expected is handled
+// there, once); here a key that holds no function is only dropped, as "not given".
+const CALLBACK_KEYS = { '': ['emitGoalNotification', 'logger'], openCode: ['buildUrl', 'getHeaders'], smallModel: ['generate'] }
 
-function adaptOptions(options) {
-  const source = options && typeof options === 'object' ? options : {}
-  const adapted = withSmallModelService(source)
-  for (const key of CALLBACK_KEYS) {
-    if (typeof adapted[key] !== 'function') delete adapted[key]
+function withoutNonFunctions(options) {
+  const out = { ...options }
+  for (const [group, keys] of Object.entries(CALLBACK_KEYS)) {
+    const holder = group === '' ? out : isObject(out[group]) ? (out[group] = { ...out[group] }) : null
+    if (!holder) continue
+    for (const key of keys) if (key in holder && typeof holder[key] !== 'function') delete holder[key]
   }
-  if (adapted.openCode && typeof adapted.openCode === 'object') {
-    adapted.openCode = { ...adapted.openCode }
-  }
-  return adapted
+  return out
 }
+
+const isObject = (value) => value !== null && typeof value === 'object' && !Array.isArray(value)
+
+/**
+ * The options native code takes: OpenChamber's flat names moved into the nested objects
+ * (`openCode`, `smallModel`, and the runtime's `tunables` among `tunableNames`), callbacks that
+ * are not functions dropped. Returns `{options}` or `{problem, field}`.
+ */
+function adaptOptions(options, tunableNames = []) {
+  const connected = nestedConnection(isObject(options) ? options : {})
+  if (connected.problem) return connected
+  const tuned = nestedTunables(connected.options, tunableNames)
+  if (tuned.problem) return tuned
+  return { options: withoutNonFunctions(tuned.options) }
+}
+
+// The key of the native runtime on the runtime a host holds, for the package's own tests.
+const NATIVE_RUNTIME = Symbol.for('session-goal-runtime.native')
 
 function wrapRuntime(inner) {
   const group = typeof inner.intakeGroup === 'function' ? inner.intakeGroup() : ''
@@ -86,34 +103,50 @@ function wrapRuntime(inner) {
     recover: inner.recover ? () => inner.recover() : undefined,
     history: inner.history ? (sessionId, limit) => settle(() => inner.history(String(sessionId ?? ''), typeof limit === 'number' ? limit : undefined)) : undefined,
     explain: inner.explain ? (sessionId, directory) => settle(() => inner.explain(String(sessionId ?? ''), typeof directory === 'string' ? directory : undefined)) : undefined,
-    native: inner,
+    // The native runtime, for the package's own tests only (a symbol: never an enumerable or
+    // declared property of the runtime a host holds).
+    [NATIVE_RUNTIME]: inner,
   }
 }
 
-// Unusable options (no OpenCode location, a wrong type, a tunable given flat and nested) are the
-// only way construction fails. `tunableNames` are the runtime's flat tunables (lib/drop-in.js).
-function constructed(create, options, tunableNames) {
-  const adapted = nestedTunables(adaptOptions(withDefaultLogger(options)), tunableNames)
+// Unusable options (no OpenCode location, a wrong type, a setting given flat and nested) are the
+// only way construction fails. `tunableNames` are the runtime's flat tunables (lib/drop-in.js);
+// `shape` the option names it knows (lib/option-names.js): the others are named in one warn line
+// of the runtime's logger and ignored.
+function constructed(create, options, tunableNames, shape) {
+  const adapted = adaptOptions(withDefaultLogger(options), tunableNames)
   if (adapted.problem) throw invalidInput(adapted.problem, adapted.field)
+  let runtime
   try {
-    return wrapRuntime(create(adapted.options))
+    runtime = wrapRuntime(create(adapted.options))
   } catch (error) {
     throw fromThrown(error, 'invalidInput')
   }
+  const line = unknownOptionsLine(options, shape)
+  if (line && typeof adapted.options.logger === 'function') {
+    try {
+      adapted.options.logger('warn', line)
+    } catch {
+      // A throwing logger changes nothing, as everywhere else.
+    }
+  }
+  return runtime
 }
 
 function createSessionGoalRuntime(options) {
-  return constructed(native.createSessionGoalRuntime, options, GOAL_TUNABLES)
+  return constructed(native.createSessionGoalRuntime, options, GOAL_TUNABLES, GOAL_RUNTIME)
 }
 
 function createSessionAssistRuntime(options) {
-  return constructed(native.createSessionAssistRuntime, options, ASSIST_TUNABLES)
+  return constructed(native.createSessionAssistRuntime, options, ASSIST_TUNABLES, ASSIST_RUNTIME)
 }
 
 // The native function rejects with its own code (bad input, OpenCode's failure); a value of the
 // wrong type is napi's conversion error, which is bad input too.
 function writeSessionMetadataKey(write) {
-  return settle(() => native.writeSessionMetadataKey(adaptOptions(write)))
+  const adapted = adaptOptions(write)
+  if (adapted.problem) return Promise.reject(invalidInput(adapted.problem, adapted.field))
+  return settle(() => native.writeSessionMetadataKey(adapted.options))
 }
 
 // Hosts pass budgets from JSON bodies and forms: a numeric string counts, anything else that is

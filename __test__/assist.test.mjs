@@ -417,7 +417,7 @@ describe('session assist', () => {
   })
 
   it('rejects options without an OpenCode location with a clear error', () => {
-    expect(() => pkg.createSessionAssistRuntime({})).toThrow(/openCode: \{ baseUrl \} or buildOpenCodeUrl/)
+    expect(() => pkg.createSessionAssistRuntime({})).toThrow(/openCode: \{ baseUrl \} or openCode: \{ buildUrl\(path, prefix\) \}/)
     expect(() => pkg.createSessionAssistRuntime(null)).toThrow(/openCode/)
     expect(() => pkg.createSessionAssistRuntime({ openCode: { baseUrl: '  ' } })).toThrow(/openCode/)
   })
@@ -488,7 +488,7 @@ describe('goal and assist in one process', () => {
     const model = scriptedModel()
     const a = startAssist(first, { model })
     const b = startAssist(second, { model })
-    expect(a.native.intakeGroup()).not.toBe(b.native.intakeGroup())
+    expect(a[Symbol.for('session-goal-runtime.native')].intakeGroup()).not.toBe(b[Symbol.for('session-goal-runtime.native')].intakeGroup())
     const ids = [first, second].map((mock) => sessionWithExchange(mock).session.id)
     // The same payload object goes to both runtimes; each must arm its own server's session.
     for (const id of new Set(ids)) {

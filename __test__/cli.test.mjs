@@ -43,7 +43,7 @@ describe('usage errors: one line on stderr, exit code 2, nothing sent', () => {
     [['create', '--prompt', 'x', '--goal', '--goal-token-budget', '5e3'], 'between 1000 and 100000000'],
     [['create', '--prompt', 'x', '--model', 'no-slash'], '--model must look like provider/model'],
     [['create', '--prompt'], '--prompt needs a value'],
-    [['create', '--message', 'msg_1'], 'unknown option --message for create'],
+    [['create', '--message', 'msg_1'], 'unknown option --message for create (run session-goal --help)'],
     [['send', '--prompt', 'x'], 'send needs exactly one session id'],
     [['send', 'ses_abcd'], '--prompt is required.'],
     [['fork', 'ses_abcd', 'ses_efgh', '--prompt', 'x'], 'fork needs exactly one session id'],
@@ -166,7 +166,7 @@ describe('create, send, fork', () => {
     expect(down.stdout).toBe('')
     expect(down.stderr.trimEnd().split('\n')).toEqual([
       'session-goal: session list: network error: connect',
-      `session-goal: no OpenCode server answered at ${url}: start one with \`opencode serve --port 4096\`, or pass --url with the address it listens on`,
+      `session-goal: no OpenCode server answered at ${url}: start one with \`opencode serve --port ${new URL(url).port}\`, or pass --url with the address it listens on`,
     ])
     const doctor = await runCli(['doctor', 'ses_abcd1234', '--json', '--url', url, '--directory', '/tmp/project'])
     expect(doctor.code).toBe(1)

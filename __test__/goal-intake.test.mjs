@@ -214,7 +214,7 @@ describe('event intake', () => {
       { type: 'session.updated', properties: { info: { id: 'ses_big', metadata: { openchamber: { goal: { id: 1, status: {}, objective: [] } } } } } }]
     for (const input of inputs) {
       expect(() => env.runtime.processPayload(input, 42)).not.toThrow()
-      expect(() => env.runtime.native.processPayload(input, 'x')).not.toThrow()
+      expect(() => env.runtime[Symbol.for('session-goal-runtime.native')].processPayload(input, 'x')).not.toThrow()
     }
     expect(env.runtime.snapshot().panics).toBe(0)
   })

@@ -19,7 +19,7 @@ function recordingRuntime() {
   // Port 9 (discard): nothing is ever fetched, the runtime only needs a base URL.
   runtime = pkg.createSessionGoalRuntime({ openCode: { baseUrl: 'http://127.0.0.1:9' } })
   const forwarded = []
-  runtime.native.processPayload = (payload) => forwarded.push(payload.type)
+  runtime[Symbol.for('session-goal-runtime.native')].processPayload = (payload) => forwarded.push(payload.type)
   return forwarded
 }
 

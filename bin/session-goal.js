@@ -145,7 +145,7 @@ function parseArgs(argv) {
     }
     const eq = arg.indexOf('=')
     const name = arg.slice(2, eq < 0 ? undefined : eq)
-    if (!allowed.has(name)) throw new UsageError(`unknown option --${name} for ${command}`)
+    if (!allowed.has(name)) throw new UsageError(`unknown option --${name} for ${command} (run session-goal --help)`)
     if (name in flags && !REPEATABLE_FLAGS.has(name)) throw new UsageError(`--${name} given twice`)
     if (BOOLEAN_FLAGS.has(name)) {
       if (eq >= 0) throw new UsageError(`--${name} takes no value`)
@@ -529,8 +529,7 @@ async function runWatch(pkg, control, target, directory, flags) {
     settings: { dataDir: control.dataDir },
     directories: [directory],
     tunables: { idleQuietMs: parseMillis(flags, 'idle-quiet-ms'), kickoffQuietMs: parseMillis(flags, 'kickoff-quiet-ms') },
-    ...(auditor ? { generateSmallModelText: auditor } : {}),
-    ...(smallModel ? { smallModel } : {}),
+    ...(auditor || smallModel ? { smallModel: { ...smallModel, ...(auditor ? { generate: auditor } : {}) } } : {}),
     // watch prints the transitions itself (and --json needs a clean stdout): no console lines.
     logger: null,
   })
@@ -643,13 +642,24 @@ async function main(argv) {
 
 // OpenCode's core names a connection it could not make `network error: …` or `timed out`
 // (goal-core's HttpError), behind an openCode or timeout SessionGoalError.
+// The port a URL names (its scheme's default when it names none), for the hint to start a
+// server where the CLI looked.
+function portOf(url) {
+  try {
+    const parsed = new URL(url)
+    return parsed.port || (parsed.protocol === 'https:' ? '443' : '80')
+  } catch {
+    return '4096'
+  }
+}
+
 const unreachable = (error) => (error.code === 'openCode' || error.code === 'timeout') && /: (network error: .*|timed out)$/.test(error.message)
 
 /** A runtime failure, reported once: the error object on stdout with --json, else one line. */
 function reportFailure(pkg, error, target, flags) {
   if (!(error instanceof pkg.SessionGoalError)) return err(`session-goal: ${error && error.message ? error.message : error}`)
   const hint = unreachable(error)
-    ? `no OpenCode server answered at ${target.url}: start one with \`opencode serve --port 4096\`, or pass --url with the address it listens on`
+    ? `no OpenCode server answered at ${target.url}: start one with \`opencode serve --port ${portOf(target.url)}\`, or pass --url with the address it listens on`
     : undefined
   if (flags.json) return out(JSON.stringify({ ...error.toJSON(), ...(hint ? { url: target.url, hint } : {}) }, null, 2))
   let line = `session-goal: ${error.message}`

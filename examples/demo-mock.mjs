@@ -25,11 +25,16 @@ const smallModelModule = {
   },
 }
 
+// The settle's notification follows its metadata write: the demo waits for it before stopping.
+let notified = false
 const sessionGoalRuntime = createSessionGoalRuntime({
   buildOpenCodeUrl: (path, prefix = '') => `${mock.url}${prefix}${path}`,
   getOpenCodeAuthHeaders: () => ({ authorization: 'Basic ' + Buffer.from('opencode:demo').toString('base64') }),
   getSmallModelService: async () => smallModelModule,
-  emitGoalNotification: (event) => log(`notification: ${event.title} — ${event.body}`),
+  emitGoalNotification: (event) => {
+    notified = true
+    log(`notification: ${event.title} — ${event.body}`)
+  },
   idleQuietMs: 200,
   kickoffQuietMs: 100,
   maxAutoTurns: 20,
@@ -104,6 +109,7 @@ for (;;) {
 }
 log(`continuations sent: ${mock.prompts.length}`)
 const final = mock.getSession(session.id).metadata.openchamber.goal
+while (final.status !== 'active' && !notified && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
 stream.destroy()
 await sessionGoalRuntime.stop()
 await mock.close()

@@ -1,6 +1,9 @@
 // The one place OpenChamber's own names are adapted, for its drop-in entry points only:
-// - the runtimes' `getSmallModelService` (createSessionGoalRuntime, createSessionAssistRuntime,
-//   and the goal control, which shares their options);
+// - the runtimes' flat connection and small model (`buildOpenCodeUrl`, `getOpenCodeAuthHeaders`,
+//   `fetchTimeoutMs`; `getSmallModelService`, or the flat `generateSmallModelText` this package
+//   took before), which native code takes nested in `openCode: {…}` and `smallModel: {…}`
+//   (createSessionGoalRuntime, createSessionAssistRuntime, and the goal control and
+//   writeSessionMetadataKey, which share their connection);
 // - create.js's `{baseUrl, authHeaders, sessionID, onWarning}` (createSessionGoal);
 // - the orchestration route's flat goal fields (`goal: true, goalTokenBudget, …`) on the
 //   control's createSession / sendPrompt / forkSession, which mirror that route;
@@ -23,14 +26,47 @@ function smallModelOfService(getService) {
   }
 }
 
-/** Options with `getSmallModelService` turned into `generateSmallModelText` (a given one wins). */
-function withSmallModelService(source) {
-  const adapted = { ...source }
-  delete adapted.getSmallModelService
-  if (typeof source.generateSmallModelText !== 'function' && typeof source.getSmallModelService === 'function') {
-    adapted.generateSmallModelText = smallModelOfService(source.getSmallModelService)
+// The flat connection names and where each goes in `openCode: {…}`.
+const FLAT_CONNECTION = new Map([
+  ['buildOpenCodeUrl', 'buildUrl'],
+  ['getOpenCodeAuthHeaders', 'getHeaders'],
+  ['fetchTimeoutMs', 'fetchTimeoutMs'],
+])
+
+const given = (value) => value !== undefined && value !== null
+
+/**
+ * Options with the flat connection and small-model names moved into `openCode: {…}` and
+ * `smallModel: {generate}` (a flat `generateSmallModelText` wins over `getSmallModelService`, as
+ * it did). Returns `{options}` or `{problem, field}` when one setting is given both ways
+ * (neither silently wins). A nested value that is not an object is passed on untouched, for
+ * native code to refuse.
+ */
+function nestedConnection(source) {
+  const options = { ...source }
+  for (const key of [...FLAT_CONNECTION.keys(), 'generateSmallModelText', 'getSmallModelService']) delete options[key]
+  const flat = [...FLAT_CONNECTION.keys()].filter((key) => given(source[key]))
+  if (flat.length > 0 && (!given(source.openCode) || isObject(source.openCode))) {
+    const openCode = { ...(source.openCode ?? {}) }
+    for (const key of flat) {
+      const nested = FLAT_CONNECTION.get(key)
+      if (given(openCode[nested])) return { problem: `pass ${key} or openCode.${nested}, not both`, field: key }
+      openCode[nested] = source[key]
+    }
+    options.openCode = openCode
   }
-  return adapted
+  const generate =
+    typeof source.generateSmallModelText === 'function'
+      ? source.generateSmallModelText
+      : typeof source.getSmallModelService === 'function'
+        ? smallModelOfService(source.getSmallModelService)
+        : undefined
+  if (generate && (!given(source.smallModel) || isObject(source.smallModel))) {
+    const flatName = typeof source.generateSmallModelText === 'function' ? 'generateSmallModelText' : 'getSmallModelService'
+    if (given(source.smallModel?.generate)) return { problem: `pass ${flatName} or smallModel.generate, not both`, field: flatName }
+    options.smallModel = { ...(source.smallModel ?? {}), generate }
+  }
+  return { options }
 }
 
 /** create.js's connection `{baseUrl, authHeaders}` as the package's `openCode: {baseUrl, headers}`. */
@@ -65,15 +101,14 @@ function reportWarnings(onWarning, warnings) {
   }
 }
 
-// The orchestration route's flat goal fields and the nested setting each one names.
-const FLAT_GOAL_FIELDS = new Map([
-  ['goalTokenBudget', 'tokenBudget'],
-  ['goalTimeBudgetMs', 'timeBudgetMs'],
-  ['goalActiveHours', 'activeHours'],
-  ['goalChecks', 'checks'],
-  ['goalCostBudget', 'costBudget'],
-  ['goalCriteria', 'criteria'],
-])
+// The orchestration route's flat goal fields, each `goal` + the nested setting's name
+// (`goalTokenBudget` → `goal.tokenBudget`). A fixed list: a new setting needs no flat name.
+const FLAT_GOAL_FIELDS = new Map(
+  ['goalTokenBudget', 'goalTimeBudgetMs', 'goalActiveHours', 'goalChecks', 'goalCostBudget', 'goalCriteria'].map((flat) => [
+    flat,
+    flat.charAt(4).toLowerCase() + flat.slice(5),
+  ]),
+)
 
 /**
  * A create/send/fork request with the route's flat goal fields moved into `goal: {…}`. Returns
@@ -131,7 +166,8 @@ function nestedTunables(options, names) {
 }
 
 module.exports = {
-  withSmallModelService,
+  nestedConnection,
+  FLAT_CONNECTION,
   referenceConnection,
   referenceRequest,
   reportWarnings,

@@ -17,8 +17,6 @@ const ERROR_CODES = Object.freeze({
   local: 500,
 })
 
-/** The closed list of warning codes (partial success). */
-const WARNING_CODES = Object.freeze(['objectiveInline', 'abortFailed', 'commandListUnavailable'])
 
 const PARTIAL_ACTIONS = new Set(['session-created', 'fork-created', 'goal-configured'])
 
@@ -94,4 +92,4 @@ async function settle(invoke, otherwise) {
   }
 }
 
-module.exports = { SessionGoalError, ERROR_CODES, WARNING_CODES, fromThrown, invalidInput, settle }
+module.exports = { SessionGoalError, ERROR_CODES, fromThrown, invalidInput, settle }

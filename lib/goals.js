@@ -16,7 +16,6 @@ const ROUTE = '/api/goals/objective/:sessionId'
 /** Largest request body the objective routes read (the reference's express.json limit). */
 const MAX_BODY_BYTES = 1024 * 1024
 
-// The goal settings' former flat names on create / send / fork, and where each went.
 const isObject = (value) => value !== null && typeof value === 'object' && !Array.isArray(value)
 
 // napi reads `null` as a wrong-typed value for optional fields; a host's JSON often has them.
@@ -35,7 +34,7 @@ function dataDirOf(options) {
   return undefined
 }
 
-/** @param {{native: any, adaptOptions: (options: any) => any}} deps */
+/** @param {{native: any, adaptOptions: (options: any) => ({options: any} | {problem: string, field: string})}} deps */
 function createGoalApi({ native, adaptOptions }) {
   // The core's session-id rule (src/validate.rs), checked before any file access.
   function checkedSessionId(sessionId) {
@@ -129,9 +128,11 @@ function createGoalApi({ native, adaptOptions }) {
 
   function createSessionGoalControl(options) {
     if (!isObject(options)) throw invalidInput('createSessionGoalControl: options must be an object', 'options')
+    const adapted = adaptOptions(withoutNulls(options))
+    if (adapted.problem) throw invalidInput(adapted.problem, adapted.field)
     let inner
     try {
-      inner = native.createGoalControl(adaptOptions(withoutBadHeaders(withoutNulls(options))))
+      inner = native.createGoalControl(withoutBadHeaders(adapted.options))
     } catch (error) {
       throw fromThrown(error, 'invalidInput')
     }
@@ -264,4 +265,4 @@ function respond(res, { status, body }) {
   res.end(text)
 }
 
-module.exports = { createGoalApi, OBJECTIVE_ROUTE: ROUTE }
+module.exports = { createGoalApi }

@@ -3,7 +3,6 @@
 use std::sync::Arc;
 
 use napi::bindgen_prelude::*;
-use napi::threadsafe_function::UnknownReturnValue;
 use napi_derive::napi;
 
 use goal_core::DataDir;
@@ -11,51 +10,32 @@ use goal_core::SessionSnapshot;
 use goal_core::DEFAULT_ASSIST_FETCH_TIMEOUT;
 use goal_core::{AssistConfig, AssistRuntime, AssistRuntimeSettings, AssistSnapshot, AssistTunables};
 
-use crate::callbacks::{HeadersCallback, LoggerCallback, ModelCallback, UrlCallback};
+use crate::callbacks::LoggerCallback;
 use crate::env_context::{EnvContext, EnvRuntime};
 use crate::options::tunables::AssistTunablesInput;
-use crate::options::{self, connection_of};
-use crate::{install_logger, payload, OpenCodeTarget, RuntimeSettingsOptions, SessionState};
+use crate::options::{self, OpenCodeConnection};
+use crate::types::small_model::SmallModelOptions;
+use crate::{install_logger, payload, RuntimeSettingsOptions, SessionState};
 
-/// Options of `createSessionAssistRuntime`: where OpenCode is (`openCode`, or OpenChamber's
-/// `buildOpenCodeUrl` and `getOpenCodeAuthHeaders`), where the settings file is, the small model,
-/// and the tunables, nested in `tunables`. The package entry also takes the flat names
-/// (`quietMs`, `messageFetchLimit`, `modelTimeoutMs`) and moves them into `tunables`
-/// (`lib/drop-in.js`).
+/// Options of `createSessionAssistRuntime`: how to reach OpenCode (`openCode`), where the
+/// settings file is, the small model (`smallModel`), and the tunables, nested in `tunables`. The
+/// package entry also takes OpenChamber's flat names (`buildOpenCodeUrl`,
+/// `getOpenCodeAuthHeaders`, `getSmallModelService`, `quietMs`, `messageFetchLimit`,
+/// `modelTimeoutMs`) and moves them into these nested objects (`lib/drop-in.js`).
 #[napi(object, object_to_js = false)]
 pub struct SessionAssistRuntimeOptions {
-    /// Native-first: a fixed OpenCode base URL and headers.
-    pub open_code: Option<OpenCodeTarget>,
+    /// How to reach OpenCode (`fetchTimeoutMs` defaults to 5000 ms here).
+    pub open_code: Option<OpenCodeConnection>,
     /// Settings location; `settings.json` is read at fire time for `sessionAssistEnabled`,
     /// `sessionRecapEnabled` and `sessionSuggestionEnabled` (all default on).
     pub settings: Option<RuntimeSettingsOptions>,
-    /// OpenChamber: builds the URL of an OpenCode API path (called per request).
-    #[napi(ts_type = "(path: string, prefix: string) => string")]
-    pub build_open_code_url: Option<UrlCallback>,
-    /// OpenChamber: returns the headers for OpenCode (may be async).
-    #[napi(ts_type = "() => Record<string, string> | Promise<Record<string, string>>")]
-    pub get_open_code_auth_headers: Option<HeadersCallback>,
-    /// OpenChamber: resolves to a service with `generateSmallModelText(request)`. The package
-    /// entry adapts it to `generateSmallModelText`; errors with `statusCode` 404 are silent.
-    #[napi(
-        ts_type = "() => Promise<{ generateSmallModelText(request: SmallModelRequest): Promise<SmallModelResult> } | null | undefined>"
-    )]
-    #[allow(dead_code)] // Declared for the types only: runtime.js turns it into generateSmallModelText.
-    pub get_small_model_service: Option<UnknownReturnValue>,
-    /// Native-first small model: resolves to `{text, providerID, modelID}` or `{error: {statusCode?, code?}}`.
-    /// A rejection or throw counts as "unavailable". Without one, nothing is generated.
-    #[napi(ts_type = "(request: SmallModelRequest) => Promise<SmallModelResult>")]
-    pub generate_small_model_text: Option<ModelCallback>,
-    /// The built-in small model's choice (`{providerID, modelID}`), used only when the host passes
-    /// no small-model service; else OpenCode's `small_model`, else the session provider's own.
-    pub small_model: Option<crate::SmallModelChoice>,
+    /// The small model the recap and suggestion run on.
+    pub small_model: Option<SmallModelOptions>,
     /// Receives log lines `(level, message)`; messages never contain prompts, model output or credentials.
     #[napi(ts_type = "(level: string, message: string) => unknown")]
     pub logger: Option<LoggerCallback>,
     /// The quiet window, message count and model timeout.
     pub tunables: Option<AssistTunablesInput>,
-    /// Timeout of every OpenCode call (default 5000 ms).
-    pub fetch_timeout_ms: Option<f64>,
 }
 
 /// Counters and tracked sessions of the assist runtime.
@@ -129,10 +109,9 @@ impl SessionAssistRuntimeOptions {
         self,
         context: &EnvContext,
     ) -> std::result::Result<(AssistRuntimeSettings, Option<LoggerCallback>), goal_core::GoalError> {
-        let client = connection_of!(self).resolve(context, DEFAULT_ASSIST_FETCH_TIMEOUT)?;
+        let client = OpenCodeConnection::client(self.open_code, context, DEFAULT_ASSIST_FETCH_TIMEOUT)?;
         let data_dir = DataDir::new(options::data_dir(None, self.settings));
-        let small_model =
-            crate::small_model_for(context, self.generate_small_model_text, &client, self.small_model.as_ref());
+        let small_model = SmallModelOptions::model(self.small_model, context, &client);
         let config = AssistConfig::from(self.tunables.map(AssistTunables::from).unwrap_or_default());
         let shared = context.shared().clone();
         Ok((AssistRuntimeSettings { client, small_model, data_dir, config, shared }, self.logger))
@@ -159,12 +138,6 @@ impl SessionAssistRuntime {
     /// every goal and assist runtime of this JavaScript environment that talks to the same OpenCode.
     #[napi(catch_unwind, ts_args_type = "payload: unknown, directoryHint?: string")]
     pub fn process_payload(&self, env: Env, payload: Unknown, directory_hint: Option<String>) {
-        payload::forward(&env, &self.context, &self.inner.group(), payload, directory_hint.as_deref().unwrap_or(""));
-    }
-
-    /// Alias of `processPayload` (OpenChamber's watcher name).
-    #[napi(catch_unwind, ts_args_type = "payload: unknown, directoryHint?: string")]
-    pub fn on_payload(&self, env: Env, payload: Unknown, directory_hint: Option<String>) {
         payload::forward(&env, &self.context, &self.inner.group(), payload, directory_hint.as_deref().unwrap_or(""));
     }
 

@@ -10,8 +10,24 @@ use std::future::Future;
 
 use napi::bindgen_prelude::*;
 use napi::sys;
+use napi_derive::napi;
 
-use goal_core::{ErrorKind, GoalError};
+use goal_core::{ErrorKind, GoalError, WarningCode};
+
+/// Every error `code` the native module can throw, from the core's `ErrorKind::ALL` (internal:
+/// a test ties it to lib/errors.js and docs/errors.md, so a new kind cannot reach JavaScript as
+/// an unknown code).
+#[napi(catch_unwind)]
+pub fn error_codes() -> Vec<String> {
+    ErrorKind::ALL.iter().map(|kind| kind.code().to_string()).collect()
+}
+
+/// Every warning `code` the native module can report, from the core's `WarningCode::ALL`
+/// (internal, for the same test).
+#[napi(catch_unwind)]
+pub fn warning_codes() -> Vec<String> {
+    WarningCode::ALL.iter().map(|code| code.code().to_string()).collect()
+}
 
 /// The error to throw, or to reject a promise with, for `failure`: an `Error` object made in
 /// `env`, held by reference so napi throws that very object, properties and all.

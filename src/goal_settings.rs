@@ -14,7 +14,6 @@ use napi_derive::napi;
 
 use goal_core::{rule, Goal, GoalError, GoalSettings, SettingChange};
 
-use crate::types::goal_parts::{active_hours_of, cause_of, check_of, criterion_of};
 use crate::types::goal_parts::{GoalActiveHours, GoalCause, GoalCheck, GoalCriterion};
 
 /// A goal's settings (`goal: true` is the same as `goal: {}`: no limits).
@@ -271,22 +270,26 @@ pub struct GoalRecord {
     pub review: Option<serde_json::Value>,
 }
 
-pub(crate) fn record(goal: &Goal) -> GoalRecord {
-    // The stored form is well typed by construction; a mismatch could only come from a change in
-    // the core, and then the fields that did read are still shown rather than failing the call.
-    let stored: GoalRecord = serde_json::from_value(goal.to_value()).unwrap_or_default();
-    GoalRecord {
-        time_budget_ms: goal_core::time_budget_ms(goal).map(|b| b as f64),
-        cost_budget: goal_core::cost_budget(goal),
-        cost_used: goal_core::cost_used(goal),
-        active_ms: goal_core::active_ms(goal, goal_core::now_ms()).floor(),
-        active_hours: goal.active_hours.get().map(active_hours_of),
-        checks: (!goal.checks.is_empty()).then(|| goal.checks.iter().map(check_of).collect()),
-        criteria: (!goal.criteria.is_empty()).then(|| goal.criteria.iter().map(criterion_of).collect()),
-        cause: goal.cause.as_ref().map(cause_of),
-        session_id: goal.session_id.clone(),
-        wake_at: goal_core::provider_wake_at(goal),
-        review: goal.review_wanted().map(|_| goal.review.get().map_or(serde_json::Value::Bool(true), |r| r.to_value())),
-        ..stored
+impl From<&Goal> for GoalRecord {
+    fn from(goal: &Goal) -> Self {
+        // The stored form is well typed by construction; a mismatch could only come from a change in
+        // the core, and then the fields that did read are still shown rather than failing the call.
+        let stored: GoalRecord = serde_json::from_value(goal.to_value()).unwrap_or_default();
+        GoalRecord {
+            time_budget_ms: goal.time_budget_ms.get().map(|ms| *ms as f64),
+            cost_budget: goal.cost_budget.get().copied(),
+            cost_used: goal_core::cost_used(goal),
+            active_ms: goal_core::active_ms(goal, goal_core::now_ms()).floor(),
+            active_hours: goal.active_hours.get().map(GoalActiveHours::from),
+            checks: (!goal.checks.is_empty()).then(|| goal.checks.iter().map(GoalCheck::from).collect()),
+            criteria: (!goal.criteria.is_empty()).then(|| goal.criteria.iter().map(GoalCriterion::from).collect()),
+            cause: goal.cause.as_ref().map(GoalCause::from),
+            session_id: goal.session_id.clone(),
+            wake_at: goal_core::provider_wake_at(goal),
+            review: goal
+                .review_wanted()
+                .map(|_| goal.review.get().map_or(serde_json::Value::Bool(true), |r| r.to_value())),
+            ..stored
+        }
     }
 }

@@ -36,18 +36,15 @@ use callbacks::LoggerCallback;
 use env_context::{EnvContext, EnvRuntime};
 pub use options::goal_runtime::{GoalRuntimeDefaults, SessionGoalRuntimeOptions};
 pub use options::tunables::{AssistTunablesInput, EvidenceOptions, GoalTunablesInput};
-pub use options::{OpenCodeTarget, RuntimeSettingsOptions};
+pub use options::{OpenCodeConnection, RuntimeSettingsOptions};
 pub(crate) use types::answers::history_records;
 pub use types::answers::{
     GoalCriterionGrade, GoalDigestSummary, GoalFailingCommand, GoalHistoryRecord, GoalTodoCounts,
 };
-pub(crate) use types::explanation::explanation_of;
 pub use types::explanation::*;
 pub use types::goal_parts::{GoalActiveHours, GoalCause, GoalCheck, GoalCriterion};
 pub use types::notification::GoalNotification;
-pub(crate) use types::small_model::small_model_for;
-pub use types::small_model::{SmallModelChoice, SmallModelFailure, SmallModelRequest, SmallModelResult};
-pub(crate) use types::snapshot::to_js_snapshot;
+pub use types::small_model::{SmallModelFailure, SmallModelOptions, SmallModelRequest, SmallModelResult};
 pub use types::snapshot::{RuntimeSnapshot, SessionState};
 
 /// The session goal runtime: keeps sessions with an active goal working until the auditor
@@ -91,12 +88,6 @@ impl SessionGoalRuntime {
         payload::forward(&env, &self.context, &self.inner.group(), payload, directory_hint.as_deref().unwrap_or(""));
     }
 
-    /// Alias of `processPayload` (OpenChamber's watcher name).
-    #[napi(catch_unwind, ts_args_type = "payload: unknown, directoryHint?: string")]
-    pub fn on_payload(&self, env: Env, payload: Unknown, directory_hint: Option<String>) {
-        payload::forward(&env, &self.context, &self.inner.group(), payload, directory_hint.as_deref().unwrap_or(""));
-    }
-
     /// The key of the event intake group this runtime belongs to (runtimes that talk to the same
     /// OpenCode share one). The package entry uses it to hand a payload to each group once.
     #[napi(catch_unwind)]
@@ -113,7 +104,7 @@ impl SessionGoalRuntime {
     /// Tracked sessions, armed timers, in-flight ticks and counters.
     #[napi(catch_unwind)]
     pub fn snapshot(&self) -> RuntimeSnapshot {
-        to_js_snapshot(self.inner.snapshot())
+        RuntimeSnapshot::from(self.inner.snapshot())
     }
 
     /// Scans the known directories for active goals on idle sessions and re-arms them.
@@ -123,8 +114,8 @@ impl SessionGoalRuntime {
     }
 
     /// The goal's audit trail (`goals/<sessionId>.history.jsonl`), oldest first; `limit` keeps the
-    /// newest. Each record: `time`, `turn`, `tail`, `verdict`, `note`, `action`, `reason`,
-    /// `digest` (counts), `evidence`, `missing`, `auditTokens`, `activeMs`, `timeBudgetMs`.
+    /// newest. Each record is a `GoalHistoryRecord`: the audit's verdict, note and action, its
+    /// evidence counts, and the goal's active time and time budget then.
     #[napi]
     pub fn history<'env>(
         &self,
@@ -155,7 +146,7 @@ impl SessionGoalRuntime {
                 .explain(&session_id, directory.as_deref().unwrap_or(""))
                 .instrument(span)
                 .await
-                .map(explanation_of)
+                .map(GoalExplanation::from)
                 .map_err(|error| goal_core::GoalError::from_http("explain", &error))
         })
     }

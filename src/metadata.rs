@@ -8,10 +8,8 @@ use goal_core::write_namespace_key;
 use goal_core::{ErrorKind, GoalError};
 use goal_core::{OpenCodeClient, DEFAULT_FETCH_TIMEOUT};
 
-use crate::callbacks::{HeadersCallback, UrlCallback};
 use crate::env_context::EnvContext;
-use crate::options::connection_of;
-use crate::OpenCodeTarget;
+use crate::options::OpenCodeConnection;
 
 /// Longest accepted key under `metadata.openchamber`.
 const MAX_KEY_CHARS: usize = 128;
@@ -19,16 +17,8 @@ const MAX_KEY_CHARS: usize = 128;
 /// One `metadata.openchamber.<key>` write.
 #[napi(object, object_to_js = false)]
 pub struct SessionMetadataKeyWrite {
-    /// Native-first: a fixed OpenCode base URL and headers.
-    pub open_code: Option<OpenCodeTarget>,
-    /// OpenChamber: builds the URL of an OpenCode API path.
-    #[napi(ts_type = "(path: string, prefix: string) => string")]
-    pub build_open_code_url: Option<UrlCallback>,
-    /// OpenChamber: returns the headers for OpenCode (may be async).
-    #[napi(ts_type = "() => Record<string, string> | Promise<Record<string, string>>")]
-    pub get_open_code_auth_headers: Option<HeadersCallback>,
-    /// Timeout of each OpenCode call (default 10000 ms).
-    pub fetch_timeout_ms: Option<f64>,
+    /// How to reach OpenCode.
+    pub open_code: Option<OpenCodeConnection>,
     /// Session to write.
     pub session_id: String,
     /// Project directory of the session (sent as `?directory=`).
@@ -55,7 +45,7 @@ impl SessionMetadataKeyWrite {
         if key.is_empty() || key.chars().count() > MAX_KEY_CHARS {
             return Err(GoalError::invalid("key", "writeSessionMetadataKey: key must be 1 to 128 characters"));
         }
-        let client = connection_of!(self).resolve(context, DEFAULT_FETCH_TIMEOUT)?;
+        let client = OpenCodeConnection::client(self.open_code, context, DEFAULT_FETCH_TIMEOUT)?;
         Ok((client, session_id, self.directory.unwrap_or_default(), key, self.value.filter(|v| !v.is_null())))
     }
 }

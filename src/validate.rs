@@ -2,7 +2,7 @@
 //! runtime would refuse, with the same limits, without a second copy of any rule in JS. Each
 //! check answers with a [`RuleOutcome`] whose `problem` names no field: the caller names its
 //! own (the CLI its flag). Exported under the `inputRules` namespace, which the package entry
-//! keeps out of its public API.
+//! exports as it is (`lib/exports.json`), for any host that checks user input first.
 
 use napi_derive::napi;
 use serde_json::{json, Value};

@@ -186,15 +186,15 @@ export async function createHarness(name, { mockOptions = {}, runtimeOptions = {
       const factory = raw ? native.createSessionGoalRuntime : pkg.createSessionGoalRuntime
       // The tunables nested, as the raw binding takes them: a class's own are merged in.
       const tunables = { idleQuietMs: QUIET_MS, kickoffQuietMs: 100, resumeKickoffMs: 50, auditTimeoutMs: 3000, ...runtimeOptions.tunables, ...options.tunables }
+      // The connection and the small model nested, as the raw binding takes them.
+      const { fetchTimeoutMs = 1000, ...rest } = { ...runtimeOptions, ...options }
       const runtime = factory({
-        openCode: { baseUrl },
+        openCode: { baseUrl, fetchTimeoutMs },
         settings: { dataDir },
-        fetchTimeoutMs: 1000,
         emitGoalNotification: (event) => notifications.push(event),
-        generateSmallModelText: auditor,
+        smallModel: { generate: auditor },
         logger: (level, line) => { logLines.push(level + ' ' + line); if (process.env.FAULTS_LOG) console.error(Date.now() % 100000, label, level, line) },
-        ...runtimeOptions,
-        ...options,
+        ...rest,
         tunables,
       })
       const entry = { runtime, native: raw, label, live: true, stream: null, connected: false }

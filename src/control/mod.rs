@@ -55,7 +55,7 @@ impl GoalControl {
         Done: Future<Output = std::result::Result<ActionReport, GoalError>> + Send + 'static,
     {
         let work = action(self.ctx.clone(), target(request.session_id, request.directory, request.goal_id));
-        settle(env, async move { work.await.map(action_result) })
+        settle(env, async move { work.await.map(GoalActionResult::from) })
     }
 }
 
@@ -97,7 +97,7 @@ impl GoalControl {
         settle(env, async move {
             goal_core::explain_goal(&ctx.client, &ctx.data_dir, &session_id, &directory, None)
                 .await
-                .map(crate::explanation_of)
+                .map(crate::GoalExplanation::from)
                 .map_err(|error| GoalError::from_http("explain", &error))
         })
     }
@@ -121,7 +121,7 @@ impl GoalControl {
                 settings: GoalSettings::try_from(SettingsRequest::beside(settings))?,
             };
             let created = goal_core::create_session_goal(&ctx, &new_goal).await?;
-            Ok(installed(&created, &request.session_id))
+            Ok(InstalledGoal::from(&created))
         })
     }
 
@@ -140,7 +140,7 @@ impl GoalControl {
                 directory: request.directory,
                 title: request.title,
             };
-            goal_core::create_session(&ctx, &create).await.map(|r| dispatch_result("create", r))
+            goal_core::create_session(&ctx, &create).await.map(SessionDispatch::from)
         })
     }
 
@@ -159,7 +159,7 @@ impl GoalControl {
                 session_id: request.session_id,
                 directory: request.directory.unwrap_or_default(),
             };
-            goal_core::send_prompt(&ctx, &send).await.map(|r| dispatch_result("send", r))
+            goal_core::send_prompt(&ctx, &send).await.map(SessionDispatch::from)
         })
     }
 
@@ -180,7 +180,7 @@ impl GoalControl {
                 message_id: request.message_id,
                 directory: request.directory.unwrap_or_default(),
             };
-            goal_core::fork_session(&ctx, &fork).await.map(|r| dispatch_result("fork", r))
+            goal_core::fork_session(&ctx, &fork).await.map(SessionDispatch::from)
         })
     }
 
@@ -204,11 +204,11 @@ impl GoalControl {
             };
             let stamped = goal_core::stamp_scheduled_goal(&ctx, &stamp).await?;
             Ok(ScheduledGoalStamp {
-                goal: installed(&stamped.goal, &request.session_id),
+                goal: InstalledGoal::from(&stamped.goal),
                 command: stamped.command.as_ref().map(|c| c.name.clone()),
                 command_arguments: stamped.command.map(|c| c.arguments),
                 intro_part: stamped.intro_part,
-                warnings: warnings_of(&stamped.warnings),
+                warnings: warnings(&stamped.warnings),
             })
         })
     }
@@ -229,7 +229,7 @@ impl GoalControl {
                 settings: GoalSettings::try_from(SettingsRequest { values, removals, nested: false })?,
                 model: model_choice(request.provider_id, request.model_id),
             };
-            goal_core::edit_goal(&ctx, &edit).await.map(action_result)
+            goal_core::edit_goal(&ctx, &edit).await.map(GoalActionResult::from)
         })
     }
 
@@ -284,7 +284,7 @@ impl GoalControl {
     ) -> Result<PromiseRaw<'env, SessionGoalView>> {
         let ctx = self.ctx.clone();
         settle(env, async move {
-            goal_core::get_goal(&ctx, &session_id, directory.as_deref().unwrap_or("")).await.map(view_result)
+            goal_core::get_goal(&ctx, &session_id, directory.as_deref().unwrap_or("")).await.map(SessionGoalView::from)
         })
     }
 
@@ -297,7 +297,7 @@ impl GoalControl {
             Ok(rows
                 .into_iter()
                 .map(|row| GoalListEntry {
-                    goal: record(&row.goal),
+                    goal: GoalRecord::from(&row.goal),
                     directory: if row.session.directory.is_empty() {
                         directory.clone()
                     } else {

@@ -3,7 +3,6 @@
 
 use std::path::PathBuf;
 
-use napi::threadsafe_function::UnknownReturnValue;
 use napi_derive::napi;
 
 use goal_core::resolve_data_dir;
@@ -13,44 +12,27 @@ use goal_core::DEFAULT_FETCH_TIMEOUT;
 use goal_core::{ControlContext, GoalError, ModelChoice};
 use goal_core::{PromptOptions, DEFAULT_COMMAND_TIMEOUT, DEFAULT_LANDING_POLL, DEFAULT_LANDING_TIMEOUT};
 
-use crate::callbacks::{HeadersCallback, ModelCallback, UrlCallback};
 use crate::env_context::EnvContext;
 use crate::goal_settings::{GoalSettingsInput, SettingsRequest};
-use crate::options::{self, connection_of, millis};
-use crate::{OpenCodeTarget, RuntimeSettingsOptions};
+use crate::options::{self, millis, OpenCodeConnection};
+use crate::types::small_model::SmallModelOptions;
+use crate::RuntimeSettingsOptions;
 
-/// Options of `createSessionGoalControl` (the native `createGoalControl`): where OpenCode is (same forms as the runtime), where the
-/// objective files live, and the small model used to distill objectives over 5,000 chars.
+/// Options of `createSessionGoalControl` (the native `createGoalControl`): how to reach OpenCode
+/// (`openCode`, as for the runtimes), where the objective files live, and the small model used
+/// to distill objectives over 5,000 chars (without one, the built-in small model; a long
+/// objective it cannot distill is excerpted).
 #[napi(object, object_to_js = false)]
 pub struct GoalControlOptions {
-    /// A fixed OpenCode base URL and headers.
-    pub open_code: Option<OpenCodeTarget>,
-    /// OpenChamber: builds the URL of an OpenCode API path.
-    #[napi(ts_type = "(path: string, prefix: string) => string")]
-    pub build_open_code_url: Option<UrlCallback>,
-    /// OpenChamber: the headers for OpenCode (may be async).
-    #[napi(ts_type = "() => Record<string, string> | Promise<Record<string, string>>")]
-    pub get_open_code_auth_headers: Option<HeadersCallback>,
+    /// How to reach OpenCode.
+    pub open_code: Option<OpenCodeConnection>,
     /// Settings location (`settings.dataDir`).
     pub settings: Option<RuntimeSettingsOptions>,
     /// Data directory (wins over `settings.dataDir`; default `OPENCHAMBER_DATA_DIR`, else
     /// `~/.config/openchamber`).
     pub data_dir: Option<String>,
-    /// Small model for distilling long objectives: `{text, providerID, modelID}` or
-    /// `{error: {statusCode?, code?}}`. Without one, long objectives are excerpted.
-    #[napi(ts_type = "(request: SmallModelRequest) => Promise<SmallModelResult>")]
-    pub generate_small_model_text: Option<ModelCallback>,
-    /// The built-in small model's choice (`{providerID, modelID}`), used only when the host passes
-    /// no small-model service; else OpenCode's `small_model`, else the session provider's own.
-    pub small_model: Option<crate::SmallModelChoice>,
-    /// OpenChamber's form of the small model (adapted by the package entry).
-    #[allow(dead_code)] // typed here; the package entry turns it into generateSmallModelText
-    #[napi(
-        ts_type = "() => Promise<{ generateSmallModelText(request: SmallModelRequest): Promise<SmallModelResult> } | null | undefined>"
-    )]
-    pub get_small_model_service: Option<UnknownReturnValue>,
-    /// Timeout of every OpenCode call (default 10000 ms).
-    pub fetch_timeout_ms: Option<f64>,
+    /// The small model that distills long objectives.
+    pub small_model: Option<SmallModelOptions>,
     /// Timeout of a distillation call (default 60000 ms).
     pub small_model_timeout_ms: Option<f64>,
     /// How long a dispatch waits for its message to show up (default 5000 ms).
@@ -64,9 +46,8 @@ impl GoalControlOptions {
     /// The control context these options describe, every unset or unusable option at the core's
     /// default. Fails only without an OpenCode location.
     pub(crate) fn resolve(self, context: &EnvContext) -> std::result::Result<ControlContext, GoalError> {
-        let client = connection_of!(self).resolve(context, DEFAULT_FETCH_TIMEOUT)?;
-        let small_model =
-            crate::small_model_for(context, self.generate_small_model_text, &client, self.small_model.as_ref());
+        let client = OpenCodeConnection::client(self.open_code, context, DEFAULT_FETCH_TIMEOUT)?;
+        let small_model = SmallModelOptions::model(self.small_model, context, &client);
         Ok(ControlContext {
             client,
             small_model,

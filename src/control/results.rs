@@ -9,7 +9,7 @@ use goal_core::DispatchReport;
 use goal_core::{ActionReport, GoalView};
 
 use super::warnings::*;
-pub(crate) use crate::goal_settings::{record, GoalRecord};
+pub(crate) use crate::goal_settings::GoalRecord;
 
 /// A goal just installed on a session.
 #[napi(object, object_from_js = false)]
@@ -33,16 +33,18 @@ pub struct InstalledGoal {
     pub warnings: Vec<GoalWarning>,
 }
 
-pub(crate) fn installed(created: &CreatedGoal, session_id: &str) -> InstalledGoal {
-    InstalledGoal {
-        session_id: session_id.to_string(),
-        directory: created.directory.clone(),
-        goal: record(&created.goal),
-        objective: created.objective.clone(),
-        objective_fit: created.fit.as_str().to_string(),
-        objective_file: created.goal.objective_file,
-        replaced_goal_id: created.replaced_goal_id.clone(),
-        warnings: warnings_of(&created.warnings),
+impl From<&CreatedGoal> for InstalledGoal {
+    fn from(created: &CreatedGoal) -> Self {
+        InstalledGoal {
+            session_id: created.goal.session_id.clone().unwrap_or_default(),
+            directory: created.directory.clone(),
+            goal: GoalRecord::from(&created.goal),
+            objective: created.objective.clone(),
+            objective_fit: created.fit.as_str().to_string(),
+            objective_file: created.goal.objective_file,
+            replaced_goal_id: created.replaced_goal_id.clone(),
+            warnings: warnings(&created.warnings),
+        }
     }
 }
 
@@ -86,26 +88,28 @@ pub struct SessionDispatch {
     pub warnings: Vec<GoalWarning>,
 }
 
-pub(crate) fn dispatch_result(action: &str, report: DispatchReport) -> SessionDispatch {
-    let goal = report.goal.as_ref().map(|g| installed(g, &report.session_id));
-    SessionDispatch {
-        action: action.to_string(),
-        goal_enabled: goal.is_some(),
-        goal_token_budget: report.goal.as_ref().and_then(|g| g.goal.token_budget).map(|b| b as f64),
-        goal,
-        model: report.selection.model.as_ref().map(|m| format!("{}/{}", m.provider_id, m.model_id)),
-        agent: report.selection.agent.clone(),
-        variant: report.selection.variant.clone(),
-        session_id: report.session_id,
-        directory: report.directory,
-        title: report.title,
-        source_session_id: report.source_session_id,
-        prompt_dispatched: report.prompt_dispatched,
-        prompt_landed: report.prompt_landed,
-        dispatched_as_command: report.dispatched_as_command,
-        command: report.command,
-        baseline_assistant_message_id: report.baseline_assistant_message_id,
-        warnings: warnings_of(&report.warnings),
+impl From<DispatchReport> for SessionDispatch {
+    fn from(report: DispatchReport) -> Self {
+        let goal = report.goal.as_ref().map(InstalledGoal::from);
+        SessionDispatch {
+            action: report.action.to_string(),
+            goal_enabled: goal.is_some(),
+            goal_token_budget: report.goal.as_ref().and_then(|g| g.goal.token_budget).map(|b| b as f64),
+            goal,
+            model: report.selection.model.as_ref().map(|m| format!("{}/{}", m.provider_id, m.model_id)),
+            agent: report.selection.agent.clone(),
+            variant: report.selection.variant.clone(),
+            session_id: report.session_id,
+            directory: report.directory,
+            title: report.title,
+            source_session_id: report.source_session_id,
+            prompt_dispatched: report.prompt_dispatched,
+            prompt_landed: report.prompt_landed,
+            dispatched_as_command: report.dispatched_as_command,
+            command: report.command,
+            baseline_assistant_message_id: report.baseline_assistant_message_id,
+            warnings: warnings(&report.warnings),
+        }
     }
 }
 
@@ -149,17 +153,19 @@ pub struct GoalActionResult {
     pub warnings: Vec<GoalWarning>,
 }
 
-pub(crate) fn action_result(report: ActionReport) -> GoalActionResult {
-    GoalActionResult {
-        session_id: report.session_id,
-        directory: report.directory,
-        goal: report.goal.as_ref().map(record),
-        previous_status: report.previous_status.map(|s| s.as_str().to_string()),
-        changed: report.changed,
-        aborted: report.aborted,
-        objective_deleted: report.objective_deleted,
-        objective_fit: report.fit.map(|f| f.as_str().to_string()),
-        warnings: warnings_of(&report.warnings),
+impl From<ActionReport> for GoalActionResult {
+    fn from(report: ActionReport) -> Self {
+        GoalActionResult {
+            session_id: report.session_id,
+            directory: report.directory,
+            goal: report.goal.as_ref().map(GoalRecord::from),
+            previous_status: report.previous_status.map(|s| s.as_str().to_string()),
+            changed: report.changed,
+            aborted: report.aborted,
+            objective_deleted: report.objective_deleted,
+            objective_fit: report.fit.map(|f| f.as_str().to_string()),
+            warnings: warnings(&report.warnings),
+        }
     }
 }
 
@@ -181,14 +187,16 @@ pub struct SessionGoalView {
     pub objective_source: Option<String>,
 }
 
-pub(crate) fn view_result(view: GoalView) -> SessionGoalView {
-    SessionGoalView {
-        goal: view.goal.as_ref().map(record),
-        session_id: view.session_id,
-        directory: view.directory,
-        title: view.title,
-        objective: view.objective,
-        objective_source: view.objective_source.map(|s| s.as_str().to_string()),
+impl From<GoalView> for SessionGoalView {
+    fn from(view: GoalView) -> Self {
+        SessionGoalView {
+            goal: view.goal.as_ref().map(GoalRecord::from),
+            session_id: view.session_id,
+            directory: view.directory,
+            title: view.title,
+            objective: view.objective,
+            objective_source: view.objective_source.map(|s| s.as_str().to_string()),
+        }
     }
 }
 

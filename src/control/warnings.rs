@@ -14,13 +14,17 @@ pub struct GoalWarning {
     pub field: Option<String>,
 }
 
-pub(crate) fn warnings_of(warnings: &[goal_core::Warning]) -> Vec<GoalWarning> {
-    warnings
-        .iter()
-        .map(|warning| GoalWarning {
+impl From<&goal_core::Warning> for GoalWarning {
+    fn from(warning: &goal_core::Warning) -> Self {
+        GoalWarning {
             code: warning.code.code().to_string(),
             message: warning.message.clone(),
             field: warning.field.map(str::to_string),
-        })
-        .collect()
+        }
+    }
+}
+
+/// The caveats of an operation's result.
+pub(crate) fn warnings(warnings: &[goal_core::Warning]) -> Vec<GoalWarning> {
+    warnings.iter().map(GoalWarning::from).collect()
 }

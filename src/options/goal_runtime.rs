@@ -3,50 +3,32 @@
 
 use std::sync::Arc;
 
-use napi::threadsafe_function::UnknownReturnValue;
 use napi_derive::napi;
 
 use goal_core::DEFAULT_FETCH_TIMEOUT;
 use goal_core::{DataDir, GoalConfig, GoalRuntimeSettings, GoalTunables, NoNotifier, Notifier, Services};
 
 use super::tunables::GoalTunablesInput;
-use super::{connection_of, OpenCodeTarget, RuntimeSettingsOptions};
-use crate::callbacks::{self, HeadersCallback, LoggerCallback, ModelCallback, NotifyCallback, UrlCallback};
+use super::{OpenCodeConnection, RuntimeSettingsOptions};
+use crate::callbacks::{self, LoggerCallback, NotifyCallback};
 use crate::env_context::EnvContext;
-use crate::types::small_model::{small_model_for, SmallModelChoice};
+use crate::types::small_model::SmallModelOptions;
 
-/// Options of `createSessionGoalRuntime`: where OpenCode is (`openCode`, or OpenChamber's
-/// `buildOpenCodeUrl` and `getOpenCodeAuthHeaders`), where the data lives (`settings`), the
-/// host's callbacks, and the tunables, nested in `tunables`. The package entry also takes
-/// OpenChamber's flat tunable names (`idleQuietMs`, `kickoffQuietMs`, `maxAutoTurns`,
-/// `deriveCriteria`, …) and moves them into `tunables` (`lib/drop-in.js`).
+/// Options of `createSessionGoalRuntime`: how to reach OpenCode (`openCode`), where the data
+/// lives (`settings`), the small model (`smallModel`), the host's callbacks, and the tunables,
+/// nested in `tunables`. The package entry also takes OpenChamber's flat names
+/// (`buildOpenCodeUrl`, `getOpenCodeAuthHeaders`, `getSmallModelService`, `idleQuietMs`,
+/// `kickoffQuietMs`, `maxAutoTurns`, `deriveCriteria`, …) and moves them into these nested
+/// objects (`lib/drop-in.js`).
 #[napi(object, object_to_js = false)]
 pub struct SessionGoalRuntimeOptions {
-    /// Native-first: a fixed OpenCode base URL and headers.
-    pub open_code: Option<OpenCodeTarget>,
+    /// How to reach OpenCode.
+    pub open_code: Option<OpenCodeConnection>,
     /// Where OpenChamber's data lives: `settings.json` (its switches, read at fire time) and
     /// the objective files `goals/<sessionId>.md`.
     pub settings: Option<RuntimeSettingsOptions>,
-    /// OpenChamber: builds the URL of an OpenCode API path (called per request, so a host that
-    /// restarts OpenCode on another port is followed).
-    #[napi(ts_type = "(path: string, prefix: string) => string")]
-    pub build_open_code_url: Option<UrlCallback>,
-    /// OpenChamber: returns the headers for OpenCode (may be async).
-    #[napi(ts_type = "() => Record<string, string> | Promise<Record<string, string>>")]
-    pub get_open_code_auth_headers: Option<HeadersCallback>,
-    /// OpenChamber: resolves to a service with `generateSmallModelText(request)`. The package
-    /// entry adapts it to `generateSmallModelText`; errors with `statusCode` 404 are silent.
-    #[napi(
-        ts_type = "() => Promise<{ generateSmallModelText(request: SmallModelRequest): Promise<SmallModelResult> } | null | undefined>"
-    )]
-    pub get_small_model_service: Option<UnknownReturnValue>,
-    /// The built-in small model's choice, overriding OpenCode's `small_model` and the family scan.
-    /// Used only when the host passes no small-model service.
-    pub small_model: Option<SmallModelChoice>,
-    /// Native-first small model: resolves to `{text, providerID, modelID}` or `{error: {statusCode?, code?}}`.
-    /// A rejection or throw counts as "unavailable".
-    #[napi(ts_type = "(request: SmallModelRequest) => Promise<SmallModelResult>")]
-    pub generate_small_model_text: Option<ModelCallback>,
+    /// The small model the audits run on.
+    pub small_model: Option<SmallModelOptions>,
     /// Called when a goal settles: `{sessionId, directory, status, goal, title, body, tag, kind}`.
     #[napi(ts_type = "(event: GoalNotification) => unknown")]
     pub emit_goal_notification: Option<NotifyCallback>,
@@ -55,9 +37,6 @@ pub struct SessionGoalRuntimeOptions {
     pub logger: Option<LoggerCallback>,
     /// The timings, caps and limits (`goalRuntimeDefaults()` lists their defaults).
     pub tunables: Option<GoalTunablesInput>,
-    /// Timeout of every OpenCode call (default 10000 ms). Beside the connection rather than in
-    /// `tunables`: every entry point that talks to OpenCode takes it under this name.
-    pub fetch_timeout_ms: Option<f64>,
     /// Directories scanned for active goals at start and when OpenCode reconnects.
     pub directories: Option<Vec<String>>,
     /// Scan the directories at start (default true when directories are given).
@@ -71,9 +50,9 @@ impl SessionGoalRuntimeOptions {
         self,
         context: &EnvContext,
     ) -> std::result::Result<(GoalRuntimeSettings, Option<LoggerCallback>), goal_core::GoalError> {
-        let client = connection_of!(self).resolve(context, DEFAULT_FETCH_TIMEOUT)?;
+        let client = OpenCodeConnection::client(self.open_code, context, DEFAULT_FETCH_TIMEOUT)?;
         let data_dir = DataDir::new(super::data_dir(None, self.settings));
-        let small_model = small_model_for(context, self.generate_small_model_text, &client, self.small_model.as_ref());
+        let small_model = SmallModelOptions::model(self.small_model, context, &client);
         let notifier: Arc<dyn Notifier> = match self.emit_goal_notification {
             Some(callback) => Arc::new(callbacks::HostNotifier::new(callback)),
             None => Arc::new(NoNotifier),
@@ -93,7 +72,7 @@ impl SessionGoalRuntimeOptions {
     }
 }
 
-/// The defaults of the goal runtime's `tunables` and of `fetchTimeoutMs`, in the units and
+/// The defaults of the goal runtime's `tunables` and of `openCode.fetchTimeoutMs`, in the units and
 /// under the names of those options (the one place they are defined is the core's
 /// `GoalConfig`): for help texts and hosts that show them. `tunables.deriveCriteria` defaults to
 /// true and each `tunables.evidence` size to the value its documentation states.
@@ -107,7 +86,7 @@ pub struct GoalRuntimeDefaults {
     pub resume_kickoff_ms: f64,
     /// Continuations per goal (`tunables.maxAutoTurns`).
     pub max_auto_turns: f64,
-    /// Timeout of one OpenCode call, ms (`fetchTimeoutMs`).
+    /// Timeout of one OpenCode call, ms (`openCode.fetchTimeoutMs`).
     pub fetch_timeout_ms: f64,
     /// Messages read per evaluation (`tunables.messageFetchLimit`).
     pub message_fetch_limit: f64,

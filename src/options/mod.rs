@@ -1,6 +1,7 @@
-//! What every options struct shares: the connection to OpenCode and the data directory. Each
-//! options struct has a `resolve()` beside it that turns it into the core's settings with this
-//! module; the runtimes' `tunables` (`tunables.rs`) become the core's config under the rules of
+//! What every options struct shares: the connection to OpenCode (`openCode`), the small model
+//! (`smallModel`, `small_model.rs`) and the data directory. Each options struct has a
+//! `resolve()` beside it that turns it into the core's settings with this module; the runtimes'
+//! `tunables` (`tunables.rs`) become the core's config under the rules of
 //! `goal_core::tunables` (raw numbers to durations and counts), and the defaults live in
 //! `goal-core`, next to the settings they fill.
 
@@ -23,13 +24,26 @@ pub use goal_core::millis;
 pub mod goal_runtime;
 pub mod tunables;
 
-/// Where OpenCode listens (native-first form).
-#[napi(object)]
-pub struct OpenCodeTarget {
+/// How to reach OpenCode (`openCode`), one object for every runtime and the goal control: a
+/// fixed `baseUrl` and `headers`, or `buildUrl` and `getHeaders` asked per request (a host that
+/// restarts OpenCode on another port is followed); `buildUrl` wins when both are given.
+/// OpenChamber's flat names (`buildOpenCodeUrl`, `getOpenCodeAuthHeaders`, `fetchTimeoutMs`)
+/// are moved in here by the package entry (`lib/drop-in.js`).
+#[napi(object, object_to_js = false)]
+#[derive(Default)]
+pub struct OpenCodeConnection {
     /// Base URL, e.g. `http://127.0.0.1:4096`.
-    pub base_url: String,
+    pub base_url: Option<String>,
     /// Headers sent with every request (e.g. `authorization`). Never logged.
     pub headers: Option<HashMap<String, String>>,
+    /// Builds the URL of an OpenCode API path (called per request).
+    #[napi(ts_type = "(path: string, prefix: string) => string")]
+    pub build_url: Option<UrlCallback>,
+    /// Returns the headers for OpenCode (may be async; called per request).
+    #[napi(ts_type = "() => Record<string, string> | Promise<Record<string, string>>")]
+    pub get_headers: Option<HeadersCallback>,
+    /// Timeout of every OpenCode call, ms (default 10000; the assist runtime's 5000).
+    pub fetch_timeout_ms: Option<f64>,
 }
 
 /// Where OpenChamber-style settings and objective files live.
@@ -40,66 +54,36 @@ pub struct RuntimeSettingsOptions {
     pub data_dir: Option<String>,
 }
 
-/// The connection fields every options struct carries (`openCode`, or OpenChamber's
-/// `buildOpenCodeUrl` and `getOpenCodeAuthHeaders`; `fetchTimeoutMs`).
-pub struct ConnectionOptions {
-    /// Native-first: a fixed base URL and headers.
-    pub open_code: Option<OpenCodeTarget>,
-    /// OpenChamber: the URL of an API path, asked per request.
-    pub build_url: Option<UrlCallback>,
-    /// OpenChamber: the headers, asked per request.
-    pub headers: Option<HeadersCallback>,
-    /// Timeout of one call, when set.
-    pub fetch_timeout_ms: Option<f64>,
-}
-
-/// The [`ConnectionOptions`] of an options struct, moved out of it (every options struct names
-/// the connection fields alike: `openCode`, `buildOpenCodeUrl`, `getOpenCodeAuthHeaders`,
-/// `fetchTimeoutMs`).
-macro_rules! connection_of {
-    ($options:expr) => {
-        $crate::options::ConnectionOptions {
-            open_code: $options.open_code,
-            build_url: $options.build_open_code_url,
-            headers: $options.get_open_code_auth_headers,
-            fetch_timeout_ms: $options.fetch_timeout_ms,
-        }
-    };
-}
-pub(crate) use connection_of;
-
-impl ConnectionOptions {
-    /// The OpenCode client these options describe; `default_timeout` when no valid
+impl OpenCodeConnection {
+    /// The OpenCode client this connection describes; `default_timeout` when no valid
     /// `fetchTimeoutMs` is set. Fails only when no OpenCode location is given (`invalidInput`).
     /// The client belongs to `context`'s JavaScript environment: it shares that environment's
     /// pools and write slots, and sends nothing once the environment has ended.
-    pub fn resolve(
-        self,
+    pub(crate) fn client(
+        connection: Option<Self>,
         context: &EnvContext,
         default_timeout: Duration,
     ) -> std::result::Result<OpenCodeClient, GoalError> {
-        let endpoint = context.guard(endpoint(self.open_code, self.build_url, self.headers)?);
-        Ok(OpenCodeClient::new(context.shared(), endpoint, millis(self.fetch_timeout_ms, default_timeout)))
+        let connection = connection.unwrap_or_default();
+        let timeout = millis(connection.fetch_timeout_ms, default_timeout);
+        let endpoint = context.guard(connection.endpoint()?);
+        Ok(OpenCodeClient::new(context.shared(), endpoint, timeout))
     }
-}
 
-fn endpoint(
-    open_code: Option<OpenCodeTarget>,
-    build_url: Option<UrlCallback>,
-    headers: Option<HeadersCallback>,
-) -> std::result::Result<Arc<dyn Endpoint>, GoalError> {
-    if let Some(build_url) = build_url {
-        return Ok(Arc::new(HostEndpoint::new(build_url, headers)));
-    }
-    match open_code {
-        Some(target) if !target.base_url.trim().is_empty() => {
-            let headers = target.headers.unwrap_or_default().into_iter().collect();
-            Ok(Arc::new(StaticEndpoint::new(target.base_url.trim(), headers)))
+    fn endpoint(self) -> std::result::Result<Arc<dyn Endpoint>, GoalError> {
+        if let Some(build_url) = self.build_url {
+            return Ok(Arc::new(HostEndpoint::new(build_url, self.get_headers)));
         }
-        _ => Err(GoalError::invalid(
-            "openCode",
-            "session-goal-runtime: pass openCode: { baseUrl } or buildOpenCodeUrl(path, prefix)",
-        )),
+        match self.base_url.as_deref().map(str::trim) {
+            Some(base_url) if !base_url.is_empty() => {
+                let headers = self.headers.unwrap_or_default().into_iter().collect();
+                Ok(Arc::new(StaticEndpoint::new(base_url, headers)))
+            }
+            _ => Err(GoalError::invalid(
+                "openCode",
+                "session-goal-runtime: pass openCode: { baseUrl } or openCode: { buildUrl(path, prefix) } (OpenChamber: buildOpenCodeUrl)",
+            )),
+        }
     }
 }
 

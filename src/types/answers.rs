@@ -6,7 +6,7 @@ use napi_derive::napi;
 
 use goal_core::{CheckRun, DigestSummary, LastReview, RecordedGrade};
 
-use crate::types::explanation::{check_run_of, last_review_of, GoalCheckRun, GoalLastReview};
+use crate::types::explanation::{last_review_of, GoalCheckRun, GoalLastReview};
 use crate::types::nullable::Nullable;
 
 /// One record of a goal's audit trail (`history(sessionId)`). Written for every verdict and
@@ -81,12 +81,15 @@ pub(crate) fn history_records(records: Vec<serde_json::Value>) -> Vec<GoalHistor
 fn history_record(stored: &serde_json::Value) -> Option<GoalHistoryRecord> {
     let record: GoalHistoryRecord = serde::Deserialize::deserialize(stored).ok()?;
     // The nested parts are read by the core's own readers of what it recorded.
-    let check = stored.get("check").and_then(CheckRun::from_value).map(|run| check_run_of(run, record.time));
-    let digest = stored.get("digest").and_then(DigestSummary::from_value).map(digest_of);
+    let check = stored
+        .get("check")
+        .and_then(CheckRun::from_value)
+        .map(|run| GoalCheckRun::from(goal_core::RecordedCheckRun { run, time: record.time }));
+    let digest = stored.get("digest").and_then(DigestSummary::from_value).map(GoalDigestSummary::from);
     let criteria = stored
         .get("criteria")
         .and_then(serde_json::Value::as_array)
-        .map(|grades| grades.iter().filter_map(RecordedGrade::from_value).map(grade_of).collect());
+        .map(|grades| grades.iter().filter_map(RecordedGrade::from_value).map(GoalCriterionGrade::from).collect());
     let review = stored.get("review").and_then(LastReview::from_value).map(|r| {
         let mut review = last_review_of(r);
         review.tail = record.tail.clone();
@@ -153,28 +156,34 @@ pub struct GoalCriterionGrade {
     pub evidence: Vec<String>,
 }
 
-fn digest_of(summary: DigestSummary) -> GoalDigestSummary {
-    GoalDigestSummary {
-        assistant_messages: summary.assistant_messages as f64,
-        tool_calls: summary.tool_calls as f64,
-        successful_tool_calls: summary.successful_tool_calls as f64,
-        failing_commands: summary
-            .failing_commands
-            .into_iter()
-            .map(|f| GoalFailingCommand { command: f.command, exit_code: Nullable(f.exit_code.map(|c| c as f64)) })
-            .collect(),
-        files_changed: Nullable(summary.files_changed.map(|n| n as f64)),
-        additions: summary.additions as f64,
-        deletions: summary.deletions as f64,
-        todos: Nullable(summary.todos.map(|t| GoalTodoCounts { total: t.total as f64, completed: t.completed as f64 })),
+impl From<DigestSummary> for GoalDigestSummary {
+    fn from(summary: DigestSummary) -> Self {
+        GoalDigestSummary {
+            assistant_messages: summary.assistant_messages as f64,
+            tool_calls: summary.tool_calls as f64,
+            successful_tool_calls: summary.successful_tool_calls as f64,
+            failing_commands: summary
+                .failing_commands
+                .into_iter()
+                .map(|f| GoalFailingCommand { command: f.command, exit_code: Nullable(f.exit_code.map(|c| c as f64)) })
+                .collect(),
+            files_changed: Nullable(summary.files_changed.map(|n| n as f64)),
+            additions: summary.additions as f64,
+            deletions: summary.deletions as f64,
+            todos: Nullable(
+                summary.todos.map(|t| GoalTodoCounts { total: t.total as f64, completed: t.completed as f64 }),
+            ),
+        }
     }
 }
 
-fn grade_of(grade: RecordedGrade) -> GoalCriterionGrade {
-    GoalCriterionGrade {
-        id: grade.id,
-        source: grade.source.as_str().to_string(),
-        state: grade.state.as_str().to_string(),
-        evidence: grade.evidence,
+impl From<RecordedGrade> for GoalCriterionGrade {
+    fn from(grade: RecordedGrade) -> Self {
+        GoalCriterionGrade {
+            id: grade.id,
+            source: grade.source.as_str().to_string(),
+            state: grade.state.as_str().to_string(),
+            evidence: grade.evidence,
+        }
     }
 }

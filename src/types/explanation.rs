@@ -5,9 +5,9 @@
 
 use napi_derive::napi;
 
-use goal_core::{CheckRun, ExplainReport, LastReview};
+use goal_core::{ExplainReport, LastReview, RecordedCheckRun};
 
-use crate::types::goal_parts::{cause_of, check_of, criterion_of, GoalCause, GoalCheck, GoalCriterion};
+use crate::types::goal_parts::{GoalCause, GoalCheck, GoalCriterion};
 use crate::types::nullable::Nullable;
 
 /// What `explain(sessionId)` resolves to (and `session-goal doctor --json` prints): why the
@@ -187,43 +187,44 @@ pub struct GoalFinding {
     pub message: String,
 }
 
-/// The core's explain report as a [`GoalExplanation`].
-pub(crate) fn explanation_of(report: ExplainReport) -> GoalExplanation {
-    GoalExplanation {
-        session_id: report.session_id,
-        goal_id: Nullable(report.goal_id),
-        status: Nullable(report.status.map(|s| s.as_str().to_string())),
-        status_reason: Nullable(report.status_reason),
-        cause: Nullable(report.cause.as_ref().map(cause_of)),
-        fix_action: Nullable(report.fix_action.map(|f| f.as_str().to_string())),
-        next_wake_at: Nullable(report.next_wake_at),
-        lease: Nullable(report.lease.map(|l| GoalLease { holder: l.holder, expires_at: l.expires_at })),
-        pending: report
-            .pending
-            .into_iter()
-            .map(|p| PendingUserRequest { kind: p.kind.as_str().to_string(), id: p.id, permission: p.permission })
-            .collect(),
-        last_audit: Nullable(report.last_audit.map(|a| GoalAuditSummary {
-            time: a.time,
-            turn: a.turn,
-            verdict: Nullable(a.verdict),
-            note: a.note,
-            action: a.action,
-            reason: a.reason,
-            auditor: a.auditor,
-            missing: a.missing,
-        })),
-        last_checks: report.last_checks.into_iter().map(|recorded| check_run_of(recorded.run, recorded.time)).collect(),
-        checks: Nullable(report.checks.map(|list| list.iter().map(check_of).collect())),
-        cost: Nullable(report.cost.map(|c| GoalCost { budget: Nullable(c.budget), used: c.used })),
-        criteria: Nullable(report.criteria.map(|list| list.iter().map(criterion_of).collect())),
-        review: Nullable(report.review),
-        last_review: Nullable(report.last_review.map(last_review_of)),
-        findings: report
-            .findings
-            .into_iter()
-            .map(|f| GoalFinding { code: f.code.to_string(), message: f.message })
-            .collect(),
+impl From<ExplainReport> for GoalExplanation {
+    fn from(report: ExplainReport) -> Self {
+        GoalExplanation {
+            session_id: report.session_id,
+            goal_id: Nullable(report.goal_id),
+            status: Nullable(report.status.map(|s| s.as_str().to_string())),
+            status_reason: Nullable(report.status_reason),
+            cause: Nullable(report.cause.as_ref().map(GoalCause::from)),
+            fix_action: Nullable(report.fix_action.map(|f| f.as_str().to_string())),
+            next_wake_at: Nullable(report.next_wake_at),
+            lease: Nullable(report.lease.map(|l| GoalLease { holder: l.holder, expires_at: l.expires_at })),
+            pending: report
+                .pending
+                .into_iter()
+                .map(|p| PendingUserRequest { kind: p.kind.as_str().to_string(), id: p.id, permission: p.permission })
+                .collect(),
+            last_audit: Nullable(report.last_audit.map(|a| GoalAuditSummary {
+                time: a.time,
+                turn: a.turn,
+                verdict: Nullable(a.verdict),
+                note: a.note,
+                action: a.action,
+                reason: a.reason,
+                auditor: a.auditor,
+                missing: a.missing,
+            })),
+            last_checks: report.last_checks.into_iter().map(GoalCheckRun::from).collect(),
+            checks: Nullable(report.checks.map(|list| list.iter().map(GoalCheck::from).collect())),
+            cost: Nullable(report.cost.map(|c| GoalCost { budget: Nullable(c.budget), used: c.used })),
+            criteria: Nullable(report.criteria.map(|list| list.iter().map(GoalCriterion::from).collect())),
+            review: Nullable(report.review),
+            last_review: Nullable(report.last_review.map(last_review_of)),
+            findings: report
+                .findings
+                .into_iter()
+                .map(|f| GoalFinding { code: f.code.to_string(), message: f.message })
+                .collect(),
+        }
     }
 }
 
@@ -241,16 +242,18 @@ pub(crate) fn last_review_of(r: LastReview) -> GoalLastReview {
 }
 
 /// A check run as the trail recorded it, with the record's time.
-pub(crate) fn check_run_of(run: CheckRun, time: f64) -> GoalCheckRun {
-    GoalCheckRun {
-        index: u32::try_from(run.index).unwrap_or(u32::MAX),
-        result: run.result.as_str().to_string(),
-        exit_status: Nullable(run.result.exit_status()),
-        duration_ms: run.duration_ms.max(0.0).floor(),
-        command: run.command,
-        output_tail: run.output_tail,
-        message_id: run.message_id,
-        reused: run.reused,
-        time,
+impl From<RecordedCheckRun> for GoalCheckRun {
+    fn from(RecordedCheckRun { run, time }: RecordedCheckRun) -> Self {
+        GoalCheckRun {
+            index: u32::try_from(run.index).unwrap_or(u32::MAX),
+            result: run.result.as_str().to_string(),
+            exit_status: Nullable(run.result.exit_status()),
+            duration_ms: run.duration_ms.max(0.0).floor(),
+            command: run.command,
+            output_tail: run.output_tail,
+            message_id: run.message_id,
+            reused: run.reused,
+            time,
+        }
     }
 }

@@ -63,34 +63,42 @@ pub struct GoalActiveHours {
     pub time_zone: String,
 }
 
-pub(crate) fn cause_of(cause: &Cause) -> GoalCause {
-    GoalCause {
-        code: cause.code.as_str().to_string(),
-        since: cause.since,
-        detail: cause.detail.clone(),
-        until: cause.until,
-        fix: cause.fix.clone(),
+impl From<&Cause> for GoalCause {
+    fn from(cause: &Cause) -> Self {
+        GoalCause {
+            code: cause.code.as_str().to_string(),
+            since: cause.since,
+            detail: cause.detail.clone(),
+            until: cause.until,
+            fix: cause.fix.clone(),
+        }
     }
 }
 
-pub(crate) fn check_of(check: &AcceptanceCheck) -> GoalCheck {
-    GoalCheck { command: check.command.clone(), timeout_ms: check.timeout_ms.map(|ms| ms as f64) }
+impl From<&AcceptanceCheck> for GoalCheck {
+    fn from(check: &AcceptanceCheck) -> Self {
+        GoalCheck { command: check.command.clone(), timeout_ms: check.timeout_ms.map(|ms| ms as f64) }
+    }
 }
 
-pub(crate) fn criterion_of(criterion: &Criterion) -> GoalCriterion {
-    GoalCriterion {
-        id: criterion.id.clone(),
-        text: criterion.text.clone(),
-        source: criterion.source.as_str().to_string(),
-        state: criterion.state.as_str().to_string(),
-        evidence: (!criterion.evidence.is_empty()).then(|| criterion.evidence.clone()),
-        since: criterion.since,
+impl From<&Criterion> for GoalCriterion {
+    fn from(criterion: &Criterion) -> Self {
+        GoalCriterion {
+            id: criterion.id.clone(),
+            text: criterion.text.clone(),
+            source: criterion.source.as_str().to_string(),
+            state: criterion.state.as_str().to_string(),
+            evidence: (!criterion.evidence.is_empty()).then(|| criterion.evidence.clone()),
+            since: criterion.since,
+        }
     }
 }
 
 /// The stored working hours `{start, end, timeZone}` (a part missing from a hand-edited record
 /// reads as empty).
-pub(crate) fn active_hours_of(stored: &serde_json::Map<String, serde_json::Value>) -> GoalActiveHours {
-    let text = |key: &str| stored.get(key).and_then(serde_json::Value::as_str).unwrap_or_default().to_string();
-    GoalActiveHours { start: text("start"), end: text("end"), time_zone: text("timeZone") }
+impl From<&serde_json::Map<String, serde_json::Value>> for GoalActiveHours {
+    fn from(stored: &serde_json::Map<String, serde_json::Value>) -> Self {
+        let text = |key: &str| stored.get(key).and_then(serde_json::Value::as_str).unwrap_or_default().to_string();
+        GoalActiveHours { start: text("start"), end: text("end"), time_zone: text("timeZone") }
+    }
 }

@@ -10,31 +10,41 @@ use goal_core::{BuiltinSmallModel, ModelRef, OpenCodeClient, SmallModel};
 use crate::callbacks::{self, ModelCallback};
 use crate::env_context::EnvContext;
 
-/// A `provider/model` pair for the built-in small model (`smallModel` option).
-#[napi(object)]
-pub struct SmallModelChoice {
-    /// Provider id as OpenCode names it (`anthropic`, `openai`, a config provider…).
+/// The small model (`smallModel`), one object for every runtime and the goal control: the host's
+/// own service (`generate`), or the built-in small model, which calls OpenCode's providers itself
+/// on `{providerID, modelID}` when given, else on OpenCode's `small_model`, else on a small
+/// model of the session's own provider. OpenChamber's `getSmallModelService` and the flat
+/// `generateSmallModelText` are moved in here by the package entry (`lib/drop-in.js`).
+#[napi(object, object_to_js = false)]
+#[derive(Default)]
+pub struct SmallModelOptions {
+    /// The host's small model: resolves to `{text, providerID, modelID}` or `{error: {statusCode?,
+    /// code?}}`; a rejection or throw counts as "unavailable" (`statusCode` 404: silent).
+    #[napi(ts_type = "(request: SmallModelRequest) => Promise<SmallModelResult>")]
+    pub generate: Option<ModelCallback>,
+    /// The built-in small model's provider, as OpenCode names it (`anthropic`, a config
+    /// provider…); used only without `generate`, and only with `modelID`.
     #[napi(js_name = "providerID")]
-    pub provider_id: String,
-    /// Model id within that provider.
+    pub provider_id: Option<String>,
+    /// The built-in small model's model within that provider.
     #[napi(js_name = "modelID")]
-    pub model_id: String,
+    pub model_id: Option<String>,
 }
 
-/// The host's small-model service when it passed one, else the built-in small model: the host's
-/// explicit choice, else OpenCode's `small_model`, else a small model of the session's own
-/// provider (see `goal_core::small_model`).
-pub(crate) fn small_model_for(
-    context: &EnvContext,
-    host: Option<ModelCallback>,
-    client: &OpenCodeClient,
-    choice: Option<&SmallModelChoice>,
-) -> Arc<dyn SmallModel> {
-    if let Some(callback) = host {
-        return Arc::new(callbacks::HostSmallModel::new(callback));
+impl SmallModelOptions {
+    /// The small model these options choose: the host's service when it passed one, else the
+    /// built-in small model on the explicit choice (see `goal_core::small_model`).
+    pub(crate) fn model(options: Option<Self>, context: &EnvContext, client: &OpenCodeClient) -> Arc<dyn SmallModel> {
+        let options = options.unwrap_or_default();
+        if let Some(callback) = options.generate {
+            return Arc::new(callbacks::HostSmallModel::new(callback));
+        }
+        let explicit = match (&options.provider_id, &options.model_id) {
+            (Some(provider_id), Some(model_id)) => ModelRef::new(provider_id, model_id),
+            _ => None,
+        };
+        Arc::new(BuiltinSmallModel::new(context.shared(), client.clone(), explicit))
     }
-    let explicit = choice.and_then(|c| ModelRef::new(&c.provider_id, &c.model_id));
-    Arc::new(BuiltinSmallModel::new(context.shared(), client.clone(), explicit))
 }
 
 /// The request the runtime sends to a small-model service (OpenChamber's

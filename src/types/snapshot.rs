@@ -47,17 +47,19 @@ pub struct SessionState {
     pub attempt: u32,
 }
 
-pub(crate) fn to_js_snapshot(snapshot: goal_core::GoalSnapshot) -> RuntimeSnapshot {
-    RuntimeSnapshot {
-        sessions: snapshot.sessions.into_iter().map(SessionState::from).collect(),
-        armed_timers: snapshot.armed as u32,
-        in_flight: snapshot.in_flight as u32,
-        ticks: snapshot.ticks as f64,
-        continuations: snapshot.continuations as f64,
-        settled: snapshot.settled as f64,
-        follow_ups: snapshot.follow_ups as f64,
-        panics: snapshot.panics as f64,
-        active_goals: snapshot.active_goals as u32,
-        stopped: snapshot.stopped,
+impl From<goal_core::GoalSnapshot> for RuntimeSnapshot {
+    fn from(snapshot: goal_core::GoalSnapshot) -> Self {
+        RuntimeSnapshot {
+            sessions: snapshot.sessions.into_iter().map(SessionState::from).collect(),
+            armed_timers: snapshot.armed as u32,
+            in_flight: snapshot.in_flight as u32,
+            ticks: snapshot.ticks as f64,
+            continuations: snapshot.continuations as f64,
+            settled: snapshot.settled as f64,
+            follow_ups: snapshot.follow_ups as f64,
+            panics: snapshot.panics as f64,
+            active_goals: snapshot.active_goals as u32,
+            stopped: snapshot.stopped,
+        }
     }
 }

@@ -221,6 +221,10 @@ pub enum WarningCode {
 }
 
 impl WarningCode {
+    /// Every warning code (the binding hands the list to a test that ties it to docs/errors.md).
+    pub const ALL: [WarningCode; 3] =
+        [WarningCode::ObjectiveInline, WarningCode::AbortFailed, WarningCode::CommandListUnavailable];
+
     /// The stable code hosts see (`objectiveInline`, `abortFailed`, `commandListUnavailable`).
     pub fn code(self) -> &'static str {
         match self {
@@ -379,5 +383,29 @@ mod tests {
         let source = std::error::Error::source(&wrapped).expect("the OpenCode failure");
         assert_eq!(source.to_string(), "timed out");
         assert!(std::error::Error::source(&GoalError::new(ErrorKind::InvalidInput, "bad")).is_none());
+    }
+
+    #[test]
+    fn the_lists_hold_every_kind_and_code_once_in_order() {
+        // Exhaustive matches: a new kind or warning code does not compile here until it has its
+        // place in `ALL` (which the binding hands to the JavaScript parity test).
+        let kind_position = |kind: ErrorKind| match kind {
+            ErrorKind::InvalidInput => 0,
+            ErrorKind::NotFound => 1,
+            ErrorKind::Conflict => 2,
+            ErrorKind::TooLarge => 3,
+            ErrorKind::OpenCode => 4,
+            ErrorKind::Timeout => 5,
+            ErrorKind::Local => 6,
+        };
+        let positions: Vec<usize> = ErrorKind::ALL.iter().map(|kind| kind_position(*kind)).collect();
+        assert_eq!(positions, (0..ErrorKind::ALL.len()).collect::<Vec<_>>());
+        let warning_position = |code: WarningCode| match code {
+            WarningCode::ObjectiveInline => 0,
+            WarningCode::AbortFailed => 1,
+            WarningCode::CommandListUnavailable => 2,
+        };
+        let positions: Vec<usize> = WarningCode::ALL.iter().map(|code| warning_position(*code)).collect();
+        assert_eq!(positions, (0..WarningCode::ALL.len()).collect::<Vec<_>>());
     }
 }

@@ -90,9 +90,7 @@ pub use config::tunables::{count, millis, AssistTunables, EvidenceTunables, Goal
 pub use config::{EvidenceConfig, EvidenceLimits, GoalConfig, ProviderLimits};
 
 // The goal record.
-pub use goal::budgets::cost::{
-    check_cost_budget, cost_budget, cost_used, format_usd, provider_reports_no_cost, MAX_COST_BUDGET, MIN_COST_BUDGET,
-};
+pub use goal::budgets::cost::{cost_used, format_usd, provider_reports_no_cost, MAX_COST_BUDGET, MIN_COST_BUDGET};
 pub use goal::budgets::limit_rules::wake_at as provider_wake_at;
 pub use goal::settling::causes::{cause_of, fix_action, fix_sentence, FixAction};
 pub use record::cause::{Cause, CauseCode};
@@ -102,9 +100,7 @@ pub use record::{
     parse_checks, AcceptanceCheck, ChecksError, Goal, GoalStatus, CHECK_COMMAND_CHAR_LIMIT, DEFAULT_CHECK_TIMEOUT_MS,
     KNOWN_GOAL_FIELDS, MAX_CHECKS, OBJECTIVE_REVISION_FIELD, REVISION_LIST_FIELDS,
 };
-pub use time::active::{
-    active_ms, check_time_budget_ms, check_time_budget_value, format_duration, parse_duration, time_budget_ms,
-};
+pub use time::active::{active_ms, format_duration, parse_duration};
 pub use time::clock::now_ms;
 pub use time::hours::{ActiveHours, HoursPart, HoursProblem};
 

@@ -79,7 +79,7 @@ fn effective_cause(goal: &Goal, observed: &Observed<'_>) -> Option<Cause> {
     if !observed.pending.is_empty() {
         return Some(cause_of(CauseCode::WaitingForUser, now, id, None));
     }
-    if let HoursGate::WaitUntil(opens) = hours::gate(goal.active_hours.get(), now) {
+    if let HoursGate::WaitUntil(opens) = hours::goal_gate(goal, now) {
         return Some(cause_of(CauseCode::WaitingForHours, now, id, None).with_until(opens));
     }
     let holder = observed.own_holder?;
@@ -110,10 +110,7 @@ fn review_setting(goal: &Goal) -> Option<Value> {
 
 /// The goal's budget (none without one) and spending, in US dollars.
 fn cost_of(goal: &Goal) -> GoalCost {
-    GoalCost {
-        budget: crate::goal::budgets::cost::cost_budget(goal),
-        used: crate::goal::budgets::cost::cost_used(goal),
-    }
+    GoalCost { budget: crate::goal::budgets::cost::budget(goal), used: crate::goal::budgets::cost::cost_used(goal) }
 }
 
 /// The newest trail record with a verdict (or an audit failure), reduced to what a human reads.

@@ -404,6 +404,8 @@ async fn dispatch_command(
 /// Result of create / send / fork.
 #[derive(Debug, Clone, Default)]
 pub struct DispatchReport {
+    /// `create`, `send` or `fork`.
+    pub action: &'static str,
     /// The session the prompt went to (the new one for create and fork).
     pub session_id: String,
     /// Its directory.
@@ -497,8 +499,9 @@ fn pick_selection(checked: &CheckedPrompt, inherited: Option<&Selection>) -> Sel
     }
 }
 
-fn report_for(session: &SessionView, directory: &str) -> DispatchReport {
+fn report_for(action: &'static str, session: &SessionView, directory: &str) -> DispatchReport {
     DispatchReport {
+        action,
         session_id: session.id.clone(),
         directory: directory.to_string(),
         title: session.title.clone(),
@@ -555,7 +558,7 @@ pub async fn create_session(ctx: &ControlContext, request: &CreateSession) -> Re
         .filter(|s| !s.id.is_empty())
         .ok_or_else(|| GoalError::new(ErrorKind::OpenCode, "session create: OpenCode answered without a session"))?;
     let directory = if session.directory.is_empty() { directory.to_string() } else { session.directory.clone() };
-    let mut report = report_for(&session, &directory);
+    let mut report = report_for("create", &session, &directory);
     if checked.prompt.is_empty() {
         return Ok(report);
     }
@@ -593,7 +596,7 @@ pub async fn send_prompt(ctx: &ControlContext, request: &SendPrompt) -> Result<D
     check_selection(ctx, &directory, &checked).await?;
     let inherited = recent_history(ctx, &session.id, &directory).await.map(|h| h.last_selection);
     let selection = pick_selection(&checked, inherited.as_ref());
-    let mut report = report_for(&session, &directory);
+    let mut report = report_for("send", &session, &directory);
     goal_then_dispatch(ctx, &session, &directory, &checked, selection, None, &mut report).await?;
     Ok(report)
 }
@@ -639,7 +642,7 @@ pub async fn fork_session(ctx: &ControlContext, request: &ForkSession) -> Result
         .filter(|s| !s.id.is_empty())
         .ok_or_else(|| GoalError::new(ErrorKind::OpenCode, "fork: OpenCode answered without a session"))?;
     let fork_directory = if fork.directory.is_empty() { directory.clone() } else { fork.directory.clone() };
-    let mut report = report_for(&fork, &fork_directory);
+    let mut report = report_for("fork", &fork, &fork_directory);
     report.source_session_id = Some(source.id.clone());
     if checked.goal.is_none() {
         // The fork carries a copy of the source's goal: it must not run on both sessions.

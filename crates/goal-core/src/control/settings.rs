@@ -170,7 +170,7 @@ pub mod rule {
 
     /// A cost budget: a finite number of US dollars within `goal/budgets/cost.rs`'s bounds.
     pub fn cost_budget(dollars: f64) -> Result<f64, String> {
-        crate::goal::budgets::cost::check_cost_budget(dollars)
+        crate::goal::budgets::cost::check_budget(dollars)
     }
 
     /// A time budget in ms of active time (at least one second).

@@ -4,8 +4,6 @@
 //! `inactiveSince`; a pause counts from the paused goal's `updatedAt` to its resume. Pure: the
 //! clock value is passed in.
 
-use serde_json::Value;
-
 use crate::record::{Goal, GoalStatus};
 
 /// Smallest accepted time budget (one second).
@@ -83,18 +81,6 @@ pub fn count_stopped_time(goal: &mut Goal, now_ms: f64) {
     }
 }
 
-/// Validates a requested time budget (`timeBudgetMs`): a whole number of milliseconds, at least
-/// one second. `null` means "no time budget".
-pub fn check_time_budget_value(value: &Value) -> Result<Option<u64>, String> {
-    if value.is_null() {
-        return Ok(None);
-    }
-    let Some(ms) = value.as_f64() else {
-        return Err("timeBudgetMs must be a number of milliseconds".into());
-    };
-    check_time_budget_ms(ms).map(Some)
-}
-
 /// Validates a time budget in milliseconds.
 pub fn check_time_budget_ms(ms: f64) -> Result<u64, String> {
     if !ms.is_finite() || ms <= 0.0 {
@@ -155,7 +141,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn goal(extra: Value) -> Goal {
+    fn goal(extra: serde_json::Value) -> Goal {
         let mut base = json!({"id": "g", "status": "active", "objective": "x", "createdAt": 1_000_000.0, "updatedAt": 1_000_000.0});
         for (k, v) in extra.as_object().unwrap() {
             base[k] = v.clone();
@@ -211,11 +197,6 @@ mod tests {
         assert_eq!(parse_duration("1d"), Ok(86_400_000));
         for bad in ["", "90", "0m", "-5m", "m", "2 hours", "1x", "1e3s", "5ms"] {
             assert!(parse_duration(bad).is_err(), "{bad}");
-        }
-        assert_eq!(check_time_budget_value(&json!(null)), Ok(None));
-        assert_eq!(check_time_budget_value(&json!(60000)), Ok(Some(60000)));
-        for bad in [json!(0), json!(-1), json!("2h"), json!(f64::MAX), json!(true)] {
-            assert!(check_time_budget_value(&bad).is_err(), "{bad}");
         }
         assert_eq!(format_duration(5_400_000.0), "1h 30m");
         assert_eq!(format_duration(42_000.0), "42s");

@@ -201,6 +201,11 @@ pub enum HoursGate {
     WaitUntil(f64),
 }
 
+/// [`gate`] of a goal's stored working hours.
+pub fn goal_gate(goal: &crate::record::Goal, now_ms: f64) -> HoursGate {
+    gate(goal.active_hours.get(), now_ms)
+}
+
 /// Reads the goal's window (an invalid stored window is ignored: it was validated when set, and
 /// a hand-edited one must not stop the loop) and decides.
 pub fn gate(active_hours: Option<&serde_json::Map<String, Value>>, now_ms: f64) -> HoursGate {

@@ -257,7 +257,7 @@ impl Tick<'_> {
             settlement.detail = Some(session.to_string());
             return Err(self.settle_reviewed(settlement, update, last).await);
         }
-        if crate::goal::budgets::cost::cost_budget_reached(&self.goal, settlement.accounting.cost_used) {
+        if crate::goal::budgets::cost::budget_reached(&self.goal, settlement.accounting.cost_used) {
             settlement.status = GoalStatus::BudgetLimited;
             settlement.reason = REASON_COST_BUDGET.into();
             settlement.cause = CauseCode::CostBudget;

@@ -13,7 +13,7 @@ pub const MAX_COST_BUDGET: f64 = 1_000_000.0;
 
 /// Validates a requested cost budget: a finite number of US dollars in
 /// [`MIN_COST_BUDGET`, `MAX_COST_BUDGET`].
-pub fn check_cost_budget(dollars: f64) -> Result<f64, String> {
+pub fn check_budget(dollars: f64) -> Result<f64, String> {
     if dollars.is_finite() && (MIN_COST_BUDGET..=MAX_COST_BUDGET).contains(&dollars) {
         Ok(dollars)
     } else {
@@ -22,7 +22,7 @@ pub fn check_cost_budget(dollars: f64) -> Result<f64, String> {
 }
 
 /// The goal's cost budget, when it has a valid one.
-pub fn cost_budget(goal: &Goal) -> Option<f64> {
+pub fn budget(goal: &Goal) -> Option<f64> {
     goal.cost_budget.get().copied()
 }
 
@@ -33,14 +33,14 @@ pub fn cost_used(goal: &Goal) -> f64 {
 
 /// Whether `cost_used` has reached the goal's budget. A provider that reports no cost keeps
 /// `cost_used` at 0, below every accepted budget, so it never reaches it.
-pub fn cost_budget_reached(goal: &Goal, cost_used: f64) -> bool {
-    cost_budget(goal).is_some_and(|budget| cost_used >= budget)
+pub fn budget_reached(goal: &Goal, cost_used: f64) -> bool {
+    budget(goal).is_some_and(|budget| cost_used >= budget)
 }
 
 /// Whether the goal has a cost budget but its replies, which did spend tokens, cost nothing:
 /// the provider reports no cost, and the budget will never be reached.
 pub fn provider_reports_no_cost(goal: &Goal) -> bool {
-    cost_budget(goal).is_some() && goal.tokens_used > 0 && cost_used(goal) <= 0.0
+    budget(goal).is_some() && goal.tokens_used > 0 && cost_used(goal) <= 0.0
 }
 
 /// Dollars as people read them: two decimals, more only below a cent (`$0.0042`).
@@ -68,23 +68,23 @@ mod tests {
     #[test]
     fn the_budget_is_reached_at_or_above_it_and_never_without_one() {
         let g = goal(json!({"costBudget": 0.5}));
-        assert!(!cost_budget_reached(&g, 0.49));
-        assert!(cost_budget_reached(&g, 0.5), "at the budget counts as reached");
-        assert!(cost_budget_reached(&g, 0.7));
-        assert!(!cost_budget_reached(&g, 0.0), "a provider that reports no cost never reaches it");
-        assert!(!cost_budget_reached(&goal(json!({})), 1e9), "no budget, never reached");
+        assert!(!budget_reached(&g, 0.49));
+        assert!(budget_reached(&g, 0.5), "at the budget counts as reached");
+        assert!(budget_reached(&g, 0.7));
+        assert!(!budget_reached(&g, 0.0), "a provider that reports no cost never reaches it");
+        assert!(!budget_reached(&goal(json!({})), 1e9), "no budget, never reached");
         // An unreadable stored budget is kept verbatim and never limits.
         let odd = goal(json!({"costBudget": "five dollars"}));
-        assert!(!cost_budget_reached(&odd, 1e9));
+        assert!(!budget_reached(&odd, 1e9));
         assert_eq!(odd.to_value()["costBudget"], json!("five dollars"));
     }
 
     #[test]
     fn budgets_are_checked() {
-        assert_eq!(check_cost_budget(2.5), Ok(2.5));
-        assert_eq!(check_cost_budget(0.01), Ok(0.01));
+        assert_eq!(check_budget(2.5), Ok(2.5));
+        assert_eq!(check_budget(0.01), Ok(0.01));
         for bad in [0.0, -1.0, 0.001, f64::NAN, f64::INFINITY, 2e6] {
-            assert!(check_cost_budget(bad).is_err(), "{bad}");
+            assert!(check_budget(bad).is_err(), "{bad}");
         }
     }
 

@@ -149,7 +149,7 @@ pub fn plan_tick(goal: &Goal, messages: &[Message], max_auto_turns: u64) -> Plan
     if goal.token_budget.is_some_and(|budget| accounting.tokens_used >= budget) {
         return settle(GoalStatus::BudgetLimited, REASON_BUDGET, CauseCode::TokenBudget);
     }
-    if crate::goal::budgets::cost::cost_budget_reached(goal, accounting.cost_used) {
+    if crate::goal::budgets::cost::budget_reached(goal, accounting.cost_used) {
         return settle(GoalStatus::BudgetLimited, REASON_COST_BUDGET, CauseCode::CostBudget);
     }
     if goal.turns_used >= max_auto_turns {
