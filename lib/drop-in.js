@@ -139,7 +139,7 @@ function orchestrationRequest(request) {
 const GOAL_TUNABLES = Object.freeze([
   'idleQuietMs', 'kickoffQuietMs', 'resumeKickoffMs', 'maxAutoTurns', 'messageFetchLimit', 'auditTimeoutMs',
   'maxRetryAttempts', 'maxDispatchAttempts', 'leaseMs', 'sweepIntervalMs', 'noProgressTurns', 'evidence',
-  'maxProviderWaitMs', 'maxProviderWaits', 'deriveCriteria',
+  'maxProviderWaitMs', 'maxProviderWaits', 'deriveCriteria', 'reviewTimeoutMs',
 ])
 const ASSIST_TUNABLES = Object.freeze(['quietMs', 'messageFetchLimit', 'modelTimeoutMs'])
 

@@ -9,7 +9,9 @@
 # it names them and stops): WebKitGTK 4.1, GTK 3, librsvg and libsoup 3 development files for the
 # build; Xvfb, xauth and ImageMagick for the run. Builds in debug mode (see the example's
 # Cargo.toml: on two cores an optimised build of Tauri takes several times as long) into
-# examples/tauri-goals/target/, which stays between runs as a warm cache (git-ignored).
+# examples/tauri-goals/target/, which stays between runs as a warm cache (git-ignored), or into
+# TAURI_GOALS_TARGET_DIR when set (.ci/run sets one outside the clone, so that a fresh clone on the
+# same machine starts warm).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -33,9 +35,10 @@ fi
 installed=$(date +%s)
 
 cargo fmt --manifest-path "$example/Cargo.toml" --check
-cargo build --quiet --manifest-path "$example/Cargo.toml"
+target_dir=${TAURI_GOALS_TARGET_DIR:-$example/target}
+cargo build --quiet --manifest-path "$example/Cargo.toml" --target-dir "$target_dir"
 built=$(date +%s)
-binary="$example/target/debug/tauri-goals"
+binary="$target_dir/debug/tauri-goals"
 
 # Everything the run writes (the app's web view data, xvfb-run's auth file, the driver's scratch
 # directory, the screenshot) goes into one private temp directory, which must be empty at the end.
