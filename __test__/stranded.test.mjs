@@ -50,6 +50,26 @@ describe('a stranded message', () => {
     expect(auditor.calls).toHaveLength(2)
   })
 
+  // The continuation's own message event names a time after the look-again timer was armed (here
+  // the server's clock runs ahead; on a fast machine the same millisecond does it). Taken for the
+  // user's activity, it cancelled that timer and the goal waited, active, for an idle event that a
+  // stranded message never brings.
+  it('the continuation\'s own message event does not cancel the look for a turn that never started', async () => {
+    const auditor = scriptedAuditor([keepGoing, complete])
+    env = await setup({ auditor, mockOptions: { now: () => Date.now() + 60_000 } })
+    const { mock } = env
+    const session = sessionWithReply(mock, {})
+    mock.scriptReplies(session.id, [{ text: 'Nesting works now.' }])
+    mock.strandPrompts(session.id, { times: 1 })
+    mock.setStatus(session.id, 'idle')
+    await waitFor(() => goalOf(mock, session.id)?.status !== 'active', 8000).catch(() => {})
+    expect(goalOf(mock, session.id).status).toBe('complete')
+    const sent = posts(mock, session.id)
+    expect(sent).toHaveLength(2)
+    expect(sent[1].messageID).toBe(sent[0].messageID)
+    expect(mock.strandedPrompts).toHaveLength(1)
+  })
+
   it('the user\'s first prompt, stored without its turn, is posted again under its ids; its turn runs and the goal completes', async () => {
     const auditor = scriptedAuditor([complete])
     env = await setup({ auditor })

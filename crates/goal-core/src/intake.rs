@@ -54,6 +54,8 @@ pub enum IntakeEvent {
         session_id: String,
         /// Directory.
         directory: String,
+        /// The message's id (empty when the event names none).
+        message_id: String,
         /// `time.created` (0 unknown).
         created: f64,
     },
@@ -222,7 +224,13 @@ pub fn parse_payload(payload: &Value, directory_hint: &str) -> Option<IntakeEven
                     aborted.then(|| IntakeEvent::Aborted { session_id: session_id.to_string(), directory, at })
                 }
                 Some("user") => {
-                    Some(IntakeEvent::UserMessage { session_id: session_id.to_string(), directory, created })
+                    let message_id = info.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+                    Some(IntakeEvent::UserMessage {
+                        session_id: session_id.to_string(),
+                        directory,
+                        message_id,
+                        created,
+                    })
                 }
                 _ => None,
             }

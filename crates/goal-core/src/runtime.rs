@@ -128,6 +128,7 @@ impl GoalRuntime {
             waiting_for_user: Arc::new(move |session: &str| waiting_view.waiting_for_user(session)),
             holder: crate::record::lease::holder_id(&settings.client.key()),
             echoes: Arc::default(),
+            own_posts: Arc::default(),
             dispatch_claims: settings.shared.dispatch_claims().clone(),
             // Optimistic: a session that events have not shown without an active goal is read
             // at once (a host that forwards only status events still gets the short path).
@@ -443,15 +444,21 @@ impl Consumer for Inner {
                     .instrument(self.log_span.clone()),
                 );
             }
-            IntakeEvent::UserMessage { session_id, created, .. } => {
-                let at = if *created > 0.0 { *created } else { now_ms() };
-                self.scheduler.user_activity(session_id, at);
+            IntakeEvent::UserMessage { session_id, message_id, created, .. } => {
+                // Our own continuation or re-post is not the user moving on.
+                if !self.ctx.own_posts.is_own(session_id, message_id) {
+                    let at = if *created > 0.0 { *created } else { now_ms() };
+                    self.scheduler.user_activity(session_id, at);
+                }
             }
             IntakeEvent::UserInput { session_id, directory, request_id, pending } => {
                 // Answering the last open request arms a look once the session has been quiet.
                 self.scheduler.user_input(session_id, directory, request_id, *pending, config.idle_quiet);
             }
-            IntakeEvent::SessionDeleted { session_id } => self.scheduler.forget(session_id),
+            IntakeEvent::SessionDeleted { session_id } => {
+                self.ctx.own_posts.forget(session_id);
+                self.scheduler.forget(session_id);
+            }
             IntakeEvent::Connected => {
                 if let Some(me) = self.me.upgrade() {
                     debug!(target: "session_goal", "OpenCode connected; scanning for active goals");

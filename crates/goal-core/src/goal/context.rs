@@ -36,6 +36,8 @@ pub struct TickContext {
     pub known_active: Arc<dyn Fn(&str) -> bool + Send + Sync>,
     /// Goal events seen while a reservation is written (lost-update repair).
     pub echoes: Arc<WriteEchoes>,
+    /// The message ids this runtime posted lately (their events are no user activity).
+    pub own_posts: Arc<crate::goal::delivery::own_posts::OwnPosts>,
     /// The dispatch claims of the runtime's context (shared by its runtimes).
     pub dispatch_claims: DispatchClaims,
     /// Which session first carried each goal id (copies of goals written before `sessionId`).

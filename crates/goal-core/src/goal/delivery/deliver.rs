@@ -54,6 +54,9 @@ pub async fn deliver(tick: &Tick<'_>, basis: &Basis, reserved: Reserved) -> Tick
         retry_delay: ctx.config.dispatch_retry_delay,
         message_limit: ctx.config.message_limit,
     };
+    if let Some(id) = &reserved.message_id {
+        ctx.own_posts.record(tick.session_id, id);
+    }
     let still_ours = |fresh: &SessionView| standing(tick, fresh, &reserved.goal).is_none();
     let delivery = match &reserved.message_id {
         // Every attempt posts the same id: a timeout or a 5xx is simply posted again.

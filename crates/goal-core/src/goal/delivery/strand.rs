@@ -70,6 +70,7 @@ async fn repost(tick: &Tick<'_>, message_id: &str, posts: u64, body: &serde_json
     if !tick.generation.is_current() {
         return TickOutcome::Done;
     }
+    tick.ctx.own_posts.record(tick.session_id, message_id);
     match tick.ctx.client.prompt_async(tick.session_id, tick.directory, body).await {
         DispatchOutcome::Sent => {
             info!(target: "session_goal", session = tick.session_id, posts, "unanswered message posted again under its own ids")
