@@ -203,38 +203,7 @@ pub fn parse_payload(payload: &Value, directory_hint: &str) -> Option<IntakeEven
                 metadata,
             })
         }
-        "message.updated" => {
-            let info = info?;
-            let session_id = session_id(info.get("sessionID")).or_else(|| session_id(properties?.get("sessionID")))?;
-            let role = info.get("role").and_then(Value::as_str);
-            if !message_update_matters(role, info.get("error").is_some_and(|e| !e.is_null())) {
-                return None;
-            }
-            // The runtime's own check runs are no user activity and no user abort.
-            if crate::record::check_id::is_check_info(info) {
-                return None;
-            }
-            let created = number(info.get("time").and_then(|t| t.get("created")));
-            match role {
-                Some("assistant") => {
-                    let aborted = info.get("error").and_then(|e| e.get("name")).and_then(Value::as_str)
-                        == Some(crate::record::session::ABORTED_ERROR);
-                    let completed = number(info.get("time").and_then(|t| t.get("completed")));
-                    let at = if completed > 0.0 { completed } else { created };
-                    aborted.then(|| IntakeEvent::Aborted { session_id: session_id.to_string(), directory, at })
-                }
-                Some("user") => {
-                    let message_id = info.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
-                    Some(IntakeEvent::UserMessage {
-                        session_id: session_id.to_string(),
-                        directory,
-                        message_id,
-                        created,
-                    })
-                }
-                _ => None,
-            }
-        }
+        "message.updated" => message_event(info?, properties?, directory),
         "server.connected" => Some(IntakeEvent::Connected),
         kind if kind.starts_with("permission.") || kind.starts_with("question.") => {
             let properties = properties?;
@@ -247,6 +216,35 @@ pub fn parse_payload(payload: &Value, directory_hint: &str) -> Option<IntakeEven
                 .to_string();
             let pending = kind.ends_with(".asked");
             Some(IntakeEvent::UserInput { session_id: session_id.to_string(), directory, request_id, pending })
+        }
+        _ => None,
+    }
+}
+
+/// A `message.updated` payload: a user message (activity) or an aborted assistant turn. Other
+/// messages, and the runtime's own check runs, are `None`.
+fn message_event(info: &Value, properties: &Value, directory: String) -> Option<IntakeEvent> {
+    let session_id = session_id(info.get("sessionID")).or_else(|| session_id(properties.get("sessionID")))?;
+    let role = info.get("role").and_then(Value::as_str);
+    if !message_update_matters(role, info.get("error").is_some_and(|e| !e.is_null())) {
+        return None;
+    }
+    // The runtime's own check runs are no user activity and no user abort.
+    if crate::record::check_id::is_check_info(info) {
+        return None;
+    }
+    let created = number(info.get("time").and_then(|t| t.get("created")));
+    match role {
+        Some("assistant") => {
+            let aborted = info.get("error").and_then(|e| e.get("name")).and_then(Value::as_str)
+                == Some(crate::record::session::ABORTED_ERROR);
+            let completed = number(info.get("time").and_then(|t| t.get("completed")));
+            let at = if completed > 0.0 { completed } else { created };
+            aborted.then(|| IntakeEvent::Aborted { session_id: session_id.to_string(), directory, at })
+        }
+        Some("user") => {
+            let message_id = info.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+            Some(IntakeEvent::UserMessage { session_id: session_id.to_string(), directory, message_id, created })
         }
         _ => None,
     }

@@ -363,6 +363,21 @@ impl Inner {
     }
 }
 
+impl Inner {
+    /// A user message's event: the user moved on, unless it is our own continuation or re-post.
+    fn user_message(&self, session_id: &str, message_id: &str, created: f64) {
+        if !self.ctx.own_posts.is_own(session_id, message_id) {
+            let at = if created > 0.0 { created } else { now_ms() };
+            self.scheduler.user_activity(session_id, at);
+        }
+    }
+
+    fn session_deleted(&self, session_id: &str) {
+        self.ctx.own_posts.forget(session_id);
+        self.scheduler.forget(session_id);
+    }
+}
+
 impl Consumer for Inner {
     fn accept(&self, event: &IntakeEvent) {
         if self.stopped.load(Ordering::SeqCst) {
@@ -445,20 +460,13 @@ impl Consumer for Inner {
                 );
             }
             IntakeEvent::UserMessage { session_id, message_id, created, .. } => {
-                // Our own continuation or re-post is not the user moving on.
-                if !self.ctx.own_posts.is_own(session_id, message_id) {
-                    let at = if *created > 0.0 { *created } else { now_ms() };
-                    self.scheduler.user_activity(session_id, at);
-                }
+                self.user_message(session_id, message_id, *created)
             }
             IntakeEvent::UserInput { session_id, directory, request_id, pending } => {
                 // Answering the last open request arms a look once the session has been quiet.
                 self.scheduler.user_input(session_id, directory, request_id, *pending, config.idle_quiet);
             }
-            IntakeEvent::SessionDeleted { session_id } => {
-                self.ctx.own_posts.forget(session_id);
-                self.scheduler.forget(session_id);
-            }
+            IntakeEvent::SessionDeleted { session_id } => self.session_deleted(session_id),
             IntakeEvent::Connected => {
                 if let Some(me) = self.me.upgrade() {
                     debug!(target: "session_goal", "OpenCode connected; scanning for active goals");
