@@ -35,6 +35,9 @@ describe('continuation dispatch', () => {
   it('5xx after the prompt was admitted: reconciled as sent, never re-posted', async () => {
     env = await setup({ auditor: scriptedAuditor([continueVerdict]) })
     const session = sessionWithReply(env.mock)
+    // The admitted prompt starts its turn, which is still running: a message stored with no turn
+    // would be a stranded one, posted again under its id after the quiet window (stranded.test.mjs).
+    env.mock.scriptReplies(session.id, [{ text: 'working on it', completed: false }])
     env.mock.fault({ method: 'POST', path: promptPath(session.id), times: 1, status: 502, apply: true })
     env.mock.setStatus(session.id, 'idle')
     await waitFor(() => env.mock.prompts.length === 1)

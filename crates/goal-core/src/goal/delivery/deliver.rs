@@ -59,7 +59,8 @@ pub async fn deliver(tick: &Tick<'_>, basis: &Basis, reserved: Reserved) -> Tick
     }
     let still_ours = |fresh: &SessionView| standing(tick, fresh, &reserved.goal).is_none();
     let delivery = match &reserved.message_id {
-        // Every attempt posts the same id: a timeout or a 5xx is simply posted again.
+        // Every attempt posts the same id: after a timeout or a 5xx it is posted again unless
+        // the transcript shows it stored.
         Some(id) => dispatch.with_id(id, &tick.generation, still_ours).await,
         // Without an id (unknown tail format) a second post could make a second turn.
         None => dispatch.classified(&reserved.tail, &text, &tick.generation, still_ours).await,

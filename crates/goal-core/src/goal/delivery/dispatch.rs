@@ -118,9 +118,9 @@ impl Dispatch<'_> {
     /// Posts with the idempotent `message_id`: every attempt posts the same id, so a timeout, a
     /// 5xx or a second host's post of the same id can only ever make one turn. Before a retry the
     /// session is read once, so that a user who stopped or changed the goal meanwhile is obeyed
-    /// even by a host that forwards no events (`still_ours` judges the fresh session). After
-    /// attempts that all failed ambiguously, one read of the message list tells whether the id
-    /// landed.
+    /// even by a host that forwards no events (`still_ours` judges the fresh session). After an
+    /// attempt that failed ambiguously (a 5xx, a timeout), the message list is read before the
+    /// next post, and after the last attempt: a stored id landed, and is not posted again.
     pub async fn with_id(
         &self,
         message_id: &str,
@@ -145,6 +145,11 @@ impl Dispatch<'_> {
                         return Delivery::Stopped { unused: refused };
                     }
                 }
+                // After an answer that left the outcome unknown, a stored message means it was
+                // admitted: posting it again would be harmless (same ids) but is not needed.
+                if !refused && self.stored(message_id).await {
+                    return Delivery::Sent;
+                }
             }
             match self.client.prompt_async(self.session_id, self.directory, &body).await {
                 DispatchOutcome::Sent => return Delivery::Sent,
@@ -157,14 +162,18 @@ impl Dispatch<'_> {
                 }
             }
         }
-        if !refused {
-            if let Ok(messages) = self.client.messages(self.session_id, self.directory, self.message_limit).await {
-                if messages.iter().any(|m| m.id == message_id) {
-                    return Delivery::Sent;
-                }
-            }
+        if !refused && self.stored(message_id).await {
+            return Delivery::Sent;
         }
         Delivery::Failed { refused }
+    }
+
+    /// Whether the transcript holds `message_id` (a read failure counts as not known to be).
+    async fn stored(&self, message_id: &str) -> bool {
+        match self.client.messages(self.session_id, self.directory, self.message_limit).await {
+            Ok(messages) => messages.iter().any(|m| m.id == message_id),
+            Err(_) => false,
+        }
     }
 
     /// The fallback without an id (unknown tail format): classified dispatch. After an
