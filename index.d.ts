@@ -557,7 +557,7 @@ export interface GoalFailingCommand {
 /** An inconsistency worth a human look. */
 export interface GoalFinding {
   /** What it is. */
-  code: 'sessionMissing' | 'noGoal' | 'goalUnreadable' | 'objectiveFileMissing' | 'inherited' | 'checksUnreadable' | 'providerReportsNoCost'
+  code: 'sessionMissing' | 'noGoal' | 'goalUnreadable' | 'objectiveFileMissing' | 'inherited' | 'checksUnreadable' | 'guardUnreadable' | 'providerReportsNoCost'
   /** One sentence for a person. */
   message: string
 }

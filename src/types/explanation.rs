@@ -180,7 +180,7 @@ pub struct GoalCost {
 pub struct GoalFinding {
     /// What it is.
     #[napi(
-        ts_type = "'sessionMissing' | 'noGoal' | 'goalUnreadable' | 'objectiveFileMissing' | 'inherited' | 'checksUnreadable' | 'providerReportsNoCost'"
+        ts_type = "'sessionMissing' | 'noGoal' | 'goalUnreadable' | 'objectiveFileMissing' | 'inherited' | 'checksUnreadable' | 'guardUnreadable' | 'providerReportsNoCost'"
     )]
     pub code: String,
     /// One sentence for a person.

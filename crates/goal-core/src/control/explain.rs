@@ -8,12 +8,13 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::goal::acceptance::check_rules::CheckRun;
+use crate::goal::guarding::guard_rules::{unreadable_guards, UnreadableGuard};
 use crate::goal::settling::causes::{cause_of, fix_action};
 use crate::io::opencode::OpenCodeClient;
 use crate::record::cause::{Cause, CauseCode};
 use crate::record::lease::{held_by_other, lease_of};
 use crate::record::session::SessionView;
-use crate::record::{Goal, GoalStatus};
+use crate::record::{Goal, GoalStatus, CHECKS_FIELD};
 use crate::time::clock::now_ms;
 use crate::time::hours::{self, HoursGate};
 
@@ -177,13 +178,21 @@ fn findings(observed: &Observed<'_>, goal: Option<&Goal>) -> Vec<Finding> {
                 .into(),
         ));
     }
-    if goal.checks_unreadable() {
-        out.push(finding(
-            "checksUnreadable",
-            "the goal's checks field is not a valid list of checks: the goal falls back to the audit alone".into(),
-        ));
-    }
+    out.extend(unreadable_guards(goal).into_iter().map(guard_finding));
     out
+}
+
+/// A guard the user set that cannot be read: the goal stops on it (`blocked`, `invalidGoal`)
+/// before its next continuation, and never completes past it. Checks keep their own code.
+fn guard_finding(guard: UnreadableGuard) -> Finding {
+    let code = if guard.field == CHECKS_FIELD { "checksUnreadable" } else { "guardUnreadable" };
+    finding(
+        code,
+        format!(
+            "the goal's {} {}: the goal stops (blocked, invalidGoal) before its next continuation until it is corrected",
+            guard.field, guard.problem
+        ),
+    )
 }
 
 /// Reads what the report needs (the session, pending requests, the trail, the objective file)

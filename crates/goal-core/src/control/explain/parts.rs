@@ -122,7 +122,8 @@ pub struct GoalCost {
 }
 
 /// An inconsistency worth a human look: `sessionMissing`, `noGoal`, `goalUnreadable`,
-/// `objectiveFileMissing`, `inherited`, `checksUnreadable`, `providerReportsNoCost`.
+/// `objectiveFileMissing`, `inherited`, `checksUnreadable`, `guardUnreadable` (criteria or a
+/// budget or hours the runtime cannot read), `providerReportsNoCost`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Finding {
     /// The finding's code.

@@ -106,6 +106,22 @@ fn findings_name_what_needs_a_human() {
         report_json(&seen)["findings"].as_array().unwrap().iter().map(|f| f["code"].clone()).collect();
     assert_eq!(codes, vec![json!("objectiveFileMissing"), json!("inherited"), json!("checksUnreadable")]);
 
+    // Every unreadable guard is named, each with what it does to the goal.
+    let unreadable =
+        session(goal(json!({"costBudget": "half a dollar", "activeHours": {"from": "9"}, "criteria": [{}]})));
+    let found = report_json(&observed(Some(&unreadable), Vec::new()))["findings"].clone();
+    let named: Vec<(&str, bool)> = found
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["code"].as_str().unwrap(), f["message"].as_str().unwrap().contains("blocked, invalidGoal")))
+        .collect();
+    assert_eq!(named, vec![("guardUnreadable", true); 3]);
+    let messages = found.to_string();
+    for field in ["criteria", "costBudget", "activeHours"] {
+        assert!(messages.contains(&format!("the goal's {field} ")), "{field} named in {messages}");
+    }
+
     let none = SessionView::from_value(&json!({"id": "ses_a", "directory": "/p"})).unwrap();
     assert_eq!(report_json(&observed(Some(&none), Vec::new()))["findings"][0]["code"], "noGoal");
 }
