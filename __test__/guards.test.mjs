@@ -80,6 +80,9 @@ describe('a guard that cannot be read', () => {
     // explain and the notification show the same cause.
     const report = await env.runtime.explain(session.id)
     expect(report.cause).toMatchObject({ code: 'invalidGoal', detail: goal.cause.detail, fix: goal.cause.fix })
+    // Its findings name the field, under the code for its kind.
+    const finding = report.findings.find((f) => f.code === (field === 'checks' ? 'checksUnreadable' : 'guardUnreadable'))
+    expect(finding?.message).toContain(`the goal's ${field} `)
     await waitFor(() => env.notifications.length === 1)
     expect(env.notifications[0].cause.code).toBe('invalidGoal')
   })
