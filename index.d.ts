@@ -739,8 +739,6 @@ export interface GoalRecord {
   cause?: GoalCause
   /** The review setting, when the goal asks for a reviewer before `complete`. */
   review?: true | { agent?: string; model?: string }
-  /** The goal's priority, if any. */
-  priority?: number
 }
 
 /** The goal runtime's option defaults (`createSessionGoalRuntime` uses exactly these). */
@@ -816,8 +814,6 @@ export interface GoalSettingsInput {
    * child session of the goal's session (docs/review.md).
    */
   review?: boolean | { agent?: string; model?: string }
-  /** The goal's priority: a whole number from 1 to 5 (shown, not obeyed). */
-  priority?: number
 }
 
 /**
@@ -839,8 +835,6 @@ export interface GoalSettingsRemoval {
   clearCriteria?: boolean
   /** Remove the review setting (no review). */
   clearReview?: boolean
-  /** Remove the priority. */
-  clearPriority?: boolean
 }
 
 /** How many todos there are and how many are done. */

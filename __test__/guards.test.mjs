@@ -50,7 +50,6 @@ const UNREADABLE = [
   { field: 'activeHours', value: '09:00-17:00@Europe/Berlin', verdict: keepGoing, fix: "activeHours: {start: '09:00'" },
   { field: 'activeHours', value: hours({ start: '25:00' }), verdict: keepGoing, fix: 'clearActiveHours: true' },
   { field: 'activeHours', value: hours({ timeZone: 'Mars/Olympus' }), verdict: keepGoing, fix: 'clearActiveHours: true' },
-  { field: 'priority', value: 'high', verdict: keepGoing, fix: 'clearPriority: true' },
 ]
 
 describe('a guard that cannot be read', () => {

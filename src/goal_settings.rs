@@ -48,8 +48,6 @@ pub struct GoalSettingsInput {
     /// child session of the goal's session (docs/review.md).
     #[napi(ts_type = "boolean | { agent?: string; model?: string }")]
     pub review: Option<serde_json::Value>,
-    /// The goal's priority: a whole number from 1 to 5 (shown, not obeyed).
-    pub priority: Option<f64>,
 }
 
 /// An edit's removals, beside its `GoalSettingsInput` (a setting and its removal together are
@@ -71,8 +69,6 @@ pub struct GoalSettingsRemoval {
     pub clear_criteria: Option<bool>,
     /// Remove the review setting (no review).
     pub clear_review: Option<bool>,
-    /// Remove the priority.
-    pub clear_priority: Option<bool>,
 }
 
 /// Settings as one request carries them: the values, the removals (edits only) and whether they
@@ -157,12 +153,6 @@ impl TryFrom<SettingsRequest> for GoalSettings {
                 removals.clear_review,
                 (field!(nested, "review"), "clearReview"),
                 rule::review,
-            )?,
-            priority: SettingChange::given(
-                values.priority,
-                removals.clear_priority,
-                (field!(nested, "priority"), "clearPriority"),
-                rule::priority,
             )?,
         })
     }
@@ -338,9 +328,6 @@ pub struct GoalRecord {
     #[napi(ts_type = "true | { agent?: string; model?: string }")]
     #[serde(skip)]
     pub review: Option<serde_json::Value>,
-    /// The goal's priority, if any.
-    #[serde(skip)]
-    pub priority: Option<f64>,
 }
 
 impl From<&Goal> for GoalRecord {
@@ -351,7 +338,6 @@ impl From<&Goal> for GoalRecord {
         GoalRecord {
             time_budget_ms: goal.time_budget_ms.get().map(|ms| *ms as f64),
             cost_budget: goal.cost_budget.get().copied(),
-            priority: goal.priority.get().map(|priority| *priority as f64),
             cost_used: goal_core::cost_used(goal),
             active_ms: goal_core::active_ms(goal, goal_core::now_ms()).floor(),
             active_hours: goal.active_hours.get().map(GoalActiveHours::from),

@@ -91,23 +91,12 @@ pub struct GoalSettings {
     pub criteria: SettingChange<Vec<String>>,
     /// A reviewer before `complete` (`review`: `true` or `{agent?, model?}`; `false` is off).
     pub review: SettingChange<crate::record::review::ReviewSetting>,
-    /// The goal's priority, 1 to 5 (`priority`).
-    pub priority: SettingChange<u64>,
 }
 
 impl GoalSettings {
     /// Whether no setting changes.
     pub fn is_unchanged(&self) -> bool {
-        let GoalSettings {
-            token_budget,
-            cost_budget,
-            time_budget_ms,
-            active_hours,
-            checks,
-            criteria,
-            review,
-            priority,
-        } = self;
+        let GoalSettings { token_budget, cost_budget, time_budget_ms, active_hours, checks, criteria, review } = self;
         token_budget.is_keep()
             && cost_budget.is_keep()
             && time_budget_ms.is_keep()
@@ -115,7 +104,6 @@ impl GoalSettings {
             && checks.is_keep()
             && criteria.is_keep()
             && review.is_keep()
-            && priority.is_keep()
     }
 
     /// The token budget being set (the goal intro names it).
@@ -144,7 +132,6 @@ impl GoalSettings {
             SettingChange::Set(texts) => set_user_criteria(goal, texts),
         }
         self.review.apply_stored(&mut goal.review, Clone::clone);
-        self.priority.apply_stored(&mut goal.priority, |priority| *priority);
     }
 }
 
@@ -208,15 +195,6 @@ pub mod rule {
         })
     }
 
-    /// A priority: a whole number from 1 to 5.
-    pub fn priority(priority: f64) -> Result<u64, String> {
-        if priority.fract() == 0.0 && (1.0..=5.0).contains(&priority) {
-            Ok(priority as u64)
-        } else {
-            Err("must be a whole number from 1 to 5".into())
-        }
-    }
-
     /// Acceptance criteria: one-line texts, how many and how long `record/criteria.rs` allows.
     pub fn criteria(texts: Vec<String>) -> Result<Vec<String>, String> {
         crate::record::criteria::parse_user_criteria(&Value::from(texts)).map_err(|error| error.to_string())
@@ -270,7 +248,6 @@ mod tests {
             checks: SettingChange::Set(rule::checks(json!(["npm test"])).unwrap()),
             criteria: SettingChange::Set(vec!["tests pass".into()]),
             review: SettingChange::Set(rule::review(json!({"model": "p/m"})).unwrap()),
-            priority: SettingChange::Set(rule::priority(2.0).unwrap()),
         };
         let mut goal = goal();
         settings.apply_to(&mut goal);
@@ -283,8 +260,6 @@ mod tests {
         assert_eq!(stored["criteria"][0]["id"], json!("c1"));
         assert_eq!(stored["criteriaIssued"], json!(1));
         assert_eq!(stored["review"], json!({"model": "p/m"}));
-        assert_eq!(stored["priority"], json!(2));
-        assert!(rule::priority(0.0).is_err() && rule::priority(2.5).is_err() && rule::priority(f64::NAN).is_err());
         assert!(rule::review(json!("yes")).is_err() && rule::review(json!({"model": "no-slash"})).is_err());
         assert!(!settings.is_unchanged() && GoalSettings::default().is_unchanged());
 
@@ -305,11 +280,10 @@ mod tests {
             checks: SettingChange::Clear,
             criteria: SettingChange::Clear,
             review: SettingChange::Clear,
-            priority: SettingChange::Clear,
         };
         clear_all.apply_to(&mut goal);
         let stored = goal.to_value();
-        for key in ["costBudget", "timeBudgetMs", "activeHours", "checks", "criteria", "review", "priority"] {
+        for key in ["costBudget", "timeBudgetMs", "activeHours", "checks", "criteria", "review"] {
             assert!(stored.get(key).is_none(), "{key} cleared");
         }
         assert_eq!(stored["tokenBudget"], json!(null));

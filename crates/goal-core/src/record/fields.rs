@@ -413,15 +413,6 @@ goal_fields! {
                 edit("activeHours: {start: '09:00', end: '17:00', timeZone: 'Europe/Berlin'}"),
                 edit("clearActiveHours: true")
             ));
-        /// The goal's priority, 1 to 5 (`priority`; shown, not obeyed).
-        priority: u64 = "priority",
-            |v: &Value| v.as_f64().filter(|n| n.fract() == 0.0 && (1.0..=5.0).contains(n)).map(|n| n as u64),
-            |v: &u64| Value::from(*v),
-            guard(GuardShape::Number("a whole number from 1 to 5"), |edit, _| format!(
-                "Set the priority: {}, or remove it with {}.",
-                edit("priority: 3"),
-                edit("clearPriority: true")
-            ));
         /// Closed inactive time in ms (`inactiveMs`).
         inactive_ms: f64 = "inactiveMs", positive_number, |v: &f64| Value::from(*v);
         /// Start of an open waiting period, ms since epoch (`inactiveSince`).
@@ -513,7 +504,7 @@ mod tests {
         assert_eq!(g.field_state("someoneElse"), FieldState::Absent, "not a field of the table");
         // The guards are reported in table order.
         let guards: Vec<&str> = GUARDS.iter().map(|guard| guard.field).collect();
-        assert_eq!(guards, ["checks", "criteria", "costBudget", "timeBudgetMs", "activeHours", "priority"]);
+        assert_eq!(guards, ["checks", "criteria", "costBudget", "timeBudgetMs", "activeHours"]);
     }
 
     #[test]
