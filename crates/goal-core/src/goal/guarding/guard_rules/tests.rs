@@ -85,15 +85,7 @@ fn the_detail_names_the_field_and_the_fix_gives_its_call() {
 
 #[test]
 fn complete_over_unreadable_checks_or_criteria_becomes_blocked() {
-    let complete = Settlement {
-        status: GoalStatus::Complete,
-        reason: "verified by audit".into(),
-        note: Some("done".into()),
-        accounting: crate::goal::planning::accounting::Accounting::of(&goal(json!({}))),
-        evaluation: None,
-        cause: CauseCode::Verified,
-        detail: None,
-    };
+    let complete = Settlement::verified_for_test(&goal(json!({})));
     let bad = goal(json!({"criteria": [{"id": "c1", "source": "user", "state": "met"}]}));
     let instead = instead_of_complete(&bad, &complete).expect("never complete");
     assert_eq!((instead.status, instead.cause), (GoalStatus::Blocked, CauseCode::InvalidGoal));
