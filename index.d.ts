@@ -565,8 +565,8 @@ export interface GoalFinding {
 /**
  * One record of a goal's audit trail (`history(sessionId)`). Written for every verdict and
  * for every decision the runtime made without one (time budget, working hours, breaker).
- * Built from the stored record field by field ([`history_records`]), so what JavaScript gets
- * is exactly what this type (and index.d.ts) says.
+ * Built from the stored record field by field, so what JavaScript gets is exactly what this
+ * type (and index.d.ts) says.
  */
 export interface GoalHistoryRecord {
   /** When (ms since epoch). */

@@ -13,7 +13,7 @@ use goal_core::{AssistConfig, AssistRuntime, AssistRuntimeSettings, AssistSnapsh
 use crate::callbacks::LoggerCallback;
 use crate::env_context::{EnvContext, EnvRuntime};
 use crate::options::tunables::AssistTunablesInput;
-use crate::options::{self, OpenCodeConnection};
+use crate::options::OpenCodeConnection;
 use crate::types::small_model::SmallModelOptions;
 use crate::{install_logger, payload, RuntimeSettingsOptions, SessionState};
 
@@ -110,7 +110,7 @@ impl SessionAssistRuntimeOptions {
         context: &EnvContext,
     ) -> std::result::Result<(AssistRuntimeSettings, Option<LoggerCallback>), goal_core::GoalError> {
         let client = OpenCodeConnection::client(self.open_code, context, DEFAULT_ASSIST_FETCH_TIMEOUT)?;
-        let data_dir = DataDir::new(options::data_dir(None, self.settings));
+        let data_dir = DataDir::new(RuntimeSettingsOptions::data_dir(self.settings, None));
         let small_model = SmallModelOptions::model(self.small_model, context, &client);
         let config = AssistConfig::from(self.tunables.map(AssistTunables::from).unwrap_or_default());
         let shared = context.shared().clone();

@@ -1,7 +1,9 @@
 //! A goal's settings at the binding, both ways: as JavaScript passes them, converted in one
 //! place ([`TryFrom`]) into the core's checked `GoalSettings`, which create, schedule, send, fork
 //! and edit all carry; and the goal record JavaScript gets back ([`GoalRecord`]), whose settings
-//! are read from the core's field table. A new setting is a field of each, in this one file.
+//! are read from the core's field table. Each setting's rule is also exported on its own
+//! (`inputRules`) for a host that checks input first. A new setting is a field of each, in this
+//! one file.
 //!
 //! Two forms, one input type: nested under `goal: {…}` (create / send / fork), or beside the
 //! request's own fields (`createSessionGoal`, `stampScheduledGoal`, `editGoal`; [`Beside`]
@@ -11,10 +13,12 @@
 use napi::bindgen_prelude::{FromNapiValue, TypeName, ValidateNapiValue};
 use napi::{sys, ValueType};
 use napi_derive::napi;
+use serde_json::{json, Value};
 
-use goal_core::{rule, Goal, GoalError, GoalSettings, SettingChange};
+use goal_core::{rule, Goal, GoalError, GoalSettings, HoursPart, SettingChange};
 
 use crate::types::goal_parts::{GoalActiveHours, GoalCause, GoalCheck, GoalCriterion};
+use crate::validate::RuleOutcome;
 
 /// A goal's settings (`goal: true` is the same as `goal: {}`: no limits).
 #[napi(object)]
@@ -151,6 +155,62 @@ impl TryFrom<SettingsRequest> for GoalSettings {
                 rule::review,
             )?,
         })
+    }
+}
+
+// Each setting's rule for a host that checks user input before it calls the API (the CLI):
+// exported under `inputRules` beside the other input rules (`src/validate.rs`), answering a
+// `RuleOutcome` whose problem names no field.
+
+/// A time budget written as a duration (`90m`, `2h`, `1h30m`, `45s`, `1d`) in milliseconds,
+/// within the core's time-budget bounds.
+#[napi(namespace = "inputRules")]
+pub fn time_budget(text: String) -> RuleOutcome {
+    goal_core::parse_duration(&text).map(|ms| ms as f64).into()
+}
+
+/// A token budget: an integer within the goal settings' bounds.
+#[napi(namespace = "inputRules")]
+pub fn token_budget(value: f64) -> RuleOutcome {
+    rule::token_budget(value).map(|budget| budget as f64).into()
+}
+
+/// A cost budget in US dollars within the goal settings' bounds.
+#[napi(namespace = "inputRules")]
+pub fn cost_budget(dollars: f64) -> RuleOutcome {
+    rule::cost_budget(dollars).into()
+}
+
+/// A list of acceptance criteria, by the goal settings' rule (how many, how long, one line
+/// each, no control characters); the value is how many there are.
+#[napi(namespace = "inputRules")]
+pub fn criteria(texts: Vec<String>) -> RuleOutcome {
+    rule::criteria(texts).map(|list| list.len() as f64).into()
+}
+
+/// A list of acceptance-check commands, by the goal settings' rule (how many, how long, one
+/// line each).
+#[napi(namespace = "inputRules")]
+pub fn checks(commands: Vec<String>) -> RuleOutcome {
+    let list = Value::Array(commands.into_iter().map(|command| json!({ "command": command })).collect());
+    rule::checks(list).map(|parsed| parsed.len() as f64).into()
+}
+
+/// Working hours `start`–`end` (`HH:MM`) in the IANA zone `time_zone`; a refusal names the part
+/// at fault in words (`time zone`, `start time`…), not the API's field.
+#[napi(namespace = "inputRules")]
+pub fn active_hours(start: String, end: String, time_zone: String) -> RuleOutcome {
+    match goal_core::ActiveHours::check(&start, &end, &time_zone) {
+        Ok(_) => RuleOutcome::accepted(None),
+        Err(problem) => {
+            let part = match problem.part {
+                HoursPart::Start => "start time",
+                HoursPart::End => "end time",
+                HoursPart::Window => "start and end time",
+                HoursPart::TimeZone => "time zone",
+            };
+            RuleOutcome::refused(format!("{part} {}", problem.text))
+        }
     }
 }
 

@@ -37,10 +37,10 @@ use env_context::{EnvContext, EnvRuntime};
 pub use options::goal_runtime::{GoalRuntimeDefaults, SessionGoalRuntimeOptions};
 pub use options::tunables::{AssistTunablesInput, EvidenceOptions, GoalTunablesInput};
 pub use options::{OpenCodeConnection, RuntimeSettingsOptions};
-pub(crate) use types::answers::history_records;
 pub use types::answers::{
     GoalCriterionGrade, GoalDigestSummary, GoalFailingCommand, GoalHistoryRecord, GoalTodoCounts,
 };
+pub(crate) use types::answers::{GoalHistory, HistoryLimit};
 pub use types::explanation::*;
 pub use types::goal_parts::{GoalActiveHours, GoalCause, GoalCheck, GoalCriterion};
 pub use types::notification::GoalNotification;
@@ -123,10 +123,13 @@ impl SessionGoalRuntime {
         session_id: String,
         limit: Option<f64>,
     ) -> Result<PromiseRaw<'env, Vec<GoalHistoryRecord>>> {
-        let limit = crate::types::answers::history_limit(limit);
+        let limit = HistoryLimit::from(limit).0;
         let inner = self.inner.clone();
         let span = self.log_span.clone();
-        failure::resolve(env, async move { history_records(inner.history(&session_id, limit).instrument(span).await) })
+        failure::resolve(
+            env,
+            async move { GoalHistory::from(inner.history(&session_id, limit).instrument(span).await).0 },
+        )
     }
 
     /// Why the session's goal is where it is: `{sessionId, status, statusReason, cause, fixAction,

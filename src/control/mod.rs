@@ -10,11 +10,12 @@ use napi_derive::napi;
 
 use goal_core::GoalEdit;
 use goal_core::{ActionReport, GoalTarget};
-use goal_core::{ControlContext, GoalError, GoalSettings, NewGoal};
+use goal_core::{ControlContext, GoalError, GoalSettings, ModelChoice, NewGoal};
 use goal_core::{CreateSession, ForkSession, ScheduledGoal, SendPrompt};
 
 use crate::env_context::EnvContext;
 use crate::goal_settings::{Beside, GoalSettingsInput, GoalSettingsRemoval, SettingsRequest};
+use crate::{GoalHistory, HistoryLimit};
 
 mod objectives;
 mod requests;
@@ -54,7 +55,7 @@ impl GoalControl {
         Action: FnOnce(ControlContext, GoalTarget) -> Done,
         Done: Future<Output = std::result::Result<ActionReport, GoalError>> + Send + 'static,
     {
-        let work = action(self.ctx.clone(), target(request.session_id, request.directory, request.goal_id));
+        let work = action(self.ctx.clone(), GoalTarget::from(request));
         settle(env, async move { work.await.map(GoalActionResult::from) })
     }
 }
@@ -76,10 +77,10 @@ impl GoalControl {
         session_id: String,
         limit: Option<f64>,
     ) -> Result<PromiseRaw<'env, Vec<crate::GoalHistoryRecord>>> {
-        let limit = crate::types::answers::history_limit(limit);
+        let limit = HistoryLimit::from(limit).0;
         let data_dir = self.ctx.data_dir.clone();
         crate::failure::resolve(env, async move {
-            crate::history_records(goal_core::read_history(&data_dir, &session_id, limit).await)
+            GoalHistory::from(goal_core::read_history(&data_dir, &session_id, limit).await).0
         })
     }
 
@@ -117,7 +118,7 @@ impl GoalControl {
                 session_id: request.session_id.clone(),
                 directory: request.directory.unwrap_or_default(),
                 objective: request.objective,
-                model: model_choice(request.provider_id, request.model_id),
+                model: ModelChoice::from(ModelIds { provider_id: request.provider_id, model_id: request.model_id }),
                 settings: GoalSettings::try_from(SettingsRequest::beside(settings))?,
             };
             let created = goal_core::create_session_goal(&ctx, &new_goal).await?;
@@ -199,7 +200,7 @@ impl GoalControl {
                 session_id: request.session_id.clone(),
                 directory: request.directory.unwrap_or_default(),
                 prompt: request.prompt,
-                model: model_choice(request.provider_id, request.model_id),
+                model: ModelChoice::from(ModelIds { provider_id: request.provider_id, model_id: request.model_id }),
                 settings: GoalSettings::try_from(SettingsRequest::beside(settings))?,
             };
             let stamped = goal_core::stamp_scheduled_goal(&ctx, &stamp).await?;
@@ -208,7 +209,7 @@ impl GoalControl {
                 command: stamped.command.as_ref().map(|c| c.name.clone()),
                 command_arguments: stamped.command.map(|c| c.arguments),
                 intro_part: stamped.intro_part,
-                warnings: warnings(&stamped.warnings),
+                warnings: stamped.warnings.iter().map(GoalWarning::from).collect(),
             })
         })
     }
@@ -224,10 +225,14 @@ impl GoalControl {
         let Beside { request, settings: Beside { request: values, settings: removals } } = request;
         settle(env, async move {
             let edit = GoalEdit {
-                target: target(request.session_id, request.directory, request.goal_id),
+                target: GoalTarget::from(GoalActionRequest {
+                    session_id: request.session_id,
+                    directory: request.directory,
+                    goal_id: request.goal_id,
+                }),
                 objective: request.objective,
                 settings: GoalSettings::try_from(SettingsRequest { values, removals, nested: false })?,
-                model: model_choice(request.provider_id, request.model_id),
+                model: ModelChoice::from(ModelIds { provider_id: request.provider_id, model_id: request.model_id }),
             };
             goal_core::edit_goal(&ctx, &edit).await.map(GoalActionResult::from)
         })

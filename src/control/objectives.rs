@@ -6,8 +6,8 @@ use napi_derive::napi;
 
 use goal_core::GoalError;
 
-use super::requests::*;
 use super::results::*;
+use crate::RuntimeSettingsOptions;
 
 /// Writes `<dataDir>/goals/<sessionId>.md` atomically (trimmed, at most 5,000 chars). The id
 /// must match `^[A-Za-z0-9_-]{4,128}$` (checked before any file access). Rejects with
@@ -20,7 +20,7 @@ pub fn write_objective_file(
     data_dir: Option<String>,
 ) -> Result<PromiseRaw<'_, ObjectiveWritten>> {
     crate::failure::settle(env, async move {
-        let root = data_dir_of(data_dir);
+        let root = RuntimeSettingsOptions::data_dir(None, data_dir);
         goal_core::write_objective(&root, &session_id, &content)
             .await
             .map(|content| ObjectiveWritten { content })
@@ -35,7 +35,7 @@ pub fn read_objective_file(
     session_id: String,
     data_dir: Option<String>,
 ) -> Result<PromiseRaw<'_, Option<String>>> {
-    let root = data_dir_of(data_dir);
+    let root = RuntimeSettingsOptions::data_dir(None, data_dir);
     crate::failure::resolve(env, async move {
         tokio::spawn(async move { goal_core::read_objective(&root, &session_id).await }).await.ok().flatten()
     })
@@ -44,7 +44,7 @@ pub fn read_objective_file(
 /// Deletes an objective file, best effort: whether a file was removed (false for an invalid id).
 #[napi]
 pub fn delete_objective_file(env: &Env, session_id: String, data_dir: Option<String>) -> Result<PromiseRaw<'_, bool>> {
-    let root = data_dir_of(data_dir);
+    let root = RuntimeSettingsOptions::data_dir(None, data_dir);
     crate::failure::resolve(env, async move {
         tokio::spawn(async move { goal_core::delete_objective(&root, &session_id).await }).await.unwrap_or(false)
     })

@@ -1,11 +1,8 @@
 //! What goal control operations take: the control's options and each operation's request,
 //! with the conversions into the core's inputs.
 
-use std::path::PathBuf;
-
 use napi_derive::napi;
 
-use goal_core::resolve_data_dir;
 use goal_core::GoalTarget;
 use goal_core::DEFAULT_CALL_TIMEOUT;
 use goal_core::DEFAULT_FETCH_TIMEOUT;
@@ -14,7 +11,7 @@ use goal_core::{PromptOptions, DEFAULT_COMMAND_TIMEOUT, DEFAULT_LANDING_POLL, DE
 
 use crate::env_context::EnvContext;
 use crate::goal_settings::{GoalSettingsInput, SettingsRequest};
-use crate::options::{self, millis, OpenCodeConnection};
+use crate::options::{millis, OpenCodeConnection};
 use crate::types::small_model::SmallModelOptions;
 use crate::RuntimeSettingsOptions;
 
@@ -51,7 +48,7 @@ impl GoalControlOptions {
         Ok(ControlContext {
             client,
             small_model,
-            data_dir: options::data_dir(self.data_dir, self.settings),
+            data_dir: RuntimeSettingsOptions::data_dir(self.settings, self.data_dir),
             small_model_timeout: millis(self.small_model_timeout_ms, DEFAULT_CALL_TIMEOUT),
             landing_timeout: millis(self.landing_timeout_ms, DEFAULT_LANDING_TIMEOUT),
             landing_poll: DEFAULT_LANDING_POLL,
@@ -60,12 +57,19 @@ impl GoalControlOptions {
     }
 }
 
-pub(crate) fn model_choice(provider_id: Option<String>, model_id: Option<String>) -> ModelChoice {
-    ModelChoice { provider_id: provider_id.unwrap_or_default(), model_id: model_id.unwrap_or_default() }
+/// A request's `providerID` and `modelID`: the model a goal's turns run on, either part unset.
+pub(crate) struct ModelIds {
+    /// Provider id.
+    pub provider_id: Option<String>,
+    /// Model id.
+    pub model_id: Option<String>,
 }
 
-pub(crate) fn data_dir_of(explicit: Option<String>) -> PathBuf {
-    resolve_data_dir(explicit.as_deref())
+/// The core's choice (an unset part is empty, which the core reads as unset).
+impl From<ModelIds> for ModelChoice {
+    fn from(ids: ModelIds) -> Self {
+        ModelChoice { provider_id: ids.provider_id.unwrap_or_default(), model_id: ids.model_id.unwrap_or_default() }
+    }
 }
 
 /// `createSessionGoal` input (its goal settings, `GoalSettingsInput`, sit beside these fields).
@@ -231,6 +235,13 @@ pub struct GoalEditRequest {
     pub model_id: Option<String>,
 }
 
-pub(crate) fn target(session_id: String, directory: Option<String>, goal_id: Option<String>) -> GoalTarget {
-    GoalTarget { session_id, directory: directory.unwrap_or_default(), expected_goal_id: goal_id }
+/// The goal an action is for (an unset directory is empty: the one OpenCode reports).
+impl From<GoalActionRequest> for GoalTarget {
+    fn from(request: GoalActionRequest) -> Self {
+        GoalTarget {
+            session_id: request.session_id,
+            directory: request.directory.unwrap_or_default(),
+            expected_goal_id: request.goal_id,
+        }
+    }
 }

@@ -43,7 +43,7 @@ impl From<&CreatedGoal> for InstalledGoal {
             objective_fit: created.fit.as_str().to_string(),
             objective_file: created.goal.objective_file,
             replaced_goal_id: created.replaced_goal_id.clone(),
-            warnings: warnings(&created.warnings),
+            warnings: created.warnings.iter().map(GoalWarning::from).collect(),
         }
     }
 }
@@ -108,7 +108,7 @@ impl From<DispatchReport> for SessionDispatch {
             dispatched_as_command: report.dispatched_as_command,
             command: report.command,
             baseline_assistant_message_id: report.baseline_assistant_message_id,
-            warnings: warnings(&report.warnings),
+            warnings: report.warnings.iter().map(GoalWarning::from).collect(),
         }
     }
 }
@@ -164,7 +164,7 @@ impl From<ActionReport> for GoalActionResult {
             aborted: report.aborted,
             objective_deleted: report.objective_deleted,
             objective_fit: report.fit.map(|f| f.as_str().to_string()),
-            warnings: warnings(&report.warnings),
+            warnings: report.warnings.iter().map(GoalWarning::from).collect(),
         }
     }
 }

@@ -23,8 +23,3 @@ impl From<&goal_core::Warning> for GoalWarning {
         }
     }
 }
-
-/// The caveats of an operation's result.
-pub(crate) fn warnings(warnings: &[goal_core::Warning]) -> Vec<GoalWarning> {
-    warnings.iter().map(GoalWarning::from).collect()
-}

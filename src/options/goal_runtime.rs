@@ -51,7 +51,7 @@ impl SessionGoalRuntimeOptions {
         context: &EnvContext,
     ) -> std::result::Result<(GoalRuntimeSettings, Option<LoggerCallback>), goal_core::GoalError> {
         let client = OpenCodeConnection::client(self.open_code, context, DEFAULT_FETCH_TIMEOUT)?;
-        let data_dir = DataDir::new(super::data_dir(None, self.settings));
+        let data_dir = DataDir::new(RuntimeSettingsOptions::data_dir(self.settings, None));
         let small_model = SmallModelOptions::model(self.small_model, context, &client);
         let notifier: Arc<dyn Notifier> = match self.emit_goal_notification {
             Some(callback) => Arc::new(callbacks::HostNotifier::new(callback)),

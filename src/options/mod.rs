@@ -87,8 +87,10 @@ impl OpenCodeConnection {
     }
 }
 
-/// The data directory: an explicit one, else `settings.dataDir`, else the environment's.
-pub fn data_dir(explicit: Option<String>, settings: Option<RuntimeSettingsOptions>) -> PathBuf {
-    let chosen = explicit.or_else(|| settings.and_then(|s| s.data_dir));
-    resolve_data_dir(chosen.as_deref())
+impl RuntimeSettingsOptions {
+    /// The data directory: `explicit`, else `settings.dataDir`, else the environment's.
+    pub(crate) fn data_dir(settings: Option<Self>, explicit: Option<String>) -> PathBuf {
+        let chosen = explicit.or_else(|| settings.and_then(|s| s.data_dir));
+        resolve_data_dir(chosen.as_deref())
+    }
 }

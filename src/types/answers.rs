@@ -6,13 +6,13 @@ use napi_derive::napi;
 
 use goal_core::{CheckRun, DigestSummary, LastReview, RecordedGrade};
 
-use crate::types::explanation::{last_review_of, GoalCheckRun, GoalLastReview};
+use crate::types::explanation::{GoalCheckRun, GoalLastReview};
 use crate::types::nullable::Nullable;
 
 /// One record of a goal's audit trail (`history(sessionId)`). Written for every verdict and
 /// for every decision the runtime made without one (time budget, working hours, breaker).
-/// Built from the stored record field by field ([`history_records`]), so what JavaScript gets
-/// is exactly what this type (and index.d.ts) says.
+/// Built from the stored record field by field, so what JavaScript gets is exactly what this
+/// type (and index.d.ts) says.
 #[napi(object, object_from_js = false)]
 #[derive(Default, serde::Deserialize)]
 #[serde(default, rename_all = "camelCase")]
@@ -67,36 +67,50 @@ pub struct GoalHistoryRecord {
     pub detail: Option<String>,
 }
 
-/// A host's `limit` for the history: a whole count of at least one (at most 100,000), or no limit.
-pub(crate) fn history_limit(limit: Option<f64>) -> Option<usize> {
-    limit.filter(|n| n.is_finite() && *n >= 1.0).map(|n| n.min(100_000.0) as usize)
+/// A host's `limit` for the history, as the core reads it: a whole count of at least one (at
+/// most 100,000), or no limit.
+pub(crate) struct HistoryLimit(pub Option<usize>);
+
+impl From<Option<f64>> for HistoryLimit {
+    fn from(limit: Option<f64>) -> Self {
+        HistoryLimit(limit.filter(|n| n.is_finite() && *n >= 1.0).map(|n| n.min(100_000.0) as usize))
+    }
 }
 
 /// The trail's records as [`GoalHistoryRecord`]s; a record that does not have the record's shape
 /// (a hand-edited line) is left out rather than failing the whole read.
-pub(crate) fn history_records(records: Vec<serde_json::Value>) -> Vec<GoalHistoryRecord> {
-    records.into_iter().filter_map(|stored| history_record(&stored)).collect()
+pub(crate) struct GoalHistory(pub Vec<GoalHistoryRecord>);
+
+impl From<Vec<serde_json::Value>> for GoalHistory {
+    fn from(records: Vec<serde_json::Value>) -> Self {
+        GoalHistory(records.iter().filter_map(|stored| GoalHistoryRecord::try_from(stored).ok()).collect())
+    }
 }
 
-fn history_record(stored: &serde_json::Value) -> Option<GoalHistoryRecord> {
-    let record: GoalHistoryRecord = serde::Deserialize::deserialize(stored).ok()?;
-    // The nested parts are read by the core's own readers of what it recorded.
-    let check = stored
-        .get("check")
-        .and_then(CheckRun::from_value)
-        .map(|run| GoalCheckRun::from(goal_core::RecordedCheckRun { run, time: record.time }));
-    let digest = stored.get("digest").and_then(DigestSummary::from_value).map(GoalDigestSummary::from);
-    let criteria = stored
-        .get("criteria")
-        .and_then(serde_json::Value::as_array)
-        .map(|grades| grades.iter().filter_map(RecordedGrade::from_value).map(GoalCriterionGrade::from).collect());
-    let review = stored.get("review").and_then(LastReview::from_value).map(|r| {
-        let mut review = last_review_of(r);
-        review.tail = record.tail.clone();
-        review.at = record.time;
-        review
-    });
-    Some(GoalHistoryRecord { check, digest, criteria, review, ..record })
+/// One stored trail record; fails when it does not have the record's shape.
+impl TryFrom<&serde_json::Value> for GoalHistoryRecord {
+    type Error = serde_json::Error;
+
+    fn try_from(stored: &serde_json::Value) -> Result<Self, Self::Error> {
+        let record: GoalHistoryRecord = serde::Deserialize::deserialize(stored)?;
+        // The nested parts are read by the core's own readers of what it recorded.
+        let check = stored
+            .get("check")
+            .and_then(CheckRun::from_value)
+            .map(|run| GoalCheckRun::from(goal_core::RecordedCheckRun { run, time: record.time }));
+        let digest = stored.get("digest").and_then(DigestSummary::from_value).map(GoalDigestSummary::from);
+        let criteria = stored
+            .get("criteria")
+            .and_then(serde_json::Value::as_array)
+            .map(|grades| grades.iter().filter_map(RecordedGrade::from_value).map(GoalCriterionGrade::from).collect());
+        let review = stored.get("review").and_then(LastReview::from_value).map(|r| {
+            let mut review = GoalLastReview::from(r);
+            review.tail = record.tail.clone();
+            review.at = record.time;
+            review
+        });
+        Ok(GoalHistoryRecord { check, digest, criteria, review, ..record })
+    }
 }
 
 /// The counts of one audit's evidence, as the trail keeps them.

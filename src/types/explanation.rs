@@ -218,7 +218,7 @@ impl From<ExplainReport> for GoalExplanation {
             cost: Nullable(report.cost.map(|c| GoalCost { budget: Nullable(c.budget), used: c.used })),
             criteria: Nullable(report.criteria.map(|list| list.iter().map(GoalCriterion::from).collect())),
             review: Nullable(report.review),
-            last_review: Nullable(report.last_review.map(last_review_of)),
+            last_review: Nullable(report.last_review.map(GoalLastReview::from)),
             findings: report
                 .findings
                 .into_iter()
@@ -229,15 +229,17 @@ impl From<ExplainReport> for GoalExplanation {
 }
 
 /// A review as the goal (or the trail) recorded it.
-pub(crate) fn last_review_of(r: LastReview) -> GoalLastReview {
-    GoalLastReview {
-        session_id: r.session_id,
-        verdict: r.verdict,
-        findings: r.findings,
-        cited: r.cited.into_iter().map(|(path, exists)| GoalCitedFile { path, exists }).collect(),
-        tail: r.tail,
-        cost: r.cost,
-        at: r.at,
+impl From<LastReview> for GoalLastReview {
+    fn from(r: LastReview) -> Self {
+        GoalLastReview {
+            session_id: r.session_id,
+            verdict: r.verdict,
+            findings: r.findings,
+            cited: r.cited.into_iter().map(|(path, exists)| GoalCitedFile { path, exists }).collect(),
+            tail: r.tail,
+            cost: r.cost,
+            at: r.at,
+        }
     }
 }
 

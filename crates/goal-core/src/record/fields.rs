@@ -10,6 +10,11 @@
 //!   parse, kept verbatim (and written back unchanged) when they do not, and cleared as a whole.
 //!
 //! Fields the table does not know stay in [`Goal::extra`], written back exactly as read.
+//!
+//! A field the user sets and the loop obeys is marked `guard` with its shape and its fix: a
+//! stored value of it that cannot be read stops the goal instead of reading as absent
+//! (`goal/guarding/guard_rules.rs` walks [`GUARDS`]). [`Goal::field_state`] reads any field of
+//! the table by its name, for the code that reports fields rather than obeys them.
 
 use serde_json::{json, Map, Value};
 
@@ -75,6 +80,15 @@ impl<T> Stored<T> {
         }
     }
 
+    /// The field as [`Goal::field_state`] shows it: a readable value in its written form.
+    fn state(&self, encode: impl Fn(&T) -> Value) -> FieldState<'_> {
+        match self {
+            Stored::Absent => FieldState::Absent,
+            Stored::Valid(value) | Stored::Lenient(value, _) => FieldState::Readable(encode(value)),
+            Stored::Unreadable(raw) => FieldState::Unreadable(raw),
+        }
+    }
+
     fn write(&self, encode: impl Fn(&T) -> Value) -> Option<Value> {
         match self {
             Stored::Absent => None,
@@ -83,6 +97,56 @@ impl<T> Stored<T> {
         }
     }
 }
+
+/// One field of a goal as [`Goal::field_state`] reads it, by the field's name.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FieldState<'a> {
+    /// Not in the record (or not a field of the table).
+    Absent,
+    /// Readable: the typed value in its written form (a value read leniently, `"0.5"`, shows
+    /// as the number it was read as).
+    Readable(Value),
+    /// Present in a shape this version cannot read, as stored.
+    Unreadable(&'a Value),
+}
+
+impl FieldState<'_> {
+    fn of(written: Option<Value>) -> Self {
+        written.map_or(FieldState::Absent, FieldState::Readable)
+    }
+}
+
+/// What a readable value of a guard is; `goal/guarding/guard_rules.rs` says, for each shape, what
+/// is wrong with a stored value that is not one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GuardShape {
+    /// A number; the words say which, as a problem names it (`a number of US dollars above 0`).
+    Number(&'static str),
+    /// A working-hours window `{start, end, timeZone}` (a readable object may still hold a window
+    /// that cannot be used).
+    Hours,
+    /// A list of acceptance checks.
+    Checks,
+    /// A list of acceptance criteria.
+    Criteria,
+}
+
+/// A guard: a field the user sets and the loop obeys, so a stored value of it that cannot be read
+/// stops the goal (`goal/guarding/guard_rules.rs`). Declared on its entry of the table.
+#[derive(Debug, Clone, Copy)]
+pub struct Guard {
+    /// The field, as stored and as the API spells it.
+    pub field: &'static str,
+    /// What a readable value is.
+    pub shape: GuardShape,
+    /// The sentence that corrects the field, from how an edit call of the goal's session is
+    /// written (`editGoal({sessionId: '…', <change>})`) and the session id.
+    pub fix: GuardFix,
+}
+
+/// How a guard's fix is written: from the session's edit call (given the change, e.g.
+/// `clearChecks: true`) and the session id.
+pub type GuardFix = fn(edit: &dyn Fn(&str) -> String, session_id: &str) -> String;
 
 /// The multi-host lease: which runtime drives the goal, and until when.
 #[derive(Debug, Clone, PartialEq)]
@@ -107,8 +171,14 @@ pub struct Reposted {
 
 macro_rules! goal_fields {
     (
-        event { $( $(#[$edoc:meta])* $ekind:ident $ename:ident : $ety:ty = $ewire:expr, $eread:expr, $ewrite:expr; )* }
-        stored { $( $(#[$sdoc:meta])* $sname:ident : $sty:ty = $swire:expr, $sread:expr, $swrite:expr; )* }
+        event { $(
+            $(#[$edoc:meta])* $ekind:ident $ename:ident : $ety:ty = $ewire:expr, $eread:expr, $ewrite:expr
+            $(, guard($eshape:expr, $efix:expr))?;
+        )* }
+        stored { $(
+            $(#[$sdoc:meta])* $sname:ident : $sty:ty = $swire:expr, $sread:expr, $swrite:expr
+            $(, guard($sshape:expr, $sfix:expr))?;
+        )* }
     ) => {
         /// A normalized goal. `extra` keeps fields this version does not know, so a write never
         /// drops data another writer (a newer UI) put there.
@@ -130,6 +200,12 @@ macro_rules! goal_fields {
         /// Every field of the table.
         const TABLE_FIELDS: &[&str] = &[ $( $ewire, )* $( $swire ),* ];
 
+        /// The guards, in the order of the table (the order an unreadable one is reported in).
+        pub const GUARDS: &[Guard] = &[
+            $( $( Guard { field: $ewire, shape: $eshape, fix: $efix }, )? )*
+            $( $( Guard { field: $swire, shape: $sshape, fix: $sfix }, )? )*
+        ];
+
         impl Goal {
             /// Reads every field of the table from a goal object; the rest goes to `extra`.
             pub(super) fn read_fields(object: &Map<String, Value>) -> Goal {
@@ -146,6 +222,18 @@ macro_rules! goal_fields {
                 }
             }
 
+            /// The field of the table named `field` (its wire name), as stored; [`FieldState::Absent`]
+            /// for a name the table does not have.
+            pub fn field_state(&self, field: &str) -> FieldState<'_> {
+                $( if field == $ewire {
+                    return goal_fields!(@state $ekind, self, $ewire, $ewrite, $ename);
+                } )*
+                $( if field == $swire {
+                    return self.$sname.state($swrite);
+                } )*
+                FieldState::Absent
+            }
+
             /// Writes every field of the table over `extra`.
             pub(super) fn write_fields(&self) -> Map<String, Value> {
                 let mut object = self.extra.clone();
@@ -154,6 +242,15 @@ macro_rules! goal_fields {
                 object.extend(self.verbatim.iter().map(|(key, value)| (key.clone(), value.clone())));
                 object
             }
+        }
+    };
+    (@state core, $goal:ident, $wire:expr, $write:expr, $name:ident) => {
+        FieldState::of(($write)(&$goal.$name))
+    };
+    (@state loose, $goal:ident, $wire:expr, $write:expr, $name:ident) => {
+        match $goal.extra.get($wire) {
+            Some(raw) => FieldState::Unreadable(raw),
+            None => FieldState::of(($write)(&$goal.$name)),
         }
     };
     (@read core, $object:ident, $extra:ident, $wire:expr, $read:expr) => {
@@ -261,11 +358,21 @@ goal_fields! {
         /// when none; a stored value that does not parse stays verbatim in `extra` (see
         /// [`Goal::checks_unreadable`]).
         loose checks: Vec<AcceptanceCheck> = CHECKS_FIELD, read_stored_checks,
-            |v: &Vec<AcceptanceCheck>| (!v.is_empty()).then(|| Value::Array(v.iter().map(AcceptanceCheck::to_value).collect()));
+            |v: &Vec<AcceptanceCheck>| (!v.is_empty()).then(|| Value::Array(v.iter().map(AcceptanceCheck::to_value).collect())),
+            guard(GuardShape::Checks, |edit, _| format!(
+                "Replace the unreadable checks: {}, or remove them with {}; the edit resumes the goal.",
+                edit("checks: [{command: 'npm test'}]"),
+                edit("clearChecks: true")
+            ));
         /// The acceptance criteria (`criteria`, see `record/criteria.rs`). Empty when none; a
         /// stored value that does not parse stays verbatim in `extra`.
         loose criteria: Vec<Criterion> = CRITERIA_FIELD, |v: &Value| parse_stored_criteria(v),
-            |v: &Vec<Criterion>| (!v.is_empty()).then(|| Value::Array(v.iter().map(Criterion::to_value).collect()));
+            |v: &Vec<Criterion>| (!v.is_empty()).then(|| Value::Array(v.iter().map(Criterion::to_value).collect())),
+            guard(GuardShape::Criteria, |edit, _| format!(
+                "Replace the unreadable criteria: {}, or remove them with {}; the edit resumes the goal.",
+                edit("criteria: ['tests pass']"),
+                edit("clearCriteria: true")
+            ));
     }
     stored {
         /// The multi-host lease `{holder, expiresAt}` (see `record/lease.rs`).
@@ -282,29 +389,43 @@ goal_fields! {
         /// Objective edits so far (`objectiveRevision`, part of the revision key).
         objective_revision: u64 = OBJECTIVE_REVISION_FIELD,
             |v: &Value| Some(positive_count(Some(v))).filter(|n| *n > 0), |v: &u64| Value::from(*v);
-        /// The time budget in ms (`timeBudgetMs`).
-        time_budget_ms: u64 = "timeBudgetMs",
+        /// The cost budget in US dollars (`costBudget`; see `goal/budgets/cost.rs`).
+        cost_budget: f64 = COST_BUDGET_FIELD, positive_number, |v: &f64| Value::from(*v),
+            guard(GuardShape::Number("a number of US dollars above 0"), |edit, session_id| format!(
+                "Set the cost budget in US dollars: `session-goal resume {session_id} --goal-cost-budget 5`, or remove it with {}.",
+                edit("clearCostBudget: true")
+            ));
+        /// US dollars the session's replies cost since the goal began (`costUsed`).
+        cost_used: f64 = COST_USED_FIELD, |v: &Value| v.as_f64().filter(|n| n.is_finite() && *n >= 0.0), |v: &f64| Value::from(*v);
+        /// The time budget in ms of active time (`timeBudgetMs`; see `time/active.rs`).
+        time_budget_ms: u64 = TIME_BUDGET_FIELD,
             |v: &Value| positive_number(v).filter(|n| *n >= 1.0).map(|n| n.floor().min(u64::MAX as f64) as u64),
-            |v: &u64| Value::from(*v);
+            |v: &u64| Value::from(*v),
+            guard(GuardShape::Number("a whole number of milliseconds, at least 1"), |edit, session_id| format!(
+                "Set the time budget: `session-goal resume {session_id} --goal-time-budget 2h`, or remove it with {}.",
+                edit("clearTimeBudget: true")
+            ));
+        /// Working hours `{start, end, timeZone, days?}` (`activeHours`; read by `time/hours.rs`).
+        active_hours: Map<String, Value> = "activeHours",
+            |v: &Value| v.as_object().cloned(), |v: &Map<String, Value>| Value::Object(v.clone()),
+            guard(GuardShape::Hours, |edit, _| format!(
+                "Set the working hours: {}, or remove them with {}.",
+                edit("activeHours: {start: '09:00', end: '17:00', timeZone: 'Europe/Berlin'}"),
+                edit("clearActiveHours: true")
+            ));
         /// Closed inactive time in ms (`inactiveMs`).
         inactive_ms: f64 = "inactiveMs", positive_number, |v: &f64| Value::from(*v);
         /// Start of an open waiting period, ms since epoch (`inactiveSince`).
         inactive_since: f64 = "inactiveSince", positive_number, |v: &f64| Value::from(*v);
-        /// Working hours `{start, end, timeZone, days?}` (`activeHours`; read by `time/hours.rs`).
-        active_hours: Map<String, Value> = "activeHours", |v: &Value| v.as_object().cloned(), |v: &Map<String, Value>| Value::Object(v.clone());
         /// The no-progress breaker's state (`progress`; read by `evidence/`).
         progress: Map<String, Value> = "progress", |v: &Value| v.as_object().cloned(), |v: &Map<String, Value>| Value::Object(v.clone());
-        /// The failing commands already used for a complete override (`evidenceOverrides`).
         /// Parks on a provider limit in a row, with no reply that produced output.
         provider_waits: u64 = "providerWaits", |v: &Value| Some(positive_count(Some(v))), |v: &u64| Value::from(*v);
         /// The failed reply the current park answers.
         provider_wait_for: String = "providerWaitFor", |v: &Value| v.as_str().map(str::to_string), |v: &String| Value::from(v.clone());
         /// Turns cut by a server restart in a row.
         cut_turns: u64 = "cutTurns", |v: &Value| Some(positive_count(Some(v))), |v: &u64| Value::from(*v);
-        /// The cost budget in US dollars (`costBudget`; see `goal/budgets/cost.rs`).
-        cost_budget: f64 = COST_BUDGET_FIELD, positive_number, |v: &f64| Value::from(*v);
-        /// US dollars the session's replies cost since the goal began (`costUsed`).
-        cost_used: f64 = COST_USED_FIELD, |v: &Value| v.as_f64().filter(|n| n.is_finite() && *n >= 0.0), |v: &f64| Value::from(*v);
+        /// The failing commands already used for a complete override (`evidenceOverrides`).
         evidence_overrides: Vec<String> = "evidenceOverrides",
             |v: &Value| v.as_array()?.iter().map(|c| c.as_str().map(str::to_string)).collect(),
             |v: &Vec<String>| json!(v);
@@ -335,6 +456,8 @@ pub const SESSION_ID_FIELD: &str = "sessionId";
 pub const CAUSE_FIELD: &str = "cause";
 /// Goal field holding the cost budget in US dollars.
 pub const COST_BUDGET_FIELD: &str = "costBudget";
+/// Goal field holding the time budget in ms of active time.
+pub const TIME_BUDGET_FIELD: &str = "timeBudgetMs";
 /// Goal field holding the US dollars spent since the goal began.
 pub const COST_USED_FIELD: &str = "costUsed";
 /// Goal field holding the user's acceptance checks.
@@ -364,6 +487,24 @@ mod tests {
             object[key] = value.clone();
         }
         Goal::from_value(&object).unwrap()
+    }
+
+    #[test]
+    fn a_field_reads_by_its_name_typed_when_readable_and_as_stored_when_not() {
+        let g = goal(json!({
+            "timeBudgetMs": "7200000", "costBudget": "lots", "tokensUsed": 5,
+            "checks": [{"command": "npm test", "timeoutMs": "60000"}], "criteria": "tests pass"
+        }));
+        assert_eq!(g.field_state("timeBudgetMs"), FieldState::Readable(json!(7_200_000)), "read leniently");
+        assert_eq!(g.field_state("costBudget"), FieldState::Unreadable(&json!("lots")));
+        assert_eq!(g.field_state("tokensUsed"), FieldState::Readable(json!(5)));
+        assert_eq!(g.field_state("checks"), FieldState::Readable(json!([{"command": "npm test", "timeoutMs": 60000}])));
+        assert_eq!(g.field_state("criteria"), FieldState::Unreadable(&json!("tests pass")));
+        assert_eq!(g.field_state("activeHours"), FieldState::Absent);
+        assert_eq!(g.field_state("someoneElse"), FieldState::Absent, "not a field of the table");
+        // The guards are reported in table order.
+        let guards: Vec<&str> = GUARDS.iter().map(|guard| guard.field).collect();
+        assert_eq!(guards, ["checks", "criteria", "costBudget", "timeBudgetMs", "activeHours"]);
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! Reading the guards a person may have written by hand, leniently where that is safe: a number
-//! written as text (`costBudget: "0.5"`, `timeBudgetMs: "7200000"`, a check's `timeoutMs:
-//! "60000"`) reads as that number. Whatever is read this way is obeyed as read, and its stored
-//! value is written back unchanged, so no writer's data is lost. What cannot be read even so is
-//! kept verbatim, and the tick stops the goal (`goal/guarding/guard_rules.rs`). An over-long criterion is
-//! the criteria list's own lenient reading (`record/criteria.rs`). Pure.
+//! written as text (`"0.5"`, `"7200000"`) reads as that number, in any field of the table's
+//! `stored` group that wants a number (`Stored::read`, `record/fields.rs`) and in a check's
+//! `timeoutMs`. Whatever is read this way is obeyed as read, and its stored value is written
+//! back unchanged, so no writer's data is lost. What cannot be read even so is kept verbatim,
+//! and the tick stops the goal if the field is a guard (`goal/guarding/guard_rules.rs`). An
+//! over-long criterion is the criteria list's own lenient reading (`record/criteria.rs`). Pure.
 
 use serde_json::{Map, Value};
 

@@ -20,8 +20,8 @@ use serde_json::{Map, Value};
 use crate::record::cause::Cause;
 
 pub use fields::{
-    Goal, Lease, Reposted, Stored, CAUSE_FIELD, CHECKS_FIELD, CRITERIA_FIELD, KNOWN_GOAL_FIELDS,
-    OBJECTIVE_REVISION_FIELD, REVISION_LIST_FIELDS, SESSION_ID_FIELD,
+    FieldState, Goal, Guard, GuardShape, Lease, Reposted, Stored, CAUSE_FIELD, CHECKS_FIELD, CRITERIA_FIELD, GUARDS,
+    KNOWN_GOAL_FIELDS, OBJECTIVE_REVISION_FIELD, REVISION_LIST_FIELDS, SESSION_ID_FIELD, TIME_BUDGET_FIELD,
 };
 
 /// Maximum characters of an inline objective (and of an objective file).
@@ -233,12 +233,19 @@ impl Goal {
 
     /// The stored `criteria` value when it cannot be read (kept verbatim).
     pub fn unreadable_criteria(&self) -> Option<&Value> {
-        self.extra.get(CRITERIA_FIELD)
+        self.unreadable(CRITERIA_FIELD)
     }
 
     /// The stored `checks` value when it cannot be read (kept verbatim).
     pub fn unreadable_checks(&self) -> Option<&Value> {
-        self.extra.get(CHECKS_FIELD)
+        self.unreadable(CHECKS_FIELD)
+    }
+
+    fn unreadable(&self, field: &str) -> Option<&Value> {
+        match self.field_state(field) {
+            FieldState::Unreadable(raw) => Some(raw),
+            _ => None,
+        }
     }
 
     /// Whether a `checks` field is stored but unreadable: the goal then falls back to the

@@ -40,7 +40,7 @@ pub async fn check(tick: &Tick<'_>, basis: &Basis) -> Option<TickOutcome> {
         };
         return Some(tick.settle(settlement).await);
     }
-    match hours::gate(goal.active_hours.get(), now) {
+    match hours::goal_gate(goal, now) {
         HoursGate::WaitUntil(opens) => {
             let cause = cause_of(CauseCode::WaitingForHours, now, tick.session_id, None).with_until(opens);
             if goal.status_reason != REASON_WAITING_FOR_HOURS || !goal.inactive_since.is_present() {

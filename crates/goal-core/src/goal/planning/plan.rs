@@ -414,4 +414,21 @@ pub fn parse_verdict(object: &serde_json::Map<String, serde_json::Value>) -> Opt
 }
 
 #[cfg(test)]
+impl Settlement {
+    /// The `complete` settlement an audit's `complete` verdict (note `done`) makes over `goal`,
+    /// for the tests of what may stand in its way.
+    pub(crate) fn verified_for_test(goal: &Goal) -> Self {
+        Settlement {
+            status: GoalStatus::Complete,
+            reason: REASON_VERIFIED.into(),
+            note: Some("done".into()),
+            accounting: Accounting::of(goal),
+            evaluation: None,
+            cause: CauseCode::Verified,
+            detail: None,
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests;

@@ -237,8 +237,13 @@ mod tests {
         assert_eq!(fix_action(CauseCode::TokenBudget), FixAction::ResumeWithTokenBudget);
         assert_eq!(fix_action(CauseCode::WaitingForHours), FixAction::None);
         assert_eq!(fix_action(CauseCode::UserPaused), FixAction::Resume);
-        let invalid = cause_of(CauseCode::InvalidGoal, 5.0, "ses_9", Some("timeBudgetMs: is text"));
-        assert!(invalid.fix.unwrap().contains("session-goal resume ses_9 --goal-time-budget 2h"));
+        // An unreadable guard's fix is the guard's own, found from the field the detail names.
+        for guard in crate::record::GUARDS {
+            let invalid = cause_of(CauseCode::InvalidGoal, 5.0, "ses_9", Some(&format!("{}: is text", guard.field)));
+            let own = crate::goal::guarding::guard_rules::fix_for(guard.field, "ses_9");
+            assert_eq!(invalid.fix.as_deref(), Some(own.as_str()), "{}", guard.field);
+            assert!(own.contains("ses_9") && !own.starts_with("Correct the goal's unreadable field"), "{own}");
+        }
         assert_eq!(fix_action(CauseCode::InvalidGoal), FixAction::None, "only the user can say what was meant");
         let unavailable = fix_sentence(CauseCode::AuditUnavailable, "s", Some("status 401")).unwrap();
         assert!(unavailable.contains("(status 401)"), "{unavailable}");

@@ -4,8 +4,8 @@
 use serde_json::{json, Map, Value};
 
 use crate::goal::context::{spawn_detached, Tick};
-use crate::record::Goal;
-use crate::time::active::{active_ms, time_budget_ms};
+use crate::record::{FieldState, Goal, TIME_BUDGET_FIELD};
+use crate::time::active::active_ms;
 
 /// A trail line: when, which turn and tail, what the tick did and why, and the time spent.
 pub fn line(goal: &Goal, tail: &str, action: &str, reason: &str, now: f64) -> Map<String, Value> {
@@ -18,8 +18,10 @@ pub fn line(goal: &Goal, tail: &str, action: &str, reason: &str, now: f64) -> Ma
         record.insert("reason".into(), json!(reason));
     }
     record.insert("activeMs".into(), json!(active_ms(goal, now).floor()));
-    if let Some(budget) = time_budget_ms(goal) {
-        record.insert("timeBudgetMs".into(), json!(budget));
+    // The time budget then, as the goal record names and writes it (a budget that cannot be
+    // read is left out).
+    if let FieldState::Readable(budget) = goal.field_state(TIME_BUDGET_FIELD) {
+        record.insert(TIME_BUDGET_FIELD.into(), budget);
     }
     record
 }

@@ -1,10 +1,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::goal::planning::accounting::Accounting;
 use crate::goal::planning::plan::{hold_completion, AfterAudit, Settlement};
-use crate::record::cause::CauseCode;
-use crate::record::GoalStatus;
 
 fn criteria(texts: &[&str]) -> Vec<Criterion> {
     let texts: Vec<String> = texts.iter().map(|t| t.to_string()).collect();
@@ -184,15 +181,7 @@ fn derivation_is_tried_once_per_revision_and_never_over_criteria() {
 
 #[test]
 fn a_complete_verdict_with_open_criteria_goes_on() {
-    let settlement = Settlement {
-        status: GoalStatus::Complete,
-        reason: "verified by audit".into(),
-        note: Some("done".into()),
-        accounting: Accounting::of(&goal(json!({}))),
-        evaluation: None,
-        cause: CauseCode::Verified,
-        detail: None,
-    };
+    let settlement = Settlement::verified_for_test(&goal(json!({})));
     let mut list = criteria(&["a", "b"]);
     list[0].state = CriterionState::Met;
     assert!(matches!(hold_completion(AfterAudit::Settle(settlement.clone()), &list), AfterAudit::Continue(_)));
