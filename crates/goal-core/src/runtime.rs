@@ -1,8 +1,6 @@
 //! The goal runtime: event intake rules, the scheduler, ticks, restart recovery.
 
 use std::collections::VecDeque;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,7 +19,7 @@ use crate::record::reasons::REASON_RESUMED;
 use crate::record::{Goal, GoalStatus};
 use crate::sched::facts::{Seen, SessionFactsView};
 use crate::sched::{ArmMode, GoalSighting, Job, Scheduler, SessionSnapshot};
-use crate::sched::{Generation, TickOutcome};
+use crate::sched::{TickFuture, TickStart};
 use crate::time::clock::now_ms;
 
 /// Most directories remembered for restart recovery.
@@ -86,15 +84,11 @@ struct GoalJob {
 }
 
 impl Job for GoalJob {
-    fn run(
-        &self,
-        session_id: String,
-        directory: String,
-        attempt: u32,
-        generation: Generation,
-    ) -> Pin<Box<dyn Future<Output = TickOutcome> + Send>> {
+    fn run(&self, start: TickStart) -> TickFuture {
         let ctx = self.ctx.clone();
-        Box::pin(async move { run_tick(&ctx, &session_id, &directory, attempt, generation).await })
+        Box::pin(
+            async move { run_tick(&ctx, &start.session_id, &start.directory, start.attempt, start.generation).await },
+        )
     }
 
     fn quiet(&self) -> Duration {

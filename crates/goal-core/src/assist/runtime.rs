@@ -3,8 +3,6 @@
 //! re-check → merged metadata write. It shares its context's event intake, HTTP pools and
 //! per-session metadata write slots with the goal runtime, so neither erases the other's keys.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,7 +17,7 @@ use crate::io::opencode::OpenCodeClient;
 use crate::io::services::{DataDir, SmallModel, SmallModelReply, SmallModelRequest};
 use crate::io::writer::write_namespace_key;
 use crate::sched::{ArmMode, Job, Scheduler, SessionSnapshot};
-use crate::sched::{Generation, TickOutcome};
+use crate::sched::{Generation, TickFuture, TickOutcome, TickStart};
 use crate::text::prompts::{assist_system_prompt, assist_user_prompt};
 use crate::time::clock::now_ms;
 
@@ -121,16 +119,10 @@ struct AssistJob {
 }
 
 impl Job for AssistJob {
-    fn run(
-        &self,
-        session_id: String,
-        directory: String,
-        _attempt: u32,
-        generation: Generation,
-    ) -> Pin<Box<dyn Future<Output = TickOutcome> + Send>> {
+    fn run(&self, start: TickStart) -> TickFuture {
         let ctx = self.ctx.clone();
         Box::pin(async move {
-            generate(&ctx, &session_id, &directory, &generation).await;
+            generate(&ctx, &start.session_id, &start.directory, &start.generation).await;
             // The assist never retries: the next idle cycle is the next chance.
             TickOutcome::Done
         })
