@@ -235,7 +235,7 @@ pub async fn drive_goal_to_completion() -> Result<Outcome, String> {
     // finish, so the counters include it.
     let snapshot = loop {
         let snapshot = runtime.snapshot();
-        if snapshot.in_flight == 0 || Instant::now() > deadline {
+        if snapshot.scheduler.in_flight == 0 || Instant::now() > deadline {
             break snapshot;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -252,7 +252,7 @@ pub async fn drive_goal_to_completion() -> Result<Outcome, String> {
     Ok(Outcome {
         status: goal["status"].as_str().unwrap_or("").to_string(),
         reason: goal["statusReason"].as_str().unwrap_or("").to_string(),
-        ticks: snapshot.ticks,
+        ticks: snapshot.scheduler.ticks,
         settled: snapshot.settled,
         listed,
         requests,

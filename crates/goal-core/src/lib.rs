@@ -113,7 +113,7 @@ pub use error::{
 pub use assist::runtime::DEFAULT_ASSIST_FETCH_TIMEOUT;
 pub use assist::{AssistConfig, AssistRuntime, AssistRuntimeSettings, AssistSnapshot};
 pub use runtime::{GoalRuntime, GoalRuntimeSettings, GoalSnapshot};
-pub use sched::SessionSnapshot;
+pub use sched::{SchedulerSnapshot, SessionSnapshot};
 
 // OpenCode and host services.
 pub use io::history::{delete as delete_history, read as read_history};

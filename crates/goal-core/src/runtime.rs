@@ -18,7 +18,7 @@ use crate::io::services::Services;
 use crate::record::reasons::REASON_RESUMED;
 use crate::record::{Goal, GoalStatus};
 use crate::sched::facts::{Seen, SessionFactsView};
-use crate::sched::{ArmMode, GoalSighting, Job, Scheduler, SessionSnapshot};
+use crate::sched::{ArmMode, GoalSighting, Job, Scheduler, SchedulerSnapshot};
 use crate::sched::{TickFuture, TickStart};
 use crate::time::clock::now_ms;
 
@@ -44,22 +44,12 @@ pub struct GoalRuntimeSettings {
 /// What `snapshot()` reports.
 #[derive(Debug, Clone)]
 pub struct GoalSnapshot {
-    /// Sessions with a timer or tick.
-    pub sessions: Vec<SessionSnapshot>,
-    /// Timers armed.
-    pub armed: usize,
-    /// Ticks running.
-    pub in_flight: usize,
-    /// Ticks started.
-    pub ticks: u64,
+    /// Tracked sessions, timers, ticks running and started, follow-ups, panics.
+    pub scheduler: SchedulerSnapshot,
     /// Continuations sent.
     pub continuations: u64,
     /// Goals settled or paused by ticks.
     pub settled: u64,
-    /// Follow-ups queued during ticks.
-    pub follow_ups: u64,
-    /// Ticks that panicked.
-    pub panics: u64,
     /// Goals known to be active (from events).
     pub active_goals: usize,
     /// Runtime stopped.
@@ -191,16 +181,10 @@ impl GoalRuntime {
     /// Counters and tracked sessions.
     pub fn snapshot(&self) -> GoalSnapshot {
         let stats = self.inner.scheduler.stats();
-        let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
         GoalSnapshot {
-            sessions: self.inner.scheduler.sessions(),
-            armed: stats.armed.load(Ordering::Relaxed),
-            in_flight: stats.in_flight.load(Ordering::Relaxed),
-            ticks: load(&stats.ticks),
-            continuations: load(&stats.continuations),
-            settled: load(&stats.settled),
-            follow_ups: load(&stats.follow_ups),
-            panics: load(&stats.panics),
+            scheduler: self.inner.scheduler.snapshot(),
+            continuations: stats.continuations.load(Ordering::Relaxed),
+            settled: stats.settled.load(Ordering::Relaxed),
             active_goals: self.inner.scheduler.facts().active_goals(),
             stopped: self.inner.stopped.load(Ordering::SeqCst),
         }

@@ -16,7 +16,7 @@ use crate::intake::{Consumer, IntakeEvent};
 use crate::io::opencode::OpenCodeClient;
 use crate::io::services::{DataDir, SmallModel, SmallModelReply, SmallModelRequest};
 use crate::io::writer::write_namespace_key;
-use crate::sched::{ArmMode, Job, Scheduler, SessionSnapshot};
+use crate::sched::{ArmMode, Job, Scheduler, SchedulerSnapshot};
 use crate::sched::{Generation, TickFuture, TickOutcome, TickStart};
 use crate::text::prompts::{assist_system_prompt, assist_user_prompt};
 use crate::time::clock::now_ms;
@@ -83,24 +83,15 @@ struct Counters {
 /// What `snapshot()` reports.
 #[derive(Debug, Clone)]
 pub struct AssistSnapshot {
-    /// Sessions with an armed timer or a running generation.
-    pub sessions: Vec<SessionSnapshot>,
-    /// Timers armed.
-    pub armed: usize,
-    /// Generations running.
-    pub in_flight: usize,
-    /// Generations started (timer fired).
-    pub runs: u64,
+    /// Sessions with an armed timer or a running generation, timers, generations running and
+    /// started (its `ticks`), follow-ups (idles that arrived while a generation ran), panics.
+    pub scheduler: SchedulerSnapshot,
     /// Small-model calls made.
     pub model_calls: u64,
     /// Payloads written to metadata.
     pub written: u64,
     /// Results dropped because the conversation moved on while the model ran.
     pub dropped_stale: u64,
-    /// Idles that arrived while a generation ran and queued one more.
-    pub follow_ups: u64,
-    /// Runs that panicked (caught; session state reset).
-    pub panics: u64,
     /// `stop()` was called.
     pub stopped: bool,
 }
@@ -345,19 +336,13 @@ impl AssistRuntime {
 
     /// Counters and tracked sessions.
     pub fn snapshot(&self) -> AssistSnapshot {
-        let stats = self.inner.scheduler.stats();
         let counters = &self.inner.counters;
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
         AssistSnapshot {
-            sessions: self.inner.scheduler.sessions(),
-            armed: stats.armed.load(Ordering::Relaxed),
-            in_flight: stats.in_flight.load(Ordering::Relaxed),
-            runs: load(&stats.ticks),
+            scheduler: self.inner.scheduler.snapshot(),
             model_calls: load(&counters.model_calls),
             written: load(&counters.written),
             dropped_stale: load(&counters.dropped_stale),
-            follow_ups: load(&stats.follow_ups),
-            panics: load(&stats.panics),
             stopped: self.inner.stopped.load(Ordering::SeqCst),
         }
     }

@@ -151,6 +151,24 @@ pub struct SessionSnapshot {
     pub attempt: u32,
 }
 
+/// What a scheduler reports of itself in its runtime's `snapshot()`; the counters count from
+/// its start.
+#[derive(Debug, Clone)]
+pub struct SchedulerSnapshot {
+    /// Sessions with an armed timer or a running tick.
+    pub sessions: Vec<SessionSnapshot>,
+    /// Timers armed.
+    pub armed: usize,
+    /// Ticks running (waiting for a slot included).
+    pub in_flight: usize,
+    /// Ticks started.
+    pub ticks: u64,
+    /// Follow-ups queued while a tick ran.
+    pub follow_ups: u64,
+    /// Ticks that panicked (caught; session state reset).
+    pub panics: u64,
+}
+
 /// Handle to the actor.
 #[derive(Clone)]
 pub struct Scheduler {
@@ -307,6 +325,19 @@ impl Scheduler {
     /// Published per-session view.
     pub fn sessions(&self) -> Vec<SessionSnapshot> {
         self.view.read().values().cloned().collect()
+    }
+
+    /// The tracked sessions and the counters.
+    pub fn snapshot(&self) -> SchedulerSnapshot {
+        let stats = &self.stats;
+        SchedulerSnapshot {
+            sessions: self.sessions(),
+            armed: stats.armed.load(Ordering::Relaxed),
+            in_flight: stats.in_flight.load(Ordering::Relaxed),
+            ticks: stats.ticks.load(Ordering::Relaxed),
+            follow_ups: stats.follow_ups.load(Ordering::Relaxed),
+            panics: stats.panics.load(Ordering::Relaxed),
+        }
     }
 
     /// Whether the session has a timer or tick.
