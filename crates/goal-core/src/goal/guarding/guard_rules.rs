@@ -189,15 +189,8 @@ fn criteria_problem(raw: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::test_goal::goal;
     use serde_json::json;
-
-    fn goal(fields: Value) -> Goal {
-        let mut object = json!({"id": "g", "status": "active", "objective": "o"});
-        for (key, value) in fields.as_object().unwrap() {
-            object[key] = value.clone();
-        }
-        Goal::from_value(&object).unwrap()
-    }
 
     fn fields(goal: &Goal) -> Vec<&'static str> {
         unreadable_guards(goal).iter().map(|guard| guard.field).collect()

@@ -4,6 +4,7 @@ use super::*;
 use crate::goal::planning::accounting::Accounting;
 use crate::goal::planning::plan::{hold_completion, AfterAudit, Settlement};
 use crate::record::cause::CauseCode;
+use crate::record::test_goal::goal_over;
 use crate::record::GoalStatus;
 
 fn criteria(texts: &[&str]) -> Vec<Criterion> {
@@ -152,11 +153,7 @@ fn a_blocker_becomes_detail_and_fix_when_its_script_fits() {
 }
 
 fn goal(fields: Value) -> Goal {
-    let mut object = json!({"id": "g", "status": "active", "objective": "Fix it"});
-    for (key, value) in fields.as_object().unwrap() {
-        object[key] = value.clone();
-    }
-    Goal::from_value(&object).unwrap()
+    goal_over(json!({"id": "g", "status": "active", "objective": "Fix it"}), fields)
 }
 
 #[test]
