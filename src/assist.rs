@@ -126,23 +126,10 @@ pub fn create_session_assist_runtime(env: Env, options: SessionAssistRuntimeOpti
     Ok(SessionAssistRuntime { inner, context })
 }
 
+payload::intake_methods!(SessionAssistRuntime);
+
 #[napi]
 impl SessionAssistRuntime {
-    /// Forwards one OpenCode payload (`{type, properties}`; unwrap the global event envelope
-    /// first). Returns at once; anything unreadable is ignored, never thrown. The payload reaches
-    /// every goal and assist runtime of this JavaScript environment that talks to the same OpenCode.
-    #[napi(catch_unwind, ts_args_type = "payload: unknown, directoryHint?: string")]
-    pub fn process_payload(&self, env: Env, payload: Unknown, directory_hint: Option<String>) {
-        payload::forward(&env, &self.context, &self.inner.group(), payload, directory_hint.as_deref().unwrap_or(""));
-    }
-
-    /// The key of the event intake group this runtime belongs to (runtimes that talk to the same
-    /// OpenCode share one). The package entry uses it to hand a payload to each group once.
-    #[napi(catch_unwind)]
-    pub fn intake_group(&self) -> String {
-        self.inner.group()
-    }
-
     /// Tracked sessions, armed timers, running generations and counters.
     #[napi(catch_unwind)]
     pub fn snapshot(&self) -> AssistRuntimeSnapshot {
