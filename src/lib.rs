@@ -31,7 +31,7 @@ use napi_derive::napi;
 
 use tracing::Instrument;
 
-use goal_core::GoalRuntime;
+use goal_core::GoalLoop;
 use goal_core::{BoxFuture, ExplainReport, HttpError};
 
 use callbacks::LoggerCallback;
@@ -52,7 +52,7 @@ pub use types::snapshot::{RuntimeSnapshot, SessionState};
 /// verifies the objective, the budget or the turn cap is reached, or the user stops it.
 #[napi]
 pub struct SessionGoalRuntime {
-    inner: Arc<GoalRuntime>,
+    inner: Arc<GoalLoop>,
     /// The JavaScript environment the runtime belongs to (its intake is that environment's).
     context: Arc<EnvContext>,
     /// The runtime's log identity (its lines go to its own logger only).
@@ -75,7 +75,7 @@ pub fn create_session_goal_runtime(env: Env, options: SessionGoalRuntimeOptions)
     let context = EnvContext::of(&env)?;
     let (settings, logger) = options.resolve(&context).map_err(|failure| failure::thrown(&env, failure))?;
     let log_span = install_logger(&context, logger);
-    let inner = Arc::new(log_span.in_scope(|| GoalRuntime::start(settings, context.runtime())));
+    let inner = Arc::new(log_span.in_scope(|| GoalLoop::start(settings, context.runtime())));
     context.adopt(Arc::downgrade(&inner) as std::sync::Weak<dyn EnvRuntime>);
     Ok(SessionGoalRuntime { inner, context, log_span })
 }

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use goal_core::BoxFuture;
 use goal_core::GoalRuntimeBuilder;
-use goal_core::{SmallModel, SmallModelError, SmallModelReply, SmallModelRequest};
+use goal_core::{SmallModel, SmallModelError, SmallModelQuery, SmallModelReply};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -46,7 +46,7 @@ pub struct Outcome {
 struct ApprovingAuditor;
 
 impl SmallModel for ApprovingAuditor {
-    fn generate(&self, _request: SmallModelRequest) -> BoxFuture<'_, Result<SmallModelReply, SmallModelError>> {
+    fn generate(&self, _request: SmallModelQuery) -> BoxFuture<'_, Result<SmallModelReply, SmallModelError>> {
         Box::pin(async {
             Ok(SmallModelReply {
                 text: json!({ "verdict": "complete", "note": "greeting printed and checked" }).to_string(),

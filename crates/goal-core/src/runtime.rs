@@ -26,7 +26,7 @@ use crate::time::clock::now_ms;
 const MAX_KNOWN_DIRECTORIES: usize = 50;
 
 /// Everything needed to build a goal runtime.
-pub struct GoalRuntimeSettings {
+pub struct GoalLoopSettings {
     /// OpenCode client.
     pub client: OpenCodeClient,
     /// Host services.
@@ -90,16 +90,17 @@ impl Job for GoalJob {
     }
 }
 
-/// The native session goal runtime.
+/// The goal loop: the core's session goal runtime (the binding's `SessionGoalRuntime` and an
+/// `EmbeddedGoalRuntime` each wrap one; the package's JavaScript `GoalRuntime` wraps the former).
 #[derive(Clone)]
-pub struct GoalRuntime {
+pub struct GoalLoop {
     inner: Arc<Inner>,
 }
 
-impl GoalRuntime {
+impl GoalLoop {
     /// Starts the runtime on `runtime` and registers it with the shared intake. The tracing span
     /// current at the call is the runtime's log identity: all its work runs in that span.
-    pub fn start(settings: GoalRuntimeSettings, runtime: &tokio::runtime::Handle) -> GoalRuntime {
+    pub fn start(settings: GoalLoopSettings, runtime: &tokio::runtime::Handle) -> GoalLoop {
         // What events showed of each session: the scheduler task owns it, ticks read the
         // snapshot it publishes.
         let facts = SessionFactsView::default();
@@ -139,7 +140,7 @@ impl GoalRuntime {
         });
         let consumer: Arc<dyn Consumer> = inner.clone();
         settings.shared.intake().register(&consumer);
-        let runtime_handle = GoalRuntime { inner };
+        let runtime_handle = GoalLoop { inner };
         if settings.recover_on_start {
             runtime_handle.recover();
         }
@@ -476,9 +477,9 @@ mod tests {
     use crate::io::services::{DataDir, NoNotifier, NoSmallModel};
     use crate::io::shared::SharedContext;
 
-    fn start_from(shared: &SharedContext) -> GoalRuntime {
+    fn start_from(shared: &SharedContext) -> GoalLoop {
         let endpoint = Arc::new(StaticEndpoint::new("http://127.0.0.1:9", Vec::new()));
-        let settings = GoalRuntimeSettings {
+        let settings = GoalLoopSettings {
             client: OpenCodeClient::new(shared, endpoint, Duration::from_millis(100)),
             services: Services {
                 small_model: Arc::new(NoSmallModel),
@@ -490,7 +491,7 @@ mod tests {
             recover_on_start: false,
             shared: shared.clone(),
         };
-        GoalRuntime::start(settings, &tokio::runtime::Handle::current())
+        GoalLoop::start(settings, &tokio::runtime::Handle::current())
     }
 
     #[tokio::test]

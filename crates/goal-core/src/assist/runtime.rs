@@ -14,7 +14,7 @@ use crate::config::tunables::{count, millis, AssistTunables};
 use crate::error::Cancelled;
 use crate::intake::{Consumer, IntakeEvent};
 use crate::io::opencode::OpenCodeClient;
-use crate::io::services::{DataDir, SmallModel, SmallModelReply, SmallModelRequest};
+use crate::io::services::{DataDir, SmallModel, SmallModelQuery, SmallModelReply};
 use crate::io::writer::write_namespace_key;
 use crate::sched::{ArmMode, Job, Scheduler, SchedulerSnapshot};
 use crate::sched::{Generation, TickFuture, TickOutcome, TickStart};
@@ -206,7 +206,7 @@ async fn ask_model(
     exchange: &LastExchange,
     targets: Targets,
 ) -> Result<SmallModelReply, Skip> {
-    let request = SmallModelRequest {
+    let request = SmallModelQuery {
         prompt: assist_user_prompt(
             &exchange.transcript(),
             exchange.language_sample(),
