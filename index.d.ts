@@ -682,6 +682,11 @@ export interface GoalNotification {
   tag: string
   /** Always `goal`: which feature a host's notification came from. */
   kind: string
+  /**
+   * Why the goal settled, with the fix a user can act on when it stopped (`null` when the goal
+   * records no cause).
+   */
+  cause: GoalCause | null
 }
 
 /** A goal as stored in `metadata.openchamber.goal`. */
@@ -1199,7 +1204,7 @@ export interface SessionGoalRuntimeOptions {
   settings?: RuntimeSettingsOptions
   /** The small model the audits run on. */
   smallModel?: SmallModelOptions
-  /** Called when a goal settles: `{sessionId, directory, status, goal, title, body, tag, kind}`. */
+  /** Called when a goal settles: `{sessionId, directory, status, goal, title, body, tag, kind, cause}`. */
   emitGoalNotification?: (event: GoalNotification) => unknown
   /** Receives log lines `(level, message)`; messages never contain prompts, model output or credentials. */
   logger?: (level: string, message: string) => unknown
@@ -1326,6 +1331,12 @@ export interface SmallModelResult {
   modelID?: string
   /** Set instead of `text` when the call failed. */
   error?: SmallModelFailure
+  /**
+   * Tokens the call cost, in any of the usual shapes (`totalTokens`, or input and output
+   * counts: `inputTokens`/`outputTokens`, `prompt_tokens`/`completion_tokens`); the audit trail
+   * records the total as `auditTokens`.
+   */
+  usage?: Record<string, number>
 }
 
 /**

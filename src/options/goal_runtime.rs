@@ -29,7 +29,7 @@ pub struct SessionGoalRuntimeOptions {
     pub settings: Option<RuntimeSettingsOptions>,
     /// The small model the audits run on.
     pub small_model: Option<SmallModelOptions>,
-    /// Called when a goal settles: `{sessionId, directory, status, goal, title, body, tag, kind}`.
+    /// Called when a goal settles: `{sessionId, directory, status, goal, title, body, tag, kind, cause}`.
     #[napi(ts_type = "(event: GoalNotification) => unknown")]
     pub emit_goal_notification: Option<NotifyCallback>,
     /// Receives log lines `(level, message)`; messages never contain prompts, model output or credentials.
