@@ -14,18 +14,21 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
  * error carrying its `code`, `field`, `status` and `cause` (docs/errors.md).
  */
 export declare class GoalControl {
-  /** The data directory the objective files live in. */
-  get dataDir(): string
   /**
    * The goal's audit trail (`goals/<sessionId>.history.jsonl`), oldest first; `limit` keeps the
-   * newest records. An unknown session or a missing trail reads as an empty list.
+   * newest. Each record is a `GoalHistoryRecord`: the audit's verdict, note and action, its
+   * evidence counts, and the goal's active time and time budget then. An unknown session or a
+   * missing trail reads as an empty list.
    */
   history(sessionId: string, limit?: number | undefined | null): Promise<Array<GoalHistoryRecord>>
   /**
-   * Why the session's goal is where it is (see the runtime's `explain`); read only.
-   * Rejects when OpenCode cannot be read.
+   * Why the session's goal is where it is: `{sessionId, status, statusReason, cause, fixAction,
+   * nextWakeAt, lease, pending, lastAudit, lastChecks, checks, findings}`, `null` where a part
+   * is unknown. Read only. Rejects when OpenCode cannot be read (docs/errors.md).
    */
   explain(sessionId: string, directory?: string | undefined | null): Promise<GoalExplanation>
+  /** The data directory the objective files live in. */
+  get dataDir(): string
   /**
    * Installs a fresh active goal on a session: objective fitted (distilled over 5,000 chars),
    * objective file written first (inline on failure), then merged into the session metadata.
@@ -96,7 +99,8 @@ export declare class SessionAssistRuntime {
 export declare class SessionGoalRuntime {
   /**
    * Forwards one OpenCode payload (`{type, properties}`; unwrap the global event envelope
-   * first). Returns at once; anything unreadable is ignored, never thrown.
+   * first). Returns at once; anything unreadable is ignored, never thrown. The payload reaches
+   * every goal and assist runtime of this JavaScript environment that talks to the same OpenCode.
    */
   processPayload(payload: unknown, directoryHint?: string): void
   /**
@@ -104,16 +108,11 @@ export declare class SessionGoalRuntime {
    * OpenCode share one). The package entry uses it to hand a payload to each group once.
    */
   intakeGroup(): string
-  /** Whether the session's goal was last seen active (for ready-notification suppression). */
-  isGoalActive(sessionId: string): boolean
-  /** Tracked sessions, armed timers, in-flight ticks and counters. */
-  snapshot(): RuntimeSnapshot
-  /** Scans the known directories for active goals on idle sessions and re-arms them. */
-  recover(): void
   /**
    * The goal's audit trail (`goals/<sessionId>.history.jsonl`), oldest first; `limit` keeps the
    * newest. Each record is a `GoalHistoryRecord`: the audit's verdict, note and action, its
-   * evidence counts, and the goal's active time and time budget then.
+   * evidence counts, and the goal's active time and time budget then. An unknown session or a
+   * missing trail reads as an empty list.
    */
   history(sessionId: string, limit?: number | undefined | null): Promise<Array<GoalHistoryRecord>>
   /**
@@ -122,6 +121,12 @@ export declare class SessionGoalRuntime {
    * is unknown. Read only. Rejects when OpenCode cannot be read (docs/errors.md).
    */
   explain(sessionId: string, directory?: string | undefined | null): Promise<GoalExplanation>
+  /** Whether the session's goal was last seen active (for ready-notification suppression). */
+  isGoalActive(sessionId: string): boolean
+  /** Tracked sessions, armed timers, in-flight ticks and counters. */
+  snapshot(): RuntimeSnapshot
+  /** Scans the known directories for active goals on idle sessions and re-arms them. */
+  recover(): void
   /**
    * Stops the runtime. Idempotent; resolves when in-flight work has ended. The process is
    * never kept alive by the runtime, stopped or not.
@@ -677,6 +682,11 @@ export interface GoalNotification {
   tag: string
   /** Always `goal`: which feature a host's notification came from. */
   kind: string
+  /**
+   * Why the goal settled, with the fix a user can act on when it stopped (`null` when the goal
+   * records no cause).
+   */
+  cause: GoalCause | null
 }
 
 /** A goal as stored in `metadata.openchamber.goal`. */
@@ -1194,7 +1204,7 @@ export interface SessionGoalRuntimeOptions {
   settings?: RuntimeSettingsOptions
   /** The small model the audits run on. */
   smallModel?: SmallModelOptions
-  /** Called when a goal settles: `{sessionId, directory, status, goal, title, body, tag, kind}`. */
+  /** Called when a goal settles: `{sessionId, directory, status, goal, title, body, tag, kind, cause}`. */
   emitGoalNotification?: (event: GoalNotification) => unknown
   /** Receives log lines `(level, message)`; messages never contain prompts, model output or credentials. */
   logger?: (level: string, message: string) => unknown
@@ -1321,6 +1331,12 @@ export interface SmallModelResult {
   modelID?: string
   /** Set instead of `text` when the call failed. */
   error?: SmallModelFailure
+  /**
+   * Tokens the call cost, in any of the usual shapes (`totalTokens`, or input and output
+   * counts: `inputTokens`/`outputTokens`, `prompt_tokens`/`completion_tokens`); the audit trail
+   * records the total as `auditTokens`.
+   */
+  usage?: Record<string, number>
 }
 
 /**

@@ -1,6 +1,8 @@
 // What explain and history return is what index.d.ts says: the binding builds typed objects
 // (GoalExplanation, GoalHistoryRecord), so every key of a real answer is a declared member and
-// every required member is there. Against the built addon and the mock OpenCode.
+// every required member is there. What the runtime hands to a host's callbacks is built as JSON
+// (the small-model request, the notification), so the last test holds those to their declared
+// types key for key. Against the built addon and the mock OpenCode.
 import { afterEach, describe, expect, it } from 'vitest'
 import fs from 'node:fs'
 import path from 'node:path'
@@ -157,3 +159,35 @@ describe('typed answers', () => {
     expect(missing.findings).toEqual([{ code: 'sessionMissing', message: expect.any(String) }])
   })
 })
+
+describe('what passes through the host callbacks', () => {
+  // A request member no request of the runtimes sets today: declared for a host's service.
+  const NEVER_SENT = ['maxOutputTokens']
+
+  it('the small-model request, the result read back and the goal notification match their declared types member for member', async () => {
+    const verdict = { verdict: 'complete', note: 'nesting works', evidence: ['e1'], missing: [] }
+    const result = { text: JSON.stringify(verdict), providerID: 'small', modelID: 'nano', usage: { totalTokens: 321 } }
+    const auditor = scriptedAuditor([() => result])
+    env = await setup({ auditor, runtimeOptions: { deriveCriteria: false } })
+    const session = sessionWithReply(env.mock)
+    env.mock.setStatus(session.id, 'idle')
+    await waitFor(() => env.notifications.length === 1, 8000)
+
+    const [request] = auditor.calls
+    expectTyped(request, 'SmallModelRequest')
+    const requestKeys = [...Object.keys(request), ...NEVER_SENT].sort()
+    expect(requestKeys, 'SmallModelRequest: members sent vs declared').toEqual([...declared('SmallModelRequest').keys()].sort())
+
+    // What the host's service answered is a declared SmallModelResult, and each of its members
+    // reached the runtime (the verdict, who answered, what it cost).
+    expectShape(result, 'SmallModelResult')
+    const [record] = await env.runtime.history(session.id)
+    expect(record).toMatchObject({ verdict: 'complete', auditor: 'small/nano', auditTokens: 321 })
+
+    const [notification] = env.notifications
+    expect(notification).toMatchObject({ sessionId: session.id, status: 'complete', cause: { code: 'verified' } })
+    expect([...expectTyped(notification, 'GoalNotification')]).toEqual(['GoalNotification.cause'])
+    expect(Object.keys(notification).sort(), 'GoalNotification: members sent vs declared').toEqual([...declared('GoalNotification').keys()].sort())
+  })
+})
+

@@ -91,6 +91,24 @@ export function median(values) {
   return percentile(values, 50)
 }
 
+/**
+ * The goal runtime a section measures: no console lines (they would cost the measured thread),
+ * notifications dropped, kickoffs and resumes out of the way (60 s), idles evaluated after
+ * `quietMs`, the data in `dataDir` when given. `host` holds the rest: how to reach OpenCode and
+ * the small model (nested or in OpenChamber's flat names).
+ */
+export function benchGoalRuntime(pkg, { quietMs, dataDir, ...host }) {
+  return pkg.createSessionGoalRuntime({
+    logger: null,
+    ...(dataDir === undefined ? {} : { settings: { dataDir } }),
+    idleQuietMs: quietMs,
+    kickoffQuietMs: 60_000,
+    resumeKickoffMs: 60_000,
+    emitGoalNotification: () => {},
+    ...host,
+  })
+}
+
 /** Runs a section's main and reports its result to the parent (run.mjs) or stdout. */
 export async function runSection(main) {
   try {

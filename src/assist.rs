@@ -15,6 +15,7 @@ use crate::env_context::{EnvContext, EnvRuntime};
 use crate::options::tunables::AssistTunablesInput;
 use crate::options::OpenCodeConnection;
 use crate::types::small_model::SmallModelOptions;
+use crate::types::snapshot::snapshot_object;
 use crate::{install_logger, payload, RuntimeSettingsOptions, SessionState};
 
 /// Options of `createSessionAssistRuntime`: how to reach OpenCode (`openCode`), where the
@@ -77,19 +78,13 @@ impl From<SessionSnapshot> for SessionState {
 }
 
 impl From<AssistSnapshot> for AssistRuntimeSnapshot {
-    fn from(s: AssistSnapshot) -> Self {
-        AssistRuntimeSnapshot {
-            sessions: s.sessions.into_iter().map(SessionState::from).collect(),
-            armed_timers: s.armed as u32,
-            in_flight: s.in_flight as u32,
-            runs: s.runs as f64,
-            model_calls: s.model_calls as f64,
-            written: s.written as f64,
-            dropped_stale: s.dropped_stale as f64,
-            follow_ups: s.follow_ups as f64,
-            panics: s.panics as f64,
-            stopped: s.stopped,
-        }
+    fn from(snapshot: AssistSnapshot) -> Self {
+        snapshot_object!(AssistRuntimeSnapshot from snapshot.scheduler, runs;
+            model_calls: snapshot.model_calls as f64,
+            written: snapshot.written as f64,
+            dropped_stale: snapshot.dropped_stale as f64,
+            stopped: snapshot.stopped,
+        )
     }
 }
 
@@ -131,23 +126,10 @@ pub fn create_session_assist_runtime(env: Env, options: SessionAssistRuntimeOpti
     Ok(SessionAssistRuntime { inner, context })
 }
 
+payload::intake_methods!(SessionAssistRuntime);
+
 #[napi]
 impl SessionAssistRuntime {
-    /// Forwards one OpenCode payload (`{type, properties}`; unwrap the global event envelope
-    /// first). Returns at once; anything unreadable is ignored, never thrown. The payload reaches
-    /// every goal and assist runtime of this JavaScript environment that talks to the same OpenCode.
-    #[napi(catch_unwind, ts_args_type = "payload: unknown, directoryHint?: string")]
-    pub fn process_payload(&self, env: Env, payload: Unknown, directory_hint: Option<String>) {
-        payload::forward(&env, &self.context, &self.inner.group(), payload, directory_hint.as_deref().unwrap_or(""));
-    }
-
-    /// The key of the event intake group this runtime belongs to (runtimes that talk to the same
-    /// OpenCode share one). The package entry uses it to hand a payload to each group once.
-    #[napi(catch_unwind)]
-    pub fn intake_group(&self) -> String {
-        self.inner.group()
-    }
-
     /// Tracked sessions, armed timers, running generations and counters.
     #[napi(catch_unwind)]
     pub fn snapshot(&self) -> AssistRuntimeSnapshot {

@@ -14,7 +14,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use goal_core::{BoxFuture, Endpoint, RequestTarget};
-use goal_core::{Notifier, SmallModel, SmallModelError, SmallModelReply, SmallModelRequest};
+use goal_core::{Notifier, SmallModel, SmallModelError, SmallModelQuery, SmallModelReply};
 
 /// A host callback as the option structs take it: called with `Args`, weakly referenced (it
 /// never keeps Node alive), its return value settled by [`HostReturn`].
@@ -193,7 +193,7 @@ fn status_of(error: &Value) -> Option<u16> {
 impl SmallModel for HostSmallModel {
     fn generate(
         &self,
-        request: SmallModelRequest,
+        request: SmallModelQuery,
     ) -> BoxFuture<'_, std::result::Result<SmallModelReply, SmallModelError>> {
         Box::pin(async move {
             let returned =

@@ -28,7 +28,7 @@ pub(crate) trait EnvRuntime: Send + Sync {
     fn stop_in_background(&self, runtime: &tokio::runtime::Handle);
 }
 
-impl EnvRuntime for goal_core::GoalRuntime {
+impl EnvRuntime for goal_core::GoalLoop {
     fn stop_in_background(&self, runtime: &tokio::runtime::Handle) {
         let this = self.clone();
         runtime.spawn(async move { this.stop().await });

@@ -13,6 +13,7 @@ mod callbacks;
 mod control;
 mod env_context;
 mod failure;
+mod goal_reads;
 mod goal_settings;
 mod intro;
 mod js_helpers;
@@ -30,7 +31,8 @@ use napi_derive::napi;
 
 use tracing::Instrument;
 
-use goal_core::GoalRuntime;
+use goal_core::GoalLoop;
+use goal_core::{BoxFuture, ExplainReport, HttpError};
 
 use callbacks::LoggerCallback;
 use env_context::{EnvContext, EnvRuntime};
@@ -40,7 +42,6 @@ pub use options::{OpenCodeConnection, RuntimeSettingsOptions};
 pub use types::answers::{
     GoalCriterionGrade, GoalDigestSummary, GoalFailingCommand, GoalHistoryRecord, GoalTodoCounts,
 };
-pub(crate) use types::answers::{GoalHistory, HistoryLimit};
 pub use types::explanation::*;
 pub use types::goal_parts::{GoalActiveHours, GoalCause, GoalCheck, GoalCriterion};
 pub use types::notification::GoalNotification;
@@ -51,7 +52,7 @@ pub use types::snapshot::{RuntimeSnapshot, SessionState};
 /// verifies the objective, the budget or the turn cap is reached, or the user stops it.
 #[napi]
 pub struct SessionGoalRuntime {
-    inner: Arc<GoalRuntime>,
+    inner: Arc<GoalLoop>,
     /// The JavaScript environment the runtime belongs to (its intake is that environment's).
     context: Arc<EnvContext>,
     /// The runtime's log identity (its lines go to its own logger only).
@@ -74,27 +75,33 @@ pub fn create_session_goal_runtime(env: Env, options: SessionGoalRuntimeOptions)
     let context = EnvContext::of(&env)?;
     let (settings, logger) = options.resolve(&context).map_err(|failure| failure::thrown(&env, failure))?;
     let log_span = install_logger(&context, logger);
-    let inner = Arc::new(log_span.in_scope(|| GoalRuntime::start(settings, context.runtime())));
+    let inner = Arc::new(log_span.in_scope(|| GoalLoop::start(settings, context.runtime())));
     context.adopt(Arc::downgrade(&inner) as std::sync::Weak<dyn EnvRuntime>);
     Ok(SessionGoalRuntime { inner, context, log_span })
 }
 
+payload::intake_methods!(SessionGoalRuntime);
+goal_reads::goal_read_methods!(SessionGoalRuntime);
+
+impl goal_reads::GoalReads for SessionGoalRuntime {
+    fn trail(&self, session_id: String, limit: Option<usize>) -> BoxFuture<'static, Vec<serde_json::Value>> {
+        let (inner, span) = (self.inner.clone(), self.log_span.clone());
+        Box::pin(async move { inner.history(&session_id, limit).instrument(span).await })
+    }
+
+    /// The runtime's own explanation: its lease judged against its holder id.
+    fn report(
+        &self,
+        session_id: String,
+        directory: String,
+    ) -> BoxFuture<'static, std::result::Result<ExplainReport, HttpError>> {
+        let (inner, span) = (self.inner.clone(), self.log_span.clone());
+        Box::pin(async move { inner.explain(&session_id, &directory).instrument(span).await })
+    }
+}
+
 #[napi]
 impl SessionGoalRuntime {
-    /// Forwards one OpenCode payload (`{type, properties}`; unwrap the global event envelope
-    /// first). Returns at once; anything unreadable is ignored, never thrown.
-    #[napi(catch_unwind, ts_args_type = "payload: unknown, directoryHint?: string")]
-    pub fn process_payload(&self, env: Env, payload: Unknown, directory_hint: Option<String>) {
-        payload::forward(&env, &self.context, &self.inner.group(), payload, directory_hint.as_deref().unwrap_or(""));
-    }
-
-    /// The key of the event intake group this runtime belongs to (runtimes that talk to the same
-    /// OpenCode share one). The package entry uses it to hand a payload to each group once.
-    #[napi(catch_unwind)]
-    pub fn intake_group(&self) -> String {
-        self.inner.group()
-    }
-
     /// Whether the session's goal was last seen active (for ready-notification suppression).
     #[napi(catch_unwind)]
     pub fn is_goal_active(&self, session_id: String) -> bool {
@@ -111,47 +118,6 @@ impl SessionGoalRuntime {
     #[napi(catch_unwind)]
     pub fn recover(&self) {
         self.inner.recover();
-    }
-
-    /// The goal's audit trail (`goals/<sessionId>.history.jsonl`), oldest first; `limit` keeps the
-    /// newest. Each record is a `GoalHistoryRecord`: the audit's verdict, note and action, its
-    /// evidence counts, and the goal's active time and time budget then.
-    #[napi]
-    pub fn history<'env>(
-        &self,
-        env: &'env Env,
-        session_id: String,
-        limit: Option<f64>,
-    ) -> Result<PromiseRaw<'env, Vec<GoalHistoryRecord>>> {
-        let limit = HistoryLimit::from(limit).0;
-        let inner = self.inner.clone();
-        let span = self.log_span.clone();
-        failure::resolve(
-            env,
-            async move { GoalHistory::from(inner.history(&session_id, limit).instrument(span).await).0 },
-        )
-    }
-
-    /// Why the session's goal is where it is: `{sessionId, status, statusReason, cause, fixAction,
-    /// nextWakeAt, lease, pending, lastAudit, lastChecks, checks, findings}`, `null` where a part
-    /// is unknown. Read only. Rejects when OpenCode cannot be read (docs/errors.md).
-    #[napi]
-    pub fn explain<'env>(
-        &self,
-        env: &'env Env,
-        session_id: String,
-        directory: Option<String>,
-    ) -> Result<PromiseRaw<'env, GoalExplanation>> {
-        let inner = self.inner.clone();
-        let span = self.log_span.clone();
-        failure::settle(env, async move {
-            inner
-                .explain(&session_id, directory.as_deref().unwrap_or(""))
-                .instrument(span)
-                .await
-                .map(GoalExplanation::from)
-                .map_err(|error| goal_core::GoalError::from_http("explain", &error))
-        })
     }
 
     /// Stops the runtime. Idempotent; resolves when in-flight work has ended. The process is

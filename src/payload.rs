@@ -268,3 +268,32 @@ pub fn forward(env: &Env, context: &EnvContext, group: &str, payload: Unknown, d
         intake.deliver(group, &event);
     }
 }
+
+/// The event intake methods of a runtime class, the same for every runtime: `processPayload`
+/// (through [`forward`]) and `intakeGroup`. A napi class cannot inherit methods, so each runtime
+/// class gets them from here; the class needs an `inner` runtime with `group()` and a `context`
+/// ([`EnvContext`]). The methods' documentation is written as `#[doc = "…"]` lines: napi-derive
+/// would copy a `///` comment that passes through a macro into index.d.ts with its `r"` prefix.
+macro_rules! intake_methods {
+    ($class:ident) => {
+        #[napi]
+        impl $class {
+            #[doc = " Forwards one OpenCode payload (`{type, properties}`; unwrap the global event envelope"]
+            #[doc = " first). Returns at once; anything unreadable is ignored, never thrown. The payload reaches"]
+            #[doc = " every goal and assist runtime of this JavaScript environment that talks to the same OpenCode."]
+            #[napi(catch_unwind, ts_args_type = "payload: unknown, directoryHint?: string")]
+            pub fn process_payload(&self, env: Env, payload: Unknown, directory_hint: Option<String>) {
+                let hint = directory_hint.as_deref().unwrap_or("");
+                $crate::payload::forward(&env, &self.context, &self.inner.group(), payload, hint);
+            }
+
+            #[doc = " The key of the event intake group this runtime belongs to (runtimes that talk to the same"]
+            #[doc = " OpenCode share one). The package entry uses it to hand a payload to each group once."]
+            #[napi(catch_unwind)]
+            pub fn intake_group(&self) -> String {
+                self.inner.group()
+            }
+        }
+    };
+}
+pub(crate) use intake_methods;

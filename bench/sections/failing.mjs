@@ -13,7 +13,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { createRequire } from 'node:module'
-import { hrMs, progress, rootDir, runSection, sleep, startMockProcess } from '../lib.mjs'
+import { benchGoalRuntime, hrMs, progress, rootDir, runSection, sleep, startMockProcess } from '../lib.mjs'
 
 const require = createRequire(import.meta.url)
 
@@ -32,15 +32,11 @@ async function world({ goalAfterSession }) {
     sessions.push(...(await mock.call('createGoalSessions', { count: Math.min(1000, SESSIONS - start), directory: DIRECTORY, goalAfterSession })))
   }
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'goal-bench-'))
-  const runtime = pkg.createSessionGoalRuntime({
-    logger: null,
+  const runtime = benchGoalRuntime(pkg, {
+    quietMs: QUIET_MS,
+    dataDir,
     openCode: { baseUrl: mock.url },
-    settings: { dataDir },
-    idleQuietMs: QUIET_MS,
-    kickoffQuietMs: 60_000,
-    resumeKickoffMs: 60_000,
     generateSmallModelText: async () => ({ text: '{"verdict":"continue","note":"nesting still missing"}', providerID: 'mock', modelID: 'mock-model' }),
-    emitGoalNotification: () => {},
   })
   const idle = () => {
     for (const id of sessions) runtime.processPayload({ type: 'session.status', properties: { sessionID: id, status: { type: 'idle' } } }, DIRECTORY)

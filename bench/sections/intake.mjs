@@ -23,7 +23,7 @@
 // loops (ticks are section 2).
 import { createRequire } from 'node:module'
 import { loadMix, sessionIdOf, unwrapType } from '../payload-mix.mjs'
-import { hrMs, median, progress, rootDir, runSection, sleep, startMockProcess } from '../lib.mjs'
+import { benchGoalRuntime, hrMs, median, progress, rootDir, runSection, sleep, startMockProcess } from '../lib.mjs'
 
 const require = createRequire(import.meta.url)
 
@@ -130,17 +130,13 @@ runSection(async () => {
   }
 
   let auditCalls = 0
-  const runtime = pkg.createSessionGoalRuntime({
-    logger: null, // no console lines: they would cost the measured thread
+  const runtime = benchGoalRuntime(pkg, {
+    quietMs: 60_000,
     openCode: { baseUrl: mock.url },
-    idleQuietMs: 60_000,
-    kickoffQuietMs: 60_000,
-    resumeKickoffMs: 60_000,
     generateSmallModelText: async () => {
       auditCalls++
       return { text: '{"verdict":"continue","note":"keep going"}', providerID: 'mock', modelID: 'mock-model' }
     },
-    emitGoalNotification: () => {},
   })
   let sink
   const handlers = {

@@ -13,7 +13,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { createRequire } from 'node:module'
-import { hrMs, procStatus, progress, resetPeakRss, rootDir, runSection, sleep, startMockProcess } from '../lib.mjs'
+import { benchGoalRuntime, hrMs, procStatus, progress, resetPeakRss, rootDir, runSection, sleep, startMockProcess } from '../lib.mjs'
 
 const require = createRequire(import.meta.url)
 
@@ -32,18 +32,14 @@ runSection(async () => {
   }
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'goal-bench-'))
   let audits = 0
-  const runtime = pkg.createSessionGoalRuntime({
-    logger: null, // no console lines: they would cost the measured thread
+  const runtime = benchGoalRuntime(pkg, {
+    quietMs: QUIET_MS,
+    dataDir,
     openCode: { baseUrl: mock.url },
-    settings: { dataDir },
-    idleQuietMs: QUIET_MS,
-    kickoffQuietMs: 60_000,
-    resumeKickoffMs: 60_000,
     generateSmallModelText: async () => {
       audits++
       return { text: '{"verdict":"continue","note":"nesting still missing"}', providerID: 'mock', modelID: 'mock-model' }
     },
-    emitGoalNotification: () => {},
   })
   // The payloads exist before the measurement, as the host's parsed events would.
   const payloads = sessions.map((id) => ({ type: 'session.status', properties: { sessionID: id, status: { type: 'idle' } } }))

@@ -30,7 +30,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { createRequire } from 'node:module'
-import { hrMs, percentile, progress, rootDir, runSection, sleep, startMockProcess } from '../lib.mjs'
+import { benchGoalRuntime, hrMs, percentile, progress, rootDir, runSection, sleep, startMockProcess } from '../lib.mjs'
 
 const require = createRequire(import.meta.url)
 const { subscribeGlobalEvents } = require('../../lib/event-stream.js')
@@ -129,32 +129,19 @@ runSection(async () => {
 
   // Native-first options: a fixed base URL.
   const nativeRuntime = () =>
-    pkg.createSessionGoalRuntime({
-      logger: null, // no console lines: they would cost the measured thread
-      openCode: { baseUrl: mock.url },
-      settings: { dataDir },
-      idleQuietMs: QUIET_MS,
-      kickoffQuietMs: 60_000,
-      resumeKickoffMs: 60_000,
-      generateSmallModelText: auditor(),
-      emitGoalNotification: () => {},
-    })
+    benchGoalRuntime(pkg, { quietMs: QUIET_MS, dataDir, openCode: { baseUrl: mock.url }, generateSmallModelText: auditor() })
   const native = nativeRuntime()
   const nativeRun = await measureTicks(mock, native, nativeSessions, 'openCode.baseUrl')
   await native.stop()
 
   // OpenChamber's options: the URL and headers come from host callbacks on every request.
   const generate = auditor()
-  const hosted = pkg.createSessionGoalRuntime({
-    logger: null, // no console lines: they would cost the measured thread
+  const hosted = benchGoalRuntime(pkg, {
+    quietMs: QUIET_MS,
+    dataDir,
     buildOpenCodeUrl: (apiPath) => mock.url + apiPath,
     getOpenCodeAuthHeaders: () => ({ authorization: 'Bearer bench' }),
     getSmallModelService: async () => ({ generateSmallModelText: generate }),
-    settings: { dataDir },
-    idleQuietMs: QUIET_MS,
-    kickoffQuietMs: 60_000,
-    resumeKickoffMs: 60_000,
-    emitGoalNotification: () => {},
   })
   const hostRun = await measureTicks(mock, hosted, hostSessions, 'buildOpenCodeUrl')
   await hosted.stop()

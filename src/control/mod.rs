@@ -10,12 +10,12 @@ use napi_derive::napi;
 
 use goal_core::GoalEdit;
 use goal_core::{ActionReport, GoalTarget};
+use goal_core::{BoxFuture, ExplainReport, HttpError};
 use goal_core::{ControlContext, GoalError, GoalSettings, ModelChoice, NewGoal};
 use goal_core::{CreateSession, ForkSession, ScheduledGoal, SendPrompt};
 
 use crate::env_context::EnvContext;
 use crate::goal_settings::{Beside, GoalSettingsInput, GoalSettingsRemoval, SettingsRequest};
-use crate::{GoalHistory, HistoryLimit};
 
 mod objectives;
 mod requests;
@@ -60,47 +60,33 @@ impl GoalControl {
     }
 }
 
+crate::goal_reads::goal_read_methods!(GoalControl);
+
+impl crate::goal_reads::GoalReads for GoalControl {
+    fn trail(&self, session_id: String, limit: Option<usize>) -> BoxFuture<'static, Vec<serde_json::Value>> {
+        let data_dir = self.ctx.data_dir.clone();
+        Box::pin(async move { goal_core::read_history(&data_dir, &session_id, limit).await })
+    }
+
+    /// The explanation without a lease holder of its own: any live lease is another's.
+    fn report(
+        &self,
+        session_id: String,
+        directory: String,
+    ) -> BoxFuture<'static, std::result::Result<ExplainReport, HttpError>> {
+        let ctx = self.ctx.clone();
+        Box::pin(
+            async move { goal_core::explain_goal(&ctx.client, &ctx.data_dir, &session_id, &directory, None).await },
+        )
+    }
+}
+
 #[napi]
 impl GoalControl {
     /// The data directory the objective files live in.
     #[napi(getter)]
     pub fn data_dir(&self) -> String {
         self.ctx.data_dir.to_string_lossy().into_owned()
-    }
-
-    /// The goal's audit trail (`goals/<sessionId>.history.jsonl`), oldest first; `limit` keeps the
-    /// newest records. An unknown session or a missing trail reads as an empty list.
-    #[napi]
-    pub fn history<'env>(
-        &self,
-        env: &'env Env,
-        session_id: String,
-        limit: Option<f64>,
-    ) -> Result<PromiseRaw<'env, Vec<crate::GoalHistoryRecord>>> {
-        let limit = HistoryLimit::from(limit).0;
-        let data_dir = self.ctx.data_dir.clone();
-        crate::failure::resolve(env, async move {
-            GoalHistory::from(goal_core::read_history(&data_dir, &session_id, limit).await).0
-        })
-    }
-
-    /// Why the session's goal is where it is (see the runtime's `explain`); read only.
-    /// Rejects when OpenCode cannot be read.
-    #[napi]
-    pub fn explain<'env>(
-        &self,
-        env: &'env Env,
-        session_id: String,
-        directory: Option<String>,
-    ) -> Result<PromiseRaw<'env, crate::GoalExplanation>> {
-        let ctx = self.ctx.clone();
-        let directory = directory.unwrap_or_default();
-        settle(env, async move {
-            goal_core::explain_goal(&ctx.client, &ctx.data_dir, &session_id, &directory, None)
-                .await
-                .map(crate::GoalExplanation::from)
-                .map_err(|error| GoalError::from_http("explain", &error))
-        })
     }
 
     /// Installs a fresh active goal on a session: objective fitted (distilled over 5,000 chars),

@@ -1,12 +1,12 @@
 //! The goal runtime's options (`createSessionGoalRuntime`), converted once into the core's
-//! `GoalRuntimeSettings`, and the defaults it reports (`goalRuntimeDefaults`).
+//! `GoalLoopSettings`, and the defaults it reports (`goalRuntimeDefaults`).
 
 use std::sync::Arc;
 
 use napi_derive::napi;
 
 use goal_core::DEFAULT_FETCH_TIMEOUT;
-use goal_core::{DataDir, GoalConfig, GoalRuntimeSettings, GoalTunables, NoNotifier, Notifier, Services};
+use goal_core::{DataDir, GoalConfig, GoalLoopSettings, GoalTunables, NoNotifier, Notifier, Services};
 
 use super::tunables::GoalTunablesInput;
 use super::{OpenCodeConnection, RuntimeSettingsOptions};
@@ -29,7 +29,7 @@ pub struct SessionGoalRuntimeOptions {
     pub settings: Option<RuntimeSettingsOptions>,
     /// The small model the audits run on.
     pub small_model: Option<SmallModelOptions>,
-    /// Called when a goal settles: `{sessionId, directory, status, goal, title, body, tag, kind}`.
+    /// Called when a goal settles: `{sessionId, directory, status, goal, title, body, tag, kind, cause}`.
     #[napi(ts_type = "(event: GoalNotification) => unknown")]
     pub emit_goal_notification: Option<NotifyCallback>,
     /// Receives log lines `(level, message)`; messages never contain prompts, model output or credentials.
@@ -49,7 +49,7 @@ impl SessionGoalRuntimeOptions {
     pub(crate) fn resolve(
         self,
         context: &EnvContext,
-    ) -> std::result::Result<(GoalRuntimeSettings, Option<LoggerCallback>), goal_core::GoalError> {
+    ) -> std::result::Result<(GoalLoopSettings, Option<LoggerCallback>), goal_core::GoalError> {
         let client = OpenCodeConnection::client(self.open_code, context, DEFAULT_FETCH_TIMEOUT)?;
         let data_dir = DataDir::new(RuntimeSettingsOptions::data_dir(self.settings, None));
         let small_model = SmallModelOptions::model(self.small_model, context, &client);
@@ -60,7 +60,7 @@ impl SessionGoalRuntimeOptions {
         let config = GoalConfig::from(self.tunables.map(GoalTunables::from).unwrap_or_default());
         let directories = self.directories.unwrap_or_default();
         let recover_on_start = self.recover_on_start.unwrap_or(!directories.is_empty());
-        let settings = GoalRuntimeSettings {
+        let settings = GoalLoopSettings {
             client,
             services: Services { small_model, notifier, data_dir },
             config,

@@ -1,9 +1,14 @@
-//! The notification a goal runtime emits (OpenChamber's `emitGoalNotification` argument).
+//! The notification a goal runtime emits (OpenChamber's `emitGoalNotification` argument). The
+//! core builds it as JSON (`goal/settling/notify.rs`); this declares it for TypeScript, and
+//! `__test__/types.test.mjs` holds what a host receives to it member for member.
 
 use napi_derive::napi;
 
+use crate::types::goal_parts::GoalCause;
+use crate::types::nullable::Nullable;
+
 /// What `emitGoalNotification` receives when a goal settles.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct GoalNotification {
     /// The session whose goal settled.
     pub session_id: String,
@@ -23,4 +28,8 @@ pub struct GoalNotification {
     pub tag: String,
     /// Always `goal`: which feature a host's notification came from.
     pub kind: String,
+    /// Why the goal settled, with the fix a user can act on when it stopped (`null` when the goal
+    /// records no cause).
+    #[napi(ts_type = "GoalCause | null")]
+    pub cause: Nullable<GoalCause>,
 }

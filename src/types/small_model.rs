@@ -1,5 +1,8 @@
 //! The small-model contract: the host's service (OpenChamber's `generateSmallModelText`) or the
-//! built-in small model, and the request and result shapes both speak.
+//! built-in small model, and the request and result shapes both speak. The request a host
+//! receives is built as JSON by the core (`SmallModelQuery::to_value`) and the result is read as
+//! JSON (`callbacks.rs`); the structs here declare both for TypeScript, and
+//! `__test__/types.test.mjs` holds the real ones to them member for member.
 
 use std::sync::Arc;
 
@@ -84,6 +87,11 @@ pub struct SmallModelResult {
     pub model_id: Option<String>,
     /// Set instead of `text` when the call failed.
     pub error: Option<SmallModelFailure>,
+    /// Tokens the call cost, in any of the usual shapes (`totalTokens`, or input and output
+    /// counts: `inputTokens`/`outputTokens`, `prompt_tokens`/`completion_tokens`); the audit trail
+    /// records the total as `auditTokens`.
+    #[napi(ts_type = "Record<string, number>")]
+    pub usage: Option<serde_json::Value>,
 }
 
 /// A small-model failure as a value.

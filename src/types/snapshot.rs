@@ -47,19 +47,33 @@ pub struct SessionState {
     pub attempt: u32,
 }
 
+/// A runtime's snapshot object (`$object`) from the core's: the scheduler's part (tracked
+/// sessions, timers, runs in flight and started, follow-ups, panics) converted here for every
+/// runtime, `$started` naming the runs-started counter, then the runtime's own fields. The objects
+/// are flat for JavaScript, so the shared part cannot be one nested field.
+macro_rules! snapshot_object {
+    ($object:ident from $scheduler:expr, $started:ident; $($field:ident: $value:expr),* $(,)?) => {{
+        let scheduler: goal_core::SchedulerSnapshot = $scheduler;
+        $object {
+            sessions: scheduler.sessions.into_iter().map($crate::types::snapshot::SessionState::from).collect(),
+            armed_timers: scheduler.armed as u32,
+            in_flight: scheduler.in_flight as u32,
+            $started: scheduler.ticks as f64,
+            follow_ups: scheduler.follow_ups as f64,
+            panics: scheduler.panics as f64,
+            $($field: $value,)*
+        }
+    }};
+}
+pub(crate) use snapshot_object;
+
 impl From<goal_core::GoalSnapshot> for RuntimeSnapshot {
     fn from(snapshot: goal_core::GoalSnapshot) -> Self {
-        RuntimeSnapshot {
-            sessions: snapshot.sessions.into_iter().map(SessionState::from).collect(),
-            armed_timers: snapshot.armed as u32,
-            in_flight: snapshot.in_flight as u32,
-            ticks: snapshot.ticks as f64,
+        snapshot_object!(RuntimeSnapshot from snapshot.scheduler, ticks;
             continuations: snapshot.continuations as f64,
             settled: snapshot.settled as f64,
-            follow_ups: snapshot.follow_ups as f64,
-            panics: snapshot.panics as f64,
             active_goals: snapshot.active_goals as u32,
             stopped: snapshot.stopped,
-        }
+        )
     }
 }

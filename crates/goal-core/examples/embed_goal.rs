@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use goal_core::BoxFuture;
 use goal_core::GoalRuntimeBuilder;
-use goal_core::{SmallModel, SmallModelError, SmallModelReply, SmallModelRequest};
+use goal_core::{SmallModel, SmallModelError, SmallModelQuery, SmallModelReply};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -46,7 +46,7 @@ pub struct Outcome {
 struct ApprovingAuditor;
 
 impl SmallModel for ApprovingAuditor {
-    fn generate(&self, _request: SmallModelRequest) -> BoxFuture<'_, Result<SmallModelReply, SmallModelError>> {
+    fn generate(&self, _request: SmallModelQuery) -> BoxFuture<'_, Result<SmallModelReply, SmallModelError>> {
         Box::pin(async {
             Ok(SmallModelReply {
                 text: json!({ "verdict": "complete", "note": "greeting printed and checked" }).to_string(),
@@ -235,7 +235,7 @@ pub async fn drive_goal_to_completion() -> Result<Outcome, String> {
     // finish, so the counters include it.
     let snapshot = loop {
         let snapshot = runtime.snapshot();
-        if snapshot.in_flight == 0 || Instant::now() > deadline {
+        if snapshot.scheduler.in_flight == 0 || Instant::now() > deadline {
             break snapshot;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -252,7 +252,7 @@ pub async fn drive_goal_to_completion() -> Result<Outcome, String> {
     Ok(Outcome {
         status: goal["status"].as_str().unwrap_or("").to_string(),
         reason: goal["statusReason"].as_str().unwrap_or("").to_string(),
-        ticks: snapshot.ticks,
+        ticks: snapshot.scheduler.ticks,
         settled: snapshot.settled,
         listed,
         requests,

@@ -42,7 +42,7 @@ use crate::intake::{parse_payload, IntakeEvent};
 use crate::io::opencode::{OpenCodeClient, StaticEndpoint};
 use crate::io::services::{resolve_data_dir, DataDir, NoNotifier, Notifier, Services, SmallModel};
 use crate::io::shared::SharedContext;
-use crate::runtime::{GoalRuntime, GoalRuntimeSettings, GoalSnapshot};
+use crate::runtime::{GoalLoop, GoalLoopSettings, GoalSnapshot};
 use crate::small_model::{catalog::ModelRef, BuiltinSmallModel, DEFAULT_CALL_TIMEOUT};
 
 /// Settings of an embedded goal runtime; every setting has the Node package's default.
@@ -276,7 +276,7 @@ impl GoalRuntimeBuilder {
             landing_poll: DEFAULT_LANDING_POLL,
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
         };
-        let settings = GoalRuntimeSettings {
+        let settings = GoalLoopSettings {
             shared: shared.clone(),
             client,
             services: Services { small_model, notifier, data_dir },
@@ -284,7 +284,7 @@ impl GoalRuntimeBuilder {
             directories: self.directories,
             recover_on_start,
         };
-        EmbeddedGoalRuntime { runtime: GoalRuntime::start(settings, handle), shared, control }
+        EmbeddedGoalRuntime { runtime: GoalLoop::start(settings, handle), shared, control }
     }
 }
 
@@ -292,7 +292,7 @@ impl GoalRuntimeBuilder {
 /// in-flight work to finish on the tokio runtime.
 #[derive(Clone)]
 pub struct EmbeddedGoalRuntime {
-    runtime: GoalRuntime,
+    runtime: GoalLoop,
     shared: SharedContext,
     control: ControlContext,
 }
@@ -364,8 +364,8 @@ impl EmbeddedGoalRuntime {
         self.control.clone()
     }
 
-    /// The underlying runtime.
-    pub fn runtime(&self) -> &GoalRuntime {
+    /// The underlying goal loop.
+    pub fn runtime(&self) -> &GoalLoop {
         &self.runtime
     }
 }

@@ -40,7 +40,7 @@
 //! | provider stage: park and resume, typed provider stops, cut turns | `goal/budgets/limits.rs`, `goal/budgets/limit_rules.rs` (`limit_rules/reset.rs`: reset headers) |
 //! | plan: decisions, gates, quiet window, token accounting | `goal/planning/plan.rs`, `goal/planning/gates.rs`, `goal/planning/accounting.rs` |
 //! | time stage: time budget, working hours | `goal/budgets/time_gate.rs` |
-//! | audit: verdict; evidence read and review; trail | `goal/verdict/audit.rs`, `goal/observation/evidence.rs`, `goal/settling/trail.rs` |
+//! | audit: verdict; evidence read and review; trail | `goal/verdict/audit.rs`, `goal/observation/evidence_stage.rs`, `goal/settling/trail.rs` |
 //! | checks stage before settle-complete; wrapper and result reading | `goal/acceptance/checks.rs`, `goal/acceptance/check_rules.rs` |
 //! | review stage after the checks: a read-only child session signs off; its prompt, answer and judging | `goal/acceptance/review.rs`, `goal/acceptance/review_rules.rs` (`record/review.rs`: the setting, the last review) |
 //! | reserve; lost-update repair | `goal/delivery/reserve.rs`, `goal/delivery/echo_watch.rs`, `goal/delivery/echo.rs` |
@@ -112,8 +112,8 @@ pub use error::{
 // Runtimes.
 pub use assist::runtime::DEFAULT_ASSIST_FETCH_TIMEOUT;
 pub use assist::{AssistConfig, AssistRuntime, AssistRuntimeSettings, AssistSnapshot};
-pub use runtime::{GoalRuntime, GoalRuntimeSettings, GoalSnapshot};
-pub use sched::SessionSnapshot;
+pub use runtime::{GoalLoop, GoalLoopSettings, GoalSnapshot};
+pub use sched::{SchedulerSnapshot, SessionSnapshot};
 
 // OpenCode and host services.
 pub use io::history::{delete as delete_history, read as read_history};
@@ -122,7 +122,7 @@ pub use io::opencode::{BoxFuture, Endpoint, OpenCodeClient, RequestTarget, Stati
 pub use io::services::{
     resolve_data_dir, usage_total, DataDir, NoNotifier, NoSmallModel, Notifier, Services, SmallModel,
 };
-pub use io::small_model_call::{SmallModelReply, SmallModelRequest};
+pub use io::small_model_call::{SmallModelQuery, SmallModelReply};
 pub use io::writer::write_namespace_key;
 pub use small_model::catalog::ModelRef;
 pub use small_model::{BuiltinSmallModel, DEFAULT_CALL_TIMEOUT};

@@ -1,8 +1,6 @@
 //! The goal runtime: event intake rules, the scheduler, ticks, restart recovery.
 
 use std::collections::VecDeque;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,15 +18,15 @@ use crate::io::services::Services;
 use crate::record::reasons::REASON_RESUMED;
 use crate::record::{Goal, GoalStatus};
 use crate::sched::facts::{Seen, SessionFactsView};
-use crate::sched::{ArmMode, GoalSighting, Job, Scheduler, SessionSnapshot};
-use crate::sched::{Generation, TickOutcome};
+use crate::sched::{ArmMode, GoalSighting, Job, Scheduler, SchedulerSnapshot};
+use crate::sched::{TickFuture, TickStart};
 use crate::time::clock::now_ms;
 
 /// Most directories remembered for restart recovery.
 const MAX_KNOWN_DIRECTORIES: usize = 50;
 
 /// Everything needed to build a goal runtime.
-pub struct GoalRuntimeSettings {
+pub struct GoalLoopSettings {
     /// OpenCode client.
     pub client: OpenCodeClient,
     /// Host services.
@@ -46,22 +44,12 @@ pub struct GoalRuntimeSettings {
 /// What `snapshot()` reports.
 #[derive(Debug, Clone)]
 pub struct GoalSnapshot {
-    /// Sessions with a timer or tick.
-    pub sessions: Vec<SessionSnapshot>,
-    /// Timers armed.
-    pub armed: usize,
-    /// Ticks running.
-    pub in_flight: usize,
-    /// Ticks started.
-    pub ticks: u64,
+    /// Tracked sessions, timers, ticks running and started, follow-ups, panics.
+    pub scheduler: SchedulerSnapshot,
     /// Continuations sent.
     pub continuations: u64,
     /// Goals settled or paused by ticks.
     pub settled: u64,
-    /// Follow-ups queued during ticks.
-    pub follow_ups: u64,
-    /// Ticks that panicked.
-    pub panics: u64,
     /// Goals known to be active (from events).
     pub active_goals: usize,
     /// Runtime stopped.
@@ -86,15 +74,11 @@ struct GoalJob {
 }
 
 impl Job for GoalJob {
-    fn run(
-        &self,
-        session_id: String,
-        directory: String,
-        attempt: u32,
-        generation: Generation,
-    ) -> Pin<Box<dyn Future<Output = TickOutcome> + Send>> {
+    fn run(&self, start: TickStart) -> TickFuture {
         let ctx = self.ctx.clone();
-        Box::pin(async move { run_tick(&ctx, &session_id, &directory, attempt, generation).await })
+        Box::pin(
+            async move { run_tick(&ctx, &start.session_id, &start.directory, start.attempt, start.generation).await },
+        )
     }
 
     fn quiet(&self) -> Duration {
@@ -106,16 +90,17 @@ impl Job for GoalJob {
     }
 }
 
-/// The native session goal runtime.
+/// The goal loop: the core's session goal runtime (the binding's `SessionGoalRuntime` and an
+/// `EmbeddedGoalRuntime` each wrap one; the package's JavaScript `GoalRuntime` wraps the former).
 #[derive(Clone)]
-pub struct GoalRuntime {
+pub struct GoalLoop {
     inner: Arc<Inner>,
 }
 
-impl GoalRuntime {
+impl GoalLoop {
     /// Starts the runtime on `runtime` and registers it with the shared intake. The tracing span
     /// current at the call is the runtime's log identity: all its work runs in that span.
-    pub fn start(settings: GoalRuntimeSettings, runtime: &tokio::runtime::Handle) -> GoalRuntime {
+    pub fn start(settings: GoalLoopSettings, runtime: &tokio::runtime::Handle) -> GoalLoop {
         // What events showed of each session: the scheduler task owns it, ticks read the
         // snapshot it publishes.
         let facts = SessionFactsView::default();
@@ -155,7 +140,7 @@ impl GoalRuntime {
         });
         let consumer: Arc<dyn Consumer> = inner.clone();
         settings.shared.intake().register(&consumer);
-        let runtime_handle = GoalRuntime { inner };
+        let runtime_handle = GoalLoop { inner };
         if settings.recover_on_start {
             runtime_handle.recover();
         }
@@ -197,16 +182,10 @@ impl GoalRuntime {
     /// Counters and tracked sessions.
     pub fn snapshot(&self) -> GoalSnapshot {
         let stats = self.inner.scheduler.stats();
-        let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
         GoalSnapshot {
-            sessions: self.inner.scheduler.sessions(),
-            armed: stats.armed.load(Ordering::Relaxed),
-            in_flight: stats.in_flight.load(Ordering::Relaxed),
-            ticks: load(&stats.ticks),
-            continuations: load(&stats.continuations),
-            settled: load(&stats.settled),
-            follow_ups: load(&stats.follow_ups),
-            panics: load(&stats.panics),
+            scheduler: self.inner.scheduler.snapshot(),
+            continuations: stats.continuations.load(Ordering::Relaxed),
+            settled: stats.settled.load(Ordering::Relaxed),
             active_goals: self.inner.scheduler.facts().active_goals(),
             stopped: self.inner.stopped.load(Ordering::SeqCst),
         }
@@ -498,9 +477,9 @@ mod tests {
     use crate::io::services::{DataDir, NoNotifier, NoSmallModel};
     use crate::io::shared::SharedContext;
 
-    fn start_from(shared: &SharedContext) -> GoalRuntime {
+    fn start_from(shared: &SharedContext) -> GoalLoop {
         let endpoint = Arc::new(StaticEndpoint::new("http://127.0.0.1:9", Vec::new()));
-        let settings = GoalRuntimeSettings {
+        let settings = GoalLoopSettings {
             client: OpenCodeClient::new(shared, endpoint, Duration::from_millis(100)),
             services: Services {
                 small_model: Arc::new(NoSmallModel),
@@ -512,7 +491,7 @@ mod tests {
             recover_on_start: false,
             shared: shared.clone(),
         };
-        GoalRuntime::start(settings, &tokio::runtime::Handle::current())
+        GoalLoop::start(settings, &tokio::runtime::Handle::current())
     }
 
     #[tokio::test]

@@ -3,8 +3,6 @@
 //! re-check → merged metadata write. It shares its context's event intake, HTTP pools and
 //! per-session metadata write slots with the goal runtime, so neither erases the other's keys.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,10 +14,10 @@ use crate::config::tunables::{count, millis, AssistTunables};
 use crate::error::Cancelled;
 use crate::intake::{Consumer, IntakeEvent};
 use crate::io::opencode::OpenCodeClient;
-use crate::io::services::{DataDir, SmallModel, SmallModelReply, SmallModelRequest};
+use crate::io::services::{DataDir, SmallModel, SmallModelQuery, SmallModelReply};
 use crate::io::writer::write_namespace_key;
-use crate::sched::{ArmMode, Job, Scheduler, SessionSnapshot};
-use crate::sched::{Generation, TickOutcome};
+use crate::sched::{ArmMode, Job, Scheduler, SchedulerSnapshot};
+use crate::sched::{Generation, TickFuture, TickOutcome, TickStart};
 use crate::text::prompts::{assist_system_prompt, assist_user_prompt};
 use crate::time::clock::now_ms;
 
@@ -85,24 +83,15 @@ struct Counters {
 /// What `snapshot()` reports.
 #[derive(Debug, Clone)]
 pub struct AssistSnapshot {
-    /// Sessions with an armed timer or a running generation.
-    pub sessions: Vec<SessionSnapshot>,
-    /// Timers armed.
-    pub armed: usize,
-    /// Generations running.
-    pub in_flight: usize,
-    /// Generations started (timer fired).
-    pub runs: u64,
+    /// Sessions with an armed timer or a running generation, timers, generations running and
+    /// started (its `ticks`), follow-ups (idles that arrived while a generation ran), panics.
+    pub scheduler: SchedulerSnapshot,
     /// Small-model calls made.
     pub model_calls: u64,
     /// Payloads written to metadata.
     pub written: u64,
     /// Results dropped because the conversation moved on while the model ran.
     pub dropped_stale: u64,
-    /// Idles that arrived while a generation ran and queued one more.
-    pub follow_ups: u64,
-    /// Runs that panicked (caught; session state reset).
-    pub panics: u64,
     /// `stop()` was called.
     pub stopped: bool,
 }
@@ -121,16 +110,10 @@ struct AssistJob {
 }
 
 impl Job for AssistJob {
-    fn run(
-        &self,
-        session_id: String,
-        directory: String,
-        _attempt: u32,
-        generation: Generation,
-    ) -> Pin<Box<dyn Future<Output = TickOutcome> + Send>> {
+    fn run(&self, start: TickStart) -> TickFuture {
         let ctx = self.ctx.clone();
         Box::pin(async move {
-            generate(&ctx, &session_id, &directory, &generation).await;
+            generate(&ctx, &start.session_id, &start.directory, &start.generation).await;
             // The assist never retries: the next idle cycle is the next chance.
             TickOutcome::Done
         })
@@ -223,7 +206,7 @@ async fn ask_model(
     exchange: &LastExchange,
     targets: Targets,
 ) -> Result<SmallModelReply, Skip> {
-    let request = SmallModelRequest {
+    let request = SmallModelQuery {
         prompt: assist_user_prompt(
             &exchange.transcript(),
             exchange.language_sample(),
@@ -353,19 +336,13 @@ impl AssistRuntime {
 
     /// Counters and tracked sessions.
     pub fn snapshot(&self) -> AssistSnapshot {
-        let stats = self.inner.scheduler.stats();
         let counters = &self.inner.counters;
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
         AssistSnapshot {
-            sessions: self.inner.scheduler.sessions(),
-            armed: stats.armed.load(Ordering::Relaxed),
-            in_flight: stats.in_flight.load(Ordering::Relaxed),
-            runs: load(&stats.ticks),
+            scheduler: self.inner.scheduler.snapshot(),
             model_calls: load(&counters.model_calls),
             written: load(&counters.written),
             dropped_stale: load(&counters.dropped_stale),
-            follow_ups: load(&stats.follow_ups),
-            panics: load(&stats.panics),
             stopped: self.inner.stopped.load(Ordering::SeqCst),
         }
     }

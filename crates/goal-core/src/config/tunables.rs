@@ -30,67 +30,155 @@ pub fn count(value: Option<f64>, default: u64, min: u64) -> u64 {
     }
 }
 
-/// The goal runtime's tunables, in the units and under the names of the Node package's
-/// `tunables: {…}` (`idleQuietMs` is `idle_quiet_ms`); `None` means the default. Converted once
-/// into a [`GoalConfig`].
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct GoalTunables {
-    /// Quiet window after `idle`, ms ([`GoalConfig::idle_quiet`]).
-    pub idle_quiet_ms: Option<f64>,
-    /// Kickoff delay of a fresh goal on an idle session, ms ([`GoalConfig::kickoff_quiet`]).
-    pub kickoff_quiet_ms: Option<f64>,
-    /// Kickoff delay after a resume, ms ([`GoalConfig::resume_kickoff`]).
-    pub resume_kickoff_ms: Option<f64>,
-    /// Continuation cap per goal, at least 1 ([`GoalConfig::max_auto_turns`]).
-    pub max_auto_turns: Option<f64>,
-    /// Messages read per evaluation, at least 1 ([`GoalConfig::message_limit`]).
-    pub message_fetch_limit: Option<f64>,
-    /// Timeout of one small-model call, ms ([`GoalConfig::audit_timeout`]).
-    pub audit_timeout_ms: Option<f64>,
-    /// Retries of an unreadable session, at least 1 ([`GoalConfig::max_retry_attempts`]).
-    pub max_retry_attempts: Option<f64>,
-    /// Attempts to post one continuation, at least 1 ([`GoalConfig::max_dispatch_attempts`]).
-    pub max_dispatch_attempts: Option<f64>,
-    /// Lease of one evaluation, ms ([`GoalConfig::lease`]).
-    pub lease_ms: Option<f64>,
-    /// Interval of the directory sweep, ms; 0 disables it ([`GoalConfig::sweep_interval`]).
-    pub sweep_interval_ms: Option<f64>,
-    /// No-progress turns that settle a goal blocked; 0 turns the breaker off
-    /// ([`EvidenceConfig::no_progress_turns`]).
-    pub no_progress_turns: Option<f64>,
-    /// Evidence digest and audit trail sizes ([`EvidenceConfig`]).
-    pub evidence: EvidenceTunables,
-    /// Longest single provider-limit park, ms ([`ProviderLimits::max_wait_ms`]).
-    pub max_provider_wait_ms: Option<f64>,
-    /// Provider-limit parks in a row before a goal settles blocked, at least 1
-    /// ([`ProviderLimits::max_waits`]).
-    pub max_provider_waits: Option<f64>,
-    /// Whether a goal without criteria gets derived ones ([`GoalConfig::derive_criteria`]).
-    pub derive_criteria: Option<bool>,
-    /// Time one reviewer turn may take, ms ([`GoalConfig::review_timeout`]).
-    pub review_timeout_ms: Option<f64>,
+/// Declares a struct of tunables: every field `Option<_>` (`None` means the default), each
+/// `field: Type` of the list given as `Option<Type>` under its documentation. With `=> Target`,
+/// also `From<Struct> for Target`, field for field (`Into` on each value). The core's
+/// [`GoalTunables`], [`EvidenceTunables`] and [`AssistTunables`] and the Node binding's
+/// `tunables: {…}` objects are all declared by it from one list each ([`goal_tunables!`],
+/// [`evidence_tunables!`], [`assist_tunables!`]), so a tunable cannot be added to one side only.
+///
+/// The lists write their documentation as `#[doc = "…"]` lines: a `///` comment that passes
+/// through a macro reaches napi-derive as a raw string, which it would copy into index.d.ts with
+/// its `r"` prefix. A binding's invocation writes its struct's documentation the same way.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! tunables_struct {
+    ([$(#[$($meta:tt)*])* $vis:vis struct $name:ident] $($(#[doc = $doc:tt])* $field:ident: $ty:ident,)*) => {
+        $(#[$($meta)*])*
+        $vis struct $name {
+            $($(#[doc = $doc])* pub $field: Option<$ty>,)*
+        }
+    };
+    ([$(#[$($meta:tt)*])* $vis:vis struct $name:ident => $target:path] $($(#[doc = $doc:tt])* $field:ident: $ty:ident,)*) => {
+        $crate::tunables_struct! { [$(#[$($meta)*])* $vis struct $name] $($(#[doc = $doc])* $field: $ty,)* }
+        impl From<$name> for $target {
+            fn from(input: $name) -> Self {
+                Self { $($field: input.$field.map(Into::into),)* }
+            }
+        }
+    };
 }
 
-/// The evidence sizes of [`GoalTunables`] (the package's `tunables.evidence`), each at least 1;
-/// `None` means the default of [`EvidenceLimits`] / [`EvidenceConfig`].
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct EvidenceTunables {
-    /// Tool calls listed per audit.
-    pub max_tool_calls: Option<f64>,
-    /// Characters of a shell command.
-    pub max_command_chars: Option<f64>,
-    /// Last lines of a failing command's output.
-    pub output_tail_lines: Option<f64>,
-    /// Characters of a failing command's output.
-    pub output_tail_chars: Option<f64>,
-    /// Files of the session diff listed.
-    pub max_files: Option<f64>,
-    /// Todos listed.
-    pub max_todos: Option<f64>,
-    /// Characters of the whole digest, at least [`MIN_DIGEST_CHARS`].
-    pub max_digest_chars: Option<f64>,
-    /// Records kept in a goal's audit trail.
-    pub history_max_records: Option<f64>,
+/// Declares a struct with the goal runtime's tunables, in the units and under the names of the
+/// Node package's `tunables: {…}` (`idleQuietMs` is `idle_quiet_ms`), its `evidence` sizes of the
+/// type named; `=> Target` adds the conversion into `Target` (see `tunables_struct!`). Declares
+/// [`GoalTunables`] here and the binding's `GoalTunablesInput`.
+#[macro_export]
+macro_rules! goal_tunables {
+    ($(#[$($meta:tt)*])* $vis:vis struct $name:ident { evidence: $evidence:ident } $(=> $target:path)?) => {
+        $crate::tunables_struct! {
+            [$(#[$($meta)*])* $vis struct $name $(=> $target)?]
+            #[doc = " How long a session must stay quiet after `idle` before its goal is evaluated (default"]
+            #[doc = " 15000 ms); busy, retry or a new message restarts the wait."]
+            idle_quiet_ms: f64,
+            #[doc = " Delay before a fresh goal on an idle session gets its first turn (default 3000 ms)."]
+            kickoff_quiet_ms: f64,
+            #[doc = " Delay before a resumed goal gets its next turn (default 250 ms)."]
+            resume_kickoff_ms: f64,
+            #[doc = " Continuations the runtime sends for one goal before it settles it (default 20, at least"]
+            #[doc = " 1); the continuation prompt shows it as \"turn N/M\"."]
+            max_auto_turns: f64,
+            #[doc = " Newest messages read per evaluation (default 40, at least 1)."]
+            message_fetch_limit: f64,
+            #[doc = " Time one progress audit (a single small-model call, which also grades the criteria) may"]
+            #[doc = " take (default 60000 ms)."]
+            audit_timeout_ms: f64,
+            #[doc = " Retries of an unreadable session before its goal settles blocked (default 4: after the"]
+            #[doc = " first read, four more at quiet × 1, 2, 4 and 8; the last of them settles the goal)."]
+            max_retry_attempts: f64,
+            #[doc = " Attempts to post one continuation before the goal settles blocked (default 3)."]
+            max_dispatch_attempts: f64,
+            #[doc = " How long an evaluation's lease keeps other hosts' runtimes off the session (default"]
+            #[doc = " 120000 ms)."]
+            lease_ms: f64,
+            #[doc = " How often (ms) the known directories (given, or seen in events) are swept for active goals"]
+            #[doc = " on idle sessions with no pending wake-up, e.g. after an idle event the host never"]
+            #[doc = " forwarded: one `GET /session` list and one status read per directory (default 300000;"]
+            #[doc = " 0 disables)."]
+            sweep_interval_ms: f64,
+            #[doc = " Consecutive turns with no file change, no successful tool call and near-identical replies"]
+            #[doc = " that settle a goal `blocked` (`statusReason: 'no progress'`), whatever the auditor says."]
+            #[doc = " Default 3; 0 turns the breaker off."]
+            no_progress_turns: f64,
+            #[doc = " Size limits of the evidence digest sent with each audit, and of the audit trail."]
+            evidence: $evidence,
+            #[doc = " Longest single wait (ms) of a goal parked on a provider's rate or usage limit, whatever"]
+            #[doc = " reset time the provider states (default 21600000, 6 hours)."]
+            max_provider_wait_ms: f64,
+            #[doc = " Parks in a row, with no turn that produced output, before a goal that keeps hitting a"]
+            #[doc = " provider limit settles `blocked` with cause `providerQuota` (default 6)."]
+            max_provider_waits: f64,
+            #[doc = " Whether a goal without acceptance criteria gets 2 to 6 derived ones from its first audit,"]
+            #[doc = " in the same audit call (default true; `false` turns derivation off)."]
+            derive_criteria: bool,
+            #[doc = " Time one reviewer turn (a goal with `review`) may take before it is aborted and asked"]
+            #[doc = " once more (default 600000 ms)."]
+            review_timeout_ms: f64,
+        }
+    };
+}
+
+/// Declares a struct with the evidence digest's and the audit trail's sizes (the package's
+/// `tunables.evidence`), each at least 1; `=> Target` adds the conversion (see
+/// `tunables_struct!`). Declares [`EvidenceTunables`] here and the binding's `EvidenceOptions`.
+#[macro_export]
+macro_rules! evidence_tunables {
+    ($(#[$($meta:tt)*])* $vis:vis struct $name:ident $(=> $target:path)?) => {
+        $crate::tunables_struct! {
+            [$(#[$($meta)*])* $vis struct $name $(=> $target)?]
+            #[doc = " Tool calls listed per audit; the newest are kept (default 40)."]
+            max_tool_calls: f64,
+            #[doc = " Characters of a shell command (default 300)."]
+            max_command_chars: f64,
+            #[doc = " Last lines of a failing command's output (default 12)."]
+            output_tail_lines: f64,
+            #[doc = " Characters of a failing command's output (default 1500)."]
+            output_tail_chars: f64,
+            #[doc = " Files of the session diff listed (default 40)."]
+            max_files: f64,
+            #[doc = " Todos listed (default 30)."]
+            max_todos: f64,
+            #[doc = " Characters of the whole digest (default 12000, at least 500)."]
+            max_digest_chars: f64,
+            #[doc = " Records kept in a goal's audit trail; the oldest are dropped (default 500)."]
+            history_max_records: f64,
+        }
+    };
+}
+
+/// Declares a struct with the assist runtime's tunables (the package's `tunables: {…}` of
+/// `createSessionAssistRuntime`); `=> Target` adds the conversion (see `tunables_struct!`).
+/// Declares [`AssistTunables`] here and the binding's `AssistTunablesInput`.
+#[macro_export]
+macro_rules! assist_tunables {
+    ($(#[$($meta:tt)*])* $vis:vis struct $name:ident $(=> $target:path)?) => {
+        $crate::tunables_struct! {
+            [$(#[$($meta)*])* $vis struct $name $(=> $target)?]
+            #[doc = " How long a session must stay quiet after `idle` before the recap and suggestion are"]
+            #[doc = " generated (default 60000 ms); busy, retry or a newer user message cancels the wait."]
+            quiet_ms: f64,
+            #[doc = " Messages read for the last exchange and for the re-check before writing (default 12)."]
+            message_fetch_limit: f64,
+            #[doc = " Time one small-model call may take (default 60000 ms)."]
+            model_timeout_ms: f64,
+        }
+    };
+}
+
+goal_tunables! {
+    /// The goal runtime's tunables, in the units and under the names of the Node package's
+    /// `tunables: {…}` (`idleQuietMs` is `idle_quiet_ms`); `None` means the default. Converted
+    /// once into a [`GoalConfig`]; `goalRuntimeDefaults()` lists the defaults.
+    #[derive(Debug, Clone, Default, PartialEq)]
+    pub struct GoalTunables { evidence: EvidenceTunables }
+}
+
+evidence_tunables! {
+    /// The evidence sizes of [`GoalTunables`] (the package's `tunables.evidence`), each at least
+    /// 1 (`MIN_DIGEST_CHARS` for the digest); `None` means the default of [`EvidenceLimits`] /
+    /// [`EvidenceConfig`].
+    #[derive(Debug, Clone, Default, PartialEq)]
+    pub struct EvidenceTunables
 }
 
 /// Most consecutive no-progress turns the breaker may be set to wait for.
@@ -116,7 +204,11 @@ impl From<GoalTunables> for GoalConfig {
             dispatch_retry_delay: defaults.dispatch_retry_delay,
             lease: millis(tunables.lease_ms, defaults.lease),
             sweep_interval: millis(tunables.sweep_interval_ms, defaults.sweep_interval),
-            evidence: evidence_config(tunables.no_progress_turns, &tunables.evidence, defaults.evidence),
+            evidence: evidence_config(
+                tunables.no_progress_turns,
+                &tunables.evidence.unwrap_or_default(),
+                defaults.evidence,
+            ),
             provider_limits: provider_limits(tunables.max_provider_waits, tunables.max_provider_wait_ms),
             derive_criteria: tunables.derive_criteria.unwrap_or(defaults.derive_criteria),
             review_timeout: millis(tunables.review_timeout_ms, defaults.review_timeout),
@@ -156,17 +248,12 @@ fn provider_limits(max_waits: Option<f64>, max_wait_ms: Option<f64>) -> Provider
     }
 }
 
-/// The assist runtime's tunables, in the units and under the names of the Node package's
-/// `tunables: {…}` of `createSessionAssistRuntime`; `None` means the default. Converted once
-/// into the assist runtime's `AssistConfig`.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct AssistTunables {
-    /// Quiet window after `idle` before generating, ms.
-    pub quiet_ms: Option<f64>,
-    /// Messages read for the last exchange and the re-check before writing, at least 1.
-    pub message_fetch_limit: Option<f64>,
-    /// Timeout of one small-model call, ms.
-    pub model_timeout_ms: Option<f64>,
+assist_tunables! {
+    /// The assist runtime's tunables, in the units and under the names of the Node package's
+    /// `tunables: {…}` of `createSessionAssistRuntime`; `None` means the default. Converted once
+    /// into the assist runtime's `AssistConfig`.
+    #[derive(Debug, Clone, Default, PartialEq)]
+    pub struct AssistTunables
 }
 
 #[cfg(test)]
@@ -218,7 +305,7 @@ mod tests {
             lease_ms: Some(9.0),
             sweep_interval_ms: Some(10.0),
             no_progress_turns: Some(0.0),
-            evidence,
+            evidence: Some(evidence),
             max_provider_wait_ms: Some(13.0),
             max_provider_waits: Some(14.0),
             derive_criteria: Some(false),

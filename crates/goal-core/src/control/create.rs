@@ -15,7 +15,7 @@ use crate::control::settings::GoalSettings;
 use crate::error::{Cancelled, ErrorKind, Warning, WarningCode};
 use crate::io::objectives::{is_valid_session_id, normalize_objective, write_objective};
 use crate::io::opencode::OpenCodeClient;
-use crate::io::services::{SmallModel, SmallModelRequest};
+use crate::io::services::{SmallModel, SmallModelQuery};
 use crate::io::writer::write_namespace_key;
 use crate::record::session::SessionView;
 use crate::record::{truncate_chars, Goal, GoalStatus, GOAL_OBJECTIVE_CHAR_LIMIT};
@@ -145,7 +145,7 @@ pub async fn fit_objective(
     if trimmed.chars().count() <= GOAL_OBJECTIVE_CHAR_LIMIT {
         return FittedObjective { text: trimmed.to_string(), fit: ObjectiveFit::Verbatim };
     }
-    let request = SmallModelRequest {
+    let request = SmallModelQuery {
         prompt: trimmed.to_string(),
         system: prompts::distill_system_prompt(),
         directory: directory.to_string(),
@@ -305,11 +305,11 @@ mod tests {
 
     struct Scripted {
         reply: Result<String, u16>,
-        calls: Mutex<Vec<SmallModelRequest>>,
+        calls: Mutex<Vec<SmallModelQuery>>,
     }
 
     impl SmallModel for Scripted {
-        fn generate(&self, request: SmallModelRequest) -> BoxFuture<'_, Result<SmallModelReply, SmallModelError>> {
+        fn generate(&self, request: SmallModelQuery) -> BoxFuture<'_, Result<SmallModelReply, SmallModelError>> {
             self.calls.lock().push(request);
             let reply = self.reply.clone();
             Box::pin(async move {

@@ -83,6 +83,54 @@ struct Answer {
     content_type: String,
 }
 
+impl Answer {
+    /// The answer when its status is 2xx; any other status is [`HttpError::Status`].
+    fn success(self) -> Result<Answer, HttpError> {
+        if (200..300).contains(&self.status) {
+            Ok(self)
+        } else {
+            Err(HttpError::Status(self.status))
+        }
+    }
+}
+
+/// One request: method, API path, the `?directory=` it is routed to, further query parameters
+/// and an optional JSON body.
+struct Call<'a> {
+    method: reqwest::Method,
+    path: &'a str,
+    directory: &'a str,
+    query: &'a [(&'a str, String)],
+    body: Option<&'a Value>,
+}
+
+impl<'a> Call<'a> {
+    /// `method path?directory=` with no further parameters and no body.
+    fn new(method: reqwest::Method, path: &'a str, directory: &'a str) -> Self {
+        Call { method, path, directory, query: &[], body: None }
+    }
+
+    /// A `GET` of `path`.
+    fn get(path: &'a str, directory: &'a str) -> Self {
+        Call::new(reqwest::Method::GET, path, directory)
+    }
+
+    /// A `POST` to `path`.
+    fn post(path: &'a str, directory: &'a str) -> Self {
+        Call::new(reqwest::Method::POST, path, directory)
+    }
+
+    /// The same call with query parameters besides `directory`.
+    fn with_query(self, query: &'a [(&'a str, String)]) -> Self {
+        Call { query, ..self }
+    }
+
+    /// The same call with a JSON body.
+    fn with_body(self, body: &'a Value) -> Self {
+        Call { body: Some(body), ..self }
+    }
+}
+
 /// The OpenCode API client. It carries its context's connection pool and metadata write slots,
 /// so every metadata write made through it queues behind the other writes of that context.
 #[derive(Clone)]
@@ -120,30 +168,17 @@ impl OpenCodeClient {
 
     /// One request, given up when the endpoint closes (see [`Endpoint::closing`]). `closing` is
     /// dropped last, after the request.
-    async fn send(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        directory: &str,
-        query: &[(&str, String)],
-        body: Option<&Value>,
-    ) -> Result<Answer, HttpError> {
+    async fn send(&self, call: Call<'_>) -> Result<Answer, HttpError> {
         let mut closing = self.endpoint.closing();
         tokio::select! {
             biased;
             () = &mut closing => Err(HttpError::Resolve(ENDPOINT_CLOSED.to_string())),
-            answer = self.send_open(method, path, directory, query, body) => answer,
+            answer = self.send_open(call) => answer,
         }
     }
 
-    async fn send_open(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        directory: &str,
-        query: &[(&str, String)],
-        body: Option<&Value>,
-    ) -> Result<Answer, HttpError> {
+    async fn send_open(&self, call: Call<'_>) -> Result<Answer, HttpError> {
+        let Call { method, path, directory, query, body } = call;
         let target = self.endpoint.resolve(path).await.map_err(HttpError::Resolve)?;
         let mut params: Vec<(&str, String)> = query.to_vec();
         if !directory.is_empty() {
@@ -193,24 +228,14 @@ impl OpenCodeClient {
         }
     }
 
-    async fn json(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        directory: &str,
-        query: &[(&str, String)],
-        body: Option<&Value>,
-    ) -> Result<Value, HttpError> {
-        let answer = self.send(method, path, directory, query, body).await?;
-        if !(200..300).contains(&answer.status) {
-            return Err(HttpError::Status(answer.status));
-        }
+    async fn json(&self, call: Call<'_>) -> Result<Value, HttpError> {
+        let answer = self.send(call).await?.success()?;
         parse_server_json(&answer.body).ok_or(HttpError::Body(answer.status))
     }
 
     /// `GET /session/:id`.
     pub async fn get_session(&self, session_id: &str, directory: &str) -> Result<SessionView, HttpError> {
-        let value = self.json(reqwest::Method::GET, &session_path(session_id, "")?, directory, &[], None).await?;
+        let value = self.json(Call::get(&session_path(session_id, "")?, directory)).await?;
         SessionView::from_value(&value).ok_or(HttpError::Body(200))
     }
 
@@ -251,10 +276,7 @@ impl OpenCodeClient {
         query: &[(&str, String)],
         read: fn(&Value) -> Option<T>,
     ) -> Result<Vec<T>, HttpError> {
-        let answer = self.send(reqwest::Method::GET, path, directory, query, None).await?;
-        if !(200..300).contains(&answer.status) {
-            return Err(HttpError::Status(answer.status));
-        }
+        let answer = self.send(Call::get(path, directory).with_query(query)).await?.success()?;
         parse_server_list(&answer.body, read).ok_or(HttpError::Body(answer.status))
     }
 
@@ -266,11 +288,9 @@ impl OpenCodeClient {
         metadata: Map<String, Value>,
     ) -> Result<(), HttpError> {
         let body = serde_json::json!({ "metadata": Value::Object(metadata) });
+        let path = session_path(session_id, "")?;
         let answer =
-            self.send(reqwest::Method::PATCH, &session_path(session_id, "")?, directory, &[], Some(&body)).await?;
-        if !(200..300).contains(&answer.status) {
-            return Err(HttpError::Status(answer.status));
-        }
+            self.send(Call::new(reqwest::Method::PATCH, &path, directory).with_body(&body)).await?.success()?;
         // A 2xx that is not JSON did not come from OpenCode (a proxy page): not a write.
         if !answer.body.is_empty() && parse_server_json(&answer.body).is_none() {
             return Err(HttpError::Body(answer.status));
@@ -280,7 +300,7 @@ impl OpenCodeClient {
 
     /// `GET /session/status` — the raw map (absent = idle).
     pub async fn status_map(&self, directory: &str) -> Result<Value, HttpError> {
-        let value = self.json(reqwest::Method::GET, "/session/status", directory, &[], None).await?;
+        let value = self.json(Call::get("/session/status", directory)).await?;
         if value.is_object() {
             Ok(value)
         } else {
@@ -290,8 +310,7 @@ impl OpenCodeClient {
 
     /// `GET /session/:id/children`.
     pub async fn children(&self, session_id: &str, directory: &str) -> Result<Vec<SessionView>, HttpError> {
-        let value =
-            self.json(reqwest::Method::GET, &session_path(session_id, "/children")?, directory, &[], None).await?;
+        let value = self.json(Call::get(&session_path(session_id, "/children")?, directory)).await?;
         let list = value.as_array().ok_or(HttpError::Body(200))?;
         Ok(list.iter().filter_map(SessionView::from_value).collect())
     }
@@ -305,14 +324,14 @@ impl OpenCodeClient {
         title: &str,
     ) -> Result<String, HttpError> {
         let body = serde_json::json!({ "title": title, "parentID": parent_id });
-        let value = self.json(reqwest::Method::POST, "/session", directory, &[], Some(&body)).await?;
+        let value = self.json(Call::post("/session", directory).with_body(&body)).await?;
         value.get("id").and_then(Value::as_str).map(str::to_string).ok_or(HttpError::Body(200))
     }
 
     /// `GET /file?path=<dir>`: the names of the files and directories in one directory of the
     /// project (`.` is its root). A path that does not exist answers an error status.
     pub async fn list_directory(&self, directory: &str, path: &str) -> Result<Vec<(String, bool)>, HttpError> {
-        let value = self.json(reqwest::Method::GET, "/file", directory, &[("path", path.to_string())], None).await?;
+        let value = self.json(Call::get("/file", directory).with_query(&[("path", path.to_string())])).await?;
         let list = value.as_array().ok_or(HttpError::Body(200))?;
         Ok(list
             .iter()
@@ -336,15 +355,8 @@ impl OpenCodeClient {
         directory: &str,
         limit: usize,
     ) -> Result<(Vec<Message>, Vec<Value>), HttpError> {
-        let value = self
-            .json(
-                reqwest::Method::GET,
-                &session_path(session_id, "/message")?,
-                directory,
-                &[("limit", limit.to_string())],
-                None,
-            )
-            .await?;
+        let path = session_path(session_id, "/message")?;
+        let value = self.json(Call::get(&path, directory).with_query(&[("limit", limit.to_string())])).await?;
         let messages = Message::list_from_value(&value).ok_or(HttpError::Body(200))?;
         match value {
             Value::Array(list) => Ok((messages, list)),
@@ -364,7 +376,7 @@ impl OpenCodeClient {
     ) -> Option<Value> {
         let path = session_path(session_id, suffix).ok()?;
         let query: Vec<(&str, String)> = message_id.map(|id| vec![("messageID", id.to_string())]).unwrap_or_default();
-        self.json(reqwest::Method::GET, &path, directory, &query, None).await.ok().filter(Value::is_array)
+        self.json(Call::get(&path, directory).with_query(&query)).await.ok().filter(Value::is_array)
     }
 
     /// `POST /session/:id/prompt_async`, classified.
@@ -373,7 +385,7 @@ impl OpenCodeClient {
             Ok(path) => path,
             Err(_) => return DispatchOutcome::NotAdmitted(0),
         };
-        let answer = self.send(reqwest::Method::POST, &path, directory, &[], Some(body)).await;
+        let answer = self.send(Call::post(&path, directory).with_body(body)).await;
         crate::io::prompt_outcome::classify(match &answer {
             Ok(answer) => Ok(crate::io::prompt_outcome::PromptAnswer {
                 status: answer.status,
@@ -396,12 +408,13 @@ impl OpenCodeClient {
         timeout: Duration,
     ) -> Result<Value, HttpError> {
         let path = session_path(session_id, "/shell")?;
-        self.with_timeout(timeout).json(reqwest::Method::POST, &path, directory, &[], Some(body)).await
+        self.with_timeout(timeout).json(Call::post(&path, directory).with_body(body)).await
     }
 
     /// `POST /session/:id/abort`.
     pub async fn abort(&self, session_id: &str, directory: &str) -> Result<(), HttpError> {
-        self.json(reqwest::Method::POST, &session_path(session_id, "/abort")?, directory, &[], None).await.map(|_| ())
+        let path = session_path(session_id, "/abort")?;
+        self.json(Call::post(&path, directory)).await.map(|_| ())
     }
 
     /// Any JSON call (used by the creation helpers and the CLI).
@@ -413,10 +426,7 @@ impl OpenCodeClient {
         body: Option<&Value>,
     ) -> Result<Value, HttpError> {
         let method = reqwest::Method::from_bytes(method.as_bytes()).map_err(|_| HttpError::Status(405))?;
-        let answer = self.send(method, path, directory, &[], body).await?;
-        if !(200..300).contains(&answer.status) {
-            return Err(HttpError::Status(answer.status));
-        }
+        let answer = self.send(Call { method, path, directory, query: &[], body }).await?.success()?;
         if answer.body.iter().all(u8::is_ascii_whitespace) {
             return Ok(Value::Null);
         }

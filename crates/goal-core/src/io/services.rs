@@ -8,19 +8,19 @@ use serde_json::Value;
 
 pub use crate::config::settings::SettingsFlags;
 use crate::io::opencode::BoxFuture;
-pub use crate::io::small_model_call::{usage_total, SmallModelError, SmallModelReply, SmallModelRequest};
+pub use crate::io::small_model_call::{usage_total, SmallModelError, SmallModelQuery, SmallModelReply};
 
 /// A small model.
 pub trait SmallModel: Send + Sync {
     /// Generates text.
-    fn generate(&self, request: SmallModelRequest) -> BoxFuture<'_, Result<SmallModelReply, SmallModelError>>;
+    fn generate(&self, request: SmallModelQuery) -> BoxFuture<'_, Result<SmallModelReply, SmallModelError>>;
 }
 
 /// No small model: every audit is unavailable (404, silent).
 pub struct NoSmallModel;
 
 impl SmallModel for NoSmallModel {
-    fn generate(&self, _request: SmallModelRequest) -> BoxFuture<'_, Result<SmallModelReply, SmallModelError>> {
+    fn generate(&self, _request: SmallModelQuery) -> BoxFuture<'_, Result<SmallModelReply, SmallModelError>> {
         Box::pin(async { Err(SmallModelError { status: Some(404), code: String::new() }) })
     }
 }

@@ -3,9 +3,10 @@
 
 use serde_json::Value;
 
-/// A small-model request (the reference's `generateSmallModelText` argument).
+/// What one small-model call asks (the binding hands it to a host as `SmallModelRequest`, the
+/// reference's `generateSmallModelText` argument).
 #[derive(Debug, Clone, Default)]
-pub struct SmallModelRequest {
+pub struct SmallModelQuery {
     /// User prompt.
     pub prompt: String,
     /// System prompt.
@@ -24,7 +25,7 @@ pub struct SmallModelRequest {
     pub timeout_ms: u64,
 }
 
-impl SmallModelRequest {
+impl SmallModelQuery {
     /// The request as the reference's JS service takes it.
     pub fn to_value(&self) -> Value {
         let mut object = serde_json::json!({

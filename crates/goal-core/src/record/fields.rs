@@ -479,15 +479,9 @@ pub const REVISION_LIST_FIELDS: &[&str] = &[CHECKS_FIELD];
 mod tests {
     use serde_json::json;
 
-    use super::*;
+    use crate::record::test_goal::goal;
 
-    fn goal(fields: Value) -> Goal {
-        let mut object = json!({"id": "g", "status": "active", "objective": "o"});
-        for (key, value) in fields.as_object().unwrap() {
-            object[key] = value.clone();
-        }
-        Goal::from_value(&object).unwrap()
-    }
+    use super::*;
 
     #[test]
     fn a_field_reads_by_its_name_typed_when_readable_and_as_stored_when_not() {

@@ -14,6 +14,8 @@ pub mod provider_error;
 pub mod reasons;
 pub mod review;
 pub mod session;
+#[cfg(test)]
+pub(crate) mod test_goal;
 
 use serde_json::{Map, Value};
 

@@ -238,16 +238,10 @@ mod tests {
     struct HeldJob(Arc<HeldTick>);
 
     impl crate::sched::Job for HeldJob {
-        fn run(
-            &self,
-            _session: String,
-            _directory: String,
-            _attempt: u32,
-            generation: crate::sched::Generation,
-        ) -> std::pin::Pin<Box<dyn std::future::Future<Output = crate::sched::TickOutcome> + Send>> {
+        fn run(&self, start: crate::sched::TickStart) -> crate::sched::TickFuture {
             let held = self.0.clone();
             Box::pin(async move {
-                held.generations.lock().push(generation);
+                held.generations.lock().push(start.generation);
                 held.release.notified().await;
                 crate::sched::TickOutcome::Done
             })

@@ -15,11 +15,9 @@ pub mod backoff;
 pub mod facts;
 pub mod job;
 
-pub use job::{Generation, TickOutcome};
+pub use job::{Generation, TickFuture, TickOutcome, TickStart};
 
 use std::collections::HashMap;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -42,13 +40,7 @@ pub const MAX_CONCURRENT_TICKS: usize = 32;
 /// What a scheduler runs when a session's timer fires.
 pub trait Job: Send + Sync + 'static {
     /// Runs one tick for a session.
-    fn run(
-        &self,
-        session_id: String,
-        directory: String,
-        attempt: u32,
-        generation: Generation,
-    ) -> Pin<Box<dyn Future<Output = TickOutcome> + Send>>;
+    fn run(&self, start: TickStart) -> TickFuture;
     /// The quiet window used for re-arms and backoff.
     fn quiet(&self) -> Duration;
     /// Retries after the first run (the run after the last retry settles, or else the session
@@ -157,6 +149,24 @@ pub struct SessionSnapshot {
     pub follow_up: bool,
     /// Consecutive read-failure retries.
     pub attempt: u32,
+}
+
+/// What a scheduler reports of itself in its runtime's `snapshot()`; the counters count from
+/// its start.
+#[derive(Debug, Clone)]
+pub struct SchedulerSnapshot {
+    /// Sessions with an armed timer or a running tick.
+    pub sessions: Vec<SessionSnapshot>,
+    /// Timers armed.
+    pub armed: usize,
+    /// Ticks running (waiting for a slot included).
+    pub in_flight: usize,
+    /// Ticks started.
+    pub ticks: u64,
+    /// Follow-ups queued while a tick ran.
+    pub follow_ups: u64,
+    /// Ticks that panicked (caught; session state reset).
+    pub panics: u64,
 }
 
 /// Handle to the actor.
@@ -315,6 +325,19 @@ impl Scheduler {
     /// Published per-session view.
     pub fn sessions(&self) -> Vec<SessionSnapshot> {
         self.view.read().values().cloned().collect()
+    }
+
+    /// The tracked sessions and the counters.
+    pub fn snapshot(&self) -> SchedulerSnapshot {
+        let stats = &self.stats;
+        SchedulerSnapshot {
+            sessions: self.sessions(),
+            armed: stats.armed.load(Ordering::Relaxed),
+            in_flight: stats.in_flight.load(Ordering::Relaxed),
+            ticks: stats.ticks.load(Ordering::Relaxed),
+            follow_ups: stats.follow_ups.load(Ordering::Relaxed),
+            panics: stats.panics.load(Ordering::Relaxed),
+        }
     }
 
     /// Whether the session has a timer or tick.
@@ -513,7 +536,7 @@ impl Actor {
                 // future (tens of kB of state) is only built once it has one: thousands of waiting
                 // ticks then cost a few hundred bytes each.
                 let _slot = slots.acquire_owned().await;
-                let work = job.run(key.clone(), directory, attempt, generation);
+                let work = job.run(TickStart { session_id: key.clone(), directory, attempt, generation });
                 // A panic inside the tick must not take the actor down: run it as its own task and
                 // turn a panic into an ordinary outcome.
                 let outcome = match tokio::spawn(work.in_current_span()).await {
@@ -703,17 +726,11 @@ mod tests {
     struct Job2(Arc<Recorder>);
 
     impl Job for Job2 {
-        fn run(
-            &self,
-            session_id: String,
-            _d: String,
-            attempt: u32,
-            generation: Generation,
-        ) -> Pin<Box<dyn Future<Output = TickOutcome> + Send>> {
+        fn run(&self, start: TickStart) -> TickFuture {
             let recorder = self.0.clone();
             Box::pin(async move {
-                recorder.runs.lock().push((session_id, attempt, tokio::time::Instant::now()));
-                recorder.generations.lock().push(generation);
+                recorder.runs.lock().push((start.session_id, start.attempt, tokio::time::Instant::now()));
+                recorder.generations.lock().push(start.generation);
                 if recorder.hold.load(Ordering::SeqCst) {
                     recorder.release.notified().await;
                 }
@@ -735,6 +752,17 @@ mod tests {
 
     fn start(recorder: &Arc<Recorder>) -> Scheduler {
         Scheduler::start(Arc::new(Job2(recorder.clone())), &tokio::runtime::Handle::current())
+    }
+
+    /// A scheduler whose job holds every run open, with one run of session `s` started.
+    async fn holding_a_tick_of_s() -> (Arc<Recorder>, Scheduler) {
+        let recorder = Recorder::new(vec![]);
+        recorder.hold.store(true, Ordering::SeqCst);
+        let scheduler = start(&recorder);
+        scheduler.arm("s", "", Duration::from_millis(10), ArmMode::Replace);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        settle().await;
+        (recorder, scheduler)
     }
 
     async fn settle() {
@@ -810,12 +838,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn wakeups_during_a_tick_make_exactly_one_follow_up() {
-        let recorder = Recorder::new(vec![]);
-        recorder.hold.store(true, Ordering::SeqCst);
-        let scheduler = start(&recorder);
-        scheduler.arm("s", "", Duration::from_millis(10), ArmMode::Replace);
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        settle().await;
+        let (recorder, scheduler) = holding_a_tick_of_s().await;
         assert_eq!(recorder.count(), 1);
         for _ in 0..5 {
             scheduler.arm("s", "", Duration::from_millis(100), ArmMode::Replace);
@@ -857,12 +880,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn user_activity_invalidates_a_running_tick() {
-        let recorder = Recorder::new(vec![]);
-        recorder.hold.store(true, Ordering::SeqCst);
-        let scheduler = start(&recorder);
-        scheduler.arm("s", "", Duration::from_millis(10), ArmMode::Replace);
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        settle().await;
+        let (recorder, scheduler) = holding_a_tick_of_s().await;
         let generation = recorder.generations.lock()[0].clone();
         assert!(generation.is_current());
         scheduler.user_activity("s", 0.0);
@@ -907,13 +925,7 @@ mod concurrency_tests {
     }
 
     impl Job for CountingJob {
-        fn run(
-            &self,
-            _session: String,
-            _directory: String,
-            _attempt: u32,
-            _generation: Generation,
-        ) -> Pin<Box<dyn Future<Output = TickOutcome> + Send>> {
+        fn run(&self, _start: TickStart) -> TickFuture {
             let (running, peak, done) = (self.running.clone(), self.peak.clone(), self.done.clone());
             Box::pin(async move {
                 let now = running.fetch_add(1, Ordering::SeqCst) + 1;

@@ -18,7 +18,7 @@ use tracing::debug;
 
 use crate::io::http::HttpPools;
 use crate::io::opencode::{BoxFuture, HttpError, OpenCodeClient};
-use crate::io::services::{SmallModel, SmallModelError, SmallModelReply, SmallModelRequest};
+use crate::io::services::{SmallModel, SmallModelError, SmallModelQuery, SmallModelReply};
 use crate::io::shared::SharedContext;
 use catalog::{resolve, Catalog, ModelRef, Preference};
 use wire::{build_call, parse_reply, ProviderCall};
@@ -98,7 +98,7 @@ impl BuiltinSmallModel {
         }
     }
 
-    async fn generate_now(&self, request: SmallModelRequest) -> Result<SmallModelReply, SmallModelError> {
+    async fn generate_now(&self, request: SmallModelQuery) -> Result<SmallModelReply, SmallModelError> {
         if request.prompt.trim().is_empty() {
             return Err(SmallModelError { status: Some(400), code: "prompt-required".into() });
         }
@@ -131,7 +131,7 @@ impl BuiltinSmallModel {
 }
 
 impl SmallModel for BuiltinSmallModel {
-    fn generate(&self, request: SmallModelRequest) -> BoxFuture<'_, Result<SmallModelReply, SmallModelError>> {
+    fn generate(&self, request: SmallModelQuery) -> BoxFuture<'_, Result<SmallModelReply, SmallModelError>> {
         Box::pin(self.generate_now(request))
     }
 }

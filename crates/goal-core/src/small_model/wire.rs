@@ -8,7 +8,7 @@ use std::fmt;
 use serde_json::{json, Value};
 
 use super::catalog::Choice;
-use crate::io::small_model_call::{SmallModelError, SmallModelRequest};
+use crate::io::small_model_call::{SmallModelError, SmallModelQuery};
 
 /// Output tokens asked for when the request sets no cap.
 pub const DEFAULT_MAX_OUTPUT_TOKENS: u32 = 4_000;
@@ -76,7 +76,7 @@ impl fmt::Debug for ProviderCall {
 
 /// Builds the provider call for a request. Fails (422, `small-model-provider-unsupported`) when
 /// the provider has no endpoint we know how to reach.
-pub fn build_call(choice: &Choice, request: &SmallModelRequest) -> Result<ProviderCall, SmallModelError> {
+pub fn build_call(choice: &Choice, request: &SmallModelQuery) -> Result<ProviderCall, SmallModelError> {
     let provider = &choice.provider;
     let model = &choice.model;
     let format = wire_format(&provider.id, &model.npm);
@@ -228,8 +228,8 @@ mod tests {
         }
     }
 
-    fn request() -> SmallModelRequest {
-        SmallModelRequest { prompt: "judge this".into(), system: "be terse".into(), ..SmallModelRequest::default() }
+    fn request() -> SmallModelQuery {
+        SmallModelQuery { prompt: "judge this".into(), system: "be terse".into(), ..SmallModelQuery::default() }
     }
 
     fn header<'a>(call: &'a ProviderCall, name: &str) -> Option<&'a str> {

@@ -22,7 +22,7 @@ use crate::goal::acceptance::check_claim::{claim_labelled, Claim, REVIEW_LABEL};
 use crate::goal::acceptance::review_rules::{self, judge, parse_answer, Judgement, ReviewAnswer};
 use crate::goal::context::Tick;
 use crate::goal::delivery::echo::hold_watched;
-use crate::goal::planning::plan::{Basis, EvidenceFields, Reservation, Settlement};
+use crate::goal::planning::plan::{continuing, Basis, EvidenceFields, Reservation, Settlement};
 use crate::goal::settling::trail;
 use crate::goal::verdict::grading::{open_criteria_paragraph, CriteriaUpdate};
 use crate::io::prompt_outcome::DispatchOutcome;
@@ -365,13 +365,9 @@ fn rejected_reservation(
         appendix = format!("{appendix}\n\n{open}");
     }
     Reservation {
-        accounting: settlement.accounting,
-        blocked_streak: 0,
-        audit_fail_streak: 0,
-        note: settlement.note,
-        evaluation: settlement.evaluation,
         evidence: EvidenceFields { criteria: update, last_review: Some(last), ..Default::default() },
         appendix: Some(appendix),
+        ..continuing(settlement)
     }
 }
 

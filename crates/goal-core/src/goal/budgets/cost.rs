@@ -55,15 +55,8 @@ pub fn format_usd(dollars: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::test_goal::goal;
     use serde_json::json;
-
-    fn goal(fields: serde_json::Value) -> Goal {
-        let mut object = json!({"id": "g", "status": "active", "objective": "o"});
-        for (key, value) in fields.as_object().unwrap() {
-            object[key] = value.clone();
-        }
-        Goal::from_value(&object).unwrap()
-    }
 
     #[test]
     fn the_budget_is_reached_at_or_above_it_and_never_without_one() {

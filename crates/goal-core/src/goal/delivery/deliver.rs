@@ -45,15 +45,7 @@ pub async fn deliver(tick: &Tick<'_>, basis: &Basis, reserved: Reserved) -> Tick
     if let Some(outcome) = read_back(tick, &reserved).await {
         return outcome;
     }
-    let dispatch = Dispatch {
-        client: &ctx.client,
-        session_id: tick.session_id,
-        directory: tick.directory,
-        body: &body,
-        attempts: ctx.config.max_dispatch_attempts,
-        retry_delay: ctx.config.dispatch_retry_delay,
-        message_limit: ctx.config.message_limit,
-    };
+    let dispatch = Dispatch { tick, body: &body };
     if let Some(id) = &reserved.message_id {
         ctx.own_posts.record(tick.session_id, id);
     }
@@ -61,9 +53,9 @@ pub async fn deliver(tick: &Tick<'_>, basis: &Basis, reserved: Reserved) -> Tick
     let delivery = match &reserved.message_id {
         // Every attempt posts the same id: after a timeout or a 5xx it is posted again unless
         // the transcript shows it stored.
-        Some(id) => dispatch.with_id(id, &tick.generation, still_ours).await,
+        Some(id) => dispatch.with_id(id, still_ours).await,
         // Without an id (unknown tail format) a second post could make a second turn.
-        None => dispatch.classified(&reserved.tail, &text, &tick.generation, still_ours).await,
+        None => dispatch.classified(&reserved.tail, &text, still_ours).await,
     };
     match delivery {
         Delivery::Sent => {

@@ -11,18 +11,17 @@
 //! The id derivation is pure and unit-tested here (the outcome classification is
 //! `io/prompt_outcome.rs`); the posting loops take the client and the generation from the tick.
 
-use std::time::Duration;
-
 use serde_json::Value;
 use tracing::{info, warn};
 
+use crate::config::GoalConfig;
+use crate::goal::context::Tick;
 use crate::io::opencode::OpenCodeClient;
 use crate::io::prompt_outcome::DispatchOutcome;
 use crate::record::check_id::{
     base62_fill, fnv1a, FNV_OFFSET_BASIS, FNV_SECOND_BASIS, HEX_DIGITS, ID_PREFIX, SUFFIX_CHARS,
 };
 use crate::record::session::{chronological, LiveStatus, Role};
-use crate::sched::Generation;
 
 /// The continuation id for a goal over a tail reply: `msg_` + the tail's 12-hex time-and-counter
 /// part advanced by one (lowercase, carrying) + 14 base-62 characters hashed from goal id and
@@ -96,25 +95,25 @@ pub enum Delivery {
     },
 }
 
-/// Everything one delivery needs.
+/// Everything one delivery needs: the tick whose reserved turn it posts (its client, session,
+/// directory and generation, and the runtime's attempts, retry delay and message limit) and the
+/// body.
 pub struct Dispatch<'a> {
-    /// The OpenCode client the post goes through.
-    pub client: &'a OpenCodeClient,
-    /// The session the continuation is posted to.
-    pub session_id: &'a str,
-    /// Its project directory (`?directory=` on every request).
-    pub directory: &'a str,
+    /// The tick the continuation belongs to.
+    pub tick: &'a Tick<'a>,
     /// The `prompt_async` body, without `messageID`.
     pub body: &'a Value,
-    /// Attempts before giving up.
-    pub attempts: u32,
-    /// Pause between attempts.
-    pub retry_delay: Duration,
-    /// Messages read when reconciling.
-    pub message_limit: usize,
 }
 
 impl Dispatch<'_> {
+    fn client(&self) -> &OpenCodeClient {
+        &self.tick.ctx.client
+    }
+
+    fn config(&self) -> &GoalConfig {
+        &self.tick.ctx.config
+    }
+
     /// Posts with the idempotent `message_id`: every attempt posts the same id, so a timeout, a
     /// 5xx or a second host's post of the same id can only ever make one turn. Before a retry the
     /// session is read once, so that a user who stopped or changed the goal meanwhile is obeyed
@@ -124,23 +123,24 @@ impl Dispatch<'_> {
     pub async fn with_id(
         &self,
         message_id: &str,
-        generation: &Generation,
         still_ours: impl Fn(&crate::record::session::SessionView) -> bool,
     ) -> Delivery {
+        let generation = &self.tick.generation;
         let mut body = self.body.clone();
         body["messageID"] = Value::from(message_id);
         let mut refused = true;
-        for attempt in 1..=self.attempts {
+        for attempt in 1..=self.config().max_dispatch_attempts {
             if !generation.is_current() {
                 return Delivery::Stopped { unused: refused };
             }
             if attempt > 1 {
                 // Doubling between posts (`sched::backoff`): 250 ms, then 500 ms by default.
-                tokio::time::sleep(crate::sched::backoff::retry_delay(self.retry_delay, attempt - 1)).await;
+                tokio::time::sleep(crate::sched::backoff::retry_delay(self.config().dispatch_retry_delay, attempt - 1))
+                    .await;
                 if !generation.is_current() {
                     return Delivery::Stopped { unused: refused };
                 }
-                if let Ok(session) = self.client.get_session(self.session_id, self.directory).await {
+                if let Ok(session) = self.client().get_session(self.tick.session_id, self.tick.directory).await {
                     if !still_ours(&session) {
                         return Delivery::Stopped { unused: refused };
                     }
@@ -151,14 +151,14 @@ impl Dispatch<'_> {
                     return Delivery::Sent;
                 }
             }
-            match self.client.prompt_async(self.session_id, self.directory, &body).await {
+            match self.client().prompt_async(self.tick.session_id, self.tick.directory, &body).await {
                 DispatchOutcome::Sent => return Delivery::Sent,
                 DispatchOutcome::NotAdmitted(code) => {
-                    warn!(target: "session_goal", session = self.session_id, code, attempt, "continuation not admitted");
+                    warn!(target: "session_goal", session = self.tick.session_id, code, attempt, "continuation not admitted");
                 }
                 DispatchOutcome::Ambiguous(why) => {
                     refused = false;
-                    warn!(target: "session_goal", session = self.session_id, %why, attempt, "continuation outcome unknown; posting the same id again");
+                    warn!(target: "session_goal", session = self.tick.session_id, %why, attempt, "continuation outcome unknown; posting the same id again");
                 }
             }
         }
@@ -170,7 +170,7 @@ impl Dispatch<'_> {
 
     /// Whether the transcript holds `message_id` (a read failure counts as not known to be).
     async fn stored(&self, message_id: &str) -> bool {
-        match self.client.messages(self.session_id, self.directory, self.message_limit).await {
+        match self.client().messages(self.tick.session_id, self.tick.directory, self.config().message_limit).await {
             Ok(messages) => messages.iter().any(|m| m.id == message_id),
             Err(_) => false,
         }
@@ -185,12 +185,12 @@ impl Dispatch<'_> {
         &self,
         tail: &str,
         prompt_text: &str,
-        generation: &Generation,
         still_ours: impl Fn(&crate::record::session::SessionView) -> bool,
     ) -> Delivery {
+        let generation = &self.tick.generation;
         let mut refused = true;
         let mut unresolved = false;
-        for attempt in 1..=self.attempts {
+        for attempt in 1..=self.config().max_dispatch_attempts {
             if !generation.is_current() {
                 return Delivery::Stopped { unused: refused && !unresolved };
             }
@@ -202,7 +202,7 @@ impl Dispatch<'_> {
                     Reconciled::Stop => return Delivery::Stopped { unused: refused && !unresolved },
                     Reconciled::NotAdmitted => unresolved = false,
                     Reconciled::Unknown if unresolved => {
-                        warn!(target: "session_goal", session = self.session_id, attempt, "continuation outcome still unknown; not posting again");
+                        warn!(target: "session_goal", session = self.tick.session_id, attempt, "continuation outcome still unknown; not posting again");
                         continue;
                     }
                     Reconciled::Unknown => {}
@@ -211,21 +211,21 @@ impl Dispatch<'_> {
                     return Delivery::Stopped { unused: refused && !unresolved };
                 }
             }
-            match self.client.prompt_async(self.session_id, self.directory, self.body).await {
+            match self.client().prompt_async(self.tick.session_id, self.tick.directory, self.body).await {
                 DispatchOutcome::Sent => return Delivery::Sent,
                 DispatchOutcome::NotAdmitted(code) => {
-                    warn!(target: "session_goal", session = self.session_id, code, attempt, "continuation not admitted");
+                    warn!(target: "session_goal", session = self.tick.session_id, code, attempt, "continuation not admitted");
                 }
                 DispatchOutcome::Ambiguous(why) => {
                     refused = false;
                     unresolved = true;
-                    warn!(target: "session_goal", session = self.session_id, %why, attempt, "continuation outcome unknown; reconciling");
+                    warn!(target: "session_goal", session = self.tick.session_id, %why, attempt, "continuation outcome unknown; reconciling");
                 }
             }
         }
         // The last attempt may have landed too: one more look before giving up.
         if unresolved && generation.is_current() {
-            match self.reconcile(tail, prompt_text, &still_ours, self.attempts).await {
+            match self.reconcile(tail, prompt_text, &still_ours, self.config().max_dispatch_attempts).await {
                 Reconciled::Admitted => return Delivery::Sent,
                 Reconciled::Stop => return Delivery::Stopped { unused: refused && !unresolved },
                 Reconciled::NotAdmitted | Reconciled::Unknown => {}
@@ -234,7 +234,7 @@ impl Dispatch<'_> {
         if !generation.is_current() {
             return Delivery::Stopped { unused: refused && !unresolved };
         }
-        info!(target: "session_goal", session = self.session_id, refused, "continuation not delivered");
+        info!(target: "session_goal", session = self.tick.session_id, refused, "continuation not delivered");
         Delivery::Failed { refused }
     }
 
@@ -249,16 +249,16 @@ impl Dispatch<'_> {
     ) -> Reconciled {
         // Give a slow server a moment to record the prompt before judging (doubling with each
         // failed post, `sched::backoff`).
-        tokio::time::sleep(crate::sched::backoff::retry_delay(self.retry_delay, failures)).await;
+        tokio::time::sleep(crate::sched::backoff::retry_delay(self.config().dispatch_retry_delay, failures)).await;
         let (status, messages, session) = tokio::join!(
-            self.client.status_map(self.directory),
-            self.client.messages(self.session_id, self.directory, self.message_limit),
-            self.client.get_session(self.session_id, self.directory)
+            self.client().status_map(self.tick.directory),
+            self.client().messages(self.tick.session_id, self.tick.directory, self.config().message_limit),
+            self.client().get_session(self.tick.session_id, self.tick.directory)
         );
         let (Ok(status), Ok(messages)) = (status, messages) else {
             return Reconciled::Unknown;
         };
-        if crate::record::session::live_status(&status, self.session_id) == LiveStatus::Working {
+        if crate::record::session::live_status(&status, self.tick.session_id) == LiveStatus::Working {
             return Reconciled::Admitted;
         }
         let ordered = chronological(&messages);

@@ -248,14 +248,11 @@ fn is_older(a: &(f64, &String), b: &(f64, &String)) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::test_goal::goal_over;
     use serde_json::json;
 
     fn goal(fields: serde_json::Value) -> Goal {
-        let mut base = json!({"id": "g1", "status": "active", "objective": "Build it", "turnsUsed": 3});
-        for (k, v) in fields.as_object().unwrap() {
-            base[k] = v.clone();
-        }
-        Goal::from_value(&base).unwrap()
+        goal_over(json!({"id": "g1", "status": "active", "objective": "Build it", "turnsUsed": 3}), fields)
     }
 
     #[test]

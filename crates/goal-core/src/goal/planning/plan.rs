@@ -389,7 +389,10 @@ pub fn hold_completion(decision: AfterAudit, criteria: &[crate::record::criteria
     }
 }
 
-fn continuing(settlement: Settlement) -> Reservation {
+/// The reservation of one more turn after `settlement`'s audit: its accounting, note and auditor
+/// kept, the blocked and audit-failure streaks reset, no evidence fields and no appendix (a
+/// caller that has them sets them on the result).
+pub fn continuing(settlement: Settlement) -> Reservation {
     Reservation {
         accounting: settlement.accounting,
         blocked_streak: 0,

@@ -9,10 +9,10 @@ use tracing::{debug, warn};
 use crate::goal::acceptance::checks::RoundInput;
 use crate::goal::acceptance::review::ReviewInput;
 use crate::goal::context::Tick;
-use crate::goal::observation::evidence::{self, audit_extras, AuditExtras};
+use crate::goal::observation::evidence_stage::{self, audit_extras, AuditExtras};
 use crate::goal::planning::plan::{after_audit, parse_verdict, AfterAudit, Audit, Basis, Reservation};
 use crate::goal::verdict::grading;
-use crate::io::services::SmallModelRequest;
+use crate::io::services::SmallModelQuery;
 use crate::record::cause::CauseCode;
 use crate::record::{truncate_chars, GoalStatus, NOTE_CHAR_LIMIT};
 use crate::sched::TickOutcome;
@@ -35,7 +35,7 @@ pub async fn audit_turn(
     // The runtime's own check runs are not the agent's work: the digest reads without them.
     let without_checks = crate::goal::acceptance::checks::without_check_runs(raw_messages);
     let evidence_messages = without_checks.as_deref().unwrap_or(raw_messages);
-    let observed = evidence::observe(tick, basis, evidence_messages, todos).await?;
+    let observed = evidence_stage::observe(tick, basis, evidence_messages, todos).await?;
     let grading = Grading::prepare(tick, &observed);
     let (audit, mut extras, object) = request_verdict(tick, basis, &grading.prompt(tick, &observed)).await;
     if !tick.generation.is_current() {
@@ -54,7 +54,7 @@ pub async fn audit_turn(
         decision = crate::goal::planning::plan::hold_completion(decision, &graded.update.criteria);
         extras.criteria = Some(grading::trail_value(&graded.update));
     }
-    let decision = evidence::review(tick, basis, &observed, audit.as_ref(), &extras, decision).await;
+    let decision = evidence_stage::review(tick, basis, &observed, audit.as_ref(), &extras, decision).await;
     let Some(graded) = graded else {
         return decided(tick, basis, &observed, decision, None).await;
     };
@@ -66,7 +66,7 @@ pub async fn audit_turn(
 async fn decided(
     tick: &Tick<'_>,
     basis: &Basis,
-    observed: &evidence::Observed,
+    observed: &evidence_stage::Observed,
     decision: AfterAudit,
     graded: Option<Graded>,
 ) -> Result<Reservation, TickOutcome> {
@@ -128,14 +128,14 @@ struct Graded {
 
 impl Grading {
     /// Whether this audit derives, and the evidence items it numbers (only to grade criteria).
-    fn prepare(tick: &Tick<'_>, observed: &evidence::Observed) -> Grading {
+    fn prepare(tick: &Tick<'_>, observed: &evidence_stage::Observed) -> Grading {
         let derive = grading::wants_derivation(&tick.goal, tick.ctx.config.derive_criteria);
         let items = if tick.goal.criteria.is_empty() { Vec::new() } else { grading::evidence_items(&observed.digest) };
         Grading { derive, items }
     }
 
     /// The evidence block of the prompt, with the criteria (or the derivation request) after it.
-    fn prompt(&self, tick: &Tick<'_>, observed: &evidence::Observed) -> String {
+    fn prompt(&self, tick: &Tick<'_>, observed: &evidence_stage::Observed) -> String {
         let sample = prompts::language_sample(&tick.objective);
         let block = grading::prompt_block(&tick.goal.criteria, &self.items, self.derive, &sample);
         let evidence = observed.prompt_block(tick);
@@ -200,7 +200,7 @@ async fn request_verdict(
     evidence_block: &str,
 ) -> (Option<Audit>, AuditExtras, Option<Map<String, Value>>) {
     let (objective, timeout) = (tick.objective.as_str(), tick.ctx.config.audit_timeout);
-    let request = SmallModelRequest {
+    let request = SmallModelQuery {
         prompt: format!("{}\n\n{evidence_block}", prompts::audit_user_prompt(objective, &basis.assistant_text)),
         system: format!(
             "{}\n{}\n{}",

@@ -2,6 +2,7 @@ use serde_json::json;
 
 use super::*;
 use crate::goal::planning::plan::{hold_completion, AfterAudit, Settlement};
+use crate::record::test_goal::goal_over;
 
 fn criteria(texts: &[&str]) -> Vec<Criterion> {
     let texts: Vec<String> = texts.iter().map(|t| t.to_string()).collect();
@@ -149,11 +150,7 @@ fn a_blocker_becomes_detail_and_fix_when_its_script_fits() {
 }
 
 fn goal(fields: Value) -> Goal {
-    let mut object = json!({"id": "g", "status": "active", "objective": "Fix it"});
-    for (key, value) in fields.as_object().unwrap() {
-        object[key] = value.clone();
-    }
-    Goal::from_value(&object).unwrap()
+    goal_over(json!({"id": "g", "status": "active", "objective": "Fix it"}), fields)
 }
 
 #[test]

@@ -1,17 +1,15 @@
 //! The park decisions, case by case.
 
 use super::*;
+use crate::record::test_goal::goal_over;
 use serde_json::{json, Value};
 
 const NOW: f64 = 1_800_000_000_000.0;
 
 fn goal(fields: Value) -> Goal {
-    let mut base = json!({"id": "g1", "status": "active", "objective": "Build it", "turnsUsed": 3,
+    let base = json!({"id": "g1", "status": "active", "objective": "Build it", "turnsUsed": 3,
         "continuationId": "msg_user2", "sessionId": "ses_a"});
-    for (k, v) in fields.as_object().unwrap() {
-        base[k] = v.clone();
-    }
-    Goal::from_value(&base).unwrap()
+    goal_over(base, fields)
 }
 
 fn tail(info: Value, parts: Value) -> Message {

@@ -1,15 +1,8 @@
 //! Each guard's unreadable shapes, its fix, and a complete over unreadable checks or criteria.
 
 use super::*;
+use crate::record::test_goal::goal;
 use serde_json::json;
-
-fn goal(fields: Value) -> Goal {
-    let mut object = json!({"id": "g", "status": "active", "objective": "o"});
-    for (key, value) in fields.as_object().unwrap() {
-        object[key] = value.clone();
-    }
-    Goal::from_value(&object).unwrap()
-}
 
 fn fields(goal: &Goal) -> Vec<&'static str> {
     unreadable_guards(goal).iter().map(|guard| guard.field).collect()
