@@ -25,6 +25,24 @@ export const goalFiles = (dataDir) => {
  * A proxy that records, for each request as it ARRIVES (before the mock sees it), whether the
  * session's objective file exists and whether its metadata already holds a goal.
  */
+/**
+ * A close for `server` that ends every connection it accepted. `server.close()` alone waits for
+ * connections that never sent a request: the addon's HTTP client can open one that a request
+ * raced for and then left pooled, unused, and the close then hung until Node's header timeout.
+ */
+export function closerOf(server) {
+  const sockets = new Set()
+  server.on('connection', (socket) => {
+    sockets.add(socket)
+    socket.on('close', () => sockets.delete(socket))
+  })
+  return () => {
+    const closed = new Promise((resolve) => server.close(() => resolve()))
+    for (const socket of sockets) socket.destroy()
+    return closed
+  }
+}
+
 export async function startRecordingProxy(mock, dataDir) {
   const log = []
   const server = http.createServer(async (req, res) => {
@@ -53,6 +71,7 @@ export async function startRecordingProxy(mock, dataDir) {
     upstream.on('error', () => res.destroy())
     upstream.end(body)
   })
+  const close = closerOf(server)
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
   return {
     url: `http://127.0.0.1:${server.address().port}`,
@@ -61,7 +80,7 @@ export async function startRecordingProxy(mock, dataDir) {
     indexOf(method, test) {
       return log.findIndex((entry) => entry.method === method && (typeof test === 'string' ? entry.path === test : test.test(entry.path)))
     },
-    close: () => new Promise((resolve) => server.close(resolve)),
+    close,
   }
 }
 
@@ -117,8 +136,9 @@ export async function startMiniApp({ json = false } = {}) {
     }
     res.status(404).json({ error: 'no route' })
   })
+  const close = closerOf(server)
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
-  return { app, url: `http://127.0.0.1:${server.address().port}`, close: () => new Promise((resolve) => server.close(resolve)) }
+  return { app, url: `http://127.0.0.1:${server.address().port}`, close }
 }
 
 /** Runs the CLI as a child process (async: the mock lives in this process and must keep answering). */
