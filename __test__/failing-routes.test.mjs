@@ -86,6 +86,24 @@ describe('one goal waiting on a route that always fails', () => {
   }
 })
 
+describe('a waiting goal looked at right now', () => {
+  it('while its retry is in flight, explain gives the next look as now, not none', async () => {
+    env = await setup({ auditor: scriptedAuditor([continueVerdict]), runtimeOptions: { idleQuietMs: 300, kickoffQuietMs: 60_000 } })
+    const { mock, runtime } = env
+    // Each status read fails after 2 s: most of the time a tick of the goal is in flight.
+    const failing = mock.fault({ method: 'GET', path: '/session/status', status: 500, delayMs: 2000 })
+    const session = sessionWithReply(mock)
+    mock.setStatus(session.id, 'idle')
+    await waitFor(() => goalOf(mock, session.id)?.cause?.code === 'waitingForOpenCode', 10_000)
+    await waitFor(() => runtime.snapshot().inFlight === 1, 5000)
+    const report = await runtime.explain(session.id)
+    expect(failing.fired).toBeGreaterThanOrEqual(1)
+    expect(report.cause).toMatchObject({ code: 'waitingForOpenCode' })
+    expect(report.nextWakeAt).toBeGreaterThan(Date.now() - 2000)
+    expect(report.nextWakeAt).toBeLessThanOrEqual(Date.now())
+  }, 30_000)
+})
+
 describe('fifty goals waiting on one directory whose list always fails', () => {
   it('send at most 1,000 requests in 10 s, share one list with one backoff (at most one per 10 s after the first three), and are all driven within 15 s of recovery', async () => {
     env = await setup({ auditor: scriptedAuditor([continueVerdict]), runtimeOptions: { idleQuietMs: 150, kickoffQuietMs: 60_000 } })

@@ -223,13 +223,15 @@ impl GoalLoop {
     }
 
     /// When this runtime looks at a waiting goal again: the directory's next owner list for a
-    /// goal waiting on it, else the session's own timer.
+    /// goal waiting on it, else the session's own timer, or now while a tick of it runs (between
+    /// a retry's timer firing and the next one being armed there is no timer to report).
     fn next_look(&self, session_id: &str, directory: &str) -> Option<Duration> {
         let sessions = self.inner.scheduler.sessions();
         let entry = sessions.iter().find(|s| s.session_id == session_id);
         let directory = entry.map_or(directory, |e| e.directory.as_str());
         let list = self.inner.ctx.owner_lists.next_list_in(directory, session_id);
-        list.or_else(|| entry.and_then(|e| e.due_in_ms).map(Duration::from_millis))
+        let own = entry.and_then(|e| if e.ticking { Some(0) } else { e.due_in_ms });
+        list.or_else(|| own.map(Duration::from_millis))
     }
 
     /// Scans the known directories for active goals on idle sessions and re-arms them. The tick
