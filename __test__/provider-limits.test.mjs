@@ -310,4 +310,29 @@ describe('a turn cut by a server restart', () => {
     expect(promptPosts(mock, session.id)).toHaveLength(2)
     expect(auditor.calls).toHaveLength(1)
   })
+
+  it('the same cut seen again after its continuation was lost is still the first cut: continued, not blocked', async () => {
+    const auditor = scriptedAuditor([continueVerdict])
+    env = await setup({ auditor, runtimeOptions: { idleQuietMs: 100 } })
+    const { mock } = env
+    const session = sessionWithReply(mock)
+    mock.scriptReplies(session.id, [{ text: 'half', completed: false }, { text: 'Done.' }], { replyDelayMs: 10_000 })
+    mock.setStatus(session.id, 'idle')
+    await waitFor(() => mock.status(session.id).type === 'busy' && promptPosts(mock, session.id).length === 1, 5000)
+    await sleep(50)
+    expect(mock.cutTurns()).toEqual([session.id])
+    // Every post of the cut's continuation in the first tick is lost (the connection reset,
+    // nothing stored): the reservation stays in the record, and a later tick sees the same cut.
+    const lost = mock.fault({ method: 'POST', path: `/session/${session.id}/prompt_async`, times: 3, destroy: true })
+    env.runtime.recover()
+    await waitFor(() => lost.fired === 3, 8000)
+    await waitFor(() => mock.prompts.length === 2 || goalOf(mock, session.id)?.status !== 'active', 15_000)
+    const goal = goalOf(mock, session.id)
+    expect(goal.status).toBe('active')
+    expect(goal.cutTurns).toBe(1)
+    // One continuation for the cut, under one id, counted once.
+    const ids = promptPosts(mock, session.id).slice(1).map((r) => r.body.messageID)
+    expect(new Set(ids).size).toBe(1)
+    expect(goal.turnsUsed).toBe(2)
+  })
 })

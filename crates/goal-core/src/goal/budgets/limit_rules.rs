@@ -98,7 +98,17 @@ pub fn tail_step(goal: &Goal, tail: &Message, now_ms: f64, limits: ParkLimits, c
         if !cut_confirmed {
             return TailStep::Usual;
         }
-        let nth = if resumed { 1 } else { goal.cut_turns.get().copied().unwrap_or(0) + 1 };
+        let counted = goal.cut_turns.get().copied().unwrap_or(0);
+        // The reservation already answers this very cut (its post was lost with a killed host
+        // or server): the same cut again, not the next one in the row.
+        let same_cut = counted > 0 && goal.continuation_for.get() == Some(&tail.id);
+        let nth = if resumed {
+            1
+        } else if same_cut {
+            counted
+        } else {
+            counted + 1
+        };
         if nth >= MAX_CUT_TURNS {
             return TailStep::Block(stop(CauseCode::TurnInterrupted, REASON_TURN_INTERRUPTED, now_ms, None));
         }

@@ -167,6 +167,12 @@ fn cut_turns_continue_once_then_block() {
     let TailStep::Block(stop) = confirmed(&goal(json!({"cutTurns": 1}))) else { panic!() };
     assert_eq!(stop.cause.code, CauseCode::TurnInterrupted);
     assert_eq!(confirmed(&goal(json!({"cutTurns": 1, "statusReason": "resumed"}))), TailStep::ContinueCut { nth: 1 });
+    // The continuation reserved for this cut never reached the session (a kill): the same cut,
+    // seen again, keeps its number; a cut after another tail is the next in the row.
+    let reserved_for_it = goal(json!({"cutTurns": 1, "continuationFor": "msg_tail"}));
+    assert_eq!(confirmed(&reserved_for_it), TailStep::ContinueCut { nth: 1 });
+    let reserved_for_another = goal(json!({"cutTurns": 1, "continuationFor": "msg_earlier"}));
+    assert!(matches!(confirmed(&reserved_for_another), TailStep::Block(_)));
     let mut counted = goal(json!({"cutTurns": 1, "cause": {"code": "waitingForProviderLimit", "since": 1}}));
     on_reserve(&mut counted, false, Some(1));
     assert_eq!(cuts(&counted), 1, "a cut turn's continuation counts it");
