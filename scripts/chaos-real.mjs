@@ -8,12 +8,14 @@
 //
 //   node scripts/chaos-real.mjs [--goals=100] [--kills=20] [--seed=N] [--runs=1] [--write]
 //
-// Figures per seed: goals settled correctly (complete), goals stuck (still active one sweep
-// interval after the last kill),
-// continuations posted twice with the same id (at the wire, delivered), continuations with
-// different ids after one tail (in the transcript), checks run twice (lines in the check's file),
-// writes lost (a goal record missing, or fewer turns counted than continuations in the
-// transcript). Exit 1 when any seed has a non-zero failure figure; rerun with its seed (the kill
+// Figures per seed: goals settled correctly (complete; or `blocked` turnInterrupted when the
+// transcript ends in two cut turns in a row, as SPEC A.6 asks), goals stuck (still active one
+// sweep interval after the last kill), posts of an id already posted (at the wire, delivered; a
+// stranded message posted again is one, and is allowed; one made after the message was
+// answered is a failure), continuations with different ids after one tail (in the transcript),
+// checks run twice (lines in the check's file), writes lost (a goal record missing, or fewer
+// turns counted than continuations in the transcript). Exit 1 when any seed has a failure
+// figure or a goal settled any other way; rerun with its seed (the kill
 // schedule, the turn delays and the goal pacing are drawn from it; the processes' own timing is
 // not, so a rerun repeats the schedule, not every instant).
 // --write puts the rows into RELIABILITY.md (section chaos-real; needs a clean, committed tree).
@@ -91,7 +93,7 @@ function startProxy(targetUrl) {
           parsed = JSON.parse(body.toString('utf8') || '{}')
         } catch {}
         const text = (parsed.parts ?? []).map((p) => p?.text ?? '').join('\n')
-        record = { sessionId: decodeURIComponent(send[1]), route: send[2], messageID: parsed.messageID ?? null, continuation: text.startsWith(CONTINUATION_PREFIX), status: null }
+        record = { sessionId: decodeURIComponent(send[1]), route: send[2], messageID: parsed.messageID ?? null, continuation: text.startsWith(CONTINUATION_PREFIX), status: null, at: Date.now() }
         sends.push(record)
       }
       const upstream = http.request(targetUrl + req.url, { method: req.method, headers: req.headers }, (answer) => {
@@ -214,9 +216,28 @@ function diagnosis({ sessionId, goal, messages }) {
   return `${sessionId} ${goal.status}: ${goal.statusReason ?? ''}${cause}; last messages: ${shown.join(' → ') || 'none'}`
 }
 
+/** Whether the transcript ends in two cut turns in a row: the last two replies unfinished. */
+function twoCutTurns(messages) {
+  const replies = messages.filter((m) => m.info.role === 'assistant')
+  const cut = (m) => !m.info.time?.completed && !m.info.finish && !m.info.error
+  return replies.length >= 2 && replies.slice(-2).every(cut)
+}
+
+/**
+ * The settled state a goal that is not complete is counted under. `blocked` with
+ * `turnInterrupted` is what SPEC A.6 asks for after two turns in a row cut by restarts; it is
+ * allowed only when the transcript shows them.
+ */
+function settledOtherwise({ goal, messages }) {
+  if (goal.status === 'blocked' && goal.cause?.code === 'turnInterrupted') {
+    return twoCutTurns(messages) ? 'allowed: blocked turnInterrupted after two cut turns in a row' : 'blocked turnInterrupted WITHOUT two cut turns'
+  }
+  return `${goal.status}: ${goal.statusReason}`
+}
+
 /** The figures of one seed, from the goals, the wire and the check files. */
 function judge(goals, sends, runsDir) {
-  const figures = { goals: goals.length, complete: 0, stuck: 0, otherwise: {}, sameIdReposts: 0, differentIdsOneTail: 0, checkRunsTwice: 0, writesLost: 0 }
+  const figures = { goals: goals.length, complete: 0, allowed: 0, stuck: 0, otherwise: {}, sameIdReposts: 0, repostsAfterAnswer: 0, differentIdsOneTail: 0, checkRunsTwice: 0, writesLost: 0 }
   const delivered = sends.filter((s) => s.status !== null && s.status < 300 && s.continuation)
   // What the counters saw: continuation posts and check posts delivered, check runs made.
   figures.continuationPosts = delivered.length
@@ -225,10 +246,23 @@ function judge(goals, sends, runsDir) {
   for (const { sessionId, goal, messages } of goals) {
     if (goal.status === 'complete') figures.complete++
     else if (goal.status === 'active') figures.stuck++
-    else figures.otherwise[`${goal.status}: ${goal.statusReason}`] = (figures.otherwise[`${goal.status}: ${goal.statusReason}`] ?? 0) + 1
-    const perId = new Map()
-    for (const s of delivered.filter((s) => s.sessionId === sessionId)) perId.set(s.messageID, (perId.get(s.messageID) ?? 0) + 1)
-    for (const n of perId.values()) figures.sameIdReposts += n - 1
+    else {
+      const key = settledOtherwise({ goal, messages })
+      if (key.startsWith('allowed')) figures.allowed++
+      figures.otherwise[key] = (figures.otherwise[key] ?? 0) + 1
+    }
+    // A post of an id already posted: a stranded message posted again, or a post whose answer
+    // was lost, is allowed; one made after the message was answered is a post too many.
+    const seen = new Set()
+    for (const s of delivered.filter((s) => s.sessionId === sessionId)) {
+      if (!seen.has(s.messageID)) {
+        seen.add(s.messageID)
+        continue
+      }
+      figures.sameIdReposts++
+      const answered = messages.some((m) => m.info.role === 'assistant' && m.info.parentID === s.messageID && m.info.time?.created < s.at)
+      if (answered) figures.repostsAfterAnswer++
+    }
     const perTail = new Map()
     let tail = null
     let continuations = 0
@@ -304,15 +338,15 @@ async function runSeed(seed) {
   }
 }
 
-const failed = (r) => r.stuck + r.sameIdReposts + r.differentIdsOneTail + r.checkRunsTwice + r.writesLost + r.panics > 0 || r.complete !== r.goals
+const failed = (r) => r.stuck + r.repostsAfterAnswer + r.differentIdsOneTail + r.checkRunsTwice + r.writesLost + r.panics > 0 || r.complete + r.allowed !== r.goals
 
 function table(rows) {
   const lines = [
-    '| seed | goals | kills (OpenCode / host) | settled complete | settled otherwise | stuck | continuations posted (wire) | same-id re-posts (wire) | different ids after one tail | checks run | checks run twice | writes lost | s |',
+    '| seed | goals | kills (OpenCode / host) | settled complete | settled otherwise | stuck | continuations posted (wire) | same-id re-posts (wire; after an answer) | different ids after one tail | checks run | checks run twice | writes lost | s |',
     '|---:|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|',
   ]
   for (const r of rows) {
-    lines.push(`| ${r.seed} | ${r.goals} | ${r.kills.opencode} / ${r.kills.host} | ${r.complete} | ${Object.entries(r.otherwise).map(([why, n]) => `${n} ${why}`).join('; ') || 0} | ${r.stuck} | ${r.continuationPosts} | ${r.sameIdReposts} | ${r.differentIdsOneTail} | ${r.checkRuns} | ${r.checkRunsTwice} | ${r.writesLost} | ${r.seconds} |`)
+    lines.push(`| ${r.seed} | ${r.goals} | ${r.kills.opencode} / ${r.kills.host} | ${r.complete} | ${Object.entries(r.otherwise).map(([why, n]) => `${n} ${why}`).join('; ') || 0} | ${r.stuck} | ${r.continuationPosts} | ${r.sameIdReposts}; ${r.repostsAfterAnswer} | ${r.differentIdsOneTail} | ${r.checkRuns} | ${r.checkRunsTwice} | ${r.writesLost} | ${r.seconds} |`)
   }
   return lines.join('\n')
 }
