@@ -193,6 +193,27 @@ describe('acceptance checks', () => {
     expect(goalOf(mock, session.id).cause.code).toBe('checksPassed')
   })
 
+  it('a check cut by a server restart (its reply never finishes, the session idle) runs again under its id; the goal completes', async () => {
+    const dir = project()
+    env = await setup({ auditor: complete() })
+    const { mock } = env
+    const session = goalWithChecks(mock, dir, [{ command: 'sleep 1; echo run >> runs.txt' }])
+    await waitFor(() => mock.shells.length === 1, 10000)
+    await sleep(200)
+    // The server dies while the check runs: no end, no idle event, the shell call reset.
+    expect(mock.cutShells()).toEqual([session.id])
+    expect(fs.existsSync(path.join(dir, 'runs.txt'))).toBe(false)
+    await waitFor(() => goalOf(mock, session.id)?.status !== 'active', 15000).catch(() => {})
+    expect(goalOf(mock, session.id)).toMatchObject({ status: 'complete', cause: { code: 'checksPassed' } })
+    // Run again under the same id: one user message, two replies, the command ran once in all.
+    expect(mock.shells.map((s) => s.body.messageID)).toEqual([mock.shells[0].body.messageID, mock.shells[0].body.messageID])
+    const id = mock.shells[0].body.messageID
+    expect(mock.messages(session.id).filter((m) => m.info.id === id)).toHaveLength(1)
+    expect(mock.messages(session.id).filter((m) => m.info.parentID === id)).toHaveLength(2)
+    expect(fs.readFileSync(path.join(dir, 'runs.txt'), 'utf8')).toBe('run\n')
+    expect(mock.prompts).toHaveLength(0)
+  })
+
   it('a user message while checks run cancels the checks not yet started', async () => {
     const dir = project()
     env = await setup({ auditor: complete() })

@@ -141,6 +141,8 @@
 //   mock.strandPrompts(sessionId, {times=1})  the next `times` prompts to the session (new ones and
 //                     re-posts of an unanswered message) are stored but start no turn: the server
 //                     killed between storing a prompt and starting its turn. Infinity: never answers
+//   mock.cutShells() → [sessionId]  a server restart while shells run: their replies stay unfinished
+//                                    (tool part running), the shell calls die, no status remains
 //   mock.cutTurns() → [sessionId]   a server restart mid-turn: running turns stop, their replies keep
 //                     no time.completed/finish/error, sessions go idle, and no event says so
 //   mock.retries   {sessionId, messageID, at, forMs} per `retry` status a scripted turn showed
@@ -350,6 +352,7 @@ export async function startMockOpenCode(options = {}) {
     forkSession: (id, messageID) => state.forkSession(state.mustSession(id), messageID),
     /** Cuts every running turn as a server restart does (no event; replies stay unfinished). */
     cutTurns: () => turns.cutAll(),
+    cutShells: () => routeContext.shell.cutAll(),
     /** The next `times` prompts to the session are stored with no turn (a kill between the two). */
     strandPrompts: (sessionId, { times = 1 } = {}) => turns.strand(sessionId, times),
 

@@ -71,13 +71,18 @@ export function createShell({ state, mock, now, ids }) {
     const cwd = fs.existsSync(s.info.directory) ? s.info.directory : os.tmpdir();
     // Finished synchronously when the command ends (or is aborted), so an abort that follows
     // finds the session idle and the reply complete, as on OpenCode.
-    await runBash(id, body.command, cwd, (output) => {
+    const cut = await runBash(id, body.command, cwd, (output) => {
       part.state = { status: 'completed', input: { command: body.command }, output, title: '', metadata: { output }, time: { start, end: now() } };
       m.info.time.completed = Math.max(now(), m.info.time.created);
       if (!state.sessions.has(id)) return;
       state.emitMessage(s, m);
       state.setStatus(id, 'idle');
     });
+    if (cut) {
+      // A server killed mid-run: the reply stays unfinished, no status remains, the call dies.
+      state.statuses.delete(id);
+      req.socket.destroy();
+    }
     return json({ info: clone(m.info), parts: clone(m.parts) });
   }
 
@@ -103,6 +108,18 @@ export function createShell({ state, mock, now, ids }) {
       });
       child.on('close', () => finish());
       running.set(id, {
+        // The server killed while the command runs: nothing more is recorded (resolves true).
+        cut: () => {
+          if (done) return;
+          done = true;
+          running.delete(id);
+          try {
+            process.kill(-child.pid, 'SIGKILL');
+          } catch {
+            child.kill('SIGKILL');
+          }
+          resolve(true);
+        },
         abort: () => {
           try {
             process.kill(-child.pid, 'SIGKILL');
@@ -123,5 +140,12 @@ export function createShell({ state, mock, now, ids }) {
     return true;
   }
 
-  return { route, abort, running: (id) => running.has(id) };
+  /** A server restart while shells run: every running shell is cut (see `cut` above). */
+  function cutAll() {
+    const cut = [...running.keys()];
+    for (const id of cut) running.get(id).cut();
+    return cut;
+  }
+
+  return { route, abort, cutAll, running: (id) => running.has(id) };
 }

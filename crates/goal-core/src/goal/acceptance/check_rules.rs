@@ -196,6 +196,17 @@ pub fn recorded_run(
     Some(Some(run_from_part(state.unwrap_or(&Value::Null), message_id, index, check)))
 }
 
+/// Whether a recorded run still unfinished was cut: a shell keeps the session busy while it runs,
+/// so a run whose message is older than the quiet window, on a session seen idle, will never
+/// finish (OpenCode was killed while it ran). The caller has seen the session idle.
+pub fn run_cut(messages: &[Value], message_id: &str, now_ms: f64, quiet: Duration) -> bool {
+    messages
+        .iter()
+        .find(|m| m.pointer("/info/id").and_then(Value::as_str) == Some(message_id))
+        .and_then(|m| m.pointer("/info/time/created").and_then(Value::as_f64))
+        .is_some_and(|created| now_ms - created >= quiet.as_millis() as f64)
+}
+
 /// A finished run from its tool part's `state`.
 pub fn run_from_part(state: &Value, message_id: &str, index: usize, check: &AcceptanceCheck) -> CheckRun {
     let output = state

@@ -17,7 +17,7 @@ use tracing::{info, warn};
 
 use crate::error::HttpError;
 use crate::goal::acceptance::check_claim::{claim_run, Claim};
-use crate::goal::acceptance::check_rules::{self, recorded_run, run_from_part, CheckResult, CheckRun};
+use crate::goal::acceptance::check_rules::{self, recorded_run, run_cut, run_from_part, CheckResult, CheckRun};
 use crate::goal::acceptance::review::ReviewInput;
 use crate::goal::context::Tick;
 use crate::goal::delivery::echo::hold_watched;
@@ -148,10 +148,17 @@ impl Tick<'_> {
         let message_id = check_message_id(&self.goal.id, tail, index, &check.command);
         let raw = self.fresh_transcript(tail).await?;
         if let Some(id) = &message_id {
+            let mut cut = false;
             match recorded_run(&raw, id, index, check) {
                 Some(Some(mut run)) => {
                     run.reused = true;
                     return self.conclude(basis, run, total).await;
+                }
+                // Cut by a server killed while it ran: it never finishes, so it runs again
+                // under its id, by whoever holds its claim (or claims it once abandoned).
+                Some(None) if run_cut(&raw, id, now_ms(), self.ctx.config.idle_quiet) => {
+                    info!(target: "session_goal", session = self.session_id, check = index + 1, "acceptance check run cut by a restart; running it again");
+                    cut = true;
                 }
                 // Started elsewhere (before a restart, or by another host) and still running:
                 // its end brings the next look.
@@ -160,6 +167,8 @@ impl Tick<'_> {
             }
             match claim_run(self, basis, id, hold).await {
                 Claim::Ours => {}
+                // A cut run's claim stands for the hold, then counts as abandoned: look again then.
+                Claim::Theirs if cut => return Err(RoundEnd::Interrupted(TickOutcome::BackOff(hold))),
                 // The other host runs it; its end brings the next look.
                 Claim::Theirs => return Err(RoundEnd::Interrupted(TickOutcome::Done)),
                 Claim::Unknown => return Err(RoundEnd::Interrupted(TickOutcome::Retry)),

@@ -138,3 +138,17 @@ fn a_recorded_run_reads_back_as_the_same_run() {
     assert_eq!((sparse.result, sparse.command.as_str()), (CheckResult::Failed(1), ""));
     assert_eq!(CheckRun::from_value(&json!({"index": 0})), None, "a record without a result");
 }
+
+#[test]
+fn an_unfinished_run_older_than_the_quiet_window_is_cut() {
+    let quiet = Duration::from_millis(1000);
+    let raw = vec![
+        json!({"info": {"id": "msg_run", "role": "user", "time": {"created": 10_000.0}}, "parts": []}),
+        json!({"info": {"id": "msg_reply", "role": "assistant", "parentID": "msg_run", "time": {"created": 10_001.0}}, "parts": []}),
+    ];
+    assert!(!run_cut(&raw, "msg_run", 10_500.0, quiet), "inside the quiet window it may be starting");
+    assert!(run_cut(&raw, "msg_run", 11_000.0, quiet));
+    assert!(!run_cut(&raw, "msg_other", 99_000.0, quiet), "no such run");
+    let undated = vec![json!({"info": {"id": "msg_run", "role": "user"}, "parts": []})];
+    assert!(!run_cut(&undated, "msg_run", 99_000.0, quiet), "a run of unknown age is not taken for cut");
+}
