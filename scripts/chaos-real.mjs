@@ -154,14 +154,19 @@ async function createGoals(oc, plan, seed, runsDir) {
     await sleep(plan.goals[i].gapMs)
     const objective = `Make the parser handle nested lists ${scenarioTag(`chaos-${seed}-${i}`)}`
     const check = { command: `echo run >> ${JSON.stringify(path.join(runsDir, `${i}.log`))}`, timeoutMs: 30_000 }
-    for (let attempt = 0; attempt < 40; attempt++) {
-      try {
-        await createGoalSession(oc.api, { objective, checks: [check] })
-        break
-      } catch {
-        await sleep(500)
+    // Each step is retried in the same session while OpenCode restarts, as a client would: a
+    // new session for each failed try would leave goals whose first prompt never came.
+    const retry = async (step) => {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          return await step()
+        } catch (error) {
+          if (attempt >= 120) throw error
+          await sleep(500)
+        }
       }
     }
+    await createGoalSession(oc.api, { objective, checks: [check], retry })
   }
 }
 

@@ -252,16 +252,27 @@ export async function writeGoalMetadata(api, sessionId, mutate) {
   return api('PATCH', `/session/${sessionId}`, { metadata: next })
 }
 
+/** An id in OpenCode's shape (`prefix` + 12 hex digits of time + 14 base-62 characters). */
+function opencodeStyleId(prefix) {
+  const alphabet = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
+  const suffix = Array.from({ length: 14 }, () => alphabet[Math.floor(Math.random() * 62)]).join('')
+  return prefix + (BigInt(Date.now()) * 4096n).toString(16).padStart(12, '0').slice(-12) + suffix
+}
+
 /**
  * Creates a session with a goal and sends its first prompt (goal written before dispatch, as the
  * reference orders it); `goalFields` are added to the goal (e.g. `{costBudget}`). Returns the
- * session id and the goal id.
+ * session id and the goal id. With `retry` (a function that runs a step until it succeeds), each
+ * step is retried within the same session, and the prompt carries its own message and part ids
+ * so that a post repeated after a lost answer stays one message: what a client does across a
+ * server restart.
  */
-export async function createGoalSession(api, { objective, tokenBudget = null, title, model = AGENT_MODEL, checks, criteria, goalFields = {} } = {}) {
-  const session = await api('POST', '/session', title ? { title } : {})
+export async function createGoalSession(api, { objective, tokenBudget = null, title, model = AGENT_MODEL, checks, criteria, goalFields = {}, retry } = {}) {
+  const step = retry ?? ((run) => run())
+  const session = await step(() => api('POST', '/session', title ? { title } : {}))
   const goalId = `goal-${Math.random().toString(36).slice(2, 10)}`
   const now = Date.now()
-  await writeGoalMetadata(api, session.id, () => ({
+  await step(() => writeGoalMetadata(api, session.id, () => ({
     id: goalId,
     objective,
     objectiveFile: false,
@@ -279,15 +290,14 @@ export async function createGoalSession(api, { objective, tokenBudget = null, ti
     ...(checks ? { checks } : {}),
     ...(criteria ? { criteria, criteriaIssued: criteria.length } : {}),
     ...goalFields,
-  }))
-  await api('POST', `/session/${session.id}/prompt_async`, {
-    model,
-    agent: 'build',
-    parts: [
-      { type: 'text', text: objective },
-      { type: 'text', text: goalIntroText(tokenBudget), synthetic: true },
-    ],
-  })
+  })))
+  const parts = [
+    { type: 'text', text: objective },
+    { type: 'text', text: goalIntroText(tokenBudget), synthetic: true },
+  ]
+  const ids = retry ? { messageID: opencodeStyleId('msg_') } : {}
+  if (retry) parts.forEach((part) => (part.id = opencodeStyleId('prt_')))
+  await step(() => api('POST', `/session/${session.id}/prompt_async`, { model, agent: 'build', ...ids, parts }))
   return { sessionId: session.id, goalId }
 }
 
