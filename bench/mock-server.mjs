@@ -43,7 +43,9 @@ function goalMetadata(index, fields) {
 
 const commands = {
   async start({ directory = '/tmp/project' } = {}) {
-    mock = await startMockOpenCode({ heartbeatMs: 3_600_000, directory, autoUserMessage: true })
+    // Every prompt starts a turn that keeps running, as on OpenCode: a prompt stored with no
+    // turn would be a stranded message, which the runtime rightly posts again under its id.
+    mock = await startMockOpenCode({ heartbeatMs: 3_600_000, directory, autoUserMessage: true, replies: [{ text: 'Working on the nesting.', completed: false }] })
     // Stamp and index every request as it is recorded (the mock calls mock.requests.push on arrival).
     const requests = mock.requests
     requests.push = (record) => {
