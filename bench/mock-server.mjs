@@ -43,9 +43,7 @@ function goalMetadata(index, fields) {
 
 const commands = {
   async start({ directory = '/tmp/project' } = {}) {
-    // Every prompt starts a turn that keeps running, as on OpenCode: a prompt stored with no
-    // turn would be a stranded message, which the runtime rightly posts again under its id.
-    mock = await startMockOpenCode({ heartbeatMs: 3_600_000, directory, autoUserMessage: true, replies: [{ text: 'Working on the nesting.', completed: false }] })
+    mock = await startMockOpenCode({ heartbeatMs: 3_600_000, directory, autoUserMessage: true })
     // Stamp and index every request as it is recorded (the mock calls mock.requests.push on arrival).
     const requests = mock.requests
     requests.push = (record) => {
@@ -56,8 +54,9 @@ const commands = {
       if (match) {
         const sessionId = decodeURIComponent(match[1])
         const list = promptArrivals.get(sessionId)
-        if (list) list.push(atHr)
-        else promptArrivals.set(sessionId, [atHr])
+        const arrival = { atHr, messageID: record.body?.messageID ?? null }
+        if (list) list.push(arrival)
+        else promptArrivals.set(sessionId, [arrival])
         if (notifyPrompts) process.send({ event: 'prompt', sessionId, atHr })
       }
       if (keepLog) log.push({ method: record.method, path: record.path, query: record.query, body: record.body, atHr })
@@ -135,20 +134,31 @@ const commands = {
     return out
   },
 
+  /**
+   * Prompts per session. `duplicated`: sessions that got two different continuations (two
+   * message ids, or a post without one beside another). `reposted`: sessions whose one
+   * continuation was posted again under its own id. The mock starts no turn for a continuation,
+   * so after the quiet window the runtime finds it stranded and posts it again (at most 3 times):
+   * a repeat of one message, not a second continuation. `first` and `last`: the earliest and
+   * the latest first prompt of a session.
+   */
   promptStats() {
     let prompts = 0
     let duplicated = 0
+    let reposted = 0
     let first = Infinity
     let last = -Infinity
     for (const list of promptArrivals.values()) {
       prompts += list.length
-      if (list.length > 1) duplicated++
-      for (const at of list) {
-        if (at < first) first = at
-        if (at > last) last = at
-      }
+      const ids = new Set(list.map((arrival) => arrival.messageID ?? `(no id ${arrival.atHr})`))
+      if (ids.size > 1) duplicated++
+      else if (list.length > 1) reposted++
+      // When the session was driven: its first prompt (a re-post comes quiet windows later).
+      const driven = list[0].atHr
+      if (driven < first) first = driven
+      if (driven > last) last = driven
     }
-    return { sessions: promptArrivals.size, prompts, duplicated, first, last }
+    return { sessions: promptArrivals.size, prompts, duplicated, reposted, first, last }
   },
 
   promptedSessions() {

@@ -213,7 +213,7 @@ function report(env, load, results) {
       `| ${f(scale.forwardMs)} ms | ${int(scale.armedAfterForward)} | ${f(scale.allSentAfterMs / 1000, 2)} s / ${f(scale.allSentAfterDueMs / 1000, 2)} s | ${f(scale.firstSentAfterDueMs, 0)} ms | ${f(scale.peakRssGrowthMb)} MiB | ${scale.threadsBefore} → ${scale.threadsMax} (+${scale.threadsAdded}) | ${int(scale.prompted)} | ${int(scale.missed)} | ${int(scale.duplicated)} | ${int(scale.settled)} | ${f(scale.hostCpuMs / 1000, 1)} s | ${f(scale.mockCpuMs / 1000, 1)} s |`,
     )
     out.push('')
-    out.push(`Quiet window ${scale.quietMs} ms, no mock delay. RSS before the burst ${f(scale.rssBeforeMb)} MiB, after ${f(scale.rssAfterMb)} MiB; of the growth, the JS heap (peak heapTotal) ${f(scale.jsHeapTotalGrowthMb)} MiB; peak from ${scale.peakFromHwm ? 'VmHWM (reset before the burst) and' : ''} 10 ms samples. Threads after the burst ${scale.threadsAfter}, after stop() ${scale.threadsAfterStop}. Audits ${int(scale.audits)}, panics ${scale.panics}.`)
+    out.push(`Quiet window ${scale.quietMs} ms, no mock delay. RSS before the burst ${f(scale.rssBeforeMb)} MiB, after ${f(scale.rssAfterMb)} MiB; of the growth, the JS heap (peak heapTotal) ${f(scale.jsHeapTotalGrowthMb)} MiB; peak from ${scale.peakFromHwm ? 'VmHWM (reset before the burst) and' : ''} 10 ms samples. Threads after the burst ${scale.threadsAfter}, after stop() ${scale.threadsAfterStop}. Audits ${int(scale.audits)}, panics ${scale.panics}. Sessions whose one continuation was posted again under its own id (the mock starts no turn, so it is found stranded after the quiet window): ${int(scale.reposted)}; "prompted twice" counts two different continuations.`)
     targets.push([
       `${int(scale.sessions)} sessions: RSS growth < 64 MiB, none missed`,
       `${f(scale.peakRssGrowthMb)} MiB, ${int(scale.missed)} missed, ${int(scale.duplicated)} prompted twice`,
@@ -254,6 +254,7 @@ function report(env, load, results) {
     out.push('| list answers | driven | missed | prompted twice | all driven after | lists | requests |')
     out.push('|---|---:|---:|---:|---:|---:|---:|')
     out.push(`| 404 | ${int(b.driven)} | ${int(b.missed)} | ${int(b.duplicated)} | ${f(b.allDrivenAfterMs / 1000, 2)} s | ${int(b.lists)} | ${int(b.requests)} |`)
+    out.push('', `Sessions whose one continuation was posted again under its own id (the mock starts no turn for a prompt, so the runtime finds it stranded after the quiet window and posts it again, at most 3 times; not a second continuation): 503 ${int(a.reposted)}, 404 ${int(b.reposted)}.`)
     out.push('')
     out.push(`Quiet window ${failing.quietMs} ms, no mock delay, one idle payload per session and no event stream. With 503 the goals wait for the directory's list (one in flight, one backoff, at most one per 10 s after the first three) and send nothing of their own meanwhile; with 404 each goal was set on its session after the session was made, so the session decides it is its own.`)
     targets.push([

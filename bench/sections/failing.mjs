@@ -91,6 +91,7 @@ async function listFailing() {
     drivenAfterRecovery: stats.sessions,
     allDrivenAfterRecoveryMs: stats.sessions === SESSIONS ? stats.last - recovered : null,
     duplicated: stats.duplicated,
+    reposted: stats.reposted,
   }
   await close()
   return result
@@ -111,6 +112,7 @@ async function listAnswering404() {
     driven: stats.sessions,
     missed: SESSIONS - stats.sessions,
     duplicated: stats.duplicated,
+    reposted: stats.reposted,
     allDrivenAfterMs: stats.last - t0,
     lists: end.lists - before.lists,
     requests: end.total - before.total,

@@ -102,6 +102,7 @@ runSection(async () => {
     prompted: stats.sessions,
     missed: SESSIONS - stats.sessions,
     duplicated: stats.duplicated,
+    reposted: stats.reposted,
     audits,
     continuations: snapshot.continuations,
     settled: snapshot.settled,
