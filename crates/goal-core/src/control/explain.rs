@@ -135,6 +135,18 @@ fn last_checks(trail: &[Value]) -> Vec<RecordedCheckRun> {
         .collect()
 }
 
+/// The finding of an active goal that nothing will look at again: no timer, no tick, no owner
+/// list and no sweep of its directory. A defect (the loop promises every active goal a next
+/// look); `doctor` lists it.
+pub fn no_next_look() -> Finding {
+    finding(
+        "noNextLook",
+        "defect: this active goal has no next look (no timer, no tick running, no sweep of its directory); \
+         resuming it arms one, and the cause belongs in a bug report"
+            .into(),
+    )
+}
+
 fn finding(code: &'static str, message: String) -> Finding {
     Finding { code, message }
 }

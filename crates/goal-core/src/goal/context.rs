@@ -9,13 +9,18 @@ use tracing::{info, warn};
 use crate::config::GoalConfig;
 use crate::error::HttpError;
 use crate::goal::delivery::echo_watch::WriteEchoes;
+use crate::goal::stages::Stage;
 use crate::io::locks::DispatchClaims;
 use crate::io::opencode::OpenCodeClient;
 use crate::io::services::Services;
 use crate::io::writer::{GoalGuard, GoalWrite};
 use crate::record::Goal;
+use crate::sched::stage_watch::StageWatch;
 use crate::sched::{Generation, TickOutcome};
 use crate::time::clock::now_ms;
+
+/// A function of a session id the runtime hands the tick (held weakly by what it calls).
+pub type SessionCallback = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// Everything a tick needs.
 #[derive(Clone)]
@@ -26,8 +31,12 @@ pub struct TickContext {
     pub services: Services,
     /// Tunables.
     pub config: Arc<GoalConfig>,
-    /// Whether the session (or a child) waits for the user (permission, question).
+    /// Whether events showed the session (or a child) waiting for the user (permission,
+    /// question). A tick checks it against OpenCode's lists before it trusts it.
     pub waiting_for_user: Arc<dyn Fn(&str) -> bool + Send + Sync>,
+    /// Clears that memory for a session OpenCode shows no open request for (set once the
+    /// scheduler exists).
+    pub input_settled: Arc<std::sync::OnceLock<SessionCallback>>,
     /// This runtime's lease holder id (several hosts may watch one OpenCode server).
     pub holder: String,
     /// Whether events last showed the session's goal active: the tick then reads the session
@@ -73,6 +82,15 @@ pub struct Tick<'a> {
     pub attempt: u32,
     /// The last allowed retry: a failure now settles instead of asking for another.
     pub exhausted: bool,
+    /// The stage the tick is in, read by the scheduler's watchdog.
+    pub watch: StageWatch,
+}
+
+impl Tick<'_> {
+    /// The tick enters `stage`: its time grows by the stage's bound (`goal/stages.rs`).
+    pub fn enter(&self, stage: Stage) {
+        self.watch.enter(stage.name(), stage.bound(&self.ctx.config, self.ctx.client.request_bound()));
+    }
 }
 
 /// Logs a goal write's result.

@@ -19,26 +19,24 @@ use crate::goal::observation::observe::{self, Live};
 use crate::goal::planning::gates::quiet_remaining;
 use crate::goal::planning::plan::{plan_tick, unaudited_reservation, Basis, Plan, Reservation, WaitReason};
 use crate::goal::settling::settle::blocked;
+use crate::goal::stages::Stage;
 use crate::goal::verdict::audit::audit_turn;
 use crate::io::writer::GoalGuard;
 use crate::record::cause::CauseCode;
 use crate::record::reasons::{REASON_OBJECTIVE_UNAVAILABLE, REASON_RESUMED, REASON_TURN_FAILED};
 use crate::record::GoalStatus;
-use crate::sched::{Generation, TickOutcome};
+use crate::sched::{TickOutcome, TickStart};
 use crate::time::clock::now_ms;
 
 /// Slack added to a quiet-window back-off, so the next look lands after the window, not on it.
 const QUIET_MARGIN_MS: u64 = 20;
 
-/// Runs one tick. `attempt` counts consecutive read failures (0 on a normal wake-up); the tick
-/// that follows the last allowed retry settles the goal instead of asking for another.
-pub async fn run_tick(
-    ctx: &TickContext,
-    session_id: &str,
-    directory: &str,
-    attempt: u32,
-    generation: Generation,
-) -> TickOutcome {
+/// Runs one tick. `start.attempt` counts consecutive read failures (0 on a normal wake-up); the
+/// tick that follows the last allowed retry settles the goal instead of asking for another. The
+/// tick enters each stage on `start.watch` (the watchdog's budget; it began in [`Stage::Observe`]).
+pub async fn run_tick(ctx: &TickContext, start: TickStart) -> TickOutcome {
+    let TickStart { session_id, directory, attempt, generation, watch } = start;
+    let (session_id, directory) = (session_id.as_str(), directory.as_str());
     let exhausted = attempt >= ctx.config.max_retry_attempts;
     let (mut started, goal) = match observe::start(ctx, session_id, directory, attempt).await {
         Ok(started) => started,
@@ -56,7 +54,9 @@ pub async fn run_tick(
         generation,
         attempt,
         exhausted,
+        watch,
     };
+    tick.enter(Stage::Guards);
     // A guard that cannot be read stops the goal before anything runs past it.
     if let Some(outcome) = guards::check(&tick).await {
         return outcome;
@@ -70,6 +70,7 @@ pub async fn run_tick(
         tracing::warn!(target: "session_goal", session = session_id, "objective unavailable; retrying");
         return TickOutcome::Retry;
     }
+    tick.enter(Stage::Live);
     let live = match started.live(&tick).await {
         Ok(live) => live,
         Err(outcome) => return outcome,
@@ -86,6 +87,7 @@ pub async fn run_tick(
 async fn plan_and_audit(tick: &Tick<'_>, live: Live) -> Result<(Basis, Reservation), TickOutcome> {
     // Provider failures and cut turns first: a parked, limited or failed tail is never audited
     // (the plan settles any error the provider table does not name, `turnFailed`).
+    tick.enter(Stage::Provider);
     let after = tick.provider_stage(&live.messages).await?;
     let continued = after.messages.is_some();
     let plan =
@@ -94,6 +96,7 @@ async fn plan_and_audit(tick: &Tick<'_>, live: Live) -> Result<(Basis, Reservati
         Plan::Audit(basis) if continued => Plan::ContinueUnaudited(basis),
         plan => plan,
     };
+    tick.enter(Stage::Plan);
     if let Plan::Audit(basis) | Plan::ContinueUnaudited(basis) = &plan {
         if let Some(outcome) = time_gate::check(tick, basis).await {
             return Err(outcome);
@@ -120,6 +123,7 @@ async fn plan_and_audit(tick: &Tick<'_>, live: Live) -> Result<(Basis, Reservati
             Ok((basis, reservation))
         }
         Plan::Audit(basis) => {
+            tick.enter(Stage::Audit);
             let reservation = audit_turn(tick, &basis, &live.raw_messages, live.todos).await?;
             Ok((basis, reservation))
         }
@@ -132,6 +136,7 @@ async fn plan_and_audit(tick: &Tick<'_>, live: Live) -> Result<(Basis, Reservati
 /// starts, the turn failed and the goal must not sit active forever.
 async fn waiting(tick: &Tick<'_>, live: &Live, reason: WaitReason) -> TickOutcome {
     if reason == WaitReason::TrailingUserMessage {
+        tick.enter(Stage::Strand);
         if let Some(outcome) = strand::recover(tick, live).await {
             return outcome;
         }
@@ -170,9 +175,11 @@ async fn continue_goal(tick: &Tick<'_>, basis: Basis, reservation: Reservation, 
         debug!(target: "session_goal", session = tick.session_id, "another runtime of this process is dispatching; backing off");
         return TickOutcome::BackOff(tick.ctx.config.idle_quiet);
     };
+    tick.enter(Stage::Reserve);
     let reserved = match reserve(tick, &basis, reservation, read).await {
         Ok(reserved) => reserved,
         Err(outcome) => return outcome,
     };
+    tick.enter(Stage::Deliver);
     deliver(tick, &basis, reserved).await
 }

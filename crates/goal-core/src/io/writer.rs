@@ -89,7 +89,7 @@ pub struct BaseRead {
     /// The context's write epoch for the session, taken before the read was sent.
     pub epoch: u64,
     /// When the read's answer arrived.
-    pub answered: std::time::Instant,
+    pub answered: tokio::time::Instant,
 }
 
 /// How old a base read may be when its write starts. A fresh read already leaves a window of

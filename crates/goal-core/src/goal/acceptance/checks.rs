@@ -66,6 +66,8 @@ impl Tick<'_> {
     /// the outcome: settled, continued with the failure quoted, or interrupted.
     pub async fn run_checks(&self, input: RoundInput<'_>) -> Result<Reservation, TickOutcome> {
         let checks = self.goal.checks.clone();
+        let timeouts = crate::goal::stages::checks_time(checks.iter().map(|c| c.effective_timeout_ms()));
+        self.enter(crate::goal::stages::Stage::Checks(timeouts));
         match self.check_round(input.basis, &checks, input.criteria.as_ref()).await {
             RoundEnd::Passed(runs) => {
                 let mut settlement = input.settlement;

@@ -88,6 +88,7 @@ impl Tick<'_> {
     /// (approved, unavailable, or the cost budget reached), continued with the findings quoted,
     /// or ended without a verdict (another host reviews; the user stepped in).
     pub async fn review_completion(&self, input: ReviewInput<'_>) -> Result<Reservation, TickOutcome> {
+        self.enter(crate::goal::stages::Stage::Review);
         let target = self.goal.review_wanted().unwrap_or_default();
         let tail = input.basis.tail_message_id.clone();
         let review_id = check_message_id(&self.goal.id, &tail, REVIEW_INDEX, REVIEW_COMMAND);

@@ -66,6 +66,7 @@ impl Tick<'_> {
         before: impl FnOnce(&mut Goal) + Send,
         after: impl FnOnce(&mut Goal) + Send,
     ) -> TickOutcome {
+        self.enter(crate::goal::stages::Stage::Settle);
         let (ctx, session_id, directory) = (self.ctx, self.session_id, self.directory);
         let result = write_goal(&ctx.client, session_id, directory, guard, |g| {
             before(g);
@@ -89,6 +90,7 @@ impl Tick<'_> {
 
     /// Pauses the goal after an abort the messages show (the plan's pause).
     pub async fn pause(&self, accounting: crate::goal::planning::accounting::Accounting) -> TickOutcome {
+        self.enter(crate::goal::stages::Stage::Settle);
         let result = write_goal(&self.ctx.client, self.session_id, self.directory, &self.guard, |g| {
             g.status = GoalStatus::Paused;
             g.status_reason = REASON_PAUSED_AFTER_ABORT.into();
