@@ -123,11 +123,11 @@ pub use sched::{SchedulerSnapshot, SessionSnapshot};
 pub use io::history::{delete as delete_history, read as read_history};
 pub use io::objectives::{delete_objective, is_valid_session_id, read_objective, write_objective};
 pub use io::opencode::{BoxFuture, Endpoint, OpenCodeClient, RequestTarget, StaticEndpoint, DEFAULT_FETCH_TIMEOUT};
-pub use io::transport::{HttpTransport, Transport, WireAnswer, WireRequest};
 pub use io::services::{
     resolve_data_dir, usage_total, DataDir, NoNotifier, NoSmallModel, Notifier, Services, SmallModel,
 };
 pub use io::small_model_call::{SmallModelQuery, SmallModelReply};
+pub use io::transport::{HttpTransport, Transport, WireAnswer, WireRequest};
 pub use io::writer::write_namespace_key;
 pub use small_model::catalog::ModelRef;
 pub use small_model::{BuiltinSmallModel, DEFAULT_CALL_TIMEOUT};

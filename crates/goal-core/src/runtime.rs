@@ -20,7 +20,6 @@ use crate::record::{Goal, GoalStatus};
 use crate::sched::facts::{Seen, SessionFactsView};
 use crate::sched::{ArmMode, GoalSighting, Job, Scheduler, SchedulerSnapshot};
 use crate::sched::{TickFuture, TickStart};
-use crate::time::clock::now_ms;
 
 /// Most directories remembered for restart recovery.
 const MAX_KNOWN_DIRECTORIES: usize = 50;
@@ -433,7 +432,7 @@ impl Inner {
     /// A user message's event: the user moved on, unless it is our own continuation or re-post.
     fn user_message(&self, session_id: &str, message_id: &str, created: f64) {
         if !self.ctx.own_posts.is_own(session_id, message_id) {
-            let at = if created > 0.0 { created } else { now_ms() };
+            let at = if created > 0.0 { created } else { self.ctx.now_ms() };
             self.scheduler.user_activity(session_id, at);
         }
     }
@@ -509,12 +508,12 @@ impl Consumer for Inner {
                 });
                 // After the invalidation is queued, so a tick woken by this event is stopped as
                 // soon as the scheduler has handled it.
-                self.ctx.echoes.observe(session_id, raw_goal, metadata.as_ref(), now_ms());
+                self.ctx.echoes.observe(session_id, raw_goal, metadata.as_ref(), self.ctx.now_ms());
             }
             IntakeEvent::Aborted { session_id, directory, at } => {
                 // Like a user message: invalidates a tick (and a timer) that started before the
                 // abort; an old abort re-emitted later cannot cancel a resume's kickoff.
-                let at = if *at > 0.0 { *at } else { now_ms() };
+                let at = if *at > 0.0 { *at } else { self.ctx.now_ms() };
                 self.scheduler.user_activity(session_id, at);
                 let client = self.ctx.client.clone();
                 let (session, dir) = (session_id.clone(), directory.clone());

@@ -15,7 +15,6 @@ use crate::record::cause::{Cause, CauseCode};
 use crate::record::lease::{held_by_other, lease_of};
 use crate::record::session::SessionView;
 use crate::record::{Goal, GoalStatus, CHECKS_FIELD};
-use crate::time::clock::now_ms;
 use crate::time::hours::{self, HoursGate};
 
 mod parts;
@@ -250,7 +249,7 @@ pub async fn explain(
         trail,
         objective_file_readable,
         own_holder,
-        now: now_ms(),
+        now: client.clock().now_ms(),
     }))
 }
 

@@ -17,7 +17,6 @@ use crate::io::writer::{GoalGuard, GoalWrite};
 use crate::record::Goal;
 use crate::sched::stage_watch::StageWatch;
 use crate::sched::{Generation, TickOutcome};
-use crate::time::clock::now_ms;
 
 /// A function of a session id the runtime hands the tick (held weakly by what it calls).
 pub type SessionCallback = Arc<dyn Fn(&str) + Send + Sync>;
@@ -58,7 +57,12 @@ pub struct TickContext {
 impl TickContext {
     /// How long to wait when another runtime's lease on `goal` is live.
     pub fn lease_wait(&self, goal: &Goal) -> Option<Duration> {
-        crate::goal::planning::gates::lease_wait(goal, &self.holder, now_ms())
+        crate::goal::planning::gates::lease_wait(goal, &self.holder, self.now_ms())
+    }
+
+    /// Now on the host's clock (`time/clock.rs`).
+    pub fn now_ms(&self) -> f64 {
+        self.client.clock().now_ms()
     }
 }
 
@@ -87,6 +91,11 @@ pub struct Tick<'a> {
 }
 
 impl Tick<'_> {
+    /// Now on the host's clock.
+    pub fn now_ms(&self) -> f64 {
+        self.ctx.now_ms()
+    }
+
     /// The tick enters `stage`: its time grows by the stage's bound (`goal/stages.rs`).
     pub fn enter(&self, stage: Stage) {
         self.watch.enter(stage.name(), stage.bound(&self.ctx.config, self.ctx.client.request_bound()));

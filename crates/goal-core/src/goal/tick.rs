@@ -26,7 +26,6 @@ use crate::record::cause::CauseCode;
 use crate::record::reasons::{REASON_OBJECTIVE_UNAVAILABLE, REASON_RESUMED, REASON_TURN_FAILED};
 use crate::record::GoalStatus;
 use crate::sched::{TickOutcome, TickStart};
-use crate::time::clock::now_ms;
 
 /// Slack added to a quiet-window back-off, so the next look lands after the window, not on it.
 const QUIET_MARGIN_MS: u64 = 20;
@@ -161,7 +160,7 @@ fn quiet_wait(tick: &Tick<'_>, live: &Live, basis: &Basis) -> Option<Duration> {
         return None;
     }
     let tail = live.messages.iter().find(|m| m.id == basis.tail_message_id);
-    quiet_remaining(tail, None, now_ms(), tick.ctx.config.idle_quiet)
+    quiet_remaining(tail, None, tick.now_ms(), tick.ctx.config.idle_quiet)
 }
 
 /// Reserves the turn and posts its continuation: one dispatch per session at a time in this

@@ -28,7 +28,6 @@ use crate::record::check_id::{check_message_id, is_check_message};
 use crate::record::session::chronological;
 use crate::record::{AcceptanceCheck, GoalStatus};
 use crate::sched::TickOutcome;
-use crate::time::clock::now_ms;
 
 pub use crate::record::reasons::{REASON_CHECKS_PASSED, REASON_CHECKS_UNAVAILABLE};
 /// How long an aborted run may take to come back before the stage stops waiting for it.
@@ -158,7 +157,7 @@ impl Tick<'_> {
                 }
                 // Cut by a server killed while it ran: it never finishes, so it runs again
                 // under its id, by whoever holds its claim (or claims it once abandoned).
-                Some(None) if run_cut(&raw, id, now_ms(), self.ctx.config.idle_quiet) => {
+                Some(None) if run_cut(&raw, id, self.now_ms(), self.ctx.config.idle_quiet) => {
                     info!(target: "session_goal", session = self.session_id, check = index + 1, "acceptance check run cut by a restart; running it again");
                     cut = true;
                 }
@@ -184,7 +183,7 @@ impl Tick<'_> {
     /// Records a finished run in the trail; a run that ended after the user stepped in (or was
     /// aborted by someone else) decides nothing.
     async fn conclude(&self, basis: &Basis, run: CheckRun, total: usize) -> Result<CheckRun, RoundEnd> {
-        let mut line = trail::line(&self.goal, &basis.tail_message_id, "check", run.result.as_str(), now_ms());
+        let mut line = trail::line(&self.goal, &basis.tail_message_id, "check", run.result.as_str(), self.now_ms());
         line.insert("check".into(), run.to_value());
         line.insert("checks".into(), json!(total));
         self.append_trail(line).await;
@@ -241,7 +240,7 @@ impl Tick<'_> {
             body["messageID"] = Value::from(message_id);
         }
         let limit = check_rules::time_limit(check);
-        let started = now_ms();
+        let started = self.now_ms();
         let (client, id, dir) = (&self.ctx.client, self.session_id, self.directory);
         let call = client.shell(id, dir, &body, limit + CALL_SLACK);
         tokio::pin!(call);
@@ -275,7 +274,7 @@ impl Tick<'_> {
             run.result = CheckResult::TimedOut;
         }
         if run.duration_ms <= 0.0 {
-            run.duration_ms = (now_ms() - started).max(0.0);
+            run.duration_ms = (self.now_ms() - started).max(0.0);
         }
         Ok(run)
     }

@@ -33,7 +33,6 @@ use crate::record::review::{LastReview, ReviewTarget};
 use crate::record::session::{Message, Role};
 use crate::record::{Goal, GoalStatus};
 use crate::sched::TickOutcome;
-use crate::time::clock::now_ms;
 
 /// The check index a review's id is derived with (no goal has that many checks).
 const REVIEW_INDEX: usize = 1_000_000;
@@ -243,8 +242,14 @@ impl Tick<'_> {
         let existing = self.existing_files(&files).await;
         let criteria =
             input.criteria.as_ref().map(|u| u.criteria.clone()).unwrap_or_else(|| self.goal.criteria.clone());
-        let judgement =
-            judge(&answer, &criteria, input.items.len(), self.directory, &|path| existing.contains(path), now_ms());
+        let judgement = judge(
+            &answer,
+            &criteria,
+            input.items.len(),
+            self.directory,
+            &|path| existing.contains(path),
+            self.now_ms(),
+        );
         let verdict = if judgement.approved { "approved" } else { "rejected" };
         let last = self.record_review(&input.basis.tail_message_id, session, verdict, Some(&judgement), cost).await;
         let note = review_rules::review_note(&judgement.criteria, &judgement);
@@ -305,7 +310,7 @@ impl Tick<'_> {
         judgement: Option<&Judgement>,
         cost: f64,
     ) -> Value {
-        let mut line = trail::line(&self.goal, tail, "review", verdict, now_ms());
+        let mut line = trail::line(&self.goal, tail, "review", verdict, self.now_ms());
         line.insert("review".into(), review_rules::trail_value(session, verdict, judgement, cost));
         self.append_trail(line).await;
         crate::goal::settling::operator::review_finished(self.session_id, verdict);
@@ -316,7 +321,7 @@ impl Tick<'_> {
             cited: judgement.map(|j| j.cited.clone()).unwrap_or_default(),
             tail: tail.to_string(),
             cost,
-            at: now_ms(),
+            at: self.now_ms(),
         }
         .to_value()
     }
