@@ -102,6 +102,8 @@ struct Inner {
     runtime: tokio::runtime::Handle,
     /// When the sweep runs next, and the directories whose sweep failed.
     sweeps: SweepState,
+    /// Sessions whose goal last read `resumed` in an event (its resume kickoff was armed).
+    resumed: Mutex<std::collections::HashSet<String>>,
     /// The span current at start: the host's log identity for this runtime. Every task the
     /// runtime spawns runs in it, so the host can route the task's lines to this runtime's logger.
     log_span: tracing::Span,
@@ -181,6 +183,7 @@ impl GoalLoop {
             directories: Mutex::new(settings.directories.into_iter().filter(|d| !d.is_empty()).collect()),
             runtime: runtime.clone(),
             sweeps: SweepState::default(),
+            resumed: Mutex::default(),
             log_span: tracing::Span::current(),
         });
         let consumer: Arc<dyn Consumer> = inner.clone();
@@ -437,8 +440,80 @@ impl Inner {
         }
     }
 
+    /// A session's `session.updated`: its goal is recorded (a user change invalidates work in
+    /// flight) and the wake-up it calls for is armed.
+    fn session_updated(
+        &self,
+        session_id: &str,
+        directory: &str,
+        is_child: bool,
+        goal: Option<&serde_json::Value>,
+        metadata: Option<&serde_json::Value>,
+    ) {
+        let config = &self.ctx.config;
+        if is_child {
+            self.scheduler.goal_seen(GoalSighting {
+                session: session_id.to_string(),
+                directory: directory.to_string(),
+                seen: Seen::Child,
+                arm: None,
+                arm_if_changed: None,
+            });
+            return;
+        }
+        self.remember_directory(directory);
+        let raw_goal = goal;
+        let goal = raw_goal.and_then(Goal::from_value);
+        let active = goal.as_ref().filter(|g| g.status == GoalStatus::Active);
+        if let Some(goal) = active {
+            // A goal naming no session: its owner list starts now, off the tick's path.
+            self.ctx.owner_lists.prefetch(directory, goal);
+        }
+        // A resume is the event that brings the reason `resumed`; every later write keeps it
+        // until the next turn, and re-arming the short kickoff on each would poll the session.
+        let resumed_now = active.is_some_and(|g| g.status_reason == REASON_RESUMED);
+        let was_resumed = {
+            let mut resumed = self.resumed.lock();
+            if resumed_now {
+                !resumed.insert(session_id.to_string())
+            } else {
+                resumed.remove(session_id);
+                false
+            }
+        };
+        let (arm, arm_if_changed) = match active {
+            Some(goal) if goal.status_reason == REASON_RESUMED && !was_resumed => {
+                (Some((config.resume_kickoff, ArmMode::Earliest)), None)
+            }
+            Some(goal) if goal.turns_used == 0 => (Some((config.kickoff_quiet, ArmMode::IfNothingPending)), None),
+            // A fork's copy (no idle event announces it): a goal naming another session,
+            // or naming none while another session is known to carry it. Look at once.
+            Some(goal) if self.looks_copied(goal, session_id) => {
+                (Some((config.resume_kickoff, ArmMode::IfNothingPending)), None)
+            }
+            // Edited (or replaced) while active: the invalidation drops the pending
+            // wake-up and any tick in flight, and nothing else would bring one back on an
+            // idle session. Plan again with the new content.
+            Some(_) => (None, Some((config.kickoff_quiet, ArmMode::Replace))),
+            None => (None, None),
+        };
+        // The scheduler task records the goal, invalidates work in flight on a user change
+        // (edit, pause, clear, completion, replacement), then arms.
+        self.scheduler.goal_seen(GoalSighting {
+            session: session_id.to_string(),
+            directory: directory.to_string(),
+            seen: Seen::Event(goal.map(|g| (g.revision(), g.status))),
+            arm,
+            arm_if_changed,
+        });
+        // After the invalidation is queued, so a tick woken by this event is stopped as
+        // soon as the scheduler has handled it.
+        self.ctx.echoes.observe(session_id, raw_goal, metadata, self.ctx.now_ms());
+    }
+
     fn session_deleted(&self, session_id: &str) {
         self.ctx.own_posts.forget(session_id);
+        self.resumed.lock().remove(session_id);
         self.scheduler.forget(session_id);
     }
 }
@@ -461,54 +536,7 @@ impl Consumer for Inner {
                 }
             }
             IntakeEvent::SessionUpdated { session_id, directory, is_child, goal, metadata } => {
-                if *is_child {
-                    self.scheduler.goal_seen(GoalSighting {
-                        session: session_id.clone(),
-                        directory: directory.clone(),
-                        seen: Seen::Child,
-                        arm: None,
-                        arm_if_changed: None,
-                    });
-                    return;
-                }
-                self.remember_directory(directory);
-                let raw_goal = goal.as_ref();
-                let goal = raw_goal.and_then(Goal::from_value);
-                let active = goal.as_ref().filter(|g| g.status == GoalStatus::Active);
-                if let Some(goal) = active {
-                    // A goal naming no session: its owner list starts now, off the tick's path.
-                    self.ctx.owner_lists.prefetch(directory, goal);
-                }
-                let (arm, arm_if_changed) = match active {
-                    Some(goal) if goal.status_reason == REASON_RESUMED => {
-                        (Some((config.resume_kickoff, ArmMode::Earliest)), None)
-                    }
-                    Some(goal) if goal.turns_used == 0 => {
-                        (Some((config.kickoff_quiet, ArmMode::IfNothingPending)), None)
-                    }
-                    // A fork's copy (no idle event announces it): a goal naming another session,
-                    // or naming none while another session is known to carry it. Look at once.
-                    Some(goal) if self.looks_copied(goal, session_id) => {
-                        (Some((config.resume_kickoff, ArmMode::IfNothingPending)), None)
-                    }
-                    // Edited (or replaced) while active: the invalidation drops the pending
-                    // wake-up and any tick in flight, and nothing else would bring one back on an
-                    // idle session. Plan again with the new content.
-                    Some(_) => (None, Some((config.kickoff_quiet, ArmMode::Replace))),
-                    None => (None, None),
-                };
-                // The scheduler task records the goal, invalidates work in flight on a user change
-                // (edit, pause, clear, completion, replacement), then arms.
-                self.scheduler.goal_seen(GoalSighting {
-                    session: session_id.clone(),
-                    directory: directory.clone(),
-                    seen: Seen::Event(goal.map(|g| (g.revision(), g.status))),
-                    arm,
-                    arm_if_changed,
-                });
-                // After the invalidation is queued, so a tick woken by this event is stopped as
-                // soon as the scheduler has handled it.
-                self.ctx.echoes.observe(session_id, raw_goal, metadata.as_ref(), self.ctx.now_ms());
+                self.session_updated(session_id, directory, *is_child, goal.as_ref(), metadata.as_ref())
             }
             IntakeEvent::Aborted { session_id, directory, at } => {
                 // Like a user message: invalidates a tick (and a timer) that started before the

@@ -57,7 +57,7 @@ mod tests {
         let draws: Vec<u64> = (0..100).map(|_| a.range(3, 9)).collect();
         assert_eq!(draws, (0..100).map(|_| b.range(3, 9)).collect::<Vec<_>>());
         assert!(draws.iter().all(|n| (3..9).contains(n)));
-        assert!(draws.iter().any(|n| *n == 3) && draws.iter().any(|n| *n == 8));
+        assert!(draws.contains(&3) && draws.contains(&8));
         assert_ne!(Rng::new(7).next_u64(), Rng::new(8).next_u64());
     }
 }

@@ -170,6 +170,12 @@ async fn continue_goal(tick: &Tick<'_>, basis: Basis, reservation: Reservation, 
     if !tick.generation.is_current() {
         return TickOutcome::Done;
     }
+    // The audit, the checks or a review may have run long: the time budget and the working
+    // hours are read again on the clock of the post (the simulator found a review that outlasted
+    // both).
+    if let Some(outcome) = time_gate::check(tick, &basis).await {
+        return outcome;
+    }
     let Some(_claim) = tick.ctx.dispatch_claims.claim(tick.session_id) else {
         debug!(target: "session_goal", session = tick.session_id, "another runtime of this process is dispatching; backing off");
         return TickOutcome::BackOff(tick.ctx.config.idle_quiet);

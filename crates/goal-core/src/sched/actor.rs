@@ -38,6 +38,8 @@ struct Entry {
     timer: Option<Armed>,
     /// When the running tick started (ms on the host's clock).
     ticking: Option<f64>,
+    /// The generation the running tick captured.
+    ticking_generation: u64,
     follow_up: Option<Duration>,
     attempt: u32,
     generation: Arc<AtomicU64>,
@@ -250,6 +252,7 @@ impl Actor {
             directory: directory.to_string(),
             timer: None,
             ticking: None,
+            ticking_generation: 0,
             follow_up: None,
             attempt: 0,
             generation: Arc::new(AtomicU64::new(0)),
@@ -278,6 +281,13 @@ impl Actor {
         let (tx, runtime, armed_at_ms) = (self.tx.clone(), self.runtime.clone(), self.clock.now_ms());
         let entry = self.entry(session, directory);
         if entry.ticking.is_some() {
+            // A kickoff during a tick that nothing invalidated adds nothing: the tick reads the
+            // goal itself and arms what comes next (our own writes' events look like kickoffs
+            // once a turn was given back, and would cut the tick's backoff short).
+            let invalidated = entry.generation.load(Ordering::SeqCst) != entry.ticking_generation;
+            if mode == ArmMode::IfNothingPending && !invalidated {
+                return;
+            }
             // Exactly one follow-up, at the earliest delay asked for.
             entry.follow_up = Some(entry.follow_up.map_or(delay, |d| d.min(delay)));
             return;
@@ -315,6 +325,7 @@ impl Actor {
             return;
         }
         entry.ticking = Some(now_ms);
+        entry.ticking_generation = entry.generation.load(Ordering::SeqCst);
         let start = TickStart {
             session_id: session.to_string(),
             directory: entry.directory.clone(),
@@ -353,6 +364,10 @@ impl Actor {
                 }
                 next = Some(backoff::retry_delay(quiet, entry.attempt));
             }
+            TickOutcome::RetryIn(wait) => {
+                entry.attempt = entry.attempt.saturating_add(1);
+                next = Some(wait);
+            }
             TickOutcome::Rearm => {
                 entry.attempt = 0;
                 next = Some(quiet);
@@ -366,7 +381,7 @@ impl Actor {
         if let Some(follow) = entry.follow_up.take() {
             stats.follow_ups.fetch_add(1, Ordering::Relaxed);
             // A follow-up is a fresh wake-up, not a retry.
-            if outcome != TickOutcome::Retry {
+            if !matches!(outcome, TickOutcome::Retry | TickOutcome::RetryIn(_)) {
                 entry.attempt = 0;
             }
             next = Some(next.map_or(follow, |n| n.min(follow)));

@@ -42,6 +42,9 @@ pub enum TickOutcome {
     BackOff(Duration),
     /// A read failed: retry with backoff (the scheduler counts attempts).
     Retry,
+    /// A post failed after the tick's own tries: retry (counted as an attempt) after this wait,
+    /// which continues the post's own doubling, so every try of it backs off as one request.
+    RetryIn(Duration),
     /// A continuation was sent.
     Continued,
     /// The goal was settled or paused.

@@ -81,7 +81,7 @@ impl Tick<'_> {
             }
             RoundEnd::Failed(run) => Ok(failed_reservation(input.basis, input.settlement, &run, checks.len())),
             // A shell endpoint that kept failing through every retry: the goal cannot be proven.
-            RoundEnd::Interrupted(TickOutcome::Retry) if self.exhausted => {
+            RoundEnd::Interrupted(TickOutcome::Retry | TickOutcome::RetryIn(_)) if self.exhausted => {
                 Err(self.refused(input, "shell endpoint unreachable".into()).await)
             }
             RoundEnd::Interrupted(outcome) => Err(outcome),
@@ -172,7 +172,7 @@ impl Tick<'_> {
                 Claim::Theirs if cut => return Err(RoundEnd::Interrupted(TickOutcome::BackOff(hold))),
                 // The other host runs it; its end brings the next look.
                 Claim::Theirs => return Err(RoundEnd::Interrupted(TickOutcome::Done)),
-                Claim::Unknown => return Err(RoundEnd::Interrupted(TickOutcome::Retry)),
+                Claim::Unknown => return Err(RoundEnd::Interrupted(self.late_retry())),
             }
         }
         let id = message_id.clone().unwrap_or_default();
@@ -245,6 +245,8 @@ impl Tick<'_> {
         let call = client.shell(id, dir, &body, limit + CALL_SLACK);
         tokio::pin!(call);
         let (answer, timed_out) = tokio::select! {
+            // The answer first when both are ready: a run never counts as timed out by chance.
+            biased;
             answer = &mut call => (answer, false),
             _ = tokio::time::sleep(limit) => {
                 info!(target: "session_goal", session = id, check = index + 1, "acceptance check past its time limit; aborting it");
@@ -268,7 +270,7 @@ impl Tick<'_> {
                 output_tail: String::new(),
                 reused: false,
             },
-            Err(error) => return Err(refusal(error)),
+            Err(error) => return Err(refusal(error, self.late_retry())),
         };
         if timed_out {
             run.result = CheckResult::TimedOut;
@@ -290,14 +292,17 @@ fn run_of_answer(message: &Value, message_id: &str, index: usize, check: &Accept
 }
 
 /// How a failed shell call ends the round: busy (a user's turn started) ends it without a
-/// verdict; a missing or refusing endpoint is a refusal; anything else is retried later.
-fn refusal(error: HttpError) -> RoundEnd {
+/// verdict, looking again after a quiet window; a missing or refusing endpoint is a refusal;
+/// anything else is retried later.
+fn refusal(error: HttpError, retry: TickOutcome) -> RoundEnd {
     match error {
-        HttpError::Status(409) => RoundEnd::Interrupted(TickOutcome::Done),
+        // Busy: a turn of the user's started. Look again a quiet window on rather than wait for
+        // its idle, which may have come and gone before this answer.
+        HttpError::Status(409) => RoundEnd::Interrupted(TickOutcome::Rearm),
         HttpError::Status(status) if (400..500).contains(&status) && status != 408 && status != 429 => {
             RoundEnd::Refused(format!("shell endpoint HTTP {status}"))
         }
-        _ => RoundEnd::Interrupted(TickOutcome::Retry),
+        _ => RoundEnd::Interrupted(retry),
     }
 }
 

@@ -106,10 +106,14 @@ impl Tick<'_> {
                 // next look (one quiet window on) finds the finished review by its title and
                 // settles on it.
                 Claim::Theirs => return Err(TickOutcome::BackOff(self.ctx.config.idle_quiet)),
-                Claim::Unknown => return Err(TickOutcome::Retry),
+                Claim::Unknown => return Err(self.late_retry()),
             }
         }
         let (client, parent, dir) = (&self.ctx.client, self.session_id, self.directory);
+        // The user may have stopped the goal while the claim was written: no reviewer then.
+        if !self.generation.is_current() {
+            return Err(TickOutcome::Done);
+        }
         let session = match client.create_child_session(parent, dir, &title).await {
             Ok(session) => session,
             Err(error) if self.exhausted => {
@@ -117,7 +121,7 @@ impl Tick<'_> {
             }
             Err(error) => {
                 warn!(target: "session_goal", session = parent, %error, "the reviewer session could not be created; retrying");
-                return Err(TickOutcome::Retry);
+                return Err(self.late_retry());
             }
         };
         crate::goal::settling::operator::review_started(parent, &session);
@@ -163,6 +167,9 @@ impl Tick<'_> {
             Ok(messages) => messages.into_iter().map(|m| m.id).collect(),
             Err(error) => return Turn::Refused(format!("reviewer messages: {error}")),
         };
+        if !self.generation.is_current() {
+            return Turn::Interrupted;
+        }
         match client.prompt_async(session, dir, body).await {
             DispatchOutcome::Sent => {}
             DispatchOutcome::NotAdmitted(status) => return Turn::Refused(format!("reviewer prompt HTTP {status}")),

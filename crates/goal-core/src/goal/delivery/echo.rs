@@ -254,7 +254,7 @@ pub async fn hold_watched(
     let echo = match written {
         Ok(echo) => echo,
         Err(Ok(_)) => return Err(TickOutcome::Done),
-        Err(Err(_)) => return Err(TickOutcome::Retry),
+        Err(Err(_)) => return Err(tick.late_retry()),
     };
     match echo.hear(tick, echo_bound(tick.ctx.config.idle_quiet)).await {
         Heard::Repaired => Err(TickOutcome::Done),

@@ -75,7 +75,7 @@ pub async fn reserve(
         Ok(echo) => echo,
         Err(other) => {
             log_write(tick.session_id, "reserve", &other);
-            return Err(if other.is_err() { TickOutcome::Retry } else { TickOutcome::Done });
+            return Err(if other.is_err() { tick.late_retry() } else { TickOutcome::Done });
         }
     };
     let reserved = echo.reserved.clone();

@@ -64,7 +64,7 @@ async fn repost(tick: &Tick<'_>, message_id: &str, posts: u64, body: &serde_json
     match written {
         Ok(GoalWrite::Written(_)) => {}
         Ok(GoalWrite::Stale) => return TickOutcome::Done,
-        Err(_) => return TickOutcome::Retry,
+        Err(_) => return tick.late_retry(),
     }
     if !tick.generation.is_current() {
         return TickOutcome::Done;
