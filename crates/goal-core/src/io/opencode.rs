@@ -101,7 +101,7 @@ struct Call<'a> {
     path: &'a str,
     directory: &'a str,
     query: &'a [(&'a str, String)],
-    body: Option<&'a Value>,
+    body: Option<&'a dyn JsonBody>,
 }
 
 impl<'a> Call<'a> {
@@ -126,8 +126,22 @@ impl<'a> Call<'a> {
     }
 
     /// The same call with a JSON body.
-    fn with_body(self, body: &'a Value) -> Self {
+    fn with_body(self, body: &'a dyn JsonBody) -> Self {
         Call { body: Some(body), ..self }
+    }
+}
+
+/// A request body, written as JSON by its own `Serialize`: a `Value`, or a type that fixes the
+/// order of its keys on the wire (the reviewer's prompt, `goal/acceptance/review.rs`), which a
+/// `Value` object would not keep.
+pub trait JsonBody: Sync {
+    /// The body's JSON text.
+    fn to_json(&self) -> serde_json::Result<Vec<u8>>;
+}
+
+impl<T: serde::Serialize + Sync> JsonBody for T {
+    fn to_json(&self) -> serde_json::Result<Vec<u8>> {
+        serde_json::to_vec(self)
     }
 }
 
@@ -197,7 +211,10 @@ impl OpenCodeClient {
             request = request.header(name.as_str(), value.as_str());
         }
         if let Some(body) = body {
-            request = request.json(body);
+            // What reqwest's `json()` does, with the body's own serialisation. A body that cannot
+            // be written was never sent.
+            let bytes = body.to_json().map_err(|error| HttpError::Resolve(format!("request body: {error}")))?;
+            request = request.header(reqwest::header::CONTENT_TYPE, "application/json").body(bytes);
         }
         let work = async {
             let mut response = request.send().await.map_err(classify)?;
@@ -380,7 +397,8 @@ impl OpenCodeClient {
     }
 
     /// `POST /session/:id/prompt_async`, classified.
-    pub async fn prompt_async(&self, session_id: &str, directory: &str, body: &Value) -> DispatchOutcome {
+    /// The body is any [`JsonBody`], written as it serialises itself (key order included).
+    pub async fn prompt_async(&self, session_id: &str, directory: &str, body: &dyn JsonBody) -> DispatchOutcome {
         let path = match session_path(session_id, "/prompt_async") {
             Ok(path) => path,
             Err(_) => return DispatchOutcome::NotAdmitted(0),
@@ -426,6 +444,7 @@ impl OpenCodeClient {
         body: Option<&Value>,
     ) -> Result<Value, HttpError> {
         let method = reqwest::Method::from_bytes(method.as_bytes()).map_err(|_| HttpError::Status(405))?;
+        let body = body.map(|b| b as &dyn JsonBody);
         let answer = self.send(Call { method, path, directory, query: &[], body }).await?.success()?;
         if answer.body.iter().all(u8::is_ascii_whitespace) {
             return Ok(Value::Null);
