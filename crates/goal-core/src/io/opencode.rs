@@ -211,10 +211,13 @@ impl OpenCodeClient {
             request = request.header(name.as_str(), value.as_str());
         }
         if let Some(body) = body {
-            // What reqwest's `json()` does, with the body's own serialisation. A body that cannot
-            // be written was never sent.
+            // What reqwest's `json()` does (a content type unless the endpoint's headers name one),
+            // with the body's own serialisation. A body that cannot be written was never sent.
             let bytes = body.to_json().map_err(|error| HttpError::Resolve(format!("request body: {error}")))?;
-            request = request.header(reqwest::header::CONTENT_TYPE, "application/json").body(bytes);
+            if !target.headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("content-type")) {
+                request = request.header(reqwest::header::CONTENT_TYPE, "application/json");
+            }
+            request = request.body(bytes);
         }
         let work = async {
             let mut response = request.send().await.map_err(classify)?;
