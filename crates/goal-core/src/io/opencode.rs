@@ -91,7 +91,7 @@ struct Call<'a> {
     path: &'a str,
     directory: &'a str,
     query: &'a [(&'a str, String)],
-    body: Option<&'a Value>,
+    body: Option<&'a dyn JsonBody>,
 }
 
 impl<'a> Call<'a> {
@@ -116,8 +116,22 @@ impl<'a> Call<'a> {
     }
 
     /// The same call with a JSON body.
-    fn with_body(self, body: &'a Value) -> Self {
+    fn with_body(self, body: &'a dyn JsonBody) -> Self {
         Call { body: Some(body), ..self }
+    }
+}
+
+/// A request body, written as JSON by its own `Serialize`: a `Value`, or a type that fixes the
+/// order of its keys on the wire (the reviewer's prompt, `goal/acceptance/review.rs`), which a
+/// `Value` object would not keep.
+pub trait JsonBody: Sync {
+    /// The body's JSON text.
+    fn to_json(&self) -> serde_json::Result<Vec<u8>>;
+}
+
+impl<T: serde::Serialize + Sync> JsonBody for T {
+    fn to_json(&self) -> serde_json::Result<Vec<u8>> {
+        serde_json::to_vec(self)
     }
 }
 
@@ -208,7 +222,14 @@ impl OpenCodeClient {
                 url.push('=');
                 url.push_str(&percent_encode(value));
             }
-            let body = body.map(|b| serde_json::to_vec(b).unwrap_or_default());
+            // The body's own serialisation (key order included); one that cannot be written was
+            // never sent.
+            let body = match body {
+                Some(body) => {
+                    Some(body.to_json().map_err(|error| HttpError::Resolve(format!("request body: {error}")))?)
+                }
+                None => None,
+            };
             let request =
                 WireRequest { method: method.to_string(), url, headers: target.headers, body, timeout: self.timeout };
             self.transport.send(request).await
@@ -370,7 +391,8 @@ impl OpenCodeClient {
     }
 
     /// `POST /session/:id/prompt_async`, classified.
-    pub async fn prompt_async(&self, session_id: &str, directory: &str, body: &Value) -> DispatchOutcome {
+    /// The body is any [`JsonBody`], written as it serialises itself (key order included).
+    pub async fn prompt_async(&self, session_id: &str, directory: &str, body: &dyn JsonBody) -> DispatchOutcome {
         let path = match session_path(session_id, "/prompt_async") {
             Ok(path) => path,
             Err(_) => return DispatchOutcome::NotAdmitted(0),
@@ -419,6 +441,7 @@ impl OpenCodeClient {
             .into_iter()
             .find(|known| known.eq_ignore_ascii_case(method))
             .ok_or(HttpError::Status(405))?;
+        let body = body.map(|b| b as &dyn JsonBody);
         let answer = success(self.send(Call { method, path, directory, query: &[], body }).await?)?;
         if answer.body.iter().all(u8::is_ascii_whitespace) {
             return Ok(Value::Null);

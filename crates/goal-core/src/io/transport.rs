@@ -67,7 +67,11 @@ impl HttpTransport {
             builder = builder.header(name.as_str(), value.as_str());
         }
         if let Some(body) = request.body {
-            builder = builder.header(reqwest::header::CONTENT_TYPE, "application/json").body(body);
+            // A JSON content type unless the endpoint's headers name one.
+            if !request.headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("content-type")) {
+                builder = builder.header(reqwest::header::CONTENT_TYPE, "application/json");
+            }
+            builder = builder.body(body);
         }
         let mut response = builder.send().await.map_err(classify)?;
         let status = response.status().as_u16();
