@@ -67,6 +67,8 @@ export declare function writeSessionMetadataKey(write: SessionMetadataKeyWrite &
 
 /** The goal runtime a host holds. Every method's failure is a `SessionGoalError`. */
 export interface GoalRuntime extends Omit<NativeGoalRuntime, 'explain'> {
+  /** `processPayload` under the name OpenChamber's server calls it by. */
+  onPayload(payload: unknown, directoryHint?: string): void
   /** Why the goal is where it is; rejects with a `SessionGoalError` (`openCode`, `timeout`) when OpenCode cannot be read. */
   explain(sessionId: string, directory?: string): Promise<GoalExplanation>
 }
@@ -81,7 +83,13 @@ export declare function createSessionGoalRuntime(options: SessionGoalRuntimeOpti
  * Creates the session assist runtime (recap and suggestion after a quiet idle). Throws
  * `SessionGoalError` `invalidInput` for unusable options.
  */
-export declare function createSessionAssistRuntime(options: SessionAssistRuntimeOptions): SessionAssistRuntime
+export declare function createSessionAssistRuntime(options: SessionAssistRuntimeOptions): AssistRuntime
+
+/** The assist runtime a host holds. */
+export interface AssistRuntime extends SessionAssistRuntime {
+  /** `processPayload` under the name OpenChamber's server calls it by. */
+  onPayload(payload: unknown, directoryHint?: string): void
+}
 
 // ---- Goal creation and control (lib/goals.js) ---------------------------------------------------
 import type {
