@@ -10,6 +10,7 @@ const { withDefaultLogger } = require('./lib/operator-console.js')
 const { fromThrown, invalidInput, settle } = require('./lib/errors.js')
 const { nestedConnection, nestedTunables, GOAL_TUNABLES, ASSIST_TUNABLES } = require('./lib/drop-in.js')
 const { GOAL_RUNTIME, ASSIST_RUNTIME, unknownOptionsLine } = require('./lib/option-names.js')
+const { isObject } = require('./lib/objects.js')
 
 // The payload types the runtimes read: the intake contract of goal-core, exported by the
 // binding, so this prefilter cannot drift from what native code parses.
@@ -61,7 +62,6 @@ function withoutNonFunctions(options) {
   return out
 }
 
-const isObject = (value) => value !== null && typeof value === 'object' && !Array.isArray(value)
 
 /**
  * The options native code takes: OpenChamber's flat names moved into the nested objects

@@ -11,12 +11,12 @@
 
 const { SessionGoalError, fromThrown, invalidInput, settle } = require('./errors.js')
 const { referenceConnection, referenceRequest, reportWarnings, orchestrationRequest } = require('./drop-in.js')
+const { isObject } = require('./objects.js')
 
 const ROUTE = '/api/goals/objective/:sessionId'
 /** Largest request body the objective routes read (the reference's express.json limit). */
 const MAX_BODY_BYTES = 1024 * 1024
 
-const isObject = (value) => value !== null && typeof value === 'object' && !Array.isArray(value)
 
 // napi reads `null` as a wrong-typed value for optional fields; a host's JSON often has them.
 function withoutNulls(request) {

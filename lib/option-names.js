@@ -7,6 +7,7 @@
 'use strict'
 
 const { FLAT_CONNECTION, GOAL_TUNABLES, ASSIST_TUNABLES } = require('./drop-in.js')
+const { isObject } = require('./objects.js')
 
 // A shape maps each known name to the shape of its value when that is an options object of its
 // own, else to null.
@@ -43,7 +44,6 @@ const ASSIST_RUNTIME = Object.freeze({
   ...ASSIST_TUNABLES_SHAPE,
 })
 
-const isObject = (value) => value !== null && typeof value === 'object' && !Array.isArray(value)
 
 /** The names in `options` that `shape` does not know, as paths (`tunables.idleQuietMS`). */
 function unknownOptionNames(options, shape, prefix = '') {
@@ -79,4 +79,4 @@ function unknownOptionsLine(options, shape) {
   return `[session-goal] unknown option${unknown.length > 1 ? 's' : ''} ignored: ${described.join(', ')}`
 }
 
-module.exports = { GOAL_RUNTIME, ASSIST_RUNTIME, OPEN_CODE, SMALL_MODEL, SETTINGS, EVIDENCE, unknownOptionNames, unknownOptionsLine }
+module.exports = { GOAL_RUNTIME, ASSIST_RUNTIME, OPEN_CODE, SMALL_MODEL, SETTINGS, EVIDENCE, unknownOptionsLine }
