@@ -60,8 +60,9 @@ export type SessionGoalRuntimeOptions = NativeGoalRuntimeOptions & OpenChamberCo
 export type SessionAssistRuntimeOptions = NativeAssistRuntimeOptions & OpenChamberConnection & AssistTunablesInput
 
 /**
- * Writes `metadata.openchamber.<key>` through the process's per-session write queue (see
- * index.d.ts); the connection's flat names are accepted as for the runtimes.
+ * Writes `metadata.openchamber.<key>` through the per-session write queue of the calling
+ * JavaScript environment, the one its runtimes use (see index.d.ts); the connection's flat names
+ * are accepted as for the runtimes.
  */
 export declare function writeSessionMetadataKey(write: SessionMetadataKeyWrite & OpenChamberConnection): Promise<boolean>
 
