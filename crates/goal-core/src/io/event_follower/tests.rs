@@ -335,15 +335,16 @@ async fn an_embedded_runtime_scans_its_directories_on_every_connection() {
     let runtime = crate::GoalRuntimeBuilder::new(&server.url)
         .data_dir(&data_dir)
         .small_model(Arc::new(crate::NoSmallModel))
-        .directories(["/project"])
+        .directories(["/my project/ä"])
         .recover_on_start(false)
         .start(&tokio::runtime::Handle::current());
     let follower =
         runtime.event_follower().first_retry(Duration::from_millis(20)).start(&tokio::runtime::Handle::current());
     until("two connections", || server.requests("GET /global/event") == 2).await;
-    until("a scan per connection", || server.requests("GET /session?directory=%2Fproject") == 2).await;
+    until("a scan per connection", || server.requests("GET /session?directory=%2Fmy%20project%2F%C3%A4") == 2).await;
     tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(server.requests("GET /session?directory=%2Fproject"), 2, "one scan per connection, not two");
+    // The directory is escaped as a query value: everything but RFC 3986's unreserved characters.
+    assert_eq!(server.requests("GET /session?directory=%2Fmy%20project%2F%C3%A4"), 2, "one scan per connection, not two");
     follower.stop();
     runtime.stop().await;
     let _ = std::fs::remove_dir_all(&data_dir);
