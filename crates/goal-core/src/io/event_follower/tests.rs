@@ -344,7 +344,11 @@ async fn an_embedded_runtime_scans_its_directories_on_every_connection() {
     until("a scan per connection", || server.requests("GET /session?directory=%2Fmy%20project%2F%C3%A4") == 2).await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     // The directory is escaped as a query value: everything but RFC 3986's unreserved characters.
-    assert_eq!(server.requests("GET /session?directory=%2Fmy%20project%2F%C3%A4"), 2, "one scan per connection, not two");
+    assert_eq!(
+        server.requests("GET /session?directory=%2Fmy%20project%2F%C3%A4"),
+        2,
+        "one scan per connection, not two"
+    );
     follower.stop();
     runtime.stop().await;
     let _ = std::fs::remove_dir_all(&data_dir);
