@@ -1389,6 +1389,8 @@ export declare namespace inputRules {
   export function criteria(texts: Array<string>): RuleOutcome
   /** Milliseconds as the status lines show a duration (`1h 30m`, `45m`, `20s`). */
   export function formatDuration(ms: number): string
+  /** US dollars as the status lines show them: two decimals, four below a cent (`$0.0042`). */
+  export function formatUsd(dollars: number): string
   /**
    * Whether `id` has the form of a session id the runtime accepts (letters, digits, `_` and
    * `-`, 4 to 128 of them).

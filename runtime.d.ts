@@ -60,13 +60,16 @@ export type SessionGoalRuntimeOptions = NativeGoalRuntimeOptions & OpenChamberCo
 export type SessionAssistRuntimeOptions = NativeAssistRuntimeOptions & OpenChamberConnection & AssistTunablesInput
 
 /**
- * Writes `metadata.openchamber.<key>` through the process's per-session write queue (see
- * index.d.ts); the connection's flat names are accepted as for the runtimes.
+ * Writes `metadata.openchamber.<key>` through the per-session write queue of the calling
+ * JavaScript environment, the one its runtimes use (see index.d.ts); the connection's flat names
+ * are accepted as for the runtimes.
  */
 export declare function writeSessionMetadataKey(write: SessionMetadataKeyWrite & OpenChamberConnection): Promise<boolean>
 
 /** The goal runtime a host holds. Every method's failure is a `SessionGoalError`. */
 export interface GoalRuntime extends Omit<NativeGoalRuntime, 'explain'> {
+  /** `processPayload` under the name OpenChamber's server calls it by. */
+  onPayload(payload: unknown, directoryHint?: string): void
   /** Why the goal is where it is; rejects with a `SessionGoalError` (`openCode`, `timeout`) when OpenCode cannot be read. */
   explain(sessionId: string, directory?: string): Promise<GoalExplanation>
 }
@@ -81,7 +84,13 @@ export declare function createSessionGoalRuntime(options: SessionGoalRuntimeOpti
  * Creates the session assist runtime (recap and suggestion after a quiet idle). Throws
  * `SessionGoalError` `invalidInput` for unusable options.
  */
-export declare function createSessionAssistRuntime(options: SessionAssistRuntimeOptions): SessionAssistRuntime
+export declare function createSessionAssistRuntime(options: SessionAssistRuntimeOptions): AssistRuntime
+
+/** The assist runtime a host holds. */
+export interface AssistRuntime extends SessionAssistRuntime {
+  /** `processPayload` under the name OpenChamber's server calls it by. */
+  onPayload(payload: unknown, directoryHint?: string): void
+}
 
 // ---- Goal creation and control (lib/goals.js) ---------------------------------------------------
 import type {

@@ -10,6 +10,8 @@ const { withDefaultLogger } = require('./lib/operator-console.js')
 const { fromThrown, invalidInput, settle } = require('./lib/errors.js')
 const { nestedConnection, nestedTunables, GOAL_TUNABLES, ASSIST_TUNABLES } = require('./lib/drop-in.js')
 const { GOAL_RUNTIME, ASSIST_RUNTIME, unknownOptionsLine } = require('./lib/option-names.js')
+const { wrongTypedOption, withoutNullOptions } = require('./lib/option-types.js')
+const { isObject } = require('./lib/objects.js')
 
 // The payload types the runtimes read: the intake contract of goal-core, exported by the
 // binding, so this prefilter cannot drift from what native code parses.
@@ -61,7 +63,6 @@ function withoutNonFunctions(options) {
   return out
 }
 
-const isObject = (value) => value !== null && typeof value === 'object' && !Array.isArray(value)
 
 /**
  * The options native code takes: OpenChamber's flat names moved into the nested objects
@@ -111,10 +112,14 @@ function wrapRuntime(inner) {
 
 // Unusable options (no OpenCode location, a wrong type, a setting given flat and nested) are the
 // only way construction fails. `tunableNames` are the runtime's flat tunables (lib/drop-in.js);
-// `shape` the option names it knows (lib/option-names.js): the others are named in one warn line
-// of the runtime's logger and ignored.
+// `shape` the option names it knows and what each must be (lib/option-names.js): a value of the
+// wrong type is refused here, naming the option as the host wrote it, and unknown names are
+// named in one warn line of the runtime's logger and ignored.
 function constructed(create, options, tunableNames, shape) {
-  const adapted = adaptOptions(withDefaultLogger(options), tunableNames)
+  const wrong = wrongTypedOption(options, shape)
+  if (wrong) throw invalidInput(wrong.problem, wrong.field)
+  // `logger: null` is read (as "no console lines") before nulls are taken out.
+  const adapted = adaptOptions(withoutNullOptions(withDefaultLogger(options), shape), tunableNames)
   if (adapted.problem) throw invalidInput(adapted.problem, adapted.field)
   let runtime
   try {

@@ -43,7 +43,13 @@ describe('usage errors: one line on stderr, exit code 2, nothing sent', () => {
     [['create', '--prompt', 'x', '--goal', '--goal-token-budget', '5e3'], 'between 1000 and 100000000'],
     [['create', '--prompt', 'x', '--model', 'no-slash'], '--model must look like provider/model'],
     [['create', '--prompt'], '--prompt needs a value'],
-    [['create', '--message', 'msg_1'], 'unknown option --message for create (run session-goal --help)'],
+    [['create', '--message', 'msg_1'], 'unknown option --message for create (it is an option of fork)'],
+    [['create', '--promt', 'x'], 'unknown option --promt for create (did you mean --prompt?)'],
+    [['status', '--histroy', 'ses_abcd'], 'unknown option --histroy for status (did you mean --history?)'],
+    [['status', '--verbose'], 'unknown option --verbose for status (run session-goal --help)'],
+    [['status', '-x'], 'unknown option -x for status'],
+    [['create', '--prompt', 'x', '--prompt', 'y'], '--prompt given twice'],
+    [['create', '--prompt', '--goal'], '--prompt needs a value'],
     [['send', '--prompt', 'x'], 'send needs exactly one session id'],
     [['send', 'ses_abcd'], '--prompt is required.'],
     [['fork', 'ses_abcd', 'ses_efgh', '--prompt', 'x'], 'fork needs exactly one session id'],
@@ -177,6 +183,15 @@ describe('create, send, fork', () => {
       url,
       hint: expect.stringContaining('opencode serve'),
     })
+  })
+
+  it('watch against a dead URL gives the hint create gives, once, and goes on trying', async () => {
+    const dataDir = tempDataDir()
+    const cli = startCli(['watch', '--url', DEAD_URL, '--directory', '/tmp/project', '--data-dir', dataDir, '--auditor', 'none'])
+    cleanups.push(() => cli.stop())
+    const hint = `session-goal: no OpenCode server answered at ${DEAD_URL}: start one with \`opencode serve --port ${new URL(DEAD_URL).port}\`, or pass --url with the address it listens on`
+    await waitFor(() => (cli.stderr.match(/reconnecting in \d+ ms/g) ?? []).length >= 2, 10_000)
+    expect(cli.stderr.split('\n').filter((line) => line === hint)).toHaveLength(1)
   })
 
   it('watch says why it reconnects: the reason and the URL', async () => {

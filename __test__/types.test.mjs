@@ -191,3 +191,51 @@ describe('what passes through the host callbacks', () => {
   })
 })
 
+
+describe('the runtimes a host holds', () => {
+  /** The members TypeScript sees on what `createSessionGoalRuntime` and `createSessionAssistRuntime` return, and the probe's diagnostics. */
+  function declaredRuntimeMembers() {
+    const probe = path.join(root, '__types_probe_runtimes.ts')
+    const source = [
+      "import { createSessionGoalRuntime, createSessionAssistRuntime } from './runtime'",
+      'declare const goal: ReturnType<typeof createSessionGoalRuntime>',
+      'declare const assist: ReturnType<typeof createSessionAssistRuntime>',
+      "goal.onPayload({ type: 'session.status' }, '/tmp/project')",
+      "assist.onPayload({ type: 'session.status' })",
+      'export { goal, assist }',
+    ].join('\n')
+    const options = { strict: true, noEmit: true, skipLibCheck: true, types: [], module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext }
+    const host = ts.createCompilerHost(options)
+    const readFile = host.readFile.bind(host)
+    host.readFile = (file) => (path.resolve(file) === probe ? source : readFile(file))
+    const fileExists = host.fileExists.bind(host)
+    host.fileExists = (file) => path.resolve(file) === probe || fileExists(file)
+    const program = ts.createProgram([probe], options, host)
+    const checker = program.getTypeChecker()
+    const declarations = program.getSourceFile(probe).statements.filter(ts.isVariableStatement)
+    const members = (index) => checker.getTypeAtLocation(declarations[index].declarationList.declarations[0].name).getProperties().map((symbol) => symbol.name)
+    const diagnostics = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'))
+    return { goal: members(0), assist: members(1), diagnostics }
+  }
+
+  const methods = (runtime) => Object.keys(runtime).filter((key) => typeof runtime[key] === 'function').sort()
+
+  it('every method of the runtimes is declared, onPayload among them, and onPayload reaches the runtime', async () => {
+    const mock = await startMockOpenCode({ heartbeatMs: 60_000 })
+    const dataDir = tempDataDir()
+    const goal = pkg.createSessionGoalRuntime({ openCode: { baseUrl: mock.url }, settings: { dataDir }, logger: null })
+    const assist = pkg.createSessionAssistRuntime({ openCode: { baseUrl: mock.url }, settings: { dataDir }, logger: null })
+    env = { cleanup: async () => Promise.all([goal.stop(), assist.stop()]).then(() => mock.close()) }
+
+    const declared = declaredRuntimeMembers()
+    expect(declared.diagnostics).toEqual([])
+    expect(methods(goal)).toContain('onPayload')
+    expect(methods(assist)).toContain('onPayload')
+    for (const name of methods(goal)) expect(declared.goal, `goal runtime .${name}`).toContain(name)
+    for (const name of methods(assist)) expect(declared.assist, `assist runtime .${name}`).toContain(name)
+
+    // The alias is the same forwarding: an idle session's status arms the goal runtime's timer.
+    goal.onPayload({ type: 'session.status', properties: { sessionID: 'ses_alias', status: { type: 'idle' } } }, '/tmp/project')
+    await waitFor(() => goal.snapshot().sessions.some((s) => s.sessionId === 'ses_alias'))
+  })
+})

@@ -15,6 +15,7 @@
 
 const path = require('node:path')
 const { pathToFileURL } = require('node:url')
+const { parseArgs: parseArgv } = require('node:util')
 
 const DEFAULT_URL = 'http://127.0.0.1:4096'
 
@@ -123,6 +124,35 @@ function ruled(flag, outcome) {
   return outcome.value
 }
 
+/** The options of `command` as `node:util` parseArgs declares them. */
+function optionsOf(allowed) {
+  const options = {}
+  for (const name of allowed) options[name] = { type: BOOLEAN_FLAGS.has(name) ? 'boolean' : 'string', multiple: REPEATABLE_FLAGS.has(name) }
+  options.help = { type: 'boolean', short: 'h' }
+  return options
+}
+
+/** Edits (insertions, deletions, substitutions) between two short strings. */
+function editDistance(a, b) {
+  let previous = Array.from({ length: b.length + 1 }, (_, i) => i)
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i]
+    for (let j = 1; j <= b.length; j++) current[j] = Math.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1))
+    previous = current
+  }
+  return previous[b.length]
+}
+
+/** The option an unknown `--name` most likely meant: the command's own, else which commands take it. */
+function meantOption(name, command, allowed) {
+  const scored = [...allowed].map((known) => [known, editDistance(name, known)]).sort((a, b) => a[1] - b[1])
+  const [closest, distance] = scored[0] ?? []
+  if (closest !== undefined && distance <= Math.max(1, Math.floor(name.length / 3))) return `did you mean --${closest}?`
+  const takers = Object.keys(COMMANDS).filter((other) => other !== command && COMMANDS[other].flags.includes(name))
+  return takers.length ? `it is an option of ${takers.join(', ')}` : 'run session-goal --help'
+}
+
+/** The command line as `node:util` parseArgs reads it, checked against the command's options. */
 function parseArgs(argv) {
   if (argv.length === 0) throw new UsageError('missing command (run session-goal --help)')
   if (argv[0] === '-h' || argv[0] === '--help' || argv[0] === 'help') return { help: true }
@@ -131,35 +161,22 @@ function parseArgs(argv) {
   const spec = COMMANDS[command]
   if (!spec) throw new UsageError(`unknown command "${command}" (run session-goal --help)`)
   const allowed = new Set([...spec.flags, ...COMMON_FLAGS])
+  // Not strict: an unknown option or a missing value is reported here, in the CLI's own words.
+  const { tokens } = parseArgv({ args: argv.slice(1), options: optionsOf(allowed), strict: false, allowPositionals: true, tokens: true })
   const flags = {}
   const positionals = []
-  for (let i = 1; i < argv.length; i++) {
-    const arg = argv[i]
-    if (arg === '-h') {
-      flags.help = true
-      continue
-    }
-    if (!arg.startsWith('--') || arg === '--') {
-      positionals.push(arg)
-      continue
-    }
-    const eq = arg.indexOf('=')
-    const name = arg.slice(2, eq < 0 ? undefined : eq)
-    if (!allowed.has(name)) throw new UsageError(`unknown option --${name} for ${command} (run session-goal --help)`)
-    if (name in flags && !REPEATABLE_FLAGS.has(name)) throw new UsageError(`--${name} given twice`)
+  for (const token of tokens) {
+    if (token.kind === 'positional') positionals.push(token.value)
+    if (token.kind !== 'option') continue
+    const { name, rawName, value } = token
+    if (!allowed.has(name)) throw new UsageError(`unknown option ${rawName} for ${command} (${meantOption(name, command, allowed)})`)
+    if (name in flags && !REPEATABLE_FLAGS.has(name) && name !== 'help') throw new UsageError(`--${name} given twice`)
     if (BOOLEAN_FLAGS.has(name)) {
-      if (eq >= 0) throw new UsageError(`--${name} takes no value`)
+      if (value !== undefined) throw new UsageError(`--${name} takes no value`)
       flags[name] = true
-      continue
-    }
-    let value
-    if (eq >= 0) value = arg.slice(eq + 1)
-    else {
-      value = argv[i + 1]
-      if (value === undefined || value.startsWith('--')) throw new UsageError(`--${name} needs a value`)
-      i++
-    }
-    if (REPEATABLE_FLAGS.has(name)) (flags[name] ??= []).push(value)
+    } else if (value === undefined || (!token.inlineValue && value.startsWith('--'))) {
+      throw new UsageError(`--${name} needs a value`)
+    } else if (REPEATABLE_FLAGS.has(name)) (flags[name] ??= []).push(value)
     else flags[name] = value
   }
   if (flags.help) return { help: true }
@@ -329,8 +346,8 @@ function describeDispatch(result) {
   for (const warning of result.warnings) out(`warning: ${warning.message}`)
 }
 
-/** US dollars as people read them: two decimals, four below a cent. */
-const usd = (dollars) => `$${dollars > 0 && dollars < 0.01 ? dollars.toFixed(4) : Number(dollars || 0).toFixed(2)}`
+/** US dollars as the core writes them (two decimals, four below a cent); nothing known is $0.00. */
+const usd = (dollars) => inputRules().formatUsd(Number(dollars) || 0)
 
 const oneLine = (text, max) => {
   const flat = String(text ?? '').replace(/\s+/g, ' ').trim()
@@ -533,6 +550,12 @@ async function runWatch(pkg, control, target, directory, flags) {
     // watch prints the transitions itself (and --json needs a clean stdout): no console lines.
     logger: null,
   })
+  // The hint create gives when no server answers, once: watch itself goes on trying.
+  let hinted = false
+  function hintOnce() {
+    if (!hinted) err(`session-goal: ${serverHint(target)}`)
+    hinted = true
+  }
   try {
     for (const entry of await control.listGoals(directory)) {
       known.set(entry.sessionId, { id: entry.goal.id, status: entry.goal.status, turnsUsed: entry.goal.turnsUsed })
@@ -540,13 +563,18 @@ async function runWatch(pkg, control, target, directory, flags) {
     }
   } catch (error) {
     err(`warning: could not list the goals of ${directory} at ${target.url}: ${error.message}`)
+    if (unreachable(error)) hintOnce()
   }
   let reconnecting = false
+  let everConnected = false
   const stream = subscribeGlobalEvents({
     url: target.url,
     headers: target.headers,
     onStatus: (status, why) => {
       err(why ? `event stream ${status} from ${target.url}: ${why.reason}; reconnecting in ${why.retryInMs} ms` : `event stream ${status} (${target.url})`)
+      // A server that answered with a status is there; one that never answered may not be.
+      if (status === 'connected') everConnected = true
+      else if (!everConnected && !/^HTTP /.test(why?.reason ?? '')) hintOnce()
       // Back after a drop (OpenCode restarted, say): events lost meanwhile announce nothing, and a
       // turn cut by the restart is announced by no event at all, so scan for active goals now.
       if (status === 'disconnected') reconnecting = true
@@ -653,14 +681,16 @@ function portOf(url) {
   }
 }
 
+/** What to do when no server answers at the CLI's URL. */
+const serverHint = (target) =>
+  `no OpenCode server answered at ${target.url}: start one with \`opencode serve --port ${portOf(target.url)}\`, or pass --url with the address it listens on`
+
 const unreachable = (error) => (error.code === 'openCode' || error.code === 'timeout') && /: (network error: .*|timed out)$/.test(error.message)
 
 /** A runtime failure, reported once: the error object on stdout with --json, else one line. */
 function reportFailure(pkg, error, target, flags) {
   if (!(error instanceof pkg.SessionGoalError)) return err(`session-goal: ${error && error.message ? error.message : error}`)
-  const hint = unreachable(error)
-    ? `no OpenCode server answered at ${target.url}: start one with \`opencode serve --port ${portOf(target.url)}\`, or pass --url with the address it listens on`
-    : undefined
+  const hint = unreachable(error) ? serverHint(target) : undefined
   if (flags.json) return out(JSON.stringify({ ...error.toJSON(), ...(hint ? { url: target.url, hint } : {}) }, null, 2))
   let line = `session-goal: ${error.message}`
   if (error.partialAction) line += ` (partial: ${error.partialAction}${error.sessionId ? `, session ${error.sessionId}` : ''})`

@@ -13,6 +13,8 @@
 //   --header "Name: value"  an extra header for every OpenCode request (repeatable), e.g. auth
 //   --quiet-ms N            quiet window after a session goes idle (default 15000)
 //   --max-turns N           auto-continuation cap per goal (default 20)
+//   --data-dir DIR          OpenChamber data directory: objective files and audit trails
+//                           (default $OPENCHAMBER_DATA_DIR, else ~/.config/openchamber)
 'use strict'
 
 const path = require('node:path')
@@ -21,7 +23,7 @@ const { createGoalProgress, elapsed } = require('./progress.js')
 const root = path.resolve(__dirname, '..')
 
 function parseArgs(argv) {
-  const options = { url: 'http://127.0.0.1:4096', directories: [], headers: {}, quietMs: undefined, maxTurns: undefined, smallModel: undefined }
+  const options = { url: 'http://127.0.0.1:4096', directories: [], headers: {}, quietMs: undefined, maxTurns: undefined, smallModel: undefined, dataDir: undefined }
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]
     const value = () => {
@@ -42,6 +44,7 @@ function parseArgs(argv) {
       options.headers[raw.slice(0, colon).trim()] = raw.slice(colon + 1).trim()
     } else if (flag === '--quiet-ms') options.quietMs = Number(value())
     else if (flag === '--max-turns') options.maxTurns = Number(value())
+    else if (flag === '--data-dir') options.dataDir = path.resolve(value())
     else if (flag === '--help' || flag === '-h') options.help = true
     else throw new Error(`unknown option ${flag}`)
   }
@@ -58,7 +61,7 @@ async function main() {
     process.exit(2)
   }
   if (options.help) {
-    console.log('usage: npm run attach -- --url http://127.0.0.1:4096 [--directory DIR]... [--small-model provider/model] [--header "Name: value"]... [--quiet-ms N] [--max-turns N]')
+    console.log('usage: npm run attach -- --url http://127.0.0.1:4096 [--directory DIR]... [--small-model provider/model] [--header "Name: value"]... [--quiet-ms N] [--max-turns N] [--data-dir DIR]')
     return
   }
   const pkg = require(path.join(root, 'runtime.js'))
@@ -69,6 +72,7 @@ async function main() {
   const runtime = pkg.createSessionGoalRuntime({
     openCode: { baseUrl: options.url, headers: options.headers },
     directories: options.directories,
+    ...(options.dataDir ? { settings: { dataDir: options.dataDir } } : {}),
     ...(options.smallModel ? { smallModel: options.smallModel } : {}),
     tunables: {
       ...(Number.isFinite(options.quietMs) ? { idleQuietMs: options.quietMs } : {}),

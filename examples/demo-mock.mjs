@@ -1,15 +1,21 @@
 // Drives one goal from active to complete against the in-process mock OpenCode, calling the
 // package exactly as OpenChamber's server calls its JavaScript runtime: the same option names,
 // the global SSE envelope unwrapped, `processPayload(payload, directory)` for every event.
-// Prints each step of the goal's life. Exit code 0 when the goal completed.
+// Prints each step of the goal's life. Exit code 0 when the goal completed. Its data directory
+// (objective files, audit trail) is a temporary one, removed at the end: nothing is written
+// into the home directory.
 import { createRequire } from 'node:module'
+import fs from 'node:fs'
 import http from 'node:http'
+import os from 'node:os'
+import path from 'node:path'
 import { startMockOpenCode } from '../__test__/mock/opencode.mjs'
 
 const require = createRequire(import.meta.url)
 const { createSessionGoalRuntime } = require('../runtime.js')
 
 const mock = await startMockOpenCode({ heartbeatMs: 60_000, replyDelayMs: 40 })
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'goal-demo-mock-data-'))
 const directory = '/tmp/demo-project'
 const started = Date.now()
 const log = (line) => console.log(`[${String(Date.now() - started).padStart(5)} ms] ${line}`)
@@ -38,6 +44,9 @@ const sessionGoalRuntime = createSessionGoalRuntime({
   idleQuietMs: 200,
   kickoffQuietMs: 100,
   maxAutoTurns: 20,
+  // OpenChamber's server leaves this out and uses its own data folder (~/.config/openchamber);
+  // the demo is not OpenChamber, so it keeps its files to itself.
+  settings: { dataDir },
 })
 
 // The global event hub: each SSE block is a global envelope or a bare event.
@@ -113,4 +122,5 @@ while (final.status !== 'active' && !notified && Date.now() < deadline) await ne
 stream.destroy()
 await sessionGoalRuntime.stop()
 await mock.close()
+fs.rmSync(dataDir, { recursive: true, force: true })
 process.exitCode = final.status === 'complete' ? 0 : 1

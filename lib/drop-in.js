@@ -13,7 +13,7 @@
 // Every other entry point takes the package's own nested options.
 'use strict'
 
-const isObject = (value) => value !== null && typeof value === 'object' && !Array.isArray(value)
+const { isObject } = require('./objects.js')
 
 // OpenChamber passes `getSmallModelService()`, resolving to a service with
 // `generateSmallModelText(request)`, or to nothing when there is no small model (404, silent).

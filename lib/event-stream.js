@@ -168,4 +168,4 @@ function subscribeGlobalEvents(options) {
   }
 }
 
-module.exports = { subscribeGlobalEvents, unwrapEnvelope: unwrap, blockSplitter }
+module.exports = { subscribeGlobalEvents }

@@ -11,12 +11,14 @@
 
 const { SessionGoalError, fromThrown, invalidInput, settle } = require('./errors.js')
 const { referenceConnection, referenceRequest, reportWarnings, orchestrationRequest } = require('./drop-in.js')
+const { isObject } = require('./objects.js')
+const { GOAL_CONTROL } = require('./option-names.js')
+const { wrongTypedOption, withoutNullOptions } = require('./option-types.js')
 
 const ROUTE = '/api/goals/objective/:sessionId'
 /** Largest request body the objective routes read (the reference's express.json limit). */
 const MAX_BODY_BYTES = 1024 * 1024
 
-const isObject = (value) => value !== null && typeof value === 'object' && !Array.isArray(value)
 
 // napi reads `null` as a wrong-typed value for optional fields; a host's JSON often has them.
 function withoutNulls(request) {
@@ -128,11 +130,13 @@ function createGoalApi({ native, adaptOptions }) {
 
   function createSessionGoalControl(options) {
     if (!isObject(options)) throw invalidInput('createSessionGoalControl: options must be an object', 'options')
-    const adapted = adaptOptions(withoutNulls(options))
+    const wrong = wrongTypedOption(options, GOAL_CONTROL)
+    if (wrong) throw invalidInput(wrong.problem, wrong.field)
+    const adapted = adaptOptions(withoutNullOptions(options, GOAL_CONTROL))
     if (adapted.problem) throw invalidInput(adapted.problem, adapted.field)
     let inner
     try {
-      inner = native.createGoalControl(withoutBadHeaders(adapted.options))
+      inner = native.createGoalControl(adapted.options)
     } catch (error) {
       throw fromThrown(error, 'invalidInput')
     }
@@ -194,14 +198,6 @@ function createGoalApi({ native, adaptOptions }) {
     createSessionGoalControl,
     createSessionGoal,
   }
-}
-
-// `openCode.headers` that is not an object (a host's `null`) means no headers.
-function withoutBadHeaders(options) {
-  if (!isObject(options.openCode) || isObject(options.openCode.headers)) return options
-  const openCode = { ...options.openCode }
-  delete openCode.headers
-  return { ...options, openCode }
 }
 
 function logRouteError(options, error) {

@@ -105,4 +105,4 @@ function loadNative() {
   }
 }
 
-module.exports = { loadNative, nativeLoadError, hostPlatform, platformOfTarget }
+module.exports = { loadNative, hostPlatform }

@@ -25,4 +25,4 @@ function withDefaultLogger(options) {
   return { ...(options && typeof options === 'object' ? options : {}), logger: printOperatorLine }
 }
 
-module.exports = { withDefaultLogger, printOperatorLine, OPERATOR_PREFIX }
+module.exports = { withDefaultLogger, printOperatorLine }

@@ -1,35 +1,47 @@
-// The option names each runtime knows, top level and inside its nested objects, so that a name
-// it does not know (a typo such as `idleQuietMS`, or a newer host's option) is named in one warn
-// line of the runtime's logger and ignored, never a reason to stop. The native names here are
-// those of index.d.ts (generated from the binding's option structs); __test__/unknown-options
-// checks that the two agree, so neither can drift. OpenChamber's flat names (lib/drop-in.js)
-// are known too.
+// The option names each runtime (and the goal control) knows, top level and inside its nested
+// objects, each with what its value must be (a kind of lib/option-types.js, or the shape of the
+// options object it holds). A name a runtime does not know (a typo such as `idleQuietMS`, or a
+// newer host's option) is named in one warn line of the runtime's logger and ignored, never a
+// reason to stop; a known name whose value has the wrong type is refused (runtime.js). The
+// native names here are those of index.d.ts (generated from the binding's option structs), and
+// __test__/unknown-options and __test__/option-types check names and kinds against it, so neither
+// can drift. OpenChamber's flat names (lib/drop-in.js) are known too.
 'use strict'
 
 const { FLAT_CONNECTION, GOAL_TUNABLES, ASSIST_TUNABLES } = require('./drop-in.js')
+const { isObject } = require('./objects.js')
+const { MILLISECONDS, NUMBER, SWITCH, TEXT, TEXTS, HEADERS, CALLBACK, LOGGER, isKind } = require('./option-types.js')
 
-// A shape maps each known name to the shape of its value when that is an options object of its
-// own, else to null.
-const names = (list, shapeOf = () => null) => Object.freeze(Object.fromEntries(list.map((name) => [name, shapeOf(name)])))
+const OPEN_CODE = Object.freeze({ baseUrl: TEXT, headers: HEADERS, buildUrl: CALLBACK, getHeaders: CALLBACK, fetchTimeoutMs: MILLISECONDS })
+const SMALL_MODEL = Object.freeze({ generate: CALLBACK, providerID: TEXT, modelID: TEXT })
+const SETTINGS = Object.freeze({ dataDir: TEXT })
+const sizes = (list) => Object.freeze(Object.fromEntries(list.map((name) => [name, NUMBER])))
+const EVIDENCE = sizes(['maxToolCalls', 'maxCommandChars', 'outputTailLines', 'outputTailChars', 'maxFiles', 'maxTodos', 'maxDigestChars', 'historyMaxRecords'])
 
-const OPEN_CODE = names(['baseUrl', 'headers', 'buildUrl', 'getHeaders', 'fetchTimeoutMs'])
-const SMALL_MODEL = names(['generate', 'providerID', 'modelID'])
-const SETTINGS = names(['dataDir'])
-const EVIDENCE = names(['maxToolCalls', 'maxCommandChars', 'outputTailLines', 'outputTailChars', 'maxFiles', 'maxTodos', 'maxDigestChars', 'historyMaxRecords'])
-const GOAL_TUNABLES_SHAPE = names(GOAL_TUNABLES, (name) => (name === 'evidence' ? EVIDENCE : null))
-const ASSIST_TUNABLES_SHAPE = names(ASSIST_TUNABLES)
-const FLAT_SMALL_MODEL = ['generateSmallModelText', 'getSmallModelService']
+// A tunable is a number of milliseconds when its name says so (`…Ms`), else a count; the goal
+// runtime's two others are a switch and the evidence sizes.
+const tunableKind = (name) => (name === 'evidence' ? EVIDENCE : name === 'deriveCriteria' ? SWITCH : name.endsWith('Ms') ? MILLISECONDS : NUMBER)
+const tunables = (list) => Object.freeze(Object.fromEntries(list.map((name) => [name, tunableKind(name)])))
+const GOAL_TUNABLES_SHAPE = tunables(GOAL_TUNABLES)
+const ASSIST_TUNABLES_SHAPE = tunables(ASSIST_TUNABLES)
+
+// OpenChamber's flat connection (each the kind of its nested name) and small model.
+const FLAT = Object.freeze({
+  ...Object.fromEntries([...FLAT_CONNECTION].map(([flat, nested]) => [flat, OPEN_CODE[nested]])),
+  generateSmallModelText: CALLBACK,
+  getSmallModelService: CALLBACK,
+})
 
 const GOAL_RUNTIME = Object.freeze({
   openCode: OPEN_CODE,
   settings: SETTINGS,
   smallModel: SMALL_MODEL,
-  emitGoalNotification: null,
-  logger: null,
+  emitGoalNotification: CALLBACK,
+  logger: LOGGER,
   tunables: GOAL_TUNABLES_SHAPE,
-  directories: null,
-  recoverOnStart: null,
-  ...names([...FLAT_CONNECTION.keys(), ...FLAT_SMALL_MODEL]),
+  directories: TEXTS,
+  recoverOnStart: SWITCH,
+  ...FLAT,
   ...GOAL_TUNABLES_SHAPE,
 })
 
@@ -37,13 +49,24 @@ const ASSIST_RUNTIME = Object.freeze({
   openCode: OPEN_CODE,
   settings: SETTINGS,
   smallModel: SMALL_MODEL,
-  logger: null,
+  logger: LOGGER,
   tunables: ASSIST_TUNABLES_SHAPE,
-  ...names([...FLAT_CONNECTION.keys(), ...FLAT_SMALL_MODEL]),
+  ...FLAT,
   ...ASSIST_TUNABLES_SHAPE,
 })
 
-const isObject = (value) => value !== null && typeof value === 'object' && !Array.isArray(value)
+// createSessionGoalControl's options (only their types are checked: the control names no
+// unknown option).
+const GOAL_CONTROL = Object.freeze({
+  openCode: OPEN_CODE,
+  settings: SETTINGS,
+  dataDir: TEXT,
+  smallModel: SMALL_MODEL,
+  smallModelTimeoutMs: MILLISECONDS,
+  landingTimeoutMs: MILLISECONDS,
+  commandTimeoutMs: MILLISECONDS,
+  ...FLAT,
+})
 
 /** The names in `options` that `shape` does not know, as paths (`tunables.idleQuietMS`). */
 function unknownOptionNames(options, shape, prefix = '') {
@@ -51,7 +74,7 @@ function unknownOptionNames(options, shape, prefix = '') {
   const unknown = []
   for (const name of Object.keys(options)) {
     if (!Object.hasOwn(shape, name)) unknown.push(prefix + name)
-    else if (shape[name] !== null) unknown.push(...unknownOptionNames(options[name], shape[name], `${prefix}${name}.`))
+    else if (!isKind(shape[name])) unknown.push(...unknownOptionNames(options[name], shape[name], `${prefix}${name}.`))
   }
   return unknown
 }
@@ -79,4 +102,4 @@ function unknownOptionsLine(options, shape) {
   return `[session-goal] unknown option${unknown.length > 1 ? 's' : ''} ignored: ${described.join(', ')}`
 }
 
-module.exports = { GOAL_RUNTIME, ASSIST_RUNTIME, OPEN_CODE, SMALL_MODEL, SETTINGS, EVIDENCE, unknownOptionNames, unknownOptionsLine }
+module.exports = { GOAL_RUNTIME, ASSIST_RUNTIME, GOAL_CONTROL, OPEN_CODE, SMALL_MODEL, SETTINGS, EVIDENCE, unknownOptionsLine }

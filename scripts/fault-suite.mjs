@@ -12,6 +12,7 @@
 //                                         a trace (messages, requests, runtimes) of each failing case
 //   node scripts/fault-suite.mjs --mutate  the suite's own check: a few classes against a mock whose
 //                                         faults never match; passes only if every one of them FAILS
+//   node scripts/fault-suite.mjs --mutate --list   the names of those classes
 //
 // Each class runs in a child process, so a crash (a panic that escaped, an abort) is reported as
 // a row with a panic instead of ending the suite.
@@ -121,6 +122,10 @@ const MUTATION_CLASSES = ['timeouts', 'malformed-json', 'html-200', '5xx', 'slow
 async function mutationCheck() {
   const { CLASSES } = await import('./faults/classes.mjs')
   const names = option('--only')?.split(',').map((n) => n.trim()).filter(Boolean) ?? MUTATION_CLASSES
+  if (flag('--list')) {
+    for (const name of names) console.log(name)
+    return
+  }
   let escaped = 0
   for (const name of names) {
     const spec = CLASSES.find((c) => c.name === name)

@@ -1,5 +1,6 @@
-//! Lets host code that writes session metadata join the process-wide per-session write queue
-//! the goal and assist runtimes use, so no writer in the process erases another's keys.
+//! Lets host code that writes session metadata join the per-session write queue the goal and
+//! assist runtimes of the same JavaScript environment use (the main thread, or one Worker: see
+//! `env_context.rs`), so no writer of that environment erases another's keys.
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;

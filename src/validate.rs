@@ -45,6 +45,12 @@ pub fn format_duration(ms: f64) -> String {
     goal_core::format_duration(ms)
 }
 
+/// US dollars as the status lines show them: two decimals, four below a cent (`$0.0042`).
+#[napi(namespace = "inputRules")]
+pub fn format_usd(dollars: f64) -> String {
+    goal_core::format_usd(dollars)
+}
+
 /// Whether `id` has the form of a session id the runtime accepts (letters, digits, `_` and
 /// `-`, 4 to 128 of them).
 #[napi(namespace = "inputRules")]

@@ -234,7 +234,9 @@ describe('goal loop on a real OpenCode server', () => {
       audits: [{ verdict: 'continue', note: 'other half left' }, { verdict: 'complete', note: 'all done, tests pass' }],
     })
     const script = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'examples', 'attach.js')
-    const child = spawn(process.execPath, [script, '--url', oc.url, '--quiet-ms', '400'], { stdio: ['ignore', 'pipe', 'pipe'] })
+    // A data directory of its own: without one, attach.js keeps its files in the user's.
+    const dataDir = tempDataDir()
+    const child = spawn(process.execPath, [script, '--url', oc.url, '--quiet-ms', '400', '--data-dir', dataDir], { stdio: ['ignore', 'pipe', 'pipe'] })
     let output = ''
     child.stdout.on('data', (chunk) => (output += chunk))
     child.stderr.on('data', (chunk) => (output += chunk))

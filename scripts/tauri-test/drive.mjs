@@ -1,6 +1,7 @@
 // Drives the Tauri example (examples/tauri-goals) against the project's mock OpenCode and the
 // scripted model server, from inside an X display (scripts/tauri-test.sh runs it under xvfb-run):
-//   1. two goals are set on two sessions once the app follows the event stream;
+//   1. the page runs under the app's content security policy (tauri.conf.json), as a refused eval
+//      in the page reports it; two goals are set on two sessions once the app follows the event stream;
 //   2. goal "done" reaches `complete` (the app's built-in small model audits on the scripted model);
 //   3. goal "long" is paused, then resumed, by clicking the page's buttons (test hooks of
 //      src/test_control.rs), and both reach the goal record on the mock;
@@ -129,6 +130,14 @@ try {
   // An event sent before the page has registered its listeners is lost: ask until it answers.
   await waitFor('the page to answer', () => readPage(2000).catch(() => null), 60_000)
   log('the page answers')
+  // The policy the web view enforces (tauri.conf.json's, with Tauri's own script hashes added),
+  // as the page's refused eval reports it: empty when nothing was refused.
+  const policyAnswer = await ask('policy p1', (line) => line.startsWith('page p1 '), 'the page policy')
+  const policy = JSON.parse(policyAnswer.slice('page p1 '.length))
+  for (const part of ["default-src 'self'", "script-src 'self'", "object-src 'none'", 'connect-src ipc: http://ipc.localhost']) {
+    if (!policy.includes(part)) throw new Error(`the page's enforced content security policy lacks ${part}: ${JSON.stringify(policy)}`)
+  }
+  log('the page runs under its content security policy')
 
   const goal = (objective, criteriaList) => ({
     id: `goal-${Math.random().toString(36).slice(2, 8)}`, objective, objectiveFile: false, status: 'active', tokenBudget: null,

@@ -1,10 +1,11 @@
 //! Embedding goal-core in a Rust application: start a goal runtime on the application's tokio
-//! runtime, feed it OpenCode events, watch a goal go from `active` to `complete`, stop.
+//! runtime, follow OpenCode's event stream into it, watch a goal go from `active` to `complete`,
+//! stop.
 //!
 //! To stay self-contained the example starts its own stand-in for OpenCode: a few lines of HTTP
-//! over a loopback socket serving one session whose assistant reply is finished, and an auditor
-//! that judges the objective met. Against a real server, pass its URL (and its `authorization`
-//! header) to the builder and feed the lines of its `GET /global/event` stream instead.
+//! over a loopback socket serving one session whose assistant reply is finished, and its event
+//! stream (the session, then "idle"), and an auditor that judges the objective met. Against a
+//! real server, pass its URL (and its `authorization` header) to the builder.
 //!
 //! Run: `cargo run -p goal-core --example embed_goal`. `cargo test` runs it too
 //! (tests/embed_example.rs).
@@ -159,6 +160,9 @@ async fn serve_connection(mut stream: TcpStream, state: Arc<Mutex<StandIn>>) {
             }
         }
         let body: Vec<u8> = buffer.drain(..head_end + 4 + length).skip(head_end + 4).collect();
+        if path == "/global/event" {
+            return serve_events(stream, &state).await;
+        }
         let (status, value) = answer(&state, &method, &path, &body);
         let text = if value.is_null() { String::new() } else { value.to_string() };
         let response = format!(
@@ -169,6 +173,30 @@ async fn serve_connection(mut stream: TcpStream, state: Arc<Mutex<StandIn>>) {
             return;
         }
     }
+}
+
+/// OpenCode's event stream as the stand-in tells it: the session with its goal, then "idle" (each
+/// event in the global envelope, one `data:` line each). Held open until the client goes.
+async fn serve_events(mut stream: TcpStream, state: &Mutex<StandIn>) {
+    let session = {
+        let mut state = state.lock();
+        *state.requests.entry("GET /global/event".into()).or_default() += 1;
+        state.session.clone()
+    };
+    let events = [
+        json!({ "payload": { "type": "server.connected", "properties": {} } }),
+        json!({ "directory": DIRECTORY, "payload": { "type": "session.updated", "properties": { "info": session } } }),
+        json!({ "directory": DIRECTORY, "payload": { "type": "session.status", "properties": { "sessionID": SESSION_ID, "status": { "type": "idle" } } } }),
+    ];
+    let mut text = String::from("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n");
+    for event in events {
+        text.push_str(&format!("data: {event}\n\n"));
+    }
+    if stream.write_all(text.as_bytes()).await.is_err() {
+        return;
+    }
+    let mut rest = [0u8; 256];
+    while matches!(stream.read(&mut rest).await, Ok(n) if n > 0) {}
 }
 
 /// Starts the stand-in; returns its base URL and state.
@@ -203,21 +231,17 @@ pub async fn drive_goal_to_completion() -> Result<Outcome, String> {
     let (url, state) = start_stand_in().await.map_err(|e| format!("stand-in did not start: {e}"))?;
     let data_dir = std::env::temp_dir().join(format!("goal-core-embed-example-{}", std::process::id()));
 
+    let handle = tokio::runtime::Handle::current();
     let runtime = GoalRuntimeBuilder::new(&url)
         .header("authorization", "Basic ZXhhbXBsZTpleGFtcGxl")
         .data_dir(&data_dir)
         .small_model(Arc::new(ApprovingAuditor))
         .idle_quiet(Duration::from_millis(50))
         .kickoff_quiet(Duration::from_millis(50))
-        .start(&tokio::runtime::Handle::current());
-
-    // What OpenCode's event stream would deliver: the session (with its goal) and "idle".
-    let session = state.lock().session.clone();
-    let updated = json!({ "type": "session.updated", "properties": { "info": session } });
-    let envelope = json!({ "directory": DIRECTORY, "payload": { "type": "session.status", "properties": { "sessionID": SESSION_ID, "status": { "type": "idle" } } } });
-    if !runtime.feed(&updated, DIRECTORY) || !runtime.feed_json(&envelope.to_string(), "") {
-        return Err("the runtime did not take the events".into());
-    }
+        .start(&handle);
+    // The runtime's events: the server's `GET /global/event` stream, read, reconnected and
+    // recovered by goal-core, for as long as `events` is kept.
+    let events = runtime.event_follower().start(&handle);
 
     let deadline = Instant::now() + Duration::from_secs(20);
     let goal = loop {
@@ -226,6 +250,7 @@ pub async fn drive_goal_to_completion() -> Result<Outcome, String> {
             break goal;
         }
         if Instant::now() > deadline {
+            events.stop();
             runtime.stop().await;
             return Err(format!("the goal is still active after 20 s: {goal}"));
         }
@@ -246,6 +271,7 @@ pub async fn drive_goal_to_completion() -> Result<Outcome, String> {
         Ok(rows) => rows.iter().map(|row| format!("{}: {}", row.session.id, row.goal.status.as_str())).collect(),
         Err(error) => vec![format!("list failed: {error}")],
     };
+    events.stop();
     runtime.stop().await;
     let _ = std::fs::remove_dir_all(&data_dir);
     let requests = state.lock().requests.clone();

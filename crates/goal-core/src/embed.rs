@@ -1,26 +1,29 @@
 //! Embedding the goal runtime in a Rust application (a Tauri shell, a daemon) without Node.
 //!
 //! [`GoalRuntimeBuilder`] gathers the same settings the Node package takes as options; `start`
-//! runs the runtime on a tokio runtime handle the application owns. The application forwards
-//! OpenCode's events (from `GET /global/event`, envelope unwrapped) with
-//! [`EmbeddedGoalRuntime::feed`] or [`EmbeddedGoalRuntime::feed_json`], reads counters with
-//! [`EmbeddedGoalRuntime::snapshot`] and ends with [`EmbeddedGoalRuntime::stop`]. Acting on goals
-//! (list a directory's goals, pause, resume, create) goes through the control functions with
-//! [`EmbeddedGoalRuntime::control_context`]: the same server, headers and data directory.
+//! runs the runtime on a tokio runtime handle the application owns. OpenCode's events reach it
+//! through [`EmbeddedGoalRuntime::event_follower`], which reads the server's `GET /global/event`
+//! stream, reconnects and recovers on its own; an application that reads the stream itself
+//! forwards each event with [`EmbeddedGoalRuntime::feed`] or [`EmbeddedGoalRuntime::feed_json`]
+//! instead. It reads counters with [`EmbeddedGoalRuntime::snapshot`] and ends with
+//! [`EmbeddedGoalRuntime::stop`]. Acting on goals (list a directory's goals, pause, resume,
+//! create) goes through the control functions with [`EmbeddedGoalRuntime::control_context`]: the
+//! same server, headers and data directory.
 //!
 //! ```no_run
 //! use std::time::Duration;
 //! use goal_core::GoalRuntimeBuilder;
 //!
-//! # async fn run(events: tokio::sync::mpsc::Receiver<String>) {
+//! # async fn run(shutdown: tokio::sync::oneshot::Receiver<()>) {
+//! let handle = tokio::runtime::Handle::current();
 //! let runtime = GoalRuntimeBuilder::new("http://127.0.0.1:4096")
 //!     .header("authorization", "Basic b3BlbmNvZGU6c2VjcmV0")
+//!     .directories(["/path/to/project"])
 //!     .idle_quiet(Duration::from_secs(15))
-//!     .start(&tokio::runtime::Handle::current());
-//! let mut events = events;
-//! while let Some(line) = events.recv().await {
-//!     runtime.feed_json(&line, "");
-//! }
+//!     .start(&handle);
+//! let events = runtime.event_follower().start(&handle);
+//! let _ = shutdown.await;
+//! events.stop();
 //! runtime.stop().await;
 //! # }
 //! ```
@@ -38,8 +41,9 @@ use crate::config::tunables::GoalTunables;
 use crate::config::GoalConfig;
 use crate::control::create::ControlContext;
 use crate::control::orchestrate::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_LANDING_POLL, DEFAULT_LANDING_TIMEOUT};
-use crate::intake::{parse_payload, IntakeEvent};
-use crate::io::opencode::{OpenCodeClient, StaticEndpoint};
+use crate::intake::unwrap_envelope;
+use crate::io::event_follower::EventFollowerBuilder;
+use crate::io::opencode::{Endpoint, OpenCodeClient, StaticEndpoint};
 use crate::io::services::{resolve_data_dir, DataDir, NoNotifier, Notifier, Services, SmallModel};
 use crate::io::shared::SharedContext;
 use crate::runtime::{GoalLoop, GoalLoopSettings, GoalSnapshot};
@@ -264,8 +268,8 @@ impl GoalRuntimeBuilder {
     /// alive). Returns at once; work happens on the handle's threads.
     pub fn start(self, handle: &tokio::runtime::Handle) -> EmbeddedGoalRuntime {
         let shared = self.shared.unwrap_or_default();
-        let endpoint = Arc::new(StaticEndpoint::new(self.base_url.trim(), self.headers));
-        let mut client = OpenCodeClient::new(&shared, endpoint, self.fetch_timeout);
+        let endpoint: Arc<dyn Endpoint> = Arc::new(StaticEndpoint::new(self.base_url.trim(), self.headers));
+        let mut client = OpenCodeClient::new(&shared, endpoint.clone(), self.fetch_timeout);
         if let Some(transport) = self.transport {
             client = client.with_transport(transport);
         }
@@ -296,7 +300,7 @@ impl GoalRuntimeBuilder {
             directories: self.directories,
             recover_on_start,
         };
-        EmbeddedGoalRuntime { runtime: GoalLoop::start(settings, handle), shared, control }
+        EmbeddedGoalRuntime { runtime: GoalLoop::start(settings, handle), shared, control, endpoint }
     }
 }
 
@@ -307,6 +311,7 @@ pub struct EmbeddedGoalRuntime {
     runtime: GoalLoop,
     shared: SharedContext,
     control: ControlContext,
+    endpoint: Arc<dyn Endpoint>,
 }
 
 impl EmbeddedGoalRuntime {
@@ -314,16 +319,9 @@ impl EmbeddedGoalRuntime {
     /// `directory_hint` is the envelope's directory (`""` for `global`). Returns whether the
     /// event concerns the runtime at all; anything unreadable is ignored.
     pub fn feed(&self, payload: &Value, directory_hint: &str) -> bool {
-        match parse_payload(payload, directory_hint) {
-            Some(mut event) => {
-                let group = self.runtime.group();
-                // A watched write's window wants the whole metadata (see `echo_watch`); the payload
-                // here is the server's own, so it is taken from there.
-                if let IntakeEvent::SessionUpdated { session_id, metadata, .. } = &mut event {
-                    if self.shared.intake().watches_writes(&group, session_id) {
-                        *metadata = payload.pointer("/properties/info/metadata").filter(|m| m.is_object()).cloned();
-                    }
-                }
+        let group = self.runtime.group();
+        match self.shared.intake().read(&group, payload, directory_hint) {
+            Some(event) => {
                 // Through the shared intake, so an assist runtime on the same server sees it too.
                 self.shared.intake().deliver(&group, &event);
                 true
@@ -336,14 +334,8 @@ impl EmbeddedGoalRuntime {
     /// (`{directory, payload}`) is unwrapped here. Invalid JSON is ignored (`false`).
     pub fn feed_json(&self, text: &str, directory_hint: &str) -> bool {
         let Ok(value) = serde_json::from_str::<Value>(text) else { return false };
-        match value.get("payload").filter(|p| p.is_object()) {
-            Some(payload) => {
-                let directory = value.get("directory").and_then(Value::as_str).unwrap_or(directory_hint);
-                let directory = if directory == "global" { "" } else { directory };
-                self.feed(payload, directory)
-            }
-            None => self.feed(&value, directory_hint),
-        }
+        let (payload, directory) = unwrap_envelope(&value, directory_hint);
+        self.feed(payload, directory)
     }
 
     /// Tracked sessions, armed timers, in-flight ticks and counters.
@@ -374,6 +366,14 @@ impl EmbeddedGoalRuntime {
     /// an action through OpenCode's `session.updated` event, as for any other writer.
     pub fn control_context(&self) -> ControlContext {
         self.control.clone()
+    }
+
+    /// A follower of this runtime's OpenCode event stream (the same server and headers, its
+    /// context's runtimes as receivers): `.start(handle)` it, and keep the [`EventFollower`](crate::EventFollower)
+    /// for as long as events should flow. It scans the runtime's directories on every
+    /// connection, so a runtime it feeds needs no `recover_on_start`.
+    pub fn event_follower(&self) -> EventFollowerBuilder {
+        EventFollowerBuilder::new(&self.shared, self.endpoint.clone())
     }
 
     /// The underlying goal loop.

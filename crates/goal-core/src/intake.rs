@@ -221,6 +221,19 @@ pub fn parse_payload(payload: &Value, directory_hint: &str) -> Option<IntakeEven
     }
 }
 
+/// The payload and its directory out of one event of OpenCode's `GET /global/event` stream: the
+/// envelope `{directory, payload}` unwrapped (`global` names no directory), or a bare payload
+/// with `directory_hint`.
+pub fn unwrap_envelope<'a>(event: &'a Value, directory_hint: &'a str) -> (&'a Value, &'a str) {
+    match event.get("payload").filter(|payload| payload.is_object()) {
+        Some(payload) => {
+            let directory = event.get("directory").and_then(Value::as_str).unwrap_or(directory_hint);
+            (payload, if directory == "global" { "" } else { directory })
+        }
+        None => (event, directory_hint),
+    }
+}
+
 /// A `message.updated` payload: a user message (activity) or an aborted assistant turn. Other
 /// messages, and the runtime's own check runs, are `None`.
 fn message_event(info: &Value, properties: &Value, directory: String) -> Option<IntakeEvent> {
@@ -293,6 +306,20 @@ impl IntakeRegistry {
             .filter(|(key, _)| key == group)
             .filter_map(|(_, c)| c.upgrade())
             .any(|c| c.is_live() && c.watches_writes(session_id))
+    }
+
+    /// Reads one payload (the envelope already unwrapped) as the consumers of `group` take it:
+    /// parsed through the contract, and a `session.updated` of a session whose writes one of them
+    /// watches carrying the session's whole metadata (the payload is the server's own here, so
+    /// it is taken from there). `None` when no consumer reads the payload.
+    pub fn read(&self, group: &str, payload: &Value, directory_hint: &str) -> Option<IntakeEvent> {
+        let mut event = parse_payload(payload, directory_hint)?;
+        if let IntakeEvent::SessionUpdated { session_id, metadata, .. } = &mut event {
+            if self.watches_writes(group, session_id) {
+                *metadata = payload.pointer("/properties/info/metadata").filter(|m| m.is_object()).cloned();
+            }
+        }
+        Some(event)
     }
 
     /// Delivers an event to every live consumer of the group.
@@ -434,6 +461,55 @@ mod tests {
         drop(a);
         first.deliver("g", &IntakeEvent::Connected);
         assert_eq!(*b.seen.lock(), 0, "a dropped consumer is skipped, another registry untouched");
+    }
+
+    #[test]
+    fn the_global_envelope_is_unwrapped_and_global_names_no_directory() {
+        let status = json!({"type": "session.status", "properties": {"sessionID": "s", "status": {"type": "idle"}}});
+        let enveloped = json!({"directory": "/p", "payload": status});
+        assert_eq!(unwrap_envelope(&enveloped, "/hint"), (&status, "/p"));
+        let global = json!({"directory": "global", "payload": status});
+        assert_eq!(unwrap_envelope(&global, "/hint"), (&status, ""));
+        let no_directory = json!({"payload": status});
+        assert_eq!(unwrap_envelope(&no_directory, "/hint"), (&status, "/hint"));
+        // A bare payload, and an envelope whose payload is no object, are read as they are.
+        assert_eq!(unwrap_envelope(&status, "/hint"), (&status, "/hint"));
+        let odd = json!({"directory": "/p", "payload": "x"});
+        assert_eq!(unwrap_envelope(&odd, ""), (&odd, ""));
+    }
+
+    struct Watching;
+
+    impl Consumer for Watching {
+        fn accept(&self, _event: &IntakeEvent) {}
+        fn group(&self) -> String {
+            "g".into()
+        }
+        fn is_live(&self) -> bool {
+            true
+        }
+        fn watches_writes(&self, session_id: &str) -> bool {
+            session_id == "ses_watched"
+        }
+    }
+
+    #[test]
+    fn a_watched_session_is_read_with_its_whole_metadata() {
+        let registry = IntakeRegistry::default();
+        let watching: Arc<dyn Consumer> = Arc::new(Watching);
+        registry.register(&watching);
+        let updated = |id: &str| {
+            json!({"type": "session.updated", "properties": {"info": {"id": id,
+                "metadata": {"openchamber": {"goal": {"id": "g"}, "assist": {"on": true}}}}}})
+        };
+        let metadata_of = |event: Option<IntakeEvent>| match event {
+            Some(IntakeEvent::SessionUpdated { metadata, .. }) => metadata,
+            other => panic!("{other:?}"),
+        };
+        let watched = metadata_of(registry.read("g", &updated("ses_watched"), ""));
+        assert_eq!(watched.unwrap()["openchamber"]["assist"], json!({"on": true}));
+        assert_eq!(metadata_of(registry.read("g", &updated("ses_other"), "")), None);
+        assert_eq!(metadata_of(registry.read("h", &updated("ses_watched"), "")), None, "another group's watch");
     }
 
     #[test]

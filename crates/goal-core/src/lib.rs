@@ -24,6 +24,7 @@
 //! | time budget and active time; working hours | `time/active.rs`, `time/hours.rs` |
 //! | evidence digest, no-progress breaker, complete override | `evidence/mod.rs` |
 //! | which events are read and how they parse | `intake.rs` |
+//! | OpenCode's event stream followed for a Rust host: reconnects with the backoff, recovers on each connection | `io/event_follower.rs` |
 //! | OpenCode client, HTTP pools, prompt outcome classes | `io/opencode.rs`, `io/http.rs`, `io/prompt_outcome.rs` |
 //! | the one place every OpenCode request passes (HTTP, or the simulator's OpenCode) | `io/transport.rs` |
 //! | a host's wall clock (the system's, or tokio's paused one in the simulator) | `time/clock.rs` |
@@ -120,6 +121,7 @@ pub use runtime::{GoalLoop, GoalLoopSettings, GoalSnapshot};
 pub use sched::{SchedulerSnapshot, SessionSnapshot};
 
 // OpenCode and host services.
+pub use io::event_follower::{EventFollower, EventFollowerBuilder, StreamStatus};
 pub use io::history::{delete as delete_history, read as read_history};
 pub use io::objectives::{delete_objective, is_valid_session_id, read_objective, write_objective};
 pub use io::opencode::{BoxFuture, Endpoint, OpenCodeClient, RequestTarget, StaticEndpoint, DEFAULT_FETCH_TIMEOUT};
@@ -134,7 +136,8 @@ pub use small_model::{BuiltinSmallModel, DEFAULT_CALL_TIMEOUT};
 
 // The intake contract.
 pub use intake::{
-    intake_payload_types, message_update_matters, parse_payload, reading_of, PayloadReading, WATCHED_METADATA_KEY,
+    intake_payload_types, message_update_matters, parse_payload, reading_of, unwrap_envelope, IntakeEvent,
+    PayloadReading, WATCHED_METADATA_KEY,
 };
 
 // Goal control.

@@ -17,4 +17,6 @@ async fn embedded_runtime_drives_a_goal_to_complete() {
     // The control context reaches the same server: the directory's goal listed, as stored.
     assert_eq!(outcome.listed, ["ses_embedexample01: complete"], "{outcome:?}");
     assert!(outcome.requests.get("GET /session").copied().unwrap_or(0) >= 1, "{outcome:?}");
+    // The events came through goal-core's follower of the server's event stream.
+    assert_eq!(outcome.requests.get("GET /global/event").copied(), Some(1), "{outcome:?}");
 }

@@ -2,26 +2,34 @@
 //! goal-core's control functions with the runtime's own control context (same server, headers,
 //! data directory); the runtime learns of the change from OpenCode's `session.updated` event.
 
-use std::sync::Arc;
-
-use goal_core::{CriterionState, EmbeddedGoalRuntime, Goal, GoalTarget};
+use goal_core::{CriterionState, EmbeddedGoalRuntime, EventFollower, Goal, GoalTarget};
 use serde::Serialize;
 use tauri::State;
 
-/// What the commands share: the running goal runtime and the directory the window shows.
+/// What the commands share, managed by Tauri: the running goal runtime, the follower of
+/// OpenCode's events that feeds it, the directory the window shows, and whether the test hooks
+/// are on.
 pub struct AppState {
     runtime: EmbeddedGoalRuntime,
+    events: EventFollower,
     directory: String,
+    test_control: bool,
 }
 
 impl AppState {
     /// State for a window that shows `directory`'s goals.
-    pub fn new(runtime: EmbeddedGoalRuntime, directory: String) -> Self {
-        Self { runtime, directory }
+    pub fn new(runtime: EmbeddedGoalRuntime, events: EventFollower, directory: String, test_control: bool) -> Self {
+        Self { runtime, events, directory, test_control }
     }
 
-    /// Stops the runtime (ticks in flight finish first).
+    /// Whether the app runs with its test hooks (`TAURI_GOALS_TEST_CONTROL=1`).
+    pub fn test_control(&self) -> bool {
+        self.test_control
+    }
+
+    /// Stops following events, then the runtime (ticks in flight finish first).
     pub async fn stop(&self) {
+        self.events.stop();
         self.runtime.stop().await;
     }
 }
@@ -83,7 +91,7 @@ pub struct GoalList {
 
 /// Lists the goals of the window's directory.
 #[tauri::command]
-pub async fn list_goals(state: State<'_, Arc<AppState>>) -> Result<GoalList, String> {
+pub async fn list_goals(state: State<'_, AppState>) -> Result<GoalList, String> {
     let rows = goal_core::list_goals(&state.runtime.control_context(), &state.directory)
         .await
         .map_err(|error| error.to_string())?;
@@ -93,14 +101,14 @@ pub async fn list_goals(state: State<'_, Arc<AppState>>) -> Result<GoalList, Str
 
 /// Pauses a session's goal (and aborts its running turn); returns the goal as stored.
 #[tauri::command]
-pub async fn pause_goal(state: State<'_, Arc<AppState>>, session_id: String) -> Result<GoalRowView, String> {
+pub async fn pause_goal(state: State<'_, AppState>, session_id: String) -> Result<GoalRowView, String> {
     let report = goal_core::pause_goal(&state.runtime.control_context(), &target(&state, session_id)).await;
     view_of_report(report)
 }
 
 /// Resumes a session's goal; the runtime kicks it off within its resume delay.
 #[tauri::command]
-pub async fn resume_goal(state: State<'_, Arc<AppState>>, session_id: String) -> Result<GoalRowView, String> {
+pub async fn resume_goal(state: State<'_, AppState>, session_id: String) -> Result<GoalRowView, String> {
     let report = goal_core::resume_goal(&state.runtime.control_context(), &target(&state, session_id)).await;
     view_of_report(report)
 }

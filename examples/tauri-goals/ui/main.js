@@ -98,6 +98,20 @@ async function listenForTests() {
     else message.textContent = `No ${payload.action} button for ${payload.sessionId}`
   })
   await listen('test:read-page', ({ payload }) => invoke('report_page_text', { tag: payload.tag, text: document.body.innerText }))
+  // The policy comes with the page as a response header, which the page cannot read: it shows in
+  // the report of something the policy refuses (eval), which carries the whole policy.
+  await listen('test:read-policy', async ({ payload }) => {
+    const refused = new Promise((resolve) => {
+      document.addEventListener('securitypolicyviolation', (event) => resolve(event.originalPolicy), { once: true })
+      setTimeout(() => resolve(''), 2000)
+    })
+    try {
+      ;(0, eval)('0')
+    } catch {
+      // Refused, as it must be: the report follows.
+    }
+    return invoke('report_page_text', { tag: payload.tag, text: await refused })
+  })
 }
 
 listen('goals-changed', () => load())

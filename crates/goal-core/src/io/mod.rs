@@ -1,7 +1,8 @@
 //! Everything that talks to the outside: HTTP pools, the OpenCode client and the classification
-//! of its prompt answers, guarded goal-metadata writes and the per-session locks behind them,
+//! of its prompt answers, the follower of OpenCode's event stream, guarded goal-metadata writes and the per-session locks behind them,
 //! objective files, the audit history, the host services, and what a host's runtimes share.
 
+pub mod event_follower;
 pub mod history;
 pub mod http;
 pub mod locks;

@@ -542,17 +542,14 @@ fn replace_lone_surrogates(body: &[u8]) -> Option<Vec<u8>> {
     changed.then_some(out)
 }
 
-/// Percent-encodes everything but RFC 3986 unreserved characters.
+/// What a path segment or query value escapes: everything but RFC 3986's unreserved characters
+/// (letters, digits, `-`, `_`, `.`, `~`).
+const ESCAPED: &percent_encoding::AsciiSet =
+    &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~');
+
+/// Percent-encodes everything but RFC 3986 unreserved characters (UTF-8 bytes as `%XX`).
 pub fn percent_encode(text: &str) -> String {
-    let mut escaped = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
-            escaped.push(byte as char);
-        } else {
-            escaped.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    escaped
+    percent_encoding::utf8_percent_encode(text, ESCAPED).to_string()
 }
 
 /// `/session/<escaped id><suffix>`: ids come from payloads, so they are escaped, and an id that

@@ -1,8 +1,10 @@
 //! Absolute times as providers write them in rate-limit headers: RFC 3339
 //! (`2026-12-01T15:00:07Z`, `…+01:00`) and HTTP dates (`Sun, 06 Nov 1994 08:49:37 GMT`, the
-//! RFC 2822 form HTTP uses). Hand-written rather than a date library's general parsers: these two
-//! shapes are all the headers use, and the general parsers cost the binary tens of kilobytes.
-//! Pure; the result is epoch milliseconds.
+//! RFC 2822 form HTTP uses). Hand-written rather than jiff's general parsers (jiff is here for
+//! working hours): these two shapes are all the headers use, and jiff's parsers cost the release
+//! addon 131,200 bytes, 3 % of it (measured: 4,203,752 bytes with these, 4,334,952 with jiff's
+//! Temporal and RFC 2822 parsers, 4,323,136 with its RFC 2822 one alone). A test below checks
+//! these against jiff's printing on 5,000 random times. Pure; the result is epoch milliseconds.
 
 /// An RFC 3339 date-time, as epoch ms. `None` unless the whole text is one (fraction optional,
 /// zone `Z` or `±HH:MM`; a leap second `:60` reads as `:59`).
