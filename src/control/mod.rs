@@ -75,9 +75,16 @@ impl crate::goal_reads::GoalReads for GoalControl {
         directory: String,
     ) -> BoxFuture<'static, std::result::Result<ExplainReport, HttpError>> {
         let ctx = self.ctx.clone();
-        Box::pin(
-            async move { goal_core::explain_goal(&ctx.client, &ctx.data_dir, &session_id, &directory, None).await },
-        )
+        Box::pin(async move {
+            goal_core::explain_goal(
+                &ctx.client,
+                &goal_core::DataDir::new(ctx.data_dir.clone()),
+                &session_id,
+                &directory,
+                None,
+            )
+            .await
+        })
     }
 }
 

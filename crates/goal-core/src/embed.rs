@@ -54,6 +54,7 @@ pub struct GoalRuntimeBuilder {
     base_url: String,
     headers: Vec<(String, String)>,
     data_dir: Option<PathBuf>,
+    memory_dir: Option<crate::io::memory_dir::MemoryDir>,
     small_model: Option<Arc<dyn SmallModel>>,
     small_model_choice: Option<(String, String)>,
     notifier: Option<Arc<dyn Notifier>>,
@@ -72,6 +73,7 @@ impl GoalRuntimeBuilder {
             base_url: base_url.into(),
             headers: Vec::new(),
             data_dir: None,
+            memory_dir: None,
             small_model: None,
             small_model_choice: None,
             notifier: None,
@@ -94,6 +96,13 @@ impl GoalRuntimeBuilder {
     /// `OPENCHAMBER_DATA_DIR`, else `~/.config/openchamber`.
     pub fn data_dir(mut self, path: impl Into<PathBuf>) -> Self {
         self.data_dir = Some(path.into());
+        self
+    }
+
+    /// Keeps the data directory in memory (`io/memory_dir.rs`): the loop reads and writes no
+    /// file; its settings, trails and objectives live as long as `memory`.
+    pub fn data_dir_in_memory(mut self, memory: crate::io::memory_dir::MemoryDir) -> Self {
+        self.memory_dir = Some(memory);
         self
     }
 
@@ -277,10 +286,11 @@ impl GoalRuntimeBuilder {
             let explicit = self.small_model_choice.as_ref().and_then(|(p, m)| ModelRef::new(p, m));
             Arc::new(BuiltinSmallModel::new(&shared, client.clone(), explicit))
         });
-        let data_dir = DataDir::new(match self.data_dir {
-            Some(path) => path,
-            None => resolve_data_dir(None),
-        });
+        let root = self.data_dir.unwrap_or_else(|| resolve_data_dir(None));
+        let data_dir = match self.memory_dir {
+            Some(memory) => DataDir::in_memory(root, memory),
+            None => DataDir::new(root),
+        };
         let notifier = self.notifier.unwrap_or_else(|| Arc::new(NoNotifier));
         let recover_on_start = self.recover_on_start.unwrap_or(!self.directories.is_empty());
         let control = ControlContext {

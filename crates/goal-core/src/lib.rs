@@ -30,6 +30,7 @@
 //! | a host's wall clock (the system's, or tokio's paused one in the simulator) | `time/clock.rs` |
 //! | guarded metadata writes; write slots, dispatch claims | `io/writer.rs`, `io/locks.rs` |
 //! | objective files, audit trail file, host services | `io/objectives.rs`, `io/history.rs`, `io/services.rs` |
+//! | a data directory kept in memory (no files; the simulator's) | `io/memory_dir.rs` |
 //! | what a host's runtimes share | `io/shared.rs` |
 //! | scheduler: timers, retries, generations (its task; its commands; what it publishes) | `sched/mod.rs`, `sched/actor.rs`, `sched/command.rs`, `sched/job.rs`, `sched/facts.rs`, `sched/snapshot.rs` |
 //! | the tick watchdog: each stage's bound, a tick past their sum cancelled | `sched/watchdog.rs`, `sched/stage_watch.rs`, `goal/stages.rs` |
@@ -123,6 +124,7 @@ pub use sched::{SchedulerSnapshot, SessionSnapshot};
 // OpenCode and host services.
 pub use io::event_follower::{EventFollower, EventFollowerBuilder, StreamStatus};
 pub use io::history::{delete as delete_history, read as read_history};
+pub use io::memory_dir::MemoryDir;
 pub use io::objectives::{delete_objective, is_valid_session_id, read_objective, write_objective};
 pub use io::opencode::{BoxFuture, Endpoint, OpenCodeClient, RequestTarget, StaticEndpoint, DEFAULT_FETCH_TIMEOUT};
 pub use io::services::{

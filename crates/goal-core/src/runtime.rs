@@ -253,7 +253,7 @@ impl GoalLoop {
 
     /// The goal's audit trail, oldest first (`limit` keeps the newest).
     pub async fn history(&self, session_id: &str, limit: Option<usize>) -> Vec<serde_json::Value> {
-        crate::io::history::read(self.inner.ctx.services.data_dir.root(), session_id, limit).await
+        self.inner.ctx.services.data_dir.trail(session_id, limit).await
     }
 
     /// Why the session's goal is where it is (see `control/explain.rs`); read only. The lease is
@@ -266,9 +266,14 @@ impl GoalLoop {
         directory: &str,
     ) -> Result<crate::control::explain::ExplainReport, crate::error::HttpError> {
         let ctx = &self.inner.ctx;
-        let root = ctx.services.data_dir.root();
-        let mut report =
-            crate::control::explain::explain(&ctx.client, root, session_id, directory, Some(&ctx.holder)).await?;
+        let mut report = crate::control::explain::explain(
+            &ctx.client,
+            &ctx.services.data_dir,
+            session_id,
+            directory,
+            Some(&ctx.holder),
+        )
+        .await?;
         if report.status == Some(GoalStatus::Active) {
             let now = ctx.client.clock().now_ms();
             let own = self.next_look(session_id, directory).map(|wait| now + wait.as_millis() as f64);
@@ -370,7 +375,7 @@ impl Inner {
                         session: session.id.clone(),
                         directory: dir,
                         seen: Seen::Scan(goal.revision(), goal.status),
-                        arm: active.then_some((self.ctx.config.kickoff_quiet, ArmMode::Earliest)),
+                        arm: active.then_some((self.ctx.config.kickoff_quiet, ArmMode::IfIdleTimer)),
                         arm_if_changed: None,
                     });
                 }

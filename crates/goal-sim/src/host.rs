@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use goal_core::{
-    BoxFuture, Clock, EmbeddedGoalRuntime, GoalConfig, GoalRuntimeBuilder, SharedContext, SmallModel, SmallModelError,
-    SmallModelQuery, SmallModelReply,
+    BoxFuture, Clock, EmbeddedGoalRuntime, GoalConfig, GoalRuntimeBuilder, MemoryDir, SharedContext, SmallModel,
+    SmallModelError, SmallModelQuery, SmallModelReply,
 };
 use parking_lot::Mutex;
 use serde_json::json;
@@ -116,6 +116,7 @@ pub fn start_host(
         .transport(Arc::new(transport))
         .small_model(auditor.clone())
         .data_dir(data_dir)
+        .data_dir_in_memory(MemoryDir::new())
         .config(config(&world.timing))
         .fetch_timeout(Duration::from_millis(world.timing.fetch_timeout_ms))
         .directories(directories)

@@ -3,7 +3,7 @@
 //! runs, and findings worth a human look. Read only: nothing is written. The report is a typed
 //! value (`explain/parts.rs`) built by a pure function ([`report`]) from what [`explain`] reads.
 
-use std::path::Path;
+use crate::io::services::DataDir;
 
 use serde_json::Value;
 
@@ -211,7 +211,7 @@ fn guard_finding(guard: UnreadableGuard) -> Finding {
 /// errors.
 pub async fn explain(
     client: &OpenCodeClient,
-    data_dir: &Path,
+    data_dir: &DataDir,
     session_id: &str,
     directory: &str,
     own_holder: Option<&str>,
@@ -231,7 +231,7 @@ pub async fn explain(
     let (permissions, questions, trail) = tokio::join!(
         client.call("GET", "/permission", &directory, None),
         client.call("GET", "/question", &directory, None),
-        crate::io::history::read(data_dir, session_id, Some(TRAIL_WINDOW)),
+        data_dir.trail(session_id, Some(TRAIL_WINDOW)),
     );
     let mut pending = Vec::new();
     for (kind, list) in [(PendingKind::Permission, permissions), (PendingKind::Question, questions)] {
@@ -239,7 +239,7 @@ pub async fn explain(
     }
     let goal = session.as_ref().and_then(SessionView::goal);
     let objective_file_readable = match goal.as_ref().filter(|g| g.objective_file) {
-        Some(_) => Some(crate::io::objectives::read_objective(data_dir, session_id).await.is_some()),
+        Some(_) => Some(data_dir.read_objective(session_id).await.is_some()),
         None => None,
     };
     Ok(report(&Observed {

@@ -6,6 +6,7 @@ pub mod event_follower;
 pub mod history;
 pub mod http;
 pub mod locks;
+pub mod memory_dir;
 pub mod objectives;
 pub mod opencode;
 pub mod prompt_outcome;

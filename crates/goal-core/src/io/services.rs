@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 pub use crate::config::settings::SettingsFlags;
+use crate::io::memory_dir::MemoryDir;
 use crate::io::opencode::BoxFuture;
 pub use crate::io::small_model_call::{usage_total, SmallModelError, SmallModelQuery, SmallModelReply};
 
@@ -54,16 +55,23 @@ pub fn resolve_data_dir(explicit: Option<&str>) -> PathBuf {
     home.join(".config").join("openchamber")
 }
 
-/// The settings file and the objective files.
+/// The settings file, the objective files and the audit trails: on disk under a root, or in
+/// memory (`io/memory_dir.rs`).
 #[derive(Debug, Clone)]
 pub struct DataDir {
     root: PathBuf,
+    memory: Option<MemoryDir>,
 }
 
 impl DataDir {
-    /// A data directory.
+    /// A data directory on disk.
     pub fn new(root: PathBuf) -> Self {
-        Self { root }
+        Self { root, memory: None }
+    }
+
+    /// A data directory in memory (`root` only names it: nothing is read or written there).
+    pub fn in_memory(root: PathBuf, memory: MemoryDir) -> Self {
+        Self { root, memory: Some(memory) }
     }
 
     /// Its path.
@@ -71,17 +79,42 @@ impl DataDir {
         &self.root
     }
 
+    /// The in-memory contents, when it is kept in memory.
+    pub fn memory(&self) -> Option<&MemoryDir> {
+        self.memory.as_ref()
+    }
+
     /// Reads the switches now (never cached: the user may flip them at any time).
     pub async fn flags(&self) -> SettingsFlags {
-        match tokio::fs::read_to_string(self.root.join("settings.json")).await {
-            Ok(text) => SettingsFlags::parse(&text),
-            Err(_) => SettingsFlags::DEFAULT,
-        }
+        let text = match &self.memory {
+            Some(memory) => memory.settings(),
+            None => tokio::fs::read_to_string(self.root.join("settings.json")).await.ok(),
+        };
+        text.map_or(SettingsFlags::DEFAULT, |text| SettingsFlags::parse(&text))
     }
 
     /// Reads an objective file fresh. `None` when invalid id, missing, unreadable or empty.
     pub async fn read_objective(&self, session_id: &str) -> Option<String> {
-        crate::io::objectives::read_objective(&self.root, session_id).await
+        match &self.memory {
+            Some(memory) => memory.objective(session_id).filter(|text| !text.trim().is_empty()),
+            None => crate::io::objectives::read_objective(&self.root, session_id).await,
+        }
+    }
+
+    /// Appends a record to the session's audit trail, keeping the newest `max_records`.
+    pub async fn append_trail(&self, session_id: &str, record: &Value, max_records: usize) {
+        match &self.memory {
+            Some(memory) => memory.append_trail(session_id, record, max_records),
+            None => crate::io::history::append(&self.root, session_id, record, max_records).await,
+        }
+    }
+
+    /// The session's audit trail, oldest first (`limit` keeps the newest).
+    pub async fn trail(&self, session_id: &str, limit: Option<usize>) -> Vec<Value> {
+        match &self.memory {
+            Some(memory) => memory.trail(session_id, limit),
+            None => crate::io::history::read(&self.root, session_id, limit).await,
+        }
     }
 }
 

@@ -285,7 +285,7 @@ impl Actor {
             // goal itself and arms what comes next (our own writes' events look like kickoffs
             // once a turn was given back, and would cut the tick's backoff short).
             let invalidated = entry.generation.load(Ordering::SeqCst) != entry.ticking_generation;
-            if mode == ArmMode::IfNothingPending && !invalidated {
+            if (mode == ArmMode::IfNothingPending && !invalidated) || mode == ArmMode::IfIdleTimer {
                 return;
             }
             // Exactly one follow-up, at the earliest delay asked for.
@@ -296,7 +296,7 @@ impl Actor {
         if mode == ArmMode::Earliest && entry.timer.as_ref().is_some_and(|t| t.due <= due) {
             return;
         }
-        if mode == ArmMode::IfNothingPending && entry.timer.is_some() {
+        if matches!(mode, ArmMode::IfNothingPending | ArmMode::IfIdleTimer) && entry.timer.is_some() {
             return;
         }
         // Replace and Idle (and an earlier Earliest) replace whatever was pending.

@@ -22,6 +22,10 @@ pub enum ArmMode {
     /// kickoff never replaces an idle timer, and never arms during a turn: the idle that ends
     /// the turn arms the quiet window instead).
     IfNothingPending,
+    /// Only when no timer is armed and no tick runs, whatever events said about busy (a
+    /// recovery scan after a reconnect: a pending timer, a retry's backoff among them, is the
+    /// next look already, and a running tick reads the session itself).
+    IfIdleTimer,
 }
 
 /// A sighting of a session's goal, and what to arm because of it.

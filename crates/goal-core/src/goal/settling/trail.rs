@@ -29,25 +29,18 @@ pub fn line(goal: &Goal, tail: &str, action: &str, reason: &str, now: f64) -> Ma
 impl Tick<'_> {
     /// Appends a line to the trail and waits for it.
     pub async fn append_trail(&self, line: Map<String, Value>) {
-        crate::io::history::append(
-            self.ctx.services.data_dir.root(),
-            self.session_id,
-            &Value::Object(line),
-            self.ctx.config.evidence.history_max_records,
-        )
-        .await;
+        let max = self.ctx.config.evidence.history_max_records;
+        self.ctx.services.data_dir.append_trail(self.session_id, &Value::Object(line), max).await;
     }
 
     /// Appends a line to the trail beside the work that follows (a continuation waits for
     /// nothing it does not need; records of one session are a turn apart).
     pub fn append_trail_detached(&self, line: Map<String, Value>) {
-        let (root, session, max) = (
-            self.ctx.services.data_dir.root().to_path_buf(),
+        let (data_dir, session, max) = (
+            self.ctx.services.data_dir.clone(),
             self.session_id.to_string(),
             self.ctx.config.evidence.history_max_records,
         );
-        spawn_detached(Box::pin(async move {
-            crate::io::history::append(&root, &session, &Value::Object(line), max).await
-        }));
+        spawn_detached(Box::pin(async move { data_dir.append_trail(&session, &Value::Object(line), max).await }));
     }
 }
