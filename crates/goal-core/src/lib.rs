@@ -157,7 +157,7 @@ pub use control::orchestrate::{
     PromptOptions, ScheduledGoal, SendPrompt, DEFAULT_COMMAND_TIMEOUT, DEFAULT_LANDING_POLL, DEFAULT_LANDING_TIMEOUT,
 };
 pub use control::settings::{rule, GoalSettings, SettingChange};
-pub use evidence::{DigestSummary, FailingCommand, TodoCounts};
+pub use evidence::summary::{DigestSummary, FailingCommand, TodoCounts};
 pub use goal::acceptance::check_rules::{CheckResult, CheckRun};
 pub use record::criteria::{Criterion, CriterionSource, CriterionState, RecordedGrade};
 pub use record::Lease;

@@ -1,8 +1,41 @@
 //! The digest's counts as the audit trail keeps them (`digest` of a trail record): written by
-//! [`Digest::summary`](super::Digest::summary), read back by [`DigestSummary::from_value`], one
+//! [`Digest::summary`], read back by [`DigestSummary::from_value`], one
 //! typed value for both. Pure.
 
 use serde_json::{json, Value};
+
+use super::digest::Digest;
+use crate::record::truncate_chars;
+
+impl Digest {
+    /// The counts kept in the audit trail.
+    pub fn summary(&self) -> Value {
+        self.summary_counts().to_value()
+    }
+
+    /// The counts kept in the audit trail, as a typed value.
+    pub fn summary_counts(&self) -> DigestSummary {
+        let files = self.files.as_deref().unwrap_or(&[]);
+        let todos = self.todos.as_deref().unwrap_or(&[]);
+        DigestSummary {
+            assistant_messages: self.messages as u64,
+            tool_calls: (self.tool_calls.len() + self.omitted_tool_calls) as u64,
+            successful_tool_calls: self.successful_tool_calls as u64,
+            failing_commands: self
+                .failing_commands
+                .iter()
+                .map(|(command, code)| FailingCommand { command: truncate_chars(command, 120), exit_code: *code })
+                .collect(),
+            files_changed: self.files.as_ref().map(|_| (files.len() + self.omitted_files) as u64),
+            additions: files.iter().map(|f| f.additions).sum::<u64>(),
+            deletions: files.iter().map(|f| f.deletions).sum::<u64>(),
+            todos: self.todos.as_ref().map(|_| TodoCounts {
+                total: (todos.len() + self.omitted_todos) as u64,
+                completed: todos.iter().filter(|t| t.status == "completed").count() as u64,
+            }),
+        }
+    }
+}
 
 /// The counts of one audit's evidence.
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -1,7 +1,13 @@
 //! Digest builder, fingerprint, breaker (both sides) and the complete-while-failing override.
 
-use super::*;
-use serde_json::json;
+use super::audit_block::*;
+use super::complete_override::*;
+use super::digest::*;
+use super::no_progress::*;
+use super::summary::DigestSummary;
+use crate::config::EvidenceLimits;
+use crate::record::Goal;
+use serde_json::{json, Value};
 
 /// A goal whose record holds `value` under `field`.
 fn goal_with(field: &str, value: Value) -> Goal {

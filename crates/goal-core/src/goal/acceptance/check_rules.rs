@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::evidence::tail_lines;
+use crate::evidence::digest::tail_lines;
 use crate::record::AcceptanceCheck;
 
 /// Bytes of a run's output the shell keeps (the transcript's copy).

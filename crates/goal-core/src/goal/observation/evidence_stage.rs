@@ -7,7 +7,9 @@
 use serde_json::{json, Value};
 use tracing::info;
 
-use crate::evidence::{self, Digest, ProgressState, TurnPrint};
+use crate::evidence::digest::{self, Digest};
+use crate::evidence::no_progress::{self, ProgressState, TurnPrint};
+use crate::evidence::{audit_block, complete_override};
 use crate::goal::context::Tick;
 use crate::goal::planning::plan::{AfterAudit, Audit, Basis, Reservation, Settlement, Verdict};
 use crate::goal::settling::trail;
@@ -42,7 +44,7 @@ pub struct Observed {
 impl Observed {
     /// The block appended to the audit prompt.
     pub fn prompt_block(&self, tick: &Tick<'_>) -> String {
-        evidence::audit_evidence_block(&self.digest, &tick.ctx.config.evidence.limits)
+        audit_block::audit_evidence_block(&self.digest, &tick.ctx.config.evidence.limits)
     }
 }
 
@@ -59,16 +61,16 @@ pub async fn observe(
     let tail = basis.tail_message_id.as_str();
     let previous = ProgressState::of_goal(goal);
     let cursor = previous.cursor_for(tail, goal.created_at);
-    let diff = read_diff(tick, messages, &evidence::window(messages, &cursor, tail)).await;
+    let diff = read_diff(tick, messages, &digest::window(messages, &cursor, tail)).await;
     let tail_created = messages
         .iter()
         .find(|m| m.get("info").and_then(|i| i.get("id")).and_then(Value::as_str) == Some(tail))
         .and_then(|m| m.get("info")?.get("time")?.get("created")?.as_f64())
         .unwrap_or(0.0);
     let limits = &tick.ctx.config.evidence.limits;
-    let digest = evidence::build_digest(messages, &cursor, tail, diff.as_ref(), todos.as_ref(), limits);
+    let digest = digest::build_digest(messages, &cursor, tail, diff.as_ref(), todos.as_ref(), limits);
     let print = TurnPrint::of(&digest, &basis.assistant_text);
-    let state = evidence::advance(&previous, tail, tail_created, cursor, print);
+    let state = no_progress::advance(&previous, tail, tail_created, cursor, print);
     let limit = tick.ctx.config.evidence.no_progress_turns;
     if limit > 0 && state.streak >= limit {
         return Err(no_progress(tick, basis, &digest, state.streak).await);
@@ -80,7 +82,7 @@ pub async fn observe(
 /// the newest turn's `/diff`, else the session's.
 async fn read_diff(tick: &Tick<'_>, messages: &[Value], window: &[&Value]) -> Option<Value> {
     let (client, session_id, directory) = (&tick.ctx.client, tick.session_id, tick.directory);
-    match evidence::turn_diffs(messages, window) {
+    match digest::turn_diffs(messages, window) {
         Ok(diffs) => Some(diffs),
         // No recorded summary: ask for the newest turn's diff, else the session's.
         Err(missing) => match missing.first() {
@@ -95,7 +97,7 @@ async fn read_diff(tick: &Tick<'_>, messages: &[Value], window: &[&Value]) -> Op
 
 /// The breaker tripped: the trail records why, and the goal settles `blocked`.
 async fn no_progress(tick: &Tick<'_>, basis: &Basis, digest: &Digest, streak: u32) -> TickOutcome {
-    let note = evidence::no_progress_note(streak, digest);
+    let note = no_progress::no_progress_note(streak, digest);
     info!(target: "session_goal", session = tick.session_id, turns = streak, "no progress; settling blocked");
     let mut entry = trail::line(
         &tick.goal,
@@ -162,7 +164,7 @@ fn override_complete(
     if settlement.status != GoalStatus::Complete {
         return (AfterAudit::Settle(settlement), None);
     }
-    match evidence::complete_override(&observed.digest, &evidence::overrides_of(&tick.goal)) {
+    match complete_override::complete_override(&observed.digest, &complete_override::overrides_of(&tick.goal)) {
         Some((note, used)) => {
             info!(target: "session_goal", session = tick.session_id, "complete verdict while a command fails; continuing");
             let reservation = Reservation {
@@ -225,8 +227,8 @@ fn trail_entry(
 pub fn audit_extras(object: Option<&serde_json::Map<String, Value>>, tokens: Option<u64>) -> AuditExtras {
     match object {
         Some(object) => AuditExtras {
-            evidence: evidence::citations(object, "evidence"),
-            missing: evidence::citations(object, "missing"),
+            evidence: audit_block::citations(object, "evidence"),
+            missing: audit_block::citations(object, "missing"),
             tokens,
             failure: None,
             criteria: None,

@@ -205,7 +205,7 @@ async fn request_verdict(
         system: format!(
             "{}\n{}\n{}",
             prompts::audit_system_prompt(),
-            crate::evidence::AUDIT_SYSTEM_EVIDENCE,
+            crate::evidence::audit_block::AUDIT_SYSTEM_EVIDENCE,
             grading::GRADING_SYSTEM
         ),
         directory: tick.directory.to_string(),

@@ -8,7 +8,8 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::evidence::{escape_for_block, Digest};
+use crate::evidence::audit_block::escape_for_block;
+use crate::evidence::digest::Digest;
 use crate::record::criteria::MAX_CRITERIA;
 use crate::record::criteria::{assign_criteria, one_line, Criterion, CriterionSource, CriterionState, RecordedGrade};
 use crate::record::{truncate_chars, Goal, NOTE_CHAR_LIMIT};

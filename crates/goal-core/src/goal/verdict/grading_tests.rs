@@ -116,14 +116,14 @@ fn criteria_in_prompts_are_escaped_data_on_one_line() {
 #[test]
 fn evidence_items_are_numbered_by_position() {
     let digest = Digest {
-        tool_calls: vec![crate::evidence::ToolCall {
+        tool_calls: vec![crate::evidence::digest::ToolCall {
             tool: "bash".into(),
             status: "completed".into(),
             command: Some("npm test <x>".into()),
             exit_code: Some(0),
             output_tail: None,
         }],
-        todos: Some(vec![crate::evidence::Todo { content: "docs".into(), status: "completed".into() }]),
+        todos: Some(vec![crate::evidence::digest::Todo { content: "docs".into(), status: "completed".into() }]),
         ..Digest::default()
     };
     let items = evidence_items(&digest);
