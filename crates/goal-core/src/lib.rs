@@ -154,8 +154,9 @@ pub use control::explain::{
 };
 pub use control::orchestrate::{
     create_session, fork_session, send_prompt, stamp_scheduled_goal, CreateSession, DispatchReport, ForkSession,
-    PromptOptions, ScheduledGoal, SendPrompt, DEFAULT_COMMAND_TIMEOUT, DEFAULT_LANDING_POLL, DEFAULT_LANDING_TIMEOUT,
+    ScheduledGoal, SendPrompt, DEFAULT_COMMAND_TIMEOUT, DEFAULT_LANDING_POLL, DEFAULT_LANDING_TIMEOUT,
 };
+pub use control::prompt::PromptOptions;
 pub use control::settings::{rule, GoalSettings, SettingChange};
 pub use evidence::summary::{DigestSummary, FailingCommand, TodoCounts};
 pub use goal::acceptance::check_rules::{CheckResult, CheckRun};
