@@ -29,7 +29,7 @@ const PURE = ['config', 'error', 'record', 'text', 'time', 'evidence', 'intake',
   'goal::planning::accounting', 'goal::verdict::grading', 'goal::settling::notify', 'goal::budgets::limit_rules', 'goal::ownership::lineage', 'goal::acceptance::check_rules', 'goal::acceptance::review_rules', 'goal::guarding::guard_rules', 'goal::delivery::strand_rules', 'goal::settling::causes', 'goal::ownership::list_rules', 'goal::observation::wait_rules', 'sched::backoff', 'assist::content', 'small_model::catalog', 'small_model::wire',
   'io::small_model_call', 'io::prompt_outcome']
 // Modules that perform I/O (network, files, tasks, locks and wake-ups).
-const IO = ['io', 'sched', 'runtime', 'embed', 'control', 'small_model', 'goal::tick', 'goal::observation::evidence_stage',
+const IO = ['io', 'sched', 'runtime', 'embed', 'control', 'small_model', 'goal::tick', 'goal::verdict::audit_evidence',
   'goal::delivery::dispatch', 'goal::delivery::echo_watch', 'goal::ownership::adopt', 'goal::budgets::limits', 'goal::acceptance::checks', 'goal::acceptance::review', 'goal::guarding::guards', 'goal::delivery::strand', 'assist::runtime']
 const within = (list, path) => list.some((m) => path === m || path.startsWith(`${m}::`))
 const isPure = (path) => within(PURE, path)

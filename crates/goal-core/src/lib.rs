@@ -46,7 +46,7 @@
 //! | provider stage: park and resume, typed provider stops, cut turns | `goal/budgets/limits.rs`, `goal/budgets/limit_rules.rs` (`limit_rules/reset.rs`: reset headers) |
 //! | plan: decisions, gates, quiet window, token accounting | `goal/planning/plan.rs`, `goal/planning/gates.rs`, `goal/planning/accounting.rs` |
 //! | time stage: time budget, working hours | `goal/budgets/time_gate.rs` |
-//! | audit: verdict; evidence read and review; trail | `goal/verdict/audit.rs`, `goal/observation/evidence_stage.rs`, `goal/settling/trail.rs` |
+//! | audit: verdict; evidence read and review; trail | `goal/verdict/audit.rs`, `goal/verdict/audit_evidence.rs`, `goal/settling/trail.rs` |
 //! | checks stage before settle-complete; wrapper and result reading | `goal/acceptance/checks.rs`, `goal/acceptance/check_rules.rs` |
 //! | review stage after the checks: a read-only child session signs off; its prompt, answer and judging | `goal/acceptance/review.rs`, `goal/acceptance/review_rules.rs` (`record/review.rs`: the setting, the last review) |
 //! | reserve; lost-update repair | `goal/delivery/reserve.rs`, `goal/delivery/echo_watch.rs`, `goal/delivery/echo.rs` |

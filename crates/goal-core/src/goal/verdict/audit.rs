@@ -9,8 +9,8 @@ use tracing::{debug, warn};
 use crate::goal::acceptance::checks::RoundInput;
 use crate::goal::acceptance::review::ReviewInput;
 use crate::goal::context::Tick;
-use crate::goal::observation::evidence_stage::{self, audit_extras, AuditExtras};
 use crate::goal::planning::plan::{after_audit, parse_verdict, AfterAudit, Audit, Basis, Reservation};
+use crate::goal::verdict::audit_evidence::{self, audit_extras, AuditExtras};
 use crate::goal::verdict::grading;
 use crate::io::services::SmallModelQuery;
 use crate::record::cause::CauseCode;
@@ -34,7 +34,7 @@ pub async fn audit_turn(
     // The runtime's own check runs are not the agent's work: the digest reads without them.
     let without_checks = crate::goal::acceptance::checks::without_check_runs(raw_messages);
     let evidence_messages = without_checks.as_deref().unwrap_or(raw_messages);
-    let observed = evidence_stage::observe(tick, basis, evidence_messages, todos).await?;
+    let observed = audit_evidence::observe(tick, basis, evidence_messages, todos).await?;
     let grading = Grading::prepare(tick, &observed);
     let (audit, mut extras, object) = request_verdict(tick, basis, &grading.prompt(tick, &observed)).await;
     if !tick.generation.is_current() {
@@ -53,7 +53,7 @@ pub async fn audit_turn(
         decision = crate::goal::planning::plan::hold_completion(decision, &graded.update.criteria);
         extras.criteria = Some(grading::trail_value(&graded.update));
     }
-    let decision = evidence_stage::review(tick, basis, &observed, audit.as_ref(), &extras, decision).await;
+    let decision = audit_evidence::review(tick, basis, &observed, audit.as_ref(), &extras, decision).await;
     let Some(graded) = graded else {
         return decided(tick, basis, &observed, decision, None).await;
     };
@@ -65,7 +65,7 @@ pub async fn audit_turn(
 async fn decided(
     tick: &Tick<'_>,
     basis: &Basis,
-    observed: &evidence_stage::Observed,
+    observed: &audit_evidence::Observed,
     decision: AfterAudit,
     graded: Option<Graded>,
 ) -> Result<Reservation, TickOutcome> {
@@ -127,14 +127,14 @@ struct Graded {
 
 impl Grading {
     /// Whether this audit derives, and the evidence items it numbers (only to grade criteria).
-    fn prepare(tick: &Tick<'_>, observed: &evidence_stage::Observed) -> Grading {
+    fn prepare(tick: &Tick<'_>, observed: &audit_evidence::Observed) -> Grading {
         let derive = grading::wants_derivation(&tick.goal, tick.ctx.config.derive_criteria);
         let items = if tick.goal.criteria.is_empty() { Vec::new() } else { grading::evidence_items(&observed.digest) };
         Grading { derive, items }
     }
 
     /// The evidence block of the prompt, with the criteria (or the derivation request) after it.
-    fn prompt(&self, tick: &Tick<'_>, observed: &evidence_stage::Observed) -> String {
+    fn prompt(&self, tick: &Tick<'_>, observed: &audit_evidence::Observed) -> String {
         let sample = prompts::language_sample(&tick.objective);
         let block = grading::prompt_block(&tick.goal.criteria, &self.items, self.derive, &sample);
         let evidence = observed.prompt_block(tick);
