@@ -29,7 +29,7 @@
 //! | the one place every OpenCode request passes (HTTP, or the simulator's OpenCode) | `io/transport.rs` |
 //! | a host's wall clock (the system's, or tokio's paused one in the simulator) | `time/clock.rs` |
 //! | guarded metadata writes; write slots, dispatch claims | `io/writer.rs`, `io/locks.rs` |
-//! | objective files, audit trail file, host services | `io/objectives.rs`, `io/history.rs`, `io/services.rs` |
+//! | objective files, audit trail file, host services | `io/objectives.rs`, `io/trail_file.rs`, `io/services.rs` |
 //! | a data directory kept in memory (no files; the simulator's) | `io/memory_dir.rs` |
 //! | what a host's runtimes share | `io/shared.rs` |
 //! | scheduler: timers, retries, generations (its task; its commands; what it publishes) | `sched/mod.rs`, `sched/actor.rs`, `sched/command.rs`, `sched/job.rs`, `sched/facts.rs`, `sched/snapshot.rs` |
@@ -123,7 +123,6 @@ pub use sched::{SchedulerSnapshot, SessionSnapshot};
 
 // OpenCode and host services.
 pub use io::event_follower::{EventFollower, EventFollowerBuilder, StreamStatus};
-pub use io::history::{delete as delete_history, read as read_history};
 pub use io::memory_dir::MemoryDir;
 pub use io::objectives::{delete_objective, is_valid_session_id, read_objective, write_objective};
 pub use io::opencode::{BoxFuture, Endpoint, OpenCodeClient, RequestTarget, StaticEndpoint, DEFAULT_FETCH_TIMEOUT};
@@ -131,6 +130,7 @@ pub use io::services::{
     resolve_data_dir, usage_total, DataDir, NoNotifier, NoSmallModel, Notifier, Services, SmallModel,
 };
 pub use io::small_model_call::{SmallModelQuery, SmallModelReply};
+pub use io::trail_file::{delete as delete_history, read as read_history};
 pub use io::transport::{HttpTransport, Transport, WireAnswer, WireRequest};
 pub use io::writer::write_namespace_key;
 pub use small_model::catalog::ModelRef;

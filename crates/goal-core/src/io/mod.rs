@@ -1,9 +1,8 @@
 //! Everything that talks to the outside: HTTP pools, the OpenCode client and the classification
 //! of its prompt answers, the follower of OpenCode's event stream, guarded goal-metadata writes and the per-session locks behind them,
-//! objective files, the audit history, the host services, and what a host's runtimes share.
+//! objective files, the audit trail's file, the host services, and what a host's runtimes share.
 
 pub mod event_follower;
-pub mod history;
 pub mod http;
 pub mod locks;
 pub mod memory_dir;
@@ -13,5 +12,6 @@ pub mod prompt_outcome;
 pub mod services;
 pub mod shared;
 pub mod small_model_call;
+pub mod trail_file;
 pub mod transport;
 pub mod writer;

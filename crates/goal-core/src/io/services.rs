@@ -105,7 +105,7 @@ impl DataDir {
     pub async fn append_trail(&self, session_id: &str, record: &Value, max_records: usize) {
         match &self.memory {
             Some(memory) => memory.append_trail(session_id, record, max_records),
-            None => crate::io::history::append(&self.root, session_id, record, max_records).await,
+            None => crate::io::trail_file::append(&self.root, session_id, record, max_records).await,
         }
     }
 
@@ -113,7 +113,7 @@ impl DataDir {
     pub async fn trail(&self, session_id: &str, limit: Option<usize>) -> Vec<Value> {
         match &self.memory {
             Some(memory) => memory.trail(session_id, limit),
-            None => crate::io::history::read(&self.root, session_id, limit).await,
+            None => crate::io::trail_file::read(&self.root, session_id, limit).await,
         }
     }
 }

@@ -1,5 +1,6 @@
-//! The audit trail: one line per decision of the evidence stages, appended to the session's
-//! history file (see `io/history.rs`).
+//! The audit trail's lines: one per decision of the evidence stages, appended to the session's
+//! trail file (`io/trail_file.rs`; on disk `goals/<sessionId>.history.jsonl`, which the API
+//! reads back as `history`).
 
 use serde_json::{json, Map, Value};
 

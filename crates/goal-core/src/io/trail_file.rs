@@ -1,5 +1,6 @@
-//! The audit trail: `<dataDir>/goals/<sessionId>.history.jsonl`, one JSON record per verdict
-//! (or breaker/budget decision), beside the objective file. Bounded: past the record limit the
+//! The audit trail's file: `<dataDir>/goals/<sessionId>.history.jsonl` (the API's `history`),
+//! one JSON record per verdict (or breaker/budget decision; the lines are
+//! `goal/settling/trail.rs`'s), beside the objective file. Bounded: past the record limit the
 //! oldest records are dropped. The session id is validated before any file access.
 
 use std::path::{Path, PathBuf};
