@@ -50,7 +50,7 @@
 //! | checks stage before settle-complete; wrapper and result reading | `goal/acceptance/checks.rs`, `goal/acceptance/check_rules.rs` |
 //! | review stage after the checks: a read-only child session signs off; its prompt, answer and judging | `goal/acceptance/review.rs`, `goal/acceptance/review_rules.rs` (`record/review.rs`: the setting, the last review) |
 //! | reserve; lost-update repair | `goal/delivery/reserve.rs`, `goal/delivery/echo_watch.rs`, `goal/delivery/echo.rs` |
-//! | dispatch: idempotent message id, post, outcome | `goal/delivery/dispatch.rs`, `goal/delivery/deliver.rs` |
+//! | deliver: read back, post under an idempotent message id, outcome | `goal/delivery/deliver.rs` (the stage), `goal/delivery/dispatch.rs` (the id and the post) |
 //! | settle; notification; console lines | `goal/settling/settle.rs`, `goal/settling/notify.rs`, `goal/settling/operator.rs` |
 //! | the cause table: fix sentences and doctor actions | `goal/settling/causes.rs` |
 //! | the built-in small model | `small_model/` |

@@ -1,8 +1,8 @@
 //! One goal tick, stage by stage: observe (`observe.rs`) → guards (`guards.rs`: a guard that
 //! cannot be read stops the goal) → plan (`plan.rs`, pure; the time stage `time_gate.rs`, the
 //! quiet window, and a stranded message posted again, `strand.rs`) → audit (`audit.rs`, with the
-//! evidence read and reviewed in `audit_evidence.rs`) → reserve (`reserve.rs`, echo reactions in `echo.rs`) → dispatch
-//! (`deliver.rs`, `dispatch.rs`) → settle (`settle.rs`). A [`Tick`] carries what every stage
+//! evidence read and reviewed in `audit_evidence.rs`) → reserve (`reserve.rs`, echo reactions in `echo.rs`) → deliver
+//! (`deliver.rs`, the post in `dispatch.rs`) → settle (`settle.rs`). A [`Tick`] carries what every stage
 //! needs.
 
 use std::time::Duration;

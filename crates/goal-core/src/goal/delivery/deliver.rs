@@ -1,6 +1,6 @@
-//! The dispatch stage, after the reservation: the goal and the tail are read back (the user may
-//! have typed, paused, edited or cleared right after the reservation landed), the continuation
-//! is posted (see `dispatch.rs`), and the outcome decides how the tick ends: sent; stopped by the
+//! The deliver stage (`Stage::Deliver`), after the reservation: the goal and the tail are read
+//! back (the user may have typed, paused, edited or cleared right after the reservation landed),
+//! the continuation is posted (`dispatch.rs`: its idempotent id and the posting loops), and the outcome decides how the tick ends: sent; stopped by the
 //! user (an unused turn goes back); or failed (retried with the same id, or settled `blocked`).
 
 use serde_json::{json, Value};

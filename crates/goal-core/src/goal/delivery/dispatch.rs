@@ -1,4 +1,5 @@
-//! Delivering a continuation: reserve → post with an idempotent id → classify.
+//! Posting a continuation for the deliver stage (`deliver.rs`): its idempotent message id, the
+//! post, and the classification of what OpenCode answered.
 //!
 //! OpenCode stores a `prompt_async` under a client-chosen `messageID` and answers a repeated id
 //! once (`docs/opencode.md`, "Idempotent prompts"): one message, one turn, whenever the repeat arrives. So
