@@ -8,7 +8,7 @@ use napi_derive::napi;
 use goal_core::DataDir;
 use goal_core::SessionSnapshot;
 use goal_core::DEFAULT_ASSIST_FETCH_TIMEOUT;
-use goal_core::{AssistConfig, AssistRuntime, AssistRuntimeSettings, AssistSnapshot, AssistTunables};
+use goal_core::{AssistConfig, AssistRuntime, AssistRuntimeParts, AssistSnapshot, AssistTunables};
 
 use crate::callbacks::LoggerCallback;
 use crate::env_context::{EnvContext, EnvRuntime};
@@ -100,18 +100,18 @@ pub struct SessionAssistRuntime {
 }
 
 impl SessionAssistRuntimeOptions {
-    /// The core's assist settings, every unset or unusable option at `AssistConfig`'s default,
+    /// The parts of the core's assist runtime, every unset or unusable option at `AssistConfig`'s default,
     /// and the host logger to register. Fails only without an OpenCode location.
     fn resolve(
         self,
         context: &EnvContext,
-    ) -> std::result::Result<(AssistRuntimeSettings, Option<LoggerCallback>), goal_core::GoalError> {
+    ) -> std::result::Result<(AssistRuntimeParts, Option<LoggerCallback>), goal_core::GoalError> {
         let client = OpenCodeConnection::client(self.open_code, context, DEFAULT_ASSIST_FETCH_TIMEOUT)?;
         let data_dir = DataDir::new(RuntimeSettingsOptions::data_dir(self.settings, None));
         let small_model = SmallModelOptions::model(self.small_model, context, &client);
         let config = AssistConfig::from(self.tunables.map(AssistTunables::from).unwrap_or_default());
         let shared = context.shared().clone();
-        Ok((AssistRuntimeSettings { client, small_model, data_dir, config, shared }, self.logger))
+        Ok((AssistRuntimeParts { client, small_model, data_dir, config, shared }, self.logger))
     }
 }
 
@@ -121,9 +121,9 @@ impl SessionAssistRuntimeOptions {
 #[napi(catch_unwind)]
 pub fn create_session_assist_runtime(env: Env, options: SessionAssistRuntimeOptions) -> Result<SessionAssistRuntime> {
     let context = EnvContext::of(&env)?;
-    let (settings, logger) = options.resolve(&context).map_err(|failure| crate::failure::thrown(&env, failure))?;
+    let (parts, logger) = options.resolve(&context).map_err(|failure| crate::failure::thrown(&env, failure))?;
     let log_span = install_logger(&context, logger);
-    let inner = Arc::new(log_span.in_scope(|| AssistRuntime::start(settings, context.runtime())));
+    let inner = Arc::new(log_span.in_scope(|| AssistRuntime::start(parts, context.runtime())));
     context.adopt(Arc::downgrade(&inner) as std::sync::Weak<dyn EnvRuntime>);
     Ok(SessionAssistRuntime { inner, context })
 }

@@ -73,9 +73,9 @@ pub(crate) fn install_logger(context: &EnvContext, logger: Option<LoggerCallback
 #[napi(catch_unwind)]
 pub fn create_session_goal_runtime(env: Env, options: SessionGoalRuntimeOptions) -> Result<SessionGoalRuntime> {
     let context = EnvContext::of(&env)?;
-    let (settings, logger) = options.resolve(&context).map_err(|failure| failure::thrown(&env, failure))?;
+    let (parts, logger) = options.resolve(&context).map_err(|failure| failure::thrown(&env, failure))?;
     let log_span = install_logger(&context, logger);
-    let inner = Arc::new(log_span.in_scope(|| GoalLoop::start(settings, context.runtime())));
+    let inner = Arc::new(log_span.in_scope(|| GoalLoop::start(parts, context.runtime())));
     context.adopt(Arc::downgrade(&inner) as std::sync::Weak<dyn EnvRuntime>);
     Ok(SessionGoalRuntime { inner, context, log_span })
 }

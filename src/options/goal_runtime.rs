@@ -1,12 +1,12 @@
 //! The goal runtime's options (`createSessionGoalRuntime`), converted once into the core's
-//! `GoalLoopSettings`, and the defaults it reports (`goalRuntimeDefaults`).
+//! `GoalLoopParts`, and the defaults it reports (`goalRuntimeDefaults`).
 
 use std::sync::Arc;
 
 use napi_derive::napi;
 
 use goal_core::DEFAULT_FETCH_TIMEOUT;
-use goal_core::{DataDir, GoalConfig, GoalLoopSettings, GoalTunables, NoNotifier, Notifier, Services};
+use goal_core::{DataDir, GoalConfig, GoalLoopParts, GoalTunables, NoNotifier, Notifier, Services};
 
 use super::tunables::GoalTunablesInput;
 use super::{OpenCodeConnection, RuntimeSettingsOptions};
@@ -44,12 +44,12 @@ pub struct SessionGoalRuntimeOptions {
 }
 
 impl SessionGoalRuntimeOptions {
-    /// The core's runtime settings, every unset or unusable option at `GoalConfig`'s default,
+    /// The parts of the core's goal runtime, every unset or unusable option at `GoalConfig`'s default,
     /// and the host logger to register. Fails only without an OpenCode location.
     pub(crate) fn resolve(
         self,
         context: &EnvContext,
-    ) -> std::result::Result<(GoalLoopSettings, Option<LoggerCallback>), goal_core::GoalError> {
+    ) -> std::result::Result<(GoalLoopParts, Option<LoggerCallback>), goal_core::GoalError> {
         let client = OpenCodeConnection::client(self.open_code, context, DEFAULT_FETCH_TIMEOUT)?;
         let data_dir = DataDir::new(RuntimeSettingsOptions::data_dir(self.settings, None));
         let small_model = SmallModelOptions::model(self.small_model, context, &client);
@@ -60,7 +60,7 @@ impl SessionGoalRuntimeOptions {
         let config = GoalConfig::from(self.tunables.map(GoalTunables::from).unwrap_or_default());
         let directories = self.directories.unwrap_or_default();
         let recover_on_start = self.recover_on_start.unwrap_or(!directories.is_empty());
-        let settings = GoalLoopSettings {
+        let parts = GoalLoopParts {
             client,
             services: Services { small_model, notifier, data_dir },
             config,
@@ -68,7 +68,7 @@ impl SessionGoalRuntimeOptions {
             recover_on_start,
             shared: context.shared().clone(),
         };
-        Ok((settings, self.logger))
+        Ok((parts, self.logger))
     }
 }
 

@@ -46,7 +46,7 @@ use crate::io::event_follower::EventFollowerBuilder;
 use crate::io::opencode::{Endpoint, OpenCodeClient, StaticEndpoint};
 use crate::io::services::{resolve_data_dir, DataDir, NoNotifier, Notifier, Services, SmallModel};
 use crate::io::shared::SharedContext;
-use crate::runtime::{GoalLoop, GoalLoopSettings, GoalSnapshot};
+use crate::runtime::{GoalLoop, GoalLoopParts, GoalSnapshot};
 use crate::small_model::{catalog::ModelRef, BuiltinSmallModel, DEFAULT_CALL_TIMEOUT};
 
 /// Settings of an embedded goal runtime; every setting has the Node package's default.
@@ -302,7 +302,7 @@ impl GoalRuntimeBuilder {
             landing_poll: DEFAULT_LANDING_POLL,
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
         };
-        let settings = GoalLoopSettings {
+        let parts = GoalLoopParts {
             shared: shared.clone(),
             client,
             services: Services { small_model, notifier, data_dir },
@@ -310,7 +310,7 @@ impl GoalRuntimeBuilder {
             directories: self.directories,
             recover_on_start,
         };
-        EmbeddedGoalRuntime { runtime: GoalLoop::start(settings, handle), shared, control, endpoint }
+        EmbeddedGoalRuntime { runtime: GoalLoop::start(parts, handle), shared, control, endpoint }
     }
 }
 

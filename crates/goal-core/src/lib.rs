@@ -18,7 +18,7 @@
 //! | the multi-host lease | `record/lease.rs` |
 //! | a failed reply's provider error and its table (limit, quota, auth, context, filter) | `record/provider_error.rs` |
 //! | sessions, messages, live status; metadata merge | `record/session.rs`, `record/metadata.rs` |
-//! | every tunable and its default | `config/mod.rs` (`tunables.rs`, `settings.rs`) |
+//! | every tunable and its default | `config/mod.rs` (`tunables.rs`; OpenChamber's settings file's switches: `settings_file.rs`) |
 //! | errors (`std::error::Error`), the `Cancelled` decline | `error.rs` |
 //! | prompts, JSON in replies, script guard, slash commands | `text/` |
 //! | time budget and active time; working hours | `time/active.rs`, `time/hours.rs` |
@@ -55,7 +55,7 @@
 //! | the cause table: fix sentences and doctor actions | `goal/settling/causes.rs` |
 //! | the built-in small model | `small_model/` |
 //! | session assist (recap, suggestion) | `assist/` |
-//! | a goal's settings: one value for create, schedule, send, fork and edit | `control/settings.rs` |
+//! | a goal's settings: one value for create, schedule, send, fork and edit | `control/goal_settings.rs` |
 //! | create, act on and orchestrate goals; `explain` | `control/` (`explain.rs`) |
 //! | the goal runtime: events → scheduler → ticks | `runtime.rs` |
 //! | the Rust embedding API | `embed.rs` |
@@ -91,7 +91,7 @@ pub use embed::{EmbeddedGoalRuntime, GoalRuntimeBuilder};
 pub use io::shared::SharedContext;
 
 // Configuration and its defaults.
-pub use config::settings::SettingsFlags;
+pub use config::settings_file::SettingsFlags;
 pub use config::tunables::{count, millis, AssistTunables, EvidenceTunables, GoalTunables};
 pub use config::{EvidenceConfig, EvidenceLimits, GoalConfig, ProviderLimits};
 
@@ -117,8 +117,8 @@ pub use error::{
 
 // Runtimes.
 pub use assist::runtime::DEFAULT_ASSIST_FETCH_TIMEOUT;
-pub use assist::{AssistConfig, AssistRuntime, AssistRuntimeSettings, AssistSnapshot};
-pub use runtime::{GoalLoop, GoalLoopSettings, GoalSnapshot};
+pub use assist::{AssistConfig, AssistRuntime, AssistRuntimeParts, AssistSnapshot};
+pub use runtime::{GoalLoop, GoalLoopParts, GoalSnapshot};
 pub use sched::{SchedulerSnapshot, SessionSnapshot};
 
 // OpenCode and host services.
@@ -152,12 +152,12 @@ pub use control::explain::explain as explain_goal;
 pub use control::explain::{
     AuditSummary, ExplainReport, Finding, GoalCost, LastReview, PendingKind, PendingRequest, RecordedCheckRun,
 };
+pub use control::goal_settings::{rule, GoalSettings, SettingChange};
 pub use control::orchestrate::{
     create_session, fork_session, send_prompt, stamp_scheduled_goal, CreateSession, DispatchReport, ForkSession,
     ScheduledGoal, SendPrompt, DEFAULT_COMMAND_TIMEOUT, DEFAULT_LANDING_POLL, DEFAULT_LANDING_TIMEOUT,
 };
 pub use control::prompt::PromptOptions;
-pub use control::settings::{rule, GoalSettings, SettingChange};
 pub use evidence::summary::{DigestSummary, FailingCommand, TodoCounts};
 pub use goal::acceptance::check_rules::{CheckResult, CheckRun};
 pub use record::criteria::{Criterion, CriterionSource, CriterionState, RecordedGrade};

@@ -61,8 +61,9 @@ impl SweepState {
     }
 }
 
-/// Everything needed to build a goal runtime.
-pub struct GoalLoopSettings {
+/// Everything needed to build a goal runtime (its parts; in this crate "settings" are a goal's, see
+/// `control/goal_settings.rs`).
+pub struct GoalLoopParts {
     /// OpenCode client.
     pub client: OpenCodeClient,
     /// Host services.
@@ -143,53 +144,53 @@ pub struct GoalLoop {
 impl GoalLoop {
     /// Starts the runtime on `runtime` and registers it with the shared intake. The tracing span
     /// current at the call is the runtime's log identity: all its work runs in that span.
-    pub fn start(settings: GoalLoopSettings, runtime: &tokio::runtime::Handle) -> GoalLoop {
+    pub fn start(parts: GoalLoopParts, runtime: &tokio::runtime::Handle) -> GoalLoop {
         // What events showed of each session: the scheduler task owns it, ticks read the
         // snapshot it publishes.
         let facts = SessionFactsView::default();
         let (waiting_view, active_view) = (facts.clone(), facts.clone());
         let holders = Arc::<crate::goal::ownership::lineage::GoalHolders>::default();
         let ctx = TickContext {
-            client: settings.client.clone(),
-            services: settings.services,
-            config: Arc::new(settings.config),
+            client: parts.client.clone(),
+            services: parts.services,
+            config: Arc::new(parts.config),
             waiting_for_user: Arc::new(move |session: &str| waiting_view.waiting_for_user(session)),
             input_settled: Arc::default(),
-            holder: crate::record::lease::holder_id(&settings.client.key()),
+            holder: crate::record::lease::holder_id(&parts.client.key()),
             echoes: Arc::default(),
             own_posts: Arc::default(),
-            dispatch_claims: settings.shared.dispatch_claims().clone(),
+            dispatch_claims: parts.shared.dispatch_claims().clone(),
             // Optimistic: a session that events have not shown without an active goal is read
             // at once (a host that forwards only status events still gets the short path).
             known_active: Arc::new(move |session: &str| active_view.expects_active_goal(session)),
             owner_lists: crate::goal::ownership::owner_scan::OwnerLists::new(
-                settings.client.clone(),
+                parts.client.clone(),
                 holders.clone(),
                 runtime.clone(),
             ),
             holders,
         };
         let job = Arc::new(GoalJob { ctx: ctx.clone() });
-        let scheduler = Scheduler::start_with(job, runtime, facts, settings.shared.clock());
+        let scheduler = Scheduler::start_with(job, runtime, facts, parts.shared.clock());
         // Goals that waited for a failing owner list are woken when a list is read.
         ctx.owner_lists.set_waker(Arc::new(scheduler.weak_waker()));
         let _ = ctx.input_settled.set(Arc::new(scheduler.weak_input_settler()));
         let inner = Arc::new_cyclic(|me| Inner {
             me: me.clone(),
-            group: settings.client.key(),
+            group: parts.client.key(),
             ctx,
             scheduler,
             stopped: AtomicBool::new(false),
-            directories: Mutex::new(settings.directories.into_iter().filter(|d| !d.is_empty()).collect()),
+            directories: Mutex::new(parts.directories.into_iter().filter(|d| !d.is_empty()).collect()),
             runtime: runtime.clone(),
             sweeps: SweepState::default(),
             resumed: Mutex::default(),
             log_span: tracing::Span::current(),
         });
         let consumer: Arc<dyn Consumer> = inner.clone();
-        settings.shared.intake().register(&consumer);
+        parts.shared.intake().register(&consumer);
         let runtime_handle = GoalLoop { inner };
-        if settings.recover_on_start {
+        if parts.recover_on_start {
             runtime_handle.recover();
         }
         let interval = runtime_handle.inner.ctx.config.sweep_interval;
@@ -598,7 +599,7 @@ mod tests {
 
     fn start_from(shared: &SharedContext) -> GoalLoop {
         let endpoint = Arc::new(StaticEndpoint::new("http://127.0.0.1:9", Vec::new()));
-        let settings = GoalLoopSettings {
+        let parts = GoalLoopParts {
             client: OpenCodeClient::new(shared, endpoint, Duration::from_millis(100)),
             services: Services {
                 small_model: Arc::new(NoSmallModel),
@@ -610,7 +611,7 @@ mod tests {
             recover_on_start: false,
             shared: shared.clone(),
         };
-        GoalLoop::start(settings, &tokio::runtime::Handle::current())
+        GoalLoop::start(parts, &tokio::runtime::Handle::current())
     }
 
     #[tokio::test]

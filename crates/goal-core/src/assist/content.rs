@@ -4,7 +4,7 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::config::settings::SettingsFlags;
+use crate::config::settings_file::SettingsFlags;
 use crate::record::session::{chronological, Message, Role};
 use crate::record::truncate_chars;
 use crate::text::jsonx::extract_json_object;

@@ -7,4 +7,4 @@
 pub mod content;
 pub mod runtime;
 
-pub use runtime::{AssistConfig, AssistRuntime, AssistRuntimeSettings, AssistSnapshot};
+pub use runtime::{AssistConfig, AssistRuntime, AssistRuntimeParts, AssistSnapshot};

@@ -58,8 +58,9 @@ impl From<AssistTunables> for AssistConfig {
     }
 }
 
-/// Everything needed to build an assist runtime.
-pub struct AssistRuntimeSettings {
+/// Everything needed to build an assist runtime (its parts; in this crate "settings" are a goal's,
+/// see `control/goal_settings.rs`).
+pub struct AssistRuntimeParts {
     /// OpenCode client (its endpoint key is the intake group).
     pub client: OpenCodeClient,
     /// Small model (the host's service).
@@ -301,26 +302,21 @@ pub struct AssistRuntime {
 
 impl AssistRuntime {
     /// Starts the runtime on `runtime` and registers it with the shared intake.
-    pub fn start(settings: AssistRuntimeSettings, runtime: &tokio::runtime::Handle) -> AssistRuntime {
-        let config = Arc::new(settings.config);
+    pub fn start(parts: AssistRuntimeParts, runtime: &tokio::runtime::Handle) -> AssistRuntime {
+        let config = Arc::new(parts.config);
         let counters = Arc::new(Counters::default());
         let ctx = AssistContext {
-            client: settings.client.clone(),
-            small_model: settings.small_model,
-            data_dir: settings.data_dir,
+            client: parts.client.clone(),
+            small_model: parts.small_model,
+            data_dir: parts.data_dir,
             config: config.clone(),
             counters: counters.clone(),
         };
         let scheduler = Scheduler::start(Arc::new(AssistJob { ctx }), runtime);
-        let inner = Arc::new(Inner {
-            scheduler,
-            config,
-            counters,
-            group: settings.client.key(),
-            stopped: AtomicBool::new(false),
-        });
+        let inner =
+            Arc::new(Inner { scheduler, config, counters, group: parts.client.key(), stopped: AtomicBool::new(false) });
         let consumer: Arc<dyn Consumer> = inner.clone();
-        settings.shared.intake().register(&consumer);
+        parts.shared.intake().register(&consumer);
         AssistRuntime { inner }
     }
 

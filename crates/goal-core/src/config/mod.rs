@@ -1,9 +1,9 @@
 //! Every tunable of the goal loop and its default, in one place: the goal loop's timings and
 //! caps ([`GoalConfig`]), the evidence digest limits ([`EvidenceLimits`], [`EvidenceConfig`]),
 //! how a host's raw option numbers become values ([`tunables`]) and the switches of
-//! OpenChamber's settings file ([`settings`]). Pure.
+//! OpenChamber's settings file ([`settings_file`]). Pure.
 
-pub mod settings;
+pub mod settings_file;
 pub mod tunables;
 
 use std::time::Duration;

@@ -11,8 +11,8 @@ use crate::time::clock::now_ms;
 use tracing::warn;
 
 use crate::control::create::{fit_objective, store_objective, ControlContext, GoalError, ModelChoice, ObjectiveFit};
+use crate::control::goal_settings::GoalSettings;
 use crate::control::orchestrate::locate_session;
-use crate::control::settings::GoalSettings;
 use crate::io::objectives::{delete_objective, read_objective};
 use crate::io::writer::{try_write_goal, GoalGuard, GoalUpdate};
 use crate::record::reasons::{REASON_MARKED_BY_USER, REASON_RESUMED};

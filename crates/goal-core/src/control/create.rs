@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tracing::warn;
 
-use crate::control::settings::GoalSettings;
+use crate::control::goal_settings::GoalSettings;
 use crate::error::{Cancelled, ErrorKind, Warning, WarningCode};
 use crate::io::objectives::{is_valid_session_id, normalize_objective, write_objective};
 use crate::io::opencode::OpenCodeClient;

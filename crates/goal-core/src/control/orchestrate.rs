@@ -17,11 +17,11 @@ use tracing::{warn, Instrument};
 use crate::control::create::{
     check_session_id, create_session_goal, ControlContext, CreatedGoal, GoalError, ModelChoice, NewGoal, PartialAction,
 };
+use crate::control::goal_settings::GoalSettings;
 use crate::control::prompt::{
     check_prompt_options, check_selection, goal_intro_part, non_empty, pick_selection, prompt_body, recent_history,
     CheckedPrompt, PromptOptions, Selection, MAX_PROMPT_BYTES,
 };
-use crate::control::settings::GoalSettings;
 use crate::control::slash_command::{command_body, resolve_command, ResolvedCommand};
 use crate::error::{ErrorKind, Warning};
 use crate::io::opencode::{session_path, DispatchOutcome};

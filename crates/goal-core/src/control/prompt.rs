@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 use tracing::debug;
 
 use crate::control::create::{ControlContext, GoalError, ModelChoice};
-use crate::control::settings::GoalSettings;
+use crate::control::goal_settings::GoalSettings;
 use crate::error::ErrorKind;
 use crate::io::opencode::session_path;
 use crate::record::session::{chronological, Message, Role};
@@ -258,7 +258,7 @@ mod tests {
         assert_eq!(check_prompt_options(&goal_without_prompt, false).unwrap_err().message, "goal requires a prompt");
         assert_eq!(check_prompt_options(&options(""), true).unwrap_err().message, "prompt is required");
         let settings = GoalSettings {
-            token_budget: crate::control::settings::SettingChange::Set(5000),
+            token_budget: crate::control::goal_settings::SettingChange::Set(5000),
             ..GoalSettings::default()
         };
         let with_goal = PromptOptions { goal: Some(settings.clone()), ..options("x") };

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-pub use crate::config::settings::SettingsFlags;
+pub use crate::config::settings_file::SettingsFlags;
 use crate::io::memory_dir::MemoryDir;
 use crate::io::opencode::BoxFuture;
 pub use crate::io::small_model_call::{usage_total, SmallModelError, SmallModelQuery, SmallModelReply};
