@@ -42,7 +42,7 @@
 //! | a stranded message (stored, its turn never began) posted again under its own ids | `goal/delivery/strand.rs`, `goal/delivery/strand_rules.rs` |
 //! | ownership first: a fork's copy adopted paused, a resumed copy claimed | `goal/ownership/adopt.rs`, `goal/ownership/lineage.rs` |
 //! | owner lists: one per directory in flight, one backoff, waiting goals woken | `goal/ownership/owner_scan.rs`, `goal/ownership/list_rules.rs` |
-//! | a goal waiting on a failing request says so (`waitingForOpenCode`) | `goal/observation/waiting.rs`, `goal/observation/wait_rules.rs` |
+//! | a goal waiting on a failing request says so (`waitingForOpenCode`) | `goal/settling/waiting.rs`, `goal/settling/wait_rules.rs` |
 //! | provider stage: park and resume, typed provider stops, cut turns | `goal/budgets/limits.rs`, `goal/budgets/limit_rules.rs` (`limit_rules/reset.rs`: reset headers) |
 //! | plan: decisions, gates, quiet window, token accounting | `goal/planning/plan.rs`, `goal/planning/gates.rs`, `goal/planning/accounting.rs` |
 //! | time stage: time budget, working hours | `goal/budgets/time_gate.rs` |

@@ -14,9 +14,19 @@ use crate::io::locks::DispatchClaims;
 use crate::io::opencode::OpenCodeClient;
 use crate::io::services::Services;
 use crate::io::writer::{GoalGuard, GoalWrite};
+use crate::record::session::{Message, SessionView};
 use crate::record::Goal;
 use crate::sched::stage_watch::StageWatch;
 use crate::sched::{Generation, TickOutcome};
+
+/// What one read of the live state answered: status map, children, messages (parsed and raw),
+/// and the todo list (evidence for the audit).
+pub type LiveReads = (
+    Result<serde_json::Value, HttpError>,
+    Result<Vec<SessionView>, HttpError>,
+    Result<(Vec<Message>, Vec<serde_json::Value>), HttpError>,
+    Option<serde_json::Value>,
+);
 
 /// A function of a session id the runtime hands the tick (held weakly by what it calls).
 pub type SessionCallback = Arc<dyn Fn(&str) + Send + Sync>;
@@ -63,6 +73,19 @@ impl TickContext {
     /// Now on the host's clock (`time/clock.rs`).
     pub fn now_ms(&self) -> f64 {
         self.client.clock().now_ms()
+    }
+
+    /// Status, children, messages and todos at once: the live state the observe stage gates on
+    /// (read beside the first read, beside an owner list, or on its own). The todo list is
+    /// evidence for the audit: read beside the live state, so an audited turn spends no extra
+    /// round trip on it (a tick that ends early just drops it).
+    pub async fn read_live(&self, session_id: &str, directory: &str) -> LiveReads {
+        tokio::join!(
+            self.client.status_map(directory),
+            self.client.children(session_id, directory),
+            self.client.messages_with_raw(session_id, directory, self.config.message_limit),
+            self.client.session_evidence(session_id, directory, "/todo", None),
+        )
     }
 }
 

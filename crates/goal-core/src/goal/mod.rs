@@ -23,13 +23,15 @@ pub mod budgets;
 pub mod delivery;
 /// Guards that cannot be read: read what can be read safely, stop the goal on the rest.
 pub mod guarding;
-/// What a tick reads: the session, its live state, and the evidence around an audit.
+/// What a tick reads: the session and its goal, then its live state.
 pub mod observation;
-/// Which session owns a goal: adoption of a fork's copy, the owner list, lineage rules.
+/// Which session owns a goal (the stage after the first reads): the owner list, lineage rules,
+/// adoption of a fork's copy, the lease.
 pub mod ownership;
 /// The pure decisions: the plan of a tick, its gates, token accounting.
 pub mod planning;
-/// Settling a goal: the status write, the notification, the trail, causes, operator lines.
+/// Settling a goal: the status write, the notification, the trail, causes, operator lines, and
+/// the cause of a goal that waits on a failing request.
 pub mod settling;
 /// The audit stage and graded completion against the criteria.
 pub mod verdict;

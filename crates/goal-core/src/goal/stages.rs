@@ -31,7 +31,8 @@ const CHECK_SLACK: Duration = Duration::from_secs(20);
 /// One stage of a tick, in the order a tick meets them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stage {
-    /// The session, its goal, ownership and the lease (`observation/observe.rs`).
+    /// The session and its goal (`observation/observe.rs`), then ownership and the lease
+    /// (`ownership/stage.rs`).
     Observe,
     /// Guards that cannot be read, and the objective.
     Guards,

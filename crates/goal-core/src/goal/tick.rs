@@ -16,6 +16,7 @@ use crate::goal::delivery::reserve::reserve;
 use crate::goal::delivery::strand;
 use crate::goal::guarding::guards;
 use crate::goal::observation::observe::{self, Live};
+use crate::goal::ownership::stage::decide_owner;
 use crate::goal::planning::gates::quiet_remaining;
 use crate::goal::planning::plan::{plan_tick, unaudited_reservation, Basis, Plan, Reservation, WaitReason};
 use crate::goal::settling::settle::blocked;
@@ -39,6 +40,11 @@ pub async fn run_tick(ctx: &TickContext, start: TickStart) -> TickOutcome {
     let exhausted = attempt >= ctx.config.max_retry_attempts;
     let (mut started, goal) = match observe::start(ctx, session_id, directory, attempt).await {
         Ok(started) => started,
+        Err(outcome) => return outcome,
+    };
+    let session = &started.read.base.session;
+    let goal = match decide_owner(ctx, session, directory, goal, &mut started.early_live).await {
+        Ok(goal) => goal,
         Err(outcome) => return outcome,
     };
     let guard = GoalGuard::Exact { revision: goal.revision(), status: GoalStatus::Active, holder: ctx.holder.clone() };

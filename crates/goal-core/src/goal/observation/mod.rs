@@ -2,5 +2,3 @@
 //! a goal waiting on a failing request says so (`waiting`, with its pure `wait_rules`).
 
 pub mod observe;
-pub mod wait_rules;
-pub mod waiting;

@@ -1,21 +1,19 @@
 //! The observe stage: the session (with its goal), the settings switches and, for a goal known
-//! active, the live state (status, children, messages, todos) are read at once; the effective
-//! objective is found; the live state decides whether the tick goes on (idle, nobody waiting).
+//! active, the live state (status, children, messages, todos) are read at once; after the
+//! ownership stage (`goal/ownership/stage.rs`, which may read the live state beside an owner
+//! list), the effective objective is found and the live state decides whether the tick goes on
+//! (idle, nobody waiting).
 
-use std::time::Duration;
 use tokio::time::Instant;
 
 use serde_json::Value;
 use tracing::{debug, warn};
 
 use crate::error::HttpError;
-use crate::goal::context::{ReadAtStart, Tick, TickContext};
-use crate::goal::observation::wait_rules::{wait_detail, Route};
-use crate::goal::observation::waiting::note_waiting;
-use crate::goal::ownership::adopt::{own_or_adopt, own_or_adopt_unlisted, UnlistedOwner};
-use crate::goal::ownership::lineage::OwnerView;
-use crate::goal::ownership::owner_scan::ListAnswer;
+use crate::goal::context::{LiveReads, ReadAtStart, Tick, TickContext};
 use crate::goal::planning::gates::{live_gate, LiveGate};
+use crate::goal::settling::wait_rules::{wait_detail, Route};
+use crate::goal::settling::waiting::note_waiting;
 use crate::io::writer::BaseRead;
 use crate::io::writer::Marking;
 use crate::record::cause::CauseCode;
@@ -24,21 +22,13 @@ use crate::record::session::{Message, SessionView};
 use crate::record::{Goal, GoalStatus};
 use crate::sched::TickOutcome;
 
-/// What one read of the live state answered: status map, children, messages (parsed and raw),
-/// and the todo list (evidence for the audit).
-type LiveReads = (
-    Result<Value, HttpError>,
-    Result<Vec<SessionView>, HttpError>,
-    Result<(Vec<Message>, Vec<Value>), HttpError>,
-    Option<Value>,
-);
-
 /// The first reads of a session with an active goal.
 pub struct Started {
     /// The first read and the goal-event watch started before it.
     pub read: ReadAtStart,
-    /// The live state, when it was read beside the session.
-    early_live: Option<LiveReads>,
+    /// The live state, when it was read beside the session (or, by the ownership stage, beside
+    /// an owner list).
+    pub early_live: Option<LiveReads>,
 }
 
 /// The live state of an idle session nobody waits on.
@@ -51,20 +41,9 @@ pub struct Live {
     pub todos: Option<Value>,
 }
 
-/// Status, children, messages and todos at once. The todo list is evidence for the audit:
-/// read beside the live state, so an audited turn spends no extra round trip on it (a tick that
-/// ends early just drops it).
-async fn read_live(ctx: &TickContext, session_id: &str, directory: &str) -> LiveReads {
-    tokio::join!(
-        ctx.client.status_map(directory),
-        ctx.client.children(session_id, directory),
-        ctx.client.messages_with_raw(session_id, directory, ctx.config.message_limit),
-        ctx.client.session_evidence(session_id, directory, "/todo", None),
-    )
-}
-
-/// The first reads, and the active goal they show. `Err` ends the tick: goals switched off, the session unreadable or a
-/// subagent, no active goal, or another runtime's lease.
+/// The first reads, and the active goal they show (whose it is, the ownership stage decides
+/// next). `Err` ends the tick: goals switched off, the session unreadable or a subagent, or no
+/// active goal.
 pub async fn start(
     ctx: &TickContext,
     session_id: &str,
@@ -88,7 +67,7 @@ pub async fn start(
         // So does a tick in a directory whose session lists are failing: a goal that names no
         // session will only wait there, with no use for the live state.
         if attempt == 0 && (ctx.known_active)(session_id) && !ctx.owner_lists.backing_off(directory) {
-            let (session, live) = tokio::join!(read_session(), read_live(ctx, session_id, directory));
+            let (session, live) = tokio::join!(read_session(), ctx.read_live(session_id, directory));
             (session, Some(live))
         } else {
             (read_session().await, None)
@@ -114,82 +93,7 @@ pub async fn start(
     let Some(goal) = base.session.goal().filter(|g| g.status == GoalStatus::Active) else {
         return Err(TickOutcome::Done);
     };
-    // Whose goal it is comes first: a fork's copy carries its source's lease and reservation.
-    // A goal that names no session waits for its owner list, read beside the live state.
-    let (owners, early_live) = owner_list_beside_live(ctx, session_id, directory, &goal, early_live).await;
-    let goal = ownership_stage(ctx, &base.session, directory, goal, owners).await?;
-    if let Some(wait) = ctx.lease_wait(&goal) {
-        debug!(target: "session_goal", session = session_id, "another runtime holds the lease; backing off");
-        return Err(TickOutcome::BackOff(wait));
-    }
     Ok((Started { read: ReadAtStart { base, watch }, early_live }, goal))
-}
-
-/// How long a goal waiting for its directory's owner list sleeps when nothing wakes it: the list
-/// that is read wakes it long before (`owner_scan`); this only bounds a wake-up lost anyway.
-const LIST_WAIT_RECHECK: Duration = Duration::from_secs(300);
-
-/// The ownership stage on what the lists answered: the goal to drive (this session's, or a
-/// copy the user resumed, now its own), or the end of the tick (a copy adopted paused, the
-/// owner unknown, or the lists failing: then the goal waits, and its cause says on what).
-async fn ownership_stage(
-    ctx: &TickContext,
-    session: &SessionView,
-    directory: &str,
-    goal: Goal,
-    owners: ListAnswer,
-) -> Result<Goal, TickOutcome> {
-    let data_dir = &ctx.services.data_dir;
-    let waiting = |detail: String, goal: Goal| async move {
-        note_waiting(ctx, &session.id, directory, &goal, &detail, Marking::KeepOwner).await;
-        Err(TickOutcome::BackOff(LIST_WAIT_RECHECK))
-    };
-    match owners {
-        ListAnswer::Listed(view) => {
-            let claimed = own_or_adopt(&ctx.client, &ctx.holders, data_dir, session, directory, &goal, view).await?;
-            Ok(claimed.unwrap_or(goal))
-        }
-        ListAnswer::CannotList => {
-            match own_or_adopt_unlisted(&ctx.client, &ctx.holders, session, directory, &goal).await? {
-                UnlistedOwner::Driven(goal) => Ok(*goal),
-                UnlistedOwner::Undecided => waiting(wait_detail(Route::List, &HttpError::Status(404)), goal).await,
-            }
-        }
-        ListAnswer::Failing { detail, .. } => {
-            debug!(target: "session_goal", session = %session.id, "owner list failing; waiting for the directory's next list");
-            waiting(detail, goal).await
-        }
-    }
-}
-
-/// For a goal that names no session, waits for the list that tells its owner (started at
-/// intake, or here), reading the live state meanwhile when it was not read yet: the list costs
-/// the tick no round trip of its own. Returns what the lists tell of the goal's carriers (for a
-/// goal that names its session: listed, with the oldest carrier known), and the live state if
-/// read.
-async fn owner_list_beside_live(
-    ctx: &TickContext,
-    session_id: &str,
-    directory: &str,
-    goal: &Goal,
-    early_live: Option<LiveReads>,
-) -> (ListAnswer, Option<LiveReads>) {
-    if !ctx.owner_lists.needs_list(goal) {
-        let oldest = ctx.holders.older_than(&goal.id, session_id);
-        return (ListAnswer::Listed(OwnerView { listed: true, oldest }), early_live);
-    }
-    let lists = &ctx.owner_lists;
-    match early_live {
-        Some(live) => (lists.wait_listed(directory, goal, session_id).await, Some(live)),
-        // The live state is read beside the list only when the directory can be listed now: a
-        // goal that waits on failing lists sends no reads of its own.
-        None if !lists.backing_off(directory) => {
-            let (listed, live) =
-                tokio::join!(lists.wait_listed(directory, goal, session_id), read_live(ctx, session_id, directory));
-            (listed, Some(live))
-        }
-        None => (lists.wait_listed(directory, goal, session_id).await, None),
-    }
 }
 
 /// Whether OpenCode lists an open permission or question of the session or one of its
@@ -230,7 +134,7 @@ impl Started {
         let (ctx, session_id) = (tick.ctx, tick.session_id);
         let reads = match self.early_live.take() {
             Some(live) => live,
-            None => read_live(ctx, session_id, tick.directory).await,
+            None => ctx.read_live(session_id, tick.directory).await,
         };
         let (status, children, (messages, raw_messages), todos) = match reads {
             (Ok(s), Ok(c), Ok(m), todos) => (s, c, m, todos),

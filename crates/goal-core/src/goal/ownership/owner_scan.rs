@@ -27,11 +27,11 @@ use tokio::sync::watch;
 use tracing::warn;
 
 use crate::error::HttpError;
-use crate::goal::observation::wait_rules::{wait_detail, Route};
 use crate::goal::ownership::lineage::{owner_list_start, GoalHolders, OwnerView};
 use crate::goal::ownership::list_rules::{
     add_waiter, finish_list, plan_list, retry_due, AfterList, DirectoryLists, ListEnd, ListPlan, Waiting,
 };
+use crate::goal::settling::wait_rules::{wait_detail, Route};
 use crate::io::opencode::OpenCodeClient;
 use crate::record::Goal;
 

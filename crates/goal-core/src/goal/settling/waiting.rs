@@ -8,7 +8,7 @@ use tracing::{debug, warn};
 
 use crate::error::Cancelled;
 use crate::goal::context::TickContext;
-use crate::goal::observation::wait_rules::waiting_cause;
+use crate::goal::settling::wait_rules::waiting_cause;
 use crate::io::writer::{try_write_goal_marking, GoalGuard, GoalUpdate, Marking};
 use crate::record::{Goal, GoalStatus};
 
