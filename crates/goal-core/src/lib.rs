@@ -43,7 +43,7 @@
 //! | ownership first: a fork's copy adopted paused, a resumed copy claimed | `goal/ownership/adopt.rs`, `goal/ownership/lineage.rs` |
 //! | owner lists: one per directory in flight, one backoff, waiting goals woken | `goal/ownership/owner_scan.rs`, `goal/ownership/list_rules.rs` |
 //! | a goal waiting on a failing request says so (`waitingForOpenCode`) | `goal/settling/waiting.rs`, `goal/settling/wait_rules.rs` |
-//! | provider stage: park and resume, typed provider stops, cut turns | `goal/budgets/limits.rs`, `goal/budgets/limit_rules.rs` (`limit_rules/reset.rs`: reset headers) |
+//! | provider stage: park and resume, typed provider stops, cut turns | `goal/provider/limits.rs`, `goal/provider/limit_rules.rs` (`limit_rules/reset.rs`: reset headers) |
 //! | plan: decisions, gates, quiet window, token accounting | `goal/planning/plan.rs`, `goal/planning/gates.rs`, `goal/planning/accounting.rs` |
 //! | time stage: time budget, working hours | `goal/budgets/time_gate.rs` |
 //! | audit: verdict; evidence read and review; trail | `goal/verdict/audit.rs`, `goal/verdict/audit_evidence.rs`, `goal/settling/trail.rs` |
@@ -97,7 +97,7 @@ pub use config::{EvidenceConfig, EvidenceLimits, GoalConfig, ProviderLimits};
 
 // The goal record.
 pub use goal::budgets::cost::{cost_used, format_usd, provider_reports_no_cost, MAX_COST_BUDGET, MIN_COST_BUDGET};
-pub use goal::budgets::limit_rules::wake_at as provider_wake_at;
+pub use goal::provider::limit_rules::wake_at as provider_wake_at;
 pub use goal::settling::causes::{cause_of, fix_action, fix_sentence, FixAction};
 pub use record::cause::{Cause, CauseCode};
 /// Every `statusReason` this package writes.

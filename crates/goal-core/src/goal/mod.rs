@@ -5,7 +5,7 @@
 //! folder below is one stage (or a few that belong together) with its pure rules beside it.
 //!
 //! A stage's pure part, when it has a file of its own, is named after the stage with `_rules`
-//! (`budgets/limit_rules.rs` of `budgets/limits.rs`, `acceptance/check_rules.rs` of
+//! (`provider/limit_rules.rs` of `provider/limits.rs`, `acceptance/check_rules.rs` of
 //! `acceptance/checks.rs`); `scripts/module-graph.mjs` checks that pure files import no I/O.
 
 /// What the stages share: the runtime's tick context and one tick's value.
@@ -17,7 +17,7 @@ pub mod tick;
 
 /// Acceptance checks (their claim across hosts, the run, the reading of results) and the reviewer.
 pub mod acceptance;
-/// The provider, cost and time limits, and the stages that act on them.
+/// The cost and time limits, and the stage that acts on them.
 pub mod budgets;
 /// Reserving a turn, posting it once, and watching the reservation's echo.
 pub mod delivery;
@@ -30,6 +30,8 @@ pub mod observation;
 pub mod ownership;
 /// The pure decisions: the plan of a tick, its gates, token accounting.
 pub mod planning;
+/// Provider limits: the provider stage (parks and resumes, typed stops, cut turns) and its rules.
+pub mod provider;
 /// Settling a goal: the status write, the notification, the trail, causes, operator lines, and
 /// the cause of a goal that waits on a failing request.
 pub mod settling;

@@ -38,7 +38,7 @@ pub enum Stage {
     Guards,
     /// Status, children, messages and todos.
     Live,
-    /// Provider parks and cut turns (`budgets/limits.rs`).
+    /// Provider parks and cut turns (`provider/limits.rs`).
     Provider,
     /// The time stage and the plan's own writes (a pause, a settle, a waiting note).
     Plan,

@@ -26,7 +26,7 @@ pub(crate) const FNV_SECOND_BASIS: u64 = 0x6c62_272e_07bb_0142;
 /// FNV-1a, 64 bits, of `bytes` from the offset basis: the crate's one stable hash. Written out
 /// here (not std's hasher, whose keys are random per process) so every process and host computes
 /// the same value: message ids here and in goal/delivery/dispatch.rs, evidence keys and reply prints
-/// (evidence/mod.rs), park jitter (goal/budgets/limit_rules/reset.rs).
+/// (evidence/mod.rs), park jitter (goal/provider/limit_rules/reset.rs).
 pub(crate) fn fnv1a_bytes(bytes: &[u8]) -> u64 {
     fnv1a_from(FNV_OFFSET_BASIS, bytes)
 }

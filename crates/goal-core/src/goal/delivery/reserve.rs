@@ -67,7 +67,7 @@ pub async fn reserve(
         (None, ctx.echoes.watch(tick.session_id))
     };
     let written = write_watched(tick, watch, &reserve_guard, base.as_ref(), |g| {
-        crate::goal::budgets::limit_rules::on_reserve(g, basis.tail_output, basis.cut_turn);
+        crate::goal::provider::limit_rules::on_reserve(g, basis.tail_output, basis.cut_turn);
         apply_reservation(g, &reservation, reused, tail, message_id.as_deref(), tick);
     })
     .await;

@@ -109,7 +109,7 @@ pub fn adopt_paused(goal: &mut Goal, session_id: &str, source: &str, now_ms: f64
     goal.lease.clear();
     goal.continuation_for.clear();
     goal.continuation_id.clear();
-    crate::goal::budgets::limit_rules::clear_park(goal);
+    crate::goal::provider::limit_rules::clear_park(goal);
     crate::time::active::begin_inactive(goal, now_ms);
 }
 

@@ -135,7 +135,7 @@ pub fn plan_tick(goal: &Goal, messages: &[Message], max_auto_turns: u64) -> Plan
     if aborted && !resumed {
         return Plan::Pause(accounting);
     }
-    // The provider stage (`goal/budgets/limits.rs`) has already parked or settled every error its table
+    // The provider stage (`goal/provider/limits.rs`) has already parked or settled every error its table
     // names. Any other error (an unknown name, an `APIError` without a status, a non-retryable
     // 5xx, an unnamed error object) settles `blocked` here, before the budgets and never audited;
     // it wins over a `length` finish. A length error is the truncation recovery below.
@@ -200,7 +200,7 @@ pub struct TurnFailure {
 }
 
 /// The failure `tail` ended with, when it settles the goal: any error but an abort or a length
-/// cut (the provider table's errors never reach the plan; see `goal/budgets/limits.rs`).
+/// cut (the provider table's errors never reach the plan; see `goal/provider/limits.rs`).
 pub fn turn_failure(tail: &Message) -> Option<TurnFailure> {
     let name = tail.error.as_deref()?;
     if tail.is_aborted() || tail.is_length_truncated() {

@@ -155,7 +155,7 @@ fn unnamed_errors() -> Vec<(&'static str, serde_json::Value)> {
 
 #[test]
 fn errors_the_provider_table_does_not_name_block_at_once_with_their_name() {
-    use crate::goal::budgets::limits::{decide, Stage};
+    use crate::goal::provider::limits::{decide, Stage};
     let quiet = std::time::Duration::from_millis(400);
     // Over the token budget too: the failure is checked first (cheapest first, as the seed says).
     let goal = goal_with(json!({"tokenBudget": 1000}));

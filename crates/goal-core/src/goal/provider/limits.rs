@@ -10,10 +10,10 @@ use tracing::{debug, info};
 
 use crate::config::ProviderLimits;
 use crate::error::HttpError;
-use crate::goal::budgets::limit_rules::{self, Park, TailStep};
 use crate::goal::context::Tick;
 use crate::goal::planning::accounting::account;
 use crate::goal::planning::plan::Settlement;
+use crate::goal::provider::limit_rules::{self, Park, TailStep};
 use crate::goal::settling::causes::cause_of;
 use crate::io::opencode::OpenCodeClient;
 use crate::io::writer::{write_goal, GoalGuard, GoalWrite};
