@@ -26,7 +26,7 @@ const MAX_FUNCTION_LINES = 100
 // Modules (a top-level module, or `top::file`) whose code must stay free of I/O: they may not
 // import any module listed in IO. A top-level name covers every file under it.
 const PURE = ['config', 'error', 'record', 'text', 'time', 'evidence', 'intake', 'goal::planning::plan', 'goal::planning::gates',
-  'goal::planning::accounting', 'goal::verdict::grading', 'goal::settling::notify', 'goal::provider::limit_rules', 'goal::ownership::lineage', 'goal::acceptance::check_rules', 'goal::acceptance::review_rules', 'goal::guarding::guard_rules', 'goal::delivery::strand_rules', 'goal::settling::causes', 'goal::ownership::list_rules', 'goal::settling::wait_rules', 'sched::backoff', 'assist::content', 'small_model::catalog', 'small_model::wire',
+  'goal::planning::accounting', 'goal::budgets', 'goal::verdict::grading', 'goal::settling::notify', 'goal::provider::limit_rules', 'goal::ownership::lineage', 'goal::acceptance::check_rules', 'goal::acceptance::review_rules', 'goal::guarding::guard_rules', 'goal::delivery::strand_rules', 'goal::settling::causes', 'goal::ownership::list_rules', 'goal::settling::wait_rules', 'sched::backoff', 'assist::content', 'small_model::catalog', 'small_model::wire',
   'io::small_model_call', 'io::prompt_outcome']
 // Modules that perform I/O (network, files, tasks, locks and wake-ups).
 const IO = ['io', 'sched', 'runtime', 'embed', 'control', 'small_model', 'goal::tick', 'goal::verdict::audit_evidence',

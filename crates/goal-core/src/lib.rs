@@ -21,7 +21,7 @@
 //! | every tunable and its default | `config/mod.rs` (`tunables.rs`; OpenChamber's settings file's switches: `settings_file.rs`) |
 //! | errors (`std::error::Error`), the `Cancelled` decline | `error.rs` |
 //! | prompts, JSON in replies, script guard, slash commands | `text/` |
-//! | time budget and active time; working hours | `time/active.rs`, `time/hours.rs` |
+//! | active time; working hours | `time/active.rs`, `time/hours.rs` |
 //! | evidence digest, no-progress breaker, complete override | `evidence/mod.rs` |
 //! | which events are read and how they parse | `intake.rs` |
 //! | OpenCode's event stream followed for a Rust host: reconnects with the backoff, recovers on each connection | `io/event_follower.rs` |
@@ -45,7 +45,8 @@
 //! | a goal waiting on a failing request says so (`waitingForOpenCode`) | `goal/settling/waiting.rs`, `goal/settling/wait_rules.rs` |
 //! | provider stage: park and resume, typed provider stops, cut turns | `goal/provider/limits.rs`, `goal/provider/limit_rules.rs` (`limit_rules/reset.rs`: reset headers) |
 //! | plan: decisions, gates, quiet window, token accounting | `goal/planning/plan.rs`, `goal/planning/gates.rs`, `goal/planning/accounting.rs` |
-//! | time stage: time budget, working hours | `goal/budgets/time_gate.rs` |
+//! | the budgets, one file each with its rule and its check: tokens, cost (US dollars), active time | `goal/budgets/tokens.rs`, `goal/budgets/cost.rs`, `goal/budgets/time.rs` |
+//! | time stage: a spent time budget, working hours | `goal/planning/time_gate.rs` |
 //! | audit: verdict; evidence read and review; trail | `goal/verdict/audit.rs`, `goal/verdict/audit_evidence.rs`, `goal/settling/trail.rs` |
 //! | checks stage before settle-complete; wrapper and result reading | `goal/acceptance/checks.rs`, `goal/acceptance/check_rules.rs` |
 //! | review stage after the checks: a read-only child session signs off; its prompt, answer and judging | `goal/acceptance/review.rs`, `goal/acceptance/review_rules.rs` (`record/review.rs`: the setting, the last review) |
@@ -97,6 +98,7 @@ pub use config::{EvidenceConfig, EvidenceLimits, GoalConfig, ProviderLimits};
 
 // The goal record.
 pub use goal::budgets::cost::{cost_used, format_usd, provider_reports_no_cost, MAX_COST_BUDGET, MIN_COST_BUDGET};
+pub use goal::budgets::time::parse_duration;
 pub use goal::provider::limit_rules::wake_at as provider_wake_at;
 pub use goal::settling::causes::{cause_of, fix_action, fix_sentence, FixAction};
 pub use record::cause::{Cause, CauseCode};
@@ -106,7 +108,7 @@ pub use record::{
     parse_checks, AcceptanceCheck, ChecksError, Goal, GoalStatus, CHECK_COMMAND_CHAR_LIMIT, DEFAULT_CHECK_TIMEOUT_MS,
     KNOWN_GOAL_FIELDS, MAX_CHECKS, OBJECTIVE_REVISION_FIELD, REVISION_LIST_FIELDS,
 };
-pub use time::active::{active_ms, format_duration, parse_duration};
+pub use time::active::{active_ms, format_duration};
 pub use time::clock::{now_ms, Clock};
 pub use time::hours::{ActiveHours, HoursPart, HoursProblem};
 

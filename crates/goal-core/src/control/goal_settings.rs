@@ -153,19 +153,9 @@ fn set_user_criteria(goal: &mut Goal, texts: &[String]) {
 pub mod rule {
     use super::*;
 
-    /// Smallest token budget a goal accepts.
-    pub const MIN_TOKEN_BUDGET: u64 = 1_000;
-    /// Largest token budget a goal accepts.
-    pub const MAX_TOKEN_BUDGET: u64 = 100_000_000;
-
-    /// A token budget: an integer in [1,000, 100,000,000].
+    /// A token budget: an integer within `goal/budgets/tokens.rs`'s bounds.
     pub fn token_budget(budget: f64) -> Result<u64, String> {
-        let whole = budget.is_finite() && budget.fract() == 0.0;
-        if whole && (MIN_TOKEN_BUDGET as f64..=MAX_TOKEN_BUDGET as f64).contains(&budget) {
-            Ok(budget as u64)
-        } else {
-            Err(format!("must be an integer between {MIN_TOKEN_BUDGET} and {MAX_TOKEN_BUDGET}"))
-        }
+        crate::goal::budgets::tokens::check_budget(budget)
     }
 
     /// A cost budget: a finite number of US dollars within `goal/budgets/cost.rs`'s bounds.
@@ -173,9 +163,9 @@ pub mod rule {
         crate::goal::budgets::cost::check_budget(dollars)
     }
 
-    /// A time budget in ms of active time (at least one second).
+    /// A time budget in ms of active time, within `goal/budgets/time.rs`'s bounds.
     pub fn time_budget_ms(ms: f64) -> Result<u64, String> {
-        crate::time::active::check_time_budget_ms(ms)
+        crate::goal::budgets::time::check_budget(ms)
     }
 
     /// Working hours `{start: "HH:MM", end: "HH:MM", timeZone}`.
@@ -226,15 +216,6 @@ mod tests {
         let bad = budget(Some(5.0), None).unwrap_err();
         assert_eq!(bad.field, Some("tokenBudget"));
         assert_eq!(bad.message, "tokenBudget: must be an integer between 1000 and 100000000");
-    }
-
-    #[test]
-    fn token_budget_bounds() {
-        assert_eq!(rule::token_budget(1000.0), Ok(1000));
-        assert_eq!(rule::token_budget(100_000_000.0), Ok(100_000_000));
-        for bad in [999.0, 100_000_001.0, 1500.5, f64::NAN, f64::INFINITY, -5000.0] {
-            assert!(rule::token_budget(bad).is_err(), "{bad}");
-        }
     }
 
     #[test]

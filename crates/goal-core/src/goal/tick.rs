@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use tracing::debug;
 
-use crate::goal::budgets::time_gate;
 use crate::goal::context::{ReadAtStart, Tick, TickContext};
 use crate::goal::delivery::deliver::deliver;
 use crate::goal::delivery::reserve::reserve;
@@ -19,6 +18,7 @@ use crate::goal::observation::observe::{self, Live};
 use crate::goal::ownership::stage::decide_owner;
 use crate::goal::planning::gates::quiet_remaining;
 use crate::goal::planning::plan::{plan_tick, unaudited_reservation, Basis, Plan, Reservation, WaitReason};
+use crate::goal::planning::time_gate;
 use crate::goal::settling::settle::blocked;
 use crate::goal::stages::Stage;
 use crate::goal::verdict::audit::audit_turn;

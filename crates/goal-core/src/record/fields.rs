@@ -397,7 +397,7 @@ goal_fields! {
             ));
         /// US dollars the session's replies cost since the goal began (`costUsed`).
         cost_used: f64 = COST_USED_FIELD, |v: &Value| v.as_f64().filter(|n| n.is_finite() && *n >= 0.0), |v: &f64| Value::from(*v);
-        /// The time budget in ms of active time (`timeBudgetMs`; see `time/active.rs`).
+        /// The time budget in ms of active time (`timeBudgetMs`; see `goal/budgets/time.rs`).
         time_budget_ms: u64 = TIME_BUDGET_FIELD,
             |v: &Value| positive_number(v).filter(|n| *n >= 1.0).map(|n| n.floor().min(u64::MAX as f64) as u64),
             |v: &u64| Value::from(*v),

@@ -1,24 +1,15 @@
-//! Time budget: active time is the wall clock since `createdAt` minus the time the goal spent
-//! paused, waiting for the user or waiting for working hours. The runtime keeps the closed part
+//! Active time: the wall clock since `createdAt` minus the time the goal spent paused, waiting
+//! for the user or waiting for working hours (what the time budget, `goal/budgets/time.rs`,
+//! counts). The runtime keeps the closed part
 //! of that sum in the goal (`inactiveMs`) and marks an open waiting period with
 //! `inactiveSince`; a pause counts from the paused goal's `updatedAt` to its resume. Pure: the
 //! clock value is passed in.
 
 use crate::record::{Goal, GoalStatus};
 
-/// Smallest accepted time budget (one second).
-pub const MIN_TIME_BUDGET_MS: u64 = 1000;
-/// Largest accepted time budget (one year).
-pub const MAX_TIME_BUDGET_MS: u64 = 366 * 24 * 3600 * 1000;
-
 /// A time field of the goal, 0 when absent or unreadable.
 fn ms(field: &crate::record::Stored<f64>) -> f64 {
     field.get().copied().unwrap_or(0.0)
-}
-
-/// The goal's time budget, when it has a valid one.
-pub fn time_budget_ms(goal: &Goal) -> Option<u64> {
-    goal.time_budget_ms.get().copied()
 }
 
 /// Active time at `now_ms` (never negative).
@@ -31,11 +22,6 @@ pub fn active_ms(goal: &Goal, now_ms: f64) -> f64 {
         _ => 0.0,
     };
     (now_ms - goal.created_at - ms(&goal.inactive_ms) - open).max(0.0)
-}
-
-/// Whether the goal's active time has reached its budget.
-pub fn time_budget_reached(goal: &Goal, now_ms: f64) -> bool {
-    time_budget_ms(goal).is_some_and(|budget| active_ms(goal, now_ms) >= budget as f64)
 }
 
 /// Opens a waiting period (no-op when one is open). Returns whether the goal changed.
@@ -81,49 +67,6 @@ pub fn count_stopped_time(goal: &mut Goal, now_ms: f64) {
     }
 }
 
-/// Validates a time budget in milliseconds.
-pub fn check_time_budget_ms(ms: f64) -> Result<u64, String> {
-    if !ms.is_finite() || ms <= 0.0 {
-        return Err("the time budget must be positive".into());
-    }
-    if ms < MIN_TIME_BUDGET_MS as f64 || ms > MAX_TIME_BUDGET_MS as f64 {
-        return Err(format!("the time budget must be between {MIN_TIME_BUDGET_MS} ms (1s) and 366 days"));
-    }
-    Ok(ms.floor() as u64)
-}
-
-/// Parses a duration such as `90m`, `2h`, `1h30m`, `45s` or `1d` (units d, h, m, s, ms; no
-/// unit is refused, so `90` cannot be misread). Returns milliseconds.
-pub fn parse_duration(text: &str) -> Result<u64, String> {
-    let source = text.trim().to_ascii_lowercase();
-    let refuse = || format!("invalid duration {text:?}: use a number with a unit, e.g. 90m, 2h, 1h30m, 45s");
-    if source.is_empty() {
-        return Err(refuse());
-    }
-    let mut total: f64 = 0.0;
-    let mut rest = source.as_str();
-    while !rest.is_empty() {
-        let digits = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(refuse)?;
-        if digits == 0 {
-            return Err(refuse());
-        }
-        let amount: f64 = rest[..digits].parse().map_err(|_| refuse())?;
-        rest = &rest[digits..];
-        let unit_len = rest.find(|c: char| !c.is_ascii_alphabetic()).unwrap_or(rest.len());
-        let factor = match &rest[..unit_len] {
-            "ms" => 1.0,
-            "s" | "sec" => 1000.0,
-            "m" | "min" => 60_000.0,
-            "h" | "hr" => 3_600_000.0,
-            "d" => 86_400_000.0,
-            _ => return Err(refuse()),
-        };
-        total += amount * factor;
-        rest = rest[unit_len..].trim_start();
-    }
-    check_time_budget_ms(total)
-}
-
 /// `1h 30m`-style text for a duration, for status lines.
 pub fn format_duration(ms: f64) -> String {
     let total_minutes = (ms.max(0.0) / 60_000.0).floor() as u64;
@@ -153,13 +96,9 @@ mod tests {
     fn active_time_subtracts_closed_and_open_waiting() {
         let g = goal(json!({"timeBudgetMs": 60_000, "inactiveMs": 10_000}));
         assert_eq!(active_ms(&g, 1_050_000.0), 40_000.0);
-        assert!(!time_budget_reached(&g, 1_069_999.0));
-        assert!(time_budget_reached(&g, 1_070_000.0), "at the budget counts as reached");
         let waiting = goal(json!({"timeBudgetMs": 60_000, "inactiveMs": 10_000, "inactiveSince": 1_030_000.0}));
         assert_eq!(active_ms(&waiting, 1_050_000.0), 20_000.0, "the open wait is not active time");
-        assert!(!time_budget_reached(&waiting, 1_200_000.0), "waiting never spends the budget");
         assert_eq!(active_ms(&goal(json!({})), 900_000.0), 0.0, "a clock behind createdAt is zero, not negative");
-        assert!(!time_budget_reached(&goal(json!({})), 9e12), "no budget, never reached");
     }
 
     #[test]
@@ -187,26 +126,8 @@ mod tests {
     }
 
     #[test]
-    fn budgets_parse_and_refuse() {
-        assert_eq!(parse_duration("90m"), Ok(5_400_000));
-        assert_eq!(parse_duration("2h"), Ok(7_200_000));
-        assert_eq!(parse_duration("1h30m"), Ok(5_400_000));
-        assert_eq!(parse_duration("1h 30m"), Ok(5_400_000));
-        assert_eq!(parse_duration("45s"), Ok(45_000));
-        assert_eq!(parse_duration("1.5h"), Ok(5_400_000));
-        assert_eq!(parse_duration("1d"), Ok(86_400_000));
-        for bad in ["", "90", "0m", "-5m", "m", "2 hours", "1x", "1e3s", "5ms"] {
-            assert!(parse_duration(bad).is_err(), "{bad}");
-        }
+    fn durations_read_as_people_write_them() {
         assert_eq!(format_duration(5_400_000.0), "1h 30m");
         assert_eq!(format_duration(42_000.0), "42s");
-    }
-
-    #[test]
-    fn time_budgets_are_whole_positive_milliseconds() {
-        assert_eq!(check_time_budget_ms(7_200_000.5), Ok(7_200_000));
-        assert!(check_time_budget_ms(0.0).unwrap_err().contains("positive"));
-        assert!(check_time_budget_ms(-5.0).is_err());
-        assert!(check_time_budget_ms(999.0).is_err());
     }
 }

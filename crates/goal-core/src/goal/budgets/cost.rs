@@ -2,7 +2,9 @@
 //! `info.cost` from the model's configured price (`docs/opencode.md`, "Cost"); the goal's
 //! `costUsed` is the sum of those prices since the goal began, compaction summaries included,
 //! counted by the accounting pass (`goal/planning/accounting.rs`). A model without a price reports 0, so
-//! its goal never reaches the budget; `explain` says so. Pure: no I/O.
+//! its goal never reaches the budget; `explain` says so. Its rule is the one check of a host's
+//! value; its check is read by the plan (`goal/planning/plan.rs`), which settles a spent budget
+//! `budgetLimited`. Pure: no I/O.
 
 use crate::record::Goal;
 
@@ -11,7 +13,7 @@ pub const MIN_COST_BUDGET: f64 = 0.01;
 /// Largest accepted cost budget (US dollars).
 pub const MAX_COST_BUDGET: f64 = 1_000_000.0;
 
-/// Validates a requested cost budget: a finite number of US dollars in
+/// The rule: a cost budget is a finite number of US dollars in
 /// [`MIN_COST_BUDGET`, `MAX_COST_BUDGET`].
 pub fn check_budget(dollars: f64) -> Result<f64, String> {
     if dollars.is_finite() && (MIN_COST_BUDGET..=MAX_COST_BUDGET).contains(&dollars) {
@@ -31,7 +33,7 @@ pub fn cost_used(goal: &Goal) -> f64 {
     goal.cost_used.get().copied().unwrap_or(0.0)
 }
 
-/// Whether `cost_used` has reached the goal's budget. A provider that reports no cost keeps
+/// The check: whether `cost_used` has reached the goal's budget. A provider that reports no cost keeps
 /// `cost_used` at 0, below every accepted budget, so it never reaches it.
 pub fn budget_reached(goal: &Goal, cost_used: f64) -> bool {
     budget(goal).is_some_and(|budget| cost_used >= budget)

@@ -1,5 +1,10 @@
-//! The limits a goal runs under: the cost budget (`cost`) and the time budget and working hours
-//! (`time_gate`). Provider limits are `goal/provider/`.
+//! A goal's budgets, one file each with its rule (the one check of a host's value, applied by
+//! `control/goal_settings.rs`) and its check (whether the goal has spent it): tokens (`tokens`),
+//! US dollars (`cost`) and active time (`time`). Each is read where the tick decides: tokens
+//! and cost by the plan (`goal/planning/plan.rs`), time by the time stage
+//! (`goal/planning/time_gate.rs`); a spent budget settles the goal `budgetLimited`. Provider
+//! limits, which are not a goal's budget, are `goal/provider/`. Pure.
 
 pub mod cost;
-pub mod time_gate;
+pub mod time;
+pub mod tokens;

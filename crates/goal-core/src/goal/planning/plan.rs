@@ -146,7 +146,7 @@ pub fn plan_tick(goal: &Goal, messages: &[Message], max_auto_turns: u64) -> Plan
             ..settlement(GoalStatus::Blocked, &failed.reason, CauseCode::TurnFailed)
         });
     }
-    if goal.token_budget.is_some_and(|budget| accounting.tokens_used >= budget) {
+    if crate::goal::budgets::tokens::budget_reached(goal, accounting.tokens_used) {
         return settle(GoalStatus::BudgetLimited, REASON_BUDGET, CauseCode::TokenBudget);
     }
     if crate::goal::budgets::cost::budget_reached(goal, accounting.cost_used) {

@@ -1,11 +1,12 @@
-//! The time stage, before any audit or continuation: a spent time budget settles the goal
-//! `budgetLimited`; outside its working hours the goal waits (nothing sent) until the window
+//! The time stage, before any audit or continuation: a spent time budget (`goal/budgets/time.rs`)
+//! settles the goal `budgetLimited`; outside its working hours the goal waits (nothing sent) until the window
 //! opens, and the waiting period is closed once it does.
 
 use std::time::Duration;
 
 use tracing::{debug, info};
 
+use crate::goal::budgets::time;
 use crate::goal::context::Tick;
 use crate::goal::planning::plan::{Basis, Settlement};
 use crate::goal::settling::causes::cause_of;
@@ -15,7 +16,7 @@ use crate::record::cause::CauseCode;
 use crate::record::reasons::{REASON_TIME_BUDGET, REASON_WAITING_FOR_HOURS};
 use crate::record::{Goal, GoalStatus};
 use crate::sched::TickOutcome;
-use crate::time::active::{begin_inactive, end_inactive, time_budget_reached};
+use crate::time::active::{begin_inactive, end_inactive};
 use crate::time::hours::{self, HoursGate};
 
 /// Time budget and working hours. `Some` ends the tick: settled `budgetLimited`, or waiting
@@ -23,7 +24,7 @@ use crate::time::hours::{self, HoursGate};
 pub async fn check(tick: &Tick<'_>, basis: &Basis) -> Option<TickOutcome> {
     let now = tick.now_ms();
     let goal = &tick.goal;
-    if time_budget_reached(goal, now) {
+    if time::budget_reached(goal, now) {
         info!(target: "session_goal", session = tick.session_id, "time budget reached");
         let line =
             trail::line(goal, &basis.tail_message_id, GoalStatus::BudgetLimited.as_str(), REASON_TIME_BUDGET, now);
