@@ -9,325 +9,13 @@
 // flag or value; nothing was sent). Either way one line on stderr (with --json, the error object
 // on stdout instead).
 //
-// Input rules (durations, budgets, checks, working hours, session ids) are the core's, reached
-// through the binding's `inputRules` (src/validate.rs): none is written out here.
+// The command line (usage, options, the goal's settings as flags, every usage error) is read by
+// ./command-line.js; this file runs the commands and prints what they answer.
 'use strict'
 
 const path = require('node:path')
 const { pathToFileURL } = require('node:url')
-const { parseArgs: parseArgv } = require('node:util')
-
-const DEFAULT_URL = 'http://127.0.0.1:4096'
-
-const USAGE = `Usage: session-goal <command> [options]
-
-Commands:
-  create                 Create a session (optionally with a first prompt and a goal)
-  send <sessionId>       Send a prompt to a session (optionally starting a goal)
-  fork <sessionId>       Fork a session (at --message) and prompt the fork
-  status                 Table of the goals in a directory (tokens, cost and time used against
-                         their budgets);
-                         --history <sessionId> prints that goal's audit trail instead
-  pause <sessionId>      Pause the goal and abort the running turn
-  resume <sessionId>     Resume the goal (fresh turn allowance); with --goal-token-budget,
-                         --goal-cost-budget or --goal-time-budget, resume with that budget
-  doctor <sessionId>     Why the goal is where it is: status, cause and fix, next wake-up, lease,
-                         pending requests, last audit and checks, findings. Changes nothing;
-                         --fix applies the one action the cause names, after printing it
-  complete <sessionId>   Mark the goal complete
-  clear <sessionId>      Remove the goal (and abort the turn if it was active)
-  watch                  Run the goal loop here and print goal transitions as they happen
-
-Options for create, send, fork:
-  --prompt <text>              Prompt; a leading /name runs that OpenCode command
-  --goal                       Make the prompt the goal objective
-  --goal-token-budget <n>      Token budget of the goal (1000..100000000; requires --goal)
-  --goal-cost-budget <usd>     Cost budget of the goal in US dollars, e.g. 5 or 2.50 (at least
-                               0.01; requires --goal): the goal stops budgetLimited once its
-                               replies cost that much (OpenCode prices each reply from the
-                               model's configured price; a model without one costs 0 and never
-                               reaches it)
-  --goal-time-budget <d>       Time budget of the goal, active time only (90m, 2h, 1h30m, 45s, 1d;
-                               requires --goal)
-  --goal-active-hours <w>      Working hours HH:MM-HH:MM@TimeZone, e.g. 09:00-17:00@Europe/Berlin
-                               (IANA zone; end before start crosses midnight; requires --goal)
-  --goal-check <command>       An acceptance check, repeatable (at most 8): the goal settles
-                               complete only once every check exits 0 (requires --goal)
-  --goal-criterion <text>      An acceptance criterion, repeatable (at most 8, each at most 300
-                               characters): the auditor must grade every one met, citing
-                               evidence, before the goal completes (requires --goal)
-  --goal-review                A reviewer (a read-only child session on the goal's model) signs
-                               off before the goal completes; see docs/review.md (requires --goal)
-  --model <provider/model>     Model (send/fork default: the last user message's)
-  --agent <name>               Agent
-  --variant <name>             Model variant
-  --title <text>               Session title (create)
-  --message <messageId>        Fork before this message (fork)
-
-Options for doctor:
-  --fix                        Apply the cause's fix (resume; a spent budget needs
-                               --goal-token-budget, --goal-cost-budget or --goal-time-budget)
-
-Options for watch:
-  --auditor builtin|none       Small model for audits (default builtin: --small-model, else
-                               OpenCode's small_model, else a small model of the session's own
-                               provider, else the session's model). With none every audit is
-                               unavailable, so a goal gets one unaudited continuation and then
-                               blocks with "progress audit unavailable".
-  --small-model <provider/model>  The built-in auditor's model
-  --idle-quiet-ms <n>          Quiet window after a turn ends (default 15000)
-  --kickoff-quiet-ms <n>       Delay before a fresh goal starts (default 3000)
-
-Common options:
-  --url <url>                  OpenCode server (default ${DEFAULT_URL})
-  --directory <path>           Project directory (default: the current directory)
-  --data-dir <path>            OpenChamber data directory for objective files
-                               (default: $OPENCHAMBER_DATA_DIR, else ~/.config/openchamber)
-  --json                       Print results as JSON
-  -h, --help                   Show this help
-  -V, --version                Print the package version
-
-Environment:
-  OPENCODE_SERVER_PASSWORD     Sent as HTTP basic auth (user: $OPENCODE_SERVER_USERNAME or "opencode")
-  SESSION_GOAL_TEST_AUDITOR    For testing only: path of a module exporting
-                               generateSmallModelText(request), used by watch as the auditor
-`
-
-class UsageError extends Error {}
-
-const PROMPT_FLAGS = ['prompt', 'goal', 'goal-token-budget', 'goal-cost-budget', 'goal-time-budget', 'goal-active-hours', 'goal-check', 'goal-criterion', 'goal-review', 'model', 'agent', 'variant']
-const COMMON_FLAGS = ['url', 'directory', 'data-dir', 'json', 'help']
-const COMMANDS = {
-  create: { positionals: 0, flags: [...PROMPT_FLAGS, 'title'] },
-  send: { positionals: 1, flags: PROMPT_FLAGS },
-  fork: { positionals: 1, flags: [...PROMPT_FLAGS, 'message'] },
-  status: { positionals: 0, flags: ['history'] },
-  pause: { positionals: 1, flags: [] },
-  resume: { positionals: 1, flags: ['goal-token-budget', 'goal-cost-budget', 'goal-time-budget'] },
-  doctor: { positionals: 1, flags: ['fix', 'goal-token-budget', 'goal-cost-budget', 'goal-time-budget'] },
-  complete: { positionals: 1, flags: [] },
-  clear: { positionals: 1, flags: [] },
-  watch: { positionals: 0, flags: ['auditor', 'small-model', 'idle-quiet-ms', 'kickoff-quiet-ms'] },
-}
-const BOOLEAN_FLAGS = new Set(['goal', 'json', 'help', 'fix', 'goal-review'])
-// Flags that may be given more than once: their values are collected in order.
-const REPEATABLE_FLAGS = new Set(['goal-check', 'goal-criterion'])
-
-// The core's input rules (src/validate.rs), loaded on first use: --help and --version need no
-// native binary.
-let loadedRules = null
-const inputRules = () => (loadedRules ??= require('../runtime.js').inputRules)
-
-/** The value a core rule accepted, or a usage error naming `flag` and the rule's reason. */
-function ruled(flag, outcome) {
-  if (outcome.problem) throw new UsageError(`${flag}: ${outcome.problem}`)
-  return outcome.value
-}
-
-/** The options of `command` as `node:util` parseArgs declares them. */
-function optionsOf(allowed) {
-  const options = {}
-  for (const name of allowed) options[name] = { type: BOOLEAN_FLAGS.has(name) ? 'boolean' : 'string', multiple: REPEATABLE_FLAGS.has(name) }
-  options.help = { type: 'boolean', short: 'h' }
-  return options
-}
-
-/** Edits (insertions, deletions, substitutions) between two short strings. */
-function editDistance(a, b) {
-  let previous = Array.from({ length: b.length + 1 }, (_, i) => i)
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i]
-    for (let j = 1; j <= b.length; j++) current[j] = Math.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1))
-    previous = current
-  }
-  return previous[b.length]
-}
-
-/** The option an unknown `--name` most likely meant: the command's own, else which commands take it. */
-function meantOption(name, command, allowed) {
-  const scored = [...allowed].map((known) => [known, editDistance(name, known)]).sort((a, b) => a[1] - b[1])
-  const [closest, distance] = scored[0] ?? []
-  if (closest !== undefined && distance <= Math.max(1, Math.floor(name.length / 3))) return `did you mean --${closest}?`
-  const takers = Object.keys(COMMANDS).filter((other) => other !== command && COMMANDS[other].flags.includes(name))
-  return takers.length ? `it is an option of ${takers.join(', ')}` : 'run session-goal --help'
-}
-
-/** The command line as `node:util` parseArgs reads it, checked against the command's options. */
-function parseArgs(argv) {
-  if (argv.length === 0) throw new UsageError('missing command (run session-goal --help)')
-  if (argv[0] === '-h' || argv[0] === '--help' || argv[0] === 'help') return { help: true }
-  if (argv[0] === '-V' || argv[0] === '--version' || argv[0] === 'version') return { version: true }
-  const command = argv[0]
-  const spec = COMMANDS[command]
-  if (!spec) throw new UsageError(`unknown command "${command}" (run session-goal --help)`)
-  const allowed = new Set([...spec.flags, ...COMMON_FLAGS])
-  // Not strict: an unknown option or a missing value is reported here, in the CLI's own words.
-  const { tokens } = parseArgv({ args: argv.slice(1), options: optionsOf(allowed), strict: false, allowPositionals: true, tokens: true })
-  const flags = {}
-  const positionals = []
-  for (const token of tokens) {
-    if (token.kind === 'positional') positionals.push(token.value)
-    if (token.kind !== 'option') continue
-    const { name, rawName, value } = token
-    if (!allowed.has(name)) throw new UsageError(`unknown option ${rawName} for ${command} (${meantOption(name, command, allowed)})`)
-    if (name in flags && !REPEATABLE_FLAGS.has(name) && name !== 'help') throw new UsageError(`--${name} given twice`)
-    if (BOOLEAN_FLAGS.has(name)) {
-      if (value !== undefined) throw new UsageError(`--${name} takes no value`)
-      flags[name] = true
-    } else if (value === undefined || (!token.inlineValue && value.startsWith('--'))) {
-      throw new UsageError(`--${name} needs a value`)
-    } else if (REPEATABLE_FLAGS.has(name)) (flags[name] ??= []).push(value)
-    else flags[name] = value
-  }
-  if (flags.help) return { help: true }
-  if (positionals.length !== spec.positionals) {
-    throw new UsageError(spec.positionals === 1 ? `${command} needs exactly one session id` : `${command} takes no arguments (got "${positionals[0]}")`)
-  }
-  if (positionals[0] !== undefined) checkSessionId(positionals[0], `${command}`)
-  if (flags.history !== undefined) checkSessionId(flags.history, '--history')
-  return { command, flags, sessionId: positionals[0] }
-}
-
-function checkSessionId(id, where) {
-  if (!inputRules().isSessionId(id)) throw new UsageError(`${where}: "${id}" is not a session id (4 to 128 letters, digits, _ or -, e.g. ses_2f1c…)`)
-}
-
-// Same contract as the reference CLI's parseGoalTokenBudget; the bounds are the core's.
-function parseGoalTokenBudget(flags) {
-  const raw = flags['goal-token-budget']
-  if (raw === undefined) return undefined
-  if (!flags.goal) throw new UsageError('--goal-token-budget requires --goal.')
-  // Digits only: "1e5" or "5000.0" are refused here, before the number reaches the rule.
-  return ruled('--goal-token-budget', inputRules().tokenBudget(/^\d+$/.test(raw) ? Number(raw) : NaN))
-}
-
-// US dollars: a plain decimal number (5, 2.50), as the goal's costBudget stores it.
-function parseGoalCostBudget(flags) {
-  const raw = flags['goal-cost-budget']
-  if (raw === undefined) return undefined
-  if (!flags.goal) throw new UsageError('--goal-cost-budget requires --goal.')
-  // A plain decimal only: "1e2" or "$5" are refused here, before the number reaches the rule.
-  const text = String(raw).trim()
-  return ruled('--goal-cost-budget', inputRules().costBudget(/^\d+(\.\d+)?$/.test(text) ? Number(text) : NaN))
-}
-
-function parseGoalTimeBudget(flags) {
-  const raw = flags['goal-time-budget']
-  if (raw === undefined) return undefined
-  if (!flags.goal) throw new UsageError('--goal-time-budget requires --goal.')
-  return ruled('--goal-time-budget', inputRules().timeBudget(raw))
-}
-
-function parseGoalActiveHours(flags) {
-  const raw = flags['goal-active-hours']
-  if (raw === undefined) return undefined
-  if (!flags.goal) throw new UsageError('--goal-active-hours requires --goal.')
-  // The flag's own syntax (start-end@zone) is split here; the window itself is the core's rule.
-  const match = /^([^-@\s]+)-([^-@\s]+)@(\S+)$/.exec(String(raw).trim())
-  if (!match) throw new UsageError(`--goal-active-hours must look like 09:00-17:00@Europe/Berlin (got "${raw}")`)
-  const [, start, end, timeZone] = match
-  ruled('--goal-active-hours', inputRules().activeHours(start, end, timeZone))
-  return { start, end, timeZone }
-}
-
-const formatDuration = (ms) => inputRules().formatDuration(ms)
-
-function parseMillis(flags, name) {
-  const raw = flags[name]
-  if (raw === undefined) return undefined
-  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(Number(raw))) throw new UsageError(`--${name} must be a whole number of milliseconds`)
-  return Number(raw)
-}
-
-function connection(flags) {
-  const url = flags.url ?? DEFAULT_URL
-  let parsed
-  try {
-    parsed = new URL(url)
-  } catch {
-    throw new UsageError(`--url is not a URL: ${url}`)
-  }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new UsageError('--url must be an http(s) URL')
-  const headers = {}
-  const password = process.env.OPENCODE_SERVER_PASSWORD
-  if (password) {
-    const user = process.env.OPENCODE_SERVER_USERNAME || 'opencode'
-    headers.authorization = 'Basic ' + Buffer.from(`${user}:${password}`).toString('base64')
-  }
-  return { url: url.replace(/\/+$/, ''), headers }
-}
-
-function promptRequest(parsed) {
-  const { command, flags } = parsed
-  const budget = parseGoalTokenBudget(flags)
-  const prompt = flags.prompt
-  if (command !== 'create' && (prompt === undefined || !prompt.trim())) throw new UsageError('--prompt is required.')
-  if (flags.goal && (prompt === undefined || !prompt.trim())) throw new UsageError('--goal requires --prompt.')
-  if (flags.model !== undefined && !/^[^/\s]+\/\S+$/.test(flags.model)) throw new UsageError('--model must look like provider/model')
-  const request = { prompt, model: flags.model, agent: flags.agent, variant: flags.variant }
-  // The goal's settings nest under `goal` (each flag checks it was given with --goal).
-  const goal = {}
-  if (budget !== undefined) goal.tokenBudget = budget
-  const costBudget = parseGoalCostBudget(flags)
-  if (costBudget !== undefined) goal.costBudget = costBudget
-  const timeBudget = parseGoalTimeBudget(flags)
-  if (timeBudget !== undefined) goal.timeBudgetMs = timeBudget
-  const activeHours = parseGoalActiveHours(flags)
-  if (activeHours !== undefined) goal.activeHours = activeHours
-  const checks = parseGoalChecks(flags)
-  if (checks !== undefined) goal.checks = checks
-  if (flags['goal-criterion'] !== undefined) {
-    if (!flags.goal) throw new UsageError('--goal-criterion requires --goal.')
-    // How many and how long is the core's rule.
-    ruled('--goal-criterion', inputRules().criteria(flags['goal-criterion']))
-    goal.criteria = flags['goal-criterion']
-  }
-  if (flags['goal-review']) {
-    if (!flags.goal) throw new UsageError('--goal-review requires --goal.')
-    goal.review = true
-  }
-  if (flags.goal) request.goal = goal
-  return request
-}
-
-// --goal-check, repeatable: one line each (OpenCode runs it inside a quoted eval); how many and
-// how long is the core's rule.
-function parseGoalChecks(flags) {
-  const raw = flags['goal-check']
-  if (raw === undefined) return undefined
-  if (!flags.goal) throw new UsageError('--goal-check requires --goal.')
-  ruled('--goal-check', inputRules().checks(raw))
-  return raw.map((command) => ({ command }))
-}
-
-// resume and doctor --fix: an optional new budget (resuming with it).
-function budgetEdit(flags) {
-  const edit = {}
-  const tokens = parseGoalTokenBudget({ ...flags, goal: true })
-  if (tokens !== undefined) edit.tokenBudget = tokens
-  const time = parseGoalTimeBudget({ ...flags, goal: true })
-  if (time !== undefined) edit.timeBudgetMs = time
-  const cost = parseGoalCostBudget({ ...flags, goal: true })
-  if (cost !== undefined) edit.costBudget = cost
-  return edit
-}
-
-function validate(parsed) {
-  const { command, flags } = parsed
-  connection(flags)
-  if (['create', 'send', 'fork'].includes(command)) promptRequest(parsed)
-  if (command === 'resume' || command === 'doctor') budgetEdit(flags)
-  if (command === 'watch') {
-    if (flags.auditor !== undefined && flags.auditor !== 'none' && flags.auditor !== 'builtin') {
-      throw new UsageError(`--auditor must be "builtin" or "none" (got "${flags.auditor}")`)
-    }
-    if (flags['small-model'] !== undefined && !/^[^/\s]+\/\S+$/.test(flags['small-model'])) {
-      throw new UsageError(`--small-model must look like provider/model (got "${flags['small-model']}")`)
-    }
-    parseMillis(flags, 'idle-quiet-ms')
-    parseMillis(flags, 'kickoff-quiet-ms')
-  }
-}
+const { USAGE, UsageError, inputRules, parseArgs, validate, connection, promptRequest, budgetEdit, budgetFix, parseMillis } = require('./command-line.js')
 
 const out = (line = '') => process.stdout.write(line + '\n')
 const err = (line) => process.stderr.write(line + '\n')
@@ -348,6 +36,7 @@ function describeDispatch(result) {
 
 /** US dollars as the core writes them (two decimals, four below a cent); nothing known is $0.00. */
 const usd = (dollars) => inputRules().formatUsd(Number(dollars) || 0)
+const formatDuration = (ms) => inputRules().formatDuration(ms)
 
 const oneLine = (text, max) => {
   const flat = String(text ?? '').replace(/\s+/g, ' ').trim()
@@ -453,13 +142,6 @@ function printExplanation(report) {
   for (const f of report.findings) out(`finding: ${f.code}: ${f.message}`)
 }
 
-// The fixes that resume with a new budget: the edit field, the flag that gives it, how it reads.
-const BUDGET_FIXES = {
-  resumeWithTokenBudget: { needs: 'tokenBudget', flag: '--goal-token-budget N', shown: (n) => `token budget ${n}` },
-  resumeWithTimeBudget: { needs: 'timeBudgetMs', flag: '--goal-time-budget D', shown: (ms) => `time budget ${formatDuration(ms)}` },
-  resumeWithCostBudget: { needs: 'costBudget', flag: '--goal-cost-budget USD', shown: (d) => `cost budget ${usd(d)}` },
-}
-
 // doctor changes nothing; --fix applies only the action the cause names, after printing it.
 async function runDoctor(control, sessionId, directory, flags) {
   const report = await control.explain(sessionId, directory)
@@ -475,8 +157,9 @@ async function runDoctor(control, sessionId, directory, flags) {
   if (action === 'resume') {
     say(`applying fix: resume ${sessionId}`)
     result = await control.resumeGoal({ sessionId, directory })
-  } else if (BUDGET_FIXES[action]) {
-    const { needs, flag, shown } = BUDGET_FIXES[action]
+  } else if (budgetFix(action)) {
+    // A fix that resumes with a new budget: the budget's flag (command-line.js) must give it.
+    const { needs, flag, shown } = budgetFix(action)
     if (edit[needs] === undefined) {
       err(`session-goal: --fix for ${report.cause.code} needs ${flag}`)
       return 2
@@ -707,3 +390,4 @@ main(process.argv.slice(2)).then(
     process.exitCode = 1
   },
 )
+

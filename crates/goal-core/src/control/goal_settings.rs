@@ -7,8 +7,9 @@
 //! it again. [`GoalSettings::apply_to`] writes it into the record through the field table
 //! (`record/fields.rs`).
 //!
-//! Adding a setting: a field here (its rule in [`rule`], its write in `apply_to`), its field in
-//! the record's table, its input in the binding, and its documentation.
+//! Adding a setting: a field here (its rule in [`rule`], its write in `apply_to`); every other
+//! place it is written (the record's table, a budget's file, its cause, the binding, the CLI)
+//! is listed by docs/api.md, "Adding a setting".
 
 use serde_json::Value;
 
@@ -56,10 +57,6 @@ impl<T> SettingChange<T> {
         }
     }
 
-    fn is_keep(&self) -> bool {
-        matches!(self, SettingChange::Keep)
-    }
-
     /// Applies the change to a field of the record's `stored` group.
     fn apply_stored<S>(&self, field: &mut crate::record::Stored<S>, encode: impl FnOnce(&T) -> S) {
         match self {
@@ -94,16 +91,9 @@ pub struct GoalSettings {
 }
 
 impl GoalSettings {
-    /// Whether no setting changes.
+    /// Whether no setting changes (every one is `Keep`, as in `Default`).
     pub fn is_unchanged(&self) -> bool {
-        let GoalSettings { token_budget, cost_budget, time_budget_ms, active_hours, checks, criteria, review } = self;
-        token_budget.is_keep()
-            && cost_budget.is_keep()
-            && time_budget_ms.is_keep()
-            && active_hours.is_keep()
-            && checks.is_keep()
-            && criteria.is_keep()
-            && review.is_keep()
+        *self == GoalSettings::default()
     }
 
     /// The token budget being set (the goal intro names it).
