@@ -59,7 +59,7 @@ const COST_BUDGET_FIX: &str =
 /// The table, one row per code.
 fn row_of(code: CauseCode) -> Row {
     use CauseCode::*;
-    use FixAction::{None as Nothing, Resume, ResumeWithCostBudget, ResumeWithTimeBudget, ResumeWithTokenBudget};
+    use FixAction::{None as Nothing, Resume};
     match code {
         Verified | ChecksPassed | UserComplete | ReviewApproved => DONE,
         ReviewUnavailable => row(
@@ -92,17 +92,7 @@ fn row_of(code: CauseCode) -> Row {
             "messages",
             Resume,
         ),
-        TokenBudget => row(
-            "Resume with a larger token budget: `session-goal resume {id} --goal-token-budget N`.",
-            "",
-            ResumeWithTokenBudget,
-        ),
-        TimeBudget => row(
-            "Resume with a larger time budget: `session-goal resume {id} --goal-time-budget 2h`.",
-            "",
-            ResumeWithTimeBudget,
-        ),
-        CostBudget => row(COST_BUDGET_FIX, "", ResumeWithCostBudget),
+        TokenBudget | TimeBudget | CostBudget => budget_row(code),
         TurnCap => row(
             "Check the session's progress, then resume for another round of automatic turns: `session-goal resume {id}`.",
             "",
@@ -150,6 +140,26 @@ fn row_of(code: CauseCode) -> Row {
             "",
             Nothing,
         ),
+    }
+}
+
+/// The rows of the spent budgets (`goal/budgets/`; `row_of` sends only those here): each fix
+/// resumes with a new budget, which the user names.
+fn budget_row(code: CauseCode) -> Row {
+    use CauseCode::*;
+    match code {
+        TokenBudget => row(
+            "Resume with a larger token budget: `session-goal resume {id} --goal-token-budget N`.",
+            "",
+            FixAction::ResumeWithTokenBudget,
+        ),
+        TimeBudget => row(
+            "Resume with a larger time budget: `session-goal resume {id} --goal-time-budget 2h`.",
+            "",
+            FixAction::ResumeWithTimeBudget,
+        ),
+        CostBudget => row(COST_BUDGET_FIX, "", FixAction::ResumeWithCostBudget),
+        _ => DONE,
     }
 }
 
@@ -212,7 +222,7 @@ mod tests {
 
     #[test]
     fn every_stop_but_a_finished_goal_has_a_fix() {
-        for code in CauseCode::ALL {
+        for &code in CauseCode::ALL {
             let fix = fix_sentence(code, "ses_1", None);
             let finished = matches!(
                 code,
