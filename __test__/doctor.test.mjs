@@ -33,6 +33,7 @@ const CODES = {
   messagesUnavailable: 'resume',
   tokenBudget: 'resumeWithTokenBudget',
   timeBudget: 'resumeWithTimeBudget',
+  turnBudget: 'resumeWithTurnBudget',
   turnCap: 'resume',
   userPaused: 'resume',
   userAborted: 'resume',
@@ -60,7 +61,7 @@ const statusOf = (code) =>
       ? 'active'
       : code === 'userPaused' || code === 'userAborted'
         ? 'paused'
-        : code === 'tokenBudget' || code === 'timeBudget' || code === 'costBudget'
+        : code === 'tokenBudget' || code === 'timeBudget' || code === 'costBudget' || code === 'turnBudget'
           ? 'budgetLimited'
           : 'blocked'
 

@@ -8,3 +8,4 @@
 pub mod cost;
 pub mod time;
 pub mod tokens;
+pub mod turns;
