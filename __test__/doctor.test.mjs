@@ -33,7 +33,6 @@ const CODES = {
   messagesUnavailable: 'resume',
   tokenBudget: 'resumeWithTokenBudget',
   timeBudget: 'resumeWithTimeBudget',
-  turnBudget: 'resumeWithTurnBudget',
   turnCap: 'resume',
   userPaused: 'resume',
   userAborted: 'resume',
@@ -61,7 +60,7 @@ const statusOf = (code) =>
       ? 'active'
       : code === 'userPaused' || code === 'userAborted'
         ? 'paused'
-        : code === 'tokenBudget' || code === 'timeBudget' || code === 'costBudget' || code === 'turnBudget'
+        : code === 'tokenBudget' || code === 'timeBudget' || code === 'costBudget'
           ? 'budgetLimited'
           : 'blocked'
 

@@ -31,7 +31,7 @@ pub struct GoalExplanation {
     pub cause: Nullable<GoalCause>,
     /// What `doctor --fix` would apply.
     #[napi(
-        ts_type = "'none' | 'resume' | 'resumeWithTokenBudget' | 'resumeWithTimeBudget' | 'resumeWithCostBudget' | 'resumeWithTurnBudget' | null"
+        ts_type = "'none' | 'resume' | 'resumeWithTokenBudget' | 'resumeWithTimeBudget' | 'resumeWithCostBudget' | null"
     )]
     pub fix_action: Nullable<String>,
     /// When the goal goes on by itself (ms since epoch), for a goal that waits.

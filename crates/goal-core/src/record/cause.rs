@@ -37,8 +37,6 @@ pub enum CauseCode {
     TimeBudget,
     /// The cost budget (US dollars) is spent.
     CostBudget,
-    /// The turn budget is spent.
-    TurnBudget,
     /// The automatic turn cap is reached.
     TurnCap,
     /// The user paused the goal.
@@ -93,7 +91,6 @@ impl CauseCode {
         Self::TokenBudget,
         Self::TimeBudget,
         Self::CostBudget,
-        Self::TurnBudget,
         Self::TurnCap,
         Self::UserPaused,
         Self::UserAborted,
@@ -128,7 +125,6 @@ impl CauseCode {
             Self::TokenBudget => "tokenBudget",
             Self::TimeBudget => "timeBudget",
             Self::CostBudget => "costBudget",
-            Self::TurnBudget => "turnBudget",
             Self::TurnCap => "turnCap",
             Self::UserPaused => "userPaused",
             Self::UserAborted => "userAborted",

@@ -16,8 +16,6 @@ pub const REASON_BUDGET: &str = "token budget reached";
 pub const REASON_COST_BUDGET: &str = "cost budget reached";
 /// Status reason: the time budget is spent.
 pub const REASON_TIME_BUDGET: &str = "time budget reached";
-/// Status reason: the turn budget is spent.
-pub const REASON_TURN_BUDGET: &str = "turn budget reached";
 /// Status reason: the turn cap was reached.
 pub const REASON_TURN_CAP: &str = "auto-continuation limit reached";
 /// Status reason: the auditor verified the objective.
@@ -81,7 +79,6 @@ pub const ALL: &[&str] = &[
     REASON_BUDGET,
     REASON_COST_BUDGET,
     REASON_TIME_BUDGET,
-    REASON_TURN_BUDGET,
     REASON_TURN_CAP,
     REASON_VERIFIED,
     REASON_BLOCKED_PER_AUDIT,

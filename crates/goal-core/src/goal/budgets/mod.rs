@@ -8,4 +8,3 @@
 pub mod cost;
 pub mod time;
 pub mod tokens;
-pub mod turns;

@@ -152,9 +152,6 @@ pub fn plan_tick(goal: &Goal, messages: &[Message], max_auto_turns: u64) -> Plan
     if crate::goal::budgets::cost::budget_reached(goal, accounting.cost_used) {
         return settle(GoalStatus::BudgetLimited, REASON_COST_BUDGET, CauseCode::CostBudget);
     }
-    if crate::goal::budgets::turns::budget_reached(goal) {
-        return settle(GoalStatus::BudgetLimited, crate::record::reasons::REASON_TURN_BUDGET, CauseCode::TurnBudget);
-    }
     if goal.turns_used >= max_auto_turns {
         return settle(GoalStatus::Blocked, REASON_TURN_CAP, CauseCode::TurnCap);
     }

@@ -19,8 +19,6 @@ pub enum FixAction {
     ResumeWithTimeBudget,
     /// Resume with a larger cost budget (the user names it).
     ResumeWithCostBudget,
-    /// Resume with a larger turn budget (the user names it).
-    ResumeWithTurnBudget,
 }
 
 impl FixAction {
@@ -32,7 +30,6 @@ impl FixAction {
             Self::ResumeWithTokenBudget => "resumeWithTokenBudget",
             Self::ResumeWithTimeBudget => "resumeWithTimeBudget",
             Self::ResumeWithCostBudget => "resumeWithCostBudget",
-            Self::ResumeWithTurnBudget => "resumeWithTurnBudget",
         }
     }
 }
@@ -95,7 +92,7 @@ fn row_of(code: CauseCode) -> Row {
             "messages",
             Resume,
         ),
-        TokenBudget | TimeBudget | CostBudget | TurnBudget => budget_row(code),
+        TokenBudget | TimeBudget | CostBudget => budget_row(code),
         TurnCap => row(
             "Check the session's progress, then resume for another round of automatic turns: `session-goal resume {id}`.",
             "",
@@ -162,11 +159,6 @@ fn budget_row(code: CauseCode) -> Row {
             FixAction::ResumeWithTimeBudget,
         ),
         CostBudget => row(COST_BUDGET_FIX, "", FixAction::ResumeWithCostBudget),
-        TurnBudget => row(
-            "Resume with a larger turn budget: `session-goal resume {id} --goal-turn-budget N`.",
-            "",
-            FixAction::ResumeWithTurnBudget,
-        ),
         _ => DONE,
     }
 }
