@@ -1,6 +1,6 @@
-//! The time stage, before any audit or continuation: a spent time budget (`goal/budgets/time.rs`)
-//! settles the goal `budgetLimited`; outside its working hours the goal waits (nothing sent) until the window
-//! opens, and the waiting period is closed once it does.
+//! The time stage, before any audit or continuation: a spent time budget
+//! (`goal/budgets/time.rs`) settles the goal `budgetLimited`; outside its working hours the goal
+//! waits (nothing sent) until the window opens, and the waiting period is closed once it does.
 
 use std::time::Duration;
 
