@@ -5,14 +5,18 @@
 //   `crate::…` and `super::…` paths in non-test code), must have no cycle;
 // - the import graph between the binding's modules must have no cycle (the crate root, lib.rs,
 //   declares every module and is left out, as the core's root is);
+// - no two stage folders of goal/ may import each other both ways (the tick passes each stage
+//   once), beyond the pairs listed in KNOWN_TWO_WAY;
 // - modules listed as pure must not depend on an I/O module;
 // - no function outside tests, in goal-core or in the binding (src/), may be longer than 100
-//   lines.
+//   lines;
+// - no source file outside tests may be longer than 600 lines;
+// - every source file must be named in docs/layout.md.
 // Usage: node scripts/module-graph.mjs [--graph] [--files] [--longest N] [--no-fail]
-//   --graph     print the top-level module graph
+//   --graph     print the import graphs (top-level modules, goal/'s stage folders, the binding)
 //   --longest N print the N longest functions
 //   --allow-long  report functions over the limit without failing
-import { readFileSync, readdirSync, statSync } from 'node:fs'
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs'
 import { join, relative, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -22,6 +26,24 @@ const args = process.argv.slice(2)
 const flag = (name) => args.includes(name)
 const longestCount = args.includes('--longest') ? Number(args[args.indexOf('--longest') + 1]) || 15 : 0
 const MAX_FUNCTION_LINES = 100
+const MAX_FILE_LINES = 600
+
+// Stage folders of goal/ that still import each other both ways, each with why. No pair may
+// join them: a new back-and-forth between two stages is a structure failure.
+const KNOWN_TWO_WAY = [
+  // The audit stage runs the checks and the review (verdict → acceptance), which read the graded
+  // criteria (acceptance → verdict::grading).
+  ['acceptance', 'verdict'],
+  // A guard that cannot be read settles the goal (guarding → settling::settle); a settle never
+  // writes complete over one, and the cause table names each guard's fix (settling → guarding).
+  ['guarding', 'settling'],
+  // The time stage writes causes and trail lines (planning::time_gate → settling); a settle
+  // carries the plan's Settlement and accounting (settling → planning).
+  ['planning', 'settling'],
+  // The plan holds completion on graded criteria (planning::plan → verdict::grading); the audit
+  // stage decides after the audit by the plan's rules (verdict → planning::plan).
+  ['planning', 'verdict'],
+]
 
 // Modules (a top-level module, or `top::file`) whose code must stay free of I/O: they may not
 // import any module listed in IO. A top-level name covers every file under it.
@@ -336,6 +358,97 @@ for (const comp of bindingCycles) {
   const set = new Set(comp)
   for (const from of comp)
     for (const [to, where] of bindingEdges.get(from) ?? []) if (set.has(to)) console.log(`    ${from} → ${to}  (${where})`)
+}
+// goal/'s stage folders: an edge is a file of one folder importing from another. The tick runs
+// the stages in order (goal/tick.rs); two folders that import each other both ways are a
+// back-and-forth a reader follows through the tick.
+const goalRoot = join(root, 'goal')
+const stageFolders = new Set(readdirSync(goalRoot).filter((name) => statSync(join(goalRoot, name)).isDirectory()))
+const stageEdges = new Map() // folder → Map(folder → evidence)
+for (const [from, to] of fileEdges) {
+  const [top, folder] = from.split('::')
+  if (top !== 'goal' || !stageFolders.has(folder)) continue
+  for (const [target, where] of to) {
+    const [targetTop, targetFolder] = target.split('::')
+    if (targetTop !== 'goal' || !stageFolders.has(targetFolder) || targetFolder === folder) continue
+    if (!stageEdges.has(folder)) stageEdges.set(folder, new Map())
+    stageEdges.get(folder).set(targetFolder, where)
+  }
+}
+const knownPair = (a, b) => KNOWN_TWO_WAY.some(([x, y]) => (x === a && y === b) || (x === b && y === a))
+const twoWay = []
+for (const [a, to] of stageEdges) for (const b of to.keys()) if (a < b && stageEdges.get(b)?.has(a)) twoWay.push([a, b])
+const newTwoWay = twoWay.filter(([a, b]) => !knownPair(a, b))
+const stageEdgeCount = [...stageEdges.values()].reduce((n, m) => n + m.size, 0)
+console.log(`goal/ stages: ${stageFolders.size} folders, ${stageEdgeCount} import edges; two-way: ${twoWay.length} (${KNOWN_TWO_WAY.length} known)`)
+if (flag('--graph')) {
+  for (const [from, to] of [...stageEdges].sort()) console.log(`  goal/${from} → ${[...to.keys()].sort().join(', ')}`)
+}
+for (const [a, b] of newTwoWay) {
+  failed = true
+  console.log(`  TWO-WAY IMPORT between goal/${a} and goal/${b}: ${stageEdges.get(a).get(b)} | ${stageEdges.get(b).get(a)}`)
+}
+for (const [a, b] of KNOWN_TWO_WAY) {
+  if (!twoWay.some(([x, y]) => x === [a, b].sort()[0] && y === [a, b].sort()[1])) {
+    console.log(`  goal/${a} and goal/${b} no longer import each other both ways: take them off KNOWN_TWO_WAY`)
+  }
+}
+
+// Source files: every one is named in docs/layout.md (the core's by their path in
+// crates/goal-core/src/, the others by their path from the repository's root), and none outside
+// tests is longer than MAX_FILE_LINES (a Rust file's #[cfg(test)] module does not count).
+const SOURCE_DIRS = ['crates/goal-core/src', 'crates/goal-core/examples', 'src', 'crates/goal-sim/src', 'lib', 'bin', 'scripts', 'examples', 'bench']
+const SOURCE_ROOT_FILES = ['runtime.js', 'runtime.mjs', 'index.js', 'build.rs']
+// Written by a tool (`npx napi build`), not by hand: named in the layout, not measured.
+const GENERATED_FILES = ['index.js']
+const SOURCE_EXTENSIONS = /\.(rs|js|mjs|cjs|cts|mts|sh|c|html|css)$/
+const SKIPPED_DIRS = new Set(['node_modules', 'target', 'gen', 'icons'])
+// Test code: the core's tests.rs and *_tests.rs files, test folders, and the fault suite (a test
+// suite run by `npm test`, its classes and harness included).
+const isTestFile = (path) => /(^|\/)(tests?\.rs|[^/]*_tests\.rs)$/.test(path) || /(^|\/)(tests|__test__)\//.test(path) || path.startsWith('scripts/faults/')
+function sourceFiles(dir) {
+  const out = []
+  for (const name of readdirSync(join(repo, dir))) {
+    const path = `${dir}/${name}`
+    if (statSync(join(repo, path)).isDirectory()) {
+      if (!SKIPPED_DIRS.has(name)) out.push(...sourceFiles(path))
+    } else if (SOURCE_EXTENSIONS.test(name)) out.push(path)
+  }
+  return out
+}
+const corePrefix = 'crates/goal-core/src/'
+const layoutName = (path) => (path.startsWith(corePrefix) ? path.slice(corePrefix.length) : path)
+/** Lines of a file outside its tests (a Rust file's #[cfg(test)] modules left out). */
+function linesOutsideTests(path) {
+  const text = readFileSync(join(repo, path), 'utf8')
+  const total = text.split('\n').length - (text.endsWith('\n') ? 1 : 0)
+  if (!path.endsWith('.rs')) return total
+  const stripped = strip(text)
+  let testLines = 0
+  for (const m of stripped.matchAll(/#\[cfg\(test\)\]\s*(pub\s+)?mod\s+\w+\s*\{/g)) {
+    const end = blockEnd(stripped, m.index + m[0].length - 1)
+    testLines += stripped.slice(m.index, end).split('\n').length
+  }
+  return total - testLines
+}
+const layoutDoc = readFileSync(join(repo, 'docs', 'layout.md'), 'utf8')
+const allSources = [...SOURCE_DIRS.flatMap(sourceFiles), ...SOURCE_ROOT_FILES.filter((f) => existsSync(join(repo, f)))]
+const unlisted = []
+const tooBig = []
+for (const path of allSources) {
+  if (isTestFile(path)) continue
+  if (!layoutDoc.includes('`' + layoutName(path) + '`')) unlisted.push(layoutName(path))
+  const lines = GENERATED_FILES.includes(path) ? 0 : linesOutsideTests(path)
+  if (lines > MAX_FILE_LINES) tooBig.push([path, lines])
+}
+console.log(`source files: ${allSources.filter((f) => !isTestFile(f)).length} outside tests; not in docs/layout.md: ${unlisted.length}; over ${MAX_FILE_LINES} lines: ${tooBig.length}`)
+for (const name of unlisted) {
+  failed = true
+  console.log(`  NOT IN docs/layout.md: \`${name}\` (name it, with what it holds, under its part)`)
+}
+for (const [path, lines] of tooBig) {
+  failed = true
+  console.log(`  ${lines} lines outside tests: ${path} (split it by job)`)
 }
 console.log(`goal record: ${extraAccesses} untyped \`.extra\` accesses outside tests`)
 functions.sort((a, b) => b.lines - a.lines)

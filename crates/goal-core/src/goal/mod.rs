@@ -1,8 +1,10 @@
-//! The goal loop, one tick at a time: observe (the session, its live state and evidence) →
-//! plan (pure decisions and gates) → audit (the small model's verdict, reviewed against the
-//! evidence) → reserve (a guarded write of the turn) → dispatch (an idempotent post) → settle
-//! (a terminal status and the notification). `tick.rs` runs the stages in that order; each
-//! folder below is one stage (or a few that belong together) with its pure rules beside it.
+//! The goal loop, one tick at a time: observe (the session and its goal) → ownership (whose goal
+//! it is, the lease) → guards → the live state → provider limits → plan (pure decisions and
+//! gates; the budgets' checks; the time stage) → audit (the small model's verdict, reviewed
+//! against the evidence; checks and review before `complete`) → reserve (a guarded write of the
+//! turn) → deliver (an idempotent post) → settle (a terminal status and the notification).
+//! `tick.rs` runs the stages in that order, passing each once; each folder below is one stage (or
+//! a few that belong together) with its pure rules beside it (`docs/layout.md` lists them).
 //!
 //! A stage's pure part, when it has a file of its own, is named after the stage with `_rules`
 //! (`provider/limit_rules.rs` of `provider/limits.rs`, `acceptance/check_rules.rs` of

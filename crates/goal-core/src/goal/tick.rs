@@ -1,9 +1,11 @@
-//! One goal tick, stage by stage: observe (`observe.rs`) → guards (`guards.rs`: a guard that
-//! cannot be read stops the goal) → plan (`plan.rs`, pure; the time stage `time_gate.rs`, the
-//! quiet window, and a stranded message posted again, `strand.rs`) → audit (`audit.rs`, with the
-//! evidence read and reviewed in `audit_evidence.rs`) → reserve (`reserve.rs`, echo reactions in `echo.rs`) → deliver
-//! (`deliver.rs`, the post in `dispatch.rs`) → settle (`settle.rs`). A [`Tick`] carries what every stage
-//! needs.
+//! One goal tick, stage by stage, each passed once: observe's first reads (`observe.rs`) →
+//! ownership (`ownership/stage.rs`: the owner list, the decision, the lease) → guards
+//! (`guards.rs`: a guard that cannot be read stops the goal) → the live state (`observe.rs`) →
+//! provider limits (`provider/limits.rs`) → plan (`plan.rs`, pure, with the budgets' checks; the
+//! time stage `time_gate.rs`, the quiet window, and a stranded message posted again,
+//! `strand.rs`) → audit (`audit.rs`, with the evidence read and reviewed in `audit_evidence.rs`)
+//! → reserve (`reserve.rs`, echo reactions in `echo.rs`) → deliver (`deliver.rs`, the post in
+//! `dispatch.rs`) → settle (`settle.rs`). A [`Tick`] carries what every stage needs.
 
 use std::time::Duration;
 

@@ -1,5 +1,5 @@
-//! The ownership stage, first in a tick: a goal that belongs to another session (a fork's copy)
-//! is adopted as this session's paused copy and the tick ends, before any lease, audit or post;
+//! The ownership stage's decision (`stage.rs` runs it): a goal that belongs to another session (a
+//! fork's copy) is adopted as this session's paused copy and the tick ends, before any lease, audit or post;
 //! a copy the user resumed becomes this session's own. The rule itself is `lineage` (pure); the
 //! list that tells the owner of a goal naming no session is `owner_scan`'s. Adopting a copy
 //! whose objective lives in a file also copies the source's objective file to the copy's path,

@@ -1,8 +1,8 @@
-//! The evidence around the audit (part of the audit stage; I/O glue over the pure `evidence` module): before it,
-//! the digest of the turn(s) since the previous audit is read and the no-progress breaker
-//! advanced (it may settle the goal `blocked`); after it, the verdict is reviewed (a `complete`
-//! while a command fails goes on), the breaker state rides on the reservation, and every outcome
-//! goes to the audit trail.
+//! The evidence around the audit (part of the audit stage; I/O glue over the pure `evidence`
+//! module): before it, the digest of the turn(s) since the previous audit is read and the
+//! no-progress breaker advanced (it may settle the goal `blocked`); after it, the verdict is
+//! reviewed (a `complete` while a command fails goes on), the breaker state rides on the
+//! reservation, and every outcome goes to the audit trail.
 
 use serde_json::{json, Value};
 use tracing::info;
