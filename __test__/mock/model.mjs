@@ -40,9 +40,9 @@
 
 import http from 'node:http'
 
-/** A phrase of the goal auditor's system prompt (crates/goal-core/src/prompts.rs). */
+/** A phrase of the goal auditor's system prompt (crates/goal-core/src/text/prompts.rs). */
 export const AUDIT_SYSTEM_MARK = 'You review how far a coding agent has come toward a goal'
-/** A phrase of the session-assist system prompt (crates/goal-core/src/prompts.rs). */
+/** A phrase of the session-assist system prompt (crates/goal-core/src/text/prompts.rs). */
 export const ASSIST_SYSTEM_MARK = 'You read the latest exchange between a user and a coding agent'
 
 /** A phrase of the goal reviewer's prompt (crates/goal-core/src/goal/acceptance/review_rules.rs). */

@@ -52,6 +52,7 @@ pub struct CheckedPrompt {
     pub goal: Option<GoalSettings>,
 }
 
+/// The trimmed text of an optional option, `None` when it is absent or blank.
 pub(crate) fn non_empty(value: &Option<String>) -> Option<String> {
     value.as_deref().map(str::trim).filter(|v| !v.is_empty()).map(str::to_string)
 }

@@ -69,10 +69,12 @@ impl ReplyPrint {
         both as f64 / union.len() as f64
     }
 
+    /// The stored form: the hash and the sketch as hex.
     pub(super) fn to_value(&self) -> Value {
         json!({"hash": self.hash, "sketch": self.sketch.iter().map(|h| format!("{h:08x}")).collect::<String>()})
     }
 
+    /// Reads the stored form back; `None` when it is malformed.
     pub(super) fn from_value(value: Option<&Value>) -> Option<ReplyPrint> {
         let value = value?;
         let hash = value.get("hash")?.as_str()?.to_string();
