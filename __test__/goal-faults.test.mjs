@@ -65,7 +65,9 @@ describe('dispatch under ambiguous failures', () => {
     expect(env.mock.repeatedPrompts).toHaveLength(ids.length - 1)
     expect(env.mock.prompts).toHaveLength(1)
     expect(continuationsPerTail(env.mock, session.id)).toEqual([1])
-    expect(goalOf(env.mock, session.id)).toMatchObject({ status: 'active', turnsUsed: 1 })
+    // One turn charged; the goal may already have completed on the second audit.
+    expect(goalOf(env.mock, session.id).turnsUsed).toBe(1)
+    expect(['active', 'complete']).toContain(goalOf(env.mock, session.id).status)
   })
 
   it('a tail id of an unknown format still gets an id (from the id and its creation time): a prompt whose fate stays unknown is posted again only under that id', async () => {

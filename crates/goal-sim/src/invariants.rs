@@ -40,17 +40,22 @@ pub fn on_post(server: &Server, timing: &Timing, host: usize, parsed: &Parsed, i
         return;
     }
     let message_id = parsed.body.get("messageID").and_then(Value::as_str).unwrap_or_default().to_string();
-    let state = server.state.lock();
     let Some(main_id) = record.with(|r| r.goals[goal].session.clone()) else { return };
+    // The reply being generated now (the scripts' lock comes before the store's).
+    let running = server.scripts.lock().get(&main_id).and_then(|s| s.running.clone());
+    let state = server.state.lock();
     let Some(main) = state.sessions.get(&main_id) else { return };
     let posted_to = state.sessions.get(session);
     let stored = !message_id.is_empty() && posted_to.is_some_and(|s| s.message(&message_id).is_some());
     let goal_record = main.goal().cloned();
+    // The tail a continuation follows: the newest reply that is not being generated now
+    // (finished, failed, or cut). A reply still running is no tail to continue after.
     let tail = main
         .messages
         .iter()
         .rev()
-        .find(|m| m["info"]["role"] == "assistant")
+        .filter(|m| m["info"]["role"] == "assistant")
+        .find(|m| running.as_deref() != m["info"]["id"].as_str())
         .map(|m| m["info"]["id"].as_str().unwrap_or_default().to_string())
         .unwrap_or_default();
     let usage = Usage::of(main, goal_record.as_ref());
@@ -84,7 +89,7 @@ pub fn on_post(server: &Server, timing: &Timing, host: usize, parsed: &Parsed, i
     if distinct > 1 {
         record.violate('a', now, format!("goal {goal}: a second continuation ({message_id}) after the tail {tail}"));
     }
-    check_guards(record, timing, goal, goal_record.as_ref(), &usage, continuations, now);
+    check_guards(record, timing, goal, goal_record.as_ref(), &usage, continuations, issued);
 }
 
 /// (b): a host posts to a stopped goal it knew was stopped when it sent the post (it wrote the
@@ -139,7 +144,8 @@ impl Usage {
     }
 }
 
-/// (c) at a new continuation: turns, tokens, cost and time.
+/// (c) at a new continuation: turns, tokens, cost and time (judged when the post was sent: a
+/// slow network delivers it later).
 fn check_guards(
     record: &Record,
     timing: &Timing,
@@ -373,6 +379,9 @@ pub fn check_rates(record: &Record, now: f64) {
             let ours = Some(session) == last.session.as_ref() || (goal.is_some() && r.goal_of(session) == goal);
             ours && r.ms(*at) + 8_000 >= now_ms
         });
+        // Nor is a goal the user just acted on (a resume starts its backoff afresh).
+        let touched = goal.is_some_and(|g| r.ms(r.goals[g].touched_at) + 8_000 >= now_ms);
+        let moving = moving || touched;
         if let Some(session) = last.session.as_ref().filter(|_| !moving && !last.list) {
             let count = in_window(8_000, &|q| q.session.as_ref() == Some(session) && !q.list);
             if count > 40 {

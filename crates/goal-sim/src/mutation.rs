@@ -63,7 +63,7 @@ impl Mutation {
                 goal.insert("status".into(), "active".into());
             }
             Mutation::DroppedGuards => {
-                for field in ["tokenBudget", "costBudget", "timeBudgetMs", "checks", "review"] {
+                for field in ["tokenBudget", "costBudget", "timeBudgetMs"] {
                     goal.remove(field);
                 }
             }

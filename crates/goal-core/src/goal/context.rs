@@ -120,16 +120,26 @@ impl Tick<'_> {
     }
 
     /// How a tick ends when a request failed after its reads (a write, a claim, a post): a retry
-    /// whose wait goes on doubling from the post's own tries (`max_dispatch_attempts` per tick,
-    /// `dispatch_retry_delay` apart, doubling), three tries further on: 8 s, then the 10 s cap by
-    /// default. Such a tick makes a dozen requests or more before it fails, so a failing route
-    /// sees at most one such tick in A.8's 8 s window (the simulator measured over 40 requests in
-    /// 8 s from quicker retries).
+    /// whose wait continues the doubling of the post's own tries (`max_dispatch_attempts` per
+    /// tick, `dispatch_retry_delay` apart), and is never shorter than the plain retry's. Such a
+    /// tick made a dozen requests before it failed, so the wider spacing keeps a failing route
+    /// within A.8's budget (the simulator measured over 40 requests in 8 s from plain retries).
     pub fn late_retry(&self) -> TickOutcome {
+        self.retry_doubled_past(self.ctx.config.max_dispatch_attempts.max(1))
+    }
+
+    /// [`Tick::late_retry`] after a post whose every try failed: one doubling further, since each
+    /// try re-read the goal and the messages (three tries make about twenty requests).
+    pub fn retry_after_failed_posts(&self) -> TickOutcome {
+        self.retry_doubled_past(self.ctx.config.max_dispatch_attempts.max(1).saturating_add(1))
+    }
+
+    fn retry_doubled_past(&self, tries: u32) -> TickOutcome {
         let config = &self.ctx.config;
-        let tries =
-            config.max_dispatch_attempts.max(1).saturating_mul(self.attempt.saturating_add(1)).saturating_add(3);
-        TickOutcome::RetryIn(crate::sched::backoff::retry_delay(config.dispatch_retry_delay, tries))
+        let failures = self.attempt.saturating_add(1);
+        let plain = crate::sched::backoff::retry_delay(config.idle_quiet, failures);
+        let continued = crate::sched::backoff::retry_delay(config.dispatch_retry_delay, failures.saturating_add(tries));
+        TickOutcome::RetryIn(plain.max(continued))
     }
 
     /// The tick enters `stage`: its time grows by the stage's bound (`goal/stages.rs`).

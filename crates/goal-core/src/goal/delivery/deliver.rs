@@ -208,7 +208,7 @@ async fn failed(tick: &Tick<'_>, basis: &Basis, reserved: &Reserved, refused: bo
     }
     if !refused && reserved.message_id.is_some() && !tick.exhausted {
         warn!(target: "session_goal", session = tick.session_id, "continuation outcome unknown after every attempt; retrying later with the same id");
-        return tick.late_retry();
+        return tick.retry_after_failed_posts();
     }
     let mut settlement = blocked(&reserved.goal, REASON_DISPATCH_FAILED, CauseCode::DispatchFailed);
     settlement.accounting = basis.accounting.clone();

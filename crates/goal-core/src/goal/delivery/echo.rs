@@ -205,7 +205,7 @@ async fn give_back_to_the_user(target: &EchoTarget, reserved: &Goal, read: Optio
     let (session_id, directory) = (target.session_id.as_str(), target.directory.as_str());
     info!(target: "session_goal", session = session_id, "another writer changed the goal during the reservation; restoring it, nothing sent");
     let ours = reserved.updated_at;
-    let theirs = theirs.map(|their_goal| restored_goal(read, their_goal));
+    let theirs = theirs.map(|their_goal| restored_goal(read, their_goal, reserved));
     let result = crate::io::writer::write_namespace_key(&target.client, session_id, directory, "goal", |fresh| {
         match fresh.goal() {
             Some(current) if current.updated_at == ours => Ok(theirs),
@@ -219,8 +219,11 @@ async fn give_back_to_the_user(target: &EchoTarget, reserved: &Goal, read: Optio
 }
 
 /// The other writer's goal (known fields, from an event) laid over the goal as we read it, when
-/// it is the same goal; a different goal (replaced) is taken as the event shows it.
-fn restored_goal(read: Option<&Goal>, theirs: Value) -> Value {
+/// it is the same goal; a different goal (replaced) is taken as the event shows it. What the
+/// turns already spent stays counted: the accounting our write made (tokens, cost, the cursor)
+/// is kept over theirs, which was built on an older read. The turn count is theirs: the
+/// reserved turn was never posted.
+fn restored_goal(read: Option<&Goal>, theirs: Value, reserved: &Goal) -> Value {
     let (Some(read), Some(their_fields)) = (read, theirs.as_object()) else { return theirs };
     if their_fields.get("id").and_then(Value::as_str) != Some(read.id.as_str()) {
         return theirs;
@@ -231,7 +234,13 @@ fn restored_goal(read: Option<&Goal>, theirs: Value) -> Value {
             object.insert(key.clone(), value.clone());
         }
     }
-    base
+    match Goal::from_value(&base) {
+        Some(mut restored) if restored.id == reserved.id && reserved.tokens_used >= restored.tokens_used => {
+            crate::goal::planning::accounting::Accounting::of(reserved).apply(&mut restored);
+            restored.to_value()
+        }
+        _ => base,
+    }
 }
 
 /// Takes the goal's lease for `hold` (a check round, a review) and records the grading, watched
@@ -270,6 +279,21 @@ mod tests {
 
     fn goal(status: &str, objective: &str, turns: u64) -> Value {
         json!({"id": "goal-1", "objective": objective, "status": status, "turnsUsed": turns, "createdAt": 1000.0, "updatedAt": 2000.0 + turns as f64})
+    }
+
+    /// Found by the simulator: the user's pause, written back over our reservation, carried the
+    /// counters of the older read it was built on, and the goal's tokens and cost went back.
+    #[test]
+    fn a_restored_user_change_keeps_the_accounting_and_gives_the_turn_back() {
+        let read = Goal::from_value(&goal("active", "Port the parser", 1)).unwrap();
+        let mut reserved = read.clone();
+        reserved.turns_used = 2;
+        reserved.tokens_used = 2_500;
+        reserved.last_accounted_message_id = "msg_b".into();
+        let theirs = goal("paused", "Port the parser", 1);
+        let restored = Goal::from_value(&restored_goal(Some(&read), theirs, &reserved)).unwrap();
+        assert_eq!((restored.status, restored.turns_used), (GoalStatus::Paused, 1));
+        assert_eq!((restored.tokens_used, restored.last_accounted_message_id.as_str()), (2_500, "msg_b"));
     }
 
     #[test]

@@ -9,6 +9,7 @@ use crate::goal::delivery::echo::{echo_bound, write_watched, Heard, ReservationE
 use crate::goal::planning::plan::{Basis, Reservation};
 use crate::io::writer::{continuation_for_of, GoalGuard};
 use crate::record::lease::take_lease;
+use crate::record::reasons::REASON_RESUMED;
 use crate::record::{truncate_chars, Goal, GoalStatus, NOTE_CHAR_LIMIT};
 use crate::sched::TickOutcome;
 
@@ -45,7 +46,10 @@ pub async fn reserve(
     let ctx = tick.ctx;
     let goal = &tick.goal;
     let tail = basis.tail_message_id.as_str();
-    let reused = continuation_for_of(goal) == Some(tail);
+    // A reservation left for this tail was counted then; after a resume (OpenChamber's resets
+    // the turn count) it is counted again: the simulator found the pre-pause reservation posted
+    // uncounted, and one turn past the cap.
+    let reused = continuation_for_of(goal) == Some(tail) && goal.status_reason != REASON_RESUMED;
     // Every host and every retry derives this same id from the same tail (its id, and its
     // creation time when the id has another format); OpenCode answers a repeated id once.
     let message_id = continuation_message_id_for(&goal.id, tail, basis.tail_created);

@@ -147,7 +147,14 @@ impl Started {
                 let which = failed.iter().map(|(route, _)| route.as_str()).collect::<Vec<_>>().join(", ");
                 warn!(target: "session_goal", session = session_id, failed = %which, attempt = tick.attempt, "live state unreadable");
                 if tick.exhausted {
-                    return Err(tick.settle_blocked(REASON_MESSAGES_UNAVAILABLE, CauseCode::MessagesUnavailable).await);
+                    // Its reads failed, so the tick was cheap: a failed write retries on the
+                    // plain backoff, not the late one a tick that made its reads takes.
+                    return Err(
+                        match tick.settle_blocked(REASON_MESSAGES_UNAVAILABLE, CauseCode::MessagesUnavailable).await {
+                            TickOutcome::RetryIn(_) => TickOutcome::Retry,
+                            outcome => outcome,
+                        },
+                    );
                 }
                 // Waiting, and saying so: the first failing request and its answer.
                 if let Some((route, error)) = failed.first() {

@@ -51,7 +51,7 @@ pub struct ListPermit<'a> {
 }
 
 impl ListPermit<'_> {
-    /// The list was read (or the server said it cannot list): the gate opens.
+    /// The list was read: the gate opens.
     pub fn read(mut self) {
         self.ended = true;
         self.gate.gates.lock().remove(&self.directory);

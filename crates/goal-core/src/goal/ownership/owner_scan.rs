@@ -308,8 +308,10 @@ impl OwnerLists {
         // A list another reader saw fail (or is reading) holds this one back.
         let permit = self.gate.begin(directory).await;
         let answer = self.client.list_owner_candidates(directory, start).await;
+        // A 404 (a server that cannot list) backs off like any failure: every reader of the
+        // directory gets the same answer, and asking again soon changes nothing.
         match &answer {
-            Ok(_) | Err(HttpError::Status(404)) => permit.read(),
+            Ok(_) => permit.read(),
             Err(_) => {
                 permit.failed();
             }

@@ -196,6 +196,11 @@ fn stop(code: CauseCode, reason: &'static str, now_ms: f64, provider: Option<Str
 /// Writes a park onto the goal (the tick's guarded write): still active, the reason, the
 /// cause, the count, the failed reply; the failed turn goes back; parked time is not active.
 pub fn apply_park(goal: &mut Goal, park: &Park, now_ms: f64) {
+    // Decided again on the goal as written now: another host may have parked this very reply
+    // since this tick read it (the simulator found both hosts giving the same turn back).
+    if parked_for(goal) == Some(park.tail.as_str()) {
+        return;
+    }
     goal.status_reason = REASON_WAITING_FOR_PROVIDER.into();
     goal.set_cause(Some(park.cause.clone()));
     goal.provider_waits.set(park.nth);

@@ -132,6 +132,10 @@ impl Tick<'_> {
                     .map_err(|outcome| if outcome == TickOutcome::Retry { self.late_retry() } else { outcome })?;
                 Ok(AfterStage { messages: None, cut: None })
             }
+            Stage::Continue { messages: plannable, cut: Some(nth) } => {
+                self.confirm_cut(messages).await?;
+                Ok(AfterStage { messages: Some(plannable), cut: Some(nth) })
+            }
             Stage::Continue { messages, cut } => Ok(AfterStage { messages: Some(messages), cut }),
             Stage::Wait(wait) => {
                 debug!(target: "session_goal", session = self.session_id, wait_ms = wait.as_millis() as u64, "parked on a provider limit");
@@ -145,6 +149,23 @@ impl Tick<'_> {
                 Err(outcome)
             }
             Stage::Block(stop) => Err(self.provider_stop(messages, stop, now).await),
+        }
+    }
+
+    /// A cut turn is judged on two reads, the transcript's and the status', made at once: the
+    /// status may have been answered after the reply finished (a slow status read saw the turn's
+    /// end; the transcript, answered sooner, did not). The transcript is read once more: a tail
+    /// that finished meanwhile is no cut, and the tick looks again after the quiet window (the
+    /// simulator found a finished turn continued as cut, its tokens never counted).
+    async fn confirm_cut(&self, messages: &[Message]) -> Result<(), TickOutcome> {
+        let Some(tail) = chronological(messages).last().map(|m| m.id.clone()) else { return Ok(()) };
+        let limit = self.ctx.config.message_limit;
+        match self.ctx.client.messages(self.session_id, self.directory, limit).await {
+            Ok(fresh) => match fresh.iter().find(|m| m.id == tail) {
+                Some(now) if now.is_completed() || now.error.is_some() => Err(TickOutcome::Rearm),
+                _ => Ok(()),
+            },
+            Err(_) => Err(self.late_retry()),
         }
     }
 

@@ -88,6 +88,20 @@ fn a_park_waits_then_resumes_once_due_or_resumed() {
     assert_eq!(step(&broken, &failed), TailStep::Resume);
 }
 
+/// Found by the simulator: two hosts parked the same failed reply at once, and the second
+/// write gave the turn back a second time.
+#[test]
+fn a_park_written_over_the_same_park_changes_nothing() {
+    let failed = limited(json!({"retry-after": "30"}));
+    let TailStep::Park(park) = step(&goal(json!({})), &failed) else { panic!() };
+    let mut parked = goal(json!({}));
+    apply_park(&mut parked, &park, NOW);
+    let once = parked.clone();
+    apply_park(&mut parked, &park, NOW + 10.0);
+    assert_eq!(parked.turns_used, once.turns_used, "the turn goes back once");
+    assert_eq!(waits(&parked), 1);
+}
+
 /// Found by the simulator (a park ended, the continuation's posts then failed with 5xx): the
 /// next look saw the same failed reply with the park cleared by the reservation, parked again
 /// and counted the same limit twice; six such rounds settled a goal `providerQuota`.
