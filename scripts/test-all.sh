@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 LOG_DIR="target/test-logs"
 rm -rf "$LOG_DIR"
 mkdir -p "$LOG_DIR"
-STAGES=13
+STAGES=14
 
 # No test may write into the user's home directory. The suite runs with a HOME of its own, which
 # must be empty at the end (the last stage), as each vitest run's temp directory must be: a test
@@ -87,6 +87,21 @@ cargo_test() {
   return "$status"
 }
 
+# The simulator (crates/goal-sim, docs/simulator.md): the real loop over 10,000 random worlds on
+# tokio's paused clock; two worlds replayed twice must print the same trace (a seed is a replay);
+# then one planted defect per promise (a)-(f), each of which these seeds must catch.
+simulator() {
+  cargo build --quiet --profile sim -p goal-sim --target x86_64-unknown-linux-gnu
+  local sim=target/x86_64-unknown-linux-gnu/sim/goal-sim seed
+  "$sim" --seeds 10000 --from 1
+  for seed in 7 280; do
+    cmp <("$sim" --seed "$seed" --no-shrink) <("$sim" --seed "$seed" --no-shrink) \
+      || { echo "seed $seed ran differently twice: the simulator is not deterministic" >&2; return 1; }
+  done
+  echo "replays: seeds 7 and 280 ran the same twice"
+  "$sim" --mutate --seeds 10000
+}
+
 install_test() {
   node scripts/sync-platform-packages.mjs --check
   bash scripts/install-test.sh
@@ -99,6 +114,8 @@ stage "rustfmt (check only; rustfmt.toml)" '' cargo fmt --all --check
 stage "clippy, warnings are errors" 'Finished' \
   cargo clippy --workspace --all-targets --target x86_64-unknown-linux-gnu -- -D warnings
 stage "cargo test (goal-core: pure decisions, accounting, prompts, parsing)" '^cargo test:' cargo_test
+stage "simulator (10,000 random worlds, replay determinism, one planted defect per promise caught)" \
+  '^mutation check' simulator
 stage "cargo package goal-core (the packaged crate builds on its own)" 'Packaged' \
   cargo package -p goal-core --allow-dirty --offline
 stage "napi build (debug), generated bindings unchanged" 'Finished' napi_build

@@ -26,6 +26,9 @@ pub enum Mutation {
 }
 
 impl Mutation {
+    /// The budgets `DroppedGuards` hides from the loop's reads.
+    pub const GUARD_FIELDS: [&'static str; 3] = ["tokenBudget", "costBudget", "timeBudgetMs"];
+
     /// Every planted defect, with the invariant it must break.
     pub const ALL: [(Mutation, char); 6] = [
         (Mutation::SecondContinuation, 'a'),
@@ -63,7 +66,7 @@ impl Mutation {
                 goal.insert("status".into(), "active".into());
             }
             Mutation::DroppedGuards => {
-                for field in ["tokenBudget", "costBudget", "timeBudgetMs"] {
+                for field in Mutation::GUARD_FIELDS {
                     goal.remove(field);
                 }
             }

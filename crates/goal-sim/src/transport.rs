@@ -96,6 +96,31 @@ fn route_of(parsed: &Parsed) -> Route {
 const STORM: usize = 12;
 
 impl SimTransport {
+    /// Under `DroppedGuards` the loop never sees the budgets, yet its writes carry the stored
+    /// ones: the defect is a blind check, not a lost field (which the echo repair would fight,
+    /// breaking (d) before (c) could show).
+    fn keep_guards(&self, request: &mut WireRequest) {
+        let Some(mut body) = request.body.as_deref().and_then(|b| serde_json::from_slice::<serde_json::Value>(b).ok())
+        else {
+            return;
+        };
+        let Some(session) = Parsed::of(request).session_id().map(str::to_string) else { return };
+        let stored = self.server.state.lock().sessions.get(&session).and_then(|s| s.goal().cloned());
+        let (Some(stored), Some(written)) = (stored, body.pointer_mut("/metadata/openchamber/goal")) else { return };
+        if stored.get("id") != written.get("id") {
+            return;
+        }
+        for field in Mutation::GUARD_FIELDS {
+            match stored.get(field) {
+                Some(value) => written[field] = value.clone(),
+                None => {
+                    written.as_object_mut().map(|g| g.remove(field));
+                }
+            }
+        }
+        request.body = serde_json::to_vec(&body).ok();
+    }
+
     /// One request as the (possibly defective) loop sends it.
     async fn send_mutated(&self, mut request: WireRequest) -> Result<WireAnswer, HttpError> {
         let Some(mutation) = self.mutation else { return self.exchange(request).await };
@@ -106,6 +131,9 @@ impl SimTransport {
                 mutation.write_session(&mut body);
                 request.body = serde_json::to_vec(&body).ok();
             }
+        }
+        if mutation == Mutation::DroppedGuards && request.method == "PATCH" {
+            self.keep_guards(&mut request);
         }
         let mut answer = self.exchange(request.clone()).await;
         if mutation == Mutation::RetryStorm {
