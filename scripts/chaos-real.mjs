@@ -325,7 +325,13 @@ function judge(goals, sends, runsDir) {
   figures.continuationPosts = delivered.length
   figures.shellPosts = sends.filter((s) => s.route === 'shell' && s.status !== null && s.status < 300).length
   figures.checkRuns = 0
+  // What the kills did to the transcripts (not a failure): replies a restart cut, and goals with one.
+  figures.cutReplies = 0
+  figures.goalsWithCutReply = 0
   for (const { sessionId, goal, messages } of goals) {
+    const cuts = messages.filter((m) => m.info.role === 'assistant' && !m.info.time?.completed && !m.info.finish && !m.info.error).length
+    figures.cutReplies += cuts
+    if (cuts > 0) figures.goalsWithCutReply++
     if (goal.status === 'complete') figures.complete++
     else if (goal.status === 'active') figures.stuck++
     else {
