@@ -24,14 +24,12 @@ use crate::sched::{TickFuture, TickStart};
 /// Most directories remembered for restart recovery.
 const MAX_KNOWN_DIRECTORIES: usize = 50;
 
-/// The sweep's schedule: when it runs next, and per directory whose reads failed, how many
-/// times in a row and when it may be read again.
+/// The sweep's schedule: when it runs next, and the directories it found active goals in.
 #[derive(Default)]
 struct SweepState {
     next: Mutex<Option<tokio::time::Instant>>,
     /// Directories where the last sweep found an active goal: never forgotten for newer ones.
     with_active_goals: Mutex<std::collections::HashSet<String>>,
-    failing: Mutex<std::collections::HashMap<String, (u32, tokio::time::Instant)>>,
 }
 
 impl SweepState {
@@ -39,25 +37,6 @@ impl SweepState {
     fn next_in(&self) -> Option<Duration> {
         let next = (*self.next.lock())?;
         Some(next.saturating_duration_since(tokio::time::Instant::now()))
-    }
-
-    /// Whether `directory` may be read now (it is not backing off).
-    fn due(&self, directory: &str) -> bool {
-        self.failing.lock().get(directory).is_none_or(|(_, until)| *until <= tokio::time::Instant::now())
-    }
-
-    /// A read of `directory` failed: how long it backs off.
-    fn failed(&self, directory: &str) -> Duration {
-        let mut failing = self.failing.lock();
-        let count = failing.get(directory).map_or(1, |(n, _)| n.saturating_add(1));
-        let wait = crate::sched::backoff::retry_delay(crate::goal::ownership::list_rules::LIST_RETRY_BASE, count);
-        failing.insert(directory.to_string(), (count, tokio::time::Instant::now() + wait));
-        wait
-    }
-
-    /// `directory` was read: its backoff ends.
-    fn read(&self, directory: &str) {
-        self.failing.lock().remove(directory);
     }
 }
 
@@ -356,9 +335,19 @@ impl Inner {
             if self.stopped.load(Ordering::SeqCst) {
                 return;
             }
+            // A directory whose lists fail is listed once its backoff ends (and not beside
+            // another list of it).
+            let permit = self.ctx.owner_lists.gate().begin(&directory).await;
+            if self.stopped.load(Ordering::SeqCst) {
+                return;
+            }
             let sessions = match self.ctx.client.list_session_goals(&directory).await {
-                Ok(sessions) => sessions,
+                Ok(sessions) => {
+                    permit.read();
+                    sessions
+                }
                 Err(error) => {
+                    permit.failed();
                     warn!(target: "session_goal", %error, "recovery scan failed for a directory");
                     continue;
                 }
@@ -387,25 +376,32 @@ impl Inner {
     /// status read. Every active goal on a top-level session is reported to the scheduler with
     /// the status OpenCode shows (the truth about busy, whatever the events said), and one on an
     /// idle session with no timer and no tick is armed (the tick re-checks everything). A
-    /// directory whose reads fail is swept again only after the one backoff
-    /// (`sched/backoff.rs`, from the owner lists' base), as every repeated request is.
+    /// directory whose list fails is listed again only after the directory's one backoff
+    /// (`goal/ownership/list_gate.rs`), shared with the owner lists and the recovery scan.
     async fn sweep(&self) {
         let directories: Vec<String> = self.directories.lock().iter().cloned().collect();
         for directory in directories {
             if self.stopped.load(Ordering::SeqCst) {
                 return;
             }
-            if !self.sweeps.due(&directory) {
-                continue;
-            }
+            let Some(permit) = self.ctx.owner_lists.gate().try_begin(&directory) else { continue };
             let (sessions, status) =
                 tokio::join!(self.ctx.client.list_session_goals(&directory), self.ctx.client.status_map(&directory));
-            let (Ok(sessions), Ok(status)) = (sessions, status) else {
-                let wait = self.sweeps.failed(&directory);
-                warn!(target: "session_goal", retry_in_ms = wait.as_millis() as u64, "sweep could not read a directory; backing off");
+            let sessions = match sessions {
+                Ok(sessions) => {
+                    permit.read();
+                    sessions
+                }
+                Err(_) => {
+                    let wait = permit.failed();
+                    warn!(target: "session_goal", retry_in_ms = wait.as_millis() as u64, "sweep could not list a directory; backing off");
+                    continue;
+                }
+            };
+            let Ok(status) = status else {
+                warn!(target: "session_goal", "sweep could not read a directory's status");
                 continue;
             };
-            self.sweeps.read(&directory);
             let active = sessions.iter().any(|s| s.goal.as_ref().is_some_and(|g| g.status == GoalStatus::Active));
             let mut with_active = self.sweeps.with_active_goals.lock();
             if active {

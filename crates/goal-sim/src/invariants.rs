@@ -351,8 +351,8 @@ fn check_written(
 }
 
 /// (f): while a fault is in effect, the requests of the last window stay within A.8's budgets
-/// (item 2): a waiting goal's session (no turn began in the window) at most 40 requests in 8 s,
-/// one directory's lists at most 3 + 1 in 10 s, per host.
+/// (item 2): a waiting goal's session (no turn began in the window) at most 40 requests in 8 s;
+/// a failing directory's lists, after the first three, at most one every 10 s; per host.
 pub fn check_rates(record: &Record, now: f64) {
     let found = record.with(|r| {
         let now_ms = r.ms(now);
@@ -366,19 +366,36 @@ pub fn check_rates(record: &Record, now: f64) {
                 .filter(|q| q.host == host && keep(q))
                 .count()
         };
-        // A goal whose turns go on is not waiting on the failure: its requests are its work.
-        let moving =
-            last.session.as_ref().and_then(|s| r.last_turn.get(s)).is_some_and(|at| r.ms(*at) + 8_000 >= now_ms);
-        if let Some(session) = last.session.as_ref().filter(|_| !moving) {
-            let count = in_window(8_000, &|q| q.session.as_ref() == Some(session));
+        // A goal whose turns go on (its reviewer's included) is not waiting on the failure: its
+        // requests are its work.
+        let goal = last.session.as_ref().and_then(|s| r.goal_of(s));
+        let moving = r.last_turn.iter().any(|(session, at)| {
+            let ours = Some(session) == last.session.as_ref() || (goal.is_some() && r.goal_of(session) == goal);
+            ours && r.ms(*at) + 8_000 >= now_ms
+        });
+        if let Some(session) = last.session.as_ref().filter(|_| !moving && !last.list) {
+            let count = in_window(8_000, &|q| q.session.as_ref() == Some(session) && !q.list);
             if count > 40 {
                 return Some(format!("host {host}: {count} requests for {session} in 8 s"));
             }
         }
         if last.failed_list {
-            let count = in_window(10_000, &|q| q.failed_list && q.directory == last.directory);
-            if count > 4 {
-                return Some(format!("host {host}: {count} session lists of {} in 10 s", last.directory));
+            // A.8: after the first three lists of a failing directory, at most one every 10 s
+            // (the failing run: lists less than a minute apart).
+            // The run: the failed lists since the last one that was read.
+            let lists: Vec<&Request> =
+                r.requests.iter().filter(|q| q.host == host && q.list && q.directory == last.directory).collect();
+            let since_read = lists.iter().rposition(|q| !q.failed_list).map_or(0, |at| at + 1);
+            let failed: Vec<u64> = lists[since_read..].iter().map(|q| q.at_ms).collect();
+            let run_start = failed.windows(2).rposition(|pair| pair[1] - pair[0] > 60_000).map_or(0, |at| at + 1);
+            let run = &failed[run_start..];
+            if run.len() > 3 && run[run.len() - 1] - run[run.len() - 2] < 9_500 {
+                let gap = run[run.len() - 1] - run[run.len() - 2];
+                return Some(format!(
+                    "host {host}: session list {} of {} only {gap} ms after the one before",
+                    run.len(),
+                    last.directory
+                ));
             }
         }
         None

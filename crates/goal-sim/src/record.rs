@@ -30,7 +30,9 @@ pub struct Request {
     pub session: Option<String>,
     /// Its `?directory=`.
     pub directory: String,
-    /// A session list made while lists fail.
+    /// A session list.
+    pub list: bool,
+    /// A session list that failed (or was given up on).
     pub failed_list: bool,
 }
 

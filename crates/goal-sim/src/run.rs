@@ -190,9 +190,13 @@ fn restart(server: &Arc<Server>, links: &Links, faults: &Arc<Mutex<Faults>>, dow
     for host in 0..hosts {
         bus::break_stream(links, server, host, down_ms + 300);
     }
-    let server = server.clone();
+    let (server, faults) = (server.clone(), faults.clone());
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(down_ms)).await;
+        // A second restart meanwhile keeps it down until its own end.
+        if faults.lock().down_until > server.now() {
+            return;
+        }
         server.state.lock().up = true;
         server.record.note(server.now(), "world: the server is up again".into());
     });

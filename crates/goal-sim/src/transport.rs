@@ -184,7 +184,7 @@ impl SimTransport {
             let faults = self.faults.lock();
             (faults.down_until > now, faults.bad_answer(route, now), faults.healthy(now))
         };
-        self.note(&parsed, now, healthy, down || bad.is_some());
+        let noted = self.note(&parsed, now, healthy, down || bad.is_some());
         if down {
             return Err(HttpError::Network("connect".into()));
         }
@@ -211,6 +211,9 @@ impl SimTransport {
             std::future::pending::<()>().await;
         }
         let Some(answer) = answer else { return Err(HttpError::Network("connection reset".into())) };
+        if let Some(index) = noted.filter(|_| (200..300).contains(&answer.status) && bad != Some(BadAnswer::Garbage)) {
+            server.record.with(|r| r.requests[index].failed_list = false);
+        }
         if parsed.method == "GET" && route == Route::Session && answer.status == 200 {
             if let Some(session) = parsed.session_id() {
                 let (host, at) = (self.host, server.now());
@@ -230,22 +233,35 @@ impl SimTransport {
 
     /// Records the request (for the trace, and while a fault is in effect for the rates) and
     /// checks the rates.
-    fn note(&self, parsed: &Parsed, now: f64, healthy: bool, failing: bool) {
+    /// Returns the request's index in the record when it was kept.
+    fn note(&self, parsed: &Parsed, now: f64, healthy: bool, failing: bool) -> Option<usize> {
         let record = &self.server.record;
         let directory = parsed.param("directory").unwrap_or_default().to_string();
-        // A list counts toward the list budget only while lists fail (A.8: shared and backed off).
-        let list = parsed.method == "GET" && parsed.path == "/session" && failing;
+        let list = parsed.method == "GET" && parsed.path == "/session";
         let session = parsed.session_id().map(str::to_string);
         let host = self.host;
         record.note(now, format!("host {host}: {} {}", parsed.method, parsed.path));
-        if healthy {
-            return;
+        // Lists are kept whatever the health (a list that was read ends a failing run); other
+        // requests only while a fault is in effect (the budgets are for goals that wait on one).
+        if healthy && !list {
+            return None;
         }
-        record.with(|r| {
+        // A list counts as failed until its answer says otherwise (a list the client gave up on
+        // never comes back to say so).
+        let index = record.with(|r| {
             let at = r.ms(now);
-            r.requests.push(crate::record::Request { host, at_ms: at, session, directory, failed_list: list });
+            r.requests.push(crate::record::Request {
+                host,
+                at_ms: at,
+                session,
+                directory,
+                list,
+                failed_list: list && failing,
+            });
+            r.requests.len() - 1
         });
         invariants::check_rates(record, now);
+        Some(index)
     }
 }
 

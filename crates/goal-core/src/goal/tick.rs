@@ -173,7 +173,7 @@ async fn continue_goal(tick: &Tick<'_>, basis: Basis, reservation: Reservation, 
     // The audit, the checks or a review may have run long: the time budget and the working
     // hours are read again on the clock of the post (the simulator found a review that outlasted
     // both).
-    if let Some(outcome) = time_gate::check(tick, &basis).await {
+    if let Some(outcome) = time_gate::recheck(tick, &basis).await {
         return outcome;
     }
     let Some(_claim) = tick.ctx.dispatch_claims.claim(tick.session_id) else {

@@ -127,7 +127,9 @@ impl Tick<'_> {
         let stage = decide(&self.goal, messages, now, ctx.config.provider_limits, self.attempt, ctx.config.idle_quiet);
         match stage {
             Stage::Usual => {
-                end_stale_park(&ctx.client, self.session_id, self.directory, &self.guard, &self.goal, messages).await?;
+                end_stale_park(&ctx.client, self.session_id, self.directory, &self.guard, &self.goal, messages)
+                    .await
+                    .map_err(|outcome| if outcome == TickOutcome::Retry { self.late_retry() } else { outcome })?;
                 Ok(AfterStage { messages: None, cut: None })
             }
             Stage::Continue { messages, cut } => Ok(AfterStage { messages: Some(messages), cut }),
@@ -191,7 +193,7 @@ pub async fn write_park(
             TickOutcome::BackOff(wait_until(park.until, now_ms))
         }
         Ok(GoalWrite::Stale) => TickOutcome::Done,
-        Err(_) => TickOutcome::Retry,
+        Err(_) => tick.late_retry(),
     };
     (outcome, result)
 }

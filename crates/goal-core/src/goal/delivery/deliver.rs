@@ -45,6 +45,9 @@ pub async fn deliver(tick: &Tick<'_>, basis: &Basis, reserved: Reserved) -> Tick
     if let Some(outcome) = read_back(tick, &reserved).await {
         return outcome;
     }
+    if let Some(outcome) = out_of_time(tick, basis, &reserved).await {
+        return outcome;
+    }
     let dispatch = Dispatch { tick, body: &body };
     if let Some(id) = &reserved.message_id {
         ctx.own_posts.record(tick.session_id, id);
@@ -145,6 +148,34 @@ async fn read_back(tick: &Tick<'_>, reserved: &Reserved) -> Option<TickOutcome> 
             Some(tick.late_retry())
         }
     }
+}
+
+/// The time budget ran out between the reservation and the post (a slow read-back): no turn
+/// starts past it. The goal settles `budgetLimited` and the reserved, unused turn goes back.
+async fn out_of_time(tick: &Tick<'_>, basis: &Basis, reserved: &Reserved) -> Option<TickOutcome> {
+    if !crate::time::active::time_budget_reached(&reserved.goal, tick.now_ms()) {
+        return None;
+    }
+    info!(target: "session_goal", session = tick.session_id, "time budget reached before the post; continuation dropped");
+    let settlement = crate::goal::planning::plan::Settlement {
+        status: GoalStatus::BudgetLimited,
+        reason: crate::record::reasons::REASON_TIME_BUDGET.into(),
+        note: None,
+        accounting: basis.accounting.clone(),
+        evaluation: None,
+        cause: CauseCode::TimeBudget,
+        detail: None,
+    };
+    let reused = reserved.reused;
+    let outcome = tick
+        .settle_on(&reserved.goal, &reserved.guard, settlement, move |g| {
+            if !reused {
+                g.turns_used = g.turns_used.saturating_sub(1);
+            }
+            g.continuation_id.clear();
+        })
+        .await;
+    Some(outcome)
 }
 
 /// The user stopped the goal before the post: an unused turn goes back, and the tick plans

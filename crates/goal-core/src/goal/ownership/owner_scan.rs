@@ -29,6 +29,7 @@ use tracing::warn;
 use crate::error::HttpError;
 use crate::goal::observation::wait_rules::{wait_detail, Route};
 use crate::goal::ownership::lineage::{owner_list_start, GoalHolders, OwnerView};
+use crate::goal::ownership::list_gate::ListGate;
 use crate::goal::ownership::list_rules::{
     add_waiter, finish_list, plan_list, retry_due, AfterList, DirectoryLists, ListEnd, ListPlan, Waiting,
 };
@@ -96,6 +97,8 @@ pub struct OwnerLists {
     waker: OnceLock<Waker>,
     /// The runtime stopped: no list starts any more (a scheduled retry included).
     stopped: AtomicBool,
+    /// The one backoff of every session list of a directory (`list_gate.rs`).
+    gate: ListGate,
 }
 
 /// Directories whose list state is kept (beyond it, idle ones are forgotten).
@@ -112,7 +115,13 @@ impl OwnerLists {
             epoch: Instant::now(),
             waker: OnceLock::new(),
             stopped: AtomicBool::new(false),
+            gate: ListGate::default(),
         })
+    }
+
+    /// The directories' list gate, shared with the sweep and the recovery scan.
+    pub fn gate(&self) -> &ListGate {
+        &self.gate
     }
 
     /// The runtime stopped: lists scheduled or queued are not read any more.
@@ -296,7 +305,16 @@ impl OwnerLists {
     /// Reads one list and records every goal it shows.
     async fn read_list(&self, directory: &str, start: f64) -> ListEnd {
         let start = start.is_finite().then_some(start);
-        match self.client.list_owner_candidates(directory, start).await {
+        // A list another reader saw fail (or is reading) holds this one back.
+        let permit = self.gate.begin(directory).await;
+        let answer = self.client.list_owner_candidates(directory, start).await;
+        match &answer {
+            Ok(_) | Err(HttpError::Status(404)) => permit.read(),
+            Err(_) => {
+                permit.failed();
+            }
+        }
+        match answer {
             Ok(sessions) => {
                 for session in sessions.iter().filter(|s| !s.is_subagent()) {
                     if let Some(goal) = &session.goal {

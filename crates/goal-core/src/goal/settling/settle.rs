@@ -84,7 +84,16 @@ impl Tick<'_> {
                 ctx.services.notifier.notify(goal_notification(session_id, directory, written, objective));
             }
         }
-        written_outcome(&result)
+        self.after_write(&result)
+    }
+
+    /// How the tick ends after a terminal write (`written_outcome`); a write that failed retries
+    /// on the late backoff (`Tick::late_retry`): the tick made its reads already.
+    fn after_write(&self, result: &Result<GoalWrite, crate::error::HttpError>) -> TickOutcome {
+        match written_outcome(result) {
+            TickOutcome::Retry => self.late_retry(),
+            outcome => outcome,
+        }
     }
 
     /// Pauses the goal after an abort the messages show (the plan's pause).
@@ -101,7 +110,7 @@ impl Tick<'_> {
         })
         .await;
         log_write(self.session_id, "pause", &result);
-        written_outcome(&result)
+        self.after_write(&result)
     }
 
     /// Records in `statusReason` that the goal waits on the user (permission or question).
