@@ -1,0 +1,66 @@
+// A host that behaves as OpenChamber's web server does with the package swapped in (the default
+// host of scripts/chaos-real.mjs; INTEGRATION.md, "OpenChamber's web server"):
+// - it imports the ESM entry and creates the goal runtime at start with OpenChamber's own flat
+//   options (`buildOpenCodeUrl`, `getOpenCodeAuthHeaders`, `getSmallModelService`,
+//   `emitGoalNotification`), no `directories` and no `recoverOnStart`, so the runtime scans
+//   nothing at creation; the data directory comes from OPENCHAMBER_DATA_DIR, as OpenChamber's;
+// - it subscribes to OpenCode's global event stream and forwards every payload to
+//   `processPayload(payload, directory)` (the envelope unwrapped, `global` → ''), and when the
+//   stream breaks (OpenCode restarted) it reconnects by itself with capped backoff
+//   (250 ms doubling, at most `streamBackoffMs`) and tells the runtime nothing but what the
+//   stream carries (OpenCode's `server.connected` among it);
+// - it never calls `recover()` (the runtime's `recover` is replaced by a counter, reported at
+//   the end, so a call would show).
+// The one option OpenChamber does not pass is `sweepIntervalMs` (a flat tunable of the drop-in):
+// the chaos run sets it so that its stuck-check fits the run's length (see chaos-real.mjs).
+// Quiet windows and the fetch timeout stay at the runtime's defaults, as OpenChamber leaves them.
+//
+//   OPENCHAMBER_DATA_DIR=<dir> node scripts/faults/openchamber-host.mjs <openCodeUrl> <sweepIntervalMs> <streamBackoffMs>
+// Prints "ready" once its stream is connected; on stdin end it stops and prints its snapshot
+// (one JSON line). Operator lines ([session-goal] …) go to the console, as in OpenChamber.
+import eventStream from '../../lib/event-stream.js'
+import { createSessionGoalRuntime } from '../../runtime.mjs'
+import { defaultAuditor } from './harness.mjs'
+
+const [url, sweepIntervalMs, streamBackoffMs] = process.argv.slice(2)
+const base = String(url).replace(/\/+$/, '')
+const notifications = {}
+
+const runtime = createSessionGoalRuntime({
+  // OpenChamber's (path, prefix) => URL of the managed OpenCode, asked per request.
+  buildOpenCodeUrl: (pathname, prefix = '') => `${base}${prefix || ''}${pathname}`,
+  getOpenCodeAuthHeaders: () => ({}),
+  // OpenChamber imports its small-model service lazily; here it is the scripted auditor.
+  getSmallModelService: async () => ({ generateSmallModelText: defaultAuditor }),
+  emitGoalNotification: async ({ status }) => {
+    notifications[status] = (notifications[status] ?? 0) + 1
+  },
+  sweepIntervalMs: Number(sweepIntervalMs),
+})
+let recoverCalls = 0
+runtime.recover = () => {
+  recoverCalls++
+}
+
+let announced = false
+const stream = eventStream.subscribeGlobalEvents({
+  url: base,
+  maxBackoffMs: Number(streamBackoffMs),
+  onStatus: (status) => {
+    if (status === 'connected' && !announced) {
+      announced = true
+      process.stdout.write('ready\n')
+    }
+  },
+  onPayload: (payload, directory) => runtime.processPayload(payload, directory),
+})
+
+process.stdin.resume()
+process.stdin.on('end', async () => {
+  stream.close()
+  const snapshot = runtime.snapshot()
+  await runtime.stop()
+  const line = { panics: snapshot.panics, continuations: snapshot.continuations, ticksTimedOut: snapshot.ticksTimedOut, recoverCalls, notifications }
+  process.stdout.write(JSON.stringify(line) + '\n')
+  process.exit(0)
+})
