@@ -34,6 +34,7 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$platform" ] || platform=$(node -p "require('./lib/load-native.js').hostPlatform()")
 [ -f "npm/$platform/package.json" ] || { echo "install test: no platform package npm/$platform" >&2; exit 2; }
+os=$(node -p "require('./npm/$platform/package.json').os[0]")
 binary="session-goal-runtime.$platform.node"
 if [ -f "$binary" ]; then
   built="$binary"
@@ -65,18 +66,6 @@ platform_tgz=$(ls "$work"/session-goal-runtime-"$platform"-*.tgz)
 tar -tzf "$platform_tgz" | grep -qx "package/$binary" || { echo "install test: $(basename "$platform_tgz") does not hold $binary" >&2; exit 1; }
 echo "packed: $(basename "$root_tgz") ($(du -k "$root_tgz" | cut -f1) kB), $(basename "$platform_tgz") ($(du -k "$platform_tgz" | cut -f1) kB)"
 
-# Install into a host offline: no registry, no lifecycle scripts. npm judges the packages as on
-# the platform under test (--os, --cpu, --libc from its package.json), so a platform package
-# whose fields do not match its platform is refused here as it would be there. The other
-# platforms' optional packages are not on this machine; npm skips them as optional.
-read -r os cpu libc < <(node -p "const p = require('./npm/$platform/package.json'); [p.os[0], p.cpu[0], (p.libc || ['glibc'])[0]].join(' ')")
-mkdir "$work/host"
-cd "$work/host"
-printf '{ "name": "install-test-host", "version": "1.0.0", "private": true }\n' > package.json
-npm install --offline --no-audit --no-fund --ignore-scripts --loglevel=error \
-  --os="$os" --cpu="$cpu" --libc="$libc" "$root_tgz" "$platform_tgz" >/dev/null
-cp "$repo"/scripts/install-test/* .
-
 # The host's PATH: links to node (the one under test), npm and npx, and sh (npx runs a package's
 # bin through it), and nothing else.
 host_bin="$work/bin"
@@ -95,12 +84,23 @@ for tool in cargo rustc rustup; do
 done
 host_tmp="$work/tmp"
 host_home="$work/home"
-mkdir "$host_tmp" "$host_home"
+mkdir "$host_tmp" "$host_home" "$work/host"
 run() {
   env -i HOME="$host_home" PATH="$host_bin" TMPDIR="$host_tmp" npm_config_cache="$host_home/.npm" \
     INSTALL_TEST_PLATFORM="$platform" OPENCODE_SERVER_PASSWORD=install-test "$@"
 }
-echo "host: node $(run node --version) ($platform), PATH holds node, npm, npx and sh only: no cargo, rustc or rustup"
+echo "host: node $(run node --version | tr -d "\r") ($platform), PATH holds node, npm, npx and sh only: no cargo, rustc or rustup"
+
+# Install into the host offline (no registry, no lifecycle scripts), with npm running on the
+# Node under test: npm judges the platform package's os, cpu and libc against that Node's, as on
+# the platform itself. The other platforms' optional packages are not on this machine; npm skips
+# them as optional.
+cd "$work/host"
+printf '{ "name": "install-test-host", "version": "1.0.0", "private": true }\n' > package.json
+# (npm's own script by its real path: a Windows Node under wine does not resolve the links.)
+npm_cli=$(readlink -f "$host_bin/npm")
+run node "$npm_cli" install --offline --no-audit --no-fund --ignore-scripts --loglevel=error "$root_tgz" "$platform_tgz" >/dev/null
+cp "$repo"/scripts/install-test/* .
 run node esm-imports.mjs
 run node cjs-requires.cjs
 run node drive-goal.mjs "$repo/__test__/mock/opencode.mjs"
