@@ -8,8 +8,9 @@
 //     --build      build each platform first (npm run build:<platform>); otherwise its binary
 //                  must be in npm/<package>/ already
 //     --full       also run the whole vitest suite (the addon against the mock OpenCode) on that
-//                  Node; a test that fails is run again alone with timeouts ×4, and the result
-//                  says whether it then passed
+//                  Node; a test that fails is run again alone with timeouts ×4 (vitest's, and
+//                  the tests' own allowance for CPU-bound work: SESSION_GOAL_TEST_TIME_SCALE),
+//                  and the result says whether it then passed
 //     --only <f>   with --full: only the test files whose path contains <f> (repeatable), to look
 //                  into a failure; not with --write
 //     --write      write PLATFORMS.md (needs --full and all three platforms, a clean tree, and
@@ -218,6 +219,8 @@ async function runSuite(platform, runner, copy, logDir, { single, timeoutScale =
   if (single) vitestArgs.push(single.file, '-t', `^${single.title.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`)
   else vitestArgs.push(...only)
   const env = { PATH: `${path.dirname(runner)}:/usr/bin:/bin`, HOME: dirs.home, TMPDIR: dirs.tmp, LANG: 'C.UTF-8', CI: '1' }
+  // The test's own allowance for CPU-bound work (__test__/helpers.mjs TIME_SCALE) grows too.
+  if (timeoutScale !== 1) env.SESSION_GOAL_TEST_TIME_SCALE = String(timeoutScale)
   const log = path.join(logDir, single ? `${platform}-retry.log` : `${platform}-suite.log`)
   const result = await run(runner, vitestArgs, { cwd: copy, env, log })
   const reportPath = path.join(copy, reportFile)
