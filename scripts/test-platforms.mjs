@@ -7,6 +7,8 @@
 //     <platform>   linux-arm64-gnu, linux-x64-musl, win32-x64 (default: all three)
 //     --build      build each platform first (npm run build:<platform>); otherwise its binary
 //                  must be in npm/<package>/ already
+//     --cold       with --build: build in an empty cargo target directory (removed afterwards),
+//                  so that the build times recorded are those of a new machine
 //     --full       also run the whole vitest suite (the addon against the mock OpenCode) on that
 //                  Node; a test that fails is run again alone with timeouts ×4 (vitest's, and
 //                  the tests' own allowance for CPU-bound work: SESSION_GOAL_TEST_TIME_SCALE),
@@ -14,7 +16,7 @@
 //     --only <f>   with --full: only the test files whose path contains <f> (repeatable), to look
 //                  into a failure; not with --write
 //     --write      write PLATFORMS.md (needs --full and all three platforms, a clean tree, and
-//                  builds made from this commit); never edit PLATFORMS.md by hand
+//                  builds made from this commit: --build); never edit PLATFORMS.md by hand
 //
 // Per platform, always: the install test (scripts/install-test.sh --platform --node): both
 // packages packed and installed offline by npm on that Node, require, ESM import and typeof of
@@ -49,9 +51,10 @@ for (let i = args.indexOf('--only'); i >= 0; i = args.indexOf('--only')) {
 }
 const flags = new Set(args.filter((a) => a.startsWith('--')))
 for (const flag of flags) {
-  if (!['--build', '--full', '--write'].includes(flag)) usage(`unknown option ${flag}`)
+  if (!['--build', '--cold', '--full', '--write'].includes(flag)) usage(`unknown option ${flag}`)
 }
 if (only.length && (flags.has('--write') || !flags.has('--full'))) usage('--only goes with --full, not with --write')
+if (flags.has('--cold') && !flags.has('--build')) usage('--cold goes with --build')
 const platforms = args.filter((a) => !a.startsWith('--'))
 for (const p of platforms) if (!ALL.includes(p)) usage(`unknown platform ${p}`)
 if (platforms.length === 0) platforms.push(...ALL)
@@ -233,7 +236,11 @@ async function testPlatform(platform, logDir) {
   const pkg = PACKAGE[platform]
   const row = { platform, package: pkg }
   if (flags.has('--build')) {
-    const build = await run('bash', [path.join(repo, 'scripts/build-platform.sh'), platform], { log: path.join(logDir, `${platform}-build.log`) })
+    const buildArgs = [path.join(repo, 'scripts/build-platform.sh'), platform]
+    const coldDir = flags.has('--cold') ? fs.mkdtempSync(path.join(scratch, `cargo-target-${platform}-`)) : null
+    if (coldDir) buildArgs.push('--target-dir', coldDir)
+    const build = await run('bash', buildArgs, { log: path.join(logDir, `${platform}-build.log`) })
+    if (coldDir) fs.rmSync(coldDir, { recursive: true, force: true })
     if (build.status !== 0) return { ...row, error: `build failed (exit ${build.status}): ${build.output.trim().split('\n').slice(-3).join(' / ')}` }
   }
   const binary = path.join(repo, 'npm', pkg, `session-goal-runtime.${pkg}.node`)
