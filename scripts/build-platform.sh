@@ -124,8 +124,8 @@ if [ "$platform" = win32-x64 ]; then
 else
   symbols=$("$objdump" -h "$built_file" | grep -cE ' \.(symtab|debug_[a-z]+) ' || true)
 fi
-if [ "$symbols" -ne 0 ]; then
-  echo "build $platform: $built_file still has symbols or debug information ($symbols entries); Cargo.toml's release profile should strip them (strip = \"symbols\")" >&2
+if [ "$symbols" -ne 0 ] || [ "$after" -ne "$before" ]; then
+  echo "build $platform: not stripped ($symbols symbol or debug entries; $strip_tool --strip-all takes it from $before to $after bytes); Cargo.toml's release profile strips them (strip = \"symbols\")" >&2
   exit 1
 fi
 if [ "$before" -gt "$max_bytes" ]; then
@@ -174,5 +174,5 @@ node -e '
   require("fs").writeFileSync(file, JSON.stringify(record, null, 2) + "\n")
 ' "target/platforms/$platform.json" "$platform" "$package" "$triple" "npm/$package/$binary" "$before" "$after" \
   "$((built - installed))" "$((installed - started))" "$cold" "$(/usr/bin/rustc --version)" "$links" "$commit" "$dirty"
-echo "build $platform: npm/$package/$binary, $before bytes ($(node -p "($before / 1048576).toFixed(2)") MiB; $strip_tool --strip-all would leave $after), built in $((built - installed)) s ($([ "$cold" = true ] && echo cold || echo warm)), packages $((installed - started)) s"
+echo "build $platform: npm/$package/$binary, $before bytes ($(node -p "($before / 1048576).toFixed(2)") MiB, stripped: $strip_tool finds nothing more), built in $((built - installed)) s ($([ "$cold" = true ] && echo cold || echo warm)), packages $((installed - started)) s"
 echo "build $platform: $links"
