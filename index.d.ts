@@ -154,6 +154,8 @@ export interface AssistRuntimeSnapshot {
   followUps: number
   /** Runs that panicked (caught; session state reset). */
   panics: number
+  /** Runs the watchdog cancelled (past their bound; logged at `warn`). */
+  ticksTimedOut: number
   /** `stop()` was called. */
   stopped: boolean
 }
@@ -1044,8 +1046,13 @@ export interface RuntimeSnapshot {
   settled: number
   /** Follow-ups queued while a tick ran. */
   followUps: number
-  /** Ticks that panicked (caught; session state reset). */
+  /** Ticks that panicked (caught; session state reset, looked at again with backoff). */
   panics: number
+  /**
+   * Ticks the watchdog cancelled: each outlived the sum of its stages' bounds, was logged at
+   * `warn` with the stage it was in, and its session is looked at again with backoff.
+   */
+  ticksTimedOut: number
   /** Sessions whose goal the runtime last saw active, in events or scans. */
   activeGoals: number
   /** `stop()` was called. */

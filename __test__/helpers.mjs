@@ -76,14 +76,15 @@ export const goalOf = (mock, id) => mock.getSession(id)?.metadata?.openchamber?.
 
 /**
  * Starts a mock OpenCode and a goal runtime wired like a host: SSE from the mock is forwarded
- * into processPayload. Returns helpers and a cleanup.
+ * into processPayload (unless `forward` is false). `openCode` adds connection options (e.g.
+ * `fetchTimeoutMs`). Returns helpers and a cleanup.
  */
-export async function setup({ runtimeOptions = {}, mockOptions = {}, auditor, forward = true } = {}) {
+export async function setup({ runtimeOptions = {}, mockOptions = {}, auditor, forward = true, openCode = {} } = {}) {
   const mock = await startMockOpenCode({ heartbeatMs: 60_000, replyDelayMs: 15, ...mockOptions })
   const notifications = []
   const dataDir = runtimeOptions.dataDir ?? tempDataDir()
   const runtime = pkg.createSessionGoalRuntime({
-    openCode: { baseUrl: mock.url },
+    openCode: { baseUrl: mock.url, ...openCode },
     settings: { dataDir },
     idleQuietMs: 150,
     kickoffQuietMs: 100,

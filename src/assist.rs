@@ -60,6 +60,8 @@ pub struct AssistRuntimeSnapshot {
     pub follow_ups: f64,
     /// Runs that panicked (caught; session state reset).
     pub panics: f64,
+    /// Runs the watchdog cancelled (past their bound; logged at `warn`).
+    pub ticks_timed_out: f64,
     /// `stop()` was called.
     pub stopped: bool,
 }

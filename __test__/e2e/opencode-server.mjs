@@ -48,9 +48,10 @@ function freePort() {
 /**
  * The project config: provider `mock` at the scripted server, its small model for audits.
  * `modelCost` (`{input, output}`, US dollars per million tokens) prices the agent model, so
- * OpenCode reports each reply's `info.cost`; without it every cost is 0.
+ * OpenCode reports each reply's `info.cost`; without it every cost is 0. `config` adds top-level
+ * keys (e.g. `mcp`).
  */
-export function projectConfig(modelBaseURL, { smallModel = true, modelCost } = {}) {
+export function projectConfig(modelBaseURL, { smallModel = true, modelCost, config = {} } = {}) {
   return {
     $schema: 'https://opencode.ai/config.json',
     provider: {
@@ -68,11 +69,12 @@ export function projectConfig(modelBaseURL, { smallModel = true, modelCost } = {
     ...(smallModel ? { small_model: `${SMALL_MODEL.providerID}/${SMALL_MODEL.modelID}` } : {}),
     autoupdate: false,
     share: 'disabled',
+    ...config,
   }
 }
 
 /**
- * @param {{ modelBaseURL: string, smallModel?: boolean, modelCost?: { input: number, output: number }, git?: boolean, startTimeoutMs?: number, log?: (line: string) => void }} options
+ * @param {{ modelBaseURL: string, smallModel?: boolean, modelCost?: { input: number, output: number }, config?: object, git?: boolean, startTimeoutMs?: number, log?: (line: string) => void }} options
  */
 export async function startOpenCode(options) {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'goal-e2e-'))

@@ -69,7 +69,8 @@
 // RECORDING (append-only arrays; clear with `.length = 0`)
 //   mock.requests  {method, path, query, body, headers, at} for every request (faulted ones too);
 //                  `fault` {kind, apply} when a fault matched it; `answered` {status, at} once the
-//                  whole answer left, null when the connection closed before it did
+//                  whole answer left, null when the connection closed before it did; with
+//                  `mock.keepRawBodies = true`, also `rawBody`: the body's text as it arrived
 //   mock.sends(sessionId?)  the POSTs on the wire that ask a session for a turn (SEND_ROUTES:
 //                  prompt_async without noReply, shell), faulted and repeated ones included: "never twice" is
 //                  counted here, before the server's de-duplication
@@ -261,6 +262,7 @@ export async function startMockOpenCode(options = {}) {
   // so a caller may swap a hook or wrap a list's push at any time.
   const mock = {
     url: '',
+    keepRawBodies: false,
     requests: [],
     prompts: [],
     repeatedPrompts: [],

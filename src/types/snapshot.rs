@@ -20,8 +20,11 @@ pub struct RuntimeSnapshot {
     pub settled: f64,
     /// Follow-ups queued while a tick ran.
     pub follow_ups: f64,
-    /// Ticks that panicked (caught; session state reset).
+    /// Ticks that panicked (caught; session state reset, looked at again with backoff).
     pub panics: f64,
+    /// Ticks the watchdog cancelled: each outlived the sum of its stages' bounds, was logged at
+    /// `warn` with the stage it was in, and its session is looked at again with backoff.
+    pub ticks_timed_out: f64,
     /// Sessions whose goal the runtime last saw active, in events or scans.
     pub active_goals: u32,
     /// `stop()` was called.
@@ -61,6 +64,7 @@ macro_rules! snapshot_object {
             $started: scheduler.ticks as f64,
             follow_ups: scheduler.follow_ups as f64,
             panics: scheduler.panics as f64,
+            ticks_timed_out: scheduler.ticks_timed_out as f64,
             $($field: $value,)*
         }
     }};

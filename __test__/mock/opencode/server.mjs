@@ -57,7 +57,7 @@ async function readRequest(req, now) {
     }
   }
   const r = { method: req.method, path: url.pathname, query: Object.fromEntries(url.searchParams), body, headers: { ...req.headers }, receivedAt: now() };
-  return { r, badJson };
+  return { r, badJson, raw };
 }
 
 /**
@@ -112,8 +112,10 @@ export function createHttpServer({ route, faults, gates, events, mock, now, slee
   }
 
   async function handle(req, res) {
-    const { r, badJson } = await readRequest(req, now);
+    const { r, badJson, raw } = await readRequest(req, now);
     const entry = { ...clone({ method: r.method, path: r.path, query: r.query, body: r.body, headers: r.headers }), at: r.receivedAt };
+    // The body's text as it arrived (key order and all), for tests that check the bytes.
+    if (mock.keepRawBodies) entry.rawBody = raw;
     mock.requests.push(entry);
     // A test's gate (gates.mjs) may hold the request here, before anything is read for it.
     const held = gates?.hold(r, entry);

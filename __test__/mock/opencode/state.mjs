@@ -81,13 +81,16 @@ export function createState({ now, ids, emit, projectID, defaultDirectory, onSes
     return true;
   }
 
-  function setStatus(id, status) {
+  // `silent`: the server's status changes and no event says so (an event lost on its way, or a
+  // server restart that forgot a turn).
+  function setStatus(id, status, { silent = false } = {}) {
     const s = mustSession(id);
     let st = isObj(status) ? clone(status) : { type: String(status) };
     if (st.type === 'retry') st = { attempt: 1, message: 'Retrying', next: now() + 1000, ...st };
     if (!['busy', 'retry', 'idle'].includes(st.type)) throw new Error(`bad status ${st.type}`);
     if (st.type === 'idle') statuses.delete(id);
     else statuses.set(id, st);
+    if (silent) return;
     emit({ type: 'session.status', properties: { sessionID: id, status: clone(st) } }, s.info.directory);
     if (st.type === 'idle') emit({ type: 'session.idle', properties: { sessionID: id } }, s.info.directory);
   }

@@ -104,7 +104,7 @@ export function createTurns({ state, emit, sleep, mock, defaultDelayMs, defaultR
       if (typeof entry === 'function') entry = (await entry({ sessionId: id, body: clone(body), mock })) ?? {};
       if (!live()) return null;
       state.setStatus(id, 'busy');
-      const { retry, ...rest } = entry;
+      const { retry, idleEvent = true, ...rest } = entry;
       const opts = replyOptions(userMessage, body, rest);
       const m = state.newAssistant(s, opts);
       state.emitMessage(s, m);
@@ -119,7 +119,9 @@ export function createTurns({ state, emit, sleep, mock, defaultDelayMs, defaultR
       if (!live() || opts.completed === false) return messageCopy(m);
       const result = state.completeAssistantMessage(id, m.info.id, opts);
       if (opts.error) emit({ type: 'session.error', properties: { sessionID: id, error: clone(opts.error) } }, s.info.directory);
-      state.setStatus(id, 'idle');
+      // idleEvent: false — the turn ends and the session is idle, but the idle never reaches a
+      // stream (lost, or the stream was down).
+      state.setStatus(id, 'idle', { silent: !idleEvent });
       return result;
     };
     const p = t.queue.then(turn, turn).catch((e) => {

@@ -58,6 +58,7 @@ pub struct GoalRuntimeBuilder {
     directories: Vec<String>,
     recover_on_start: Option<bool>,
     shared: Option<SharedContext>,
+    transport: Option<Arc<dyn crate::io::transport::Transport>>,
 }
 
 impl GoalRuntimeBuilder {
@@ -75,6 +76,7 @@ impl GoalRuntimeBuilder {
             directories: Vec::new(),
             recover_on_start: None,
             shared: None,
+            transport: None,
         }
     }
 
@@ -251,12 +253,22 @@ impl GoalRuntimeBuilder {
         self
     }
 
+    /// Sends OpenCode requests through `transport` instead of HTTP (a simulated OpenCode, a
+    /// test double, another channel to the server): every request passes there.
+    pub fn transport(mut self, transport: Arc<dyn crate::io::transport::Transport>) -> Self {
+        self.transport = Some(transport);
+        self
+    }
+
     /// Starts the runtime on `handle` (a multi-thread tokio runtime the application keeps
     /// alive). Returns at once; work happens on the handle's threads.
     pub fn start(self, handle: &tokio::runtime::Handle) -> EmbeddedGoalRuntime {
         let shared = self.shared.unwrap_or_default();
         let endpoint = Arc::new(StaticEndpoint::new(self.base_url.trim(), self.headers));
-        let client = OpenCodeClient::new(&shared, endpoint, self.fetch_timeout);
+        let mut client = OpenCodeClient::new(&shared, endpoint, self.fetch_timeout);
+        if let Some(transport) = self.transport {
+            client = client.with_transport(transport);
+        }
         let small_model = self.small_model.unwrap_or_else(|| {
             let explicit = self.small_model_choice.as_ref().and_then(|(p, m)| ModelRef::new(p, m));
             Arc::new(BuiltinSmallModel::new(&shared, client.clone(), explicit))

@@ -25,10 +25,14 @@
 //! | evidence digest, no-progress breaker, complete override | `evidence/mod.rs` |
 //! | which events are read and how they parse | `intake.rs` |
 //! | OpenCode client, HTTP pools, prompt outcome classes | `io/opencode.rs`, `io/http.rs`, `io/prompt_outcome.rs` |
+//! | the one place every OpenCode request passes (HTTP, or the simulator's OpenCode) | `io/transport.rs` |
+//! | a host's wall clock (the system's, or tokio's paused one in the simulator) | `time/clock.rs` |
 //! | guarded metadata writes; write slots, dispatch claims | `io/writer.rs`, `io/locks.rs` |
 //! | objective files, audit trail file, host services | `io/objectives.rs`, `io/history.rs`, `io/services.rs` |
 //! | what a host's runtimes share | `io/shared.rs` |
-//! | scheduler: timers, retries, generations, sweep | `sched/mod.rs`, `sched/job.rs`, `sched/facts.rs` |
+//! | scheduler: timers, retries, generations (its task; its commands; what it publishes) | `sched/mod.rs`, `sched/actor.rs`, `sched/command.rs`, `sched/job.rs`, `sched/facts.rs`, `sched/snapshot.rs` |
+//! | the tick watchdog: each stage's bound, a tick past their sum cancelled | `sched/watchdog.rs`, `sched/stage_watch.rs`, `goal/stages.rs` |
+//! | the sweep: OpenCode's status replaces what events said about busy | `runtime.rs` (`sweep`), `sched/actor.rs` (`swept`) |
 //! | the one backoff rule of every repeated request (doubling, capped at 10 s) | `sched/backoff.rs` |
 //! | one tick, stage by stage | `goal/tick.rs` (`context.rs`: the `Tick` value) |
 //! | observe: session, live state, objective | `goal/observation/observe.rs` |
@@ -101,7 +105,7 @@ pub use record::{
     KNOWN_GOAL_FIELDS, MAX_CHECKS, OBJECTIVE_REVISION_FIELD, REVISION_LIST_FIELDS,
 };
 pub use time::active::{active_ms, format_duration, parse_duration};
-pub use time::clock::now_ms;
+pub use time::clock::{now_ms, Clock};
 pub use time::hours::{ActiveHours, HoursPart, HoursProblem};
 
 // Errors.
@@ -123,6 +127,7 @@ pub use io::services::{
     resolve_data_dir, usage_total, DataDir, NoNotifier, NoSmallModel, Notifier, Services, SmallModel,
 };
 pub use io::small_model_call::{SmallModelQuery, SmallModelReply};
+pub use io::transport::{HttpTransport, Transport, WireAnswer, WireRequest};
 pub use io::writer::write_namespace_key;
 pub use small_model::catalog::ModelRef;
 pub use small_model::{BuiltinSmallModel, DEFAULT_CALL_TIMEOUT};

@@ -20,10 +20,46 @@ use crate::record::{Goal, GoalStatus};
 use crate::sched::facts::{Seen, SessionFactsView};
 use crate::sched::{ArmMode, GoalSighting, Job, Scheduler, SchedulerSnapshot};
 use crate::sched::{TickFuture, TickStart};
-use crate::time::clock::now_ms;
 
 /// Most directories remembered for restart recovery.
 const MAX_KNOWN_DIRECTORIES: usize = 50;
+
+/// The sweep's schedule: when it runs next, and per directory whose reads failed, how many
+/// times in a row and when it may be read again.
+#[derive(Default)]
+struct SweepState {
+    next: Mutex<Option<tokio::time::Instant>>,
+    /// Directories where the last sweep found an active goal: never forgotten for newer ones.
+    with_active_goals: Mutex<std::collections::HashSet<String>>,
+    failing: Mutex<std::collections::HashMap<String, (u32, tokio::time::Instant)>>,
+}
+
+impl SweepState {
+    /// Time to the next sweep (`None`: the sweep is off); zero while one runs.
+    fn next_in(&self) -> Option<Duration> {
+        let next = (*self.next.lock())?;
+        Some(next.saturating_duration_since(tokio::time::Instant::now()))
+    }
+
+    /// Whether `directory` may be read now (it is not backing off).
+    fn due(&self, directory: &str) -> bool {
+        self.failing.lock().get(directory).is_none_or(|(_, until)| *until <= tokio::time::Instant::now())
+    }
+
+    /// A read of `directory` failed: how long it backs off.
+    fn failed(&self, directory: &str) -> Duration {
+        let mut failing = self.failing.lock();
+        let count = failing.get(directory).map_or(1, |(n, _)| n.saturating_add(1));
+        let wait = crate::sched::backoff::retry_delay(crate::goal::ownership::list_rules::LIST_RETRY_BASE, count);
+        failing.insert(directory.to_string(), (count, tokio::time::Instant::now() + wait));
+        wait
+    }
+
+    /// `directory` was read: its backoff ends.
+    fn read(&self, directory: &str) {
+        self.failing.lock().remove(directory);
+    }
+}
 
 /// Everything needed to build a goal runtime.
 pub struct GoalLoopSettings {
@@ -64,6 +100,10 @@ struct Inner {
     stopped: AtomicBool,
     directories: Mutex<VecDeque<String>>,
     runtime: tokio::runtime::Handle,
+    /// When the sweep runs next, and the directories whose sweep failed.
+    sweeps: SweepState,
+    /// Sessions whose goal last read `resumed` in an event (its resume kickoff was armed).
+    resumed: Mutex<std::collections::HashSet<String>>,
     /// The span current at start: the host's log identity for this runtime. Every task the
     /// runtime spawns runs in it, so the host can route the task's lines to this runtime's logger.
     log_span: tracing::Span,
@@ -76,9 +116,12 @@ struct GoalJob {
 impl Job for GoalJob {
     fn run(&self, start: TickStart) -> TickFuture {
         let ctx = self.ctx.clone();
-        Box::pin(
-            async move { run_tick(&ctx, &start.session_id, &start.directory, start.attempt, start.generation).await },
-        )
+        Box::pin(async move { run_tick(&ctx, start).await })
+    }
+
+    fn first_stage(&self) -> (&'static str, Duration) {
+        let stage = crate::goal::stages::Stage::Observe;
+        (stage.name(), stage.bound(&self.ctx.config, self.ctx.client.request_bound()))
     }
 
     fn quiet(&self) -> Duration {
@@ -111,6 +154,7 @@ impl GoalLoop {
             services: settings.services,
             config: Arc::new(settings.config),
             waiting_for_user: Arc::new(move |session: &str| waiting_view.waiting_for_user(session)),
+            input_settled: Arc::default(),
             holder: crate::record::lease::holder_id(&settings.client.key()),
             echoes: Arc::default(),
             own_posts: Arc::default(),
@@ -125,9 +169,11 @@ impl GoalLoop {
             ),
             holders,
         };
-        let scheduler = Scheduler::start_publishing(Arc::new(GoalJob { ctx: ctx.clone() }), runtime, facts);
+        let job = Arc::new(GoalJob { ctx: ctx.clone() });
+        let scheduler = Scheduler::start_with(job, runtime, facts, settings.shared.clock());
         // Goals that waited for a failing owner list are woken when a list is read.
         ctx.owner_lists.set_waker(Arc::new(scheduler.weak_waker()));
+        let _ = ctx.input_settled.set(Arc::new(scheduler.weak_input_settler()));
         let inner = Arc::new_cyclic(|me| Inner {
             me: me.clone(),
             group: settings.client.key(),
@@ -136,6 +182,8 @@ impl GoalLoop {
             stopped: AtomicBool::new(false),
             directories: Mutex::new(settings.directories.into_iter().filter(|d| !d.is_empty()).collect()),
             runtime: runtime.clone(),
+            sweeps: SweepState::default(),
+            resumed: Mutex::default(),
             log_span: tracing::Span::current(),
         });
         let consumer: Arc<dyn Consumer> = inner.clone();
@@ -150,7 +198,12 @@ impl GoalLoop {
             runtime.spawn(
                 async move {
                     loop {
-                        tokio::time::sleep(interval).await;
+                        let next = tokio::time::Instant::now() + interval;
+                        match weak.upgrade() {
+                            Some(inner) => *inner.sweeps.next.lock() = Some(next),
+                            None => return,
+                        }
+                        tokio::time::sleep_until(next).await;
                         let Some(inner) = weak.upgrade() else { return };
                         if inner.stopped.load(Ordering::SeqCst) {
                             return;
@@ -204,7 +257,9 @@ impl GoalLoop {
     }
 
     /// Why the session's goal is where it is (see `control/explain.rs`); read only. The lease is
-    /// judged against this runtime's holder id.
+    /// judged against this runtime's holder id. An active goal's next look is this runtime's:
+    /// its timer, `now` while a tick runs, the directory's next owner list, or the next sweep;
+    /// an active goal with none is a defect, named in the findings (`noNextLook`).
     pub async fn explain(
         &self,
         session_id: &str,
@@ -214,24 +269,34 @@ impl GoalLoop {
         let root = ctx.services.data_dir.root();
         let mut report =
             crate::control::explain::explain(&ctx.client, root, session_id, directory, Some(&ctx.holder)).await?;
-        let waiting =
-            report.cause.as_ref().is_some_and(|c| c.code == crate::record::cause::CauseCode::WaitingForOpenCode);
-        if waiting && report.status == Some(GoalStatus::Active) && report.next_wake_at.is_none() {
-            report.next_wake_at = self.next_look(session_id, directory).map(|wait| now_ms() + wait.as_millis() as f64);
+        if report.status == Some(GoalStatus::Active) {
+            let now = ctx.client.clock().now_ms();
+            let own = self.next_look(session_id, directory).map(|wait| now + wait.as_millis() as f64);
+            // A wait that ends later (working hours, a provider's reset) still gets looked at
+            // sooner by this runtime: the earlier of the two is the next look.
+            report.next_wake_at = match (report.next_wake_at, own) {
+                (Some(until), Some(look)) => Some(until.min(look)),
+                (until, look) => until.or(look),
+            };
+            if report.next_wake_at.is_none() {
+                report.findings.push(crate::control::explain::no_next_look());
+            }
         }
         Ok(report)
     }
 
-    /// When this runtime looks at a waiting goal again: the directory's next owner list for a
-    /// goal waiting on it, else the session's own timer, or now while a tick of it runs (between
-    /// a retry's timer firing and the next one being armed there is no timer to report).
+    /// When this runtime looks at the session's goal again: now while a tick of it runs (between
+    /// a retry's timer firing and the next one being armed there is no timer to report), its
+    /// timer, the directory's next owner list for a goal waiting on it, or the next sweep of a
+    /// directory the runtime knows. `None`: nothing will.
     fn next_look(&self, session_id: &str, directory: &str) -> Option<Duration> {
-        let sessions = self.inner.scheduler.sessions();
-        let entry = sessions.iter().find(|s| s.session_id == session_id);
-        let directory = entry.map_or(directory, |e| e.directory.as_str());
+        let entry = self.inner.scheduler.session(session_id);
+        let directory = entry.as_ref().map_or(directory, |e| e.directory.as_str());
+        let own = entry.as_ref().and_then(|e| if e.ticking { Some(0) } else { e.due_in_ms }).map(Duration::from_millis);
         let list = self.inner.ctx.owner_lists.next_list_in(directory, session_id);
-        let own = entry.and_then(|e| if e.ticking { Some(0) } else { e.due_in_ms });
-        list.or_else(|| own.map(Duration::from_millis))
+        let swept = self.inner.directories.lock().iter().any(|d| d == directory);
+        let sweep = swept.then(|| self.inner.sweeps.next_in()).flatten();
+        [own, list, sweep].into_iter().flatten().min()
     }
 
     /// Scans the known directories for active goals on idle sessions and re-arms them. The tick
@@ -262,7 +327,15 @@ impl Inner {
         }
         known.retain(|d| d != directory);
         known.push_front(directory.to_string());
-        known.truncate(MAX_KNOWN_DIRECTORIES);
+        // The oldest go first, except a directory holding an active goal: the sweep is its
+        // goal's next look.
+        let keep = self.sweeps.with_active_goals.lock();
+        while known.len() > MAX_KNOWN_DIRECTORIES {
+            match known.iter().rposition(|d| !keep.contains(d)) {
+                Some(oldest) => known.remove(oldest),
+                None => break,
+            };
+        }
     }
 
     /// The directories known now.
@@ -306,39 +379,53 @@ impl Inner {
     }
 
     /// Lost events must not strand goals: for each known directory, one session list and one
-    /// status read; an active goal on an idle top-level session with no timer or tick is armed
-    /// (the tick re-checks everything).
+    /// status read. Every active goal on a top-level session is reported to the scheduler with
+    /// the status OpenCode shows (the truth about busy, whatever the events said), and one on an
+    /// idle session with no timer and no tick is armed (the tick re-checks everything). A
+    /// directory whose reads fail is swept again only after the one backoff
+    /// (`sched/backoff.rs`, from the owner lists' base), as every repeated request is.
     async fn sweep(&self) {
         let directories: Vec<String> = self.directories.lock().iter().cloned().collect();
         for directory in directories {
             if self.stopped.load(Ordering::SeqCst) {
                 return;
             }
+            if !self.sweeps.due(&directory) {
+                continue;
+            }
             let (sessions, status) =
                 tokio::join!(self.ctx.client.list_session_goals(&directory), self.ctx.client.status_map(&directory));
             let (Ok(sessions), Ok(status)) = (sessions, status) else {
-                warn!(target: "session_goal", "sweep could not read a directory");
+                let wait = self.sweeps.failed(&directory);
+                warn!(target: "session_goal", retry_in_ms = wait.as_millis() as u64, "sweep could not read a directory; backing off");
                 continue;
             };
+            self.sweeps.read(&directory);
+            let active = sessions.iter().any(|s| s.goal.as_ref().is_some_and(|g| g.status == GoalStatus::Active));
+            let mut with_active = self.sweeps.with_active_goals.lock();
+            if active {
+                with_active.insert(directory.clone());
+            } else {
+                with_active.remove(&directory);
+            }
+            drop(with_active);
             for session in sessions.iter().filter(|s| !s.is_subagent()) {
                 let Some(goal) = &session.goal else { continue };
                 self.ctx.holders.saw_in_list(&goal.id, &session.id, session.created, None);
-                if goal.status != GoalStatus::Active
-                    || crate::record::session::live_status(&status, &session.id)
-                        == crate::record::session::LiveStatus::Working
-                    || self.scheduler.is_tracking(&session.id)
-                {
+                if goal.status != GoalStatus::Active {
                     continue;
                 }
-                debug!(target: "session_goal", session = %session.id, "sweep: active goal without a wake-up; arming");
+                let working = crate::record::session::live_status(&status, &session.id)
+                    == crate::record::session::LiveStatus::Working;
                 let dir = if session.directory.is_empty() { directory.clone() } else { session.directory.clone() };
-                self.scheduler.goal_seen(GoalSighting {
+                let sighting = GoalSighting {
                     session: session.id.clone(),
                     directory: dir,
                     seen: Seen::Scan(goal.revision(), goal.status),
-                    arm: Some((self.ctx.config.kickoff_quiet, ArmMode::Earliest)),
+                    arm: None,
                     arm_if_changed: None,
-                });
+                };
+                self.scheduler.swept(sighting, working, self.ctx.config.kickoff_quiet);
             }
         }
     }
@@ -348,13 +435,85 @@ impl Inner {
     /// A user message's event: the user moved on, unless it is our own continuation or re-post.
     fn user_message(&self, session_id: &str, message_id: &str, created: f64) {
         if !self.ctx.own_posts.is_own(session_id, message_id) {
-            let at = if created > 0.0 { created } else { now_ms() };
+            let at = if created > 0.0 { created } else { self.ctx.now_ms() };
             self.scheduler.user_activity(session_id, at);
         }
     }
 
+    /// A session's `session.updated`: its goal is recorded (a user change invalidates work in
+    /// flight) and the wake-up it calls for is armed.
+    fn session_updated(
+        &self,
+        session_id: &str,
+        directory: &str,
+        is_child: bool,
+        goal: Option<&serde_json::Value>,
+        metadata: Option<&serde_json::Value>,
+    ) {
+        let config = &self.ctx.config;
+        if is_child {
+            self.scheduler.goal_seen(GoalSighting {
+                session: session_id.to_string(),
+                directory: directory.to_string(),
+                seen: Seen::Child,
+                arm: None,
+                arm_if_changed: None,
+            });
+            return;
+        }
+        self.remember_directory(directory);
+        let raw_goal = goal;
+        let goal = raw_goal.and_then(Goal::from_value);
+        let active = goal.as_ref().filter(|g| g.status == GoalStatus::Active);
+        if let Some(goal) = active {
+            // A goal naming no session: its owner list starts now, off the tick's path.
+            self.ctx.owner_lists.prefetch(directory, goal);
+        }
+        // A resume is the event that brings the reason `resumed`; every later write keeps it
+        // until the next turn, and re-arming the short kickoff on each would poll the session.
+        let resumed_now = active.is_some_and(|g| g.status_reason == REASON_RESUMED);
+        let was_resumed = {
+            let mut resumed = self.resumed.lock();
+            if resumed_now {
+                !resumed.insert(session_id.to_string())
+            } else {
+                resumed.remove(session_id);
+                false
+            }
+        };
+        let (arm, arm_if_changed) = match active {
+            Some(goal) if goal.status_reason == REASON_RESUMED && !was_resumed => {
+                (Some((config.resume_kickoff, ArmMode::Earliest)), None)
+            }
+            Some(goal) if goal.turns_used == 0 => (Some((config.kickoff_quiet, ArmMode::IfNothingPending)), None),
+            // A fork's copy (no idle event announces it): a goal naming another session,
+            // or naming none while another session is known to carry it. Look at once.
+            Some(goal) if self.looks_copied(goal, session_id) => {
+                (Some((config.resume_kickoff, ArmMode::IfNothingPending)), None)
+            }
+            // Edited (or replaced) while active: the invalidation drops the pending
+            // wake-up and any tick in flight, and nothing else would bring one back on an
+            // idle session. Plan again with the new content.
+            Some(_) => (None, Some((config.kickoff_quiet, ArmMode::Replace))),
+            None => (None, None),
+        };
+        // The scheduler task records the goal, invalidates work in flight on a user change
+        // (edit, pause, clear, completion, replacement), then arms.
+        self.scheduler.goal_seen(GoalSighting {
+            session: session_id.to_string(),
+            directory: directory.to_string(),
+            seen: Seen::Event(goal.map(|g| (g.revision(), g.status))),
+            arm,
+            arm_if_changed,
+        });
+        // After the invalidation is queued, so a tick woken by this event is stopped as
+        // soon as the scheduler has handled it.
+        self.ctx.echoes.observe(session_id, raw_goal, metadata, self.ctx.now_ms());
+    }
+
     fn session_deleted(&self, session_id: &str) {
         self.ctx.own_posts.forget(session_id);
+        self.resumed.lock().remove(session_id);
         self.scheduler.forget(session_id);
     }
 }
@@ -377,59 +536,12 @@ impl Consumer for Inner {
                 }
             }
             IntakeEvent::SessionUpdated { session_id, directory, is_child, goal, metadata } => {
-                if *is_child {
-                    self.scheduler.goal_seen(GoalSighting {
-                        session: session_id.clone(),
-                        directory: directory.clone(),
-                        seen: Seen::Child,
-                        arm: None,
-                        arm_if_changed: None,
-                    });
-                    return;
-                }
-                self.remember_directory(directory);
-                let raw_goal = goal.as_ref();
-                let goal = raw_goal.and_then(Goal::from_value);
-                let active = goal.as_ref().filter(|g| g.status == GoalStatus::Active);
-                if let Some(goal) = active {
-                    // A goal naming no session: its owner list starts now, off the tick's path.
-                    self.ctx.owner_lists.prefetch(directory, goal);
-                }
-                let (arm, arm_if_changed) = match active {
-                    Some(goal) if goal.status_reason == REASON_RESUMED => {
-                        (Some((config.resume_kickoff, ArmMode::Earliest)), None)
-                    }
-                    Some(goal) if goal.turns_used == 0 => {
-                        (Some((config.kickoff_quiet, ArmMode::IfNothingPending)), None)
-                    }
-                    // A fork's copy (no idle event announces it): a goal naming another session,
-                    // or naming none while another session is known to carry it. Look at once.
-                    Some(goal) if self.looks_copied(goal, session_id) => {
-                        (Some((config.resume_kickoff, ArmMode::IfNothingPending)), None)
-                    }
-                    // Edited (or replaced) while active: the invalidation drops the pending
-                    // wake-up and any tick in flight, and nothing else would bring one back on an
-                    // idle session. Plan again with the new content.
-                    Some(_) => (None, Some((config.kickoff_quiet, ArmMode::Replace))),
-                    None => (None, None),
-                };
-                // The scheduler task records the goal, invalidates work in flight on a user change
-                // (edit, pause, clear, completion, replacement), then arms.
-                self.scheduler.goal_seen(GoalSighting {
-                    session: session_id.clone(),
-                    directory: directory.clone(),
-                    seen: Seen::Event(goal.map(|g| (g.revision(), g.status))),
-                    arm,
-                    arm_if_changed,
-                });
-                // After the invalidation is queued, so a tick woken by this event is stopped as
-                // soon as the scheduler has handled it.
-                self.ctx.echoes.observe(session_id, raw_goal, metadata.as_ref(), now_ms());
+                self.session_updated(session_id, directory, *is_child, goal.as_ref(), metadata.as_ref())
             }
             IntakeEvent::Aborted { session_id, directory, at } => {
                 // Like a user message: invalidates a tick (and a timer) that started before the
                 // abort; an old abort re-emitted later cannot cancel a resume's kickoff.
-                let at = if *at > 0.0 { *at } else { now_ms() };
+                let at = if *at > 0.0 { *at } else { self.ctx.now_ms() };
                 self.scheduler.user_activity(session_id, at);
                 let client = self.ctx.client.clone();
                 let (session, dir) = (session_id.clone(), directory.clone());

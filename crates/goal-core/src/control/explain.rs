@@ -15,7 +15,6 @@ use crate::record::cause::{Cause, CauseCode};
 use crate::record::lease::{held_by_other, lease_of};
 use crate::record::session::SessionView;
 use crate::record::{Goal, GoalStatus, CHECKS_FIELD};
-use crate::time::clock::now_ms;
 use crate::time::hours::{self, HoursGate};
 
 mod parts;
@@ -135,6 +134,18 @@ fn last_checks(trail: &[Value]) -> Vec<RecordedCheckRun> {
         .collect()
 }
 
+/// The finding of an active goal that nothing will look at again: no timer, no tick, no owner
+/// list and no sweep of its directory. A defect (the loop promises every active goal a next
+/// look); `doctor` lists it.
+pub fn no_next_look() -> Finding {
+    finding(
+        "noNextLook",
+        "defect: this active goal has no next look (no timer, no tick running, no sweep of its directory); \
+         resuming it arms one, and the cause belongs in a bug report"
+            .into(),
+    )
+}
+
 fn finding(code: &'static str, message: String) -> Finding {
     Finding { code, message }
 }
@@ -238,7 +249,7 @@ pub async fn explain(
         trail,
         objective_file_readable,
         own_holder,
-        now: now_ms(),
+        now: client.clock().now_ms(),
     }))
 }
 

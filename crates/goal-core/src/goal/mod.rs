@@ -10,6 +10,8 @@
 
 /// What the stages share: the runtime's tick context and one tick's value.
 pub mod context;
+/// The tick's stages and how long each may take (the watchdog's budget).
+pub mod stages;
 /// One tick, stage by stage.
 pub mod tick;
 

@@ -19,26 +19,23 @@ use crate::goal::observation::observe::{self, Live};
 use crate::goal::planning::gates::quiet_remaining;
 use crate::goal::planning::plan::{plan_tick, unaudited_reservation, Basis, Plan, Reservation, WaitReason};
 use crate::goal::settling::settle::blocked;
+use crate::goal::stages::Stage;
 use crate::goal::verdict::audit::audit_turn;
 use crate::io::writer::GoalGuard;
 use crate::record::cause::CauseCode;
 use crate::record::reasons::{REASON_OBJECTIVE_UNAVAILABLE, REASON_RESUMED, REASON_TURN_FAILED};
 use crate::record::GoalStatus;
-use crate::sched::{Generation, TickOutcome};
-use crate::time::clock::now_ms;
+use crate::sched::{TickOutcome, TickStart};
 
 /// Slack added to a quiet-window back-off, so the next look lands after the window, not on it.
 const QUIET_MARGIN_MS: u64 = 20;
 
-/// Runs one tick. `attempt` counts consecutive read failures (0 on a normal wake-up); the tick
-/// that follows the last allowed retry settles the goal instead of asking for another.
-pub async fn run_tick(
-    ctx: &TickContext,
-    session_id: &str,
-    directory: &str,
-    attempt: u32,
-    generation: Generation,
-) -> TickOutcome {
+/// Runs one tick. `start.attempt` counts consecutive read failures (0 on a normal wake-up); the
+/// tick that follows the last allowed retry settles the goal instead of asking for another. The
+/// tick enters each stage on `start.watch` (the watchdog's budget; it began in [`Stage::Observe`]).
+pub async fn run_tick(ctx: &TickContext, start: TickStart) -> TickOutcome {
+    let TickStart { session_id, directory, attempt, generation, watch } = start;
+    let (session_id, directory) = (session_id.as_str(), directory.as_str());
     let exhausted = attempt >= ctx.config.max_retry_attempts;
     let (mut started, goal) = match observe::start(ctx, session_id, directory, attempt).await {
         Ok(started) => started,
@@ -56,7 +53,9 @@ pub async fn run_tick(
         generation,
         attempt,
         exhausted,
+        watch,
     };
+    tick.enter(Stage::Guards);
     // A guard that cannot be read stops the goal before anything runs past it.
     if let Some(outcome) = guards::check(&tick).await {
         return outcome;
@@ -70,6 +69,7 @@ pub async fn run_tick(
         tracing::warn!(target: "session_goal", session = session_id, "objective unavailable; retrying");
         return TickOutcome::Retry;
     }
+    tick.enter(Stage::Live);
     let live = match started.live(&tick).await {
         Ok(live) => live,
         Err(outcome) => return outcome,
@@ -86,6 +86,7 @@ pub async fn run_tick(
 async fn plan_and_audit(tick: &Tick<'_>, live: Live) -> Result<(Basis, Reservation), TickOutcome> {
     // Provider failures and cut turns first: a parked, limited or failed tail is never audited
     // (the plan settles any error the provider table does not name, `turnFailed`).
+    tick.enter(Stage::Provider);
     let after = tick.provider_stage(&live.messages).await?;
     let continued = after.messages.is_some();
     let plan =
@@ -94,6 +95,7 @@ async fn plan_and_audit(tick: &Tick<'_>, live: Live) -> Result<(Basis, Reservati
         Plan::Audit(basis) if continued => Plan::ContinueUnaudited(basis),
         plan => plan,
     };
+    tick.enter(Stage::Plan);
     if let Plan::Audit(basis) | Plan::ContinueUnaudited(basis) = &plan {
         if let Some(outcome) = time_gate::check(tick, basis).await {
             return Err(outcome);
@@ -120,6 +122,7 @@ async fn plan_and_audit(tick: &Tick<'_>, live: Live) -> Result<(Basis, Reservati
             Ok((basis, reservation))
         }
         Plan::Audit(basis) => {
+            tick.enter(Stage::Audit);
             let reservation = audit_turn(tick, &basis, &live.raw_messages, live.todos).await?;
             Ok((basis, reservation))
         }
@@ -132,6 +135,7 @@ async fn plan_and_audit(tick: &Tick<'_>, live: Live) -> Result<(Basis, Reservati
 /// starts, the turn failed and the goal must not sit active forever.
 async fn waiting(tick: &Tick<'_>, live: &Live, reason: WaitReason) -> TickOutcome {
     if reason == WaitReason::TrailingUserMessage {
+        tick.enter(Stage::Strand);
         if let Some(outcome) = strand::recover(tick, live).await {
             return outcome;
         }
@@ -156,7 +160,7 @@ fn quiet_wait(tick: &Tick<'_>, live: &Live, basis: &Basis) -> Option<Duration> {
         return None;
     }
     let tail = live.messages.iter().find(|m| m.id == basis.tail_message_id);
-    quiet_remaining(tail, None, now_ms(), tick.ctx.config.idle_quiet)
+    quiet_remaining(tail, None, tick.now_ms(), tick.ctx.config.idle_quiet)
 }
 
 /// Reserves the turn and posts its continuation: one dispatch per session at a time in this
@@ -166,13 +170,21 @@ async fn continue_goal(tick: &Tick<'_>, basis: Basis, reservation: Reservation, 
     if !tick.generation.is_current() {
         return TickOutcome::Done;
     }
+    // The audit, the checks or a review may have run long: the time budget and the working
+    // hours are read again on the clock of the post (the simulator found a review that outlasted
+    // both).
+    if let Some(outcome) = time_gate::check(tick, &basis).await {
+        return outcome;
+    }
     let Some(_claim) = tick.ctx.dispatch_claims.claim(tick.session_id) else {
         debug!(target: "session_goal", session = tick.session_id, "another runtime of this process is dispatching; backing off");
         return TickOutcome::BackOff(tick.ctx.config.idle_quiet);
     };
+    tick.enter(Stage::Reserve);
     let reserved = match reserve(tick, &basis, reservation, read).await {
         Ok(reserved) => reserved,
         Err(outcome) => return outcome,
     };
+    tick.enter(Stage::Deliver);
     deliver(tick, &basis, reserved).await
 }

@@ -11,4 +11,5 @@ pub mod prompt_outcome;
 pub mod services;
 pub mod shared;
 pub mod small_model_call;
+pub mod transport;
 pub mod writer;

@@ -1,7 +1,5 @@
 //! The OpenCode HTTP client: timeouts on every call, `?directory=` on every call, tolerant JSON.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,10 +7,11 @@ use serde_json::{Map, Value};
 
 use crate::io::locks::WriteSlots;
 use crate::io::shared::SharedContext;
+use crate::io::transport::{HttpTransport, Transport, WireAnswer, WireRequest};
 use crate::record::session::{is_addressable_session_id, ListedSession, Message, SessionView};
+use crate::time::clock::Clock;
 
-/// A boxed, sendable future (no async-trait dependency).
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub use crate::io::transport::BoxFuture;
 
 /// Where a request goes: a full URL and the headers to send.
 #[derive(Debug, Clone, Default)]
@@ -76,48 +75,39 @@ const ENDPOINT_CLOSED: &str = "the endpoint was closed";
 /// Timeout of one OpenCode call when the host sets none.
 pub const DEFAULT_FETCH_TIMEOUT: Duration = Duration::from_millis(10_000);
 
-/// A raw answer.
-struct Answer {
-    status: u16,
-    body: Vec<u8>,
-    content_type: String,
-}
-
-impl Answer {
-    /// The answer when its status is 2xx; any other status is [`HttpError::Status`].
-    fn success(self) -> Result<Answer, HttpError> {
-        if (200..300).contains(&self.status) {
-            Ok(self)
-        } else {
-            Err(HttpError::Status(self.status))
-        }
+/// The answer when its status is 2xx; any other status is [`HttpError::Status`].
+fn success(answer: WireAnswer) -> Result<WireAnswer, HttpError> {
+    if (200..300).contains(&answer.status) {
+        Ok(answer)
+    } else {
+        Err(HttpError::Status(answer.status))
     }
 }
 
 /// One request: method, API path, the `?directory=` it is routed to, further query parameters
 /// and an optional JSON body.
 struct Call<'a> {
-    method: reqwest::Method,
+    method: &'static str,
     path: &'a str,
     directory: &'a str,
     query: &'a [(&'a str, String)],
-    body: Option<&'a Value>,
+    body: Option<&'a dyn JsonBody>,
 }
 
 impl<'a> Call<'a> {
     /// `method path?directory=` with no further parameters and no body.
-    fn new(method: reqwest::Method, path: &'a str, directory: &'a str) -> Self {
+    fn new(method: &'static str, path: &'a str, directory: &'a str) -> Self {
         Call { method, path, directory, query: &[], body: None }
     }
 
     /// A `GET` of `path`.
     fn get(path: &'a str, directory: &'a str) -> Self {
-        Call::new(reqwest::Method::GET, path, directory)
+        Call::new("GET", path, directory)
     }
 
     /// A `POST` to `path`.
     fn post(path: &'a str, directory: &'a str) -> Self {
-        Call::new(reqwest::Method::POST, path, directory)
+        Call::new("POST", path, directory)
     }
 
     /// The same call with query parameters besides `directory`.
@@ -126,8 +116,22 @@ impl<'a> Call<'a> {
     }
 
     /// The same call with a JSON body.
-    fn with_body(self, body: &'a Value) -> Self {
+    fn with_body(self, body: &'a dyn JsonBody) -> Self {
         Call { body: Some(body), ..self }
+    }
+}
+
+/// A request body, written as JSON by its own `Serialize`: a `Value`, or a type that fixes the
+/// order of its keys on the wire (the reviewer's prompt, `goal/acceptance/review.rs`), which a
+/// `Value` object would not keep.
+pub trait JsonBody: Sync {
+    /// The body's JSON text.
+    fn to_json(&self) -> serde_json::Result<Vec<u8>>;
+}
+
+impl<T: serde::Serialize + Sync> JsonBody for T {
+    fn to_json(&self) -> serde_json::Result<Vec<u8>> {
+        serde_json::to_vec(self)
     }
 }
 
@@ -135,19 +139,42 @@ impl<'a> Call<'a> {
 /// so every metadata write made through it queues behind the other writes of that context.
 #[derive(Clone)]
 pub struct OpenCodeClient {
-    http: reqwest::Client,
+    transport: Arc<dyn Transport>,
     write_slots: WriteSlots,
     endpoint: Arc<dyn Endpoint>,
     timeout: Duration,
+    clock: Clock,
 }
 
-/// Largest body read from OpenCode (a hostile or broken server cannot exhaust memory).
-const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
+/// Slack past a request's timeout before the client gives up on the transport itself.
+const TIMEOUT_SLACK: Duration = Duration::from_millis(250);
 
 impl OpenCodeClient {
     /// A client of `context` (its pool and write slots) with the given per-request timeout.
     pub fn new(context: &SharedContext, endpoint: Arc<dyn Endpoint>, timeout: Duration) -> Self {
-        Self { http: context.http().opencode(), write_slots: context.write_slots().clone(), endpoint, timeout }
+        Self {
+            transport: Arc::new(HttpTransport::new(context.http().opencode())),
+            write_slots: context.write_slots().clone(),
+            endpoint,
+            timeout,
+            clock: context.clock(),
+        }
+    }
+
+    /// The same client sending through `transport` instead of HTTP (a simulated OpenCode; see
+    /// `io/transport.rs`).
+    pub fn with_transport(&self, transport: Arc<dyn Transport>) -> Self {
+        Self { transport, ..self.clone() }
+    }
+
+    /// How long one request may take in all: its timeout and the slack past it.
+    pub fn request_bound(&self) -> Duration {
+        self.timeout + TIMEOUT_SLACK
+    }
+
+    /// The wall clock of the client's context (`io/shared.rs`).
+    pub fn clock(&self) -> Clock {
+        self.clock
     }
 
     /// The same endpoint with another per-request timeout (a synchronous command call runs a
@@ -168,7 +195,7 @@ impl OpenCodeClient {
 
     /// One request, given up when the endpoint closes (see [`Endpoint::closing`]). `closing` is
     /// dropped last, after the request.
-    async fn send(&self, call: Call<'_>) -> Result<Answer, HttpError> {
+    async fn send(&self, call: Call<'_>) -> Result<WireAnswer, HttpError> {
         let mut closing = self.endpoint.closing();
         tokio::select! {
             biased;
@@ -177,59 +204,44 @@ impl OpenCodeClient {
         }
     }
 
-    async fn send_open(&self, call: Call<'_>) -> Result<Answer, HttpError> {
-        let Call { method, path, directory, query, body } = call;
-        let target = self.endpoint.resolve(path).await.map_err(HttpError::Resolve)?;
-        let mut params: Vec<(&str, String)> = query.to_vec();
-        if !directory.is_empty() {
-            params.push(("directory", directory.to_string()));
-        }
-        let mut url = target.url;
-        for (index, (name, value)) in params.iter().enumerate() {
-            let separator = if index == 0 && !url.contains('?') { '?' } else { '&' };
-            url.push(separator);
-            url.push_str(&percent_encode(name));
-            url.push('=');
-            url.push_str(&percent_encode(value));
-        }
-        let mut request = self.http.request(method, &url).timeout(self.timeout);
-        for (name, value) in &target.headers {
-            request = request.header(name.as_str(), value.as_str());
-        }
-        if let Some(body) = body {
-            request = request.json(body);
-        }
+    /// Resolves the endpoint and sends through the transport, the whole of it within the
+    /// request's timeout: a host's resolver or a transport that never answers cannot hold a tick.
+    async fn send_open(&self, call: Call<'_>) -> Result<WireAnswer, HttpError> {
         let work = async {
-            let mut response = request.send().await.map_err(classify)?;
-            let status = response.status().as_u16();
-            let content_type = response
-                .headers()
-                .get(reqwest::header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("")
-                .to_ascii_lowercase();
-            // Sized once from Content-Length (bounded): growing by doubling would hold up to
-            // twice a large list while it is read.
-            let expected = response.content_length().unwrap_or(0).min(MAX_BODY_BYTES as u64) as usize;
-            let mut bytes = Vec::with_capacity(expected);
-            while let Some(chunk) = response.chunk().await.map_err(classify)? {
-                if bytes.len() + chunk.len() > MAX_BODY_BYTES {
-                    return Err(HttpError::Body(status));
-                }
-                bytes.extend_from_slice(&chunk);
+            let Call { method, path, directory, query, body } = call;
+            let target = self.endpoint.resolve(path).await.map_err(HttpError::Resolve)?;
+            let mut params: Vec<(&str, String)> = query.to_vec();
+            if !directory.is_empty() {
+                params.push(("directory", directory.to_string()));
             }
-            Ok(Answer { status, body: bytes, content_type })
+            let mut url = target.url;
+            for (index, (name, value)) in params.iter().enumerate() {
+                let separator = if index == 0 && !url.contains('?') { '?' } else { '&' };
+                url.push(separator);
+                url.push_str(&percent_encode(name));
+                url.push('=');
+                url.push_str(&percent_encode(value));
+            }
+            // The body's own serialisation (key order included); one that cannot be written was
+            // never sent.
+            let body = match body {
+                Some(body) => {
+                    Some(body.to_json().map_err(|error| HttpError::Resolve(format!("request body: {error}")))?)
+                }
+                None => None,
+            };
+            let request =
+                WireRequest { method: method.to_string(), url, headers: target.headers, body, timeout: self.timeout };
+            self.transport.send(request).await
         };
-        // The reqwest timeout covers the body too, but a belt-and-braces bound keeps a stalled
-        // stream from pinning a tick forever.
-        match tokio::time::timeout(self.timeout + Duration::from_millis(250), work).await {
+        match tokio::time::timeout(self.timeout + TIMEOUT_SLACK, work).await {
             Ok(result) => result,
             Err(_) => Err(HttpError::Timeout),
         }
     }
 
     async fn json(&self, call: Call<'_>) -> Result<Value, HttpError> {
-        let answer = self.send(call).await?.success()?;
+        let answer = success(self.send(call).await?)?;
         parse_server_json(&answer.body).ok_or(HttpError::Body(answer.status))
     }
 
@@ -276,7 +288,7 @@ impl OpenCodeClient {
         query: &[(&str, String)],
         read: fn(&Value) -> Option<T>,
     ) -> Result<Vec<T>, HttpError> {
-        let answer = self.send(Call::get(path, directory).with_query(query)).await?.success()?;
+        let answer = success(self.send(Call::get(path, directory).with_query(query)).await?)?;
         parse_server_list(&answer.body, read).ok_or(HttpError::Body(answer.status))
     }
 
@@ -289,8 +301,7 @@ impl OpenCodeClient {
     ) -> Result<(), HttpError> {
         let body = serde_json::json!({ "metadata": Value::Object(metadata) });
         let path = session_path(session_id, "")?;
-        let answer =
-            self.send(Call::new(reqwest::Method::PATCH, &path, directory).with_body(&body)).await?.success()?;
+        let answer = success(self.send(Call::new("PATCH", &path, directory).with_body(&body)).await?)?;
         // A 2xx that is not JSON did not come from OpenCode (a proxy page): not a write.
         if !answer.body.is_empty() && parse_server_json(&answer.body).is_none() {
             return Err(HttpError::Body(answer.status));
@@ -380,7 +391,8 @@ impl OpenCodeClient {
     }
 
     /// `POST /session/:id/prompt_async`, classified.
-    pub async fn prompt_async(&self, session_id: &str, directory: &str, body: &Value) -> DispatchOutcome {
+    /// The body is any [`JsonBody`], written as it serialises itself (key order included).
+    pub async fn prompt_async(&self, session_id: &str, directory: &str, body: &dyn JsonBody) -> DispatchOutcome {
         let path = match session_path(session_id, "/prompt_async") {
             Ok(path) => path,
             Err(_) => return DispatchOutcome::NotAdmitted(0),
@@ -425,8 +437,12 @@ impl OpenCodeClient {
         directory: &str,
         body: Option<&Value>,
     ) -> Result<Value, HttpError> {
-        let method = reqwest::Method::from_bytes(method.as_bytes()).map_err(|_| HttpError::Status(405))?;
-        let answer = self.send(Call { method, path, directory, query: &[], body }).await?.success()?;
+        let method = ["GET", "POST", "PATCH", "PUT", "DELETE"]
+            .into_iter()
+            .find(|known| known.eq_ignore_ascii_case(method))
+            .ok_or(HttpError::Status(405))?;
+        let body = body.map(|b| b as &dyn JsonBody);
+        let answer = success(self.send(Call { method, path, directory, query: &[], body }).await?)?;
         if answer.body.iter().all(u8::is_ascii_whitespace) {
             return Ok(Value::Null);
         }
@@ -546,24 +562,6 @@ pub fn session_path(session_id: &str, suffix: &str) -> Result<String, HttpError>
         return Err(HttpError::Resolve("the session id cannot be addressed".into()));
     }
     Ok(format!("/session/{}{suffix}", percent_encode(session_id)))
-}
-
-fn classify(error: reqwest::Error) -> HttpError {
-    if error.is_timeout() {
-        HttpError::Timeout
-    } else if error.is_builder() {
-        // The URL itself was refused before any connection (the addon's URLs take ASCII host
-        // names only: see docs/api.md).
-        HttpError::Resolve(
-            "not a usable URL (a host name must be ASCII; write an international one in punycode)".into(),
-        )
-    } else if error.is_connect() {
-        HttpError::Network("connect".into())
-    } else if error.is_body() || error.is_decode() {
-        HttpError::Network("body".into())
-    } else {
-        HttpError::Network("request".into())
-    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! What the runtimes of one host share, as one explicit object instead of process-wide statics:
 //! the event intake registry (a payload forwarded to any runtime reaches every runtime of the
 //! same OpenCode server), the HTTP connection pools, the per-session metadata write slots and
-//! the dispatch claims. The host binding creates one and hands it to every runtime and client it
+//! the dispatch claims, and the host's clock. The host binding creates one and hands it to every runtime and client it
 //! builds; an embedder or a test makes its own, and two contexts share nothing.
 
 use std::sync::Arc;
@@ -9,6 +9,7 @@ use std::sync::Arc;
 use crate::intake::IntakeRegistry;
 use crate::io::http::HttpPools;
 use crate::io::locks::{DispatchClaims, WriteSlots};
+use crate::time::clock::Clock;
 
 /// The state shared by the runtimes built from one context. Cloning it shares the same state.
 #[derive(Clone, Default)]
@@ -17,6 +18,7 @@ pub struct SharedContext {
     http: Arc<HttpPools>,
     write_slots: WriteSlots,
     dispatch_claims: DispatchClaims,
+    clock: Clock,
 }
 
 impl SharedContext {
@@ -44,6 +46,17 @@ impl SharedContext {
     /// The dispatch claims: one continuation in flight per session across the context's runtimes.
     pub fn dispatch_claims(&self) -> &DispatchClaims {
         &self.dispatch_claims
+    }
+
+    /// The same context reading the time from `clock` (a simulation's paused clock, a skewed
+    /// host). Set it before building clients and runtimes: they copy it.
+    pub fn with_clock(self, clock: Clock) -> Self {
+        Self { clock, ..self }
+    }
+
+    /// The host's wall clock (the system clock unless [`SharedContext::with_clock`] set another).
+    pub fn clock(&self) -> Clock {
+        self.clock
     }
 }
 

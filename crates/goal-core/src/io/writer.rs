@@ -12,7 +12,6 @@ use crate::io::opencode::{HttpError, OpenCodeClient};
 use crate::record::lease::held_by_other;
 use crate::record::session::{merge_namespace_key, SessionView};
 use crate::record::{Goal, GoalRevision, GoalStatus};
-use crate::time::clock::now_ms;
 
 /// What a goal write expects to find (compare-and-set).
 #[derive(Debug, Clone)]
@@ -47,15 +46,15 @@ pub enum GoalGuard {
 }
 
 impl GoalGuard {
-    fn admits(&self, goal: &Goal) -> bool {
+    fn admits(&self, goal: &Goal, now_ms: f64) -> bool {
         match self {
             GoalGuard::Exact { revision, status, holder } => {
-                goal.revision() == *revision && goal.status == *status && !held_by_other(goal, holder, now_ms())
+                goal.revision() == *revision && goal.status == *status && !held_by_other(goal, holder, now_ms)
             }
             GoalGuard::Reserve { revision, holder, turns_used, continuation_for } => {
                 goal.revision() == *revision
                     && goal.status == GoalStatus::Active
-                    && !held_by_other(goal, holder, now_ms())
+                    && !held_by_other(goal, holder, now_ms)
                     && goal.turns_used == *turns_used
                     && continuation_for_of(goal) == continuation_for.as_deref()
             }
@@ -89,7 +88,7 @@ pub struct BaseRead {
     /// The context's write epoch for the session, taken before the read was sent.
     pub epoch: u64,
     /// When the read's answer arrived.
-    pub answered: std::time::Instant,
+    pub answered: tokio::time::Instant,
 }
 
 /// How old a base read may be when its write starts. A fresh read already leaves a window of
@@ -153,12 +152,12 @@ async fn write_goal_dyn(
         Some(base) => base.session.clone(),
         None => client.get_session(session_id, directory).await?,
     };
-    let Some(mut goal) = session.goal().filter(|g| guard.admits(g)) else {
+    let Some(mut goal) = session.goal().filter(|g| guard.admits(g, client.clock().now_ms())) else {
         return Ok((GoalWrite::Stale, None));
     };
     mutate(&mut goal);
     goal.mark_if_unowned(session_id);
-    goal.updated_at = now_ms().max(goal.updated_at + 1.0);
+    goal.updated_at = client.clock().now_ms().max(goal.updated_at + 1.0);
     let metadata = merge_namespace_key(&session.metadata, "goal", Some(goal.to_value()));
     client.put_metadata(session_id, directory, metadata.clone()).await?;
     Ok((GoalWrite::Written(Box::new(goal)), Some(Value::Object(metadata))))
@@ -279,7 +278,7 @@ async fn try_write_goal_dyn(
 ) -> Result<Option<(Goal, Goal)>, HttpError> {
     let _slot = client.write_slots().acquire(session_id).await;
     let session = client.get_session(session_id, directory).await?;
-    let Some(before) = session.goal().filter(|g| guard.admits(g)) else {
+    let Some(before) = session.goal().filter(|g| guard.admits(g, client.clock().now_ms())) else {
         return Ok(None);
     };
     let mut after = before.clone();
@@ -289,7 +288,7 @@ async fn try_write_goal_dyn(
     if marking == Marking::MarkUnowned {
         after.mark_if_unowned(session_id);
     }
-    after.updated_at = now_ms().max(before.updated_at + 1.0);
+    after.updated_at = client.clock().now_ms().max(before.updated_at + 1.0);
     let metadata = merge_namespace_key(&session.metadata, "goal", Some(after.to_value()));
     client.put_metadata(session_id, directory, metadata).await?;
     Ok(Some((before, after)))
@@ -312,8 +311,8 @@ mod tests {
             turns_used,
             continuation_for: continuation_for.map(str::to_string),
         };
-        assert!(guard(2, Some("m1")).admits(&goal));
-        assert!(!guard(1, Some("m1")).admits(&goal), "someone reserved since");
-        assert!(!guard(2, None).admits(&goal), "someone reserved this tail since");
+        assert!(guard(2, Some("m1")).admits(&goal, 0.0));
+        assert!(!guard(1, Some("m1")).admits(&goal, 0.0), "someone reserved since");
+        assert!(!guard(2, None).admits(&goal, 0.0), "someone reserved this tail since");
     }
 }

@@ -21,7 +21,6 @@ use crate::goal::context::Tick;
 use crate::goal::planning::plan::Basis;
 use crate::io::prompt_outcome::DispatchOutcome;
 use crate::record::check_id::check_claim_id;
-use crate::time::clock::now_ms;
 
 /// Claims after an abandoned one, at most (each waits a whole hold first).
 const CLAIM_ROUNDS: usize = 3;
@@ -73,7 +72,7 @@ pub async fn claim_labelled(tick: &Tick<'_>, basis: &Basis, check_id: &str, hold
         if first.holder == tick.ctx.holder {
             return Claim::Ours;
         }
-        if now_ms() - first.created < hold.as_millis() as f64 || first.part_id.is_empty() {
+        if tick.now_ms() - first.created < hold.as_millis() as f64 || first.part_id.is_empty() {
             info!(target: "session_goal", session = tick.session_id, label, "another host claimed this run");
             return Claim::Theirs;
         }

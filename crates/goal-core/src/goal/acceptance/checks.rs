@@ -28,7 +28,6 @@ use crate::record::check_id::{check_message_id, is_check_message};
 use crate::record::session::chronological;
 use crate::record::{AcceptanceCheck, GoalStatus};
 use crate::sched::TickOutcome;
-use crate::time::clock::now_ms;
 
 pub use crate::record::reasons::{REASON_CHECKS_PASSED, REASON_CHECKS_UNAVAILABLE};
 /// How long an aborted run may take to come back before the stage stops waiting for it.
@@ -66,6 +65,8 @@ impl Tick<'_> {
     /// the outcome: settled, continued with the failure quoted, or interrupted.
     pub async fn run_checks(&self, input: RoundInput<'_>) -> Result<Reservation, TickOutcome> {
         let checks = self.goal.checks.clone();
+        let timeouts = crate::goal::stages::checks_time(checks.iter().map(|c| c.effective_timeout_ms()));
+        self.enter(crate::goal::stages::Stage::Checks(timeouts));
         match self.check_round(input.basis, &checks, input.criteria.as_ref()).await {
             RoundEnd::Passed(runs) => {
                 let mut settlement = input.settlement;
@@ -80,7 +81,7 @@ impl Tick<'_> {
             }
             RoundEnd::Failed(run) => Ok(failed_reservation(input.basis, input.settlement, &run, checks.len())),
             // A shell endpoint that kept failing through every retry: the goal cannot be proven.
-            RoundEnd::Interrupted(TickOutcome::Retry) if self.exhausted => {
+            RoundEnd::Interrupted(TickOutcome::Retry | TickOutcome::RetryIn(_)) if self.exhausted => {
                 Err(self.refused(input, "shell endpoint unreachable".into()).await)
             }
             RoundEnd::Interrupted(outcome) => Err(outcome),
@@ -156,7 +157,7 @@ impl Tick<'_> {
                 }
                 // Cut by a server killed while it ran: it never finishes, so it runs again
                 // under its id, by whoever holds its claim (or claims it once abandoned).
-                Some(None) if run_cut(&raw, id, now_ms(), self.ctx.config.idle_quiet) => {
+                Some(None) if run_cut(&raw, id, self.now_ms(), self.ctx.config.idle_quiet) => {
                     info!(target: "session_goal", session = self.session_id, check = index + 1, "acceptance check run cut by a restart; running it again");
                     cut = true;
                 }
@@ -171,7 +172,7 @@ impl Tick<'_> {
                 Claim::Theirs if cut => return Err(RoundEnd::Interrupted(TickOutcome::BackOff(hold))),
                 // The other host runs it; its end brings the next look.
                 Claim::Theirs => return Err(RoundEnd::Interrupted(TickOutcome::Done)),
-                Claim::Unknown => return Err(RoundEnd::Interrupted(TickOutcome::Retry)),
+                Claim::Unknown => return Err(RoundEnd::Interrupted(self.late_retry())),
             }
         }
         let id = message_id.clone().unwrap_or_default();
@@ -182,7 +183,7 @@ impl Tick<'_> {
     /// Records a finished run in the trail; a run that ended after the user stepped in (or was
     /// aborted by someone else) decides nothing.
     async fn conclude(&self, basis: &Basis, run: CheckRun, total: usize) -> Result<CheckRun, RoundEnd> {
-        let mut line = trail::line(&self.goal, &basis.tail_message_id, "check", run.result.as_str(), now_ms());
+        let mut line = trail::line(&self.goal, &basis.tail_message_id, "check", run.result.as_str(), self.now_ms());
         line.insert("check".into(), run.to_value());
         line.insert("checks".into(), json!(total));
         self.append_trail(line).await;
@@ -239,11 +240,13 @@ impl Tick<'_> {
             body["messageID"] = Value::from(message_id);
         }
         let limit = check_rules::time_limit(check);
-        let started = now_ms();
+        let started = self.now_ms();
         let (client, id, dir) = (&self.ctx.client, self.session_id, self.directory);
         let call = client.shell(id, dir, &body, limit + CALL_SLACK);
         tokio::pin!(call);
         let (answer, timed_out) = tokio::select! {
+            // The answer first when both are ready: a run never counts as timed out by chance.
+            biased;
             answer = &mut call => (answer, false),
             _ = tokio::time::sleep(limit) => {
                 info!(target: "session_goal", session = id, check = index + 1, "acceptance check past its time limit; aborting it");
@@ -267,13 +270,13 @@ impl Tick<'_> {
                 output_tail: String::new(),
                 reused: false,
             },
-            Err(error) => return Err(refusal(error)),
+            Err(error) => return Err(refusal(error, self.late_retry())),
         };
         if timed_out {
             run.result = CheckResult::TimedOut;
         }
         if run.duration_ms <= 0.0 {
-            run.duration_ms = (now_ms() - started).max(0.0);
+            run.duration_ms = (self.now_ms() - started).max(0.0);
         }
         Ok(run)
     }
@@ -289,14 +292,17 @@ fn run_of_answer(message: &Value, message_id: &str, index: usize, check: &Accept
 }
 
 /// How a failed shell call ends the round: busy (a user's turn started) ends it without a
-/// verdict; a missing or refusing endpoint is a refusal; anything else is retried later.
-fn refusal(error: HttpError) -> RoundEnd {
+/// verdict, looking again after a quiet window; a missing or refusing endpoint is a refusal;
+/// anything else is retried later.
+fn refusal(error: HttpError, retry: TickOutcome) -> RoundEnd {
     match error {
-        HttpError::Status(409) => RoundEnd::Interrupted(TickOutcome::Done),
+        // Busy: a turn of the user's started. Look again a quiet window on rather than wait for
+        // its idle, which may have come and gone before this answer.
+        HttpError::Status(409) => RoundEnd::Interrupted(TickOutcome::Rearm),
         HttpError::Status(status) if (400..500).contains(&status) && status != 408 && status != 429 => {
             RoundEnd::Refused(format!("shell endpoint HTTP {status}"))
         }
-        _ => RoundEnd::Interrupted(TickOutcome::Retry),
+        _ => RoundEnd::Interrupted(retry),
     }
 }
 

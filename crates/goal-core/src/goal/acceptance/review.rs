@@ -15,6 +15,7 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
+use serde::Serialize;
 use serde_json::{json, Value};
 use tracing::{info, warn};
 
@@ -33,7 +34,6 @@ use crate::record::review::{LastReview, ReviewTarget};
 use crate::record::session::{Message, Role};
 use crate::record::{Goal, GoalStatus};
 use crate::sched::TickOutcome;
-use crate::time::clock::now_ms;
 
 /// The check index a review's id is derived with (no goal has that many checks).
 const REVIEW_INDEX: usize = 1_000_000;
@@ -88,6 +88,7 @@ impl Tick<'_> {
     /// (approved, unavailable, or the cost budget reached), continued with the findings quoted,
     /// or ended without a verdict (another host reviews; the user stepped in).
     pub async fn review_completion(&self, input: ReviewInput<'_>) -> Result<Reservation, TickOutcome> {
+        self.enter(crate::goal::stages::Stage::Review);
         let target = self.goal.review_wanted().unwrap_or_default();
         let tail = input.basis.tail_message_id.clone();
         let review_id = check_message_id(&self.goal.id, &tail, REVIEW_INDEX, REVIEW_COMMAND);
@@ -106,10 +107,14 @@ impl Tick<'_> {
                 // next look (one quiet window on) finds the finished review by its title and
                 // settles on it.
                 Claim::Theirs => return Err(TickOutcome::BackOff(self.ctx.config.idle_quiet)),
-                Claim::Unknown => return Err(TickOutcome::Retry),
+                Claim::Unknown => return Err(self.late_retry()),
             }
         }
         let (client, parent, dir) = (&self.ctx.client, self.session_id, self.directory);
+        // The user may have stopped the goal while the claim was written: no reviewer then.
+        if !self.generation.is_current() {
+            return Err(TickOutcome::Done);
+        }
         let session = match client.create_child_session(parent, dir, &title).await {
             Ok(session) => session,
             Err(error) if self.exhausted => {
@@ -117,7 +122,7 @@ impl Tick<'_> {
             }
             Err(error) => {
                 warn!(target: "session_goal", session = parent, %error, "the reviewer session could not be created; retrying");
-                return Err(TickOutcome::Retry);
+                return Err(self.late_retry());
             }
         };
         crate::goal::settling::operator::review_started(parent, &session);
@@ -157,12 +162,15 @@ impl Tick<'_> {
 
     /// Posts one prompt to the reviewer and waits for its final reply (a completed reply that
     /// is not a tool-call step), at most the review timeout; past it the turn is aborted.
-    async fn reviewer_turn(&self, session: &str, body: &Value) -> Turn {
+    async fn reviewer_turn(&self, session: &str, body: &ReviewerBody) -> Turn {
         let (client, dir) = (&self.ctx.client, self.directory);
         let seen: HashSet<String> = match client.messages(session, dir, REVIEWER_MESSAGES).await {
             Ok(messages) => messages.into_iter().map(|m| m.id).collect(),
             Err(error) => return Turn::Refused(format!("reviewer messages: {error}")),
         };
+        if !self.generation.is_current() {
+            return Turn::Interrupted;
+        }
         match client.prompt_async(session, dir, body).await {
             DispatchOutcome::Sent => {}
             DispatchOutcome::NotAdmitted(status) => return Turn::Refused(format!("reviewer prompt HTTP {status}")),
@@ -242,8 +250,14 @@ impl Tick<'_> {
         let existing = self.existing_files(&files).await;
         let criteria =
             input.criteria.as_ref().map(|u| u.criteria.clone()).unwrap_or_else(|| self.goal.criteria.clone());
-        let judgement =
-            judge(&answer, &criteria, input.items.len(), self.directory, &|path| existing.contains(path), now_ms());
+        let judgement = judge(
+            &answer,
+            &criteria,
+            input.items.len(),
+            self.directory,
+            &|path| existing.contains(path),
+            self.now_ms(),
+        );
         let verdict = if judgement.approved { "approved" } else { "rejected" };
         let last = self.record_review(&input.basis.tail_message_id, session, verdict, Some(&judgement), cost).await;
         let note = review_rules::review_note(&judgement.criteria, &judgement);
@@ -304,7 +318,7 @@ impl Tick<'_> {
         judgement: Option<&Judgement>,
         cost: f64,
     ) -> Value {
-        let mut line = trail::line(&self.goal, tail, "review", verdict, now_ms());
+        let mut line = trail::line(&self.goal, tail, "review", verdict, self.now_ms());
         line.insert("review".into(), review_rules::trail_value(session, verdict, judgement, cost));
         self.append_trail(line).await;
         crate::goal::settling::operator::review_finished(self.session_id, verdict);
@@ -315,30 +329,45 @@ impl Tick<'_> {
             cited: judgement.map(|j| j.cited.clone()).unwrap_or_default(),
             tail: tail.to_string(),
             cost,
-            at: now_ms(),
+            at: self.now_ms(),
         }
         .to_value()
     }
 }
 
+/// The reviewer's prompt body. Its fields are written in this order and its `tools` map key by
+/// key ([`review_rules::ToolsMap`]: the wildcard first), so what reaches OpenCode does not depend
+/// on how `serde_json` orders a map.
+#[derive(Debug, Clone, Serialize)]
+struct ReviewerBody {
+    /// `{providerID, modelID}`.
+    model: Value,
+    /// The OpenCode agent, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    agent: Option<String>,
+    /// The goal's variant, when the reviewer runs on the goal's model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    variant: Option<String>,
+    /// Every tool off, then the reading ones on.
+    tools: review_rules::ToolsMap,
+    /// One text part.
+    parts: Value,
+}
+
 /// The reviewer's prompt body: the reading tools only, on the setting's agent and model, else
 /// the goal's.
-fn reviewer_body(target: &ReviewTarget, basis: &Basis, text: &str) -> Value {
+fn reviewer_body(target: &ReviewTarget, basis: &Basis, text: &str) -> ReviewerBody {
     let (provider, model) =
         target.model_ids().unwrap_or_else(|| (basis.target.provider_id.clone(), basis.target.model_id.clone()));
-    let mut body = json!({
-        "model": { "providerID": provider, "modelID": model },
-        "tools": review_rules::tools_map(),
-        "parts": [{ "type": "text", "text": text }],
-    });
     let agent = target.agent.clone().unwrap_or_else(|| basis.target.agent.clone());
-    if !agent.is_empty() {
-        body["agent"] = Value::from(agent);
+    let variant = (target.model.is_none() && !basis.target.variant.is_empty()).then(|| basis.target.variant.clone());
+    ReviewerBody {
+        model: json!({ "providerID": provider, "modelID": model }),
+        agent: (!agent.is_empty()).then_some(agent),
+        variant,
+        tools: review_rules::ToolsMap,
+        parts: json!([{ "type": "text", "text": text }]),
     }
-    if target.model.is_none() && !basis.target.variant.is_empty() {
-        body["variant"] = Value::from(basis.target.variant.clone());
-    }
-    body
 }
 
 /// The reviewer's final reply among `messages`: the newest assistant message not in `seen`, once
@@ -416,7 +445,7 @@ mod tests {
     }
 
     #[test]
-    fn the_body_switches_writing_tools_off_and_takes_the_setting_model() {
+    fn the_body_closes_every_tool_then_opens_the_reading_ones_and_takes_the_setting_model() {
         let basis = Basis {
             accounting: crate::goal::planning::accounting::Accounting::of(&Goal::default()),
             target: crate::goal::planning::plan::ExecutionTarget {
@@ -431,19 +460,25 @@ mod tests {
             tail_output: true,
             cut_turn: None,
         };
-        let goal_model = reviewer_body(&ReviewTarget::default(), &basis, "x");
-        assert_eq!(goal_model["model"], json!({"providerID": "p", "modelID": "m"}));
-        assert_eq!((goal_model["agent"].as_str(), goal_model["variant"].as_str()), (Some("build"), Some("high")));
-        for tool in ["edit", "write", "patch", "bash", "task", "todowrite", "webfetch", "question"] {
-            assert_eq!(goal_model["tools"][tool], json!(false), "{tool}");
-        }
-        for tool in ["read", "grep", "glob", "list"] {
-            assert!(goal_model["tools"].get(tool).is_none(), "{tool} stays on");
-        }
+        let wire = serde_json::to_string(&reviewer_body(&ReviewTarget::default(), &basis, "x")).expect("serialisable");
+        assert_eq!(
+            wire,
+            concat!(
+                r#"{"model":{"modelID":"m","providerID":"p"},"agent":"build","variant":"high","#,
+                r#""tools":{"*":false,"read":true,"grep":true,"glob":true,"list":true},"#,
+                r#""parts":[{"text":"x","type":"text"}]}"#
+            )
+        );
         let own = ReviewTarget { agent: Some("plan".into()), model: Some("q/big".into()) };
-        let body = reviewer_body(&own, &basis, "x");
+        let body = serde_json::to_value(reviewer_body(&own, &basis, "x")).expect("serialisable");
         assert_eq!(body["model"], json!({"providerID": "q", "modelID": "big"}));
         assert_eq!(body["agent"], json!("plan"));
         assert!(body.get("variant").is_none());
+        let bare = Basis {
+            target: crate::goal::planning::plan::ExecutionTarget { agent: String::new(), ..basis.target.clone() },
+            ..basis
+        };
+        let body = serde_json::to_value(reviewer_body(&ReviewTarget::default(), &bare, "x")).expect("serialisable");
+        assert!(body.get("agent").is_none(), "no agent key when the goal has none");
     }
 }

@@ -4,7 +4,9 @@
 //! reject with findings) with the note and the continuation paragraph it leads to. No I/O: the
 //! stage (`review.rs`) hands in which cited files exist.
 
-use serde_json::{json, Map, Value};
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
+use serde_json::{json, Value};
 
 use crate::record::criteria::{one_line, Criterion, CriterionState};
 use crate::record::review::{FINDING_CHAR_LIMIT, MAX_CITED, MAX_FINDINGS};
@@ -12,24 +14,30 @@ use crate::record::{truncate_chars, NOTE_CHAR_LIMIT};
 use crate::text::jsonx::extract_json_object;
 use crate::text::prompts::xml_escape;
 
-/// Every tool the reviewer's prompt switches off: whatever writes, runs, delegates, fetches or
-/// asks the user. What is left reads the project (`read`, `grep`, `glob`, `list`).
-pub const TOOLS_OFF: &[&str] = &[
-    "edit",
-    "write",
-    "patch",
-    "multiedit",
-    "apply_patch",
-    "bash",
-    "task",
-    "todowrite",
-    "todoread",
-    "webfetch",
-    "websearch",
-    "codesearch",
-    "question",
-    "skill",
-];
+/// The reviewer's tool switches, in the order they go on the wire. OpenCode applies a prompt's
+/// `tools` map key by key and the last key that matches a tool wins, so the wildcard comes first
+/// and closes every tool (the built-in writers, and the MCP, plugin and custom tools no fixed
+/// list can name), then the reading tools are opened again. With the wildcard last, no tool
+/// would be offered at all (FACTS.md, "Per-prompt tools").
+pub const TOOL_SWITCHES: &[(&str, bool)] =
+    &[("*", false), ("read", true), ("grep", true), ("glob", true), ("list", true)];
+
+/// The `tools` map of the reviewer's prompt: [`TOOL_SWITCHES`], serialised as one JSON object
+/// whose keys keep that order. It is written key by key, so the order holds whatever map type
+/// `serde_json` is built with (a `Value` object would sort its keys, or keep insertion order
+/// with the `preserve_order` feature: either way the order would be the map's, not ours).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ToolsMap;
+
+impl Serialize for ToolsMap {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(TOOL_SWITCHES.len()))?;
+        for (tool, on) in TOOL_SWITCHES {
+            map.serialize_entry(tool, on)?;
+        }
+        map.end()
+    }
+}
 
 /// Characters of the agent's last reply quoted to the reviewer.
 const REPLY_CHAR_LIMIT: usize = 3000;
@@ -37,11 +45,6 @@ const REPLY_CHAR_LIMIT: usize = 3000;
 const REVIEW_NOTE_CHAR_LIMIT: usize = 280;
 /// Citations read per criterion.
 const MAX_CITATIONS: usize = 8;
-
-/// The `tools` map of the reviewer's prompt: every tool of [`TOOLS_OFF`] set to `false`.
-pub fn tools_map() -> Value {
-    Value::Object(TOOLS_OFF.iter().map(|tool| (tool.to_string(), Value::Bool(false))).collect::<Map<_, _>>())
-}
 
 /// The reviewer's system text: its role, what it may do, and the one JSON object it answers.
 pub const REVIEW_SYSTEM: &str = "You are a reviewer. Another agent says it achieved the objective below. Check that claim \
@@ -460,7 +463,24 @@ mod tests {
         assert!(prompt.contains("[e1] {\"tool\":\"read\"}") || prompt.contains("[e1] "));
         assert!(prompt.contains("Fix &lt;b&gt;it&lt;/b&gt;"));
         assert_eq!(prompt.matches("</criteria>").count(), 1);
-        let tools = tools_map();
-        assert!(TOOLS_OFF.iter().all(|t| tools[*t] == json!(false)));
+    }
+
+    /// Whether the reviewer's `tools` map leaves `tool` on, read the way OpenCode reads it: the
+    /// last key that matches wins (`*` matches every name), and a tool no key matches stays on.
+    fn tool_offered(tool: &str) -> bool {
+        TOOL_SWITCHES.iter().rev().find(|(key, _)| *key == "*" || *key == tool).map(|(_, on)| *on).unwrap_or(true)
+    }
+
+    #[test]
+    fn the_tools_map_closes_every_tool_first_then_opens_the_reading_ones_in_that_order() {
+        let wire = serde_json::to_string(&ToolsMap).expect("serialisable");
+        assert_eq!(wire, r#"{"*":false,"read":true,"grep":true,"glob":true,"list":true}"#);
+        for tool in ["read", "grep", "glob", "list"] {
+            assert!(tool_offered(tool), "{tool} is on");
+        }
+        // Writers by name, and tools no fixed list can name (MCP `<server>_<tool>`, plugins).
+        for tool in ["edit", "write", "patch", "bash", "task", "webfetch", "question", "scribe_scribble", "my_plugin"] {
+            assert!(!tool_offered(tool), "{tool} is off");
+        }
     }
 }

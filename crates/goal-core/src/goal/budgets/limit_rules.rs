@@ -147,6 +147,12 @@ fn resetting(goal: &Goal, tail: &Message, now_ms: f64, limits: ParkLimits, resum
         // The user asked to go on now: one continuation, no park.
         return TailStep::Resume;
     }
+    if goal.continuation_for.get() == Some(&tail.id) {
+        // The park over this reply ended and its continuation was reserved (the reservation
+        // clears the park); that post failed or is still unknown. The same continuation goes on
+        // under its id: not a new park, which would count this limit twice.
+        return TailStep::Resume;
+    }
     let nth = goal.provider_waits.get().copied().unwrap_or(0) + 1;
     if nth > limits.max_waits {
         return TailStep::Block(stop(CauseCode::ProviderQuota, REASON_PROVIDER_QUOTA, now_ms, provider(tail)));

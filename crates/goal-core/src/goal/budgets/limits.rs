@@ -20,7 +20,6 @@ use crate::io::writer::{write_goal, GoalGuard, GoalWrite};
 use crate::record::session::{chronological, Message, Role};
 use crate::record::{Goal, GoalStatus};
 use crate::sched::TickOutcome;
-use crate::time::clock::now_ms;
 
 /// What the provider stage leaves to the rest of the tick.
 #[derive(Debug, Clone, PartialEq)]
@@ -124,7 +123,7 @@ impl Tick<'_> {
     /// The provider stage (see the module). `Err` ends the tick: parked, still parked, or
     /// settled with a typed cause.
     pub async fn provider_stage(&self, messages: &[Message]) -> Result<AfterStage, TickOutcome> {
-        let (ctx, now) = (self.ctx, now_ms());
+        let (ctx, now) = (self.ctx, self.now_ms());
         let stage = decide(&self.goal, messages, now, ctx.config.provider_limits, self.attempt, ctx.config.idle_quiet);
         match stage {
             Stage::Usual => {

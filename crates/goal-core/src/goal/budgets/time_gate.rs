@@ -16,13 +16,12 @@ use crate::record::reasons::{REASON_TIME_BUDGET, REASON_WAITING_FOR_HOURS};
 use crate::record::{Goal, GoalStatus};
 use crate::sched::TickOutcome;
 use crate::time::active::{begin_inactive, end_inactive, time_budget_reached};
-use crate::time::clock::now_ms;
 use crate::time::hours::{self, HoursGate};
 
 /// Time budget and working hours. `Some` ends the tick: settled `budgetLimited`, or waiting
 /// until the window opens.
 pub async fn check(tick: &Tick<'_>, basis: &Basis) -> Option<TickOutcome> {
-    let now = now_ms();
+    let now = tick.now_ms();
     let goal = &tick.goal;
     if time_budget_reached(goal, now) {
         info!(target: "session_goal", session = tick.session_id, "time budget reached");

@@ -125,7 +125,7 @@ async fn read_back(tick: &Tick<'_>, reserved: &Reserved) -> Option<TickOutcome> 
         }
         Err(error) => {
             warn!(target: "session_goal", session = session_id, %error, "goal re-check failed");
-            return Some(TickOutcome::Retry);
+            return Some(tick.late_retry());
         }
     }
     match tail_messages {
@@ -142,7 +142,7 @@ async fn read_back(tick: &Tick<'_>, reserved: &Reserved) -> Option<TickOutcome> 
         }
         Err(error) => {
             warn!(target: "session_goal", session = session_id, %error, "tail re-check failed");
-            Some(TickOutcome::Retry)
+            Some(tick.late_retry())
         }
     }
 }
@@ -177,7 +177,7 @@ async fn failed(tick: &Tick<'_>, basis: &Basis, reserved: &Reserved, refused: bo
     }
     if !refused && reserved.message_id.is_some() && !tick.exhausted {
         warn!(target: "session_goal", session = tick.session_id, "continuation outcome unknown after every attempt; retrying later with the same id");
-        return TickOutcome::Retry;
+        return tick.late_retry();
     }
     let mut settlement = blocked(&reserved.goal, REASON_DISPATCH_FAILED, CauseCode::DispatchFailed);
     settlement.accounting = basis.accounting.clone();

@@ -150,6 +150,11 @@ impl Dispatch<'_> {
                 if !refused && self.stored(message_id).await {
                     return Delivery::Sent;
                 }
+                // Those reads may have taken up to a request timeout each: a user who stopped
+                // the goal meanwhile is obeyed (the simulator found a post made after a clear).
+                if !generation.is_current() {
+                    return Delivery::Stopped { unused: refused };
+                }
             }
             match self.client().prompt_async(self.tick.session_id, self.tick.directory, &body).await {
                 DispatchOutcome::Sent => return Delivery::Sent,

@@ -16,7 +16,6 @@ use crate::io::writer::{write_goal_on, BaseRead, GoalGuard, GoalWrite};
 use crate::record::metadata::foreign_part;
 use crate::record::{Goal, GoalStatus};
 use crate::sched::TickOutcome;
-use crate::time::clock::now_ms;
 
 /// Longest wait for the echo of the reservation before posting (see `echo_watch.rs`).
 pub const ECHO_BOUND: Duration = Duration::from_millis(1_000);
@@ -121,7 +120,7 @@ impl ReservationEcho {
 
     /// [`Self::hear`] for a target that may outlive the tick.
     async fn hear_at(&self, target: &EchoTarget, bound: Duration) -> Heard {
-        let echo = self.watch.echo(&self.read_value, &self.written_value, now_ms(), bound).await;
+        let echo = self.watch.echo(&self.read_value, &self.written_value, target.client.clock().now_ms(), bound).await;
         if echo == Echo::Unknown {
             return Heard::NotYet;
         }
@@ -246,7 +245,7 @@ pub async fn hold_watched(
     let holder = tick.ctx.holder.clone();
     let watch = tick.ctx.echoes.watch(tick.session_id);
     let written = write_watched(tick, watch, &tick.guard, None, |g| {
-        crate::record::lease::take_lease(g, &holder, now_ms(), hold.as_millis() as f64);
+        crate::record::lease::take_lease(g, &holder, tick.now_ms(), hold.as_millis() as f64);
         if let Some(criteria) = criteria {
             criteria.apply(g);
         }
@@ -255,7 +254,7 @@ pub async fn hold_watched(
     let echo = match written {
         Ok(echo) => echo,
         Err(Ok(_)) => return Err(TickOutcome::Done),
-        Err(Err(_)) => return Err(TickOutcome::Retry),
+        Err(Err(_)) => return Err(tick.late_retry()),
     };
     match echo.hear(tick, echo_bound(tick.ctx.config.idle_quiet)).await {
         Heard::Repaired => Err(TickOutcome::Done),

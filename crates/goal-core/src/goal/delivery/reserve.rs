@@ -11,7 +11,6 @@ use crate::io::writer::{continuation_for_of, GoalGuard};
 use crate::record::lease::take_lease;
 use crate::record::{truncate_chars, Goal, GoalStatus, NOTE_CHAR_LIMIT};
 use crate::sched::TickOutcome;
-use crate::time::clock::now_ms;
 
 /// A turn reserved in the goal record.
 pub struct Reserved {
@@ -76,7 +75,7 @@ pub async fn reserve(
         Ok(echo) => echo,
         Err(other) => {
             log_write(tick.session_id, "reserve", &other);
-            return Err(if other.is_err() { TickOutcome::Retry } else { TickOutcome::Done });
+            return Err(if other.is_err() { tick.late_retry() } else { TickOutcome::Done });
         }
     };
     let reserved = echo.reserved.clone();
@@ -141,5 +140,5 @@ fn apply_reservation(
             g.continuation_id.clear();
         }
     }
-    take_lease(g, &tick.ctx.holder, now_ms(), tick.ctx.config.lease.as_millis() as f64);
+    take_lease(g, &tick.ctx.holder, tick.now_ms(), tick.ctx.config.lease.as_millis() as f64);
 }

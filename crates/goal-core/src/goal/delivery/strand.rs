@@ -17,7 +17,6 @@ use crate::record::cause::CauseCode;
 use crate::record::reasons::REASON_MESSAGE_UNANSWERED;
 use crate::record::Reposted;
 use crate::sched::TickOutcome;
-use crate::time::clock::now_ms;
 
 /// Slack after the quiet window, so the next look lands after it.
 const MARGIN: Duration = Duration::from_millis(20);
@@ -27,7 +26,7 @@ const MARGIN: Duration = Duration::from_millis(20);
 pub async fn recover(tick: &Tick<'_>, live: &Live) -> Option<TickOutcome> {
     let tail = stranded_tail(&live.messages)?;
     let quiet = tick.ctx.config.idle_quiet;
-    let step = next_step(tail, tick.goal.reposted.get(), now_ms(), quiet);
+    let step = next_step(tail, tick.goal.reposted.get(), tick.now_ms(), quiet);
     Some(match step {
         StrandStep::Wait(wait) => {
             debug!(target: "session_goal", session = tick.session_id, wait_ms = wait.as_millis() as u64, "newest message unanswered; looking again after the quiet window");
@@ -56,7 +55,7 @@ async fn repost(tick: &Tick<'_>, message_id: &str, posts: u64, body: &serde_json
     let Some(_claim) = tick.ctx.dispatch_claims.claim(tick.session_id) else {
         return TickOutcome::BackOff(tick.ctx.config.idle_quiet);
     };
-    let record = Reposted { message_id: message_id.to_string(), posts, at: now_ms() };
+    let record = Reposted { message_id: message_id.to_string(), posts, at: tick.now_ms() };
     let written = write_goal(&tick.ctx.client, tick.session_id, tick.directory, &tick.guard, move |g| {
         g.reposted.set(record);
     })
@@ -65,7 +64,7 @@ async fn repost(tick: &Tick<'_>, message_id: &str, posts: u64, body: &serde_json
     match written {
         Ok(GoalWrite::Written(_)) => {}
         Ok(GoalWrite::Stale) => return TickOutcome::Done,
-        Err(_) => return TickOutcome::Retry,
+        Err(_) => return tick.late_retry(),
     }
     if !tick.generation.is_current() {
         return TickOutcome::Done;

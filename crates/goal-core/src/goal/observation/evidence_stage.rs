@@ -15,7 +15,6 @@ use crate::record::cause::CauseCode;
 use crate::record::reasons::REASON_NO_PROGRESS;
 use crate::record::GoalStatus;
 use crate::sched::TickOutcome;
-use crate::time::clock::now_ms;
 
 /// What the audit call reported besides the verdict.
 #[derive(Debug, Clone, Default)]
@@ -98,8 +97,13 @@ async fn read_diff(tick: &Tick<'_>, messages: &[Value], window: &[&Value]) -> Op
 async fn no_progress(tick: &Tick<'_>, basis: &Basis, digest: &Digest, streak: u32) -> TickOutcome {
     let note = evidence::no_progress_note(streak, digest);
     info!(target: "session_goal", session = tick.session_id, turns = streak, "no progress; settling blocked");
-    let mut entry =
-        trail::line(&tick.goal, &basis.tail_message_id, GoalStatus::Blocked.as_str(), REASON_NO_PROGRESS, now_ms());
+    let mut entry = trail::line(
+        &tick.goal,
+        &basis.tail_message_id,
+        GoalStatus::Blocked.as_str(),
+        REASON_NO_PROGRESS,
+        tick.now_ms(),
+    );
     entry.insert("note".into(), json!(note));
     entry.insert("digest".into(), digest.summary());
     tick.append_trail(entry).await;
@@ -193,7 +197,7 @@ fn trail_entry(
             (action.to_string(), String::new(), r.note.clone().unwrap_or_default())
         }
     };
-    let mut entry = trail::line(&tick.goal, &basis.tail_message_id, &action, &reason, now_ms());
+    let mut entry = trail::line(&tick.goal, &basis.tail_message_id, &action, &reason, tick.now_ms());
     let verdict = match audit.map(|a| a.verdict) {
         Some(Verdict::Continue) => json!("continue"),
         Some(Verdict::Complete) => json!("complete"),

@@ -2,7 +2,8 @@
 //! active, the live state (status, children, messages, todos) are read at once; the effective
 //! objective is found; the live state decides whether the tick goes on (idle, nobody waiting).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use serde_json::Value;
 use tracing::{debug, warn};
@@ -191,6 +192,22 @@ async fn owner_list_beside_live(
     }
 }
 
+/// Whether OpenCode lists an open permission or question of the session or one of its
+/// children (what events said, checked: the answer's event may be lost). A list that cannot be
+/// read keeps what the events said.
+async fn still_waiting(ctx: &TickContext, session_id: &str, directory: &str, children: &[SessionView]) -> bool {
+    let (permissions, questions) = tokio::join!(
+        ctx.client.call("GET", "/permission", directory, None),
+        ctx.client.call("GET", "/question", directory, None),
+    );
+    let (Ok(permissions), Ok(questions)) = (permissions, questions) else { return true };
+    let ours = |request: &Value| {
+        let owner = request.get("sessionID").and_then(Value::as_str);
+        owner == Some(session_id) || children.iter().any(|c| owner == Some(c.id.as_str()))
+    };
+    [permissions, questions].iter().any(|list| list.as_array().is_some_and(|items| items.iter().any(ours)))
+}
+
 /// The objective the tick works toward: the objective file's text for a file-backed goal (the
 /// inline objective when the file is unreadable); `None` when there is none.
 pub async fn effective_objective(ctx: &TickContext, session_id: &str, goal: &Goal) -> Option<String> {
@@ -238,10 +255,20 @@ impl Started {
         };
         match live_gate(&status, session_id, &children, |id| (ctx.waiting_for_user)(id)) {
             LiveGate::Proceed => Ok(Live { messages, raw_messages, todos }),
-            LiveGate::Busy => Err(TickOutcome::Done),
+            LiveGate::Busy => Err(TickOutcome::Busy),
             LiveGate::ChildBusy => {
                 debug!(target: "session_goal", session = session_id, "child busy; re-arming");
                 Err(TickOutcome::Rearm)
+            }
+            LiveGate::WaitingForUser if !still_waiting(ctx, session_id, tick.directory, &children).await => {
+                // Events said a request is open, OpenCode lists none: its answer's event was lost.
+                debug!(target: "session_goal", session = session_id, "no open permission or question after all; going on");
+                if let Some(settle) = ctx.input_settled.get() {
+                    for id in std::iter::once(session_id).chain(children.iter().map(|c| c.id.as_str())) {
+                        settle(id);
+                    }
+                }
+                Ok(Live { messages, raw_messages, todos })
             }
             LiveGate::WaitingForUser => {
                 let reason = &tick.goal.status_reason;

@@ -11,7 +11,6 @@ use crate::goal::context::TickContext;
 use crate::goal::observation::wait_rules::waiting_cause;
 use crate::io::writer::{try_write_goal_marking, GoalGuard, GoalUpdate, Marking};
 use crate::record::{Goal, GoalStatus};
-use crate::time::clock::now_ms;
 
 /// Records that `goal` (as the tick read it) waits on `detail` (`GET /session → 503`). Nothing is
 /// written when the stored cause already says so, or when the goal changed meanwhile. A write
@@ -25,7 +24,7 @@ pub async fn note_waiting(
     detail: &str,
     marking: Marking,
 ) {
-    let now = now_ms();
+    let now = ctx.now_ms();
     let Some(cause) = waiting_cause(goal.cause.as_ref(), session_id, detail, now) else {
         return;
     };

@@ -18,7 +18,6 @@ use crate::io::writer::{try_write_goal, GoalGuard, GoalUpdate};
 use crate::record::session::SessionView;
 use crate::record::{Goal, GoalStatus};
 use crate::sched::TickOutcome;
-use crate::time::clock::now_ms;
 
 /// Decides whose goal `session` carries. `owners`: what the owner lists told of the goal's
 /// carriers (see `goal::ownership::owner_scan`); for a goal that names no session and no list holding all
@@ -157,12 +156,13 @@ async fn adopt(
     source: &str,
     still_copy: impl Fn(&Goal) -> bool + Send + Sync,
 ) -> TickOutcome {
+    let now = client.clock().now_ms();
     let result = try_write_goal(client, session_id, directory, &GoalGuard::SameId(goal.id.clone()), |g| {
         // Decided again on the fresh goal: a resume or a pause that landed since wins.
         if g.status != GoalStatus::Active || !still_copy(g) {
             return Err(Cancelled);
         }
-        adopt_paused(g, session_id, source, now_ms());
+        adopt_paused(g, session_id, source, now);
         Ok(())
     })
     .await;

@@ -19,7 +19,8 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use parking_lot::Mutex;
 use tokio::sync::watch;
@@ -124,6 +125,12 @@ impl OwnerLists {
         let _ = self.waker.set(waker);
     }
 
+    /// The owner list start for `goal`, judged against the host's clock now (see
+    /// [`owner_list_start`]).
+    fn goal_list_start(&self, goal: &Goal) -> Option<f64> {
+        owner_list_start(goal.created_at, self.client.clock().now_ms())
+    }
+
     fn now(&self) -> f64 {
         self.epoch.elapsed().as_secs_f64() * 1000.0
     }
@@ -131,7 +138,7 @@ impl OwnerLists {
     /// Whether the owner of `goal` is still to be learned from a list: it names no session and
     /// no list that holds all its carriers has been read.
     pub fn needs_list(&self, goal: &Goal) -> bool {
-        goal.session_id.is_none() && !self.holders.is_listed(&goal.id, goal_list_start(goal))
+        goal.session_id.is_none() && !self.holders.is_listed(&goal.id, self.goal_list_start(goal))
     }
 
     /// Starts the list `goal` needs, if none covering it is in flight and the directory's lists
@@ -141,7 +148,7 @@ impl OwnerLists {
         if directory.is_empty() || !self.needs_list(goal) {
             return;
         }
-        let needed = goal_list_start(goal).unwrap_or(f64::NEG_INFINITY);
+        let needed = self.goal_list_start(goal).unwrap_or(f64::NEG_INFINITY);
         let now = self.now();
         let plan = plan_list(&mut self.directory(directory).lists, needed, now);
         if let ListPlan::Start(number, start) = plan {
@@ -153,8 +160,8 @@ impl OwnerLists {
     /// read (waiting for it). While the directory's lists fail, `session` is registered to be
     /// woken by the next list read and the answer says so: the tick must not drive the goal.
     pub async fn wait_listed(self: &Arc<Self>, directory: &str, goal: &Goal, session: &str) -> ListAnswer {
-        let needed = goal_list_start(goal).unwrap_or(f64::NEG_INFINITY);
-        let view = || self.holders.view(&goal.id, goal_list_start(goal));
+        let needed = self.goal_list_start(goal).unwrap_or(f64::NEG_INFINITY);
+        let view = || self.holders.view(&goal.id, self.goal_list_start(goal));
         for _ in 0..MAX_LISTS_PER_WAIT {
             let seen = view();
             if seen.listed {
@@ -308,9 +315,4 @@ impl OwnerLists {
             }
         }
     }
-}
-
-/// The owner list start for `goal`, judged against the clock now (see [`owner_list_start`]).
-fn goal_list_start(goal: &Goal) -> Option<f64> {
-    owner_list_start(goal.created_at, crate::time::clock::now_ms())
 }

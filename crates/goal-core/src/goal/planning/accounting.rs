@@ -83,7 +83,11 @@ pub fn account(goal: &Goal, messages: &[Message]) -> Accounting {
             result.tokens_committed = goal.tokens_used.max(result.tokens_committed.saturating_add(closed));
             result.tokens_baseline = 0;
             snapshot = None;
-        } else {
+        } else if message.tokens.total() > 0 || snapshot.is_none() {
+            // A reply that reports no tokens at all (cut by a restart, failed before the
+            // provider answered, aborted at once) says nothing of the context: it leaves the
+            // snapshot of the reply before it, which a zero would undercount (the simulator
+            // found a goal continued past its budget over a cut turn).
             snapshot = Some(message.tokens.total());
         }
         result.last_accounted_message_id = message.id.clone();
@@ -256,6 +260,14 @@ mod tests {
         assert_eq!(step(&mut g, &window), 9_000);
         window.push(reply("m2", 1, 20.0, 3_000, false));
         assert_eq!(step(&mut g, &window), 9_000);
+    }
+
+    #[test]
+    fn a_reply_without_tokens_leaves_the_snapshot_of_the_one_before() {
+        // A finished reply, then a turn cut by a restart (made plannable: completed, no tokens).
+        let mut g = goal(0.0);
+        let window = vec![reply("m1", 0, 100.0, 5_000, false), reply("m2", 1, 200.0, 0, false)];
+        assert_eq!(step(&mut g, &window), 5_000);
     }
 
     #[test]

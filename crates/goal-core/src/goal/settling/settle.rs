@@ -13,7 +13,6 @@ use crate::record::reasons::{REASON_PAUSED_AFTER_ABORT, REASON_RESUMED, WAITING_
 use crate::record::{truncate_chars, Goal, GoalStatus, NOTE_CHAR_LIMIT, REASON_CHAR_LIMIT};
 use crate::sched::TickOutcome;
 use crate::time::active::begin_inactive;
-use crate::time::clock::now_ms;
 
 /// A `blocked` settlement for `goal` with the given reason and cause, its accounting unchanged.
 pub fn blocked(goal: &Goal, reason: &str, cause: CauseCode) -> Settlement {
@@ -66,10 +65,11 @@ impl Tick<'_> {
         before: impl FnOnce(&mut Goal) + Send,
         after: impl FnOnce(&mut Goal) + Send,
     ) -> TickOutcome {
-        let (ctx, session_id, directory) = (self.ctx, self.session_id, self.directory);
+        self.enter(crate::goal::stages::Stage::Settle);
+        let (ctx, session_id, directory, now) = (self.ctx, self.session_id, self.directory, self.now_ms());
         let result = write_goal(&ctx.client, session_id, directory, guard, |g| {
             before(g);
-            apply_settlement(g, &settlement, session_id);
+            apply_settlement(g, &settlement, session_id, now);
             after(g);
         })
         .await;
@@ -89,14 +89,15 @@ impl Tick<'_> {
 
     /// Pauses the goal after an abort the messages show (the plan's pause).
     pub async fn pause(&self, accounting: crate::goal::planning::accounting::Accounting) -> TickOutcome {
+        self.enter(crate::goal::stages::Stage::Settle);
         let result = write_goal(&self.ctx.client, self.session_id, self.directory, &self.guard, |g| {
             g.status = GoalStatus::Paused;
             g.status_reason = REASON_PAUSED_AFTER_ABORT.into();
-            g.set_cause(Some(cause_of(CauseCode::UserAborted, now_ms(), self.session_id, None)));
+            g.set_cause(Some(cause_of(CauseCode::UserAborted, self.now_ms(), self.session_id, None)));
             accounting.apply(g);
             g.lease.clear();
             // Paused time is not active time.
-            begin_inactive(g, now_ms());
+            begin_inactive(g, self.now_ms());
         })
         .await;
         log_write(self.session_id, "pause", &result);
@@ -109,9 +110,9 @@ impl Tick<'_> {
             if g.status_reason != REASON_RESUMED {
                 g.status_reason = WAITING_FOR_USER.into();
             }
-            g.set_cause(Some(cause_of(CauseCode::WaitingForUser, now_ms(), self.session_id, None)));
+            g.set_cause(Some(cause_of(CauseCode::WaitingForUser, self.now_ms(), self.session_id, None)));
             // Waiting for the user is not active time.
-            begin_inactive(g, now_ms());
+            begin_inactive(g, self.now_ms());
         })
         .await;
         log_write(self.session_id, "waiting", &result);
@@ -120,12 +121,12 @@ impl Tick<'_> {
 
 /// The fields a settlement writes: status, reason, note, streaks, accounting, the auditor, and
 /// no reservation or lease left behind.
-fn apply_settlement(g: &mut Goal, settlement: &Settlement, session_id: &str) {
+fn apply_settlement(g: &mut Goal, settlement: &Settlement, session_id: &str, now: f64) {
     // Checks or criteria that became unreadable after the tick read them: never `complete`.
     let stopped = crate::goal::guarding::guard_rules::instead_of_complete(g, settlement);
     let settlement = stopped.as_ref().unwrap_or(settlement);
     g.status = settlement.status;
-    g.set_cause(Some(cause_of(settlement.cause, now_ms(), session_id, settlement.detail.as_deref())));
+    g.set_cause(Some(cause_of(settlement.cause, now, session_id, settlement.detail.as_deref())));
     g.status_reason = truncate_chars(&settlement.reason, REASON_CHAR_LIMIT);
     if let Some(note) = &settlement.note {
         g.note = truncate_chars(note, NOTE_CHAR_LIMIT);
@@ -141,21 +142,22 @@ fn apply_settlement(g: &mut Goal, settlement: &Settlement, session_id: &str) {
     g.continuation_id.clear();
     g.lease.clear();
     // From here the goal is not working (time budget after a resume).
-    begin_inactive(g, now_ms());
+    begin_inactive(g, now);
 }
 
 /// The event-path pause: an abort landed for this session. Pauses an active goal unless the user
 /// resumed it after that abort.
 pub async fn pause_after_abort(client: &OpenCodeClient, session_id: &str, directory: &str, aborted_at: f64) -> bool {
+    let now = client.clock().now_ms();
     let result = write_goal(client, session_id, directory, &GoalGuard::AnyWithStatus(GoalStatus::Active), |g| {
         let resumed_since = g.status_reason == REASON_RESUMED && aborted_at > 0.0 && aborted_at <= g.updated_at;
         if !resumed_since {
             g.status = GoalStatus::Paused;
             g.status_reason = REASON_PAUSED_AFTER_ABORT.into();
-            g.set_cause(Some(cause_of(CauseCode::UserAborted, now_ms(), session_id, None)));
+            g.set_cause(Some(cause_of(CauseCode::UserAborted, now, session_id, None)));
             g.lease.clear();
             // Paused time is not active time.
-            begin_inactive(g, now_ms());
+            begin_inactive(g, now);
         }
     })
     .await;

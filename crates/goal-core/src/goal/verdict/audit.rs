@@ -19,7 +19,6 @@ use crate::sched::TickOutcome;
 use crate::text::jsonx::extract_json_object;
 use crate::text::prompts;
 use crate::text::script_guard::introduces_foreign_script;
-use crate::time::clock::now_ms;
 
 /// Observes the evidence, audits the turn and reviews the verdict. `Ok` is the reservation of
 /// the next turn; `Err` ends the tick (settled, or invalidated meanwhile).
@@ -149,7 +148,8 @@ impl Grading {
     /// What the answer means for the criteria, and a blocker's cause when it is usable.
     fn conclude(&self, tick: &Tick<'_>, basis: &Basis, object: Option<&Map<String, Value>>) -> Graded {
         let answer = object.map(grading::parse_answer).unwrap_or_default();
-        let update = grading::conclude(&tick.goal, self.derive, &answer, self.items.len(), &tick.objective, now_ms());
+        let update =
+            grading::conclude(&tick.goal, self.derive, &answer, self.items.len(), &tick.objective, tick.now_ms());
         let reference = format!("{}\n{}", tick.objective, basis.assistant_text);
         let blocker = answer.blocker.as_ref().and_then(|b| grading::blocker_cause(b, &reference, tick.session_id));
         Graded { update, blocker }

@@ -88,6 +88,23 @@ fn a_park_waits_then_resumes_once_due_or_resumed() {
     assert_eq!(step(&broken, &failed), TailStep::Resume);
 }
 
+/// Found by the simulator (a park ended, the continuation's posts then failed with 5xx): the
+/// next look saw the same failed reply with the park cleared by the reservation, parked again
+/// and counted the same limit twice; six such rounds settled a goal `providerQuota`.
+#[test]
+fn a_reserved_continuation_over_the_failed_reply_goes_on_and_is_no_second_park() {
+    let failed = limited(json!({"retry-after": "30"}));
+    let TailStep::Park(park) = step(&goal(json!({})), &failed) else { panic!() };
+    let mut parked = goal(json!({}));
+    apply_park(&mut parked, &park, NOW);
+    let mut reserved = parked.clone();
+    on_reserve(&mut reserved, failed.produced_output, None);
+    reserved.continuation_for.set("msg_tail".to_string());
+    assert_eq!(parked_for(&reserved), None, "the reservation cleared the park");
+    assert_eq!(tail_step(&reserved, &failed, park.until + 5_000.0, ParkLimits::default(), false), TailStep::Resume);
+    assert_eq!(waits(&reserved), 1, "still the one park");
+}
+
 #[test]
 fn parks_in_a_row_are_bounded_and_output_resets_them() {
     let limits = ParkLimits { max_waits: 6, max_wait_ms: 1000 };

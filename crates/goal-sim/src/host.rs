@@ -1,0 +1,124 @@
+//! The hosts: each a real goal runtime built with goal-core's embedding API, on the world's
+//! timings, its own context and clock (one host's may be skewed), its requests going through
+//! the simulator's transport, and a scripted auditor as its small model.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use goal_core::{
+    BoxFuture, Clock, EmbeddedGoalRuntime, GoalConfig, GoalRuntimeBuilder, SharedContext, SmallModel, SmallModelError,
+    SmallModelQuery, SmallModelReply,
+};
+use parking_lot::Mutex;
+use serde_json::json;
+
+use crate::server::Server;
+use crate::transport::{Faults, SimTransport};
+use crate::world::{HostSpec, Timing, Verdict, World};
+
+/// The auditor every host asks: the goal named in the prompt (`[sim-goal-N]`) gets the next
+/// answer of its script (the last repeats), whichever host asks.
+pub struct SimAuditor {
+    scripts: Vec<Vec<Verdict>>,
+    asked: Mutex<BTreeMap<usize, usize>>,
+}
+
+impl SimAuditor {
+    /// The auditor of `world`.
+    pub fn new(world: &World) -> Arc<SimAuditor> {
+        Arc::new(SimAuditor {
+            scripts: world.goals.iter().map(|g| g.verdicts.clone()).collect(),
+            asked: Mutex::default(),
+        })
+    }
+
+    fn answer(&self, prompt: &str) -> Result<SmallModelReply, SmallModelError> {
+        let goal = prompt
+            .split("[sim-goal-")
+            .nth(1)
+            .and_then(|rest| rest.split(']').next())
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|n| *n < self.scripts.len());
+        let Some(goal) = goal else { return Err(SmallModelError { status: Some(404), code: String::new() }) };
+        let asked = {
+            let mut asked = self.asked.lock();
+            let count = asked.entry(goal).or_default();
+            *count += 1;
+            *count - 1
+        };
+        let script = &self.scripts[goal];
+        let verdict = script.get(asked).or(script.last()).copied().unwrap_or(Verdict::Complete);
+        let text = match verdict {
+            Verdict::Continue => json!({"verdict": "continue", "note": "more cases to handle"}),
+            Verdict::Complete => json!({"verdict": "complete", "note": "every case is handled"}),
+            Verdict::Blocked => json!({"verdict": "blocked", "note": "the parser spec is missing"}),
+            Verdict::Unavailable => return Err(SmallModelError { status: Some(500), code: String::new() }),
+        };
+        Ok(SmallModelReply {
+            text: text.to_string(),
+            provider_id: "sim".into(),
+            model_id: "auditor".into(),
+            tokens: Some(100),
+        })
+    }
+}
+
+impl SmallModel for SimAuditor {
+    fn generate(&self, request: SmallModelQuery) -> BoxFuture<'_, Result<SmallModelReply, SmallModelError>> {
+        Box::pin(async move { self.answer(&request.prompt) })
+    }
+}
+
+/// The loop's configuration on the world's timings.
+pub fn config(timing: &Timing) -> GoalConfig {
+    GoalConfig {
+        idle_quiet: Duration::from_millis(timing.idle_quiet_ms),
+        kickoff_quiet: Duration::from_millis(timing.kickoff_quiet_ms),
+        max_auto_turns: timing.max_turns,
+        audit_timeout: Duration::from_millis(timing.audit_timeout_ms),
+        lease: Duration::from_millis(timing.lease_ms),
+        sweep_interval: Duration::from_millis(timing.sweep_ms),
+        derive_criteria: false,
+        review_timeout: Duration::from_millis(timing.review_timeout_ms),
+        ..GoalConfig::default()
+    }
+}
+
+/// Starts host `index` of `world` (inside the world's runtime, on its paused clock).
+#[allow(clippy::too_many_arguments)]
+pub fn start_host(
+    world: &World,
+    index: usize,
+    spec: &HostSpec,
+    server: &Arc<Server>,
+    faults: &Arc<Mutex<Faults>>,
+    auditor: &Arc<SimAuditor>,
+    epoch: f64,
+    data_dir: PathBuf,
+) -> EmbeddedGoalRuntime {
+    let clock = Clock::following_runtime(epoch).skewed(spec.skew_ms as f64);
+    let transport = SimTransport {
+        server: server.clone(),
+        faults: faults.clone(),
+        host: index,
+        timing: world.timing,
+        sent: Mutex::new(0),
+        mutation: world.mutation,
+    };
+    let mut directories: Vec<String> = world.goals.iter().map(|g| g.directory.clone()).collect();
+    directories.sort();
+    directories.dedup();
+    // Each host reaches the server by its own name, so each is its own lease holder.
+    GoalRuntimeBuilder::new(format!("http://opencode-{index}.sim"))
+        .shared_context(SharedContext::new().with_clock(clock))
+        .transport(Arc::new(transport))
+        .small_model(auditor.clone())
+        .data_dir(data_dir)
+        .config(config(&world.timing))
+        .fetch_timeout(Duration::from_millis(world.timing.fetch_timeout_ms))
+        .directories(directories)
+        .recover_on_start(false)
+        .start(&tokio::runtime::Handle::current())
+}

@@ -1,0 +1,89 @@
+//! Defects planted at the seam, one per promise, to show each invariant can fail (as the fault
+//! suite's mutation check shows each fault class can): the transport changes what a host sends
+//! or reads the way a broken loop would. `goal-sim --mutate` runs the CI seeds once per defect
+//! and fails unless every one is caught.
+
+use serde_json::Value;
+
+use crate::world::World;
+
+/// A planted defect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mutation {
+    /// (a) Every continuation is posted a second time under a new id (ids not stable across
+    /// attempts).
+    SecondContinuation,
+    /// (b) A stopped goal reads as active (a stale cache of the session).
+    StaleStop,
+    /// (c) The budgets are not read (a reader that drops guard fields).
+    DroppedGuards,
+    /// (d) A completed goal is written as `done`, a status OpenChamber's UI drops.
+    UnknownStatus,
+    /// (e) Every session reads as busy (what events said about busy, never checked).
+    BusyForever,
+    /// (f) A failed request is sent again at once, many times (no backoff).
+    RetryStorm,
+}
+
+impl Mutation {
+    /// Every planted defect, with the invariant it must break.
+    pub const ALL: [(Mutation, char); 6] = [
+        (Mutation::SecondContinuation, 'a'),
+        (Mutation::StaleStop, 'b'),
+        (Mutation::DroppedGuards, 'c'),
+        (Mutation::UnknownStatus, 'd'),
+        (Mutation::BusyForever, 'e'),
+        (Mutation::RetryStorm, 'f'),
+    ];
+
+    /// Its name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mutation::SecondContinuation => "second-continuation",
+            Mutation::StaleStop => "stale-stop",
+            Mutation::DroppedGuards => "dropped-guards",
+            Mutation::UnknownStatus => "unknown-status",
+            Mutation::BusyForever => "busy-forever",
+            Mutation::RetryStorm => "retry-storm",
+        }
+    }
+
+    /// The defect named `name`.
+    pub fn named(name: &str) -> Option<Mutation> {
+        Self::ALL.iter().map(|(m, _)| *m).find(|m| m.name() == name)
+    }
+
+    /// A session as the defective loop reads it.
+    pub fn read_session(self, session: &mut Value) {
+        let Some(goal) = session.pointer_mut("/metadata/openchamber/goal").and_then(Value::as_object_mut) else {
+            return;
+        };
+        match self {
+            Mutation::StaleStop if goal.get("status").is_some_and(|s| s != "active") => {
+                goal.insert("status".into(), "active".into());
+            }
+            Mutation::DroppedGuards => {
+                for field in ["tokenBudget", "costBudget", "timeBudgetMs", "checks", "review"] {
+                    goal.remove(field);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A metadata write as the defective loop sends it.
+    pub fn write_session(self, body: &mut Value) {
+        if self != Mutation::UnknownStatus {
+            return;
+        }
+        if let Some(status) = body.pointer_mut("/metadata/openchamber/goal/status").filter(|s| *s == "complete") {
+            *status = "done".into();
+        }
+    }
+}
+
+/// `world` with `mutation` planted.
+pub fn applied(mut world: World, mutation: Option<Mutation>) -> World {
+    world.mutation = mutation;
+    world
+}

@@ -1,0 +1,253 @@
+//! One run of one world: a tokio runtime on a paused clock, the simulated server, the event bus,
+//! the hosts (real goal runtimes), and a driver that sets the goals and applies the world's
+//! disturbances at their instants, checking the liveness promise every half second of simulated
+//! time. The other promises are checked as the steps happen (`invariants.rs`). The run ends at
+//! the first broken promise, once every goal has settled, or at the world's horizon.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use goal_core::Clock;
+use parking_lot::Mutex;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::bus::{self, Link, Links};
+use crate::host::{start_host, SimAuditor};
+use crate::invariants::{self, Health};
+use crate::record::{Record, Violation};
+use crate::rng::Rng;
+use crate::server::{objective_of, Server};
+use crate::transport::{Faults, RouteFault};
+use crate::world::{Disturbance, UserAction, World, DISTURBED_MS};
+
+/// The server's clock at the start of every world (an instant in 2027).
+const EPOCH_MS: f64 = 1_800_000_000_000.0;
+/// How often the liveness promise is checked (simulated).
+const CHECK_EVERY: Duration = Duration::from_millis(500);
+
+/// How one run ended.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The broken promises (empty: every promise held).
+    pub violations: Vec<Violation>,
+    /// The steps, when traced.
+    pub steps: Vec<(u64, String)>,
+    /// Goals that ended settled or stopped (not active).
+    pub settled: usize,
+    /// Simulated time the run took, in ms.
+    pub simulated_ms: u64,
+    /// Writes of two hosts that crossed (`record.rs`).
+    pub crossed_writes: u64,
+}
+
+/// Runs `world` (every step recorded when `tracing`).
+pub fn run_world(world: &World, tracing: bool) -> Outcome {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("a current-thread runtime");
+    let data_dir = std::env::temp_dir().join(format!("goal-sim-{}-{}", std::process::id(), world.seed));
+    let outcome = runtime.block_on(drive(world, tracing, data_dir.clone()));
+    drop(runtime);
+    let _ = std::fs::remove_dir_all(&data_dir);
+    outcome
+}
+
+/// Something the driver does at an instant.
+enum Action {
+    SetGoal(usize),
+    Disturb(Disturbance),
+    /// Cuts turns that would never end, so every goal can settle before the horizon.
+    FinalRestart,
+}
+
+async fn drive(world: &World, tracing: bool, data_dir: std::path::PathBuf) -> Outcome {
+    let record = Arc::new(Record::new(world.goals.len(), EPOCH_MS, tracing));
+    let server = Server::new(world, Clock::following_runtime(EPOCH_MS), record.clone());
+    let (events, received) = mpsc::unbounded_channel();
+    server.state.lock().events = Some(events);
+    let faults = Arc::new(Mutex::new(Faults::default()));
+    let auditor = SimAuditor::new(world);
+    let links: Links = Arc::new(Mutex::new(Vec::new()));
+    for (index, spec) in world.hosts.iter().enumerate() {
+        let runtime =
+            start_host(world, index, spec, &server, &faults, &auditor, EPOCH_MS, data_dir.join(index.to_string()));
+        links.lock().push(Link {
+            runtime,
+            connected: true,
+            reconnects: spec.reconnects,
+            lose_until: 0.0,
+            repeat_until: 0.0,
+            delay_until: 0.0,
+            delay_up_to: 0,
+        });
+    }
+    let mut rng = Rng::new(world.seed ^ 0x05EE_DB05);
+    tokio::spawn(bus::carry(server.clone(), links.clone(), received, rng.fork()));
+    let mut actions: Vec<(u64, Action)> =
+        world.goals.iter().enumerate().map(|(i, g)| (g.at_ms, Action::SetGoal(i))).collect();
+    actions.extend(world.disturbances.iter().map(|d| (d.at_ms, Action::Disturb(d.what.clone()))));
+    actions.push((DISTURBED_MS + 60_000, Action::FinalRestart));
+    actions.sort_by_key(|(at, _)| *at);
+    let start = Instant::now();
+    let mut actions = actions.into_iter().peekable();
+    loop {
+        let elapsed = start.elapsed().as_millis() as u64;
+        while actions.peek().is_some_and(|(at, _)| *at <= elapsed) {
+            let (_, action) = actions.next().expect("peeked");
+            apply(&server, &links, &faults, &mut rng, action);
+        }
+        let now = server.now();
+        let health = {
+            let faults = faults.lock();
+            Health { healthy: faults.healthy(now), healed_at: faults.healed_at(now) }
+        };
+        invariants::check_liveness(&server, &world.timing, &health, now);
+        let all_set = server.goal_sessions.lock().iter().all(Option::is_some);
+        if record.failed() || (all_set && active_goals(&server) == 0) || start.elapsed() >= world.horizon {
+            break;
+        }
+        tokio::time::sleep(CHECK_EVERY).await;
+    }
+    let runtimes: Vec<_> = links.lock().iter().map(|l| l.runtime.clone()).collect();
+    for runtime in runtimes {
+        runtime.stop().await;
+    }
+    let set = server.goal_sessions.lock().iter().flatten().count();
+    let settled = set - active_goals(&server);
+    let simulated_ms = start.elapsed().as_millis() as u64;
+    record.with(|r| Outcome {
+        violations: r.violations.clone(),
+        steps: std::mem::take(&mut r.steps),
+        settled,
+        simulated_ms,
+        crossed_writes: r.crossed_writes,
+    })
+}
+
+/// Goals set and still active.
+fn active_goals(server: &Server) -> usize {
+    let sessions = server.goal_sessions.lock().clone();
+    let state = server.state.lock();
+    sessions
+        .iter()
+        .flatten()
+        .filter(|id| state.sessions.get(*id).and_then(|s| s.goal()).is_some_and(|g| g["status"] == "active"))
+        .count()
+}
+
+fn apply(server: &Arc<Server>, links: &Links, faults: &Arc<Mutex<Faults>>, rng: &mut Rng, action: Action) {
+    let now = server.now();
+    match action {
+        Action::SetGoal(index) => {
+            server.set_goal(index);
+        }
+        Action::FinalRestart => {
+            if !server.state.lock().busy.is_empty() {
+                restart(server, links, faults, 1_000);
+            }
+        }
+        Action::Disturb(what) => {
+            server.record.note(now, format!("world: {what:?}"));
+            disturb(server, links, faults, rng, what, now);
+        }
+    }
+}
+
+fn disturb(
+    server: &Arc<Server>,
+    links: &Links,
+    faults: &Arc<Mutex<Faults>>,
+    rng: &mut Rng,
+    what: Disturbance,
+    now: f64,
+) {
+    let window = |ms: u64| now + ms as f64;
+    match what {
+        Disturbance::LoseEvents { host, for_ms } => links.lock()[host].lose_until = window(for_ms),
+        Disturbance::RepeatEvents { host, for_ms } => links.lock()[host].repeat_until = window(for_ms),
+        Disturbance::DelayEvents { host, for_ms, up_to_ms } => {
+            let mut links = links.lock();
+            links[host].delay_until = window(for_ms);
+            links[host].delay_up_to = up_to_ms;
+        }
+        Disturbance::BreakStream { host } => bus::break_stream(links, server, host, rng.range(500, 5_000)),
+        Disturbance::Restart { down_ms } => restart(server, links, faults, down_ms),
+        Disturbance::FailRoute { route, answer, for_ms } => {
+            faults.lock().routes.push(RouteFault { route, answer, until: window(for_ms) });
+        }
+        Disturbance::User { goal, action } => user_acts(server, goal, action, now),
+    }
+}
+
+/// The server goes down for `down_ms`: running turns cut, every stream broken, nothing answered.
+fn restart(server: &Arc<Server>, links: &Links, faults: &Arc<Mutex<Faults>>, down_ms: u64) {
+    let now = server.now();
+    server.cut_turns();
+    server.state.lock().up = false;
+    faults.lock().down_until = now + down_ms as f64;
+    let hosts = links.lock().len();
+    for host in 0..hosts {
+        bus::break_stream(links, server, host, down_ms + 300);
+    }
+    let server = server.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(down_ms)).await;
+        server.state.lock().up = true;
+        server.record.note(server.now(), "world: the server is up again".into());
+    });
+}
+
+/// The user acts on goal `index` as another client of the server would (OpenChamber's UI).
+fn user_acts(server: &Arc<Server>, index: usize, action: UserAction, now: f64) {
+    let Some(session) = server.goal_sessions.lock()[index].clone() else { return };
+    if action == UserAction::Abort {
+        server.abort(&session);
+        return;
+    }
+    if action == UserAction::Message {
+        let parts = [serde_json::json!({"type": "text", "text": "Also handle empty lists"})];
+        let body = serde_json::json!({"parts": parts, "agent": "build", "model": {"providerID": "sim", "modelID": "sim-model"}});
+        let message = server.state.lock().add_user_message(&session, None, &parts, &body, now);
+        server.record.user_message(&session, &message);
+        server.prompted(&session, &message);
+        return;
+    }
+    let mut state = server.state.lock();
+    let Some(stored) = state.sessions.get_mut(&session) else { return };
+    let before = stored.goal().cloned();
+    let Some(goal) = stored.goal_mut() else { return };
+    match action {
+        UserAction::Pause if goal["status"] == "active" => {
+            goal["status"] = "paused".into();
+            goal["statusReason"] = "paused by user".into();
+        }
+        UserAction::Resume if goal["status"] != "active" => {
+            goal["status"] = "active".into();
+            goal["statusReason"] = "resumed".into();
+            goal["cause"] = serde_json::Value::Null;
+            goal["turnsUsed"] = 0.into();
+            goal["blockedStreak"] = 0.into();
+        }
+        UserAction::Edit => {
+            // A new wording each time (the goal's marker kept).
+            goal["objective"] = objective_of(index, (now as u64 % 997) as u32).into();
+        }
+        UserAction::Clear => {
+            if let Some(namespace) = stored.metadata.get_mut("openchamber").and_then(|n| n.as_object_mut()) {
+                namespace.remove("goal");
+            }
+        }
+        _ => return,
+    }
+    if let Some(goal) = stored.goal_mut() {
+        goal["updatedAt"] = now.into();
+    }
+    stored.updated = now;
+    let after = stored.goal().cloned();
+    state.emit_session(&session);
+    drop(state);
+    server.record.goal_written(None, &session, before.as_ref(), after.as_ref(), now);
+}

@@ -1,0 +1,378 @@
+//! A world: everything one run of the simulator is made of, drawn from its seed. Hosts (one or
+//! two, the second with a skewed clock), goals with their settings, the turns each prompt gets,
+//! the auditor's and the reviewer's answers, and the disturbances at their instants (events
+//! lost, repeated, late and out of order; streams that break; server restarts; routes that fail,
+//! hang or answer garbage; the user pausing, resuming, editing, clearing, aborting, typing).
+//!
+//! A world is plain data, so a failing one can be shrunk (`shrink.rs`): disturbances dropped,
+//! turns made ordinary, goals removed, while the failure holds.
+
+use std::time::Duration;
+
+use crate::rng::Rng;
+
+/// The loop's timings in one world (the scale of a real host's, shortened where a real one
+/// would only make the run longer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timing {
+    /// `idleQuietMs`.
+    pub idle_quiet_ms: u64,
+    /// `kickoffQuietMs`.
+    pub kickoff_quiet_ms: u64,
+    /// `sweepIntervalMs`.
+    pub sweep_ms: u64,
+    /// The fetch timeout of every OpenCode request.
+    pub fetch_timeout_ms: u64,
+    /// `maxAutoTurns`.
+    pub max_turns: u64,
+    /// The lease a tick takes.
+    pub lease_ms: u64,
+    /// The small model's timeout.
+    pub audit_timeout_ms: u64,
+    /// The reviewer's timeout.
+    pub review_timeout_ms: u64,
+}
+
+/// One host of the goal loop (an OpenChamber server, a desktop shell).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostSpec {
+    /// How far its clock runs ahead (negative: behind) of the server's.
+    pub skew_ms: i64,
+    /// After its stream breaks or the server restarts it connects again and forwards events
+    /// (as OpenChamber does, which never calls `recover()`).
+    pub reconnects: bool,
+}
+
+/// What a turn of the agent does when a prompt starts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnKind {
+    /// Runs for `ms` and finishes with this many tokens and this cost (in millionths of a dollar).
+    Finish { ms: u64, tokens: u64, micro_usd: u64 },
+    /// Runs for `ms` and fails with a provider error.
+    Fail { ms: u64, failure: Failure },
+    /// The prompt is stored, and its turn never begins (a kill between the two).
+    NeverStart,
+    /// Starts and never ends (until a restart cuts it, or an abort).
+    NeverEnd,
+}
+
+/// A provider failure a turn ends with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// A rate limit (429) with a reset `reset_ms` after the failure.
+    RateLimit { reset_ms: u64 },
+    /// A server error OpenCode gives up on.
+    ServerError,
+}
+
+/// What the auditor answers, in order (the last repeats).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// `continue`.
+    Continue,
+    /// `complete` (with every criterion met).
+    Complete,
+    /// `blocked`.
+    Blocked,
+    /// No answer (the call fails).
+    Unavailable,
+}
+
+/// How a goal begins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    /// Its session already holds the first exchange, answered; the goal is set on it.
+    Answered,
+    /// The user's first prompt is posted as the goal is set (its turn may strand, like any).
+    Posted,
+}
+
+/// One goal and its session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GoalSpec {
+    /// The session's directory (goals may share one).
+    pub directory: String,
+    /// How it begins.
+    pub start: Start,
+    /// When it is set (ms after the world starts).
+    pub at_ms: u64,
+    /// `tokenBudget`.
+    pub token_budget: Option<u64>,
+    /// `costBudget` in millionths of a dollar.
+    pub cost_budget_micro: Option<u64>,
+    /// `timeBudgetMs`.
+    pub time_budget_ms: Option<u64>,
+    /// One acceptance check that fails this many times before it passes (`None`: no check).
+    pub check_fails: Option<u32>,
+    /// Whether completion needs a reviewer's approval; its answers (approve/reject) in order.
+    pub review: Option<Vec<bool>>,
+    /// The turn each prompt to the session gets, in order (past the end: an ordinary turn).
+    pub turns: Vec<TurnKind>,
+    /// The auditor's answers.
+    pub verdicts: Vec<Verdict>,
+}
+
+/// Something the world does to the loop at an instant.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Disturbance {
+    /// Events to `host` are lost for `for_ms`.
+    LoseEvents { host: usize, for_ms: u64 },
+    /// Events to `host` arrive twice for `for_ms`.
+    RepeatEvents { host: usize, for_ms: u64 },
+    /// Events to `host` arrive up to `up_to_ms` late (so out of order) for `for_ms`.
+    DelayEvents { host: usize, for_ms: u64, up_to_ms: u64 },
+    /// `host`'s event stream breaks (it reconnects if its spec says so).
+    BreakStream { host: usize },
+    /// OpenCode restarts: down for `down_ms` (every request refused, every event lost), running
+    /// turns cut; the store is kept.
+    Restart { down_ms: u64 },
+    /// A route answers badly for `for_ms`.
+    FailRoute { route: Route, answer: BadAnswer, for_ms: u64 },
+    /// The user acts on a goal.
+    User { goal: usize, action: UserAction },
+}
+
+/// A family of OpenCode routes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// `GET /session` (lists).
+    List,
+    /// `GET /session/:id`.
+    Session,
+    /// `GET /session/status`.
+    Status,
+    /// `GET /session/:id/message`.
+    Messages,
+    /// `PATCH /session/:id`.
+    Patch,
+    /// `POST /session/:id/prompt_async`.
+    Prompt,
+    /// Every route.
+    All,
+}
+
+/// How a failing route answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BadAnswer {
+    /// 404 Not Found.
+    NotFound,
+    /// 500 or 503.
+    ServerError,
+    /// The answer comes this late.
+    Slow(u64),
+    /// No answer, ever (the request times out).
+    Hang,
+    /// The request is applied, and its answer never comes.
+    ApplyThenHang,
+    /// A 200 whose body is not JSON.
+    Garbage,
+}
+
+/// A user's action on a goal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UserAction {
+    /// Pauses it.
+    Pause,
+    /// Resumes it (when paused or settled).
+    Resume,
+    /// Edits its objective.
+    Edit,
+    /// Clears it.
+    Clear,
+    /// Aborts the running turn.
+    Abort,
+    /// Types a message (a turn of the user's own).
+    Message,
+}
+
+/// A disturbance and when it happens.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scheduled {
+    /// Ms after the world starts.
+    pub at_ms: u64,
+    /// What happens.
+    pub what: Disturbance,
+}
+
+/// Everything one run is made of.
+#[derive(Debug, Clone, PartialEq)]
+pub struct World {
+    /// The seed it was drawn from.
+    pub seed: u64,
+    /// The loop's timings.
+    pub timing: Timing,
+    /// The hosts.
+    pub hosts: Vec<HostSpec>,
+    /// The goals.
+    pub goals: Vec<GoalSpec>,
+    /// The disturbances, by time.
+    pub disturbances: Vec<Scheduled>,
+    /// How long the world runs at most (simulated).
+    pub horizon: Duration,
+    /// A defect planted at the seam (`mutation.rs`), for the mutation check.
+    pub mutation: Option<crate::mutation::Mutation>,
+}
+
+/// When the last disturbance may happen: after it the world stays healthy, so every goal must
+/// settle before the horizon.
+pub const DISTURBED_MS: u64 = 240_000;
+
+impl World {
+    /// The world of `seed`.
+    pub fn draw(seed: u64) -> World {
+        let mut rng = Rng::new(seed);
+        let timing = draw_timing(&mut rng.fork());
+        let hosts = draw_hosts(&mut rng.fork());
+        let goal_count = rng.range(1, 5) as usize;
+        let directories = rng.range(1, goal_count as u64 + 1);
+        let mut goal_rng = rng.fork();
+        let goals = (0..goal_count).map(|_| draw_goal(&mut goal_rng, directories)).collect::<Vec<_>>();
+        let disturbances = draw_disturbances(&mut rng.fork(), &hosts, goals.len());
+        World { seed, timing, hosts, goals, disturbances, horizon: Duration::from_secs(1_800), mutation: None }
+    }
+
+    /// The world as a replay line and a short description.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} host(s), {} goal(s), {} disturbance(s); quiet {} ms, sweep {} ms, fetch timeout {} ms",
+            self.hosts.len(),
+            self.goals.len(),
+            self.disturbances.len(),
+            self.timing.idle_quiet_ms,
+            self.timing.sweep_ms,
+            self.timing.fetch_timeout_ms
+        )
+    }
+}
+
+fn draw_timing(rng: &mut Rng) -> Timing {
+    Timing {
+        idle_quiet_ms: rng.pick(&[300, 1_000, 3_000, 15_000]),
+        kickoff_quiet_ms: rng.pick(&[100, 500, 3_000]),
+        sweep_ms: rng.pick(&[10_000, 20_000, 60_000]),
+        fetch_timeout_ms: rng.pick(&[2_000, 5_000, 10_000]),
+        max_turns: rng.range(2, 9),
+        lease_ms: rng.pick(&[20_000, 60_000]),
+        audit_timeout_ms: rng.pick(&[5_000, 20_000]),
+        review_timeout_ms: rng.pick(&[30_000, 60_000]),
+    }
+}
+
+fn draw_hosts(rng: &mut Rng) -> Vec<HostSpec> {
+    let first = HostSpec { skew_ms: 0, reconnects: rng.chance(80) };
+    if rng.chance(30) {
+        let skew = rng.range(0, 8_000) as i64 - 4_000;
+        vec![first, HostSpec { skew_ms: skew, reconnects: rng.chance(80) }]
+    } else {
+        vec![first]
+    }
+}
+
+fn draw_goal(rng: &mut Rng, directories: u64) -> GoalSpec {
+    let turns = (0..rng.range(0, 8)).map(|_| draw_turn(rng)).collect();
+    let complete_after = rng.range(0, 6) as usize;
+    let mut verdicts = vec![Verdict::Continue; complete_after];
+    for verdict in verdicts.iter_mut() {
+        if rng.chance(10) {
+            *verdict = if rng.chance(50) { Verdict::Blocked } else { Verdict::Unavailable };
+        }
+    }
+    verdicts.push(Verdict::Complete);
+    GoalSpec {
+        directory: format!("/sim/project-{}", rng.range(0, directories)),
+        start: if rng.chance(70) { Start::Answered } else { Start::Posted },
+        at_ms: rng.range(0, 20_000),
+        token_budget: rng.chance(20).then(|| rng.range(2_000, 20_000)),
+        cost_budget_micro: rng.chance(15).then(|| rng.range(20_000, 200_000)),
+        time_budget_ms: rng.chance(15).then(|| rng.range(30_000, 400_000)),
+        check_fails: rng.chance(25).then(|| rng.range(0, 3) as u32),
+        review: rng.chance(20).then(|| (0..rng.range(1, 3)).map(|_| rng.chance(70)).collect()),
+        turns,
+        verdicts,
+    }
+}
+
+fn draw_turn(rng: &mut Rng) -> TurnKind {
+    match rng.range(0, 100) {
+        0..=64 => TurnKind::Finish {
+            ms: rng.range(200, 60_000),
+            tokens: rng.range(500, 4_000),
+            micro_usd: rng.range(0, 30_000),
+        },
+        65..=74 => TurnKind::Fail {
+            ms: rng.range(100, 5_000),
+            failure: if rng.chance(60) {
+                Failure::RateLimit { reset_ms: rng.range(1_000, 90_000) }
+            } else {
+                Failure::ServerError
+            },
+        },
+        75..=86 => TurnKind::NeverStart,
+        _ => TurnKind::NeverEnd,
+    }
+}
+
+fn draw_disturbances(rng: &mut Rng, hosts: &[HostSpec], goals: usize) -> Vec<Scheduled> {
+    let count = rng.range(0, 12);
+    let mut out: Vec<Scheduled> = (0..count)
+        .map(|_| Scheduled { at_ms: rng.range(0, DISTURBED_MS), what: draw_disturbance(rng, hosts.len(), goals) })
+        .collect();
+    out.sort_by_key(|s| s.at_ms);
+    out
+}
+
+fn draw_disturbance(rng: &mut Rng, hosts: usize, goals: usize) -> Disturbance {
+    let host = rng.range(0, hosts as u64) as usize;
+    match rng.range(0, 100) {
+        0..=14 => Disturbance::LoseEvents { host, for_ms: rng.range(1_000, 120_000) },
+        15..=22 => Disturbance::RepeatEvents { host, for_ms: rng.range(1_000, 60_000) },
+        23..=30 => Disturbance::DelayEvents { host, for_ms: rng.range(1_000, 60_000), up_to_ms: rng.range(50, 5_000) },
+        31..=38 => Disturbance::BreakStream { host },
+        39..=48 => Disturbance::Restart { down_ms: rng.range(200, 20_000) },
+        49..=63 => Disturbance::FailRoute {
+            route: rng.pick(&[
+                Route::List,
+                Route::Session,
+                Route::Status,
+                Route::Messages,
+                Route::Patch,
+                Route::Prompt,
+                Route::All,
+            ]),
+            answer: match rng.range(0, 6) {
+                0 => BadAnswer::NotFound,
+                1 => BadAnswer::ServerError,
+                2 => BadAnswer::Slow(rng.range(100, 15_000)),
+                3 => BadAnswer::Hang,
+                4 => BadAnswer::ApplyThenHang,
+                _ => BadAnswer::Garbage,
+            },
+            for_ms: rng.range(500, 60_000),
+        },
+        _ => Disturbance::User {
+            goal: rng.range(0, goals as u64) as usize,
+            action: rng.pick(&[
+                UserAction::Pause,
+                UserAction::Resume,
+                UserAction::Edit,
+                UserAction::Clear,
+                UserAction::Abort,
+                UserAction::Message,
+            ]),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_seed_draws_one_world_and_seeds_differ() {
+        assert_eq!(World::draw(42), World::draw(42));
+        let worlds: Vec<World> = (0..50).map(World::draw).collect();
+        assert!(worlds.windows(2).any(|w| w[0] != w[1]));
+        assert!(worlds.iter().any(|w| w.hosts.len() == 2));
+        assert!(worlds.iter().all(|w| w.disturbances.windows(2).all(|d| d[0].at_ms <= d[1].at_ms)));
+    }
+}
