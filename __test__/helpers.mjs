@@ -19,6 +19,11 @@ export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
  * created in another test's server). 1023 is not on fetch's list of blocked ports.
  */
 export const DEAD_URL = 'http://127.0.0.1:1023'
+// How much longer a test may give work that only takes CPU time (never the product's own timers:
+// backoffs, quiet windows): 1, unless SESSION_GOAL_TEST_TIME_SCALE says otherwise. The platform
+// test (scripts/test-platforms.mjs) runs a test that failed under emulation again with 4, to tell
+// a slow CPU from a fault.
+export const TIME_SCALE = Math.max(1, Number(process.env.SESSION_GOAL_TEST_TIME_SCALE) || 1)
 
 const madeTempDirs = new Set()
 

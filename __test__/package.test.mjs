@@ -6,7 +6,7 @@ import { createRequire } from 'node:module'
 import { execFileSync } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import * as esm from '../runtime.mjs'
 import esmDefault from '../runtime.mjs'
 import { setup, scriptedAuditor, sessionWithReply, goalOf, waitFor, sleep, tempDataDir, tempDir } from './helpers.mjs'
@@ -33,7 +33,7 @@ describe('ESM and CommonJS entries', () => {
     expect(typeof esmDefault.createSessionGoal).toBe('function')
     // Identity under Node's own loader (vitest's module runner loads runtime.js a second time).
     const script = `
-      import * as esm from ${JSON.stringify(path.join(root, 'runtime.mjs'))}
+      import * as esm from ${JSON.stringify(pathToFileURL(path.join(root, 'runtime.mjs')).href)}
       import { createRequire } from 'node:module'
       const cjs = createRequire(import.meta.url)(${JSON.stringify(path.join(root, 'runtime.js'))})
       const names = Object.keys(cjs)
@@ -149,7 +149,7 @@ describe('default console lines (no logger option)', () => {
     // In a fresh process, so the console it watches is touched by this runtime alone (the same
     // case beside other logging runtimes in one process: log-routing.test.mjs). The run: an audit failure, two continuations, a settle; each a console line by default.
     const script = `
-      import { setup, scriptedAuditor, sessionWithReply, goalOf, waitFor, sleep, removeTempDirs } from ${JSON.stringify(path.join(root, '__test__/helpers.mjs'))}
+      import { setup, scriptedAuditor, sessionWithReply, goalOf, waitFor, sleep, removeTempDirs } from ${JSON.stringify(pathToFileURL(path.join(root, '__test__/helpers.mjs')).href)}
       const printed = []
       for (const m of ['log', 'warn', 'error', 'info']) console[m] = (...args) => printed.push(args.join(' '))
       const failing = Object.assign(new Error('provider down'), { statusCode: 500 })
@@ -187,12 +187,17 @@ describe('default console lines (no logger option)', () => {
 })
 
 describe('a binary that does not load', () => {
+  // This host's platform (linux-x64-gnu, linux-arm64-gnu, linux-x64-musl, win32-x64-msvc, ...):
+  // the suite also runs on the other platforms' own Node (npm run test:platforms).
+  const platform = require('../lib/load-native.js').hostPlatform()
+  const platformPackage = `session-goal-runtime-${platform}`
+
   // A copy of the package's JavaScript in a temporary directory, with or without a binary.
   function packageCopy({ binary } = {}) {
     const dir = tempDir('goal-pkg-')
     for (const file of ['package.json', 'runtime.js', 'runtime.mjs', 'index.js']) fs.copyFileSync(path.join(root, file), path.join(dir, file))
     fs.cpSync(path.join(root, 'lib'), path.join(dir, 'lib'), { recursive: true })
-    if (binary !== undefined) fs.writeFileSync(path.join(dir, 'session-goal-runtime.linux-x64-gnu.node'), binary)
+    if (binary !== undefined) fs.writeFileSync(path.join(dir, `session-goal-runtime.${platform}.node`), binary)
     return dir
   }
 
@@ -202,22 +207,27 @@ describe('a binary that does not load', () => {
     return JSON.parse(out.trim().split('\n').pop())
   }
 
-  const onLinuxX64Gnu = process.platform === 'linux' && process.arch === 'x64'
-
-  it.runIf(onLinuxX64Gnu)('missing: names the platform package it looked for', () => {
+  it('missing: names the platform package it looked for', () => {
     const error = loadError(packageCopy())
     expect(error.code).toBe('ERR_SESSION_GOAL_NATIVE')
-    expect(error.pkg).toBe('session-goal-runtime-linux-x64-gnu')
-    expect(error.message).toContain('session-goal-runtime-linux-x64-gnu')
+    expect(error.pkg).toBe(platformPackage)
+    expect(error.message).toContain(platformPackage)
     expect(error.message).toContain('not installed')
     expect(error.message).not.toMatch(/npm has a bug/)
   })
 
-  it.runIf(onLinuxX64Gnu)('corrupt: says the binary failed to load and why', () => {
-    const error = loadError(packageCopy({ binary: 'not an ELF file' }))
+  it('corrupt: says the binary failed to load and why', () => {
+    const error = loadError(packageCopy({ binary: 'not a shared library' }))
     expect(error.code).toBe('ERR_SESSION_GOAL_NATIVE')
-    expect(error.message).toContain('session-goal-runtime-linux-x64-gnu')
-    expect(error.message).toMatch(/failed to load \(.*(ELF|too short).*\)/)
+    expect(error.message).toContain(platformPackage)
+    // The system loader's own reason: glibc's ("invalid ELF header", "file too short"), musl's
+    // ("Exec format error"), Windows' error 193 ("is not a valid Win32 application"; wine's
+    // wording: "Bad EXE format").
+    expect(error.message).toMatch(
+      process.platform === 'win32'
+        ? /failed to load \([\s\S]*(not a valid Win32 application|Bad EXE format)[\s\S]*\)/
+        : /failed to load \(.*(ELF|too short|Exec format error).*\)/,
+    )
   })
 
   it('unsupported platform: lists the prebuilt platforms', () => {

@@ -2,7 +2,9 @@
 // Keeps the platform packages in step with the root package: one npm/<platform>/package.json
 // per napi target (name, version, os, cpu, libc, main, files, engines), all at the root's version.
 //   (no flag)   write them; run by `npm version` (the `version` script) and the release workflow.
-//   --check     only report drift, exit 1 (run by `npm test`).
+//   --check     only report drift, exit 1 (run by `npm test`); also that the release workflow's
+//               build and test matrices name exactly package.json's targets, and that the
+//               platforms built locally (scripts/platforms/common.sh) fill packages of these.
 //   --pack      add the root's optionalDependencies on every platform package (same version);
 //               run by `prepack`, so every packed or published root package declares them.
 //   --unpack    remove them again (`postpack`).
@@ -87,6 +89,27 @@ if (pack) {
 } else if (unpack) {
   const { optionalDependencies: _added, ...rest } = manifest
   if (text(rest) !== rootBefore) writeFileSync(rootFile, text(rest))
+}
+
+// The release workflow and the local platform builds agree with package.json on target names
+// (and so on file names: session-goal-runtime.<suffix>.node).
+if (checkOnly) {
+  const workflow = readFileSync(path.join(root, '.github', 'workflows', 'release.yml'), 'utf8')
+  const jobText = (job) => workflow.split(/^ {2}(?=[a-z-]+:\s*$)/m).find((part) => part.startsWith(`${job}:`)) ?? ''
+  const same = (a, b) => a.length === b.length && [...a].sort().join() === [...b].sort().join()
+  for (const job of ['build', 'test']) {
+    const targets = [...jobText(job).matchAll(/\btarget: ([A-Za-z0-9_-]+)/g)].map((m) => m[1])
+    if (!same(targets, manifest.napi.targets)) {
+      drift.push(`.github/workflows/release.yml: the ${job} matrix builds [${targets.join(', ')}], package.json's napi.targets are [${manifest.napi.targets.join(', ')}]`)
+    }
+  }
+  const suffixes = manifest.napi.targets.map((triple) => platformOf(triple).suffix)
+  const local = readFileSync(path.join(root, 'scripts', 'platforms', 'common.sh'), 'utf8')
+  const packages = [...local.matchAll(/\bpackage=([A-Za-z0-9_-]+) triple=/g)].map((m) => m[1])
+  if (packages.length === 0) drift.push('scripts/platforms/common.sh: no platform table found')
+  for (const name of packages) {
+    if (!suffixes.includes(name)) drift.push(`scripts/platforms/common.sh builds into npm/${name}, which is not a package of package.json's napi.targets`)
+  }
 }
 
 if (drift.length === 0) {

@@ -1,19 +1,24 @@
 // Global setup of the vitest runs: every run gets a temp directory of its own (TMPDIR, which
-// os.tmpdir(), mktemp and Rust's temp_dir all read, set before the test processes start), and
-// the run fails when a test left anything in it. Other processes on the machine may write to
-// /tmp at the same time, so only this run's own directory is judged.
+// os.tmpdir(), mktemp and Rust's temp_dir all read; TEMP and TMP on Windows; set before the test
+// processes start), and the run fails when a test left anything in it. Other processes on the
+// machine may write to the temp directory at the same time, so only this run's own directory is
+// judged.
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 
 /** Creates the run's temp directory; the returned teardown removes it and fails on leftovers. */
 export default function useRunTempDir() {
-  const outer = process.env.TMPDIR
+  // os.tmpdir() reads TMPDIR on POSIX systems and TEMP (then TMP) on Windows.
+  const names = process.platform === 'win32' ? ['TEMP', 'TMP'] : ['TMPDIR']
+  const outer = names.map((name) => process.env[name])
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'session-goal-test-run-'))
-  process.env.TMPDIR = root
+  for (const name of names) process.env[name] = root
   return () => {
-    if (outer === undefined) delete process.env.TMPDIR
-    else process.env.TMPDIR = outer
+    names.forEach((name, i) => {
+      if (outer[i] === undefined) delete process.env[name]
+      else process.env[name] = outer[i]
+    })
     const left = fs.readdirSync(root)
     fs.rmSync(root, { recursive: true, force: true })
     if (left.length > 0) {

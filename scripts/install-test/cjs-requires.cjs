@@ -18,5 +18,10 @@ const platforms = Object.keys(manifest.optionalDependencies || {})
 if (platforms.length < 5 || !platforms.every((name) => manifest.optionalDependencies[name] === manifest.version)) {
   throw new Error(`optionalDependencies: ${JSON.stringify(manifest.optionalDependencies)}`)
 }
-const binary = require.resolve(`session-goal-runtime-${process.platform}-${process.arch}-gnu`)
-console.log(`cjs: ${names.length} exports require; ${platforms.length} platform packages declared at ${manifest.version}; binary ${path.relative(process.cwd(), binary)}`)
+// The binary that loaded is the one of the platform package under test (install-test.sh names it).
+const platform = process.env.INSTALL_TEST_PLATFORM
+if (!platform) throw new Error('INSTALL_TEST_PLATFORM is not set (run this through scripts/install-test.sh)')
+const expected = fs.realpathSync(require.resolve(`session-goal-runtime-${platform}`))
+const loaded = Object.keys(require.cache).filter((file) => file.endsWith('.node')).map((file) => fs.realpathSync(file))
+if (loaded.length !== 1 || loaded[0] !== expected) throw new Error(`loaded ${JSON.stringify(loaded)}, expected ${expected}`)
+console.log(`cjs: ${names.length} exports require; ${platforms.length} platform packages declared at ${manifest.version}; binary ${path.relative(process.cwd(), expected)}`)

@@ -1,8 +1,11 @@
 // Installed package: one goal from active to complete against the mock OpenCode, wired the way
 // OpenChamber's server wires its runtime (its option names, the global event stream unwrapped,
 // processPayload(payload, directory)), the goal installed with the reference's createSessionGoal.
+// Then `session-goal doctor` (the installed CLI, on the same Node) reads that goal back.
+import { execFile } from 'node:child_process'
 import fs from 'node:fs'
 import http from 'node:http'
+import { createRequire } from 'node:module'
 import os from 'node:os'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -77,6 +80,18 @@ while (goalOf().status !== 'complete') {
 }
 seen.push('complete')
 const goal = goalOf()
+
+// The CLI's doctor on the finished goal, in a child process on this same Node (process.execPath),
+// while the mock still answers (so asynchronously: this process serves the mock).
+const cliPath = path.join(path.dirname(createRequire(import.meta.url).resolve('session-goal-runtime/package.json')), 'bin', 'session-goal.js')
+const doctorArgs = [cliPath, 'doctor', session.id, '--json', '--url', mock.url, '--directory', directory, '--data-dir', dataDir]
+const doctor = await new Promise((resolve, reject) => {
+  execFile(process.execPath, doctorArgs, { timeout: 60_000 }, (error, stdout, stderr) =>
+    error ? reject(new Error(`session-goal doctor failed: ${error.message}\n${stderr}`)) : resolve(JSON.parse(stdout)),
+  )
+})
+if (doctor.status !== 'complete' || doctor.goalId !== goal.id || doctor.cause?.code !== 'verified') throw new Error(`session-goal doctor: ${JSON.stringify(doctor).slice(0, 400)}`)
+
 const unauthenticated = mock.requests.filter((r) => r.headers.authorization !== authHeaders.authorization && r.path !== '/global/event')
 events.destroy()
 await sessionGoalRuntime.stop()
@@ -86,3 +101,4 @@ if (installed.goal.id !== goal.id) throw new Error('goal replaced')
 if (goal.turnsUsed < 1) throw new Error(`no continuation: ${JSON.stringify(goal)}`)
 if (unauthenticated.length) throw new Error(`${unauthenticated.length} request(s) without the host's auth header`)
 console.log(`goal: ${seen.join(' → ')} (${goal.statusReason}; ${goal.turnsUsed} continuation, ${audits} audits, objectiveFile=${goal.objectiveFile}, ${warnings.length} warnings)`)
+console.log(`cli: session-goal doctor ${session.id} → ${doctor.status} (cause ${doctor.cause.code}, fix ${doctor.fixAction})`)
