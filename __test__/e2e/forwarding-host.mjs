@@ -1,6 +1,7 @@
 // What every end-to-end file sets up: the scripted model and a real `opencode serve` for the
 // whole file, and a host that forwards OpenCode's /global/event stream into a goal runtime the
-// way OpenChamber does (recover() after a reconnect).
+// way OpenChamber does, plus the recover() after a reconnect that INTEGRATION.md recommends
+// (OpenChamber itself never calls it: its goals are found by the sweep).
 //
 //   const env = useOpenCode()            // env.model, env.oc once beforeAll has run
 //   const host = await startForwardingHost(env.oc, { maxAutoTurns: 2 })
