@@ -125,7 +125,10 @@ async function http5xx() {
     const unreadable = h.addCase({ label: 'GET messages 500 for good', start: false, expect: expectSettled('blocked', 'messages unavailable', 0) })
     h.mock.fault({ method: 'GET', path: messagesPath(unreadable), status: 500 })
     h.start(unreadable)
-    await h.settle()
+    // A prompt failing on every try is retried on the late backoff (goal/context.rs: the waits
+    // double from 4 s to the 10 s cap, A.8's request budget) before the goal settles `blocked`:
+    // about 40 s with the default dispatchRetryMs.
+    await h.settle({ timeoutMs: 60_000 })
   })
 }
 
@@ -1041,7 +1044,7 @@ export const CLASSES = [
   },
   {
     name: '5xx', title: 'HTTP 5xx / 429 on every endpoint', run: http5xx,
-    judged: 'One 5xx or 429 per case on GET session, messages, children or status, on the PATCH (applied or not) or on the prompt (admitted or not; admitted while the reconcile reads fail, with and without the host\'s events), or on the write that settles the goal: `complete` after exactly one continuation. A prompt answered 500 on every attempt: `blocked` "continuation dispatch failed", none sent. A prompt admitted but answered 502 is unclear to the runtime; when the session cannot show it landed (reads failing, events missed) it is posted again under the same `messageID`, which the server keeps as one message: counted under same-id re-posts, not as posted twice. Messages unreadable for good: `blocked` "messages unavailable", none sent.',
+    judged: 'One 5xx or 429 per case on GET session, messages, children or status, on the PATCH (applied or not) or on the prompt (admitted or not; admitted while the reconcile reads fail, with and without the host\'s events), or on the write that settles the goal: `complete` after exactly one continuation. A prompt answered 500 on every attempt: `blocked` "continuation dispatch failed" after its retries on the late backoff (about 35 s), none sent. A prompt admitted but answered 502 is unclear to the runtime; when the session cannot show it landed (reads failing, events missed) it is posted again under the same `messageID`, which the server keeps as one message: counted under same-id re-posts, not as posted twice. Messages unreadable for good: `blocked` "messages unavailable", none sent.',
   },
   {
     name: 'timeouts', title: 'timeouts (hung requests, late answers)', run: timeouts,
