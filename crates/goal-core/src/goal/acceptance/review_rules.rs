@@ -18,7 +18,7 @@ use crate::text::prompts::xml_escape;
 /// `tools` map key by key and the last key that matches a tool wins, so the wildcard comes first
 /// and closes every tool (the built-in writers, and the MCP, plugin and custom tools no fixed
 /// list can name), then the reading tools are opened again. With the wildcard last, no tool
-/// would be offered at all (FACTS.md, "Per-prompt tools").
+/// would be offered at all (docs/opencode.md, "per-prompt tools").
 pub const TOOL_SWITCHES: &[(&str, bool)] =
     &[("*", false), ("read", true), ("grep", true), ("glob", true), ("list", true)];
 
