@@ -1,6 +1,6 @@
 // Shared helpers of the benchmark sections: the mock OpenCode in a child process, clocks,
 // /proc readers and statistics.
-import { fork } from 'node:child_process'
+import { fork, spawn } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -126,4 +126,17 @@ export async function runSection(main) {
 
 export function progress(message) {
   process.stderr.write(`  · ${message}\n`)
+}
+
+/**
+ * Other work on the same cores: `count` Node processes spinning at full CPU until the returned
+ * stop() (a host machine that is busy while its goals go idle).
+ */
+export function startCpuHog(count) {
+  const hogs = Array.from({ length: count }, () =>
+    spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' }),
+  )
+  return () => {
+    for (const hog of hogs) hog.kill('SIGKILL')
+  }
 }

@@ -43,7 +43,9 @@ function goalMetadata(index, fields) {
 
 const commands = {
   async start({ directory = '/tmp/project' } = {}) {
-    mock = await startMockOpenCode({ heartbeatMs: 3_600_000, directory, autoUserMessage: true })
+    // Every prompt starts a turn that keeps running, as on OpenCode (a prompt stored with no
+    // turn would be a stranded message, which the runtime rightly posts again under its id).
+    mock = await startMockOpenCode({ heartbeatMs: 3_600_000, directory, autoUserMessage: true, replies: [{ text: 'Working on the nesting.', completed: false }] })
     // Stamp and index every request as it is recorded (the mock calls mock.requests.push on arrival).
     const requests = mock.requests
     requests.push = (record) => {
@@ -137,10 +139,9 @@ const commands = {
   /**
    * Prompts per session. `duplicated`: sessions that got two different continuations (two
    * message ids, or a post without one beside another). `reposted`: sessions whose one
-   * continuation was posted again under its own id. The mock starts no turn for a continuation,
-   * so after the quiet window the runtime finds it stranded and posts it again (at most 3 times):
-   * a repeat of one message, not a second continuation. `first` and `last`: the earliest and
-   * the latest first prompt of a session.
+   * continuation was posted again under its own id (a repeat of one message, not a second
+   * continuation; with every prompt starting a turn, none is expected). `first` and `last`: the
+   * earliest and the latest first prompt of a session.
    */
   promptStats() {
     let prompts = 0

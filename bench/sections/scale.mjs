@@ -8,12 +8,14 @@
 //  - peak RSS growth: VmHWM (reset to the current RSS just before the burst) minus VmRSS before;
 //  - threads added: the highest /proc/self/status Threads seen (sampled every 10 ms) minus before;
 //  - sessions missed: sessions whose continuation never arrived; sessions prompted twice.
-// The mock's own CPU time is reported too, to show where the time goes.
+// The mock's own CPU time is reported too, to show where the time goes. BENCH_CPU_HOG=N runs the
+// same beside N processes spinning at full CPU (`npm run bench` reports it as the section
+// scale-hog, with one per core), from before the baseline to the end of the measurement.
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { createRequire } from 'node:module'
-import { benchGoalRuntime, hrMs, procStatus, progress, resetPeakRss, rootDir, runSection, sleep, startMockProcess } from '../lib.mjs'
+import { benchGoalRuntime, hrMs, procStatus, progress, resetPeakRss, rootDir, runSection, sleep, startCpuHog, startMockProcess } from '../lib.mjs'
 
 const require = createRequire(import.meta.url)
 
@@ -21,6 +23,7 @@ const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 10_000)
 const QUIET_MS = 1_000
 const DEADLINE_MS = Number(process.env.BENCH_SCALE_DEADLINE_MS ?? 180_000)
 const DIRECTORY = '/tmp/project'
+const CPU_HOG = Number(process.env.BENCH_CPU_HOG ?? 0)
 
 runSection(async () => {
   const pkg = require(rootDir + '/runtime.js')
@@ -44,6 +47,8 @@ runSection(async () => {
   // The payloads exist before the measurement, as the host's parsed events would.
   const payloads = sessions.map((id) => ({ type: 'session.status', properties: { sessionID: id, status: { type: 'idle' } } }))
 
+  const stopHog = CPU_HOG > 0 ? startCpuHog(CPU_HOG) : () => {}
+  if (CPU_HOG > 0) progress(`scale: ${CPU_HOG} processes spinning at full CPU beside the host`)
   // Settle, then take the baseline.
   await sleep(1000)
   globalThis.gc?.()
@@ -81,6 +86,7 @@ runSection(async () => {
   while (runtime.snapshot().inFlight > 0 && hrMs() - doneAt < 30_000) await sleep(20)
   const after = procStatus()
   clearInterval(sampler)
+  stopHog()
   const cpu = process.cpuUsage(cpuBefore)
   const mockAfter = await mock.call('usage')
   const snapshot = runtime.snapshot()
@@ -93,6 +99,7 @@ runSection(async () => {
   const peakKb = peakResettable ? Math.max(after.hwmKb, maxRssKb) : maxRssKb
   return {
     sessions: SESSIONS,
+    cpuHog: CPU_HOG,
     quietMs: QUIET_MS,
     forwardMs: forwardedMs,
     armedAfterForward: afterForward.armedTimers,
