@@ -14,7 +14,12 @@ export const hrMs = () => Number(process.hrtime.bigint()) / 1e6
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** Starts the mock OpenCode in its own process; returns an RPC handle. */
-export async function startMockProcess({ directory } = {}) {
+/**
+ * The mock OpenCode in a process of its own. `turns`: every prompt starts a turn that keeps
+ * running, as on OpenCode; without it a prompt starts none (the runtime then finds it stranded
+ * after the quiet window and posts it again under its own id).
+ */
+export async function startMockProcess({ directory, turns = false } = {}) {
   const child = fork(path.join(benchDir, 'mock-server.mjs'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
   const pending = new Map()
   const listeners = new Set()
@@ -40,7 +45,7 @@ export async function startMockProcess({ directory } = {}) {
       pending.set(id, { resolve, reject })
       child.send({ id, cmd, args })
     })
-  const { url } = await call('start', { directory })
+  const { url } = await call('start', { directory, turns })
   return {
     url,
     call,

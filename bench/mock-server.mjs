@@ -42,10 +42,11 @@ function goalMetadata(index, fields) {
 }
 
 const commands = {
-  async start({ directory = '/tmp/project' } = {}) {
-    // Every prompt starts a turn that keeps running, as on OpenCode (a prompt stored with no
-    // turn would be a stranded message, which the runtime rightly posts again under its id).
-    mock = await startMockOpenCode({ heartbeatMs: 3_600_000, directory, autoUserMessage: true, replies: [{ text: 'Working on the nesting.', completed: false }] })
+  async start({ directory = '/tmp/project', turns = false } = {}) {
+    // `turns`: every prompt starts a turn that keeps running, as on OpenCode (a prompt stored
+    // with no turn is a stranded message, which the runtime rightly posts again under its id).
+    const replies = turns ? [{ text: 'Working on the nesting.', completed: false }] : undefined
+    mock = await startMockOpenCode({ heartbeatMs: 3_600_000, directory, autoUserMessage: true, replies })
     // Stamp and index every request as it is recorded (the mock calls mock.requests.push on arrival).
     const requests = mock.requests
     requests.push = (record) => {
@@ -140,8 +141,8 @@ const commands = {
    * Prompts per session. `duplicated`: sessions that got two different continuations (two
    * message ids, or a post without one beside another). `reposted`: sessions whose one
    * continuation was posted again under its own id (a repeat of one message, not a second
-   * continuation; with every prompt starting a turn, none is expected). `first` and `last`: the
-   * earliest and the latest first prompt of a session.
+   * continuation: a mock started without turns leaves every prompt stranded). `first` and
+   * `last`: the earliest and the latest first prompt of a session.
    */
   promptStats() {
     let prompts = 0

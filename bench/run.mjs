@@ -223,7 +223,7 @@ function report(env, load, results) {
     out.push('')
     for (const row of scales) {
       const which = row.cpuHog ? `Beside ${row.cpuHog} processes at full CPU` : 'On a quiet machine'
-      out.push(`${which}: quiet window ${row.quietMs} ms, no mock delay. RSS before the burst ${f(row.rssBeforeMb)} MiB, after ${f(row.rssAfterMb)} MiB; of the growth, the JS heap (peak heapTotal) ${f(row.jsHeapTotalGrowthMb)} MiB; peak from ${row.peakFromHwm ? 'VmHWM (reset before the burst) and' : ''} 10 ms samples. Threads after the burst ${row.threadsAfter}, after stop() ${row.threadsAfterStop}. Audits ${int(row.audits)}, panics ${row.panics}. Every prompt starts a turn that keeps running; sessions whose one continuation was posted again under its own id: ${int(row.reposted)}; "prompted twice" counts two different continuations.`)
+      out.push(`${which}: quiet window ${row.quietMs} ms, no mock delay. RSS before the burst ${f(row.rssBeforeMb)} MiB, after ${f(row.rssAfterMb)} MiB; of the growth, the JS heap (peak heapTotal) ${f(row.jsHeapTotalGrowthMb)} MiB; peak from ${row.peakFromHwm ? 'VmHWM (reset before the burst) and' : ''} 10 ms samples. Threads after the burst ${row.threadsAfter}, after stop() ${row.threadsAfterStop}. Audits ${int(row.audits)}, panics ${row.panics}. The mock starts no turn for a prompt (see How each figure is taken), so the runtime finds each continuation stranded after the quiet window and posts it again under its own id: ${int(row.reposted)} sessions; "prompted twice" counts two different continuations.`)
       out.push('')
       targets.push([
         `${int(row.sessions)} sessions${row.cpuHog ? ` beside ${row.cpuHog} CPU hogs` : ''}: RSS growth < 64 MiB, none missed`,
@@ -266,7 +266,7 @@ function report(env, load, results) {
     out.push('| list answers | driven | missed | prompted twice | all driven after | lists | requests |')
     out.push('|---|---:|---:|---:|---:|---:|---:|')
     out.push(`| 404 | ${int(b.driven)} | ${int(b.missed)} | ${int(b.duplicated)} | ${f(b.allDrivenAfterMs / 1000, 2)} s | ${int(b.lists)} | ${int(b.requests)} |`)
-    out.push('', `Sessions whose one continuation was posted again under its own id (not a second continuation): 503 ${int(a.reposted)}, 404 ${int(b.reposted)}.`)
+    out.push('', `Sessions whose one continuation was posted again under its own id (the mock starts no turn here, so the runtime finds it stranded after the quiet window and posts it again, at most 3 times; not a second continuation): 503 ${int(a.reposted)}, 404 ${int(b.reposted)}.`)
     out.push('')
     out.push(`Quiet window ${failing.quietMs} ms, no mock delay, one idle payload per session and no event stream. With 503 the goals wait for the directory's list (one in flight, one backoff, at most one per 10 s after the first three) and send nothing of their own meanwhile; with 404 each goal was set on its session after the session was made, so the session decides it is its own.`)
     targets.push([

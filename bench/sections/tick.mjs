@@ -115,7 +115,9 @@ function request(agent, base, { method, path: urlPath, query, body }) {
 
 runSection(async () => {
   const pkg = require(rootDir + '/runtime.js')
-  const mock = await startMockProcess({ directory: DIRECTORY })
+  // Real turns: each continuation starts one that keeps running (a turn that never ends once
+  // stalled this section for 20 s; the tick watchdog bounds every tick now).
+  const mock = await startMockProcess({ directory: DIRECTORY, turns: true })
   const perRun = TICKS + WARMUP
   const slowPerRun = SLOW_TICKS + WARMUP
   const created = await mock.call('createGoalSessions', { count: 2 * perRun + 1, directory: DIRECTORY })
