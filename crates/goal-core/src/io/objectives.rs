@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::io::file_io;
 use crate::record::{truncate_chars, GOAL_OBJECTIVE_CHAR_LIMIT};
 
 pub use crate::error::ObjectiveError;
@@ -29,30 +30,36 @@ pub async fn write_objective(root: &Path, session_id: &str, content: &str) -> Re
     if text.is_empty() {
         return Err(ObjectiveError::Empty);
     }
-    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    let io = |e: std::io::Error| ObjectiveError::Io(format!("{:?}", e.kind()));
-    tokio::fs::create_dir_all(&dir).await.map_err(io)?;
     let unique = format!(
         ".{session_id}.{}.{}.tmp",
         std::process::id(),
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
     );
-    let temp = dir.join(unique);
-    if let Err(error) = tokio::fs::write(&temp, text.as_bytes()).await {
-        let _ = tokio::fs::remove_file(&temp).await;
-        return Err(io(error));
+    let body = text.clone();
+    let written = file_io::run(move || replace_file(&path, &unique, body.as_bytes())).await;
+    match written {
+        Some(Ok(())) => Ok(text),
+        Some(Err(error)) => Err(ObjectiveError::Io(format!("{:?}", error.kind()))),
+        None => Err(ObjectiveError::Io("Other".to_string())),
     }
-    if let Err(error) = tokio::fs::rename(&temp, &path).await {
-        let _ = tokio::fs::remove_file(&temp).await;
-        return Err(io(error));
+}
+
+/// Writes `path` through a temp file named `temp_name` beside it, renamed over it.
+fn replace_file(path: &Path, temp_name: &str, body: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    std::fs::create_dir_all(&dir)?;
+    let temp = dir.join(temp_name);
+    let moved = std::fs::write(&temp, body).and_then(|()| std::fs::rename(&temp, path));
+    if moved.is_err() {
+        let _ = std::fs::remove_file(&temp);
     }
-    Ok(text)
+    moved
 }
 
 /// Reads an objective. `None` for an invalid id, a missing or unreadable file, or empty text.
 pub async fn read_objective(root: &Path, session_id: &str) -> Option<String> {
     let path = objective_path(root, session_id)?;
-    let text = tokio::fs::read_to_string(path).await.ok()?;
+    let text = file_io::run(move || std::fs::read_to_string(path)).await?.ok()?;
     let text = normalize_objective(&text);
     (!text.is_empty()).then_some(text)
 }
@@ -87,7 +94,7 @@ pub async fn copy_objective(root: &Path, from: &str, to: &str) -> ObjectiveCopy 
 /// Deletes an objective, best effort. Returns whether a file was removed.
 pub async fn delete_objective(root: &Path, session_id: &str) -> bool {
     match objective_path(root, session_id) {
-        Some(path) => tokio::fs::remove_file(path).await.is_ok(),
+        Some(path) => file_io::run(move || std::fs::remove_file(path).is_ok()).await.unwrap_or(false),
         None => false,
     }
 }

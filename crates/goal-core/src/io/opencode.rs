@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use crate::io::locks::WriteSlots;
 use crate::io::shared::SharedContext;
 use crate::io::transport::{HttpTransport, Transport, WireAnswer, WireRequest};
-use crate::record::session::{is_addressable_session_id, ListedSession, Message, SessionView};
+use crate::record::session::{is_addressable_session_id, ListedSession, Message, OwnerCandidate, SessionView};
 use crate::time::clock::Clock;
 
 pub use crate::io::transport::BoxFuture;
@@ -263,18 +263,19 @@ impl OpenCodeClient {
     }
 
     /// `GET /session?directory=&roots=true&start=` — the top-level sessions of one directory
-    /// updated at or after `start` (epoch ms; every session when `None`), each with its goal
-    /// only: what an owner list needs (see `goal::ownership::owner_scan`).
+    /// updated at or after `start` (epoch ms; every session when `None`) that hold a goal, each
+    /// as its session id, goal id and creation time: what an owner list needs (see
+    /// `goal::ownership::owner_scan`).
     pub async fn list_owner_candidates(
         &self,
         directory: &str,
         start: Option<f64>,
-    ) -> Result<Vec<ListedSession>, HttpError> {
+    ) -> Result<Vec<OwnerCandidate>, HttpError> {
         let mut query = vec![("roots", "true".to_string())];
         if let Some(start) = start.filter(|s| s.is_finite() && *s > 0.0) {
             query.push(("start", format!("{}", start.floor() as i64)));
         }
-        self.list_with("/session", directory, &query, ListedSession::from_value).await
+        self.list_with("/session", directory, &query, OwnerCandidate::from_value).await
     }
 
     async fn list<T>(&self, path: &str, directory: &str, read: fn(&Value) -> Option<T>) -> Result<Vec<T>, HttpError> {
@@ -658,6 +659,10 @@ mod tests {
         for not_a_list in [&b"{}"[..], b"[1,", b"", b"[] x"] {
             assert!(parse_server_list(not_a_list, ListedSession::from_value).is_none());
         }
+        // An owner list keeps only the top-level sessions with a valid goal, as three fields.
+        let candidates = parse_server_list(body, OwnerCandidate::from_value).unwrap();
+        let expected = OwnerCandidate { session_id: "ses_b".into(), goal_id: "g1".into(), created: 20.0 };
+        assert_eq!(candidates, [expected]);
     }
 
     #[test]

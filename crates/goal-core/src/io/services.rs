@@ -88,7 +88,10 @@ impl DataDir {
     pub async fn flags(&self) -> SettingsFlags {
         let text = match &self.memory {
             Some(memory) => memory.settings(),
-            None => tokio::fs::read_to_string(self.root.join("settings.json")).await.ok(),
+            None => {
+                let path = self.root.join("settings.json");
+                crate::io::file_io::run(move || std::fs::read_to_string(path).ok()).await.flatten()
+            }
         };
         text.map_or(SettingsFlags::DEFAULT, |text| SettingsFlags::parse(&text))
     }

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use tracing::warn;
 
+use crate::io::file_io;
 use crate::io::objectives::is_valid_session_id;
 
 /// Bytes a trail may grow to before it is compacted (whatever the record limit).
@@ -22,10 +23,9 @@ fn trail_path(root: &Path, session_id: &str) -> Option<PathBuf> {
 pub async fn append(root: &Path, session_id: &str, record: &Value, max_records: usize) {
     let Some(path) = trail_path(root, session_id) else { return };
     let Ok(line) = serde_json::to_string(record) else { return };
-    // The whole append is one blocking task: a burst of audits costs one pool thread each, not
-    // one hop per file call (directory, open, write, size).
-    let written = tokio::task::spawn_blocking(move || append_line(&path, &line, max_records.max(1))).await;
-    if let Ok(Err(error)) = written {
+    // The whole append is one file job (directory, open, write, size), not one per call.
+    let written = file_io::run(move || append_line(&path, &line, max_records.max(1))).await;
+    if let Some(Err(error)) = written {
         warn!(target: "session_goal", session = session_id, kind = ?error.kind(), "audit trail write failed");
     }
 }
@@ -79,7 +79,7 @@ fn compact(path: &Path, max_records: usize) -> std::io::Result<()> {
 /// an invalid id or a missing file reads as empty.
 pub async fn read(root: &Path, session_id: &str, limit: Option<usize>) -> Vec<Value> {
     let Some(path) = trail_path(root, session_id) else { return Vec::new() };
-    let Ok(text) = tokio::fs::read_to_string(&path).await else { return Vec::new() };
+    let Some(Ok(text)) = file_io::run(move || std::fs::read_to_string(path)).await else { return Vec::new() };
     let records: Vec<Value> =
         text.lines().filter_map(|line| serde_json::from_str::<Value>(line).ok()).filter(Value::is_object).collect();
     match limit {
@@ -91,7 +91,7 @@ pub async fn read(root: &Path, session_id: &str, limit: Option<usize>) -> Vec<Va
 /// Deletes a goal's trail (best effort), e.g. when its goal is cleared.
 pub async fn delete(root: &Path, session_id: &str) -> bool {
     match trail_path(root, session_id) {
-        Some(path) => tokio::fs::remove_file(path).await.is_ok(),
+        Some(path) => file_io::run(move || std::fs::remove_file(path).is_ok()).await.unwrap_or(false),
         None => false,
     }
 }

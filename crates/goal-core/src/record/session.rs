@@ -323,6 +323,34 @@ impl ListedSession {
     }
 }
 
+/// A top-level session of an owner list that holds a valid goal: only what deciding a goal's
+/// owner reads. A list answers with every session of a directory (10,000 in the scale bench), and
+/// a [`ListedSession`] keeps each one's whole goal, about 1.5 kB apiece; the owner lists of a
+/// burst of ticks then held tens of MB at once. The goal is read (so an invalid one is no goal)
+/// and dropped as soon as its id is taken.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OwnerCandidate {
+    /// Session id.
+    pub session_id: String,
+    /// The id of the goal stored on the session.
+    pub goal_id: String,
+    /// `time.created` (epoch ms; 0 when absent).
+    pub created: f64,
+}
+
+impl OwnerCandidate {
+    /// Reads one list entry; `None` for a non-object, a sub-agent session, or a session without
+    /// a valid goal. Field rules are [`ListedSession::from_value`]'s.
+    pub fn from_value(value: &Value) -> Option<OwnerCandidate> {
+        let listed = ListedSession::from_value(value)?;
+        if listed.is_subagent() {
+            return None;
+        }
+        let goal_id = listed.goal?.id;
+        Some(OwnerCandidate { session_id: listed.id, goal_id, created: listed.created })
+    }
+}
+
 /// A session object's id, parent id, directory and `time.created` (0 when absent): what
 /// [`SessionView`] and [`ListedSession`] both read.
 fn identity(object: &Map<String, Value>) -> (String, String, String, f64) {

@@ -317,11 +317,9 @@ impl OwnerLists {
             }
         }
         match answer {
-            Ok(sessions) => {
-                for session in sessions.iter().filter(|s| !s.is_subagent()) {
-                    if let Some(goal) = &session.goal {
-                        self.holders.saw_in_list(&goal.id, &session.id, session.created, start);
-                    }
+            Ok(candidates) => {
+                for candidate in &candidates {
+                    self.holders.saw_in_list(&candidate.goal_id, &candidate.session_id, candidate.created, start);
                 }
                 ListEnd::Read
             }
