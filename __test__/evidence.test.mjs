@@ -289,7 +289,9 @@ describe('working hours', () => {
     expect(paused.status).toBe('paused')
     expect(paused.inactiveSince).toBeGreaterThan(0)
     await sleep(600)
-    // The UI resumes by writing the goal itself (not through this package).
+    // The UI resumes by writing the goal itself (not through this package). This client keeps
+    // the pause's updatedAt (it does not stamp its write), so the runtime cannot take the
+    // resume's time from it: the wait closes when the runtime sees the resume.
     const metadata = mock.getSession(session.id).metadata
     mock.scriptReplies(session.id, [{ text: 'working', completed: false }])
     mock.setMetadata(session.id, { ...metadata, openchamber: { ...metadata.openchamber, goal: { ...paused, status: 'active', statusReason: 'resumed', turnsUsed: 0 } } })

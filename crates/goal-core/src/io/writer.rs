@@ -155,9 +155,10 @@ async fn write_goal_dyn(
     let Some(mut goal) = session.goal().filter(|g| guard.admits(g, client.clock().now_ms())) else {
         return Ok((GoalWrite::Stale, None));
     };
+    let before = WrittenOver::of(&goal);
     mutate(&mut goal);
     goal.mark_if_unowned(session_id);
-    goal.updated_at = client.clock().now_ms().max(goal.updated_at + 1.0);
+    before.stamp(&mut goal, client.clock().now_ms());
     let metadata = merge_namespace_key(&session.metadata, "goal", Some(goal.to_value()));
     client.put_metadata(session_id, directory, metadata.clone()).await?;
     Ok((GoalWrite::Written(Box::new(goal)), Some(Value::Object(metadata))))
@@ -288,16 +289,59 @@ async fn try_write_goal_dyn(
     if marking == Marking::MarkUnowned {
         after.mark_if_unowned(session_id);
     }
-    after.updated_at = client.clock().now_ms().max(before.updated_at + 1.0);
+    WrittenOver::of(&before).stamp(&mut after, client.clock().now_ms());
     let metadata = merge_namespace_key(&session.metadata, "goal", Some(after.to_value()));
     client.put_metadata(session_id, directory, metadata).await?;
     Ok(Some((before, after)))
+}
+
+/// What a write needs to know of the goal it replaces to stamp the new one.
+struct WrittenOver {
+    updated_at: f64,
+    waiting: bool,
+}
+
+impl WrittenOver {
+    fn of(goal: &Goal) -> Self {
+        Self { updated_at: goal.updated_at, waiting: goal.inactive_since.is_present() }
+    }
+
+    /// `updatedAt` becomes the write's time (always after the goal it replaces). A waiting
+    /// period this write opened starts at that same instant: a resume that keeps this
+    /// `updatedAt` (a client that does not stamp its writes) then cannot pass for a resume
+    /// written later than the wait began (`goal/planning/time_gate.rs`). Not when the stamp is
+    /// ahead of this clock (the last write came from a clock ahead of ours): the wait would
+    /// start in our future and count nothing.
+    fn stamp(&self, goal: &mut Goal, now_ms: f64) {
+        goal.updated_at = now_ms.max(self.updated_at + 1.0);
+        if !self.waiting && goal.updated_at == now_ms && goal.inactive_since.is_present() {
+            goal.inactive_since.set(now_ms);
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_wait_opened_by_the_write_starts_at_its_stamp() {
+        let paused_at = |before: serde_json::Value, since: f64| {
+            let before = Goal::from_value(&before).unwrap();
+            let mut after = before.clone();
+            after.inactive_since.set(since);
+            WrittenOver::of(&before).stamp(&mut after, 5_001.0);
+            (after.updated_at, after.inactive_since.get().copied())
+        };
+        let opened = json!({"id": "g", "status": "active", "objective": "o", "updatedAt": 4_000.0});
+        assert_eq!(paused_at(opened, 5_000.0), (5_001.0, Some(5_001.0)), "the clock moved between mark and stamp");
+        let open =
+            json!({"id": "g", "status": "active", "objective": "o", "updatedAt": 4_000.0, "inactiveSince": 3_000.0});
+        assert_eq!(paused_at(open, 3_000.0), (5_001.0, Some(3_000.0)), "an open wait keeps its start");
+        let ahead = json!({"id": "g", "status": "active", "objective": "o", "updatedAt": 9_000.0});
+        assert_eq!(paused_at(ahead, 5_000.0), (9_001.0, Some(5_000.0)), "a stamp ahead of this clock");
+    }
 
     #[test]
     fn the_reservation_guard_compares_the_reservation() {
