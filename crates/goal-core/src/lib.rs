@@ -37,6 +37,7 @@
 //! | a data directory kept in memory (no files; the simulator's) | `io/memory_dir.rs` |
 //! | what a host's runtimes share | `io/shared.rs` |
 //! | scheduler: timers, retries, generations (its task; its commands; what it publishes) | `sched/mod.rs`, `sched/actor.rs`, `sched/command.rs`, `sched/job.rs`, `sched/facts.rs`, `sched/snapshot.rs` |
+//! | fired ticks waiting for a slot (at most 32 run at once), in firing order | `sched/tick_queue.rs` |
 //! | the tick watchdog: each stage's bound, a tick past their sum cancelled | `sched/watchdog.rs`, `sched/stage_watch.rs`, `goal/stages.rs` |
 //! | the sweep: OpenCode's status replaces what events said about busy | `runtime.rs` (`sweep`), `sched/actor.rs` (`swept`) |
 //! | the one backoff rule of every repeated request (doubling, capped at 10 s) | `sched/backoff.rs` |

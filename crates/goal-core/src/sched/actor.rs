@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
 use tokio::task::{JoinHandle, JoinSet};
 use tracing::{error, warn, Instrument};
 
@@ -23,6 +23,7 @@ use crate::sched::job::Job;
 use crate::sched::job::{Generation, TickOutcome, TickStart};
 use crate::sched::snapshot::{Published, SessionSnapshot};
 use crate::sched::stage_watch::StageWatch;
+use crate::sched::tick_queue::TickQueue;
 use crate::sched::watchdog::{supervise, Supervised};
 use crate::time::clock::Clock;
 
@@ -59,7 +60,7 @@ const SENT_WATCH_QUIETS: u32 = 2;
 /// The actor's state; see the module comment.
 pub struct Actor {
     job: Arc<dyn Job>,
-    slots: Arc<Semaphore>,
+    queue: TickQueue,
     tx: mpsc::WeakUnboundedSender<Command>,
     entries: HashMap<String, Entry>,
     next_timer: u64,
@@ -99,7 +100,7 @@ impl Actor {
     pub fn new(parts: ActorParts) -> Self {
         let ActorParts { job, tx, published, facts, sightings_in_flight, runtime, clock } = parts;
         Self {
-            slots: Arc::new(Semaphore::new(job.max_concurrent().max(1))),
+            queue: TickQueue::new(job.max_concurrent()),
             job,
             tx,
             entries: HashMap::new(),
@@ -187,7 +188,9 @@ impl Actor {
                 self.fire(&session, timer);
                 Some(session)
             }
-            Command::Finished { session, outcome } => {
+            Command::Finished { session, outcome, slot } => {
+                // Free before `finished` starts the next waiting tick.
+                drop(slot);
                 self.finished(&session, outcome);
                 Some(session)
             }
@@ -334,13 +337,23 @@ impl Actor {
             watch: StageWatch::start("waiting for a slot", Duration::ZERO),
         };
         self.published.stats.ticks.fetch_add(1, Ordering::Relaxed);
-        let work = run_supervised(self.job.clone(), self.slots.clone(), self.published.clone(), start, self.tx.clone());
-        self.ticks.spawn_on(work.in_current_span(), &self.runtime);
+        self.queue.push(start);
+        self.start_ready();
+    }
+
+    /// Starts the waiting ticks that have a slot, in firing order.
+    fn start_ready(&mut self) {
+        while let Some((slot, start)) = self.queue.ready() {
+            let work = run_supervised(self.job.clone(), slot, self.published.clone(), start, self.tx.clone());
+            self.ticks.spawn_on(work.in_current_span(), &self.runtime);
+        }
     }
 
     fn finished(&mut self, session: &str, outcome: TickOutcome) {
         // Reap the tasks that ended (this one among them): the set holds only running ticks.
         while self.ticks.try_join_next().is_some() {}
+        // The tick's slot came back with its report: the next waiting one takes it.
+        self.start_ready();
         let quiet = self.job.quiet();
         let max_attempts = self.job.max_attempts();
         let Some(entry) = self.entries.get_mut(session) else { return };
@@ -405,6 +418,7 @@ impl Actor {
 
     async fn stop(&mut self) {
         self.stopped = true;
+        self.queue.clear();
         for entry in self.entries.values_mut() {
             entry.generation.fetch_add(1, Ordering::SeqCst);
             cancel_timer(entry);
@@ -443,19 +457,16 @@ impl Actor {
     }
 }
 
-/// One tick: waits for a slot, runs the job as its own task (a panic is caught there) under the
-/// watchdog, and reports the outcome to the actor.
+/// One tick in its slot: runs the job as its own task (a panic is caught there) under the
+/// watchdog, and reports the outcome to the actor with the slot.
 async fn run_supervised(
     job: Arc<dyn Job>,
-    slots: Arc<Semaphore>,
+    slot: OwnedSemaphorePermit,
     published: Published,
     mut start: TickStart,
     tx: mpsc::WeakUnboundedSender<Command>,
 ) {
-    // The semaphore is never closed, so this only waits for a free slot. The tick's future (tens
-    // of kB of state) is only built once it has one: thousands of waiting ticks then cost a few
-    // hundred bytes each. Its time starts with the slot.
-    let _slot = slots.acquire_owned().await;
+    // Its time starts with the slot (it waited in the queue before).
     let (stage, bound) = job.first_stage();
     start.watch = StageWatch::start(stage, bound);
     let (session, watch) = (start.session_id.clone(), start.watch.clone());
@@ -475,7 +486,7 @@ async fn run_supervised(
         }
     };
     if let Some(tx) = tx.upgrade() {
-        let _ = tx.send(Command::Finished { session, outcome });
+        let _ = tx.send(Command::Finished { session, outcome, slot });
     }
 }
 

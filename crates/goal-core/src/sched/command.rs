@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, OwnedSemaphorePermit};
 
 use crate::sched::facts::Seen;
 use crate::sched::job::TickOutcome;
@@ -88,9 +88,12 @@ pub enum Command {
         session: String,
         timer: u64,
     },
+    /// A tick ended; it hands its slot back with the report, so the actor frees the slot before
+    /// it starts the next waiting tick (`sched/tick_queue.rs`).
     Finished {
         session: String,
         outcome: TickOutcome,
+        slot: OwnedSemaphorePermit,
     },
     Stop {
         done: oneshot::Sender<()>,

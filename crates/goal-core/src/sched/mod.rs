@@ -20,6 +20,7 @@ pub mod facts;
 pub mod job;
 pub mod snapshot;
 pub mod stage_watch;
+mod tick_queue;
 pub mod watchdog;
 
 pub use command::{ArmMode, GoalSighting};
