@@ -146,4 +146,41 @@ describe('host callbacks', () => {
     expect(lines.filter((l) => l.includes('progress audit failed'))).toEqual([])
     expect(lines.filter((l) => l.includes('404'))).toEqual([])
   })
+
+  it('a promise whose then throws, or whose value throws when read, is unavailable; the next promise still settles', async () => {
+    const answers = {
+      thenThrows: () => {
+        const promise = Promise.resolve({ text: JSON.stringify(complete) })
+        promise.then = () => {
+          throw new Error('then broke')
+        }
+        return promise
+      },
+      getterThrows: async () => ({
+        get text() {
+          throw new Error('getter broke')
+        },
+      }),
+      answers: async () => ({ text: JSON.stringify(complete), providerID: 'mock', modelID: 'mock-model' }),
+    }
+    const asked = { thenThrows: 0, getterThrows: 0, answers: 0 }
+    let mode = 'thenThrows'
+    env = await setup({
+      runtimeOptions: {
+        generateSmallModelText: () => {
+          asked[mode] += 1
+          return answers[mode]()
+        },
+      },
+    })
+    for (const [next, expected] of [['thenThrows', 'blocked'], ['getterThrows', 'blocked'], ['answers', 'complete']]) {
+      mode = next
+      const session = sessionWithReply(env.mock)
+      env.mock.scriptReplies(session.id, [{ text: 'x' }])
+      env.mock.setStatus(session.id, 'idle')
+      await waitFor(() => goalOf(env.mock, session.id).status === expected, 8000)
+      if (expected === 'blocked') expect(goalOf(env.mock, session.id).statusReason).toBe('progress audit unavailable')
+      expect(asked[next]).toBeGreaterThanOrEqual(1)
+    }
+  })
 })

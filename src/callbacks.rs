@@ -4,17 +4,14 @@
 //! throw and a rejection are all handled here (a throw or rejection is an unavailable service,
 //! never an unhandled rejection). The package entry only adapts OpenChamber's option shapes.
 
-use std::cell::Cell;
-use std::rc::Rc;
-
 use napi::bindgen_prelude::*;
-use napi::sys;
 use napi::threadsafe_function::ThreadsafeFunction;
 use serde_json::Value;
-use tokio::sync::oneshot;
 
 use goal_core::{BoxFuture, Endpoint, RequestTarget};
 use goal_core::{Notifier, SmallModel, SmallModelError, SmallModelQuery, SmallModelReply};
+
+use crate::host_return::HostReturn;
 
 /// A host callback as the option structs take it: called with `Args`, weakly referenced (it
 /// never keeps Node alive), its return value settled by [`HostReturn`].
@@ -29,91 +26,6 @@ pub type ModelCallback = HostCallback<Value>;
 pub type NotifyCallback = HostCallback<Value>;
 /// `logger(level, message)`.
 pub type LoggerCallback = HostCallback<FnArgs<(String, String)>>;
-
-/// A throw or rejection, with the fields OpenChamber's services put on their errors
-/// (`statusCode` or `status`, and `code`).
-#[derive(Debug, Default)]
-pub struct HostFailure {
-    /// HTTP-like status, when the error carried one.
-    pub status: Option<u16>,
-    /// Machine code, when the error carried one.
-    pub code: String,
-}
-
-/// What a host callback returned: a plain value, or what its promise settles to. Read on the JS
-/// thread, so a rejection's `statusCode` survives (napi's own `Promise` keeps only the message),
-/// and a rejected promise always has a handler. Dropping it unread is fine.
-pub struct HostReturn {
-    settled: oneshot::Receiver<std::result::Result<Value, HostFailure>>,
-    was_promise: bool,
-}
-
-impl HostReturn {
-    /// The settled value; `Err` for a rejection (or a runtime that went away first).
-    pub async fn settled(self) -> std::result::Result<Value, HostFailure> {
-        self.settled.await.unwrap_or_else(|_| Err(HostFailure::default()))
-    }
-
-    /// Like [`settled`](Self::settled), for a callback whose contract is to return a promise: a
-    /// plain value is a broken service, not an answer.
-    pub async fn promised(self) -> std::result::Result<Value, HostFailure> {
-        if !self.was_promise {
-            return Err(HostFailure::default());
-        }
-        self.settled().await
-    }
-}
-
-/// A JS value as JSON; anything JSON cannot hold (undefined, a function, a throwing getter) is null.
-fn json_of(env: sys::napi_env, value: sys::napi_value) -> Value {
-    // SAFETY: called on the JS thread with the env the value belongs to.
-    unsafe { Value::from_napi_value(env, value) }.unwrap_or(Value::Null)
-}
-
-fn failure_of(reason: Unknown) -> HostFailure {
-    let Ok(ValueType::Object) = reason.get_type() else { return HostFailure::default() };
-    let Ok(object) = Object::from_unknown(reason) else { return HostFailure::default() };
-    let status = ["statusCode", "status"]
-        .iter()
-        .filter_map(|key| object.get::<Unknown>(key).ok().flatten())
-        .filter_map(|value| f64::from_unknown(value).ok())
-        .find(|n| n.is_finite() && *n > 0.0 && *n < 1000.0)
-        .map(|n| n as u16);
-    let code =
-        object.get::<Unknown>("code").ok().flatten().and_then(|v| String::from_unknown(v).ok()).unwrap_or_default();
-    HostFailure { status, code }
-}
-
-impl FromNapiValue for HostReturn {
-    unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> Result<Self> {
-        let (sender, receiver) = oneshot::channel();
-        let mut is_promise = false;
-        // SAFETY: plain N-API call on the JS thread.
-        unsafe { sys::napi_is_promise(env, value, &mut is_promise) };
-        if !is_promise {
-            let _ = sender.send(Ok(json_of(env, value)));
-            return Ok(Self { settled: receiver, was_promise: false });
-        }
-        // SAFETY: checked to be a promise above.
-        let promise = unsafe { PromiseRaw::<Unknown>::from_napi_value(env, value)? };
-        let on_resolve = Rc::new(Cell::new(Some(sender)));
-        let on_reject = on_resolve.clone();
-        promise
-            .then(move |ctx| {
-                if let Some(sender) = on_resolve.take() {
-                    let _ = sender.send(Ok(json_of(ctx.env.raw(), ctx.value.raw())));
-                }
-                Ok(())
-            })?
-            .catch(move |ctx: CallbackContext<Unknown>| {
-                if let Some(sender) = on_reject.take() {
-                    let _ = sender.send(Err(failure_of(ctx.value)));
-                }
-                Ok(())
-            })?;
-        Ok(Self { settled: receiver, was_promise: true })
-    }
-}
 
 /// OpenCode location resolved through the host's `buildOpenCodeUrl` / `getOpenCodeAuthHeaders`.
 pub struct HostEndpoint {
@@ -220,6 +132,10 @@ impl SmallModel for HostSmallModel {
     }
 }
 
+/// How long a notification's promise is waited for (nothing waits on it but its own task, which
+/// would otherwise live as long as a promise that never settles).
+const NOTIFY_SETTLE_BOUND: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// The host's `emitGoalNotification`: fire and forget; a throw or rejection is logged, never fatal.
 pub struct HostNotifier {
     callback: std::sync::Arc<NotifyCallback>,
@@ -235,12 +151,16 @@ impl Notifier for HostNotifier {
     fn notify(&self, event: Value) {
         let callback = self.callback.clone();
         napi::bindgen_prelude::spawn(async move {
-            let failed = match callback.call_async_catch(event).await {
-                Ok(returned) => returned.settled().await.is_err(),
-                Err(_) => true,
+            let settled = match callback.call_async_catch(event).await {
+                Ok(returned) => tokio::time::timeout(NOTIFY_SETTLE_BOUND, returned.settled()).await.ok(),
+                Err(_) => Some(Err(Default::default())),
             };
-            if failed {
-                tracing::warn!(target: "session_goal", "emitGoalNotification failed");
+            match settled {
+                Some(Ok(_)) => {}
+                Some(Err(_)) => tracing::warn!(target: "session_goal", "emitGoalNotification failed"),
+                None => {
+                    tracing::warn!(target: "session_goal", "emitGoalNotification's promise did not settle within 30 s")
+                }
             }
         });
     }

@@ -15,6 +15,7 @@ mod env_context;
 mod failure;
 mod goal_reads;
 mod goal_settings;
+mod host_return;
 mod intro;
 mod js_helpers;
 mod logging;
