@@ -37,14 +37,21 @@ function isInterestingType(type) {
 // runtimes pointed at different servers each still get it.
 const forwardedToGroups = new WeakMap()
 
+// A payload maps to the one group it reached (a string, nothing allocated: nearly every host has
+// one group), or to a Set once a second group has it.
 function firstForwardToGroup(payload, group) {
-  let groups = forwardedToGroups.get(payload)
-  if (!groups) {
-    groups = new Set()
-    forwardedToGroups.set(payload, groups)
+  const reached = forwardedToGroups.get(payload)
+  if (reached === undefined) {
+    forwardedToGroups.set(payload, group)
+    return true
   }
-  if (groups.has(group)) return false
-  groups.add(group)
+  if (reached === group) return false
+  if (typeof reached === 'string') {
+    forwardedToGroups.set(payload, new Set([reached, group]))
+    return true
+  }
+  if (reached.has(group)) return false
+  reached.add(group)
   return true
 }
 
