@@ -1,8 +1,9 @@
 //! The one module that owns host callback types and how they are called: weak references (a
-//! callback never keeps Node alive), `call_async_catch` (a JS throw is an error value, not a
-//! crash), and what a callback returns settled on the JS thread, so a sync value, a promise, a
-//! throw and a rejection are all handled here (a throw or rejection is an unavailable service,
-//! never an unhandled rejection). The package entry only adapts OpenChamber's option shapes.
+//! callback never keeps Node alive) and `call_async_catch` (a JS throw is an error value, not a
+//! crash). What a callback returns is read on the JS thread by `host_return.rs`, so a sync
+//! value, a promise, a throw and a rejection are all handled once (a throw or rejection is an
+//! unavailable service, never an unhandled rejection). The package entry only adapts
+//! OpenChamber's option shapes.
 
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::ThreadsafeFunction;
@@ -159,7 +160,7 @@ impl Notifier for HostNotifier {
                 Some(Ok(_)) => {}
                 Some(Err(_)) => tracing::warn!(target: "session_goal", "emitGoalNotification failed"),
                 None => {
-                    tracing::warn!(target: "session_goal", "emitGoalNotification's promise did not settle within 30 s")
+                    tracing::warn!(target: "session_goal", bound_s = NOTIFY_SETTLE_BOUND.as_secs(), "emitGoalNotification's promise did not settle in time")
                 }
             }
         });
