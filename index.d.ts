@@ -791,6 +791,10 @@ export interface GoalRuntimeDefaults {
   maxProviderWaitMs: number
   /** Provider-limit parks in a row before a goal settles (`tunables.maxProviderWaits`). */
   maxProviderWaits: number
+  /** One reviewer turn before it is aborted and asked once more, ms (`tunables.reviewTimeoutMs`). */
+  reviewTimeoutMs: number
+  /** Whether a goal without criteria gets them from its first audit (`tunables.deriveCriteria`). */
+  deriveCriteria: boolean
 }
 
 /** A goal's settings (`goal: true` is the same as `goal: {}`: no limits). */

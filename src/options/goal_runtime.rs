@@ -106,6 +106,10 @@ pub struct GoalRuntimeDefaults {
     pub max_provider_wait_ms: f64,
     /// Provider-limit parks in a row before a goal settles (`tunables.maxProviderWaits`).
     pub max_provider_waits: f64,
+    /// One reviewer turn before it is aborted and asked once more, ms (`tunables.reviewTimeoutMs`).
+    pub review_timeout_ms: f64,
+    /// Whether a goal without criteria gets them from its first audit (`tunables.deriveCriteria`).
+    pub derive_criteria: bool,
 }
 
 /// The goal runtime's option defaults (`createSessionGoalRuntime` uses exactly these).
@@ -128,5 +132,7 @@ pub fn goal_runtime_defaults() -> GoalRuntimeDefaults {
         no_progress_turns: defaults.evidence.no_progress_turns as f64,
         max_provider_wait_ms: defaults.provider_limits.max_wait_ms as f64,
         max_provider_waits: defaults.provider_limits.max_waits as f64,
+        review_timeout_ms: ms(defaults.review_timeout),
+        derive_criteria: defaults.derive_criteria,
     }
 }

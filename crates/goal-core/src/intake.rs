@@ -72,6 +72,9 @@ pub enum IntakeEvent {
     },
     /// OpenCode (re)connected.
     Connected,
+    /// `server.heartbeat`: OpenCode sends one every 10 s on its event streams, so a host whose
+    /// payloads stop for longer is a host whose stream is down (`sched/silence.rs`).
+    Heartbeat,
 }
 
 /// Where a binding puts a watched session's whole metadata in the reduced `session.updated` info
@@ -105,6 +108,8 @@ pub const INTAKE_PAYLOADS: &[(&str, PayloadReading)] = &[
     ("session.deleted", PayloadReading::SessionInfo),
     ("message.updated", PayloadReading::MessageInfo),
     ("server.connected", PayloadReading::Whole),
+    // Proof that the host's stream is alive (every 10 s, a tiny payload).
+    ("server.heartbeat", PayloadReading::Whole),
     ("permission.asked", PayloadReading::Whole),
     ("permission.v2.asked", PayloadReading::Whole),
     ("permission.replied", PayloadReading::Whole),
@@ -205,6 +210,7 @@ pub fn parse_payload(payload: &Value, directory_hint: &str) -> Option<IntakeEven
         }
         "message.updated" => message_event(info?, properties?, directory),
         "server.connected" => Some(IntakeEvent::Connected),
+        "server.heartbeat" => Some(IntakeEvent::Heartbeat),
         kind if kind.starts_with("permission.") || kind.starts_with("question.") => {
             let properties = properties?;
             let session_id = session_id(properties.get("sessionID"))?;

@@ -39,7 +39,8 @@
 //! | scheduler: timers, retries, generations (its task; its commands; what it publishes) | `sched/mod.rs`, `sched/actor.rs`, `sched/command.rs`, `sched/job.rs`, `sched/facts.rs`, `sched/snapshot.rs` |
 //! | fired ticks waiting for a slot (at most 32 run at once), in firing order | `sched/tick_queue.rs` |
 //! | the tick watchdog: each stage's bound, a tick past their sum cancelled | `sched/watchdog.rs`, `sched/stage_watch.rs`, `goal/stages.rs` |
-//! | the sweep: OpenCode's status replaces what events said about busy | `runtime.rs` (`sweep`), `sched/actor.rs` (`swept`) |
+//! | the sweep: OpenCode's status replaces what events said about busy | `runtime/sweep.rs`, `sched/actor.rs` (`swept`) |
+//! | bounded silence: a quiet stream swept, a session remembered busy re-read | `runtime/watch.rs`, `sched/silence.rs` (pure) |
 //! | the one backoff rule of every repeated request (doubling, capped at 10 s) | `sched/backoff.rs` |
 //! | one tick, stage by stage | `goal/tick.rs` (`context.rs`: the `Tick` value, the live state's read) |
 //! | observe: the first reads, the objective, the live gate | `goal/observation/observe.rs` |
@@ -67,7 +68,7 @@
 //! | a goal's settings: one value for create, schedule, send, fork and edit | `control/goal_settings.rs` |
 //! | create and act on goals; `explain` | `control/create.rs`, `control/actions.rs`, `control/explain.rs` |
 //! | orchestrate a session (create, send, fork, schedule); a prompt's selection and body; a slash command resolved | `control/orchestrate.rs`, `control/prompt.rs`, `control/slash_command.rs` |
-//! | the goal runtime: events → scheduler → ticks | `runtime.rs` |
+//! | the goal runtime: events → scheduler → ticks | `runtime/mod.rs` |
 //! | the Rust embedding API | `embed.rs` |
 //!
 //! What a host's runtimes share is one explicit [`SharedContext`], passed to every client and

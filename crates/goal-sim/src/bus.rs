@@ -1,8 +1,9 @@
 //! The event streams: every event the server emits goes to every host whose stream is up, as a
-//! host forwards OpenCode's stream into its runtime (`feed`). The world disturbs them: events
-//! lost, repeated, or late (and so out of order) for a while; a stream that breaks (the host
-//! connects again later, or never); a restart that breaks them all. A host that connects again
-//! receives `server.connected` first, as from OpenCode's stream.
+//! host forwards OpenCode's stream into its runtime (`feed`), a `server.heartbeat` every 10 s
+//! among them. The world disturbs them: events lost (all of them, or only idles while the rest
+//! flow), repeated, or late (and so out of order) for a while; a stream that breaks (the host
+//! connects again soon, after OpenChamber's 300 s hang, or never); a restart that breaks them
+//! all. A host that connects again receives `server.connected` first, as from OpenCode's stream.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,6 +16,10 @@ use tokio::sync::mpsc;
 use crate::rng::Rng;
 use crate::server::state::Event;
 use crate::server::Server;
+use crate::world::{Reconnect, HUNG_RECONNECT_MS};
+
+/// How often OpenCode sends `server.heartbeat` on its event streams.
+pub const HEARTBEAT_MS: u64 = 10_000;
 
 /// One host's stream and what disturbs it now (times on the server's clock).
 pub struct Link {
@@ -22,10 +27,12 @@ pub struct Link {
     pub runtime: EmbeddedGoalRuntime,
     /// The stream is up.
     pub connected: bool,
-    /// The host connects again after a break.
-    pub reconnects: bool,
+    /// How the host connects again after a break.
+    pub reconnect: Reconnect,
     /// Events are lost until then.
     pub lose_until: f64,
+    /// Idle events are lost until then.
+    pub lose_idle_until: f64,
     /// Events arrive twice until then.
     pub repeat_until: f64,
     /// Events arrive up to `delay_up_to` ms late until then.
@@ -46,7 +53,7 @@ pub async fn carry(server: Arc<Server>, links: Links, mut events: mpsc::Unbounde
             let (runtime, copies, delay) = {
                 let links = links.lock();
                 let link = &links[host];
-                if !link.connected || link.lose_until > now {
+                if !link.connected || link.lose_until > now || (link.lose_idle_until > now && is_idle(&event)) {
                     continue;
                 }
                 let copies = if link.repeat_until > now { 2 } else { 1 };
@@ -74,6 +81,19 @@ pub async fn carry(server: Arc<Server>, links: Links, mut events: mpsc::Unbounde
     }
 }
 
+fn is_idle(event: &Event) -> bool {
+    event.payload["type"] == "session.status" && event.payload["properties"]["status"]["type"] == "idle"
+}
+
+/// Emits `server.heartbeat` every [`HEARTBEAT_MS`] while the server is up, as OpenCode does on
+/// its event streams (the bus carries it like any event, disturbances included).
+pub async fn heartbeats(server: Arc<Server>) {
+    loop {
+        tokio::time::sleep(Duration::from_millis(HEARTBEAT_MS)).await;
+        server.state.lock().emit(json!({"type": "server.heartbeat", "properties": {}}), "");
+    }
+}
+
 /// Feeds one event to a host's runtime, and records a stop it shows (for invariant (b)).
 fn deliver(server: &Server, host: usize, runtime: &EmbeddedGoalRuntime, event: &Event) {
     let payload = &event.payload;
@@ -90,15 +110,18 @@ fn deliver(server: &Server, host: usize, runtime: &EmbeddedGoalRuntime, event: &
     runtime.feed(payload, &event.directory);
 }
 
-/// `host`'s stream breaks; a host that reconnects is back after `after_ms`.
+/// `host`'s stream breaks; a host that reconnects soon is back after `after_ms`, one whose
+/// reconnect hangs after the hang.
 pub fn break_stream(links: &Links, server: &Arc<Server>, host: usize, after_ms: u64) {
-    let reconnects = {
+    let reconnect = {
         let mut links = links.lock();
         links[host].connected = false;
-        links[host].reconnects
+        links[host].reconnect
     };
-    if reconnects {
-        reconnect_later(links, server, host, after_ms);
+    match reconnect {
+        Reconnect::Soon => reconnect_later(links, server, host, after_ms),
+        Reconnect::Hangs => reconnect_later(links, server, host, after_ms.max(HUNG_RECONNECT_MS)),
+        Reconnect::Never => {}
     }
 }
 

@@ -23,14 +23,17 @@ use crate::world::{HostSpec, Timing, Verdict, World};
 pub struct SimAuditor {
     scripts: Vec<Vec<Verdict>>,
     asked: Mutex<BTreeMap<usize, usize>>,
+    /// An audit is the loop acting on its goal (promises (e) and (g)): recorded there.
+    server: Arc<Server>,
 }
 
 impl SimAuditor {
     /// The auditor of `world`.
-    pub fn new(world: &World) -> Arc<SimAuditor> {
+    pub fn new(world: &World, server: &Arc<Server>) -> Arc<SimAuditor> {
         Arc::new(SimAuditor {
             scripts: world.goals.iter().map(|g| g.verdicts.clone()).collect(),
             asked: Mutex::default(),
+            server: server.clone(),
         })
     }
 
@@ -42,6 +45,8 @@ impl SimAuditor {
             .and_then(|n| n.parse::<usize>().ok())
             .filter(|n| *n < self.scripts.len());
         let Some(goal) = goal else { return Err(SmallModelError { status: Some(404), code: String::new() }) };
+        let now = self.server.now();
+        self.server.record.with(|r| r.goals[goal].last_progress = now);
         let asked = {
             let mut asked = self.asked.lock();
             let count = asked.entry(goal).or_default();
@@ -117,7 +122,10 @@ pub fn start_host(
         .small_model(auditor.clone())
         .data_dir(data_dir)
         .data_dir_in_memory(MemoryDir::new())
-        .config(config(&world.timing))
+        .config(GoalConfig {
+            silence_watch: world.mutation != Some(crate::mutation::Mutation::NoSilenceWatch),
+            ..config(&world.timing)
+        })
         .fetch_timeout(Duration::from_millis(world.timing.fetch_timeout_ms))
         .directories(directories)
         .recover_on_start(false)

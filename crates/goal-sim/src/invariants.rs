@@ -11,7 +11,9 @@
 //! - (e) liveness: while the world is healthy every active goal is driven or settles within
 //!   quiet window + sweep interval + the backoff cap (and a lease, and the turn's own time),
 //!   and within 15 s more once it heals;
-//! - (f) request rates within A.8's budgets.
+//! - (f) request rates within A.8's budgets;
+//! - (g) no silence beyond the bound: at a real host's settings, every active goal waiting for
+//!   the loop on an idle session is acted on within 60 s, whatever the events did.
 //!
 //! Each check reads the server's state and the record; none of it asks the loop anything.
 
@@ -441,9 +443,61 @@ pub fn check_liveness(server: &Server, timing: &Timing, health: &Health, now: f6
         return;
     }
     let bound = liveness_bound(timing).as_millis() as f64;
+    if let Some(detail) = silent_goal(server, health, now, bound) {
+        server.record.violate('e', now, detail);
+    }
+}
+
+/// Notes, for each goal's session, since when it has been idle (cleared while it is busy); run
+/// before the liveness checks of each round.
+pub fn observe_idle(server: &Server, now: f64) {
+    let sessions: Vec<String> = server.record.with(|r| r.goals.iter().filter_map(|g| g.session.clone()).collect());
+    let busy: Vec<bool> = {
+        let state = server.state.lock();
+        sessions.iter().map(|s| state.busy.contains_key(s)).collect()
+    };
+    server.record.with(|r| {
+        for (session, busy) in sessions.into_iter().zip(busy) {
+            if busy {
+                r.idle_since.remove(&session);
+            } else {
+                r.idle_since.entry(session).or_insert(now);
+            }
+        }
+    });
+}
+
+/// The bound of (g), in ms: at a real host's settings, whatever the events did.
+pub const SILENCE_BOUND_MS: f64 = 60_000.0;
+
+/// (g) No silence beyond the bound: at a real host's settings (the worlds drawn with
+/// `Timing::real`), every active goal on an idle session whose newest message waits for the loop
+/// is acted on (audited, continued, settled, or a waiting cause written) within 60 s of its
+/// waiting began or of the server answering again, whichever is later: whatever the events did
+/// (lost, late, a stream broken, hung or never back, a restart mid-turn).
+pub fn check_silence(server: &Server, health: &Health, now: f64) {
+    if !health.healthy {
+        return;
+    }
+    if let Some(detail) = silent_goal(server, health, now, SILENCE_BOUND_MS) {
+        server.record.violate('g', now, detail);
+    }
+}
+
+/// The first active goal on an idle session left waiting for the loop longer than `bound` ms
+/// since it began to wait, the loop last acted on it, the user last changed it, or the world
+/// healed, whichever is latest.
+fn silent_goal(server: &Server, health: &Health, now: f64, bound: f64) -> Option<String> {
     let record = &server.record;
-    let goals = record
-        .with(|r| r.goals.iter().map(|g| (g.session.clone(), g.last_progress.max(g.touched_at))).collect::<Vec<_>>());
+    let goals = record.with(|r| {
+        r.goals
+            .iter()
+            .map(|g| {
+                let idle = g.session.as_ref().and_then(|s| r.idle_since.get(s)).copied().unwrap_or(0.0);
+                (g.session.clone(), g.last_progress.max(g.touched_at).max(idle))
+            })
+            .collect::<Vec<_>>()
+    });
     let state = server.state.lock();
     for (index, (session, progress)) in goals.into_iter().enumerate() {
         let Some(session) = session.and_then(|id| state.sessions.get(&id)) else { continue };
@@ -454,18 +508,16 @@ pub fn check_liveness(server: &Server, timing: &Timing, health: &Health, now: f6
         let Some(waiting_since) = waits_for_loop(session, goal) else { continue };
         let since = waiting_since.max(progress).max(health.healed_at);
         if now - since > bound {
-            let detail = format!(
+            return Some(format!(
                 "goal {index} on {}: active, idle and waiting for the loop for {:.0} ms (bound {bound:.0} ms); note {:?}, cause {}",
                 session.id,
                 now - since,
                 goal["statusReason"].as_str().unwrap_or_default(),
                 goal["cause"]
-            );
-            drop(state);
-            record.violate('e', now, detail);
-            return;
+            ));
         }
     }
+    None
 }
 
 /// The longest a healthy world may leave an active goal undriven: two quiet windows (the

@@ -23,6 +23,10 @@ pub enum Mutation {
     BusyForever,
     /// (f) A failed request is sent again at once, many times (no backoff).
     RetryStorm,
+    /// (g) The silence watch is switched off: what events said about busy is re-read only by
+    /// the sweep (every 5 minutes at a real host's settings), and a broken stream is never
+    /// noticed.
+    NoSilenceWatch,
 }
 
 impl Mutation {
@@ -30,13 +34,14 @@ impl Mutation {
     pub const GUARD_FIELDS: [&'static str; 3] = ["tokenBudget", "costBudget", "timeBudgetMs"];
 
     /// Every planted defect, with the invariant it must break.
-    pub const ALL: [(Mutation, char); 6] = [
+    pub const ALL: [(Mutation, char); 7] = [
         (Mutation::SecondContinuation, 'a'),
         (Mutation::StaleStop, 'b'),
         (Mutation::DroppedGuards, 'c'),
         (Mutation::UnknownStatus, 'd'),
         (Mutation::BusyForever, 'e'),
         (Mutation::RetryStorm, 'f'),
+        (Mutation::NoSilenceWatch, 'g'),
     ];
 
     /// Its name on the command line.
@@ -48,6 +53,7 @@ impl Mutation {
             Mutation::UnknownStatus => "unknown-status",
             Mutation::BusyForever => "busy-forever",
             Mutation::RetryStorm => "retry-storm",
+            Mutation::NoSilenceWatch => "no-silence-watch",
         }
     }
 

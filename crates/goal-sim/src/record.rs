@@ -116,6 +116,9 @@ pub struct Inner {
     pub paused_at: BTreeMap<usize, f64>,
     /// Time each goal spent stopped before.
     pub paused_ms: BTreeMap<usize, f64>,
+    /// Since when each goal's session has been seen idle (at the liveness checks' resolution):
+    /// the loop cannot act on a busy session, so its waiting counts from here.
+    pub idle_since: BTreeMap<String, f64>,
 }
 
 impl Record {

@@ -67,7 +67,7 @@ async fn drive(world: &World, tracing: bool, data_dir: std::path::PathBuf) -> Ou
     let (events, received) = mpsc::unbounded_channel();
     server.state.lock().events = Some(events);
     let faults = Arc::new(Mutex::new(Faults::default()));
-    let auditor = SimAuditor::new(world);
+    let auditor = SimAuditor::new(world, &server);
     let links: Links = Arc::new(Mutex::new(Vec::new()));
     for (index, spec) in world.hosts.iter().enumerate() {
         let runtime =
@@ -75,8 +75,9 @@ async fn drive(world: &World, tracing: bool, data_dir: std::path::PathBuf) -> Ou
         links.lock().push(Link {
             runtime,
             connected: true,
-            reconnects: spec.reconnects,
+            reconnect: spec.reconnect,
             lose_until: 0.0,
+            lose_idle_until: 0.0,
             repeat_until: 0.0,
             delay_until: 0.0,
             delay_up_to: 0,
@@ -84,6 +85,7 @@ async fn drive(world: &World, tracing: bool, data_dir: std::path::PathBuf) -> Ou
     }
     let mut rng = Rng::new(world.seed ^ 0x05EE_DB05);
     tokio::spawn(bus::carry(server.clone(), links.clone(), received, rng.fork()));
+    tokio::spawn(bus::heartbeats(server.clone()));
     let mut actions: Vec<(u64, Action)> =
         world.goals.iter().enumerate().map(|(i, g)| (g.at_ms, Action::SetGoal(i))).collect();
     actions.extend(world.disturbances.iter().map(|d| (d.at_ms, Action::Disturb(d.what.clone()))));
@@ -102,7 +104,11 @@ async fn drive(world: &World, tracing: bool, data_dir: std::path::PathBuf) -> Ou
             let faults = faults.lock();
             Health { healthy: faults.healthy(now), healed_at: faults.healed_at(now) }
         };
+        invariants::observe_idle(&server, now);
         invariants::check_liveness(&server, &world.timing, &health, now);
+        if world.timing.is_real() {
+            invariants::check_silence(&server, &health, now);
+        }
         let all_set = server.goal_sessions.lock().iter().all(Option::is_some);
         if record.failed() || (all_set && active_goals(&server) == 0) || start.elapsed() >= world.horizon {
             break;
@@ -165,6 +171,7 @@ fn disturb(
     let window = |ms: u64| now + ms as f64;
     match what {
         Disturbance::LoseEvents { host, for_ms } => links.lock()[host].lose_until = window(for_ms),
+        Disturbance::LoseIdle { host, for_ms } => links.lock()[host].lose_idle_until = window(for_ms),
         Disturbance::RepeatEvents { host, for_ms } => links.lock()[host].repeat_until = window(for_ms),
         Disturbance::DelayEvents { host, for_ms, up_to_ms } => {
             let mut links = links.lock();

@@ -73,6 +73,7 @@ pub fn shrink(world: &World, invariant: char, budget: usize) -> World {
 fn names_host(what: &Disturbance, host: usize) -> bool {
     matches!(what,
         Disturbance::LoseEvents { host: h, .. }
+        | Disturbance::LoseIdle { host: h, .. }
         | Disturbance::RepeatEvents { host: h, .. }
         | Disturbance::DelayEvents { host: h, .. }
         | Disturbance::BreakStream { host: h } if *h == host)

@@ -33,14 +33,54 @@ pub struct Timing {
     pub review_timeout_ms: u64,
 }
 
+impl Timing {
+    /// The settings a real host passes: OpenChamber passes no sweep, no quiet windows and no
+    /// fetch timeout, so the core's defaults apply (`GoalConfig::default()`), the turn cap
+    /// included. They cost nothing on a paused clock.
+    pub fn real() -> Timing {
+        let defaults = goal_core::GoalConfig::default();
+        let ms = |d: Duration| d.as_millis() as u64;
+        Timing {
+            idle_quiet_ms: ms(defaults.idle_quiet),
+            kickoff_quiet_ms: ms(defaults.kickoff_quiet),
+            sweep_ms: ms(defaults.sweep_interval),
+            fetch_timeout_ms: ms(goal_core::DEFAULT_FETCH_TIMEOUT),
+            max_turns: defaults.max_auto_turns,
+            lease_ms: ms(defaults.lease),
+            audit_timeout_ms: ms(defaults.audit_timeout),
+            review_timeout_ms: ms(defaults.review_timeout),
+        }
+    }
+
+    /// Whether these are a real host's settings (promise (g) is judged there).
+    pub fn is_real(&self) -> bool {
+        *self == Timing::real()
+    }
+}
+
+/// How a host's event stream comes back after it breaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reconnect {
+    /// It connects again within seconds and forwards events (OpenChamber's stream against a
+    /// server that answers at once; it never calls `recover()`).
+    Soon,
+    /// Its new request hangs for [`HUNG_RECONNECT_MS`] before it connects again: OpenChamber's
+    /// reconnect after an OpenCode restart waits on Node's 300 s headers timeout.
+    Hangs,
+    /// It never connects again.
+    Never,
+}
+
+/// How long a hanging reconnect waits (Node's headers timeout).
+pub const HUNG_RECONNECT_MS: u64 = 300_000;
+
 /// One host of the goal loop (an OpenChamber server, a desktop shell).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HostSpec {
     /// How far its clock runs ahead (negative: behind) of the server's.
     pub skew_ms: i64,
-    /// After its stream breaks or the server restarts it connects again and forwards events
-    /// (as OpenChamber does, which never calls `recover()`).
-    pub reconnects: bool,
+    /// How its stream comes back after a break or a restart.
+    pub reconnect: Reconnect,
 }
 
 /// What a turn of the agent does when a prompt starts it.
@@ -115,8 +155,10 @@ pub struct GoalSpec {
 /// Something the world does to the loop at an instant.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Disturbance {
-    /// Events to `host` are lost for `for_ms`.
+    /// Events to `host` are lost for `for_ms` (heartbeats too: a stalled forwarder).
     LoseEvents { host: usize, for_ms: u64 },
+    /// Idle events to `host` are lost for `for_ms` while the rest, heartbeats included, flow.
+    LoseIdle { host: usize, for_ms: u64 },
     /// Events to `host` arrive twice for `for_ms`.
     RepeatEvents { host: usize, for_ms: u64 },
     /// Events to `host` arrive up to `up_to_ms` late (so out of order) for `for_ms`.
@@ -213,6 +255,9 @@ pub struct World {
     pub mutation: Option<crate::mutation::Mutation>,
 }
 
+/// The share of worlds drawn at a real host's settings ([`Timing::real`]), in percent.
+pub const REAL_SETTINGS_PERCENT: u64 = 30;
+
 /// When the last disturbance may happen: after it the world stays healthy, so every goal must
 /// settle before the horizon.
 pub const DISTURBED_MS: u64 = 240_000;
@@ -221,23 +266,26 @@ impl World {
     /// The world of `seed`.
     pub fn draw(seed: u64) -> World {
         let mut rng = Rng::new(seed);
-        let timing = draw_timing(&mut rng.fork());
+        let mut timing_rng = rng.fork();
+        let timing =
+            if timing_rng.chance(REAL_SETTINGS_PERCENT) { Timing::real() } else { draw_timing(&mut timing_rng) };
         let hosts = draw_hosts(&mut rng.fork());
         let goal_count = rng.range(1, 5) as usize;
         let directories = rng.range(1, goal_count as u64 + 1);
         let mut goal_rng = rng.fork();
         let goals = (0..goal_count).map(|_| draw_goal(&mut goal_rng, directories)).collect::<Vec<_>>();
-        let disturbances = draw_disturbances(&mut rng.fork(), &hosts, goals.len());
+        let disturbances = draw_disturbances(&mut rng.fork(), &hosts, goals.len(), timing.is_real());
         World { seed, timing, hosts, goals, disturbances, horizon: Duration::from_secs(1_800), mutation: None }
     }
 
     /// The world as a replay line and a short description.
     pub fn describe(&self) -> String {
         format!(
-            "{} host(s), {} goal(s), {} disturbance(s); quiet {} ms, sweep {} ms, fetch timeout {} ms",
+            "{} host(s), {} goal(s), {} disturbance(s); {}quiet {} ms, sweep {} ms, fetch timeout {} ms",
             self.hosts.len(),
             self.goals.len(),
             self.disturbances.len(),
+            if self.timing.is_real() { "a real host's settings: " } else { "" },
             self.timing.idle_quiet_ms,
             self.timing.sweep_ms,
             self.timing.fetch_timeout_ms
@@ -258,11 +306,19 @@ fn draw_timing(rng: &mut Rng) -> Timing {
     }
 }
 
+fn draw_reconnect(rng: &mut Rng) -> Reconnect {
+    match rng.range(0, 100) {
+        0..=64 => Reconnect::Soon,
+        65..=84 => Reconnect::Hangs,
+        _ => Reconnect::Never,
+    }
+}
+
 fn draw_hosts(rng: &mut Rng) -> Vec<HostSpec> {
-    let first = HostSpec { skew_ms: 0, reconnects: rng.chance(80) };
+    let first = HostSpec { skew_ms: 0, reconnect: draw_reconnect(rng) };
     if rng.chance(30) {
         let skew = rng.range(0, 8_000) as i64 - 4_000;
-        vec![first, HostSpec { skew_ms: skew, reconnects: rng.chance(80) }]
+        vec![first, HostSpec { skew_ms: skew, reconnect: draw_reconnect(rng) }]
     } else {
         vec![first]
     }
@@ -312,19 +368,26 @@ fn draw_turn(rng: &mut Rng) -> TurnKind {
     }
 }
 
-fn draw_disturbances(rng: &mut Rng, hosts: &[HostSpec], goals: usize) -> Vec<Scheduled> {
+fn draw_disturbances(rng: &mut Rng, hosts: &[HostSpec], goals: usize, real: bool) -> Vec<Scheduled> {
     let count = rng.range(0, 12);
     let mut out: Vec<Scheduled> = (0..count)
-        .map(|_| Scheduled { at_ms: rng.range(0, DISTURBED_MS), what: draw_disturbance(rng, hosts.len(), goals) })
+        .map(|_| Scheduled { at_ms: rng.range(0, DISTURBED_MS), what: draw_disturbance(rng, hosts.len(), goals, real) })
         .collect();
     out.sort_by_key(|s| s.at_ms);
     out
 }
 
-fn draw_disturbance(rng: &mut Rng, hosts: usize, goals: usize) -> Disturbance {
+/// The shortest loss of every event in a world at a real host's settings: a heartbeat period, so
+/// a loss always swallows a heartbeat too (a stream that stalls or drops does), which is how a
+/// runtime can tell. A shorter loss between two heartbeats is found by the sweep (promise (e)).
+const REAL_LOSS_MIN_MS: u64 = crate::bus::HEARTBEAT_MS;
+
+fn draw_disturbance(rng: &mut Rng, hosts: usize, goals: usize, real: bool) -> Disturbance {
     let host = rng.range(0, hosts as u64) as usize;
+    let shortest_loss = if real { REAL_LOSS_MIN_MS } else { 1_000 };
     match rng.range(0, 100) {
-        0..=14 => Disturbance::LoseEvents { host, for_ms: rng.range(1_000, 120_000) },
+        0..=9 => Disturbance::LoseEvents { host, for_ms: rng.range(shortest_loss, 120_000) },
+        10..=14 => Disturbance::LoseIdle { host, for_ms: rng.range(1_000, 120_000) },
         15..=22 => Disturbance::RepeatEvents { host, for_ms: rng.range(1_000, 60_000) },
         23..=30 => Disturbance::DelayEvents { host, for_ms: rng.range(1_000, 60_000), up_to_ms: rng.range(50, 5_000) },
         31..=38 => Disturbance::BreakStream { host },
@@ -374,5 +437,13 @@ mod tests {
         assert!(worlds.windows(2).any(|w| w[0] != w[1]));
         assert!(worlds.iter().any(|w| w.hosts.len() == 2));
         assert!(worlds.iter().all(|w| w.disturbances.windows(2).all(|d| d[0].at_ms <= d[1].at_ms)));
+    }
+
+    #[test]
+    fn at_least_a_quarter_of_the_worlds_run_at_a_real_host_s_settings() {
+        let real = (1..=2_000).filter(|seed| World::draw(*seed).timing.is_real()).count();
+        assert!(real >= 500, "{real} of 2,000 worlds at a real host's settings");
+        let real = Timing::real();
+        assert_eq!((real.idle_quiet_ms, real.kickoff_quiet_ms, real.sweep_ms), (15_000, 3_000, 300_000));
     }
 }

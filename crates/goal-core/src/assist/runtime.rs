@@ -376,7 +376,8 @@ impl Consumer for Inner {
             | IntakeEvent::SessionDeleted { .. }
             | IntakeEvent::Aborted { .. }
             | IntakeEvent::UserInput { .. }
-            | IntakeEvent::Connected => {}
+            | IntakeEvent::Connected
+            | IntakeEvent::Heartbeat => {}
         }
     }
 

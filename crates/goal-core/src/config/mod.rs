@@ -46,6 +46,11 @@ pub struct GoalConfig {
     /// How long one reviewer turn may take before it is aborted and retried once
     /// (`reviewTimeoutMs`, 10 minutes; see `goal/acceptance/review.rs`).
     pub review_timeout: Duration,
+    /// The silence watch (`sched/silence.rs`): on by default and in every host. Not an option
+    /// of any host: it is off only where the simulator plants its absence, to show that its
+    /// promise of bounded silence can fail.
+    #[doc(hidden)]
+    pub silence_watch: bool,
 }
 
 /// The limits of parking a goal on a provider's rate or usage limit.
@@ -81,6 +86,7 @@ impl Default for GoalConfig {
             provider_limits: ProviderLimits::default(),
             derive_criteria: true,
             review_timeout: Duration::from_millis(600_000),
+            silence_watch: true,
         }
     }
 }

@@ -212,6 +212,7 @@ impl From<GoalTunables> for GoalConfig {
             provider_limits: provider_limits(tunables.max_provider_waits, tunables.max_provider_wait_ms),
             derive_criteria: tunables.derive_criteria.unwrap_or(defaults.derive_criteria),
             review_timeout: millis(tunables.review_timeout_ms, defaults.review_timeout),
+            silence_watch: defaults.silence_watch,
         }
     }
 }

@@ -26,7 +26,7 @@ use crate::goal::stages::Stage;
 use crate::goal::verdict::audit::audit_turn;
 use crate::io::writer::GoalGuard;
 use crate::record::cause::CauseCode;
-use crate::record::reasons::{REASON_OBJECTIVE_UNAVAILABLE, REASON_RESUMED, REASON_TURN_FAILED};
+use crate::record::reasons::{NOTE_TURN_CUT, REASON_OBJECTIVE_UNAVAILABLE, REASON_RESUMED, REASON_TURN_FAILED};
 use crate::record::GoalStatus;
 use crate::sched::{TickOutcome, TickStart};
 
@@ -126,7 +126,17 @@ async fn plan_and_audit(tick: &Tick<'_>, live: Live) -> Result<(Basis, Reservati
         Plan::Settle(settlement) => Err(tick.settle(settlement).await),
         Plan::ContinueUnaudited(mut basis) => {
             basis.cut_turn = after.cut;
-            let reservation = unaudited_reservation(&tick.goal, &basis);
+            let mut reservation = unaudited_reservation(&tick.goal, &basis);
+            if let Some(nth) = after.cut {
+                // Visible: the note while the next turn runs, and a line in the trail.
+                reservation.note = Some(NOTE_TURN_CUT.into());
+                tick.append_trail_detached(crate::goal::provider::limits::cut_record(
+                    &tick.goal,
+                    &basis,
+                    nth,
+                    tick.now_ms(),
+                ));
+            }
             Ok((basis, reservation))
         }
         Plan::Audit(basis) => {

@@ -62,6 +62,10 @@ pub const REASON_CONTEXT_OVERFLOW: &str = "context window exceeded";
 pub const REASON_CONTENT_FILTER: &str = "stopped by the provider's content filter";
 /// Status reason: turns were cut by server restarts, twice in a row.
 pub const REASON_TURN_INTERRUPTED: &str = "turns interrupted by server restarts";
+/// The goal's note while the turn after a cut one runs (a cut turn: no `finish`, no
+/// `time.completed`, no error; OpenCode restarted or the stream broke mid-turn), so a person sees
+/// why a continuation went out without an audit. The next audit's note replaces it.
+pub const NOTE_TURN_CUT: &str = "The last turn was cut: it ended with no finish (OpenCode restarted or its stream broke), so it was continued without an audit.";
 /// Status reason of a goal copied from another session (a fork) and adopted paused.
 pub const REASON_COPIED: &str = "copied from another session";
 /// A guard the user set (checks, criteria, a budget, working hours) cannot be read.

@@ -4,10 +4,11 @@
 //! what the host and the sweep read is never older than the last command.
 //!
 //! What it learns from events is never trusted for ever: a session remembered busy is re-read
-//! by the sweep ([`Command::Swept`], the server's status is the truth), and a tick that outlives
+//! by the silence watch (`sched/silence.rs`: [`Command::Recheck`], then [`Command::StatusRead`])
+//! and by the sweep ([`Command::Swept`]); the server's status is the truth. A tick that outlives
 //! its stages' bounds is cancelled by the watchdog and looked at again with backoff.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,6 +22,7 @@ use crate::sched::command::{ArmMode, Command, GoalSighting};
 use crate::sched::facts::SessionFacts;
 use crate::sched::job::Job;
 use crate::sched::job::{Generation, TickOutcome, TickStart};
+use crate::sched::silence::{self, BusyMark};
 use crate::sched::snapshot::{Published, SessionSnapshot};
 use crate::sched::stage_watch::StageWatch;
 use crate::sched::tick_queue::TickQueue;
@@ -66,9 +68,9 @@ pub struct Actor {
     next_timer: u64,
     published: Published,
     ticks: JoinSet<()>,
-    /// Sessions last seen busy (a busy event, a tick or the sweep), until an idle event, or the
-    /// sweep reading them idle.
-    busy: HashSet<String>,
+    /// Sessions last seen busy (a busy event, a tick, the sweep or the silence watch), until an
+    /// idle event, or a status read showing them idle.
+    busy: HashMap<String, BusyMark>,
     /// What events showed of each session (kept across `stop`, like the last seen goal).
     facts: SessionFacts,
     sightings_in_flight: Arc<AtomicUsize>,
@@ -107,7 +109,7 @@ impl Actor {
             next_timer: 0,
             published,
             ticks: JoinSet::new(),
-            busy: HashSet::new(),
+            busy: HashMap::new(),
             facts,
             sightings_in_flight,
             stopped: false,
@@ -175,9 +177,17 @@ impl Actor {
                 self.invalidate(&session);
                 Some(session)
             }
-            Command::Busy { session } => {
-                self.busy.insert(session.clone());
+            Command::Busy { session, directory } => {
+                self.mark_busy(&session, &directory);
                 self.clear(&session);
+                Some(session)
+            }
+            Command::Recheck { stream_down, reply } => {
+                let _ = reply.send(self.recheck(stream_down));
+                None
+            }
+            Command::StatusRead { session, working, arm } => {
+                self.status_read(&session, working, arm);
                 Some(session)
             }
             Command::UserActivity { session, at_ms } => {
@@ -199,14 +209,23 @@ impl Actor {
     }
 
     fn user_activity(&mut self, session: &str, at_ms: f64) {
-        if let Some(entry) = self.entries.get_mut(session) {
-            if entry.timer.as_ref().is_some_and(|t| at_ms >= t.armed_at_ms) {
-                cancel_timer(entry);
-            }
-            if entry.ticking.is_some_and(|started| at_ms >= started) {
-                entry.generation.fetch_add(1, Ordering::SeqCst);
-                entry.follow_up = None;
-            }
+        let Some(entry) = self.entries.get_mut(session) else { return };
+        let mut dropped = false;
+        if entry.timer.as_ref().is_some_and(|t| at_ms >= t.armed_at_ms) {
+            cancel_timer(entry);
+            dropped = true;
+        }
+        if entry.ticking.is_some_and(|started| at_ms >= started) {
+            entry.generation.fetch_add(1, Ordering::SeqCst);
+            entry.follow_up = None;
+            dropped = true;
+        }
+        if dropped {
+            // The user's message starts a turn, whose busy and idle bring the next look. Until
+            // then the session counts as busy, so the silence watch re-reads it if they never
+            // come (a turn that never starts, or events lost).
+            let directory = entry.directory.clone();
+            self.mark_busy(session, &directory);
         }
     }
 
@@ -237,16 +256,61 @@ impl Actor {
         let (session, directory) = (sighting.session.clone(), sighting.directory.clone());
         self.goal_seen(sighting);
         if working {
-            self.busy.insert(session);
+            self.mark_busy(&session, &directory);
             return;
         }
-        let was_busy = self.busy.remove(&session);
+        let was_busy = self.busy.remove(&session).is_some();
         let pending = self.entries.get(&session).is_some_and(|e| e.timer.is_some() || e.ticking.is_some());
         if !pending {
             if was_busy {
                 warn!(target: "session_goal", session, "the session went idle with no idle event; looking at it now");
             }
             self.arm(&session, &directory, arm, ArmMode::Earliest);
+        }
+    }
+
+    /// Remembers the session busy as of now (OpenCode or an event just said so).
+    fn mark_busy(&mut self, session: &str, directory: &str) {
+        let confirmed_ms = self.clock.now_ms();
+        let directory = match self.busy.get(session) {
+            Some(mark) if directory.is_empty() => mark.directory.clone(),
+            _ => directory.to_string(),
+        };
+        self.busy.insert(session.to_string(), BusyMark { directory, confirmed_ms });
+    }
+
+    /// The remembered-busy sessions with an active goal due a status read (`sched/silence.rs`),
+    /// by directory; each counts as confirmed now, so a read that fails is not asked for again
+    /// before the next interval.
+    fn recheck(&mut self, stream_down: bool) -> Vec<(String, Vec<String>)> {
+        let now = self.clock.now_ms();
+        let view = self.facts.view();
+        let due: Vec<(String, Vec<String>)> = silence::due(&self.busy, now, stream_down, |s| view.is_goal_active(s))
+            .into_iter()
+            .map(|(directory, sessions)| (directory.to_string(), sessions.into_iter().map(str::to_string).collect()))
+            .collect();
+        for session in due.iter().flat_map(|(_, sessions)| sessions) {
+            if let Some(mark) = self.busy.get_mut(session) {
+                mark.confirmed_ms = now;
+            }
+        }
+        due
+    }
+
+    /// What a status read of the silence watch showed: still working, confirmed; idle, no
+    /// longer busy, and looked at after `arm` when nothing else is pending (its idle event was
+    /// lost).
+    fn status_read(&mut self, session: &str, working: bool, arm: Duration) {
+        let Some(mark) = self.busy.get_mut(session) else { return };
+        if working {
+            mark.confirmed_ms = self.clock.now_ms();
+            return;
+        }
+        let directory = self.busy.remove(session).map(|m| m.directory).unwrap_or_default();
+        let pending = self.entries.get(session).is_some_and(|e| e.timer.is_some() || e.ticking.is_some());
+        if !pending {
+            warn!(target: "session_goal", session, "the session went idle with no idle event; looking at it now");
+            self.arm(session, &directory, arm, ArmMode::Earliest);
         }
     }
 
@@ -276,7 +340,7 @@ impl Actor {
     fn arm(&mut self, session: &str, directory: &str, delay: Duration, mode: ArmMode) {
         if mode == ArmMode::Idle {
             self.busy.remove(session);
-        } else if mode == ArmMode::IfNothingPending && self.busy.contains(session) {
+        } else if mode == ArmMode::IfNothingPending && self.busy.contains_key(session) {
             return;
         }
         self.next_timer += 1;
@@ -401,7 +465,7 @@ impl Actor {
         }
         let directory = entry.directory.clone();
         if outcome == TickOutcome::Busy {
-            self.busy.insert(session.to_string());
+            self.mark_busy(session, &directory);
         }
         match next {
             Some(delay) => self.arm(session, &directory, delay, ArmMode::Replace),

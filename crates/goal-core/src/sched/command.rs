@@ -79,6 +79,20 @@ pub enum Command {
     },
     Busy {
         session: String,
+        directory: String,
+    },
+    /// The silence watch asks which remembered-busy sessions are due a status read (see
+    /// `sched/silence.rs`), by directory.
+    Recheck {
+        stream_down: bool,
+        reply: oneshot::Sender<Vec<(String, Vec<String>)>>,
+    },
+    /// What the silence watch's status read showed of a remembered-busy session: an idle one
+    /// with nothing pending is armed after `arm`.
+    StatusRead {
+        session: String,
+        working: bool,
+        arm: Duration,
     },
     UserActivity {
         session: String,

@@ -36,6 +36,11 @@ impl SessionFacts {
         Self { pending_input: HashMap::new(), view }
     }
 
+    /// What it publishes (read by the owner itself, for the silence watch).
+    pub fn view(&self) -> &SessionFactsView {
+        &self.view
+    }
+
     /// Records a sighting; returns whether it is a user change that invalidates work in flight.
     pub fn see(&mut self, session: &str, seen: Seen) -> bool {
         match seen {

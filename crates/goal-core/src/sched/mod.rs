@@ -18,6 +18,7 @@ pub mod backoff;
 mod command;
 pub mod facts;
 pub mod job;
+pub mod silence;
 pub mod snapshot;
 pub mod stage_watch;
 mod tick_queue;
@@ -177,8 +178,23 @@ impl Scheduler {
     /// The session went busy: clears like [`Scheduler::clear`] and remembers it, so that a
     /// kickoff ([`ArmMode::IfNothingPending`]) does not arm until [`Scheduler::idle`] or the
     /// sweep reads the session idle.
-    pub fn busy(&self, session: &str) {
-        self.send(Command::Busy { session: session.into() });
+    pub fn busy(&self, session: &str, directory: &str) {
+        self.send(Command::Busy { session: session.into(), directory: directory.into() });
+    }
+
+    /// The remembered-busy sessions with an active goal that are due a status read now, by
+    /// directory (`sched/silence.rs`; `stream_down`: the host's payloads stopped). Empty once the
+    /// scheduler has stopped.
+    pub async fn recheck(&self, stream_down: bool) -> Vec<(String, Vec<String>)> {
+        let (reply, answer) = oneshot::channel();
+        self.send(Command::Recheck { stream_down, reply });
+        answer.await.unwrap_or_default()
+    }
+
+    /// What a status read of the silence watch showed of a remembered-busy session (see
+    /// [`Scheduler::recheck`]): an idle one with no wake-up pending is looked at after `arm`.
+    pub fn status_read(&self, session: &str, working: bool, arm: Duration) {
+        self.send(Command::StatusRead { session: session.into(), working, arm });
     }
 
     /// The session went idle: forgets that it was busy and arms the quiet window (replacing any

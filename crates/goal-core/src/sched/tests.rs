@@ -120,7 +120,7 @@ mod basics {
     async fn no_kickoff_while_busy_and_an_idle_replaces_a_pending_one() {
         let recorder = Recorder::new(vec![]);
         let scheduler = start(&recorder);
-        scheduler.busy("s");
+        scheduler.busy("s", "/d");
         scheduler.arm("s", "", Duration::from_millis(100), ArmMode::IfNothingPending);
         tokio::time::sleep(Duration::from_millis(500)).await;
         settle().await;
@@ -297,7 +297,7 @@ mod liveness {
         settle().await;
         assert_eq!(job.runs.load(Ordering::SeqCst), 1);
         // The continuation's turn started (busy); its idle never comes.
-        scheduler.busy("s");
+        scheduler.busy("s", "/d");
         tokio::time::sleep(Duration::from_secs(60)).await;
         settle().await;
         assert_eq!(job.runs.load(Ordering::SeqCst), 1, "busy: nothing looks");
@@ -314,6 +314,43 @@ mod liveness {
         // The busy is forgotten: the look for a turn that never starts is armed after the
         // continuation (a remembered busy would have held it back).
         assert!(scheduler.session("s").and_then(|s| s.due_in_ms).is_some());
+    }
+
+    /// The silence watch's side of the scheduler: a session remembered busy is due a status read
+    /// after `BUSY_RECHECK` while events flow and after `DOWN_RECHECK` while the stream is down,
+    /// only with an active goal; a read showing it idle arms it, one showing it busy confirms it.
+    #[tokio::test(start_paused = true)]
+    async fn a_busy_session_whose_idle_was_lost_is_re_read_and_armed() {
+        use crate::sched::silence::{BUSY_RECHECK, DOWN_RECHECK};
+        let job = scripted(TickOutcome::Done, false);
+        let clock = crate::time::clock::Clock::following_runtime(1_000_000.0);
+        let facts = crate::sched::facts::SessionFactsView::default();
+        let scheduler = Scheduler::start_with(job.clone(), &tokio::runtime::Handle::current(), facts, clock);
+        scheduler.busy("s", "/d");
+        scheduler.busy("nogoal", "/d");
+        settle().await;
+        assert!(scheduler.recheck(true).await.is_empty(), "nothing is due at once");
+        tokio::time::sleep(DOWN_RECHECK).await;
+        assert!(scheduler.recheck(true).await.is_empty(), "no active goal known: never read");
+        scheduler.goal_seen(sighting("s"));
+        settle().await;
+        assert_eq!(scheduler.recheck(true).await, vec![("/d".to_string(), vec!["s".to_string()])]);
+        assert!(scheduler.recheck(true).await.is_empty(), "asked for: confirmed now");
+        // Still working: read again only after the flowing interval.
+        scheduler.status_read("s", true, Duration::from_millis(100));
+        tokio::time::sleep(BUSY_RECHECK - Duration::from_secs(1)).await;
+        assert!(scheduler.recheck(false).await.is_empty());
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(scheduler.recheck(false).await.len(), 1);
+        // Idle: armed once, and no longer remembered busy.
+        scheduler.status_read("s", false, Duration::from_millis(100));
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        settle().await;
+        assert_eq!(job.runs.load(Ordering::SeqCst), 1, "the lost idle was found");
+        tokio::time::sleep(BUSY_RECHECK).await;
+        assert!(scheduler.recheck(false).await.is_empty(), "no longer busy");
+        scheduler.stop().await;
+        assert!(scheduler.recheck(true).await.is_empty(), "a stopped scheduler answers empty");
     }
 
     #[tokio::test(start_paused = true)]

@@ -200,11 +200,18 @@ pub fn recorded_run(
 /// so a run whose message is older than the quiet window, on a session seen idle, will never
 /// finish (OpenCode was killed while it ran). The caller has seen the session idle.
 pub fn run_cut(messages: &[Value], message_id: &str, now_ms: f64, quiet: Duration) -> bool {
-    messages
+    cut_in(messages, message_id, now_ms, quiet).is_some_and(|wait| wait.is_zero())
+}
+
+/// How long until an unfinished run on an idle session counts as cut ([`run_cut`]): zero once it
+/// does; `None` when the run has no creation time (it then never counts as cut).
+pub fn cut_in(messages: &[Value], message_id: &str, now_ms: f64, quiet: Duration) -> Option<Duration> {
+    let created = messages
         .iter()
         .find(|m| m.pointer("/info/id").and_then(Value::as_str) == Some(message_id))
-        .and_then(|m| m.pointer("/info/time/created").and_then(Value::as_f64))
-        .is_some_and(|created| now_ms - created >= quiet.as_millis() as f64)
+        .and_then(|m| m.pointer("/info/time/created").and_then(Value::as_f64))?;
+    let left = created + quiet.as_millis() as f64 - now_ms;
+    Some(Duration::from_millis(left.clamp(0.0, quiet.as_millis() as f64) as u64))
 }
 
 /// A finished run from its tool part's `state`.

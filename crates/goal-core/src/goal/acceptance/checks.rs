@@ -17,7 +17,7 @@ use tracing::{info, warn};
 
 use crate::error::HttpError;
 use crate::goal::acceptance::check_claim::{claim_run, Claim};
-use crate::goal::acceptance::check_rules::{self, recorded_run, run_cut, run_from_part, CheckResult, CheckRun};
+use crate::goal::acceptance::check_rules::{self, cut_in, recorded_run, run_cut, run_from_part, CheckResult, CheckRun};
 use crate::goal::acceptance::review::ReviewInput;
 use crate::goal::context::Tick;
 use crate::goal::delivery::echo::hold_watched;
@@ -161,9 +161,14 @@ impl Tick<'_> {
                     info!(target: "session_goal", session = self.session_id, check = index + 1, "acceptance check run cut by a restart; running it again");
                     cut = true;
                 }
-                // Started elsewhere (before a restart, or by another host) and still running:
-                // its end brings the next look.
-                Some(None) => return Err(RoundEnd::Interrupted(TickOutcome::Done)),
+                // Unfinished on an idle session (`fresh_transcript` saw it idle): cut moments ago
+                // by a restart, or about to show its end. Looked at again once it would count as
+                // cut: no event is owed for a turn a restart cut.
+                Some(None) => {
+                    let wait = cut_in(&raw, id, self.now_ms(), self.ctx.config.idle_quiet)
+                        .unwrap_or(self.ctx.config.idle_quiet);
+                    return Err(RoundEnd::Interrupted(TickOutcome::BackOff(wait + Duration::from_millis(20))));
+                }
                 None => {}
             }
             match claim_run(self, basis, id, hold).await {

@@ -177,6 +177,10 @@ impl Tick<'_> {
             DispatchOutcome::Ambiguous(detail) => return Turn::Refused(format!("reviewer prompt: {detail}")),
         }
         let deadline = tokio::time::Instant::now() + self.ctx.config.review_timeout;
+        // A reviewer turn that can no longer answer (cut by a restart, or never started) is
+        // found by reading the reviewer's status, at most once a quiet window.
+        let quiet = self.ctx.config.idle_quiet;
+        let mut next_status_read = tokio::time::Instant::now() + quiet;
         let mut pause = POLL_FIRST;
         loop {
             if !self.generation.is_current() {
@@ -186,6 +190,14 @@ impl Tick<'_> {
             if let Ok(messages) = client.messages(session, dir, REVIEWER_MESSAGES).await {
                 if let Some(reply) = final_reply(&messages, &seen) {
                     return Turn::Answered(reply.text.clone());
+                }
+                if tokio::time::Instant::now() >= next_status_read && no_answer_coming(&messages, &seen) {
+                    next_status_read = tokio::time::Instant::now() + quiet;
+                    if self.reviewer_idle(session).await {
+                        return Turn::Refused(
+                            "the reviewer's turn ended without an answer (cut or never started)".into(),
+                        );
+                    }
                 }
             }
             let now = tokio::time::Instant::now();
@@ -197,6 +209,16 @@ impl Tick<'_> {
             }
             tokio::time::sleep(pause.min(deadline - now)).await;
             pause = (pause * 2).min(POLL_MAX);
+        }
+    }
+
+    /// Whether OpenCode shows the reviewer session idle (unreadable: not known to be).
+    async fn reviewer_idle(&self, session: &str) -> bool {
+        match self.ctx.client.status_map(self.directory).await {
+            Ok(status) => {
+                crate::record::session::live_status(&status, session) != crate::record::session::LiveStatus::Working
+            }
+            Err(_) => false,
         }
     }
 
@@ -379,6 +401,14 @@ fn final_reply<'m>(messages: &'m [Message], seen: &HashSet<String>) -> Option<&'
         .find(|m| m.role == Role::Assistant && !seen.contains(&m.id))?;
     let done = newest.error.is_some() || (newest.is_completed() && newest.finish != "tool-calls");
     done.then_some(newest)
+}
+
+/// Whether the reviewer's newest reply since the prompt, if any, is unfinished with no error: a
+/// turn still running, or one cut by a restart (or none began). Only the reviewer's status tells
+/// them apart. Pure.
+fn no_answer_coming(messages: &[Message], seen: &HashSet<String>) -> bool {
+    let newest = messages.iter().rfind(|m| m.role == Role::Assistant && !seen.contains(&m.id));
+    newest.is_none_or(|m| !m.is_completed() && m.error.is_none())
 }
 
 /// The continuation after a rejection: one turn like any other, quoting the findings (and the

@@ -9,7 +9,7 @@ use crate::goal::delivery::echo::{echo_bound, write_watched, Heard, ReservationE
 use crate::goal::planning::plan::{Basis, Reservation};
 use crate::io::writer::{continuation_for_of, GoalGuard};
 use crate::record::lease::take_lease;
-use crate::record::reasons::REASON_RESUMED;
+use crate::record::reasons::{NOTE_TURN_CUT, REASON_RESUMED};
 use crate::record::{truncate_chars, Goal, GoalStatus, NOTE_CHAR_LIMIT};
 use crate::sched::TickOutcome;
 
@@ -120,6 +120,9 @@ fn apply_reservation(
     g.set_cause(None);
     if let Some(note) = &reservation.note {
         g.note = truncate_chars(note, NOTE_CHAR_LIMIT);
+    } else if g.note == NOTE_TURN_CUT {
+        // The turn after the cut one ran: the cut is no longer what the goal is doing.
+        g.note.clear();
     }
     if let Some((provider, model)) = &reservation.evaluation {
         g.evaluation_provider_id = provider.clone();

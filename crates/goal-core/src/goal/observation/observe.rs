@@ -20,6 +20,7 @@ use crate::record::cause::CauseCode;
 use crate::record::reasons::{REASON_MESSAGES_UNAVAILABLE, REASON_RESUMED, WAITING_FOR_USER};
 use crate::record::session::{Message, SessionView};
 use crate::record::{Goal, GoalStatus};
+use crate::sched::silence::{GONE_LOOKS, GONE_RECHECK};
 use crate::sched::TickOutcome;
 
 /// The first reads of a session with an active goal.
@@ -80,11 +81,16 @@ pub async fn start(
         Ok(session) => BaseRead { session, epoch, answered },
         Err(error) => {
             warn!(target: "session_goal", session = session_id, %error, attempt, "session unreadable");
-            // A session the server says is not there is dropped once the retries are spent.
-            // A server that is only slow or failing is never given up on: past the last retry,
-            // the scheduler looks again after a long pause (an active goal behind it must not
-            // wait for the periodic sweep).
-            return Err(if exhausted && error.is_definite() { TickOutcome::Done } else { TickOutcome::Retry });
+            // A session the server says is not there is looked at every `GONE_RECHECK` once the
+            // retries are spent (a route answering 404 for a while must not leave its goal to
+            // the sweep), and dropped after `GONE_LOOKS` such looks. A server that is only slow
+            // or failing is never given up on: past the last retry, the scheduler looks again
+            // after a long pause (an active goal behind it must not wait for the sweep).
+            if !(exhausted && error.is_definite()) {
+                return Err(TickOutcome::Retry);
+            }
+            let looks = attempt.saturating_sub(ctx.config.max_retry_attempts);
+            return Err(if looks < GONE_LOOKS { TickOutcome::RetryIn(GONE_RECHECK) } else { TickOutcome::Done });
         }
     };
     if base.session.is_subagent() {

@@ -1,5 +1,5 @@
 //! One backoff per directory for every session list a runtime reads: the owner lists
-//! (`owner_scan.rs`), the sweep and the recovery scan after a reconnect (`runtime.rs`). A list
+//! (`owner_scan.rs`), the sweep and the recovery scan after a reconnect (`runtime/sweep.rs`). A list
 //! that fails closes the directory's gate for the next wait of the one backoff
 //! (`sched/backoff.rs`, from [`LIST_RETRY_BASE`]); no list of that directory starts before it
 //! opens, whoever asks, so a failing list route sees at most one list per directory per wait

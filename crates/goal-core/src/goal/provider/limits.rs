@@ -110,6 +110,20 @@ pub fn park_record(goal: &Goal, park: &Park, now_ms: f64) -> Map<String, Value> 
     record
 }
 
+/// A trail record of a continuation over a cut turn (`nth` in the row): not audited, and why.
+pub fn cut_record(
+    goal: &Goal,
+    basis: &crate::goal::planning::plan::Basis,
+    nth: u64,
+    now_ms: f64,
+) -> Map<String, Value> {
+    let reason = crate::record::reasons::NOTE_TURN_CUT;
+    let mut record =
+        crate::goal::settling::trail::line(goal, &basis.tail_message_id, "continue (turn cut)", reason, now_ms);
+    record.insert("cut".into(), json!(nth));
+    record
+}
+
 /// What the tick plans on after the provider stage: the window (the failed or cut reply made
 /// plannable when it is continued), whether the audit is skipped, and a cut turn's number.
 pub struct AfterStage {

@@ -9,7 +9,7 @@ use crate::goal::settling::notify::goal_notification;
 use crate::io::opencode::OpenCodeClient;
 use crate::io::writer::{write_goal, GoalGuard, GoalWrite};
 use crate::record::cause::CauseCode;
-use crate::record::reasons::{REASON_PAUSED_AFTER_ABORT, REASON_RESUMED, WAITING_FOR_USER};
+use crate::record::reasons::{NOTE_TURN_CUT, REASON_PAUSED_AFTER_ABORT, REASON_RESUMED, WAITING_FOR_USER};
 use crate::record::{truncate_chars, Goal, GoalStatus, NOTE_CHAR_LIMIT, REASON_CHAR_LIMIT};
 use crate::sched::TickOutcome;
 use crate::time::active::begin_inactive;
@@ -139,6 +139,8 @@ fn apply_settlement(g: &mut Goal, settlement: &Settlement, session_id: &str, now
     g.status_reason = truncate_chars(&settlement.reason, REASON_CHAR_LIMIT);
     if let Some(note) = &settlement.note {
         g.note = truncate_chars(note, NOTE_CHAR_LIMIT);
+    } else if g.note == NOTE_TURN_CUT {
+        g.note.clear();
     }
     g.blocked_streak = 0;
     g.audit_fail_streak = 0;

@@ -1,12 +1,16 @@
-//! The goal runtime: event intake rules, the scheduler, ticks, restart recovery.
+//! The goal runtime: event intake rules, the scheduler, ticks, restart recovery, the sweep, and
+//! the silence watch (`watch.rs`).
+
+mod sweep;
+mod watch;
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use tracing::{debug, warn, Instrument};
+use tracing::{debug, Instrument};
 
 use crate::config::GoalConfig;
 use crate::goal::context::TickContext;
@@ -87,6 +91,13 @@ struct Inner {
     /// The span current at start: the host's log identity for this runtime. Every task the
     /// runtime spawns runs in it, so the host can route the task's lines to this runtime's logger.
     log_span: tracing::Span,
+    /// When the last payload reached the runtime (ms on the host's clock; its start before the
+    /// first): the silence watch tells a host whose stream is down by it (`sched/silence.rs`).
+    last_payload_ms: AtomicU64,
+    /// When the last heartbeat came (the runtime's start before the first).
+    last_heartbeat_ms: AtomicU64,
+    /// A heartbeat came after one went missing: the watch sweeps once.
+    hole: AtomicBool,
 }
 
 struct GoalJob {
@@ -165,6 +176,9 @@ impl GoalLoop {
             sweeps: SweepState::default(),
             resumed: Mutex::default(),
             log_span: tracing::Span::current(),
+            last_payload_ms: AtomicU64::new(parts.client.clock().now_ms().max(0.0) as u64),
+            last_heartbeat_ms: AtomicU64::new(parts.client.clock().now_ms().max(0.0) as u64),
+            hole: AtomicBool::new(false),
         });
         let consumer: Arc<dyn Consumer> = inner.clone();
         parts.shared.intake().register(&consumer);
@@ -172,28 +186,8 @@ impl GoalLoop {
         if parts.recover_on_start {
             runtime_handle.recover();
         }
-        let interval = runtime_handle.inner.ctx.config.sweep_interval;
-        if !interval.is_zero() {
-            let weak = Arc::downgrade(&runtime_handle.inner);
-            runtime.spawn(
-                async move {
-                    loop {
-                        let next = tokio::time::Instant::now() + interval;
-                        match weak.upgrade() {
-                            Some(inner) => *inner.sweeps.next.lock() = Some(next),
-                            None => return,
-                        }
-                        tokio::time::sleep_until(next).await;
-                        let Some(inner) = weak.upgrade() else { return };
-                        if inner.stopped.load(Ordering::SeqCst) {
-                            return;
-                        }
-                        inner.sweep().await;
-                    }
-                }
-                .in_current_span(),
-            );
-        }
+        watch::start(&runtime_handle.inner, runtime);
+        sweep::start(&runtime_handle.inner, runtime);
         runtime_handle
     }
 
@@ -327,110 +321,6 @@ impl Inner {
     fn known_directories(&self) -> Vec<String> {
         self.directories.lock().iter().cloned().collect()
     }
-
-    /// Scans `directories` (those known when the scan was asked for: a directory learned from
-    /// an event afterwards has live events arming its goals, and scanning it too would depend on
-    /// when the spawned task happens to run).
-    async fn recover(self: Arc<Self>, directories: Vec<String>) {
-        for directory in directories {
-            if self.stopped.load(Ordering::SeqCst) {
-                return;
-            }
-            // A directory whose lists fail is listed once its backoff ends (and not beside
-            // another list of it).
-            let permit = self.ctx.owner_lists.gate().begin(&directory).await;
-            if self.stopped.load(Ordering::SeqCst) {
-                return;
-            }
-            let sessions = match self.ctx.client.list_session_goals(&directory).await {
-                Ok(sessions) => {
-                    permit.read();
-                    sessions
-                }
-                Err(error) => {
-                    permit.failed();
-                    warn!(target: "session_goal", %error, "recovery scan failed for a directory");
-                    continue;
-                }
-            };
-            for session in sessions.iter().filter(|s| !s.is_subagent()) {
-                if let Some(goal) = &session.goal {
-                    self.ctx.holders.saw_in_list(&goal.id, &session.id, session.created, None);
-                    let active = goal.status == GoalStatus::Active;
-                    if active {
-                        debug!(target: "session_goal", session = %session.id, "recovering active goal");
-                    }
-                    let dir = if session.directory.is_empty() { directory.clone() } else { session.directory.clone() };
-                    self.scheduler.goal_seen(GoalSighting {
-                        session: session.id.clone(),
-                        directory: dir,
-                        seen: Seen::Scan(goal.revision(), goal.status),
-                        arm: active.then_some((self.ctx.config.kickoff_quiet, ArmMode::IfIdleTimer)),
-                        arm_if_changed: None,
-                    });
-                }
-            }
-        }
-    }
-
-    /// Lost events must not strand goals: for each known directory, one session list and one
-    /// status read. Every active goal on a top-level session is reported to the scheduler with
-    /// the status OpenCode shows (the truth about busy, whatever the events said), and one on an
-    /// idle session with no timer and no tick is armed (the tick re-checks everything). A
-    /// directory whose list fails is listed again only after the directory's one backoff
-    /// (`goal/ownership/list_gate.rs`), shared with the owner lists and the recovery scan.
-    async fn sweep(&self) {
-        let directories: Vec<String> = self.directories.lock().iter().cloned().collect();
-        for directory in directories {
-            if self.stopped.load(Ordering::SeqCst) {
-                return;
-            }
-            let Some(permit) = self.ctx.owner_lists.gate().try_begin(&directory) else { continue };
-            let (sessions, status) =
-                tokio::join!(self.ctx.client.list_session_goals(&directory), self.ctx.client.status_map(&directory));
-            let sessions = match sessions {
-                Ok(sessions) => {
-                    permit.read();
-                    sessions
-                }
-                Err(_) => {
-                    let wait = permit.failed();
-                    warn!(target: "session_goal", retry_in_ms = wait.as_millis() as u64, "sweep could not list a directory; backing off");
-                    continue;
-                }
-            };
-            let Ok(status) = status else {
-                warn!(target: "session_goal", "sweep could not read a directory's status");
-                continue;
-            };
-            let active = sessions.iter().any(|s| s.goal.as_ref().is_some_and(|g| g.status == GoalStatus::Active));
-            let mut with_active = self.sweeps.with_active_goals.lock();
-            if active {
-                with_active.insert(directory.clone());
-            } else {
-                with_active.remove(&directory);
-            }
-            drop(with_active);
-            for session in sessions.iter().filter(|s| !s.is_subagent()) {
-                let Some(goal) = &session.goal else { continue };
-                self.ctx.holders.saw_in_list(&goal.id, &session.id, session.created, None);
-                if goal.status != GoalStatus::Active {
-                    continue;
-                }
-                let working = crate::record::session::live_status(&status, &session.id)
-                    == crate::record::session::LiveStatus::Working;
-                let dir = if session.directory.is_empty() { directory.clone() } else { session.directory.clone() };
-                let sighting = GoalSighting {
-                    session: session.id.clone(),
-                    directory: dir,
-                    seen: Seen::Scan(goal.revision(), goal.status),
-                    arm: None,
-                    arm_if_changed: None,
-                };
-                self.scheduler.swept(sighting, working, self.ctx.config.kickoff_quiet);
-            }
-        }
-    }
 }
 
 impl Inner {
@@ -527,12 +417,20 @@ impl Consumer for Inner {
         }
         // The caller's thread (often the host's) logs in this runtime's name while it is here.
         let _identity = self.log_span.enter();
+        let now = self.ctx.now_ms().max(0.0);
+        self.last_payload_ms.store(now as u64, Ordering::Relaxed);
         let config = &self.ctx.config;
         match event {
+            IntakeEvent::Heartbeat => {
+                let previous = self.last_heartbeat_ms.swap(now as u64, Ordering::Relaxed) as f64;
+                if crate::sched::silence::ends_hole(now, previous) {
+                    self.hole.store(true, Ordering::Relaxed);
+                }
+            }
             IntakeEvent::Status { session_id, directory, working } => {
                 self.remember_directory(directory);
                 if *working {
-                    self.scheduler.busy(session_id);
+                    self.scheduler.busy(session_id, directory);
                 } else {
                     self.scheduler.idle(session_id, directory, config.idle_quiet);
                 }
