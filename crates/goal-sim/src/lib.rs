@@ -19,7 +19,7 @@
 //! | hosts (real runtimes) and the scripted auditor | `host.rs` |
 //! | one run, the driver of disturbances | `run.rs` |
 //! | what happened: steps and facts | `record.rs` |
-//! | the promises (a)–(f) | `invariants.rs` |
+//! | the promises (a)–(g) | `invariants.rs` |
 //! | shrinking a failing world | `shrink.rs` |
 //! | defects planted at the seam, to show each promise can fail | `mutation.rs` |
 
