@@ -133,7 +133,9 @@ pub use runtime::{GoalLoop, GoalLoopParts, GoalSnapshot};
 pub use sched::{SchedulerSnapshot, SessionSnapshot};
 
 // OpenCode and host services.
-pub use io::event_follower::{EventFollower, EventFollowerBuilder, StreamStatus};
+pub use io::event_follower::{
+    EventFollower, EventFollowerBuilder, StreamStatus, DEFAULT_ANSWER_TIMEOUT, DEFAULT_FIRST_RETRY,
+};
 pub use io::memory_dir::MemoryDir;
 pub use io::objectives::{delete_objective, is_valid_session_id, read_objective, write_objective};
 pub use io::opencode::{BoxFuture, Endpoint, OpenCodeClient, RequestTarget, StaticEndpoint, DEFAULT_FETCH_TIMEOUT};
