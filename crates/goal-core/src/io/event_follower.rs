@@ -1,5 +1,5 @@
-//! Follows OpenCode's event stream (`GET /global/event`, server-sent events) for a Rust host, so
-//! that no host writes a reader of its own. Each event is parsed once, through the intake
+//! Follows OpenCode's event stream (`GET /global/event`, server-sent events) for a host, so that
+//! no host writes a reader of its own. Each event is parsed once, through the intake
 //! contract ([`IntakeRegistry::read`]), and delivered to every runtime of the context that talks
 //! to the same server, as a payload a host forwards would be.
 //!
@@ -14,6 +14,11 @@
 //! A host that wants each payload as the stream carried it (to forward it itself, as OpenChamber's
 //! server forwards to `processPayload`) sets [`EventFollowerBuilder::on_payload`], and with
 //! [`EventFollowerBuilder::deliver_to_runtimes`]`(false)` the follower delivers nothing itself.
+//!
+//! It is the one reader of the stream in this repository: a Rust host (`examples/tauri-goals`)
+//! starts it from [`EmbeddedGoalRuntime::event_follower`](crate::EmbeddedGoalRuntime::event_follower),
+//! and the Node package exposes it as `createEventFollower` (`src/event_follower.rs`), which the
+//! CLI's `watch`, the examples, the tests and the fault suite's hosts use.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
