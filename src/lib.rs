@@ -1,6 +1,7 @@
 //! The thin napi binding: the goal runtime object here; options in `options/`, a goal's settings
 //! and record in `goal_settings.rs`, the values handed back in `types/`, goal control in
-//! `control/`, host callbacks in `callbacks.rs`.
+//! `control/`, host callbacks in `callbacks.rs`, the follower of OpenCode's event stream in
+//! `event_follower.rs`.
 //! No decisions live here; `goal-core` has them all.
 
 #![deny(clippy::all)]
