@@ -10,6 +10,24 @@
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
 /**
+ * A follower of OpenCode's event stream (`GET /global/event`): it reads every directory's
+ * events, reconnects after a failure, and by default delivers each event to the runtimes of
+ * its JavaScript environment that talk to the same server; every connection makes a goal
+ * runtime scan its directories for goals whose events were missed. It runs on the addon's
+ * threads until `close()` or until its JavaScript environment ends (letting go of the object
+ * does not stop it), and never keeps Node alive.
+ */
+export declare class EventFollower {
+  /**
+   * Stops following: the connection is closed and no attempt is made again (a callback already
+   * on its way to JavaScript may still arrive). Idempotent.
+   */
+  close(): void
+  /** Whether it still follows (false once closed, or once its JavaScript environment ended). */
+  isRunning(): boolean
+}
+
+/**
  * Goal creation and control against one OpenCode server. A failed operation rejects with an
  * error carrying its `code`, `field`, `status` and `cause` (docs/errors.md).
  */
@@ -180,6 +198,13 @@ export interface AssistTunablesInput {
  */
 export declare function buildGoalIntroText(tokenBudget?: number | undefined | null): string
 
+/**
+ * Starts following OpenCode's event stream; returns at once. It belongs to the calling
+ * JavaScript environment (the main thread or one Worker): it delivers to that environment's
+ * runtimes only, and stops when the environment ends.
+ */
+export declare function createEventFollower(options: EventFollowerOptions): EventFollower
+
 /** Creates a goal control. Throws only for unusable options (no OpenCode location). */
 export declare function createGoalControl(options: GoalControlOptions): GoalControl
 
@@ -234,6 +259,65 @@ export declare function deleteObjectiveFile(sessionId: string, dataDir?: string 
  * an unknown code).
  */
 export declare function errorCodes(): Array<string>
+
+/**
+ * Options of `createEventFollower`: the server (`openCode`, as the runtimes take it;
+ * OpenChamber's flat `buildOpenCodeUrl` and `getOpenCodeAuthHeaders` are moved into it by the
+ * package entry, `lib/drop-in.js`), what the host hears, and the reconnect settings.
+ */
+export interface EventFollowerOptions {
+  /** How to reach OpenCode (`fetchTimeoutMs` is not used: see `answerTimeoutMs`). */
+  openCode?: OpenCodeConnection
+  /**
+   * Called when a connection is accepted and when the stream ends or cannot be opened (with
+   * why, and when the next attempt is). What it returns is ignored; a throw changes nothing.
+   */
+  onStatus?: (status: EventStreamStatus) => unknown
+  /**
+   * Called with each payload, in the stream's order, as a host that forwards payloads hands
+   * them on: the `{directory, payload}` envelope unwrapped, `directory` `''` for `global`
+   * events; OpenCode's `sync` twins are left out. What it returns is ignored; a throw changes
+   * nothing.
+   */
+  onPayload?: (payload: Record<string, any>, directory: string) => unknown
+  /**
+   * Whether each event is delivered to every runtime of this JavaScript environment that
+   * talks to the same server (default `true`). `false` for a host that forwards the payloads
+   * of `onPayload` to `processPayload` itself: then no event reaches a runtime from the
+   * follower.
+   */
+  deliver?: boolean
+  /**
+   * The wait before the first reconnect after a failure, ms (default 250); each failure in a
+   * row doubles it, up to 10 s. A connection that stayed up 10 s starts it over.
+   */
+  firstRetryMs?: number
+  /**
+   * How long one attempt waits for the server's answer before it counts as failed, ms
+   * (default 5000): OpenCode accepts, and never answers, a request that reaches it while it is
+   * still starting.
+   */
+  answerTimeoutMs?: number
+}
+
+/**
+ * What became of OpenCode's event stream: `connected` when the server accepted a connection,
+ * `disconnected` (with why, and when the next attempt is) when it ended or could not be opened.
+ */
+export interface EventStreamStatus {
+  /** `connected` or `disconnected`. */
+  state: 'connected' | 'disconnected'
+  /**
+   * `disconnected` only: what ended the stream (an HTTP status, the server closing it, a
+   * network error, no answer in time). Never holds the URL.
+   */
+  reason?: string
+  /**
+   * `disconnected` only: the wait before the next attempt, ms (doubling from `firstRetryMs`
+   * with each failure in a row, at most 10 s).
+   */
+  retryInMs?: number
+}
 
 /**
  * Size limits of the evidence digest (tool calls, exit codes, file changes, todos) that each

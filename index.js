@@ -835,10 +835,12 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.EventFollower = nativeBinding.EventFollower
 module.exports.GoalControl = nativeBinding.GoalControl
 module.exports.SessionAssistRuntime = nativeBinding.SessionAssistRuntime
 module.exports.SessionGoalRuntime = nativeBinding.SessionGoalRuntime
 module.exports.buildGoalIntroText = nativeBinding.buildGoalIntroText
+module.exports.createEventFollower = nativeBinding.createEventFollower
 module.exports.createGoalControl = nativeBinding.createGoalControl
 module.exports.createSessionAssistRuntime = nativeBinding.createSessionAssistRuntime
 module.exports.createSessionGoalRuntime = nativeBinding.createSessionGoalRuntime

@@ -59,6 +59,25 @@ export type SessionGoalRuntimeOptions = NativeGoalRuntimeOptions & OpenChamberCo
 /** Options of `createSessionAssistRuntime`: the native options, plus the flat connection and `quietMs`, `messageFetchLimit` and `modelTimeoutMs` flat, moved into the nested objects as for the goal runtime. */
 export type SessionAssistRuntimeOptions = NativeAssistRuntimeOptions & OpenChamberConnection & AssistTunablesInput
 
+// ---- OpenCode's event stream (the native follower, src/event_follower.rs) -------------------------
+import type { EventFollower, EventFollowerOptions } from './index'
+
+/**
+ * Options of `createEventFollower`: the native options, plus OpenChamber's flat connection names
+ * (`buildOpenCodeUrl`, `getOpenCodeAuthHeaders`), moved into `openCode` by the package entry.
+ */
+export type EventFollowerHostOptions = EventFollowerOptions & Omit<OpenChamberConnection, 'getSmallModelService' | 'generateSmallModelText'>
+
+/**
+ * Follows OpenCode's event stream (`GET /global/event`) until `close()`: by default each event
+ * reaches every runtime of this JavaScript environment that talks to the same server, and each
+ * connection makes a goal runtime scan its directories; `onPayload` hands the host each payload
+ * (with `deliver: false`, for a host that forwards them to `processPayload` itself). Reconnects
+ * after a failure, `firstRetryMs` doubling up to 10 s. Never keeps Node alive. Throws
+ * `SessionGoalError` `invalidInput` for unusable options.
+ */
+export declare function createEventFollower(options: EventFollowerHostOptions): EventFollower
+
 /**
  * Writes `metadata.openchamber.<key>` through the per-session write queue of the calling
  * JavaScript environment, the one its runtimes use (see index.d.ts); the connection's flat names

@@ -9,7 +9,7 @@ const native = require('./lib/load-native.js').loadNative()
 const { withDefaultLogger } = require('./lib/operator-console.js')
 const { fromThrown, invalidInput, settle } = require('./lib/errors.js')
 const { nestedConnection, nestedTunables, GOAL_TUNABLES, ASSIST_TUNABLES } = require('./lib/drop-in.js')
-const { GOAL_RUNTIME, ASSIST_RUNTIME, unknownOptionsLine } = require('./lib/option-names.js')
+const { GOAL_RUNTIME, ASSIST_RUNTIME, EVENT_FOLLOWER, unknownOptionsLine } = require('./lib/option-names.js')
 const { wrongTypedOption, withoutNullOptions } = require('./lib/option-types.js')
 const { isObject } = require('./lib/objects.js')
 
@@ -153,6 +153,22 @@ function createSessionAssistRuntime(options) {
   return constructed(native.createSessionAssistRuntime, options, ASSIST_TUNABLES, ASSIST_RUNTIME)
 }
 
+// The native follower of OpenCode's event stream (src/event_follower.rs), returned as it is;
+// only its options are adapted here, as the goal control's are (types checked, OpenChamber's
+// flat connection moved into `openCode`).
+function createEventFollower(options) {
+  if (!isObject(options)) throw invalidInput('createEventFollower: options must be an object', 'options')
+  const wrong = wrongTypedOption(options, EVENT_FOLLOWER)
+  if (wrong) throw invalidInput(wrong.problem, wrong.field)
+  const adapted = adaptOptions(withoutNullOptions(options, EVENT_FOLLOWER))
+  if (adapted.problem) throw invalidInput(adapted.problem, adapted.field)
+  try {
+    return native.createEventFollower(adapted.options)
+  } catch (error) {
+    throw fromThrown(error, 'invalidInput')
+  }
+}
+
 // The native function rejects with its own code (bad input, OpenCode's failure); a value of the
 // wrong type is napi's conversion error, which is bad input too.
 function writeSessionMetadataKey(write) {
@@ -195,6 +211,7 @@ const implementations = {
   ...goalApi,
   createSessionGoalRuntime,
   createSessionAssistRuntime,
+  createEventFollower,
   writeSessionMetadataKey,
   buildGoalIntroText,
   goalRuntimeDefaults: native.goalRuntimeDefaults,

@@ -15,6 +15,7 @@ export const {
   writeObjective,
   readObjective,
   deleteObjective,
+  createEventFollower,
   writeSessionMetadataKey,
   goalRuntimeDefaults,
   intakePayloadTypes,

@@ -6,10 +6,6 @@ import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { pkg, scriptedAuditor, goalMetadata, goalOf, tempDataDir, waitFor, sleep } from './helpers.mjs'
 import { startMockOpenCode } from './mock/opencode.mjs'
-import { createRequire } from 'node:module'
-
-const require = createRequire(import.meta.url)
-const { subscribeGlobalEvents } = require('../lib/event-stream.js')
 
 const QUIET_MS = 200
 const USER_TEXT = 'Why is CI red on main?'
@@ -40,10 +36,11 @@ async function startMock() {
   return mock
 }
 
-/** Forwards the mock's SSE to `targets` the way a host does (the same payload object to each). */
+/** Forwards the mock's events to `targets` the way a host does (the same payload object to each). */
 async function forwardEvents(mock, targets) {
-  const stream = subscribeGlobalEvents({
-    url: mock.url,
+  const stream = pkg.createEventFollower({
+    openCode: { baseUrl: mock.url },
+    deliver: false,
     onPayload: (payload, directory) => {
       for (const runtime of targets) runtime.processPayload(payload, directory)
     },

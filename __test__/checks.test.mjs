@@ -4,10 +4,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { goalOf, pkg, scriptedAuditor, sessionWithReply, setup, sleep, tempDataDir, tempDir, waitFor } from './helpers.mjs'
-
-const require = (await import('node:module')).createRequire(import.meta.url)
-const { subscribeGlobalEvents } = require('../lib/event-stream.js')
+import { forwardEvents, goalOf, pkg, scriptedAuditor, sessionWithReply, setup, sleep, tempDataDir, tempDir, waitFor } from './helpers.mjs'
 
 let env
 const extra = []
@@ -70,8 +67,9 @@ describe('acceptance checks', () => {
     const { mock, runtime } = env
     const forwarded = []
     const forward = async () => {
-      const stream = subscribeGlobalEvents({
-        url: mock.url,
+      const stream = pkg.createEventFollower({
+        openCode: { baseUrl: mock.url },
+        deliver: false,
         onPayload: (payload, d) => {
           runtime.processPayload(payload, d)
           forwarded.push(payload)
@@ -178,7 +176,7 @@ describe('acceptance checks', () => {
       kickoffQuietMs: 100,
       generateSmallModelText: auditor.service.generateSmallModelText,
     })
-    const stream = subscribeGlobalEvents({ url: mock.url, onPayload: (payload, d) => second.processPayload(payload, d) })
+    const stream = forwardEvents(mock.url, second)
     extra.push(async () => {
       stream.close()
       await second.stop()

@@ -131,6 +131,14 @@ const cases = {
   deleteObjective: async (w) => {
     expectError(await failureOf(() => pkg.deleteObjective('../x', { dataDir: w.dataDir })), 'invalidInput', { field: 'sessionId' })
   },
+  createEventFollower: async () => {
+    expectError(await failureOf(() => pkg.createEventFollower(null)), 'invalidInput', { field: 'options' })
+    expectError(await failureOf(() => pkg.createEventFollower({})), 'invalidInput', { field: 'openCode' })
+    expectError(await failureOf(() => pkg.createEventFollower({ openCode: { baseUrl: ['x'] } })), 'invalidInput', { field: 'openCode.baseUrl', message: 'openCode.baseUrl must be a string' })
+    expectError(await failureOf(() => pkg.createEventFollower({ openCode: { baseUrl: 'http://127.0.0.1:9' }, firstRetryMs: 'soon' })), 'invalidInput', { field: 'firstRetryMs' })
+    const both = () => pkg.createEventFollower({ buildOpenCodeUrl: () => 'http://127.0.0.1:9', openCode: { buildUrl: () => 'http://127.0.0.1:9' } })
+    expectError(await failureOf(both), 'invalidInput', { field: 'buildOpenCodeUrl' })
+  },
   writeSessionMetadataKey: async (w) => {
     expectError(await failureOf(() => pkg.writeSessionMetadataKey({ openCode: w.openCode, sessionId: '', key: 'k', value: 1 })), 'invalidInput')
     expectError(await failureOf(() => pkg.writeSessionMetadataKey({ openCode: w.openCode, sessionId: 5, key: 'k' })), 'invalidInput')

@@ -1,4 +1,4 @@
-// Exit behaviour in a child process: the runtime never keeps Node alive.
+// Exit behaviour in a child process: the runtime, and the event follower, never keep Node alive.
 import { spawn } from 'node:child_process'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -44,6 +44,15 @@ describe('process exit', () => {
   it('without stop() armed timers do not keep Node alive', async () => {
     const result = await run([mock.url, 'idle'])
     expect(result.code).toBe(0)
+    expect(result.exitAfterMarkMs).toBeLessThan(2000)
+  })
+
+  it('an event follower, connected and never closed, does not keep Node alive either', async () => {
+    const streams = mock.requests.filter((r) => r.path === '/global/event').length
+    const result = await run([mock.url, 'follow'])
+    expect(result.code).toBe(0)
+    expect(JSON.parse(result.out.split('\n')[0]).connected).toBe(true)
+    expect(mock.requests.filter((r) => r.path === '/global/event').length).toBe(streams + 1)
     expect(result.exitAfterMarkMs).toBeLessThan(2000)
   })
 

@@ -340,13 +340,12 @@ describe('a host that replaces its runtime without stopping the old one', () => 
   })
 })
 
-describe('the event stream helper', () => {
+describe('the event follower', () => {
   it('a 10 MB session.updated reaches the subscriber in one linear pass', async () => {
     const { startMockOpenCode } = await import('./mock/opencode.mjs')
-    const { subscribeGlobalEvents } = (await import('node:module')).createRequire(import.meta.url)('../lib/event-stream.js')
     const mock = await startMockOpenCode({ heartbeatMs: 60_000, syncEvents: false })
     const seen = []
-    const stream = subscribeGlobalEvents({ url: mock.url, onPayload: (payload) => seen.push([payload, performance.now()]) })
+    const stream = pkg.createEventFollower({ openCode: { baseUrl: mock.url }, onPayload: (payload) => seen.push([payload, performance.now()]) })
     extra.push(async () => {
       stream.close()
       await mock.close()
@@ -365,16 +364,14 @@ describe('the event stream helper', () => {
 
   it('a stream request the server accepts and never answers is given up and made again', async () => {
     const { startMockOpenCode } = await import('./mock/opencode.mjs')
-    const { subscribeGlobalEvents } = (await import('node:module')).createRequire(import.meta.url)('../lib/event-stream.js')
     const mock = await startMockOpenCode({ heartbeatMs: 60_000 })
     // What OpenCode does to a stream request that reaches it while it is still starting.
     mock.fault({ method: 'GET', path: '/global/event', times: 1, hang: true })
     const statuses = []
-    const stream = subscribeGlobalEvents({
-      url: mock.url,
-      connectTimeoutMs: 300,
-      onPayload: () => {},
-      onStatus: (status, why) => statuses.push([status, why?.reason]),
+    const stream = pkg.createEventFollower({
+      openCode: { baseUrl: mock.url },
+      answerTimeoutMs: 300,
+      onStatus: ({ state, reason }) => statuses.push([state, reason]),
     })
     extra.push(async () => {
       stream.close()

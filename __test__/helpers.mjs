@@ -1,4 +1,5 @@
-// Shared test setup: a mock OpenCode, the built addon, and a host-style SSE forwarder.
+// Shared test setup: a mock OpenCode, the built addon, and a host that forwards OpenCode's events
+// (the package's event follower, its payloads forwarded to one runtime's processPayload).
 import { createRequire } from 'node:module'
 import fs from 'node:fs'
 import os from 'node:os'
@@ -8,7 +9,6 @@ import { freshGoal } from './mock/goal.mjs'
 
 const require = createRequire(import.meta.url)
 export const pkg = require('../runtime.js')
-const { subscribeGlobalEvents } = require('../lib/event-stream.js')
 
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -75,7 +75,16 @@ export function goalMetadata(fields = {}) {
 export const goalOf = (mock, id) => mock.getSession(id)?.metadata?.openchamber?.goal
 
 /**
- * Starts a mock OpenCode and a goal runtime wired like a host: SSE from the mock is forwarded
+ * The events of `url` forwarded to `runtime` alone, as a host that forwards payloads does (the
+ * follower delivers nothing itself: another runtime of this file on the same server hears none
+ * of it). `close()` ends it.
+ */
+export function forwardEvents(url, runtime) {
+  return pkg.createEventFollower({ openCode: { baseUrl: url }, deliver: false, onPayload: (payload, dir) => runtime.processPayload(payload, dir) })
+}
+
+/**
+ * Starts a mock OpenCode and a goal runtime wired like a host: the mock's events are forwarded
  * into processPayload (unless `forward` is false). `openCode` adds connection options (e.g.
  * `fetchTimeoutMs`). Returns helpers and a cleanup.
  */
@@ -95,7 +104,7 @@ export async function setup({ runtimeOptions = {}, mockOptions = {}, auditor, fo
   })
   let stream = null
   if (forward) {
-    stream = subscribeGlobalEvents({ url: mock.url, onPayload: (payload, dir) => runtime.processPayload(payload, dir) })
+    stream = forwardEvents(mock.url, runtime)
     await mock.waitFor(() => mock.eventStreams > 0, { timeoutMs: 3000 })
   }
   const cleanup = async () => {
@@ -119,7 +128,7 @@ export async function startSecondHost(env, { idleQuietMs, auditor }) {
     kickoffQuietMs: 100,
     generateSmallModelText: auditor.service.generateSmallModelText,
   })
-  const stream = subscribeGlobalEvents({ url: env.mock.url, onPayload: (p, d) => runtime.processPayload(p, d) })
+  const stream = forwardEvents(env.mock.url, runtime)
   const stop = async () => {
     stream.close()
     await runtime.stop()

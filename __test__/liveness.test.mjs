@@ -4,9 +4,7 @@
 // sweep, which reads OpenCode's status (the truth about busy), or by the tick's own bounds.
 // docs/reliability.md ("Liveness") lists what the loop remembers and what clears each memory.
 import { afterEach, describe, expect, it } from 'vitest'
-import { setup, scriptedAuditor, goalOf, waitFor, sessionWithReply, sleep } from './helpers.mjs'
-
-const { subscribeGlobalEvents } = await import('../lib/event-stream.js')
+import { forwardEvents, pkg, setup, scriptedAuditor, goalOf, waitFor, sessionWithReply, sleep } from './helpers.mjs'
 
 let env
 let extraStream
@@ -96,7 +94,7 @@ describe('events that stop, repeat or come late', () => {
     const auditor = scriptedAuditor([keepGoing, keepGoing, complete])
     env = await setup({ auditor, forward: false, runtimeOptions: { sweepIntervalMs: SWEEP_MS } })
     const { mock, runtime } = env
-    extraStream = subscribeGlobalEvents({ url: mock.url, onPayload: (p, d) => runtime.processPayload(p, d) })
+    extraStream = forwardEvents(mock.url, runtime)
     await mock.waitFor(() => mock.eventStreams > 0, { timeoutMs: 3000 })
     const session = sessionWithReply(mock, {})
     mock.scriptReplies(session.id, [{ text: 'step' }])
@@ -135,7 +133,7 @@ describe('events that stop, repeat or come late', () => {
         runtime.processPayload(busy, dir)
       }
     }
-    extraStream = subscribeGlobalEvents({ url: mock.url, onPayload: forward })
+    extraStream = pkg.createEventFollower({ openCode: { baseUrl: mock.url }, deliver: false, onPayload: forward })
     await mock.waitFor(() => mock.eventStreams > 0, { timeoutMs: 3000 })
     const session = sessionWithReply(mock, {})
     mock.scriptReplies(session.id, [{ text: 'Nesting works now.' }])

@@ -30,9 +30,8 @@ describe('logging and credentials', () => {
       logger: (level, message) => lines.push(`${level} ${message}`),
       settings: { dataDir: env.dataDir },
     })
-    const { createRequire } = await import('node:module')
-    const { subscribeGlobalEvents } = createRequire(import.meta.url)('../lib/event-stream.js')
-    const stream = subscribeGlobalEvents({ url: env.mock.url, onPayload: (p, d) => runtime.processPayload(p, d) })
+    const { forwardEvents } = await import('./helpers.mjs')
+    const stream = forwardEvents(env.mock.url, runtime)
     await waitFor(() => env.mock.eventStreams >= 2)
     const session = sessionWithReply(env.mock, { goal: { objective: secretObjective }, reply: { text: secretReply } })
     env.mock.scriptReplies(session.id, [{ text: secretReply, tokens: { input: 10 } }])

@@ -1,9 +1,9 @@
-// Every option of the runtimes and of the goal control, given a value of the wrong type, is
-// refused with the package's own sentence and the option's path as `field`, never napi's
-// conversion text. The options walked are those index.d.ts declares (the binding's option
-// structs, nested ones included) plus OpenChamber's flat names; what each must be is read from
-// its declared type, so an option added to the binding without a kind in lib/option-names.js
-// fails here.
+// Every option of the runtimes, of the goal control and of the event follower, given a value of
+// the wrong type, is refused with the package's own sentence and the option's path as `field`,
+// never napi's conversion text. The options walked are those index.d.ts declares (the binding's
+// option structs, nested ones included) plus OpenChamber's flat names; what each must be is read
+// from its declared type, so an option added to the binding without a kind in
+// lib/option-names.js fails here.
 import fs from 'node:fs'
 import path from 'node:path'
 import { createRequire } from 'node:module'
@@ -37,11 +37,16 @@ function optionsOf(name, prefix = '') {
   return out
 }
 
-/** OpenChamber's flat names beside a runtime's or the control's options, typed as their nested twins. */
+/**
+ * OpenChamber's flat names beside a runtime's, the control's or the event follower's options,
+ * typed as their nested twins (the small model's only where the options have one).
+ */
 function flatOptions(options, tunableNames) {
   const typeOf = (p) => options.find((option) => option.path === p).type
   const flat = [...dropIn.FLAT_CONNECTION].map(([name, nested]) => ({ path: name, type: typeOf(`openCode.${nested}`) }))
-  flat.push({ path: 'generateSmallModelText', type: '() => unknown' }, { path: 'getSmallModelService', type: '() => unknown' })
+  if (options.some((option) => option.path === 'smallModel')) {
+    flat.push({ path: 'generateSmallModelText', type: '() => unknown' }, { path: 'getSmallModelService', type: '() => unknown' })
+  }
   for (const option of options) {
     const [first, ...rest] = option.path.split('.')
     if (first === 'tunables' && tunableNames.includes(rest[0])) flat.push({ path: rest.join('.'), type: option.type })
@@ -79,7 +84,11 @@ const BASE = { openCode: { baseUrl: 'http://127.0.0.1:9' }, settings: { dataDir:
 
 const made = []
 afterEach(async () => {
-  while (made.length) await made.pop().stop?.()
+  while (made.length) {
+    const object = made.pop()
+    object.close?.()
+    await object.stop?.()
+  }
 })
 
 function refusal(create, options) {
@@ -95,6 +104,7 @@ const constructors = [
   ['createSessionGoalRuntime', 'SessionGoalRuntimeOptions', dropIn.GOAL_TUNABLES],
   ['createSessionAssistRuntime', 'SessionAssistRuntimeOptions', dropIn.ASSIST_TUNABLES],
   ['createSessionGoalControl', 'GoalControlOptions', []],
+  ['createEventFollower', 'EventFollowerOptions', []],
 ]
 
 describe('a wrong-typed option is refused in the package\'s words', () => {
@@ -115,7 +125,7 @@ describe('a wrong-typed option is refused in the package\'s words', () => {
       const unset = refusal(pkg[constructor], withValue(BASE, option.path, null))
       if (unset) expect({ code: unset.code, field: unset.field }, `${constructor} with ${option.path}: null`).toEqual({ code: 'invalidInput', field: 'openCode' })
     }
-    // Each runtime has more than a handful: the walk reached the nested objects and the flat names.
+    // Each has more than a handful: the walk reached the nested objects and the flat names.
     expect(walked.length).toBeGreaterThan(tunableNames.length + 10)
   })
 

@@ -1,8 +1,9 @@
 // What explain and history return is what index.d.ts says: the binding builds typed objects
 // (GoalExplanation, GoalHistoryRecord), so every key of a real answer is a declared member and
 // every required member is there. What the runtime hands to a host's callbacks is built as JSON
-// (the small-model request, the notification), so the last test holds those to their declared
-// types key for key. Against the built addon and the mock OpenCode.
+// (the small-model request, the notification), so a test holds those to their declared types
+// key for key; the last one does the same for the event follower's statuses. Against the built
+// addon and the mock OpenCode.
 import { afterEach, describe, expect, it } from 'vitest'
 import fs from 'node:fs'
 import path from 'node:path'
@@ -237,5 +238,25 @@ describe('the runtimes a host holds', () => {
     // The alias is the same forwarding: an idle session's status arms the goal runtime's timer.
     goal.onPayload({ type: 'session.status', properties: { sessionID: 'ses_alias', status: { type: 'idle' } } }, '/tmp/project')
     await waitFor(() => goal.snapshot().sessions.some((s) => s.sessionId === 'ses_alias'))
+  })
+})
+
+describe('the event follower', () => {
+  it('what onStatus receives is an EventStreamStatus, key for key, and the follower has the declared methods', async () => {
+    const mock = await startMockOpenCode({ heartbeatMs: 60_000 })
+    const statuses = []
+    const follower = pkg.createEventFollower({ openCode: { baseUrl: mock.url }, firstRetryMs: 20, onStatus: (status) => statuses.push(status) })
+    env = { cleanup: async () => follower.close() }
+    await waitFor(() => statuses.length === 1, 5000)
+    await mock.close()
+    await waitFor(() => statuses.length >= 3, 5000)
+    for (const status of statuses) expectShape(status, 'EventStreamStatus')
+    expect(Object.keys(statuses[0])).toEqual(['state'])
+    for (const status of statuses.slice(1)) expect(Object.keys(status).sort()).toEqual(['reason', 'retryInMs', 'state'])
+    const file = ts.createSourceFile('index.d.ts', fs.readFileSync(path.join(root, 'index.d.ts'), 'utf8'), ts.ScriptTarget.Latest)
+    const declaredClass = file.statements.find((s) => ts.isClassDeclaration(s) && s.name?.text === 'EventFollower')
+    const methods = declaredClass.members.map((m) => m.name.text).sort()
+    const actual = Object.getOwnPropertyNames(Object.getPrototypeOf(follower)).filter((name) => name !== 'constructor').sort()
+    expect(actual).toEqual(methods)
   })
 })

@@ -1,7 +1,7 @@
 // A second host for the interleaving tests: a goal runtime in a worker thread, which is an
 // environment of its own for the addon (its own write slots and dispatch claims, as another
 // process would have), on the same OpenCode server reached by another name, fed by its own event
-// stream. Driven by messages: {snapshot} → the runtime's snapshot; {stop} → stopped.
+// follower (delivering to the Worker's runtime). Driven by messages: {snapshot} → the runtime's snapshot; {stop} → stopped.
 import { createRequire } from 'node:module'
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads'
 import { fileURLToPath } from 'node:url'
@@ -48,7 +48,6 @@ export async function startWorkerHost({ url, dataDir, idleQuietMs, verdicts, run
 if (!isMainThread) {
   const require = createRequire(import.meta.url)
   const pkg = require('../runtime.js')
-  const { subscribeGlobalEvents } = require('../lib/event-stream.js')
   const { url, dataDir, idleQuietMs, verdicts, runtimeOptions } = workerData
   let calls = 0
   const runtime = pkg.createSessionGoalRuntime({
@@ -64,15 +63,14 @@ if (!isMainThread) {
     ...runtimeOptions,
   })
   let announced = false
-  const stream = subscribeGlobalEvents({
-    url,
-    onStatus: (status) => {
-      if (status === 'connected' && !announced) {
+  const stream = pkg.createEventFollower({
+    openCode: { baseUrl: url },
+    onStatus: ({ state }) => {
+      if (state === 'connected' && !announced) {
         announced = true
         parentPort.postMessage({ id: 'ready' })
       }
     },
-    onPayload: (payload, directory) => runtime.processPayload(payload, directory),
   })
   parentPort.on('message', async ({ id, kind }) => {
     if (kind === 'snapshot') parentPort.postMessage({ id, snapshot: runtime.snapshot() })

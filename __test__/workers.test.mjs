@@ -1,13 +1,11 @@
 // Runtimes in worker_threads: the addon is loaded once per process, but each JavaScript
 // environment (the main thread, every Worker) must have its own event intake, and a terminated
 // Worker's runtimes must stop (no more requests to its server, no callbacks into it).
-import { createRequire } from 'node:module'
 import { Worker } from 'node:worker_threads'
 import { afterEach, describe, expect, it } from 'vitest'
 import { startMockOpenCode } from './mock/opencode.mjs'
 import { goalMetadata, goalOf, pkg, scriptedAuditor, sleep, tempDataDir, waitFor } from './helpers.mjs'
 
-const { subscribeGlobalEvents } = createRequire(import.meta.url)('../lib/event-stream.js')
 const WORKER_SCRIPT = new URL('./fixtures/worker-runtime.mjs', import.meta.url)
 
 const cleanups = []
@@ -53,7 +51,7 @@ function goalSession(mock, id, directory) {
 const sessionIdsRequested = (mock) =>
   new Set(mock.requests.map((r) => /^\/session\/([^/]+)/.exec(r.path)?.[1]).filter((id) => id && id !== 'status'))
 
-/** The main thread's own host: a runtime on `mock`, fed by its own SSE subscription. */
+/** The main thread's own host: a runtime on `mock`, fed by its own event follower (delivering to this environment's runtimes). */
 async function mainThreadRuntime(mock, { forward = true } = {}) {
   const auditor = scriptedAuditor([
     { verdict: 'continue', note: 'not yet' },
@@ -70,8 +68,8 @@ async function mainThreadRuntime(mock, { forward = true } = {}) {
   })
   cleanups.push(() => runtime.stop())
   if (forward) {
-    const stream = subscribeGlobalEvents({ url: mock.url, onPayload: (payload, dir) => runtime.processPayload(payload, dir) })
-    cleanups.push(() => stream.close())
+    const follower = pkg.createEventFollower({ openCode: { baseUrl: mock.url } })
+    cleanups.push(() => follower.close())
   }
   return runtime
 }
@@ -144,6 +142,8 @@ describe('runtimes in worker threads', () => {
     expect(main.snapshot()).toMatchObject({ panics: 0, continuations: 1 })
     expect((await workerA.snapshot()).panics).toBe(0)
 
+    // B's event follower ended with its environment: its stream is closed.
+    await mockB.waitFor(() => mockB.eventStreams === 0, { timeoutMs: 5000 })
     // Nothing reaches B's mock after termination, for longer than B's sweep period (400 ms),
     // its read timeout (1 s) plus a retry pause, several times over.
     await sleep(Math.max(0, terminatedAt + 4000 - Date.now()))

@@ -184,7 +184,6 @@ async function loadAuditor() {
 }
 
 async function runWatch(pkg, control, target, directory, flags) {
-  const { subscribeGlobalEvents } = require('../lib/event-stream.js')
   let auditor = await loadAuditor()
   if (!auditor && flags.auditor === 'none') {
     err('note: no auditor (--auditor none): audits are unavailable, so each goal gets one unaudited continuation and then blocks with "progress audit unavailable"')
@@ -248,26 +247,20 @@ async function runWatch(pkg, control, target, directory, flags) {
     err(`warning: could not list the goals of ${directory} at ${target.url}: ${error.message}`)
     if (unreachable(error)) hintOnce()
   }
-  let reconnecting = false
   let everConnected = false
-  const stream = subscribeGlobalEvents({
-    url: target.url,
-    headers: target.headers,
-    onStatus: (status, why) => {
-      err(why ? `event stream ${status} from ${target.url}: ${why.reason}; reconnecting in ${why.retryInMs} ms` : `event stream ${status} (${target.url})`)
+  // The package's follower of the event stream (src/event_follower.rs): it delivers each event
+  // to the runtime, and every connection (the first, and each after a drop: OpenCode restarted,
+  // say) makes the runtime scan the directory for active goals whose events were missed. Here
+  // it also hands over each payload, for the transitions this command prints.
+  const stream = pkg.createEventFollower({
+    openCode: { baseUrl: target.url, headers: target.headers },
+    onStatus: ({ state, reason, retryInMs }) => {
+      err(state === 'disconnected' ? `event stream disconnected from ${target.url}: ${reason}; reconnecting in ${retryInMs} ms` : `event stream connected (${target.url})`)
       // A server that answered with a status is there; one that never answered may not be.
-      if (status === 'connected') everConnected = true
-      else if (!everConnected && !/^HTTP /.test(why?.reason ?? '')) hintOnce()
-      // Back after a drop (OpenCode restarted, say): events lost meanwhile announce nothing, and a
-      // turn cut by the restart is announced by no event at all, so scan for active goals now.
-      if (status === 'disconnected') reconnecting = true
-      else if (status === 'connected' && reconnecting) {
-        reconnecting = false
-        runtime.recover()
-      }
+      if (state === 'connected') everConnected = true
+      else if (!everConnected && !/^HTTP /.test(reason ?? '')) hintOnce()
     },
-    onPayload: (payload, payloadDirectory) => {
-      runtime.processPayload(payload, payloadDirectory)
+    onPayload: (payload) => {
       if (payload.type !== 'session.updated') return
       const info = payload.properties && payload.properties.info
       if (!info || typeof info.id !== 'string' || info.parentID) return

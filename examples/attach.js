@@ -65,7 +65,6 @@ async function main() {
     return
   }
   const pkg = require(path.join(root, 'runtime.js'))
-  const { subscribeGlobalEvents } = require(path.join(root, 'lib', 'event-stream.js'))
   const start = Date.now()
   const say = (line, sessionId) => console.log(`${elapsed(start)} ${sessionId ? sessionId + ' ' : ''}${line}`)
 
@@ -84,16 +83,15 @@ async function main() {
     },
   })
   const progress = createGoalProgress({ print: say, maxAutoTurns: Number.isFinite(options.maxTurns) ? options.maxTurns : 20 })
-  const stream = subscribeGlobalEvents({
-    url: options.url,
-    headers: options.headers,
-    onPayload: (payload, directory) => {
-      runtime.processPayload(payload, directory)
-      progress.onPayload(payload)
-    },
-    onStatus: (status) => say(status === 'connected' ? `connected to ${options.url}; watching goals (Ctrl-C to stop)` : 'event stream disconnected; reconnecting…'),
+  // The package's event follower delivers each event to the runtime (every connection makes it
+  // scan its directories) and hands each payload to the progress lines.
+  const stream = pkg.createEventFollower({
+    openCode: { baseUrl: options.url, headers: options.headers },
+    onPayload: (payload) => progress.onPayload(payload),
+    onStatus: ({ state, reason, retryInMs }) =>
+      say(state === 'connected' ? `connected to ${options.url}; watching goals (Ctrl-C to stop)` : `event stream disconnected (${reason}); reconnecting in ${retryInMs} ms…`),
   })
-  // The stream's socket is unref'd (it never keeps a host alive); this tool's whole job is to stay.
+  // The follower never keeps a host alive; this tool's whole job is to stay.
   const keepAlive = setInterval(() => {}, 60_000)
 
   let stopping = false

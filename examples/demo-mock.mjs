@@ -1,18 +1,19 @@
 // Drives one goal from active to complete against the in-process mock OpenCode, calling the
 // package exactly as OpenChamber's server calls its JavaScript runtime: the same option names,
-// the global SSE envelope unwrapped, `processPayload(payload, directory)` for every event.
+// the global SSE envelope unwrapped, `processPayload(payload, directory)` for every event (the
+// stream read by the package's event follower, which hands each payload over and delivers
+// nothing itself: `deliver: false`).
 // Prints each step of the goal's life. Exit code 0 when the goal completed. Its data directory
 // (objective files, audit trail) is a temporary one, removed at the end: nothing is written
 // into the home directory.
 import { createRequire } from 'node:module'
 import fs from 'node:fs'
-import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
 import { startMockOpenCode } from '../__test__/mock/opencode.mjs'
 
 const require = createRequire(import.meta.url)
-const { createSessionGoalRuntime } = require('../runtime.js')
+const { createEventFollower, createSessionGoalRuntime } = require('../runtime.js')
 
 const mock = await startMockOpenCode({ heartbeatMs: 60_000, replyDelayMs: 40 })
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'goal-demo-mock-data-'))
@@ -49,29 +50,11 @@ const sessionGoalRuntime = createSessionGoalRuntime({
   settings: { dataDir },
 })
 
-// The global event hub: each SSE block is a global envelope or a bare event.
-const stream = http.get(mock.url + '/global/event', (response) => {
-  let buffer = ''
-  response.setEncoding('utf8')
-  response.on('data', (chunk) => {
-    buffer += chunk
-    let index
-    while ((index = buffer.indexOf('\n\n')) >= 0) {
-      const block = buffer.slice(0, index)
-      buffer = buffer.slice(index + 2)
-      const data = block.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).join('\n')
-      if (!data) continue
-      let raw
-      try {
-        raw = JSON.parse(data)
-      } catch {
-        continue
-      }
-      const payload = raw && typeof raw.payload === 'object' ? raw.payload : raw
-      const dir = raw.directory && raw.directory !== 'global' ? raw.directory : ''
-      sessionGoalRuntime.processPayload(payload, dir)
-    }
-  })
+// The global event hub: each payload of OpenCode's global stream, forwarded by the host.
+const stream = createEventFollower({
+  buildOpenCodeUrl: (path, prefix = '') => `${mock.url}${prefix}${path}`,
+  deliver: false,
+  onPayload: (payload, dir) => sessionGoalRuntime.processPayload(payload, dir),
 })
 
 const session = mock.createSession({ directory, title: 'Nested lists' })
@@ -119,7 +102,7 @@ for (;;) {
 log(`continuations sent: ${mock.prompts.length}`)
 const final = mock.getSession(session.id).metadata.openchamber.goal
 while (final.status !== 'active' && !notified && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
-stream.destroy()
+stream.close()
 await sessionGoalRuntime.stop()
 await mock.close()
 fs.rmSync(dataDir, { recursive: true, force: true })

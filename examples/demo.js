@@ -90,7 +90,6 @@ async function main() {
 
   try {
     const pkg = require(path.join(root, 'runtime.js'))
-    const { subscribeGlobalEvents } = require(path.join(root, 'lib', 'event-stream.js'))
     const { startScriptedModel } = await import(path.join(root, '__test__', 'mock', 'model.mjs'))
     const { startOpenCode, createGoalSession } = await import(path.join(root, '__test__', 'e2e', 'opencode-server.mjs'))
 
@@ -127,14 +126,13 @@ async function main() {
     })
     cleanups.push(() => runtime.stop())
     let connected = false
-    const stream = subscribeGlobalEvents({
-      url: oc.url,
-      onPayload: (payload, directory) => {
-        runtime.processPayload(payload, directory)
-        progress.onPayload(payload)
-      },
-      onStatus: (status) => {
-        connected = connected || status === 'connected'
+    // The package's event follower delivers each event to the runtime and hands each payload to
+    // the progress lines.
+    const stream = pkg.createEventFollower({
+      openCode: { baseUrl: oc.url },
+      onPayload: (payload) => progress.onPayload(payload),
+      onStatus: ({ state }) => {
+        connected = connected || state === 'connected'
       },
     })
     cleanups.push(() => stream.close())

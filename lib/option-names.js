@@ -1,4 +1,4 @@
-// The option names each runtime (and the goal control) knows, top level and inside its nested
+// The option names each runtime (and the goal control, and the event follower) knows, top level and inside its nested
 // objects, each with what its value must be (a kind of lib/option-types.js, or the shape of the
 // options object it holds). A name a runtime does not know (a typo such as `idleQuietMS`, or a
 // newer host's option) is named in one warn line of the runtime's logger and ignored, never a
@@ -68,6 +68,18 @@ const GOAL_CONTROL = Object.freeze({
   ...FLAT,
 })
 
+// createEventFollower's options (only their types are checked, as for the control): the
+// connection, nested or with OpenChamber's flat names, what the host hears, the reconnects.
+const EVENT_FOLLOWER = Object.freeze({
+  openCode: OPEN_CODE,
+  onStatus: CALLBACK,
+  onPayload: CALLBACK,
+  deliver: SWITCH,
+  firstRetryMs: MILLISECONDS,
+  answerTimeoutMs: MILLISECONDS,
+  ...Object.fromEntries([...FLAT_CONNECTION].map(([flat, nested]) => [flat, OPEN_CODE[nested]])),
+})
+
 /** The names in `options` that `shape` does not know, as paths (`tunables.idleQuietMS`). */
 function unknownOptionNames(options, shape, prefix = '') {
   if (!isObject(options)) return []
@@ -102,4 +114,4 @@ function unknownOptionsLine(options, shape) {
   return `[session-goal] unknown option${unknown.length > 1 ? 's' : ''} ignored: ${described.join(', ')}`
 }
 
-module.exports = { GOAL_RUNTIME, ASSIST_RUNTIME, GOAL_CONTROL, OPEN_CODE, SMALL_MODEL, SETTINGS, EVIDENCE, unknownOptionsLine }
+module.exports = { GOAL_RUNTIME, ASSIST_RUNTIME, GOAL_CONTROL, EVENT_FOLLOWER, OPEN_CODE, SMALL_MODEL, SETTINGS, EVIDENCE, unknownOptionsLine }

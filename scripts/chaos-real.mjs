@@ -14,16 +14,17 @@
 //   (buildOpenCodeUrl, getOpenCodeAuthHeaders, getSmallModelService, emitGoalNotification; no
 //   directories, so the runtime scans nothing at creation), leaves the quiet windows and the
 //   fetch timeout at the runtime's defaults as OpenChamber does, forwards every payload of
-//   OpenCode's global event stream to processPayload, reconnects that stream by itself after
-//   OpenCode restarts (250 ms doubling, capped at STREAM_BACKOFF_MS) and never calls recover().
+//   OpenCode's global event stream to processPayload (read by the package's event follower,
+//   which reconnects after OpenCode restarts: 250 ms doubling, capped at STREAM_BACKOFF_MS, the
+//   loop's one backoff rule) and never calls recover().
 //   The one option OpenChamber does not pass is sweepIntervalMs: the default (5 min) would make
 //   every seed wait 5 min for its stuck-check, so the hosts sweep every OPENCHAMBER_SWEEP_MS
 //   (10 s: several sweeps fall inside the kill window of about 90 s, and it is still longer
 //   than the 3 s kickoff quiet window, so goals are driven by events first and by the sweep only
 //   when an event was lost).
 // - package (scripts/faults/second-host.mjs): the package's own nested options with short
-//   quiet windows (400 ms), the default sweep (5 min); it forwards and reconnects the same way
-//   and does not call recover() either.
+//   quiet windows (400 ms), the default sweep (5 min); its event follower delivers the events
+//   to the runtime itself and reconnects the same way, and it does not call recover() either.
 //
 // Figures per seed: goals settled correctly (complete; or `blocked` turnInterrupted when the
 // transcript ends in two cut turns in a row, as SPEC A.6 asks), goals stuck (still active when
@@ -72,8 +73,8 @@ if (!['openchamber', 'package'].includes(HOSTS)) {
 const DEFAULTS = require('../runtime.js').goalRuntimeDefaults()
 /** The sweep interval the OpenChamber hosts are given (the header says why 10 s). */
 const OPENCHAMBER_SWEEP_MS = 10_000
-/** The cap of the OpenChamber hosts' stream reconnection backoff. */
-const STREAM_BACKOFF_MS = 5_000
+/** The cap of the hosts' stream reconnection backoff (crates/goal-core/src/sched/backoff.rs). */
+const STREAM_BACKOFF_MS = 10_000
 /** The package hosts' quiet window. */
 const PACKAGE_QUIET_MS = 400
 /** The idle quiet window and the sweep interval the hosts run with. */
@@ -87,7 +88,7 @@ const SWEEP_MS = HOSTS === 'openchamber' ? OPENCHAMBER_SWEEP_MS : DEFAULTS.sweep
  *   (SPEC A.9 item 1) has driven a goal whose event was lost; plus the time an undisturbed goal
  *   takes from there (the kickoff quiet window, two turns each followed by the idle quiet window,
  *   and 10 s for the turns, audits and the check), since a goal created at the last kill still
- *   has its whole way to go: 10 + 15 + 5 + 3 + 30 + 10 = 73 s with the defaults.
+ *   has its whole way to go: 10 + 15 + 10 + 3 + 30 + 10 = 78 s with the defaults.
  * - package: one sweep interval and 30 s (or 2 s per goal, if longer), as before.
  */
 const STUCK_AFTER_MS =
@@ -184,7 +185,7 @@ function startProxy(targetUrl) {
 async function startHost(url, dataDir, name, t0) {
   const [script, args, env] =
     HOSTS === 'openchamber'
-      ? ['openchamber-host.mjs', [url, String(SWEEP_MS), String(STREAM_BACKOFF_MS)], { ...process.env, OPENCHAMBER_DATA_DIR: dataDir }]
+      ? ['openchamber-host.mjs', [url, String(SWEEP_MS)], { ...process.env, OPENCHAMBER_DATA_DIR: dataDir }]
       : ['second-host.mjs', [url, dataDir, String(QUIET_MS)], process.env]
   const child = spawn(process.execPath, [path.join(here, 'faults', script), ...args], { stdio: ['pipe', 'pipe', 'pipe'], env })
   const logFile = fs.createWriteStream(path.join(dataDir, 'logs', `${name}.log`), { flags: 'a' })

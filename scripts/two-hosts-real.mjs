@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Two hosts in two processes against a real `opencode serve` (offline, scripted model): every goal
 // needs exactly one continuation (first turn "Started…", second "FINISHED…"), and both hosts watch
-// every session through their own event stream, so both tick, audit, reserve and post each turn
+// every session through their own event follower, so both tick, audit, reserve and post each turn
 // at nearly the same instant. Counts continuations sent twice for one tail (must be 0).
 //
 //   node scripts/two-hosts-real.mjs [goals=50]
@@ -19,7 +19,6 @@ import { defaultAuditor } from './faults/harness.mjs'
 const require = createRequire(import.meta.url)
 const here = path.dirname(fileURLToPath(import.meta.url))
 const pkg = require('../runtime.js')
-const { subscribeGlobalEvents } = require('../lib/event-stream.js')
 
 const GOALS = Math.max(1, Number(process.argv[2] ?? 50))
 const QUIET_MS = 400
@@ -48,12 +47,12 @@ try {
     generateSmallModelText: defaultAuditor,
   })
   let connected = false
-  stream = subscribeGlobalEvents({
-    url: oc.url,
-    onStatus: (status) => {
-      if (status === 'connected') connected = true
+  // The package's event follower delivers each event to this process's runtime.
+  stream = pkg.createEventFollower({
+    openCode: { baseUrl: oc.url },
+    onStatus: ({ state }) => {
+      if (state === 'connected') connected = true
     },
-    onPayload: (payload, directory) => runtime.processPayload(payload, directory),
   })
   second = spawn(process.execPath, [path.join(here, 'faults', 'second-host.mjs'), oc.url, dataDir, String(QUIET_MS)], { stdio: ['pipe', 'pipe', 'inherit'] })
   let out = ''

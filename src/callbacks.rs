@@ -2,17 +2,20 @@
 //! callback never keeps Node alive) and `call_async_catch` (a JS throw is an error value, not a
 //! crash). What a callback returns is read on the JS thread by `host_return.rs`, so a sync
 //! value, a promise, a throw and a rejection are all handled once (a throw or rejection is an
-//! unavailable service, never an unhandled rejection). The package entry only adapts
-//! OpenChamber's option shapes.
+//! unavailable service, never an unhandled rejection). A callback whose calls must reach
+//! JavaScript in the order they were made (an event follower's, [`queue`]) is queued with
+//! `call_with_return_value` instead: the same capture of a throw as `call_async_catch`, without a
+//! task per call awaiting it. The package entry only adapts OpenChamber's option shapes.
 
 use napi::bindgen_prelude::*;
-use napi::threadsafe_function::ThreadsafeFunction;
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use serde_json::Value;
 
 use goal_core::{BoxFuture, Endpoint, RequestTarget};
 use goal_core::{Notifier, SmallModel, SmallModelError, SmallModelQuery, SmallModelReply};
 
 use crate::host_return::HostReturn;
+use crate::types::stream_status::EventStreamStatus;
 
 /// A host callback as the option structs take it: called with `Args`, weakly referenced (it
 /// never keeps Node alive), its return value settled by [`HostReturn`].
@@ -27,6 +30,19 @@ pub type ModelCallback = HostCallback<Value>;
 pub type NotifyCallback = HostCallback<Value>;
 /// `logger(level, message)`.
 pub type LoggerCallback = HostCallback<FnArgs<(String, String)>>;
+/// An event follower's `onStatus(status)`.
+pub type StatusCallback = HostCallback<EventStreamStatus>;
+/// An event follower's `onPayload(payload, directory)`.
+pub type PayloadCallback = HostCallback<FnArgs<(Value, String)>>;
+
+/// Queues one call of `callback` without waiting for it: calls reach JavaScript in the order they
+/// were queued, whatever thread queued them. A throw is captured (as by `call_async_catch`) and,
+/// like whatever the callback returned, dropped; a promise it returned gets a handler
+/// ([`HostReturn`]), so a rejection is never unhandled. After the environment has ended the call
+/// is refused and nothing happens.
+pub fn queue<Args: 'static + JsValuesTupleIntoVec>(callback: &HostCallback<Args>, args: Args) {
+    let _ = callback.call_with_return_value(args, ThreadsafeFunctionCallMode::NonBlocking, |_, _| Ok(()));
+}
 
 /// OpenCode location resolved through the host's `buildOpenCodeUrl` / `getOpenCodeAuthHeaders`.
 pub struct HostEndpoint {

@@ -8,7 +8,8 @@
 //! an error instead of reaching the server again). A request already resolved but not yet on a
 //! connection (waiting for a pooled connection or a connect) gives up too, and the hook waits
 //! (briefly, bounded) until every request in flight has given up: once the environment has
-//! ended, none of its requests is written to a connection any more.
+//! ended, none of its requests is written to a connection any more. Its event followers
+//! (`event_follower.rs`) are kept here until they are closed, and stopped with it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
@@ -17,6 +18,7 @@ use std::time::{Duration, Instant};
 use napi::bindgen_prelude::*;
 use tokio::sync::watch;
 
+use goal_core::EventFollower;
 use goal_core::SharedContext;
 use goal_core::{BoxFuture, Endpoint, RequestTarget};
 
@@ -51,6 +53,9 @@ pub(crate) struct EnvContext {
     gate: Arc<Gate>,
     /// Held weakly: a runtime the host dropped is not kept alive for the environment's sake.
     runtimes: Mutex<Vec<Weak<dyn EnvRuntime>>>,
+    /// Held strongly: a follower runs until it is closed or the environment ends, whether or not
+    /// the host still holds its object.
+    followers: Mutex<Vec<Arc<EventFollower>>>,
     runtime: tokio::runtime::Handle,
     /// The payload reader's JavaScript helpers, compiled in this environment.
     js: Option<JsHelpers>,
@@ -68,6 +73,7 @@ impl EnvContext {
             shared: SharedContext::new(),
             gate: Arc::new(Gate { open: watch::Sender::new(true), in_flight: Mutex::new(0), gave_up: Condvar::new() }),
             runtimes: Mutex::new(Vec::new()),
+            followers: Mutex::new(Vec::new()),
             runtime: napi::bindgen_prelude::within_runtime_if_available(tokio::runtime::Handle::current),
             js: JsHelpers::new(env),
         });
@@ -110,13 +116,33 @@ impl EnvContext {
         }
     }
 
-    /// The environment ended: no request leaves its clients any more, its runtimes stop and its
-    /// loggers are dropped.
+    /// Keeps an event follower running until [`release`](Self::release) or the environment's end.
+    pub fn keep(&self, follower: Arc<EventFollower>) {
+        if let Ok(mut followers) = self.followers.lock() {
+            followers.retain(|f| f.is_running());
+            followers.push(follower);
+        }
+    }
+
+    /// Stops an event follower and lets go of it. Idempotent.
+    pub fn release(&self, follower: &Arc<EventFollower>) {
+        follower.stop();
+        if let Ok(mut followers) = self.followers.lock() {
+            followers.retain(|f| !Arc::ptr_eq(f, follower));
+        }
+    }
+
+    /// The environment ended: no request leaves its clients any more, its runtimes and event
+    /// followers stop and its loggers are dropped.
     fn close(&self) {
         self.gate.close();
         let runtimes = self.runtimes.lock().map(|mut r| std::mem::take(&mut *r)).unwrap_or_default();
         for runtime in runtimes.iter().filter_map(Weak::upgrade) {
             runtime.stop_in_background(&self.runtime);
+        }
+        let followers = self.followers.lock().map(|mut f| std::mem::take(&mut *f)).unwrap_or_default();
+        for follower in followers {
+            follower.stop();
         }
         crate::logging::remove_js_loggers(self.id);
     }

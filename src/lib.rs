@@ -1,6 +1,7 @@
 //! The thin napi binding: the goal runtime object here; options in `options/`, a goal's settings
 //! and record in `goal_settings.rs`, the values handed back in `types/`, goal control in
-//! `control/`, host callbacks in `callbacks.rs`.
+//! `control/`, host callbacks in `callbacks.rs`, the follower of OpenCode's event stream in
+//! `event_follower.rs`.
 //! No decisions live here; `goal-core` has them all.
 
 #![deny(clippy::all)]
@@ -12,6 +13,7 @@ mod assist;
 mod callbacks;
 mod control;
 mod env_context;
+mod event_follower;
 mod failure;
 mod goal_reads;
 mod goal_settings;
@@ -37,6 +39,7 @@ use goal_core::{BoxFuture, ExplainReport, HttpError};
 
 use callbacks::LoggerCallback;
 use env_context::{EnvContext, EnvRuntime};
+pub use event_follower::{EventFollower, EventFollowerOptions};
 pub use options::goal_runtime::{GoalRuntimeDefaults, SessionGoalRuntimeOptions};
 pub use options::tunables::{AssistTunablesInput, EvidenceOptions, GoalTunablesInput};
 pub use options::{OpenCodeConnection, RuntimeSettingsOptions};
@@ -48,6 +51,7 @@ pub use types::goal_parts::{GoalActiveHours, GoalCause, GoalCheck, GoalCriterion
 pub use types::notification::GoalNotification;
 pub use types::small_model::{SmallModelFailure, SmallModelOptions, SmallModelRequest, SmallModelResult};
 pub use types::snapshot::{RuntimeSnapshot, SessionState};
+pub use types::stream_status::EventStreamStatus;
 
 /// The session goal runtime: keeps sessions with an active goal working until the auditor
 /// verifies the objective, the budget or the turn cap is reached, or the user stops it.

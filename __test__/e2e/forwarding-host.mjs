@@ -1,7 +1,8 @@
 // What every end-to-end file sets up: the scripted model and a real `opencode serve` for the
 // whole file, and a host that forwards OpenCode's /global/event stream into a goal runtime the
-// way OpenChamber does, plus the recover() after a reconnect that INTEGRATION.md recommends
-// (OpenChamber itself never calls it: its goals are found by the sweep).
+// way OpenChamber does (the package's event follower reads it, `deliver: false`, and the host
+// passes each payload to processPayload), plus the recover() after a reconnect that
+// INTEGRATION.md recommends (OpenChamber itself never calls it: its goals are found by the sweep).
 //
 //   const env = useOpenCode()            // env.model, env.oc once beforeAll has run
 //   const host = await startForwardingHost(env.oc, { maxAutoTurns: 2 })
@@ -17,7 +18,6 @@ import { startOpenCode } from './opencode-server.mjs'
 
 const require = createRequire(import.meta.url)
 const pkg = require('../../runtime.js')
-const { subscribeGlobalEvents } = require('../../lib/event-stream.js')
 
 /** Hosts started and not yet stopped. */
 const running = new Set()
@@ -66,12 +66,13 @@ export async function startForwardingHost(oc, options = {}) {
   })
   let connected = false
   let dropped = false
-  const stream = subscribeGlobalEvents({
-    url: oc.url,
+  const stream = pkg.createEventFollower({
+    openCode: { baseUrl: oc.url },
+    deliver: false,
     onPayload: (payload, directory) => runtime.processPayload(payload, directory),
-    onStatus: (status) => {
-      if (status === 'disconnected') dropped = true
-      if (status !== 'connected') return
+    onStatus: ({ state }) => {
+      if (state === 'disconnected') dropped = true
+      if (state !== 'connected') return
       connected = true
       if (dropped) {
         dropped = false

@@ -20,7 +20,6 @@ import { startForwardingHost, useOpenCode } from './forwarding-host.mjs'
 
 const require = createRequire(import.meta.url)
 const pkg = require('../../runtime.js')
-const { subscribeGlobalEvents } = require('../../lib/event-stream.js')
 
 let model
 let oc
@@ -322,7 +321,7 @@ describe('session assist on a real OpenCode server', () => {
     })
     host = await startHost()
     const assist = pkg.createSessionAssistRuntime({ openCode: { baseUrl: oc.url }, settings: { dataDir: tempDataDir() }, quietMs: 600 })
-    const stream = subscribeGlobalEvents({ url: oc.url, onPayload: (payload, directory) => assist.processPayload(payload, directory) })
+    const stream = pkg.createEventFollower({ openCode: { baseUrl: oc.url }, deliver: false, onPayload: (payload, directory) => assist.processPayload(payload, directory) })
     try {
       const { sessionId } = await createGoalSession(oc.api, { objective: `Add CSV and XLSX export ${tag}` })
       await settled(sessionId, 'complete')

@@ -33,7 +33,6 @@ import { createRequire } from 'node:module'
 import { benchGoalRuntime, hrMs, percentile, progress, rootDir, runSection, sleep, startMockProcess } from '../lib.mjs'
 
 const require = createRequire(import.meta.url)
-const { subscribeGlobalEvents } = require('../../lib/event-stream.js')
 
 const TICKS = Number(process.env.BENCH_TICKS ?? 200)
 const WARMUP = 10
@@ -188,9 +187,12 @@ runSection(async () => {
   const streamedRun = async (owned, label) => {
     const runtime = nativeRuntime()
     let connected = false
-    const stream = subscribeGlobalEvents({
-      url: mock.url,
-      onStatus: (status) => (connected ||= status === 'connected'),
+    // The package's event follower reads the stream; each payload is forwarded to this runtime,
+    // as a host forwards it (deliver: false).
+    const stream = pkg.createEventFollower({
+      openCode: { baseUrl: mock.url },
+      deliver: false,
+      onStatus: ({ state }) => (connected ||= state === 'connected'),
       onPayload: (payload, directory) => runtime.processPayload(payload, directory),
     })
     while (!connected) await sleep(10)

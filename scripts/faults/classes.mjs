@@ -201,7 +201,7 @@ async function connectionRefused() {
       // The next phase starts once the host's event stream is back: an idle sent while it
       // reconnects, for a directory the runtime has never seen, reaches nobody (a different
       // fault: dropped events, which the sweep covers).
-      await h.mock.waitFor(() => h.runtimes.every((r) => !r.live || !r.stream || r.connected), { timeoutMs: 5000 })
+      await h.waitForStreams()
     }
     await h.settle()
   })

@@ -1,5 +1,6 @@
 // The fault suite's harness: one mock OpenCode per fault class, goal runtimes wired like a host
-// (the mock's /global/event stream forwarded into processPayload), a case per session, and the
+// (the mock's /global/event stream read by the package's event follower, each payload forwarded
+// into that runtime's processPayload by the harness), a case per session, and the
 // measurements every row of the table reports.
 //
 // A case is one session with a goal (or one hostile probe). The class decides how the case is
@@ -35,7 +36,15 @@ import { freshGoal } from '../../__test__/mock/goal.mjs'
 const require = createRequire(import.meta.url)
 export const pkg = require('../../runtime.js')
 export const native = require('../../index.js')
-const { subscribeGlobalEvents } = require('../../lib/event-stream.js')
+
+/**
+ * The first reconnect's wait of every host's event follower (short, so the suite stays fast).
+ * Each failure in a row doubles it, up to the loop's cap of 10 s (crates/goal-core/src/
+ * sched/backoff.rs); a connection that stayed up less than the cap does not start it over.
+ */
+export const STREAM_FIRST_RETRY_MS = 50
+/** How long a host's stream may take to be back after an outage: the backoff's cap, and 2 s. */
+export const STREAM_BACK_MS = 12_000
 
 /** The quiet window every class runs with (short, so the suite stays fast). */
 export const QUIET_MS = 150
@@ -199,11 +208,14 @@ export async function createHarness(name, { mockOptions = {}, runtimeOptions = {
       })
       const entry = { runtime, native: raw, label, live: true, stream: null, connected: false }
       if (forward) {
-        entry.stream = subscribeGlobalEvents({
-          url: mock.url,
-          maxBackoffMs: 1000,
-          onStatus: (status) => {
-            entry.connected = status === 'connected'
+        // The follower only reads (deliver: false): the harness forwards each payload to this
+        // runtime, so that a class can drop some (`filter`) or stop them (`dropRuntime`).
+        entry.stream = pkg.createEventFollower({
+          openCode: { baseUrl: mock.url },
+          deliver: false,
+          firstRetryMs: STREAM_FIRST_RETRY_MS,
+          onStatus: ({ state }) => {
+            entry.connected = state === 'connected'
           },
           onPayload: (payload, directory) => {
             if (!entry.live) return
@@ -227,12 +239,12 @@ export async function createHarness(name, { mockOptions = {}, runtimeOptions = {
 
     /** Waits until every live runtime's event stream is connected. */
     async waitForStreams() {
-      await mock.waitFor(() => runtimes.every((r) => !r.live || !r.stream || r.connected), { timeoutMs: 5000 })
+      await mock.waitFor(() => runtimes.every((r) => !r.live || !r.stream || r.connected), { timeoutMs: STREAM_BACK_MS })
     },
 
     /** Waits until this runtime's event stream is connected. */
     async waitForConnected(runtime) {
-      await mock.waitFor(() => runtimes.find((r) => r.runtime === runtime)?.connected !== false, { timeoutMs: 5000 })
+      await mock.waitFor(() => runtimes.find((r) => r.runtime === runtime)?.connected !== false, { timeoutMs: STREAM_BACK_MS })
     },
 
     /**

@@ -4,25 +4,25 @@
 //   options (`buildOpenCodeUrl`, `getOpenCodeAuthHeaders`, `getSmallModelService`,
 //   `emitGoalNotification`), no `directories` and no `recoverOnStart`, so the runtime scans
 //   nothing at creation; the data directory comes from OPENCHAMBER_DATA_DIR, as OpenChamber's;
-// - it subscribes to OpenCode's global event stream and forwards every payload to
-//   `processPayload(payload, directory)` (the envelope unwrapped, `global` → ''), and when the
-//   stream breaks (OpenCode restarted) it reconnects by itself with capped backoff
-//   (250 ms doubling, at most `streamBackoffMs`) and tells the runtime nothing but what the
-//   stream carries (OpenCode's `server.connected` among it);
+// - it reads OpenCode's global event stream (the package's event follower, `deliver: false`)
+//   and forwards every payload itself to `processPayload(payload, directory)` (the envelope
+//   unwrapped, `global` → ''); when the stream breaks (OpenCode restarted) the follower
+//   reconnects with the loop's backoff (250 ms doubling, at most 10 s:
+//   crates/goal-core/src/sched/backoff.rs), and the runtime learns nothing but what the stream
+//   carries (OpenCode's `server.connected` among it);
 // - it never calls `recover()` (the runtime's `recover` is replaced by a counter, reported at
 //   the end, so a call would show).
 // The one option OpenChamber does not pass is `sweepIntervalMs` (a flat tunable of the drop-in):
 // the chaos run sets it so that its stuck-check fits the run's length (see chaos-real.mjs).
 // Quiet windows and the fetch timeout stay at the runtime's defaults, as OpenChamber leaves them.
 //
-//   OPENCHAMBER_DATA_DIR=<dir> node scripts/faults/openchamber-host.mjs <openCodeUrl> <sweepIntervalMs> <streamBackoffMs>
+//   OPENCHAMBER_DATA_DIR=<dir> node scripts/faults/openchamber-host.mjs <openCodeUrl> <sweepIntervalMs>
 // Prints "ready" once its stream is connected; on stdin end it stops and prints its snapshot
 // (one JSON line). Operator lines ([session-goal] …) go to the console, as in OpenChamber.
-import eventStream from '../../lib/event-stream.js'
-import { createSessionGoalRuntime } from '../../runtime.mjs'
+import { createEventFollower, createSessionGoalRuntime } from '../../runtime.mjs'
 import { defaultAuditor } from './harness.mjs'
 
-const [url, sweepIntervalMs, streamBackoffMs] = process.argv.slice(2)
+const [url, sweepIntervalMs] = process.argv.slice(2)
 const base = String(url).replace(/\/+$/, '')
 const notifications = {}
 
@@ -43,11 +43,11 @@ runtime.recover = () => {
 }
 
 let announced = false
-const stream = eventStream.subscribeGlobalEvents({
-  url: base,
-  maxBackoffMs: Number(streamBackoffMs),
-  onStatus: (status) => {
-    if (status === 'connected' && !announced) {
+const stream = createEventFollower({
+  openCode: { baseUrl: base },
+  deliver: false,
+  onStatus: ({ state }) => {
+    if (state === 'connected' && !announced) {
       announced = true
       process.stdout.write('ready\n')
     }

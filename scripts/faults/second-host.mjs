@@ -1,5 +1,6 @@
 // A second host in its own process (a desktop shell next to a web server): a goal runtime on the
-// same OpenCode server, fed by its own event stream. Used by the two-hosts measurement.
+// same OpenCode server, fed by its own event follower (which delivers each event to the runtime
+// and reconnects with the loop's backoff). Used by the two-hosts measurement.
 //   node scripts/faults/second-host.mjs <openCodeUrl> <dataDir> <quietMs>
 // Prints "ready" once its stream is connected; on stdin end it stops and prints its snapshot.
 import { createRequire } from 'node:module'
@@ -7,7 +8,6 @@ import { defaultAuditor } from './harness.mjs'
 
 const require = createRequire(import.meta.url)
 const pkg = require('../../runtime.js')
-const { subscribeGlobalEvents } = require('../../lib/event-stream.js')
 
 const [url, dataDir, quietMs] = process.argv.slice(2)
 const runtime = pkg.createSessionGoalRuntime({
@@ -21,15 +21,14 @@ const runtime = pkg.createSessionGoalRuntime({
   generateSmallModelText: defaultAuditor,
 })
 let announced = false
-const stream = subscribeGlobalEvents({
-  url,
-  onStatus: (status) => {
-    if (status === 'connected' && !announced) {
+const stream = pkg.createEventFollower({
+  openCode: { baseUrl: url },
+  onStatus: ({ state }) => {
+    if (state === 'connected' && !announced) {
       announced = true
       process.stdout.write('ready\n')
     }
   },
-  onPayload: (payload, directory) => runtime.processPayload(payload, directory),
 })
 process.stdin.resume()
 process.stdin.on('end', async () => {

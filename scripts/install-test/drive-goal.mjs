@@ -1,15 +1,16 @@
 // Installed package: one goal from active to complete against the mock OpenCode, wired the way
 // OpenChamber's server wires its runtime (its option names, the global event stream unwrapped,
-// processPayload(payload, directory)), the goal installed with the reference's createSessionGoal.
+// processPayload(payload, directory)), the stream read by the package's event follower with the
+// same flat connection (`deliver: false`: the host forwards), the goal installed with the
+// reference's createSessionGoal.
 // Then `session-goal doctor` (the installed CLI, on the same Node) reads that goal back.
 import { execFile } from 'node:child_process'
 import fs from 'node:fs'
-import http from 'node:http'
 import { createRequire } from 'node:module'
 import os from 'node:os'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { createSessionGoal, createSessionGoalRuntime } from 'session-goal-runtime'
+import { createEventFollower, createSessionGoal, createSessionGoalRuntime } from 'session-goal-runtime'
 
 const mockPath = process.argv[2]
 const { startMockOpenCode } = await import(pathToFileURL(mockPath).href)
@@ -39,22 +40,15 @@ const sessionGoalRuntime = createSessionGoalRuntime({
   logger: () => {},
 })
 
-const events = http.get(mock.url + '/global/event', (response) => {
-  let buffer = ''
-  response.setEncoding('utf8')
-  response.on('data', (chunk) => {
-    buffer += chunk
-    for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-      const data = buffer.slice(0, end).split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).join('\n')
-      buffer = buffer.slice(end + 2)
-      if (!data) continue
-      const raw = JSON.parse(data)
-      const payload = raw && typeof raw.payload === 'object' ? raw.payload : raw
-      sessionGoalRuntime.processPayload(payload, raw.directory && raw.directory !== 'global' ? raw.directory : '')
-    }
-  })
+const statuses = []
+const events = createEventFollower({
+  buildOpenCodeUrl: (apiPath, prefix = '') => `${mock.url}${prefix}${apiPath}`,
+  getOpenCodeAuthHeaders: () => authHeaders,
+  deliver: false,
+  onStatus: (status) => statuses.push(status.state),
+  onPayload: (payload, payloadDirectory) => sessionGoalRuntime.processPayload(payload, payloadDirectory),
 })
-await mock.waitFor(() => mock.eventStreams > 0, { timeoutMs: 5000 })
+await mock.waitFor(() => mock.eventStreams > 0 && statuses.includes('connected'), { timeoutMs: 5000 })
 
 const session = mock.createSession({ directory, title: 'install test' })
 mock.addUserMessage(session.id, 'Add the CSV export')
@@ -92,8 +86,8 @@ const doctor = await new Promise((resolve, reject) => {
 })
 if (doctor.status !== 'complete' || doctor.goalId !== goal.id || doctor.cause?.code !== 'verified') throw new Error(`session-goal doctor: ${JSON.stringify(doctor).slice(0, 400)}`)
 
-const unauthenticated = mock.requests.filter((r) => r.headers.authorization !== authHeaders.authorization && r.path !== '/global/event')
-events.destroy()
+const unauthenticated = mock.requests.filter((r) => r.headers.authorization !== authHeaders.authorization)
+events.close()
 await sessionGoalRuntime.stop()
 await mock.close()
 fs.rmSync(dataDir, { recursive: true, force: true })

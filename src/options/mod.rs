@@ -66,8 +66,18 @@ impl OpenCodeConnection {
     ) -> std::result::Result<OpenCodeClient, GoalError> {
         let connection = connection.unwrap_or_default();
         let timeout = millis(connection.fetch_timeout_ms, default_timeout);
-        let endpoint = context.guard(connection.endpoint()?);
+        let endpoint = Self::guarded_endpoint(Some(connection), context)?;
         Ok(OpenCodeClient::new(context.shared(), endpoint, timeout))
+    }
+
+    /// Where this connection reaches OpenCode (its URLs and headers), for `context`'s JavaScript
+    /// environment: it answers nothing once the environment has ended, and its key is the intake
+    /// group of every runtime built from the same connection (an event follower's use).
+    pub(crate) fn guarded_endpoint(
+        connection: Option<Self>,
+        context: &EnvContext,
+    ) -> std::result::Result<Arc<dyn Endpoint>, GoalError> {
+        Ok(context.guard(connection.unwrap_or_default().endpoint()?))
     }
 
     fn endpoint(self) -> std::result::Result<Arc<dyn Endpoint>, GoalError> {

@@ -29,7 +29,7 @@
 //! | the evidence digest (and as the auditor reads it), its trail counts | `evidence/digest.rs`, `evidence/audit_block.rs`, `evidence/summary.rs` |
 //! | the no-progress breaker; the complete override | `evidence/no_progress.rs`, `evidence/complete_override.rs` |
 //! | which events are read and how they parse | `intake.rs` |
-//! | OpenCode's event stream followed for a Rust host: reconnects with the backoff, recovers on each connection | `io/event_follower.rs` |
+//! | OpenCode's event stream followed for a host (Rust, or Node through the binding): reconnects with the backoff, recovers on each connection | `io/event_follower.rs` |
 //! | OpenCode client, HTTP pools, prompt outcome classes | `io/opencode.rs`, `io/http.rs`, `io/prompt_outcome.rs` |
 //! | the one place every OpenCode request passes (HTTP, or the simulator's OpenCode) | `io/transport.rs` |
 //! | guarded metadata writes; write slots, dispatch claims | `io/writer.rs`, `io/locks.rs` |
@@ -134,7 +134,9 @@ pub use runtime::{GoalLoop, GoalLoopParts, GoalSnapshot};
 pub use sched::{SchedulerSnapshot, SessionSnapshot};
 
 // OpenCode and host services.
-pub use io::event_follower::{EventFollower, EventFollowerBuilder, StreamStatus};
+pub use io::event_follower::{
+    EventFollower, EventFollowerBuilder, StreamStatus, DEFAULT_ANSWER_TIMEOUT, DEFAULT_FIRST_RETRY,
+};
 pub use io::memory_dir::MemoryDir;
 pub use io::objectives::{delete_objective, is_valid_session_id, read_objective, write_objective};
 pub use io::opencode::{BoxFuture, Endpoint, OpenCodeClient, RequestTarget, StaticEndpoint, DEFAULT_FETCH_TIMEOUT};

@@ -1,5 +1,5 @@
-//! Follows OpenCode's event stream (`GET /global/event`, server-sent events) for a Rust host, so
-//! that no host writes a reader of its own. Each event is parsed once, through the intake
+//! Follows OpenCode's event stream (`GET /global/event`, server-sent events) for a host, so that
+//! no host writes a reader of its own. Each event is parsed once, through the intake
 //! contract ([`IntakeRegistry::read`]), and delivered to every runtime of the context that talks
 //! to the same server, as a payload a host forwards would be.
 //!
@@ -11,8 +11,14 @@
 //! started before it). OpenCode's own first event, `server.connected`, says the same and is not
 //! delivered a second time.
 //!
-//! The Node package does not use it: a Node host forwards the events it reads itself
-//! (`processPayload`), and the CLI's `watch` reads them in JavaScript (`lib/event-stream.js`).
+//! A host that wants each payload as the stream carried it (to forward it itself, as OpenChamber's
+//! server forwards to `processPayload`) sets [`EventFollowerBuilder::on_payload`], and with
+//! [`EventFollowerBuilder::deliver_to_runtimes`]`(false)` the follower delivers nothing itself.
+//!
+//! It is the one reader of the stream in this repository: a Rust host (`examples/tauri-goals`)
+//! starts it from [`EmbeddedGoalRuntime::event_follower`](crate::EmbeddedGoalRuntime::event_follower),
+//! and the Node package exposes it as `createEventFollower` (`src/event_follower.rs`), which the
+//! CLI's `watch`, the examples, the tests and the fault suite's hosts use.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -54,6 +60,7 @@ pub enum StreamStatus {
 
 type EventHook = Arc<dyn Fn(&IntakeEvent) + Send + Sync>;
 type StatusHook = Arc<dyn Fn(&StreamStatus) + Send + Sync>;
+type PayloadHook = Arc<dyn Fn(Value, String) + Send + Sync>;
 
 /// Settings of an [`EventFollower`]: the server (an [`Endpoint`], which also gives the headers)
 /// and the context whose runtimes receive the events. A host that runs an
@@ -64,6 +71,8 @@ pub struct EventFollowerBuilder {
     endpoint: Arc<dyn Endpoint>,
     on_event: Option<EventHook>,
     on_status: Option<StatusHook>,
+    on_payload: Option<PayloadHook>,
+    deliver: bool,
     first_retry: Duration,
     answer_timeout: Duration,
 }
@@ -77,6 +86,8 @@ impl EventFollowerBuilder {
             endpoint,
             on_event: None,
             on_status: None,
+            on_payload: None,
+            deliver: true,
             first_retry: DEFAULT_FIRST_RETRY,
             answer_timeout: DEFAULT_ANSWER_TIMEOUT,
         }
@@ -94,6 +105,25 @@ impl EventFollowerBuilder {
     /// the next attempt is). The same rules as [`on_event`](Self::on_event).
     pub fn on_status(mut self, hook: impl Fn(&StreamStatus) + Send + Sync + 'static) -> Self {
         self.on_status = Some(Arc::new(hook));
+        self
+    }
+
+    /// Called with each payload the stream carries, as a host that forwards payloads would hand
+    /// it on: the global envelope unwrapped, its directory (`global` read as `""`). OpenCode's
+    /// `sync` twins (each repeats another event) and data that is no JSON object are left out.
+    /// It runs after the runtimes have the event, with the payload the event was parsed into (no
+    /// second parse, no copy). The same rules as [`on_event`](Self::on_event).
+    pub fn on_payload(mut self, hook: impl Fn(Value, String) + Send + Sync + 'static) -> Self {
+        self.on_payload = Some(Arc::new(hook));
+        self
+    }
+
+    /// Whether the follower delivers the events to the context's runtimes (the default). A host
+    /// that forwards each payload itself (from [`on_payload`](Self::on_payload), to drop, hold
+    /// or repeat some) turns it off: then no event reaches a runtime from the follower, the
+    /// connections' [`IntakeEvent::Connected`] included.
+    pub fn deliver_to_runtimes(mut self, deliver: bool) -> Self {
+        self.deliver = deliver;
         self
     }
 
@@ -123,6 +153,8 @@ impl EventFollowerBuilder {
             http,
             on_event: self.on_event,
             on_status: self.on_status,
+            on_payload: self.on_payload,
+            deliver: self.deliver,
             first_retry: self.first_retry,
             answer_timeout: self.answer_timeout,
         };
@@ -162,6 +194,8 @@ struct Follow {
     http: reqwest::Client,
     on_event: Option<EventHook>,
     on_status: Option<StatusHook>,
+    on_payload: Option<PayloadHook>,
+    deliver: bool,
     first_retry: Duration,
     answer_timeout: Duration,
 }
@@ -239,21 +273,34 @@ impl Follow {
         }
     }
 
-    /// One event's data: parsed once, read through the intake contract, delivered.
+    /// One event's data: parsed once, read through the intake contract, delivered; then the
+    /// payload itself is handed to the host's hook.
     fn deliver(&self, data: &str) {
         let Ok(value) = serde_json::from_str::<Value>(data) else { return };
         let (payload, directory) = unwrap_envelope(&value, "");
-        if let Some(event) = self.shared.intake().read(&self.group, payload, directory) {
-            // Every connection was announced when it was accepted.
-            if event != IntakeEvent::Connected {
-                self.announce(&event);
+        if self.deliver || self.on_event.is_some() {
+            if let Some(event) = self.shared.intake().read(&self.group, payload, directory) {
+                // Every connection was announced when it was accepted.
+                if event != IntakeEvent::Connected {
+                    self.announce(&event);
+                }
             }
         }
+        let Some(hook) = &self.on_payload else { return };
+        if !payload.is_object() || payload.get("type").and_then(Value::as_str) == Some("sync") {
+            return;
+        }
+        let directory = directory.to_string();
+        let payload = into_payload(value);
+        let _ = catch_unwind(AssertUnwindSafe(|| hook(payload, directory)));
     }
 
-    /// Delivers an event to the context's runtimes of this server, then to the host's hook.
+    /// Delivers an event to the context's runtimes of this server (unless the host forwards the
+    /// payloads itself), then to the host's hook.
     fn announce(&self, event: &IntakeEvent) {
-        self.shared.intake().deliver(&self.group, event);
+        if self.deliver {
+            self.shared.intake().deliver(&self.group, event);
+        }
         if let Some(hook) = &self.on_event {
             let _ = catch_unwind(AssertUnwindSafe(|| hook(event)));
         }
@@ -264,6 +311,14 @@ impl Follow {
             let _ = catch_unwind(AssertUnwindSafe(|| hook(status)));
         }
     }
+}
+
+/// The payload of an event, moved out of its envelope ([`unwrap_envelope`]'s reading, owned).
+fn into_payload(mut event: Value) -> Value {
+    if event.get("payload").is_some_and(Value::is_object) {
+        return event["payload"].take();
+    }
+    event
 }
 
 /// A failed request in words, its causes included (`error sending request: … Connection

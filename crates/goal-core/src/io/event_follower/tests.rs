@@ -249,6 +249,85 @@ async fn events_reach_the_runtimes_once_each_and_every_connection_is_announced()
     followed.follower.stop();
 }
 
+/// The host's payload hook: what it was handed, in order.
+type Handed = Arc<Mutex<Vec<(Value, String)>>>;
+
+fn handed_to(log: &Handed) -> impl Fn(Value, String) + Send + Sync + 'static {
+    let log = log.clone();
+    move |payload, directory| log.lock().push((payload, directory))
+}
+
+#[tokio::test]
+async fn the_payload_hook_gets_each_payload_unwrapped_and_the_runtimes_still_their_events() {
+    let deleted = json!({"type": "session.deleted", "properties": {"info": {"id": "ses_gone"}}});
+    let delta = json!({"type": "message.part.delta", "properties": {"sessionID": "ses_a"}});
+    let server = TestServer::start(
+        vec![Reply::EventsHeld(vec![
+            json!({"payload": {"type": "server.connected", "properties": {}}}),
+            status_event("ses_a", "/p"),
+            json!({"directory": "/p", "payload": {"type": "sync", "syncEvent": {}}}),
+            json!({"directory": "global", "payload": deleted}),
+            delta.clone(),
+            json!("no object"),
+        ])],
+        not_found,
+    )
+    .await;
+    let handed: Handed = Arc::default();
+    let followed = follow(&server, |builder| builder.on_payload(handed_to(&handed)));
+    until("the bare payload arrived", || handed.lock().len() == 4).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let status = status_event("ses_a", "/p")["payload"].clone();
+    assert_eq!(
+        *handed.lock(),
+        [
+            (json!({"type": "server.connected", "properties": {}}), String::new()),
+            (status, "/p".to_string()),
+            (deleted, String::new()),
+            (delta, String::new()),
+        ],
+        "envelopes unwrapped, `global` read as no directory, sync twins and non-objects left out"
+    );
+    assert_eq!(
+        followed.recorder.events.lock().len(),
+        3,
+        "the runtimes still have theirs: {:?}",
+        followed.recorder.events
+    );
+}
+
+#[tokio::test]
+async fn a_host_that_forwards_itself_gets_the_payloads_and_the_runtimes_nothing_from_the_follower() {
+    let server = TestServer::start(
+        vec![Reply::Events(vec![status_event("ses_a", "/p")]), Reply::EventsHeld(vec![status_event("ses_b", "/q")])],
+        not_found,
+    )
+    .await;
+    let handed: Handed = Arc::default();
+    let followed = follow(&server, |builder| builder.on_payload(handed_to(&handed)).deliver_to_runtimes(false));
+    until("both streams' payloads arrived", || handed.lock().len() == 2).await;
+    let directories: Vec<String> = handed.lock().iter().map(|(_, directory)| directory.clone()).collect();
+    assert_eq!(directories, ["/p", "/q"]);
+    assert!(followed.recorder.events.lock().is_empty(), "not even a connection is announced to the runtimes");
+    assert_eq!(
+        followed.hooked.lock().len(),
+        4,
+        "the host's event hook still reads them: two connections, two statuses"
+    );
+}
+
+#[tokio::test]
+async fn a_payload_hook_that_panics_does_not_end_the_stream() {
+    let server = TestServer::start(
+        vec![Reply::EventsHeld(vec![status_event("ses_a", "/p"), status_event("ses_b", "/p")])],
+        not_found,
+    )
+    .await;
+    let followed = follow(&server, |builder| builder.on_payload(|_, _| panic!("the host's hook broke")));
+    until("both events arrived", || followed.recorder.events.lock().len() == 3).await;
+    assert!(followed.follower.is_running());
+}
+
 #[tokio::test]
 async fn failures_back_off_and_say_why() {
     let streams = vec![
