@@ -107,10 +107,10 @@ pub use config::tunables::{count, millis, AssistTunables, EvidenceTunables, Goal
 pub use config::{EvidenceConfig, EvidenceLimits, GoalConfig, ProviderLimits};
 
 // The goal record.
-pub use goal::budgets::cost::{cost_used, format_usd, provider_reports_no_cost, MAX_COST_BUDGET, MIN_COST_BUDGET};
-pub use goal::budgets::time::parse_duration;
-pub use goal::provider::limit_rules::wake_at as provider_wake_at;
-pub use goal::settling::causes::{cause_of, fix_action, fix_sentence, FixAction};
+pub use goal::decide::budgets::cost::{cost_used, format_usd, provider_reports_no_cost, MAX_COST_BUDGET, MIN_COST_BUDGET};
+pub use goal::decide::budgets::time::parse_duration;
+pub use goal::decide::limit_rules::wake_at as provider_wake_at;
+pub use goal::decide::causes::{cause_of, fix_action, fix_sentence, FixAction};
 pub use record::cause::{Cause, CauseCode};
 /// Every `statusReason` this package writes.
 pub use record::reasons;
@@ -143,7 +143,7 @@ pub use io::opencode::{BoxFuture, Endpoint, OpenCodeClient, RequestTarget, Stati
 pub use io::services::{
     resolve_data_dir, usage_total, DataDir, NoNotifier, NoSmallModel, Notifier, Services, SmallModel,
 };
-pub use io::small_model_call::{SmallModelQuery, SmallModelReply};
+pub use record::small_model_call::{SmallModelQuery, SmallModelReply};
 pub use io::trail_file::{delete as delete_history, read as read_history};
 pub use io::transport::{HttpTransport, Transport, WireAnswer, WireRequest};
 pub use io::writer::write_namespace_key;
@@ -173,7 +173,7 @@ pub use control::orchestrate::{
 };
 pub use control::prompt::PromptOptions;
 pub use evidence::summary::{DigestSummary, FailingCommand, TodoCounts};
-pub use goal::acceptance::check_rules::{CheckResult, CheckRun};
+pub use goal::decide::check_rules::{CheckResult, CheckRun};
 pub use record::criteria::{Criterion, CriterionSource, CriterionState, RecordedGrade};
 pub use record::Lease;
 pub use text::prompts::goal_intro_text;

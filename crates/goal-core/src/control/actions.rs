@@ -4,7 +4,7 @@
 //! active goal also aborts the running turn, as an abort pauses the goal.
 
 use crate::error::{ErrorKind, Warning, WarningCode};
-use crate::goal::settling::causes::cause_of;
+use crate::goal::decide::causes::cause_of;
 use crate::record::cause::CauseCode;
 use crate::record::criteria::CriterionSource;
 use crate::time::clock::now_ms;
@@ -129,7 +129,7 @@ pub async fn pause_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<Act
             goal.set_cause(Some(cause_of(CauseCode::UserPaused, now_ms(), &target.session_id, None)));
             goal.blocked_streak = 0;
             // A park ends with the pause.
-            crate::goal::provider::limit_rules::clear_park(goal);
+            crate::goal::decide::limit_rules::clear_park(goal);
             // Paused time is not active time (time budget); the resume folds it in.
             crate::time::active::begin_inactive(goal, crate::time::clock::now_ms());
             Ok(())
@@ -156,14 +156,14 @@ pub async fn resume_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<Ac
     let session_id = target.session_id.clone();
     update(ctx, target, &directory, move |goal| {
         if goal.status == GoalStatus::Active {
-            if crate::goal::provider::limit_rules::parked_for(goal).is_none() {
+            if crate::goal::decide::limit_rules::parked_for(goal).is_none() {
                 return Err(Declined::Unchanged(Box::new(goal.clone())));
             }
-            crate::goal::provider::limit_rules::clear_park(goal);
+            crate::goal::decide::limit_rules::clear_park(goal);
             goal.status_reason = REASON_RESUMED.into();
             return Ok(());
         }
-        crate::goal::provider::limit_rules::clear_park(goal);
+        crate::goal::decide::limit_rules::clear_park(goal);
         // The time it stood still is not active time (time budget).
         crate::time::active::count_stopped_time(goal, crate::time::clock::now_ms());
         goal.status = GoalStatus::Active;
@@ -172,7 +172,7 @@ pub async fn resume_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<Ac
         goal.set_cause(None);
         goal.turns_used = 0;
         goal.blocked_streak = 0;
-        crate::goal::ownership::lineage::mark_owner(goal, &session_id);
+        crate::goal::decide::lineage::mark_owner(goal, &session_id);
         Ok(())
     })
     .await
@@ -265,7 +265,7 @@ pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionRe
         settings.apply_to(goal);
         crate::time::active::count_stopped_time(goal, crate::time::clock::now_ms());
         // An edit ends a park: the goal goes on with its new content now.
-        crate::goal::provider::limit_rules::clear_park(goal);
+        crate::goal::decide::limit_rules::clear_park(goal);
         goal.status = GoalStatus::Active;
         goal.status_reason = REASON_RESUMED.into();
         // A goal that is simply running carries no cause.

@@ -7,9 +7,9 @@ use crate::io::services::DataDir;
 
 use serde_json::Value;
 
-use crate::goal::acceptance::check_rules::CheckRun;
-use crate::goal::guarding::guard_rules::{unreadable_guards, UnreadableGuard};
-use crate::goal::settling::causes::{cause_of, fix_action};
+use crate::goal::decide::check_rules::CheckRun;
+use crate::goal::decide::guard_rules::{unreadable_guards, UnreadableGuard};
+use crate::goal::decide::causes::{cause_of, fix_action};
 use crate::io::opencode::OpenCodeClient;
 use crate::record::cause::{Cause, CauseCode};
 use crate::record::lease::{held_by_other, lease_of};
@@ -110,7 +110,7 @@ fn review_setting(goal: &Goal) -> Option<Value> {
 
 /// The goal's budget (none without one) and spending, in US dollars.
 fn cost_of(goal: &Goal) -> GoalCost {
-    GoalCost { budget: crate::goal::budgets::cost::budget(goal), used: crate::goal::budgets::cost::cost_used(goal) }
+    GoalCost { budget: crate::goal::decide::budgets::cost::budget(goal), used: crate::goal::decide::budgets::cost::cost_used(goal) }
 }
 
 /// The newest trail record with a verdict (or an audit failure), reduced to what a human reads.
@@ -182,7 +182,7 @@ fn findings(observed: &Observed<'_>, goal: Option<&Goal>) -> Vec<Finding> {
         let from = copied_from.unwrap_or("another session");
         out.push(finding("inherited", format!("this goal was copied from {from} (a fork copies the metadata)")));
     }
-    if crate::goal::budgets::cost::provider_reports_no_cost(goal) {
+    if crate::goal::decide::budgets::cost::provider_reports_no_cost(goal) {
         out.push(finding(
             "providerReportsNoCost",
             "the provider reports no cost for this session's replies (every cost is 0): the cost budget is never reached"

@@ -145,17 +145,17 @@ pub mod rule {
 
     /// A token budget: an integer within `goal/budgets/tokens.rs`'s bounds.
     pub fn token_budget(budget: f64) -> Result<u64, String> {
-        crate::goal::budgets::tokens::check_budget(budget)
+        crate::goal::decide::budgets::tokens::check_budget(budget)
     }
 
     /// A cost budget: a finite number of US dollars within `goal/budgets/cost.rs`'s bounds.
     pub fn cost_budget(dollars: f64) -> Result<f64, String> {
-        crate::goal::budgets::cost::check_budget(dollars)
+        crate::goal::decide::budgets::cost::check_budget(dollars)
     }
 
     /// A time budget in ms of active time, within `goal/budgets/time.rs`'s bounds.
     pub fn time_budget_ms(ms: f64) -> Result<u64, String> {
-        crate::goal::budgets::time::check_budget(ms)
+        crate::goal::decide::budgets::time::check_budget(ms)
     }
 
     /// Working hours `{start: "HH:MM", end: "HH:MM", timeZone}`.

@@ -406,7 +406,7 @@ async fn pause_copied_goal(
             if g.status != crate::record::GoalStatus::Active || g.session_id.as_deref() == Some(fork_id.as_str()) {
                 return Err(crate::error::Cancelled);
             }
-            crate::goal::ownership::lineage::adopt_paused(g, &fork_id, &owner, crate::time::clock::now_ms());
+            crate::goal::decide::lineage::adopt_paused(g, &fork_id, &owner, crate::time::clock::now_ms());
             Ok(())
         },
     )

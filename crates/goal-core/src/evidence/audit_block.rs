@@ -149,3 +149,32 @@ pub fn citations(object: &Map<String, Value>, key: &str) -> Vec<String> {
         })
         .unwrap_or_default()
 }
+/// What the audit call reported besides the verdict.
+#[derive(Debug, Clone, Default)]
+pub struct AuditExtras {
+    /// Facts the auditor relied on.
+    pub evidence: Vec<String>,
+    /// What it could not verify.
+    pub missing: Vec<String>,
+    /// Tokens the audit cost, when the model reported them.
+    pub tokens: Option<u64>,
+    /// Why the audit failed (an HTTP status, a timeout), when it did: the cause's detail.
+    pub failure: Option<String>,
+    /// The criteria as this audit graded them (`goal/decide/grading.rs`), for the trail.
+    pub criteria: Option<Value>,
+}
+
+/// `evidence` and `missing` of the auditor's JSON object.
+pub fn audit_extras(object: Option<&Map<String, Value>>, tokens: Option<u64>) -> AuditExtras {
+    match object {
+        Some(object) => AuditExtras {
+            evidence: citations(object, "evidence"),
+            missing: citations(object, "missing"),
+            tokens,
+            failure: None,
+            criteria: None,
+        },
+        None => AuditExtras { tokens, ..AuditExtras::default() },
+    }
+}
+

@@ -1,41 +1,25 @@
-//! The goal loop, one tick at a time: observe (the session and its goal) → ownership (whose goal
-//! it is, the lease) → guards → the live state → provider limits → plan (pure decisions and
-//! gates; the budgets' checks; the time stage) → audit (the small model's verdict, reviewed
-//! against the evidence; checks and review before `complete`) → reserve (a guarded write of the
-//! turn) → deliver (an idempotent post) → settle (a terminal status and the notification).
-//! `tick.rs` runs the stages in that order, passing each once; each folder below is one stage (or
-//! a few that belong together) with its pure rules beside it (`docs/layout.md` lists them).
+//! The goal loop, one tick at a time, as gather → decide → act:
 //!
-//! A stage's pure part, when it has a file of its own, is named after the stage with `_rules`
-//! (`provider/limit_rules.rs` of `provider/limits.rs`, `acceptance/check_rules.rs` of
-//! `acceptance/checks.rs`); `scripts/module-graph.mjs` checks that pure files import no I/O.
+//! - `decide/`: the decision, pure. What the tick has seen, the settings and the clock value in;
+//!   the next step out: read this, carry out that, or end. Every rule of the loop lives here,
+//!   each step in a file of its own (`start.rs`, `provider.rs`, `planning.rs`, `verdict.rs`,
+//!   `acceptance.rs`, `review.rs`, `delivery.rs`), composed in branch order by `decide/mod.rs`.
+//! - `gather/`: the reads a decision asks for, and the owner lists' memory.
+//! - `act/`: the one executor: the only place that writes the goal, posts, notifies and appends
+//!   trail lines, each effect under its own guard; its memory beside it.
+//! - `tick.rs`: the loop that asks, reads, acts and asks again; `context.rs`: what the ticks of a
+//!   runtime share.
+//!
+//! Imports only go down: `decide` ← `gather` ← `act` ← `tick` (`scripts/module-graph.mjs`
+//! checks it, and that `decide` imports no I/O and is not `async`).
 
-/// What the stages share: the runtime's tick context and one tick's value.
+/// The one executor of a tick's effects, and its memory.
+pub mod act;
+/// What the ticks of a runtime share.
 pub mod context;
-/// The tick's stages and how long each may take (the watchdog's budget).
-pub mod stages;
-/// One tick, stage by stage.
+/// The decision: pure, one step at a time.
+pub mod decide;
+/// The reads a decision asks for, and the owner lists' memory.
+pub mod gather;
+/// One tick: gather → decide → act until the decision ends it.
 pub mod tick;
-
-/// Acceptance checks (their claim across hosts, the run, the reading of results) and the reviewer.
-pub mod acceptance;
-/// The cost and time limits, and the stage that acts on them.
-pub mod budgets;
-/// Reserving a turn, posting it once, and watching the reservation's echo.
-pub mod delivery;
-/// Guards that cannot be read: read what can be read safely, stop the goal on the rest.
-pub mod guarding;
-/// What a tick reads: the session and its goal, then its live state.
-pub mod observation;
-/// Which session owns a goal (the stage after the first reads): the owner list, lineage rules,
-/// adoption of a fork's copy, the lease.
-pub mod ownership;
-/// The pure decisions: the plan of a tick, its gates, token accounting.
-pub mod planning;
-/// Provider limits: the provider stage (parks and resumes, typed stops, cut turns) and its rules.
-pub mod provider;
-/// Settling a goal: the status write, the notification, the trail, causes, operator lines, and
-/// the cause of a goal that waits on a failing request.
-pub mod settling;
-/// The audit stage and graded completion against the criteria.
-pub mod verdict;

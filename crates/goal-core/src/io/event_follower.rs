@@ -30,7 +30,7 @@ use tracing::debug;
 use crate::intake::{unwrap_envelope, IntakeEvent};
 use crate::io::opencode::Endpoint;
 use crate::io::shared::SharedContext;
-use crate::sched::backoff::{retry_delay, MAX_RETRY_DELAY};
+use crate::time::backoff::{retry_delay, MAX_RETRY_DELAY};
 
 /// The API path of the stream (every directory's events, each in a `{directory, payload}` envelope).
 const EVENT_PATH: &str = "/global/event";

@@ -12,7 +12,6 @@ pub mod opencode;
 pub mod prompt_outcome;
 pub mod services;
 pub mod shared;
-pub mod small_model_call;
 pub mod trail_file;
 pub mod transport;
 pub mod writer;

@@ -265,7 +265,7 @@ impl OpenCodeClient {
     /// `GET /session?directory=&roots=true&start=` — the top-level sessions of one directory
     /// updated at or after `start` (epoch ms; every session when `None`) that hold a goal, each
     /// as its session id, goal id and creation time: what an owner list needs (see
-    /// `goal::ownership::owner_scan`).
+    /// `goal::gather::owners`).
     pub async fn list_owner_candidates(
         &self,
         directory: &str,

@@ -9,7 +9,7 @@ use serde_json::Value;
 pub use crate::config::settings_file::SettingsFlags;
 use crate::io::memory_dir::MemoryDir;
 use crate::io::opencode::BoxFuture;
-pub use crate::io::small_model_call::{usage_total, SmallModelError, SmallModelQuery, SmallModelReply};
+pub use crate::record::small_model_call::{usage_total, SmallModelError, SmallModelQuery, SmallModelReply};
 
 /// A small model.
 pub trait SmallModel: Send + Sync {

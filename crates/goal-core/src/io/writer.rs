@@ -11,7 +11,7 @@ use crate::error::Cancelled;
 use crate::io::opencode::{HttpError, OpenCodeClient};
 use crate::record::lease::held_by_other;
 use crate::record::session::{merge_namespace_key, SessionView};
-use crate::record::{Goal, GoalRevision, GoalStatus};
+use crate::record::{continuation_for_of, Goal, GoalRevision, GoalStatus};
 
 /// What a goal write expects to find (compare-and-set).
 #[derive(Debug, Clone)]
@@ -65,11 +65,6 @@ impl GoalGuard {
     }
 }
 
-/// The tail the goal's current reservation answers, if any.
-pub fn continuation_for_of(goal: &Goal) -> Option<&str> {
-    goal.continuation_for.get().map(String::as_str)
-}
-
 /// Result of a guarded goal write.
 #[derive(Debug)]
 pub enum GoalWrite {
@@ -104,18 +99,8 @@ impl BaseRead {
     }
 }
 
-/// Reads the session fresh, checks the guard, applies `mutate` and writes the merged metadata.
-pub async fn write_goal(
-    client: &OpenCodeClient,
-    session_id: &str,
-    directory: &str,
-    guard: &GoalGuard,
-    mutate: impl FnOnce(&mut Goal) + Send,
-) -> Result<GoalWrite, HttpError> {
-    write_goal_on(client, session_id, directory, guard, None, mutate).await.map(|(write, _)| write)
-}
-
-/// [`write_goal`] on a base read taken just before: it saves the fresh read (one round trip)
+/// A guarded write of the goal (read fresh, the guard checked, `mutate` applied, the merged
+/// metadata written) on a base read taken just before: it saves the fresh read (one round trip)
 /// when the base is still [`BaseRead::usable`] and no write of this context to the session has
 /// been released since it was sent; otherwise the session is read fresh as usual. Also returns
 /// the whole metadata written (`None` when nothing was).
@@ -219,7 +204,7 @@ pub enum GoalUpdate<R> {
     Declined(R),
 }
 
-/// Like [`write_goal`], but `mutate` sees the fresh goal and may decline, in which case nothing
+/// A guarded write of the goal (see [`write_goal_on`]) in which `mutate` sees the fresh goal and may decline, in which case nothing
 /// is written. Host actions use it to decide from the stored status, not from a stale copy.
 pub async fn try_write_goal<R: Send>(
     client: &OpenCodeClient,

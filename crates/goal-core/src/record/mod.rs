@@ -4,6 +4,7 @@
 
 pub mod cause;
 pub mod check_id;
+pub mod continuation_id;
 pub mod criteria;
 mod fields;
 pub mod guard_read;
@@ -14,6 +15,8 @@ pub mod provider_error;
 pub mod reasons;
 pub mod review;
 pub mod session;
+/// One small-model call as plain data: the query, the reply, the failure.
+pub mod small_model_call;
 #[cfg(test)]
 pub(crate) mod test_goal;
 
@@ -328,6 +331,11 @@ pub struct GoalRevision {
     pub objective_revision: u64,
     /// The acceptance checks (only the user sets them: a change invalidates a check round).
     pub checks: Vec<AcceptanceCheck>,
+}
+
+/// The tail the goal's current reservation answers, if any.
+pub fn continuation_for_of(goal: &Goal) -> Option<&str> {
+    goal.continuation_for.get().map(String::as_str)
 }
 
 #[cfg(test)]

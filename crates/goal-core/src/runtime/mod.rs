@@ -14,7 +14,9 @@ use tracing::{debug, Instrument};
 
 use crate::config::GoalConfig;
 use crate::goal::context::TickContext;
-use crate::goal::settling::settle::pause_after_abort;
+use crate::goal::act::pause_after_abort;
+use crate::goal::gather::owners::Owners;
+use crate::sched::facts::TickFacts;
 use crate::goal::tick::run_tick;
 use crate::intake::{Consumer, IntakeEvent};
 use crate::io::opencode::OpenCodeClient;
@@ -111,7 +113,7 @@ impl Job for GoalJob {
     }
 
     fn first_stage(&self) -> (&'static str, Duration) {
-        let stage = crate::goal::stages::Stage::Observe;
+        let stage = crate::goal::decide::stages::Stage::Observe;
         (stage.name(), stage.bound(&self.ctx.config, self.ctx.client.request_bound()))
     }
 
@@ -138,33 +140,22 @@ impl GoalLoop {
         // What events showed of each session: the scheduler task owns it, ticks read the
         // snapshot it publishes.
         let facts = SessionFactsView::default();
-        let (waiting_view, active_view) = (facts.clone(), facts.clone());
-        let holders = Arc::<crate::goal::ownership::lineage::GoalHolders>::default();
+        let holders = Arc::<crate::goal::gather::holders::GoalHolders>::default();
+        let memory = crate::goal::act::Memory { claims: parts.shared.dispatch_claims().clone(), ..Default::default() };
         let ctx = TickContext {
             client: parts.client.clone(),
             services: parts.services,
             config: Arc::new(parts.config),
-            waiting_for_user: Arc::new(move |session: &str| waiting_view.waiting_for_user(session)),
-            input_settled: Arc::default(),
             holder: crate::record::lease::holder_id(&parts.client.key()),
-            echoes: Arc::default(),
-            own_posts: Arc::default(),
-            dispatch_claims: parts.shared.dispatch_claims().clone(),
-            // Optimistic: a session that events have not shown without an active goal is read
-            // at once (a host that forwards only status events still gets the short path).
-            known_active: Arc::new(move |session: &str| active_view.expects_active_goal(session)),
-            owner_lists: crate::goal::ownership::owner_scan::OwnerLists::new(
-                parts.client.clone(),
-                holders.clone(),
-                runtime.clone(),
-            ),
-            holders,
+            facts: Arc::new(TickFacts::new(facts.clone())),
+            owners: Owners::new(parts.client.clone(), holders, runtime.clone()),
+            memory: Arc::new(memory),
         };
         let job = Arc::new(GoalJob { ctx: ctx.clone() });
         let scheduler = Scheduler::start_with(job, runtime, facts, parts.shared.clock());
         // Goals that waited for a failing owner list are woken when a list is read.
-        ctx.owner_lists.set_waker(Arc::new(scheduler.weak_waker()));
-        let _ = ctx.input_settled.set(Arc::new(scheduler.weak_input_settler()));
+        ctx.owners.set_waker(Arc::new(scheduler.weak_waker()));
+        ctx.facts.set_settler(scheduler.weak_input_settler());
         let inner = Arc::new_cyclic(|me| Inner {
             me: me.clone(),
             group: parts.client.key(),
@@ -221,7 +212,7 @@ impl GoalLoop {
     /// Stops: no new work, timers cleared, in-flight ticks invalidated and awaited (bounded).
     pub async fn stop(&self) {
         self.inner.stopped.store(true, Ordering::SeqCst);
-        self.inner.ctx.owner_lists.stop();
+        self.inner.ctx.owners.stop();
         self.inner.scheduler.stop().await;
     }
 
@@ -272,7 +263,7 @@ impl GoalLoop {
         let entry = self.inner.scheduler.session(session_id);
         let directory = entry.as_ref().map_or(directory, |e| e.directory.as_str());
         let own = entry.as_ref().and_then(|e| if e.ticking { Some(0) } else { e.due_in_ms }).map(Duration::from_millis);
-        let list = self.inner.ctx.owner_lists.next_list_in(directory, session_id);
+        let list = self.inner.ctx.owners.next_list_in(directory, session_id);
         let swept = self.inner.directories.lock().iter().any(|d| d == directory);
         let sweep = swept.then(|| self.inner.sweeps.next_in()).flatten();
         [own, list, sweep].into_iter().flatten().min()
@@ -290,10 +281,10 @@ impl GoalLoop {
 }
 
 impl Inner {
-    /// Whether an event's goal looks like a copy from another session (see `goal::ownership::lineage`).
+    /// Whether an event's goal looks like a copy from another session (see `goal/decide/lineage.rs`).
     fn looks_copied(&self, goal: &Goal, session_id: &str) -> bool {
         goal.owned_by_other_session(session_id)
-            || (goal.session_id.is_none() && self.ctx.holders.older_than(&goal.id, session_id).is_some())
+            || (goal.session_id.is_none() && self.ctx.owners.holders().older_than(&goal.id, session_id).is_some())
     }
 
     fn remember_directory(&self, directory: &str) {
@@ -326,7 +317,7 @@ impl Inner {
 impl Inner {
     /// A user message's event: the user moved on, unless it is our own continuation or re-post.
     fn user_message(&self, session_id: &str, message_id: &str, created: f64) {
-        if !self.ctx.own_posts.is_own(session_id, message_id) {
+        if !self.ctx.memory.own_posts.is_own(session_id, message_id) {
             let at = if created > 0.0 { created } else { self.ctx.now_ms() };
             self.scheduler.user_activity(session_id, at);
         }
@@ -359,7 +350,7 @@ impl Inner {
         let active = goal.as_ref().filter(|g| g.status == GoalStatus::Active);
         if let Some(goal) = active {
             // A goal naming no session: its owner list starts now, off the tick's path.
-            self.ctx.owner_lists.prefetch(directory, goal);
+            self.ctx.owners.prefetch(directory, goal);
         }
         // A resume is the event that brings the reason `resumed`; every later write keeps it
         // until the next turn, and re-arming the short kickoff on each would poll the session.
@@ -400,11 +391,11 @@ impl Inner {
         });
         // After the invalidation is queued, so a tick woken by this event is stopped as
         // soon as the scheduler has handled it.
-        self.ctx.echoes.observe(session_id, raw_goal, metadata, self.ctx.now_ms());
+        self.ctx.memory.echoes.observe(session_id, raw_goal, metadata, self.ctx.now_ms());
     }
 
     fn session_deleted(&self, session_id: &str) {
-        self.ctx.own_posts.forget(session_id);
+        self.ctx.memory.own_posts.forget(session_id);
         self.resumed.lock().remove(session_id);
         self.scheduler.forget(session_id);
     }
@@ -480,7 +471,7 @@ impl Consumer for Inner {
     }
 
     fn watches_writes(&self, session_id: &str) -> bool {
-        self.ctx.echoes.is_watching(session_id)
+        self.ctx.memory.echoes.is_watching(session_id)
     }
 }
 
@@ -512,13 +503,13 @@ mod tests {
     async fn two_runtimes_of_one_context_share_dispatch_claims_and_write_slots() {
         let shared = SharedContext::new();
         let (first, second) = (start_from(&shared), start_from(&shared));
-        let claim = first.inner.ctx.dispatch_claims.claim("ses_twice").expect("free");
+        let claim = first.inner.ctx.memory.claims.claim("ses_twice").expect("free");
         assert!(
-            second.inner.ctx.dispatch_claims.claim("ses_twice").is_none(),
+            second.inner.ctx.memory.claims.claim("ses_twice").is_none(),
             "the second runtime would send the same turn again"
         );
         drop(claim);
-        assert!(second.inner.ctx.dispatch_claims.claim("ses_twice").is_some());
+        assert!(second.inner.ctx.memory.claims.claim("ses_twice").is_some());
         let _slot = first.inner.ctx.client.write_slots().acquire("ses_twice").await;
         let waited =
             tokio::time::timeout(Duration::from_millis(50), second.inner.ctx.client.write_slots().acquire("ses_twice"))
@@ -531,8 +522,8 @@ mod tests {
     #[tokio::test]
     async fn runtimes_of_two_contexts_share_no_claims_or_write_slots() {
         let (first, second) = (start_from(&SharedContext::new()), start_from(&SharedContext::new()));
-        let _claim = first.inner.ctx.dispatch_claims.claim("ses_apart").expect("free");
-        assert!(second.inner.ctx.dispatch_claims.claim("ses_apart").is_some());
+        let _claim = first.inner.ctx.memory.claims.claim("ses_apart").expect("free");
+        assert!(second.inner.ctx.memory.claims.claim("ses_apart").is_some());
         let _slot = first.inner.ctx.client.write_slots().acquire("ses_apart").await;
         let other =
             tokio::time::timeout(Duration::from_millis(50), second.inner.ctx.client.write_slots().acquire("ses_apart"))
@@ -560,7 +551,7 @@ mod tests {
             pending: true,
         });
         let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-        while !(runtime.is_goal_active("s") && (runtime.inner.ctx.waiting_for_user)("s")) {
+        while !(runtime.is_goal_active("s") && runtime.inner.ctx.facts.waiting_for_user("s")) {
             assert!(tokio::time::Instant::now() < deadline, "the published facts never showed the events");
             tokio::task::yield_now().await;
         }

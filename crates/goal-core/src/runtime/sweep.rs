@@ -51,7 +51,7 @@ impl Inner {
             }
             // A directory whose lists fail is listed once its backoff ends (and not beside
             // another list of it).
-            let permit = self.ctx.owner_lists.gate().begin(&directory).await;
+            let permit = self.ctx.owners.gate().begin(&directory).await;
             if self.stopped.load(Ordering::SeqCst) {
                 return;
             }
@@ -68,7 +68,7 @@ impl Inner {
             };
             for session in sessions.iter().filter(|s| !s.is_subagent()) {
                 if let Some(goal) = &session.goal {
-                    self.ctx.holders.saw_in_list(&goal.id, &session.id, session.created, None);
+                    self.ctx.owners.holders().saw_in_list(&goal.id, &session.id, session.created, None);
                     let active = goal.status == GoalStatus::Active;
                     if active {
                         debug!(target: "session_goal", session = %session.id, "recovering active goal");
@@ -100,7 +100,7 @@ impl Inner {
             if self.stopped.load(Ordering::SeqCst) {
                 return false;
             }
-            let Some(permit) = self.ctx.owner_lists.gate().try_begin(&directory) else {
+            let Some(permit) = self.ctx.owners.gate().try_begin(&directory) else {
                 complete = false;
                 continue;
             };
@@ -133,7 +133,7 @@ impl Inner {
             drop(with_active);
             for session in sessions.iter().filter(|s| !s.is_subagent()) {
                 let Some(goal) = &session.goal else { continue };
-                self.ctx.holders.saw_in_list(&goal.id, &session.id, session.created, None);
+                self.ctx.owners.holders().saw_in_list(&goal.id, &session.id, session.created, None);
                 if goal.status != GoalStatus::Active {
                     continue;
                 }

@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit};
 use tokio::task::{JoinHandle, JoinSet};
 use tracing::{error, warn, Instrument};
 
-use crate::sched::backoff;
+use crate::time::backoff;
 use crate::sched::command::{ArmMode, Command, GoalSighting};
 use crate::sched::facts::SessionFacts;
 use crate::sched::job::Job;

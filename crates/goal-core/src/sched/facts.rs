@@ -183,6 +183,43 @@ impl SessionFactsView {
     }
 }
 
+/// What a tick may ask of the scheduler's facts: whether events showed a session's goal active
+/// (read at once beside the session) or the session waiting on the user, and (once the scheduler
+/// exists) telling it that OpenCode lists no open request after all.
+pub struct TickFacts {
+    view: SessionFactsView,
+    settler: std::sync::OnceLock<Box<dyn Fn(&str) + Send + Sync>>,
+}
+
+impl TickFacts {
+    /// Facts read from `view`.
+    pub fn new(view: SessionFactsView) -> Self {
+        TickFacts { view, settler: std::sync::OnceLock::new() }
+    }
+
+    /// Whether a tick should expect an active goal (optimistic for unknown sessions).
+    pub fn known_active(&self, session: &str) -> bool {
+        self.view.expects_active_goal(session)
+    }
+
+    /// Whether events showed the session waiting on the user.
+    pub fn waiting_for_user(&self, session: &str) -> bool {
+        self.view.waiting_for_user(session)
+    }
+
+    /// Sets what clears the scheduler's memory of a session's open requests (held weakly there).
+    pub fn set_settler(&self, settler: impl Fn(&str) + Send + Sync + 'static) {
+        let _ = self.settler.set(Box::new(settler));
+    }
+
+    /// OpenCode lists no open request of `session`: what events said is cleared.
+    pub fn inputs_settled(&self, session: &str) {
+        if let Some(settle) = self.settler.get() {
+            settle(session);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

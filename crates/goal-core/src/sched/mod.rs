@@ -14,7 +14,6 @@
 //! metadata. `docs/reliability.md` lists everything remembered from events and what clears it.
 
 mod actor;
-pub mod backoff;
 mod command;
 pub mod facts;
 pub mod job;

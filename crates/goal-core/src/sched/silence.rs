@@ -31,12 +31,6 @@ pub const STREAM_SILENCE: Duration = Duration::from_secs(25);
 pub const DOWN_RECHECK: Duration = Duration::from_secs(5);
 /// While the stream flows, how long a session stays remembered busy before it is re-read.
 pub const BUSY_RECHECK: Duration = Duration::from_secs(30);
-/// How often a session that OpenCode says is not there (404 through every retry) is looked at
-/// again, and how many such looks it gets before it is let go (the sweep finds a goal behind it
-/// after that): a route answering 404 for a while must not silence its goal.
-pub const GONE_RECHECK: Duration = Duration::from_secs(30);
-/// See [`GONE_RECHECK`].
-pub const GONE_LOOKS: u32 = 10;
 /// While the stream is down, how often the known directories are swept.
 pub const DOWN_SWEEP: Duration = Duration::from_secs(30);
 /// Two heartbeats further apart than this had one lost between them (they come every 10 s).

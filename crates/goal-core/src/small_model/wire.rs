@@ -8,7 +8,7 @@ use std::fmt;
 use serde_json::{json, Value};
 
 use super::catalog::Choice;
-use crate::io::small_model_call::{SmallModelError, SmallModelQuery};
+use crate::record::small_model_call::{SmallModelError, SmallModelQuery};
 
 /// Output tokens asked for when the request sets no cap.
 pub const DEFAULT_MAX_OUTPUT_TOKENS: u32 = 4_000;

@@ -1,0 +1,410 @@
+//! Act: the one executor of a tick's effects. It alone writes the goal (through the guarded
+//! writer, each write under the guard its decision names), posts to a session (continuations,
+//! re-posts, check claims and runs, the reviewer), calls the small model, notifies the host and
+//! appends trail lines; every result goes into what the tick has [`Seen`]. Its memory lives here:
+//! the watches of goal writes (`echo_watch.rs`), the ids it posted (`own_posts.rs`), the dispatch
+//! claims of the process.
+
+pub mod dispatch;
+pub mod echo;
+pub mod echo_watch;
+pub mod operator;
+pub mod own_posts;
+mod runs;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use tracing::{info, warn};
+
+use crate::config::GoalConfig;
+use crate::goal::act::echo::{echo_bound, EchoTarget, Heard, ReservationEcho, ECHO_BOUND};
+use crate::goal::act::echo_watch::{WatchGuard, WriteEchoes};
+use crate::goal::act::own_posts::OwnPosts;
+use crate::goal::decide::change::{ApplyWith, Change};
+use crate::goal::decide::notify::goal_notification;
+use crate::goal::decide::seen::{Held, Seen, Written};
+use crate::goal::decide::{Effect, Guard, Line, Slot, Write};
+use crate::goal::gather::owners::Owners;
+use crate::io::locks::{DispatchClaim, DispatchClaims};
+use crate::io::objectives::{copy_objective, ObjectiveCopy};
+use crate::io::opencode::OpenCodeClient;
+use crate::io::prompt_outcome::DispatchOutcome;
+use crate::io::services::Services;
+use crate::io::writer::{try_write_goal_marking, BaseRead, GoalGuard, GoalUpdate, Marking};
+use crate::record::{continuation_for_of, Goal, GoalStatus};
+use crate::sched::facts::TickFacts;
+use crate::sched::Generation;
+
+/// The executor's memory, one per runtime.
+#[derive(Default)]
+pub struct Memory {
+    /// Goal events seen while a write is watched for its echo (lost-update repair).
+    pub echoes: Arc<WriteEchoes>,
+    /// The message ids this runtime posted lately (their events are no user activity).
+    pub own_posts: OwnPosts,
+    /// The dispatch claims of the runtime's context (shared by its runtimes).
+    pub claims: DispatchClaims,
+}
+
+/// The I/O state of one tick: its generation, the first read (a write may build on it) and the
+/// watch of goal events started before it, the dispatch claim, and a reservation's echo that had
+/// not come.
+pub struct TickIo {
+    /// Invalidated by any user action since the tick began.
+    pub generation: Generation,
+    /// The first read of the session.
+    pub base: Option<BaseRead>,
+    /// The watch of the session's goal events since just before the first read.
+    pub watch: Option<WatchGuard>,
+    /// This process's dispatch claim of the session, held until the tick ends.
+    pub dispatch_claim: Option<DispatchClaim>,
+    /// The reservation's watch, when its echo had not come by its bound.
+    pub late: Option<ReservationEcho>,
+}
+
+/// What the executor acts with.
+pub struct Executor<'a> {
+    /// OpenCode.
+    pub client: &'a OpenCodeClient,
+    /// The host's services: the small model, the notifier, the data directory.
+    pub services: &'a Services,
+    /// The runtime's settings.
+    pub config: &'a GoalConfig,
+    /// This runtime's lease holder id.
+    pub holder: &'a str,
+    /// The executor's memory.
+    pub memory: &'a Memory,
+    /// The owner lists' memory (a carrier remembered, a settled goal forgotten).
+    pub owners: &'a Owners,
+    /// The scheduler's facts (a request found closed).
+    pub facts: &'a TickFacts,
+}
+
+impl Executor<'_> {
+    /// Carries `effect` out and writes its result into `seen`.
+    pub async fn run(&self, seen: &mut Seen, io: &mut TickIo, effect: Effect) {
+        match effect {
+            Effect::Write(write) => {
+                let written = self.write(seen, &write).await;
+                record_write(seen, write.slot, written);
+            }
+            Effect::Settle { write, trail, notify } => self.settle(seen, write, trail, notify).await,
+            Effect::Watched(write) => {
+                let held = self.watched(seen, io, &write).await;
+                match write.slot {
+                    Slot::ChecksHeld => seen.checks.held = Some(held),
+                    Slot::ReviewHeld => seen.review.held = Some(held),
+                    _ => seen.deliver.reserved = Some(held),
+                }
+            }
+            Effect::Trail(line) => {
+                let slot = line.slot;
+                self.trail(seen, line).await;
+                record_trail(seen, slot);
+            }
+            Effect::Audit(query) => seen.audit.answer = Some((self.audit(query).await, self.now())),
+            Effect::Claim { run_id, hold, label, target } => {
+                let claim = self.claim(seen, &run_id, hold, label, &target).await;
+                if label == crate::goal::decide::review_rules::REVIEW_LABEL {
+                    seen.review.claim = Some(claim);
+                } else {
+                    seen.checks.current.claim = Some(claim);
+                }
+            }
+            Effect::RunCheck { index, check, message_id, target } => {
+                seen.checks.current.run = Some(self.run_check(seen, index, &check, &message_id, &target).await)
+            }
+            Effect::ConcludeCheck { run, line, total } => {
+                self.trail(seen, Line { record: line, detached: false, slot: Slot::Settled }).await;
+                operator::check_finished(&seen.session_id, run.index + 1, total, run.result.as_str());
+                seen.checks.runs.push(run);
+                seen.checks.current = Default::default();
+            }
+            Effect::Review { title, body } => seen.review.run = Some(self.review(seen, io, &title, &body).await),
+            Effect::RecordReview { line, verdict, last } => {
+                self.trail(seen, Line { record: line, detached: false, slot: Slot::Settled }).await;
+                operator::review_finished(&seen.session_id, verdict);
+                seen.review.recorded = Some(last);
+            }
+            other => self.run_small(seen, io, other).await,
+        }
+    }
+
+    /// The effects that take a line or two each.
+    async fn run_small(&self, seen: &mut Seen, io: &mut TickIo, effect: Effect) {
+        let session_id = seen.session_id.clone();
+        match effect {
+            Effect::Repost { message_id, body } => {
+                self.repost(seen, &message_id, &body).await;
+                seen.plan.repost_sent = true;
+            }
+            Effect::Post { body, message_id, text, tail } => {
+                seen.deliver.delivery = Some(self.post(seen, io, &body, message_id.as_deref(), &text, &tail).await)
+            }
+            Effect::CopyObjective { source } => {
+                match copy_objective(self.services.data_dir.root(), &source, &session_id).await {
+                    ObjectiveCopy::Copied => info!(target: "session_goal", session = %session_id, "copied goal's objective file copied"),
+                    ObjectiveCopy::AlreadyThere => {}
+                    ObjectiveCopy::SourceMissing | ObjectiveCopy::WriteFailed => {
+                        warn!(target: "session_goal", session = %session_id, "copied goal's objective file could not be copied")
+                    }
+                }
+                seen.owner.objective_copied = true;
+            }
+            Effect::RememberCarrier => {
+                if let (Some(goal), Some(session)) = (seen.goal(), seen.session()) {
+                    self.owners.holders().saw(&goal.id, &session_id, session.created);
+                }
+                seen.owner.remembered = true;
+            }
+            Effect::InputsSettled(sessions) => {
+                for session in &sessions {
+                    self.facts.inputs_settled(session);
+                }
+                seen.waiting.inputs_settled = true;
+            }
+            Effect::ClaimDispatch => {
+                io.dispatch_claim = self.memory.claims.claim(&session_id);
+                seen.plan.dispatch_claim = Some(io.dispatch_claim.is_some());
+            }
+            Effect::Pause(wait) => {
+                tokio::time::sleep(wait).await;
+                seen.deliver.waited = true;
+            }
+            Effect::HearLate => {
+                let repaired = match io.late.take() {
+                    Some(late) => matches!(late.hear(&self.target(seen), ECHO_BOUND).await, Heard::Repaired),
+                    None => false,
+                };
+                seen.deliver.repaired_late = Some(repaired);
+            }
+            _ => unreachable!("handled by run"),
+        }
+    }
+
+    fn now(&self) -> f64 {
+        self.client.clock().now_ms()
+    }
+
+    fn target(&self, seen: &Seen) -> EchoTarget {
+        EchoTarget::new(self.client, &seen.session_id, &seen.directory)
+    }
+
+    /// The writer's guard for a decision's [`Guard`] (`None`: no goal to guard on).
+    fn guard(&self, seen: &Seen, guard: &Guard) -> Option<GoalGuard> {
+        let exact = |goal: &Goal| GoalGuard::Exact {
+            revision: goal.revision(),
+            status: GoalStatus::Active,
+            holder: self.holder.to_string(),
+        };
+        Some(match guard {
+            Guard::Tick => exact(seen.goal()?),
+            Guard::Reserve => {
+                let goal = seen.goal()?;
+                GoalGuard::Reserve {
+                    revision: goal.revision(),
+                    holder: self.holder.to_string(),
+                    turns_used: goal.turns_used,
+                    continuation_for: continuation_for_of(goal).map(str::to_string),
+                }
+            }
+            Guard::Reserved => match &seen.deliver.reserved {
+                Some(Held::Written { goal, .. }) => exact(goal),
+                _ => return None,
+            },
+            Guard::SameId => GoalGuard::SameId(seen.goal()?.id.clone()),
+        })
+    }
+
+    fn apply_with<'s>(&self, seen: &'s Seen) -> ApplyWith<'s> {
+        ApplyWith {
+            session_id: &seen.session_id,
+            holder: &seen.holder,
+            now: self.now(),
+            lease_ms: self.config.lease.as_millis() as f64,
+        }
+    }
+
+    /// A guarded write of the goal: read fresh, the change applied (and decided again on the
+    /// fresh goal), written back under the guard.
+    async fn write(&self, seen: &Seen, write: &Write) -> Written {
+        let Some(guard) = self.guard(seen, &write.guard) else { return Written::Stale };
+        let with = self.apply_with(seen);
+        let marking = if write.keep_owner { Marking::KeepOwner } else { Marking::MarkUnowned };
+        let (session_id, directory) = (seen.session_id.as_str(), seen.directory.as_str());
+        let result = try_write_goal_marking(self.client, session_id, directory, &guard, marking, |g| {
+            write.change.apply(g, &with)
+        })
+        .await;
+        let label = write.slot.label();
+        match result {
+            Ok(GoalUpdate::Written { after, .. }) => {
+                info!(target: "session_goal", session = session_id, what = label, status = after.status.as_str(), "goal written");
+                Written::Goal(Box::new(after))
+            }
+            Ok(_) => {
+                info!(target: "session_goal", session = session_id, what = label, "goal changed during tick; write dropped");
+                Written::Stale
+            }
+            Err(error) => {
+                warn!(target: "session_goal", session = session_id, what = label, %error, "goal write failed");
+                Written::Failed
+            }
+        }
+    }
+
+    /// A terminal write: its trail line first, the write, and for a settle the console line, the
+    /// owner memory forgotten and the host notified (a pause is not announced).
+    async fn settle(&self, seen: &mut Seen, write: Write, trail: Option<Line>, notify: bool) {
+        if let Some(line) = trail {
+            self.trail(seen, line).await;
+        }
+        let written = self.write(seen, &write).await;
+        if let (Written::Goal(goal), true) = (&written, notify) {
+            operator::settled(&seen.session_id, goal);
+            // Settled: its carriers need not be remembered (a copy seen later is listed again).
+            self.owners.holders().forget(&goal.id);
+            let flags = self.services.data_dir.flags().await;
+            if flags.notify_on_completion && goal.status != GoalStatus::Paused {
+                let objective = seen.objective.clone().flatten().filter(|o| !o.is_empty());
+                let objective = objective.unwrap_or_else(|| seen.goal().map(|g| g.objective.clone()).unwrap_or_default());
+                self.services.notifier.notify(goal_notification(&seen.session_id, &seen.directory, goal, &objective));
+            }
+        }
+        seen.settled = Some(written);
+    }
+
+    /// A write watched for its echo: the reservation (built on the tick's first read when that
+    /// is still usable, watched since just before it) or a round's lease.
+    async fn watched(&self, seen: &Seen, io: &mut TickIo, write: &Write) -> Held {
+        let Some(guard) = self.guard(seen, &write.guard) else { return Held::Stale };
+        let target = self.target(seen);
+        let (base, watch) = match (write.slot, io.base.take(), io.watch.take()) {
+            (Slot::Reserved, Some(base), Some(watch)) if base.usable() => (Some(base), watch),
+            _ => (None, self.memory.echoes.watch(&seen.session_id)),
+        };
+        let with = self.apply_with(seen);
+        let written = echo::write_watched(&target, watch, &guard, base.as_ref(), |g| {
+            let _ = write.change.apply(g, &with);
+        })
+        .await;
+        let label = write.slot.label();
+        let echo = match written {
+            Ok(echo) => echo,
+            Err(Ok(_)) => {
+                info!(target: "session_goal", session = %seen.session_id, what = label, "goal changed during tick; write dropped");
+                return Held::Stale;
+            }
+            Err(Err(error)) => {
+                warn!(target: "session_goal", session = %seen.session_id, what = label, %error, "goal write failed");
+                return Held::Failed;
+            }
+        };
+        info!(target: "session_goal", session = %seen.session_id, what = label, status = echo.reserved.status.as_str(), "goal written");
+        let goal = Box::new(echo.reserved.clone());
+        match echo.hear(&target, echo_bound(self.config.idle_quiet)).await {
+            Heard::Repaired => Held::Repaired,
+            Heard::Settled => Held::Written { goal, contested: false, late: false },
+            Heard::Contested => Held::Written { goal, contested: true, late: false },
+            Heard::NotYet => {
+                // Looked for again when the tick ends without posting (the reservation's only).
+                if write.slot == Slot::Reserved {
+                    io.late = Some(echo);
+                }
+                Held::Written { goal, contested: false, late: write.slot == Slot::Reserved }
+            }
+        }
+    }
+
+    /// Appends a trail line, and waits for it unless it goes beside what follows.
+    async fn trail(&self, seen: &Seen, line: Line) {
+        let (data_dir, max) = (self.services.data_dir.clone(), self.config.evidence.history_max_records);
+        let record = Value::Object(line.record);
+        if line.detached {
+            let session = seen.session_id.clone();
+            spawn_detached(Box::pin(async move { data_dir.append_trail(&session, &record, max).await }));
+        } else {
+            data_dir.append_trail(&seen.session_id, &record, max).await;
+        }
+    }
+
+    /// Posts the stranded message again under its own ids (recorded as ours first).
+    async fn repost(&self, seen: &Seen, message_id: &str, body: &Value) {
+        let (session_id, directory) = (seen.session_id.as_str(), seen.directory.as_str());
+        self.memory.own_posts.record(session_id, message_id);
+        match self.client.prompt_async(session_id, directory, body).await {
+            DispatchOutcome::Sent => {
+                info!(target: "session_goal", session = session_id, "unanswered message posted again under its own ids")
+            }
+            DispatchOutcome::NotAdmitted(code) => {
+                warn!(target: "session_goal", session = session_id, code, "re-post of the unanswered message not admitted")
+            }
+            DispatchOutcome::Ambiguous(why) => {
+                warn!(target: "session_goal", session = session_id, %why, "re-post of the unanswered message: outcome unknown")
+            }
+        }
+    }
+}
+
+/// The event-path pause: an abort landed for this session. Pauses an active goal unless the user
+/// resumed it after that abort. Whether it paused it.
+pub async fn pause_after_abort(client: &OpenCodeClient, session_id: &str, directory: &str, aborted_at: f64) -> bool {
+    let with = ApplyWith { session_id, holder: "", now: client.clock().now_ms(), lease_ms: 0.0 };
+    let change = Change::PauseAfterAbort { aborted_at };
+    let guard = GoalGuard::AnyWithStatus(GoalStatus::Active);
+    let result = try_write_goal_marking(client, session_id, directory, &guard, Marking::MarkUnowned, |g| {
+        change.apply(g, &with)
+    })
+    .await;
+    match result {
+        Ok(GoalUpdate::Written { after, .. }) => {
+            info!(target: "session_goal", session = session_id, what = "abort-pause", status = after.status.as_str(), "goal written");
+            after.status == GoalStatus::Paused
+        }
+        Ok(_) => false,
+        Err(error) => {
+            warn!(target: "session_goal", session = session_id, what = "abort-pause", %error, "goal write failed");
+            false
+        }
+    }
+}
+
+/// Where a write's result is seen.
+fn record_write(seen: &mut Seen, slot: Slot, written: Written) {
+    match slot {
+        Slot::Claim => seen.owner.claimed = Some(written),
+        Slot::Adopt => seen.owner.adopted = Some(written),
+        Slot::Waiting => seen.waiting.noted = true,
+        Slot::ParkCleared => seen.provider.park_cleared = Some(written),
+        Slot::Park => seen.provider.parked = Some(written),
+        Slot::Hours => seen.plan.hours = Some(written),
+        Slot::HoursAgain => seen.deliver.hours = Some(written),
+        Slot::Reposted => seen.plan.reposted = Some(written),
+        Slot::GiveBack => seen.deliver.gave_back = Some(written),
+        _ => seen.settled = Some(written),
+    }
+}
+
+/// Where a trail line's being written is seen.
+fn record_trail(seen: &mut Seen, slot: Slot) {
+    match slot {
+        Slot::ParkTrail => seen.provider.park_trail = true,
+        Slot::HoursTrail => seen.plan.hours_trail = true,
+        Slot::HoursAgainTrail => seen.deliver.hours_trail = true,
+        Slot::CutTrail => seen.plan.cut_trail = true,
+        Slot::AuditTrail => seen.audit.trail = true,
+        _ => {}
+    }
+}
+
+/// Runs side work that nothing waits for on the ambient tokio runtime. One boxed future type for
+/// every such site, so the task machinery is compiled once (the addon's size is budgeted). It
+/// runs in the caller's tracing span (the runtime's log identity).
+pub fn spawn_detached(work: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>) {
+    tokio::spawn(tracing::Instrument::in_current_span(work));
+}
+
+/// Slack past a small-model call's own timeout before the call is given up.
+const CALL_SLACK: Duration = Duration::from_millis(500);

@@ -1,0 +1,252 @@
+//! The check stage, between a `complete` decision and its settle: every acceptance check runs in
+//! order through OpenCode's shell (`check_rules.rs` reads the result). All pass: the goal settles
+//! `complete` with cause `checksPassed` (or goes on to the review). One fails or times out: the
+//! goal goes on, its continuation quoting the failure. Anything the user does meanwhile (a
+//! message, a turn, a pause or an edit) ends the round without a verdict.
+//!
+//! Each run's id comes from the tail (`record/check_id.rs`): a run already in the transcript (from
+//! before a restart, or another host's) is read, not run again; otherwise the run is claimed
+//! across hosts first, and only the first claimer runs it. The goal's lease is held for the round.
+
+use std::ops::ControlFlow;
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::{act, end, read, Decide, Flow, MARGIN};
+use crate::goal::decide::change::{Change, Extras};
+use crate::goal::decide::check_rules::{self, cut_in, recorded_run, run_cut, CheckResult, CheckRun};
+use crate::goal::decide::grading::CriteriaUpdate;
+use crate::goal::decide::notify::trail_line;
+use crate::goal::decide::plan::{blocked, Basis, Reservation, Settlement};
+use crate::goal::decide::seen::{Claim, Held, Live, Transcript};
+use crate::goal::decide::decision::Slot;
+use crate::goal::decide::{Effect, End, Guard, Need, Write};
+use crate::error::HttpError;
+use crate::record::cause::CauseCode;
+use crate::record::check_id::check_message_id;
+use crate::record::reasons::{REASON_CHECKS_PASSED, REASON_CHECKS_UNAVAILABLE};
+use crate::record::{AcceptanceCheck, GoalStatus};
+
+/// Slack on the shell call's own HTTP time limit beyond the check's limit, and on the round's
+/// lease.
+pub const CALL_SLACK: Duration = Duration::from_secs(30);
+/// What a check run's claim part names.
+pub const CHECK_LABEL: &str = "acceptance check";
+
+/// What the checks and the review need to know about the completion under proof.
+pub(super) struct Input<'a> {
+    /// The turn the auditor judged complete.
+    pub basis: &'a Basis,
+    /// The `complete` settlement the proof stands before.
+    pub settlement: Settlement,
+    /// The criteria the audit graded (all met), written with the round's lease.
+    pub criteria: Option<CriteriaUpdate>,
+    /// The audit's evidence items (`e1…`), for a review.
+    pub items: Vec<String>,
+}
+
+/// The proof of a `complete`: the checks, then the review. `Continue` is the continuation's
+/// reservation (a check failed, or the reviewer rejected).
+pub(super) fn accept(at: &Decide<'_>, live: &Live, objective: &str, input: Input<'_>) -> Flow<Reservation> {
+    if at.goal.checks.is_empty() {
+        return super::review::review(at, live, objective, input);
+    }
+    match round(at, &input) {
+        // A shell endpoint that kept failing through every retry: the goal cannot be proven.
+        ControlFlow::Break(super::Decision::End(End::Retry | End::RetryIn(_))) if at.exhausted() => {
+            ControlFlow::Break(refused_settle(at, input, "shell endpoint unreachable".into()))
+        }
+        ControlFlow::Break(decision) => ControlFlow::Break(decision),
+        ControlFlow::Continue(Round::Refused(detail)) => ControlFlow::Break(refused_settle(at, input, detail)),
+        ControlFlow::Continue(Round::Failed(run)) => {
+            ControlFlow::Continue(failed_reservation(input.basis, input.settlement, &run, at.goal.checks.len()))
+        }
+        ControlFlow::Continue(Round::Passed(passed)) => {
+            let mut settlement = input.settlement;
+            settlement.reason = REASON_CHECKS_PASSED.into();
+            settlement.cause = CauseCode::ChecksPassed;
+            settlement.detail = Some(format!("{passed} of {} checks passed", at.goal.checks.len()));
+            if at.goal.review_wanted().is_some() {
+                return super::review::review(at, live, objective, Input { settlement, ..input });
+            }
+            ControlFlow::Break(at.settle(settlement, Extras::default(), Guard::Tick, None))
+        }
+    }
+}
+
+/// How a round of checks ended.
+enum Round {
+    /// Every check passed (how many).
+    Passed(usize),
+    /// This check failed or timed out.
+    Failed(CheckRun),
+    /// The shell endpoint refused (missing, or a 4xx other than busy): the detail.
+    Refused(String),
+}
+
+/// The round: its lease, then each check in order.
+fn round(at: &Decide<'_>, input: &Input<'_>) -> Flow<Round> {
+    let checks = &at.goal.checks;
+    let total: Duration = checks.iter().map(check_rules::time_limit).sum();
+    let hold = at.config.lease + total + CALL_SLACK;
+    held(at, Slot::ChecksHeld, hold, input.criteria.clone())?;
+    let runs = &at.seen.checks.runs;
+    if let Some(last) = runs.last() {
+        if last.result == CheckResult::Aborted || stopped_after(at) {
+            return end(End::Done);
+        }
+        if !last.result.passed() {
+            return ControlFlow::Continue(Round::Failed(last.clone()));
+        }
+    }
+    match checks.get(runs.len()) {
+        None => ControlFlow::Continue(Round::Passed(runs.len())),
+        Some(check) => {
+            let refused = run_one(at, input.basis, runs.len(), check, hold)?;
+            ControlFlow::Continue(Round::Refused(refused))
+        }
+    }
+}
+
+/// The user stepped in after the last run concluded and before anything came of it.
+fn stopped_after(at: &Decide<'_>) -> bool {
+    let seen = at.seen;
+    !seen.current
+        && seen.checks.current.transcript.is_none()
+        && seen.review.held.is_none()
+        && seen.deliver.reserved.is_none()
+        && seen.plan.dispatch_claim.is_none()
+}
+
+/// The lease of a check round or a review, watched like a reservation: a user's stop that landed
+/// between the tick's read and this write is heard in its echo and written back, and the round
+/// ends before anything is claimed or run.
+pub(super) fn held(at: &Decide<'_>, slot: Slot, hold: Duration, criteria: Option<CriteriaUpdate>) -> Flow {
+    let held = if slot == Slot::ChecksHeld { &at.seen.checks.held } else { &at.seen.review.held };
+    match held {
+        None => {
+            let change = Change::Hold { hold_ms: hold.as_millis() as f64, criteria };
+            act(Effect::Watched(Write { change, guard: Guard::Tick, keep_owner: false, slot }))
+        }
+        Some(Held::Written { .. }) => ControlFlow::Continue(()),
+        Some(Held::Repaired | Held::Stale) => end(End::Done),
+        Some(Held::Failed) => end(at.late_retry()),
+    }
+}
+
+/// The session just before a run: ends the round when it cannot be read, is busy, shows a user
+/// message after the tail, or the goal was stopped or edited.
+pub(super) fn fresh<'s>(at: &Decide<'s>, transcript: &'s Option<Result<Transcript, ()>>, need: Need, tail: &str) -> Flow<&'s Transcript> {
+    if transcript.is_none() && !at.seen.current {
+        return end(End::Done);
+    }
+    match transcript {
+        None => read(need),
+        Some(Err(())) => end(End::Retry),
+        Some(Ok(fresh)) => {
+            let same_goal = fresh.goal.as_ref().is_some_and(|g| g.status == GoalStatus::Active && g.revision() == at.goal.revision());
+            if fresh.busy || fresh.newest != tail || !same_goal {
+                return end(End::Done);
+            }
+            ControlFlow::Continue(fresh)
+        }
+    }
+}
+
+/// One check: found in the transcript, or run now by the host whose claim came first.
+/// `Continue`: the shell refused for good (the detail).
+fn run_one(at: &Decide<'_>, basis: &Basis, index: usize, check: &AcceptanceCheck, hold: Duration) -> Flow<String> {
+    let seen = &at.seen.checks.current;
+    let tail = basis.tail_message_id.as_str();
+    let message_id = check_message_id(&at.goal.id, tail, index, &check.command);
+    let fresh = fresh(at, &seen.transcript, Need::CheckTranscript { index }, tail)?;
+    if let Some(id) = &message_id {
+        let mut cut = false;
+        match recorded_run(&fresh.raw, id, index, check) {
+            Some(Some(mut run)) => {
+                run.reused = true;
+                return conclude(at, basis, run);
+            }
+            // Cut by a server killed while it ran: it never finishes, so it runs again under its
+            // id, by whoever holds its claim (or claims it once abandoned).
+            Some(None) if run_cut(&fresh.raw, id, at.now, at.config.idle_quiet) => cut = true,
+            // Unfinished on an idle session: cut moments ago, or about to show its end. Looked
+            // at again once it would count as cut: no event is owed for a turn a restart cut.
+            Some(None) => {
+                let quiet = at.config.idle_quiet;
+                let wait = cut_in(&fresh.raw, id, at.now, quiet).unwrap_or(quiet);
+                return end(End::BackOff(wait + MARGIN));
+            }
+            None => {}
+        }
+        match seen.claim {
+            None => {
+                let target = basis.target.clone();
+                return act(Effect::Claim { run_id: id.clone(), hold, label: CHECK_LABEL, target });
+            }
+            Some(Claim::Ours) => {}
+            // A cut run's claim stands for the hold, then counts as abandoned: look again then.
+            Some(Claim::Theirs) if cut => return end(End::BackOff(hold)),
+            // The other host runs it; its end brings the next look.
+            Some(Claim::Theirs) => return end(End::Done),
+            Some(Claim::Unknown) => return end(at.late_retry()),
+        }
+    }
+    match &seen.run {
+        None => act(Effect::RunCheck {
+            index,
+            check: check.clone(),
+            message_id: message_id.unwrap_or_default(),
+            target: basis.target.clone(),
+        }),
+        Some(Ok(run)) => conclude(at, basis, run.clone()),
+        Some(Err(error)) => match refusal(error) {
+            Some(refused) => ControlFlow::Continue(refused),
+            // Busy: a turn of the user's started. Look again a quiet window on rather than wait
+            // for its idle, which may have come and gone before this answer.
+            None if matches!(error, HttpError::Status(409)) => end(End::Rearm),
+            None => end(at.late_retry()),
+        },
+    }
+}
+
+/// A finished run goes to the trail (and the console); the next decision reads it from there.
+fn conclude<T>(at: &Decide<'_>, basis: &Basis, run: CheckRun) -> Flow<T> {
+    let mut line = trail_line(at.goal, &basis.tail_message_id, "check", run.result.as_str(), at.now);
+    line.insert("check".into(), run.to_value());
+    line.insert("checks".into(), json!(at.goal.checks.len()));
+    act(Effect::ConcludeCheck { run, line, total: at.goal.checks.len() })
+}
+
+/// A shell call that failed for good: a missing or refusing endpoint (a 4xx other than busy,
+/// 408 and 429). `None`: busy, or worth retrying.
+fn refusal(error: &HttpError) -> Option<String> {
+    match error {
+        HttpError::Status(status) if (400..500).contains(status) && ![408, 409, 429].contains(status) => {
+            Some(format!("shell endpoint HTTP {status}"))
+        }
+        _ => None,
+    }
+}
+
+/// The checks cannot run at all: the goal settles `blocked` (never `complete` unproven).
+fn refused_settle(at: &Decide<'_>, input: Input<'_>, detail: String) -> super::Decision {
+    let mut settlement = blocked(at.goal, REASON_CHECKS_UNAVAILABLE, CauseCode::DispatchFailed);
+    settlement.accounting = input.basis.accounting.clone();
+    settlement.detail = Some(detail);
+    at.settle(settlement, Extras::default(), Guard::Tick, None)
+}
+
+/// The continuation after a failed check: one turn like any other, with the failure quoted.
+fn failed_reservation(basis: &Basis, settlement: Settlement, run: &CheckRun, total: usize) -> Reservation {
+    Reservation {
+        accounting: basis.accounting.clone(),
+        blocked_streak: 0,
+        audit_fail_streak: 0,
+        note: Some(format!("acceptance check {} of {total} did not pass", run.index + 1)),
+        evaluation: settlement.evaluation,
+        evidence: Default::default(),
+        appendix: Some(check_rules::failure_prompt(run, total)),
+    }
+}

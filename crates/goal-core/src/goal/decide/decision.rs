@@ -1,0 +1,299 @@
+//! The decision as data: what a tick does next, given what it has seen. `decide` returns one
+//! [`Decision`] at a time; the tick's driver (`goal/tick.rs`) answers a [`Need`] by gathering
+//! (`goal/gather/`), carries an [`Effect`] out through the one executor (`goal/act/`), and stops
+//! at an [`End`]. Nothing here performs anything.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::goal::decide::change::Change;
+use crate::goal::decide::check_rules::CheckRun;
+use crate::goal::decide::plan::ExecutionTarget;
+use crate::goal::decide::review_rules::ReviewerBody;
+use crate::record::AcceptanceCheck;
+
+/// What the tick does next.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    /// Gather this, then decide again.
+    Read(Need),
+    /// Carry this out, then decide again on its result.
+    Act(Effect),
+    /// The tick ends.
+    End(End),
+}
+
+/// How a tick ends, for the scheduler (its `TickOutcome`; named here so the decision imports
+/// nothing of the scheduler).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// Nothing more to do until an event, the watch or the sweep.
+    Done,
+    /// OpenCode shows the session busy: its idle brings the next look.
+    Busy,
+    /// Look again after one quiet window.
+    Rearm,
+    /// Look again after this wait (a lease, a park, a window, the quiet window).
+    BackOff(Duration),
+    /// A read failed: retry with the scheduler's backoff.
+    Retry,
+    /// Retry after this wait (counted as an attempt).
+    RetryIn(Duration),
+    /// A continuation was sent.
+    Continued,
+    /// The goal was settled or paused.
+    Settled,
+}
+
+/// What the decision needs to know next (read from OpenCode, the data directory or the
+/// runtime's memory).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Need {
+    /// The settings file's switches and the session (with the live state beside it for a goal
+    /// events showed active: one round trip instead of two).
+    First,
+    /// What the owner lists tell of the goal's carriers (the live state read beside the list
+    /// when it was not read yet).
+    Owners,
+    /// The effective objective (the objective file's text for a file-backed goal).
+    Objective,
+    /// Status, children, messages and todos.
+    Live,
+    /// Whether OpenCode lists an open permission or question of the session or its children.
+    OpenRequests,
+    /// The transcript once more, to confirm a cut turn.
+    FreshTail,
+    /// The evidence of the turns since the last audit up to `tail` (the diff is read when a
+    /// turn recorded none; the digest and the breaker are computed with it); `reply` is the
+    /// judged reply's text (the progress fingerprint reads it).
+    Evidence {
+        /// The judged reply.
+        tail: String,
+        /// Its text.
+        reply: String,
+    },
+    /// Before check `index` runs: the status, the transcript and the session, at once.
+    CheckTranscript {
+        /// The check.
+        index: usize,
+    },
+    /// A reviewer session of this tail that already answered (named by its title).
+    FinishedReview {
+        /// The reviewer session's title.
+        title: String,
+    },
+    /// Which of the files a reviewer cited exist.
+    CitedFiles(Vec<String>),
+    /// After the reservation: the goal and the tail read back.
+    ReadBack,
+}
+
+/// Which goal a write must still find (compare-and-set), as data.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Guard {
+    /// The goal the tick read (revision, active, no other live lease).
+    Tick,
+    /// The goal the tick read, and nobody reserved a turn since (the reservation's own
+    /// compare-and-set: the same turn count and reserved tail).
+    Reserve,
+    /// The goal the reservation wrote.
+    Reserved,
+    /// The goal with this id, whatever its status (the write decides again on the fresh goal).
+    SameId,
+}
+
+/// A guarded write of the goal.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Write {
+    /// What it changes (decided again on the fresh goal where the change says so).
+    pub change: Change,
+    /// What the write must find.
+    pub guard: Guard,
+    /// Whether a goal that names no session stays so (a goal whose owner is not known yet).
+    pub keep_owner: bool,
+    /// Where its result is seen.
+    pub slot: Slot,
+}
+
+/// A trail line: appended and waited for, or beside the work that follows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Line {
+    /// The record.
+    pub record: Map<String, Value>,
+    /// Written beside what follows (a continuation waits for nothing it does not need).
+    pub detached: bool,
+    /// Where its being written is seen.
+    pub slot: Slot,
+}
+
+/// Where the result of a write or a trail line is seen: the observation it completes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slot {
+    /// A resumed copy claimed.
+    Claim,
+    /// A copy adopted paused.
+    Adopt,
+    /// A waiting cause written.
+    Waiting,
+    /// A stale park ended.
+    ParkCleared,
+    /// A park written.
+    Park,
+    /// The park's trail line.
+    ParkTrail,
+    /// The wait for working hours, or its end, in the goal.
+    Hours,
+    /// Its trail line.
+    HoursTrail,
+    /// The wait for working hours on the clock of the post.
+    HoursAgain,
+    /// Its trail line.
+    HoursAgainTrail,
+    /// A cut turn's trail line.
+    CutTrail,
+    /// A stranded message's re-post recorded.
+    Reposted,
+    /// The audit's trail line.
+    AuditTrail,
+    /// The check round's lease.
+    ChecksHeld,
+    /// The review's lease.
+    ReviewHeld,
+    /// The reservation.
+    Reserved,
+    /// The reserved turn given back.
+    GiveBack,
+    /// A terminal write (and the trail line before it).
+    Settled,
+}
+
+impl Slot {
+    /// What the log calls the write.
+    pub fn label(self) -> &'static str {
+        match self {
+            Slot::Claim => "claim",
+            Slot::Adopt => "adopt",
+            Slot::Waiting => "waiting",
+            Slot::ParkCleared => "end park",
+            Slot::Park | Slot::ParkTrail => "park",
+            Slot::Hours | Slot::HoursTrail | Slot::HoursAgain | Slot::HoursAgainTrail => "hours",
+            Slot::CutTrail => "cut",
+            Slot::Reposted => "repost",
+            Slot::AuditTrail => "audit",
+            Slot::ChecksHeld | Slot::ReviewHeld => "hold",
+            Slot::Reserved => "reserve",
+            Slot::GiveBack => "give back",
+            Slot::Settled => "settle",
+        }
+    }
+}
+
+/// Something the one executor carries out; its result is the next observation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// A guarded write of the goal.
+    Write(Write),
+    /// A terminal write: its trail line first (when given), the write, the console line, and the
+    /// host's notification unless the goal was paused.
+    Settle {
+        /// The write (a [`Change::Settle`] or [`Change::Pause`]).
+        write: Write,
+        /// A trail line written before it.
+        trail: Option<Line>,
+        /// Notify the host (a settle; a pause is not announced).
+        notify: bool,
+    },
+    /// A goal write watched for its echo (another writer's change it overwrote is written back):
+    /// the reservation of a turn, or the lease of a check round or review.
+    Watched(Write),
+    /// A trail line.
+    Trail(Line),
+    /// The small model's verdict on the turn.
+    Audit(crate::record::small_model_call::SmallModelQuery),
+    /// Claims a check run or a review across hosts (`label` says which) before it runs.
+    Claim {
+        /// The run's message id.
+        run_id: String,
+        /// How long a claim stands without its run.
+        hold: Duration,
+        /// `acceptance check` or `goal review`.
+        label: &'static str,
+        /// The session's model and agent (the claim's post names them).
+        target: ExecutionTarget,
+    },
+    /// Runs one acceptance check through OpenCode's shell, within its time limit.
+    RunCheck {
+        /// Its place in the goal's list.
+        index: usize,
+        /// The check.
+        check: AcceptanceCheck,
+        /// The run's message id (empty: none could be derived).
+        message_id: String,
+        /// The session's model and agent.
+        target: ExecutionTarget,
+    },
+    /// A finished check run: its trail line and console line; the run is concluded.
+    ConcludeCheck {
+        /// The run.
+        run: CheckRun,
+        /// Its trail line.
+        line: Map<String, Value>,
+        /// The goal's number of checks.
+        total: usize,
+    },
+    /// Opens the reviewer session (`title`) and asks it, once more when it gave no readable
+    /// answer, then reads what it cost.
+    Review {
+        /// The reviewer session's title.
+        title: String,
+        /// The first prompt's body (the retry's has another text).
+        body: ReviewerBody,
+    },
+    /// The review's trail line and console line, and the `lastReview` value it leads to.
+    RecordReview {
+        /// Its trail line.
+        line: Map<String, Value>,
+        /// `approved`, `rejected` or `unavailable`.
+        verdict: &'static str,
+        /// The `lastReview` value.
+        last: Value,
+    },
+    /// Posts a stranded message again under its own ids (the body is the original post's).
+    Repost {
+        /// The message.
+        message_id: String,
+        /// The post's body.
+        body: Value,
+    },
+    /// Posts the reserved continuation (every attempt under the same message id, when there is
+    /// one) and says how it went.
+    Post {
+        /// The `prompt_async` body (without `messageID`).
+        body: Value,
+        /// The id every post of this turn uses.
+        message_id: Option<String>,
+        /// The continuation's text (what a reconciliation looks for without an id).
+        text: String,
+        /// The tail the turn answers.
+        tail: String,
+    },
+    /// Copies the source session's objective file to this session's path (an adopted copy).
+    CopyObjective {
+        /// The session the copy came from.
+        source: String,
+    },
+    /// Remembers that this session carries the goal (the owner lists' memory).
+    RememberCarrier,
+    /// Tells the scheduler that OpenCode lists no open request of these sessions (what events
+    /// said was lost).
+    InputsSettled(Vec<String>),
+    /// Takes this process's dispatch claim of the session (one dispatch per session at a time
+    /// among the runtimes of a process).
+    ClaimDispatch,
+    /// Waits within the tick (another host's post may be on its way).
+    Pause(Duration),
+    /// Looks once more for a reservation's echo that had not come (the tick ends without a
+    /// post): a user's change it shows the reservation overwrote is written back.
+    HearLate,
+}

@@ -1,0 +1,168 @@
+//! The decision of a tick, pure: [`decide`] turns what the tick has seen ([`Seen`]), the
+//! runtime's settings and the clock value passed in into the next [`Decision`] (read this,
+//! carry out that, or end). No module here is `async`, reads a clock or imports I/O; the tick's
+//! driver (`goal/tick.rs`) gathers, acts and asks again until the decision ends the tick.
+//!
+//! The branch order is the reference runtime's (OpenChamber's JavaScript goal loop), extended:
+//! the first reads → whose goal it is, the lease → guards that cannot be read → the objective →
+//! the live state → provider limits and cut turns → the plan (budgets, the time stage, the quiet
+//! window, a stranded message) → the audit and the evidence → acceptance checks and the review →
+//! the reservation and the post. Each step's rules live in the file named after it; this file
+//! composes them.
+
+pub mod accounting;
+pub mod budgets;
+pub mod causes;
+pub mod change;
+pub mod check_rules;
+pub mod decision;
+pub mod gates;
+pub mod grading;
+pub mod guard_rules;
+pub mod limit_rules;
+pub mod lineage;
+pub mod list_rules;
+pub mod notify;
+pub mod plan;
+pub mod review_rules;
+pub mod seen;
+pub mod stages;
+pub mod strand_rules;
+pub mod wait_rules;
+
+pub mod acceptance;
+pub mod delivery;
+pub mod planning;
+pub mod provider;
+pub mod review;
+pub mod start;
+pub mod verdict;
+
+
+use std::ops::ControlFlow;
+use std::time::Duration;
+
+pub use decision::{Decision, Effect, End, Guard, Line, Need, Slot, Write};
+pub use seen::Seen;
+
+use crate::config::GoalConfig;
+use crate::goal::decide::change::{Change, Extras};
+use crate::goal::decide::plan::Settlement;
+use crate::goal::decide::seen::Written;
+use crate::record::Goal;
+use crate::time::backoff::retry_delay;
+
+/// A step of the decision: `Break` is the decision, `Continue` hands on what the next step needs.
+type Flow<T = ()> = ControlFlow<Decision, T>;
+
+/// The next thing the tick does, given what it has seen, the runtime's settings and now.
+pub fn decide(seen: &Seen, config: &GoalConfig, now: f64) -> Decision {
+    // A terminal write ends the tick whatever else changed since (the user may act meanwhile).
+    if let Some(end) = settled_end(seen, config) {
+        return Decision::End(end);
+    }
+    match branch_order(seen, config, now) {
+        ControlFlow::Break(decision) => decision,
+        ControlFlow::Continue(()) => Decision::End(End::Done),
+    }
+}
+
+fn branch_order(seen: &Seen, config: &GoalConfig, now: f64) -> Flow {
+    let goal = start::first_read(seen, config)?;
+    let goal = start::owner(seen, goal)?;
+    let at = Decide { seen, config, now, goal };
+    let objective = start::objective(&at)?;
+    let live = start::live(&at)?;
+    let window = provider::stage(&at, live)?;
+    let course = planning::plan(&at, live, &window)?;
+    let reservation = match course {
+        planning::Course::Continue(basis, reservation) => (basis, reservation),
+        planning::Course::Audit(basis) => verdict::audit(&at, live, &objective, basis)?,
+    };
+    delivery::deliver(&at, &objective, reservation.0, reservation.1)
+}
+
+/// What every step of one decision reads.
+struct Decide<'a> {
+    seen: &'a Seen,
+    config: &'a GoalConfig,
+    now: f64,
+    /// The goal the tick drives (the session's, or the claimed copy).
+    goal: &'a Goal,
+}
+
+impl Decide<'_> {
+    /// The last allowed retry: a failure now settles instead of asking for another.
+    fn exhausted(&self) -> bool {
+        self.seen.attempt >= self.config.max_retry_attempts
+    }
+
+    /// How a tick ends when a request failed after its reads (a write, a claim, a post): a
+    /// retry whose wait continues the doubling of the post's own tries and is never shorter
+    /// than the plain retry's (a tick that made a dozen requests before it failed keeps a failing
+    /// route within A.8's budget).
+    fn late_retry(&self) -> End {
+        late_retry(self.seen, self.config, 0)
+    }
+
+    /// A terminal write of `settlement` on `guard`'s goal, with `extras` and a trail line
+    /// before it.
+    fn settle(&self, settlement: Settlement, extras: Extras, guard: Guard, trail: Option<Line>) -> Decision {
+        let change = Change::Settle(Box::new(settlement), Box::new(extras));
+        let write = Write { change, guard, keep_owner: false, slot: decision::Slot::Settled };
+        Decision::Act(Effect::Settle { write, trail, notify: true })
+    }
+}
+
+/// [`Decide::late_retry`], `extra` doublings further (a post whose every try failed re-read the
+/// goal and the messages each time: one more).
+fn late_retry(seen: &Seen, config: &GoalConfig, extra: u32) -> End {
+    let failures = seen.attempt.saturating_add(1);
+    let tries = config.max_dispatch_attempts.max(1).saturating_add(extra);
+    let plain = retry_delay(config.idle_quiet, failures);
+    let continued = retry_delay(config.dispatch_retry_delay, failures.saturating_add(tries));
+    End::RetryIn(plain.max(continued))
+}
+
+/// How a tick ends once its terminal write was made: written, settled; the goal changed
+/// meanwhile, done (the change brings its own wake-up); failed, retried (a terminal decision
+/// never stored would leave the goal active with nothing armed), on the late backoff unless the
+/// tick made no request past its reads.
+fn settled_end(seen: &Seen, config: &GoalConfig) -> Option<End> {
+    Some(match seen.settled.as_ref()? {
+        Written::Goal(_) => End::Settled,
+        Written::Stale => End::Done,
+        Written::Failed if seen.live.as_ref().is_some_and(Result::is_err) => End::Retry,
+        Written::Failed => late_retry(seen, config, 0),
+    })
+}
+
+/// How a tick goes on after a write that does not end it: written, on; stale, done; failed,
+/// the late retry.
+fn after_write(written: &Written, late: End) -> Flow {
+    match written {
+        Written::Goal(_) => ControlFlow::Continue(()),
+        Written::Stale => ControlFlow::Break(Decision::End(End::Done)),
+        Written::Failed => ControlFlow::Break(Decision::End(late)),
+    }
+}
+
+fn end<T>(end: End) -> Flow<T> {
+    ControlFlow::Break(Decision::End(end))
+}
+
+fn read<T>(need: Need) -> Flow<T> {
+    ControlFlow::Break(Decision::Read(need))
+}
+
+fn act<T>(effect: Effect) -> Flow<T> {
+    ControlFlow::Break(Decision::Act(effect))
+}
+
+/// A guarded write of the tick's goal, its result seen in `slot`.
+fn write(change: Change, slot: decision::Slot) -> Effect {
+    Effect::Write(Write { change, guard: Guard::Tick, keep_owner: false, slot })
+}
+
+/// Slack added to a wait so the next look lands after the moment waited for, not on it.
+const MARGIN: Duration = Duration::from_millis(20);

@@ -1,0 +1,450 @@
+//! The pure goal-loop decisions: given what a tick observed, what to do. No I/O, no clock.
+//!
+//! The branch order is the reference runtime's (OpenChamber's JavaScript goal loop), plus
+//! recovery from length-truncated replies and the cost budget, so the decisions match it branch
+//! for branch.
+
+use crate::goal::decide::accounting::{account, Accounting};
+use crate::record::cause::CauseCode;
+use crate::record::reasons::{
+    REASON_AUDIT_UNAVAILABLE, REASON_BLOCKED_PER_AUDIT, REASON_BUDGET, REASON_COST_BUDGET, REASON_DISPATCH_FAILED,
+    REASON_REPEATED_TRUNCATION, REASON_RESUMED, REASON_TURN_CAP, REASON_TURN_FAILED, REASON_VERIFIED,
+};
+use crate::record::session::{chronological, Message, Role};
+use crate::record::{Goal, GoalStatus};
+
+/// Consecutive `blocked` verdicts that settle a goal.
+pub const BLOCKED_STREAK_LIMIT: u64 = 3;
+/// Consecutive audit failures that settle a goal.
+pub const AUDIT_FAIL_LIMIT: u64 = 2;
+/// Assistant text sent to the auditor, in characters.
+pub const TRANSCRIPT_PART_CHAR_LIMIT: usize = 6000;
+
+/// Why a tick ends without acting (the next idle transition re-arms it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitReason {
+    /// The newest message is from the user: a turn is about to run.
+    TrailingUserMessage,
+    /// The newest reply is still streaming.
+    ReplyRunning,
+    /// No reply yet: nothing to continue with.
+    NoReplyYet,
+}
+
+/// How to continue: the model, agent and variant of the newest non-summary reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecutionTarget {
+    /// Provider id.
+    pub provider_id: String,
+    /// Model id.
+    pub model_id: String,
+    /// Agent (or mode).
+    pub agent: String,
+    /// Variant.
+    pub variant: String,
+}
+
+/// A terminal write.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settlement {
+    /// New status.
+    pub status: GoalStatus,
+    /// Why.
+    pub reason: String,
+    /// A new note, when there is one.
+    pub note: Option<String>,
+    /// Accounting to persist with it.
+    pub accounting: Accounting,
+    /// The auditor that decided, when one did.
+    pub evaluation: Option<(String, String)>,
+    /// The typed cause written beside the reason (see `goal/settling/causes.rs`).
+    pub cause: CauseCode,
+    /// The cause's detail (an error name, an HTTP status), when there is one.
+    pub detail: Option<String>,
+}
+
+/// What the tick's audit-free part decided.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Plan {
+    /// End the tick; the next idle re-arms.
+    Wait(WaitReason),
+    /// The tail was aborted by the user: pause (no notification).
+    Pause(Accounting),
+    /// Settle with a notification.
+    Settle(Settlement),
+    /// Ask the auditor, then call [`after_audit`].
+    Audit(Basis),
+    /// Continue without an audit (compaction summary, resume over an abort, truncation).
+    ContinueUnaudited(Basis),
+}
+
+/// Everything needed to continue after this tick.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Basis {
+    /// Fresh accounting.
+    pub accounting: Accounting,
+    /// Where to send the continuation.
+    pub target: ExecutionTarget,
+    /// The reply the tick judged (the tail re-check compares against it).
+    pub tail_message_id: String,
+    /// The reply's text for the auditor (≤ 6000 chars).
+    pub assistant_text: String,
+    /// The tail's `time.created`: with its id, what the continuation id is derived from when the
+    /// id is not in OpenCode's format.
+    pub tail_created: Option<f64>,
+    /// The judged reply produced output (text, a tool call, output tokens): it ends the rows of
+    /// provider parks and cut turns.
+    pub tail_output: bool,
+    /// Set when the tail is a turn cut by a server restart: its number in the row.
+    pub cut_turn: Option<u64>,
+}
+
+/// Decides steps 7–12 of a tick from the goal and the message window (already fetched).
+pub fn plan_tick(goal: &Goal, messages: &[Message], max_auto_turns: u64) -> Plan {
+    let ordered = chronological(messages);
+    let Some(last) = ordered.last() else {
+        return Plan::Wait(WaitReason::NoReplyYet);
+    };
+    if last.role == Role::User {
+        return Plan::Wait(WaitReason::TrailingUserMessage);
+    }
+    let Some(tail) = ordered.iter().rev().find(|m| m.role == Role::Assistant).copied() else {
+        return Plan::Wait(WaitReason::NoReplyYet);
+    };
+    if !tail.is_completed() && tail.error.is_none() {
+        return Plan::Wait(WaitReason::ReplyRunning);
+    }
+    if tail.id.is_empty() {
+        return Plan::Wait(WaitReason::NoReplyYet);
+    }
+
+    let accounting = account(goal, messages);
+    let resumed = goal.status_reason == REASON_RESUMED;
+    let aborted = tail.is_aborted();
+    let settlement = |status, reason: &str, cause: CauseCode| Settlement {
+        status,
+        reason: reason.to_string(),
+        note: None,
+        accounting: accounting.clone(),
+        evaluation: None,
+        cause,
+        detail: None,
+    };
+    let settle = |status, reason: &str, cause: CauseCode| Plan::Settle(settlement(status, reason, cause));
+
+    if aborted && !resumed {
+        return Plan::Pause(accounting);
+    }
+    // The provider stage (`goal/provider/limits.rs`) has already parked or settled every error its table
+    // names. Any other error (an unknown name, an `APIError` without a status, a non-retryable
+    // 5xx, an unnamed error object) settles `blocked` here, before the budgets and never audited;
+    // it wins over a `length` finish. A length error is the truncation recovery below.
+    let truncated = tail.is_length_truncated();
+    if let Some(failed) = turn_failure(tail) {
+        return Plan::Settle(Settlement {
+            detail: Some(failed.detail),
+            ..settlement(GoalStatus::Blocked, &failed.reason, CauseCode::TurnFailed)
+        });
+    }
+    if crate::goal::decide::budgets::tokens::budget_reached(goal, accounting.tokens_used) {
+        return settle(GoalStatus::BudgetLimited, REASON_BUDGET, CauseCode::TokenBudget);
+    }
+    if crate::goal::decide::budgets::cost::budget_reached(goal, accounting.cost_used) {
+        return settle(GoalStatus::BudgetLimited, REASON_COST_BUDGET, CauseCode::CostBudget);
+    }
+    if goal.turns_used >= max_auto_turns {
+        return settle(GoalStatus::Blocked, REASON_TURN_CAP, CauseCode::TurnCap);
+    }
+    if truncated && !resumed && has_repeated_length_tail(&ordered, tail, goal.created_at) {
+        return settle(GoalStatus::Blocked, REASON_REPEATED_TRUNCATION, CauseCode::NoProgress);
+    }
+
+    let execution = ordered.iter().rev().find(|m| m.role == Role::Assistant && !m.summary).copied().unwrap_or(tail);
+    if execution.provider_id.is_empty() || execution.model_id.is_empty() {
+        return settle(GoalStatus::Blocked, REASON_DISPATCH_FAILED, CauseCode::DispatchFailed);
+    }
+    let basis = Basis {
+        accounting: accounting.clone(),
+        target: ExecutionTarget {
+            provider_id: execution.provider_id.clone(),
+            model_id: execution.model_id.clone(),
+            agent: execution.agent.clone(),
+            variant: execution.variant.clone(),
+        },
+        tail_message_id: last.id.clone(),
+        assistant_text: crate::record::truncate_chars(&tail.text, TRANSCRIPT_PART_CHAR_LIMIT),
+        tail_created: last.created,
+        tail_output: tail.produced_output,
+        cut_turn: None,
+    };
+    if tail.summary || aborted || truncated {
+        Plan::ContinueUnaudited(basis)
+    } else {
+        Plan::Audit(basis)
+    }
+}
+
+/// A `blocked` settlement for `goal` with the given reason and cause, its accounting unchanged.
+pub fn blocked(goal: &Goal, reason: &str, cause: CauseCode) -> Settlement {
+    Settlement {
+        status: GoalStatus::Blocked,
+        reason: reason.into(),
+        note: None,
+        accounting: crate::goal::decide::accounting::Accounting::of(goal),
+        evaluation: None,
+        cause,
+        detail: None,
+    }
+}
+
+/// Characters of an error's name kept as the status reason.
+pub const TURN_ERROR_NAME_CHAR_LIMIT: usize = 80;
+/// Characters of the error's message kept in the cause's detail.
+pub const TURN_ERROR_MESSAGE_CHAR_LIMIT: usize = 120;
+
+/// A turn that ended with an error the provider table does not name: the status reason and the
+/// cause's detail it settles with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnFailure {
+    /// The error's non-empty `name`, else [`REASON_TURN_FAILED`].
+    pub reason: String,
+    /// The name and, bounded, the error's message (`APIError: bad request`).
+    pub detail: String,
+}
+
+/// The failure `tail` ended with, when it settles the goal: any error but an abort or a length
+/// cut (the provider table's errors never reach the plan; see `goal/provider/limits.rs`).
+pub fn turn_failure(tail: &Message) -> Option<TurnFailure> {
+    let name = tail.error.as_deref()?;
+    if tail.is_aborted() || tail.is_length_truncated() {
+        return None;
+    }
+    let name = crate::record::truncate_chars(name.trim(), TURN_ERROR_NAME_CHAR_LIMIT);
+    let reason = if name.is_empty() { REASON_TURN_FAILED } else { name.as_str() };
+    let message = tail.provider_error.as_ref().map(|e| e.message.trim()).unwrap_or("");
+    let message = crate::record::truncate_chars(message, TURN_ERROR_MESSAGE_CHAR_LIMIT);
+    let detail = if message.is_empty() { reason.to_string() } else { format!("{reason}: {message}") };
+    Some(TurnFailure { reason: reason.to_string(), detail })
+}
+
+/// True when `latest` is truncated and so was the previous completed, non-summary reply made
+/// after the goal was created (chronological order; summaries neither break nor satisfy it).
+pub fn has_repeated_length_tail(ordered: &[&Message], latest: &Message, goal_created_at: f64) -> bool {
+    if latest.summary || !latest.is_completed() || latest.created.is_none() || !latest.is_length_truncated() {
+        return false;
+    }
+    let Some(position) = ordered.iter().position(|m| std::ptr::eq(*m, latest)) else {
+        return false;
+    };
+    let predecessor = ordered[..position]
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::Assistant && m.is_completed() && !m.summary && m.created.is_some());
+    match predecessor {
+        Some(previous) => previous.created.unwrap_or(0.0) > goal_created_at && previous.is_length_truncated(),
+        None => false,
+    }
+}
+
+/// The auditor's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Keep going.
+    Continue,
+    /// Verified done.
+    Complete,
+    /// Cannot go on without the user.
+    Blocked,
+}
+
+/// A successful audit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Audit {
+    /// Verdict.
+    pub verdict: Verdict,
+    /// Note (already clamped and language-guarded; empty when dropped).
+    pub note: String,
+    /// Auditor provider.
+    pub provider_id: String,
+    /// Auditor model.
+    pub model_id: String,
+}
+
+/// The reservation written before a continuation is sent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reservation {
+    /// Accounting to persist.
+    pub accounting: Accounting,
+    /// New blocked streak.
+    pub blocked_streak: u64,
+    /// New audit failure streak.
+    pub audit_fail_streak: u64,
+    /// New note (None keeps the old one).
+    pub note: Option<String>,
+    /// Auditor ids to record.
+    pub evaluation: Option<(String, String)>,
+    /// The evidence review's progress state and override set, written with the reservation so
+    /// they ride on the one guarded write instead of a write of their own.
+    pub evidence: EvidenceFields,
+    /// A paragraph appended to the continuation (a failed acceptance check, quoted as data).
+    pub appendix: Option<String>,
+}
+
+/// Evidence fields a reservation writes (`None`: left as they are).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EvidenceFields {
+    /// The no-progress breaker's state.
+    pub progress: Option<serde_json::Map<String, serde_json::Value>>,
+    /// The failing commands already used for a complete override.
+    pub overrides: Option<Vec<String>>,
+    /// The criteria the audit graded or derived (see `goal/verdict/grading.rs`).
+    pub criteria: Option<crate::goal::decide::grading::CriteriaUpdate>,
+    /// The last review (`lastReview`), after a review that did not approve.
+    pub last_review: Option<serde_json::Value>,
+}
+
+/// The outcome after the audit (or its absence).
+#[derive(Debug, Clone, PartialEq)]
+pub enum AfterAudit {
+    /// Settle.
+    Settle(Settlement),
+    /// Reserve a turn and continue.
+    Continue(Reservation),
+}
+
+/// Continuation without an audit keeps the blocked streak (compaction, resume over abort,
+/// truncation recovery).
+pub fn unaudited_reservation(goal: &Goal, basis: &Basis) -> Reservation {
+    Reservation {
+        accounting: basis.accounting.clone(),
+        blocked_streak: goal.blocked_streak,
+        audit_fail_streak: goal.audit_fail_streak,
+        note: None,
+        evaluation: None,
+        evidence: EvidenceFields::default(),
+        appendix: None,
+    }
+}
+
+/// Applies the audit result (`None` = unavailable or unparseable).
+pub fn after_audit(goal: &Goal, basis: &Basis, audit: Option<Audit>) -> AfterAudit {
+    let Some(audit) = audit else {
+        let failures = goal.audit_fail_streak.saturating_add(1);
+        if failures >= AUDIT_FAIL_LIMIT {
+            return AfterAudit::Settle(Settlement {
+                status: GoalStatus::Blocked,
+                reason: REASON_AUDIT_UNAVAILABLE.into(),
+                note: None,
+                accounting: basis.accounting.clone(),
+                evaluation: None,
+                cause: CauseCode::AuditUnavailable,
+                detail: None,
+            });
+        }
+        return AfterAudit::Continue(Reservation {
+            accounting: basis.accounting.clone(),
+            blocked_streak: 0,
+            audit_fail_streak: failures,
+            note: None,
+            evaluation: None,
+            evidence: EvidenceFields::default(),
+            appendix: None,
+        });
+    };
+    let evaluation =
+        Some((audit.provider_id.clone(), audit.model_id.clone())).filter(|(p, m)| !p.is_empty() || !m.is_empty());
+    let note = (!audit.note.is_empty()).then(|| audit.note.clone());
+    match audit.verdict {
+        Verdict::Complete => AfterAudit::Settle(Settlement {
+            status: GoalStatus::Complete,
+            reason: REASON_VERIFIED.into(),
+            note,
+            accounting: basis.accounting.clone(),
+            evaluation,
+            cause: CauseCode::Verified,
+            detail: None,
+        }),
+        Verdict::Blocked if goal.blocked_streak.saturating_add(1) >= BLOCKED_STREAK_LIMIT => {
+            let reason = if audit.note.is_empty() { REASON_BLOCKED_PER_AUDIT.to_string() } else { audit.note.clone() };
+            AfterAudit::Settle(Settlement {
+                status: GoalStatus::Blocked,
+                reason,
+                note,
+                accounting: basis.accounting.clone(),
+                evaluation,
+                cause: CauseCode::AuditorBlocked,
+                detail: None,
+            })
+        }
+        verdict => AfterAudit::Continue(Reservation {
+            accounting: basis.accounting.clone(),
+            blocked_streak: if verdict == Verdict::Blocked { goal.blocked_streak.saturating_add(1) } else { 0 },
+            audit_fail_streak: 0,
+            note,
+            evaluation,
+            evidence: EvidenceFields::default(),
+            appendix: None,
+        }),
+    }
+}
+
+/// A `complete` decision while any criterion is open goes on instead (its note and auditor
+/// kept); anything else is unchanged.
+pub fn hold_completion(decision: AfterAudit, criteria: &[crate::record::criteria::Criterion]) -> AfterAudit {
+    match decision {
+        AfterAudit::Settle(s)
+            if s.status == GoalStatus::Complete
+                && crate::goal::decide::grading::met_count(criteria) < criteria.len() =>
+        {
+            AfterAudit::Continue(continuing(s))
+        }
+        other => other,
+    }
+}
+
+/// The reservation of one more turn after `settlement`'s audit: its accounting, note and auditor
+/// kept, the blocked and audit-failure streaks reset, no evidence fields and no appendix (a
+/// caller that has them sets them on the result).
+pub fn continuing(settlement: Settlement) -> Reservation {
+    Reservation {
+        accounting: settlement.accounting,
+        blocked_streak: 0,
+        audit_fail_streak: 0,
+        note: settlement.note,
+        evaluation: settlement.evaluation,
+        evidence: Default::default(),
+        appendix: None,
+    }
+}
+
+/// Parses the auditor's JSON object into a verdict and a raw note.
+pub fn parse_verdict(object: &serde_json::Map<String, serde_json::Value>) -> Option<(Verdict, String)> {
+    let verdict = match object.get("verdict")?.as_str()?.trim().to_lowercase().as_str() {
+        "continue" => Verdict::Continue,
+        "complete" => Verdict::Complete,
+        "blocked" => Verdict::Blocked,
+        _ => return None,
+    };
+    let note = object.get("note").and_then(|n| n.as_str()).unwrap_or("").to_string();
+    Some((verdict, note))
+}
+
+#[cfg(test)]
+impl Settlement {
+    /// The `complete` settlement an audit's `complete` verdict (note `done`) makes over `goal`,
+    /// for the tests of what may stand in its way.
+    pub(crate) fn verified_for_test(goal: &Goal) -> Self {
+        Settlement {
+            status: GoalStatus::Complete,
+            reason: REASON_VERIFIED.into(),
+            note: Some("done".into()),
+            accounting: Accounting::of(goal),
+            evaluation: None,
+            cause: CauseCode::Verified,
+            detail: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
