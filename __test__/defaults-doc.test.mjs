@@ -1,6 +1,6 @@
 // docs/defaults.md is the one place every default is stated: each option row must equal what
 // goalRuntimeDefaults() reports (the core's own definition), and each bounded-silence row the
-// constant it names in crates/goal-core/src/sched/silence.rs.
+// constant it names in crates/goal-core/src/sched/silence.rs (or goal/decide/start.rs).
 import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -9,7 +9,10 @@ import { pkg } from './helpers.mjs'
 
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 const doc = fs.readFileSync(path.join(root, 'docs', 'defaults.md'), 'utf8')
-const silence = fs.readFileSync(path.join(root, 'crates', 'goal-core', 'src', 'sched', 'silence.rs'), 'utf8')
+// The watch's constants, and the look-agains of a session answering 404 (the decision's).
+const silence = ['sched/silence.rs', 'goal/decide/start.rs']
+  .map((file) => fs.readFileSync(path.join(root, 'crates', 'goal-core', 'src', file), 'utf8'))
+  .join('\n')
 
 /** The rows of the table under `heading`: [first cell, second cell] without backticks. */
 function rows(heading) {
@@ -45,7 +48,7 @@ describe('docs/defaults.md', () => {
     }
   })
 
-  it('states the bounded-silence constants as sched/silence.rs defines them', () => {
+  it('states the bounded-silence constants as the core defines them', () => {
     const table = rows('Bounded silence')
     expect(table.length).toBeGreaterThanOrEqual(7)
     for (const [name, value] of table) expect(constant(name), name).toBe(value)

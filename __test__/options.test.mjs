@@ -27,7 +27,8 @@ describe('options', () => {
   it('exports the goal runtime defaults from the one definition in the core', () => {
     const defaults = pkg.goalRuntimeDefaults()
     expect(defaults).toMatchObject({ idleQuietMs: 15000, kickoffQuietMs: 3000, resumeKickoffMs: 250, maxAutoTurns: 20, maxProviderWaitMs: 21600000, maxProviderWaits: 6 })
-    for (const value of Object.values(defaults)) expect(value).toBeGreaterThan(0)
+    expect(defaults.deriveCriteria).toBe(true)
+    for (const [name, value] of Object.entries(defaults)) if (name !== 'deriveCriteria') expect(value, name).toBeGreaterThan(0)
   })
 
   it('an unset quiet window is the exported default', async () => {

@@ -5,8 +5,10 @@
 //   `crate::…` and `super::…` paths in non-test code), must have no cycle;
 // - the import graph between the binding's modules must have no cycle (the crate root, lib.rs,
 //   declares every module and is left out, as the core's root is);
-// - no two stage folders of goal/ may import each other both ways (the tick passes each stage
-//   once), beyond the pairs listed in KNOWN_TWO_WAY;
+// - goal/'s folders import only downward, in the order of GOAL_FOLDERS (decide ← gather ←
+//   act): no two import each other both ways and none imports a folder above it;
+// - the decision (goal/decide/) is pure: it imports no I/O module, nothing of tokio, and has no
+//   `async fn`; at most two files under goal/ import the guarded writer (io::writer);
 // - modules listed as pure must not depend on an I/O module;
 // - no function outside tests, in goal-core or in the binding (src/), may be longer than 100
 //   lines;
@@ -28,31 +30,21 @@ const longestCount = args.includes('--longest') ? Number(args[args.indexOf('--lo
 const MAX_FUNCTION_LINES = 100
 const MAX_FILE_LINES = 600
 
-// Stage folders of goal/ that still import each other both ways, each with why. No pair may
-// join them: a new back-and-forth between two stages is a structure failure.
-const KNOWN_TWO_WAY = [
-  // The audit stage runs the checks and the review (verdict → acceptance), which read the graded
-  // criteria (acceptance → verdict::grading).
-  ['acceptance', 'verdict'],
-  // A guard that cannot be read settles the goal (guarding → settling::settle); a settle never
-  // writes complete over one, and the cause table names each guard's fix (settling → guarding).
-  ['guarding', 'settling'],
-  // The time stage writes causes and trail lines (planning::time_gate → settling); a settle
-  // carries the plan's Settlement and accounting (settling → planning).
-  ['planning', 'settling'],
-  // The plan holds completion on graded criteria (planning::plan → verdict::grading); the audit
-  // stage decides after the audit by the plan's rules (verdict → planning::plan).
-  ['planning', 'verdict'],
-]
+// goal/'s folders in the order a tick uses them, lowest first: a folder may import only the ones
+// before it (the decision imports neither reads nor effects; the executor may use the reads'
+// memory; the tick's driver, a file above them all, uses every one).
+const GOAL_FOLDERS = ['decide', 'gather', 'act']
+// Most files under goal/ that may import the guarded writer: the executor, and the echo of a
+// watched write (`goal/act/mod.rs`, `goal/act/echo.rs`).
+const MAX_WRITER_IMPORTERS = 2
 
 // Modules (a top-level module, or `top::file`) whose code must stay free of I/O: they may not
 // import any module listed in IO. A top-level name covers every file under it.
-const PURE = ['config', 'error', 'record', 'text', 'time', 'evidence', 'intake', 'goal::planning::plan', 'goal::planning::gates',
-  'goal::planning::accounting', 'goal::budgets', 'goal::verdict::grading', 'goal::settling::notify', 'goal::provider::limit_rules', 'goal::ownership::lineage', 'goal::acceptance::check_rules', 'goal::acceptance::review_rules', 'goal::guarding::guard_rules', 'goal::delivery::strand_rules', 'goal::settling::causes', 'goal::ownership::list_rules', 'goal::settling::wait_rules', 'sched::backoff', 'assist::content', 'small_model::catalog', 'small_model::wire',
-  'io::small_model_call', 'io::prompt_outcome']
+const PURE = ['config', 'error', 'record', 'text', 'time', 'evidence', 'intake', 'goal::decide', 'sched::silence',
+  'assist::content', 'small_model::catalog', 'small_model::wire', 'io::prompt_outcome']
 // Modules that perform I/O (network, files, tasks, locks and wake-ups).
-const IO = ['io', 'sched', 'runtime', 'embed', 'control', 'small_model', 'goal::tick', 'goal::verdict::audit_evidence',
-  'goal::delivery::dispatch', 'goal::delivery::echo_watch', 'goal::ownership::adopt', 'goal::provider::limits', 'goal::acceptance::checks', 'goal::acceptance::review', 'goal::guarding::guards', 'goal::delivery::strand', 'assist::runtime']
+const IO = ['io', 'sched', 'runtime', 'embed', 'control', 'small_model', 'goal::tick', 'goal::context', 'goal::gather',
+  'goal::act', 'assist::runtime']
 const within = (list, path) => list.some((m) => path === m || path.startsWith(`${m}::`))
 const isPure = (path) => within(PURE, path)
 const isIo = (path) => within(IO, path) && !isPure(path)
@@ -359,9 +351,9 @@ for (const comp of bindingCycles) {
   for (const from of comp)
     for (const [to, where] of bindingEdges.get(from) ?? []) if (set.has(to)) console.log(`    ${from} → ${to}  (${where})`)
 }
-// goal/'s stage folders: an edge is a file of one folder importing from another. The tick runs
-// the stages in order (goal/tick.rs); two folders that import each other both ways are a
-// back-and-forth a reader follows through the tick.
+// goal/'s folders: an edge is a file of one folder importing from another. The tick asks the
+// decision, reads and acts; a folder importing one above it in GOAL_FOLDERS (or two importing
+// each other) is a back-and-forth a reader follows through the tick.
 const goalRoot = join(root, 'goal')
 const stageFolders = new Set(readdirSync(goalRoot).filter((name) => statSync(join(goalRoot, name)).isDirectory()))
 const stageEdges = new Map() // folder → Map(folder → evidence)
@@ -375,24 +367,42 @@ for (const [from, to] of fileEdges) {
     stageEdges.get(folder).set(targetFolder, where)
   }
 }
-const knownPair = (a, b) => KNOWN_TWO_WAY.some(([x, y]) => (x === a && y === b) || (x === b && y === a))
 const twoWay = []
 for (const [a, to] of stageEdges) for (const b of to.keys()) if (a < b && stageEdges.get(b)?.has(a)) twoWay.push([a, b])
-const newTwoWay = twoWay.filter(([a, b]) => !knownPair(a, b))
+const rank = (folder) => GOAL_FOLDERS.indexOf(folder)
+const upward = []
+for (const [a, to] of stageEdges) for (const [b, where] of to) if (rank(a) < 0 || rank(b) < 0 || rank(b) > rank(a)) upward.push([a, b, where])
 const stageEdgeCount = [...stageEdges.values()].reduce((n, m) => n + m.size, 0)
-console.log(`goal/ stages: ${stageFolders.size} folders, ${stageEdgeCount} import edges; two-way: ${twoWay.length} (${KNOWN_TWO_WAY.length} known)`)
+console.log(`goal/ folders: ${stageFolders.size} (${GOAL_FOLDERS.join(' ← ')}), ${stageEdgeCount} import edges; two-way: ${twoWay.length}; upward: ${upward.length}`)
 if (flag('--graph')) {
   for (const [from, to] of [...stageEdges].sort()) console.log(`  goal/${from} → ${[...to.keys()].sort().join(', ')}`)
 }
-for (const [a, b] of newTwoWay) {
+for (const [a, b] of twoWay) {
   failed = true
   console.log(`  TWO-WAY IMPORT between goal/${a} and goal/${b}: ${stageEdges.get(a).get(b)} | ${stageEdges.get(b).get(a)}`)
 }
-for (const [a, b] of KNOWN_TWO_WAY) {
-  if (!twoWay.some(([x, y]) => x === [a, b].sort()[0] && y === [a, b].sort()[1])) {
-    console.log(`  goal/${a} and goal/${b} no longer import each other both ways: take them off KNOWN_TWO_WAY`)
-  }
+for (const [a, b, where] of upward) {
+  failed = true
+  console.log(`  UPWARD IMPORT goal/${a} → goal/${b} (${where}): ${rank(a) < 0 || rank(b) < 0 ? 'a folder missing from GOAL_FOLDERS' : 'only downward, ' + GOAL_FOLDERS.join(' ← ')}`)
 }
+// The decision is synchronous and imports nothing of tokio; the writer has few importers.
+let asyncInDecision = 0
+let writerImporters = []
+for (const file of walk(goalRoot)) {
+  const rel = relative(root, file)
+  const text = strip(readFileSync(file, 'utf8'))
+  const code = text.split(/#\[cfg\(test\)\]/)[0]
+  if (rel.startsWith(`goal${sep}decide${sep}`) && !/(^|[\/])(tests?|[^\/]*_tests)\.rs$/.test(rel)) {
+    for (const m of code.matchAll(/\basync\s+fn\b|\btokio::|\.await\b/g)) {
+      failed = true
+      asyncInDecision++
+      console.log(`  THE DECISION MUST STAY SYNCHRONOUS: ${rel} uses \`${m[0]}\``)
+    }
+  }
+  if (/\bio::writer\b/.test(code)) writerImporters.push(rel)
+}
+console.log(`goal/decide: async or tokio uses: ${asyncInDecision}; files under goal/ importing the writer: ${writerImporters.length} (at most ${MAX_WRITER_IMPORTERS}: ${writerImporters.join(', ')})`)
+if (writerImporters.length > MAX_WRITER_IMPORTERS) failed = true
 
 // Source files: every one is named in docs/layout.md (the core's by their path in
 // crates/goal-core/src/, the others by their path from the repository's root), and none outside

@@ -38,31 +38,28 @@
 //! | what a host's runtimes share | `io/shared.rs` |
 //! | scheduler: timers, retries, generations (its task; its commands; what it publishes) | `sched/mod.rs`, `sched/actor.rs`, `sched/command.rs`, `sched/job.rs`, `sched/facts.rs`, `sched/snapshot.rs` |
 //! | fired ticks waiting for a slot (at most 32 run at once), in firing order | `sched/tick_queue.rs` |
-//! | the tick watchdog: each stage's bound, a tick past their sum cancelled | `sched/watchdog.rs`, `sched/stage_watch.rs`, `goal/stages.rs` |
+//! | the tick watchdog: each step's stage and bound, a tick past their sum cancelled | `sched/watchdog.rs`, `sched/stage_watch.rs`, `goal/decide/stages.rs` |
 //! | the sweep: OpenCode's status replaces what events said about busy | `runtime/sweep.rs`, `sched/actor.rs` (`swept`) |
 //! | bounded silence: a quiet stream swept, a session remembered busy re-read | `runtime/watch.rs`, `sched/silence.rs` (pure) |
-//! | the one backoff rule of every repeated request (doubling, capped at 10 s) | `sched/backoff.rs` |
-//! | one tick, stage by stage | `goal/tick.rs` (`context.rs`: the `Tick` value, the live state's read) |
-//! | observe: the first reads, the objective, the live gate | `goal/observation/observe.rs` |
-//! | ownership, after the first reads: the owner list beside the live state, the decision, the lease | `goal/ownership/stage.rs` |
-//! | whose goal it is: a fork's copy adopted paused, a resumed copy claimed | `goal/ownership/adopt.rs`, `goal/ownership/lineage.rs` |
-//! | owner lists: one per directory in flight, one backoff for every session list of a directory, waiting goals woken | `goal/ownership/owner_scan.rs`, `goal/ownership/list_rules.rs`, `goal/ownership/list_gate.rs` |
-//! | guards: an unreadable guard stops the goal (`invalidGoal`); lenient readings kept as stored | `goal/guarding/guards.rs`, `goal/guarding/guard_rules.rs`, `record/guard_read.rs` |
-//! | provider stage: park and resume, typed provider stops, cut turns | `goal/provider/limits.rs`, `goal/provider/limit_rules.rs` (`limit_rules/reset.rs`: reset headers) |
-//! | plan: decisions, gates, quiet window, token accounting | `goal/planning/plan.rs`, `goal/planning/gates.rs`, `goal/planning/accounting.rs` |
-//! | the budgets, one file each with its rule and its check: tokens, cost (US dollars), active time | `goal/budgets/tokens.rs`, `goal/budgets/cost.rs`, `goal/budgets/time.rs` |
-//! | time stage: a spent time budget, working hours | `goal/planning/time_gate.rs` |
-//! | a stranded message (stored, its turn never began) posted again under its own ids | `goal/delivery/strand.rs`, `goal/delivery/strand_rules.rs` |
-//! | audit: the verdict; the evidence read before it and the verdict reviewed after it | `goal/verdict/audit.rs`, `goal/verdict/audit_evidence.rs` |
-//! | graded completion: each criterion graded against numbered evidence | `goal/verdict/grading.rs` |
-//! | checks stage before settle-complete: one run per check and tail across hosts (the claim); wrapper and result reading | `goal/acceptance/checks.rs`, `goal/acceptance/check_claim.rs`, `goal/acceptance/check_rules.rs` |
-//! | review stage after the checks: a read-only child session signs off; its prompt, answer and judging | `goal/acceptance/review.rs`, `goal/acceptance/review_rules.rs` (`record/review.rs`: the setting, the last review) |
-//! | reserve; lost-update repair | `goal/delivery/reserve.rs`, `goal/delivery/echo_watch.rs`, `goal/delivery/echo.rs` |
-//! | deliver: read back, post under an idempotent message id, outcome | `goal/delivery/deliver.rs` (the stage), `goal/delivery/dispatch.rs` (the id and the post) |
-//! | the ids this runtime posted, so their events are no user activity | `goal/delivery/own_posts.rs` |
-//! | settle; notification; console lines; the audit trail's lines | `goal/settling/settle.rs`, `goal/settling/notify.rs`, `goal/settling/operator.rs`, `goal/settling/trail.rs` |
-//! | the cause table: fix sentences and doctor actions | `goal/settling/causes.rs` |
-//! | a goal waiting on a failing request says so (`waitingForOpenCode`) | `goal/settling/waiting.rs`, `goal/settling/wait_rules.rs` |
+//! | the one backoff rule of every repeated request (doubling, capped at 10 s) | `time/backoff.rs` |
+//! | one tick: gather → decide → act until the decision ends it | `goal/tick.rs` (`goal/context.rs`: what ticks share) |
+//! | the decision, pure: what was seen, the settings and now in; read, act or end out | `goal/decide/mod.rs`, `goal/decide/decision.rs`, `goal/decide/seen.rs` |
+//! | every change a tick makes to its goal, as data | `goal/decide/change.rs` |
+//! | the steps of the decision, in branch order | `goal/decide/start.rs`, `provider.rs`, `planning.rs`, `verdict.rs`, `acceptance.rs`, `review.rs`, `delivery.rs` |
+//! | whose goal it is: a fork's copy adopted paused, a resumed copy claimed | `goal/decide/lineage.rs`; owner lists: `goal/gather/owners.rs`, `goal/gather/holders.rs`, `goal/decide/list_rules.rs`, `goal/gather/list_gate.rs` |
+//! | guards: an unreadable guard stops the goal (`invalidGoal`); lenient readings kept as stored | `goal/decide/guard_rules.rs`, `record/guard_read.rs` |
+//! | provider limits: park and resume, typed provider stops, cut turns | `goal/decide/provider.rs`, `goal/decide/limit_rules.rs` (`limit_rules/reset.rs`: reset headers) |
+//! | plan: decisions, gates, quiet window, token accounting | `goal/decide/plan.rs`, `goal/decide/gates.rs`, `goal/decide/accounting.rs` |
+//! | the budgets, one file each with its rule and its check: tokens, cost (US dollars), active time | `goal/decide/budgets/` |
+//! | a stranded message posted again under its own ids | `goal/decide/planning.rs`, `goal/decide/strand_rules.rs` |
+//! | graded completion: each criterion graded against numbered evidence | `goal/decide/grading.rs` |
+//! | checks before settle-complete, claimed across hosts; the reviewer after them | `goal/decide/acceptance.rs`, `goal/decide/check_rules.rs`, `goal/decide/review.rs`, `goal/decide/review_rules.rs` |
+//! | the reads a decision asks for | `goal/gather/mod.rs` |
+//! | the one executor: writes, posts, notifications, trail lines | `goal/act/mod.rs`, `goal/act/runs.rs`, `goal/act/dispatch.rs` |
+//! | lost-update repair around a watched write | `goal/act/echo_watch.rs`, `goal/act/echo.rs` |
+//! | the ids this runtime posted, so their events are no user activity | `goal/act/own_posts.rs` |
+//! | the cause table; notification; console lines; the trail's lines | `goal/decide/causes.rs`, `goal/decide/notify.rs`, `goal/act/operator.rs` |
+//! | a goal waiting on a failing request says so (`waitingForOpenCode`) | `goal/decide/wait_rules.rs` |
 //! | the built-in small model | `small_model/` |
 //! | session assist (recap, suggestion) | `assist/` |
 //! | a goal's settings: one value for create, schedule, send, fork and edit | `control/goal_settings.rs` |
@@ -107,10 +104,12 @@ pub use config::tunables::{count, millis, AssistTunables, EvidenceTunables, Goal
 pub use config::{EvidenceConfig, EvidenceLimits, GoalConfig, ProviderLimits};
 
 // The goal record.
-pub use goal::decide::budgets::cost::{cost_used, format_usd, provider_reports_no_cost, MAX_COST_BUDGET, MIN_COST_BUDGET};
+pub use goal::decide::budgets::cost::{
+    cost_used, format_usd, provider_reports_no_cost, MAX_COST_BUDGET, MIN_COST_BUDGET,
+};
 pub use goal::decide::budgets::time::parse_duration;
-pub use goal::decide::limit_rules::wake_at as provider_wake_at;
 pub use goal::decide::causes::{cause_of, fix_action, fix_sentence, FixAction};
+pub use goal::decide::limit_rules::wake_at as provider_wake_at;
 pub use record::cause::{Cause, CauseCode};
 /// Every `statusReason` this package writes.
 pub use record::reasons;
@@ -143,10 +142,10 @@ pub use io::opencode::{BoxFuture, Endpoint, OpenCodeClient, RequestTarget, Stati
 pub use io::services::{
     resolve_data_dir, usage_total, DataDir, NoNotifier, NoSmallModel, Notifier, Services, SmallModel,
 };
-pub use record::small_model_call::{SmallModelQuery, SmallModelReply};
 pub use io::trail_file::{delete as delete_history, read as read_history};
 pub use io::transport::{HttpTransport, Transport, WireAnswer, WireRequest};
 pub use io::writer::write_namespace_key;
+pub use record::small_model_call::{SmallModelQuery, SmallModelReply};
 pub use small_model::catalog::ModelRef;
 pub use small_model::{BuiltinSmallModel, DEFAULT_CALL_TIMEOUT};
 

@@ -7,9 +7,9 @@ use crate::io::services::DataDir;
 
 use serde_json::Value;
 
+use crate::goal::decide::causes::{cause_of, fix_action};
 use crate::goal::decide::check_rules::CheckRun;
 use crate::goal::decide::guard_rules::{unreadable_guards, UnreadableGuard};
-use crate::goal::decide::causes::{cause_of, fix_action};
 use crate::io::opencode::OpenCodeClient;
 use crate::record::cause::{Cause, CauseCode};
 use crate::record::lease::{held_by_other, lease_of};
@@ -110,7 +110,10 @@ fn review_setting(goal: &Goal) -> Option<Value> {
 
 /// The goal's budget (none without one) and spending, in US dollars.
 fn cost_of(goal: &Goal) -> GoalCost {
-    GoalCost { budget: crate::goal::decide::budgets::cost::budget(goal), used: crate::goal::decide::budgets::cost::cost_used(goal) }
+    GoalCost {
+        budget: crate::goal::decide::budgets::cost::budget(goal),
+        used: crate::goal::decide::budgets::cost::cost_used(goal),
+    }
 }
 
 /// The newest trail record with a verdict (or an audit failure), reduced to what a human reads.

@@ -177,4 +177,3 @@ pub fn audit_extras(object: Option<&Map<String, Value>>, tokens: Option<u64>) ->
         None => AuditExtras { tokens, ..AuditExtras::default() },
     }
 }
-

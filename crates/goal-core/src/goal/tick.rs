@@ -31,11 +31,9 @@ pub async fn run_tick(ctx: &TickContext, start: TickStart) -> TickOutcome {
         seen.current = io.generation.is_current();
         let decision = decide(&seen, &ctx.config, ctx.now_ms());
         let checks = seen.goal().map(|g| g.checks.as_slice()).unwrap_or_default();
-        let next = Stage::of(&decision, checks);
-        if next.is_some() && next != stage {
-            let entered = next.expect("checked");
-            watch.enter(entered.name(), entered.bound(&ctx.config, ctx.client.request_bound()));
-            stage = next;
+        if let Some(next) = Stage::of(&decision, checks).filter(|next| Some(*next) != stage) {
+            watch.enter(next.name(), next.bound(&ctx.config, ctx.client.request_bound()));
+            stage = Some(next);
         }
         match decision {
             Decision::Read(Need::First) => io.base = reader.first(&mut seen).await,

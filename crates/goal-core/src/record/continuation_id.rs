@@ -4,7 +4,9 @@
 //! client-chosen `messageID` and answers a repeated id once (`docs/opencode.md`, "Idempotent
 //! prompts"): one message, one turn, whenever the repeat arrives. Pure.
 
-use crate::record::check_id::{base62_fill, fnv1a, FNV_OFFSET_BASIS, FNV_SECOND_BASIS, HEX_DIGITS, ID_PREFIX, SUFFIX_CHARS};
+use crate::record::check_id::{
+    base62_fill, fnv1a, FNV_OFFSET_BASIS, FNV_SECOND_BASIS, HEX_DIGITS, ID_PREFIX, SUFFIX_CHARS,
+};
 
 /// The continuation id for a goal over a tail reply: `msg_` + the tail's 12-hex time-and-counter
 /// part advanced by one (lowercase, carrying) + 14 base-62 characters hashed from goal id and

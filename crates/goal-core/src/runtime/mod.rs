@@ -13,16 +13,16 @@ use parking_lot::Mutex;
 use tracing::{debug, Instrument};
 
 use crate::config::GoalConfig;
-use crate::goal::context::TickContext;
 use crate::goal::act::pause_after_abort;
+use crate::goal::context::TickContext;
 use crate::goal::gather::owners::Owners;
-use crate::sched::facts::TickFacts;
 use crate::goal::tick::run_tick;
 use crate::intake::{Consumer, IntakeEvent};
 use crate::io::opencode::OpenCodeClient;
 use crate::io::services::Services;
 use crate::record::reasons::REASON_RESUMED;
 use crate::record::{Goal, GoalStatus};
+use crate::sched::facts::TickFacts;
 use crate::sched::facts::{Seen, SessionFactsView};
 use crate::sched::{ArmMode, GoalSighting, Job, Scheduler, SchedulerSnapshot};
 use crate::sched::{TickFuture, TickStart};

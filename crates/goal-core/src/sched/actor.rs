@@ -17,7 +17,6 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit};
 use tokio::task::{JoinHandle, JoinSet};
 use tracing::{error, warn, Instrument};
 
-use crate::time::backoff;
 use crate::sched::command::{ArmMode, Command, GoalSighting};
 use crate::sched::facts::SessionFacts;
 use crate::sched::job::Job;
@@ -27,6 +26,7 @@ use crate::sched::snapshot::{Published, SessionSnapshot};
 use crate::sched::stage_watch::StageWatch;
 use crate::sched::tick_queue::TickQueue;
 use crate::sched::watchdog::{supervise, Supervised};
+use crate::time::backoff;
 use crate::time::clock::Clock;
 
 struct Armed {

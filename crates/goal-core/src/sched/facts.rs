@@ -188,8 +188,11 @@ impl SessionFactsView {
 /// exists) telling it that OpenCode lists no open request after all.
 pub struct TickFacts {
     view: SessionFactsView,
-    settler: std::sync::OnceLock<Box<dyn Fn(&str) + Send + Sync>>,
+    settler: std::sync::OnceLock<Settler>,
 }
+
+/// What tells the scheduler a session's requests are all answered.
+type Settler = Box<dyn Fn(&str) + Send + Sync>;
 
 impl TickFacts {
     /// Facts read from `view`.

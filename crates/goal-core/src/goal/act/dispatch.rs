@@ -47,11 +47,7 @@ impl Dispatch<'_> {
     /// even by a host that forwards no events (`still_ours` judges the fresh session). After an
     /// attempt that failed ambiguously (a 5xx, a timeout), the message list is read before the
     /// next post, and after the last attempt: a stored id landed, and is not posted again.
-    pub async fn with_id(
-        &self,
-        message_id: &str,
-        still_ours: impl Fn(&SessionView) -> bool,
-    ) -> Delivery {
+    pub async fn with_id(&self, message_id: &str, still_ours: impl Fn(&SessionView) -> bool) -> Delivery {
         let generation = self.generation;
         let mut body = self.body.clone();
         body["messageID"] = Value::from(message_id);
@@ -222,4 +218,3 @@ enum Reconciled {
     /// Could not tell.
     Unknown,
 }
-

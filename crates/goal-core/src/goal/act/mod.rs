@@ -54,8 +54,8 @@ pub struct Memory {
 pub struct TickIo {
     /// Invalidated by any user action since the tick began.
     pub generation: Generation,
-    /// The first read of the session.
-    pub base: Option<BaseRead>,
+    /// The first read of the session (`gather::FirstRead`): a reservation may build on it.
+    pub base: Option<crate::goal::gather::FirstRead>,
     /// The watch of the session's goal events since just before the first read.
     pub watch: Option<WatchGuard>,
     /// This process's dispatch claim of the session, held until the tick ends.
@@ -145,7 +145,9 @@ impl Executor<'_> {
             }
             Effect::CopyObjective { source } => {
                 match copy_objective(self.services.data_dir.root(), &source, &session_id).await {
-                    ObjectiveCopy::Copied => info!(target: "session_goal", session = %session_id, "copied goal's objective file copied"),
+                    ObjectiveCopy::Copied => {
+                        info!(target: "session_goal", session = %session_id, "copied goal's objective file copied")
+                    }
                     ObjectiveCopy::AlreadyThere => {}
                     ObjectiveCopy::SourceMissing | ObjectiveCopy::WriteFailed => {
                         warn!(target: "session_goal", session = %session_id, "copied goal's objective file could not be copied")
@@ -269,7 +271,8 @@ impl Executor<'_> {
             let flags = self.services.data_dir.flags().await;
             if flags.notify_on_completion && goal.status != GoalStatus::Paused {
                 let objective = seen.objective.clone().flatten().filter(|o| !o.is_empty());
-                let objective = objective.unwrap_or_else(|| seen.goal().map(|g| g.objective.clone()).unwrap_or_default());
+                let objective =
+                    objective.unwrap_or_else(|| seen.goal().map(|g| g.objective.clone()).unwrap_or_default());
                 self.services.notifier.notify(goal_notification(&seen.session_id, &seen.directory, goal, &objective));
             }
         }
@@ -281,7 +284,8 @@ impl Executor<'_> {
     async fn watched(&self, seen: &Seen, io: &mut TickIo, write: &Write) -> Held {
         let Some(guard) = self.guard(seen, &write.guard) else { return Held::Stale };
         let target = self.target(seen);
-        let (base, watch) = match (write.slot, io.base.take(), io.watch.take()) {
+        let first = io.base.take().map(|(session, epoch, answered)| BaseRead { session, epoch, answered });
+        let (base, watch) = match (write.slot, first, io.watch.take()) {
             (Slot::Reserved, Some(base), Some(watch)) if base.usable() => (Some(base), watch),
             _ => (None, self.memory.echoes.watch(&seen.session_id)),
         };
@@ -354,10 +358,9 @@ pub async fn pause_after_abort(client: &OpenCodeClient, session_id: &str, direct
     let with = ApplyWith { session_id, holder: "", now: client.clock().now_ms(), lease_ms: 0.0 };
     let change = Change::PauseAfterAbort { aborted_at };
     let guard = GoalGuard::AnyWithStatus(GoalStatus::Active);
-    let result = try_write_goal_marking(client, session_id, directory, &guard, Marking::MarkUnowned, |g| {
-        change.apply(g, &with)
-    })
-    .await;
+    let result =
+        try_write_goal_marking(client, session_id, directory, &guard, Marking::MarkUnowned, |g| change.apply(g, &with))
+            .await;
     match result {
         Ok(GoalUpdate::Written { after, .. }) => {
             info!(target: "session_goal", session = session_id, what = "abort-pause", status = after.status.as_str(), "goal written");

@@ -18,7 +18,9 @@ use crate::goal::decide::acceptance::CALL_SLACK as SHELL_SLACK;
 use crate::goal::decide::check_rules::{self, first_claim, run_of_answer, CheckResult, CheckRun};
 use crate::goal::decide::delivery::standing;
 use crate::goal::decide::plan::{parse_verdict, ExecutionTarget};
-use crate::goal::decide::review_rules::{self, final_reply, no_answer_coming, parse_answer, reviewer_cost, ReviewerBody};
+use crate::goal::decide::review_rules::{
+    self, final_reply, no_answer_coming, parse_answer, reviewer_cost, ReviewerBody,
+};
 use crate::goal::decide::seen::{Claim, Delivery, Held, ReviewerRun, Seen};
 use crate::io::prompt_outcome::DispatchOutcome;
 use crate::record::check_id::check_claim_id;
@@ -261,9 +263,12 @@ impl Executor<'_> {
                 }
                 if tokio::time::Instant::now() >= next_status_read && no_answer_coming(&messages, &seen) {
                     next_status_read = tokio::time::Instant::now() + quiet;
-                    let idle = client.status_map(dir).await.is_ok_and(|s| live_status(&s, session) != LiveStatus::Working);
+                    let idle =
+                        client.status_map(dir).await.is_ok_and(|s| live_status(&s, session) != LiveStatus::Working);
                     if idle {
-                        return Turn::Refused("the reviewer's turn ended without an answer (cut or never started)".into());
+                        return Turn::Refused(
+                            "the reviewer's turn ended without an answer (cut or never started)".into(),
+                        );
                     }
                 }
             }
@@ -291,7 +296,9 @@ impl Executor<'_> {
         text: &str,
         tail: &str,
     ) -> Delivery {
-        let Some(Held::Written { goal: reserved, .. }) = &seen.deliver.reserved else { return Delivery::Stopped { unused: true } };
+        let Some(Held::Written { goal: reserved, .. }) = &seen.deliver.reserved else {
+            return Delivery::Stopped { unused: true };
+        };
         let (session_id, directory) = (seen.session_id.as_str(), seen.directory.as_str());
         if let Some(id) = message_id {
             self.memory.own_posts.record(session_id, id);

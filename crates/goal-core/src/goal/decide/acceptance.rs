@@ -14,15 +14,15 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::{act, end, read, Decide, Flow, MARGIN};
+use crate::error::HttpError;
 use crate::goal::decide::change::{Change, Extras};
 use crate::goal::decide::check_rules::{self, cut_in, recorded_run, run_cut, CheckResult, CheckRun};
+use crate::goal::decide::decision::Slot;
 use crate::goal::decide::grading::CriteriaUpdate;
 use crate::goal::decide::notify::trail_line;
 use crate::goal::decide::plan::{blocked, Basis, Reservation, Settlement};
 use crate::goal::decide::seen::{Claim, Held, Live, Transcript};
-use crate::goal::decide::decision::Slot;
 use crate::goal::decide::{Effect, End, Guard, Need, Write};
-use crate::error::HttpError;
 use crate::record::cause::CauseCode;
 use crate::record::check_id::check_message_id;
 use crate::record::reasons::{REASON_CHECKS_PASSED, REASON_CHECKS_UNAVAILABLE};
@@ -137,7 +137,12 @@ pub(super) fn held(at: &Decide<'_>, slot: Slot, hold: Duration, criteria: Option
 
 /// The session just before a run: ends the round when it cannot be read, is busy, shows a user
 /// message after the tail, or the goal was stopped or edited.
-pub(super) fn fresh<'s>(at: &Decide<'s>, transcript: &'s Option<Result<Transcript, ()>>, need: Need, tail: &str) -> Flow<&'s Transcript> {
+pub(super) fn fresh<'s>(
+    at: &Decide<'s>,
+    transcript: &'s Option<Result<Transcript, ()>>,
+    need: Need,
+    tail: &str,
+) -> Flow<&'s Transcript> {
     if transcript.is_none() && !at.seen.current {
         return end(End::Done);
     }
@@ -145,7 +150,10 @@ pub(super) fn fresh<'s>(at: &Decide<'s>, transcript: &'s Option<Result<Transcrip
         None => read(need),
         Some(Err(())) => end(End::Retry),
         Some(Ok(fresh)) => {
-            let same_goal = fresh.goal.as_ref().is_some_and(|g| g.status == GoalStatus::Active && g.revision() == at.goal.revision());
+            let same_goal = fresh
+                .goal
+                .as_ref()
+                .is_some_and(|g| g.status == GoalStatus::Active && g.revision() == at.goal.revision());
             if fresh.busy || fresh.newest != tail || !same_goal {
                 return end(End::Done);
             }

@@ -153,7 +153,8 @@ impl Change {
             Change::Settle(settlement, extras) => settle(g, settlement, extras, with),
             Change::Pause(accounting) => pause(g, accounting, with),
             Change::PauseAfterAbort { aborted_at } => {
-                let resumed_since = g.status_reason == REASON_RESUMED && *aborted_at > 0.0 && *aborted_at <= g.updated_at;
+                let resumed_since =
+                    g.status_reason == REASON_RESUMED && *aborted_at > 0.0 && *aborted_at <= g.updated_at;
                 if !resumed_since {
                     g.status = GoalStatus::Paused;
                     g.status_reason = REASON_PAUSED_AFTER_ABORT.into();

@@ -281,7 +281,6 @@ pub fn first_claim(raw: &[Value], claim_id: &str, prefix: &str) -> Option<FirstC
     Some(FirstClaim { holder: part.0.to_string(), part_id: part.1.to_string(), created })
 }
 
-
 /// The run read from the shell endpoint's answer (`{info, parts}` of the recorded reply).
 pub fn run_of_answer(message: &Value, message_id: &str, index: usize, check: &AcceptanceCheck) -> CheckRun {
     let part = message

@@ -12,10 +12,10 @@ use serde_json::{json, Value};
 use super::planning::{budget_spent, hours};
 use super::{act, end, late_retry, read, Decide, Flow};
 use crate::goal::decide::change::{Change, Extras, ReservedTurn};
+use crate::goal::decide::decision::Slot;
 use crate::goal::decide::gates::lease_wait;
 use crate::goal::decide::plan::{blocked, Basis, Reservation, Settlement};
 use crate::goal::decide::seen::{Delivery, Held, Written};
-use crate::goal::decide::decision::Slot;
 use crate::goal::decide::{Effect, End, Guard, Need, Write};
 use crate::record::cause::CauseCode;
 use crate::record::continuation_id::continuation_message_id_for;
@@ -63,7 +63,12 @@ pub(super) fn deliver(at: &Decide<'_>, objective: &str, basis: Basis, reservatio
                 cut_turn: basis.cut_turn,
             };
             let change = Change::Reserve(Box::new(turn));
-            return act(Effect::Watched(Write { change, guard: Guard::Reserve, keep_owner: false, slot: Slot::Reserved }));
+            return act(Effect::Watched(Write {
+                change,
+                guard: Guard::Reserve,
+                keep_owner: false,
+                slot: Slot::Reserved,
+            }));
         }
         Some(Held::Written { goal, contested, late }) => (goal.as_ref(), *contested, *late),
         Some(Held::Repaired | Held::Stale) => return end(End::Done),

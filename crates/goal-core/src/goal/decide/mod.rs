@@ -38,7 +38,6 @@ pub mod review;
 pub mod start;
 pub mod verdict;
 
-
 use std::ops::ControlFlow;
 use std::time::Duration;
 
@@ -76,7 +75,7 @@ fn branch_order(seen: &Seen, config: &GoalConfig, now: f64) -> Flow {
     let window = provider::stage(&at, live)?;
     let course = planning::plan(&at, live, &window)?;
     let reservation = match course {
-        planning::Course::Continue(basis, reservation) => (basis, reservation),
+        planning::Course::Continue(basis, reservation) => (basis, *reservation),
         planning::Course::Audit(basis) => verdict::audit(&at, live, &objective, basis)?,
     };
     delivery::deliver(&at, &objective, reservation.0, reservation.1)

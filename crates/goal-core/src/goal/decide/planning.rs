@@ -12,7 +12,9 @@ use crate::goal::decide::causes::cause_of;
 use crate::goal::decide::change::{Change, Extras};
 use crate::goal::decide::gates::quiet_remaining;
 use crate::goal::decide::notify::trail_line;
-use crate::goal::decide::plan::{blocked, plan_tick, unaudited_reservation, Basis, Plan, Reservation, Settlement, WaitReason};
+use crate::goal::decide::plan::{
+    blocked, plan_tick, unaudited_reservation, Basis, Plan, Reservation, Settlement, WaitReason,
+};
 use crate::goal::decide::seen::{Live, Written};
 use crate::goal::decide::strand_rules::{next_step, repost_body, stranded_tail, StrandStep, MAX_REPOSTS};
 use crate::goal::decide::{Effect, End, Guard, Line, Slot, Write};
@@ -28,7 +30,7 @@ use crate::time::hours::{self, HoursGate};
 /// How the plan goes on.
 pub(super) enum Course {
     /// Continue without an audit (compaction, resume over an abort, truncation, a cut turn).
-    Continue(Basis, Reservation),
+    Continue(Basis, Box<Reservation>),
     /// Audit the turn first.
     Audit(Basis),
 }
@@ -55,7 +57,8 @@ pub(super) fn plan(at: &Decide<'_>, live: &Live, window: &Window) -> Flow<Course
         Plan::Wait(reason) => waiting(at, live, reason),
         Plan::Pause(_) if !seen.current => end(End::Done),
         Plan::Pause(accounting) => {
-            let write = Write { change: Change::Pause(accounting), guard: Guard::Tick, keep_owner: false, slot: Slot::Settled };
+            let write =
+                Write { change: Change::Pause(accounting), guard: Guard::Tick, keep_owner: false, slot: Slot::Settled };
             act(Effect::Settle { write, trail: None, notify: false })
         }
         Plan::Settle(settlement) => ControlFlow::Break(at.settle(settlement, Extras::default(), Guard::Tick, None)),
@@ -70,7 +73,7 @@ pub(super) fn plan(at: &Decide<'_>, live: &Live, window: &Window) -> Flow<Course
                     return act(Effect::Trail(Line { record, detached: true, slot: Slot::CutTrail }));
                 }
             }
-            ControlFlow::Continue(Course::Continue(basis, reservation))
+            ControlFlow::Continue(Course::Continue(basis, Box::new(reservation)))
         }
         Plan::Audit(basis) => ControlFlow::Continue(Course::Audit(basis)),
     }
@@ -126,7 +129,8 @@ pub(super) fn hours(at: &Decide<'_>, basis: &Basis, now: f64, slot: Slot) -> Flo
             if goal.status_reason != REASON_WAITING_FOR_HOURS || !goal.inactive_since.is_present() {
                 match written {
                     None => {
-                        let cause = cause_of(CauseCode::WaitingForHours, now, &at.seen.session_id, None).with_until(opens);
+                        let cause =
+                            cause_of(CauseCode::WaitingForHours, now, &at.seen.session_id, None).with_until(opens);
                         return act(write(Change::HoursWait(cause), slot));
                     }
                     Some(Written::Goal(_)) if !trailed => {

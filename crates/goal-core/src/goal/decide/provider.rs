@@ -72,7 +72,9 @@ pub(super) fn stage(at: &Decide<'_>, live: &Live) -> Flow<Window> {
             confirm_cut(at, &live.messages)?;
             ControlFlow::Continue(Window { messages: Some(messages), cut: Some(nth) })
         }
-        Stage::Continue { messages, cut: None } => ControlFlow::Continue(Window { messages: Some(messages), cut: None }),
+        Stage::Continue { messages, cut: None } => {
+            ControlFlow::Continue(Window { messages: Some(messages), cut: None })
+        }
         Stage::Wait(wait) => end(End::BackOff(wait)),
         Stage::Park(park) => parked(at, live, park, now),
         Stage::Block(stop) => {
@@ -122,9 +124,11 @@ fn parked<T>(at: &Decide<'_>, live: &Live, park: Park, now: f64) -> Flow<T> {
             let accounting = account(at.goal, &live.messages);
             act(write(Change::Park(Box::new(park), accounting), Slot::Park))
         }
-        Some(Written::Goal(written)) if !seen.provider.park_trail => {
-            act(Effect::Trail(Line { record: park_record(written, &park, now), detached: false, slot: Slot::ParkTrail }))
-        }
+        Some(Written::Goal(written)) if !seen.provider.park_trail => act(Effect::Trail(Line {
+            record: park_record(written, &park, now),
+            detached: false,
+            slot: Slot::ParkTrail,
+        })),
         Some(Written::Goal(_)) => end(End::BackOff(wait_until(park.until, now))),
         Some(Written::Stale) => end(End::Done),
         Some(Written::Failed) => end(at.late_retry()),

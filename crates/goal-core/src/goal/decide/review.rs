@@ -11,12 +11,12 @@ use std::ops::ControlFlow;
 use super::acceptance::{held, Input};
 use super::{act, end, read, Decide, Flow};
 use crate::goal::decide::change::Extras;
+use crate::goal::decide::decision::Slot;
 use crate::goal::decide::grading::{open_criteria_paragraph, CriteriaUpdate};
 use crate::goal::decide::notify::trail_line;
 use crate::goal::decide::plan::{blocked, continuing, EvidenceFields, Reservation, Settlement};
 use crate::goal::decide::review_rules::{self, judge, Judgement, ReviewAnswer, ReviewerBody};
 use crate::goal::decide::seen::{Claim, Live, ReviewerRun};
-use crate::goal::decide::decision::Slot;
 use crate::goal::decide::{Effect, End, Guard, Need};
 use crate::record::cause::CauseCode;
 use crate::record::check_id::check_message_id;
@@ -71,7 +71,9 @@ pub(super) fn review(at: &Decide<'_>, _live: &Live, objective: &str, input: Inpu
         }
         Some(ReviewerRun::NotOpened(_)) => end(at.late_retry()),
         Some(ReviewerRun::Answered { session, answer, cost }) => concluded(at, input, session, answer, *cost),
-        Some(ReviewerRun::Unavailable { session, detail, cost }) => unavailable(at, input, session, detail.clone(), *cost),
+        Some(ReviewerRun::Unavailable { session, detail, cost }) => {
+            unavailable(at, input, session, detail.clone(), *cost)
+        }
         Some(ReviewerRun::Interrupted) => end(End::Done),
     }
 }

@@ -13,8 +13,8 @@ use std::collections::HashSet;
 use crate::goal::decide::plan::Basis;
 use crate::record::criteria::{one_line, Criterion, CriterionState};
 use crate::record::review::ReviewTarget;
-use crate::record::session::{Message, Role};
 use crate::record::review::{FINDING_CHAR_LIMIT, MAX_CITED, MAX_FINDINGS};
+use crate::record::session::{Message, Role};
 use crate::record::{truncate_chars, NOTE_CHAR_LIMIT};
 use crate::text::jsonx::extract_json_object;
 use crate::text::prompts::xml_escape;
@@ -380,7 +380,8 @@ impl ReviewerBody {
         let (provider, model) =
             target.model_ids().unwrap_or_else(|| (basis.target.provider_id.clone(), basis.target.model_id.clone()));
         let agent = target.agent.clone().unwrap_or_else(|| basis.target.agent.clone());
-        let variant = (target.model.is_none() && !basis.target.variant.is_empty()).then(|| basis.target.variant.clone());
+        let variant =
+            (target.model.is_none() && !basis.target.variant.is_empty()).then(|| basis.target.variant.clone());
         ReviewerBody {
             model: json!({ "providerID": provider, "modelID": model }),
             agent: (!agent.is_empty()).then_some(agent),

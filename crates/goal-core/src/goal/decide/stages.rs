@@ -128,7 +128,9 @@ impl Stage {
             },
             Decision::Act(effect) => match effect {
                 Effect::Audit(_) => Stage::Audit,
-                Effect::Claim { label, .. } if *label == crate::goal::decide::review_rules::REVIEW_LABEL => Stage::Review,
+                Effect::Claim { label, .. } if *label == crate::goal::decide::review_rules::REVIEW_LABEL => {
+                    Stage::Review
+                }
                 Effect::Claim { .. } | Effect::RunCheck { .. } | Effect::ConcludeCheck { .. } => checks_stage(),
                 Effect::Review { .. } | Effect::RecordReview { .. } => Stage::Review,
                 Effect::Watched(write) => match write.slot {

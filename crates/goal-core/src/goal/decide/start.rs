@@ -7,6 +7,8 @@ use std::ops::ControlFlow;
 use std::time::Duration;
 
 use super::{act, end, read, write, Decide, Flow};
+use crate::config::GoalConfig;
+use crate::error::HttpError;
 use crate::goal::decide::change::{Change, CopyRule, Extras};
 use crate::goal::decide::gates::{lease_wait, live_gate, LiveGate};
 use crate::goal::decide::guard_rules::{detail_of, unreadable_guards};
@@ -15,8 +17,6 @@ use crate::goal::decide::plan::blocked;
 use crate::goal::decide::seen::{Live, OwnerAnswer, Seen, Written};
 use crate::goal::decide::wait_rules::{wait_detail, waiting_cause, Route};
 use crate::goal::decide::{Effect, End, Guard, Need, Slot};
-use crate::config::GoalConfig;
-use crate::error::HttpError;
 use crate::record::cause::CauseCode;
 use crate::record::reasons::{
     REASON_INVALID_GOAL, REASON_MESSAGES_UNAVAILABLE, REASON_OBJECTIVE_UNAVAILABLE, REASON_RESUMED, WAITING_FOR_USER,
@@ -136,7 +136,12 @@ fn remembered(seen: &Seen) -> Flow {
 /// A copy the user resumed, written as this session's own: the tick goes on with it.
 fn claimed<'s>(seen: &'s Seen, _goal: &'s Goal) -> Flow<&'s Goal> {
     match &seen.owner.claimed {
-        None => act(Effect::Write(super::Write { change: Change::Claim, guard: Guard::SameId, keep_owner: false, slot: Slot::Claim })),
+        None => act(Effect::Write(super::Write {
+            change: Change::Claim,
+            guard: Guard::SameId,
+            keep_owner: false,
+            slot: Slot::Claim,
+        })),
         Some(Written::Goal(goal)) => ControlFlow::Continue(goal),
         Some(Written::Stale) => end(End::Done),
         Some(Written::Failed) => end(End::Retry),
@@ -213,7 +218,9 @@ fn live_failed<T>(at: &Decide<'_>, failed: &[(Route, HttpError)]) -> Flow<T> {
     let seen = at.seen;
     if let Some((route, error)) = failed.first() {
         let detail = wait_detail(*route, error);
-        if !seen.waiting.noted && waiting_cause(at.goal.cause.as_ref(), &seen.session_id, &detail, seen.first_at).is_some() {
+        if !seen.waiting.noted
+            && waiting_cause(at.goal.cause.as_ref(), &seen.session_id, &detail, seen.first_at).is_some()
+        {
             return act(write(Change::WaitingForOpenCode { detail }, Slot::Waiting));
         }
     }

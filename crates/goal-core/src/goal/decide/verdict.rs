@@ -12,7 +12,9 @@ use crate::evidence::{audit_block, complete_override, no_progress};
 use crate::goal::decide::change::Extras;
 use crate::goal::decide::grading::{self, CriteriaUpdate, GradingAnswer};
 use crate::goal::decide::notify::trail_line;
-use crate::goal::decide::plan::{after_audit, hold_completion, parse_verdict, AfterAudit, Audit, Basis, Reservation, Settlement, Verdict};
+use crate::goal::decide::plan::{
+    after_audit, hold_completion, parse_verdict, AfterAudit, Audit, Basis, Reservation, Settlement, Verdict,
+};
 use crate::goal::decide::seen::{Evidence, Live};
 use crate::goal::decide::{Effect, End, Guard, Line, Need, Slot};
 use crate::record::cause::CauseCode;
@@ -70,7 +72,8 @@ pub(super) fn audit(at: &Decide<'_>, live: &Live, objective: &str, basis: Basis)
 fn no_progress<T>(at: &Decide<'_>, basis: &Basis, evidence: &Evidence) -> Flow<T> {
     let streak = evidence.state.streak;
     let note = no_progress::no_progress_note(streak, &evidence.digest);
-    let mut line = trail_line(at.goal, &basis.tail_message_id, GoalStatus::Blocked.as_str(), REASON_NO_PROGRESS, at.now);
+    let mut line =
+        trail_line(at.goal, &basis.tail_message_id, GoalStatus::Blocked.as_str(), REASON_NO_PROGRESS, at.now);
     line.insert("note".into(), json!(note));
     line.insert("digest".into(), evidence.digest.summary());
     let settlement = Settlement {
@@ -88,7 +91,14 @@ fn no_progress<T>(at: &Decide<'_>, basis: &Basis, evidence: &Evidence) -> Flow<T
 
 /// The small model's request: the objective and the reply, the evidence, and the criteria (or
 /// the derivation request), on the session's provider.
-fn query(at: &Decide<'_>, basis: &Basis, objective: &str, evidence: &Evidence, derive: bool, items: &[String]) -> SmallModelQuery {
+fn query(
+    at: &Decide<'_>,
+    basis: &Basis,
+    objective: &str,
+    evidence: &Evidence,
+    derive: bool,
+    items: &[String],
+) -> SmallModelQuery {
     let sample = prompts::language_sample(objective);
     let block = grading::prompt_block(&at.goal.criteria, items, derive, &sample);
     let evidence_block = audit_block::audit_evidence_block(&evidence.digest, &at.config.evidence.limits);
@@ -119,7 +129,9 @@ pub fn read_reply(
 ) -> (Option<Audit>, audit_block::AuditExtras, Option<Map<String, Value>>) {
     let reply = match reply {
         Ok(reply) => reply,
-        Err(failure) => return (None, audit_block::AuditExtras { failure: Some(failure.clone()), ..Default::default() }, None),
+        Err(failure) => {
+            return (None, audit_block::AuditExtras { failure: Some(failure.clone()), ..Default::default() }, None)
+        }
     };
     let object = extract_json_object(&reply.text);
     let extras = audit_block::audit_extras(object.as_ref(), reply.tokens);

@@ -104,7 +104,6 @@ fn is_older(a: &(f64, &String), b: &(f64, &String)) -> bool {
     a.0 < b.0 || (a.0 == b.0 && a.1 > b.1)
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,5 +149,4 @@ mod tests {
         holders.forget("g3");
         assert_eq!(holders.view("g3", None), OwnerView::default());
     }
-
 }

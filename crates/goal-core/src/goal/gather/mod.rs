@@ -26,7 +26,6 @@ use crate::goal::decide::Need;
 use crate::goal::gather::owners::{ListAnswer, Owners};
 use crate::io::opencode::OpenCodeClient;
 use crate::io::services::Services;
-use crate::io::writer::BaseRead;
 use crate::record::check_id::is_check_message;
 use crate::record::session::{chronological, Message, SessionView};
 use crate::sched::facts::TickFacts;
@@ -48,6 +47,10 @@ pub struct Reader<'a> {
     pub owners: &'a Arc<Owners>,
 }
 
+/// The first read of a session, as a write may build on it: the session, the write epoch taken
+/// before the read was sent, and when it was answered.
+pub type FirstRead = (SessionView, u64, Instant);
+
 /// Status, children, messages (parsed and raw) and todos, as read at once.
 type LiveReads = (
     Result<Value, HttpError>,
@@ -60,8 +63,9 @@ impl Reader<'_> {
     /// The settings switches and the session, read at once, and the live state beside them for
     /// a goal events showed active (a retry reads the session alone: when the session is what
     /// fails, one request, not five; so does a tick in a directory whose lists are failing).
-    /// Returns the session read as a base a write may build on.
-    pub async fn first(&self, seen: &mut Seen) -> Option<BaseRead> {
+    /// Returns the session read as a base a write may build on: the session, the write epoch
+    /// taken before it was sent, and when it was answered.
+    pub async fn first(&self, seen: &mut Seen) -> Option<FirstRead> {
         let (session_id, directory) = (seen.session_id.clone(), seen.directory.clone());
         let epoch = self.client.write_slots().epoch(&session_id);
         let early = seen.attempt == 0 && self.facts.known_active(&session_id) && !self.owners.backing_off(&directory);
@@ -85,7 +89,7 @@ impl Reader<'_> {
             warn!(target: "session_goal", session = %session_id, %error, attempt = seen.attempt, "session unreadable");
         }
         let goal = session.as_ref().ok().and_then(SessionView::goal);
-        let base = session.as_ref().ok().map(|s| BaseRead { session: s.clone(), epoch, answered });
+        let base = session.as_ref().ok().map(|s| (s.clone(), epoch, answered));
         seen.first = Some(First { enabled: flags.goal_enabled, session, goal });
         seen.first_at = now;
         base
@@ -141,11 +145,14 @@ impl Reader<'_> {
                 Ok(Live { status, children, messages, raw, todos, waiting_events })
             }
             (status, children, messages, _) => {
-                let failed: Vec<(Route, HttpError)> =
-                    [(Route::Status, status.err()), (Route::Children, children.err()), (Route::Messages, messages.err())]
-                        .into_iter()
-                        .filter_map(|(route, error)| Some((route, error?)))
-                        .collect();
+                let failed: Vec<(Route, HttpError)> = [
+                    (Route::Status, status.err()),
+                    (Route::Children, children.err()),
+                    (Route::Messages, messages.err()),
+                ]
+                .into_iter()
+                .filter_map(|(route, error)| Some((route, error?)))
+                .collect();
                 let which = failed.iter().map(|(route, _)| route.as_str()).collect::<Vec<_>>().join(", ");
                 warn!(target: "session_goal", session = %seen.session_id, failed = %which, attempt = seen.attempt, "live state unreadable");
                 Err(failed)
@@ -247,10 +254,12 @@ impl Reader<'_> {
         match digest::turn_diffs(messages, window) {
             Ok(diffs) => Some(diffs),
             Err(missing) => match missing.first() {
-                Some(message_id) => match client.session_evidence(session_id, directory, "/diff", Some(message_id)).await {
-                    Some(diff) => Some(diff),
-                    None => client.session_evidence(session_id, directory, "/diff", None).await,
-                },
+                Some(message_id) => {
+                    match client.session_evidence(session_id, directory, "/diff", Some(message_id)).await {
+                        Some(diff) => Some(diff),
+                        None => client.session_evidence(session_id, directory, "/diff", None).await,
+                    }
+                }
                 None => client.session_evidence(session_id, directory, "/diff", None).await,
             },
         }
@@ -265,7 +274,8 @@ impl Reader<'_> {
             client.get_session(session_id, directory),
         );
         let (Ok(status), Ok((messages, raw)), Ok(session)) = (status, messages, session) else { return Err(()) };
-        let busy = status.get(session_id).and_then(|s| s.get("type")).and_then(Value::as_str).is_some_and(|t| t != "idle");
+        let busy =
+            status.get(session_id).and_then(|s| s.get("type")).and_then(Value::as_str).is_some_and(|t| t != "idle");
         let newest = chronological(&messages).last().map(|m| m.id.clone()).unwrap_or_default();
         Ok(Transcript { busy, raw, newest, goal: session.goal() })
     }

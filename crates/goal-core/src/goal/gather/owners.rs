@@ -28,12 +28,12 @@ use tracing::warn;
 
 use crate::error::HttpError;
 use crate::goal::decide::lineage::{owner_list_start, OwnerView};
-use crate::goal::gather::holders::GoalHolders;
-use crate::goal::gather::list_gate::ListGate;
 use crate::goal::decide::list_rules::{
     add_waiter, finish_list, plan_list, retry_due, AfterList, DirectoryLists, ListEnd, ListPlan, Waiting,
 };
 use crate::goal::decide::wait_rules::{wait_detail, Route};
+use crate::goal::gather::holders::GoalHolders;
+use crate::goal::gather::list_gate::ListGate;
 use crate::io::opencode::OpenCodeClient;
 use crate::record::Goal;
 
