@@ -88,7 +88,7 @@ impl Executor<'_> {
         match effect {
             Effect::Write(write) => {
                 let written = self.write(seen, &write).await;
-                record_write(seen, write.slot, written);
+                seen.wrote(write.slot, written);
             }
             Effect::Settle { write, trail, notify } => self.settle(seen, write, trail, notify).await,
             Effect::Watched(write) => {
@@ -102,7 +102,7 @@ impl Executor<'_> {
             Effect::Trail(line) => {
                 let slot = line.slot;
                 self.trail(seen, line).await;
-                record_trail(seen, slot);
+                seen.trailed(slot);
             }
             Effect::Audit(query) => seen.audit.answer = Some((self.audit(query).await, self.now())),
             Effect::Claim { run_id, hold, label, target } => {
@@ -371,34 +371,6 @@ pub async fn pause_after_abort(client: &OpenCodeClient, session_id: &str, direct
             warn!(target: "session_goal", session = session_id, what = "abort-pause", %error, "goal write failed");
             false
         }
-    }
-}
-
-/// Where a write's result is seen.
-fn record_write(seen: &mut Seen, slot: Slot, written: Written) {
-    match slot {
-        Slot::Claim => seen.owner.claimed = Some(written),
-        Slot::Adopt => seen.owner.adopted = Some(written),
-        Slot::Waiting => seen.waiting.noted = true,
-        Slot::ParkCleared => seen.provider.park_cleared = Some(written),
-        Slot::Park => seen.provider.parked = Some(written),
-        Slot::Hours => seen.plan.hours = Some(written),
-        Slot::HoursAgain => seen.deliver.hours = Some(written),
-        Slot::Reposted => seen.plan.reposted = Some(written),
-        Slot::GiveBack => seen.deliver.gave_back = Some(written),
-        _ => seen.settled = Some(written),
-    }
-}
-
-/// Where a trail line's being written is seen.
-fn record_trail(seen: &mut Seen, slot: Slot) {
-    match slot {
-        Slot::ParkTrail => seen.provider.park_trail = true,
-        Slot::HoursTrail => seen.plan.hours_trail = true,
-        Slot::HoursAgainTrail => seen.deliver.hours_trail = true,
-        Slot::CutTrail => seen.plan.cut_trail = true,
-        Slot::AuditTrail => seen.audit.trail = true,
-        _ => {}
     }
 }
 

@@ -1,7 +1,7 @@
 //! The rule for guards that cannot be read: a guard the user set (a field the goal record's
 //! table marks `guard`, [`GUARDS`], `record/fields.rs`) that is stored in a shape this version
 //! cannot read, even leniently (`record/guard_read.rs`), is never treated as absent. The tick
-//! stops the goal before its next continuation (`goal/guarding/guards.rs`), `blocked` with cause
+//! stops the goal before its next continuation (`goal/decide/start.rs`), `blocked` with cause
 //! `invalidGoal`: the detail names the field, the fix gives the call that corrects it (the
 //! guard's own), and the stored value stays as it was. A `complete` verdict never settles a goal
 //! whose checks or criteria cannot be read. `tokenBudget` keeps the reference reading (anything

@@ -38,6 +38,9 @@ pub mod review;
 pub mod start;
 pub mod verdict;
 
+#[cfg(test)]
+mod tests;
+
 use std::ops::ControlFlow;
 use std::time::Duration;
 

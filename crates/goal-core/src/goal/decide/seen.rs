@@ -10,6 +10,7 @@ use crate::error::HttpError;
 use crate::evidence::digest::Digest;
 use crate::evidence::no_progress::ProgressState;
 use crate::goal::decide::check_rules::CheckRun;
+use crate::goal::decide::decision::Slot;
 use crate::goal::decide::lineage::OwnerView;
 use crate::goal::decide::review_rules::ReviewAnswer;
 use crate::goal::decide::wait_rules::Route;
@@ -379,5 +380,33 @@ impl Seen {
     /// The live state, when it was read.
     pub fn live(&self) -> Option<&Live> {
         self.live.as_ref()?.as_ref().ok()
+    }
+
+    /// A write's result, seen where its slot says.
+    pub fn wrote(&mut self, slot: Slot, written: Written) {
+        match slot {
+            Slot::Claim => self.owner.claimed = Some(written),
+            Slot::Adopt => self.owner.adopted = Some(written),
+            Slot::Waiting => self.waiting.noted = true,
+            Slot::ParkCleared => self.provider.park_cleared = Some(written),
+            Slot::Park => self.provider.parked = Some(written),
+            Slot::Hours => self.plan.hours = Some(written),
+            Slot::HoursAgain => self.deliver.hours = Some(written),
+            Slot::Reposted => self.plan.reposted = Some(written),
+            Slot::GiveBack => self.deliver.gave_back = Some(written),
+            _ => self.settled = Some(written),
+        }
+    }
+
+    /// A trail line written, seen where its slot says.
+    pub fn trailed(&mut self, slot: Slot) {
+        match slot {
+            Slot::ParkTrail => self.provider.park_trail = true,
+            Slot::HoursTrail => self.plan.hours_trail = true,
+            Slot::HoursAgainTrail => self.deliver.hours_trail = true,
+            Slot::CutTrail => self.plan.cut_trail = true,
+            Slot::AuditTrail => self.audit.trail = true,
+            _ => {}
+        }
     }
 }

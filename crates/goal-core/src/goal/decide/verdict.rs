@@ -68,6 +68,31 @@ pub(super) fn audit(at: &Decide<'_>, live: &Live, objective: &str, basis: Basis)
     decided(at, live, objective, basis, evidence, concluded)
 }
 
+/// The evidence of the turns since the previous audit, up to `tail` (the transcript without the
+/// runtime's own check runs, the turns' diff when read, the todo list), and the no-progress
+/// breaker advanced by this turn (`reply`: the judged reply's text).
+pub fn evidence(
+    goal: &crate::record::Goal,
+    messages: &[Value],
+    diff: Option<&Value>,
+    todos: Option<&Value>,
+    tail: &str,
+    reply: &str,
+    limits: &crate::config::EvidenceLimits,
+) -> Evidence {
+    let previous = no_progress::ProgressState::of_goal(goal);
+    let cursor = previous.cursor_for(tail, goal.created_at);
+    let tail_created = messages
+        .iter()
+        .find(|m| m.get("info").and_then(|i| i.get("id")).and_then(Value::as_str) == Some(tail))
+        .and_then(|m| m.get("info")?.get("time")?.get("created")?.as_f64())
+        .unwrap_or(0.0);
+    let digest = crate::evidence::digest::build_digest(messages, &cursor, tail, diff, todos, limits);
+    let print = no_progress::TurnPrint::of(&digest, reply);
+    let state = no_progress::advance(&previous, tail, tail_created, cursor, print);
+    Evidence { digest, state }
+}
+
 /// The breaker tripped: the trail records why, and the goal settles `blocked`.
 fn no_progress<T>(at: &Decide<'_>, basis: &Basis, evidence: &Evidence) -> Flow<T> {
     let streak = evidence.state.streak;

@@ -18,7 +18,7 @@ use tracing::warn;
 use crate::config::GoalConfig;
 use crate::error::HttpError;
 use crate::evidence::digest;
-use crate::evidence::no_progress::{self, ProgressState, TurnPrint};
+use crate::evidence::no_progress::ProgressState;
 use crate::goal::decide::review_rules::{final_reply, parse_answer, reviewer_cost};
 use crate::goal::decide::seen::{Evidence, First, Live, OwnerAnswer, ReadBack, Seen, Transcript};
 use crate::goal::decide::wait_rules::Route;
@@ -232,19 +232,10 @@ impl Reader<'_> {
             .any(is_check_message)
             .then(|| live.raw.iter().filter(|m| !is_check_message(m)).cloned().collect());
         let messages = without_checks.as_deref().unwrap_or(&live.raw);
-        let previous = ProgressState::of_goal(goal);
-        let cursor = previous.cursor_for(tail, goal.created_at);
+        let cursor = ProgressState::of_goal(goal).cursor_for(tail, goal.created_at);
         let diff = self.diff(seen, messages, &digest::window(messages, &cursor, tail)).await;
-        let tail_created = messages
-            .iter()
-            .find(|m| m.get("info").and_then(|i| i.get("id")).and_then(Value::as_str) == Some(tail))
-            .and_then(|m| m.get("info")?.get("time")?.get("created")?.as_f64())
-            .unwrap_or(0.0);
         let limits = &self.config.evidence.limits;
-        let digest = digest::build_digest(messages, &cursor, tail, diff.as_ref(), live.todos.as_ref(), limits);
-        let print = TurnPrint::of(&digest, reply);
-        let state = no_progress::advance(&previous, tail, tail_created, cursor, print);
-        Evidence { digest, state }
+        crate::goal::decide::verdict::evidence(goal, messages, diff.as_ref(), live.todos.as_ref(), tail, reply, limits)
     }
 
     /// The session diff of the turns in `window`: the summaries their user messages recorded,

@@ -1,0 +1,514 @@
+//! The decision as tables, in milliseconds: a tick walked against a world held in memory (what
+//! OpenCode holds, what the auditor answers, how writes go), every read answered and every effect
+//! carried out by the walker the way the gatherer and the executor would, and the walk's end and
+//! effects compared with the row. No runtime, no clock, no I/O.
+
+use serde_json::{json, Map, Value};
+
+use super::change::ApplyWith;
+use super::decision::{Decision, Effect, End, Need, Slot};
+use super::seen::{Claim, Delivery, First, Held, Live, OwnerAnswer, ReadBack, Seen, Written};
+use super::{decide, lineage::OwnerView};
+use crate::config::GoalConfig;
+use crate::error::HttpError;
+use crate::record::cause::CauseCode;
+use crate::record::session::{Message, SessionView};
+use crate::record::small_model_call::SmallModelReply;
+use crate::record::{Goal, GoalStatus};
+
+const NOW: f64 = 1_800_000_000_000.0;
+
+/// What the walked tick finds, and how its effects go.
+struct World {
+    config: GoalConfig,
+    attempt: u32,
+    enabled: bool,
+    /// The session as OpenCode answers it (`Err`: the read fails).
+    session: Result<Value, HttpError>,
+    owners: OwnerAnswer,
+    /// The objective file's text (`None`: the goal's inline objective).
+    objective: Option<Option<String>>,
+    status: Value,
+    children: Vec<Value>,
+    /// The transcript, raw (`Err`: the messages route fails).
+    messages: Result<Value, HttpError>,
+    waiting_events: bool,
+    requests_open: bool,
+    /// The auditor's answers, in order.
+    audits: Vec<Result<Value, String>>,
+    /// Every goal write fails.
+    writes_fail: bool,
+    /// No user action during the tick.
+    current: bool,
+    /// How the continuation's post goes.
+    delivery: Delivery,
+}
+
+impl World {
+    /// A session with an active goal and one finished exchange, idle, on the default settings.
+    fn new(goal: Value) -> World {
+        World {
+            config: GoalConfig::default(),
+            attempt: 0,
+            enabled: true,
+            session: Ok(session(goal)),
+            owners: OwnerAnswer::Listed(OwnerView { listed: true, oldest: None }),
+            objective: None,
+            status: json!({}),
+            children: Vec::new(),
+            messages: Ok(exchange("Done: the parser handles nested lists.")),
+            waiting_events: false,
+            requests_open: false,
+            audits: vec![Ok(json!({"verdict": "continue", "note": "more to do"}))],
+            writes_fail: false,
+            current: true,
+            delivery: Delivery::Sent,
+        }
+    }
+
+    fn messages(mut self, messages: Value) -> World {
+        self.messages = Ok(messages);
+        self
+    }
+
+    fn audit(mut self, answer: Value) -> World {
+        self.audits = vec![Ok(answer)];
+        self
+    }
+}
+
+/// A session `ses_1` in `/p` carrying `goal`.
+fn session(goal: Value) -> Value {
+    json!({"id": "ses_1", "directory": "/p", "time": {"created": NOW - 3_600_000.0},
+        "metadata": {"openchamber": {"goal": goal}}})
+}
+
+/// An active goal named `g` of session `ses_1`, with `fields` over it.
+fn goal(fields: Value) -> Value {
+    let mut goal = json!({"id": "g", "status": "active", "objective": "Make the parser handle nested lists",
+        "sessionId": "ses_1", "createdAt": NOW - 3_600_000.0, "updatedAt": NOW - 3_600_000.0});
+    for (key, value) in fields.as_object().expect("fields") {
+        goal[key] = value.clone();
+    }
+    goal
+}
+
+/// A user message and the agent's finished reply `text`, a minute ago.
+fn exchange(text: &str) -> Value {
+    json!([
+        {"info": {"id": "msg_0000000a0001AAAAAAAAAAAAAA", "role": "user", "time": {"created": NOW - 120_000.0}},
+         "parts": [{"type": "text", "text": "Please make the parser handle nested lists"}]},
+        {"info": {"id": "msg_0000000a0002AAAAAAAAAAAAAA", "role": "assistant", "parentID": "msg_0000000a0001AAAAAAAAAAAAAA",
+            "time": {"created": NOW - 110_000.0, "completed": NOW - 60_000.0}, "finish": "stop",
+            "providerID": "mock", "modelID": "mock-model", "agent": "build",
+            "tokens": {"input": 1000, "output": 100}},
+         "parts": [{"type": "text", "text": text}]},
+    ])
+}
+
+/// What a walk did.
+#[derive(Default)]
+struct Walk {
+    decisions: Vec<Decision>,
+    end: Option<End>,
+    /// The goal as stored at the end.
+    stored: Option<Goal>,
+    trail: Vec<Map<String, Value>>,
+    posts: usize,
+    notified: bool,
+}
+
+impl Walk {
+    fn cause(&self) -> Option<CauseCode> {
+        self.stored.as_ref()?.cause.as_ref().map(|c| c.code)
+    }
+
+    fn status(&self) -> Option<GoalStatus> {
+        self.stored.as_ref().map(|g| g.status)
+    }
+
+    fn did(&self, what: impl Fn(&Decision) -> bool) -> bool {
+        self.decisions.iter().any(what)
+    }
+}
+
+/// Walks one tick through `world`: reads answered from it, effects carried out on it.
+fn walk(mut world: World) -> Walk {
+    let mut seen = Seen::new("ses_1", "/p", "me", world.attempt);
+    let mut walk = Walk::default();
+    let mut stored: Option<Goal> = world.session.as_ref().ok().and_then(SessionView::from_value).and_then(|s| s.goal());
+    for _ in 0..200 {
+        seen.current = world.current;
+        let decision = decide(&seen, &world.config, NOW);
+        walk.decisions.push(decision.clone());
+        match decision {
+            Decision::End(end) => {
+                walk.end = Some(end);
+                break;
+            }
+            Decision::Read(need) => answer(&mut world, &mut seen, need, stored.as_ref()),
+            Decision::Act(effect) => act(&mut world, &mut seen, &mut walk, &mut stored, effect),
+        }
+    }
+    walk.stored = stored;
+    walk
+}
+
+fn answer(world: &mut World, seen: &mut Seen, need: Need, stored: Option<&Goal>) {
+    match need {
+        Need::First => {
+            let session = world.session.clone().map(|s| SessionView::from_value(&s).expect("a session"));
+            let goal = session.as_ref().ok().and_then(SessionView::goal);
+            seen.first = Some(First { enabled: world.enabled, session, goal });
+            seen.first_at = NOW;
+        }
+        Need::Owners => seen.owner.answer = Some(world.owners.clone()),
+        Need::Objective => {
+            let inline = seen.goal().map(|g| g.objective.clone());
+            seen.objective = Some(world.objective.clone().unwrap_or(inline));
+        }
+        Need::Live => {
+            seen.live_at = NOW;
+            seen.live = Some(match &world.messages {
+                Ok(raw) => Ok(Live {
+                    status: world.status.clone(),
+                    children: world.children.iter().filter_map(SessionView::from_value).collect(),
+                    messages: Message::list_from_value(raw).expect("messages"),
+                    raw: raw.as_array().cloned().unwrap_or_default(),
+                    todos: None,
+                    waiting_events: world.waiting_events,
+                }),
+                Err(error) => Err(vec![(super::wait_rules::Route::Messages, error.clone())]),
+            });
+        }
+        Need::OpenRequests => seen.waiting.requests_open = Some(world.requests_open),
+        Need::FreshTail => seen.provider.fresh_tail = Some(Ok(seen.live().expect("live").messages.clone())),
+        Need::Evidence { tail, reply } => {
+            let (goal, live) = (seen.goal().expect("goal").clone(), seen.live().expect("live").clone());
+            let limits = world.config.evidence.limits.clone();
+            seen.audit.evidence = Some(super::verdict::evidence(&goal, &live.raw, None, None, &tail, &reply, &limits));
+        }
+        Need::ReadBack => {
+            let mut session = SessionView::from_value(world.session.as_ref().expect("session")).expect("a session");
+            if let Some(goal) = stored {
+                session.metadata.insert("openchamber".into(), json!({"goal": goal.to_value()}));
+            }
+            let newest = seen.live().and_then(|l| l.messages.last()).map(|m| m.id.clone()).unwrap_or_default();
+            seen.deliver.read_back = Some(ReadBack { session: Ok(session), newest: Ok(newest) });
+        }
+        other => panic!("no answer for {other:?} in this walker"),
+    }
+}
+
+fn act(world: &mut World, seen: &mut Seen, walk: &mut Walk, stored: &mut Option<Goal>, effect: Effect) {
+    let mut apply = |write: &super::Write, stored: &mut Option<Goal>| -> Written {
+        if world.writes_fail {
+            return Written::Failed;
+        }
+        let Some(goal) = stored.as_mut() else { return Written::Stale };
+        let mut fresh = goal.clone();
+        let with = ApplyWith { session_id: "ses_1", holder: "me", now: NOW, lease_ms: 120_000.0 };
+        match write.change.apply(&mut fresh, &with) {
+            Ok(()) => {
+                *goal = fresh.clone();
+                Written::Goal(Box::new(fresh))
+            }
+            Err(_) => Written::Stale,
+        }
+    };
+    match effect {
+        Effect::Write(write) => {
+            let written = apply(&write, stored);
+            seen.wrote(write.slot, written);
+        }
+        Effect::Settle { write, trail, notify } => {
+            if let Some(line) = trail {
+                walk.trail.push(line.record);
+            }
+            let written = apply(&write, stored);
+            walk.notified = notify && matches!(written, Written::Goal(_));
+            seen.settled = Some(written);
+        }
+        Effect::Watched(write) => {
+            let held = match apply(&write, stored) {
+                Written::Goal(goal) => Held::Written { goal, contested: false, late: false },
+                Written::Stale => Held::Stale,
+                Written::Failed => Held::Failed,
+            };
+            match write.slot {
+                Slot::ChecksHeld => seen.checks.held = Some(held),
+                Slot::ReviewHeld => seen.review.held = Some(held),
+                _ => seen.deliver.reserved = Some(held),
+            }
+        }
+        Effect::Trail(line) => {
+            walk.trail.push(line.record);
+            seen.trailed(line.slot);
+        }
+        Effect::Audit(_) => {
+            let answer = if world.audits.len() > 1 { world.audits.remove(0) } else { world.audits[0].clone() };
+            let reply = answer.map(|v| SmallModelReply {
+                text: v.to_string(),
+                provider_id: "small".into(),
+                model_id: "nano".into(),
+                tokens: Some(10),
+            });
+            seen.audit.answer = Some((reply, NOW));
+        }
+        Effect::ClaimDispatch => seen.plan.dispatch_claim = Some(true),
+        Effect::RememberCarrier => seen.owner.remembered = true,
+        Effect::CopyObjective { .. } => seen.owner.objective_copied = true,
+        Effect::InputsSettled(_) => seen.waiting.inputs_settled = true,
+        Effect::Post { .. } => {
+            walk.posts += 1;
+            seen.deliver.delivery = Some(world.delivery);
+        }
+        Effect::Repost { .. } => {
+            walk.posts += 1;
+            seen.plan.repost_sent = true;
+        }
+        Effect::Claim { .. } => seen.checks.current.claim = Some(Claim::Ours),
+        Effect::Pause(_) => seen.deliver.waited = true,
+        Effect::HearLate => seen.deliver.repaired_late = Some(false),
+        other => panic!("no effect {other:?} in this walker"),
+    }
+}
+
+fn ended(walk: &Walk) -> End {
+    walk.end.expect("the walk ended")
+}
+
+#[test]
+fn the_first_reads_end_a_tick_that_has_nothing_to_drive() {
+    let mut off = World::new(goal(json!({})));
+    off.enabled = false;
+    assert_eq!(ended(&walk(off)), End::Done, "goals switched off");
+    let paused = World::new(goal(json!({"status": "paused"})));
+    assert_eq!(ended(&walk(paused)), End::Done);
+    let mut child = World::new(goal(json!({})));
+    child.session =
+        Ok(json!({"id": "ses_1", "parentID": "ses_0", "metadata": {"openchamber": {"goal": goal(json!({}))}}}));
+    assert_eq!(ended(&walk(child)), End::Done, "a subagent carries no goal");
+    let mut failing = World::new(goal(json!({})));
+    failing.session = Err(HttpError::Status(503));
+    assert_eq!(ended(&walk(failing)), End::Retry);
+}
+
+#[test]
+fn a_session_that_is_not_there_is_looked_at_every_30_s_ten_times_then_let_go() {
+    let gone = |attempt| {
+        let mut world = World::new(goal(json!({})));
+        world.session = Err(HttpError::Status(404));
+        world.attempt = attempt;
+        ended(&walk(world))
+    };
+    assert_eq!(gone(0), End::Retry, "retries first");
+    assert_eq!(gone(4), End::RetryIn(super::start::GONE_RECHECK));
+    assert_eq!(gone(13), End::RetryIn(super::start::GONE_RECHECK));
+    assert_eq!(gone(14), End::Done, "let go after ten looks");
+}
+
+#[test]
+fn an_audited_turn_is_reserved_then_posted_once() {
+    let walk = walk(World::new(goal(json!({}))));
+    assert_eq!(ended(&walk), End::Continued);
+    assert_eq!(walk.posts, 1);
+    let stored = walk.stored.as_ref().expect("stored");
+    assert_eq!(stored.turns_used, 1, "the turn counted at the reservation");
+    assert_eq!(stored.note, "more to do");
+    assert_eq!(stored.continuation_for.get().map(String::as_str), Some("msg_0000000a0002AAAAAAAAAAAAAA"));
+    assert!(walk.trail.iter().any(|l| l["action"] == "continue" && l["verdict"] == "continue"));
+    let order: Vec<&str> = walk
+        .decisions
+        .iter()
+        .filter_map(|d| match d {
+            Decision::Act(Effect::Audit(_)) => Some("audit"),
+            Decision::Act(Effect::Watched(w)) if w.slot == Slot::Reserved => Some("reserve"),
+            Decision::Read(Need::ReadBack) => Some("read back"),
+            Decision::Act(Effect::Post { .. }) => Some("post"),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(order, ["audit", "reserve", "read back", "post"]);
+}
+
+/// Every way a tick settles, with the cause it writes (a table: the world, then the status and
+/// cause it ends on).
+#[test]
+fn every_settle_writes_its_cause() {
+    let cases: Vec<(&str, World, GoalStatus, CauseCode)> = vec![
+        ("complete", World::new(goal(json!({}))).audit(json!({"verdict": "complete", "note": "done"})), GoalStatus::Complete, CauseCode::Verified),
+        (
+            "three blocked verdicts",
+            World::new(goal(json!({"blockedStreak": 2}))).audit(json!({"verdict": "blocked", "note": "needs a key"})),
+            GoalStatus::Blocked,
+            CauseCode::AuditorBlocked,
+        ),
+        ("the auditor down twice", {
+            let mut w = World::new(goal(json!({"auditFailStreak": 1})));
+            w.audits = vec![Err("status 500".into())];
+            w
+        }, GoalStatus::Blocked, CauseCode::AuditUnavailable),
+        ("token budget", World::new(goal(json!({"tokenBudget": 1000}))), GoalStatus::BudgetLimited, CauseCode::TokenBudget),
+        ("turn cap", World::new(goal(json!({"turnsUsed": 20}))), GoalStatus::Blocked, CauseCode::TurnCap),
+        ("cost budget", World::new(goal(json!({"costBudget": 0.01, "costUsed": 0.5}))).messages(json!([
+            {"info": {"id": "msg_0000000a0001AAAAAAAAAAAAAA", "role": "user", "time": {"created": NOW - 120_000.0}}, "parts": []},
+            {"info": {"id": "msg_0000000a0002AAAAAAAAAAAAAA", "role": "assistant", "time": {"created": NOW - 110_000.0, "completed": NOW - 60_000.0},
+                "finish": "stop", "providerID": "mock", "modelID": "mock-model", "cost": 0.5}, "parts": []},
+        ])), GoalStatus::BudgetLimited, CauseCode::CostBudget),
+        ("time budget", World::new(goal(json!({"timeBudgetMs": 1000}))), GoalStatus::BudgetLimited, CauseCode::TimeBudget),
+        ("an unreadable guard", World::new(goal(json!({"costBudget": "lots"}))), GoalStatus::Blocked, CauseCode::InvalidGoal),
+        ("a turn that failed", World::new(goal(json!({}))).messages(json!([
+            {"info": {"id": "msg_0000000a0001AAAAAAAAAAAAAA", "role": "user", "time": {"created": NOW - 120_000.0}}, "parts": []},
+            {"info": {"id": "msg_0000000a0002AAAAAAAAAAAAAA", "role": "assistant", "time": {"created": NOW - 110_000.0, "completed": NOW - 60_000.0},
+                "error": {"name": "UnknownError", "data": {"message": "boom"}}, "providerID": "mock", "modelID": "mock-model"}, "parts": []},
+        ])), GoalStatus::Blocked, CauseCode::TurnFailed),
+        ("the provider's key refused", World::new(goal(json!({}))).messages(json!([
+            {"info": {"id": "msg_0000000a0001AAAAAAAAAAAAAA", "role": "user", "time": {"created": NOW - 120_000.0}}, "parts": []},
+            {"info": {"id": "msg_0000000a0002AAAAAAAAAAAAAA", "role": "assistant", "time": {"created": NOW - 110_000.0, "completed": NOW - 60_000.0},
+                "error": {"name": "ProviderAuthError", "data": {"providerID": "mock", "message": "bad key"}}, "providerID": "mock", "modelID": "mock-model"}, "parts": []},
+        ])), GoalStatus::Blocked, CauseCode::ProviderAuth),
+        ("messages unreadable past the retries", {
+            let mut w = World::new(goal(json!({})));
+            w.messages = Err(HttpError::Status(500));
+            w.attempt = 4;
+            w
+        }, GoalStatus::Blocked, CauseCode::MessagesUnavailable),
+        ("an aborted turn pauses", World::new(goal(json!({}))).messages(json!([
+            {"info": {"id": "msg_0000000a0001AAAAAAAAAAAAAA", "role": "user", "time": {"created": NOW - 120_000.0}}, "parts": []},
+            {"info": {"id": "msg_0000000a0002AAAAAAAAAAAAAA", "role": "assistant", "time": {"created": NOW - 110_000.0, "completed": NOW - 60_000.0},
+                "error": {"name": "MessageAbortedError", "data": {}}, "providerID": "mock", "modelID": "mock-model"}, "parts": []},
+        ])), GoalStatus::Paused, CauseCode::UserAborted),
+    ];
+    for (name, world, status, cause) in cases {
+        let walk = walk(world);
+        assert_eq!((walk.status(), walk.cause()), (Some(status), Some(cause)), "{name}: {:?}", walk.end);
+        assert_eq!(walk.posts, 0, "{name}: nothing posted");
+        let settled = if status == GoalStatus::Paused { End::Settled } else { End::Settled };
+        assert_eq!(ended(&walk), settled, "{name}");
+        assert_eq!(walk.notified, status != GoalStatus::Paused, "{name}: a settle notifies, a pause does not");
+    }
+}
+
+/// The gates before any audit: each ends the tick without a write or a post.
+#[test]
+fn the_gates_end_the_tick_as_the_live_state_says() {
+    let busy = World { status: json!({"ses_1": {"type": "busy"}}), ..World::new(goal(json!({}))) };
+    assert_eq!(ended(&walk(busy)), End::Busy);
+    let child = World {
+        children: vec![json!({"id": "ses_c", "parentID": "ses_1"})],
+        status: json!({"ses_c": {"type": "busy"}}),
+        ..World::new(goal(json!({})))
+    };
+    assert_eq!(ended(&walk(child)), End::Rearm);
+    let lease = World::new(goal(json!({"lease": {"holder": "other", "expiresAt": NOW + 60_000.0}})));
+    assert!(matches!(ended(&walk(lease)), End::BackOff(_)), "another host's live lease");
+    let fresh = World::new(goal(json!({}))).messages(json!([
+        {"info": {"id": "msg_0000000a0001AAAAAAAAAAAAAA", "role": "user", "time": {"created": NOW - 20_000.0}}, "parts": []},
+        {"info": {"id": "msg_0000000a0002AAAAAAAAAAAAAA", "role": "assistant", "time": {"created": NOW - 10_000.0, "completed": NOW - 5_000.0},
+            "finish": "stop", "providerID": "mock", "modelID": "mock-model"}, "parts": []},
+    ]));
+    assert!(matches!(ended(&walk(fresh)), End::BackOff(wait) if wait.as_millis() > 9_000), "inside the quiet window");
+    let none = World::new(goal(json!({}))).messages(json!([]));
+    assert_eq!(ended(&walk(none)), End::Done, "no reply yet");
+}
+
+#[test]
+fn a_request_events_said_is_open_is_read_from_opencode_first() {
+    let mut open = World { waiting_events: true, requests_open: true, ..World::new(goal(json!({}))) };
+    let noted = walk(open);
+    assert_eq!(ended(&noted), End::Done);
+    assert_eq!(noted.cause(), Some(CauseCode::WaitingForUser));
+    open = World { waiting_events: true, requests_open: false, ..World::new(goal(json!({}))) };
+    let answered = walk(open);
+    assert!(answered.did(|d| matches!(d, Decision::Act(Effect::InputsSettled(_)))));
+    assert_eq!(ended(&answered), End::Continued, "the answer's event was lost: going on");
+}
+
+#[test]
+fn a_failing_read_makes_the_goal_wait_and_say_so() {
+    let mut world = World::new(goal(json!({})));
+    world.messages = Err(HttpError::Status(500));
+    let walk = walk(world);
+    assert_eq!(ended(&walk), End::Retry);
+    let cause = walk.stored.as_ref().and_then(|g| g.cause.clone()).expect("a cause");
+    assert_eq!(
+        (cause.code, cause.detail.as_deref()),
+        (CauseCode::WaitingForOpenCode, Some("GET /session/:id/message → 500"))
+    );
+}
+
+#[test]
+fn a_fork_s_copy_is_adopted_paused_and_a_goal_of_unknown_owner_waits() {
+    let copy = walk(World::new(goal(json!({"sessionId": "ses_0"}))));
+    assert_eq!(ended(&copy), End::Done);
+    assert_eq!((copy.status(), copy.cause()), (Some(GoalStatus::Paused), Some(CauseCode::Inherited)));
+    let mut failing = World::new(goal(json!({"sessionId": null})));
+    failing.owners = OwnerAnswer::Failing { detail: "GET /session → 503".into() };
+    let waiting = walk(failing);
+    assert_eq!(ended(&waiting), End::BackOff(super::start::LIST_WAIT_RECHECK));
+    assert_eq!(waiting.cause(), Some(CauseCode::WaitingForOpenCode));
+    assert!(waiting.stored.as_ref().is_some_and(|g| g.session_id.is_none()), "the goal keeps naming no session");
+}
+
+#[test]
+fn a_provider_limit_parks_the_goal_and_a_cut_turn_is_continued_visibly() {
+    let limited = World::new(goal(json!({}))).messages(json!([
+        {"info": {"id": "msg_0000000a0001AAAAAAAAAAAAAA", "role": "user", "time": {"created": NOW - 120_000.0}}, "parts": []},
+        {"info": {"id": "msg_0000000a0002AAAAAAAAAAAAAA", "role": "assistant", "time": {"created": NOW - 110_000.0},
+            "error": {"name": "APIError", "data": {"message": "slow down", "statusCode": 429, "isRetryable": true,
+                "responseHeaders": {"retry-after": "60"}}}, "providerID": "mock", "modelID": "mock-model"}, "parts": []},
+    ]));
+    let parked = walk(limited);
+    assert!(matches!(ended(&parked), End::BackOff(_)));
+    assert_eq!(parked.cause(), Some(CauseCode::WaitingForProviderLimit));
+    assert!(parked.trail.iter().any(|l| l["action"] == "park"));
+    let cut = World::new(goal(json!({}))).messages(json!([
+        {"info": {"id": "msg_0000000a0001AAAAAAAAAAAAAA", "role": "user", "time": {"created": NOW - 120_000.0}}, "parts": []},
+        {"info": {"id": "msg_0000000a0002AAAAAAAAAAAAAA", "role": "assistant", "time": {"created": NOW - 110_000.0},
+            "providerID": "mock", "modelID": "mock-model"}, "parts": []},
+    ]));
+    let continued = walk(cut);
+    assert_eq!(ended(&continued), End::Continued);
+    assert!(!continued.did(|d| matches!(d, Decision::Act(Effect::Audit(_)))), "a cut turn is not audited");
+    assert_eq!(continued.stored.as_ref().map(|g| g.note.as_str()), Some(crate::record::reasons::NOTE_TURN_CUT));
+    assert!(continued.trail.iter().any(|l| l["action"] == "continue (turn cut)" && l["cut"] == 1));
+}
+
+#[test]
+fn a_stranded_message_is_posted_again_under_its_ids() {
+    let stranded = World::new(goal(json!({}))).messages(json!([
+        {"info": {"id": "msg_0000000a0001AAAAAAAAAAAAAA", "role": "user", "time": {"created": NOW - 120_000.0},
+            "agent": "build", "model": {"providerID": "mock", "modelID": "mock-model"}},
+         "parts": [{"id": "prt_0000000a0001AAAAAAAAAAAAAA", "type": "text", "text": "go on"}]},
+    ]));
+    let walk = walk(stranded);
+    assert_eq!(walk.posts, 1, "one re-post");
+    assert!(matches!(ended(&walk), End::BackOff(_)));
+    assert_eq!(walk.stored.as_ref().and_then(|g| g.reposted.get()).map(|r| r.posts), Some(1));
+}
+
+#[test]
+fn a_user_action_during_the_tick_ends_it_before_anything_is_posted() {
+    let stopped = World { current: false, ..World::new(goal(json!({}))) };
+    let walk = walk(stopped);
+    assert_eq!(ended(&walk), End::Done);
+    assert_eq!(walk.posts, 0);
+    assert!(!walk.did(|d| matches!(d, Decision::Act(Effect::Audit(_)))));
+}
+
+#[test]
+fn a_post_that_fails_is_retried_under_its_id_then_settles_blocked() {
+    let failed = World { delivery: Delivery::Failed { refused: false }, ..World::new(goal(json!({}))) };
+    assert!(matches!(ended(&walk(failed)), End::RetryIn(_)), "the same id again later");
+    let exhausted = World { delivery: Delivery::Failed { refused: true }, attempt: 4, ..World::new(goal(json!({}))) };
+    let settled = walk(exhausted);
+    assert_eq!((settled.status(), settled.cause()), (Some(GoalStatus::Blocked), Some(CauseCode::DispatchFailed)));
+    assert_eq!(settled.stored.as_ref().map(|g| g.turns_used), Some(0), "a refused turn goes back");
+}
+
+#[test]
+fn a_write_that_fails_never_reports_the_goal_settled() {
+    let failing = World { writes_fail: true, ..World::new(goal(json!({}))).audit(json!({"verdict": "complete"})) };
+    assert!(matches!(ended(&walk(failing)), End::RetryIn(_)));
+}
