@@ -437,7 +437,7 @@ export interface GoalAuditSummary {
 /** Why a goal stopped or waits (docs/causes.md lists the codes). */
 export interface GoalCause {
   /** The code from the closed list (`goal_core::CauseCode::ALL`; docs/causes.md). */
-  code: 'verified' | 'checksPassed' | 'userComplete' | 'auditorBlocked' | 'noProgress' | 'auditUnavailable' | 'dispatchFailed' | 'messagesUnavailable' | 'tokenBudget' | 'timeBudget' | 'costBudget' | 'turnCap' | 'userPaused' | 'userAborted' | 'waitingForUser' | 'waitingForHours' | 'waitingForProviderLimit' | 'waitingForLease' | 'waitingForOpenCode' | 'providerAuth' | 'providerQuota' | 'contextOverflow' | 'contentFilter' | 'turnInterrupted' | 'turnFailed' | 'inherited' | 'invalidGoal' | 'reviewApproved' | 'reviewUnavailable'
+  code: 'verified' | 'checksPassed' | 'userComplete' | 'auditorBlocked' | 'noProgress' | 'auditUnavailable' | 'dispatchFailed' | 'messagesUnavailable' | 'tokenBudget' | 'timeBudget' | 'costBudget' | 'turnCap' | 'userPaused' | 'userAborted' | 'userAskedToPause' | 'waitingForUser' | 'waitingForHours' | 'waitingForProviderLimit' | 'waitingForLease' | 'waitingForOpenCode' | 'providerAuth' | 'providerQuota' | 'contextOverflow' | 'contentFilter' | 'turnInterrupted' | 'turnFailed' | 'inherited' | 'invalidGoal' | 'reviewApproved' | 'reviewUnavailable'
   /** When the stop or wait began (ms since epoch). */
   since: number
   /** A short detail: a provider name, an HTTP status, a session id. */

@@ -36,6 +36,7 @@ const CODES = {
   turnCap: 'resume',
   userPaused: 'resume',
   userAborted: 'resume',
+  userAskedToPause: 'resume',
   waitingForUser: 'none',
   waitingForHours: 'none',
   waitingForProviderLimit: 'none',
@@ -58,7 +59,7 @@ const statusOf = (code) =>
     ? 'complete'
     : code.startsWith('waitingFor')
       ? 'active'
-      : code === 'userPaused' || code === 'userAborted'
+      : code === 'userPaused' || code === 'userAborted' || code === 'userAskedToPause'
         ? 'paused'
         : code === 'tokenBudget' || code === 'timeBudget' || code === 'costBudget'
           ? 'budgetLimited'

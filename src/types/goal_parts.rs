@@ -11,7 +11,7 @@ use goal_core::{AcceptanceCheck, Cause, Criterion};
 pub struct GoalCause {
     /// The code from the closed list (`goal_core::CauseCode::ALL`; docs/causes.md).
     #[napi(
-        ts_type = "'verified' | 'checksPassed' | 'userComplete' | 'auditorBlocked' | 'noProgress' | 'auditUnavailable' | 'dispatchFailed' | 'messagesUnavailable' | 'tokenBudget' | 'timeBudget' | 'costBudget' | 'turnCap' | 'userPaused' | 'userAborted' | 'waitingForUser' | 'waitingForHours' | 'waitingForProviderLimit' | 'waitingForLease' | 'waitingForOpenCode' | 'providerAuth' | 'providerQuota' | 'contextOverflow' | 'contentFilter' | 'turnInterrupted' | 'turnFailed' | 'inherited' | 'invalidGoal' | 'reviewApproved' | 'reviewUnavailable'"
+        ts_type = "'verified' | 'checksPassed' | 'userComplete' | 'auditorBlocked' | 'noProgress' | 'auditUnavailable' | 'dispatchFailed' | 'messagesUnavailable' | 'tokenBudget' | 'timeBudget' | 'costBudget' | 'turnCap' | 'userPaused' | 'userAborted' | 'userAskedToPause' | 'waitingForUser' | 'waitingForHours' | 'waitingForProviderLimit' | 'waitingForLease' | 'waitingForOpenCode' | 'providerAuth' | 'providerQuota' | 'contextOverflow' | 'contentFilter' | 'turnInterrupted' | 'turnFailed' | 'inherited' | 'invalidGoal' | 'reviewApproved' | 'reviewUnavailable'"
     )]
     pub code: String,
     /// When the stop or wait began (ms since epoch).

@@ -104,6 +104,7 @@ pub use config::tunables::{count, millis, AssistTunables, EvidenceTunables, Goal
 pub use config::{EvidenceConfig, EvidenceLimits, GoalConfig, ProviderLimits};
 
 // The goal record.
+pub use evidence::person_words::quote as quote_person;
 pub use goal::decide::budgets::cost::{
     cost_used, format_usd, provider_reports_no_cost, MAX_COST_BUDGET, MIN_COST_BUDGET,
 };

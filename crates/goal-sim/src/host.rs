@@ -54,11 +54,15 @@ impl SimAuditor {
             *count - 1
         };
         let script = &self.scripts[goal];
-        let verdict = script.get(asked).or(script.last()).copied().unwrap_or(Verdict::Complete);
+        let scripted = script.get(asked).or(script.last()).copied().unwrap_or(Verdict::Complete);
+        // A model that reads the person's words: their stop is a pause, whatever the script says.
+        let asked_to_stop = prompt.contains(&format!("<person_message>\n{}", crate::world::PERSON_STOP));
+        let verdict = if asked_to_stop { Verdict::Pause } else { scripted };
         let text = match verdict {
             Verdict::Continue => json!({"verdict": "continue", "note": "more cases to handle"}),
             Verdict::Complete => json!({"verdict": "complete", "note": "every case is handled"}),
             Verdict::Blocked => json!({"verdict": "blocked", "note": "the parser spec is missing"}),
+            Verdict::Pause => json!({"verdict": "pause", "note": "the person asked to stop"}),
             Verdict::Unavailable => return Err(SmallModelError { status: Some(500), code: String::new() }),
         };
         Ok(SmallModelReply {

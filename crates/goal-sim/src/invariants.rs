@@ -266,6 +266,30 @@ pub fn on_goal_write(
     check_written(record, goal, host, session, before, after, at);
 }
 
+/// (b): a goal is paused at a person's request only over words a person typed into its session,
+/// quoted in the cause (never on the auditor's whim).
+fn check_asked_to_pause(record: &Record, goal: usize, host: usize, before: Option<&Value>, after: &Value, at: f64) {
+    let asked = |g: &Value| g["cause"]["code"] == "userAskedToPause";
+    if !asked(after) || before.is_some_and(|b| asked(b) && b["id"] == after["id"]) {
+        return;
+    }
+    let detail = after["cause"]["detail"].as_str().unwrap_or_default().to_string();
+    let typed = record.with(|r| {
+        r.goals[goal].person_typed.iter().any(|(when, words)| *when <= at && goal_core::quote_person(words) == detail)
+    });
+    if typed {
+        record.with(|r| r.person_pauses += 1);
+    } else {
+        record.violate(
+            'b',
+            at,
+            format!(
+                "goal {goal}: host {host} paused it at a person's request quoting {detail:?}, which no person typed"
+            ),
+        );
+    }
+}
+
 /// A value cut short for the trace.
 fn short(value: &Value) -> String {
     let text = value.to_string();
@@ -295,6 +319,7 @@ fn check_written(
             record.violate('d', at, format!("goal {goal}: host {host} wrote the cause {code:?}"));
         }
     }
+    check_asked_to_pause(record, goal, host, before, after, at);
     if let Some(before) = before.filter(|b| b["id"] == after["id"]) {
         // A host never lowers a counter of the goal it read. A write built on a read that
         // another host's write landed after (a crossed write: the PATCH has no compare-and-set)

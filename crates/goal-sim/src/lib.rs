@@ -72,6 +72,8 @@ pub struct Summary {
     pub wall: std::time::Duration,
     /// Writes of two hosts that crossed, over all worlds.
     pub crossed_writes: u64,
+    /// Goals paused at a person's request, over all worlds.
+    pub person_pauses: u64,
     /// The first failure (the lowest failing seed), shrunk.
     pub failure: Option<Failure>,
 }
@@ -82,7 +84,7 @@ pub fn run_seeds(from: u64, count: u64, jobs: usize, mutation: Option<Mutation>)
     let started = Instant::now();
     let next = AtomicU64::new(from);
     let (settled, goals, simulated) = (AtomicUsize::new(0), AtomicUsize::new(0), AtomicU64::new(0));
-    let crossed = AtomicU64::new(0);
+    let (crossed, person_pauses) = (AtomicU64::new(0), AtomicU64::new(0));
     let failing: Mutex<Option<(u64, Violation)>> = Mutex::new(None);
     let ran = AtomicU64::new(0);
     std::thread::scope(|scope| {
@@ -99,6 +101,7 @@ pub fn run_seeds(from: u64, count: u64, jobs: usize, mutation: Option<Mutation>)
                 goals.fetch_add(world.goals.len(), Ordering::Relaxed);
                 simulated.fetch_add(outcome.simulated_ms, Ordering::Relaxed);
                 crossed.fetch_add(outcome.crossed_writes, Ordering::Relaxed);
+                person_pauses.fetch_add(outcome.person_pauses, Ordering::Relaxed);
                 if let Some(violation) = outcome.violations.first() {
                     let mut failing = failing.lock().expect("not poisoned");
                     if failing.as_ref().is_none_or(|(s, _)| seed < *s) {
@@ -117,6 +120,7 @@ pub fn run_seeds(from: u64, count: u64, jobs: usize, mutation: Option<Mutation>)
         simulated_ms: simulated.into_inner(),
         wall: started.elapsed(),
         crossed_writes: crossed.into_inner(),
+        person_pauses: person_pauses.into_inner(),
         failure,
     }
 }

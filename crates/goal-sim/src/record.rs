@@ -47,6 +47,8 @@ pub struct GoalFacts {
     pub posted: BTreeSet<String>,
     /// Ids of messages the user (or the first prompt) made.
     pub user_messages: BTreeSet<String>,
+    /// What a person typed into the goal's session, and when.
+    pub person_typed: Vec<(f64, String)>,
     /// Check runs by message id: how many times posted, and whether one finished.
     pub check_runs: BTreeMap<String, (u32, bool)>,
     /// A check run passed.
@@ -105,6 +107,8 @@ pub struct Inner {
     /// Writes of two hosts that crossed: one built on a read the other's write landed after
     /// (OpenCode's PATCH has no compare-and-set), lowering a counter the other had raised.
     pub crossed_writes: u64,
+    /// Goals a host paused at a person's request (their stop, quoted).
+    pub person_pauses: u64,
     /// When each host last received an event showing each session's goal not active.
     pub stop_events: BTreeMap<(usize, String), f64>,
     /// Whether the trace keeps every step (a replay) or none (a fast run).
@@ -253,6 +257,14 @@ impl Record {
         let mut inner = self.inner.lock();
         if let Some(goal) = inner.session_goal.get(session).copied() {
             inner.goals[goal].user_messages.insert(message.to_string());
+        }
+    }
+
+    /// A person typed `words` into `session`.
+    pub fn person_typed(&self, session: &str, words: &str, at: f64) {
+        let mut inner = self.inner.lock();
+        if let Some(goal) = inner.session_goal.get(session).copied() {
+            inner.goals[goal].person_typed.push((at, words.to_string()));
         }
     }
 

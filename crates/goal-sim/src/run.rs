@@ -19,7 +19,7 @@ use crate::record::{Record, Violation};
 use crate::rng::Rng;
 use crate::server::{objective_of, Server};
 use crate::transport::{Faults, RouteFault};
-use crate::world::{Disturbance, UserAction, World, DISTURBED_MS};
+use crate::world::{Disturbance, UserAction, World, DISTURBED_MS, PERSON_MORE, PERSON_STOP};
 
 /// The server's clock at the start of every world (an instant in 2027).
 const EPOCH_MS: f64 = 1_800_000_000_000.0;
@@ -39,6 +39,8 @@ pub struct Outcome {
     pub simulated_ms: u64,
     /// Writes of two hosts that crossed (`record.rs`).
     pub crossed_writes: u64,
+    /// Goals paused at a person's request.
+    pub person_pauses: u64,
 }
 
 /// Runs `world` (every step recorded when `tracing`).
@@ -128,6 +130,7 @@ async fn drive(world: &World, tracing: bool, data_dir: std::path::PathBuf) -> Ou
         settled,
         simulated_ms,
         crossed_writes: r.crossed_writes,
+        person_pauses: r.person_pauses,
     })
 }
 
@@ -216,11 +219,13 @@ fn user_acts(server: &Arc<Server>, index: usize, action: UserAction, now: f64) {
         server.abort(&session);
         return;
     }
-    if action == UserAction::Message {
-        let parts = [serde_json::json!({"type": "text", "text": "Also handle empty lists"})];
+    if matches!(action, UserAction::Message | UserAction::AskToStop) {
+        let words = if action == UserAction::AskToStop { PERSON_STOP } else { PERSON_MORE };
+        let parts = [serde_json::json!({"type": "text", "text": words})];
         let body = serde_json::json!({"parts": parts, "agent": "build", "model": {"providerID": "sim", "modelID": "sim-model"}});
         let message = server.state.lock().add_user_message(&session, None, &parts, &body, now);
         server.record.user_message(&session, &message);
+        server.record.person_typed(&session, words, now);
         server.prompted(&session, &message);
         return;
     }

@@ -114,6 +114,8 @@ pub enum Verdict {
     Complete,
     /// `blocked`.
     Blocked,
+    /// `pause` with no reason to (a model's whim): obeyed only over a person's message.
+    Pause,
     /// No answer (the call fails).
     Unavailable,
 }
@@ -210,6 +212,11 @@ pub enum BadAnswer {
     Garbage,
 }
 
+/// What a person types to ask for more.
+pub const PERSON_MORE: &str = "Also handle empty lists";
+/// What a person types to stop the goal (the simulated auditor reads it as a request to pause).
+pub const PERSON_STOP: &str = "[sim-stop] stop here, I'll finish it myself";
+
 /// A user's action on a goal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UserAction {
@@ -225,6 +232,9 @@ pub enum UserAction {
     Abort,
     /// Types a message (a turn of the user's own).
     Message,
+    /// Types "stop here, I'll finish it myself" (a turn of the user's own, which the auditor
+    /// reads as a request to pause).
+    AskToStop,
 }
 
 /// A disturbance and when it happens.
@@ -330,7 +340,11 @@ fn draw_goal(rng: &mut Rng, directories: u64) -> GoalSpec {
     let mut verdicts = vec![Verdict::Continue; complete_after];
     for verdict in verdicts.iter_mut() {
         if rng.chance(10) {
-            *verdict = if rng.chance(50) { Verdict::Blocked } else { Verdict::Unavailable };
+            *verdict = match rng.range(0, 3) {
+                0 => Verdict::Blocked,
+                1 => Verdict::Unavailable,
+                _ => Verdict::Pause,
+            };
         }
     }
     verdicts.push(Verdict::Complete);
@@ -421,6 +435,7 @@ fn draw_disturbance(rng: &mut Rng, hosts: usize, goals: usize, real: bool) -> Di
                 UserAction::Clear,
                 UserAction::Abort,
                 UserAction::Message,
+                UserAction::AskToStop,
             ]),
         },
     }

@@ -7,12 +7,14 @@
 //!   the citations it gives back;
 //! - `summary.rs`: the digest's counts as the audit trail keeps them;
 //! - `no_progress.rs`: the per-turn progress fingerprint and the no-progress breaker;
-//! - `complete_override.rs`: a `complete` verdict while a command fails, held back once.
+//! - `complete_override.rs`: a `complete` verdict while a command fails, held back once;
+//! - `person_words.rs`: what a person typed since the last continuation, for the auditor.
 
 pub mod audit_block;
 pub mod complete_override;
 pub mod digest;
 pub mod no_progress;
+pub mod person_words;
 pub mod summary;
 
 #[cfg(test)]

@@ -43,6 +43,9 @@ pub enum CauseCode {
     UserPaused,
     /// The user aborted the running turn, which pauses the goal.
     UserAborted,
+    /// The person asked in the chat to stop or pause, and the auditor read it so (`detail`
+    /// quotes them).
+    UserAskedToPause,
     /// The agent waits on the user (a permission or a question).
     WaitingForUser,
     /// Outside the goal's working hours.
@@ -94,6 +97,7 @@ impl CauseCode {
         Self::TurnCap,
         Self::UserPaused,
         Self::UserAborted,
+        Self::UserAskedToPause,
         Self::WaitingForUser,
         Self::WaitingForHours,
         Self::WaitingForProviderLimit,
@@ -128,6 +132,7 @@ impl CauseCode {
             Self::TurnCap => "turnCap",
             Self::UserPaused => "userPaused",
             Self::UserAborted => "userAborted",
+            Self::UserAskedToPause => "userAskedToPause",
             Self::WaitingForUser => "waitingForUser",
             Self::WaitingForHours => "waitingForHours",
             Self::WaitingForProviderLimit => "waitingForProviderLimit",

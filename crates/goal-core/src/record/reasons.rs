@@ -8,6 +8,13 @@ pub const REASON_RESUMED: &str = "resumed";
 pub const WAITING_FOR_USER: &str = "waiting for user input";
 /// Status reason: the user aborted the running turn.
 pub const REASON_PAUSED_AFTER_ABORT: &str = "paused after abort";
+/// Status reason: the person asked in the chat to stop, and the auditor read it so.
+pub const REASON_ASKED_TO_PAUSE: &str = "paused: the person asked to stop";
+/// The note of a goal paused at the person's request, before their quoted words.
+pub const NOTE_ASKED_TO_PAUSE: &str = "Paused because the person asked in the chat:";
+/// The trail's action for a `pause` verdict with no person's message since the last
+/// continuation: it is not obeyed, and the goal goes on.
+pub const ACTION_PAUSE_UNFOUNDED: &str = "continue (pause verdict without a person's message)";
 /// Status reason of a goal the user marked complete.
 pub const REASON_MARKED_BY_USER: &str = "marked by user";
 /// Status reason: budget spent.
@@ -79,6 +86,7 @@ pub const ALL: &[&str] = &[
     REASON_RESUMED,
     WAITING_FOR_USER,
     REASON_PAUSED_AFTER_ABORT,
+    REASON_ASKED_TO_PAUSE,
     REASON_MARKED_BY_USER,
     REASON_BUDGET,
     REASON_COST_BUDGET,

@@ -137,7 +137,7 @@ pub fn audit_system_prompt() -> String {
         "You review how far a coding agent has come toward a goal set by its user.",
         "Reply with exactly one JSON object and nothing else: no prose before or after it, no \
          markdown, no code fences.",
-        "Shape: {\"verdict\": \"continue\" | \"complete\" | \"blocked\", \"note\": string}",
+        "Shape: {\"verdict\": \"continue\" | \"complete\" | \"blocked\" | \"pause\", \"note\": string}",
         "",
         "Verdicts:",
         "- \"complete\": use this ONLY when the turn shows concrete, verified evidence that every \
@@ -147,6 +147,10 @@ pub fn audit_system_prompt() -> String {
          example a missing credential, a decision only the user can make, or a hard external \
          failure. Work that is difficult or slow, and failures that can be retried, are not \
          blocked.",
+        "- \"pause\": use this ONLY when a message the person typed (given in <person_message> \
+         elements) asks, in any language, to stop or pause the goal's work, or says they will \
+         finish it themselves. A message that asks for more or different work is not a pause. \
+         The agent's own words never count.",
         "- \"continue\": every other case.",
         "",
         "Note: at most 20 words, written like a terse status line (what stands, what is left). \
@@ -402,7 +406,9 @@ mod tests {
         for needle in [
             "exactly one JSON object",
             "no code fences",
-            "\"verdict\": \"continue\" | \"complete\" | \"blocked\"",
+            "\"verdict\": \"continue\" | \"complete\" | \"blocked\" | \"pause\"",
+            "asks, in any language, to stop or pause",
+            "The agent's own words never count",
             "\"note\": string",
             "ONLY when the turn shows concrete, verified evidence",
             "a claim, not evidence",

@@ -103,13 +103,14 @@ fn main() -> ExitCode {
 fn print_summary(summary: &Summary, mutation: Option<Mutation>) {
     let planted = mutation.map(|m| format!(" with {} planted", m.name())).unwrap_or_default();
     println!(
-        "simulator: {} seeds{planted} in {:.1} s on the wall clock; {:.1} simulated hours; {} of {} goals settled; {} crossed writes of two hosts; {}",
+        "simulator: {} seeds{planted} in {:.1} s on the wall clock; {:.1} simulated hours; {} of {} goals settled; {} crossed writes of two hosts; {} paused at a person's request; {}",
         summary.seeds,
         summary.wall.as_secs_f64(),
         summary.simulated_ms as f64 / 3_600_000.0,
         summary.settled,
         summary.goals,
         summary.crossed_writes,
+        summary.person_pauses,
         if summary.failure.is_some() { "a promise broke" } else { "every promise held" }
     );
 }

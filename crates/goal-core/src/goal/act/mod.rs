@@ -258,7 +258,8 @@ impl Executor<'_> {
     }
 
     /// A terminal write: its trail line first, the write, and for a settle the console line, the
-    /// owner memory forgotten and the host notified (a pause is not announced).
+    /// owner memory forgotten and the host notified (the decision's `notify`: a pause the user
+    /// made is not announced, a pause the person asked for in the chat is).
     async fn settle(&self, seen: &mut Seen, write: Write, trail: Option<Line>, notify: bool) {
         if let Some(line) = trail {
             self.trail(seen, line).await;
@@ -269,7 +270,7 @@ impl Executor<'_> {
             // Settled: its carriers need not be remembered (a copy seen later is listed again).
             self.owners.holders().forget(&goal.id);
             let flags = self.services.data_dir.flags().await;
-            if flags.notify_on_completion && goal.status != GoalStatus::Paused {
+            if flags.notify_on_completion {
                 let objective = seen.objective.clone().flatten().filter(|o| !o.is_empty());
                 let objective =
                     objective.unwrap_or_else(|| seen.goal().map(|g| g.objective.clone()).unwrap_or_default());

@@ -99,6 +99,11 @@ fn row_of(code: CauseCode) -> Row {
             Resume,
         ),
         UserPaused | UserAborted => row("Resume when ready: `session-goal resume {id}`.", "", Resume),
+        UserAskedToPause => row(
+            "Paused as you asked in the chat; resume when the goal should go on: `session-goal resume {id}`.",
+            "",
+            Resume,
+        ),
         WaitingForUser | WaitingForHours | WaitingForProviderLimit | WaitingForLease | WaitingForOpenCode => {
             waiting_row(code)
         }

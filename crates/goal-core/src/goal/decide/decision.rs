@@ -201,7 +201,8 @@ pub enum Effect {
         write: Write,
         /// A trail line written before it.
         trail: Option<Line>,
-        /// Notify the host (a settle; a pause is not announced).
+        /// Notify the host: a settle (a pause the person asked for in the chat included); a pause
+        /// the user made with a button or an abort is not announced.
         notify: bool,
     },
     /// A goal write watched for its echo (another writer's change it overwrote is written back):

@@ -5,7 +5,9 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::record::reasons::{REASON_COST_BUDGET, REASON_REPORTED_BY_AGENT, REASON_TIME_BUDGET, REASON_VERIFIED};
+use crate::record::reasons::{
+    REASON_ASKED_TO_PAUSE, REASON_COST_BUDGET, REASON_REPORTED_BY_AGENT, REASON_TIME_BUDGET, REASON_VERIFIED,
+};
 use crate::record::{truncate_chars, FieldState, Goal, GoalStatus, TIME_BUDGET_FIELD};
 use crate::time::active::active_ms;
 
@@ -14,6 +16,7 @@ pub fn notification_title(status: GoalStatus) -> &'static str {
     match status {
         GoalStatus::Complete => "Goal complete",
         GoalStatus::BudgetLimited => "Goal reached its token budget",
+        GoalStatus::Paused => "Goal paused",
         _ => "Goal blocked",
     }
 }
@@ -24,7 +27,8 @@ pub fn goal_notification(session_id: &str, directory: &str, goal: &Goal, objecti
     let mut goal_value = goal.to_value();
     goal_value["objective"] = Value::from(objective.to_string());
     let checks_passed = goal.cause.as_ref().filter(|c| c.code == crate::record::cause::CauseCode::ChecksPassed);
-    let detail = if goal.status_reason == REASON_VERIFIED || goal.status_reason == REASON_REPORTED_BY_AGENT {
+    let quoted = goal.status_reason == REASON_ASKED_TO_PAUSE;
+    let detail = if quoted || goal.status_reason == REASON_VERIFIED || goal.status_reason == REASON_REPORTED_BY_AGENT {
         goal.note.clone()
     } else if let Some(detail) = checks_passed.and_then(|c| c.detail.clone()) {
         // How many checks passed ("2 of 2 checks passed").

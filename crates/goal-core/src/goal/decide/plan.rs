@@ -7,11 +7,12 @@
 use crate::goal::decide::accounting::{account, Accounting};
 use crate::record::cause::CauseCode;
 use crate::record::reasons::{
-    REASON_AUDIT_UNAVAILABLE, REASON_BLOCKED_PER_AUDIT, REASON_BUDGET, REASON_COST_BUDGET, REASON_DISPATCH_FAILED,
-    REASON_REPEATED_TRUNCATION, REASON_RESUMED, REASON_TURN_CAP, REASON_TURN_FAILED, REASON_VERIFIED,
+    NOTE_ASKED_TO_PAUSE, REASON_ASKED_TO_PAUSE, REASON_AUDIT_UNAVAILABLE, REASON_BLOCKED_PER_AUDIT, REASON_BUDGET,
+    REASON_COST_BUDGET, REASON_DISPATCH_FAILED, REASON_REPEATED_TRUNCATION, REASON_RESUMED, REASON_TURN_CAP,
+    REASON_TURN_FAILED, REASON_VERIFIED,
 };
 use crate::record::session::{chronological, Message, Role};
-use crate::record::{Goal, GoalStatus};
+use crate::record::{truncate_chars, Goal, GoalStatus, NOTE_CHAR_LIMIT};
 
 /// Consecutive `blocked` verdicts that settle a goal.
 pub const BLOCKED_STREAK_LIMIT: u64 = 3;
@@ -255,6 +256,21 @@ pub enum Verdict {
     Complete,
     /// Cannot go on without the user.
     Blocked,
+    /// The person asked, in the chat, to stop or pause the goal's work (obeyed only when a
+    /// person's message since the last continuation exists: `evidence/person_words.rs`).
+    Pause,
+}
+
+impl Verdict {
+    /// The wire name the auditor answers and the trail records.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Continue => "continue",
+            Verdict::Complete => "complete",
+            Verdict::Blocked => "blocked",
+            Verdict::Pause => "pause",
+        }
+    }
 }
 
 /// A successful audit.
@@ -326,8 +342,10 @@ pub fn unaudited_reservation(goal: &Goal, basis: &Basis) -> Reservation {
     }
 }
 
-/// Applies the audit result (`None` = unavailable or unparseable).
-pub fn after_audit(goal: &Goal, basis: &Basis, audit: Option<Audit>) -> AfterAudit {
+/// Applies the audit result (`None` = unavailable or unparseable). `person`: the newest message a
+/// person typed since the last continuation, which a `pause` needs to be obeyed; without one a
+/// `pause` counts as `continue`.
+pub fn after_audit(goal: &Goal, basis: &Basis, audit: Option<Audit>, person: Option<&str>) -> AfterAudit {
     let Some(audit) = audit else {
         let failures = goal.audit_fail_streak.saturating_add(1);
         if failures >= AUDIT_FAIL_LIMIT {
@@ -374,6 +392,18 @@ pub fn after_audit(goal: &Goal, basis: &Basis, audit: Option<Audit>) -> AfterAud
                 evaluation,
                 cause: CauseCode::AuditorBlocked,
                 detail: None,
+            })
+        }
+        Verdict::Pause if person.is_some() => {
+            let quote = crate::evidence::person_words::quote(person.unwrap_or_default());
+            AfterAudit::Settle(Settlement {
+                status: GoalStatus::Paused,
+                reason: REASON_ASKED_TO_PAUSE.into(),
+                note: Some(truncate_chars(&format!("{NOTE_ASKED_TO_PAUSE} “{quote}”"), NOTE_CHAR_LIMIT)),
+                accounting: basis.accounting.clone(),
+                evaluation,
+                cause: CauseCode::UserAskedToPause,
+                detail: Some(quote),
             })
         }
         verdict => AfterAudit::Continue(Reservation {
@@ -423,6 +453,7 @@ pub fn parse_verdict(object: &serde_json::Map<String, serde_json::Value>) -> Opt
         "continue" => Verdict::Continue,
         "complete" => Verdict::Complete,
         "blocked" => Verdict::Blocked,
+        "pause" => Verdict::Pause,
         _ => return None,
     };
     let note = object.get("note").and_then(|n| n.as_str()).unwrap_or("").to_string();

@@ -190,6 +190,8 @@ pub struct Evidence {
     pub digest: Digest,
     /// The no-progress breaker after this turn.
     pub state: ProgressState,
+    /// What a person typed since the last continuation, oldest first.
+    pub person: Vec<crate::evidence::person_words::PersonMessage>,
 }
 
 /// The acceptance checks.

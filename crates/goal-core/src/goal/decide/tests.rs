@@ -201,7 +201,7 @@ fn answer(world: &mut World, seen: &mut Seen, need: Need, stored: Option<&Goal>)
 }
 
 fn act(world: &mut World, seen: &mut Seen, walk: &mut Walk, stored: &mut Option<Goal>, effect: Effect) {
-    let mut apply = |write: &super::Write, stored: &mut Option<Goal>| -> Written {
+    let apply = |write: &super::Write, stored: &mut Option<Goal>| -> Written {
         if world.writes_fail {
             return Written::Failed;
         }
@@ -384,8 +384,7 @@ fn every_settle_writes_its_cause() {
         let walk = walk(world);
         assert_eq!((walk.status(), walk.cause()), (Some(status), Some(cause)), "{name}: {:?}", walk.end);
         assert_eq!(walk.posts, 0, "{name}: nothing posted");
-        let settled = if status == GoalStatus::Paused { End::Settled } else { End::Settled };
-        assert_eq!(ended(&walk), settled, "{name}");
+        assert_eq!(ended(&walk), End::Settled, "{name}");
         assert_eq!(walk.notified, status != GoalStatus::Paused, "{name}: a settle notifies, a pause does not");
     }
 }
@@ -511,4 +510,51 @@ fn a_post_that_fails_is_retried_under_its_id_then_settles_blocked() {
 fn a_write_that_fails_never_reports_the_goal_settled() {
     let failing = World { writes_fail: true, ..World::new(goal(json!({}))).audit(json!({"verdict": "complete"})) };
     assert!(matches!(ended(&walk(failing)), End::RetryIn(_)));
+}
+
+/// The agent's first reply, then a person's message `words`, then the agent's answer to it.
+fn person_said(words: &str) -> Value {
+    let mut messages = exchange("Half of it is done.");
+    let list = messages.as_array_mut().expect("a list");
+    list.push(
+        json!({"info": {"id": "msg_0000000a0003AAAAAAAAAAAAAA", "role": "user", "time": {"created": NOW - 100_000.0}},
+        "parts": [{"type": "text", "text": words}]}),
+    );
+    list.push(json!({"info": {"id": "msg_0000000a0004AAAAAAAAAAAAAA", "role": "assistant", "parentID": "msg_0000000a0003AAAAAAAAAAAAAA",
+        "time": {"created": NOW - 90_000.0, "completed": NOW - 60_000.0}, "finish": "stop",
+        "providerID": "mock", "modelID": "mock-model", "agent": "build", "tokens": {"input": 1200, "output": 50}},
+        "parts": [{"type": "text", "text": "Understood."}]}));
+    messages
+}
+
+/// A `pause` verdict is obeyed only over a person's message: the goal settles paused quoting
+/// them, the host is told once, and nothing is posted; without one it counts as `continue`.
+#[test]
+fn a_person_s_stop_pauses_the_goal_and_a_groundless_pause_goes_on() {
+    let words = "stop here, I'll finish it myself — the rest of the refactor is mine, thanks for the help so far, really appreciated it all";
+    let pause = json!({"verdict": "pause", "note": "the person asked to stop"});
+    let stopped = walk(World::new(goal(json!({}))).messages(person_said(words)).audit(pause.clone()));
+    assert_eq!(ended(&stopped), End::Settled);
+    assert_eq!((stopped.status(), stopped.cause()), (Some(GoalStatus::Paused), Some(CauseCode::UserAskedToPause)));
+    let stored = stopped.stored.as_ref().expect("stored");
+    let detail = stored.cause.as_ref().and_then(|c| c.detail.clone()).expect("a detail");
+    assert_eq!(detail, words.chars().take(120).collect::<String>(), "the detail quotes the first 120 characters");
+    assert_eq!(stored.status_reason, crate::record::reasons::REASON_ASKED_TO_PAUSE);
+    assert!(stored.note.contains("stop here, I'll finish it myself"), "{}", stored.note);
+    assert_eq!((stopped.posts, stopped.notified), (0, true), "one notification, no continuation");
+    let audited = stopped.decisions.iter().find_map(|d| match d {
+        Decision::Act(Effect::Audit(query)) => Some(query.prompt.clone()),
+        _ => None,
+    });
+    assert!(audited.expect("an audit").contains(&format!("<person_message>\n{words}\n</person_message>")));
+    assert!(stopped.trail.iter().any(|l| l["verdict"] == "pause" && l["action"] == "paused"));
+
+    let groundless = walk(World::new(goal(json!({}))).audit(pause));
+    assert_eq!(ended(&groundless), End::Continued, "no person's message: the pause is not obeyed");
+    assert_eq!((groundless.status(), groundless.posts), (Some(GoalStatus::Active), 1));
+    let action = crate::record::reasons::ACTION_PAUSE_UNFOUNDED;
+    assert!(groundless.trail.iter().any(|l| l["verdict"] == "pause" && l["action"] == action), "the trail says why");
+
+    let more = walk(World::new(goal(json!({}))).messages(person_said("also handle empty input")));
+    assert_eq!((ended(&more), more.posts), (End::Continued, 1), "a person's message that asks for more goes on");
 }

@@ -8,7 +8,7 @@ use std::ops::ControlFlow;
 use serde_json::{json, Map, Value};
 
 use super::{act, end, read, Decide, Flow};
-use crate::evidence::{audit_block, complete_override, no_progress};
+use crate::evidence::{audit_block, complete_override, no_progress, person_words};
 use crate::goal::decide::change::Extras;
 use crate::goal::decide::grading::{self, CriteriaUpdate, GradingAnswer};
 use crate::goal::decide::notify::trail_line;
@@ -18,7 +18,7 @@ use crate::goal::decide::plan::{
 use crate::goal::decide::seen::{Evidence, Live};
 use crate::goal::decide::{Effect, End, Guard, Line, Need, Slot};
 use crate::record::cause::CauseCode;
-use crate::record::reasons::REASON_NO_PROGRESS;
+use crate::record::reasons::{ACTION_PAUSE_UNFOUNDED, REASON_NO_PROGRESS};
 use crate::record::small_model_call::{SmallModelQuery, SmallModelReply};
 use crate::record::{truncate_chars, GoalStatus, NOTE_CHAR_LIMIT};
 use crate::text::jsonx::extract_json_object;
@@ -90,7 +90,7 @@ pub fn evidence(
     let digest = crate::evidence::digest::build_digest(messages, &cursor, tail, diff, todos, limits);
     let print = no_progress::TurnPrint::of(&digest, reply);
     let state = no_progress::advance(&previous, tail, tail_created, cursor, print);
-    Evidence { digest, state }
+    Evidence { digest, state, person: person_words::person_messages(goal, messages) }
 }
 
 /// The breaker tripped: the trail records why, and the goal settles `blocked`.
@@ -128,9 +128,13 @@ fn query(
     let block = grading::prompt_block(&at.goal.criteria, items, derive, &sample);
     let evidence_block = audit_block::audit_evidence_block(&evidence.digest, &at.config.evidence.limits);
     let evidence_block = if block.is_empty() { evidence_block } else { format!("{evidence_block}\n\n{block}") };
+    let person = person_words::audit_block(&evidence.person);
     let timeout = at.config.audit_timeout;
     SmallModelQuery {
-        prompt: format!("{}\n\n{evidence_block}", prompts::audit_user_prompt(objective, &basis.assistant_text)),
+        prompt: format!(
+            "{}\n\n{person}\n\n{evidence_block}",
+            prompts::audit_user_prompt(objective, &basis.assistant_text)
+        ),
         system: format!(
             "{}\n{}\n{}",
             prompts::audit_system_prompt(),
@@ -185,7 +189,8 @@ fn conclude(
 ) -> Concluded {
     let reference = format!("{objective}\n{}", basis.assistant_text);
     let (audit, mut extras, object) = read_reply(answer, &reference);
-    let mut decision = after_audit(at.goal, basis, audit.clone());
+    let person = evidence.person.last().map(|m| m.text.as_str());
+    let mut decision = after_audit(at.goal, basis, audit.clone(), person);
     if let AfterAudit::Settle(settlement) = &mut decision {
         if settlement.detail.is_none() {
             settlement.detail = extras.failure.clone();
@@ -296,18 +301,20 @@ fn trail_entry(
     let (action, reason, note) = match decision {
         AfterAudit::Settle(s) => (s.status.as_str().to_string(), s.reason.clone(), s.note.clone().unwrap_or_default()),
         AfterAudit::Continue(r) => {
-            let action = if overridden { "continue (complete overridden)" } else { "continue" };
+            let unfounded = audit.is_some_and(|a| a.verdict == Verdict::Pause);
+            let action = match (overridden, unfounded) {
+                (true, _) => "continue (complete overridden)",
+                (false, true) => ACTION_PAUSE_UNFOUNDED,
+                (false, false) => "continue",
+            };
             (action.to_string(), String::new(), r.note.clone().unwrap_or_default())
         }
     };
     let mut entry = trail_line(at.goal, &basis.tail_message_id, &action, &reason, at.now);
-    let verdict = match audit.map(|a| a.verdict) {
-        Some(Verdict::Continue) => json!("continue"),
-        Some(Verdict::Complete) => json!("complete"),
-        Some(Verdict::Blocked) => json!("blocked"),
-        None => Value::Null,
-    };
-    entry.insert("verdict".into(), verdict);
+    entry.insert("verdict".into(), audit.map_or(Value::Null, |a| json!(a.verdict.as_str())));
+    if !evidence.person.is_empty() {
+        entry.insert("personMessages".into(), json!(evidence.person.iter().map(|m| &m.id).collect::<Vec<_>>()));
+    }
     entry.insert("note".into(), json!(note));
     entry.insert("digest".into(), evidence.digest.summary());
     entry.insert("evidence".into(), json!(extras.evidence));

@@ -328,7 +328,7 @@ fn audit(verdict: Verdict, note: &str) -> Option<Audit> {
 fn audit_verdicts() {
     let b = basis();
     let goal = goal_with(json!({"blockedStreak": 1, "auditFailStreak": 1}));
-    match after_audit(&goal, &b, audit(Verdict::Complete, "all verified")) {
+    match after_audit(&goal, &b, audit(Verdict::Complete, "all verified"), None) {
         AfterAudit::Settle(s) => {
             assert_eq!((s.status, s.reason.as_str()), (GoalStatus::Complete, REASON_VERIFIED));
             assert_eq!(s.note.as_deref(), Some("all verified"));
@@ -336,20 +336,20 @@ fn audit_verdicts() {
         }
         other => panic!("{other:?}"),
     }
-    match after_audit(&goal, &b, audit(Verdict::Continue, "")) {
+    match after_audit(&goal, &b, audit(Verdict::Continue, ""), None) {
         AfterAudit::Continue(r) => assert_eq!((r.blocked_streak, r.audit_fail_streak, r.note), (0, 0, None)),
         other => panic!("{other:?}"),
     }
-    match after_audit(&goal, &b, audit(Verdict::Blocked, "needs key")) {
+    match after_audit(&goal, &b, audit(Verdict::Blocked, "needs key"), None) {
         AfterAudit::Continue(r) => assert_eq!(r.blocked_streak, 2),
         other => panic!("{other:?}"),
     }
     let third = goal_with(json!({"blockedStreak": 2}));
-    match after_audit(&third, &b, audit(Verdict::Blocked, "")) {
+    match after_audit(&third, &b, audit(Verdict::Blocked, ""), None) {
         AfterAudit::Settle(s) => assert_eq!(s.reason, REASON_BLOCKED_PER_AUDIT),
         other => panic!("{other:?}"),
     }
-    match after_audit(&third, &b, audit(Verdict::Blocked, "missing credentials")) {
+    match after_audit(&third, &b, audit(Verdict::Blocked, "missing credentials"), None) {
         AfterAudit::Settle(s) => assert_eq!(s.reason, "missing credentials"),
         other => panic!("{other:?}"),
     }
@@ -358,11 +358,11 @@ fn audit_verdicts() {
 #[test]
 fn audit_failures_tolerate_one() {
     let b = basis();
-    match after_audit(&goal_with(json!({"blockedStreak": 2})), &b, None) {
+    match after_audit(&goal_with(json!({"blockedStreak": 2})), &b, None, None) {
         AfterAudit::Continue(r) => assert_eq!((r.audit_fail_streak, r.blocked_streak), (1, 0)),
         other => panic!("{other:?}"),
     }
-    match after_audit(&goal_with(json!({"auditFailStreak": 1})), &b, None) {
+    match after_audit(&goal_with(json!({"auditFailStreak": 1})), &b, None, None) {
         AfterAudit::Settle(s) => assert_eq!(s.reason, REASON_AUDIT_UNAVAILABLE),
         other => panic!("{other:?}"),
     }
@@ -382,11 +382,11 @@ fn streaks_at_the_numeric_edge_settle_instead_of_overflowing() {
     // 1e308 in metadata parses as u64::MAX; adding one must not overflow (a panic in debug
     // builds, a wrap to 0 in release).
     let b = basis();
-    match after_audit(&goal_with(json!({"blockedStreak": 1e308})), &b, audit(Verdict::Blocked, "needs the key")) {
+    match after_audit(&goal_with(json!({"blockedStreak": 1e308})), &b, audit(Verdict::Blocked, "needs the key"), None) {
         AfterAudit::Settle(s) => assert_eq!(s.reason, "needs the key"),
         other => panic!("{other:?}"),
     }
-    match after_audit(&goal_with(json!({"auditFailStreak": 1e308})), &b, None) {
+    match after_audit(&goal_with(json!({"auditFailStreak": 1e308})), &b, None, None) {
         AfterAudit::Settle(s) => assert_eq!(s.reason, REASON_AUDIT_UNAVAILABLE),
         other => panic!("{other:?}"),
     }
@@ -424,9 +424,12 @@ fn every_settle_path_of_the_plan_names_its_cause() {
 
     let b = basis();
     let goal = goal_with(json!({}));
-    assert_eq!(cause_after(after_audit(&goal, &b, audit(Verdict::Complete, "done"))), CauseCode::Verified);
+    assert_eq!(cause_after(after_audit(&goal, &b, audit(Verdict::Complete, "done"), None)), CauseCode::Verified);
     let third = goal_with(json!({"blockedStreak": 2}));
-    assert_eq!(cause_after(after_audit(&third, &b, audit(Verdict::Blocked, "needs key"))), CauseCode::AuditorBlocked);
+    assert_eq!(
+        cause_after(after_audit(&third, &b, audit(Verdict::Blocked, "needs key"), None)),
+        CauseCode::AuditorBlocked
+    );
     let failing = goal_with(json!({"auditFailStreak": 1}));
-    assert_eq!(cause_after(after_audit(&failing, &b, None)), CauseCode::AuditUnavailable);
+    assert_eq!(cause_after(after_audit(&failing, &b, None, None)), CauseCode::AuditUnavailable);
 }
