@@ -225,7 +225,7 @@ describe('acceptance checks', () => {
     expect(fs.existsSync(path.join(dir, 'second-ran'))).toBe(false)
     expect(goalOf(mock, session.id).status).not.toBe('complete')
     // No continuation: the mock gives the user's message no turn, so it is a stranded message,
-    // only ever posted again under its own id (goal/delivery/strand.rs).
+    // only ever posted again under its own id (goal/decide/planning.rs, goal/decide/strand_rules.rs).
     expect(mock.prompts).toHaveLength(0)
     const posts = mock.sends(session.id).filter((r) => r.path.endsWith('/prompt_async'))
     expect(posts.every((r) => r.body.messageID === user.info.id)).toBe(true)

@@ -3,7 +3,7 @@
 // By default it delivers each event to the runtimes of its JavaScript environment that talk to
 // the same server; `onPayload` hands a host each payload as a forwarding host passes it on, and
 // `deliver: false` leaves the forwarding to the host. Reconnects follow the loop's one backoff
-// rule (crates/goal-core/src/sched/backoff.rs): doubling from `firstRetryMs`, at most 10 s.
+// rule (crates/goal-core/src/time/backoff.rs): doubling from `firstRetryMs`, at most 10 s.
 import { afterEach, describe, expect, it } from 'vitest'
 import { startMockOpenCode } from './mock/opencode.mjs'
 import { goalMetadata, goalOf, pkg, scriptedAuditor, sleep, tempDataDir, waitFor } from './helpers.mjs'

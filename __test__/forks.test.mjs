@@ -75,7 +75,7 @@ describe('forks', () => {
     const auditor = scriptedAuditor([continueVerdict, continueVerdict])
     env = await setup({ auditor })
     const { mock } = env
-    // Another legacy goal's first tick lists the directory (the owner scan).
+    // Another legacy goal's first tick lists the directory (an owner list).
     const other = sessionWithReply(mock)
     mock.setStatus(other.id, 'idle')
     await waitFor(() => promptPosts(mock, other.id).length === 1, 5000)

@@ -56,7 +56,7 @@ describe('restart recovery', () => {
     await sleep(2 * idleQuietMs + 200)
     // Counted at the wire: no new continuation. Its turn never came (the session is idle and
     // nothing answers it), so it is a stranded message: any post is that message again, under
-    // its own id (goal/delivery/strand.rs), and no turn is reserved for it.
+    // its own id (goal/decide/strand_rules.rs), and no turn is reserved for it.
     const stranded = env.mock.messages(session.id).at(-1).info.id
     expect(env.mock.sends(session.id).every((r) => r.body.messageID === stranded)).toBe(true)
     expect(env.mock.prompts).toHaveLength(0)

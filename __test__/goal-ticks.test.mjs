@@ -199,7 +199,8 @@ describe('tick branches', () => {
     await sleep(1000 + 300)
     expect(auditor.calls).toHaveLength(0)
     // The trailing user message is a stranded one (idle past the window, unanswered): posted
-    // again under its own id, never a continuation (goal/delivery/strand.rs); nothing for the others.
+    // again under its own id, never a continuation (goal/decide/strand_rules.rs); nothing for the
+    // others.
     const stranded = env.mock.messages(trailingUser.id).at(-1).info.id
     expect(env.mock.sends().length).toBeGreaterThanOrEqual(1)
     expect(env.mock.sends().every((r) => r.path === `/session/${trailingUser.id}/prompt_async` && r.body.messageID === stranded)).toBe(true)

@@ -13,7 +13,7 @@ import { startWorkerHost } from './worker-host.mjs'
 const continueVerdict = { verdict: 'continue', note: 'keep going' }
 const completeVerdict = { verdict: 'complete', note: 'the work is done' }
 const QUIET_MS = 150
-/** A quiet window of 1 s: the echo is then awaited up to its full bound (crates/goal-core/src/goal/delivery/echo.rs). */
+/** A quiet window of 1 s: the echo is then awaited up to its full bound (crates/goal-core/src/goal/act/echo.rs). */
 const ECHO_QUIET_MS = 1000
 /** The stop interleavings' quiet window (their echo bound). */
 const STOP_QUIET_MS = 500
@@ -195,7 +195,8 @@ describe('two hosts reserving one tail: every interleaving of write and post', (
     expect(r.continuations[0].parts.filter((p) => p.type === 'text')).toHaveLength(1)
     expect(r.posts[0].host).toBe('A')
     // The later writer's wait let the first post show as a moved tail: no re-post at all.
-    // (Without the echo wait in crates/goal-core/src/goal/delivery/deliver.rs, the later writer re-posts.)
+    // (Without the echo wait in crates/goal-core/src/goal/decide/delivery.rs, the later writer
+    // re-posts.)
     expect(r.posts.map((p) => p.host)).toEqual(['A'])
     expect(r.repeated).toHaveLength(0)
   })
@@ -209,7 +210,7 @@ describe('two hosts reserving one tail: every interleaving of write and post', (
     expect(r.repeated).toHaveLength(1)
   })
 
-  // The echo's own bound (crates/goal-core/src/goal/delivery/echo.rs: 1 s, or the quiet window when
+  // The echo's own bound (crates/goal-core/src/goal/act/echo.rs: 1 s, or the quiet window when
   // shorter; 500 ms here), both sides: B's event stream lags while the user pauses and B's write
   // lands over the pause, then catches up 200 ms (inside) or 800 ms (past the bound) later.
   it('a lagging event stream, inside the echo bound: the overwritten pause is heard and written back, nothing posted after it', async () => {
@@ -243,7 +244,7 @@ describe('two hosts reserving one tail: every interleaving of write and post', (
       expect(r.continuations.length, label).toBeLessThanOrEqual(1)
       // Nothing is posted on a read made after the stop (a post whose read-back came before the
       // stop was decided before it), and the pause stands at the end: a reservation written over
-      // it hears it in its echo and writes it back (crates/goal-core/src/goal/delivery/echo.rs).
+      // it hears it in its echo and writes it back (crates/goal-core/src/goal/act/echo.rs).
       if (r.afterStop.length) sentAfterStop.push(label)
       if (r.goal.status !== 'paused') pauseLost.push(label)
       sent += r.continuations.length

@@ -73,7 +73,7 @@ if (!['openchamber', 'package'].includes(HOSTS)) {
 const DEFAULTS = require('../runtime.js').goalRuntimeDefaults()
 /** The sweep interval the OpenChamber hosts are given (the header says why 10 s). */
 const OPENCHAMBER_SWEEP_MS = 10_000
-/** The cap of the hosts' stream reconnection backoff (crates/goal-core/src/sched/backoff.rs). */
+/** The cap of the hosts' stream reconnection backoff (crates/goal-core/src/time/backoff.rs). */
 const STREAM_BACKOFF_MS = 10_000
 /** The package hosts' quiet window. */
 const PACKAGE_QUIET_MS = 400

@@ -15,7 +15,7 @@
 // - no source file outside tests may be longer than 600 lines;
 // - every source file must be named in docs/layout.md.
 // Usage: node scripts/module-graph.mjs [--graph] [--files] [--longest N] [--no-fail]
-//   --graph     print the import graphs (top-level modules, goal/'s stage folders, the binding)
+//   --graph     print the import graphs (top-level modules, goal/'s folders, the binding)
 //   --longest N print the N longest functions
 //   --allow-long  report functions over the limit without failing
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs'

@@ -68,8 +68,8 @@ describe('acceptance checks on a real OpenCode server', () => {
         expect(tool.state.status).toBe('completed')
         expect(tool.state.input.command).toContain(CHECK)
       }
-      // Each run was claimed first (crates/goal-core/src/goal/acceptance/check_claim.rs): a noReply message
-      // whose one part is ignored and synthetic, which OpenCode kept out of every model call.
+      // Each run was claimed first (crates/goal-core/src/goal/act/runs.rs, `claim`): a noReply
+      // message whose one part is ignored and synthetic, which OpenCode kept out of every model call.
       const claims = messages.filter((m) => m.info.role === 'user' && /zCHK/.test(m.info.id) && m.parts.some((p) => p.text?.startsWith('acceptance check claimed by ')))
       expect(claims).toHaveLength(2)
       for (const claim of claims) expect(claim.parts.map((p) => [p.ignored, p.synthetic])).toEqual([[true, true]])

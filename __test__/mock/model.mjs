@@ -21,8 +21,8 @@
 //   'title'  OpenCode's session-title generator (system prompt about a title), answered with a
 //            fixed short title,
 //   'review' a goal reviewer's turn (a user message of the conversation holds REVIEW_MARK: the
-//            reviewer's prompt, crates/goal-core/src/goal/acceptance/review_rules.rs), answered from the
-//            script's `reviews` (entries as turn entries: text, toolCalls, usage),
+//            reviewer's prompt, crates/goal-core/src/goal/decide/review_rules.rs), answered from
+//            the script's `reviews` (entries as turn entries: text, toolCalls, usage),
 //   'agent'  anything else (a working turn of the session's agent).
 //
 // SCRIPTS. `scenario(name, { turns, audits })`; each request of a kind takes the next entry, the
@@ -45,7 +45,7 @@ export const AUDIT_SYSTEM_MARK = 'You review how far a coding agent has come tow
 /** A phrase of the session-assist system prompt (crates/goal-core/src/text/prompts.rs). */
 export const ASSIST_SYSTEM_MARK = 'You read the latest exchange between a user and a coding agent'
 
-/** A phrase of the goal reviewer's prompt (crates/goal-core/src/goal/acceptance/review_rules.rs). */
+/** A phrase of the goal reviewer's prompt (crates/goal-core/src/goal/decide/review_rules.rs). */
 export const REVIEW_MARK = 'You are a reviewer. Another agent says it achieved the objective below.'
 
 /** The marker that routes a conversation to a scenario script. */

@@ -40,7 +40,7 @@ export const native = require('../../index.js')
 /**
  * The first reconnect's wait of every host's event follower (short, so the suite stays fast).
  * Each failure in a row doubles it, up to the loop's cap of 10 s (crates/goal-core/src/
- * sched/backoff.rs); a connection that stayed up less than the cap does not start it over.
+ * time/backoff.rs); a connection that stayed up less than the cap does not start it over.
  */
 export const STREAM_FIRST_RETRY_MS = 50
 /** How long a host's stream may take to be back after an outage: the backoff's cap, and 2 s. */

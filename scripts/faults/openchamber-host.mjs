@@ -8,7 +8,7 @@
 //   and forwards every payload itself to `processPayload(payload, directory)` (the envelope
 //   unwrapped, `global` → ''); when the stream breaks (OpenCode restarted) the follower
 //   reconnects with the loop's backoff (250 ms doubling, at most 10 s:
-//   crates/goal-core/src/sched/backoff.rs), and the runtime learns nothing but what the stream
+//   crates/goal-core/src/time/backoff.rs), and the runtime learns nothing but what the stream
 //   carries (OpenCode's `server.connected` among it);
 // - it never calls `recover()` (the runtime's `recover` is replaced by a counter, reported at
 //   the end, so a call would show).

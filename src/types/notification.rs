@@ -1,5 +1,5 @@
 //! The notification a goal runtime emits (OpenChamber's `emitGoalNotification` argument). The
-//! core builds it as JSON (`goal/settling/notify.rs`); this declares it for TypeScript, and
+//! core builds it as JSON (`goal/decide/notify.rs`); this declares it for TypeScript, and
 //! `__test__/types.test.mjs` holds what a host receives to it member for member.
 
 use napi_derive::napi;

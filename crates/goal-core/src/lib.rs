@@ -17,6 +17,8 @@
 //! | acceptance criteria as stored, with their grades | `record/criteria.rs` |
 //! | the ids of acceptance-check runs, recognised in a transcript | `record/check_id.rs` |
 //! | the ids of the parts the runtime posts | `record/part_id.rs` |
+//! | a continuation's message id, the same on every host and retry | `record/continuation_id.rs` |
+//! | one small-model call as plain data (the query, the reply) | `record/small_model_call.rs` |
 //! | the multi-host lease | `record/lease.rs` |
 //! | a failed reply's provider error and its table (limit, quota, auth, context, filter) | `record/provider_error.rs` |
 //! | sessions, messages, live status; metadata merge | `record/session.rs`, `record/metadata.rs` |
@@ -34,6 +36,7 @@
 //! | the one place every OpenCode request passes (HTTP, or the simulator's OpenCode) | `io/transport.rs` |
 //! | guarded metadata writes; write slots, dispatch claims | `io/writer.rs`, `io/locks.rs` |
 //! | objective files, the audit trail's file, host services | `io/objectives.rs`, `io/trail_file.rs`, `io/services.rs` |
+//! | blocking file work, a few jobs at a time for the whole process | `io/file_io.rs` |
 //! | a data directory kept in memory (no files; the simulator's) | `io/memory_dir.rs` |
 //! | what a host's runtimes share | `io/shared.rs` |
 //! | scheduler: timers, retries, generations (its task; its commands; what it publishes) | `sched/mod.rs`, `sched/actor.rs`, `sched/command.rs`, `sched/job.rs`, `sched/facts.rs`, `sched/snapshot.rs` |
@@ -51,9 +54,12 @@
 //! | provider limits: park and resume, typed provider stops, cut turns | `goal/decide/provider.rs`, `goal/decide/limit_rules.rs` (`limit_rules/reset.rs`: reset headers) |
 //! | plan: decisions, gates, quiet window, token accounting | `goal/decide/plan.rs`, `goal/decide/gates.rs`, `goal/decide/accounting.rs` |
 //! | the budgets, one file each with its rule and its check: tokens, cost (US dollars), active time | `goal/decide/budgets/` |
+//! | the time stage: a spent time budget, working hours (again on the clock of the post) | `goal/decide/planning.rs`, `goal/decide/delivery.rs` |
 //! | a stranded message posted again under its own ids | `goal/decide/planning.rs`, `goal/decide/strand_rules.rs` |
+//! | the audit: the evidence read before it, the verdict reviewed after it | `goal/decide/verdict.rs` (the reads: `goal/gather/mod.rs`; the call: `goal/act/runs.rs`) |
 //! | graded completion: each criterion graded against numbered evidence | `goal/decide/grading.rs` |
-//! | checks before settle-complete, claimed across hosts; the reviewer after them | `goal/decide/acceptance.rs`, `goal/decide/check_rules.rs`, `goal/decide/review.rs`, `goal/decide/review_rules.rs` |
+//! | checks before settle-complete, claimed across hosts; the reviewer after them | `goal/decide/acceptance.rs`, `goal/decide/check_rules.rs`, `goal/decide/review.rs`, `goal/decide/review_rules.rs` (`record/review.rs`: the setting, the last review) |
+//! | reserve, read back, post under an idempotent message id, the outcome | `goal/decide/delivery.rs`, `goal/act/dispatch.rs`, `record/continuation_id.rs` |
 //! | the reads a decision asks for | `goal/gather/mod.rs` |
 //! | the one executor: writes, posts, notifications, trail lines | `goal/act/mod.rs`, `goal/act/runs.rs`, `goal/act/dispatch.rs` |
 //! | lost-update repair around a watched write | `goal/act/echo_watch.rs`, `goal/act/echo.rs` |
@@ -63,7 +69,7 @@
 //! | the built-in small model | `small_model/` |
 //! | session assist (recap, suggestion) | `assist/` |
 //! | a goal's settings: one value for create, schedule, send, fork and edit | `control/goal_settings.rs` |
-//! | create and act on goals; `explain` | `control/create.rs`, `control/actions.rs`, `control/explain.rs` |
+//! | create and act on goals; `explain` | `control/create.rs`, `control/actions.rs`, `control/explain.rs` (`control/explain/parts.rs`: its report as typed values) |
 //! | orchestrate a session (create, send, fork, schedule); a prompt's selection and body; a slash command resolved | `control/orchestrate.rs`, `control/prompt.rs`, `control/slash_command.rs` |
 //! | the goal runtime: events → scheduler → ticks | `runtime/mod.rs` |
 //! | the Rust embedding API | `embed.rs` |

@@ -44,7 +44,7 @@ pub struct GoalConfig {
     /// default true).
     pub derive_criteria: bool,
     /// How long one reviewer turn may take before it is aborted and retried once
-    /// (`reviewTimeoutMs`, 10 minutes; see `goal/acceptance/review.rs`).
+    /// (`reviewTimeoutMs`, 10 minutes; see `goal/act/runs.rs`).
     pub review_timeout: Duration,
     /// The silence watch (`sched/silence.rs`): on by default and in every host. Not an option
     /// of any host: it is off only where the simulator plants its absence, to show that its

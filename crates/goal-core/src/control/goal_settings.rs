@@ -143,17 +143,17 @@ fn set_user_criteria(goal: &mut Goal, texts: &[String]) {
 pub mod rule {
     use super::*;
 
-    /// A token budget: an integer within `goal/budgets/tokens.rs`'s bounds.
+    /// A token budget: an integer within `goal/decide/budgets/tokens.rs`'s bounds.
     pub fn token_budget(budget: f64) -> Result<u64, String> {
         crate::goal::decide::budgets::tokens::check_budget(budget)
     }
 
-    /// A cost budget: a finite number of US dollars within `goal/budgets/cost.rs`'s bounds.
+    /// A cost budget: a finite number of US dollars within `goal/decide/budgets/cost.rs`'s bounds.
     pub fn cost_budget(dollars: f64) -> Result<f64, String> {
         crate::goal::decide::budgets::cost::check_budget(dollars)
     }
 
-    /// A time budget in ms of active time, within `goal/budgets/time.rs`'s bounds.
+    /// A time budget in ms of active time, within `goal/decide/budgets/time.rs`'s bounds.
     pub fn time_budget_ms(ms: f64) -> Result<u64, String> {
         crate::goal::decide::budgets::time::check_budget(ms)
     }

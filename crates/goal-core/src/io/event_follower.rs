@@ -4,7 +4,7 @@
 //! to the same server, as a payload a host forwards would be.
 //!
 //! A stream that ends or cannot be opened is opened again after the loop's one backoff
-//! (`sched/backoff.rs`, from [`EventFollowerBuilder::first_retry`]); a connection that stayed up
+//! (`time/backoff.rs`, from [`EventFollowerBuilder::first_retry`]); a connection that stayed up
 //! for the backoff's cap starts it over. Every connection is announced to the runtimes as
 //! [`IntakeEvent::Connected`], on which a goal runtime scans its directories for goals whose
 //! events were missed while no stream was open (the first connection too: a runtime may have

@@ -122,8 +122,8 @@ impl<'a> Call<'a> {
 }
 
 /// A request body, written as JSON by its own `Serialize`: a `Value`, or a type that fixes the
-/// order of its keys on the wire (the reviewer's prompt, `goal/acceptance/review.rs`), which a
-/// `Value` object would not keep.
+/// order of its keys on the wire (the reviewer's prompt, `ReviewerBody` in
+/// `goal/decide/review_rules.rs`), which a `Value` object would not keep.
 pub trait JsonBody: Sync {
     /// The body's JSON text.
     fn to_json(&self) -> serde_json::Result<Vec<u8>>;

@@ -1,5 +1,6 @@
 //! What the host provides: a small model, a notification sink, settings on disk. The plain
-//! data these carry lives in pure modules (`small_model_call`, `settings`), re-exported here.
+//! data these carry lives in pure modules (`record/small_model_call.rs`,
+//! `config/settings_file.rs`), re-exported here.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! The audit trail's file: `<dataDir>/goals/<sessionId>.history.jsonl` (the API's `history`),
 //! one JSON record per verdict (or breaker/budget decision; the lines are
-//! `goal/settling/trail.rs`'s), beside the objective file. Bounded: past the record limit the
-//! oldest records are dropped. The session id is validated before any file access.
+//! `goal/decide/notify.rs`'s, appended by `goal/act/mod.rs`), beside the objective file.
+//! Bounded: past the record limit the oldest records are dropped. The session id is validated before any file access.
 
 use std::path::{Path, PathBuf};
 

@@ -294,9 +294,9 @@ impl WrittenOver {
     /// `updatedAt` becomes the write's time (always after the goal it replaces). A waiting
     /// period this write opened starts at that same instant: a resume that keeps this
     /// `updatedAt` (a client that does not stamp its writes) then cannot pass for a resume
-    /// written later than the wait began (`goal/planning/time_gate.rs`). Not when the stamp is
-    /// ahead of this clock (the last write came from a clock ahead of ours): the wait would
-    /// start in our future and count nothing.
+    /// written later than the wait began (`resumed_at` in `goal/decide/planning.rs`). Not when
+    /// the stamp is ahead of this clock (the last write came from a clock ahead of ours): the
+    /// wait would start in our future and count nothing.
     fn stamp(&self, goal: &mut Goal, now_ms: f64) {
         goal.updated_at = now_ms.max(self.updated_at + 1.0);
         if !self.waiting && goal.updated_at == now_ms && goal.inactive_since.is_present() {

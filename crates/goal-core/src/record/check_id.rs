@@ -25,8 +25,8 @@ pub(crate) const FNV_SECOND_BASIS: u64 = 0x6c62_272e_07bb_0142;
 
 /// FNV-1a, 64 bits, of `bytes` from the offset basis: the crate's one stable hash. Written out
 /// here (not std's hasher, whose keys are random per process) so every process and host computes
-/// the same value: message ids here and in goal/delivery/dispatch.rs, evidence keys and reply prints
-/// (evidence/mod.rs), park jitter (goal/provider/limit_rules/reset.rs).
+/// the same value: message ids here and in record/continuation_id.rs, evidence keys and reply
+/// prints (evidence/), park jitter (goal/decide/limit_rules/reset.rs).
 pub(crate) fn fnv1a_bytes(bytes: &[u8]) -> u64 {
     fnv1a_from(FNV_OFFSET_BASIS, bytes)
 }
@@ -77,10 +77,10 @@ pub fn check_message_id(goal_id: &str, tail_id: &str, index: usize, command: &st
     Some(format!("{ID_PREFIX}{next:012x}{CHECK_ID_MARK}{}", std::str::from_utf8(&suffix).ok()?))
 }
 
-/// The id of the claim of a check run (see `goal/acceptance/check_claim.rs`): `msg_`, the run's 12-hex part,
-/// [`CHECK_ID_MARK`], then 10 base-62 characters hashed from the run's id and `salt` (empty for
-/// the first claim; the abandoned claim's winning part id for a later one). Marked like a run, so
-/// the tail logic and the evidence digest skip it. `None` when `check_id` is not a run's id.
+/// The id of the claim of a check run (see `Executor::claim` in `goal/act/runs.rs`): `msg_`, the
+/// run's 12-hex part, [`CHECK_ID_MARK`], then 10 base-62 characters hashed from the run's id and
+/// `salt` (empty for the first claim; the abandoned claim's winning part id for a later one).
+/// Marked like a run, so the tail logic and the evidence digest skip it. `None` when `check_id` is not a run's id.
 pub fn check_claim_id(check_id: &str, salt: &str) -> Option<String> {
     if !is_check_message_id(check_id) {
         return None;
@@ -128,7 +128,7 @@ mod tests {
         assert_eq!(fnv1a_bytes(b"a"), 0xaf63_dc4c_8601_ec8c);
         assert_eq!(fnv1a_bytes(b"foobar"), 0x8594_4171_f739_67e8);
         // Ids computed by an independent implementation of the derivation: a change of the hash
-        // would make two versions of the runtime post different ids for one tail (goal/delivery/dispatch.rs
+        // would make two versions of the runtime post different ids for one tail (record/continuation_id.rs
         // pins a continuation id the same way).
         let tail = "msg_0123456789abABCDEFGHIJKLMN";
         assert_eq!(check_message_id("g", tail, 0, "npm test").as_deref(), Some("msg_0123456789aczCHKkvcMitYRtl"));

@@ -1,6 +1,6 @@
 //! A goal's acceptance criteria as stored (`criteria: [{id, text, source, state, evidence?,
 //! since?}]`): the type, the stored shape, and the rule for a list the user gives. Grading and
-//! derivation live in `goal/verdict/grading.rs`. Pure.
+//! derivation live in `goal/decide/grading.rs`. Pure.
 
 use serde_json::{json, Map, Value};
 

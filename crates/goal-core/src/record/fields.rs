@@ -13,7 +13,7 @@
 //!
 //! A field the user sets and the loop obeys is marked `guard` with its shape and its fix: a
 //! stored value of it that cannot be read stops the goal instead of reading as absent
-//! (`goal/guarding/guard_rules.rs` walks [`GUARDS`]). [`Goal::field_state`] reads any field of
+//! (`goal/decide/guard_rules.rs` walks [`GUARDS`]). [`Goal::field_state`] reads any field of
 //! the table by its name, for the code that reports fields rather than obeys them.
 
 use serde_json::{json, Map, Value};
@@ -116,7 +116,7 @@ impl FieldState<'_> {
     }
 }
 
-/// What a readable value of a guard is; `goal/guarding/guard_rules.rs` says, for each shape, what
+/// What a readable value of a guard is; `goal/decide/guard_rules.rs` says, for each shape, what
 /// is wrong with a stored value that is not one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GuardShape {
@@ -132,7 +132,7 @@ pub enum GuardShape {
 }
 
 /// A guard: a field the user sets and the loop obeys, so a stored value of it that cannot be read
-/// stops the goal (`goal/guarding/guard_rules.rs`). Declared on its entry of the table.
+/// stops the goal (`goal/decide/guard_rules.rs`). Declared on its entry of the table.
 #[derive(Debug, Clone, Copy)]
 pub struct Guard {
     /// The field, as stored and as the API spells it.
@@ -158,7 +158,8 @@ pub struct Lease {
 }
 
 /// The re-posts of a stranded message (`reposted: {messageId, posts, at}`): a user message
-/// OpenCode stored but never answered, posted again under its own ids (`goal/delivery/strand.rs`).
+/// OpenCode stored but never answered, posted again under its own ids (`goal/decide/planning.rs`,
+/// `goal/decide/strand_rules.rs`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reposted {
     /// The stranded message's id.
@@ -389,7 +390,7 @@ goal_fields! {
         /// Objective edits so far (`objectiveRevision`, part of the revision key).
         objective_revision: u64 = OBJECTIVE_REVISION_FIELD,
             |v: &Value| Some(positive_count(Some(v))).filter(|n| *n > 0), |v: &u64| Value::from(*v);
-        /// The cost budget in US dollars (`costBudget`; see `goal/budgets/cost.rs`).
+        /// The cost budget in US dollars (`costBudget`; see `goal/decide/budgets/cost.rs`).
         cost_budget: f64 = COST_BUDGET_FIELD, positive_number, |v: &f64| Value::from(*v),
             guard(GuardShape::Number("a number of US dollars above 0"), |edit, session_id| format!(
                 "Set the cost budget in US dollars: `session-goal resume {session_id} --goal-cost-budget 5`, or remove it with {}.",
@@ -397,7 +398,7 @@ goal_fields! {
             ));
         /// US dollars the session's replies cost since the goal began (`costUsed`).
         cost_used: f64 = COST_USED_FIELD, |v: &Value| v.as_f64().filter(|n| n.is_finite() && *n >= 0.0), |v: &f64| Value::from(*v);
-        /// The time budget in ms of active time (`timeBudgetMs`; see `goal/budgets/time.rs`).
+        /// The time budget in ms of active time (`timeBudgetMs`; see `goal/decide/budgets/time.rs`).
         time_budget_ms: u64 = TIME_BUDGET_FIELD,
             |v: &Value| positive_number(v).filter(|n| *n >= 1.0).map(|n| n.floor().min(u64::MAX as f64) as u64),
             |v: &u64| Value::from(*v),
@@ -443,7 +444,7 @@ goal_fields! {
         /// (`criteriaDerivedFor`): derivation is tried once per revision.
         criteria_derived_for: u64 = "criteriaDerivedFor", |v: &Value| Some(positive_count(Some(v))), |v: &u64| Value::from(*v);
         /// Whether a reviewer signs off before `complete` (`review`: `true` | `false` |
-        /// `{agent?, model?}`; see `record/review.rs` and `goal/acceptance/review.rs`).
+        /// `{agent?, model?}`; see `record/review.rs` and `goal/decide/review.rs`).
         review: ReviewSetting = REVIEW_FIELD, ReviewSetting::parse, ReviewSetting::to_value;
         /// The last review (`lastReview`: session, verdict, findings, cited files; shown by `explain`).
         last_review: Value = "lastReview", |v: &Value| v.is_object().then(|| v.clone()), |v: &Value| v.clone();

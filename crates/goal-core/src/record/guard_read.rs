@@ -3,7 +3,7 @@
 //! `stored` group that wants a number (`Stored::read`, `record/fields.rs`) and in a check's
 //! `timeoutMs`. Whatever is read this way is obeyed as read, and its stored value is written
 //! back unchanged, so no writer's data is lost. What cannot be read even so is kept verbatim,
-//! and the tick stops the goal if the field is a guard (`goal/guarding/guard_rules.rs`). An
+//! and the tick stops the goal if the field is a guard (`goal/decide/guard_rules.rs`). An
 //! over-long criterion is the criteria list's own lenient reading (`record/criteria.rs`). Pure.
 
 use serde_json::{Map, Value};

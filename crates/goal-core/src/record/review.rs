@@ -1,7 +1,7 @@
 //! The goal's review setting (`review`) and the record of its last review (`lastReview`).
 //!
 //! `review: true` or `review: {agent?, model?}` asks for a reviewer before the goal settles
-//! `complete` (see `goal/acceptance/review.rs`); `false` or no field asks for none. A stored value that
+//! `complete` (see `goal/decide/review.rs`); `false` or no field asks for none. A stored value that
 //! cannot be read still asks for a review, on the goal's own agent and model: a guard that cannot
 //! be read never lets a goal complete unreviewed. Pure: no I/O.
 

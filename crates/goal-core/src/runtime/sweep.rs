@@ -91,7 +91,7 @@ impl Inner {
     /// the status OpenCode shows (the truth about busy, whatever the events said), and one on an
     /// idle session with no timer and no tick is armed (the tick re-checks everything). A
     /// directory whose list fails is listed again only after the directory's one backoff
-    /// (`goal/ownership/list_gate.rs`), shared with the owner lists and the recovery scan.
+    /// (`goal/gather/list_gate.rs`), shared with the owner lists and the recovery scan.
     /// Returns whether every directory was listed and read.
     pub(super) async fn sweep(&self) -> bool {
         let directories: Vec<String> = self.directories.lock().iter().cloned().collect();

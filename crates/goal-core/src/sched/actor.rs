@@ -56,7 +56,7 @@ pub(super) const TIMER_LEAD: Duration = Duration::from_millis(1);
 const STOP_GRACE: Duration = Duration::from_millis(1500);
 
 /// Quiet windows after a continuation was sent before the session is looked at again when no
-/// busy came (a stranded message: `goal/delivery/strand.rs`).
+/// busy came (a stranded message: `goal/decide/planning.rs`).
 const SENT_WATCH_QUIETS: u32 = 2;
 
 /// The actor's state; see the module comment.

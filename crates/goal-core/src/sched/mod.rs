@@ -6,11 +6,12 @@
 //! Every tick runs under a watchdog (`watchdog.rs`).
 //!
 //! It is not the only keeper of per-session state. Beside it, each runtime keeps the watches of
-//! its goal writes in flight (`goal/delivery/echo_watch.rs`), which session first carried each
-//! goal id (`goal/ownership/lineage.rs`) and the owner lists per directory
-//! (`goal/ownership/owner_scan.rs`), each behind its own lock and fed by events or ticks
-//! directly; what every runtime of a context shares (metadata write slots, dispatch claims, the
-//! event intake) lives in `io/shared.rs`; and the goal itself lives in OpenCode's session
+//! its goal writes in flight and the ids it posted (the executor's memory,
+//! `goal/act/echo_watch.rs` and `goal/act/own_posts.rs`), which session first carried each goal
+//! id and the owner lists per directory (the gatherer's, `goal/gather/holders.rs` and
+//! `goal/gather/owners.rs`), each behind its own lock and fed by events or ticks directly; what
+//! every runtime of a context shares (metadata write slots, dispatch claims, the event intake)
+//! lives in `io/shared.rs`; and the goal itself lives in OpenCode's session
 //! metadata. `docs/reliability.md` lists everything remembered from events and what clears it.
 
 mod actor;

@@ -1,5 +1,5 @@
 //! Active time: the wall clock since `createdAt` minus the time the goal spent paused, waiting
-//! for the user or waiting for working hours (what the time budget, `goal/budgets/time.rs`,
+//! for the user or waiting for working hours (what the time budget, `goal/decide/budgets/time.rs`,
 //! counts). The runtime keeps the closed part
 //! of that sum in the goal (`inactiveMs`) and marks an open waiting period with
 //! `inactiveSince`; a pause counts from the paused goal's `updatedAt` to its resume. Pure: the

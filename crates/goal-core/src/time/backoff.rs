@@ -1,8 +1,9 @@
 //! The one backoff rule of the loop: a request repeated after a failure waits twice as long as
 //! the time before, never more than [`MAX_RETRY_DELAY`]. The scheduler's per-session retries and
-//! the per-directory session lists (`goal/ownership/owner_scan.rs`) both use it, so a route that keeps
-//! failing costs at most one request per [`MAX_RETRY_DELAY`] per waiter once the doubling has
-//! reached the cap, and a route that answers again is asked within that time. Pure.
+//! the per-directory session lists (`goal/decide/list_rules.rs`, `goal/gather/list_gate.rs`) both
+//! use it, so a route that keeps failing costs at most one request per [`MAX_RETRY_DELAY`] per
+//! waiter once the doubling has reached the cap, and a route that answers again is asked within
+//! that time. Pure.
 
 use std::time::Duration;
 

@@ -138,7 +138,7 @@ fn row_of(code: CauseCode) -> Row {
             "another session",
             Resume,
         ),
-        // The sentence names the field's own call (`goal/guarding/guard_rules.rs`); this one is for a
+        // The sentence names the field's own call (`goal/decide/guard_rules.rs`); this one is for a
         // detail that names no guard field.
         InvalidGoal => row(
             "Correct the goal's unreadable field ({detail}) with `editGoal`; the edit resumes the goal.",
@@ -148,7 +148,7 @@ fn row_of(code: CauseCode) -> Row {
     }
 }
 
-/// The rows of the spent budgets (`goal/budgets/`; `row_of` sends only those here): each fix
+/// The rows of the spent budgets (`goal/decide/budgets/`; `row_of` sends only those here): each fix
 /// resumes with a new budget, which the user names.
 fn budget_row(code: CauseCode) -> Row {
     use CauseCode::*;

@@ -1,6 +1,7 @@
-//! The rules of the check stage (`checks.rs` runs them; this is its pure part): the command line
-//! sent to OpenCode's shell endpoint for an acceptance check, the reading of its recorded
-//! result, and the words of a failed check in the continuation.
+//! The rules of the check stage, shared by its step (`acceptance.rs`) and the executor's run of a
+//! check (`goal/act/runs.rs`): the command line sent to OpenCode's shell endpoint for an
+//! acceptance check, the reading of its recorded result, its claim's first part, and the words
+//! of a failed check in the continuation.
 //!
 //! The endpoint reports no exit status, and runs the command inside a double-quoted `eval`
 //! built with `JSON.stringify`, so `$…` in the text expands before the command runs and a

@@ -1,7 +1,8 @@
 //! Graded completion, the pure part: the criteria and the numbered evidence items the audit
 //! prompt shows, the auditor's answer read (`criteria`, `derivedCriteria`, `blocker`), the
 //! grading rule, derivation, the progress note, the continuation naming the open criteria, and
-//! a blocker's fix. The audit stage (`goal/verdict/audit.rs`) wires it around the one audit call.
+//! a blocker's fix. The audit step (`goal/decide/verdict.rs`) applies it around the one audit
+//! call.
 //!
 //! Everything here that came from a model is bounded, made one line and language-guarded, and
 //! reaches any later prompt XML-escaped inside tags that say it is data.

@@ -1,7 +1,7 @@
-//! The rules of the provider stage (`limits.rs` carries them out; this is its pure part): what
-//! a provider failure or a cut turn in the tail reply means for the goal (park, still parked,
-//! resume, settle, continue a cut turn) and the fields a park leaves on the goal. Pure: the
-//! clock value and the settings are passed in.
+//! The rules of the provider stage (`provider.rs` applies them): what a provider failure or a
+//! cut turn in the tail reply means for the goal (park, still parked, resume, settle, continue a
+//! cut turn) and the fields a park leaves on the goal. Pure: the clock value and the settings
+//! are passed in.
 //!
 //! A park keeps the goal `active` with `statusReason` [`REASON_WAITING_FOR_PROVIDER`] and cause
 //! `waitingForProviderLimit` (its `until` is the wake-up time), and remembers the failed reply
@@ -184,7 +184,7 @@ fn provider(tail: &Message) -> Option<String> {
 }
 
 /// A stop with its code and detail; the fix sentence comes from the cause table when the
-/// settle writes it (`goal/settling/causes.rs`).
+/// settle writes it (`goal/decide/causes.rs`).
 fn stop(code: CauseCode, reason: &'static str, now_ms: f64, provider: Option<String>) -> Stop {
     let mut cause = Cause::new(code, now_ms);
     if let Some(provider) = provider {

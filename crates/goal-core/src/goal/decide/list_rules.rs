@@ -1,4 +1,4 @@
-//! The per-directory plan of owner lists (`owner_scan.rs` runs it): one list in flight per
+//! The per-directory plan of owner lists (`goal/gather/owners.rs` runs it): one list in flight per
 //! directory, shared by every goal that waits on it; after a failed list, one backoff for the
 //! whole directory (`time::backoff`, from [`LIST_RETRY_BASE`]), during which no list starts and
 //! waiting goals are registered to be woken by the next list that is read; a 404 (the server

@@ -58,7 +58,7 @@ pub struct Settlement {
     pub accounting: Accounting,
     /// The auditor that decided, when one did.
     pub evaluation: Option<(String, String)>,
-    /// The typed cause written beside the reason (see `goal/settling/causes.rs`).
+    /// The typed cause written beside the reason (see `goal/decide/causes.rs`).
     pub cause: CauseCode,
     /// The cause's detail (an error name, an HTTP status), when there is one.
     pub detail: Option<String>,
@@ -136,7 +136,7 @@ pub fn plan_tick(goal: &Goal, messages: &[Message], max_auto_turns: u64) -> Plan
     if aborted && !resumed {
         return Plan::Pause(accounting);
     }
-    // The provider stage (`goal/provider/limits.rs`) has already parked or settled every error its table
+    // The provider stage (`goal/decide/provider.rs`) has already parked or settled every error its table
     // names. Any other error (an unknown name, an `APIError` without a status, a non-retryable
     // 5xx, an unnamed error object) settles `blocked` here, before the budgets and never audited;
     // it wins over a `length` finish. A length error is the truncation recovery below.
@@ -214,7 +214,7 @@ pub struct TurnFailure {
 }
 
 /// The failure `tail` ended with, when it settles the goal: any error but an abort or a length
-/// cut (the provider table's errors never reach the plan; see `goal/provider/limits.rs`).
+/// cut (the provider table's errors never reach the plan; see `goal/decide/provider.rs`).
 pub fn turn_failure(tail: &Message) -> Option<TurnFailure> {
     let name = tail.error.as_deref()?;
     if tail.is_aborted() || tail.is_length_truncated() {
@@ -313,7 +313,7 @@ pub struct EvidenceFields {
     pub progress: Option<serde_json::Map<String, serde_json::Value>>,
     /// The failing commands already used for a complete override.
     pub overrides: Option<Vec<String>>,
-    /// The criteria the audit graded or derived (see `goal/verdict/grading.rs`).
+    /// The criteria the audit graded or derived (see `goal/decide/grading.rs`).
     pub criteria: Option<crate::goal::decide::grading::CriteriaUpdate>,
     /// The last review (`lastReview`), after a review that did not approve.
     pub last_review: Option<serde_json::Value>,

@@ -33,18 +33,17 @@ const CHECK_SLACK: Duration = Duration::from_secs(20);
 /// One stage of a tick, in the order a tick meets them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stage {
-    /// The session and its goal (`observation/observe.rs`), then ownership and the lease
-    /// (`ownership/stage.rs`).
+    /// The session and its goal, then ownership and the lease (`start.rs`).
     Observe,
     /// Guards that cannot be read, and the objective.
     Guards,
     /// Status, children, messages and todos.
     Live,
-    /// Provider parks and cut turns (`provider/limits.rs`).
+    /// Provider parks and cut turns (`provider.rs`).
     Provider,
     /// The time stage and the plan's own writes (a pause, a settle, a waiting note).
     Plan,
-    /// A stranded message posted again (`delivery/strand.rs`).
+    /// A stranded message posted again (`planning.rs`, `strand_rules.rs`).
     Strand,
     /// The evidence, the audit call and the grading.
     Audit,
@@ -83,7 +82,7 @@ impl Stage {
     /// fetch timeout and its slack).
     pub fn bound(self, config: &GoalConfig, request: Duration) -> Duration {
         let rounds = |n: u32| request.saturating_mul(n);
-        // An echo of a write waits at most the quiet window (`delivery/echo.rs`).
+        // An echo of a write waits at most the quiet window (`goal/act/echo.rs`).
         let echo = config.idle_quiet;
         match self {
             Stage::Observe => rounds(OBSERVE_ROUNDS),

@@ -1,7 +1,7 @@
 //! One backoff per directory for every session list a runtime reads: the owner lists
-//! (`owner_scan.rs`), the sweep and the recovery scan after a reconnect (`runtime/sweep.rs`). A list
+//! (`owners.rs`), the sweep and the recovery scan after a reconnect (`runtime/sweep.rs`). A list
 //! that fails closes the directory's gate for the next wait of the one backoff
-//! (`sched/backoff.rs`, from [`LIST_RETRY_BASE`]); no list of that directory starts before it
+//! (`time/backoff.rs`, from [`LIST_RETRY_BASE`]); no list of that directory starts before it
 //! opens, whoever asks, so a failing list route sees at most one list per directory per wait
 //! (A.8 item 2: after the first three, one every 10 s). One list of a directory is in flight at
 //! a time: a reader holds a [`ListPermit`] while its list is read, and a second reader waits

@@ -1,9 +1,9 @@
 //! The cost budget: US dollars a goal may spend. OpenCode prices every assistant message in
 //! `info.cost` from the model's configured price (`docs/opencode.md`, "Cost"); the goal's
 //! `costUsed` is the sum of those prices since the goal began, compaction summaries included,
-//! counted by the accounting pass (`goal/planning/accounting.rs`). A model without a price reports 0, so
+//! counted by the accounting pass (`goal/decide/accounting.rs`). A model without a price reports 0, so
 //! its goal never reaches the budget; `explain` says so. Its rule is the one check of a host's
-//! value; its check is read by the plan (`goal/planning/plan.rs`), which settles a spent budget
+//! value; its check is read by the plan (`goal/decide/plan.rs`), which settles a spent budget
 //! `budgetLimited`. Pure: no I/O.
 
 use crate::record::Goal;

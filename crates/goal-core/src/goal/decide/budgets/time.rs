@@ -1,8 +1,9 @@
 //! The time budget: milliseconds of active time a goal may run (`timeBudgetMs`; active time is
 //! `time/active.rs`'s: the wall clock since the goal began, less its pauses and waits). Its rule
 //! is the one check of a host's value, in milliseconds or as text (`90m`, `2h`); its check is
-//! read by the time stage (`goal/planning/time_gate.rs`), which settles a spent budget
-//! `budgetLimited`. Pure: the clock value is passed in.
+//! read by the time stage (`goal/decide/planning.rs`, and again on the clock of the post in
+//! `goal/decide/delivery.rs`), which settles a spent budget `budgetLimited`. Pure: the clock
+//! value is passed in.
 
 use crate::record::Goal;
 use crate::time::active::active_ms;

@@ -167,7 +167,7 @@ fn failures_that_do_not_reset_block_with_their_cause() {
             panic!("{error}")
         };
         assert_eq!((stop.cause.code, stop.cause.detail.as_deref()), (code, detail), "{error}");
-        // The fix sentence is the cause table's, written by the settle (see `goal/settling/causes.rs`).
+        // The fix sentence is the cause table's, written by the settle (see `goal/decide/causes.rs`).
         assert!(
             crate::goal::decide::causes::fix_sentence(code, "ses_x", detail)
                 .is_some_and(|fix| fix.contains(detail.unwrap()))
