@@ -234,3 +234,30 @@ fn give_up<T>(at: &Decide<'_>, message_id: &str) -> Flow<T> {
     let extras = Extras { clear_reposted: true, ..Extras::default() };
     ControlFlow::Break(at.settle(settlement, extras, Guard::Tick, None))
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn goal(fields: serde_json::Value) -> Goal {
+        let mut base =
+            json!({"id": "g", "status": "active", "objective": "o", "createdAt": 1_000.0, "inactiveSince": 5_000.0});
+        for (key, value) in fields.as_object().expect("fields") {
+            base[key] = value.clone();
+        }
+        Goal::from_value(&base).expect("a goal")
+    }
+
+    /// Found by the simulator: a resume the runtime saw a minute late (events lost) counted
+    /// that minute as active, and a time budget was passed.
+    #[test]
+    fn a_resume_written_by_another_client_ends_the_wait_when_it_was_written() {
+        let resumed = goal(json!({"statusReason": "resumed", "updatedAt": 9_000.0}));
+        assert_eq!(resumed_at(&resumed, 70_000.0), 9_000.0);
+        // Not a resume, or a stamp before the wait began (another writer's): now.
+        assert_eq!(resumed_at(&goal(json!({"updatedAt": 9_000.0})), 70_000.0), 70_000.0);
+        assert_eq!(resumed_at(&goal(json!({"statusReason": "resumed", "updatedAt": 4_000.0})), 70_000.0), 70_000.0);
+    }
+}

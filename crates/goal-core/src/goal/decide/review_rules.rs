@@ -564,4 +564,84 @@ mod tests {
             assert!(!tool_offered(tool), "{tool} is off");
         }
     }
+
+    fn reply(id: &str, index: usize, completed: bool, finish: &str) -> Message {
+        Message {
+            id: id.into(),
+            role: Role::Assistant,
+            parent_id: String::new(),
+            created: Some(index as f64),
+            completed: completed.then_some(index as f64 + 0.5),
+            error: None,
+            finish: finish.into(),
+            summary: false,
+            tokens: crate::record::session::Tokens::default(),
+            provider_id: String::new(),
+            model_id: String::new(),
+            agent: String::new(),
+            variant: String::new(),
+            text: format!("text of {id}"),
+            cost: 0.0,
+            provider_error: None,
+            produced_output: true,
+            index,
+        }
+    }
+
+    #[test]
+    fn the_final_reply_is_a_new_completed_reply_that_is_not_a_tool_step() {
+        let seen: HashSet<String> = ["msg_a".to_string()].into_iter().collect();
+        let old = reply("msg_a", 0, true, "stop");
+        assert!(
+            final_reply(std::slice::from_ref(&old), &seen).is_none(),
+            "an answer seen before the prompt is not its answer"
+        );
+        let step = reply("msg_b", 1, true, "tool-calls");
+        assert!(final_reply(&[old.clone(), step.clone()], &seen).is_none(), "a tool-call step is not the end");
+        let running = reply("msg_c", 2, false, "");
+        assert!(final_reply(&[old.clone(), step.clone(), running], &seen).is_none());
+        let done = reply("msg_c", 2, true, "stop");
+        assert_eq!(final_reply(&[old, step, done], &seen).map(|m| m.id.as_str()), Some("msg_c"));
+    }
+
+    #[test]
+    fn the_body_closes_every_tool_then_opens_the_reading_ones_and_takes_the_setting_model() {
+        let basis = Basis {
+            accounting: crate::goal::decide::accounting::Accounting::of(&crate::record::Goal::default()),
+            target: crate::goal::decide::plan::ExecutionTarget {
+                provider_id: "p".into(),
+                model_id: "m".into(),
+                agent: "build".into(),
+                variant: "high".into(),
+            },
+            tail_message_id: "msg_1".into(),
+            assistant_text: String::new(),
+            tail_created: None,
+            tail_output: true,
+            cut_turn: None,
+        };
+        let wire =
+            serde_json::to_string(&ReviewerBody::new(&ReviewTarget::default(), &basis, "x")).expect("serialisable");
+        assert_eq!(
+            wire,
+            concat!(
+                r#"{"model":{"modelID":"m","providerID":"p"},"agent":"build","variant":"high","#,
+                r#""tools":{"*":false,"read":true,"grep":true,"glob":true,"list":true},"#,
+                r#""parts":[{"text":"x","type":"text"}]}"#
+            )
+        );
+        let own = ReviewTarget { agent: Some("plan".into()), model: Some("q/big".into()) };
+        let body = serde_json::to_value(ReviewerBody::new(&own, &basis, "x")).expect("serialisable");
+        assert_eq!(body["model"], json!({"providerID": "q", "modelID": "big"}));
+        assert_eq!(body["agent"], json!("plan"));
+        assert!(body.get("variant").is_none());
+        let bare = Basis {
+            target: crate::goal::decide::plan::ExecutionTarget { agent: String::new(), ..basis.target.clone() },
+            ..basis
+        };
+        let body = serde_json::to_value(ReviewerBody::new(&ReviewTarget::default(), &bare, "x")).expect("serialisable");
+        assert!(body.get("agent").is_none(), "no agent key when the goal has none");
+        let retry = ReviewerBody::new(&ReviewTarget::default(), &bare, "x").with_text("again");
+        assert_eq!(serde_json::to_value(retry).expect("serialisable")["parts"][0]["text"], json!("again"));
+    }
 }
