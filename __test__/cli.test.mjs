@@ -7,6 +7,7 @@ import { startMockOpenCode } from './mock/opencode.mjs'
 import { ROOT, objectivePath, runCli, startCli } from './control-helpers.mjs'
 
 const AUDITOR = path.join(ROOT, '__test__', 'fixtures', 'auditor-complete.mjs')
+const READING_AUDITOR = path.join(ROOT, '__test__', 'fixtures', 'auditor-reads-person.mjs')
 // The project directory as the CLI resolves --directory on this host (path.resolve): /tmp/project
 // on Linux and macOS, <drive>:\tmp\project on Windows.
 const PROJECT = path.resolve('/tmp/project')
@@ -303,6 +304,31 @@ describe('watch', () => {
     // On SIGTERM the watch stops its runtime and exits 0. Windows has no POSIX signals: there
     // Node's kill() ends the process at once (TerminateProcess), so no exit of its own to check.
     if (process.platform !== 'win32') expect(signal ?? code).toBe(0)
+  })
+
+  it("a person's stop typed in the chat: watch prints the pause with its cause, status shows it", async () => {
+    const { mock, common } = await world({ replies: [{ text: 'Progress: parser half done.', tokens: { input: 500, output: 50 } }] })
+    const watch = startCli(['watch', ...common, '--idle-quiet-ms', '100', '--kickoff-quiet-ms', '100'], { env: { SESSION_GOAL_TEST_AUDITOR: READING_AUDITOR } })
+    cleanups.push(() => watch.stop())
+    await waitFor(() => watch.lines.some((line) => line.startsWith('watching ')), 10_000)
+    await waitFor(() => mock.eventStreams > 0, 5000)
+    const session = goalAfterExchange(mock)
+    await waitFor(() => watch.lines.some((line) => line.includes(`${session.id} continuation 1`)), 10_000)
+    // Typed the way a UI sends it: a prompt with one text part.
+    const words = "stop here, I'll finish it myself"
+    const typed = await fetch(`${mock.url}/session/${session.id}/prompt_async?directory=${encodeURIComponent(PROJECT)}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ parts: [{ type: 'text', text: words }] }),
+    })
+    expect(typed.status).toBe(204)
+    const paused = `${session.id} active → paused (paused: the person asked to stop)`
+    await waitFor(() => watch.lines.some((line) => line.includes(paused)), 10_000)
+    expect(watch.lines.find((line) => line.includes(paused))).toContain(`[cause userAskedToPause: ${words}]`)
+    const status = await runCli(['status', ...common])
+    const row = status.stdout.split('\n').find((line) => line.startsWith(session.id)).split(/\s{2,}/)
+    expect(row[1]).toBe('paused (userAskedToPause)')
+    expect(row.at(-1)).toMatch(/^Paused because the person asked in the chat/)
   })
 
   it('without an auditor: one unaudited continuation, then blocked, and says why up front', async () => {

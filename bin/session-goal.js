@@ -73,6 +73,15 @@ async function runHistory(control, sessionId, flags) {
   }
 }
 
+// The status with what a person needs beside it: busy, and the cause's code (why it stopped or
+// waits; `doctor` explains it).
+function statusCell(goal, working) {
+  const notes = []
+  if (working) notes.push('busy')
+  if (goal.cause && typeof goal.cause.code === 'string') notes.push(goal.cause.code)
+  return notes.length ? `${goal.status} (${notes.join(', ')})` : goal.status
+}
+
 async function runStatus(control, directory, flags) {
   if (flags.history !== undefined) return runHistory(control, flags.history, flags)
   const goals = await control.listGoals(directory)
@@ -81,7 +90,7 @@ async function runStatus(control, directory, flags) {
   printTable(
     goals.map(({ sessionId, goal, working }) => [
       sessionId,
-      goal.status + (working ? ' (busy)' : ''),
+      statusCell(goal, working),
       String(goal.turnsUsed),
       goal.tokenBudget ? `${goal.tokensUsed}/${goal.tokenBudget}` : String(goal.tokensUsed),
       goal.costBudget ? `${usd(goal.costUsed)}/${usd(goal.costBudget)}` : usd(goal.costUsed),
@@ -200,6 +209,7 @@ async function runWatch(pkg, control, target, directory, flags) {
     const until = goal.cause && typeof goal.cause.until === 'number' ? goal.cause.until : null
     if (until) parts.push(`until ${new Date(until).toISOString().slice(11, 19)}Z`)
     if (goal.note) parts.push(`— ${oneLine(goal.note, 120)}`)
+    if (goal.cause && typeof goal.cause.code === 'string') parts.push(`[cause ${goal.cause.code}${goal.cause.detail ? `: ${oneLine(goal.cause.detail, 120)}` : ''}]`)
     return parts.length ? ' ' + parts.join(' ') : ''
   }
   const observe = (sessionId, goal) => {

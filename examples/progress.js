@@ -47,7 +47,12 @@ function createGoalProgress(options) {
         options.print(`goal ${FINAL[goal.status]}: ${goal.statusReason || 'settled'}${note} (${goal.turnsUsed} continuations, ${tokensText(goal)})`, sessionId)
         options.onSettled?.(sessionId, goal)
       } else if (goal.status === 'paused') {
-        options.print(`goal paused: ${goal.statusReason || 'by the user'}`, sessionId)
+        // A pause the person asked for in the chat quotes them, and ends the run like a settle:
+        // nothing moves until they resume it.
+        const asked = goal.cause?.code === 'userAskedToPause'
+        const quoted = asked && goal.cause.detail ? ` — they wrote: "${excerpt(goal.cause.detail, 120)}"` : ''
+        options.print(`goal paused: ${goal.statusReason || 'by the user'}${quoted}`, sessionId)
+        if (asked) options.onSettled?.(sessionId, goal)
       } else if (goal.status === 'active') {
         options.print(`goal ${goal.statusReason === 'resumed' ? 'resumed' : 'active again'}`, sessionId)
       }

@@ -189,6 +189,48 @@ describe('goal loop on a real OpenCode server', () => {
     expect(model.requestsOf('abort', 'agent')).toHaveLength(3)
   })
 
+  it("a person's stop typed through the UI's route pauses the goal within one audit, quoting them", async () => {
+    const words = "stop here, I'll finish the rest myself"
+    // The auditor reads the person's words as a model would: a message of theirs is a pause.
+    const read = ({ body }) =>
+      JSON.stringify(body).includes('<person_message>')
+        ? { verdict: 'pause', note: 'the person asked to stop' }
+        : { verdict: 'continue', note: 'steps left' }
+    const tag = model.scenario('person-stop', {
+      turns: [
+        { text: 'Done: step 1. Remaining: steps 2 and 3.', usage: usage(1200, 80) },
+        // The continuation's turn runs long enough for the person to type into it.
+        { text: 'Done: step 2. Remaining: step 3.', usage: usage(1500, 80), delayMs: 2500 },
+        { text: 'Understood: I stop here and leave step 3 to you.', usage: usage(1700, 60) },
+      ],
+      audits: [read],
+    })
+    host = await startHost()
+    const { sessionId } = await createGoalSession(oc.api, { objective: `Do steps 1 to 3 ${tag}` })
+    await waitFor(async () => (await userTexts(sessionId)).some((t) => t.includes('Auto-continuations used: 1 of 20.')), 30_000, 100)
+    // What a UI sends when a person types into the session: a prompt, its text, the session's model.
+    await oc.api('POST', `/session/${sessionId}/prompt_async`, { model: AGENT_MODEL, agent: 'build', parts: [{ type: 'text', text: words }] })
+
+    const goal = await settled(sessionId, 'paused', 30_000)
+    expect(goal.cause).toMatchObject({ code: 'userAskedToPause', detail: words })
+    expect(goal.statusReason).toBe('paused: the person asked to stop')
+    expect(goal.note).toContain(words)
+    // Within one audit: the first audit that read the person's words is the last audit.
+    const audits = model.requestsOf('person-stop', 'audit')
+    const reading = audits.filter((a) => JSON.stringify(a.body).includes(words))
+    expect(reading).toHaveLength(1)
+    expect(audits.at(-1)).toBe(reading[0])
+    expect(JSON.stringify(reading[0].body)).toContain(`<person_message>\\n${words}\\n</person_message>`)
+    await sleep(1500)
+    // Nothing after the person's words but the agent's answer to them: no continuation.
+    const users = await userTexts(sessionId)
+    expect(users.at(-1)).toBe(words)
+    expect(users.filter((t) => t.includes('Auto-continuations used:'))).toHaveLength(1)
+    expect(model.requestsOf('person-stop', 'audit')).toHaveLength(audits.length)
+    await waitFor(() => host.notifications.length === 1)
+    expect(host.notifications[0]).toMatchObject({ sessionId, status: 'paused', title: 'Goal paused' })
+  })
+
   it('blocks at the configured turn cap', async () => {
     const tag = model.scenario('cap', {
       turns: [{ text: 'Done: a bit more. Remaining: lots.', usage: usage(900, 90) }],
