@@ -11,146 +11,99 @@ pub const CAUSE_DETAIL_CHAR_LIMIT: usize = 200;
 /// Maximum characters of a cause's `fix` sentence.
 pub const CAUSE_FIX_CHAR_LIMIT: usize = 300;
 
-/// Every reason the runtime stops, pauses or parks a goal, or makes it wait. The list is closed:
-/// a new reason is a new variant here (and a row in [`CauseCode::ALL`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum CauseCode {
+/// Every reason the runtime stops, pauses or parks a goal, or makes it wait, with its wire
+/// name. The list is closed: a new reason is one line here (and its row in
+/// `goal/decide/causes.rs`).
+macro_rules! cause_codes {
+    ($($(#[$doc:meta])* $variant:ident = $wire:literal,)*) => {
+        /// Every reason the runtime stops, pauses or parks a goal, or makes it wait (the closed
+        /// list of `goal.cause.code`).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum CauseCode {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl CauseCode {
+            /// Every code, in documentation order.
+            pub const ALL: &'static [CauseCode] = &[$(Self::$variant,)*];
+
+            /// The wire name stored in `cause.code`.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $wire,)*
+                }
+            }
+        }
+    };
+}
+
+cause_codes! {
     /// The auditor verified the objective.
-    Verified,
+    Verified = "verified",
     /// Every acceptance check passed.
-    ChecksPassed,
+    ChecksPassed = "checksPassed",
     /// The user marked the goal complete.
-    UserComplete,
+    UserComplete = "userComplete",
     /// The auditor said the work cannot go on without the user.
-    AuditorBlocked,
+    AuditorBlocked = "auditorBlocked",
     /// Turns went by with no progress (the no-progress breaker, repeated truncation).
-    NoProgress,
+    NoProgress = "noProgress",
     /// The progress audit could not be run.
-    AuditUnavailable,
+    AuditUnavailable = "auditUnavailable",
     /// A continuation could not be posted.
-    DispatchFailed,
+    DispatchFailed = "dispatchFailed",
     /// The session's messages could not be read.
-    MessagesUnavailable,
+    MessagesUnavailable = "messagesUnavailable",
     /// The token budget is spent.
-    TokenBudget,
+    TokenBudget = "tokenBudget",
     /// The active-time budget is spent.
-    TimeBudget,
+    TimeBudget = "timeBudget",
     /// The cost budget (US dollars) is spent.
-    CostBudget,
+    CostBudget = "costBudget",
     /// The automatic turn cap is reached.
-    TurnCap,
+    TurnCap = "turnCap",
     /// The user paused the goal.
-    UserPaused,
+    UserPaused = "userPaused",
     /// The user aborted the running turn, which pauses the goal.
-    UserAborted,
+    UserAborted = "userAborted",
     /// The person asked in the chat to stop or pause, and the auditor read it so (`detail`
     /// quotes them).
-    UserAskedToPause,
+    UserAskedToPause = "userAskedToPause",
     /// The agent waits on the user (a permission or a question).
-    WaitingForUser,
+    WaitingForUser = "waitingForUser",
     /// Outside the goal's working hours.
-    WaitingForHours,
+    WaitingForHours = "waitingForHours",
     /// Parked until a provider's rate or usage limit resets.
-    WaitingForProviderLimit,
+    WaitingForProviderLimit = "waitingForProviderLimit",
     /// Another host holds the goal's lease.
-    WaitingForLease,
+    WaitingForLease = "waitingForLease",
     /// A request the loop needs keeps failing (OpenCode answers an error, garbage or nothing);
     /// the goal goes on by itself once it answers. `detail` names the request and its answer.
-    WaitingForOpenCode,
+    WaitingForOpenCode = "waitingForOpenCode",
     /// The provider refused the credentials.
-    ProviderAuth,
+    ProviderAuth = "providerAuth",
     /// The provider's quota is spent and will not reset soon.
-    ProviderQuota,
+    ProviderQuota = "providerQuota",
     /// The conversation no longer fits the model's context.
-    ContextOverflow,
+    ContextOverflow = "contextOverflow",
     /// The provider's content filter stopped the reply.
-    ContentFilter,
+    ContentFilter = "contentFilter",
     /// Turns were cut by a server restart, repeatedly.
-    TurnInterrupted,
+    TurnInterrupted = "turnInterrupted",
     /// A turn ended with an error the provider table does not name.
-    TurnFailed,
+    TurnFailed = "turnFailed",
     /// The goal was copied from another session (a fork) and waits for the user.
-    Inherited,
+    Inherited = "inherited",
     /// A guard the user set (checks, criteria, a cost or time budget, working hours) is stored
     /// in a shape that cannot be read: the goal stops rather than run past it.
-    InvalidGoal,
+    InvalidGoal = "invalidGoal",
     /// The reviewer (a second agent that reads the repository) approved the completion.
-    ReviewApproved,
+    ReviewApproved = "reviewApproved",
     /// The reviewer gave no readable answer, twice.
-    ReviewUnavailable,
+    ReviewUnavailable = "reviewUnavailable",
 }
 
 impl CauseCode {
-    /// Every code, in documentation order (a slice: a new code is one line here, no count).
-    pub const ALL: &'static [CauseCode] = &[
-        Self::Verified,
-        Self::ChecksPassed,
-        Self::UserComplete,
-        Self::AuditorBlocked,
-        Self::NoProgress,
-        Self::AuditUnavailable,
-        Self::DispatchFailed,
-        Self::MessagesUnavailable,
-        Self::TokenBudget,
-        Self::TimeBudget,
-        Self::CostBudget,
-        Self::TurnCap,
-        Self::UserPaused,
-        Self::UserAborted,
-        Self::UserAskedToPause,
-        Self::WaitingForUser,
-        Self::WaitingForHours,
-        Self::WaitingForProviderLimit,
-        Self::WaitingForLease,
-        Self::WaitingForOpenCode,
-        Self::ProviderAuth,
-        Self::ProviderQuota,
-        Self::ContextOverflow,
-        Self::ContentFilter,
-        Self::TurnInterrupted,
-        Self::TurnFailed,
-        Self::Inherited,
-        Self::InvalidGoal,
-        Self::ReviewApproved,
-        Self::ReviewUnavailable,
-    ];
-
-    /// The wire name stored in `cause.code`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Verified => "verified",
-            Self::ChecksPassed => "checksPassed",
-            Self::UserComplete => "userComplete",
-            Self::AuditorBlocked => "auditorBlocked",
-            Self::NoProgress => "noProgress",
-            Self::AuditUnavailable => "auditUnavailable",
-            Self::DispatchFailed => "dispatchFailed",
-            Self::MessagesUnavailable => "messagesUnavailable",
-            Self::TokenBudget => "tokenBudget",
-            Self::TimeBudget => "timeBudget",
-            Self::CostBudget => "costBudget",
-            Self::TurnCap => "turnCap",
-            Self::UserPaused => "userPaused",
-            Self::UserAborted => "userAborted",
-            Self::UserAskedToPause => "userAskedToPause",
-            Self::WaitingForUser => "waitingForUser",
-            Self::WaitingForHours => "waitingForHours",
-            Self::WaitingForProviderLimit => "waitingForProviderLimit",
-            Self::WaitingForLease => "waitingForLease",
-            Self::WaitingForOpenCode => "waitingForOpenCode",
-            Self::ProviderAuth => "providerAuth",
-            Self::ProviderQuota => "providerQuota",
-            Self::ContextOverflow => "contextOverflow",
-            Self::ContentFilter => "contentFilter",
-            Self::TurnInterrupted => "turnInterrupted",
-            Self::TurnFailed => "turnFailed",
-            Self::Inherited => "inherited",
-            Self::InvalidGoal => "invalidGoal",
-            Self::ReviewApproved => "reviewApproved",
-            Self::ReviewUnavailable => "reviewUnavailable",
-        }
-    }
-
     /// Parses a wire name; anything outside the closed list is `None`.
     pub fn parse(text: &str) -> Option<Self> {
         Self::ALL.iter().copied().find(|code| code.as_str() == text)
