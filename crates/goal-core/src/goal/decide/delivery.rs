@@ -116,9 +116,11 @@ fn posted(at: &Decide<'_>, objective: &str, reservation: &Reservation, turn: &Tu
         Err(_) => return end(at.late_retry()),
         Ok(newest) if newest != turn.tail => {
             // Ending without posting: an echo that came late may show a user's change our
-            // reservation overwrote (another host's post moved the tail meanwhile).
+            // reservation overwrote (another host's post moved the tail meanwhile). The newer
+            // message's turn is looked at after one quiet window: its events may never come (a
+            // restart cut it, or they were lost while the stream was down).
             late_repair(at, turn)?;
-            return end(End::Done);
+            return end(End::Rearm);
         }
         _ => {}
     }

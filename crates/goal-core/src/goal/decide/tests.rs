@@ -42,6 +42,9 @@ struct World {
     current: bool,
     /// How the continuation's post goes.
     delivery: Delivery,
+    /// A message newer than the tail shows at the read-back (the user typed, another host
+    /// posted).
+    newer_at_read_back: bool,
 }
 
 impl World {
@@ -63,6 +66,7 @@ impl World {
             writes_fail: false,
             current: true,
             delivery: Delivery::Sent,
+            newer_at_read_back: false,
         }
     }
 
@@ -194,6 +198,7 @@ fn answer(world: &mut World, seen: &mut Seen, need: Need, stored: Option<&Goal>)
                 session.metadata.insert("openchamber".into(), json!({"goal": goal.to_value()}));
             }
             let newest = seen.live().and_then(|l| l.messages.last()).map(|m| m.id.clone()).unwrap_or_default();
+            let newest = if world.newer_at_read_back { "msg_0000000a0009AAAAAAAAAAAAAA".into() } else { newest };
             seen.deliver.read_back = Some(ReadBack { session: Ok(session), newest: Ok(newest) });
         }
         other => panic!("no answer for {other:?} in this walker"),
@@ -557,4 +562,13 @@ fn a_person_s_stop_pauses_the_goal_and_a_groundless_pause_goes_on() {
 
     let more = walk(World::new(goal(json!({}))).messages(person_said("also handle empty input")));
     assert_eq!((ended(&more), more.posts), (End::Continued, 1), "a person's message that asks for more goes on");
+}
+
+/// A message newer than the reserved tail at the read-back (typed while the tick ran, or a turn a
+/// restart cut before its events came): nothing is posted, and the goal is looked at again after
+/// one quiet window, since that message's events may never come.
+#[test]
+fn a_newer_message_at_the_read_back_posts_nothing_and_looks_again() {
+    let walk = walk(World { newer_at_read_back: true, ..World::new(goal(json!({}))) });
+    assert_eq!((ended(&walk), walk.posts), (End::Rearm, 0));
 }
