@@ -6,29 +6,42 @@
 // posts are counted at the wire; each check appends a line to a file, so its runs are counted
 // where they happen.
 //
-//   node scripts/chaos-real.mjs [--hosts=openchamber|package] [--goals=100] [--kills=20] [--seed=N] [--runs=1] [--write]
+//   node scripts/chaos-real.mjs [--hosts=openchamber|package] [--goals=100] [--kills=20] [--seed=N] [--runs=1] [--stream-hang-ms=300000] [--write]
 //
 // Hosts (--hosts; openchamber is the default):
 // - openchamber (scripts/faults/openchamber-host.mjs): each host behaves as OpenChamber's web
 //   server with the package swapped in. It creates the runtime with OpenChamber's flat options
-//   (buildOpenCodeUrl, getOpenCodeAuthHeaders, getSmallModelService, emitGoalNotification; no
-//   directories, so the runtime scans nothing at creation), leaves the quiet windows and the
-//   fetch timeout at the runtime's defaults as OpenChamber does, forwards every payload of
-//   OpenCode's global event stream to processPayload (read by the package's event follower,
-//   which reconnects after OpenCode restarts: 250 ms doubling, capped at STREAM_BACKOFF_MS, the
-//   loop's one backoff rule) and never calls recover().
-//   The one option OpenChamber does not pass is sweepIntervalMs: the default (5 min) would make
-//   every seed wait 5 min for its stuck-check, so the hosts sweep every OPENCHAMBER_SWEEP_MS
-//   (10 s: several sweeps fall inside the kill window of about 90 s, and it is still longer
-//   than the 3 s kickoff quiet window, so goals are driven by events first and by the sweep only
-//   when an event was lost).
+//   (buildOpenCodeUrl, getOpenCodeAuthHeaders, getSmallModelService, emitGoalNotification) and
+//   nothing else: no directories (the runtime scans nothing at creation), and the quiet windows,
+//   the fetch timeout and the sweep (every 5 min) at the runtime's defaults, as OpenChamber
+//   leaves them. It forwards every payload of OpenCode's global event stream to processPayload
+//   (read by the package's event follower, which reconnects after a failure: 250 ms doubling,
+//   capped at 10 s, the loop's one backoff rule) and never calls recover().
+//   host1 reconnects the way OpenChamber's own hub does after an OpenCode restart: its
+//   event-stream request lands on an OpenCode that is still starting, is accepted, and no
+//   headers come until Node's headers timeout. The proxy plays that part: an event-stream
+//   request on host1's port that arrives while OpenCode is down or starting (from its kill until
+//   it answers its health check) is held with no answer, and host1's follower waits
+//   STREAM_HANG_MS for an answer (`answerTimeoutMs`; 300 s, or --stream-hang-ms / the
+//   STREAM_HANG_MS environment variable; 0: host1 reconnects like host0). So from OpenCode's
+//   first restart host1 hears no event and no heartbeat (for the rest of a run of the default
+//   size), and its runtime finds the goals through its silence watch (docs/reliability.md,
+//   "Bounded silence"). host0 uses the follower's own answer timeout (5 s) and hears OpenCode
+//   again as soon as it answers. A restarted host connects afresh (OpenCode is up by then).
 // - package (scripts/faults/second-host.mjs): the package's own nested options with short
 //   quiet windows (400 ms), the default sweep (5 min); its event follower delivers the events
 //   to the runtime itself and reconnects the same way, and it does not call recover() either.
 //
+// Time to act (openchamber): for each OpenCode restart and each goal active then (created before
+// the kill, not yet settled), the time from OpenCode answering its health check again to the
+// goal's next action seen at the proxy (a continuation or check post, or a write of the goal,
+// that OpenCode answered with 2xx). The bound is 60 s (docs/reliability.md); a goal whose next
+// action comes after the next OpenCode kill is counted under that restart instead. Each run
+// reports the p50 and the max, and how many came later than the bound.
 // Figures per seed: goals settled correctly (complete; or `blocked` turnInterrupted when the
 // transcript ends in two cut turns in a row, as SPEC A.6 asks), goals stuck (still active when
-// the stuck deadline passes, see stuckAfterMs), posts of an id already posted (at the wire,
+// the stuck deadline passes, see STUCK_AFTER_MS), actions later than the 60 s bound after an
+// OpenCode restart (openchamber), posts of an id already posted (at the wire,
 // delivered; a stranded message posted again is one, and is allowed; one made after the message
 // was answered is a failure), continuations with different ids after one tail (in the
 // transcript), checks run twice (lines in the check's file), writes lost (a goal record missing,
@@ -64,6 +77,11 @@ const KILLS = Math.max(0, arg('kills', 20))
 const FIRST_SEED = arg('seed', Math.floor(Math.random() * 2 ** 31))
 const RUNS = Math.max(1, arg('runs', 1))
 const WRITE = process.argv.includes('--write')
+/**
+ * How long host1's reconnect after an OpenCode restart waits for the answer that never comes
+ * (openchamber hosts): OpenChamber's hub waits on Node's 300 s headers timeout.
+ */
+const STREAM_HANG_MS = Math.max(0, arg('stream-hang-ms', process.env.STREAM_HANG_MS ? Number(process.env.STREAM_HANG_MS) : 300_000))
 const HOSTS = textArg('hosts') ?? 'openchamber'
 if (!['openchamber', 'package'].includes(HOSTS)) {
   console.error(`--hosts must be openchamber or package, not ${HOSTS}`)
@@ -71,29 +89,31 @@ if (!['openchamber', 'package'].includes(HOSTS)) {
 }
 /** The runtime's defaults, which the OpenChamber hosts keep (crates/goal-core/src/config/mod.rs). */
 const DEFAULTS = require('../runtime.js').goalRuntimeDefaults()
-/** The sweep interval the OpenChamber hosts are given (the header says why 10 s). */
-const OPENCHAMBER_SWEEP_MS = 10_000
-/** The cap of the hosts' stream reconnection backoff (crates/goal-core/src/sched/backoff.rs). */
-const STREAM_BACKOFF_MS = 10_000
 /** The package hosts' quiet window. */
 const PACKAGE_QUIET_MS = 400
-/** The idle quiet window and the sweep interval the hosts run with. */
+/** The idle quiet window the hosts run with; both kinds keep the default sweep (5 min). */
 const QUIET_MS = HOSTS === 'openchamber' ? DEFAULTS.idleQuietMs : PACKAGE_QUIET_MS
-const SWEEP_MS = HOSTS === 'openchamber' ? OPENCHAMBER_SWEEP_MS : DEFAULTS.sweepIntervalMs
+const SWEEP_MS = DEFAULTS.sweepIntervalMs
+/** The host whose reconnect hangs (openchamber, STREAM_HANG_MS above 0). */
+const HANGING_HOST = HOSTS === 'openchamber' && STREAM_HANG_MS > 0 ? 1 : null
+/**
+ * The bound of docs/reliability.md ("Bounded silence"): at OpenChamber's settings an active goal
+ * whose session is idle is acted on within 60 s of OpenCode answering again.
+ */
+const SILENCE_BOUND_MS = 60_000
 /**
  * How long after the last disturbance (the last kill's restart, or the last goal created if
  * later) a goal may still be active without counting as stuck.
- * - openchamber: one sweep interval, plus the quiet window of the server showing the session
- *   idle, plus the stream's backoff cap (a host reconnecting late), is when the liveness rule
- *   (SPEC A.9 item 1) has driven a goal whose event was lost; plus the time an undisturbed goal
- *   takes from there (the kickoff quiet window, two turns each followed by the idle quiet window,
- *   and 10 s for the turns, audits and the check), since a goal created at the last kill still
- *   has its whole way to go: 10 + 15 + 10 + 3 + 30 + 10 = 78 s with the defaults.
+ * - openchamber: the bound (60 s after OpenCode answers, whatever the hosts' streams did), plus
+ *   the time an undisturbed goal takes from there, since a goal created at the last kill still
+ *   has its whole way to go (the kickoff quiet window, two turns each followed by the idle quiet
+ *   window, and 10 s for the turns, audits and the check): 60 + 3 + 30 + 10 = 103 s with the
+ *   defaults.
  * - package: one sweep interval and 30 s (or 2 s per goal, if longer), as before.
  */
 const STUCK_AFTER_MS =
   HOSTS === 'openchamber'
-    ? SWEEP_MS + QUIET_MS + STREAM_BACKOFF_MS + DEFAULTS.kickoffQuietMs + 2 * QUIET_MS + 10_000
+    ? SILENCE_BOUND_MS + DEFAULTS.kickoffQuietMs + 2 * QUIET_MS + 10_000
     : Math.max(SWEEP_MS + 30_000, GOALS * 2_000)
 const CONTINUATION_PREFIX = 'Keep working toward the session goal'
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -126,27 +146,52 @@ function planFor(seed) {
 
 /**
  * A proxy to OpenCode that records every send: {sessionId, route, messageID, continuation,
- * status} (status: the answer's HTTP status, or null when none came). While OpenCode is down it
- * resets the connection, as OpenCode's own port would.
+ * status} (status: the answer's HTTP status, or null when none came), and every write of a
+ * goal: {sessionId, goalStatus, status, at} (a PATCH of the session carrying
+ * `metadata.openchamber.goal`). While OpenCode is down it resets the connection, as OpenCode's
+ * own port would. It listens on two ports: `url`, and `hangUrl` for the hanging host, where an
+ * event-stream request that arrives while `down` is set (OpenCode killed, not yet answering its
+ * health check) is accepted and never answered, as a starting OpenCode does; it stays open
+ * until its client gives up (counted in `held`).
  */
 function startProxy(targetUrl) {
   const sends = []
+  const writes = []
   const sockets = new Set()
-  const server = http.createServer((req, res) => {
+  const held = { count: 0, open: new Set() }
+  const state = { down: false }
+  const handler = (hanging) => (req, res) => {
+    if (hanging && state.down && req.method === 'GET' && /^\/global\/event(\?|$)/.test(req.url)) {
+      held.count++
+      held.open.add(res)
+      res.on('close', () => held.open.delete(res))
+      return
+    }
     const chunks = []
     req.on('data', (c) => chunks.push(c))
     req.on('end', () => {
       const body = Buffer.concat(chunks)
       const send = /^\/session\/([^/?]+)\/(prompt_async|shell)(\?|$)/.exec(req.url)
+      const patch = /^\/session\/([^/?]+)(\?|$)/.exec(req.url)
+      const parsed = () => {
+        try {
+          return JSON.parse(body.toString('utf8') || '{}')
+        } catch {
+          return {}
+        }
+      }
       let record = null
       if (req.method === 'POST' && send) {
-        let parsed = {}
-        try {
-          parsed = JSON.parse(body.toString('utf8') || '{}')
-        } catch {}
-        const text = (parsed.parts ?? []).map((p) => p?.text ?? '').join('\n')
-        record = { sessionId: decodeURIComponent(send[1]), route: send[2], messageID: parsed.messageID ?? null, continuation: text.startsWith(CONTINUATION_PREFIX), status: null, at: Date.now() }
+        const sent = parsed()
+        const text = (sent.parts ?? []).map((p) => p?.text ?? '').join('\n')
+        record = { sessionId: decodeURIComponent(send[1]), route: send[2], messageID: sent.messageID ?? null, continuation: text.startsWith(CONTINUATION_PREFIX), status: null, at: Date.now() }
         sends.push(record)
+      } else if (req.method === 'PATCH' && patch) {
+        const goal = parsed().metadata?.openchamber?.goal
+        if (goal && typeof goal === 'object') {
+          record = { sessionId: decodeURIComponent(patch[1]), goalStatus: goal.status ?? null, status: null, at: Date.now() }
+          writes.push(record)
+        }
       }
       const upstream = http.request(targetUrl + req.url, { method: req.method, headers: req.headers }, (answer) => {
         if (record) record.status = answer.statusCode
@@ -158,34 +203,44 @@ function startProxy(targetUrl) {
       res.on('close', () => upstream.destroy())
       upstream.end(body)
     })
-  })
-  server.on('connection', (s) => {
-    sockets.add(s)
-    s.on('close', () => sockets.delete(s))
-  })
-  return new Promise((resolve) =>
-    server.listen(0, '127.0.0.1', () =>
-      resolve({
-        url: `http://127.0.0.1:${server.address().port}`,
-        sends,
-        close: () => {
-          for (const s of sockets) s.destroy()
-          return new Promise((done) => server.close(() => done()))
-        },
-      }),
-    ),
-  )
+  }
+  const listen = (server) => {
+    server.on('connection', (s) => {
+      sockets.add(s)
+      s.on('close', () => sockets.delete(s))
+    })
+    return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${server.address().port}`)))
+  }
+  const servers = [http.createServer(handler(false)), http.createServer(handler(true))]
+  return Promise.all(servers.map(listen)).then(([url, hangUrl]) => ({
+    url,
+    hangUrl,
+    sends,
+    writes,
+    held,
+    /** OpenCode is down or starting (true) or answers again (false). */
+    setDown(down) {
+      state.down = down
+    },
+    close: () => {
+      for (const s of sockets) s.destroy()
+      return Promise.all(servers.map((server) => new Promise((done) => server.close(() => done()))))
+    },
+  }))
 }
 
 /**
- * A host process on `url` (scripts/faults/openchamber-host.mjs or second-host.mjs, by --hosts);
- * resolves once its stream is connected. Its console lines go to `logs/<name>.log` in the data
- * directory, each prefixed with the ms since the seed started (`t0`).
+ * Host `index` (scripts/faults/openchamber-host.mjs or second-host.mjs, by --hosts) on the
+ * proxy; the hanging host on the proxy's hanging port, waiting STREAM_HANG_MS for an answer to
+ * each connection attempt. Resolves once its stream is connected. Its console lines go to
+ * `logs/<name>.log` in the data directory, each prefixed with the ms since the seed started (`t0`).
  */
-async function startHost(url, dataDir, name, t0) {
+async function startHost(proxy, index, dataDir, name, t0) {
+  const hanging = index === HANGING_HOST
+  const url = hanging ? proxy.hangUrl : proxy.url
   const [script, args, env] =
     HOSTS === 'openchamber'
-      ? ['openchamber-host.mjs', [url, String(SWEEP_MS)], { ...process.env, OPENCHAMBER_DATA_DIR: dataDir }]
+      ? ['openchamber-host.mjs', hanging ? [url, String(STREAM_HANG_MS)] : [url], { ...process.env, OPENCHAMBER_DATA_DIR: dataDir }]
       : ['second-host.mjs', [url, dataDir, String(QUIET_MS)], process.env]
   const child = spawn(process.execPath, [path.join(here, 'faults', script), ...args], { stdio: ['pipe', 'pipe', 'pipe'], env })
   const logFile = fs.createWriteStream(path.join(dataDir, 'logs', `${name}.log`), { flags: 'a' })
@@ -247,19 +302,24 @@ async function createGoals(oc, plan, seed, runsDir, created, t0) {
  * Runs the kill schedule: each kill, then the restart of what it killed. Each kill is recorded in
  * `timeline` ({target, killedAt, upAt}, ms from t0).
  */
-async function runKills(plan, { oc, hosts, proxyUrl, dataDir, log, t0, timeline }) {
+async function runKills(plan, { oc, hosts, proxy, dataDir, log, t0, timeline }) {
   const made = { opencode: 0, host: 0 }
   for (const kill of plan.kills) {
     await sleep(kill.afterMs)
     const killedAt = Date.now() - t0
     if (kill.target === 'opencode') {
+      proxy.setDown(true)
       oc.child.kill('SIGKILL')
-      await oc.restart()
+      try {
+        await oc.restart()
+      } finally {
+        proxy.setDown(false)
+      }
       made.opencode++
     } else {
       const index = kill.target === 'host0' ? 0 : 1
       hosts[index].child.kill('SIGKILL')
-      hosts[index] = await startHost(proxyUrl, dataDir, `host${index}-${made.host + 1}`, t0)
+      hosts[index] = await startHost(proxy, index, dataDir, `host${index}-${made.host + 1}`, t0)
       made.host++
     }
     timeline.push({ target: kill.target, killedAt, upAt: Date.now() - t0 })
@@ -408,10 +468,63 @@ function goalEvidence({ sessionId, goal, messages }, sends, created, t0) {
   }
 }
 
+/**
+ * Time to act after each OpenCode restart: for each goal active when OpenCode was killed
+ * (created before the kill, not settled yet), the time from OpenCode answering its health check
+ * again (`upAt`) to the goal's first action after the kill that OpenCode answered with 2xx (a
+ * post, or a write of its goal, at the proxy; 0 when one landed before the health check saw
+ * OpenCode up). A goal whose next action comes after the next OpenCode kill is counted under
+ * that restart instead (`superseded`); one with no action at all under `none` (it is stuck).
+ * Times in ms; `late` lists the actions later than the bound.
+ */
+function timeToAct(timeline, created, proxy, t0) {
+  const restarts = timeline.filter((k) => k.target === 'opencode')
+  const answered = (r) => r.status !== null && r.status < 300
+  const actions = new Map()
+  for (const r of [...proxy.sends, ...proxy.writes]) {
+    if (!answered(r)) continue
+    if (!actions.has(r.sessionId)) actions.set(r.sessionId, [])
+    actions.get(r.sessionId).push(r.at - t0)
+  }
+  for (const list of actions.values()) list.sort((a, b) => a - b)
+  const settledAt = new Map()
+  for (const w of proxy.writes) {
+    if (answered(w) && w.goalStatus !== 'active') settledAt.set(w.sessionId, Math.min(settledAt.get(w.sessionId) ?? Infinity, w.at - t0))
+  }
+  const times = []
+  const late = []
+  let superseded = 0
+  let none = 0
+  restarts.forEach((restart, i) => {
+    const nextKill = restarts[i + 1]?.killedAt ?? Infinity
+    for (const goal of created) {
+      if (goal.createdAt >= restart.killedAt || (settledAt.get(goal.sessionId) ?? Infinity) < restart.killedAt) continue
+      const next = (actions.get(goal.sessionId) ?? []).find((at) => at >= restart.killedAt)
+      if (next === undefined) none++
+      else if (next > nextKill) superseded++
+      else {
+        const ms = Math.max(0, next - restart.upAt)
+        times.push(ms)
+        if (ms > SILENCE_BOUND_MS) late.push({ goal: goal.goal, sessionId: goal.sessionId, killedAt: restart.killedAt, upAt: restart.upAt, actedAt: next, ms })
+      }
+    }
+  })
+  times.sort((a, b) => a - b)
+  return {
+    n: times.length,
+    p50Ms: times.length ? times[Math.floor((times.length - 1) / 2)] : null,
+    maxMs: times.length ? times.at(-1) : null,
+    overBound: late.length,
+    superseded,
+    none,
+    late,
+  }
+}
+
 async function runSeed(seed) {
   const plan = planFor(seed)
   const log = (line) => console.log(`[seed ${seed}] ${line}`)
-  log(`${GOALS} goals, ${KILLS} kills, ${HOSTS} hosts (sweep ${SWEEP_MS} ms, quiet ${QUIET_MS} ms, stuck after ${STUCK_AFTER_MS} ms): ${plan.kills.map((k) => `${k.target}+${k.afterMs}ms`).join(' ')}`)
+  log(`${GOALS} goals, ${KILLS} kills, ${HOSTS} hosts (sweep ${SWEEP_MS} ms, quiet ${QUIET_MS} ms, stuck after ${STUCK_AFTER_MS} ms${HANGING_HOST === null ? '' : `, host${HANGING_HOST}'s reconnects hang ${STREAM_HANG_MS} ms`}): ${plan.kills.map((k) => `${k.target}+${k.afterMs}ms`).join(' ')}`)
   const model = await startScriptedModel()
   for (let i = 0; i < GOALS; i++) {
     model.scenario(`chaos-${seed}-${i}`, {
@@ -433,9 +546,9 @@ async function runSeed(seed) {
   const created = []
   let keep = false
   try {
-    hosts.push(await startHost(proxy.url, dataDir, 'host0-0', started), await startHost(proxy.url, dataDir, 'host1-0', started))
+    hosts.push(await startHost(proxy, 0, dataDir, 'host0-0', started), await startHost(proxy, 1, dataDir, 'host1-0', started))
     const creating = createGoals(oc, plan, seed, runsDir, created, started)
-    const made = await runKills(plan, { oc, hosts, proxyUrl: proxy.url, dataDir, log, t0: started, timeline })
+    const made = await runKills(plan, { oc, hosts, proxy, dataDir, log, t0: started, timeline })
     await creating
     // Past the stuck deadline after the last disturbance (STUCK_AFTER_MS): a goal whose wake-up
     // was lost with a killed process is driven by the sweep; one still active after it is stuck.
@@ -448,6 +561,10 @@ async function runSeed(seed) {
     const notComplete = settled.filter((g) => g.goal.status !== 'complete')
     for (const goal of notComplete) log(`not complete: ${diagnosis(goal)}`)
     const figures = judge(settled, proxy.sends, runsDir)
+    const acted = timeToAct(timeline, created, proxy, started)
+    const seconds = (ms) => (ms === null ? '-' : (ms / 1000).toFixed(1))
+    log(`time to act after an OpenCode restart: p50 ${seconds(acted.p50Ms)} s, max ${seconds(acted.maxMs)} s over ${acted.n} (goal, restart) pairs; ${acted.superseded} acted after the next kill, ${acted.none} never; ${acted.overBound} over ${SILENCE_BOUND_MS / 1000} s; host1's reconnects held: ${proxy.held.count}`)
+    for (const l of acted.late) log(`late: goal ${l.goal} (${l.sessionId}) acted ${seconds(l.ms)} s after OpenCode answered (killed at ${l.killedAt}, up at ${l.upAt}, acted at ${l.actedAt} ms)`)
     const snapshots = await Promise.all(hosts.map((h) => h.stop()))
     const sum = (key) => snapshots.reduce((total, s) => total + (s?.[key] ?? 0), 0)
     const row = {
@@ -458,12 +575,14 @@ async function runSeed(seed) {
       panics: sum('panics'),
       recoverCalls: sum('recoverCalls'),
       ticksTimedOut: sum('ticksTimedOut'),
+      timeToAct: { n: acted.n, p50Ms: acted.p50Ms, maxMs: acted.maxMs, overBound: acted.overBound, superseded: acted.superseded, none: acted.none },
+      heldReconnects: proxy.held.count,
       settledAfterMs,
       seconds: Math.round((Date.now() - started) / 1000),
     }
     if (failed(row)) {
       keep = true
-      const evidence = { seed, hosts: HOSTS, kills: timeline, goals: notComplete.map((g) => goalEvidence(g, proxy.sends, created, started)) }
+      const evidence = { seed, hosts: HOSTS, kills: timeline, late: acted.late, goals: notComplete.map((g) => goalEvidence(g, proxy.sends, created, started)) }
       fs.writeFileSync(path.join(dataDir, 'failing-goals.json'), JSON.stringify(evidence, null, 2))
       log(`failing: data directory kept at ${dataDir} (logs/, failing-goals.json)`)
     }
@@ -477,15 +596,20 @@ async function runSeed(seed) {
   }
 }
 
-const failed = (r) => r.stuck + r.repostsAfterAnswer + r.differentIdsOneTail + r.checkRunsTwice + r.writesLost + r.panics + r.recoverCalls > 0 || r.complete + r.allowed !== r.goals
+const failed = (r) =>
+  r.stuck + r.repostsAfterAnswer + r.differentIdsOneTail + r.checkRunsTwice + r.writesLost + r.panics + r.recoverCalls > 0 ||
+  r.complete + r.allowed !== r.goals ||
+  (HOSTS === 'openchamber' && r.timeToAct.overBound > 0)
 
 function table(rows) {
   const lines = [
-    '| seed | goals | kills (OpenCode / host) | settled complete | settled otherwise | stuck | continuations posted (wire) | same-id re-posts (wire; after an answer) | different ids after one tail | checks run | checks run twice | writes lost | s |',
-    '|---:|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| seed | goals | kills (OpenCode / host) | settled complete | settled otherwise | stuck | time to act after an OpenCode restart (p50 / max; pairs) | continuations posted (wire) | same-id re-posts (wire; after an answer) | different ids after one tail | checks run | checks run twice | writes lost | s |',
+    '|---:|---:|---|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|',
   ]
+  const seconds = (ms) => (ms === null ? '-' : `${(ms / 1000).toFixed(1)} s`)
   for (const r of rows) {
-    lines.push(`| ${r.seed} | ${r.goals} | ${r.kills.opencode} / ${r.kills.host} | ${r.complete} | ${Object.entries(r.otherwise).map(([why, n]) => `${n} ${why}`).join('; ') || 0} | ${r.stuck} | ${r.continuationPosts} | ${r.sameIdReposts}; ${r.repostsAfterAnswer} | ${r.differentIdsOneTail} | ${r.checkRuns} | ${r.checkRunsTwice} | ${r.writesLost} | ${r.seconds} |`)
+    const acted = `${seconds(r.timeToAct.p50Ms)} / ${seconds(r.timeToAct.maxMs)}; ${r.timeToAct.n}`
+    lines.push(`| ${r.seed} | ${r.goals} | ${r.kills.opencode} / ${r.kills.host} | ${r.complete} | ${Object.entries(r.otherwise).map(([why, n]) => `${n} ${why}`).join('; ') || 0} | ${r.stuck} | ${acted} | ${r.continuationPosts} | ${r.sameIdReposts}; ${r.repostsAfterAnswer} | ${r.differentIdsOneTail} | ${r.checkRuns} | ${r.checkRunsTwice} | ${r.writesLost} | ${r.seconds} |`)
   }
   return lines.join('\n')
 }
@@ -502,7 +626,7 @@ if (bad.length) console.log(`FAILED seeds: ${bad.map((r) => r.seed).join(', ')} 
 if (WRITE) {
   const how =
     HOSTS === 'openchamber'
-      ? `Hosts as OpenChamber runs them (OpenChamber's options, default quiet windows; each reconnects its stream and forwards every event after a restart and never calls recover()), sweeping every ${SWEEP_MS / 1000} s; stuck means active ${STUCK_AFTER_MS / 1000} s after the last disturbance.`
+      ? `Hosts as OpenChamber runs them (OpenChamber's options only: default quiet windows, fetch timeout and sweep, every ${SWEEP_MS / 1000} s; each forwards every event of its stream and never calls recover()); ${HANGING_HOST === null ? 'both reconnect their streams after a restart' : `host1's reconnect after an OpenCode restart hangs ${STREAM_HANG_MS / 1000} s, as OpenChamber's does`}; stuck means active ${STUCK_AFTER_MS / 1000} s after the last disturbance; time to act is from OpenCode answering again to a goal's next post or write (bound ${SILENCE_BOUND_MS / 1000} s).`
       : `Hosts with the package's options (quiet window ${QUIET_MS} ms, default sweep); stuck means active ${STUCK_AFTER_MS / 1000} s after the last disturbance.`
   const stamp = `Latest run: commit ${measuredCommit()}, ${new Date().toISOString().slice(0, 10)}, seeds ${FIRST_SEED}–${FIRST_SEED + RUNS - 1}, ${GOALS} goals and ${KILLS} kills per seed (\`node scripts/chaos-real.mjs --hosts=${HOSTS} --goals=${GOALS} --kills=${KILLS} --seed=${FIRST_SEED} --runs=${RUNS} --write\`, ${os.cpus().length} cores). ${how}`
   writeReliabilitySection('chaos-real', 'Chaos on a real OpenCode (scripts/chaos-real.mjs)', [stamp, '', table(rows)].join('\n'))
