@@ -274,10 +274,14 @@ async function startHost(proxy, index, dataDir, name, t0) {
   }
 }
 
-/** Creates goals at the seed's pace; a creation OpenCode cut off is tried again once it answers. */
+/**
+ * Creates goals at the seed's pace: goal i starts at the sum of the first i+1 gaps, whether or
+ * not the goals before it are made yet (a creation that lands on a starting OpenCode waits up to
+ * 15 s per request, and one after another they would leave the kill window with almost no goal
+ * in it). A creation OpenCode cut off is tried again once it answers.
+ */
 async function createGoals(oc, plan, seed, runsDir, created, t0) {
-  for (let i = 0; i < plan.goals.length; i++) {
-    await sleep(plan.goals[i].gapMs)
+  const createOne = async (i) => {
     const objective = `Make the parser handle nested lists ${scenarioTag(`chaos-${seed}-${i}`)}`
     const check = { command: `echo run >> ${JSON.stringify(path.join(runsDir, `${i}.log`))}`, timeoutMs: 30_000 }
     // Each step is retried in the same session while OpenCode restarts, as a client would: a
@@ -296,6 +300,12 @@ async function createGoals(oc, plan, seed, runsDir, created, t0) {
     const { sessionId } = await createGoalSession(oc.api, { objective, checks: [check], retry })
     created.push({ goal: i, sessionId, startedAt, createdAt: Date.now() - t0 })
   }
+  let startAt = 0
+  const creations = plan.goals.map((goal, i) => {
+    startAt += goal.gapMs
+    return sleep(startAt).then(() => createOne(i))
+  })
+  await Promise.all(creations)
 }
 
 /**
