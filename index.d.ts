@@ -670,7 +670,10 @@ export interface GoalHistoryRecord {
   verdict?: 'continue' | 'complete' | 'blocked' | null
   /** The note written with the decision. */
   note?: string
-  /** What the runtime did: `continue`, `continue (complete overridden)`, a settled status, or `wait`. */
+  /**
+   * What the runtime did: `continue`, `continue (complete overridden)`, `continue (turn cut)`,
+   * a settled status, or `wait`.
+   */
   action: string
   /** The status reason written, when the goal settled or waits. */
   reason?: string
@@ -705,6 +708,11 @@ export interface GoalHistoryRecord {
   park?: number
   /** For a park: the cause's detail (the provider, the HTTP status). */
   detail?: string
+  /**
+   * For a continuation over a turn cut by a restart (`action: "continue (turn cut)"`): its
+   * number in the row of cut turns.
+   */
+  cut?: number
 }
 
 /** The last review of a goal (see docs/review.md). */

@@ -28,7 +28,8 @@ pub struct GoalHistoryRecord {
     pub verdict: Option<String>,
     /// The note written with the decision.
     pub note: Option<String>,
-    /// What the runtime did: `continue`, `continue (complete overridden)`, a settled status, or `wait`.
+    /// What the runtime did: `continue`, `continue (complete overridden)`, `continue (turn cut)`,
+    /// a settled status, or `wait`.
     pub action: String,
     /// The status reason written, when the goal settled or waits.
     pub reason: Option<String>,
@@ -65,6 +66,9 @@ pub struct GoalHistoryRecord {
     pub park: Option<f64>,
     /// For a park: the cause's detail (the provider, the HTTP status).
     pub detail: Option<String>,
+    /// For a continuation over a turn cut by a restart (`action: "continue (turn cut)"`): its
+    /// number in the row of cut turns.
+    pub cut: Option<f64>,
 }
 
 /// A host's `limit` for the history, as the core reads it: a whole count of at least one (at
