@@ -74,6 +74,26 @@ describe('restart recovery', () => {
     await waitFor(() => env.mock.prompts.length === 1, 5000)
     expect(env.mock.prompts[0].sessionId).toBe(session.id)
   })
+
+  it('a host restarted at OpenChamber\'s options finds an idle goal once an event first names its directory', async () => {
+    // The goal went idle before this host started: its events are gone, no directory is
+    // configured, and the first sweep is 5 minutes away. Another session's event names the
+    // directory after the stream connected: the directory is scanned once, then.
+    env = await setup({ auditor: scriptedAuditor([continueVerdict]), forward: false, runtimeOptions: { kickoffQuietMs: 50 } })
+    const session = sessionWithReply(env.mock)
+    env.runtime.processPayload({ type: 'server.connected', properties: {} }, '')
+    await sleep(200)
+    expect(env.mock.prompts).toHaveLength(0)
+    const plainLists = () => env.mock.requests.filter((r) => r.method === 'GET' && r.path === '/session' && r.query.directory === '/tmp/project' && !r.query.roots)
+    expect(plainLists()).toHaveLength(0)
+    env.runtime.processPayload({ type: 'session.status', properties: { sessionID: 'ses_other', status: { type: 'busy' } } }, '/tmp/project')
+    await waitFor(() => env.mock.prompts.length === 1, 5000)
+    expect(env.mock.prompts[0].sessionId).toBe(session.id)
+    // One scan for the learned directory, not one per event.
+    env.runtime.processPayload({ type: 'session.status', properties: { sessionID: 'ses_other', status: { type: 'idle' } } }, '/tmp/project')
+    await sleep(200)
+    expect(plainLists()).toHaveLength(1)
+  })
 })
 
 describe('several hosts on one OpenCode server', () => {

@@ -3,7 +3,9 @@
 //! - (a) never two different continuations after one tail; never a check run or a review twice
 //!   for one claim (a run the server cut may run again: it never finished);
 //! - (b) nothing posted after a pause, clear or settle was written, once the posting host could
-//!   know it (it wrote the stop, read the session after it, or received its event);
+//!   know it (it wrote the stop, read the session after it, or received its event); no stopped
+//!   goal written active again by a host that read it stopped; no pause at a person's request
+//!   without a person's words;
 //! - (c) never past a guard: turns, tokens, cost, time; never `complete` without a passed
 //!   check or an approving review where the goal asks for one;
 //! - (d) statuses within the five, causes within the closed list, the record's counters never
@@ -290,6 +292,26 @@ fn check_asked_to_pause(record: &Record, goal: usize, host: usize, before: Optio
     }
 }
 
+/// (b): a host never makes a stopped goal active again over a read that showed it stopped (only
+/// a person resumes a goal): a write built on a stale view of the stop would undo it.
+fn check_no_restart(
+    record: &Record,
+    goal: usize,
+    host: usize,
+    session: &str,
+    before: Option<&Value>,
+    after: &Value,
+    at: f64,
+) {
+    if after["status"] != "active" || before.is_none_or(|b| b["id"] != after["id"] || b["status"] == "active") {
+        return;
+    }
+    let read = record.with(|r| r.goal_reads.get(&(host, session.to_string())).cloned());
+    let Some(read) = read.filter(|r| r["id"] == after["id"] && r["status"] != "active") else { return };
+    let was = read["status"].as_str().unwrap_or_default().to_string();
+    record.violate('b', at, format!("goal {goal}: host {host} wrote it active over its read of it {was}"));
+}
+
 /// A value cut short for the trace.
 fn short(value: &Value) -> String {
     let text = value.to_string();
@@ -320,6 +342,7 @@ fn check_written(
         }
     }
     check_asked_to_pause(record, goal, host, before, after, at);
+    check_no_restart(record, goal, host, session, before, after, at);
     if let Some(before) = before.filter(|b| b["id"] == after["id"]) {
         // A host never lowers a counter of the goal it read. A write built on a read that
         // another host's write landed after (a crossed write: the PATCH has no compare-and-set)

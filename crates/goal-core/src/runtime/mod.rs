@@ -100,6 +100,9 @@ struct Inner {
     last_heartbeat_ms: AtomicU64,
     /// A heartbeat came after one went missing: the watch sweeps once.
     hole: AtomicBool,
+    /// The stream connected at least once: a directory learned after that missed the
+    /// connection's scan, and is scanned when it is learned.
+    connected: AtomicBool,
 }
 
 struct GoalJob {
@@ -170,6 +173,7 @@ impl GoalLoop {
             last_payload_ms: AtomicU64::new(parts.client.clock().now_ms().max(0.0) as u64),
             last_heartbeat_ms: AtomicU64::new(parts.client.clock().now_ms().max(0.0) as u64),
             hole: AtomicBool::new(false),
+            connected: AtomicBool::new(false),
         });
         let consumer: Arc<dyn Consumer> = inner.clone();
         parts.shared.intake().register(&consumer);
@@ -287,6 +291,11 @@ impl Inner {
             || (goal.session_id.is_none() && self.ctx.owners.holders().older_than(&goal.id, session_id).is_some())
     }
 
+    /// Keeps `directory` among the known ones (the newest first). A directory first learned
+    /// after the stream connected missed that connection's scan, so it is scanned once now: its
+    /// other sessions may hold active goals gone idle before this runtime started (a host
+    /// restarted at OpenChamber's options knows no directory, and its first sweep is 5 minutes
+    /// away), and their events will not come again.
     fn remember_directory(&self, directory: &str) {
         if directory.is_empty() {
             return;
@@ -295,6 +304,7 @@ impl Inner {
         if known.front().map(String::as_str) == Some(directory) {
             return;
         }
+        let learned = !known.iter().any(|d| d == directory);
         known.retain(|d| d != directory);
         known.push_front(directory.to_string());
         // The oldest go first, except a directory holding an active goal: the sweep is its
@@ -305,6 +315,16 @@ impl Inner {
                 Some(oldest) => known.remove(oldest),
                 None => break,
             };
+        }
+        drop(keep);
+        drop(known);
+        if !learned || !self.connected.load(Ordering::SeqCst) {
+            return;
+        }
+        if let Some(me) = self.me.upgrade() {
+            debug!(target: "session_goal", "a directory learned from an event; scanning it for active goals");
+            let directories = vec![directory.to_string()];
+            self.runtime.spawn(me.recover(directories).instrument(self.log_span.clone()));
         }
     }
 
@@ -452,6 +472,7 @@ impl Consumer for Inner {
             }
             IntakeEvent::SessionDeleted { session_id } => self.session_deleted(session_id),
             IntakeEvent::Connected => {
+                self.connected.store(true, Ordering::SeqCst);
                 if let Some(me) = self.me.upgrade() {
                     debug!(target: "session_goal", "OpenCode connected; scanning for active goals");
                     // The directories known at the connection, read here and not in the task.

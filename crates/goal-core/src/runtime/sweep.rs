@@ -41,9 +41,8 @@ pub(super) fn start(inner: &Arc<Inner>, runtime: &tokio::runtime::Handle) {
 }
 
 impl Inner {
-    /// Scans `directories` (those known when the scan was asked for: a directory learned from
-    /// an event afterwards has live events arming its goals, and scanning it too would depend on
-    /// when the spawned task happens to run).
+    /// Scans `directories` (those known when the scan was asked for; a directory learned from
+    /// an event afterwards is scanned on its own when it is learned).
     pub(super) async fn recover(self: Arc<Self>, directories: Vec<String>) {
         for directory in directories {
             if self.stopped.load(Ordering::SeqCst) {
