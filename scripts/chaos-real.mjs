@@ -103,13 +103,14 @@ const HANGING_HOST = HOSTS === 'openchamber' && STREAM_HANG_MS > 0 ? 1 : null
  * - openchamber: the bound (60 s after OpenCode answers, whatever the hosts' streams did), plus
  *   the time an undisturbed goal takes from there, since a goal created at the last kill still
  *   has its whole way to go (the kickoff quiet window, two turns each followed by the idle quiet
- *   window, and 10 s for the turns, audits and the check): 60 + 3 + 30 + 10 = 103 s with the
- *   defaults.
+ *   window, and 10 s for the turns, audits and the check), and the lease a host killed while
+ *   it held the goal leaves behind (no other host may act before it ends): 60 + 3 + 30 + 10 +
+ *   120 = 223 s with the defaults.
  * - package: one sweep interval and 30 s (or 2 s per goal, if longer), as before.
  */
 const STUCK_AFTER_MS =
   HOSTS === 'openchamber'
-    ? SILENCE_BOUND_MS + DEFAULTS.kickoffQuietMs + 2 * QUIET_MS + 10_000
+    ? SILENCE_BOUND_MS + DEFAULTS.kickoffQuietMs + 2 * QUIET_MS + 10_000 + DEFAULTS.leaseMs
     : Math.max(SWEEP_MS + 30_000, GOALS * 2_000)
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -325,7 +326,7 @@ async function runSeed(seed) {
       panics: sum('panics'),
       recoverCalls: sum('recoverCalls'),
       ticksTimedOut: sum('ticksTimedOut'),
-      timeToAct: { n: acted.n, p50Ms: acted.p50Ms, maxMs: acted.maxMs, overBound: acted.overBound, superseded: acted.superseded, none: acted.none },
+      timeToAct: { n: acted.n, p50Ms: acted.p50Ms, maxMs: acted.maxMs, overBound: acted.overBound, superseded: acted.superseded, none: acted.none, afterLease: acted.afterLease },
       heldReconnects: proxy.held.count,
       settledAfterMs,
       seconds: Math.round((Date.now() - started) / 1000),
@@ -363,7 +364,7 @@ if (bad.length) console.log(`FAILED seeds: ${bad.map((r) => r.seed).join(', ')} 
 if (WRITE) {
   const how =
     HOSTS === 'openchamber'
-      ? `Hosts as OpenChamber runs them (OpenChamber's options only: default quiet windows, fetch timeout and sweep, every ${SWEEP_MS / 1000} s; each forwards every event of its stream and never calls recover()); ${HANGING_HOST === null ? 'both reconnect their streams after a restart' : `host1's reconnect after an OpenCode restart hangs ${STREAM_HANG_MS / 1000} s, as OpenChamber's does`}; stuck means active ${STUCK_AFTER_MS / 1000} s after the last disturbance; time to act is from OpenCode answering again to a goal's next post or write (bound ${SILENCE_BOUND_MS / 1000} s).`
+      ? `Hosts as OpenChamber runs them (OpenChamber's options only: default quiet windows, fetch timeout and sweep, every ${SWEEP_MS / 1000} s; each forwards every event of its stream and never calls recover()); ${HANGING_HOST === null ? 'both reconnect their streams after a restart' : `host1's reconnect after an OpenCode restart hangs ${STREAM_HANG_MS / 1000} s, as OpenChamber's does`}; stuck means active ${STUCK_AFTER_MS / 1000} s after the last disturbance; time to act is from OpenCode answering again (or from the end of a lease a killed host left on the goal) to a goal's next post or write (bound ${SILENCE_BOUND_MS / 1000} s).`
       : `Hosts with the package's options (quiet window ${QUIET_MS} ms, default sweep); stuck means active ${STUCK_AFTER_MS / 1000} s after the last disturbance.`
   const stamp = `Latest run: commit ${measuredCommit()}, ${new Date().toISOString().slice(0, 10)}, seeds ${FIRST_SEED}–${FIRST_SEED + RUNS - 1}, ${GOALS} goals and ${KILLS} kills per seed (\`node scripts/chaos-real.mjs --hosts=${HOSTS} --goals=${GOALS} --kills=${KILLS} --seed=${FIRST_SEED} --runs=${RUNS} --write\`, ${os.cpus().length} cores). ${how}`
   writeReliabilitySection('chaos-real', 'Chaos on a real OpenCode (scripts/chaos-real.mjs)', [stamp, '', table(rows)].join('\n'))

@@ -136,6 +136,9 @@ export function goalEvidence({ sessionId, goal, messages }, sends, created, t0) 
  * post, or a write of its goal, at the proxy; 0 when one landed before the health check saw
  * OpenCode up). A goal whose next action comes after the next OpenCode kill is counted under
  * that restart instead (`superseded`); one with no action at all under `none` (it is stuck).
+ * A goal whose last write before OpenCode answered left a lease that no host acted under before
+ * it ended (its holder was killed) is timed from the lease's end: no other host may act on it
+ * before then (docs/multi-host.md), and a live holder acts itself (`afterLease` counts them).
  * Times in ms; `late` lists the actions later than the bound.
  */
 export function timeToAct(timeline, created, proxy, t0) {
@@ -152,10 +155,16 @@ export function timeToAct(timeline, created, proxy, t0) {
   for (const w of proxy.writes) {
     if (answered(w) && w.goalStatus !== 'active') settledAt.set(w.sessionId, Math.min(settledAt.get(w.sessionId) ?? Infinity, w.at - t0))
   }
+  const leaseAt = (sessionId, at) => {
+    const before = proxy.writes.filter((w) => answered(w) && w.sessionId === sessionId && w.at - t0 <= at)
+    const last = before.at(-1)
+    return last?.leaseUntil ? last.leaseUntil - t0 : null
+  }
   const times = []
   const late = []
   let superseded = 0
   let none = 0
+  let afterLease = 0
   restarts.forEach((restart, i) => {
     const nextKill = restarts[i + 1]?.killedAt ?? Infinity
     for (const goal of created) {
@@ -164,7 +173,10 @@ export function timeToAct(timeline, created, proxy, t0) {
       if (next === undefined) none++
       else if (next > nextKill) superseded++
       else {
-        const ms = Math.max(0, next - restart.upAt)
+        const leaseEnd = leaseAt(goal.sessionId, restart.upAt)
+        const heldOff = leaseEnd !== null && leaseEnd > restart.upAt && next >= leaseEnd
+        if (heldOff) afterLease++
+        const ms = Math.max(0, next - (heldOff ? leaseEnd : restart.upAt))
         times.push(ms)
         if (ms > SILENCE_BOUND_MS) late.push({ goal: goal.goal, sessionId: goal.sessionId, killedAt: restart.killedAt, upAt: restart.upAt, actedAt: next, ms })
       }
@@ -178,6 +190,7 @@ export function timeToAct(timeline, created, proxy, t0) {
     overBound: late.length,
     superseded,
     none,
+    afterLease,
     late,
   }
 }

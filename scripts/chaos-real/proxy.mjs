@@ -6,7 +6,7 @@ import { CONTINUATION_PREFIX } from './figures.mjs'
 /**
  * A proxy to OpenCode that records every send: {sessionId, route, messageID, continuation,
  * status} (status: the answer's HTTP status, or null when none came), and every write of a
- * goal: {sessionId, goalStatus, status, at} (a PATCH of the session carrying
+ * goal: {sessionId, goalStatus, leaseUntil, status, at} (a PATCH of the session carrying
  * `metadata.openchamber.goal`). While OpenCode is down it resets the connection, as OpenCode's
  * own port would. It listens on two ports: `url`, and `hangUrl` for the hanging host, where an
  * event-stream request that arrives while `down` is set (OpenCode killed, not yet answering its
@@ -48,7 +48,8 @@ export function startProxy(targetUrl) {
       } else if (req.method === 'PATCH' && patch) {
         const goal = parsed().metadata?.openchamber?.goal
         if (goal && typeof goal === 'object') {
-          record = { sessionId: decodeURIComponent(patch[1]), goalStatus: goal.status ?? null, status: null, at: Date.now() }
+          const leaseUntil = typeof goal.lease?.expiresAt === 'number' ? goal.lease.expiresAt : null
+          record = { sessionId: decodeURIComponent(patch[1]), goalStatus: goal.status ?? null, leaseUntil, status: null, at: Date.now() }
           writes.push(record)
         }
       }
