@@ -195,14 +195,15 @@ export function timeToAct(timeline, created, proxy, t0) {
   }
 }
 
+/** The seeds' rows as RELIABILITY.md's table. */
 export function table(rows) {
   const lines = [
-    '| seed | goals | kills (OpenCode / host) | settled complete | settled otherwise | stuck | time to act after an OpenCode restart (p50 / max; pairs) | continuations posted (wire) | same-id re-posts (wire; after an answer) | different ids after one tail | checks run | checks run twice | writes lost | s |',
+    '| seed | goals | kills (OpenCode / host) | settled complete | settled otherwise | stuck | time to act after an OpenCode restart (p50 / max; pairs, of them timed from a killed host's lease) | continuations posted (wire) | same-id re-posts (wire; after an answer) | different ids after one tail | checks run | checks run twice | writes lost | s |',
     '|---:|---:|---|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|',
   ]
   const seconds = (ms) => (ms === null ? '-' : `${(ms / 1000).toFixed(1)} s`)
   for (const r of rows) {
-    const acted = `${seconds(r.timeToAct.p50Ms)} / ${seconds(r.timeToAct.maxMs)}; ${r.timeToAct.n}`
+    const acted = `${seconds(r.timeToAct.p50Ms)} / ${seconds(r.timeToAct.maxMs)}; ${r.timeToAct.n}, ${r.timeToAct.afterLease ?? 0}`
     lines.push(`| ${r.seed} | ${r.goals} | ${r.kills.opencode} / ${r.kills.host} | ${r.complete} | ${Object.entries(r.otherwise).map(([why, n]) => `${n} ${why}`).join('; ') || 0} | ${r.stuck} | ${acted} | ${r.continuationPosts} | ${r.sameIdReposts}; ${r.repostsAfterAnswer} | ${r.differentIdsOneTail} | ${r.checkRuns} | ${r.checkRunsTwice} | ${r.writesLost} | ${r.seconds} |`)
   }
   return lines.join('\n')
