@@ -198,7 +198,7 @@ export function timeToAct(timeline, created, proxy, t0) {
 /** The seeds' rows as RELIABILITY.md's table. */
 export function table(rows) {
   const lines = [
-    '| seed | goals | kills (OpenCode / host) | settled complete | settled otherwise | stuck | time to act after an OpenCode restart (p50 / max; pairs, of them timed from a killed host's lease) | continuations posted (wire) | same-id re-posts (wire; after an answer) | different ids after one tail | checks run | checks run twice | writes lost | s |',
+    '| seed | goals | kills (OpenCode / host) | settled complete | settled otherwise | stuck | time to act after an OpenCode restart (p50 / max; pairs, of them timed from a killed host’s lease) | continuations posted (wire) | same-id re-posts (wire; after an answer) | different ids after one tail | checks run | checks run twice | writes lost | s |',
     '|---:|---:|---|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|',
   ]
   const seconds = (ms) => (ms === null ? '-' : `${(ms / 1000).toFixed(1)} s`)
