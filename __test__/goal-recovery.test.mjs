@@ -94,6 +94,25 @@ describe('restart recovery', () => {
     await sleep(200)
     expect(plainLists()).toHaveLength(1)
   })
+  it('the scan of a directory learned on a live stream leaves alone a session its events say is busy, and continues a silent one', async () => {
+    // The events of a learned directory are live: a session they say is busy is looked at when
+    // they say it went idle. The scan's list answers late, after the busy event.
+    env = await setup({ auditor: scriptedAuditor([continueVerdict]), forward: false, runtimeOptions: { kickoffQuietMs: 50 } })
+    const busy = sessionWithReply(env.mock)
+    env.mock.setStatus(busy.id, 'busy')
+    const silent = sessionWithReply(env.mock)
+    env.runtime.processPayload({ type: 'server.connected', properties: {} }, '')
+    await sleep(200)
+    const list = env.mock.fault({ method: 'GET', path: '/session', times: 1, delayMs: 300 })
+    env.runtime.processPayload({ type: 'session.status', properties: { sessionID: busy.id, status: { type: 'busy' } } }, '/tmp/project')
+    await waitFor(() => env.mock.prompts.length === 1, 5000)
+    expect(list.fired).toBe(1)
+    expect(env.mock.prompts[0].sessionId).toBe(silent.id)
+    await sleep(500)
+    const busyReads = env.mock.requests.filter((r) => r.path.startsWith('/session/' + busy.id + '/'))
+    expect(busyReads).toEqual([])
+    expect(env.mock.prompts).toHaveLength(1)
+  })
 })
 
 describe('several hosts on one OpenCode server', () => {

@@ -280,7 +280,9 @@ impl GoalLoop {
         let inner = self.inner.clone();
         let span = self.inner.log_span.clone();
         let directories = inner.known_directories();
-        self.inner.runtime.spawn(async move { inner.recover(directories).await }.instrument(span));
+        self.inner
+            .runtime
+            .spawn(async move { inner.recover(directories, ArmMode::IfIdleTimer).await }.instrument(span));
     }
 }
 
@@ -323,8 +325,10 @@ impl Inner {
         }
         if let Some(me) = self.me.upgrade() {
             debug!(target: "session_goal", "a directory learned from an event; scanning it for active goals");
+            // Its sessions' events are live: one known busy, or with a timer, is looked at when
+            // its own events say; the scan is for the silent ones.
             let directories = vec![directory.to_string()];
-            self.runtime.spawn(me.recover(directories).instrument(self.log_span.clone()));
+            self.runtime.spawn(me.recover(directories, ArmMode::IfNothingPending).instrument(self.log_span.clone()));
         }
     }
 
@@ -477,7 +481,7 @@ impl Consumer for Inner {
                     debug!(target: "session_goal", "OpenCode connected; scanning for active goals");
                     // The directories known at the connection, read here and not in the task.
                     let directories = self.known_directories();
-                    self.runtime.spawn(me.recover(directories).instrument(self.log_span.clone()));
+                    self.runtime.spawn(me.recover(directories, ArmMode::IfIdleTimer).instrument(self.log_span.clone()));
                 }
             }
         }

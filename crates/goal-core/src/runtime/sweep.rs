@@ -42,8 +42,11 @@ pub(super) fn start(inner: &Arc<Inner>, runtime: &tokio::runtime::Handle) {
 
 impl Inner {
     /// Scans `directories` (those known when the scan was asked for; a directory learned from
-    /// an event afterwards is scanned on its own when it is learned).
-    pub(super) async fn recover(self: Arc<Self>, directories: Vec<String>) {
+    /// an event afterwards is scanned on its own when it is learned) and arms each active goal
+    /// found with `arm`: after a (re)connect, whatever events said about busy
+    /// (`ArmMode::IfIdleTimer`); for a directory learned on a live stream, only a session the
+    /// live events say nothing pending or busy about (`ArmMode::IfNothingPending`).
+    pub(super) async fn recover(self: Arc<Self>, directories: Vec<String>, arm: ArmMode) {
         for directory in directories {
             if self.stopped.load(Ordering::SeqCst) {
                 return;
@@ -77,7 +80,7 @@ impl Inner {
                         session: session.id.clone(),
                         directory: dir,
                         seen: Seen::Scan(goal.revision(), goal.status),
-                        arm: active.then_some((self.ctx.config.kickoff_quiet, ArmMode::IfIdleTimer)),
+                        arm: active.then_some((self.ctx.config.kickoff_quiet, arm)),
                         arm_if_changed: None,
                     });
                 }
