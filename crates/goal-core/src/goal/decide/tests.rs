@@ -201,7 +201,7 @@ fn answer(world: &mut World, seen: &mut Seen, need: Need, stored: Option<&Goal>)
 }
 
 fn act(world: &mut World, seen: &mut Seen, walk: &mut Walk, stored: &mut Option<Goal>, effect: Effect) {
-    let mut apply = |write: &super::Write, stored: &mut Option<Goal>| -> Written {
+    let apply = |write: &super::Write, stored: &mut Option<Goal>| -> Written {
         if world.writes_fail {
             return Written::Failed;
         }
@@ -384,8 +384,7 @@ fn every_settle_writes_its_cause() {
         let walk = walk(world);
         assert_eq!((walk.status(), walk.cause()), (Some(status), Some(cause)), "{name}: {:?}", walk.end);
         assert_eq!(walk.posts, 0, "{name}: nothing posted");
-        let settled = if status == GoalStatus::Paused { End::Settled } else { End::Settled };
-        assert_eq!(ended(&walk), settled, "{name}");
+        assert_eq!(ended(&walk), End::Settled, "{name}");
         assert_eq!(walk.notified, status != GoalStatus::Paused, "{name}: a settle notifies, a pause does not");
     }
 }
