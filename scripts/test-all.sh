@@ -116,9 +116,11 @@ stage "clippy, warnings are errors" 'Finished' \
 stage "cargo test (goal-core: pure decisions, accounting, prompts, parsing)" '^cargo test:' cargo_test
 stage "simulator (10,000 random worlds, replay determinism, one planted defect per promise caught)" \
   '^mutation check' simulator
-stage "cargo package goal-core (the packaged crate builds on its own)" 'Packaged' \
-  cargo package -p goal-core --allow-dirty --offline
 stage "napi build (debug), generated bindings unchanged" 'Finished' napi_build
+# For the target every other build names, after the addon's: the packaged crate's dependencies
+# are then the addon build's own (the same features), not built again for the host's directory.
+stage "cargo package goal-core (the packaged crate builds on its own)" 'Packaged' \
+  cargo package -p goal-core --allow-dirty --offline --target x86_64-unknown-linux-gnu
 stage "vitest (built addon against the mock OpenCode)" '^ +Tests ' npx vitest run
 stage "install test (packed packages, offline host without cargo: ESM, CJS, a goal, the CLI)" \
   'install test passed' install_test
