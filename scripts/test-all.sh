@@ -124,8 +124,10 @@ stage "cargo package goal-core (the packaged crate builds on its own)" 'Packaged
 stage "vitest (built addon against the mock OpenCode)" '^ +Tests ' npx vitest run
 stage "install test (packed packages, offline host without cargo: ESM, CJS, a goal, the CLI)" \
   'install test passed' install_test
+# Four classes at a time (its default is two): each class process mostly waits on its faults'
+# timers, and the longest class (5xx, about 37 s) bounds the stage either way.
 stage "fault-injection suite (one row per fault class; RELIABILITY.md)" 'fault classes, ' \
-  node scripts/fault-suite.mjs
+  node scripts/fault-suite.mjs --jobs 4
 # The mutation check runs the classes that inject faults on the HTTP side, not all of them.
 mutated_classes=$(node scripts/fault-suite.mjs --mutate --list | wc -l)
 fault_classes=$(node scripts/fault-suite.mjs --list | wc -l)
