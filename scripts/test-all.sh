@@ -67,9 +67,13 @@ stage() {
   exit "$status"
 }
 
+# A stage's function is called as `"$@" || status=$?`, where bash ignores `set -e` inside it: each
+# step that can fail returns its status itself (`|| return`), or a later step would run on and
+# decide the stage's result alone.
+
 # The generated binding files must match what the build just wrote.
 napi_build() {
-  npx napi build --platform --target x86_64-unknown-linux-gnu
+  npx napi build --platform --target x86_64-unknown-linux-gnu || return
   git diff --exit-code -- index.js index.d.ts || {
     echo "index.js / index.d.ts changed after the build: regenerate and commit them" >&2
     return 1
@@ -91,9 +95,9 @@ cargo_test() {
 # tokio's paused clock; two worlds replayed twice must print the same trace (a seed is a replay);
 # then one planted defect per promise (a)-(g), each of which these seeds must catch.
 simulator() {
-  cargo build --quiet --profile sim -p goal-sim --target x86_64-unknown-linux-gnu
+  cargo build --quiet --profile sim -p goal-sim --target x86_64-unknown-linux-gnu || return
   local sim=target/x86_64-unknown-linux-gnu/sim/goal-sim seed
-  "$sim" --seeds 10000 --from 1
+  "$sim" --seeds 10000 --from 1 || return
   for seed in 7 280; do
     cmp <("$sim" --seed "$seed" --no-shrink) <("$sim" --seed "$seed" --no-shrink) \
       || { echo "seed $seed ran differently twice: the simulator is not deterministic" >&2; return 1; }
@@ -103,7 +107,7 @@ simulator() {
 }
 
 install_test() {
-  node scripts/sync-platform-packages.mjs --check
+  node scripts/sync-platform-packages.mjs --check || return
   bash scripts/install-test.sh
 }
 
