@@ -4,15 +4,13 @@
 // explain, doctor); it is driven within 15 s of the route answering again. A 404 on the list
 // decides ownership from the session itself. Against the mock OpenCode over real HTTP, real
 // timers; every injected fault is shown to have fired.
-import { afterEach, describe, expect, it } from 'vitest'
-import { setup, scriptedAuditor, sessionWithReply, goalOf, waitFor, sleep, TIME_SCALE } from './helpers.mjs'
+//
+// The tests run at the same time (`describe.concurrent`): each has a mock server, a runtime and a
+// data directory of its own, and counts only its own server's requests; most of their time is
+// spent waiting out the routes' backoffs.
+import { describe, expect, it } from 'vitest'
+import { setupFor, scriptedAuditor, sessionWithReply, goalOf, waitFor, sleep, TIME_SCALE } from './helpers.mjs'
 import { runCli } from './control-helpers.mjs'
-
-let env
-afterEach(async () => {
-  await env?.cleanup()
-  env = undefined
-})
 
 const continueVerdict = { verdict: 'continue', note: 'more to do' }
 const DIRECTORY = '/tmp/project'
@@ -37,17 +35,18 @@ async function drivenWithin(mock, sessionId, since, limitMs = 15_000) {
   return at - since
 }
 
-describe('one goal waiting on a route that always fails', () => {
+describe.concurrent('one goal waiting on a route that always fails', () => {
   const routes = [
     { name: 'the session list answering 503', unowned: true, fault: { method: 'GET', path: '/session', status: 503 }, detail: 'GET /session → 503' },
     { name: 'the messages answering 500', unowned: false, fault: { method: 'GET', path: /^\/session\/[^/]+\/message$/, status: 500 }, detail: 'GET /session/:id/message → 500' },
     { name: 'the status answering 500', unowned: false, fault: { method: 'GET', path: '/session/status', status: 500 }, detail: 'GET /session/status → 500' },
   ]
   for (const route of routes) {
-    it(`${route.name}: at most 40 requests in 8 s, the wait visible in the record, explain and doctor; driven within 15 s of recovery`, async () => {
+    it(`${route.name}: at most 40 requests in 8 s, the wait visible in the record, explain and doctor; driven within 15 s of recovery`, async (t) => {
+      const { expect } = t
       // A quiet window of 1 s: the session's own retries (1, 2, 4, 8 s) stay inside the default
       // four before the goal would settle, so the wait and the recovery are both seen.
-      env = await setup({ auditor: scriptedAuditor([continueVerdict]), runtimeOptions: { idleQuietMs: 1000, kickoffQuietMs: 60_000 } })
+      const env = await setupFor(t, { auditor: scriptedAuditor([continueVerdict]), runtimeOptions: { idleQuietMs: 1000, kickoffQuietMs: 60_000 } })
       const { mock, runtime } = env
       const failing = mock.fault(route.fault)
       const session = route.unowned ? unownedGoalSession(mock) : sessionWithReply(mock, { goal: { sessionId: undefined } })
@@ -86,9 +85,10 @@ describe('one goal waiting on a route that always fails', () => {
   }
 })
 
-describe('a waiting goal looked at right now', () => {
-  it('while its retry is in flight, explain gives the next look as now, not none', async () => {
-    env = await setup({ auditor: scriptedAuditor([continueVerdict]), runtimeOptions: { idleQuietMs: 300, kickoffQuietMs: 60_000 } })
+describe.concurrent('a waiting goal looked at right now', () => {
+  it('while its retry is in flight, explain gives the next look as now, not none', async (t) => {
+    const { expect } = t
+    const env = await setupFor(t, { auditor: scriptedAuditor([continueVerdict]), runtimeOptions: { idleQuietMs: 300, kickoffQuietMs: 60_000 } })
     const { mock, runtime } = env
     // Each status read fails after 2 s: most of the time a tick of the goal is in flight.
     const failing = mock.fault({ method: 'GET', path: '/session/status', status: 500, delayMs: 2000 })
@@ -108,9 +108,10 @@ describe('a waiting goal looked at right now', () => {
   }, 30_000)
 })
 
-describe('fifty goals waiting on one directory whose list always fails', () => {
-  it('send at most 1,000 requests in 10 s, share one list with one backoff (at most one per 10 s after the first three), and are all driven within 15 s of recovery', async () => {
-    env = await setup({ auditor: scriptedAuditor([continueVerdict]), runtimeOptions: { idleQuietMs: 150, kickoffQuietMs: 60_000 } })
+describe.concurrent('fifty goals waiting on one directory whose list always fails', () => {
+  it('send at most 1,000 requests in 10 s, share one list with one backoff (at most one per 10 s after the first three), and are all driven within 15 s of recovery', async (t) => {
+    const { expect } = t
+    const env = await setupFor(t, { auditor: scriptedAuditor([continueVerdict]), runtimeOptions: { idleQuietMs: 150, kickoffQuietMs: 60_000 } })
     const { mock } = env
     const failing = mock.fault({ method: 'GET', path: '/session', status: 503 })
     const sessions = Array.from({ length: 50 }, () => unownedGoalSession(mock))
@@ -149,9 +150,10 @@ describe('fifty goals waiting on one directory whose list always fails', () => {
   }, 90_000 * TIME_SCALE)
 })
 
-describe('a server that cannot list sessions (404 on GET /session)', () => {
-  it("decides from the session: one made before the goal owns it (stamped, driven); one made after it, a fork's copy, is adopted paused", async () => {
-    env = await setup({ auditor: scriptedAuditor([continueVerdict]), runtimeOptions: { idleQuietMs: 150, kickoffQuietMs: 60_000 } })
+describe.concurrent('a server that cannot list sessions (404 on GET /session)', () => {
+  it("decides from the session: one made before the goal owns it (stamped, driven); one made after it, a fork's copy, is adopted paused", async (t) => {
+    const { expect } = t
+    const env = await setupFor(t, { auditor: scriptedAuditor([continueVerdict]), runtimeOptions: { idleQuietMs: 150, kickoffQuietMs: 60_000 } })
     const { mock } = env
     const cannotList = mock.fault({ method: 'GET', path: '/session', status: 404 })
     const source = unownedGoalSession(mock)

@@ -116,6 +116,17 @@ export async function setup({ runtimeOptions = {}, mockOptions = {}, auditor, fo
 }
 
 /**
+ * `setup` for a test that may run at the same time as others of its file (`describe.concurrent`):
+ * the environment is cleaned up when that test finishes (`context` is the test's own context, whose
+ * `onTestFinished` belongs to that test alone), not by a file-wide `afterEach` over one shared variable.
+ */
+export async function setupFor(context, options) {
+  const env = await setup(options)
+  context.onTestFinished(() => env.cleanup())
+  return env
+}
+
+/**
  * A second host on the mock of `env` (from setup): its own runtime, reaching the same server by
  * another name (its own identity), sharing the data directory, fed by its own event stream.
  * Resolves once both hosts' streams are connected; `stop()` ends it.

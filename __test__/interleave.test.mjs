@@ -3,10 +3,15 @@
 // (prompt_async) is held in a manual gate and let go in the order the interleaving names; its
 // reads, the read-back and the events (the echo) follow on their own between those steps. A
 // user's pause (a third writer) is placed at every position too. See docs/multi-host.md.
+//
+// Each interleaving runs on a mock server, a data directory and two hosts of its own, and the
+// gates decide its order: the interleavings of one test run a few at a time (LANES), and the
+// tests of every interleaving run at the same time. The tests whose bound is a length of time
+// (`T<ms>` steps) run alone, one after another.
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { goalOf, scriptedAuditor, sessionWithReply, setup, waitFor } from './helpers.mjs'
 import { startWorkerHost } from './worker-host.mjs'
 
@@ -17,14 +22,8 @@ const QUIET_MS = 150
 const ECHO_QUIET_MS = 1000
 /** The stop interleavings' quiet window (their echo bound). */
 const STOP_QUIET_MS = 500
-
-let env
-let other
-afterEach(async () => {
-  await other?.stop()
-  await env?.cleanup()
-  env = other = undefined
-})
+/** Interleavings of one test run at the same time. */
+const LANES = 3
 
 /** Every order of the given per-host step lists that keeps each list's own order. */
 export function interleavings(lists) {
@@ -39,6 +38,20 @@ export function interleavings(lists) {
   return out
 }
 
+/** `run` over every order, LANES at a time; the results in the orders' order. */
+async function inLanes(orders, run) {
+  const results = new Array(orders.length)
+  let next = 0
+  const lane = async () => {
+    while (next < orders.length) {
+      const index = next++
+      results[index] = await run(orders[index])
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(LANES, orders.length) }, lane))
+  return results
+}
+
 
 /**
  * Runs one interleaving. `order` lists steps `A.W`, `B.W` (a host's goal write), `A.P`, `B.P`
@@ -48,14 +61,25 @@ export function interleavings(lists) {
  * (or the end of its tick) before the next step: its reads, read-back and echo happen there.
  * `checks`: the goal's acceptance checks (the auditor then says complete). `review`: the goal asks
  * for review (the auditor says complete; every reviewer approves). Returns what the wire and the
- * transcript show.
+ * transcript show. Both hosts and the server are stopped before it returns, whatever happened.
  */
-async function runOrder(order, { checks, review, quietMs = QUIET_MS, goalSettles } = {}) {
-  const verdict = checks || review ? completeVerdict : continueVerdict
-  env = await setup({ auditor: scriptedAuditor([verdict]), runtimeOptions: { idleQuietMs: quietMs } })
-  // The second host runs in a worker thread: runtimes of one environment share their write slots
-  // and dispatch claims, so only another environment (or process) races like another host.
-  other = await startWorkerHost({ url: env.mock.url.replace('127.0.0.1', 'localhost'), dataDir: env.dataDir, idleQuietMs: quietMs, verdicts: [verdict] })
+async function runOrder(order, options = {}) {
+  const verdict = options.checks || options.review ? completeVerdict : continueVerdict
+  const env = await setup({ auditor: scriptedAuditor([verdict]), runtimeOptions: { idleQuietMs: options.quietMs ?? QUIET_MS } })
+  let other
+  try {
+    // The second host runs in a worker thread: runtimes of one environment share their write slots
+    // and dispatch claims, so only another environment (or process) races like another host.
+    other = await startWorkerHost({ url: env.mock.url.replace('127.0.0.1', 'localhost'), dataDir: env.dataDir, idleQuietMs: options.quietMs ?? QUIET_MS, verdicts: [verdict] })
+    return await race(env, other, order, options)
+  } finally {
+    await other?.stop()
+    await env.cleanup()
+  }
+}
+
+/** The body of runOrder: the race of `env`'s host (A) and `other` (B) in `order`. */
+async function race(env, other, order, { checks, review, goalSettles }) {
   const { mock } = env
   const dir = checks ? fs.mkdtempSync(path.join(os.tmpdir(), 'goal-interleave-')) : '/tmp/project'
   const session = sessionWithReply(mock, { goal: { ...(checks ? { checks } : {}), ...(review ? { review: true } : {}) }, directory: dir })
@@ -148,12 +172,6 @@ async function runOrder(order, { checks, review, quietMs = QUIET_MS, goalSettles
   }
 }
 
-async function endRace() {
-  await other.stop()
-  await env.cleanup()
-  env = other = undefined
-}
-
 const hostSteps = [
   ['A.W', 'A.P'],
   ['B.W', 'B.P'],
@@ -162,27 +180,6 @@ const continuationOrders = interleavings(hostSteps)
 const stopOrders = interleavings([...hostSteps, ['S']])
 
 describe('two hosts reserving one tail: every interleaving of write and post', () => {
-  it(`one continuation message per tail, one text part, at most one same-id re-post by the other host (${continuationOrders.length} interleavings)`, async () => {
-    let reposts = 0
-    for (const order of continuationOrders) {
-      const r = await runOrder(order)
-      const label = order.join(' ')
-      expect(r.continuations, label).toHaveLength(1)
-      expect(r.continuations[0].parts.filter((p) => p.type === 'text'), label).toHaveLength(1)
-      expect(new Set(r.posts.map((p) => p.id)).size, label).toBe(1)
-      expect(r.posts.length, label).toBeLessThanOrEqual(2)
-      // A second post is a same-id re-post, and only by the host that did not post first.
-      if (r.posts.length === 2) {
-        reposts += 1
-        expect(r.posts[1].host, label).not.toBe(r.posts[0].host)
-        expect(r.repeated, label).toHaveLength(1)
-      }
-      expect(r.goal.turnsUsed, label).toBe(1)
-      await endRace()
-    }
-    console.log(`continuation: ${continuationOrders.length} interleavings covered, ${reposts} with a same-id re-post`)
-  }, 120_000)
-
   // The later writer hears the other's reservation in its echo and waits one dispatch delay
   // (250 ms) before its read-back: a first post made within that delay shows as a moved tail.
   // Both sides of the bound run with a 1 s quiet window, so the echo's own bound is the 1 s a real
@@ -232,14 +229,38 @@ describe('two hosts reserving one tail: every interleaving of write and post', (
     expect(r.goal.status).toBe('paused')
   })
 
-  it(`a stop at every position: at most one continuation, nothing posted on a read after the stop, the pause stands (${stopOrders.length} interleavings)`, async () => {
+  // The interleavings of write and post, and of a stop, run at the same time (after the bound
+  // tests above, which run alone).
+  it.concurrent(`one continuation message per tail, one text part, at most one same-id re-post by the other host (${continuationOrders.length} interleavings)`, async ({ expect }) => {
+    let reposts = 0
+    const results = await inLanes(continuationOrders, (order) => runOrder(order))
+    for (const [index, order] of continuationOrders.entries()) {
+      const r = results[index]
+      const label = order.join(' ')
+      expect(r.continuations, label).toHaveLength(1)
+      expect(r.continuations[0].parts.filter((p) => p.type === 'text'), label).toHaveLength(1)
+      expect(new Set(r.posts.map((p) => p.id)).size, label).toBe(1)
+      expect(r.posts.length, label).toBeLessThanOrEqual(2)
+      // A second post is a same-id re-post, and only by the host that did not post first.
+      if (r.posts.length === 2) {
+        reposts += 1
+        expect(r.posts[1].host, label).not.toBe(r.posts[0].host)
+        expect(r.repeated, label).toHaveLength(1)
+      }
+      expect(r.goal.turnsUsed, label).toBe(1)
+    }
+    console.log(`continuation: ${continuationOrders.length} interleavings covered, ${reposts} with a same-id re-post`)
+  }, 120_000)
+
+  it.concurrent(`a stop at every position: at most one continuation, nothing posted on a read after the stop, the pause stands (${stopOrders.length} interleavings)`, async ({ expect }) => {
     let sent = 0
     const pauseLost = []
     const sentAfterStop = []
-    for (const order of stopOrders) {
-      // A 500 ms quiet window: the echo is awaited up to 500 ms (with 150 ms, a loaded machine
-      // sometimes missed it: the assumption docs/multi-host.md names, not this guard).
-      const r = await runOrder(order, { quietMs: STOP_QUIET_MS })
+    // A 500 ms quiet window: the echo is awaited up to 500 ms (with 150 ms, a loaded machine
+    // sometimes missed it: the assumption docs/multi-host.md names, not this guard).
+    const results = await inLanes(stopOrders, (order) => runOrder(order, { quietMs: STOP_QUIET_MS }))
+    for (const [index, order] of stopOrders.entries()) {
+      const r = results[index]
       const label = order.join(' ')
       expect(r.continuations.length, label).toBeLessThanOrEqual(1)
       // Nothing is posted on a read made after the stop (a post whose read-back came before the
@@ -248,7 +269,6 @@ describe('two hosts reserving one tail: every interleaving of write and post', (
       if (r.afterStop.length) sentAfterStop.push(label)
       if (r.goal.status !== 'paused') pauseLost.push(label)
       sent += r.continuations.length
-      await endRace()
     }
     console.log(`stop: ${stopOrders.length} interleavings covered, ${sent} with a continuation posted before the stop`)
     expect(sentAfterStop, 'posted on a read made after the stop').toEqual([])
@@ -262,17 +282,17 @@ const checkOrders = interleavings([
   ['B.W', 'B.C', 'B.H'],
 ])
 
-describe('two hosts running the check round of one tail: every interleaving of write, claim and shell', () => {
-  it(`each check runs at most once per tail, counted at the wire and on disk (${checkOrders.length} interleavings)`, async () => {
+describe.concurrent('two hosts running the check round of one tail: every interleaving of write, claim and shell', () => {
+  it(`each check runs at most once per tail, counted at the wire and on disk (${checkOrders.length} interleavings)`, async ({ expect }) => {
     const ran = { A: 0, B: 0 }
-    for (const order of checkOrders) {
-      const r = await runOrder(order, { checks: [CHECK] })
+    const results = await inLanes(checkOrders, (order) => runOrder(order, { checks: [CHECK] }))
+    for (const [index, order] of checkOrders.entries()) {
+      const r = results[index]
       const label = order.join(' ')
       expect(r.shells.length, label).toBeLessThanOrEqual(1)
       expect(r.runs, label).toBe(r.shells.length)
       expect(r.goal.status, label).toBe('complete')
       for (const s of r.shells) ran[s.host] += 1
-      await endRace()
     }
     console.log(`check round: ${checkOrders.length} interleavings covered, check run by A ${ran.A} and by B ${ran.B} times`)
   }, 300_000)
@@ -283,18 +303,18 @@ const reviewOrders = interleavings([
   ['B.W', 'B.C', 'B.R'],
 ])
 
-describe('two hosts reviewing one tail: every interleaving of write, claim and reviewer creation', () => {
-  it(`one reviewer session per tail, created at the wire once, and the goal settles reviewApproved (${reviewOrders.length} interleavings)`, async () => {
+describe.concurrent('two hosts reviewing one tail: every interleaving of write, claim and reviewer creation', () => {
+  it(`one reviewer session per tail, created at the wire once, and the goal settles reviewApproved (${reviewOrders.length} interleavings)`, async ({ expect }) => {
     const by = { A: 0, B: 0 }
-    for (const order of reviewOrders) {
-      const r = await runOrder(order, { review: true })
+    const results = await inLanes(reviewOrders, (order) => runOrder(order, { review: true }))
+    for (const [index, order] of reviewOrders.entries()) {
+      const r = results[index]
       const label = order.join(' ')
       expect(r.reviewers, label).toHaveLength(1)
       expect(r.goal.status, label).toBe('complete')
       expect(r.goal.cause.code, label).toBe('reviewApproved')
       expect(r.posts, label).toHaveLength(0)
       by[r.reviewers[0]] += 1
-      await endRace()
     }
     console.log(`review: ${reviewOrders.length} interleavings covered, reviewer created by A ${by.A} and by B ${by.B} times`)
   }, 300_000)
@@ -306,10 +326,11 @@ describe('two hosts reviewing one tail: every interleaving of write, claim and r
 const checkRoundSteps = ['A.W', 'B.W', 'A.C', 'B.C', 'A.H', 'B.H']
 const checkStopOrders = checkRoundSteps.map((_, at) => [...checkRoundSteps.slice(0, at), 'S', ...checkRoundSteps.slice(at)]).concat([[...checkRoundSteps, 'S']])
 
-describe('a stop during a check round', () => {
-  it(`at every position: at most one run, nothing posted on a read after the stop, the pause stands (${checkStopOrders.length} interleavings)`, async () => {
-    for (const order of checkStopOrders) {
-      const r = await runOrder(order, { checks: [CHECK], quietMs: STOP_QUIET_MS })
+describe.concurrent('a stop during a check round', () => {
+  it(`at every position: at most one run, nothing posted on a read after the stop, the pause stands (${checkStopOrders.length} interleavings)`, async ({ expect }) => {
+    const results = await inLanes(checkStopOrders, (order) => runOrder(order, { checks: [CHECK], quietMs: STOP_QUIET_MS }))
+    for (const [index, order] of checkStopOrders.entries()) {
+      const r = results[index]
       const label = order.join(' ')
       expect(r.shells.length, label).toBeLessThanOrEqual(1)
       expect(r.runs, label).toBe(r.shells.length)
@@ -317,7 +338,6 @@ describe('a stop during a check round', () => {
       expect(r.completedAfterStop, label).toBe(false)
       // Paused, unless a host had settled it complete before the stop.
       if (r.goal.status !== 'paused') expect([label, r.goal.status]).toEqual([label, 'complete'])
-      await endRace()
     }
     console.log(`check round with a stop: ${checkStopOrders.length} interleavings covered`)
   }, 120_000)

@@ -219,6 +219,9 @@ async function runSuite(platform, runner, copy, logDir, { single, timeoutScale =
   const timeout = String(DEFAULT_TIMEOUT_MS * timeoutScale)
   const vitestArgs = ['node_modules/vitest/vitest.mjs', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${reportFile}`]
   if (timeoutScale !== 1) vitestArgs.push(`--testTimeout=${timeout}`, `--hookTimeout=${timeout}`)
+  // Under emulation every file is CPU-bound: one file per core but one, vitest's own default, not
+  // the four at once of vitest.config.mjs (made for files that mostly wait on timers).
+  vitestArgs.push(`--maxWorkers=${Math.max(1, os.availableParallelism() - 1)}`)
   if (single) vitestArgs.push(single.file, '-t', `^${single.title.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`)
   else vitestArgs.push(...only)
   const env = { PATH: `${path.dirname(runner)}:/usr/bin:/bin`, HOME: dirs.home, TMPDIR: dirs.tmp, LANG: 'C.UTF-8', CI: '1' }

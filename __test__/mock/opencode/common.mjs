@@ -1,5 +1,6 @@
 // Shared pieces of the mock OpenCode: the version it imitates, copying helpers, the error
-// answers OpenCode gives, handler results, ids and timers. No state of its own.
+// answers OpenCode gives, handler results, ids and timers. No state of its own but the count of
+// id factories made in the process (createIds).
 
 /** The OpenCode version the mock imitates (Session.version, GET /global/health). */
 export const VERSION = '1.18.33';
@@ -40,15 +41,25 @@ export const NO_CONTENT = Object.freeze({ status: 204 });
 
 const B62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
+/** Id factories made in this process so far (each mock server makes one). */
+let factories = 0;
+
 /**
  * Id factory shared by every kind of object, like OpenCode's: a 12-hex-digit counter then a
  * 14-character pseudo-random tail. `ascending` ids sort in creation order (messages, parts,
  * events); `descending` ones sort newest first (sessions). `count` is the last counter value.
+ *
+ * Each factory of the process draws its tails from a stream of its own (the first one's is the
+ * same as ever), so two mock servers of one process never hand out the same id: the addon's
+ * runtimes of one process share per-session state keyed by id alone (write slots, dispatch
+ * claims), and tests of one file that run at the same time, each on its own mock, must not meet
+ * there. The counters, and with them the ids' order, are the same in every factory.
  */
 export function createIds() {
   let seq = 0;
+  const stream = Math.imul(factories++, 0x9e3779b9) >>> 0;
   const tail = (n) => {
-    let x = Math.imul(n, 2654435761) >>> 0;
+    let x = (Math.imul(n, 2654435761) ^ stream) >>> 0;
     let s = '';
     for (let i = 0; i < 14; i++) {
       x = (Math.imul(x, 1103515245) + 12345) >>> 0;
