@@ -8,6 +8,7 @@ use std::sync::Arc;
 use tracing::{debug, warn, Instrument};
 
 use super::Inner;
+use crate::record::session::ListedSession;
 use crate::record::GoalStatus;
 use crate::sched::facts::Seen;
 use crate::sched::{ArmMode, GoalSighting};
@@ -68,9 +69,9 @@ impl Inner {
                     continue;
                 }
             };
+            self.ctx.owners.holders().saw_list(carriers(&sessions), None);
             for session in sessions.iter().filter(|s| !s.is_subagent()) {
                 if let Some(goal) = &session.goal {
-                    self.ctx.owners.holders().saw_in_list(&goal.id, &session.id, session.created, None);
                     let active = goal.status == GoalStatus::Active;
                     if active {
                         debug!(target: "session_goal", session = %session.id, "recovering active goal");
@@ -133,9 +134,9 @@ impl Inner {
                 with_active.remove(&directory);
             }
             drop(with_active);
+            self.ctx.owners.holders().saw_list(carriers(&sessions), None);
             for session in sessions.iter().filter(|s| !s.is_subagent()) {
                 let Some(goal) = &session.goal else { continue };
-                self.ctx.owners.holders().saw_in_list(&goal.id, &session.id, session.created, None);
                 if goal.status != GoalStatus::Active {
                     continue;
                 }
@@ -154,4 +155,13 @@ impl Inner {
         }
         complete
     }
+}
+
+/// The goal carriers a whole-directory list showed (top-level sessions with a goal), for
+/// `GoalHolders::saw_list`.
+fn carriers(sessions: &[ListedSession]) -> impl Iterator<Item = (&str, &str, f64)> {
+    sessions
+        .iter()
+        .filter(|s| !s.is_subagent())
+        .filter_map(|s| s.goal.as_ref().map(|goal| (goal.id.as_str(), s.id.as_str(), s.created)))
 }

@@ -32,40 +32,22 @@ struct Holder {
 impl GoalHolders {
     /// Records that `session_id` (created at `created`) carries `goal_id`, as a tick read it.
     pub fn saw(&self, goal_id: &str, session_id: &str, created: f64) {
-        self.record(goal_id, session_id, created, f64::INFINITY);
+        record(&mut self.oldest.lock(), goal_id, session_id, created, f64::INFINITY);
     }
 
-    /// Records that a session list starting at `list_start` (`None`: the whole directory)
-    /// showed `session_id` carrying `goal_id`. Such a list holds every carrier of the goal when
-    /// its start is at or before [`owner_list_start`] of the goal's `createdAt`.
-    pub fn saw_in_list(&self, goal_id: &str, session_id: &str, created: f64, list_start: Option<f64>) {
-        self.record(goal_id, session_id, created, list_start.unwrap_or(f64::NEG_INFINITY));
-    }
-
-    fn record(&self, goal_id: &str, session_id: &str, created: f64, listed_from: f64) {
-        if goal_id.is_empty() || session_id.is_empty() {
-            return;
-        }
+    /// Records what one session list starting at `list_start` (`None`: the whole directory)
+    /// showed: each `(goal id, session id, created)` it held. Such a list holds every carrier
+    /// of a goal when its start is at or before [`owner_list_start`] of the goal's `createdAt`.
+    /// The whole list is recorded under one lock: a tick reading between two of its sessions
+    /// would see the goal listed with only the carriers recorded so far, and take a copy for
+    /// the owner.
+    ///
+    /// [`owner_list_start`]: crate::goal::decide::lineage::owner_list_start
+    pub fn saw_list<'a>(&self, carriers: impl IntoIterator<Item = (&'a str, &'a str, f64)>, list_start: Option<f64>) {
+        let listed_from = list_start.unwrap_or(f64::NEG_INFINITY);
         let mut oldest = self.oldest.lock();
-        if oldest.len() >= MAX_REMEMBERED_GOALS && !oldest.contains_key(goal_id) {
-            // Bounded: forget an arbitrary half rather than grow without end (a forgotten goal
-            // is listed again when next seen unowned).
-            let keep: Vec<String> = oldest.keys().take(MAX_REMEMBERED_GOALS / 2).cloned().collect();
-            oldest.retain(|key, _| keep.contains(key));
-        }
-        let created = if created.is_finite() && created > 0.0 { created } else { f64::MAX };
-        let candidate = Holder { created, session: session_id.to_string(), listed_from };
-        match oldest.get_mut(goal_id) {
-            Some(known) => {
-                known.listed_from = known.listed_from.min(listed_from);
-                if is_older(&(candidate.created, &candidate.session), &(known.created, &known.session)) {
-                    known.created = candidate.created;
-                    known.session = candidate.session;
-                }
-            }
-            None => {
-                oldest.insert(goal_id.to_string(), candidate);
-            }
+        for (goal_id, session_id, created) in carriers {
+            record(&mut oldest, goal_id, session_id, created, listed_from);
         }
     }
 
@@ -97,6 +79,33 @@ impl GoalHolders {
     /// The oldest session known to carry `goal_id`, when it is not `session_id`.
     pub fn older_than(&self, goal_id: &str, session_id: &str) -> Option<String> {
         self.oldest.lock().get(goal_id).map(|holder| holder.session.clone()).filter(|holder| holder != session_id)
+    }
+}
+
+/// Records one carrier into the map of oldest carriers.
+fn record(oldest: &mut HashMap<String, Holder>, goal_id: &str, session_id: &str, created: f64, listed_from: f64) {
+    if goal_id.is_empty() || session_id.is_empty() {
+        return;
+    }
+    if oldest.len() >= MAX_REMEMBERED_GOALS && !oldest.contains_key(goal_id) {
+        // Bounded: forget an arbitrary half rather than grow without end (a forgotten goal
+        // is listed again when next seen unowned).
+        let keep: Vec<String> = oldest.keys().take(MAX_REMEMBERED_GOALS / 2).cloned().collect();
+        oldest.retain(|key, _| keep.contains(key));
+    }
+    let created = if created.is_finite() && created > 0.0 { created } else { f64::MAX };
+    let candidate = Holder { created, session: session_id.to_string(), listed_from };
+    match oldest.get_mut(goal_id) {
+        Some(known) => {
+            known.listed_from = known.listed_from.min(listed_from);
+            if is_older(&(candidate.created, &candidate.session), &(known.created, &known.session)) {
+                known.created = candidate.created;
+                known.session = candidate.session;
+            }
+        }
+        None => {
+            oldest.insert(goal_id.to_string(), candidate);
+        }
     }
 }
 
@@ -134,12 +143,12 @@ mod tests {
         // A tick's own read does not make a goal listed; a list showing it does, when it
         // started early enough for the goal.
         assert!(!holders.is_listed("g1", Some(0.0)));
-        holders.saw_in_list("g1", "ses_fork3", 400.0, Some(50.0));
+        holders.saw_list([("g1", "ses_fork3", 400.0)], Some(50.0));
         assert!(holders.is_listed("g1", Some(50.0)) && holders.is_listed("g1", Some(60.0)));
         assert!(!holders.is_listed("g1", Some(40.0)), "a list from later may miss an older carrier");
         assert!(!holders.is_listed("g1", None), "no createdAt: only a whole-directory list will do");
         assert_eq!(holders.older_than("g1", "ses_fork3").as_deref(), Some("ses_parent"));
-        holders.saw_in_list("g3", "ses_z", 10.0, None);
+        holders.saw_list([("g3", "ses_z", 10.0)], None);
         assert!(holders.is_listed("g3", None) && holders.is_listed("g3", Some(1.0)));
         // A later tick's read keeps what a list showed.
         holders.saw("g3", "ses_z", 10.0);

@@ -324,9 +324,8 @@ impl Owners {
         }
         match answer {
             Ok(candidates) => {
-                for candidate in &candidates {
-                    self.holders.saw_in_list(&candidate.goal_id, &candidate.session_id, candidate.created, start);
-                }
+                let carriers = candidates.iter().map(|c| (c.goal_id.as_str(), c.session_id.as_str(), c.created));
+                self.holders.saw_list(carriers, start);
                 ListEnd::Read
             }
             Err(HttpError::Status(404)) => {
