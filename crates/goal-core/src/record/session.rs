@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use crate::record::provider_error::ProviderError;
-use crate::record::{positive_count, string_field, Goal};
+use crate::record::{positive_count, string_field, Goal, GoalRevision, GoalStatus};
 
 /// Token counters of one assistant message.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -294,8 +294,27 @@ pub struct ListedSession {
     pub directory: String,
     /// `time.created` (epoch ms; 0 when absent).
     pub created: f64,
-    /// The goal stored on the session, if valid.
-    pub goal: Option<Goal>,
+    /// The goal stored on the session, if valid: what a scan reads of it.
+    pub goal: Option<ListedGoal>,
+}
+
+/// What a scan reads of a listed session's goal: the goal is read whole (so an invalid one is
+/// no goal) and dropped once these are taken. A sweep of a directory of 10,000 sessions held
+/// each one's whole goal, about 1.5 kB apiece, until it had armed them all.
+#[derive(Debug, Clone)]
+pub struct ListedGoal {
+    /// Goal id.
+    pub id: String,
+    /// Its status.
+    pub status: GoalStatus,
+    /// Its compare-and-set key (see [`Goal::revision`]).
+    pub revision: GoalRevision,
+}
+
+impl ListedGoal {
+    fn of(goal: Goal) -> ListedGoal {
+        ListedGoal { revision: goal.revision(), status: goal.status, id: goal.id }
+    }
 }
 
 impl ListedSession {
@@ -313,7 +332,8 @@ impl ListedSession {
                 .get("metadata")
                 .and_then(|m| m.get("openchamber"))
                 .and_then(|ns| ns.get("goal"))
-                .and_then(Goal::from_value),
+                .and_then(Goal::from_value)
+                .map(ListedGoal::of),
         })
     }
 

@@ -80,7 +80,7 @@ impl Inner {
                     self.scheduler.goal_seen(GoalSighting {
                         session: session.id.clone(),
                         directory: dir,
-                        seen: Seen::Scan(goal.revision(), goal.status),
+                        seen: Seen::Scan(goal.revision.clone(), goal.status),
                         arm: active.then_some((self.ctx.config.kickoff_quiet, arm)),
                         arm_if_changed: None,
                     });
@@ -146,7 +146,7 @@ impl Inner {
                 let sighting = GoalSighting {
                     session: session.id.clone(),
                     directory: dir,
-                    seen: Seen::Scan(goal.revision(), goal.status),
+                    seen: Seen::Scan(goal.revision.clone(), goal.status),
                     arm: None,
                     arm_if_changed: None,
                 };
