@@ -650,7 +650,10 @@ mod tests {
         let ids: Vec<&str> = listed.iter().map(|s| s.id.as_str()).collect();
         assert_eq!(ids, ["ses_b", "ses_c", "ses_d"], "a non-object entry is skipped, the rest kept");
         let goal = listed[0].goal.as_ref().expect("the goal is read");
-        assert_eq!((goal.id.as_str(), goal.revision.objective.as_str(), listed[0].created), ("g1", "Fix \u{fffd} it", 20.0));
+        assert_eq!(
+            (goal.id.as_str(), goal.revision.objective.as_str(), listed[0].created),
+            ("g1", "Fix \u{fffd} it", 20.0)
+        );
         assert!(listed[1].is_subagent() && !listed[0].is_subagent());
         assert!(listed[2].goal.is_none(), "an invalid goal is no goal");
         // The same body as full views keeps the whole metadata.
