@@ -759,12 +759,19 @@ async function hostileSessionIds() {
         const m = /^\/session\/([^/]+)(\/(message|children|prompt_async|abort|diff|todo))?$/.exec(q.path)
         return !m
       })
-    probe.expect = () => outside().length === 0 && h.mock.prompts.every((p) => !bogus.includes(p.sessionId)) && !bogus.some((id) => typeof id === 'string' && h.trackedSessions().has(id.trim()))
-    // Settled once no bogus id is tracked, looked at only after a whole round of retries could
-    // have run (q × 15 = 2.25 s): before the scheduler has armed, nothing is tracked yet.
+    // Once its retries are spent, an id the server answers 400 or 404 for is looked at again
+    // every 30 s, ten times (goal/decide/start.rs, GONE_RECHECK): tracked, but only waiting for
+    // that look. Whether a bogus id gets that far depends on whether its events reach a tick.
+    const busyBogus = () => {
+      const strings = new Set(bogus.filter((id) => typeof id === 'string' && id.trim()).map((id) => id.trim()))
+      return runtime.snapshot().sessions.filter((s) => strings.has(s.sessionId) && !(s.attempt > 4 && !s.ticking && s.dueInMs > 20_000))
+    }
+    probe.expect = () => outside().length === 0 && h.mock.prompts.every((p) => !bogus.includes(p.sessionId)) && busyBogus().length === 0
+    // Settled once no bogus id is tracked but for a gone-recheck wait, looked at only after a
+    // whole round of retries could have run (q × 15 = 2.25 s): before the scheduler has armed,
+    // nothing is tracked yet.
     const sentAt = Date.now()
-    probe.settled = () =>
-      Date.now() - sentAt > 3000 && !bogus.some((id) => typeof id === 'string' && id.trim() && h.trackedSessions().has(id.trim()))
+    probe.settled = () => Date.now() - sentAt > 3000 && busyBogus().length === 0
     await h.settle({ timeoutMs: 20_000 })
     const stray = outside()
     if (stray.length) h.note(`hostile-session-ids: requests outside /session/<one segment>: ${stray.slice(0, 5).map((q) => q.method + ' ' + q.path.slice(0, 60)).join(', ')}`)
@@ -1124,7 +1131,7 @@ export const CLASSES = [
   },
   {
     name: 'hostile-session-ids', title: 'hostile session ids', run: hostileSessionIds,
-    judged: 'Real sessions whose ids hold `../`, `%2F`, `?`, `#`, non-ASCII and `/`, 600 characters, spaces, bidi controls, `%00`: `complete` after exactly one continuation, every request addressed to exactly that id. Events naming 14 ids that are no session ("", blanks, ".", "..", "../../global/health", "/", "%2e%2e", 100,000 characters, NUL, a missing session, non-strings): no request outside /session/<one segment>, no prompt, nothing tracked once the retries end.',
+    judged: 'Real sessions whose ids hold `../`, `%2F`, `?`, `#`, non-ASCII and `/`, 600 characters, spaces, bidi controls, `%00`: `complete` after exactly one continuation, every request addressed to exactly that id. Events naming 14 ids that are no session ("", blanks, ".", "..", "../../global/health", "/", "%2e%2e", 100,000 characters, NUL, a missing session, non-strings): no request outside /session/<one segment>, no prompt, nothing tracked once the retries end but the 30 s re-look of a session the server said is not there (or not valid).',
   },
   {
     name: 'wrong-type-metadata', title: 'every metadata field of the wrong type', run: wrongTypes,
