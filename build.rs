@@ -1,11 +1,51 @@
-//! The addon's build script: napi's linker setup, and identical code folding where the linker
-//! is LLD.
+//! The addon's build script: napi's linker setup, identical code folding where the linker is
+//! LLD, and the TypeScript unions of goal-core's closed lists.
 
+use std::path::Path;
 use std::process::Command;
 
 fn main() {
     napi_build::setup();
     fold_identical_code();
+    write_closed_list_unions();
+}
+
+/// goal-core's file that declares the closed lists a host sees as TypeScript unions.
+const CAUSE_FILE: &str = "crates/goal-core/src/record/cause.rs";
+
+/// Writes, for each closed list of `CAUSE_FILE`, a file of `OUT_DIR` that calls the binding's
+/// declaring macro with the list's TypeScript union as a literal: napi takes a field's type only
+/// as a literal, and this way a new cause code or fix action is one line of goal-core and
+/// index.d.ts follows. `src/types/goal_parts.rs` and `src/types/explanation.rs` include them.
+fn write_closed_list_unions() {
+    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed={CAUSE_FILE}");
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let source = std::fs::read_to_string(Path::new(&manifest).join(CAUSE_FILE))
+        .unwrap_or_else(|error| panic!("cannot read {CAUSE_FILE}: {error}"));
+    let out = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
+    let lists = [("cause_codes", "declare_goal_cause", ""), ("fix_actions", "declare_goal_explanation", " | null")];
+    for (list, declare, tail) in lists {
+        let names = wire_names(&source, list);
+        assert!(names.len() >= 2, "{CAUSE_FILE}: no `{list}! {{ Variant = \"wire\" … }}` lines found");
+        let union: Vec<String> = names.iter().map(|name| format!("'{name}'")).collect();
+        let call = format!("{declare}!(\"{}{tail}\");\n", union.join(" | "));
+        std::fs::write(Path::new(&out).join(format!("{list}_union.rs")), call).expect("OUT_DIR is writable");
+    }
+}
+
+/// The wire names of the invocation `<list>! { … }` (the lines `Variant = "wire"`), in order.
+fn wire_names(source: &str, list: &str) -> Vec<String> {
+    let opening = format!("{list}! {{");
+    let body = source.lines().skip_while(|line| *line != opening).skip(1).take_while(|line| *line != "}");
+    body.filter_map(|line| {
+        let (variant, rest) = line.trim().split_once(" = \"")?;
+        let variant_shaped =
+            variant.starts_with(|c: char| c.is_ascii_uppercase()) && variant.chars().all(|c| c.is_ascii_alphanumeric());
+        let wire = rest.split('"').next()?;
+        variant_shaped.then(|| wire.to_string())
+    })
+    .collect()
 }
 
 /// Asks the linker to fold functions whose machine code is the same (`--icf=all`). Generic code

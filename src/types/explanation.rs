@@ -10,61 +10,67 @@ use goal_core::{ExplainReport, LastReview, RecordedCheckRun};
 use crate::types::goal_parts::{GoalCause, GoalCheck, GoalCriterion};
 use crate::types::nullable::Nullable;
 
-/// What `explain(sessionId)` resolves to (and `session-goal doctor --json` prints): why the
-/// session's goal is where it is. `null` where a part is unknown.
-#[napi(object, object_from_js = false)]
-pub struct GoalExplanation {
-    /// The session asked about.
-    pub session_id: String,
-    /// The goal's id (`null`: no goal).
-    #[napi(ts_type = "string | null")]
-    pub goal_id: Nullable<String>,
-    /// The goal's status (`null`: no goal).
-    #[napi(ts_type = "'active' | 'paused' | 'blocked' | 'budgetLimited' | 'complete' | null")]
-    pub status: Nullable<String>,
-    /// The human reason beside the status.
-    #[napi(ts_type = "string | null")]
-    pub status_reason: Nullable<String>,
-    /// The typed cause: stored, or for an active goal what holds it now (a pending request,
-    /// working hours, another host's lease).
-    #[napi(ts_type = "GoalCause | null")]
-    pub cause: Nullable<GoalCause>,
-    /// What `doctor --fix` would apply.
-    #[napi(
-        ts_type = "'none' | 'resume' | 'resumeWithTokenBudget' | 'resumeWithTimeBudget' | 'resumeWithCostBudget' | null"
-    )]
-    pub fix_action: Nullable<String>,
-    /// When the goal goes on by itself (ms since epoch), for a goal that waits.
-    #[napi(ts_type = "number | null")]
-    pub next_wake_at: Nullable<f64>,
-    /// The multi-host lease.
-    #[napi(ts_type = "GoalLease | null")]
-    pub lease: Nullable<GoalLease>,
-    /// Open permission and question requests of the session.
-    pub pending: Vec<PendingUserRequest>,
-    /// The newest audited decision of the trail.
-    #[napi(ts_type = "GoalAuditSummary | null")]
-    pub last_audit: Nullable<GoalAuditSummary>,
-    /// The check runs of the newest round.
-    pub last_checks: Vec<GoalCheckRun>,
-    /// The goal's acceptance checks.
-    #[napi(ts_type = "Array<GoalCheck> | null")]
-    pub checks: Nullable<Vec<GoalCheck>>,
-    /// The goal's cost in US dollars: its budget and what it spent.
-    #[napi(ts_type = "GoalCost | null")]
-    pub cost: Nullable<GoalCost>,
-    /// The goal's acceptance criteria with their latest grades.
-    #[napi(ts_type = "Array<GoalCriterion> | null")]
-    pub criteria: Nullable<Vec<GoalCriterion>>,
-    /// The goal's review setting, when it asks for a review before `complete`.
-    #[napi(ts_type = "true | { agent?: string, model?: string } | null")]
-    pub review: Nullable<serde_json::Value>,
-    /// The goal's last review: the reviewer's child session, its verdict, findings and cited files.
-    #[napi(ts_type = "GoalLastReview | null")]
-    pub last_review: Nullable<GoalLastReview>,
-    /// Inconsistencies worth a human look.
-    pub findings: Vec<GoalFinding>,
+/// Declares [`GoalExplanation`] with the TypeScript union of its `fixAction`, which `build.rs`
+/// writes from goal-core's closed list (`FixAction`, one line each in its `record/cause.rs`).
+macro_rules! declare_goal_explanation {
+    ($fix_action_union:tt) => {
+        /// What `explain(sessionId)` resolves to (and `session-goal doctor --json` prints): why the
+        /// session's goal is where it is. `null` where a part is unknown.
+        #[napi(object, object_from_js = false)]
+        pub struct GoalExplanation {
+            /// The session asked about.
+            pub session_id: String,
+            /// The goal's id (`null`: no goal).
+            #[napi(ts_type = "string | null")]
+            pub goal_id: Nullable<String>,
+            /// The goal's status (`null`: no goal).
+            #[napi(ts_type = "'active' | 'paused' | 'blocked' | 'budgetLimited' | 'complete' | null")]
+            pub status: Nullable<String>,
+            /// The human reason beside the status.
+            #[napi(ts_type = "string | null")]
+            pub status_reason: Nullable<String>,
+            /// The typed cause: stored, or for an active goal what holds it now (a pending request,
+            /// working hours, another host's lease).
+            #[napi(ts_type = "GoalCause | null")]
+            pub cause: Nullable<GoalCause>,
+            /// What `doctor --fix` would apply.
+            #[napi(ts_type = $fix_action_union)]
+            pub fix_action: Nullable<String>,
+            /// When the goal goes on by itself (ms since epoch), for a goal that waits.
+            #[napi(ts_type = "number | null")]
+            pub next_wake_at: Nullable<f64>,
+            /// The multi-host lease.
+            #[napi(ts_type = "GoalLease | null")]
+            pub lease: Nullable<GoalLease>,
+            /// Open permission and question requests of the session.
+            pub pending: Vec<PendingUserRequest>,
+            /// The newest audited decision of the trail.
+            #[napi(ts_type = "GoalAuditSummary | null")]
+            pub last_audit: Nullable<GoalAuditSummary>,
+            /// The check runs of the newest round.
+            pub last_checks: Vec<GoalCheckRun>,
+            /// The goal's acceptance checks.
+            #[napi(ts_type = "Array<GoalCheck> | null")]
+            pub checks: Nullable<Vec<GoalCheck>>,
+            /// The goal's cost in US dollars: its budget and what it spent.
+            #[napi(ts_type = "GoalCost | null")]
+            pub cost: Nullable<GoalCost>,
+            /// The goal's acceptance criteria with their latest grades.
+            #[napi(ts_type = "Array<GoalCriterion> | null")]
+            pub criteria: Nullable<Vec<GoalCriterion>>,
+            /// The goal's review setting, when it asks for a review before `complete`.
+            #[napi(ts_type = "true | { agent?: string, model?: string } | null")]
+            pub review: Nullable<serde_json::Value>,
+            /// The goal's last review: the reviewer's child session, its verdict, findings and cited files.
+            #[napi(ts_type = "GoalLastReview | null")]
+            pub last_review: Nullable<GoalLastReview>,
+            /// Inconsistencies worth a human look.
+            pub findings: Vec<GoalFinding>,
+        }
+    };
 }
+
+include!(concat!(env!("OUT_DIR"), "/fix_actions_union.rs"));
 
 /// The last review of a goal (see docs/review.md).
 #[napi(object, object_from_js = false)]

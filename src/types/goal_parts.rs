@@ -6,23 +6,29 @@ use napi_derive::napi;
 
 use goal_core::{AcceptanceCheck, Cause, Criterion};
 
-/// Why a goal stopped or waits (docs/causes.md lists the codes).
-#[napi(object, object_from_js = false)]
-pub struct GoalCause {
-    /// The code from the closed list (`goal_core::CauseCode::ALL`; docs/causes.md).
-    #[napi(
-        ts_type = "'verified' | 'checksPassed' | 'userComplete' | 'auditorBlocked' | 'noProgress' | 'auditUnavailable' | 'dispatchFailed' | 'messagesUnavailable' | 'tokenBudget' | 'timeBudget' | 'costBudget' | 'turnCap' | 'userPaused' | 'userAborted' | 'userAskedToPause' | 'waitingForUser' | 'waitingForHours' | 'waitingForProviderLimit' | 'waitingForLease' | 'waitingForOpenCode' | 'providerAuth' | 'providerQuota' | 'contextOverflow' | 'contentFilter' | 'turnInterrupted' | 'turnFailed' | 'inherited' | 'invalidGoal' | 'reviewApproved' | 'reviewUnavailable'"
-    )]
-    pub code: String,
-    /// When the stop or wait began (ms since epoch).
-    pub since: f64,
-    /// A short detail: a provider name, an HTTP status, a session id.
-    pub detail: Option<String>,
-    /// When the wait ends by itself (ms since epoch), for waits that know it.
-    pub until: Option<f64>,
-    /// One sentence a user can act on.
-    pub fix: Option<String>,
+/// Declares [`GoalCause`] with the TypeScript union of its code, which `build.rs` writes from
+/// goal-core's closed list (`CauseCode::ALL`, one line each in its `record/cause.rs`).
+macro_rules! declare_goal_cause {
+    ($code_union:tt) => {
+        /// Why a goal stopped or waits (docs/causes.md lists the codes).
+        #[napi(object, object_from_js = false)]
+        pub struct GoalCause {
+            /// The code from the closed list (`goal_core::CauseCode::ALL`; docs/causes.md).
+            #[napi(ts_type = $code_union)]
+            pub code: String,
+            /// When the stop or wait began (ms since epoch).
+            pub since: f64,
+            /// A short detail: a provider name, an HTTP status, a session id.
+            pub detail: Option<String>,
+            /// When the wait ends by itself (ms since epoch), for waits that know it.
+            pub until: Option<f64>,
+            /// One sentence a user can act on.
+            pub fix: Option<String>,
+        }
+    };
 }
+
+include!(concat!(env!("OUT_DIR"), "/cause_codes_union.rs"));
 
 /// One acceptance check of a goal.
 #[napi(object, object_from_js = false)]

@@ -13,7 +13,7 @@
 //! | concept | file |
 //! |---|---|
 //! | the goal record: every field once, unknown fields kept | `record/fields.rs`, `record/mod.rs` |
-//! | status reasons; why a goal stopped or waits (cause) | `record/reasons.rs`, `record/cause.rs` |
+//! | why a goal stopped or waits: cause codes, their fixes, status reasons | `record/cause.rs` |
 //! | acceptance criteria as stored, with their grades | `record/criteria.rs` |
 //! | the ids of acceptance-check runs, recognised in a transcript | `record/check_id.rs` |
 //! | the ids of the parts the runtime posts | `record/part_id.rs` |
@@ -64,7 +64,7 @@
 //! | the one executor: writes, posts, notifications, trail lines | `goal/act/mod.rs`, `goal/act/runs.rs`, `goal/act/dispatch.rs` |
 //! | lost-update repair around a watched write | `goal/act/echo_watch.rs`, `goal/act/echo.rs` |
 //! | the ids this runtime posted, so their events are no user activity | `goal/act/own_posts.rs` |
-//! | the cause table; notification; console lines; the trail's lines | `goal/decide/causes.rs`, `goal/decide/notify.rs`, `goal/act/operator.rs` |
+//! | a code's stored cause; notification; console lines; the trail's lines | `goal/decide/causes.rs`, `goal/decide/notify.rs`, `goal/act/operator.rs` |
 //! | a goal waiting on a failing request says so (`waitingForOpenCode`) | `goal/decide/wait_rules.rs` |
 //! | the built-in small model | `small_model/` |
 //! | session assist (recap, suggestion) | `assist/` |
@@ -115,9 +115,9 @@ pub use goal::decide::budgets::cost::{
     cost_used, format_usd, provider_reports_no_cost, MAX_COST_BUDGET, MIN_COST_BUDGET,
 };
 pub use goal::decide::budgets::time::parse_duration;
-pub use goal::decide::causes::{cause_of, fix_action, fix_sentence, FixAction};
+pub use goal::decide::causes::{cause_of, fix_action, fix_sentence};
 pub use goal::decide::limit_rules::wake_at as provider_wake_at;
-pub use record::cause::{Cause, CauseCode};
+pub use record::cause::{Cause, CauseCode, FixAction};
 /// Every `statusReason` this package writes.
 pub use record::reasons;
 pub use record::{

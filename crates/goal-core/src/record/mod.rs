@@ -12,7 +12,7 @@ pub mod lease;
 pub mod metadata;
 pub mod part_id;
 pub mod provider_error;
-pub mod reasons;
+pub use cause::reasons;
 pub mod review;
 pub mod session;
 /// One small-model call as plain data: the query, the reply, the failure.

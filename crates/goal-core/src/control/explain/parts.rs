@@ -5,9 +5,9 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::goal::decide::causes::FixAction;
 use crate::goal::decide::check_rules::CheckRun;
 use crate::record::cause::Cause;
+use crate::record::cause::FixAction;
 use crate::record::criteria::Criterion;
 pub use crate::record::review::LastReview;
 use crate::record::{AcceptanceCheck, GoalStatus, Lease};

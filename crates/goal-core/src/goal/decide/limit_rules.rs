@@ -183,8 +183,8 @@ fn provider(tail: &Message) -> Option<String> {
     Some(tail.provider_id.clone()).filter(|p| !p.is_empty())
 }
 
-/// A stop with its code and detail; the fix sentence comes from the cause table when the
-/// settle writes it (`goal/decide/causes.rs`).
+/// A stop with its code and detail; the fix sentence comes from the code's row
+/// (`record/cause.rs`) when the settle writes it (`goal/decide/causes.rs`).
 fn stop(code: CauseCode, reason: &'static str, now_ms: f64, provider: Option<String>) -> Stop {
     let mut cause = Cause::new(code, now_ms);
     if let Some(provider) = provider {
