@@ -7,9 +7,9 @@
 use crate::goal::decide::accounting::{account, Accounting};
 use crate::record::cause::CauseCode;
 use crate::record::reasons::{
-    NOTE_ASKED_TO_PAUSE, REASON_ASKED_TO_PAUSE, REASON_AUDIT_UNAVAILABLE, REASON_BLOCKED_PER_AUDIT, REASON_BUDGET,
-    REASON_COST_BUDGET, REASON_DISPATCH_FAILED, REASON_REPEATED_TRUNCATION, REASON_RESUMED, REASON_TURN_CAP,
-    REASON_TURN_FAILED, REASON_VERIFIED,
+    NOTE_ASKED_TO_PAUSE, REASON_ASKED_TO_PAUSE, REASON_AUDIT_UNAVAILABLE, REASON_BLOCKED_PER_AUDIT,
+    REASON_DISPATCH_FAILED, REASON_REPEATED_TRUNCATION, REASON_RESUMED, REASON_TURN_CAP, REASON_TURN_FAILED,
+    REASON_VERIFIED,
 };
 use crate::record::session::{chronological, Message, Role};
 use crate::record::{truncate_chars, Goal, GoalStatus, NOTE_CHAR_LIMIT};
@@ -147,11 +147,9 @@ pub fn plan_tick(goal: &Goal, messages: &[Message], max_auto_turns: u64) -> Plan
             ..settlement(GoalStatus::Blocked, &failed.reason, CauseCode::TurnFailed)
         });
     }
-    if crate::goal::decide::budgets::tokens::budget_reached(goal, accounting.tokens_used) {
-        return settle(GoalStatus::BudgetLimited, REASON_BUDGET, CauseCode::TokenBudget);
-    }
-    if crate::goal::decide::budgets::cost::budget_reached(goal, accounting.cost_used) {
-        return settle(GoalStatus::BudgetLimited, REASON_COST_BUDGET, CauseCode::CostBudget);
+    let per_turn = crate::goal::decide::budgets::PER_TURN;
+    if let Some(spent) = per_turn.iter().find(|budget| (budget.reached)(goal, &accounting)) {
+        return settle(GoalStatus::BudgetLimited, spent.reason, spent.code);
     }
     if goal.turns_used >= max_auto_turns {
         return settle(GoalStatus::Blocked, REASON_TURN_CAP, CauseCode::TurnCap);

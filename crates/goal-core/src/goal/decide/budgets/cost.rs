@@ -6,6 +6,8 @@
 //! value; its check is read by the plan (`goal/decide/plan.rs`), which settles a spent budget
 //! `budgetLimited`. Pure: no I/O.
 
+use crate::goal::decide::budgets::TurnBudget;
+use crate::record::cause::{reasons::REASON_COST_BUDGET, CauseCode};
 use crate::record::Goal;
 
 /// Smallest accepted cost budget (one cent).
@@ -32,6 +34,13 @@ pub fn budget(goal: &Goal) -> Option<f64> {
 pub fn cost_used(goal: &Goal) -> f64 {
     goal.cost_used.get().copied().unwrap_or(0.0)
 }
+
+/// The budget as the plan checks it after each turn.
+pub const PER_TURN: TurnBudget = TurnBudget {
+    reached: |goal, spent| budget_reached(goal, spent.cost_used),
+    reason: REASON_COST_BUDGET,
+    code: CauseCode::CostBudget,
+};
 
 /// The check: whether `cost_used` has reached the goal's budget. A provider that reports no cost keeps
 /// `cost_used` at 0, below every accepted budget, so it never reaches it.

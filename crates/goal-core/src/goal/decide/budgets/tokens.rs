@@ -4,6 +4,8 @@
 //! check is read by the plan (`goal/decide/plan.rs`), which settles a spent budget
 //! `budgetLimited`. Pure: no I/O.
 
+use crate::goal::decide::budgets::TurnBudget;
+use crate::record::cause::{reasons::REASON_BUDGET, CauseCode};
 use crate::record::Goal;
 
 /// Smallest token budget a goal accepts.
@@ -20,6 +22,13 @@ pub fn check_budget(budget: f64) -> Result<u64, String> {
         Err(format!("must be an integer between {MIN_TOKEN_BUDGET} and {MAX_TOKEN_BUDGET}"))
     }
 }
+
+/// The budget as the plan checks it after each turn.
+pub const PER_TURN: TurnBudget = TurnBudget {
+    reached: |goal, spent| budget_reached(goal, spent.tokens_used),
+    reason: REASON_BUDGET,
+    code: CauseCode::TokenBudget,
+};
 
 /// The check: whether `tokens_used` has reached the goal's budget (never without one).
 pub fn budget_reached(goal: &Goal, tokens_used: u64) -> bool {
