@@ -25,6 +25,21 @@ async function world(mockOptions = {}) {
   return { mock, dataDir, common }
 }
 
+describe('the goal flags are documented where the settings are', () => {
+  it("every goal flag and the setting it fills is a row of docs/api.md's settings table", async () => {
+    const { createRequire } = await import('node:module')
+    const { GOAL_FLAGS } = createRequire(import.meta.url)('../bin/command-line.js')
+    const api = fs.readFileSync(path.join(ROOT, 'docs', 'api.md'), 'utf8')
+    const rows = api.split('\n').filter((line) => line.startsWith('| `'))
+    expect(GOAL_FLAGS.length).toBeGreaterThanOrEqual(7)
+    for (const { flag, field } of GOAL_FLAGS) {
+      const row = rows.find((line) => line.startsWith(`| \`${field}\` |`))
+      expect(row, field).toBeDefined()
+      expect(row, field).toContain(`\`--${flag}`)
+    }
+  })
+})
+
 describe('usage errors: one line on stderr, exit code 2, nothing sent', () => {
   const cases = [
     [[], 'missing command'],

@@ -338,4 +338,4 @@ function validate(parsed) {
   }
 }
 
-module.exports = { USAGE, UsageError, inputRules, parseArgs, validate, connection, promptRequest, budgetEdit, budgetFix, parseMillis }
+module.exports = { GOAL_FLAGS, USAGE, UsageError, inputRules, parseArgs, validate, connection, promptRequest, budgetEdit, budgetFix, parseMillis }
