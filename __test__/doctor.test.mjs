@@ -126,14 +126,16 @@ describe('explain and doctor', () => {
     }
   })
 
-  it('the closed list is the same in the TypeScript types and in docs/causes.md', () => {
+  it('the closed list is the same in the TypeScript types and in docs/causes.md, whose table is current', async () => {
     const root = new URL('..', import.meta.url)
     const types = fs.readFileSync(new URL('index.d.ts', root), 'utf8')
     const union = types.match(/export interface GoalCause \{[\s\S]*?code: ([^\n]+)\n/)[1]
     expect(union.split('|').map((c) => c.trim().replace(/'/g, '')).sort()).toEqual(Object.keys(CODES).sort())
+    const { causeTable, withTable } = await import('../scripts/cause-table.mjs')
     const docs = fs.readFileSync(new URL('docs/causes.md', root), 'utf8')
-    const listed = docs.slice(docs.indexOf('closed list'), docs.search(/A\s+running goal/))
-    expect([...listed.matchAll(/`([a-zA-Z]+)`/g)].map((m) => m[1]).sort()).toEqual(Object.keys(CODES).sort())
+    expect(withTable(docs, causeTable()), 'run node scripts/cause-table.mjs --write').toBe(docs)
+    const rows = [...causeTable().matchAll(/^\| `([a-zA-Z]+)` \|.*\| `([a-zA-Z]+)` \|$/gm)]
+    expect(Object.fromEntries(rows.map((m) => [m[1], m[2]]))).toEqual(CODES)
   })
 
   it('findings: a missing session, a missing objective file, a copied goal, unreadable checks', async () => {
