@@ -33,6 +33,7 @@ const CODES = {
   messagesUnavailable: 'resume',
   tokenBudget: 'resumeWithTokenBudget',
   timeBudget: 'resumeWithTimeBudget',
+  turnBudget: 'resumeWithTurnBudget',
   turnCap: 'resume',
   userPaused: 'resume',
   userAborted: 'resume',
@@ -61,7 +62,7 @@ const statusOf = (code) =>
       ? 'active'
       : code === 'userPaused' || code === 'userAborted' || code === 'userAskedToPause'
         ? 'paused'
-        : code === 'tokenBudget' || code === 'timeBudget' || code === 'costBudget'
+        : code === 'tokenBudget' || code === 'timeBudget' || code === 'costBudget' || code === 'turnBudget'
           ? 'budgetLimited'
           : 'blocked'
 
