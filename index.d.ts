@@ -437,7 +437,7 @@ export interface GoalAuditSummary {
 /** Why a goal stopped or waits (docs/causes.md lists the codes). */
 export interface GoalCause {
   /** The code from the closed list (`goal_core::CauseCode::ALL`; docs/causes.md). */
-  code: 'verified' | 'checksPassed' | 'userComplete' | 'auditorBlocked' | 'noProgress' | 'auditUnavailable' | 'dispatchFailed' | 'messagesUnavailable' | 'tokenBudget' | 'timeBudget' | 'costBudget' | 'turnBudget' | 'turnCap' | 'userPaused' | 'userAborted' | 'userAskedToPause' | 'waitingForUser' | 'waitingForHours' | 'waitingForProviderLimit' | 'waitingForLease' | 'waitingForOpenCode' | 'providerAuth' | 'providerQuota' | 'contextOverflow' | 'contentFilter' | 'turnInterrupted' | 'turnFailed' | 'inherited' | 'invalidGoal' | 'reviewApproved' | 'reviewUnavailable'
+  code: 'verified' | 'checksPassed' | 'userComplete' | 'auditorBlocked' | 'noProgress' | 'auditUnavailable' | 'dispatchFailed' | 'messagesUnavailable' | 'tokenBudget' | 'timeBudget' | 'costBudget' | 'turnCap' | 'userPaused' | 'userAborted' | 'userAskedToPause' | 'waitingForUser' | 'waitingForHours' | 'waitingForProviderLimit' | 'waitingForLease' | 'waitingForOpenCode' | 'providerAuth' | 'providerQuota' | 'contextOverflow' | 'contentFilter' | 'turnInterrupted' | 'turnFailed' | 'inherited' | 'invalidGoal' | 'reviewApproved' | 'reviewUnavailable'
   /** When the stop or wait began (ms since epoch). */
   since: number
   /** A short detail: a provider name, an HTTP status, a session id. */
@@ -612,7 +612,7 @@ export interface GoalExplanation {
    */
   cause: GoalCause | null
   /** What `doctor --fix` would apply. */
-  fixAction: 'none' | 'resume' | 'resumeWithTokenBudget' | 'resumeWithTimeBudget' | 'resumeWithCostBudget' | 'resumeWithTurnBudget' | null
+  fixAction: 'none' | 'resume' | 'resumeWithTokenBudget' | 'resumeWithTimeBudget' | 'resumeWithCostBudget' | null
   /** When the goal goes on by itself (ms since epoch), for a goal that waits. */
   nextWakeAt: number | null
   /** The multi-host lease. */
@@ -825,8 +825,6 @@ export interface GoalRecord {
   timeBudgetMs?: number
   /** Cost budget in US dollars, if any. */
   costBudget?: number
-  /** Turn budget, if any. */
-  turnBudget?: number
   /** US dollars the session's replies cost since the goal began (0 on a model without a price). */
   costUsed: number
   /** Active time so far (ms): since `createdAt`, minus time paused or waiting. */
@@ -897,8 +895,6 @@ export interface GoalSettingsInput {
   tokenBudget?: number
   /** Time budget in ms (active time: paused and waiting time excluded); at least 1000. */
   timeBudgetMs?: number
-  /** Turn budget: automatic continuations the goal may take, from 1 to 1000. */
-  turnBudget?: number
   /**
    * Working hours `{start: "HH:MM", end: "HH:MM", timeZone: "Europe/Berlin"}` (IANA zone;
    * `end < start` crosses midnight). Outside them no continuation is sent.
@@ -937,8 +933,6 @@ export interface GoalSettingsRemoval {
   clearTokenBudget?: boolean
   /** Remove the time budget. */
   clearTimeBudget?: boolean
-  /** Remove the turn budget. */
-  clearTurnBudget?: boolean
   /** Remove the working hours. */
   clearActiveHours?: boolean
   /** Remove the acceptance checks. */
@@ -1505,6 +1499,4 @@ export declare namespace inputRules {
   export function timeBudget(text: string): RuleOutcome
   /** A token budget: an integer within the goal settings' bounds. */
   export function tokenBudget(value: number): RuleOutcome
-  /** A turn budget: a whole number of turns within the goal settings' bounds. */
-  export function turnBudget(turns: number): RuleOutcome
 }

@@ -33,7 +33,6 @@ const CODES = {
   messagesUnavailable: 'resume',
   tokenBudget: 'resumeWithTokenBudget',
   timeBudget: 'resumeWithTimeBudget',
-  turnBudget: 'resumeWithTurnBudget',
   turnCap: 'resume',
   userPaused: 'resume',
   userAborted: 'resume',
@@ -62,7 +61,7 @@ const statusOf = (code) =>
       ? 'active'
       : code === 'userPaused' || code === 'userAborted' || code === 'userAskedToPause'
         ? 'paused'
-        : code === 'tokenBudget' || code === 'timeBudget' || code === 'costBudget' || code === 'turnBudget'
+        : code === 'tokenBudget' || code === 'timeBudget' || code === 'costBudget'
           ? 'budgetLimited'
           : 'blocked'
 

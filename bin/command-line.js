@@ -41,7 +41,6 @@ Options for create, send, fork:
                                reaches it)
   --goal-time-budget <d>       Time budget of the goal, active time only (90m, 2h, 1h30m, 45s, 1d;
                                requires --goal)
-  --goal-turn-budget <n>       Automatic continuations the goal may take (1..1000; requires --goal)
   --goal-active-hours <w>      Working hours HH:MM-HH:MM@TimeZone, e.g. 09:00-17:00@Europe/Berlin
                                (IANA zone; end before start crosses midnight; requires --goal)
   --goal-check <command>       An acceptance check, repeatable (at most 8): the goal settles
@@ -134,12 +133,6 @@ const GOAL_FLAGS = [
     field: 'timeBudgetMs',
     read: (raw, rules) => rules.timeBudget(raw),
     budget: { fix: 'resumeWithTimeBudget', shownFlag: '--goal-time-budget D', shown: (ms, rules) => `time budget ${rules.formatDuration(ms)}` },
-  },
-  {
-    flag: 'goal-turn-budget',
-    field: 'turnBudget',
-    read: (raw, rules) => rules.turnBudget(/^\d+$/.test(raw) ? Number(raw) : NaN),
-    budget: { fix: 'resumeWithTurnBudget', shownFlag: '--goal-turn-budget N', shown: (n) => `turn budget ${n}` },
   },
   {
     flag: 'goal-active-hours',

@@ -28,8 +28,6 @@ pub struct GoalSettingsInput {
     pub token_budget: Option<f64>,
     /// Time budget in ms (active time: paused and waiting time excluded); at least 1000.
     pub time_budget_ms: Option<f64>,
-    /// Turn budget: automatic continuations the goal may take, from 1 to 1000.
-    pub turn_budget: Option<f64>,
     /// Working hours `{start: "HH:MM", end: "HH:MM", timeZone: "Europe/Berlin"}` (IANA zone;
     /// `end < start` crosses midnight). Outside them no continuation is sent.
     #[napi(ts_type = "{ start: string; end: string; timeZone: string }")]
@@ -61,8 +59,6 @@ pub struct GoalSettingsRemoval {
     pub clear_token_budget: Option<bool>,
     /// Remove the time budget.
     pub clear_time_budget: Option<bool>,
-    /// Remove the turn budget.
-    pub clear_turn_budget: Option<bool>,
     /// Remove the working hours.
     pub clear_active_hours: Option<bool>,
     /// Remove the acceptance checks.
@@ -134,12 +130,6 @@ impl TryFrom<SettingsRequest> for GoalSettings {
                 (field!(nested, "timeBudgetMs"), "clearTimeBudget"),
                 rule::time_budget_ms,
             )?,
-            turn_budget: SettingChange::given(
-                values.turn_budget,
-                removals.clear_turn_budget,
-                (field!(nested, "turnBudget"), "clearTurnBudget"),
-                rule::turn_budget,
-            )?,
             active_hours: SettingChange::given(
                 values.active_hours.filter(|v| !v.is_null()),
                 removals.clear_active_hours,
@@ -183,12 +173,6 @@ pub fn time_budget(text: String) -> RuleOutcome {
 #[napi(namespace = "inputRules")]
 pub fn token_budget(value: f64) -> RuleOutcome {
     rule::token_budget(value).map(|budget| budget as f64).into()
-}
-
-/// A turn budget: a whole number of turns within the goal settings' bounds.
-#[napi(namespace = "inputRules")]
-pub fn turn_budget(turns: f64) -> RuleOutcome {
-    rule::turn_budget(turns).map(|budget| budget as f64).into()
 }
 
 /// A cost budget in US dollars within the goal settings' bounds.
@@ -318,9 +302,6 @@ pub struct GoalRecord {
     /// Cost budget in US dollars, if any.
     #[serde(skip)]
     pub cost_budget: Option<f64>,
-    /// Turn budget, if any.
-    #[serde(skip)]
-    pub turn_budget: Option<f64>,
     /// US dollars the session's replies cost since the goal began (0 on a model without a price).
     #[serde(skip)]
     pub cost_used: f64,
@@ -357,7 +338,6 @@ impl From<&Goal> for GoalRecord {
         GoalRecord {
             time_budget_ms: goal.time_budget_ms.get().map(|ms| *ms as f64),
             cost_budget: goal.cost_budget.get().copied(),
-            turn_budget: goal.turn_budget.get().map(|turns| *turns as f64),
             cost_used: goal_core::cost_used(goal),
             active_ms: goal_core::active_ms(goal, goal_core::now_ms()).floor(),
             active_hours: goal.active_hours.get().map(GoalActiveHours::from),

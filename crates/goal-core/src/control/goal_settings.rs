@@ -79,8 +79,6 @@ pub struct GoalSettings {
     pub cost_budget: SettingChange<f64>,
     /// Time budget in ms of active time (`timeBudgetMs`).
     pub time_budget_ms: SettingChange<u64>,
-    /// Turn budget: automatic continuations the goal may take (`turnBudget`).
-    pub turn_budget: SettingChange<u64>,
     /// Working hours (`activeHours`).
     pub active_hours: SettingChange<ActiveHours>,
     /// Acceptance checks run before the goal may settle `complete` (`checks`).
@@ -112,7 +110,6 @@ impl GoalSettings {
         }
         self.cost_budget.apply_stored(&mut goal.cost_budget, |dollars| *dollars);
         self.time_budget_ms.apply_stored(&mut goal.time_budget_ms, |ms| *ms);
-        self.turn_budget.apply_stored(&mut goal.turn_budget, |turns| *turns);
         self.active_hours.apply_stored(&mut goal.active_hours, ActiveHours::to_object);
         match &self.checks {
             SettingChange::Keep => {}
@@ -159,11 +156,6 @@ pub mod rule {
     /// A time budget in ms of active time, within `goal/decide/budgets/time.rs`'s bounds.
     pub fn time_budget_ms(ms: f64) -> Result<u64, String> {
         crate::goal::decide::budgets::time::check_budget(ms)
-    }
-
-    /// A turn budget, within `goal/decide/budgets/turns.rs`'s bounds.
-    pub fn turn_budget(turns: f64) -> Result<u64, String> {
-        crate::goal::decide::budgets::turns::check_budget(turns)
     }
 
     /// Working hours `{start: "HH:MM", end: "HH:MM", timeZone}`.
@@ -223,7 +215,6 @@ mod tests {
             token_budget: SettingChange::Set(5000),
             cost_budget: SettingChange::Set(2.5),
             time_budget_ms: SettingChange::Set(60_000),
-            turn_budget: SettingChange::Set(rule::turn_budget(12.0).unwrap()),
             active_hours: SettingChange::Set(hours),
             checks: SettingChange::Set(rule::checks(json!(["npm test"])).unwrap()),
             criteria: SettingChange::Set(vec!["tests pass".into()]),
@@ -235,10 +226,6 @@ mod tests {
         assert_eq!(stored["tokenBudget"], json!(5000));
         assert_eq!(stored["costBudget"], json!(2.5));
         assert_eq!(stored["timeBudgetMs"], json!(60_000));
-        assert_eq!(stored["turnBudget"], json!(12));
-        assert!(
-            rule::turn_budget(0.0).is_err() && rule::turn_budget(2.5).is_err() && rule::turn_budget(1001.0).is_err()
-        );
         assert_eq!(stored["activeHours"]["timeZone"], json!("UTC"));
         assert_eq!(stored["checks"][0]["command"], json!("npm test"));
         assert_eq!(stored["criteria"][0]["id"], json!("c1"));
@@ -260,7 +247,6 @@ mod tests {
             token_budget: SettingChange::Clear,
             cost_budget: SettingChange::Clear,
             time_budget_ms: SettingChange::Clear,
-            turn_budget: SettingChange::Clear,
             active_hours: SettingChange::Clear,
             checks: SettingChange::Clear,
             criteria: SettingChange::Clear,
@@ -268,7 +254,7 @@ mod tests {
         };
         clear_all.apply_to(&mut goal);
         let stored = goal.to_value();
-        for key in ["costBudget", "timeBudgetMs", "turnBudget", "activeHours", "checks", "criteria", "review"] {
+        for key in ["costBudget", "timeBudgetMs", "activeHours", "checks", "criteria", "review"] {
             assert!(stored.get(key).is_none(), "{key} cleared");
         }
         assert_eq!(stored["tokenBudget"], json!(null));

@@ -97,11 +97,6 @@ cause_codes! {
         FixAction::ResumeWithCostBudget,
         "Resume with a larger cost budget in US dollars: `session-goal resume {id} --goal-cost-budget 5`.",
     ),
-    /// The turn budget is spent.
-    TurnBudget = "turnBudget" => resume_with(
-        FixAction::ResumeWithTurnBudget,
-        "Resume with a larger turn budget: `session-goal resume {id} --goal-turn-budget N`.",
-    ),
     /// The automatic turn cap is reached.
     TurnCap = "turnCap" => resume(
         "Check the session's progress, then resume for another round of automatic turns: `session-goal resume {id}`.",
@@ -224,8 +219,6 @@ fix_actions! {
     ResumeWithTimeBudget = "resumeWithTimeBudget",
     /// Resume with a larger cost budget (the user names it).
     ResumeWithCostBudget = "resumeWithCostBudget",
-    /// Resume with a larger turn budget (the user names it).
-    ResumeWithTurnBudget = "resumeWithTurnBudget",
 }
 
 /// A code's fix: the sentence a user can act on (none for a finished goal), the words that
@@ -391,8 +384,6 @@ pub mod reasons {
         REASON_COST_BUDGET = "cost budget reached",
         /// Status reason: the time budget is spent.
         REASON_TIME_BUDGET = "time budget reached",
-        /// Status reason: the turn budget is spent.
-        REASON_TURN_BUDGET = "turn budget reached",
         /// Status reason: the turn cap was reached.
         REASON_TURN_CAP = "auto-continuation limit reached",
         /// Status reason: the auditor verified the objective.

@@ -396,14 +396,6 @@ goal_fields! {
                 "Set the cost budget in US dollars: `session-goal resume {session_id} --goal-cost-budget 5`, or remove it with {}.",
                 edit("clearCostBudget: true")
             ));
-        /// Automatic continuations the goal may take (`turnBudget`; see `goal/decide/budgets/turns.rs`).
-        turn_budget: u64 = "turnBudget",
-            |v: &Value| v.as_f64().filter(|n| n.fract() == 0.0 && (1.0..=1000.0).contains(n)).map(|n| n as u64),
-            |v: &u64| Value::from(*v),
-            guard(GuardShape::Number("a whole number of turns from 1 to 1000"), |edit, session_id| format!(
-                "Set the turn budget: `session-goal resume {session_id} --goal-turn-budget 10`, or remove it with {}.",
-                edit("clearTurnBudget: true")
-            ));
         /// US dollars the session's replies cost since the goal began (`costUsed`).
         cost_used: f64 = COST_USED_FIELD, |v: &Value| v.as_f64().filter(|n| n.is_finite() && *n >= 0.0), |v: &f64| Value::from(*v);
         /// The time budget in ms of active time (`timeBudgetMs`; see `goal/decide/budgets/time.rs`).
@@ -507,7 +499,7 @@ mod tests {
         assert_eq!(g.field_state("someoneElse"), FieldState::Absent, "not a field of the table");
         // The guards are reported in table order.
         let guards: Vec<&str> = GUARDS.iter().map(|guard| guard.field).collect();
-        assert_eq!(guards, ["checks", "criteria", "costBudget", "turnBudget", "timeBudgetMs", "activeHours"]);
+        assert_eq!(guards, ["checks", "criteria", "costBudget", "timeBudgetMs", "activeHours"]);
     }
 
     #[test]

@@ -10,7 +10,6 @@
 pub mod cost;
 pub mod time;
 pub mod tokens;
-pub mod turns;
 
 use crate::goal::decide::accounting::Accounting;
 use crate::record::cause::CauseCode;
@@ -28,4 +27,4 @@ pub struct TurnBudget {
 
 /// Every budget counted per turn, in the order the plan checks them: the first one spent settles
 /// the goal.
-pub const PER_TURN: &[TurnBudget] = &[tokens::PER_TURN, cost::PER_TURN, turns::PER_TURN];
+pub const PER_TURN: &[TurnBudget] = &[tokens::PER_TURN, cost::PER_TURN];
