@@ -205,15 +205,8 @@ fn out_of_time(at: &Decide<'_>, turn: &Turn<'_>) -> Option<super::Decision> {
     if !crate::goal::decide::budgets::time::budget_reached(turn.reserved, at.now) {
         return None;
     }
-    let settlement = Settlement {
-        status: GoalStatus::BudgetLimited,
-        reason: REASON_TIME_BUDGET.into(),
-        note: None,
-        accounting: turn.basis.accounting.clone(),
-        evaluation: None,
-        cause: CauseCode::TimeBudget,
-        detail: None,
-    };
+    let accounting = turn.basis.accounting.clone();
+    let settlement = Settlement::new(GoalStatus::BudgetLimited, REASON_TIME_BUDGET, CauseCode::TimeBudget, accounting);
     let extras = Extras { give_back: !turn.reused, ..Extras::default() };
     Some(at.settle(settlement, extras, Guard::Reserved, None))
 }

@@ -64,6 +64,14 @@ pub struct Settlement {
     pub detail: Option<String>,
 }
 
+impl Settlement {
+    /// A settlement to `status` with its reason, cause and accounting, and nothing else: no new
+    /// note, no auditor, no detail (a caller that has them sets those fields).
+    pub fn new(status: GoalStatus, reason: impl Into<String>, cause: CauseCode, accounting: Accounting) -> Self {
+        Settlement { status, reason: reason.into(), note: None, accounting, evaluation: None, cause, detail: None }
+    }
+}
+
 /// What the tick's audit-free part decided.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Plan {
@@ -122,15 +130,7 @@ pub fn plan_tick(goal: &Goal, messages: &[Message], max_auto_turns: u64) -> Plan
     let accounting = account(goal, messages);
     let resumed = goal.status_reason == REASON_RESUMED;
     let aborted = tail.is_aborted();
-    let settlement = |status, reason: &str, cause: CauseCode| Settlement {
-        status,
-        reason: reason.to_string(),
-        note: None,
-        accounting: accounting.clone(),
-        evaluation: None,
-        cause,
-        detail: None,
-    };
+    let settlement = |status, reason: &str, cause| Settlement::new(status, reason, cause, accounting.clone());
     let settle = |status, reason: &str, cause: CauseCode| Plan::Settle(settlement(status, reason, cause));
 
     if aborted && !resumed {
@@ -185,15 +185,7 @@ pub fn plan_tick(goal: &Goal, messages: &[Message], max_auto_turns: u64) -> Plan
 
 /// A `blocked` settlement for `goal` with the given reason and cause, its accounting unchanged.
 pub fn blocked(goal: &Goal, reason: &str, cause: CauseCode) -> Settlement {
-    Settlement {
-        status: GoalStatus::Blocked,
-        reason: reason.into(),
-        note: None,
-        accounting: crate::goal::decide::accounting::Accounting::of(goal),
-        evaluation: None,
-        cause,
-        detail: None,
-    }
+    Settlement::new(GoalStatus::Blocked, reason, cause, Accounting::of(goal))
 }
 
 /// Characters of an error's name kept as the status reason.
@@ -347,15 +339,10 @@ pub fn after_audit(goal: &Goal, basis: &Basis, audit: Option<Audit>, person: Opt
     let Some(audit) = audit else {
         let failures = goal.audit_fail_streak.saturating_add(1);
         if failures >= AUDIT_FAIL_LIMIT {
-            return AfterAudit::Settle(Settlement {
-                status: GoalStatus::Blocked,
-                reason: REASON_AUDIT_UNAVAILABLE.into(),
-                note: None,
-                accounting: basis.accounting.clone(),
-                evaluation: None,
-                cause: CauseCode::AuditUnavailable,
-                detail: None,
-            });
+            let accounting = basis.accounting.clone();
+            let unavailable =
+                Settlement::new(GoalStatus::Blocked, REASON_AUDIT_UNAVAILABLE, CauseCode::AuditUnavailable, accounting);
+            return AfterAudit::Settle(unavailable);
         }
         return AfterAudit::Continue(Reservation {
             accounting: basis.accounting.clone(),
@@ -372,36 +359,26 @@ pub fn after_audit(goal: &Goal, basis: &Basis, audit: Option<Audit>, person: Opt
     let note = (!audit.note.is_empty()).then(|| audit.note.clone());
     match audit.verdict {
         Verdict::Complete => AfterAudit::Settle(Settlement {
-            status: GoalStatus::Complete,
-            reason: REASON_VERIFIED.into(),
             note,
-            accounting: basis.accounting.clone(),
             evaluation,
-            cause: CauseCode::Verified,
-            detail: None,
+            ..Settlement::new(GoalStatus::Complete, REASON_VERIFIED, CauseCode::Verified, basis.accounting.clone())
         }),
         Verdict::Blocked if goal.blocked_streak.saturating_add(1) >= BLOCKED_STREAK_LIMIT => {
             let reason = if audit.note.is_empty() { REASON_BLOCKED_PER_AUDIT.to_string() } else { audit.note.clone() };
             AfterAudit::Settle(Settlement {
-                status: GoalStatus::Blocked,
-                reason,
                 note,
-                accounting: basis.accounting.clone(),
                 evaluation,
-                cause: CauseCode::AuditorBlocked,
-                detail: None,
+                ..Settlement::new(GoalStatus::Blocked, reason, CauseCode::AuditorBlocked, basis.accounting.clone())
             })
         }
         Verdict::Pause if person.is_some() => {
             let quote = crate::evidence::person_words::quote(person.unwrap_or_default());
+            let accounting = basis.accounting.clone();
             AfterAudit::Settle(Settlement {
-                status: GoalStatus::Paused,
-                reason: REASON_ASKED_TO_PAUSE.into(),
                 note: Some(truncate_chars(&format!("{NOTE_ASKED_TO_PAUSE} “{quote}”"), NOTE_CHAR_LIMIT)),
-                accounting: basis.accounting.clone(),
                 evaluation,
-                cause: CauseCode::UserAskedToPause,
                 detail: Some(quote),
+                ..Settlement::new(GoalStatus::Paused, REASON_ASKED_TO_PAUSE, CauseCode::UserAskedToPause, accounting)
             })
         }
         verdict => AfterAudit::Continue(Reservation {
@@ -463,15 +440,9 @@ impl Settlement {
     /// The `complete` settlement an audit's `complete` verdict (note `done`) makes over `goal`,
     /// for the tests of what may stand in its way.
     pub(crate) fn verified_for_test(goal: &Goal) -> Self {
-        Settlement {
-            status: GoalStatus::Complete,
-            reason: REASON_VERIFIED.into(),
-            note: Some("done".into()),
-            accounting: Accounting::of(goal),
-            evaluation: None,
-            cause: CauseCode::Verified,
-            detail: None,
-        }
+        let verified =
+            Settlement::new(GoalStatus::Complete, REASON_VERIFIED, CauseCode::Verified, Accounting::of(goal));
+        Settlement { note: Some("done".into()), ..verified }
     }
 }
 

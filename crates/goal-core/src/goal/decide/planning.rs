@@ -102,15 +102,7 @@ pub(super) fn budget_spent(at: &Decide<'_>, basis: &Basis, now: f64) -> Flow {
     }
     let status = GoalStatus::BudgetLimited;
     let line = trail_line(goal, &basis.tail_message_id, status.as_str(), REASON_TIME_BUDGET, now);
-    let settlement = Settlement {
-        status,
-        reason: REASON_TIME_BUDGET.into(),
-        note: None,
-        accounting: basis.accounting.clone(),
-        evaluation: None,
-        cause: CauseCode::TimeBudget,
-        detail: None,
-    };
+    let settlement = Settlement::new(status, REASON_TIME_BUDGET, CauseCode::TimeBudget, basis.accounting.clone());
     let line = Line { record: line, detached: false, slot: Slot::Settled };
     ControlFlow::Break(at.settle(settlement, Extras::default(), Guard::Tick, Some(line)))
 }

@@ -79,14 +79,10 @@ pub(super) fn stage(at: &Decide<'_>, live: &Live) -> Flow<Window> {
         Stage::Park(park) => parked(at, live, park, now),
         Stage::Block(stop) => {
             let tail = chronological(&live.messages).last().map(|m| m.id.clone()).unwrap_or_default();
+            let accounting = account(goal, &live.messages);
             let settlement = Settlement {
-                status: GoalStatus::Blocked,
-                reason: stop.reason.to_string(),
-                note: None,
-                accounting: account(goal, &live.messages),
-                evaluation: None,
-                cause: stop.cause.code,
                 detail: stop.cause.detail.clone(),
+                ..Settlement::new(GoalStatus::Blocked, stop.reason, stop.cause.code, accounting)
             };
             let line = crate::goal::decide::notify::trail_line(goal, &tail, "blocked", stop.reason, at.now);
             let extras = Extras { clear_park: true, ..Extras::default() };

@@ -102,13 +102,9 @@ fn no_progress<T>(at: &Decide<'_>, basis: &Basis, evidence: &Evidence) -> Flow<T
     line.insert("note".into(), json!(note));
     line.insert("digest".into(), evidence.digest.summary());
     let settlement = Settlement {
-        status: GoalStatus::Blocked,
-        reason: REASON_NO_PROGRESS.into(),
         note: Some(note),
-        accounting: basis.accounting.clone(),
-        evaluation: None,
-        cause: CauseCode::NoProgress,
         detail: Some(format!("{streak} turns")),
+        ..Settlement::new(GoalStatus::Blocked, REASON_NO_PROGRESS, CauseCode::NoProgress, basis.accounting.clone())
     };
     let line = Line { record: line, detached: false, slot: Slot::Settled };
     ControlFlow::Break(at.settle(settlement, Extras::default(), Guard::Tick, Some(line)))
