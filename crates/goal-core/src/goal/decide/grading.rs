@@ -28,7 +28,7 @@ const MAX_EVIDENCE_ITEMS: usize = 40;
 /// Characters of one evidence item line.
 const EVIDENCE_ITEM_CHAR_LIMIT: usize = 300;
 
-/// One grade of the auditor's answer.
+/// One grade of the auditor's (or the reviewer's) answer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Grade {
     /// The criterion id it grades (`c1`).
@@ -105,24 +105,37 @@ fn strings(value: Option<&Value>, max: usize) -> Vec<String> {
     items.iter().filter_map(Value::as_str).map(|s| truncate_chars(&one_line(s), max)).take(MAX_CRITERIA * 2).collect()
 }
 
+/// How much of the `criteria` grades an answer keeps: grades, cited items per grade, and
+/// characters per cited item.
+pub struct GradeBounds {
+    /// Grades kept, in the answer's order.
+    pub grades: usize,
+    /// Cited items kept per grade.
+    pub cited: usize,
+    /// Characters kept of each cited item (made one line first).
+    pub cited_chars: usize,
+}
+
+/// Reads `criteria: [{id, state, evidence}]`, the grades of an auditor's or a reviewer's answer:
+/// an item without a text `id` is left out, a `state` not of the three reads as `None`, and a
+/// missing or misshapen list as none.
+pub fn parse_grades(list: Option<&Value>, bounds: GradeBounds) -> Vec<Grade> {
+    let items = list.and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]);
+    let grade = |item: &Value| {
+        let id = item.get("id")?.as_str()?.trim().to_string();
+        let state = item.get("state").and_then(Value::as_str).and_then(CriterionState::parse);
+        let cited = item.get("evidence").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]);
+        let line = |c: &Value| c.as_str().map(|s| truncate_chars(&one_line(s), bounds.cited_chars));
+        Some(Grade { id, state, evidence: cited.iter().filter_map(line).take(bounds.cited).collect() })
+    };
+    items.iter().filter_map(grade).take(bounds.grades).collect()
+}
+
 /// Reads `criteria`, `derivedCriteria` and `blocker` from the auditor's object; every key is
 /// optional and a key of the wrong shape reads as absent.
 pub fn parse_answer(object: &Map<String, Value>) -> GradingAnswer {
-    let grades = object
-        .get("criteria")
-        .and_then(Value::as_array)
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(|item| {
-                    let id = item.get("id")?.as_str()?.trim().to_string();
-                    let state = item.get("state").and_then(Value::as_str).and_then(CriterionState::parse);
-                    Some(Grade { id, state, evidence: strings(item.get("evidence"), 16) })
-                })
-                .take(MAX_CRITERIA * 2)
-                .collect()
-        })
-        .unwrap_or_default();
+    let bounds = GradeBounds { grades: MAX_CRITERIA * 2, cited: MAX_CRITERIA * 2, cited_chars: 16 };
+    let grades = parse_grades(object.get("criteria"), bounds);
     let derived = strings(object.get("derivedCriteria"), 2000);
     let blocker = object.get("blocker").and_then(|b| {
         let kind = BlockerKind::parse(b.get("kind")?.as_str()?)?;

@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 
 use std::collections::HashSet;
 
+use crate::goal::decide::grading::{parse_grades, Grade, GradeBounds};
 use crate::goal::decide::plan::Basis;
 use crate::record::criteria::{one_line, Criterion, CriterionState};
 use crate::record::review::ReviewTarget;
@@ -94,17 +95,6 @@ pub enum ReviewVerdict {
     Reject,
 }
 
-/// One criterion as the reviewer graded it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ReviewGrade {
-    /// `c<n>`.
-    pub id: String,
-    /// Its state (`None`: not one of met, unmet, unclear).
-    pub state: Option<CriterionState>,
-    /// What it cited (`path:line` or `e<n>`).
-    pub evidence: Vec<String>,
-}
-
 /// The reviewer's answer, read.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReviewAnswer {
@@ -112,8 +102,8 @@ pub struct ReviewAnswer {
     pub verdict: ReviewVerdict,
     /// Its note (one line, bounded).
     pub note: String,
-    /// Its grades.
-    pub grades: Vec<ReviewGrade>,
+    /// Its grades (what each cited: `path:line` or `e<n>`).
+    pub grades: Vec<Grade>,
     /// Its findings (one line each, bounded).
     pub findings: Vec<String>,
 }
@@ -129,25 +119,8 @@ pub fn parse_answer(text: &str) -> Option<ReviewAnswer> {
     };
     let line = |v: &Value, limit: usize| v.as_str().map(|s| truncate_chars(&one_line(s), limit));
     let note = object.get("note").and_then(|n| line(n, REVIEW_NOTE_CHAR_LIMIT)).unwrap_or_default();
-    let grades = object
-        .get("criteria")
-        .and_then(Value::as_array)
-        .map(|list| {
-            list.iter()
-                .filter_map(|g| {
-                    Some(ReviewGrade {
-                        id: g.get("id")?.as_str()?.trim().to_string(),
-                        state: g.get("state").and_then(Value::as_str).and_then(CriterionState::parse),
-                        evidence: g
-                            .get("evidence")
-                            .and_then(Value::as_array)
-                            .map(|e| e.iter().filter_map(|c| line(c, 300)).take(MAX_CITATIONS).collect())
-                            .unwrap_or_default(),
-                    })
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let bounds = GradeBounds { grades: usize::MAX, cited: MAX_CITATIONS, cited_chars: 300 };
+    let grades = parse_grades(object.get("criteria"), bounds);
     let findings = object
         .get("findings")
         .and_then(Value::as_array)
