@@ -100,9 +100,11 @@ pub struct GradingAnswer {
     pub blocker: Option<Blocker>,
 }
 
-fn strings(value: Option<&Value>, max: usize) -> Vec<String> {
+/// The texts of a JSON list, each made one line and cut to `max_chars`, at most `max_items` of
+/// them; anything that is not a list of texts reads as none.
+fn strings(value: Option<&Value>, max_chars: usize, max_items: usize) -> Vec<String> {
     let items = value.and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]);
-    items.iter().filter_map(Value::as_str).map(|s| truncate_chars(&one_line(s), max)).take(MAX_CRITERIA * 2).collect()
+    items.iter().filter_map(Value::as_str).map(|s| truncate_chars(&one_line(s), max_chars)).take(max_items).collect()
 }
 
 /// How much of the `criteria` grades an answer keeps: grades, cited items per grade, and
@@ -124,9 +126,7 @@ pub fn parse_grades(list: Option<&Value>, bounds: GradeBounds) -> Vec<Grade> {
     let grade = |item: &Value| {
         let id = item.get("id")?.as_str()?.trim().to_string();
         let state = item.get("state").and_then(Value::as_str).and_then(CriterionState::parse);
-        let cited = item.get("evidence").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]);
-        let line = |c: &Value| c.as_str().map(|s| truncate_chars(&one_line(s), bounds.cited_chars));
-        Some(Grade { id, state, evidence: cited.iter().filter_map(line).take(bounds.cited).collect() })
+        Some(Grade { id, state, evidence: strings(item.get("evidence"), bounds.cited_chars, bounds.cited) })
     };
     items.iter().filter_map(grade).take(bounds.grades).collect()
 }
@@ -136,7 +136,7 @@ pub fn parse_grades(list: Option<&Value>, bounds: GradeBounds) -> Vec<Grade> {
 pub fn parse_answer(object: &Map<String, Value>) -> GradingAnswer {
     let bounds = GradeBounds { grades: MAX_CRITERIA * 2, cited: MAX_CRITERIA * 2, cited_chars: 16 };
     let grades = parse_grades(object.get("criteria"), bounds);
-    let derived = strings(object.get("derivedCriteria"), 2000);
+    let derived = strings(object.get("derivedCriteria"), 2000, MAX_CRITERIA * 2);
     let blocker = object.get("blocker").and_then(|b| {
         let kind = BlockerKind::parse(b.get("kind")?.as_str()?)?;
         let needs = truncate_chars(&one_line(b.get("needs")?.as_str()?), BLOCKER_PART_CHAR_LIMIT);
