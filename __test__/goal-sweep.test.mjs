@@ -60,7 +60,10 @@ describe('periodic sweep', () => {
     const sweepReads = (directory) => env.mock.requests.filter((r) => r.method === 'GET' && r.path === '/session' && r.query.directory === directory).length
     try {
       await waitFor(() => sweepReads('/tmp/on') >= 3, 5000)
-      await waitFor(() => env.mock.sends(on.id).length === 1, 5000)
+      // The continuation is posted at the first sweep; the mock never answers it, so within the
+      // next idle windows it is posted again under its own ids (a stranded message), which the
+      // count includes: by the third sweep there may already be more than one.
+      await waitFor(() => env.mock.sends(on.id).length >= 1, 5000)
     } finally {
       await sweeping.stop()
     }
