@@ -988,7 +988,7 @@ export interface GoalTunablesInput {
   maxDispatchAttempts?: number
   /**
    * How long an evaluation's lease keeps other hosts' runtimes off the session (default
-   * 120000 ms).
+   * 40000 ms).
    */
   leaseMs?: number
   /**
@@ -1313,9 +1313,12 @@ export interface SessionGoalRuntimeOptions {
   logger?: (level: string, message: string) => unknown
   /** The timings, caps and limits (`goalRuntimeDefaults()` lists their defaults). */
   tunables?: GoalTunablesInput
-  /** Directories scanned for active goals at start and when OpenCode reconnects. */
+  /**
+   * Directories listed for active goals when the OpenCode server cannot list its sessions across
+   * directories (an older OpenCode); otherwise every directory is found from the server itself.
+   */
   directories?: Array<string>
-  /** Scan the directories at start (default true when directories are given). */
+  /** Find every active goal on the server at start, and look at each (default true). */
   recoverOnStart?: boolean
 }
 

@@ -92,7 +92,8 @@ describe('one openCode object and one smallModel object', () => {
     const { calls, buildUrl, getHeaders } = hostConnection(mock)
     const runtime = pkg.createSessionGoalRuntime({ openCode: { buildUrl, getHeaders }, directories: ['/tmp/project'], logger: null, settings: { dataDir: tempDataDir() } })
     cleanups.push(() => runtime.stop())
-    await waitFor(() => mock.requests.some((r) => r.path === '/session' && r.headers['x-host'] === 'nested'))
+    // The scan at start lists the server's sessions through the host's connection.
+    await waitFor(() => mock.requests.some((r) => r.path === '/experimental/session' && r.headers['x-host'] === 'nested'))
     expect(calls.urls).toBeGreaterThan(0)
     expect(runtime.snapshot().stopped).toBe(false)
   })

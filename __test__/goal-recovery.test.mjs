@@ -75,44 +75,6 @@ describe('restart recovery', () => {
     expect(env.mock.prompts[0].sessionId).toBe(session.id)
   })
 
-  it('a host restarted at OpenChamber\'s options finds an idle goal once an event first names its directory', async () => {
-    // The goal went idle before this host started: its events are gone, no directory is
-    // configured, and the first sweep is 5 minutes away. Another session's event names the
-    // directory after the stream connected: the directory is scanned once, then.
-    env = await setup({ auditor: scriptedAuditor([continueVerdict]), forward: false, runtimeOptions: { kickoffQuietMs: 50 } })
-    const session = sessionWithReply(env.mock)
-    env.runtime.processPayload({ type: 'server.connected', properties: {} }, '')
-    await sleep(200)
-    expect(env.mock.prompts).toHaveLength(0)
-    const plainLists = () => env.mock.requests.filter((r) => r.method === 'GET' && r.path === '/session' && r.query.directory === '/tmp/project' && !r.query.roots)
-    expect(plainLists()).toHaveLength(0)
-    env.runtime.processPayload({ type: 'session.status', properties: { sessionID: 'ses_other', status: { type: 'busy' } } }, '/tmp/project')
-    await waitFor(() => env.mock.prompts.length === 1, 5000)
-    expect(env.mock.prompts[0].sessionId).toBe(session.id)
-    // One scan for the learned directory, not one per event.
-    env.runtime.processPayload({ type: 'session.status', properties: { sessionID: 'ses_other', status: { type: 'idle' } } }, '/tmp/project')
-    await sleep(200)
-    expect(plainLists()).toHaveLength(1)
-  })
-  it('the scan of a directory learned on a live stream leaves alone a session its events say is busy, and continues a silent one', async () => {
-    // The events of a learned directory are live: a session they say is busy is looked at when
-    // they say it went idle. The scan's list answers late, after the busy event.
-    env = await setup({ auditor: scriptedAuditor([continueVerdict]), forward: false, runtimeOptions: { kickoffQuietMs: 50 } })
-    const busy = sessionWithReply(env.mock)
-    env.mock.setStatus(busy.id, 'busy')
-    const silent = sessionWithReply(env.mock)
-    env.runtime.processPayload({ type: 'server.connected', properties: {} }, '')
-    await sleep(200)
-    const list = env.mock.fault({ method: 'GET', path: '/session', times: 1, delayMs: 300 })
-    env.runtime.processPayload({ type: 'session.status', properties: { sessionID: busy.id, status: { type: 'busy' } } }, '/tmp/project')
-    await waitFor(() => env.mock.prompts.length === 1, 5000)
-    expect(list.fired).toBe(1)
-    expect(env.mock.prompts[0].sessionId).toBe(silent.id)
-    await sleep(500)
-    const busyReads = env.mock.requests.filter((r) => r.path.startsWith('/session/' + busy.id + '/'))
-    expect(busyReads).toEqual([])
-    expect(env.mock.prompts).toHaveLength(1)
-  })
 })
 
 describe('several hosts on one OpenCode server', () => {

@@ -24,6 +24,8 @@
 //                             "mock" with model "mock-model"
 //   agents                    GET /agent list; default build + plan (primary), general (subagent)
 //   now=Date.now              clock used for every timestamp
+//   globalSessionList=true    GET /experimental/session (every directory's sessions) is served;
+//                             false: an older OpenCode without it (404)
 //   faultsNeverMatch=false })  mutation check of a test suite: no fault ever matches, so every
 //                             check that an injected fault fired must fail
 //
@@ -321,6 +323,7 @@ export async function startMockOpenCode(options = {}) {
     now,
     defaultDirectory,
     autoUserMessage: options.autoUserMessage !== false,
+    globalSessionList: options.globalSessionList !== false,
   };
   http = createHttpServer({ route: (request) => dispatch(routeContext, request), faults, gates, events, mock, now, sleep: timers.sleep });
   await http.listen(0);

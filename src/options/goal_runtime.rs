@@ -37,9 +37,10 @@ pub struct SessionGoalRuntimeOptions {
     pub logger: Option<LoggerCallback>,
     /// The timings, caps and limits (`goalRuntimeDefaults()` lists their defaults).
     pub tunables: Option<GoalTunablesInput>,
-    /// Directories scanned for active goals at start and when OpenCode reconnects.
+    /// Directories listed for active goals when the OpenCode server cannot list its sessions across
+    /// directories (an older OpenCode); otherwise every directory is found from the server itself.
     pub directories: Option<Vec<String>>,
-    /// Scan the directories at start (default true when directories are given).
+    /// Find every active goal on the server at start, and look at each (default true).
     pub recover_on_start: Option<bool>,
 }
 
@@ -59,7 +60,7 @@ impl SessionGoalRuntimeOptions {
         };
         let config = GoalConfig::from(self.tunables.map(GoalTunables::from).unwrap_or_default());
         let directories = self.directories.unwrap_or_default();
-        let recover_on_start = self.recover_on_start.unwrap_or(!directories.is_empty());
+        let recover_on_start = self.recover_on_start.unwrap_or(true);
         let parts = GoalLoopParts {
             client,
             services: Services { small_model, notifier, data_dir },

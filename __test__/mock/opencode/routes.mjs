@@ -42,18 +42,45 @@ const answerPending = (kind) => ({ state }, req, { requestID, action }) => {
 };
 
 // ---- sessions -----------------------------------------------------------------------------------
-function listSessions({ state }, req) {
+// OpenCode answers a session list with its 100 most recently updated sessions unless `limit` says
+// otherwise (docs/opencode.md, "Finding every goal").
+const DEFAULT_LIST_LIMIT = 100;
+
+// The sessions a list query keeps, newest update first: one directory (or all), top-level only
+// (`roots`), updated at or after `start`, strictly before `cursor`, matching `search`, `limit` of them.
+function sessionList({ state }, req) {
   const { directory: dir, roots, search } = req.query;
   let list = state.sortedSessions().filter((s) => !dir || s.info.directory === dir);
+  list.sort((a, b) => b.info.time.updated - a.info.time.updated || b.order - a.order);
   if (roots === 'true') list = list.filter((s) => !s.info.parentID);
-  // Like OpenCode: only sessions updated at or after `start` (epoch ms).
   const start = queryCount(req, 'start', { integer: false });
   if (start !== undefined) list = list.filter((s) => s.info.time.updated >= start);
+  const cursor = queryCount(req, 'cursor', { integer: false });
+  if (cursor !== undefined) list = list.filter((s) => s.info.time.updated < cursor);
   if (search) list = list.filter((s) => s.info.title.toLowerCase().includes(String(search).toLowerCase()));
-  const limit = queryCount(req, 'limit', { integer: false });
-  if (limit !== undefined) list = list.slice(0, limit);
-  return json(list.map((s) => clone(s.info)));
+  return list.slice(0, queryCount(req, 'limit', { integer: false }) ?? DEFAULT_LIST_LIMIT);
 }
+
+// GET /session: the sessions of one directory (as the real server, `cursor` is not a parameter).
+function listSessions(ctx, req) {
+  const { cursor, ...query } = req.query;
+  return json(sessionList(ctx, { ...req, query }).map((s) => clone(s.info)));
+}
+
+// GET /experimental/session: the sessions of every directory (one with ?directory=), each with its
+// project; a mock started with `globalSessionList: false` is an older OpenCode without the route.
+function listSessionsEverywhere(ctx, req) {
+  if (!ctx.globalSessionList) throw routeNotFound(req);
+  return json(sessionList(ctx, req).map((s) => ({ ...clone(s.info), project: projectOf(s.info.directory) })));
+}
+
+// GET /project: each directory a session lives in, as a git project whose worktree it is.
+function listProjects({ state }) {
+  const directories = [...new Set(state.sortedSessions().map((s) => s.info.directory))];
+  return json(directories.map((directory) => ({ ...projectOf(directory), vcs: 'git', time: { created: 0, updated: 0 }, sandboxes: [] })));
+}
+
+const projectOf = (directory) => ({ id: `prj_${Buffer.from(directory).toString('hex').slice(0, 24)}`, worktree: directory });
 
 function createSessionRoute({ state, defaultDirectory }, req) {
   const body = bodyObject(req);
@@ -268,6 +295,8 @@ const ROUTES = [
   ['POST', '/permission/:requestID/:action', answerPending('permission')],
   ['POST', '/question/:requestID/:action', answerPending('question')],
   ['GET', '/session', listSessions],
+  ['GET', '/experimental/session', listSessionsEverywhere],
+  ['GET', '/project', listProjects],
   ['POST', '/session', createSessionRoute],
   ['GET', '/session/status', sessionStatuses],
   ['POST', '/session/:sessionID/abort', ({ turns, shell }, _req, { sessionID }) => (shell.abort(sessionID), turns.abort(sessionID), json(true)), { anySession: true }],

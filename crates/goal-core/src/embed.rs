@@ -181,7 +181,7 @@ impl GoalRuntimeBuilder {
         self
     }
 
-    /// How long one host's hold on a goal lasts (`leaseMs`, default 120 s).
+    /// How long one host's hold on a goal lasts (`leaseMs`, default 40 s).
     pub fn lease(mut self, lease: Duration) -> Self {
         self.config.lease = lease;
         self
@@ -260,7 +260,7 @@ impl GoalRuntimeBuilder {
         self
     }
 
-    /// Whether to scan the directories at start (default: when any are given).
+    /// Whether to find every active goal on the server at start (default true).
     pub fn recover_on_start(mut self, recover: bool) -> Self {
         self.recover_on_start = Some(recover);
         self
@@ -292,7 +292,7 @@ impl GoalRuntimeBuilder {
             None => DataDir::new(root),
         };
         let notifier = self.notifier.unwrap_or_else(|| Arc::new(NoNotifier));
-        let recover_on_start = self.recover_on_start.unwrap_or(!self.directories.is_empty());
+        let recover_on_start = self.recover_on_start.unwrap_or(true);
         let control = ControlContext {
             client: client.clone(),
             small_model: small_model.clone(),
@@ -380,8 +380,8 @@ impl EmbeddedGoalRuntime {
 
     /// A follower of this runtime's OpenCode event stream (the same server and headers, its
     /// context's runtimes as receivers): `.start(handle)` it, and keep the [`EventFollower`](crate::EventFollower)
-    /// for as long as events should flow. It scans the runtime's directories on every
-    /// connection, so a runtime it feeds needs no `recover_on_start`.
+    /// for as long as events should flow. Every connection makes the runtime find every active
+    /// goal on the server, so a runtime it feeds needs no `recover_on_start`.
     pub fn event_follower(&self) -> EventFollowerBuilder {
         EventFollowerBuilder::new(&self.shared, self.endpoint.clone())
     }

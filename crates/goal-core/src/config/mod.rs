@@ -30,7 +30,9 @@ pub struct GoalConfig {
     pub max_dispatch_attempts: u32,
     /// Pause between dispatch attempts.
     pub dispatch_retry_delay: Duration,
-    /// How long a tick's lease keeps other hosts' runtimes off the session.
+    /// How long a tick's lease keeps other hosts' runtimes off the session (40 s: a host killed
+    /// while it held one keeps the others off the goal that long at most, inside the 60 s bound
+    /// of docs/reliability.md; its successor, the same holder, takes it up at once).
     pub lease: Duration,
     /// How often the known directories are swept for active goals on idle sessions that have no
     /// timer or tick (an idle event the host never forwarded); zero disables the sweep.
@@ -80,7 +82,7 @@ impl Default for GoalConfig {
             max_retry_attempts: 4,
             max_dispatch_attempts: 3,
             dispatch_retry_delay: Duration::from_millis(250),
-            lease: Duration::from_millis(120_000),
+            lease: Duration::from_millis(40_000),
             sweep_interval: Duration::from_millis(300_000),
             evidence: EvidenceConfig::default(),
             provider_limits: ProviderLimits::default(),

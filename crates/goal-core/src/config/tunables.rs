@@ -89,7 +89,7 @@ macro_rules! goal_tunables {
             #[doc = " Attempts to post one continuation before the goal settles blocked (default 3)."]
             max_dispatch_attempts: f64,
             #[doc = " How long an evaluation's lease keeps other hosts' runtimes off the session (default"]
-            #[doc = " 120000 ms)."]
+            #[doc = " 40000 ms)."]
             lease_ms: f64,
             #[doc = " How often (ms) the known directories (given, or seen in events) are swept for active goals"]
             #[doc = " on idle sessions with no pending wake-up, e.g. after an idle event the host never"]

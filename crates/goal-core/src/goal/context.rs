@@ -9,6 +9,7 @@ use crate::config::GoalConfig;
 use crate::goal::act::{Executor, Memory};
 use crate::goal::gather::owners::Owners;
 use crate::goal::gather::Reader;
+use crate::io::host_identity::HolderId;
 use crate::io::opencode::OpenCodeClient;
 use crate::io::services::Services;
 use crate::sched::facts::TickFacts;
@@ -22,8 +23,9 @@ pub struct TickContext {
     pub services: Services,
     /// Tunables.
     pub config: Arc<GoalConfig>,
-    /// This runtime's lease holder id (several hosts may watch one OpenCode server).
-    pub holder: String,
+    /// This runtime's lease holder id (several hosts may watch one OpenCode server), found on
+    /// a tick's first use (`io/host_identity.rs`).
+    pub holder: Arc<HolderId>,
     /// What events showed of each session (the scheduler publishes it).
     pub facts: Arc<TickFacts>,
     /// The owner lists and the carriers they showed (the gatherer's memory).
@@ -49,13 +51,13 @@ impl TickContext {
         }
     }
 
-    /// The executor of this context's ticks.
-    pub fn executor(&self) -> Executor<'_> {
+    /// The executor of this context's ticks, acting as `holder` (this runtime's holder id).
+    pub fn executor<'a>(&'a self, holder: &'a str) -> Executor<'a> {
         Executor {
             client: &self.client,
             services: &self.services,
             config: &self.config,
-            holder: &self.holder,
+            holder,
             memory: &self.memory,
             owners: &self.owners,
             facts: &self.facts,

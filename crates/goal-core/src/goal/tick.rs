@@ -20,12 +20,13 @@ const MAX_STEPS: usize = 64 + 4 * MAX_CHECKS;
 /// Runs one tick. `start.attempt` counts consecutive read failures (0 on a normal wake-up).
 pub async fn run_tick(ctx: &TickContext, start: TickStart) -> TickOutcome {
     let TickStart { session_id, directory, attempt, generation, watch } = start;
-    let mut seen = Seen::new(&session_id, &directory, &ctx.holder, attempt);
+    let holder = ctx.holder.get().await;
+    let mut seen = Seen::new(&session_id, &directory, holder, attempt);
     // Goal events are watched from just before the first read: a write built on it can tell a
     // change another writer made in between (`act/echo_watch.rs`).
     let watch_guard = ctx.memory.echoes.watch(&session_id);
     let mut io = TickIo { generation, base: None, watch: Some(watch_guard), dispatch_claim: None, late: None };
-    let (reader, executor) = (ctx.reader(), ctx.executor());
+    let (reader, executor) = (ctx.reader(), ctx.executor(holder));
     let mut stage = Some(Stage::Observe);
     for _ in 0..MAX_STEPS {
         seen.current = io.generation.is_current();

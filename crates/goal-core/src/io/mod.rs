@@ -1,9 +1,10 @@
 //! Everything that talks to the outside: HTTP pools, the OpenCode client and the classification
 //! of its prompt answers, the follower of OpenCode's event stream, guarded goal-metadata writes and the per-session locks behind them,
-//! objective files, the audit trail's file, the few file jobs run at once, the host services, and what a host's runtimes share.
+//! objective files, the audit trail's file, the few file jobs run at once, the host services, this host's identity, and what a host's runtimes share.
 
 pub mod event_follower;
 pub mod file_io;
+pub mod host_identity;
 pub mod http;
 pub mod locks;
 pub mod memory_dir;

@@ -1,7 +1,5 @@
 //! The multi-host lease on a goal (`lease: {holder, expiresAt}` in the goal record): who drives
-//! the goal and until when, and this process's holder id. Pure apart from the holder id's seed.
-
-use std::sync::OnceLock;
+//! the goal and until when, and a host's holder id. Pure.
 
 use crate::record::{Goal, Lease};
 
@@ -25,28 +23,15 @@ pub fn take_lease(goal: &mut Goal, holder: &str, now: f64, duration_ms: f64) {
     goal.lease.set(Lease { holder: holder.to_string(), expires_at: now + duration_ms });
 }
 
-/// The lease holder id of this process for one OpenCode server. Stable within the process, so a
-/// host that drops its runtime and creates a new one keeps the lease; random across processes,
-/// so two hosts (web and desktop) exclude each other.
-pub fn holder_id(group: &str) -> String {
-    use std::hash::{BuildHasher, Hasher};
-    // A static on purpose: the seed is the identity of this process towards other hosts (web
-    // and desktop sharing one OpenCode server), not state a context owns. Two contexts in one
-    // process are one host and must present the same holder, or they would back off from each
-    // other's leases instead of being kept apart by their dispatch claims.
-    static PROCESS_SEED: OnceLock<u64> = OnceLock::new();
-    let seed = *PROCESS_SEED.get_or_init(|| {
-        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-        hasher.write_u128(
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0),
-        );
-        hasher.write_u32(std::process::id());
-        hasher.finish()
-    });
+/// The lease holder id of a host, from its identity's seed (`io/host_identity.rs`: kept in the
+/// data directory, so a host started again is the same holder), for one OpenCode server: two
+/// runtimes of one host on two servers are two holders.
+pub fn holder_id(group: &str, seed: u64) -> String {
+    use std::hash::Hasher;
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     hasher.write_u64(seed);
     hasher.write(group.as_bytes());
-    format!("rt-{}-{:012x}", std::process::id(), hasher.finish() & 0xffff_ffff_ffff)
+    format!("rt-{:012x}", hasher.finish() & 0xffff_ffff_ffff)
 }
 
 #[cfg(test)]
@@ -72,5 +57,13 @@ mod tests {
         ));
         assert!(!held_by_other(&goal_with_lease(json!({"holder": 5, "expiresAt": "never"})), "me", now));
         assert!(!held_by_other(&goal_with_lease(json!("x")), "me", now));
+    }
+
+    #[test]
+    fn a_holder_id_follows_the_seed_and_the_server() {
+        assert_eq!(holder_id("http://a", 7), holder_id("http://a", 7), "a host started again is the same holder");
+        assert_ne!(holder_id("http://a", 7), holder_id("http://a", 8));
+        assert_ne!(holder_id("http://a", 7), holder_id("http://b", 7));
+        assert!(holder_id("http://a", 7).starts_with("rt-"));
     }
 }

@@ -294,6 +294,8 @@ pub struct ListedSession {
     pub directory: String,
     /// `time.created` (epoch ms; 0 when absent).
     pub created: f64,
+    /// `time.updated` (epoch ms, the server's clock; 0 when absent): a census pages by it.
+    pub updated: f64,
     /// The goal stored on the session, if valid: what a scan reads of it.
     pub goal: Option<ListedGoal>,
 }
@@ -328,6 +330,7 @@ impl ListedSession {
             parent_id,
             directory,
             created,
+            updated: positive_time(object.get("time").and_then(|t| t.get("updated"))).unwrap_or(0.0),
             goal: object
                 .get("metadata")
                 .and_then(|m| m.get("openchamber"))

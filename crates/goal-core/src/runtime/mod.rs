@@ -1,6 +1,8 @@
-//! The goal runtime: event intake rules, the scheduler, ticks, restart recovery, the sweep, and
-//! the silence watch (`watch.rs`).
+//! The goal runtime: event intake rules, the scheduler, ticks, restart recovery and the sweep
+//! over a census of every goal on the server (`census.rs`, `sweep.rs`), and the silence watch
+//! (`watch.rs`).
 
+mod census;
 mod sweep;
 mod watch;
 
@@ -55,9 +57,10 @@ pub struct GoalLoopParts {
     pub services: Services,
     /// Tunables.
     pub config: GoalConfig,
-    /// Directories to scan for active goals at start and on reconnect.
+    /// Directories to list for active goals when the server lists no sessions across
+    /// directories (an older OpenCode); a census of the whole server finds them otherwise.
     pub directories: Vec<String>,
-    /// Scan for stranded active goals at start.
+    /// Find every active goal on the server at start (a census), and look at each.
     pub recover_on_start: bool,
     /// What this runtime shares with the others of its host (it registers for events there).
     pub shared: crate::io::shared::SharedContext,
@@ -100,9 +103,9 @@ struct Inner {
     last_heartbeat_ms: AtomicU64,
     /// A heartbeat came after one went missing: the watch sweeps once.
     hole: AtomicBool,
-    /// The stream connected at least once: a directory learned after that missed the
-    /// connection's scan, and is scanned when it is learned.
-    connected: AtomicBool,
+    /// The scan at start is still trying (it tries until OpenCode answers): a connection leaves
+    /// the finding to it.
+    scanning_at_start: AtomicBool,
 }
 
 struct GoalJob {
@@ -145,11 +148,12 @@ impl GoalLoop {
         let facts = SessionFactsView::default();
         let holders = Arc::<crate::goal::gather::holders::GoalHolders>::default();
         let memory = crate::goal::act::Memory { claims: parts.shared.dispatch_claims().clone(), ..Default::default() };
+        let holder = Arc::new(crate::io::host_identity::HolderId::new(&parts.client.key(), &parts.services.data_dir));
         let ctx = TickContext {
             client: parts.client.clone(),
             services: parts.services,
             config: Arc::new(parts.config),
-            holder: crate::record::lease::holder_id(&parts.client.key()),
+            holder,
             facts: Arc::new(TickFacts::new(facts.clone())),
             owners: Owners::new(parts.client.clone(), holders, runtime.clone()),
             memory: Arc::new(memory),
@@ -173,13 +177,13 @@ impl GoalLoop {
             last_payload_ms: AtomicU64::new(parts.client.clock().now_ms().max(0.0) as u64),
             last_heartbeat_ms: AtomicU64::new(parts.client.clock().now_ms().max(0.0) as u64),
             hole: AtomicBool::new(false),
-            connected: AtomicBool::new(false),
+            scanning_at_start: AtomicBool::new(false),
         });
         let consumer: Arc<dyn Consumer> = inner.clone();
         parts.shared.intake().register(&consumer);
         let runtime_handle = GoalLoop { inner };
         if parts.recover_on_start {
-            runtime_handle.recover();
+            runtime_handle.inner.recover_at_start();
         }
         watch::start(&runtime_handle.inner, runtime);
         sweep::start(&runtime_handle.inner, runtime);
@@ -240,7 +244,7 @@ impl GoalLoop {
             &ctx.services.data_dir,
             session_id,
             directory,
-            Some(&ctx.holder),
+            Some(ctx.holder.get().await),
         )
         .await?;
         if report.status == Some(GoalStatus::Active) {
@@ -268,21 +272,23 @@ impl GoalLoop {
         let directory = entry.as_ref().map_or(directory, |e| e.directory.as_str());
         let own = entry.as_ref().and_then(|e| if e.ticking { Some(0) } else { e.due_in_ms }).map(Duration::from_millis);
         let list = self.inner.ctx.owners.next_list_in(directory, session_id);
-        let swept = self.inner.directories.lock().iter().any(|d| d == directory);
-        let sweep = swept.then(|| self.inner.sweeps.next_in()).flatten();
+        // The sweep's census reaches every directory.
+        let sweep = self.inner.sweeps.next_in();
         [own, list, sweep].into_iter().flatten().min()
     }
 
-    /// Scans the known directories for active goals on idle sessions and re-arms them. The tick
-    /// itself re-checks everything, and a reservation for the same tail is never charged or
-    /// sent twice.
+    /// Finds every active goal on the server (a census) and looks at each one on an idle
+    /// session. The tick itself re-checks everything, and a reservation for the same tail is
+    /// never charged or sent twice.
     pub fn recover(&self) {
         let inner = self.inner.clone();
         let span = self.inner.log_span.clone();
-        let directories = inner.known_directories();
-        self.inner
-            .runtime
-            .spawn(async move { inner.recover(directories, ArmMode::IfIdleTimer).await }.instrument(span));
+        self.inner.runtime.spawn(
+            async move {
+                inner.recover(ArmMode::IfIdleTimer, true).await;
+            }
+            .instrument(span),
+        );
     }
 }
 
@@ -293,11 +299,8 @@ impl Inner {
             || (goal.session_id.is_none() && self.ctx.owners.holders().older_than(&goal.id, session_id).is_some())
     }
 
-    /// Keeps `directory` among the known ones (the newest first). A directory first learned
-    /// after the stream connected missed that connection's scan, so it is scanned once now: its
-    /// other sessions may hold active goals gone idle before this runtime started (a host
-    /// restarted at OpenChamber's options knows no directory, and its first sweep is 5 minutes
-    /// away), and their events will not come again.
+    /// Keeps `directory` among the known ones (the newest first): a server that lists no
+    /// sessions across directories is listed by them (`census.rs`).
     fn remember_directory(&self, directory: &str) {
         if directory.is_empty() {
             return;
@@ -306,7 +309,6 @@ impl Inner {
         if known.front().map(String::as_str) == Some(directory) {
             return;
         }
-        let learned = !known.iter().any(|d| d == directory);
         known.retain(|d| d != directory);
         known.push_front(directory.to_string());
         // The oldest go first, except a directory holding an active goal: the sweep is its
@@ -318,18 +320,6 @@ impl Inner {
                 None => break,
             };
         }
-        drop(keep);
-        drop(known);
-        if !learned || !self.connected.load(Ordering::SeqCst) {
-            return;
-        }
-        if let Some(me) = self.me.upgrade() {
-            debug!(target: "session_goal", "a directory learned from an event; scanning it for active goals");
-            // Its sessions' events are live: one known busy, or with a timer, is looked at when
-            // its own events say; the scan is for the silent ones.
-            let directories = vec![directory.to_string()];
-            self.runtime.spawn(me.recover(directories, ArmMode::IfNothingPending).instrument(self.log_span.clone()));
-        }
     }
 
     /// The directories known now.
@@ -339,6 +329,24 @@ impl Inner {
 }
 
 impl Inner {
+    /// OpenCode's stream connected (it may have restarted, cutting turns and losing events): a
+    /// census finds every active goal, and each idle one is looked at. While the scan at start is
+    /// still trying, it finds them as soon as OpenCode answers.
+    fn connected(&self) {
+        if self.scanning_at_start.load(Ordering::SeqCst) {
+            return;
+        }
+        if let Some(me) = self.me.upgrade() {
+            debug!(target: "session_goal", "OpenCode connected; finding its active goals");
+            self.runtime.spawn(
+                async move {
+                    me.recover(ArmMode::IfIdleTimer, true).await;
+                }
+                .instrument(self.log_span.clone()),
+            );
+        }
+    }
+
     /// A user message's event: the user moved on, unless it is our own continuation or re-post.
     fn user_message(&self, session_id: &str, message_id: &str, created: f64) {
         if !self.ctx.memory.own_posts.is_own(session_id, message_id) {
@@ -475,15 +483,7 @@ impl Consumer for Inner {
                 self.scheduler.user_input(session_id, directory, request_id, *pending, config.idle_quiet);
             }
             IntakeEvent::SessionDeleted { session_id } => self.session_deleted(session_id),
-            IntakeEvent::Connected => {
-                self.connected.store(true, Ordering::SeqCst);
-                if let Some(me) = self.me.upgrade() {
-                    debug!(target: "session_goal", "OpenCode connected; scanning for active goals");
-                    // The directories known at the connection, read here and not in the task.
-                    let directories = self.known_directories();
-                    self.runtime.spawn(me.recover(directories, ArmMode::IfIdleTimer).instrument(self.log_span.clone()));
-                }
-            }
+            IntakeEvent::Connected => self.connected(),
         }
     }
 

@@ -1,14 +1,17 @@
-//! The goal runtime's scans of its known directories: the recovery scan (at start, on every
-//! connection, and on `recover()`) and the sweep (every `sweepIntervalMs`, and when the silence
-//! watch asks, `watch.rs`), both behind each directory's one list backoff.
+//! The goal runtime's looks at every goal on the server, both one walk over a census
+//! (`census.rs`): the recovery scan (at start, on every connection, and on `recover()`) arms each
+//! active goal it found; the sweep (every `sweepIntervalMs`, and when the silence watch asks,
+//! `watch.rs`) first reads each directory's status and reports what OpenCode shows.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use tracing::{debug, warn, Instrument};
 
+use super::census::Found;
 use super::Inner;
-use crate::record::session::ListedSession;
+use crate::record::session::{live_status, ListedGoal, ListedSession, LiveStatus};
 use crate::record::GoalStatus;
 use crate::sched::facts::Seen;
 use crate::sched::{ArmMode, GoalSighting};
@@ -41,127 +44,130 @@ pub(super) fn start(inner: &Arc<Inner>, runtime: &tokio::runtime::Handle) {
     );
 }
 
+/// What a walk does with each active goal it found.
+#[derive(Debug, Clone, Copy)]
+enum Look {
+    /// Arms a look at it, in this mode (the recovery scan).
+    Arm(ArmMode),
+    /// Reads its directory's status and reports what OpenCode shows (the sweep).
+    Status,
+}
+
 impl Inner {
-    /// Scans `directories` (those known when the scan was asked for; a directory learned from
-    /// an event afterwards is scanned on its own when it is learned) and arms each active goal
-    /// found with `arm`: after a (re)connect, whatever events said about busy
-    /// (`ArmMode::IfIdleTimer`); for a directory learned on a live stream, only a session the
-    /// live events say nothing pending or busy about (`ArmMode::IfNothingPending`).
-    pub(super) async fn recover(self: Arc<Self>, directories: Vec<String>, arm: ArmMode) {
-        for directory in directories {
-            if self.stopped.load(Ordering::SeqCst) {
-                return;
-            }
-            // A directory whose lists fail is listed once its backoff ends (and not beside
-            // another list of it).
-            let permit = self.ctx.owners.gate().begin(&directory).await;
-            if self.stopped.load(Ordering::SeqCst) {
-                return;
-            }
-            let sessions = match self.ctx.client.list_session_goals(&directory).await {
-                Ok(sessions) => {
-                    permit.read();
-                    sessions
-                }
-                Err(error) => {
-                    permit.failed();
-                    warn!(target: "session_goal", %error, "recovery scan failed for a directory");
-                    continue;
-                }
-            };
-            self.ctx.owners.holders().saw_list(carriers(&sessions), None);
-            for session in sessions.iter().filter(|s| !s.is_subagent()) {
-                if let Some(goal) = &session.goal {
-                    let active = goal.status == GoalStatus::Active;
-                    if active {
-                        debug!(target: "session_goal", session = %session.id, "recovering active goal");
-                    }
-                    let dir = if session.directory.is_empty() { directory.clone() } else { session.directory.clone() };
-                    self.scheduler.goal_seen(GoalSighting {
-                        session: session.id.clone(),
-                        directory: dir,
-                        seen: Seen::Scan(goal.revision.clone(), goal.status),
-                        arm: active.then_some((self.ctx.config.kickoff_quiet, arm)),
-                        arm_if_changed: None,
-                    });
-                }
-            }
-        }
+    /// The recovery scan: a census (`patient`: waiting out its backoff), every goal it found
+    /// reported to the scheduler and each active one armed with `arm` (after a connection,
+    /// whatever events said about busy: the tick re-checks everything). Returns whether a census
+    /// was read.
+    pub(super) async fn recover(&self, arm: ArmMode, patient: bool) -> bool {
+        let Some(found) = self.take_census(patient).await else { return false };
+        self.walk(found, Look::Arm(arm)).await;
+        true
     }
 
-    /// Lost events must not strand goals: for each known directory, one session list and one
-    /// status read. Every active goal on a top-level session is reported to the scheduler with
-    /// the status OpenCode shows (the truth about busy, whatever the events said), and one on an
-    /// idle session with no timer and no tick is armed (the tick re-checks everything). A
-    /// directory whose list fails is listed again only after the directory's one backoff
-    /// (`goal/gather/list_gate.rs`), shared with the owner lists and the recovery scan.
-    /// Returns whether every directory was listed and read.
+    /// The scan at start: censuses until one is read (a host may start before its OpenCode
+    /// answers; each try waits out the census's backoff), or the runtime stops.
+    pub(super) fn recover_at_start(self: &Arc<Self>) {
+        let me = self.clone();
+        self.scanning_at_start.store(true, Ordering::SeqCst);
+        self.runtime.spawn(
+            async move {
+                // Each try waits out the census's backoff first: no spin.
+                while !me.stopped.load(Ordering::SeqCst) {
+                    if me.recover(ArmMode::IfIdleTimer, true).await {
+                        break;
+                    }
+                }
+                me.scanning_at_start.store(false, Ordering::SeqCst);
+            }
+            .instrument(self.log_span.clone()),
+        );
+    }
+
+    /// Lost events must not strand goals: a census, then for each directory holding an active
+    /// goal one status read. Every active goal is reported to the scheduler with the status
+    /// OpenCode shows (the truth about busy, whatever the events said), and one on an idle
+    /// session with no timer and no tick is armed (the tick re-checks everything). A census or
+    /// directory that fails backs off by the one rule (`goal/gather/list_gate.rs`). Returns
+    /// whether every place was listed and read.
     pub(super) async fn sweep(&self) -> bool {
-        let directories: Vec<String> = self.directories.lock().iter().cloned().collect();
-        let mut complete = true;
-        for directory in directories {
+        let Some(found) = self.take_census(false).await else { return false };
+        self.walk(found, Look::Status).await
+    }
+
+    /// Walks what a census found: the goal carriers recorded whole for the owner lists, each
+    /// goal's status reported, the directories holding active goals kept, and each active goal
+    /// looked at as `look` says. Returns whether every place was read.
+    async fn walk(&self, found: Found, look: Look) -> bool {
+        let Found { carriers, mut whole } = found;
+        self.ctx.owners.holders().saw_list(
+            carriers.iter().filter_map(|s| s.goal.as_ref().map(|g| (g.id.as_str(), s.id.as_str(), s.created))),
+            None,
+        );
+        let mut active: BTreeMap<&str, Vec<(&ListedSession, &ListedGoal)>> = BTreeMap::new();
+        for session in carriers.iter().filter(|s| !s.directory.is_empty()) {
+            let Some(goal) = &session.goal else { continue };
+            if goal.status == GoalStatus::Active {
+                active.entry(session.directory.as_str()).or_default().push((session, goal));
+            } else {
+                // Not to be driven, but known: `isGoalActive` reads what the scheduler saw.
+                self.scheduler.goal_seen(sighting(session, goal, None));
+            }
+        }
+        self.keep_directories(active.keys().copied(), whole);
+        let arm = self.ctx.config.kickoff_quiet;
+        for (directory, sessions) in active {
             if self.stopped.load(Ordering::SeqCst) {
                 return false;
             }
-            let Some(permit) = self.ctx.owners.gate().try_begin(&directory) else {
-                complete = false;
-                continue;
-            };
-            let (sessions, status) =
-                tokio::join!(self.ctx.client.list_session_goals(&directory), self.ctx.client.status_map(&directory));
-            let sessions = match sessions {
-                Ok(sessions) => {
-                    permit.read();
-                    sessions
+            match look {
+                Look::Arm(mode) => {
+                    for (session, goal) in sessions {
+                        debug!(target: "session_goal", session = %session.id, "recovering active goal");
+                        self.scheduler.goal_seen(sighting(session, goal, Some((arm, mode))));
+                    }
                 }
-                Err(_) => {
-                    complete = false;
-                    let wait = permit.failed();
-                    warn!(target: "session_goal", retry_in_ms = wait.as_millis() as u64, "sweep could not list a directory; backing off");
-                    continue;
-                }
-            };
-            let Ok(status) = status else {
-                complete = false;
-                warn!(target: "session_goal", "sweep could not read a directory's status");
-                continue;
-            };
-            let active = sessions.iter().any(|s| s.goal.as_ref().is_some_and(|g| g.status == GoalStatus::Active));
-            let mut with_active = self.sweeps.with_active_goals.lock();
-            if active {
-                with_active.insert(directory.clone());
-            } else {
-                with_active.remove(&directory);
-            }
-            drop(with_active);
-            self.ctx.owners.holders().saw_list(carriers(&sessions), None);
-            for session in sessions.iter().filter(|s| !s.is_subagent()) {
-                let Some(goal) = &session.goal else { continue };
-                if goal.status != GoalStatus::Active {
-                    continue;
-                }
-                let working = crate::record::session::live_status(&status, &session.id)
-                    == crate::record::session::LiveStatus::Working;
-                let dir = if session.directory.is_empty() { directory.clone() } else { session.directory.clone() };
-                let sighting = GoalSighting {
-                    session: session.id.clone(),
-                    directory: dir,
-                    seen: Seen::Scan(goal.revision.clone(), goal.status),
-                    arm: None,
-                    arm_if_changed: None,
-                };
-                self.scheduler.swept(sighting, working, self.ctx.config.kickoff_quiet);
+                Look::Status => match self.ctx.client.status_map(directory).await {
+                    Ok(status) => {
+                        for (session, goal) in sessions {
+                            let working = live_status(&status, &session.id) == LiveStatus::Working;
+                            self.scheduler.swept(sighting(session, goal, None), working, arm);
+                        }
+                    }
+                    Err(error) => {
+                        whole = false;
+                        warn!(target: "session_goal", %error, "sweep could not read a directory's status");
+                    }
+                },
             }
         }
-        complete
+        whole
+    }
+
+    /// Keeps the directories a census found active goals in among the known ones (never
+    /// forgotten for newer ones while they hold one); a whole census also forgets that the
+    /// others held one.
+    fn keep_directories<'a>(&self, with_active: impl Iterator<Item = &'a str>, whole: bool) {
+        let with_active: Vec<&str> = with_active.collect();
+        {
+            let mut kept = self.sweeps.with_active_goals.lock();
+            if whole {
+                kept.clear();
+            }
+            kept.extend(with_active.iter().map(|d| d.to_string()));
+        }
+        for directory in with_active {
+            self.remember_directory(directory);
+        }
     }
 }
 
-/// The goal carriers a whole-directory list showed (top-level sessions with a goal), for
-/// `GoalHolders::saw_list`.
-fn carriers(sessions: &[ListedSession]) -> impl Iterator<Item = (&str, &str, f64)> {
-    sessions
-        .iter()
-        .filter(|s| !s.is_subagent())
-        .filter_map(|s| s.goal.as_ref().map(|goal| (goal.id.as_str(), s.id.as_str(), s.created)))
+/// What the census showed of one session's goal, with what to arm.
+fn sighting(session: &ListedSession, goal: &ListedGoal, arm: Option<(std::time::Duration, ArmMode)>) -> GoalSighting {
+    GoalSighting {
+        session: session.id.clone(),
+        directory: session.directory.clone(),
+        seen: Seen::Scan(goal.revision.clone(), goal.status),
+        arm,
+        arm_if_changed: None,
+    }
 }

@@ -403,12 +403,19 @@ fn sessions_of_the_directory(path: &str) -> Reply {
     not_found(path)
 }
 
+/// The list of the one directory the host named, as the fallback of a server without a
+/// server-wide list asks for it: top-level sessions, all of them, the directory escaped as a
+/// query value (everything but RFC 3986's unreserved characters).
+const DIRECTORY_LIST: &str = "GET /session?roots=true&limit=100000&directory=%2Fmy%20project%2F%C3%A4";
+
 #[tokio::test]
-async fn an_embedded_runtime_scans_its_directories_on_every_connection() {
+async fn an_embedded_runtime_finds_its_goals_on_every_connection() {
     let streams = vec![
         Reply::Events(vec![json!({"payload": {"type": "server.connected", "properties": {}}})]),
         Reply::EventsHeld(vec![json!({"payload": {"type": "server.connected", "properties": {}}})]),
     ];
+    // An older server: no `/experimental/session` and no `/project`, so each connection's census
+    // lists the directory the host named.
     let server = TestServer::start(streams, sessions_of_the_directory).await;
     let data_dir = std::env::temp_dir().join(format!("goal-core-follower-test-{}", std::process::id()));
     let runtime = crate::GoalRuntimeBuilder::new(&server.url)
@@ -420,13 +427,13 @@ async fn an_embedded_runtime_scans_its_directories_on_every_connection() {
     let follower =
         runtime.event_follower().first_retry(Duration::from_millis(20)).start(&tokio::runtime::Handle::current());
     until("two connections", || server.requests("GET /global/event") == 2).await;
-    until("a scan per connection", || server.requests("GET /session?directory=%2Fmy%20project%2F%C3%A4") == 2).await;
+    until("a census per connection", || server.requests(DIRECTORY_LIST) == 2).await;
     tokio::time::sleep(Duration::from_millis(100)).await;
-    // The directory is escaped as a query value: everything but RFC 3986's unreserved characters.
+    assert_eq!(server.requests(DIRECTORY_LIST), 2, "one census per connection, not two");
     assert_eq!(
-        server.requests("GET /session?directory=%2Fmy%20project%2F%C3%A4"),
+        server.requests("GET /experimental/session?roots=true&limit=1000"),
         2,
-        "one scan per connection, not two"
+        "each tried the server-wide list first"
     );
     follower.stop();
     runtime.stop().await;
