@@ -1,9 +1,11 @@
 //! The hosts: each a real goal runtime built with goal-core's embedding API, on the world's
 //! timings, its own context and clock (one host's may be skewed), its requests going through
-//! the simulator's transport, and a scripted auditor as its small model.
+//! the simulator's transport, and a scripted auditor as its small model. A host may be killed
+//! and started again (`Fleet`).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,7 +18,7 @@ use serde_json::json;
 
 use crate::server::Server;
 use crate::transport::{Faults, SimTransport};
-use crate::world::{HostSpec, Timing, Verdict, World};
+use crate::world::{Timing, Verdict, World};
 
 /// The auditor every host asks: the goal named in the prompt (`[sim-goal-N]`) gets the next
 /// answer of its script (the last repeats), whichever host asks.
@@ -95,43 +97,86 @@ pub fn config(timing: &Timing) -> GoalConfig {
     }
 }
 
-/// Starts host `index` of `world` (inside the world's runtime, on its paused clock).
-#[allow(clippy::too_many_arguments)]
-pub fn start_host(
-    world: &World,
-    index: usize,
-    spec: &HostSpec,
-    server: &Arc<Server>,
-    faults: &Arc<Mutex<Faults>>,
-    auditor: &Arc<SimAuditor>,
-    epoch: f64,
+/// The hosts of one world, and what each keeps across its own restart: its settings and its
+/// data directory (in memory). Nothing else survives a kill: a host started again is a new
+/// process, with a new context, clock, scheduler and memory; only its identity, which it keeps in
+/// its data directory (`io/host_identity.rs`), is the same.
+pub struct Fleet {
+    world: World,
+    server: Arc<Server>,
+    faults: Arc<Mutex<Faults>>,
+    auditor: Arc<SimAuditor>,
     data_dir: PathBuf,
-) -> EmbeddedGoalRuntime {
-    let clock = Clock::following_runtime(epoch).skewed(spec.skew_ms as f64);
-    let transport = SimTransport {
-        server: server.clone(),
-        faults: faults.clone(),
-        host: index,
-        timing: world.timing,
-        sent: Mutex::new(0),
-        mutation: world.mutation,
-    };
-    let mut directories: Vec<String> = world.goals.iter().map(|g| g.directory.clone()).collect();
-    directories.sort();
-    directories.dedup();
-    // Each host reaches the server by its own name, so each is its own lease holder.
-    GoalRuntimeBuilder::new(format!("http://opencode-{index}.sim"))
-        .shared_context(SharedContext::new().with_clock(clock))
-        .transport(Arc::new(transport))
-        .small_model(auditor.clone())
-        .data_dir(data_dir)
-        .data_dir_in_memory(MemoryDir::new())
-        .config(GoalConfig {
-            silence_watch: world.mutation != Some(crate::mutation::Mutation::NoSilenceWatch),
-            ..config(&world.timing)
-        })
-        .fetch_timeout(Duration::from_millis(world.timing.fetch_timeout_ms))
-        .directories(directories)
-        .recover_on_start(false)
-        .start(&tokio::runtime::Handle::current())
+    memories: Vec<MemoryDir>,
+    /// Whether each host's current process lives (a killed one's flag stays false for good).
+    alive: Mutex<Vec<Arc<AtomicBool>>>,
+}
+
+impl Fleet {
+    /// The hosts of `world` (none started yet).
+    pub fn new(
+        world: &World,
+        server: &Arc<Server>,
+        faults: &Arc<Mutex<Faults>>,
+        auditor: &Arc<SimAuditor>,
+        data_dir: PathBuf,
+    ) -> Fleet {
+        Fleet {
+            world: world.clone(),
+            server: server.clone(),
+            faults: faults.clone(),
+            auditor: auditor.clone(),
+            data_dir,
+            memories: world.hosts.iter().map(|_| MemoryDir::new()).collect(),
+            alive: Mutex::new(world.hosts.iter().map(|_| Arc::new(AtomicBool::new(false))).collect()),
+        }
+    }
+
+    /// Whether host `index`'s process lives.
+    pub fn is_alive(&self, index: usize) -> bool {
+        self.alive.lock()[index].load(Ordering::SeqCst)
+    }
+
+    /// Kills host `index`: nothing it sends from now on reaches the server.
+    pub fn kill(&self, index: usize) {
+        self.alive.lock()[index].store(false, Ordering::SeqCst);
+    }
+
+    /// Starts host `index` as a new process (inside the world's runtime, on its paused clock).
+    pub fn start(&self, index: usize) -> EmbeddedGoalRuntime {
+        let (world, spec) = (&self.world, &self.world.hosts[index]);
+        let alive = Arc::new(AtomicBool::new(true));
+        self.alive.lock()[index] = alive.clone();
+        // The world's time now (a host started again reads the same wall clock as before).
+        let clock = Clock::following_runtime(self.server.now()).skewed(spec.skew_ms as f64);
+        let transport = SimTransport {
+            server: self.server.clone(),
+            faults: self.faults.clone(),
+            host: index,
+            timing: world.timing,
+            sent: Mutex::new(0),
+            mutation: world.mutation,
+            alive,
+        };
+        let mut directories: Vec<String> = world.goals.iter().map(|g| g.directory.clone()).collect();
+        directories.sort();
+        directories.dedup();
+        if !spec.names_directories {
+            directories.clear();
+        }
+        // Each host reaches the server by its own name, so each is its own lease holder.
+        GoalRuntimeBuilder::new(format!("http://opencode-{index}.sim"))
+            .shared_context(SharedContext::new().with_clock(clock))
+            .transport(Arc::new(transport))
+            .small_model(self.auditor.clone())
+            .data_dir(self.data_dir.join(index.to_string()))
+            .data_dir_in_memory(self.memories[index].clone())
+            .config(GoalConfig {
+                silence_watch: world.mutation != Some(crate::mutation::Mutation::NoSilenceWatch),
+                ..config(&world.timing)
+            })
+            .fetch_timeout(Duration::from_millis(world.timing.fetch_timeout_ms))
+            .directories(directories)
+            .start(&tokio::runtime::Handle::current())
+    }
 }

@@ -431,7 +431,7 @@ pub fn check_rates(record: &Record, now: f64) {
                 .iter()
                 .rev()
                 .take_while(|q| q.at_ms + window >= now_ms)
-                .filter(|q| q.host == host && keep(q))
+                .filter(|q| q.host == host && !q.past_life && keep(q))
                 .count()
         };
         // A goal whose turns go on (its reviewer's included) is not waiting on the failure: its
@@ -454,8 +454,11 @@ pub fn check_rates(record: &Record, now: f64) {
             // A.8: after the first three lists of a failing directory, at most one every 10 s
             // (the failing run: lists less than a minute apart).
             // The run: the failed lists since the last one that was read.
-            let lists: Vec<&Request> =
-                r.requests.iter().filter(|q| q.host == host && q.list && q.directory == last.directory).collect();
+            let lists: Vec<&Request> = r
+                .requests
+                .iter()
+                .filter(|q| q.host == host && !q.past_life && q.list && q.directory == last.directory)
+                .collect();
             let since_read = lists.iter().rposition(|q| !q.failed_list).map_or(0, |at| at + 1);
             let failed: Vec<u64> = lists[since_read..].iter().map(|q| q.at_ms).collect();
             let run_start = failed.windows(2).rposition(|pair| pair[1] - pair[0] > 60_000).map_or(0, |at| at + 1);

@@ -27,6 +27,10 @@ pub enum Mutation {
     /// the sweep (every 5 minutes at a real host's settings), and a broken stream is never
     /// noticed.
     NoSilenceWatch,
+    /// (g) A host learns directories from events only: the server's lists of every directory and
+    /// of its projects come back empty, so a host started again knows no goal whose session
+    /// stays silent.
+    CensusBlind,
 }
 
 impl Mutation {
@@ -34,7 +38,7 @@ impl Mutation {
     pub const GUARD_FIELDS: [&'static str; 3] = ["tokenBudget", "costBudget", "timeBudgetMs"];
 
     /// Every planted defect, with the invariant it must break.
-    pub const ALL: [(Mutation, char); 7] = [
+    pub const ALL: [(Mutation, char); 8] = [
         (Mutation::SecondContinuation, 'a'),
         (Mutation::StaleStop, 'b'),
         (Mutation::DroppedGuards, 'c'),
@@ -42,6 +46,7 @@ impl Mutation {
         (Mutation::BusyForever, 'e'),
         (Mutation::RetryStorm, 'f'),
         (Mutation::NoSilenceWatch, 'g'),
+        (Mutation::CensusBlind, 'g'),
     ];
 
     /// Its name on the command line.
@@ -54,6 +59,7 @@ impl Mutation {
             Mutation::BusyForever => "busy-forever",
             Mutation::RetryStorm => "retry-storm",
             Mutation::NoSilenceWatch => "no-silence-watch",
+            Mutation::CensusBlind => "census-blind",
         }
     }
 

@@ -34,6 +34,8 @@ pub struct Request {
     pub list: bool,
     /// A session list that failed (or was given up on).
     pub failed_list: bool,
+    /// Made by a process of the host that was killed since (its rates are its own).
+    pub past_life: bool,
 }
 
 /// What is known of one goal.
@@ -123,6 +125,11 @@ pub struct Inner {
     /// Since when each goal's session has been seen idle (at the liveness checks' resolution):
     /// the loop cannot act on a busy session, so its waiting counts from here.
     pub idle_since: BTreeMap<String, f64>,
+    /// Hosts killed and not yet started again.
+    pub hosts_down: BTreeSet<usize>,
+    /// When a host last came up while no other was up (the server's clock): promises (e) and
+    /// (g) count from the moment a host and the server are both up.
+    pub host_up_at: f64,
 }
 
 impl Record {
@@ -170,6 +177,32 @@ impl Record {
     /// Whether a promise was broken.
     pub fn failed(&self) -> bool {
         !self.inner.lock().violations.is_empty()
+    }
+
+    /// Host `host` was killed: nothing it learnt counts any more (a new process knows nothing),
+    /// and its request rates start afresh (a new process's backoffs do).
+    pub fn host_down(&self, host: usize, at: f64) {
+        let mut inner = self.inner.lock();
+        inner.hosts_down.insert(host);
+        for request in inner.requests.iter_mut().filter(|q| q.host == host) {
+            request.past_life = true;
+        }
+        inner.reads.retain(|(h, _), _| *h != host);
+        inner.goal_reads.retain(|(h, _), _| *h != host);
+        inner.stop_events.retain(|(h, _), _| *h != host);
+        drop(inner);
+        self.note(at, format!("host {host}: killed"));
+    }
+
+    /// Host `host` was started again (`hosts` in the world).
+    pub fn host_up(&self, host: usize, hosts: usize, at: f64) {
+        let mut inner = self.inner.lock();
+        if inner.hosts_down.len() >= hosts {
+            inner.host_up_at = at;
+        }
+        inner.hosts_down.remove(&host);
+        drop(inner);
+        self.note(at, format!("host {host}: started again, knowing nothing"));
     }
 
     /// Goal `index` was set on `session`.

@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::bus::{self, Link, Links};
-use crate::host::{start_host, SimAuditor};
+use crate::host::{Fleet, SimAuditor};
 use crate::invariants::{self, Health};
 use crate::record::{Record, Violation};
 use crate::rng::Rng;
@@ -71,9 +71,9 @@ async fn drive(world: &World, tracing: bool, data_dir: std::path::PathBuf) -> Ou
     let faults = Arc::new(Mutex::new(Faults::default()));
     let auditor = SimAuditor::new(world, &server);
     let links: Links = Arc::new(Mutex::new(Vec::new()));
+    let fleet = Arc::new(Fleet::new(world, &server, &faults, &auditor, data_dir));
     for (index, spec) in world.hosts.iter().enumerate() {
-        let runtime =
-            start_host(world, index, spec, &server, &faults, &auditor, EPOCH_MS, data_dir.join(index.to_string()));
+        let runtime = fleet.start(index);
         links.lock().push(Link {
             runtime,
             connected: true,
@@ -99,12 +99,13 @@ async fn drive(world: &World, tracing: bool, data_dir: std::path::PathBuf) -> Ou
         let elapsed = start.elapsed().as_millis() as u64;
         while actions.peek().is_some_and(|(at, _)| *at <= elapsed) {
             let (_, action) = actions.next().expect("peeked");
-            apply(&server, &links, &faults, &mut rng, action);
+            apply(&server, &links, &faults, &fleet, &mut rng, action);
         }
         let now = server.now();
         let health = {
             let faults = faults.lock();
-            Health { healthy: faults.healthy(now), healed_at: faults.healed_at(now) }
+            let (hosts_up, host_up_at) = record.with(|r| (r.hosts_down.len() < world.hosts.len(), r.host_up_at));
+            Health { healthy: faults.healthy(now) && hosts_up, healed_at: faults.healed_at(now).max(host_up_at) }
         };
         invariants::observe_idle(&server, now);
         invariants::check_liveness(&server, &world.timing, &health, now);
@@ -145,7 +146,14 @@ fn active_goals(server: &Server) -> usize {
         .count()
 }
 
-fn apply(server: &Arc<Server>, links: &Links, faults: &Arc<Mutex<Faults>>, rng: &mut Rng, action: Action) {
+fn apply(
+    server: &Arc<Server>,
+    links: &Links,
+    faults: &Arc<Mutex<Faults>>,
+    fleet: &Arc<Fleet>,
+    rng: &mut Rng,
+    action: Action,
+) {
     let now = server.now();
     match action {
         Action::SetGoal(index) => {
@@ -155,6 +163,9 @@ fn apply(server: &Arc<Server>, links: &Links, faults: &Arc<Mutex<Faults>>, rng: 
             if !server.state.lock().busy.is_empty() {
                 restart(server, links, faults, 1_000);
             }
+        }
+        Action::Disturb(Disturbance::RestartHost { host, down_ms }) => {
+            restart_host(server, links, fleet, host, down_ms);
         }
         Action::Disturb(what) => {
             server.record.note(now, format!("world: {what:?}"));
@@ -187,7 +198,40 @@ fn disturb(
             faults.lock().routes.push(RouteFault { route, answer, until: window(for_ms) });
         }
         Disturbance::User { goal, action } => user_acts(server, goal, action, now),
+        // Applied with the fleet (`restart_host`).
+        Disturbance::RestartHost { .. } => {}
     }
+}
+
+/// Host `host` is killed (its requests stop reaching the server, its stream ends, its runtime is
+/// stopped in the background as a dead process's work just ends) and started again `down_ms`
+/// later as a new process: a new runtime on the same settings and data directory, whose stream
+/// connects once the server is up. A host already down stays down until its own restart.
+fn restart_host(server: &Arc<Server>, links: &Links, fleet: &Arc<Fleet>, host: usize, down_ms: u64) {
+    if !fleet.is_alive(host) {
+        return;
+    }
+    fleet.kill(host);
+    let killed = {
+        let mut links = links.lock();
+        links[host].connected = false;
+        links[host].runtime.clone()
+    };
+    server.record.host_down(host, server.now());
+    tokio::spawn(async move { killed.stop().await });
+    let (server, links, fleet) = (server.clone(), links.clone(), fleet.clone());
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(down_ms)).await;
+        let runtime = fleet.start(host);
+        links.lock()[host].runtime = runtime.clone();
+        let hosts = links.lock().len();
+        server.record.host_up(host, hosts, server.now());
+        while !server.state.lock().up {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        links.lock()[host].connected = true;
+        runtime.feed(&serde_json::json!({"type": "server.connected", "properties": {}}), "");
+    });
 }
 
 /// The server goes down for `down_ms`: running turns cut, every stream broken, nothing answered.

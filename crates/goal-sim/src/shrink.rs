@@ -76,7 +76,8 @@ fn names_host(what: &Disturbance, host: usize) -> bool {
         | Disturbance::LoseIdle { host: h, .. }
         | Disturbance::RepeatEvents { host: h, .. }
         | Disturbance::DelayEvents { host: h, .. }
-        | Disturbance::BreakStream { host: h } if *h == host)
+        | Disturbance::BreakStream { host: h }
+        | Disturbance::RestartHost { host: h, .. } if *h == host)
 }
 
 fn without_goal(world: &World, index: usize) -> World {

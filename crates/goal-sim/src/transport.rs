@@ -4,6 +4,7 @@
 //! every request is recorded, and the invariants that judge a request look at it before the
 //! server acts on it.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -76,13 +77,15 @@ pub struct SimTransport {
     pub sent: Mutex<u64>,
     /// A defect planted here (`mutation.rs`).
     pub mutation: Option<Mutation>,
+    /// The host's process lives: once it is killed, nothing it sends reaches the server.
+    pub alive: Arc<AtomicBool>,
 }
 
 /// The route family of a request.
 fn route_of(parsed: &Parsed) -> Route {
     let tail = parsed.session_id().map(|id| &parsed.path[("/session/".len() + id.len())..]);
     match (parsed.method.as_str(), tail) {
-        ("GET", None) if parsed.path == "/session" => Route::List,
+        ("GET", None) if is_list(parsed) => Route::List,
         ("GET", None) if parsed.path == "/session/status" => Route::Status,
         ("GET", Some("")) => Route::Session,
         ("PATCH", Some("")) => Route::Patch,
@@ -90,6 +93,11 @@ fn route_of(parsed: &Parsed) -> Route {
         ("POST", Some("/prompt_async")) => Route::Prompt,
         _ => Route::All,
     }
+}
+
+/// A session list: one directory's, or every directory's (a census).
+fn is_list(parsed: &Parsed) -> bool {
+    parsed.method == "GET" && (parsed.path == "/session" || parsed.path == "/experimental/session")
 }
 
 /// Times a defective loop sends a failed request again at once (`Mutation::RetryStorm`).
@@ -123,7 +131,16 @@ impl SimTransport {
 
     /// One request as the (possibly defective) loop sends it.
     async fn send_mutated(&self, mut request: WireRequest) -> Result<WireAnswer, HttpError> {
+        if !self.alive.load(Ordering::SeqCst) {
+            return Err(HttpError::Network("the host's process is gone".into()));
+        }
         let Some(mutation) = self.mutation else { return self.exchange(request).await };
+        if mutation == Mutation::CensusBlind {
+            let parsed = Parsed::of(&request);
+            if parsed.method == "GET" && (parsed.path == "/experimental/session" || parsed.path == "/project") {
+                return Ok(crate::server::routes::json_answer(200, &serde_json::json!([])));
+            }
+        }
         if mutation == Mutation::UnknownStatus && request.method == "PATCH" {
             if let Some(mut body) =
                 request.body.as_deref().and_then(|b| serde_json::from_slice::<serde_json::Value>(b).ok())
@@ -265,7 +282,7 @@ impl SimTransport {
     fn note(&self, parsed: &Parsed, now: f64, healthy: bool, failing: bool) -> Option<usize> {
         let record = &self.server.record;
         let directory = parsed.param("directory").unwrap_or_default().to_string();
-        let list = parsed.method == "GET" && parsed.path == "/session";
+        let list = is_list(parsed);
         let session = parsed.session_id().map(str::to_string);
         let host = self.host;
         record.note(now, format!("host {host}: {} {}", parsed.method, parsed.path));
@@ -285,6 +302,7 @@ impl SimTransport {
                 directory,
                 list,
                 failed_list: list && failing,
+                past_life: false,
             });
             r.requests.len() - 1
         });

@@ -1,8 +1,10 @@
 //! A world: everything one run of the simulator is made of, drawn from its seed. Hosts (one or
 //! two, the second with a skewed clock), goals with their settings, the turns each prompt gets,
 //! the auditor's and the reviewer's answers, and the disturbances at their instants (events
-//! lost, repeated, late and out of order; streams that break; server restarts; routes that fail,
-//! hang or answer garbage; the user pausing, resuming, editing, clearing, aborting, typing).
+//! lost, repeated, late and out of order; streams that break; server restarts; hosts killed and
+//! started again knowing nothing; routes that fail, hang or answer garbage; the user pausing,
+//! resuming, editing, clearing, aborting, typing). The server may be an older OpenCode that lists
+//! no sessions across directories.
 //!
 //! A world is plain data, so a failing one can be shrunk (`shrink.rs`): disturbances dropped,
 //! turns made ordinary, goals removed, while the failure holds.
@@ -81,6 +83,9 @@ pub struct HostSpec {
     pub skew_ms: i64,
     /// How its stream comes back after a break or a restart.
     pub reconnect: Reconnect,
+    /// It names the goals' directories in its options (`directories`); a host at a real host's
+    /// settings names none, as OpenChamber's server does.
+    pub names_directories: bool,
 }
 
 /// What a turn of the agent does when a prompt starts it.
@@ -170,6 +175,9 @@ pub enum Disturbance {
     /// OpenCode restarts: down for `down_ms` (every request refused, every event lost), running
     /// turns cut; the store is kept.
     Restart { down_ms: u64 },
+    /// `host` is killed (nothing more of it reaches the server) and started again `down_ms` later
+    /// as a new process: its settings and data directory kept, nothing else.
+    RestartHost { host: usize, down_ms: u64 },
     /// A route answers badly for `for_ms`.
     FailRoute { route: Route, answer: BadAnswer, for_ms: u64 },
     /// The user acts on a goal.
@@ -263,6 +271,9 @@ pub struct World {
     pub horizon: Duration,
     /// A defect planted at the seam (`mutation.rs`), for the mutation check.
     pub mutation: Option<crate::mutation::Mutation>,
+    /// The server is an older OpenCode: no `GET /experimental/session` (the hosts list each
+    /// directory they know instead).
+    pub old_server: bool,
 }
 
 /// The share of worlds drawn at a real host's settings ([`Timing::real`]), in percent.
@@ -279,22 +290,41 @@ impl World {
         let mut timing_rng = rng.fork();
         let timing =
             if timing_rng.chance(REAL_SETTINGS_PERCENT) { Timing::real() } else { draw_timing(&mut timing_rng) };
-        let hosts = draw_hosts(&mut rng.fork());
+        let mut hosts = draw_hosts(&mut rng.fork());
         let goal_count = rng.range(1, 5) as usize;
         let directories = rng.range(1, goal_count as u64 + 1);
         let mut goal_rng = rng.fork();
         let goals = (0..goal_count).map(|_| draw_goal(&mut goal_rng, directories)).collect::<Vec<_>>();
-        let disturbances = draw_disturbances(&mut rng.fork(), &hosts, goals.len(), timing.is_real());
-        World { seed, timing, hosts, goals, disturbances, horizon: Duration::from_secs(1_800), mutation: None }
+        let mut disturbances = draw_disturbances(&mut rng.fork(), &hosts, goals.len(), timing.is_real());
+        // Drawn last, from a generator of their own, so the rest of a seed's world stays as it was.
+        let mut restarts = rng.fork();
+        let old_server = restarts.chance(OLD_SERVER_PERCENT);
+        for host in hosts.iter_mut() {
+            // An older server is reached through the directories a host names, or the ones it learns.
+            host.names_directories = !timing.is_real() && (old_server || restarts.chance(50));
+        }
+        disturbances.extend(draw_host_restarts(&mut restarts, hosts.len()));
+        disturbances.sort_by_key(|s| s.at_ms);
+        World {
+            seed,
+            timing,
+            hosts,
+            goals,
+            disturbances,
+            horizon: Duration::from_secs(1_800),
+            mutation: None,
+            old_server,
+        }
     }
 
     /// The world as a replay line and a short description.
     pub fn describe(&self) -> String {
         format!(
-            "{} host(s), {} goal(s), {} disturbance(s); {}quiet {} ms, sweep {} ms, fetch timeout {} ms",
+            "{} host(s), {} goal(s), {} disturbance(s); {}{}quiet {} ms, sweep {} ms, fetch timeout {} ms",
             self.hosts.len(),
             self.goals.len(),
             self.disturbances.len(),
+            if self.old_server { "an older server (no list across directories); " } else { "" },
             if self.timing.is_real() { "a real host's settings: " } else { "" },
             self.timing.idle_quiet_ms,
             self.timing.sweep_ms,
@@ -325,13 +355,36 @@ fn draw_reconnect(rng: &mut Rng) -> Reconnect {
 }
 
 fn draw_hosts(rng: &mut Rng) -> Vec<HostSpec> {
-    let first = HostSpec { skew_ms: 0, reconnect: draw_reconnect(rng) };
+    let first = HostSpec { skew_ms: 0, reconnect: draw_reconnect(rng), names_directories: false };
     if rng.chance(30) {
         let skew = rng.range(0, 8_000) as i64 - 4_000;
-        vec![first, HostSpec { skew_ms: skew, reconnect: draw_reconnect(rng) }]
+        vec![first, HostSpec { skew_ms: skew, reconnect: draw_reconnect(rng), names_directories: false }]
     } else {
         vec![first]
     }
+}
+
+/// The share of worlds whose server is an older OpenCode, in percent.
+pub const OLD_SERVER_PERCENT: u64 = 15;
+
+/// The share of worlds whose hosts are killed and started again, in percent.
+pub const HOST_RESTART_PERCENT: u64 = 40;
+
+/// Host kills: in some worlds, one to three, each host down between a moment and two minutes (a
+/// crash and a restart by a supervisor, an app quit and opened again, a deploy).
+fn draw_host_restarts(rng: &mut Rng, hosts: usize) -> Vec<Scheduled> {
+    if !rng.chance(HOST_RESTART_PERCENT) {
+        return Vec::new();
+    }
+    (0..rng.range(1, 4))
+        .map(|_| Scheduled {
+            at_ms: rng.range(0, DISTURBED_MS),
+            what: Disturbance::RestartHost {
+                host: rng.range(0, hosts as u64) as usize,
+                down_ms: rng.pick(&[200, 2_000, 5_000, 30_000, 120_000]),
+            },
+        })
+        .collect()
 }
 
 fn draw_goal(rng: &mut Rng, directories: u64) -> GoalSpec {
@@ -452,6 +505,18 @@ mod tests {
         assert!(worlds.windows(2).any(|w| w[0] != w[1]));
         assert!(worlds.iter().any(|w| w.hosts.len() == 2));
         assert!(worlds.iter().all(|w| w.disturbances.windows(2).all(|d| d[0].at_ms <= d[1].at_ms)));
+    }
+
+    #[test]
+    fn hosts_are_restarted_in_many_worlds_and_a_real_host_names_no_directory() {
+        let worlds: Vec<World> = (1..=2_000).map(World::draw).collect();
+        let restarted = |w: &&World| w.disturbances.iter().any(|d| matches!(d.what, Disturbance::RestartHost { .. }));
+        let with_restarts = worlds.iter().filter(restarted).count();
+        assert!((600..=1_000).contains(&with_restarts), "{with_restarts} of 2,000 worlds restart a host");
+        let real_with_restarts = worlds.iter().filter(|w| w.timing.is_real()).filter(restarted).count();
+        assert!(real_with_restarts >= 150, "{real_with_restarts} at a real host's settings");
+        assert!(worlds.iter().filter(|w| w.timing.is_real()).all(|w| w.hosts.iter().all(|h| !h.names_directories)));
+        assert!(worlds.iter().any(|w| w.old_server) && worlds.iter().any(|w| !w.old_server));
     }
 
     #[test]

@@ -49,13 +49,14 @@ impl Inner {
                 debug!(target: "session_goal", goals = carriers.len(), "census of the server's sessions read");
                 Some(Found { carriers, whole: true })
             }
-            Err(error) if route_missing(&error) => {
-                permit.read();
-                debug!(target: "session_goal", "the server lists no sessions across directories; listing each directory it names");
-                Some(self.list_each_directory().await)
-            }
             Err(error) => {
+                // A 404 is also what a failing server may answer for every route: the server-wide
+                // list backs off either way, and each directory's list has its own backoff.
                 let wait = permit.failed();
+                if route_missing(&error) {
+                    debug!(target: "session_goal", "the server lists no sessions across directories; listing each directory it names");
+                    return Some(self.list_each_directory().await);
+                }
                 warn!(target: "session_goal", %error, retry_in_ms = wait.as_millis() as u64, "could not list the server's sessions to find active goals; backing off");
                 None
             }

@@ -60,6 +60,8 @@ pub struct Server {
     pub goal_sessions: Mutex<Vec<Option<String>>>,
     /// What happened, for the invariants and the trace.
     pub record: Arc<Record>,
+    /// An older OpenCode: no `GET /experimental/session`.
+    pub old_server: bool,
 }
 
 impl Server {
@@ -72,6 +74,7 @@ impl Server {
             goals: world.goals.clone(),
             goal_sessions: Mutex::new(vec![None; world.goals.len()]),
             record,
+            old_server: world.old_server,
         })
     }
 

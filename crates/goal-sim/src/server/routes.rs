@@ -75,6 +75,9 @@ pub fn json_answer(status: u16, value: &Value) -> WireAnswer {
     WireAnswer { status, body: serde_json::to_vec(value).unwrap_or_default(), content_type: "application/json".into() }
 }
 
+/// How many sessions a list holds without a `limit` (OpenCode's own default).
+const DEFAULT_LIST_LIMIT: usize = 100;
+
 fn not_found(what: &str) -> WireAnswer {
     json_answer(404, &json!({"name": "NotFoundError", "data": {"message": format!("{what} not found")}}))
 }
@@ -89,7 +92,9 @@ impl Server {
         let session = parsed.session_id().map(str::to_string);
         let tail = session.as_deref().map(|id| parsed.path[("/session/".len() + id.len())..].to_string());
         let answer = match (parsed.method.as_str(), session.as_deref(), tail.as_deref()) {
-            ("GET", None, _) if parsed.path == "/session" => self.list(parsed),
+            ("GET", None, _) if parsed.path == "/session" => self.list(parsed, false),
+            ("GET", None, _) if parsed.path == "/experimental/session" && !self.old_server => self.list(parsed, true),
+            ("GET", None, _) if parsed.path == "/project" => self.projects(),
             ("GET", None, _) if parsed.path == "/session/status" => {
                 json_answer(200, &Value::Object(self.state.lock().busy.clone().into_iter().collect()))
             }
@@ -121,20 +126,38 @@ impl Server {
         }
     }
 
-    fn list(&self, parsed: &Parsed) -> WireAnswer {
+    /// `GET /session` (one directory; `everywhere`: `GET /experimental/session`, every directory,
+    /// paged by `cursor`): newest update first, `start` keeping those updated at or after it,
+    /// 100 sessions unless `limit` says otherwise, as OpenCode answers (docs/opencode.md).
+    fn list(&self, parsed: &Parsed, everywhere: bool) -> WireAnswer {
         let directory = parsed.param("directory").unwrap_or_default();
         let roots = parsed.param("roots") == Some("true");
-        let start: f64 = parsed.param("start").and_then(|s| s.parse().ok()).unwrap_or(f64::NEG_INFINITY);
+        let number = |name: &str| parsed.param(name).and_then(|s| s.parse::<f64>().ok());
+        let start = number("start").unwrap_or(f64::NEG_INFINITY);
+        let cursor = number("cursor").filter(|_| everywhere).unwrap_or(f64::INFINITY);
+        let limit = number("limit").map_or(DEFAULT_LIST_LIMIT, |l| l.max(0.0) as usize);
         let state = self.state.lock();
         let mut sessions: Vec<&Session> = state
             .sessions
             .values()
             .filter(|s| directory.is_empty() || s.directory == directory)
             .filter(|s| !roots || s.parent.is_none())
-            .filter(|s| s.updated >= start)
+            .filter(|s| s.updated >= start && s.updated < cursor)
             .collect();
-        sessions.sort_by(|a, b| b.created.total_cmp(&a.created).then(a.id.cmp(&b.id)));
-        json_answer(200, &Value::Array(sessions.iter().map(|s| s.to_value()).collect()))
+        sessions.sort_by(|a, b| b.updated.total_cmp(&a.updated).then(a.id.cmp(&b.id)));
+        json_answer(200, &Value::Array(sessions.iter().take(limit).map(|s| s.to_value()).collect()))
+    }
+
+    /// `GET /project`: every directory a session lives in is a git project's worktree.
+    fn projects(&self) -> WireAnswer {
+        let state = self.state.lock();
+        let mut directories: Vec<&str> = state.sessions.values().map(|s| s.directory.as_str()).collect();
+        directories.sort_unstable();
+        directories.dedup();
+        let projects = directories.iter().filter(|d| !d.is_empty()).map(
+            |d| json!({"id": format!("prj-{d}"), "worktree": d, "vcs": "git", "sandboxes": [], "time": {"created": 0}}),
+        );
+        json_answer(200, &Value::Array(projects.collect()))
     }
 
     fn children(&self, id: &str) -> WireAnswer {

@@ -24,9 +24,6 @@ use crate::record::reasons::{REASON_COST_BUDGET, REASON_REVIEW_APPROVED, REASON_
 use crate::record::review::LastReview;
 use crate::record::GoalStatus;
 
-/// Slack on the review's lease beyond the reviewer's turns.
-const ROUND_SLACK: std::time::Duration = std::time::Duration::from_secs(30);
-
 /// Reviews `input.settlement` (a `complete`): settled (approved, unavailable, or the cost budget
 /// reached), continued with the findings quoted (`Continue`), or ended without a verdict
 /// (another host reviews; the user stepped in).
@@ -34,7 +31,9 @@ pub(super) fn review(at: &Decide<'_>, _live: &Live, objective: &str, input: Inpu
     let (seen, config) = (&at.seen.review, at.config);
     let tail = input.basis.tail_message_id.clone();
     let review_id = check_message_id(&at.goal.id, &tail, review_rules::REVIEW_INDEX, review_rules::REVIEW_COMMAND);
-    let hold = config.lease + config.review_timeout * review_rules::ATTEMPTS + ROUND_SLACK;
+    // A look's lease, not the reviewer's time: while the reviewer's turn runs its child session
+    // is busy, which keeps every host off the goal (`gates.rs`, `ChildBusy`).
+    let hold = config.lease;
     held(at, Slot::ReviewHeld, hold, input.criteria.clone())?;
     let title = review_rules::review_title(review_id.as_deref().unwrap_or(&tail));
     // A review of this tail that already answered (before a restart) is read, not run again.
