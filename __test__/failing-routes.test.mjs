@@ -37,7 +37,9 @@ async function drivenWithin(mock, sessionId, since, limitMs = 15_000) {
 
 describe.concurrent('one goal waiting on a route that always fails', () => {
   const routes = [
-    { name: 'the session list answering 503', unowned: true, fault: { method: 'GET', path: '/session', status: 503 }, detail: 'GET /session → 503' },
+    // Both lists: one directory's (the owner list) and the server-wide one (the census), which
+    // would otherwise show the goal's carriers.
+    { name: 'the session list answering 503', unowned: true, fault: { method: 'GET', path: /^\/(experimental\/)?session$/, status: 503 }, detail: 'GET /session → 503' },
     { name: 'the messages answering 500', unowned: false, fault: { method: 'GET', path: /^\/session\/[^/]+\/message$/, status: 500 }, detail: 'GET /session/:id/message → 500' },
     { name: 'the status answering 500', unowned: false, fault: { method: 'GET', path: '/session/status', status: 500 }, detail: 'GET /session/status → 500' },
   ]
@@ -113,7 +115,8 @@ describe.concurrent('fifty goals waiting on one directory whose list always fail
     const { expect } = t
     const env = await setupFor(t, { auditor: scriptedAuditor([continueVerdict]), runtimeOptions: { idleQuietMs: 150, kickoffQuietMs: 60_000 } })
     const { mock } = env
-    const failing = mock.fault({ method: 'GET', path: '/session', status: 503 })
+    // Both lists fail: one directory's and the server-wide one (the census would show the owners).
+    const failing = mock.fault({ method: 'GET', path: /^\/(experimental\/)?session$/, status: 503 })
     const sessions = Array.from({ length: 50 }, () => unownedGoalSession(mock))
     const t0 = Date.now()
     for (const s of sessions) mock.setStatus(s.id, 'idle')

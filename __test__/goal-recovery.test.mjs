@@ -63,16 +63,21 @@ describe('restart recovery', () => {
     expect(goalOf(env.mock, session.id).turnsUsed).toBe(1)
   })
 
-  it('server.connected rescans the directories seen in events', async () => {
+  it('a reconnection (server.connected after the first) finds every active goal on the server again', async () => {
     env = await setup({ auditor: scriptedAuditor([continueVerdict]), forward: false, runtimeOptions: { kickoffQuietMs: 50 } })
-    // The runtime learns the directory from an event on another session.
-    env.runtime.processPayload({ type: 'session.status', properties: { sessionID: 'ses_other', status: { type: 'busy' } } }, '/tmp/project')
-    const session = sessionWithReply(env.mock)
+    const censuses = () => env.mock.requests.filter((r) => r.path === '/experimental/session').length
+    // The stream's first connection comes with the start, whose own census was read.
+    env.runtime.processPayload({ type: 'server.connected', properties: {} }, '')
+    await sleep(100)
+    expect(censuses()).toBe(1)
+    // A goal whose events this host never heard, in a directory no event named.
+    const session = sessionWithReply(env.mock, { directory: '/tmp/unheard' })
     await sleep(100)
     expect(env.mock.prompts).toHaveLength(0)
     env.runtime.processPayload({ type: 'server.connected', properties: {} }, '')
     await waitFor(() => env.mock.prompts.length === 1, 5000)
     expect(env.mock.prompts[0].sessionId).toBe(session.id)
+    expect(censuses()).toBe(2)
   })
 
 })

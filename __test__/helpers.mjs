@@ -102,6 +102,10 @@ export async function setup({ runtimeOptions = {}, mockOptions = {}, auditor, fo
     ...(auditor ? { generateSmallModelText: auditor.service.generateSmallModelText } : {}),
     ...runtimeOptions,
   })
+  // The runtime lists the server at start (its census, docs/forks-and-restarts.md): a session the
+  // test makes after that is found by its events, as on a server the host was started before.
+  // (A host URL of the test's own making may not reach the mock at all.)
+  if (runtimeOptions.recoverOnStart !== false && !runtimeOptions.buildOpenCodeUrl) await startScanRead(mock)
   let stream = null
   if (forward) {
     stream = forwardEvents(mock.url, runtime)
@@ -114,6 +118,16 @@ export async function setup({ runtimeOptions = {}, mockOptions = {}, auditor, fo
   }
   return { mock, runtime, notifications, dataDir, cleanup }
 }
+
+/**
+ * Waits until a runtime's scan at start has been answered by `mock` (a census of its sessions):
+ * until more than `before` censuses were answered.
+ */
+export async function startScanRead(mock, before = 0) {
+  await mock.waitFor(() => censusesAnswered(mock) > before, { timeoutMs: 5000 })
+}
+
+const censusesAnswered = (mock) => mock.requests.filter((r) => r.path === '/experimental/session' && r.answered).length
 
 /**
  * `setup` for a test that may run at the same time as others of its file (`describe.concurrent`):
@@ -132,6 +146,7 @@ export async function setupFor(context, options) {
  * Resolves once both hosts' streams are connected; `stop()` ends it.
  */
 export async function startSecondHost(env, { idleQuietMs, auditor }) {
+  const censuses = censusesAnswered(env.mock)
   const runtime = pkg.createSessionGoalRuntime({
     openCode: { baseUrl: env.mock.url.replace('127.0.0.1', 'localhost') },
     settings: { dataDir: env.dataDir },
@@ -145,6 +160,7 @@ export async function startSecondHost(env, { idleQuietMs, auditor }) {
     await runtime.stop()
   }
   await waitFor(() => env.mock.eventStreams >= 2)
+  await startScanRead(env.mock, censuses)
   return { runtime, stop }
 }
 

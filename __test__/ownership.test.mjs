@@ -64,7 +64,8 @@ describe('an owner list that cannot be read', () => {
   it('leaves a goal that names no session undriven and waiting, without reads of its own, until a list shows its owner', async () => {
     env = await setup({ auditor: scriptedAuditor([continueVerdict]), runtimeOptions: { idleQuietMs: 50, kickoffQuietMs: 60_000 } })
     const { mock } = env
-    const failing = mock.fault({ method: 'GET', path: '/session', status: 500 })
+    // Both lists fail: the directory's and the server-wide one (whose carriers would tell the owner).
+    const failing = mock.fault({ method: 'GET', path: /^\/(experimental\/)?session$/, status: 500 })
     const source = sessionWithReply(mock)
     mock.setStatus(source.id, 'idle')
     // The goal waits with a cause that says why, and the owner list is retried after the

@@ -119,7 +119,7 @@ impl SessionGoalRuntime {
         RuntimeSnapshot::from(self.inner.snapshot())
     }
 
-    /// Scans the known directories for active goals on idle sessions and re-arms them.
+    /// Finds every active goal on the OpenCode server (a census of its sessions) and looks at each on an idle session.
     #[napi(catch_unwind)]
     pub fn recover(&self) {
         self.inner.recover();

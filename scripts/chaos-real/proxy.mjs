@@ -11,7 +11,9 @@ import { CONTINUATION_PREFIX } from './figures.mjs'
  * own port would. It listens on two ports: `url`, and `hangUrl` for the hanging host, where an
  * event-stream request that arrives while `down` is set (OpenCode killed, not yet answering its
  * health check) is accepted and never answered, as a starting OpenCode does; it stays open
- * until its client gives up (counted in `held`).
+ * until its client gives up (counted in `held`). `loseSend(sessionId)` makes the next send to that
+ * session vanish on the way: recorded (`lost: true`), never forwarded, never answered, as a post
+ * still in flight when its host is killed.
  */
 export function startProxy(targetUrl) {
   const sends = []
@@ -19,6 +21,7 @@ export function startProxy(targetUrl) {
   const sockets = new Set()
   const held = { count: 0, open: new Set() }
   const state = { down: false }
+  const losing = new Set()
   const handler = (hanging) => (req, res) => {
     if (hanging && state.down && req.method === 'GET' && /^\/global\/event(\?|$)/.test(req.url)) {
       held.count++
@@ -45,6 +48,12 @@ export function startProxy(targetUrl) {
         const text = (sent.parts ?? []).map((p) => p?.text ?? '').join('\n')
         record = { sessionId: decodeURIComponent(send[1]), route: send[2], messageID: sent.messageID ?? null, continuation: text.startsWith(CONTINUATION_PREFIX), status: null, at: Date.now() }
         sends.push(record)
+        if (losing.delete(record.sessionId)) {
+          record.lost = true
+          held.open.add(res)
+          res.on('close', () => held.open.delete(res))
+          return
+        }
       } else if (req.method === 'PATCH' && patch) {
         const goal = parsed().metadata?.openchamber?.goal
         if (goal && typeof goal === 'object') {
@@ -78,11 +87,16 @@ export function startProxy(targetUrl) {
     sends,
     writes,
     held,
+    /** The next send (a prompt or a shell run) to `sessionId` is lost on the way. */
+    loseSend(sessionId) {
+      losing.add(sessionId)
+    },
     /** OpenCode is down or starting (true) or answers again (false). */
     setDown(down) {
       state.down = down
     },
     close: () => {
+      for (const res of held.open) res.destroy()
       for (const s of sockets) s.destroy()
       return Promise.all(servers.map((server) => new Promise((done) => server.close(() => done()))))
     },

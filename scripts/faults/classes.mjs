@@ -1003,7 +1003,7 @@ async function heldPastTimeout() {
 
 /**
  * Dropped events: the host never forwards any event of these sessions (neither the goal being
- * set nor any idle). The periodic sweep of the known directories finds the active goals on idle
+ * set nor any idle). The periodic sweep (a census of the server's goals) finds the active goals on idle
  * sessions and drives each to completion.
  */
 async function droppedEvents() {
@@ -1047,7 +1047,7 @@ export const CLASSES = [
   },
   {
     name: 'dropped-events', title: 'dropped events (sweep)', run: droppedEvents,
-    judged: 'The host forwards no event of the sessions at all (the goal being set, every idle); sweepIntervalMs 400 over the known directories: `complete` after exactly one continuation.',
+    judged: 'The host forwards no event of the sessions at all (the goal being set, every idle); sweepIntervalMs 400 (a census of the server's goals): `complete` after exactly one continuation.',
   },
   {
     name: '5xx', title: 'HTTP 5xx / 429 on every endpoint', run: http5xx,

@@ -358,7 +358,8 @@ impl EmbeddedGoalRuntime {
         self.runtime.is_goal_active(session_id)
     }
 
-    /// Scans the known directories for stranded active goals and re-arms them.
+    /// Finds every active goal on the OpenCode server (a census of its sessions) and looks at
+    /// each on an idle session.
     pub fn recover(&self) {
         self.runtime.recover();
     }

@@ -34,7 +34,7 @@ pub struct GoalConfig {
     /// while it held one keeps the others off the goal that long at most, inside the 60 s bound
     /// of docs/reliability.md; its successor, the same holder, takes it up at once).
     pub lease: Duration,
-    /// How often the known directories are swept for active goals on idle sessions that have no
+    /// How often every goal on the server (a census) is swept for active goals on idle sessions that have no
     /// timer or tick (an idle event the host never forwarded); zero disables the sweep.
     pub sweep_interval: Duration,
     /// Evidence digest limits, the no-progress breaker and the audit trail size.

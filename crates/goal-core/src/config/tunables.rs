@@ -91,10 +91,10 @@ macro_rules! goal_tunables {
             #[doc = " How long an evaluation's lease keeps other hosts' runtimes off the session (default"]
             #[doc = " 40000 ms)."]
             lease_ms: f64,
-            #[doc = " How often (ms) the known directories (given, or seen in events) are swept for active goals"]
-            #[doc = " on idle sessions with no pending wake-up, e.g. after an idle event the host never"]
-            #[doc = " forwarded: one `GET /session` list and one status read per directory (default 300000;"]
-            #[doc = " 0 disables)."]
+            #[doc = " How often (ms) every goal on the server is swept for active goals on idle sessions with"]
+            #[doc = " no pending wake-up, e.g. after an idle event the host never forwarded: a census of the"]
+            #[doc = " server's sessions and one status read per directory holding an active goal (default"]
+            #[doc = " 300000; 0 disables)."]
             sweep_interval_ms: f64,
             #[doc = " Consecutive turns with no file change, no successful tool call and near-identical replies"]
             #[doc = " that settle a goal `blocked` (`statusReason: 'no progress'`), whatever the auditor says."]

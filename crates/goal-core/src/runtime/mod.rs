@@ -106,6 +106,11 @@ struct Inner {
     /// The scan at start is still trying (it tries until OpenCode answers): a connection leaves
     /// the finding to it.
     scanning_at_start: AtomicBool,
+    /// The runtime scans at start: the stream's first connection, which comes with the start,
+    /// finds nothing the scan at start does not.
+    scans_at_start: bool,
+    /// Connections of the stream so far.
+    connections: AtomicU64,
 }
 
 struct GoalJob {
@@ -178,6 +183,8 @@ impl GoalLoop {
             last_heartbeat_ms: AtomicU64::new(parts.client.clock().now_ms().max(0.0) as u64),
             hole: AtomicBool::new(false),
             scanning_at_start: AtomicBool::new(false),
+            scans_at_start: parts.recover_on_start,
+            connections: AtomicU64::new(0),
         });
         let consumer: Arc<dyn Consumer> = inner.clone();
         parts.shared.intake().register(&consumer);
@@ -329,11 +336,13 @@ impl Inner {
 }
 
 impl Inner {
-    /// OpenCode's stream connected (it may have restarted, cutting turns and losing events): a
-    /// census finds every active goal, and each idle one is looked at. While the scan at start is
-    /// still trying, it finds them as soon as OpenCode answers.
+    /// OpenCode's stream connected again (it may have restarted, cutting turns and losing
+    /// events): a census finds every active goal, and each idle one is looked at. The stream's
+    /// first connection comes with the runtime's start, whose own scan finds them (while it is
+    /// still trying, as soon as OpenCode answers).
     fn connected(&self) {
-        if self.scanning_at_start.load(Ordering::SeqCst) {
+        let first = self.connections.fetch_add(1, Ordering::SeqCst) == 0;
+        if (first && self.scans_at_start) || self.scanning_at_start.load(Ordering::SeqCst) {
             return;
         }
         if let Some(me) = self.me.upgrade() {

@@ -31,7 +31,7 @@ pub const STREAM_SILENCE: Duration = Duration::from_secs(25);
 pub const DOWN_RECHECK: Duration = Duration::from_secs(5);
 /// While the stream flows, how long a session stays remembered busy before it is re-read.
 pub const BUSY_RECHECK: Duration = Duration::from_secs(30);
-/// While the stream is down, how often the known directories are swept.
+/// While the stream is down, how often the server's goals are swept.
 pub const DOWN_SWEEP: Duration = Duration::from_secs(30);
 /// Two heartbeats further apart than this had one lost between them (they come every 10 s).
 pub const HOLE: Duration = Duration::from_secs(12);
@@ -60,7 +60,7 @@ pub struct Round {
     pub down: bool,
     /// It went down (or came back) at this round: said once in the log.
     pub changed: bool,
-    /// Sweep the known directories now.
+    /// Sweep the server's goals now.
     pub sweep: bool,
 }
 
