@@ -18,7 +18,7 @@ let notifyPrompts = false
 let log = []
 let keepLog = false
 // Every request recorded (the event stream included), and the session lists among them.
-const counts = { total: 0, lists: 0 }
+const counts = { total: 0, lists: 0, censuses: 0 }
 
 const PROMPT_PATH = /^\/session\/([^/]+)\/prompt_async$/
 
@@ -53,6 +53,7 @@ const commands = {
       const atHr = hrMs()
       counts.total++
       if (record.method === 'GET' && record.path === '/session') counts.lists++
+      if (record.method === 'GET' && record.path === '/experimental/session') counts.censuses++
       const match = record.method === 'POST' ? PROMPT_PATH.exec(record.path) : null
       if (match) {
         const sessionId = decodeURIComponent(match[1])

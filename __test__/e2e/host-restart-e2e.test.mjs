@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { tempDataDir, waitFor } from '../helpers.mjs'
 import { startHostProcess } from '../host-process.mjs'
 import { startProxy } from '../../scripts/chaos-real/proxy.mjs'
-import { createGoalSession, projectConfig, readGoal } from './opencode-server.mjs'
+import { createGoalSession, readGoal } from './opencode-server.mjs'
 import { useOpenCode } from './forwarding-host.mjs'
 
 const BOUND_MS = 60_000
@@ -31,29 +31,15 @@ const hosts = []
 beforeAll(async () => {
   ;({ model, oc } = env)
   proxy = await startProxy(oc.url)
-  plain = path.join(path.dirname(oc.directory), 'plain')
-  fs.mkdirSync(plain, { recursive: true })
-  fs.writeFileSync(path.join(plain, 'opencode.json'), JSON.stringify(projectConfig(model.baseURL), null, 2))
+  plain = oc.besideProject('plain')
 })
 afterAll(async () => {
   for (const host of hosts) await host.stop()
   await proxy?.close()
 })
 
-/** OpenCode's API in `directory` (the project's by default), as the e2e helpers call it. */
-const apiIn = (directory) => async (method, pathname, body) => {
-  const target = new URL(oc.url + pathname)
-  target.searchParams.set('directory', directory)
-  const response = await fetch(target, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(15_000),
-  })
-  const text = await response.text()
-  if (!response.ok) throw new Error(`${method} ${pathname} → HTTP ${response.status}`)
-  return text ? JSON.parse(text) : null
-}
+/** OpenCode's API in `directory`. */
+const apiIn = (directory) => oc.apiIn(directory)
 
 async function startHost(dataDir, options = {}) {
   const host = await startHostProcess({ url: proxy.url, dataDir, ...options })

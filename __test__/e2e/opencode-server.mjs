@@ -4,7 +4,7 @@
 // create a session, write the goal through a fresh-read merge, send the first prompt.
 //
 //   const oc = await startOpenCode({ modelBaseURL: model.baseURL })
-//   ... oc.url, oc.directory, oc.api(method, path, body) ...
+//   ... oc.url, oc.directory, oc.api(method, path, body), oc.apiIn(directory)(method, path, body) ...
 //   await oc.close()
 
 import { execFileSync, spawn } from 'node:child_process'
@@ -149,9 +149,9 @@ export async function startOpenCode(options) {
     })
   }
 
-  const api = async (method, pathname, body, { query = {} } = {}) => {
+  const api = async (method, pathname, body, { query = {}, in: where = directory } = {}) => {
     const target = new URL(url + pathname)
-    target.searchParams.set('directory', directory)
+    if (where) target.searchParams.set('directory', where)
     for (const [key, value] of Object.entries(query)) target.searchParams.set(key, String(value))
     const response = await fetch(target, {
       method,
@@ -212,6 +212,19 @@ export async function startOpenCode(options) {
     startMs,
     output,
     api,
+    /**
+     * The API in another directory (`null`: none, for the server-wide routes). A directory of its
+     * own gets the project's opencode.json (the scripted provider) on first use.
+     */
+    apiIn(where) {
+      if (where && where !== directory && !fs.existsSync(path.join(where, 'opencode.json'))) {
+        fs.mkdirSync(where, { recursive: true })
+        fs.copyFileSync(path.join(directory, 'opencode.json'), path.join(where, 'opencode.json'))
+      }
+      return (method, pathname, body, options = {}) => api(method, pathname, body, { ...options, in: where })
+    },
+    /** A directory beside the project (removed with it), for sessions of more directories. */
+    besideProject: (name) => path.join(root, name),
     get child() {
       return child
     },

@@ -1,5 +1,5 @@
 // The figures of scripts/chaos-real.mjs: what each seed's goals, transcripts, wire records and
-// check files say (settled, stuck, twice, lost), the time to act after each OpenCode restart,
+// check files say (settled, stuck, twice, lost), the time to act after each restart,
 // what a failing seed keeps, and the table of RELIABILITY.md.
 import fs from 'node:fs'
 import path from 'node:path'
@@ -130,19 +130,18 @@ export function goalEvidence({ sessionId, goal, messages }, sends, created, t0) 
 }
 
 /**
- * Time to act after each OpenCode restart: for each goal active when OpenCode was killed
- * (created before the kill, not settled yet), the time from OpenCode answering its health check
- * again (`upAt`) to the goal's first action after the kill that OpenCode answered with 2xx (a
- * post, or a write of its goal, at the proxy; 0 when one landed before the health check saw
- * OpenCode up). A goal whose next action comes after the next OpenCode kill is counted under
- * that restart instead (`superseded`); one with no action at all under `none` (it is stuck).
- * A goal whose last write before OpenCode answered left a lease that no host acted under before
- * it ended (its holder was killed) is timed from the lease's end: no other host may act on it
- * before then (docs/multi-host.md), and a live holder acts itself (`afterLease` counts them).
- * Times in ms; `late` lists the actions later than the bound.
+ * Time to act after each restart, OpenCode's or a host's: for each goal active when the restarted
+ * process was killed (created before the kill, not settled yet), the time from the restart
+ * (`upAt`: OpenCode answering its health check again, or the host's new process connected) to
+ * the goal's first action after the kill that OpenCode answered with 2xx (a post, or a write of
+ * its goal, at the proxy), whichever host made it; 0 when one landed before `upAt`. A goal whose
+ * next action comes after the next kill is counted under that kill instead (`superseded`); one
+ * with no action at all under `none` (it is stuck). A lease a killed host left on the goal earns
+ * no exemption: a live host waits it out within the bound, and the killed host's successor is
+ * the same holder (docs/forks-and-restarts.md). Times in ms; `late` lists the actions later than
+ * the bound; `hostN` and `hostMaxMs` are the host restarts' own.
  */
 export function timeToAct(timeline, created, proxy, t0) {
-  const restarts = timeline.filter((k) => k.target === 'opencode')
   const answered = (r) => r.status !== null && r.status < 300
   const actions = new Map()
   for (const r of [...proxy.sends, ...proxy.writes]) {
@@ -155,30 +154,23 @@ export function timeToAct(timeline, created, proxy, t0) {
   for (const w of proxy.writes) {
     if (answered(w) && w.goalStatus !== 'active') settledAt.set(w.sessionId, Math.min(settledAt.get(w.sessionId) ?? Infinity, w.at - t0))
   }
-  const leaseAt = (sessionId, at) => {
-    const before = proxy.writes.filter((w) => answered(w) && w.sessionId === sessionId && w.at - t0 <= at)
-    const last = before.at(-1)
-    return last?.leaseUntil ? last.leaseUntil - t0 : null
-  }
   const times = []
+  const hostTimes = []
   const late = []
   let superseded = 0
   let none = 0
-  let afterLease = 0
-  restarts.forEach((restart, i) => {
-    const nextKill = restarts[i + 1]?.killedAt ?? Infinity
+  timeline.forEach((restart, i) => {
+    const nextKill = timeline[i + 1]?.killedAt ?? Infinity
     for (const goal of created) {
       if (goal.createdAt >= restart.killedAt || (settledAt.get(goal.sessionId) ?? Infinity) < restart.killedAt) continue
       const next = (actions.get(goal.sessionId) ?? []).find((at) => at >= restart.killedAt)
       if (next === undefined) none++
       else if (next > nextKill) superseded++
       else {
-        const leaseEnd = leaseAt(goal.sessionId, restart.upAt)
-        const heldOff = leaseEnd !== null && leaseEnd > restart.upAt && next >= leaseEnd
-        if (heldOff) afterLease++
-        const ms = Math.max(0, next - (heldOff ? leaseEnd : restart.upAt))
+        const ms = Math.max(0, next - restart.upAt)
         times.push(ms)
-        if (ms > SILENCE_BOUND_MS) late.push({ goal: goal.goal, sessionId: goal.sessionId, killedAt: restart.killedAt, upAt: restart.upAt, actedAt: next, ms })
+        if (restart.target !== 'opencode') hostTimes.push(ms)
+        if (ms > SILENCE_BOUND_MS) late.push({ goal: goal.goal, sessionId: goal.sessionId, target: restart.target, killedAt: restart.killedAt, upAt: restart.upAt, actedAt: next, ms })
       }
     }
   })
@@ -187,10 +179,11 @@ export function timeToAct(timeline, created, proxy, t0) {
     n: times.length,
     p50Ms: times.length ? times[Math.floor((times.length - 1) / 2)] : null,
     maxMs: times.length ? times.at(-1) : null,
+    hostN: hostTimes.length,
+    hostMaxMs: hostTimes.length ? Math.max(...hostTimes) : null,
     overBound: late.length,
     superseded,
     none,
-    afterLease,
     late,
   }
 }
@@ -198,13 +191,14 @@ export function timeToAct(timeline, created, proxy, t0) {
 /** The seeds' rows as RELIABILITY.md's table. */
 export function table(rows) {
   const lines = [
-    '| seed | goals | kills (OpenCode / host) | settled complete | settled otherwise | stuck | time to act after an OpenCode restart (p50 / max; pairs, of them timed from a killed host’s lease) | continuations posted (wire) | same-id re-posts (wire; after an answer) | different ids after one tail | checks run | checks run twice | writes lost | s |',
-    '|---:|---:|---|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|',
+    '| seed | goals | kills (OpenCode / host) | settled complete | settled otherwise | stuck | time to act after a restart (p50 / max; pairs) | of which after a host restart (max; pairs) | continuations posted (wire) | same-id re-posts (wire; after an answer) | different ids after one tail | checks run | checks run twice | writes lost | s |',
+    '|---:|---:|---|---:|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|',
   ]
   const seconds = (ms) => (ms === null ? '-' : `${(ms / 1000).toFixed(1)} s`)
   for (const r of rows) {
-    const acted = `${seconds(r.timeToAct.p50Ms)} / ${seconds(r.timeToAct.maxMs)}; ${r.timeToAct.n}, ${r.timeToAct.afterLease ?? 0}`
-    lines.push(`| ${r.seed} | ${r.goals} | ${r.kills.opencode} / ${r.kills.host} | ${r.complete} | ${Object.entries(r.otherwise).map(([why, n]) => `${n} ${why}`).join('; ') || 0} | ${r.stuck} | ${acted} | ${r.continuationPosts} | ${r.sameIdReposts}; ${r.repostsAfterAnswer} | ${r.differentIdsOneTail} | ${r.checkRuns} | ${r.checkRunsTwice} | ${r.writesLost} | ${r.seconds} |`)
+    const acted = `${seconds(r.timeToAct.p50Ms)} / ${seconds(r.timeToAct.maxMs)}; ${r.timeToAct.n}`
+    const afterHost = `${seconds(r.timeToAct.hostMaxMs)}; ${r.timeToAct.hostN}`
+    lines.push(`| ${r.seed} | ${r.goals} | ${r.kills.opencode} / ${r.kills.host} | ${r.complete} | ${Object.entries(r.otherwise).map(([why, n]) => `${n} ${why}`).join('; ') || 0} | ${r.stuck} | ${acted} | ${afterHost} | ${r.continuationPosts} | ${r.sameIdReposts}; ${r.repostsAfterAnswer} | ${r.differentIdsOneTail} | ${r.checkRuns} | ${r.checkRunsTwice} | ${r.writesLost} | ${r.seconds} |`)
   }
   return lines.join('\n')
 }

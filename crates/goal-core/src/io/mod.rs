@@ -1,5 +1,5 @@
 //! Everything that talks to the outside: HTTP pools, the OpenCode client and the classification
-//! of its prompt answers, the follower of OpenCode's event stream, guarded goal-metadata writes and the per-session locks behind them,
+//! of its prompt answers, its session lists, the follower of OpenCode's event stream, guarded goal-metadata writes and the per-session locks behind them,
 //! objective files, the audit trail's file, the few file jobs run at once, the host services, this host's identity, and what a host's runtimes share.
 
 pub mod event_follower;
@@ -12,6 +12,7 @@ pub mod objectives;
 pub mod opencode;
 pub mod prompt_outcome;
 pub mod services;
+pub mod session_lists;
 pub mod shared;
 pub mod trail_file;
 pub mod transport;
