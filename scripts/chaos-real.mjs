@@ -214,7 +214,17 @@ async function createGoals(oc, plan, seed, runsDir, created, t0) {
       }
     }
     const startedAt = Date.now() - t0
-    const { sessionId } = await createGoalSession(oc.apiIn(directory), { objective, checks: [check], retry })
+    const api = oc.apiIn(directory)
+    const { sessionId, prompt } = await createGoalSession(api, { objective, checks: [check], retry })
+    // OpenCode answers prompt_async before it stores the message: killed in between, it forgets
+    // the prompt it accepted (docs/opencode.md, "Sending a turn"). A person would see the empty
+    // session and send it again; this client reads it back and sends it again, under its own ids.
+    await retry(async () => {
+      const messages = await api('GET', `/session/${sessionId}/message`)
+      if (messages.some((m) => m.info.role === 'user')) return
+      await api('POST', `/session/${sessionId}/prompt_async`, prompt)
+      throw new Error('the first prompt is not stored yet')
+    })
     created.push({ goal: i, sessionId, directory, startedAt, createdAt: Date.now() - t0 })
   }
   let startAt = 0

@@ -277,10 +277,10 @@ function opencodeStyleId(prefix) {
 /**
  * Creates a session with a goal and sends its first prompt (goal written before dispatch, as the
  * reference orders it); `goalFields` are added to the goal (e.g. `{costBudget}`). Returns the
- * session id and the goal id. With `retry` (a function that runs a step until it succeeds), each
- * step is retried within the same session, and the prompt carries its own message and part ids
- * so that a post repeated after a lost answer stays one message: what a client does across a
- * server restart.
+ * session id, the goal id and the prompt's body. With `retry` (a function that runs a step until
+ * it succeeds), each step is retried within the same session, and the prompt carries its own
+ * message and part ids so that a post repeated after a lost answer stays one message: what a
+ * client does across a server restart.
  */
 export async function createGoalSession(api, { objective, tokenBudget = null, title, model = AGENT_MODEL, checks, criteria, goalFields = {}, retry } = {}) {
   const step = retry ?? ((run) => run())
@@ -312,8 +312,9 @@ export async function createGoalSession(api, { objective, tokenBudget = null, ti
   ]
   const ids = retry ? { messageID: opencodeStyleId('msg_') } : {}
   if (retry) parts.forEach((part) => (part.id = opencodeStyleId('prt_')))
-  await step(() => api('POST', `/session/${session.id}/prompt_async`, { model, agent: 'build', ...ids, parts }))
-  return { sessionId: session.id, goalId }
+  const prompt = { model, agent: 'build', ...ids, parts }
+  await step(() => api('POST', `/session/${session.id}/prompt_async`, prompt))
+  return { sessionId: session.id, goalId, prompt }
 }
 
 /** Resumes a paused goal: statusReason `resumed` and status active, through a fresh-read merge. */
