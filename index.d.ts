@@ -143,7 +143,7 @@ export declare class SessionGoalRuntime {
   isGoalActive(sessionId: string): boolean
   /** Tracked sessions, armed timers, in-flight ticks and counters. */
   snapshot(): RuntimeSnapshot
-  /** Scans the known directories for active goals on idle sessions and re-arms them. */
+  /** Finds every active goal on the OpenCode server (a census of its sessions) and looks at each on an idle session. */
   recover(): void
   /**
    * Stops the runtime. Idempotent; resolves when in-flight work has ended. The process is
@@ -992,10 +992,10 @@ export interface GoalTunablesInput {
    */
   leaseMs?: number
   /**
-   * How often (ms) the known directories (given, or seen in events) are swept for active goals
-   * on idle sessions with no pending wake-up, e.g. after an idle event the host never
-   * forwarded: one `GET /session` list and one status read per directory (default 300000;
-   * 0 disables).
+   * How often (ms) every goal on the server is swept for active goals on idle sessions with
+   * no pending wake-up, e.g. after an idle event the host never forwarded: a census of the
+   * server's sessions and one status read per directory holding an active goal (default
+   * 300000; 0 disables).
    */
   sweepIntervalMs?: number
   /**

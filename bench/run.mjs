@@ -3,7 +3,7 @@
 // prints one Markdown report (machine, figures, targets). Ratios are always taken within the same
 // run. Not part of the test run.
 //
-//   node bench/run.mjs [--no-build] [--only=intake,tick,scale,scale-hog,footprint,failing] [--json=out.json] [--write]
+//   node bench/run.mjs [--no-build] [--only=intake,tick,scale,scale-hog,footprint,failing,restart] [--json=out.json] [--write]
 //
 // --write puts the report into BENCHMARKS.md (complete runs of a committed tree only).
 //
@@ -15,7 +15,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { benchDir, rootDir } from './lib.mjs'
 
-const SECTIONS = ['intake', 'tick', 'scale', 'scale-hog', 'footprint', 'failing']
+const SECTIONS = ['intake', 'tick', 'scale', 'scale-hog', 'footprint', 'failing', 'restart']
 /** Sections that run another section's file with its own environment. */
 const VARIANTS = { 'scale-hog': { file: 'scale', env: { BENCH_CPU_HOG: String(os.availableParallelism?.() ?? os.cpus().length) } } }
 const BINARY = path.join(rootDir, 'session-goal-runtime.linux-x64-gnu.node')
@@ -275,6 +275,26 @@ function report(env, load, results) {
       verdict(a.continuationsOnAGuess === 0, `${a.continuationsOnAGuess} sent`),
     ])
     targets.push([`${int(failing.sessions)} goals, list 404: all driven`, `${int(b.driven)} driven, ${int(b.duplicated)} twice`, verdict(b.missed === 0 && b.duplicated === 0, `${b.missed} missed`)])
+  }
+
+  const restart = results.restart
+  if (restart) {
+    const pages = Math.floor(restart.sessions / 1000) + 1
+    out.push('')
+    out.push(`### 6. A host started again over ${int(restart.directories)} directories and ${int(restart.sessions)} sessions with active goals`)
+    out.push('')
+    out.push('| census requests | all requests | first continuation after | last continuation after | peak RSS growth | threads before → max | driven | missed | prompted twice | audits |')
+    out.push('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
+    out.push(
+      `| ${int(restart.censusRequests)} | ${int(restart.requests)} | ${f(restart.firstSentAfterMs / 1000, 2)} s | ${f(restart.allSentAfterMs / 1000, 2)} s | ${f(restart.peakRssGrowthMb)} MiB | ${restart.threadsBefore} → ${restart.threadsMax} | ${int(restart.prompted)} | ${int(restart.missed)} | ${int(restart.duplicated)} | ${int(restart.audits)} |`,
+    )
+    out.push('')
+    out.push(`The runtime is created with OpenChamber's options (no directories, the scan at start on, the kickoff window ${restart.kickoffMs} ms) on a mock OpenCode whose ${int(restart.sessions)} sessions each hold an active goal whose turn finished before it started; it hears no event of them (the host forwards the 10 s heartbeat only). Times from the runtime's creation; RSS before ${f(restart.rssBeforeMb)} MiB, peak from ${restart.peakFromHwm ? 'VmHWM (reset before the start) and' : ''} 10 ms samples.`)
+    targets.push([
+      `host started over ${int(restart.sessions)} sessions in ${int(restart.directories)} directories: every goal driven, census ≤ ${pages} requests, RSS growth < 64 MiB`,
+      `${int(restart.prompted)} driven (last after ${f(restart.allSentAfterMs / 1000, 1)} s), ${int(restart.censusRequests)} census requests, ${f(restart.peakRssGrowthMb)} MiB`,
+      verdict(restart.missed === 0 && restart.duplicated === 0 && restart.censusRequests <= pages && restart.peakRssGrowthMb < 64, `${restart.missed} missed, ${restart.duplicated} twice, ${restart.censusRequests} census requests, ${f(restart.peakRssGrowthMb)} MiB`),
+    ])
   }
 
   out.push('')
