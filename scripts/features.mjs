@@ -29,6 +29,7 @@ export const FEATURES = [
     files: [
       `${CORE}lib.rs`,
       `${CORE}error.rs`,
+      `${CORE}wire.rs`,
       `${CORE}embed.rs`,
       `${CORE}intake.rs`,
       `${CORE}config/mod.rs`,

@@ -55,25 +55,15 @@ impl std::fmt::Display for Cancelled {
 
 impl std::error::Error for Cancelled {}
 
-/// Which step had already taken effect when an operation failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PartialAction {
-    /// A session was created; the goal or the dispatch failed afterwards.
-    SessionCreated,
-    /// A fork was created; its goal step (or, without a goal, the dispatch) failed.
-    ForkCreated,
-    /// The goal is installed; the dispatch failed.
-    GoalConfigured,
-}
-
-impl PartialAction {
-    /// Wire name (`session-created`, `fork-created`, `goal-configured`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PartialAction::SessionCreated => "session-created",
-            PartialAction::ForkCreated => "fork-created",
-            PartialAction::GoalConfigured => "goal-configured",
-        }
+crate::wire::wire_enum! {
+    /// Which step had already taken effect when an operation failed.
+    pub enum PartialAction {
+        /// A session was created; the goal or the dispatch failed afterwards.
+        SessionCreated = "session-created",
+        /// A fork was created; its goal step (or, without a goal, the dispatch) failed.
+        ForkCreated = "fork-created",
+        /// The goal is installed; the dispatch failed.
+        GoalConfigured = "goal-configured",
     }
 }
 

@@ -4,7 +4,7 @@
 //! it directly, through the items re-exported here (the modules themselves are private).
 //!
 //! # Layout: concept → file
-//! Layers, bottom up: 1. `record`, `config`, `error`, `text`, `time`; 2. `evidence`, `intake`;
+//! Layers, bottom up: 1. `wire`, `record`, `config`, `error`, `text`, `time`; 2. `evidence`, `intake`;
 //! 3. `io`, `sched`; 4. `goal`, `small_model`, `assist`, `control`; 5. `runtime`, `embed`. A
 //! module imports only from layers below it and pure modules import no I/O module
 //! (`scripts/module-graph.mjs` checks both, with the rest of the structure checks).
@@ -12,6 +12,7 @@
 //!
 //! | concept | file |
 //! |---|---|
+//! | an enum's wire names declared once (`wire_enum!`) | `wire.rs` |
 //! | the goal record: every field once, unknown fields kept | `record/fields.rs`, `record/mod.rs` |
 //! | why a goal stopped or waits: cause codes, their fixes, status reasons | `record/cause.rs` |
 //! | acceptance criteria as stored, with their grades | `record/criteria.rs` |
@@ -84,6 +85,7 @@ mod error;
 mod record;
 mod text;
 mod time;
+mod wire;
 // Layer 2: readings of OpenCode's data, no I/O (the evidence digest; the intake contract and
 // the registry that fans events out).
 mod evidence;

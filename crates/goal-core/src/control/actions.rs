@@ -320,25 +320,15 @@ pub async fn clear_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<Act
     Ok(report)
 }
 
-/// Where a goal's effective objective came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ObjectiveSource {
-    /// The objective file.
-    File,
-    /// The inline objective (not file-backed, or the file is unreadable).
-    Inline,
-    /// File-backed, unreadable, and no inline text.
-    Missing,
-}
-
-impl ObjectiveSource {
-    /// Wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ObjectiveSource::File => "file",
-            ObjectiveSource::Inline => "inline",
-            ObjectiveSource::Missing => "missing",
-        }
+crate::wire::wire_enum! {
+    /// Where a goal's effective objective came from.
+    pub enum ObjectiveSource {
+        /// The objective file.
+        File = "file",
+        /// The inline objective (not file-backed, or the file is unreadable).
+        Inline = "inline",
+        /// File-backed, unreadable, and no inline text.
+        Missing = "missing",
     }
 }
 

@@ -91,25 +91,15 @@ fn to_base36(mut value: u64) -> String {
     String::from_utf8(digits).unwrap_or_default()
 }
 
-/// How the objective text was obtained.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ObjectiveFit {
-    /// Within 5,000 chars: used as written (trimmed).
-    Verbatim,
-    /// Distilled into completion criteria by the small model.
-    Distilled,
-    /// Head + tail excerpt (distillation unavailable, empty, or in another script).
-    Excerpt,
-}
-
-impl ObjectiveFit {
-    /// Wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ObjectiveFit::Verbatim => "verbatim",
-            ObjectiveFit::Distilled => "distilled",
-            ObjectiveFit::Excerpt => "excerpt",
-        }
+crate::wire::wire_enum! {
+    /// How the objective text was obtained.
+    pub enum ObjectiveFit {
+        /// Within 5,000 chars: used as written (trimmed).
+        Verbatim = "verbatim",
+        /// Distilled into completion criteria by the small model.
+        Distilled = "distilled",
+        /// Head + tail excerpt (distillation unavailable, empty, or in another script).
+        Excerpt = "excerpt",
     }
 }
 

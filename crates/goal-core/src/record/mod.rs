@@ -36,44 +36,21 @@ pub const NOTE_CHAR_LIMIT: usize = 280;
 /// Maximum characters of a status reason.
 pub const REASON_CHAR_LIMIT: usize = 200;
 
-/// The lifecycle status of a goal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum GoalStatus {
-    /// The loop keeps the session working.
-    #[default]
-    Active,
-    /// The user stopped the loop (pause button or abort).
-    Paused,
-    /// The loop cannot go on without the user.
-    Blocked,
-    /// The token budget is spent.
-    BudgetLimited,
-    /// The auditor (or the user) verified the objective.
-    Complete,
-}
-
-impl GoalStatus {
-    /// Parses the wire name; anything else is not a status.
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "active" => Some(Self::Active),
-            "paused" => Some(Self::Paused),
-            "blocked" => Some(Self::Blocked),
-            "budgetLimited" => Some(Self::BudgetLimited),
-            "complete" => Some(Self::Complete),
-            _ => None,
-        }
-    }
-
-    /// The wire name stored in metadata.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Active => "active",
-            Self::Paused => "paused",
-            Self::Blocked => "blocked",
-            Self::BudgetLimited => "budgetLimited",
-            Self::Complete => "complete",
-        }
+crate::wire::wire_enum! {
+    /// The lifecycle status of a goal.
+    #[derive(Default)]
+    pub enum GoalStatus {
+        /// The loop keeps the session working.
+        #[default]
+        Active = "active",
+        /// The user stopped the loop (pause button or abort).
+        Paused = "paused",
+        /// The loop cannot go on without the user.
+        Blocked = "blocked",
+        /// The token budget is spent.
+        BudgetLimited = "budgetLimited",
+        /// The auditor (or the user) verified the objective.
+        Complete = "complete",
     }
 }
 

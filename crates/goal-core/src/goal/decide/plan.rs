@@ -237,29 +237,19 @@ pub fn has_repeated_length_tail(ordered: &[&Message], latest: &Message, goal_cre
     }
 }
 
-/// The auditor's verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
-    /// Keep going.
-    Continue,
-    /// Verified done.
-    Complete,
-    /// Cannot go on without the user.
-    Blocked,
-    /// The person asked, in the chat, to stop or pause the goal's work (obeyed only when a
-    /// person's message since the last continuation exists: `evidence/person_words.rs`).
-    Pause,
-}
-
-impl Verdict {
-    /// The wire name the auditor answers and the trail records.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Continue => "continue",
-            Verdict::Complete => "complete",
-            Verdict::Blocked => "blocked",
-            Verdict::Pause => "pause",
-        }
+crate::wire::wire_enum! {
+    /// The auditor's verdict (its wire name the auditor answers, in any case, and the trail
+    /// records).
+    pub enum Verdict {
+        /// Keep going.
+        Continue = "continue",
+        /// Verified done.
+        Complete = "complete",
+        /// Cannot go on without the user.
+        Blocked = "blocked",
+        /// The person asked, in the chat, to stop or pause the goal's work (obeyed only when a
+        /// person's message since the last continuation exists: `evidence/person_words.rs`).
+        Pause = "pause",
     }
 }
 
@@ -424,13 +414,7 @@ pub fn continuing(settlement: Settlement) -> Reservation {
 
 /// Parses the auditor's JSON object into a verdict and a raw note.
 pub fn parse_verdict(object: &serde_json::Map<String, serde_json::Value>) -> Option<(Verdict, String)> {
-    let verdict = match object.get("verdict")?.as_str()?.trim().to_lowercase().as_str() {
-        "continue" => Verdict::Continue,
-        "complete" => Verdict::Complete,
-        "blocked" => Verdict::Blocked,
-        "pause" => Verdict::Pause,
-        _ => return None,
-    };
+    let verdict = Verdict::parse_any_case(object.get("verdict")?.as_str()?)?;
     let note = object.get("note").and_then(|n| n.as_str()).unwrap_or("").to_string();
     Some((verdict, note))
 }
