@@ -3,7 +3,7 @@
 //! merges into the existing metadata. "Stop" means stop on both axes: pausing (or clearing) an
 //! active goal also aborts the running turn, as an abort pauses the goal.
 
-use crate::error::{ErrorKind, Warning, WarningCode};
+use crate::error::{Cancelled, ErrorKind, Warning, WarningCode};
 use crate::goal::decide::causes::cause_of;
 use crate::record::cause::CauseCode;
 use crate::record::criteria::CriterionSource;
@@ -14,9 +14,9 @@ use crate::control::create::{fit_objective, store_objective, ControlContext, Goa
 use crate::control::goal_settings::GoalSettings;
 use crate::control::orchestrate::locate_session;
 use crate::io::objectives::{delete_objective, read_objective};
-use crate::io::writer::{try_write_goal, GoalGuard, GoalUpdate};
+use crate::io::writer::{try_write_goal, write_namespace_key, GoalGuard, GoalUpdate};
 use crate::record::reasons::{REASON_MARKED_BY_USER, REASON_RESUMED};
-use crate::record::session::{live_status, merge_namespace_key, LiveStatus, SessionView};
+use crate::record::session::{live_status, LiveStatus, SessionView};
 use crate::record::{Goal, GoalStatus};
 
 /// Which goal an action targets.
@@ -285,26 +285,18 @@ pub async fn clear_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<Act
     let (_, directory) = locate_session(ctx, &target.session_id, target.directory.trim()).await?;
     let guard = target.guard();
     // The same fresh-read-and-merge as every goal write, removing the key instead of setting it.
-    let previous = {
-        let _slot = ctx.client.write_slots().acquire(&target.session_id).await;
-        let session = ctx
-            .client
-            .get_session(&target.session_id, &directory)
-            .await
-            .map_err(|error| GoalError::from_http("goal clear", &error))?;
-        let present = session.goal().filter(|goal| match &guard {
+    let mut previous = None;
+    write_namespace_key(&ctx.client, &target.session_id, &directory, "goal", |session| {
+        previous = session.goal().filter(|goal| match &guard {
             GoalGuard::SameId(id) => goal.id == *id,
             _ => true,
         });
-        let Some(goal) = present else {
-            return Err(target.missing());
-        };
-        let metadata = merge_namespace_key(&session.metadata, "goal", None);
-        ctx.client
-            .put_metadata(&target.session_id, &directory, metadata)
-            .await
-            .map_err(|error| GoalError::from_http("goal clear", &error))?;
-        goal
+        previous.as_ref().map(|_| None).ok_or(Cancelled)
+    })
+    .await
+    .map_err(|error| GoalError::from_http("goal clear", &error))?;
+    let Some(previous) = previous else {
+        return Err(target.missing());
     };
     let mut report = ActionReport {
         session_id: target.session_id.clone(),

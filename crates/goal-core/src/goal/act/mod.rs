@@ -19,6 +19,7 @@ use serde_json::Value;
 use tracing::{info, warn};
 
 use crate::config::GoalConfig;
+use crate::error::HttpError;
 use crate::goal::act::echo::{echo_bound, EchoTarget, Heard, ReservationEcho, ECHO_BOUND};
 use crate::goal::act::echo_watch::{WatchGuard, WriteEchoes};
 use crate::goal::act::own_posts::OwnPosts;
@@ -233,28 +234,9 @@ impl Executor<'_> {
     /// fresh goal), written back under the guard.
     async fn write(&self, seen: &Seen, write: &Write) -> Written {
         let Some(guard) = self.guard(seen, &write.guard) else { return Written::Stale };
-        let with = self.apply_with(seen);
         let marking = if write.keep_owner { Marking::KeepOwner } else { Marking::MarkUnowned };
-        let (session_id, directory) = (seen.session_id.as_str(), seen.directory.as_str());
-        let result = try_write_goal_marking(self.client, session_id, directory, &guard, marking, |g| {
-            write.change.apply(g, &with)
-        })
-        .await;
-        let label = write.slot.label();
-        match result {
-            Ok(GoalUpdate::Written { after, .. }) => {
-                info!(target: "session_goal", session = session_id, what = label, status = after.status.as_str(), "goal written");
-                Written::Goal(Box::new(after))
-            }
-            Ok(_) => {
-                info!(target: "session_goal", session = session_id, what = label, "goal changed during tick; write dropped");
-                Written::Stale
-            }
-            Err(error) => {
-                warn!(target: "session_goal", session = session_id, what = label, %error, "goal write failed");
-                Written::Failed
-            }
-        }
+        let at = (self.client, seen.session_id.as_str(), seen.directory.as_str());
+        write_change(at, &guard, marking, &write.change, &self.apply_with(seen), write.slot.label()).await
     }
 
     /// A terminal write: its trail line first, the write, and for a settle the console line, the
@@ -295,20 +277,12 @@ impl Executor<'_> {
             let _ = write.change.apply(g, &with);
         })
         .await;
-        let label = write.slot.label();
-        let echo = match written {
-            Ok(echo) => echo,
-            Err(Ok(_)) => {
-                info!(target: "session_goal", session = %seen.session_id, what = label, "goal changed during tick; write dropped");
-                return Held::Stale;
-            }
-            Err(Err(error)) => {
-                warn!(target: "session_goal", session = %seen.session_id, what = label, %error, "goal write failed");
-                return Held::Failed;
-            }
+        let landed = written.as_ref().map(|echo| echo.as_ref().map(|echo| &echo.reserved));
+        let (goal, echo) = match (said(&seen.session_id, write.slot.label(), landed), written) {
+            (Written::Goal(goal), Ok(Some(echo))) => (goal, echo),
+            (Written::Failed, _) => return Held::Failed,
+            _ => return Held::Stale,
         };
-        info!(target: "session_goal", session = %seen.session_id, what = label, status = echo.reserved.status.as_str(), "goal written");
-        let goal = Box::new(echo.reserved.clone());
         match echo.hear(&target, echo_bound(self.config.idle_quiet)).await {
             Heard::Repaired => Held::Repaired,
             Heard::Settled => Held::Written { goal, contested: false, late: false },
@@ -359,18 +333,45 @@ pub async fn pause_after_abort(client: &OpenCodeClient, session_id: &str, direct
     let with = ApplyWith { session_id, holder: "", now: client.clock().now_ms(), lease_ms: 0.0 };
     let change = Change::PauseAfterAbort { aborted_at };
     let guard = GoalGuard::AnyWithStatus(GoalStatus::Active);
-    let result =
-        try_write_goal_marking(client, session_id, directory, &guard, Marking::MarkUnowned, |g| change.apply(g, &with))
-            .await;
+    let written =
+        write_change((client, session_id, directory), &guard, Marking::MarkUnowned, &change, &with, "abort-pause");
+    matches!(written.await, Written::Goal(goal) if goal.status == GoalStatus::Paused)
+}
+
+/// The one guarded write of a [`Change`] (decided again on the fresh goal) to the session `at`
+/// names, said in the log under `label`.
+async fn write_change(
+    at: (&OpenCodeClient, &str, &str),
+    guard: &GoalGuard,
+    marking: Marking,
+    change: &Change,
+    with: &ApplyWith<'_>,
+    label: &str,
+) -> Written {
+    let (client, session_id, directory) = at;
+    let result = try_write_goal_marking(client, session_id, directory, guard, marking, |g| change.apply(g, with)).await;
+    let after = result.as_ref().map(|update| match update {
+        GoalUpdate::Written { after, .. } => Some(after),
+        GoalUpdate::Stale | GoalUpdate::Declined(_) => None,
+    });
+    said(session_id, label, after)
+}
+
+/// How a goal write ended, said in the log under `label` (`Ok(None)`: the goal changed meanwhile
+/// or the change declined, and nothing was written).
+fn said(session_id: &str, label: &str, result: Result<Option<&Goal>, &HttpError>) -> Written {
     match result {
-        Ok(GoalUpdate::Written { after, .. }) => {
-            info!(target: "session_goal", session = session_id, what = "abort-pause", status = after.status.as_str(), "goal written");
-            after.status == GoalStatus::Paused
+        Ok(Some(after)) => {
+            info!(target: "session_goal", session = session_id, what = label, status = after.status.as_str(), "goal written");
+            Written::Goal(Box::new(after.clone()))
         }
-        Ok(_) => false,
+        Ok(None) => {
+            info!(target: "session_goal", session = session_id, what = label, "goal changed meanwhile; write dropped");
+            Written::Stale
+        }
         Err(error) => {
-            warn!(target: "session_goal", session = session_id, what = "abort-pause", %error, "goal write failed");
-            false
+            warn!(target: "session_goal", session = session_id, what = label, %error, "goal write failed");
+            Written::Failed
         }
     }
 }
