@@ -58,12 +58,9 @@ impl std::error::Error for Cancelled {}
 crate::wire::wire_enum! {
     /// Which step had already taken effect when an operation failed.
     pub enum PartialAction {
-        /// A session was created; the goal or the dispatch failed afterwards.
-        SessionCreated = "session-created",
-        /// A fork was created; its goal step (or, without a goal, the dispatch) failed.
-        ForkCreated = "fork-created",
-        /// The goal is installed; the dispatch failed.
-        GoalConfigured = "goal-configured",
+        #[doc = "A session was created; the goal or the dispatch failed afterwards."] SessionCreated = "session-created",
+        #[doc = "A fork was created; its goal step (or, without a goal, the dispatch) failed."] ForkCreated = "fork-created",
+        #[doc = "The goal is installed; the dispatch failed."] GoalConfigured = "goal-configured",
     }
 }
 

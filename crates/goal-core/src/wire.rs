@@ -4,7 +4,8 @@
 
 /// Declares `enum $name { $variant = "wire", … }` with `ALL`, `as_str`, `parse` and
 /// `parse_any_case`. Attributes before `enum` (docs, extra derives) are kept; the enum always
-/// derives `Debug, Clone, Copy, PartialEq, Eq, Hash`.
+/// derives `Debug, Clone, Copy, PartialEq, Eq, Hash`. A list is written as a table, one line a
+/// variant: `#[doc = "What it means."] Variant = "wire",`.
 macro_rules! wire_enum {
     ($(#[$meta:meta])* $vis:vis enum $name:ident { $($(#[$doc:meta])* $variant:ident = $wire:literal,)* }) => {
         $(#[$meta])*

@@ -315,12 +315,9 @@ pub async fn clear_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<Act
 crate::wire::wire_enum! {
     /// Where a goal's effective objective came from.
     pub enum ObjectiveSource {
-        /// The objective file.
-        File = "file",
-        /// The inline objective (not file-backed, or the file is unreadable).
-        Inline = "inline",
-        /// File-backed, unreadable, and no inline text.
-        Missing = "missing",
+        #[doc = "The objective file."] File = "file",
+        #[doc = "The inline objective (not file-backed, or the file is unreadable)."] Inline = "inline",
+        #[doc = "File-backed, unreadable, and no inline text."] Missing = "missing",
     }
 }
 

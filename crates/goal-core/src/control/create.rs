@@ -94,12 +94,9 @@ fn to_base36(mut value: u64) -> String {
 crate::wire::wire_enum! {
     /// How the objective text was obtained.
     pub enum ObjectiveFit {
-        /// Within 5,000 chars: used as written (trimmed).
-        Verbatim = "verbatim",
-        /// Distilled into completion criteria by the small model.
-        Distilled = "distilled",
-        /// Head + tail excerpt (distillation unavailable, empty, or in another script).
-        Excerpt = "excerpt",
+        #[doc = "Within 5,000 chars: used as written (trimmed)."] Verbatim = "verbatim",
+        #[doc = "Distilled into completion criteria by the small model."] Distilled = "distilled",
+        #[doc = "Head + tail excerpt (distillation unavailable, empty, or in another script)."] Excerpt = "excerpt",
     }
 }
 

@@ -16,22 +16,17 @@ const MAX_CITED: usize = 8;
 crate::wire::wire_enum! {
     /// Who wrote a criterion.
     pub enum CriterionSource {
-        /// The user set it.
-        User = "user",
-        /// The auditor derived it from the objective.
-        Derived = "derived",
+        #[doc = "The user set it."] User = "user",
+        #[doc = "The auditor derived it from the objective."] Derived = "derived",
     }
 }
 
 crate::wire::wire_enum! {
     /// Where a criterion stands after the latest audit (read in any case).
     pub enum CriterionState {
-        /// Not graded yet.
-        Unmet = "unmet",
-        /// Graded met, citing evidence that existed in that audit's digest.
-        Met = "met",
-        /// Graded without proof (no grade, no cited id, or an unknown one).
-        Unclear = "unclear",
+        #[doc = "Not graded yet."] Unmet = "unmet",
+        #[doc = "Graded met, citing evidence that existed in that audit's digest."] Met = "met",
+        #[doc = "Graded without proof (no grade, no cited id, or an unknown one)."] Unclear = "unclear",
     }
 }
 

@@ -40,17 +40,11 @@ crate::wire::wire_enum! {
     /// The lifecycle status of a goal.
     #[derive(Default)]
     pub enum GoalStatus {
-        /// The loop keeps the session working.
-        #[default]
-        Active = "active",
-        /// The user stopped the loop (pause button or abort).
-        Paused = "paused",
-        /// The loop cannot go on without the user.
-        Blocked = "blocked",
-        /// The token budget is spent.
-        BudgetLimited = "budgetLimited",
-        /// The auditor (or the user) verified the objective.
-        Complete = "complete",
+        #[doc = "The loop keeps the session working."] #[default] Active = "active",
+        #[doc = "The user stopped the loop (pause button or abort)."] Paused = "paused",
+        #[doc = "The loop cannot go on without the user."] Blocked = "blocked",
+        #[doc = "The token budget is spent."] BudgetLimited = "budgetLimited",
+        #[doc = "The auditor (or the user) verified the objective."] Complete = "complete",
     }
 }
 

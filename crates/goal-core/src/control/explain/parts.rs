@@ -55,10 +55,8 @@ pub struct ExplainReport {
 crate::wire::wire_enum! {
     /// What kind of request waits for the user.
     pub enum PendingKind {
-        /// A permission request.
-        Permission = "permission",
-        /// A question.
-        Question = "question",
+        #[doc = "A permission request."] Permission = "permission",
+        #[doc = "A question."] Question = "question",
     }
 }
 

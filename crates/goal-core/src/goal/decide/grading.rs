@@ -42,16 +42,11 @@ pub struct Grade {
 crate::wire::wire_enum! {
     /// What kind of help a blocked goal needs (read in any case).
     pub enum BlockerKind {
-        /// A permission or credential.
-        Permission = "permission",
-        /// A decision only the user can make.
-        Decision = "decision",
-        /// A policy change.
-        Policy = "policy",
-        /// An outside system.
-        External = "external",
-        /// Anything else.
-        Other = "other",
+        #[doc = "A permission or credential."] Permission = "permission",
+        #[doc = "A decision only the user can make."] Decision = "decision",
+        #[doc = "A policy change."] Policy = "policy",
+        #[doc = "An outside system."] External = "external",
+        #[doc = "Anything else."] Other = "other",
     }
 }
 

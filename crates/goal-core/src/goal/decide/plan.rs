@@ -241,15 +241,10 @@ crate::wire::wire_enum! {
     /// The auditor's verdict (its wire name the auditor answers, in any case, and the trail
     /// records).
     pub enum Verdict {
-        /// Keep going.
-        Continue = "continue",
-        /// Verified done.
-        Complete = "complete",
-        /// Cannot go on without the user.
-        Blocked = "blocked",
-        /// The person asked, in the chat, to stop or pause the goal's work (obeyed only when a
-        /// person's message since the last continuation exists: `evidence/person_words.rs`).
-        Pause = "pause",
+        #[doc = "Keep going."] Continue = "continue",
+        #[doc = "Verified done."] Complete = "complete",
+        #[doc = "Cannot go on without the user."] Blocked = "blocked",
+        #[doc = "A person asked in the chat to stop (obeyed only after one: `evidence/person_words.rs`)."] Pause = "pause",
     }
 }
 
