@@ -45,7 +45,7 @@ const MAX_WRITER_IMPORTERS = 2
 
 // Modules (a top-level module, or `top::file`) whose code must stay free of I/O: they may not
 // import any module listed in IO. A top-level name covers every file under it.
-const PURE = ['wire', 'config', 'error', 'record', 'text', 'time', 'evidence', 'intake', 'goal::decide', 'sched::silence',
+const PURE = ['wire', 'config', 'error', 'record', 'text', 'time', 'evidence', 'intake', 'goal::decide', 'sched::silence', 'sched::outcome',
   'assist::content', 'small_model::catalog', 'small_model::wire', 'io::prompt_outcome']
 // Modules that perform I/O (network, files, tasks, locks and wake-ups).
 const IO = ['io', 'sched', 'runtime', 'embed', 'control', 'small_model', 'goal::tick', 'goal::context', 'goal::gather',

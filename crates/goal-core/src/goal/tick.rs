@@ -9,7 +9,7 @@ use tracing::warn;
 use crate::goal::act::TickIo;
 use crate::goal::context::TickContext;
 use crate::goal::decide::stages::Stage;
-use crate::goal::decide::{decide, Decision, End, Need, Seen};
+use crate::goal::decide::{decide, Decision, Need, Seen};
 use crate::record::MAX_CHECKS;
 use crate::sched::{TickOutcome, TickStart};
 
@@ -39,23 +39,9 @@ pub async fn run_tick(ctx: &TickContext, start: TickStart) -> TickOutcome {
             Decision::Read(Need::First) => io.base = reader.first(&mut seen).await,
             Decision::Read(need) => reader.read(&mut seen, need).await,
             Decision::Act(effect) => executor.run(&mut seen, &mut io, effect).await,
-            Decision::End(end) => return outcome(end),
+            Decision::End(outcome) => return outcome,
         }
     }
     warn!(target: "session_goal", session = %session_id, "a tick took more steps than any tick takes; looking again with backoff");
     TickOutcome::Retry
-}
-
-/// The scheduler's outcome of a decision's end.
-fn outcome(end: End) -> TickOutcome {
-    match end {
-        End::Done => TickOutcome::Done,
-        End::Busy => TickOutcome::Busy,
-        End::Rearm => TickOutcome::Rearm,
-        End::BackOff(wait) => TickOutcome::BackOff(wait),
-        End::Retry => TickOutcome::Retry,
-        End::RetryIn(wait) => TickOutcome::RetryIn(wait),
-        End::Continued => TickOutcome::Continued,
-        End::Settled => TickOutcome::Settled,
-    }
 }

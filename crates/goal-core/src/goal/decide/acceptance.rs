@@ -8,6 +8,7 @@
 //! before a restart, or another host's) is read, not run again; otherwise the run is claimed
 //! across hosts first, and only the first claimer runs it. The goal's lease is held for the round.
 
+use crate::sched::outcome::TickOutcome;
 use std::ops::ControlFlow;
 use std::time::Duration;
 
@@ -22,7 +23,7 @@ use crate::goal::decide::grading::CriteriaUpdate;
 use crate::goal::decide::notify::trail_line;
 use crate::goal::decide::plan::{blocked, Basis, Reservation, Settlement};
 use crate::goal::decide::seen::{Claim, Held, Live, Transcript};
-use crate::goal::decide::{Effect, End, Guard, Need, Write};
+use crate::goal::decide::{Effect, Guard, Need, Write};
 use crate::record::cause::CauseCode;
 use crate::record::check_id::check_message_id;
 use crate::record::reasons::{REASON_CHECKS_PASSED, REASON_CHECKS_UNAVAILABLE};
@@ -54,7 +55,7 @@ pub(super) fn accept(at: &Decide<'_>, live: &Live, objective: &str, input: Input
     }
     match round(at, &input) {
         // A shell endpoint that kept failing through every retry: the goal cannot be proven.
-        ControlFlow::Break(super::Decision::End(End::Retry | End::RetryIn(_))) if at.exhausted() => {
+        ControlFlow::Break(super::Decision::End(TickOutcome::Retry | TickOutcome::RetryIn(_))) if at.exhausted() => {
             ControlFlow::Break(refused_settle(at, input, "shell endpoint unreachable".into()))
         }
         ControlFlow::Break(decision) => ControlFlow::Break(decision),
@@ -94,7 +95,7 @@ fn round(at: &Decide<'_>, input: &Input<'_>) -> Flow<Round> {
     let runs = &at.seen.checks.runs;
     if let Some(last) = runs.last() {
         if last.result == CheckResult::Aborted || stopped_after(at) {
-            return end(End::Done);
+            return end(TickOutcome::Done);
         }
         if !last.result.passed() {
             return ControlFlow::Continue(Round::Failed(last.clone()));
@@ -130,7 +131,7 @@ pub(super) fn held(at: &Decide<'_>, slot: Slot, hold: Duration, criteria: Option
             act(Effect::Watched(Write { change, guard: Guard::Tick, keep_owner: false, slot }))
         }
         Some(Held::Written { .. }) => ControlFlow::Continue(()),
-        Some(Held::Repaired | Held::Stale) => end(End::Done),
+        Some(Held::Repaired | Held::Stale) => end(TickOutcome::Done),
         Some(Held::Failed) => end(at.late_retry()),
     }
 }
@@ -144,18 +145,18 @@ pub(super) fn fresh<'s>(
     tail: &str,
 ) -> Flow<&'s Transcript> {
     if transcript.is_none() && !at.seen.current {
-        return end(End::Done);
+        return end(TickOutcome::Done);
     }
     match transcript {
         None => read(need),
-        Some(Err(())) => end(End::Retry),
+        Some(Err(())) => end(TickOutcome::Retry),
         Some(Ok(fresh)) => {
             let same_goal = fresh
                 .goal
                 .as_ref()
                 .is_some_and(|g| g.status == GoalStatus::Active && g.revision() == at.goal.revision());
             if fresh.busy || fresh.newest != tail || !same_goal {
-                return end(End::Done);
+                return end(TickOutcome::Done);
             }
             ControlFlow::Continue(fresh)
         }
@@ -184,7 +185,7 @@ fn run_one(at: &Decide<'_>, basis: &Basis, index: usize, check: &AcceptanceCheck
             Some(None) => {
                 let quiet = at.config.idle_quiet;
                 let wait = cut_in(&fresh.raw, id, at.now, quiet).unwrap_or(quiet);
-                return end(End::BackOff(wait + MARGIN));
+                return end(TickOutcome::BackOff(wait + MARGIN));
             }
             None => {}
         }
@@ -195,9 +196,9 @@ fn run_one(at: &Decide<'_>, basis: &Basis, index: usize, check: &AcceptanceCheck
             }
             Some(Claim::Ours) => {}
             // A cut run's claim stands for the hold, then counts as abandoned: look again then.
-            Some(Claim::Theirs) if cut => return end(End::BackOff(hold)),
+            Some(Claim::Theirs) if cut => return end(TickOutcome::BackOff(hold)),
             // The other host runs it; its end brings the next look.
-            Some(Claim::Theirs) => return end(End::Done),
+            Some(Claim::Theirs) => return end(TickOutcome::Done),
             Some(Claim::Unknown) => return end(at.late_retry()),
         }
     }
@@ -213,7 +214,7 @@ fn run_one(at: &Decide<'_>, basis: &Basis, index: usize, check: &AcceptanceCheck
             Some(refused) => ControlFlow::Continue(refused),
             // Busy: a turn of the user's started. Look again a quiet window on rather than wait
             // for its idle, which may have come and gone before this answer.
-            None if matches!(error, HttpError::Status(409)) => end(End::Rearm),
+            None if matches!(error, HttpError::Status(409)) => end(TickOutcome::Rearm),
             None => end(at.late_retry()),
         },
     }

@@ -1,7 +1,7 @@
 //! The decision as data: what a tick does next, given what it has seen. `decide` returns one
 //! [`Decision`] at a time; the tick's driver (`goal/tick.rs`) answers a [`Need`] by gathering
 //! (`goal/gather/`), carries an [`Effect`] out through the one executor (`goal/act/`), and stops
-//! at an [`End`]. Nothing here performs anything.
+//! at its end, a [`TickOutcome`]. Nothing here performs anything.
 
 use std::time::Duration;
 
@@ -12,6 +12,7 @@ use crate::goal::decide::check_rules::CheckRun;
 use crate::goal::decide::plan::ExecutionTarget;
 use crate::goal::decide::review_rules::ReviewerBody;
 use crate::record::AcceptanceCheck;
+use crate::sched::outcome::TickOutcome;
 
 /// What the tick does next.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,29 +22,7 @@ pub enum Decision {
     /// Carry this out, then decide again on its result.
     Act(Effect),
     /// The tick ends.
-    End(End),
-}
-
-/// How a tick ends, for the scheduler (its `TickOutcome`; named here so the decision imports
-/// nothing of the scheduler).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum End {
-    /// Nothing more to do until an event, the watch or the sweep.
-    Done,
-    /// OpenCode shows the session busy: its idle brings the next look.
-    Busy,
-    /// Look again after one quiet window.
-    Rearm,
-    /// Look again after this wait (a lease, a park, a window, the quiet window).
-    BackOff(Duration),
-    /// A read failed: retry with the scheduler's backoff.
-    Retry,
-    /// Retry after this wait (counted as an attempt).
-    RetryIn(Duration),
-    /// A continuation was sent.
-    Continued,
-    /// The goal was settled or paused.
-    Settled,
+    End(TickOutcome),
 }
 
 /// What the decision needs to know next (read from OpenCode, the data directory or the

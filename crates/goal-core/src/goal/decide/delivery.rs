@@ -5,6 +5,7 @@
 //! idempotent id, and how the tick ends on its outcome: sent; stopped by the user (an unused
 //! turn goes back); or failed (retried with the same id, or settled `blocked`).
 
+use crate::sched::outcome::TickOutcome;
 use std::ops::ControlFlow;
 
 use serde_json::{json, Value};
@@ -16,7 +17,7 @@ use crate::goal::decide::decision::Slot;
 use crate::goal::decide::gates::lease_wait;
 use crate::goal::decide::plan::{blocked, Basis, Reservation, Settlement};
 use crate::goal::decide::seen::{Delivery, Held, Written};
-use crate::goal::decide::{Effect, End, Guard, Need, Write};
+use crate::goal::decide::{Effect, Guard, Need, Write};
 use crate::record::cause::CauseCode;
 use crate::record::continuation_id::continuation_message_id_for;
 use crate::record::part_id::part_id_for;
@@ -31,7 +32,7 @@ pub(super) fn deliver(at: &Decide<'_>, objective: &str, basis: Basis, reservatio
     let claim = seen.plan.dispatch_claim;
     if claim.is_none() {
         if !seen.current {
-            return end(End::Done);
+            return end(TickOutcome::Done);
         }
         budget_spent(at, &basis, at.now)?;
         if let crate::time::hours::HoursGate::WaitUntil(_) = crate::time::hours::goal_gate(at.goal, at.now) {
@@ -41,7 +42,7 @@ pub(super) fn deliver(at: &Decide<'_>, objective: &str, basis: Basis, reservatio
     match claim {
         None => return act(Effect::ClaimDispatch),
         // Another runtime of this process is dispatching this session.
-        Some(false) => return end(End::BackOff(at.config.idle_quiet)),
+        Some(false) => return end(TickOutcome::BackOff(at.config.idle_quiet)),
         Some(true) => {}
     }
     let goal = at.goal;
@@ -71,7 +72,7 @@ pub(super) fn deliver(at: &Decide<'_>, objective: &str, basis: Basis, reservatio
             }));
         }
         Some(Held::Written { goal, contested, late }) => (goal.as_ref(), *contested, *late),
-        Some(Held::Repaired | Held::Stale) => return end(End::Done),
+        Some(Held::Repaired | Held::Stale) => return end(TickOutcome::Done),
         Some(Held::Failed) => return end(at.late_retry()),
     };
     let turn = Turn { basis: &basis, reserved, reused, message_id: message_id.as_deref(), late, tail: &tail };
@@ -120,7 +121,7 @@ fn posted(at: &Decide<'_>, objective: &str, reservation: &Reservation, turn: &Tu
             // message's turn is looked at after one quiet window: its events may never come (a
             // restart cut it, or they were lost while the stream was down).
             late_repair(at, turn)?;
-            return end(End::Rearm);
+            return end(TickOutcome::Rearm);
         }
         _ => {}
     }
@@ -131,7 +132,7 @@ fn posted(at: &Decide<'_>, objective: &str, reservation: &Reservation, turn: &Tu
             }
             act(post(at, objective, reservation, turn))
         }
-        Some(Delivery::Sent) => end(End::Continued),
+        Some(Delivery::Sent) => end(TickOutcome::Continued),
         Some(Delivery::Stopped { unused }) => {
             late_repair(at, turn)?;
             if unused && !turn.reused {
@@ -140,7 +141,7 @@ fn posted(at: &Decide<'_>, objective: &str, reservation: &Reservation, turn: &Tu
             }
             // Stopped on a fresh read (no event said so): plan again, which settles on what the
             // user did.
-            end(if at.seen.current { End::Rearm } else { End::Done })
+            end(if at.seen.current { TickOutcome::Rearm } else { TickOutcome::Done })
         }
         Some(Delivery::Failed { refused }) => failed(at, turn, refused),
     }
@@ -189,14 +190,14 @@ pub fn prompt_body(basis: &Basis, text: &str, message_id: Option<&str>) -> Value
 /// `None` when it is; otherwise how the tick ends. A paused, finished or cleared goal ends it;
 /// an edited (or replaced) goal still active is planned again after a quiet window, with its new
 /// objective; another runtime's lease backs off.
-pub fn standing(fresh: &SessionView, reserved: &Goal, holder: &str, now: f64) -> Option<End> {
+pub fn standing(fresh: &SessionView, reserved: &Goal, holder: &str, now: f64) -> Option<TickOutcome> {
     let Some(goal) = fresh.goal().filter(|g| g.status == GoalStatus::Active) else {
-        return Some(End::Done);
+        return Some(TickOutcome::Done);
     };
     if goal.revision() != reserved.revision() {
-        return Some(End::Rearm);
+        return Some(TickOutcome::Rearm);
     }
-    lease_wait(&goal, holder, now).map(End::BackOff)
+    lease_wait(&goal, holder, now).map(TickOutcome::BackOff)
 }
 
 /// The time budget ran out between the reservation and the post (a slow read-back): no turn
@@ -218,7 +219,7 @@ fn out_of_time(at: &Decide<'_>, turn: &Turn<'_>) -> Option<super::Decision> {
 fn failed(at: &Decide<'_>, turn: &Turn<'_>, refused: bool) -> Flow {
     if !at.seen.current {
         late_repair(at, turn)?;
-        return end(End::Done);
+        return end(TickOutcome::Done);
     }
     if !refused && turn.message_id.is_some() && !at.exhausted() {
         return end(late_retry(at.seen, at.config, 1));
@@ -238,7 +239,7 @@ fn late_repair(at: &Decide<'_>, turn: &Turn<'_>) -> Flow {
     }
     match at.seen.deliver.repaired_late {
         None => act(Effect::HearLate),
-        Some(true) => end(End::Done),
+        Some(true) => end(TickOutcome::Done),
         Some(false) => ControlFlow::Continue(()),
     }
 }

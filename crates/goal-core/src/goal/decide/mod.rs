@@ -41,10 +41,11 @@ pub mod verdict;
 #[cfg(test)]
 mod tests;
 
+use crate::sched::outcome::TickOutcome;
 use std::ops::ControlFlow;
 use std::time::Duration;
 
-pub use decision::{Decision, Effect, End, Guard, Line, Need, Slot, Write};
+pub use decision::{Decision, Effect, Guard, Line, Need, Slot, Write};
 pub use seen::Seen;
 
 use crate::config::GoalConfig;
@@ -65,7 +66,7 @@ pub fn decide(seen: &Seen, config: &GoalConfig, now: f64) -> Decision {
     }
     match branch_order(seen, config, now) {
         ControlFlow::Break(decision) => decision,
-        ControlFlow::Continue(()) => Decision::End(End::Done),
+        ControlFlow::Continue(()) => Decision::End(TickOutcome::Done),
     }
 }
 
@@ -103,7 +104,7 @@ impl Decide<'_> {
     /// retry whose wait continues the doubling of the post's own tries and is never shorter
     /// than the plain retry's (a tick that made a dozen requests before it failed keeps a failing
     /// route within A.8's budget).
-    fn late_retry(&self) -> End {
+    fn late_retry(&self) -> TickOutcome {
         late_retry(self.seen, self.config, 0)
     }
 
@@ -118,38 +119,38 @@ impl Decide<'_> {
 
 /// [`Decide::late_retry`], `extra` doublings further (a post whose every try failed re-read the
 /// goal and the messages each time: one more).
-fn late_retry(seen: &Seen, config: &GoalConfig, extra: u32) -> End {
+fn late_retry(seen: &Seen, config: &GoalConfig, extra: u32) -> TickOutcome {
     let failures = seen.attempt.saturating_add(1);
     let tries = config.max_dispatch_attempts.max(1).saturating_add(extra);
     let plain = retry_delay(config.idle_quiet, failures);
     let continued = retry_delay(config.dispatch_retry_delay, failures.saturating_add(tries));
-    End::RetryIn(plain.max(continued))
+    TickOutcome::RetryIn(plain.max(continued))
 }
 
 /// How a tick ends once its terminal write was made: written, settled; the goal changed
 /// meanwhile, done (the change brings its own wake-up); failed, retried (a terminal decision
 /// never stored would leave the goal active with nothing armed), on the late backoff unless the
 /// tick made no request past its reads.
-fn settled_end(seen: &Seen, config: &GoalConfig) -> Option<End> {
+fn settled_end(seen: &Seen, config: &GoalConfig) -> Option<TickOutcome> {
     Some(match seen.settled.as_ref()? {
-        Written::Goal(_) => End::Settled,
-        Written::Stale => End::Done,
-        Written::Failed if seen.live.as_ref().is_some_and(Result::is_err) => End::Retry,
+        Written::Goal(_) => TickOutcome::Settled,
+        Written::Stale => TickOutcome::Done,
+        Written::Failed if seen.live.as_ref().is_some_and(Result::is_err) => TickOutcome::Retry,
         Written::Failed => late_retry(seen, config, 0),
     })
 }
 
 /// How a tick goes on after a write that does not end it: written, on; stale, done; failed,
 /// the late retry.
-fn after_write(written: &Written, late: End) -> Flow {
+fn after_write(written: &Written, late: TickOutcome) -> Flow {
     match written {
         Written::Goal(_) => ControlFlow::Continue(()),
-        Written::Stale => ControlFlow::Break(Decision::End(End::Done)),
+        Written::Stale => ControlFlow::Break(Decision::End(TickOutcome::Done)),
         Written::Failed => ControlFlow::Break(Decision::End(late)),
     }
 }
 
-fn end<T>(end: End) -> Flow<T> {
+fn end<T>(end: TickOutcome) -> Flow<T> {
     ControlFlow::Break(Decision::End(end))
 }
 

@@ -2,6 +2,7 @@
 //! (a spent time budget, working hours), the quiet window, a stranded message posted again, and
 //! otherwise the turn to continue, audited or not.
 
+use crate::sched::outcome::TickOutcome;
 use std::ops::ControlFlow;
 use std::time::Duration;
 
@@ -17,7 +18,7 @@ use crate::goal::decide::plan::{
 };
 use crate::goal::decide::seen::{Live, Written};
 use crate::goal::decide::strand_rules::{next_step, repost_body, stranded_tail, StrandStep, MAX_REPOSTS};
-use crate::goal::decide::{Effect, End, Guard, Line, Slot, Write};
+use crate::goal::decide::{Effect, Guard, Line, Slot, Write};
 use crate::record::cause::CauseCode;
 use crate::record::reasons::{
     NOTE_TURN_CUT, REASON_MESSAGE_UNANSWERED, REASON_RESUMED, REASON_TIME_BUDGET, REASON_TURN_FAILED,
@@ -48,14 +49,14 @@ pub(super) fn plan(at: &Decide<'_>, live: &Live, window: &Window) -> Flow<Course
         budget_spent(at, basis, now)?;
         hours(at, basis, now, Slot::Hours)?;
         if let Some(wait) = quiet_wait(goal, live, basis, now, at.config.idle_quiet) {
-            return end(End::BackOff(wait + MARGIN));
+            return end(TickOutcome::BackOff(wait + MARGIN));
         }
     }
     match plan {
         // Waiting for the user's first exchange is not being stuck.
-        Plan::Wait(WaitReason::NoReplyYet) => end(End::Done),
+        Plan::Wait(WaitReason::NoReplyYet) => end(TickOutcome::Done),
         Plan::Wait(reason) => waiting(at, live, reason),
-        Plan::Pause(_) if !seen.current => end(End::Done),
+        Plan::Pause(_) if !seen.current => end(TickOutcome::Done),
         Plan::Pause(accounting) => {
             let write =
                 Write { change: Change::Pause(accounting), guard: Guard::Tick, keep_owner: false, slot: Slot::Settled };
@@ -132,7 +133,7 @@ pub(super) fn hours(at: &Decide<'_>, basis: &Basis, now: f64, slot: Slot) -> Flo
                     Some(_) => {}
                 }
             }
-            end(End::BackOff(Duration::from_millis(((opens - now).max(0.0) + 50.0) as u64)))
+            end(TickOutcome::BackOff(Duration::from_millis(((opens - now).max(0.0) + 50.0) as u64)))
         }
         HoursGate::Open if goal.inactive_since.is_present() || goal.status_reason == REASON_WAITING_FOR_HOURS => {
             // Back from waiting (for the user or for working hours): the waiting period closes,
@@ -171,7 +172,7 @@ fn waiting<T>(at: &Decide<'_>, live: &Live, reason: WaitReason) -> Flow<T> {
         settlement.detail = Some("no reply".into());
         return ControlFlow::Break(at.settle(settlement, Extras::default(), Guard::Tick, None));
     }
-    end(End::Retry)
+    end(TickOutcome::Retry)
 }
 
 /// A stranded message: waits out the quiet window, is posted again under its own ids (each post
@@ -181,7 +182,7 @@ fn strand(at: &Decide<'_>, live: &Live) -> Flow {
     let Some(tail) = stranded_tail(&live.messages) else { return ControlFlow::Continue(()) };
     let (seen, quiet) = (at.seen, at.config.idle_quiet);
     match next_step(tail, at.goal.reposted.get(), seen.live_at, quiet) {
-        StrandStep::Wait(wait) => end(End::BackOff(wait + MARGIN)),
+        StrandStep::Wait(wait) => end(TickOutcome::BackOff(wait + MARGIN)),
         StrandStep::GiveUp => give_up(at, &tail.id),
         StrandStep::Repost { posts } => {
             let entry = live.raw.get(tail.index).filter(|e| e["info"]["id"].as_str() == Some(tail.id.as_str()));
@@ -197,9 +198,9 @@ fn strand(at: &Decide<'_>, live: &Live) -> Flow {
 fn repost(at: &Decide<'_>, message_id: &str, posts: u64, body: serde_json::Value) -> Flow {
     let plan = &at.seen.plan;
     match plan.dispatch_claim {
-        None if !at.seen.current => return end(End::Done),
+        None if !at.seen.current => return end(TickOutcome::Done),
         None => return act(Effect::ClaimDispatch),
-        Some(false) => return end(End::BackOff(at.config.idle_quiet)),
+        Some(false) => return end(TickOutcome::BackOff(at.config.idle_quiet)),
         Some(true) => {}
     }
     match &plan.reposted {
@@ -211,11 +212,11 @@ fn repost(at: &Decide<'_>, message_id: &str, posts: u64, body: serde_json::Value
     }
     if !plan.repost_sent {
         if !at.seen.current {
-            return end(End::Done);
+            return end(TickOutcome::Done);
         }
         return act(Effect::Repost { message_id: message_id.to_string(), body });
     }
-    end(End::BackOff(at.config.idle_quiet + MARGIN))
+    end(TickOutcome::BackOff(at.config.idle_quiet + MARGIN))
 }
 
 /// Posted [`MAX_REPOSTS`] times (or not postable) and still unanswered: `blocked`; a resume is

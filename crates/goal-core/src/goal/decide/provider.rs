@@ -4,6 +4,7 @@
 //! continuation over the failed or cut reply (not audited). Decided on the time the live state
 //! was read.
 
+use crate::sched::outcome::TickOutcome;
 use std::ops::ControlFlow;
 use std::time::Duration;
 
@@ -17,7 +18,7 @@ use crate::goal::decide::change::{Change, Extras};
 use crate::goal::decide::limit_rules::{self, Park, TailStep};
 use crate::goal::decide::plan::{Basis, Settlement};
 use crate::goal::decide::seen::{Live, Written};
-use crate::goal::decide::{Effect, End, Guard, Line, Need, Slot};
+use crate::goal::decide::{Effect, Guard, Line, Need, Slot};
 use crate::record::session::{chronological, Message, Role};
 use crate::record::{Goal, GoalStatus};
 
@@ -75,7 +76,7 @@ pub(super) fn stage(at: &Decide<'_>, live: &Live) -> Flow<Window> {
         Stage::Continue { messages, cut: None } => {
             ControlFlow::Continue(Window { messages: Some(messages), cut: None })
         }
-        Stage::Wait(wait) => end(End::BackOff(wait)),
+        Stage::Wait(wait) => end(TickOutcome::BackOff(wait)),
         Stage::Park(park) => parked(at, live, park, now),
         Stage::Block(stop) => {
             let tail = chronological(&live.messages).last().map(|m| m.id.clone()).unwrap_or_default();
@@ -101,7 +102,7 @@ fn confirm_cut(at: &Decide<'_>, messages: &[Message]) -> Flow {
     match &at.seen.provider.fresh_tail {
         None => read(Need::FreshTail),
         Some(Ok(fresh)) => match fresh.iter().find(|m| m.id == tail) {
-            Some(now) if now.is_completed() || now.error.is_some() => end(End::Rearm),
+            Some(now) if now.is_completed() || now.error.is_some() => end(TickOutcome::Rearm),
             _ => ControlFlow::Continue(()),
         },
         Some(Err(_)) => end(at.late_retry()),
@@ -125,8 +126,8 @@ fn parked<T>(at: &Decide<'_>, live: &Live, park: Park, now: f64) -> Flow<T> {
             detached: false,
             slot: Slot::ParkTrail,
         })),
-        Some(Written::Goal(_)) => end(End::BackOff(wait_until(park.until, now))),
-        Some(Written::Stale) => end(End::Done),
+        Some(Written::Goal(_)) => end(TickOutcome::BackOff(wait_until(park.until, now))),
+        Some(Written::Stale) => end(TickOutcome::Done),
         Some(Written::Failed) => end(at.late_retry()),
     }
 }

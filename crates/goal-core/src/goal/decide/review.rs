@@ -6,6 +6,7 @@
 //! answer after the retry: `blocked` (`reviewUnavailable`). Across hosts the review is claimed
 //! like a check run: one reviewer session per tail.
 
+use crate::sched::outcome::TickOutcome;
 use std::ops::ControlFlow;
 
 use super::acceptance::{held, Input};
@@ -17,7 +18,7 @@ use crate::goal::decide::notify::trail_line;
 use crate::goal::decide::plan::{blocked, continuing, EvidenceFields, Reservation, Settlement};
 use crate::goal::decide::review_rules::{self, judge, Judgement, ReviewAnswer, ReviewerBody};
 use crate::goal::decide::seen::{Claim, Live, ReviewerRun};
-use crate::goal::decide::{Effect, End, Guard, Need};
+use crate::goal::decide::{Effect, Guard, Need};
 use crate::record::cause::CauseCode;
 use crate::record::check_id::check_message_id;
 use crate::record::reasons::{REASON_COST_BUDGET, REASON_REVIEW_APPROVED, REASON_REVIEW_UNAVAILABLE};
@@ -52,13 +53,13 @@ pub(super) fn review(at: &Decide<'_>, _live: &Live, objective: &str, input: Inpu
             // The other host reviews. Its lease keeps this host waiting without an audit, and its
             // settle ends the wait; when this host's lease write landed last instead, the next
             // look finds the finished review by its title and settles on it.
-            Some(Claim::Theirs) => return end(End::BackOff(config.idle_quiet)),
+            Some(Claim::Theirs) => return end(TickOutcome::BackOff(config.idle_quiet)),
             Some(Claim::Unknown) => return end(at.late_retry()),
         }
     }
     match &seen.run {
         // The user may have stopped the goal while the claim was written: no reviewer then.
-        None if !at.seen.current => end(End::Done),
+        None if !at.seen.current => end(TickOutcome::Done),
         None => {
             let criteria = input.criteria.as_ref().map(|u| u.criteria.as_slice()).unwrap_or(&at.goal.criteria);
             let prompt = review_rules::review_prompt(objective, criteria, &input.items, &input.basis.assistant_text);
@@ -74,7 +75,7 @@ pub(super) fn review(at: &Decide<'_>, _live: &Live, objective: &str, input: Inpu
         Some(ReviewerRun::Unavailable { session, detail, cost }) => {
             unavailable(at, input, session, detail.clone(), *cost)
         }
-        Some(ReviewerRun::Interrupted) => end(End::Done),
+        Some(ReviewerRun::Interrupted) => end(TickOutcome::Done),
     }
 }
 

@@ -3,6 +3,7 @@
 //! that cannot be read, the objective, and the live state (busy, a child busy, a permission or a
 //! question open, or a read that keeps failing).
 
+use crate::sched::outcome::TickOutcome;
 use std::ops::ControlFlow;
 use std::time::Duration;
 
@@ -16,7 +17,7 @@ use crate::goal::decide::lineage::{owner_without_list, ownership, Ownership, Unl
 use crate::goal::decide::plan::blocked;
 use crate::goal::decide::seen::{Live, OwnerAnswer, Seen, Written};
 use crate::goal::decide::wait_rules::{wait_detail, waiting_cause, Route};
-use crate::goal::decide::{Effect, End, Guard, Need, Slot};
+use crate::goal::decide::{Effect, Guard, Need, Slot};
 use crate::record::cause::CauseCode;
 use crate::record::reasons::{
     REASON_INVALID_GOAL, REASON_MESSAGES_UNAVAILABLE, REASON_OBJECTIVE_UNAVAILABLE, REASON_RESUMED, WAITING_FOR_USER,
@@ -38,7 +39,7 @@ pub const GONE_LOOKS: u32 = 10;
 pub(super) fn first_read<'s>(seen: &'s Seen, config: &GoalConfig) -> Flow<&'s Goal> {
     let Some(first) = &seen.first else { return read(Need::First) };
     if !first.enabled {
-        return end(End::Done);
+        return end(TickOutcome::Done);
     }
     let session = match &first.session {
         Ok(session) => session,
@@ -46,7 +47,7 @@ pub(super) fn first_read<'s>(seen: &'s Seen, config: &GoalConfig) -> Flow<&'s Go
     };
     match &first.goal {
         Some(goal) if !session.is_subagent() && goal.status == GoalStatus::Active => ControlFlow::Continue(goal),
-        _ => end(End::Done),
+        _ => end(TickOutcome::Done),
     }
 }
 
@@ -54,14 +55,14 @@ pub(super) fn first_read<'s>(seen: &'s Seen, config: &GoalConfig) -> Flow<&'s Go
 /// [`GONE_RECHECK`] once the retries are spent, and dropped after [`GONE_LOOKS`] such looks; a
 /// server that is only slow or failing is never given up on (past the last retry the scheduler
 /// looks again at its longest backoff).
-pub fn unreadable(attempt: u32, config: &GoalConfig, error: &HttpError) -> End {
+pub fn unreadable(attempt: u32, config: &GoalConfig, error: &HttpError) -> TickOutcome {
     if attempt < config.max_retry_attempts || !error.is_definite() {
-        return End::Retry;
+        return TickOutcome::Retry;
     }
     if attempt - config.max_retry_attempts < GONE_LOOKS {
-        End::RetryIn(GONE_RECHECK)
+        TickOutcome::RetryIn(GONE_RECHECK)
     } else {
-        End::Done
+        TickOutcome::Done
     }
 }
 
@@ -80,7 +81,7 @@ pub(super) fn owner<'s>(seen: &'s Seen, goal: &'s Goal) -> Flow<&'s Goal> {
     };
     let at = seen.first_at;
     match lease_wait(driven, &seen.holder, at) {
-        Some(wait) => end(End::BackOff(wait)),
+        Some(wait) => end(TickOutcome::BackOff(wait)),
         None => ControlFlow::Continue(driven),
     }
 }
@@ -88,7 +89,7 @@ pub(super) fn owner<'s>(seen: &'s Seen, goal: &'s Goal) -> Flow<&'s Goal> {
 /// The decision on what a read list told (`listed`: a list holding every carrier was read).
 fn listed<'s>(seen: &'s Seen, goal: &'s Goal, listed: bool, older: Option<&str>) -> Flow<&'s Goal> {
     match ownership(goal, &seen.session_id, older) {
-        Ownership::Unmarked if !listed => end(End::Retry),
+        Ownership::Unmarked if !listed => end(TickOutcome::Retry),
         Ownership::Own | Ownership::Unmarked => {
             remembered(seen)?;
             ControlFlow::Continue(goal)
@@ -143,8 +144,8 @@ fn claimed<'s>(seen: &'s Seen, _goal: &'s Goal) -> Flow<&'s Goal> {
             slot: Slot::Claim,
         })),
         Some(Written::Goal(goal)) => ControlFlow::Continue(goal),
-        Some(Written::Stale) => end(End::Done),
-        Some(Written::Failed) => end(End::Retry),
+        Some(Written::Stale) => end(TickOutcome::Done),
+        Some(Written::Failed) => end(TickOutcome::Retry),
     }
 }
 
@@ -155,8 +156,8 @@ fn adopt<T>(seen: &Seen, source: String, rule: CopyRule) -> Flow<T> {
             let change = Change::Adopt { source, rule };
             act(Effect::Write(super::Write { change, guard: Guard::SameId, keep_owner: false, slot: Slot::Adopt }))
         }
-        Some(Written::Failed) => end(End::Retry),
-        Some(_) => end(End::Done),
+        Some(Written::Failed) => end(TickOutcome::Retry),
+        Some(_) => end(TickOutcome::Done),
     }
 }
 
@@ -167,7 +168,7 @@ fn wait_for_list<T>(seen: &Seen, goal: &Goal, detail: &str) -> Flow<T> {
         let change = Change::WaitingForOpenCode { detail: detail.to_string() };
         return act(Effect::Write(super::Write { change, guard: Guard::Tick, keep_owner: true, slot: Slot::Waiting }));
     }
-    end(End::BackOff(LIST_WAIT_RECHECK))
+    end(TickOutcome::BackOff(LIST_WAIT_RECHECK))
 }
 
 /// The objective the tick works toward (read once the goal is known to be driven), after the
@@ -187,7 +188,7 @@ pub(super) fn objective(at: &Decide<'_>) -> Flow<String> {
             settlement.detail = Some("objective file".into());
             ControlFlow::Break(at.settle(settlement, Extras::default(), Guard::Tick, None))
         }
-        None => end(End::Retry),
+        None => end(TickOutcome::Retry),
     }
 }
 
@@ -203,8 +204,8 @@ pub(super) fn live<'s>(at: &Decide<'s>) -> Flow<&'s Live> {
     };
     match live_gate(&live.status, &seen.session_id, &live.children, |_| live.waiting_events) {
         LiveGate::Proceed => ControlFlow::Continue(live),
-        LiveGate::Busy => end(End::Busy),
-        LiveGate::ChildBusy => end(End::Rearm),
+        LiveGate::Busy => end(TickOutcome::Busy),
+        LiveGate::ChildBusy => end(TickOutcome::Rearm),
         LiveGate::WaitingForUser => waiting_for_user(at, live),
     }
 }
@@ -224,7 +225,7 @@ fn live_failed<T>(at: &Decide<'_>, failed: &[(Route, HttpError)]) -> Flow<T> {
             return act(write(Change::WaitingForOpenCode { detail }, Slot::Waiting));
         }
     }
-    end(End::Retry)
+    end(TickOutcome::Retry)
 }
 
 /// Events said a permission or question is open: OpenCode's lists are read first (the answer's
@@ -243,7 +244,7 @@ fn waiting_for_user<'s>(at: &Decide<'_>, live: &'s Live) -> Flow<&'s Live> {
             if !seen.waiting.noted && reason != WAITING_FOR_USER && reason != REASON_RESUMED {
                 return act(write(Change::WaitingForUser, Slot::Waiting));
             }
-            end(End::Done)
+            end(TickOutcome::Done)
         }
     }
 }

@@ -3,10 +3,11 @@
 //! carried out by the walker the way the gatherer and the executor would, and the walk's end and
 //! effects compared with the row. No runtime, no clock, no I/O.
 
+use crate::sched::outcome::TickOutcome;
 use serde_json::{json, Map, Value};
 
 use super::change::ApplyWith;
-use super::decision::{Decision, Effect, End, Need, Slot};
+use super::decision::{Decision, Effect, Need, Slot};
 use super::seen::{Claim, Delivery, First, Held, Live, OwnerAnswer, ReadBack, Seen, Written};
 use super::{decide, lineage::OwnerView};
 use crate::config::GoalConfig;
@@ -114,7 +115,7 @@ fn exchange(text: &str) -> Value {
 #[derive(Default)]
 struct Walk {
     decisions: Vec<Decision>,
-    end: Option<End>,
+    end: Option<TickOutcome>,
     /// The goal as stored at the end.
     stored: Option<Goal>,
     trail: Vec<Map<String, Value>>,
@@ -279,7 +280,7 @@ fn act(world: &mut World, seen: &mut Seen, walk: &mut Walk, stored: &mut Option<
     }
 }
 
-fn ended(walk: &Walk) -> End {
+fn ended(walk: &Walk) -> TickOutcome {
     walk.end.expect("the walk ended")
 }
 
@@ -287,16 +288,16 @@ fn ended(walk: &Walk) -> End {
 fn the_first_reads_end_a_tick_that_has_nothing_to_drive() {
     let mut off = World::new(goal(json!({})));
     off.enabled = false;
-    assert_eq!(ended(&walk(off)), End::Done, "goals switched off");
+    assert_eq!(ended(&walk(off)), TickOutcome::Done, "goals switched off");
     let paused = World::new(goal(json!({"status": "paused"})));
-    assert_eq!(ended(&walk(paused)), End::Done);
+    assert_eq!(ended(&walk(paused)), TickOutcome::Done);
     let mut child = World::new(goal(json!({})));
     child.session =
         Ok(json!({"id": "ses_1", "parentID": "ses_0", "metadata": {"openchamber": {"goal": goal(json!({}))}}}));
-    assert_eq!(ended(&walk(child)), End::Done, "a subagent carries no goal");
+    assert_eq!(ended(&walk(child)), TickOutcome::Done, "a subagent carries no goal");
     let mut failing = World::new(goal(json!({})));
     failing.session = Err(HttpError::Status(503));
-    assert_eq!(ended(&walk(failing)), End::Retry);
+    assert_eq!(ended(&walk(failing)), TickOutcome::Retry);
 }
 
 #[test]
@@ -307,16 +308,16 @@ fn a_session_that_is_not_there_is_looked_at_every_30_s_ten_times_then_let_go() {
         world.attempt = attempt;
         ended(&walk(world))
     };
-    assert_eq!(gone(0), End::Retry, "retries first");
-    assert_eq!(gone(4), End::RetryIn(super::start::GONE_RECHECK));
-    assert_eq!(gone(13), End::RetryIn(super::start::GONE_RECHECK));
-    assert_eq!(gone(14), End::Done, "let go after ten looks");
+    assert_eq!(gone(0), TickOutcome::Retry, "retries first");
+    assert_eq!(gone(4), TickOutcome::RetryIn(super::start::GONE_RECHECK));
+    assert_eq!(gone(13), TickOutcome::RetryIn(super::start::GONE_RECHECK));
+    assert_eq!(gone(14), TickOutcome::Done, "let go after ten looks");
 }
 
 #[test]
 fn an_audited_turn_is_reserved_then_posted_once() {
     let walk = walk(World::new(goal(json!({}))));
-    assert_eq!(ended(&walk), End::Continued);
+    assert_eq!(ended(&walk), TickOutcome::Continued);
     assert_eq!(walk.posts, 1);
     let stored = walk.stored.as_ref().expect("stored");
     assert_eq!(stored.turns_used, 1, "the turn counted at the reservation");
@@ -389,7 +390,7 @@ fn every_settle_writes_its_cause() {
         let walk = walk(world);
         assert_eq!((walk.status(), walk.cause()), (Some(status), Some(cause)), "{name}: {:?}", walk.end);
         assert_eq!(walk.posts, 0, "{name}: nothing posted");
-        assert_eq!(ended(&walk), End::Settled, "{name}");
+        assert_eq!(ended(&walk), TickOutcome::Settled, "{name}");
         assert_eq!(walk.notified, status != GoalStatus::Paused, "{name}: a settle notifies, a pause does not");
     }
 }
@@ -398,35 +399,38 @@ fn every_settle_writes_its_cause() {
 #[test]
 fn the_gates_end_the_tick_as_the_live_state_says() {
     let busy = World { status: json!({"ses_1": {"type": "busy"}}), ..World::new(goal(json!({}))) };
-    assert_eq!(ended(&walk(busy)), End::Busy);
+    assert_eq!(ended(&walk(busy)), TickOutcome::Busy);
     let child = World {
         children: vec![json!({"id": "ses_c", "parentID": "ses_1"})],
         status: json!({"ses_c": {"type": "busy"}}),
         ..World::new(goal(json!({})))
     };
-    assert_eq!(ended(&walk(child)), End::Rearm);
+    assert_eq!(ended(&walk(child)), TickOutcome::Rearm);
     let lease = World::new(goal(json!({"lease": {"holder": "other", "expiresAt": NOW + 60_000.0}})));
-    assert!(matches!(ended(&walk(lease)), End::BackOff(_)), "another host's live lease");
+    assert!(matches!(ended(&walk(lease)), TickOutcome::BackOff(_)), "another host's live lease");
     let fresh = World::new(goal(json!({}))).messages(json!([
         {"info": {"id": "msg_0000000a0001AAAAAAAAAAAAAA", "role": "user", "time": {"created": NOW - 20_000.0}}, "parts": []},
         {"info": {"id": "msg_0000000a0002AAAAAAAAAAAAAA", "role": "assistant", "time": {"created": NOW - 10_000.0, "completed": NOW - 5_000.0},
             "finish": "stop", "providerID": "mock", "modelID": "mock-model"}, "parts": []},
     ]));
-    assert!(matches!(ended(&walk(fresh)), End::BackOff(wait) if wait.as_millis() > 9_000), "inside the quiet window");
+    assert!(
+        matches!(ended(&walk(fresh)), TickOutcome::BackOff(wait) if wait.as_millis() > 9_000),
+        "inside the quiet window"
+    );
     let none = World::new(goal(json!({}))).messages(json!([]));
-    assert_eq!(ended(&walk(none)), End::Done, "no reply yet");
+    assert_eq!(ended(&walk(none)), TickOutcome::Done, "no reply yet");
 }
 
 #[test]
 fn a_request_events_said_is_open_is_read_from_opencode_first() {
     let mut open = World { waiting_events: true, requests_open: true, ..World::new(goal(json!({}))) };
     let noted = walk(open);
-    assert_eq!(ended(&noted), End::Done);
+    assert_eq!(ended(&noted), TickOutcome::Done);
     assert_eq!(noted.cause(), Some(CauseCode::WaitingForUser));
     open = World { waiting_events: true, requests_open: false, ..World::new(goal(json!({}))) };
     let answered = walk(open);
     assert!(answered.did(|d| matches!(d, Decision::Act(Effect::InputsSettled(_)))));
-    assert_eq!(ended(&answered), End::Continued, "the answer's event was lost: going on");
+    assert_eq!(ended(&answered), TickOutcome::Continued, "the answer's event was lost: going on");
 }
 
 #[test]
@@ -434,7 +438,7 @@ fn a_failing_read_makes_the_goal_wait_and_say_so() {
     let mut world = World::new(goal(json!({})));
     world.messages = Err(HttpError::Status(500));
     let walk = walk(world);
-    assert_eq!(ended(&walk), End::Retry);
+    assert_eq!(ended(&walk), TickOutcome::Retry);
     let cause = walk.stored.as_ref().and_then(|g| g.cause.clone()).expect("a cause");
     assert_eq!(
         (cause.code, cause.detail.as_deref()),
@@ -445,12 +449,12 @@ fn a_failing_read_makes_the_goal_wait_and_say_so() {
 #[test]
 fn a_fork_s_copy_is_adopted_paused_and_a_goal_of_unknown_owner_waits() {
     let copy = walk(World::new(goal(json!({"sessionId": "ses_0"}))));
-    assert_eq!(ended(&copy), End::Done);
+    assert_eq!(ended(&copy), TickOutcome::Done);
     assert_eq!((copy.status(), copy.cause()), (Some(GoalStatus::Paused), Some(CauseCode::Inherited)));
     let mut failing = World::new(goal(json!({"sessionId": null})));
     failing.owners = OwnerAnswer::Failing { detail: "GET /session → 503".into() };
     let waiting = walk(failing);
-    assert_eq!(ended(&waiting), End::BackOff(super::start::LIST_WAIT_RECHECK));
+    assert_eq!(ended(&waiting), TickOutcome::BackOff(super::start::LIST_WAIT_RECHECK));
     assert_eq!(waiting.cause(), Some(CauseCode::WaitingForOpenCode));
     assert!(waiting.stored.as_ref().is_some_and(|g| g.session_id.is_none()), "the goal keeps naming no session");
 }
@@ -464,7 +468,7 @@ fn a_provider_limit_parks_the_goal_and_a_cut_turn_is_continued_visibly() {
                 "responseHeaders": {"retry-after": "60"}}}, "providerID": "mock", "modelID": "mock-model"}, "parts": []},
     ]));
     let parked = walk(limited);
-    assert!(matches!(ended(&parked), End::BackOff(_)));
+    assert!(matches!(ended(&parked), TickOutcome::BackOff(_)));
     assert_eq!(parked.cause(), Some(CauseCode::WaitingForProviderLimit));
     assert!(parked.trail.iter().any(|l| l["action"] == "park"));
     let cut = World::new(goal(json!({}))).messages(json!([
@@ -473,7 +477,7 @@ fn a_provider_limit_parks_the_goal_and_a_cut_turn_is_continued_visibly() {
             "providerID": "mock", "modelID": "mock-model"}, "parts": []},
     ]));
     let continued = walk(cut);
-    assert_eq!(ended(&continued), End::Continued);
+    assert_eq!(ended(&continued), TickOutcome::Continued);
     assert!(!continued.did(|d| matches!(d, Decision::Act(Effect::Audit(_)))), "a cut turn is not audited");
     assert_eq!(continued.stored.as_ref().map(|g| g.note.as_str()), Some(crate::record::reasons::NOTE_TURN_CUT));
     assert!(continued.trail.iter().any(|l| l["action"] == "continue (turn cut)" && l["cut"] == 1));
@@ -488,7 +492,7 @@ fn a_stranded_message_is_posted_again_under_its_ids() {
     ]));
     let walk = walk(stranded);
     assert_eq!(walk.posts, 1, "one re-post");
-    assert!(matches!(ended(&walk), End::BackOff(_)));
+    assert!(matches!(ended(&walk), TickOutcome::BackOff(_)));
     assert_eq!(walk.stored.as_ref().and_then(|g| g.reposted.get()).map(|r| r.posts), Some(1));
 }
 
@@ -496,7 +500,7 @@ fn a_stranded_message_is_posted_again_under_its_ids() {
 fn a_user_action_during_the_tick_ends_it_before_anything_is_posted() {
     let stopped = World { current: false, ..World::new(goal(json!({}))) };
     let walk = walk(stopped);
-    assert_eq!(ended(&walk), End::Done);
+    assert_eq!(ended(&walk), TickOutcome::Done);
     assert_eq!(walk.posts, 0);
     assert!(!walk.did(|d| matches!(d, Decision::Act(Effect::Audit(_)))));
 }
@@ -504,7 +508,7 @@ fn a_user_action_during_the_tick_ends_it_before_anything_is_posted() {
 #[test]
 fn a_post_that_fails_is_retried_under_its_id_then_settles_blocked() {
     let failed = World { delivery: Delivery::Failed { refused: false }, ..World::new(goal(json!({}))) };
-    assert!(matches!(ended(&walk(failed)), End::RetryIn(_)), "the same id again later");
+    assert!(matches!(ended(&walk(failed)), TickOutcome::RetryIn(_)), "the same id again later");
     let exhausted = World { delivery: Delivery::Failed { refused: true }, attempt: 4, ..World::new(goal(json!({}))) };
     let settled = walk(exhausted);
     assert_eq!((settled.status(), settled.cause()), (Some(GoalStatus::Blocked), Some(CauseCode::DispatchFailed)));
@@ -514,7 +518,7 @@ fn a_post_that_fails_is_retried_under_its_id_then_settles_blocked() {
 #[test]
 fn a_write_that_fails_never_reports_the_goal_settled() {
     let failing = World { writes_fail: true, ..World::new(goal(json!({}))).audit(json!({"verdict": "complete"})) };
-    assert!(matches!(ended(&walk(failing)), End::RetryIn(_)));
+    assert!(matches!(ended(&walk(failing)), TickOutcome::RetryIn(_)));
 }
 
 /// The agent's first reply, then a person's message `words`, then the agent's answer to it.
@@ -539,7 +543,7 @@ fn a_person_s_stop_pauses_the_goal_and_a_groundless_pause_goes_on() {
     let words = "stop here, I'll finish it myself — the rest of the refactor is mine, thanks for the help so far, really appreciated it all";
     let pause = json!({"verdict": "pause", "note": "the person asked to stop"});
     let stopped = walk(World::new(goal(json!({}))).messages(person_said(words)).audit(pause.clone()));
-    assert_eq!(ended(&stopped), End::Settled);
+    assert_eq!(ended(&stopped), TickOutcome::Settled);
     assert_eq!((stopped.status(), stopped.cause()), (Some(GoalStatus::Paused), Some(CauseCode::UserAskedToPause)));
     let stored = stopped.stored.as_ref().expect("stored");
     let detail = stored.cause.as_ref().and_then(|c| c.detail.clone()).expect("a detail");
@@ -555,13 +559,17 @@ fn a_person_s_stop_pauses_the_goal_and_a_groundless_pause_goes_on() {
     assert!(stopped.trail.iter().any(|l| l["verdict"] == "pause" && l["action"] == "paused"));
 
     let groundless = walk(World::new(goal(json!({}))).audit(pause));
-    assert_eq!(ended(&groundless), End::Continued, "no person's message: the pause is not obeyed");
+    assert_eq!(ended(&groundless), TickOutcome::Continued, "no person's message: the pause is not obeyed");
     assert_eq!((groundless.status(), groundless.posts), (Some(GoalStatus::Active), 1));
     let action = crate::record::reasons::ACTION_PAUSE_UNFOUNDED;
     assert!(groundless.trail.iter().any(|l| l["verdict"] == "pause" && l["action"] == action), "the trail says why");
 
     let more = walk(World::new(goal(json!({}))).messages(person_said("also handle empty input")));
-    assert_eq!((ended(&more), more.posts), (End::Continued, 1), "a person's message that asks for more goes on");
+    assert_eq!(
+        (ended(&more), more.posts),
+        (TickOutcome::Continued, 1),
+        "a person's message that asks for more goes on"
+    );
 }
 
 /// A message newer than the reserved tail at the read-back (typed while the tick ran, or a turn a
@@ -570,5 +578,5 @@ fn a_person_s_stop_pauses_the_goal_and_a_groundless_pause_goes_on() {
 #[test]
 fn a_newer_message_at_the_read_back_posts_nothing_and_looks_again() {
     let walk = walk(World { newer_at_read_back: true, ..World::new(goal(json!({}))) });
-    assert_eq!((ended(&walk), walk.posts), (End::Rearm, 0));
+    assert_eq!((ended(&walk), walk.posts), (TickOutcome::Rearm, 0));
 }

@@ -3,6 +3,7 @@
 //! `complete` while a command fails goes on; criteria are graded or derived), the trail's line,
 //! and the decision it leads to: settle, run the checks or the review, or continue.
 
+use crate::sched::outcome::TickOutcome;
 use std::ops::ControlFlow;
 
 use serde_json::{json, Map, Value};
@@ -16,7 +17,7 @@ use crate::goal::decide::plan::{
     after_audit, hold_completion, parse_verdict, AfterAudit, Audit, Basis, Reservation, Settlement, Verdict,
 };
 use crate::goal::decide::seen::{Evidence, Live};
-use crate::goal::decide::{Effect, End, Guard, Line, Need, Slot};
+use crate::goal::decide::{Effect, Guard, Line, Need, Slot};
 use crate::record::cause::CauseCode;
 use crate::record::reasons::{ACTION_PAUSE_UNFOUNDED, REASON_NO_PROGRESS};
 use crate::record::small_model_call::{SmallModelQuery, SmallModelReply};
@@ -43,7 +44,7 @@ pub(super) fn audit(at: &Decide<'_>, live: &Live, objective: &str, basis: Basis)
     let seen = at.seen;
     let audit_seen = &seen.audit;
     if audit_seen.answer.is_none() && !seen.current {
-        return end(End::Done);
+        return end(TickOutcome::Done);
     }
     let Some(evidence) = &audit_seen.evidence else {
         return read(Need::Evidence { tail: basis.tail_message_id.clone(), reply: basis.assistant_text.clone() });
@@ -58,7 +59,7 @@ pub(super) fn audit(at: &Decide<'_>, live: &Live, objective: &str, basis: Basis)
         return act(Effect::Audit(query(at, &basis, objective, evidence, derive, &items)));
     };
     if !audit_seen.trail && !seen.current {
-        return end(End::Done);
+        return end(TickOutcome::Done);
     }
     let concluded = conclude(at, &basis, objective, evidence, answer.as_ref(), *answered_at, derive, items.len());
     if !audit_seen.trail {
