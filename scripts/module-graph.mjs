@@ -3,8 +3,9 @@
 // .ci/run:
 // - the import graph between the core's top-level modules, and between its files (from
 //   `crate::…` and `super::…` paths in non-test code), must have no cycle;
-// - the import graph between the binding's modules must have no cycle (the crate root, lib.rs,
-//   declares every module and is left out, as the core's root is);
+// - the import graphs of the binding, between its top-level modules (a folder is one) and between
+//   its files, must have no cycle (the crate root, lib.rs, declares every module and is left
+//   out, as the core's root is);
 // - goal/'s folders import only downward, in the order of GOAL_FOLDERS (decide ← gather ←
 //   act): no two import each other both ways and none imports a folder above it;
 // - the decision (goal/decide/) is pure: it imports no I/O module, nothing of tokio, and has no
@@ -186,24 +187,37 @@ for (const file of files) {
   functionLengths(text, relative(root, file))
 }
 
-// The binding: its functions count toward the length limit too, and its modules form a graph of
-// their own (an edge is a `crate::module…` path; items defined in lib.rs are not a module).
-const bindingEdges = new Map() // binding module path → Map(module path → evidence)
+// The binding: its functions count toward the length limit too, and its modules form graphs of
+// their own (an edge is a `crate::module…` path; items defined in lib.rs are not a module): one
+// between its top-level modules (`types` is one node, whichever of its files imports or is
+// imported) and one between its files.
+const bindingEdges = new Map() // top-level module → Map(top-level module → evidence)
+const bindingFileEdges = new Map() // file module path → Map(file module path → evidence)
 const bindingFiles = walk(bindingRoot)
 const bindingModules = new Set(bindingFiles.map((f) => modulePathUnder(bindingRoot, f).join('::')))
+/** The module of the binding a path names: its longest prefix that is a file's module. */
+const bindingModuleOf = (abs) => {
+  for (let n = abs.length; n > 0; n--) if (bindingModules.has(abs.slice(0, n).join('::'))) return abs.slice(0, n).join('::')
+  return null
+}
+const addEdge = (graph, from, to, where) => {
+  if (from === to) return
+  if (!graph.has(from)) graph.set(from, new Map())
+  graph.get(from).set(to, where)
+}
 for (const file of bindingFiles) {
   const self = modulePathUnder(bindingRoot, file)
   const text = withoutTests(strip(readFileSync(file, 'utf8')))
   extraAccesses += (text.match(/\.extra\b/g) ?? []).length
   functionLengths(text, `src/${relative(bindingRoot, file)}`)
   if (self.length === 0) continue
-  const from = self.join('::')
   for (const [path, line] of crateRefs(text)) {
     const abs = resolve(path, self)
-    const target = abs && abs.length > 0 ? abs[0] : null
-    if (!target || target === from || !bindingModules.has(target)) continue
-    if (!bindingEdges.has(from)) bindingEdges.set(from, new Map())
-    bindingEdges.get(from).set(target, `src/${relative(bindingRoot, file)}:${line} ${path}`)
+    const target = abs && abs.length > 0 ? bindingModuleOf(abs) : null
+    if (!target) continue
+    const where = `src/${relative(bindingRoot, file)}:${line} ${path}`
+    addEdge(bindingEdges, self[0], target.split('::')[0], where)
+    addEdge(bindingFileEdges, self.join('::'), target, where)
   }
 }
 
@@ -274,17 +288,16 @@ for (const comp of fileCycles) {
   console.log(`  IMPORT CYCLE between files: ${comp.join(', ')}`)
 }
 const bindingEdgeCount = [...bindingEdges.values()].reduce((n, m) => n + m.size, 0)
-const bindingCycles = cycles(bindingEdges)
-console.log(`binding (src/): ${bindingModules.size - 1} modules, ${bindingEdgeCount} import edges; cycles: ${bindingCycles.length === 0 ? 'none' : bindingCycles.length}`)
+const bindingCycles = [bindingEdges, bindingFileEdges].flatMap((graph) => cycles(graph).map((comp) => [comp, graph]))
+console.log(`binding (src/): ${bindingModules.size - 1} modules, ${bindingEdgeCount} import edges between its top-level modules; cycles (top-level or file-level): ${bindingCycles.length === 0 ? 'none' : bindingCycles.length}`)
 if (flag('--graph')) {
   for (const [from, to] of [...bindingEdges].sort()) console.log(`  src ${from} → ${[...to.keys()].sort().join(', ')}`)
 }
-for (const comp of bindingCycles) {
+for (const [comp, graph] of bindingCycles) {
   failed = true
   console.log(`  IMPORT CYCLE between binding modules: ${comp.join(', ')}`)
   const set = new Set(comp)
-  for (const from of comp)
-    for (const [to, where] of bindingEdges.get(from) ?? []) if (set.has(to)) console.log(`    ${from} → ${to}  (${where})`)
+  for (const from of comp) for (const [to, where] of graph.get(from) ?? []) if (set.has(to)) console.log(`    ${from} → ${to}  (${where})`)
 }
 // goal/'s folders: an edge is a file of one folder importing from another. The tick asks the
 // decision, reads and acts; a folder importing one above it in GOAL_FOLDERS (or two importing
