@@ -91,6 +91,7 @@ export const FEATURES = [
       `${CORE}goal/decide/wait_rules.rs`,
       `${CORE}goal/decide/notify.rs`,
       `${CORE}goal/decide/stages.rs`,
+      `${CORE}goal/decide/proof.rs`,
     ],
   },
   {

@@ -113,9 +113,8 @@ pub use config::{EvidenceConfig, EvidenceLimits, GoalConfig, ProviderLimits};
 
 // The goal record.
 pub use evidence::person_words::quote as quote_person;
-pub use goal::decide::budgets::cost::{
-    cost_used, format_usd, provider_reports_no_cost, MAX_COST_BUDGET, MIN_COST_BUDGET,
-};
+pub use goal::decide::accounting::cost_used;
+pub use goal::decide::budgets::cost::{format_usd, provider_reports_no_cost, MAX_COST_BUDGET, MIN_COST_BUDGET};
 pub use goal::decide::budgets::time::parse_duration;
 pub use goal::decide::causes::{cause_of, fix_action, fix_sentence};
 pub use goal::decide::limit_rules::wake_at as provider_wake_at;

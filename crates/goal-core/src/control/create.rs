@@ -18,9 +18,10 @@ use crate::io::opencode::OpenCodeClient;
 use crate::io::services::{SmallModel, SmallModelQuery};
 use crate::io::writer::write_namespace_key;
 use crate::record::session::SessionView;
-use crate::record::{truncate_chars, Goal, GoalStatus, GOAL_OBJECTIVE_CHAR_LIMIT};
+use crate::record::{Goal, GoalStatus, GOAL_OBJECTIVE_CHAR_LIMIT};
 use crate::text::prompts;
 use crate::text::script_guard::introduces_foreign_script;
+use crate::text::truncate_chars;
 use crate::time::clock::now_ms;
 
 /// What goal creation and the host actions need: OpenCode, the data directory of the objective

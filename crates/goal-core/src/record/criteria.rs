@@ -4,7 +4,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::truncate_chars;
+use crate::text::truncate_chars;
 
 /// At most this many criteria per goal.
 pub const MAX_CRITERIA: usize = 8;

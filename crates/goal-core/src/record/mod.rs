@@ -150,14 +150,6 @@ pub(crate) fn string_field(value: Option<&Value>) -> String {
     value.and_then(Value::as_str).unwrap_or("").to_string()
 }
 
-/// Keeps at most `max` characters (not bytes).
-pub fn truncate_chars(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((byte, _)) => text[..byte].to_string(),
-        None => text.to_string(),
-    }
-}
-
 impl Goal {
     /// Parses `metadata.openchamber.goal` from a session's metadata value. `None` when the
     /// goal is absent or invalid (no id, unknown status, no objective at all).

@@ -8,7 +8,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::record::truncate_chars;
+use crate::text::truncate_chars;
 
 /// Most response headers kept from one error (a provider sends a few dozen at most).
 pub const MAX_HEADERS: usize = 64;

@@ -33,6 +33,7 @@ use crate::io::objectives::{copy_objective, ObjectiveCopy};
 use crate::io::opencode::OpenCodeClient;
 use crate::io::prompt_outcome::DispatchOutcome;
 use crate::io::services::Services;
+use crate::io::spawn_detached;
 use crate::io::writer::{try_write_goal_marking, BaseRead, GoalGuard, GoalUpdate, Marking};
 use crate::record::{continuation_for_of, Goal, GoalStatus};
 use crate::sched::facts::TickFacts;
@@ -374,13 +375,6 @@ fn said(session_id: &str, label: &str, result: Result<Option<&Goal>, &HttpError>
             Written::Failed
         }
     }
-}
-
-/// Runs side work that nothing waits for on the ambient tokio runtime. One boxed future type for
-/// every such site, so the task machinery is compiled once (the addon's size is budgeted). It
-/// runs in the caller's tracing span (the runtime's log identity).
-pub fn spawn_detached(work: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>) {
-    tokio::spawn(tracing::Instrument::in_current_span(work));
 }
 
 /// Slack past a small-model call's own timeout before the call is given up.

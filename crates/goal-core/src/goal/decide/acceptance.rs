@@ -14,16 +14,16 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use super::proof::{held, Input};
 use super::{act, end, read, Decide, Flow, MARGIN};
 use crate::error::HttpError;
-use crate::goal::decide::change::{Change, Extras};
+use crate::goal::decide::change::Extras;
 use crate::goal::decide::check_rules::{self, cut_in, recorded_run, run_cut, CheckResult, CheckRun};
 use crate::goal::decide::decision::Slot;
-use crate::goal::decide::grading::CriteriaUpdate;
 use crate::goal::decide::notify::trail_line;
 use crate::goal::decide::plan::{blocked, Basis, Reservation, Settlement};
-use crate::goal::decide::seen::{Claim, Held, Live, Transcript};
-use crate::goal::decide::{Effect, Guard, Need, Write};
+use crate::goal::decide::seen::{Claim, Transcript};
+use crate::goal::decide::{Effect, Guard, Need};
 use crate::record::cause::CauseCode;
 use crate::record::check_id::check_message_id;
 use crate::record::reasons::{REASON_CHECKS_PASSED, REASON_CHECKS_UNAVAILABLE};
@@ -35,23 +35,11 @@ pub const CALL_SLACK: Duration = Duration::from_secs(30);
 /// What a check run's claim part names.
 pub const CHECK_LABEL: &str = "acceptance check";
 
-/// What the checks and the review need to know about the completion under proof.
-pub(super) struct Input<'a> {
-    /// The turn the auditor judged complete.
-    pub basis: &'a Basis,
-    /// The `complete` settlement the proof stands before.
-    pub settlement: Settlement,
-    /// The criteria the audit graded (all met), written with the round's lease.
-    pub criteria: Option<CriteriaUpdate>,
-    /// The audit's evidence items (`e1…`), for a review.
-    pub items: Vec<String>,
-}
-
 /// The proof of a `complete`: the checks, then the review. `Continue` is the continuation's
 /// reservation (a check failed, or the reviewer rejected).
-pub(super) fn accept(at: &Decide<'_>, live: &Live, objective: &str, input: Input<'_>) -> Flow<Reservation> {
+pub(super) fn accept(at: &Decide<'_>, objective: &str, input: Input<'_>) -> Flow<Reservation> {
     if at.goal.checks.is_empty() {
-        return super::review::review(at, live, objective, input);
+        return super::review::review(at, objective, input);
     }
     match round(at, &input) {
         // A shell endpoint that kept failing through every retry: the goal cannot be proven.
@@ -69,7 +57,7 @@ pub(super) fn accept(at: &Decide<'_>, live: &Live, objective: &str, input: Input
             settlement.cause = CauseCode::ChecksPassed;
             settlement.detail = Some(format!("{passed} of {} checks passed", at.goal.checks.len()));
             if at.goal.review_wanted().is_some() {
-                return super::review::review(at, live, objective, Input { settlement, ..input });
+                return super::review::review(at, objective, Input { settlement, ..input });
             }
             ControlFlow::Break(at.settle(settlement, Extras::default(), Guard::Tick, None))
         }
@@ -120,35 +108,14 @@ fn stopped_after(at: &Decide<'_>) -> bool {
         && seen.plan.dispatch_claim.is_none()
 }
 
-/// The lease of a check round or a review, watched like a reservation: a user's stop that landed
-/// between the tick's read and this write is heard in its echo and written back, and the round
-/// ends before anything is claimed or run.
-pub(super) fn held(at: &Decide<'_>, slot: Slot, hold: Duration, criteria: Option<CriteriaUpdate>) -> Flow {
-    let held = if slot == Slot::ChecksHeld { &at.seen.checks.held } else { &at.seen.review.held };
-    match held {
-        None => {
-            let change = Change::Hold { hold_ms: hold.as_millis() as f64, criteria };
-            act(Effect::Watched(Write { change, guard: Guard::Tick, keep_owner: false, slot }))
-        }
-        Some(Held::Written { .. }) => ControlFlow::Continue(()),
-        Some(Held::Repaired | Held::Stale) => end(TickOutcome::Done),
-        Some(Held::Failed) => end(at.late_retry()),
-    }
-}
-
 /// The session just before a run: ends the round when it cannot be read, is busy, shows a user
 /// message after the tail, or the goal was stopped or edited.
-pub(super) fn fresh<'s>(
-    at: &Decide<'s>,
-    transcript: &'s Option<Result<Transcript, ()>>,
-    need: Need,
-    tail: &str,
-) -> Flow<&'s Transcript> {
+fn fresh<'s>(at: &Decide<'s>, transcript: &'s Option<Result<Transcript, ()>>, tail: &str) -> Flow<&'s Transcript> {
     if transcript.is_none() && !at.seen.current {
         return end(TickOutcome::Done);
     }
     match transcript {
-        None => read(need),
+        None => read(Need::CheckTranscript),
         Some(Err(())) => end(TickOutcome::Retry),
         Some(Ok(fresh)) => {
             let same_goal = fresh
@@ -169,7 +136,7 @@ fn run_one(at: &Decide<'_>, basis: &Basis, index: usize, check: &AcceptanceCheck
     let seen = &at.seen.checks.current;
     let tail = basis.tail_message_id.as_str();
     let message_id = check_message_id(&at.goal.id, tail, index, &check.command);
-    let fresh = fresh(at, &seen.transcript, Need::CheckTranscript { index }, tail)?;
+    let fresh = fresh(at, &seen.transcript, tail)?;
     if let Some(id) = &message_id {
         let mut cut = false;
         match recorded_run(&fresh.raw, id, index, check) {

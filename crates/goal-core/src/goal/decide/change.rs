@@ -19,7 +19,8 @@ use crate::record::lease::take_lease;
 use crate::record::reasons::{
     NOTE_TURN_CUT, REASON_PAUSED_AFTER_ABORT, REASON_RESUMED, REASON_WAITING_FOR_HOURS, WAITING_FOR_USER,
 };
-use crate::record::{truncate_chars, Goal, GoalStatus, Reposted, NOTE_CHAR_LIMIT, REASON_CHAR_LIMIT};
+use crate::record::{Goal, GoalStatus, Reposted, NOTE_CHAR_LIMIT, REASON_CHAR_LIMIT};
+use crate::text::truncate_chars;
 use crate::time::active::{begin_inactive, end_inactive};
 
 /// What a change is applied with: whose it is, this runtime's lease holder id, now, and how long

@@ -52,11 +52,8 @@ pub enum Need {
         /// Its text.
         reply: String,
     },
-    /// Before check `index` runs: the status, the transcript and the session, at once.
-    CheckTranscript {
-        /// The check.
-        index: usize,
-    },
+    /// Before the next check runs: the status, the transcript and the session, at once.
+    CheckTranscript,
     /// A reviewer session of this tail that already answered (named by its title).
     FinishedReview {
         /// The reviewer session's title.

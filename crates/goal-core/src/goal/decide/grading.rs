@@ -13,9 +13,10 @@ use crate::evidence::audit_block::escape_for_block;
 use crate::evidence::digest::Digest;
 use crate::record::criteria::MAX_CRITERIA;
 use crate::record::criteria::{assign_criteria, one_line, Criterion, CriterionSource, CriterionState, RecordedGrade};
-use crate::record::{truncate_chars, Goal, NOTE_CHAR_LIMIT};
+use crate::record::{Goal, NOTE_CHAR_LIMIT};
 use crate::text::prompts::xml_escape;
 use crate::text::script_guard::introduces_foreign_script;
+use crate::text::truncate_chars;
 
 /// Fewest derived criteria that make a usable list.
 pub const MIN_DERIVED: usize = 2;

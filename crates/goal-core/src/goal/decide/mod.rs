@@ -33,6 +33,7 @@ pub mod wait_rules;
 pub mod acceptance;
 pub mod delivery;
 pub mod planning;
+pub mod proof;
 pub mod provider;
 pub mod review;
 pub mod start;
@@ -80,7 +81,7 @@ fn branch_order(seen: &Seen, config: &GoalConfig, now: f64) -> Flow {
     let course = planning::plan(&at, live, &window)?;
     let reservation = match course {
         planning::Course::Continue(basis, reservation) => (basis, *reservation),
-        planning::Course::Audit(basis) => verdict::audit(&at, live, &objective, basis)?,
+        planning::Course::Audit(basis) => verdict::audit(&at, &objective, basis)?,
     };
     delivery::deliver(&at, &objective, reservation.0, reservation.1)
 }

@@ -12,7 +12,8 @@ use crate::record::reasons::{
     REASON_VERIFIED,
 };
 use crate::record::session::{chronological, Message, Role};
-use crate::record::{truncate_chars, Goal, GoalStatus, NOTE_CHAR_LIMIT};
+use crate::record::{Goal, GoalStatus, NOTE_CHAR_LIMIT};
+use crate::text::truncate_chars;
 
 /// Consecutive `blocked` verdicts that settle a goal.
 pub const BLOCKED_STREAK_LIMIT: u64 = 3;
@@ -171,7 +172,7 @@ pub fn plan_tick(goal: &Goal, messages: &[Message], max_auto_turns: u64) -> Plan
             variant: execution.variant.clone(),
         },
         tail_message_id: last.id.clone(),
-        assistant_text: crate::record::truncate_chars(&tail.text, TRANSCRIPT_PART_CHAR_LIMIT),
+        assistant_text: crate::text::truncate_chars(&tail.text, TRANSCRIPT_PART_CHAR_LIMIT),
         tail_created: last.created,
         tail_output: tail.produced_output,
         cut_turn: None,
@@ -210,10 +211,10 @@ pub fn turn_failure(tail: &Message) -> Option<TurnFailure> {
     if tail.is_aborted() || tail.is_length_truncated() {
         return None;
     }
-    let name = crate::record::truncate_chars(name.trim(), TURN_ERROR_NAME_CHAR_LIMIT);
+    let name = crate::text::truncate_chars(name.trim(), TURN_ERROR_NAME_CHAR_LIMIT);
     let reason = if name.is_empty() { REASON_TURN_FAILED } else { name.as_str() };
     let message = tail.provider_error.as_ref().map(|e| e.message.trim()).unwrap_or("");
-    let message = crate::record::truncate_chars(message, TURN_ERROR_MESSAGE_CHAR_LIMIT);
+    let message = crate::text::truncate_chars(message, TURN_ERROR_MESSAGE_CHAR_LIMIT);
     let detail = if message.is_empty() { reason.to_string() } else { format!("{reason}: {message}") };
     Some(TurnFailure { reason: reason.to_string(), detail })
 }

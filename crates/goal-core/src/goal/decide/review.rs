@@ -9,7 +9,7 @@
 use crate::sched::outcome::TickOutcome;
 use std::ops::ControlFlow;
 
-use super::acceptance::{held, Input};
+use super::proof::{held, Input};
 use super::{act, end, read, Decide, Flow};
 use crate::goal::decide::change::Extras;
 use crate::goal::decide::decision::Slot;
@@ -17,7 +17,7 @@ use crate::goal::decide::grading::{open_criteria_paragraph, CriteriaUpdate};
 use crate::goal::decide::notify::trail_line;
 use crate::goal::decide::plan::{blocked, continuing, EvidenceFields, Reservation, Settlement};
 use crate::goal::decide::review_rules::{self, judge, Judgement, ReviewAnswer, ReviewerBody};
-use crate::goal::decide::seen::{Claim, Live, ReviewerRun};
+use crate::goal::decide::seen::{Claim, ReviewerRun};
 use crate::goal::decide::{Effect, Guard, Need};
 use crate::record::cause::CauseCode;
 use crate::record::check_id::check_message_id;
@@ -31,7 +31,7 @@ const ROUND_SLACK: std::time::Duration = std::time::Duration::from_secs(30);
 /// Reviews `input.settlement` (a `complete`): settled (approved, unavailable, or the cost budget
 /// reached), continued with the findings quoted (`Continue`), or ended without a verdict
 /// (another host reviews; the user stepped in).
-pub(super) fn review(at: &Decide<'_>, _live: &Live, objective: &str, input: Input<'_>) -> Flow<Reservation> {
+pub(super) fn review(at: &Decide<'_>, objective: &str, input: Input<'_>) -> Flow<Reservation> {
     let (seen, config) = (&at.seen.review, at.config);
     let tail = input.basis.tail_message_id.clone();
     let review_id = check_message_id(&at.goal.id, &tail, review_rules::REVIEW_INDEX, review_rules::REVIEW_COMMAND);

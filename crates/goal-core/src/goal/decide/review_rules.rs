@@ -16,9 +16,10 @@ use crate::record::criteria::{one_line, Criterion, CriterionState};
 use crate::record::review::ReviewTarget;
 use crate::record::review::{FINDING_CHAR_LIMIT, MAX_CITED, MAX_FINDINGS};
 use crate::record::session::{Message, Role};
-use crate::record::{truncate_chars, NOTE_CHAR_LIMIT};
+use crate::record::NOTE_CHAR_LIMIT;
 use crate::text::jsonx::extract_json_object;
 use crate::text::prompts::xml_escape;
+use crate::text::truncate_chars;
 
 /// The reviewer's tool switches, in the order they go on the wire. OpenCode applies a prompt's
 /// `tools` map key by key and the last key that matches a tool wins, so the wildcard comes first

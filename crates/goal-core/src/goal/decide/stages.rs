@@ -121,7 +121,7 @@ impl Stage {
                 Need::Live | Need::OpenRequests => Stage::Live,
                 Need::FreshTail => Stage::Provider,
                 Need::Evidence { .. } => Stage::Audit,
-                Need::CheckTranscript { .. } => checks_stage(),
+                Need::CheckTranscript => checks_stage(),
                 Need::FinishedReview { .. } | Need::CitedFiles(_) => Stage::Review,
                 Need::ReadBack => Stage::Deliver,
             },

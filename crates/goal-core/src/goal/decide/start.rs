@@ -96,7 +96,7 @@ fn listed<'s>(seen: &'s Seen, goal: &'s Goal, listed: bool, older: Option<&str>)
         }
         Ownership::Claimed => {
             remembered(seen)?;
-            claimed(seen, goal)
+            claimed(seen)
         }
         Ownership::Copy { source } => {
             if goal.objective_file && !seen.owner.objective_copied {
@@ -114,12 +114,12 @@ fn unlisted<'s>(seen: &'s Seen, goal: &'s Goal, session_created: f64) -> Flow<&'
     if ownership(goal, &seen.session_id, None) != Ownership::Unmarked {
         // A goal that names no session is either unmarked or resumed by the user (claimed).
         remembered(seen)?;
-        return claimed(seen, goal);
+        return claimed(seen);
     }
     match owner_without_list(goal, session_created) {
         Unlisted::Own => {
             remembered(seen)?;
-            claimed(seen, goal)
+            claimed(seen)
         }
         Unlisted::Copy => adopt(seen, String::new(), CopyRule::Unlisted { session_created }),
         Unlisted::Unknown => wait_for_list(seen, goal, &wait_detail(Route::List, &HttpError::Status(404))),
@@ -135,7 +135,7 @@ fn remembered(seen: &Seen) -> Flow {
 }
 
 /// A copy the user resumed, written as this session's own: the tick goes on with it.
-fn claimed<'s>(seen: &'s Seen, _goal: &'s Goal) -> Flow<&'s Goal> {
+fn claimed(seen: &Seen) -> Flow<&Goal> {
     match &seen.owner.claimed {
         None => act(Effect::Write(super::Write {
             change: Change::Claim,

@@ -16,15 +16,16 @@ use crate::goal::decide::notify::trail_line;
 use crate::goal::decide::plan::{
     after_audit, hold_completion, parse_verdict, AfterAudit, Audit, Basis, Reservation, Settlement, Verdict,
 };
-use crate::goal::decide::seen::{Evidence, Live};
+use crate::goal::decide::seen::Evidence;
 use crate::goal::decide::{Effect, Guard, Line, Need, Slot};
 use crate::record::cause::CauseCode;
 use crate::record::reasons::{ACTION_PAUSE_UNFOUNDED, REASON_NO_PROGRESS};
 use crate::record::small_model_call::{SmallModelQuery, SmallModelReply};
-use crate::record::{truncate_chars, GoalStatus, NOTE_CHAR_LIMIT};
+use crate::record::{GoalStatus, NOTE_CHAR_LIMIT};
 use crate::text::jsonx::extract_json_object;
 use crate::text::prompts;
 use crate::text::script_guard::introduces_foreign_script;
+use crate::text::truncate_chars;
 
 /// What the audit's answer means: the verdict, the extras, the grading, and the decision.
 pub(super) struct Concluded {
@@ -40,7 +41,7 @@ pub(super) struct Concluded {
 
 /// The audit stage: `Continue` is the turn's reservation (the checks and the review, when the
 /// goal asks for them, already passed); a settle or the end of the tick otherwise.
-pub(super) fn audit(at: &Decide<'_>, live: &Live, objective: &str, basis: Basis) -> Flow<(Basis, Reservation)> {
+pub(super) fn audit(at: &Decide<'_>, objective: &str, basis: Basis) -> Flow<(Basis, Reservation)> {
     let seen = at.seen;
     let audit_seen = &seen.audit;
     if audit_seen.answer.is_none() && !seen.current {
@@ -66,7 +67,7 @@ pub(super) fn audit(at: &Decide<'_>, live: &Live, objective: &str, basis: Basis)
         let detached = matches!(concluded.decision, AfterAudit::Continue(_));
         return act(Effect::Trail(Line { record: concluded.line, detached, slot: Slot::AuditTrail }));
     }
-    decided(at, live, objective, basis, evidence, concluded)
+    decided(at, objective, basis, evidence, concluded)
 }
 
 /// The evidence of the turns since the previous audit, up to `tail` (the transcript without the
@@ -333,7 +334,6 @@ fn trail_entry(
 /// to its reservation.
 fn decided(
     at: &Decide<'_>,
-    live: &Live,
     objective: &str,
     basis: Basis,
     evidence: &Evidence,
@@ -348,8 +348,8 @@ fn decided(
                 && (!at.goal.checks.is_empty() || at.goal.review_wanted().is_some()) =>
         {
             let items = grading::evidence_items(&evidence.digest);
-            let input = super::acceptance::Input { basis: &basis, settlement, criteria: update, items };
-            let mut reservation = super::acceptance::accept(at, live, objective, input)?;
+            let input = super::proof::Input { basis: &basis, settlement, criteria: update, items };
+            let mut reservation = super::acceptance::accept(at, objective, input)?;
             // A failed check is a turn like any other: the no-progress breaker counts it.
             reservation.evidence.progress = evidence.state.to_value().as_object().cloned();
             ControlFlow::Continue((basis, reservation))

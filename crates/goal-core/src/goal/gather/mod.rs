@@ -114,7 +114,7 @@ impl Reader<'_> {
                 seen.provider.fresh_tail = Some(self.client.messages(id, dir, self.config.message_limit).await)
             }
             Need::Evidence { tail, reply } => seen.audit.evidence = Some(self.evidence(seen, &tail, &reply).await),
-            Need::CheckTranscript { .. } => seen.checks.current.transcript = Some(self.transcript(id, dir).await),
+            Need::CheckTranscript => seen.checks.current.transcript = Some(self.transcript(id, dir).await),
             Need::FinishedReview { title } => seen.review.finished = Some(self.finished_review(id, dir, &title).await),
             Need::CitedFiles(files) => {
                 let existing = self.existing_files(dir, &files).await;

@@ -6,6 +6,7 @@
 //! value; its check is read by the plan (`goal/decide/plan.rs`), which settles a spent budget
 //! `budgetLimited`. Pure: no I/O.
 
+use crate::goal::decide::accounting::cost_used;
 use crate::goal::decide::budgets::TurnBudget;
 use crate::record::cause::{reasons::REASON_COST_BUDGET, CauseCode};
 use crate::record::Goal;
@@ -28,11 +29,6 @@ pub fn check_budget(dollars: f64) -> Result<f64, String> {
 /// The goal's cost budget, when it has a valid one.
 pub fn budget(goal: &Goal) -> Option<f64> {
     goal.cost_budget.get().copied()
-}
-
-/// US dollars the goal has spent so far (0 when never counted).
-pub fn cost_used(goal: &Goal) -> f64 {
-    goal.cost_used.get().copied().unwrap_or(0.0)
 }
 
 /// The budget as the plan checks it after each turn.
