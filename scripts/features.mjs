@@ -81,7 +81,7 @@ export const FEATURES = [
       `${CORE}goal/decide/change.rs`,
       `${CORE}goal/decide/start.rs`,
       `${CORE}goal/decide/planning.rs`,
-      `${CORE}goal/decide/plan.rs`,
+      `${CORE}goal/decide/plan_rules.rs`,
       `${CORE}goal/decide/verdict.rs`,
       `${CORE}goal/decide/delivery.rs`,
       `${CORE}goal/decide/gates.rs`,

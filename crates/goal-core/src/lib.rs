@@ -53,7 +53,7 @@
 //! | whose goal it is: a fork's copy adopted paused, a resumed copy claimed | `goal/decide/lineage.rs`; owner lists: `goal/gather/owners.rs`, `goal/gather/holders.rs`, `goal/decide/list_rules.rs`, `goal/gather/list_gate.rs` |
 //! | guards: an unreadable guard stops the goal (`invalidGoal`); lenient readings kept as stored | `goal/decide/guard_rules.rs`, `record/guard_read.rs` |
 //! | provider limits: park and resume, typed provider stops, cut turns | `goal/decide/provider.rs`, `goal/decide/limit_rules.rs` (`limit_rules/reset.rs`: reset headers) |
-//! | plan: decisions, gates, quiet window, token accounting | `goal/decide/plan.rs`, `goal/decide/gates.rs`, `goal/decide/accounting.rs` |
+//! | plan: decisions, gates, quiet window, token accounting | `goal/decide/plan_rules.rs`, `goal/decide/gates.rs`, `goal/decide/accounting.rs` |
 //! | the budgets, one file each with its rule and its check: tokens, cost (US dollars), active time | `goal/decide/budgets/` |
 //! | the time stage: a spent time budget, working hours (again on the clock of the post) | `goal/decide/planning.rs`, `goal/decide/delivery.rs` |
 //! | a stranded message posted again under its own ids | `goal/decide/planning.rs`, `goal/decide/strand_rules.rs` |

@@ -121,7 +121,7 @@ pub enum ProviderFailure {
     ContentFilter,
     /// Any other error (unknown names and shapes, non-retryable 5xx, aborts, length cuts): not a
     /// provider failure. An abort pauses and a length cut is recovered; the rest settle `blocked`
-    /// at once with the error's name (`turnFailed`, see `goal/decide/plan.rs`).
+    /// at once with the error's name (`turnFailed`, see `goal/decide/plan_rules.rs`).
     Other,
 }
 

@@ -13,7 +13,6 @@ pub mod own_posts;
 mod runs;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::Value;
 use tracing::{info, warn};
@@ -376,6 +375,3 @@ fn said(session_id: &str, label: &str, result: Result<Option<&Goal>, &HttpError>
         }
     }
 }
-
-/// Slack past a small-model call's own timeout before the call is given up.
-const CALL_SLACK: Duration = Duration::from_millis(500);

@@ -12,16 +12,17 @@ use tracing::{info, warn};
 
 use super::dispatch::Dispatch;
 use super::echo::follow_late_echo;
-use super::{operator, Executor, TickIo, CALL_SLACK};
+use super::{operator, Executor, TickIo};
 use crate::error::HttpError;
-use crate::goal::decide::acceptance::CALL_SLACK as SHELL_SLACK;
+use crate::goal::decide::acceptance::SHELL_SLACK;
 use crate::goal::decide::check_rules::{self, first_claim, run_of_answer, CheckResult, CheckRun};
 use crate::goal::decide::delivery::standing;
-use crate::goal::decide::plan::{parse_verdict, ExecutionTarget};
+use crate::goal::decide::plan_rules::{parse_verdict, ExecutionTarget};
 use crate::goal::decide::review_rules::{
     self, final_reply, no_answer_coming, parse_answer, reviewer_cost, ReviewerBody,
 };
 use crate::goal::decide::seen::{Claim, Delivery, Held, ReviewerRun, Seen};
+use crate::goal::decide::stages::AUDIT_SLACK;
 use crate::io::prompt_outcome::DispatchOutcome;
 use crate::record::check_id::check_claim_id;
 use crate::record::session::{live_status, LiveStatus, SessionView};
@@ -57,7 +58,7 @@ impl Executor<'_> {
     pub(super) async fn audit(&self, query: SmallModelQuery) -> Result<SmallModelReply, String> {
         let timeout = self.config.audit_timeout;
         let call = self.services.small_model.generate(query);
-        match tokio::time::timeout(timeout + CALL_SLACK, call).await {
+        match tokio::time::timeout(timeout + AUDIT_SLACK, call).await {
             Ok(Ok(reply)) => {
                 let object = extract_json_object(&reply.text);
                 if object.as_ref().and_then(parse_verdict).is_none() {

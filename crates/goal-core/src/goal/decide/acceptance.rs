@@ -21,7 +21,7 @@ use crate::goal::decide::change::Extras;
 use crate::goal::decide::check_rules::{self, cut_in, recorded_run, run_cut, CheckResult, CheckRun};
 use crate::goal::decide::decision::Slot;
 use crate::goal::decide::notify::trail_line;
-use crate::goal::decide::plan::{blocked, Basis, Reservation, Settlement};
+use crate::goal::decide::plan_rules::{blocked, Basis, Reservation, Settlement};
 use crate::goal::decide::seen::{Claim, Transcript};
 use crate::goal::decide::{Effect, Guard, Need};
 use crate::record::cause::CauseCode;
@@ -31,7 +31,7 @@ use crate::record::{AcceptanceCheck, GoalStatus};
 
 /// Slack on the shell call's own HTTP time limit beyond the check's limit, and on the round's
 /// lease.
-pub const CALL_SLACK: Duration = Duration::from_secs(30);
+pub const SHELL_SLACK: Duration = Duration::from_secs(30);
 /// What a check run's claim part names.
 pub const CHECK_LABEL: &str = "acceptance check";
 
@@ -78,7 +78,7 @@ enum Round {
 fn round(at: &Decide<'_>, input: &Input<'_>) -> Flow<Round> {
     let checks = &at.goal.checks;
     let total: Duration = checks.iter().map(check_rules::time_limit).sum();
-    let hold = at.config.lease + total + CALL_SLACK;
+    let hold = at.config.lease + total + SHELL_SLACK;
     held(at, Slot::ChecksHeld, hold, input.criteria.clone())?;
     let runs = &at.seen.checks.runs;
     if let Some(last) = runs.last() {

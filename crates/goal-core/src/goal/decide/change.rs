@@ -12,7 +12,7 @@ use crate::goal::decide::grading::CriteriaUpdate;
 use crate::goal::decide::guard_rules::instead_of_complete;
 use crate::goal::decide::limit_rules::{self, Park};
 use crate::goal::decide::lineage::{self, Ownership, Unlisted};
-use crate::goal::decide::plan::{Reservation, Settlement};
+use crate::goal::decide::plan_rules::{Reservation, Settlement};
 use crate::goal::decide::wait_rules::waiting_cause;
 use crate::record::cause::{Cause, CauseCode};
 use crate::record::lease::take_lease;

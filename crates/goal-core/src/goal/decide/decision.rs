@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::goal::decide::change::Change;
 use crate::goal::decide::check_rules::CheckRun;
-use crate::goal::decide::plan::ExecutionTarget;
+use crate::goal::decide::plan_rules::ExecutionTarget;
 use crate::goal::decide::review_rules::ReviewerBody;
 use crate::record::AcceptanceCheck;
 use crate::sched::outcome::TickOutcome;

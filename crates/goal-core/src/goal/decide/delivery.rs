@@ -15,7 +15,7 @@ use super::{act, end, late_retry, read, Decide, Flow};
 use crate::goal::decide::change::{Change, Extras, ReservedTurn};
 use crate::goal::decide::decision::Slot;
 use crate::goal::decide::gates::lease_wait;
-use crate::goal::decide::plan::{blocked, Basis, Reservation, Settlement};
+use crate::goal::decide::plan_rules::{blocked, Basis, Reservation, Settlement};
 use crate::goal::decide::seen::{Delivery, Held, Written};
 use crate::goal::decide::{Effect, Guard, Need, Write};
 use crate::record::cause::CauseCode;

@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use crate::goal::decide::plan::Settlement;
+use crate::goal::decide::plan_rules::Settlement;
 use crate::record::cause::CauseCode;
 use crate::record::reasons::REASON_INVALID_GOAL;
 use crate::record::{parse_checks, FieldState, Goal, GoalStatus, Guard, GuardShape, GUARDS};

@@ -23,7 +23,7 @@ pub mod limit_rules;
 pub mod lineage;
 pub mod list_rules;
 pub mod notify;
-pub mod plan;
+pub mod plan_rules;
 pub mod review_rules;
 pub mod seen;
 pub mod stages;
@@ -51,7 +51,7 @@ pub use seen::Seen;
 
 use crate::config::GoalConfig;
 use crate::goal::decide::change::{Change, Extras};
-use crate::goal::decide::plan::Settlement;
+use crate::goal::decide::plan_rules::Settlement;
 use crate::goal::decide::seen::Written;
 use crate::record::Goal;
 use crate::time::backoff::retry_delay;
@@ -170,3 +170,8 @@ fn write(change: Change, slot: decision::Slot) -> Effect {
 
 /// Slack added to a wait so the next look lands after the moment waited for, not on it.
 const MARGIN: Duration = Duration::from_millis(20);
+
+/// How long from `now_ms` until `until`, plus [`MARGIN`] so the look lands after it.
+pub fn wait_until(until: f64, now_ms: f64) -> Duration {
+    Duration::from_millis(((until - now_ms).max(0.0) + MARGIN.as_millis() as f64).min(u64::MAX as f64 / 2.0) as u64)
+}

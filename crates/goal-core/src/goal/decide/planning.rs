@@ -13,7 +13,7 @@ use crate::goal::decide::causes::cause_of;
 use crate::goal::decide::change::{Change, Extras};
 use crate::goal::decide::gates::quiet_remaining;
 use crate::goal::decide::notify::trail_line;
-use crate::goal::decide::plan::{
+use crate::goal::decide::plan_rules::{
     blocked, plan_tick, unaudited_reservation, Basis, Plan, Reservation, Settlement, WaitReason,
 };
 use crate::goal::decide::seen::{Live, Written};
@@ -133,7 +133,7 @@ pub(super) fn hours(at: &Decide<'_>, basis: &Basis, now: f64, slot: Slot) -> Flo
                     Some(_) => {}
                 }
             }
-            end(TickOutcome::BackOff(Duration::from_millis(((opens - now).max(0.0) + 50.0) as u64)))
+            end(TickOutcome::BackOff(super::wait_until(opens, now)))
         }
         HoursGate::Open if goal.inactive_since.is_present() || goal.status_reason == REASON_WAITING_FOR_HOURS => {
             // Back from waiting (for the user or for working hours): the waiting period closes,

@@ -10,7 +10,7 @@ use super::{act, end, Decide, Flow};
 use crate::goal::decide::change::Change;
 use crate::goal::decide::decision::Slot;
 use crate::goal::decide::grading::CriteriaUpdate;
-use crate::goal::decide::plan::{Basis, Settlement};
+use crate::goal::decide::plan_rules::{Basis, Settlement};
 use crate::goal::decide::seen::Held;
 use crate::goal::decide::{Effect, Guard, Write};
 

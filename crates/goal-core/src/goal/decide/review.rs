@@ -15,7 +15,7 @@ use crate::goal::decide::change::Extras;
 use crate::goal::decide::decision::Slot;
 use crate::goal::decide::grading::{open_criteria_paragraph, CriteriaUpdate};
 use crate::goal::decide::notify::trail_line;
-use crate::goal::decide::plan::{blocked, continuing, EvidenceFields, Reservation, Settlement};
+use crate::goal::decide::plan_rules::{blocked, continuing, EvidenceFields, Reservation, Settlement};
 use crate::goal::decide::review_rules::{self, judge, Judgement, ReviewAnswer, ReviewerBody};
 use crate::goal::decide::seen::{Claim, ReviewerRun};
 use crate::goal::decide::{Effect, Guard, Need};

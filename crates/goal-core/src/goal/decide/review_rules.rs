@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use std::collections::HashSet;
 
 use crate::goal::decide::grading::{parse_grades, Grade, GradeBounds};
-use crate::goal::decide::plan::Basis;
+use crate::goal::decide::plan_rules::Basis;
 use crate::record::criteria::{one_line, Criterion, CriterionState};
 use crate::record::review::ReviewTarget;
 use crate::record::review::{FINDING_CHAR_LIMIT, MAX_CITED, MAX_FINDINGS};
@@ -582,7 +582,7 @@ mod tests {
     fn the_body_closes_every_tool_then_opens_the_reading_ones_and_takes_the_setting_model() {
         let basis = Basis {
             accounting: crate::goal::decide::accounting::Accounting::of(&crate::record::Goal::default()),
-            target: crate::goal::decide::plan::ExecutionTarget {
+            target: crate::goal::decide::plan_rules::ExecutionTarget {
                 provider_id: "p".into(),
                 model_id: "m".into(),
                 agent: "build".into(),
@@ -610,7 +610,7 @@ mod tests {
         assert_eq!(body["agent"], json!("plan"));
         assert!(body.get("variant").is_none());
         let bare = Basis {
-            target: crate::goal::decide::plan::ExecutionTarget { agent: String::new(), ..basis.target.clone() },
+            target: crate::goal::decide::plan_rules::ExecutionTarget { agent: String::new(), ..basis.target.clone() },
             ..basis
         };
         let body = serde_json::to_value(ReviewerBody::new(&ReviewTarget::default(), &bare, "x")).expect("serialisable");

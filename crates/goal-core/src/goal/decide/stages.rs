@@ -25,8 +25,9 @@ const REVIEW_ROUNDS: u32 = 12;
 const RESERVE_ROUNDS: u32 = 6;
 const DELIVER_ROUNDS: u32 = 4;
 const SETTLE_ROUNDS: u32 = 6;
-/// Slack past a small-model call's own timeout (its future is given up at timeout + 0.5 s).
-const CALL_SLACK: Duration = Duration::from_secs(1);
+/// Slack past the audit's own timeout before the executor gives the small model's call up; the
+/// audit stage's bound carries it.
+pub const AUDIT_SLACK: Duration = Duration::from_millis(500);
 /// What a check run may take past its `timeoutMs` (the abort and its answer).
 const CHECK_SLACK: Duration = Duration::from_secs(20);
 
@@ -91,9 +92,9 @@ impl Stage {
             Stage::Provider => rounds(PROVIDER_ROUNDS),
             Stage::Plan => rounds(PLAN_ROUNDS) + echo,
             Stage::Strand => rounds(STRAND_ROUNDS) + config.dispatch_retry_delay * config.max_dispatch_attempts,
-            Stage::Audit => rounds(AUDIT_ROUNDS) + config.audit_timeout + CALL_SLACK + echo,
+            Stage::Audit => rounds(AUDIT_ROUNDS) + config.audit_timeout + AUDIT_SLACK + echo,
             Stage::Checks(timeouts) => rounds(CHECK_ROUNDS) + timeouts + CHECK_SLACK + echo,
-            Stage::Review => rounds(REVIEW_ROUNDS) + config.review_timeout * 2 + CALL_SLACK + echo,
+            Stage::Review => rounds(REVIEW_ROUNDS) + config.review_timeout * 2 + echo,
             Stage::Reserve => rounds(RESERVE_ROUNDS) + echo,
             Stage::Deliver => {
                 let attempts = config.max_dispatch_attempts.max(1);

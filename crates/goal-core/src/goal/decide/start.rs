@@ -14,7 +14,7 @@ use crate::goal::decide::change::{Change, CopyRule, Extras};
 use crate::goal::decide::gates::{lease_wait, live_gate, LiveGate};
 use crate::goal::decide::guard_rules::{detail_of, unreadable_guards};
 use crate::goal::decide::lineage::{owner_without_list, ownership, Ownership, Unlisted};
-use crate::goal::decide::plan::blocked;
+use crate::goal::decide::plan_rules::blocked;
 use crate::goal::decide::seen::{Live, OwnerAnswer, Seen, Written};
 use crate::goal::decide::wait_rules::{wait_detail, waiting_cause, Route};
 use crate::goal::decide::{Effect, Guard, Need, Slot};

@@ -13,7 +13,7 @@ use crate::evidence::{audit_block, complete_override, no_progress, person_words}
 use crate::goal::decide::change::Extras;
 use crate::goal::decide::grading::{self, CriteriaUpdate, GradingAnswer};
 use crate::goal::decide::notify::trail_line;
-use crate::goal::decide::plan::{
+use crate::goal::decide::plan_rules::{
     after_audit, hold_completion, parse_verdict, AfterAudit, Audit, Basis, Reservation, Settlement, Verdict,
 };
 use crate::goal::decide::seen::Evidence;

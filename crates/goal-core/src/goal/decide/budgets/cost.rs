@@ -3,7 +3,7 @@
 //! `costUsed` is the sum of those prices since the goal began, compaction summaries included,
 //! counted by the accounting pass (`goal/decide/accounting.rs`). A model without a price reports 0, so
 //! its goal never reaches the budget; `explain` says so. Its rule is the one check of a host's
-//! value; its check is read by the plan (`goal/decide/plan.rs`), which settles a spent budget
+//! value; its check is read by the plan (`goal/decide/plan_rules.rs`), which settles a spent budget
 //! `budgetLimited`. Pure: no I/O.
 
 use crate::goal::decide::accounting::cost_used;

@@ -155,7 +155,7 @@ fn unnamed_errors() -> Vec<(&'static str, serde_json::Value)> {
 
 #[test]
 fn errors_the_provider_table_does_not_name_block_at_once_with_their_name() {
-    use crate::goal::decide::provider::{decide, Stage};
+    use crate::goal::decide::provider::{tail_meaning, TailMeaning};
     let quiet = std::time::Duration::from_millis(400);
     // Over the token budget too: the failure is checked first (cheapest first, as the seed says).
     let goal = goal_with(json!({"tokenBudget": 1000}));
@@ -163,8 +163,8 @@ fn errors_the_provider_table_does_not_name_block_at_once_with_their_name() {
         for (name, error) in unnamed_errors() {
             let messages = failed_window(error.clone(), finish);
             // Not the provider stage's: no park, no provider settle.
-            let stage = decide(&goal, &messages, 10_000.0, Default::default(), 0, quiet);
-            assert_eq!(stage, Stage::Usual, "{name} {finish}");
+            let stage = tail_meaning(&goal, &messages, 10_000.0, Default::default(), 0, quiet);
+            assert_eq!(stage, TailMeaning::Usual, "{name} {finish}");
             // Settled blocked at once, never audited; a length finish does not override it.
             match plan_tick(&goal, &messages, 20) {
                 Plan::Settle(s) => {
