@@ -97,8 +97,8 @@ impl LastExchange {
             .unwrap_or_default();
         let exchange = LastExchange {
             assistant_id: reply.id.clone(),
-            provider_id: reply.provider_id.clone(),
-            model_id: reply.model_id.clone(),
+            provider_id: reply.selection.provider_id.clone(),
+            model_id: reply.selection.model_id.clone(),
             user_text,
             assistant_text: truncate_chars(&reply.text, TRANSCRIPT_PART_CHAR_LIMIT),
         };

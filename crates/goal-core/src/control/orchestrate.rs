@@ -20,12 +20,12 @@ use crate::control::create::{
 use crate::control::goal_settings::GoalSettings;
 use crate::control::prompt::{
     check_prompt_options, check_selection, goal_intro_part, non_empty, pick_selection, prompt_body, recent_history,
-    CheckedPrompt, PromptOptions, Selection, MAX_PROMPT_BYTES,
+    CheckedPrompt, PromptOptions, MAX_PROMPT_BYTES,
 };
 use crate::control::slash_command::{command_body, resolve_command, ResolvedCommand};
 use crate::error::{ErrorKind, Warning};
 use crate::io::opencode::{session_path, DispatchOutcome};
-use crate::record::session::SessionView;
+use crate::record::session::{Selection, SessionView};
 
 /// How long a dispatch waits for its message to show up in the session (the reference's
 /// `waitForPromptLanded`: 5 s at 150 ms).
@@ -195,7 +195,12 @@ async fn goal_then_dispatch(
             session_id: session_id.to_string(),
             directory: directory.to_string(),
             objective,
-            model: selection.model.clone().unwrap_or_default(),
+            model: match selection.names_model() {
+                true => {
+                    ModelChoice { provider_id: selection.provider_id.clone(), model_id: selection.model_id.clone() }
+                }
+                false => ModelChoice::default(),
+            },
             settings: settings.clone(),
         };
         let goal = create_session_goal(ctx, &request).await.map_err(|e| fail(e, created))?;

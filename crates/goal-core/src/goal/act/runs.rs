@@ -17,7 +17,7 @@ use crate::error::HttpError;
 use crate::goal::decide::acceptance::SHELL_SLACK;
 use crate::goal::decide::check_rules::{self, first_claim, run_of_answer, CheckResult, CheckRun};
 use crate::goal::decide::delivery::standing;
-use crate::goal::decide::plan_rules::{parse_verdict, ExecutionTarget};
+use crate::goal::decide::plan_rules::parse_verdict;
 use crate::goal::decide::review_rules::{
     self, final_reply, no_answer_coming, parse_answer, reviewer_cost, ReviewerBody,
 };
@@ -25,6 +25,7 @@ use crate::goal::decide::seen::{Claim, Delivery, Held, ReviewerRun, Seen};
 use crate::goal::decide::stages::AUDIT_SLACK;
 use crate::io::prompt_outcome::DispatchOutcome;
 use crate::record::check_id::check_claim_id;
+use crate::record::session::Selection;
 use crate::record::session::{live_status, LiveStatus, SessionView};
 use crate::record::small_model_call::{SmallModelQuery, SmallModelReply};
 use crate::record::AcceptanceCheck;
@@ -100,7 +101,7 @@ impl Executor<'_> {
         run_id: &str,
         hold: Duration,
         label: &str,
-        target: &ExecutionTarget,
+        target: &Selection,
     ) -> Claim {
         let (session_id, directory) = (seen.session_id.as_str(), seen.directory.as_str());
         let prefix = format!("{label} claimed by ");
@@ -137,7 +138,7 @@ impl Executor<'_> {
         index: usize,
         check: &AcceptanceCheck,
         message_id: &str,
-        target: &ExecutionTarget,
+        target: &Selection,
     ) -> Result<CheckRun, HttpError> {
         let marker = check_rules::marker(message_id);
         let agent = if target.agent.is_empty() { "build" } else { target.agent.as_str() };
@@ -334,15 +335,12 @@ impl Executor<'_> {
 }
 
 /// The `noReply` post of a claim: one part naming this host, out of the model's context.
-fn claim_body(target: &ExecutionTarget, claim_id: &str, text: &str) -> Value {
-    let mut body = json!({
-        "messageID": claim_id,
-        "noReply": true,
-        "model": { "providerID": target.provider_id, "modelID": target.model_id },
-        "parts": [{ "type": "text", "text": text, "synthetic": true, "ignored": true }],
-    });
-    if !target.agent.is_empty() {
-        body["agent"] = Value::from(target.agent.clone());
-    }
-    body
+fn claim_body(target: &Selection, claim_id: &str, text: &str) -> Value {
+    // A claim names no variant: it starts no turn.
+    let selection = Selection { variant: String::new(), ..target.clone() };
+    let mut body =
+        selection.prompt_body(vec![json!({ "type": "text", "text": text, "synthetic": true, "ignored": true })]);
+    body.insert("messageID".into(), Value::from(claim_id));
+    body.insert("noReply".into(), Value::Bool(true));
+    Value::Object(body)
 }

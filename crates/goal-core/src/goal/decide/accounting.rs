@@ -163,10 +163,12 @@ mod tests {
             finish: "stop".into(),
             summary,
             tokens: Tokens { input: total, ..Tokens::default() },
-            provider_id: "p".into(),
-            model_id: "m".into(),
-            agent: "build".into(),
-            variant: String::new(),
+            selection: crate::record::session::Selection {
+                provider_id: "p".into(),
+                model_id: "m".into(),
+                agent: "build".into(),
+                ..Default::default()
+            },
             text: String::new(),
             cost: 0.0,
             provider_error: None,

@@ -9,8 +9,8 @@ use serde_json::{Map, Value};
 
 use crate::goal::decide::change::Change;
 use crate::goal::decide::check_rules::CheckRun;
-use crate::goal::decide::plan_rules::ExecutionTarget;
 use crate::goal::decide::review_rules::ReviewerBody;
+use crate::record::session::Selection;
 use crate::record::AcceptanceCheck;
 use crate::sched::outcome::TickOutcome;
 
@@ -197,7 +197,7 @@ pub enum Effect {
         /// `acceptance check` or `goal review`.
         label: &'static str,
         /// The session's model and agent (the claim's post names them).
-        target: ExecutionTarget,
+        target: Selection,
     },
     /// Runs one acceptance check through OpenCode's shell, within its time limit.
     RunCheck {
@@ -208,7 +208,7 @@ pub enum Effect {
         /// The run's message id (empty: none could be derived).
         message_id: String,
         /// The session's model and agent.
-        target: ExecutionTarget,
+        target: Selection,
     },
     /// A finished check run: its trail line and console line; the run is concluded.
     ConcludeCheck {

@@ -173,17 +173,7 @@ pub fn prompt_body(basis: &Basis, text: &str, message_id: Option<&str>) -> Value
     if let Some(id) = message_id.and_then(|id| part_id_for(id, 0)) {
         part["id"] = Value::from(id);
     }
-    let mut body = json!({
-        "model": { "providerID": basis.target.provider_id, "modelID": basis.target.model_id },
-        "parts": [part],
-    });
-    if !basis.target.agent.is_empty() {
-        body["agent"] = Value::from(basis.target.agent.clone());
-    }
-    if !basis.target.variant.is_empty() {
-        body["variant"] = Value::from(basis.target.variant.clone());
-    }
-    body
+    Value::Object(basis.target.prompt_body(vec![part]))
 }
 
 /// Whether the goal read back after the reservation is still the one this tick reserved for:

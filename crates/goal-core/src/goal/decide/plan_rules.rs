@@ -11,7 +11,7 @@ use crate::record::reasons::{
     REASON_DISPATCH_FAILED, REASON_REPEATED_TRUNCATION, REASON_RESUMED, REASON_TURN_CAP, REASON_TURN_FAILED,
     REASON_VERIFIED,
 };
-use crate::record::session::{chronological, Message, Role};
+use crate::record::session::{chronological, Message, Role, Selection};
 use crate::record::{Goal, GoalStatus, NOTE_CHAR_LIMIT};
 use crate::text::truncate_chars;
 
@@ -31,19 +31,6 @@ pub enum WaitReason {
     ReplyRunning,
     /// No reply yet: nothing to continue with.
     NoReplyYet,
-}
-
-/// How to continue: the model, agent and variant of the newest non-summary reply.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExecutionTarget {
-    /// Provider id.
-    pub provider_id: String,
-    /// Model id.
-    pub model_id: String,
-    /// Agent (or mode).
-    pub agent: String,
-    /// Variant.
-    pub variant: String,
 }
 
 /// A terminal write.
@@ -94,7 +81,7 @@ pub struct Basis {
     /// Fresh accounting.
     pub accounting: Accounting,
     /// Where to send the continuation.
-    pub target: ExecutionTarget,
+    pub target: Selection,
     /// The reply the tick judged (the tail re-check compares against it).
     pub tail_message_id: String,
     /// The reply's text for the auditor (≤ 6000 chars).
@@ -160,17 +147,12 @@ pub fn plan_tick(goal: &Goal, messages: &[Message], max_auto_turns: u64) -> Plan
     }
 
     let execution = ordered.iter().rev().find(|m| m.role == Role::Assistant && !m.summary).copied().unwrap_or(tail);
-    if execution.provider_id.is_empty() || execution.model_id.is_empty() {
+    if !execution.selection.names_model() {
         return settle(GoalStatus::Blocked, REASON_DISPATCH_FAILED, CauseCode::DispatchFailed);
     }
     let basis = Basis {
         accounting: accounting.clone(),
-        target: ExecutionTarget {
-            provider_id: execution.provider_id.clone(),
-            model_id: execution.model_id.clone(),
-            agent: execution.agent.clone(),
-            variant: execution.variant.clone(),
-        },
+        target: execution.selection.clone(),
         tail_message_id: last.id.clone(),
         assistant_text: crate::text::truncate_chars(&tail.text, TRANSCRIPT_PART_CHAR_LIMIT),
         tail_created: last.created,

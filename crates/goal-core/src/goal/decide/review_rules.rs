@@ -550,10 +550,7 @@ mod tests {
             finish: finish.into(),
             summary: false,
             tokens: crate::record::session::Tokens::default(),
-            provider_id: String::new(),
-            model_id: String::new(),
-            agent: String::new(),
-            variant: String::new(),
+            selection: Default::default(),
             text: format!("text of {id}"),
             cost: 0.0,
             provider_error: None,
@@ -582,7 +579,7 @@ mod tests {
     fn the_body_closes_every_tool_then_opens_the_reading_ones_and_takes_the_setting_model() {
         let basis = Basis {
             accounting: crate::goal::decide::accounting::Accounting::of(&crate::record::Goal::default()),
-            target: crate::goal::decide::plan_rules::ExecutionTarget {
+            target: crate::record::session::Selection {
                 provider_id: "p".into(),
                 model_id: "m".into(),
                 agent: "build".into(),
@@ -610,7 +607,7 @@ mod tests {
         assert_eq!(body["agent"], json!("plan"));
         assert!(body.get("variant").is_none());
         let bare = Basis {
-            target: crate::goal::decide::plan_rules::ExecutionTarget { agent: String::new(), ..basis.target.clone() },
+            target: crate::record::session::Selection { agent: String::new(), ..basis.target.clone() },
             ..basis
         };
         let body = serde_json::to_value(ReviewerBody::new(&ReviewTarget::default(), &bare, "x")).expect("serialisable");

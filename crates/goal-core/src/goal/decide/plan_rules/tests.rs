@@ -28,10 +28,7 @@ fn user(id: &str, created: f64) -> Message {
         finish: String::new(),
         summary: false,
         tokens: Tokens::default(),
-        provider_id: String::new(),
-        model_id: String::new(),
-        agent: String::new(),
-        variant: String::new(),
+        selection: Default::default(),
         text: "do it".into(),
         cost: 0.0,
         provider_error: None,
@@ -45,9 +42,12 @@ fn reply(id: &str, created: f64) -> Message {
         role: Role::Assistant,
         completed: Some(created + 1.0),
         finish: "stop".into(),
-        provider_id: "prov".into(),
-        model_id: "model".into(),
-        agent: "build".into(),
+        selection: Selection {
+            provider_id: "prov".into(),
+            model_id: "model".into(),
+            agent: "build".into(),
+            ..Default::default()
+        },
         text: "did it".into(),
         tokens: Tokens { input: 1000, ..Tokens::default() },
         ..user(id, created)
@@ -87,10 +87,10 @@ fn audits_an_ordinary_reply_with_its_model() {
     let goal = goal_with(json!({}));
     let mut summary = reply("a2", 300.0);
     summary.summary = true;
-    summary.agent = "compaction".into();
-    summary.model_id = "summarizer".into();
+    summary.selection.agent = "compaction".into();
+    summary.selection.model_id = "summarizer".into();
     let mut ordinary = reply("a1", 200.0);
-    ordinary.variant = "high".into();
+    ordinary.selection.variant = "high".into();
     let plan = plan_tick(&goal, &window(vec![user("u", 150.0), ordinary.clone()]), 20);
     match plan {
         Plan::Audit(basis) => {
@@ -309,7 +309,7 @@ fn budget_and_cap_come_before_truncation_recovery() {
 #[test]
 fn missing_model_settles_instead_of_stranding() {
     let mut anonymous = reply("a1", 200.0);
-    anonymous.provider_id.clear();
+    anonymous.selection.provider_id.clear();
     assert_eq!(settled(&plan_tick(&goal_with(json!({})), &window(vec![anonymous]), 20)).1, REASON_DISPATCH_FAILED);
 }
 
@@ -416,7 +416,7 @@ fn every_settle_path_of_the_plan_names_its_cause() {
     let truncations = window(vec![truncated("z", 200.0, false), truncated("a", 300.0, false)]);
     assert_eq!(cause_of_plan(&plan_tick(&goal_with(json!({})), &truncations, 20)), CauseCode::NoProgress);
     let mut anonymous = reply("a1", 200.0);
-    anonymous.provider_id.clear();
+    anonymous.selection.provider_id.clear();
     assert_eq!(
         cause_of_plan(&plan_tick(&goal_with(json!({})), &window(vec![anonymous]), 20)),
         CauseCode::DispatchFailed
