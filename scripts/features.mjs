@@ -78,6 +78,7 @@ export const FEATURES = [
       `${CORE}goal/decide/mod.rs`,
       `${CORE}goal/decide/decision.rs`,
       `${CORE}goal/decide/seen.rs`,
+      `${CORE}goal/decide/observation.rs`,
       `${CORE}goal/decide/change.rs`,
       `${CORE}goal/decide/start.rs`,
       `${CORE}goal/decide/planning.rs`,

@@ -36,9 +36,13 @@ pub async fn run_tick(ctx: &TickContext, start: TickStart) -> TickOutcome {
             stage = Some(next);
         }
         match decision {
-            Decision::Read(Need::First) => io.base = reader.first(&mut seen).await,
-            Decision::Read(need) => reader.read(&mut seen, need).await,
-            Decision::Act(effect) => executor.run(&mut seen, &mut io, effect).await,
+            Decision::Read(Need::First) => {
+                let (observations, base) = reader.first(&seen).await;
+                io.base = base;
+                observations.into_iter().for_each(|observation| seen.absorb(observation));
+            }
+            Decision::Read(need) => reader.read(&seen, need).await.into_iter().for_each(|o| seen.absorb(o)),
+            Decision::Act(effect) => seen.absorb(executor.run(&seen, &mut io, effect).await),
             Decision::End(outcome) => return outcome,
         }
     }

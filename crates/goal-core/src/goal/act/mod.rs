@@ -14,7 +14,7 @@ mod runs;
 
 use std::sync::Arc;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 use tracing::{info, warn};
 
 use crate::config::GoalConfig;
@@ -25,7 +25,7 @@ use crate::goal::act::own_posts::OwnPosts;
 use crate::goal::decide::change::{ApplyWith, Change};
 use crate::goal::decide::notify::goal_notification;
 use crate::goal::decide::seen::{Held, Seen, Written};
-use crate::goal::decide::{Effect, Guard, Line, Slot, Write};
+use crate::goal::decide::{Effect, Guard, Line, Observation, Slot, Write};
 use crate::goal::gather::owners::Owners;
 use crate::io::locks::{DispatchClaim, DispatchClaims};
 use crate::io::objectives::{copy_objective, ObjectiveCopy};
@@ -84,68 +84,55 @@ pub struct Executor<'a> {
 }
 
 impl Executor<'_> {
-    /// Carries `effect` out and writes its result into `seen`.
-    pub async fn run(&self, seen: &mut Seen, io: &mut TickIo, effect: Effect) {
+    /// Carries `effect` out, once, and says what it did.
+    pub async fn run(&self, seen: &Seen, io: &mut TickIo, effect: Effect) -> Observation {
         match effect {
-            Effect::Write(write) => {
-                let written = self.write(seen, &write).await;
-                seen.wrote(write.slot, written);
-            }
+            Effect::Write(write) => Observation::Wrote(write.slot, self.write(seen, &write).await),
             Effect::Settle { write, trail, notify } => self.settle(seen, write, trail, notify).await,
-            Effect::Watched(write) => {
-                let held = self.watched(seen, io, &write).await;
-                match write.slot {
-                    Slot::ChecksHeld => seen.checks.held = Some(held),
-                    Slot::ReviewHeld => seen.review.held = Some(held),
-                    _ => seen.deliver.reserved = Some(held),
-                }
-            }
+            Effect::Watched(write) => Observation::Held(write.slot, self.watched(seen, io, &write).await),
             Effect::Trail(line) => {
                 let slot = line.slot;
-                self.trail(seen, line).await;
-                seen.trailed(slot);
+                self.trail(seen, line.record, line.detached).await;
+                Observation::Trailed(slot)
             }
-            Effect::Audit(query) => seen.audit.answer = Some((self.audit(query).await, self.now())),
-            Effect::Claim { run_id, hold, label, target } => {
-                let claim = self.claim(seen, &run_id, hold, label, &target).await;
-                if label == crate::goal::decide::review_rules::REVIEW_LABEL {
-                    seen.review.claim = Some(claim);
-                } else {
-                    seen.checks.current.claim = Some(claim);
-                }
+            Effect::Audit(query) => {
+                let answer = self.audit(query).await;
+                Observation::Audited(answer, self.now())
+            }
+            Effect::Claim { run_id, hold, run, target } => {
+                Observation::Claimed(run, self.claim(seen, &run_id, hold, run.label(), &target).await)
             }
             Effect::RunCheck { index, check, message_id, target } => {
-                seen.checks.current.run = Some(self.run_check(seen, index, &check, &message_id, &target).await)
+                Observation::CheckRan(self.run_check(seen, index, &check, &message_id, &target).await)
             }
             Effect::ConcludeCheck { run, line, total } => {
-                self.trail(seen, Line { record: line, detached: false, slot: Slot::Settled }).await;
+                self.trail(seen, line, false).await;
                 operator::check_finished(&seen.session_id, run.index + 1, total, run.result.as_str());
-                seen.checks.runs.push(run);
-                seen.checks.current = Default::default();
+                Observation::CheckConcluded(run)
             }
-            Effect::Review { title, body } => seen.review.run = Some(self.review(seen, io, &title, &body).await),
+            Effect::Review { title, body } => Observation::Reviewed(self.review(seen, io, &title, &body).await),
             Effect::RecordReview { line, verdict, last } => {
-                self.trail(seen, Line { record: line, detached: false, slot: Slot::Settled }).await;
+                self.trail(seen, line, false).await;
                 operator::review_finished(&seen.session_id, verdict);
-                seen.review.recorded = Some(last);
+                Observation::ReviewRecorded(last)
             }
             other => self.run_small(seen, io, other).await,
         }
     }
 
     /// The effects that take a line or two each.
-    async fn run_small(&self, seen: &mut Seen, io: &mut TickIo, effect: Effect) {
-        let session_id = seen.session_id.clone();
+    async fn run_small(&self, seen: &Seen, io: &mut TickIo, effect: Effect) -> Observation {
+        let session_id = seen.session_id.as_str();
         match effect {
             Effect::Repost { message_id, body } => {
                 self.repost(seen, &message_id, &body).await;
-                seen.plan.repost_sent = true;
+                Observation::Reposted
             }
             Effect::Post { body, message_id, text, tail } => {
-                seen.deliver.delivery = Some(self.post(seen, io, &body, message_id.as_deref(), &text, &tail).await)
+                Observation::Delivered(self.post(seen, io, &body, message_id.as_deref(), &text, &tail).await)
             }
             Effect::CopyObjective { source } => {
-                match copy_objective(self.services.data_dir.root(), &source, &session_id).await {
+                match copy_objective(self.services.data_dir.root(), &source, session_id).await {
                     ObjectiveCopy::Copied => {
                         info!(target: "session_goal", session = %session_id, "copied goal's objective file copied")
                     }
@@ -154,34 +141,34 @@ impl Executor<'_> {
                         warn!(target: "session_goal", session = %session_id, "copied goal's objective file could not be copied")
                     }
                 }
-                seen.owner.objective_copied = true;
+                Observation::ObjectiveCopied
             }
             Effect::RememberCarrier => {
                 if let (Some(goal), Some(session)) = (seen.goal(), seen.session()) {
-                    self.owners.holders().saw(&goal.id, &session_id, session.created);
+                    self.owners.holders().saw(&goal.id, session_id, session.created);
                 }
-                seen.owner.remembered = true;
+                Observation::CarrierRemembered
             }
             Effect::InputsSettled(sessions) => {
                 for session in &sessions {
                     self.facts.inputs_settled(session);
                 }
-                seen.waiting.inputs_settled = true;
+                Observation::InputsSettled
             }
             Effect::ClaimDispatch => {
-                io.dispatch_claim = self.memory.claims.claim(&session_id);
-                seen.plan.dispatch_claim = Some(io.dispatch_claim.is_some());
+                io.dispatch_claim = self.memory.claims.claim(session_id);
+                Observation::DispatchClaimed(io.dispatch_claim.is_some())
             }
             Effect::Pause(wait) => {
                 tokio::time::sleep(wait).await;
-                seen.deliver.waited = true;
+                Observation::Waited
             }
             Effect::HearLate => {
                 let repaired = match io.late.take() {
                     Some(late) => matches!(late.hear(&self.target(seen), ECHO_BOUND).await, Heard::Repaired),
                     None => false,
                 };
-                seen.deliver.repaired_late = Some(repaired);
+                Observation::HeardLate(repaired)
             }
             _ => unreachable!("handled by run"),
         }
@@ -213,7 +200,7 @@ impl Executor<'_> {
                     continuation_for: continuation_for_of(goal).map(str::to_string),
                 }
             }
-            Guard::Reserved => match &seen.deliver.reserved {
+            Guard::Reserved => match seen.held(Slot::Reserved) {
                 Some(Held::Written { goal, .. }) => exact(goal),
                 _ => return None,
             },
@@ -242,9 +229,9 @@ impl Executor<'_> {
     /// A terminal write: its trail line first, the write, and for a settle the console line, the
     /// owner memory forgotten and the host notified (the decision's `notify`: a pause the user
     /// made is not announced, a pause the person asked for in the chat is).
-    async fn settle(&self, seen: &mut Seen, write: Write, trail: Option<Line>, notify: bool) {
+    async fn settle(&self, seen: &Seen, write: Write, trail: Option<Line>, notify: bool) -> Observation {
         if let Some(line) = trail {
-            self.trail(seen, line).await;
+            self.trail(seen, line.record, line.detached).await;
         }
         let written = self.write(seen, &write).await;
         if let (Written::Goal(goal), true) = (&written, notify) {
@@ -259,7 +246,7 @@ impl Executor<'_> {
                 self.services.notifier.notify(goal_notification(&seen.session_id, &seen.directory, goal, &objective));
             }
         }
-        seen.settled = Some(written);
+        Observation::Wrote(write.slot, written)
     }
 
     /// A write watched for its echo: the reservation (built on the tick's first read when that
@@ -298,10 +285,10 @@ impl Executor<'_> {
     }
 
     /// Appends a trail line, and waits for it unless it goes beside what follows.
-    async fn trail(&self, seen: &Seen, line: Line) {
+    async fn trail(&self, seen: &Seen, record: Map<String, Value>, detached: bool) {
         let (data_dir, max) = (self.services.data_dir.clone(), self.config.evidence.history_max_records);
-        let record = Value::Object(line.record);
-        if line.detached {
+        let record = Value::Object(record);
+        if detached {
             let session = seen.session_id.clone();
             spawn_detached(Box::pin(async move { data_dir.append_trail(&session, &record, max).await }));
         } else {

@@ -23,6 +23,7 @@ use crate::goal::decide::review_rules::{
 };
 use crate::goal::decide::seen::{Claim, Delivery, Held, ReviewerRun, Seen};
 use crate::goal::decide::stages::AUDIT_SLACK;
+use crate::goal::decide::Slot;
 use crate::io::prompt_outcome::DispatchOutcome;
 use crate::record::check_id::check_claim_id;
 use crate::record::session::Selection;
@@ -298,7 +299,7 @@ impl Executor<'_> {
         text: &str,
         tail: &str,
     ) -> Delivery {
-        let Some(Held::Written { goal: reserved, .. }) = &seen.deliver.reserved else {
+        let Some(Held::Written { goal: reserved, .. }) = seen.held(Slot::Reserved) else {
             return Delivery::Stopped { unused: true };
         };
         let (session_id, directory) = (seen.session_id.as_str(), seen.directory.as_str());

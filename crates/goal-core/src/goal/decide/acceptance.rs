@@ -23,7 +23,7 @@ use crate::goal::decide::decision::Slot;
 use crate::goal::decide::notify::trail_line;
 use crate::goal::decide::plan_rules::{blocked, Basis, Reservation, Settlement};
 use crate::goal::decide::seen::{Claim, Transcript};
-use crate::goal::decide::{Effect, Guard, Need};
+use crate::goal::decide::{ClaimFor, Effect, Guard, Need};
 use crate::record::cause::CauseCode;
 use crate::record::check_id::check_message_id;
 use crate::record::reasons::{REASON_CHECKS_PASSED, REASON_CHECKS_UNAVAILABLE};
@@ -32,8 +32,6 @@ use crate::record::{AcceptanceCheck, GoalStatus};
 /// Slack on the shell call's own HTTP time limit beyond the check's limit, and on the round's
 /// lease.
 pub const SHELL_SLACK: Duration = Duration::from_secs(30);
-/// What a check run's claim part names.
-pub const CHECK_LABEL: &str = "acceptance check";
 
 /// The proof of a `complete`: the checks, then the review. `Continue` is the continuation's
 /// reservation (a check failed, or the reviewer rejected).
@@ -103,8 +101,8 @@ fn stopped_after(at: &Decide<'_>) -> bool {
     let seen = at.seen;
     !seen.current
         && seen.checks.current.transcript.is_none()
-        && seen.review.held.is_none()
-        && seen.deliver.reserved.is_none()
+        && seen.held(Slot::ReviewHeld).is_none()
+        && seen.held(Slot::Reserved).is_none()
         && seen.plan.dispatch_claim.is_none()
 }
 
@@ -159,7 +157,7 @@ fn run_one(at: &Decide<'_>, basis: &Basis, index: usize, check: &AcceptanceCheck
         match seen.claim {
             None => {
                 let target = basis.target.clone();
-                return act(Effect::Claim { run_id: id.clone(), hold, label: CHECK_LABEL, target });
+                return act(Effect::Claim { run_id: id.clone(), hold, run: ClaimFor::Check, target });
             }
             Some(Claim::Ours) => {}
             // A cut run's claim stands for the hold, then counts as abandoned: look again then.

@@ -104,7 +104,7 @@ pub struct Line {
 }
 
 /// Where the result of a write or a trail line is seen: the observation it completes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Slot {
     /// A resumed copy claimed.
     Claim,
@@ -165,6 +165,25 @@ impl Slot {
     }
 }
 
+/// What a claim across hosts is for: a check run or a review.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimFor {
+    /// An acceptance check's run.
+    Check,
+    /// The goal's review.
+    Review,
+}
+
+impl ClaimFor {
+    /// What the claim's part names (`acceptance check claimed by …`).
+    pub fn label(self) -> &'static str {
+        match self {
+            ClaimFor::Check => "acceptance check",
+            ClaimFor::Review => "goal review",
+        }
+    }
+}
+
 /// Something the one executor carries out; its result is the next observation.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
@@ -188,14 +207,14 @@ pub enum Effect {
     Trail(Line),
     /// The small model's verdict on the turn.
     Audit(crate::record::small_model_call::SmallModelQuery),
-    /// Claims a check run or a review across hosts (`label` says which) before it runs.
+    /// Claims a check run or a review across hosts before it runs.
     Claim {
         /// The run's message id.
         run_id: String,
         /// How long a claim stands without its run.
         hold: Duration,
-        /// `acceptance check` or `goal review`.
-        label: &'static str,
+        /// Which run it claims.
+        run: ClaimFor,
         /// The session's model and agent (the claim's post names them).
         target: Selection,
     },

@@ -53,7 +53,7 @@ pub(super) fn deliver(at: &Decide<'_>, objective: &str, basis: Basis, reservatio
     // Every host and every retry derives this same id from the same tail; OpenCode answers a
     // repeated id once.
     let message_id = continuation_message_id_for(&goal.id, &tail, basis.tail_created);
-    let (reserved, contested, late) = match &seen.deliver.reserved {
+    let (reserved, contested, late) = match seen.held(Slot::Reserved) {
         None => {
             let turn = ReservedTurn {
                 reservation: reservation.clone(),
@@ -237,7 +237,7 @@ fn late_repair(at: &Decide<'_>, turn: &Turn<'_>) -> Flow {
 /// The user stopped the goal after the reservation and before anything was posted: the turn was
 /// never used, so it goes back (only while the stored goal still carries this reservation).
 fn give_back(at: &Decide<'_>, turn: &Turn<'_>) -> Flow {
-    match &at.seen.deliver.gave_back {
+    match at.seen.written(Slot::GiveBack) {
         None => {
             let change = Change::GiveBackTurn { turns_used: turn.reserved.turns_used, tail: turn.tail.to_string() };
             act(Effect::Write(Write { change, guard: Guard::SameId, keep_owner: false, slot: Slot::GiveBack }))

@@ -23,6 +23,7 @@ pub mod limit_rules;
 pub mod lineage;
 pub mod list_rules;
 pub mod notify;
+pub mod observation;
 pub mod plan_rules;
 pub mod review_rules;
 pub mod seen;
@@ -46,7 +47,8 @@ use crate::sched::outcome::TickOutcome;
 use std::ops::ControlFlow;
 use std::time::Duration;
 
-pub use decision::{Decision, Effect, Guard, Line, Need, Slot, Write};
+pub use decision::{ClaimFor, Decision, Effect, Guard, Line, Need, Slot, Write};
+pub use observation::Observation;
 pub use seen::Seen;
 
 use crate::config::GoalConfig;
@@ -133,7 +135,7 @@ fn late_retry(seen: &Seen, config: &GoalConfig, extra: u32) -> TickOutcome {
 /// never stored would leave the goal active with nothing armed), on the late backoff unless the
 /// tick made no request past its reads.
 fn settled_end(seen: &Seen, config: &GoalConfig) -> Option<TickOutcome> {
-    Some(match seen.settled.as_ref()? {
+    Some(match seen.written(Slot::Settled)? {
         Written::Goal(_) => TickOutcome::Settled,
         Written::Stale => TickOutcome::Done,
         Written::Failed if seen.live.as_ref().is_some_and(Result::is_err) => TickOutcome::Retry,

@@ -69,7 +69,7 @@ pub(super) fn plan(at: &Decide<'_>, live: &Live, window: &Window) -> Flow<Course
             if let Some(nth) = window.cut {
                 // Visible: the note while the next turn runs, and a line in the trail.
                 reservation.note = Some(NOTE_TURN_CUT.into());
-                if !seen.plan.cut_trail {
+                if !seen.trailed(Slot::CutTrail) {
                     let record = cut_record(goal, &basis, nth, at.now);
                     return act(Effect::Trail(Line { record, detached: true, slot: Slot::CutTrail }));
                 }
@@ -113,10 +113,8 @@ pub(super) fn budget_spent(at: &Decide<'_>, basis: &Basis, now: f64) -> Flow {
 /// plan's, [`Slot::Hours`], or the post's recheck, [`Slot::HoursAgain`]).
 pub(super) fn hours(at: &Decide<'_>, basis: &Basis, now: f64, slot: Slot) -> Flow {
     let goal = at.goal;
-    let (written, trailed, trail_slot) = match slot {
-        Slot::Hours => (&at.seen.plan.hours, at.seen.plan.hours_trail, Slot::HoursTrail),
-        _ => (&at.seen.deliver.hours, at.seen.deliver.hours_trail, Slot::HoursAgainTrail),
-    };
+    let trail_slot = if slot == Slot::Hours { Slot::HoursTrail } else { Slot::HoursAgainTrail };
+    let (written, trailed) = (at.seen.written(slot), at.seen.trailed(trail_slot));
     match hours::goal_gate(goal, now) {
         HoursGate::WaitUntil(opens) => {
             if goal.status_reason != REASON_WAITING_FOR_HOURS || !goal.inactive_since.is_present() {
@@ -203,7 +201,7 @@ fn repost(at: &Decide<'_>, message_id: &str, posts: u64, body: serde_json::Value
         Some(false) => return end(TickOutcome::BackOff(at.config.idle_quiet)),
         Some(true) => {}
     }
-    match &plan.reposted {
+    match at.seen.written(Slot::Reposted) {
         None => {
             let record = Reposted { message_id: message_id.to_string(), posts, at: at.now };
             return act(write(Change::Reposted(record), Slot::Reposted));

@@ -30,8 +30,7 @@ pub(super) struct Input<'a> {
 /// between the tick's read and this write is heard in its echo and written back, and the round
 /// ends before anything is claimed or run.
 pub(super) fn held(at: &Decide<'_>, slot: Slot, hold: Duration, criteria: Option<CriteriaUpdate>) -> Flow {
-    let held = if slot == Slot::ChecksHeld { &at.seen.checks.held } else { &at.seen.review.held };
-    match held {
+    match at.seen.held(slot) {
         None => {
             let change = Change::Hold { hold_ms: hold.as_millis() as f64, criteria };
             act(Effect::Watched(Write { change, guard: Guard::Tick, keep_owner: false, slot }))

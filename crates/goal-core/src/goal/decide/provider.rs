@@ -62,7 +62,7 @@ pub(super) fn stage(at: &Decide<'_>, live: &Live) -> Flow<Window> {
             let tail = chronological(&live.messages).last().map(|m| m.id.clone()).unwrap_or_default();
             if limit_rules::parked_for(goal).is_some_and(|parked| parked != tail) {
                 // A park the tail no longer matches (the user typed, the reply changed) goes.
-                match &seen.provider.park_cleared {
+                match seen.written(Slot::ParkCleared) {
                     None => return act(write(Change::ClearPark, Slot::ParkCleared)),
                     Some(written) => after_write(written, at.late_retry())?,
                 }
@@ -112,7 +112,7 @@ fn confirm_cut(at: &Decide<'_>, messages: &[Message]) -> Flow {
 /// A park: written, then its trail line; the tick looks again at the wake-up time.
 fn parked<T>(at: &Decide<'_>, live: &Live, park: Park, now: f64) -> Flow<T> {
     let seen = at.seen;
-    match &seen.provider.parked {
+    match seen.written(Slot::Park) {
         None => {
             // The stored cause takes its fix sentence from the cause table, like every other cause.
             let mut park = park;
@@ -121,7 +121,7 @@ fn parked<T>(at: &Decide<'_>, live: &Live, park: Park, now: f64) -> Flow<T> {
             let accounting = account(at.goal, &live.messages);
             act(write(Change::Park(Box::new(park), accounting), Slot::Park))
         }
-        Some(Written::Goal(written)) if !seen.provider.park_trail => act(Effect::Trail(Line {
+        Some(Written::Goal(written)) if !seen.trailed(Slot::ParkTrail) => act(Effect::Trail(Line {
             record: park_record(written, &park, now),
             detached: false,
             slot: Slot::ParkTrail,

@@ -18,7 +18,7 @@ use crate::goal::decide::notify::trail_line;
 use crate::goal::decide::plan_rules::{blocked, continuing, EvidenceFields, Reservation, Settlement};
 use crate::goal::decide::review_rules::{self, judge, Judgement, ReviewAnswer, ReviewerBody};
 use crate::goal::decide::seen::{Claim, ReviewerRun};
-use crate::goal::decide::{Effect, Guard, Need};
+use crate::goal::decide::{ClaimFor, Effect, Guard, Need};
 use crate::record::cause::CauseCode;
 use crate::record::check_id::check_message_id;
 use crate::record::reasons::{REASON_COST_BUDGET, REASON_REVIEW_APPROVED, REASON_REVIEW_UNAVAILABLE};
@@ -47,7 +47,7 @@ pub(super) fn review(at: &Decide<'_>, objective: &str, input: Input<'_>) -> Flow
         match seen.claim {
             None => {
                 let (run_id, target) = (id.clone(), input.basis.target.clone());
-                return act(Effect::Claim { run_id, hold, label: review_rules::REVIEW_LABEL, target });
+                return act(Effect::Claim { run_id, hold, run: ClaimFor::Review, target });
             }
             Some(Claim::Ours) => {}
             // The other host reviews. Its lease keeps this host waiting without an audit, and its

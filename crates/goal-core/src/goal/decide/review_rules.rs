@@ -325,8 +325,6 @@ pub const REVIEW_INDEX: usize = 1_000_000;
 pub const REVIEW_COMMAND: &str = "goal review";
 /// Turns asked of one reviewer: the first, and one retry.
 pub const ATTEMPTS: u32 = 2;
-/// What a review's claim part names.
-pub const REVIEW_LABEL: &str = "goal review";
 
 /// The reviewer's prompt body. Its fields are written in this order and its `tools` map key by
 /// key ([`ToolsMap`]: the wildcard first), so what reaches OpenCode does not depend on how

@@ -1,8 +1,10 @@
 //! What a tick has seen so far: the reads the gatherer answered and the results of the effects
-//! the executor carried out, one field per observation, each `None` until it is known. The
-//! decision is a function of this, the settings and the clock; nothing here performs anything.
+//! the executor carried out, each `None` until it is known; a write's, a watched write's and a
+//! trail line's results are kept by their [`Slot`]. Everything enters through one exhaustive
+//! `Seen::absorb` of an `Observation` (`observation.rs`). The decision is a function of this, the settings and
+//! the clock; nothing here performs anything.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
@@ -57,8 +59,12 @@ pub struct Seen {
     pub review: ReviewSeen,
     /// The reservation and the post.
     pub deliver: DeliverSeen,
-    /// The terminal write, when one was made.
-    pub settled: Option<Written>,
+    /// Each guarded write's result, by its slot.
+    pub(super) written: HashMap<Slot, Written>,
+    /// Each watched write's result, by its slot.
+    pub(super) held: HashMap<Slot, Held>,
+    /// The trail lines written, by their slots.
+    pub(super) trailed: HashSet<Slot>,
 }
 
 /// The first reads.
@@ -105,12 +111,8 @@ pub struct OwnerSeen {
     pub answer: Option<OwnerAnswer>,
     /// That this session carries the goal was remembered.
     pub remembered: bool,
-    /// A resumed copy written as this session's own.
-    pub claimed: Option<Written>,
     /// The source's objective file was copied (an adopted copy).
     pub objective_copied: bool,
-    /// The adoption of a copy, paused.
-    pub adopted: Option<Written>,
 }
 
 /// The live state of the session.
@@ -138,36 +140,20 @@ pub struct WaitingSeen {
     pub requests_open: Option<bool>,
     /// The scheduler was told no request is open after all.
     pub inputs_settled: bool,
-    /// The waiting cause was written (or found already there).
-    pub noted: bool,
 }
 
 /// The provider stage.
 #[derive(Debug, Clone, Default)]
 pub struct ProviderSeen {
-    /// A park the tail no longer matches was ended.
-    pub park_cleared: Option<Written>,
     /// The transcript read again to confirm a cut turn (`Err`: unreadable).
     pub fresh_tail: Option<Result<Vec<Message>, HttpError>>,
-    /// The park written.
-    pub parked: Option<Written>,
-    /// Its trail line.
-    pub park_trail: bool,
 }
 
 /// The time stage, the strand, and the cut turn's trace.
 #[derive(Debug, Clone, Default)]
 pub struct PlanSeen {
-    /// The wait for working hours written (or the end of the waiting period).
-    pub hours: Option<Written>,
-    /// Its trail line.
-    pub hours_trail: bool,
-    /// The cut turn's trail line.
-    pub cut_trail: bool,
     /// The dispatch claim of this process (the strand's or the continuation's).
     pub dispatch_claim: Option<bool>,
-    /// The re-post's number recorded.
-    pub reposted: Option<Written>,
     /// The stranded message was posted again.
     pub repost_sent: bool,
 }
@@ -179,8 +165,6 @@ pub struct AuditSeen {
     pub evidence: Option<Evidence>,
     /// The small model's answer, and when it came (`Err`: the failure, as the cause's detail).
     pub answer: Option<(Result<SmallModelReply, String>, f64)>,
-    /// The audit's trail line.
-    pub trail: bool,
 }
 
 /// The evidence around the audit.
@@ -197,8 +181,6 @@ pub struct Evidence {
 /// The acceptance checks.
 #[derive(Debug, Clone, Default)]
 pub struct ChecksSeen {
-    /// The round's lease (`Heard`: how its echo went).
-    pub held: Option<Held>,
     /// The checks concluded (their trail lines written), in order.
     pub runs: Vec<CheckRun>,
     /// The check under way (index `runs.len()`).
@@ -263,8 +245,6 @@ pub enum Claim {
 /// The review.
 #[derive(Debug, Clone, Default)]
 pub struct ReviewSeen {
-    /// The review's lease.
-    pub held: Option<Held>,
     /// A reviewer of this tail that already answered: its session, answer and cost.
     pub finished: Option<Option<(String, ReviewAnswer, f64)>>,
     /// Its claim across hosts.
@@ -307,12 +287,6 @@ pub enum ReviewerRun {
 /// The reservation and the post.
 #[derive(Debug, Clone, Default)]
 pub struct DeliverSeen {
-    /// The wait for working hours written on the clock of the post.
-    pub hours: Option<Written>,
-    /// Its trail line.
-    pub hours_trail: bool,
-    /// The reservation's watched write.
-    pub reserved: Option<Held>,
     /// Another host's post had a moment to show (a contested reservation).
     pub waited: bool,
     /// The goal and the tail read back after the reservation.
@@ -320,8 +294,6 @@ pub struct DeliverSeen {
     /// A late echo looked for once more before ending without a post (`true`: it showed a
     /// user's change, written back).
     pub repaired_late: Option<bool>,
-    /// The reserved turn given back.
-    pub gave_back: Option<Written>,
     /// How the post went.
     pub delivery: Option<Delivery>,
 }
@@ -368,7 +340,7 @@ impl Seen {
 
     /// The goal the tick drives: the session's active goal as first read, or as a claim wrote it.
     pub fn goal(&self) -> Option<&Goal> {
-        if let Some(Written::Goal(goal)) = &self.owner.claimed {
+        if let Some(Written::Goal(goal)) = self.written(Slot::Claim) {
             return Some(goal);
         }
         self.first.as_ref()?.goal.as_ref()
@@ -384,31 +356,40 @@ impl Seen {
         self.live.as_ref()?.as_ref().ok()
     }
 
-    /// A write's result, seen where its slot says.
-    pub fn wrote(&mut self, slot: Slot, written: Written) {
-        match slot {
-            Slot::Claim => self.owner.claimed = Some(written),
-            Slot::Adopt => self.owner.adopted = Some(written),
-            Slot::Waiting => self.waiting.noted = true,
-            Slot::ParkCleared => self.provider.park_cleared = Some(written),
-            Slot::Park => self.provider.parked = Some(written),
-            Slot::Hours => self.plan.hours = Some(written),
-            Slot::HoursAgain => self.deliver.hours = Some(written),
-            Slot::Reposted => self.plan.reposted = Some(written),
-            Slot::GiveBack => self.deliver.gave_back = Some(written),
-            _ => self.settled = Some(written),
-        }
+    /// A guarded write's result, when the write in `slot` was made.
+    pub fn written(&self, slot: Slot) -> Option<&Written> {
+        self.written.get(&slot)
     }
 
-    /// A trail line written, seen where its slot says.
-    pub fn trailed(&mut self, slot: Slot) {
-        match slot {
-            Slot::ParkTrail => self.provider.park_trail = true,
-            Slot::HoursTrail => self.plan.hours_trail = true,
-            Slot::HoursAgainTrail => self.deliver.hours_trail = true,
-            Slot::CutTrail => self.plan.cut_trail = true,
-            Slot::AuditTrail => self.audit.trail = true,
-            _ => {}
-        }
+    /// A watched write's result, when the write in `slot` was made.
+    pub fn held(&self, slot: Slot) -> Option<&Held> {
+        self.held.get(&slot)
+    }
+
+    /// Whether the trail line of `slot` was written.
+    pub fn trailed(&self, slot: Slot) -> bool {
+        self.trailed.contains(&slot)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::goal::decide::observation::Observation;
+
+    #[test]
+    fn a_result_is_seen_in_its_own_slot_and_nowhere_else() {
+        let mut seen = Seen::new("ses_1", "/p", "me", 0);
+        seen.absorb(Observation::Wrote(Slot::Hours, Written::Stale));
+        seen.absorb(Observation::Trailed(Slot::HoursTrail));
+        seen.absorb(Observation::Held(Slot::ChecksHeld, Held::Failed));
+        assert_eq!(seen.written(Slot::Hours), Some(&Written::Stale));
+        assert!(seen.trailed(Slot::HoursTrail));
+        assert_eq!(seen.held(Slot::ChecksHeld), Some(&Held::Failed));
+        // A write that is not the terminal one is no terminal write (the tick would end on it).
+        assert_eq!(seen.written(Slot::Settled), None);
+        assert_eq!(seen.written(Slot::HoursAgain), None);
+        assert!(!seen.trailed(Slot::HoursAgainTrail));
+        assert_eq!(seen.held(Slot::Reserved), None);
     }
 }

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use crate::config::GoalConfig;
-use crate::goal::decide::decision::{Decision, Effect, Need, Slot};
+use crate::goal::decide::decision::{ClaimFor, Decision, Effect, Need, Slot};
 use crate::record::AcceptanceCheck;
 
 /// Sequential request rounds a stage may make (a guarded write is about three: the slot, a
@@ -128,9 +128,7 @@ impl Stage {
             },
             Decision::Act(effect) => match effect {
                 Effect::Audit(_) => Stage::Audit,
-                Effect::Claim { label, .. } if *label == crate::goal::decide::review_rules::REVIEW_LABEL => {
-                    Stage::Review
-                }
+                Effect::Claim { run: ClaimFor::Review, .. } => Stage::Review,
                 Effect::Claim { .. } | Effect::RunCheck { .. } | Effect::ConcludeCheck { .. } => checks_stage(),
                 Effect::Review { .. } | Effect::RecordReview { .. } => Stage::Review,
                 Effect::Watched(write) => match write.slot {

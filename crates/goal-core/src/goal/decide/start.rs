@@ -136,7 +136,7 @@ fn remembered(seen: &Seen) -> Flow {
 
 /// A copy the user resumed, written as this session's own: the tick goes on with it.
 fn claimed(seen: &Seen) -> Flow<&Goal> {
-    match &seen.owner.claimed {
+    match seen.written(Slot::Claim) {
         None => act(Effect::Write(super::Write {
             change: Change::Claim,
             guard: Guard::SameId,
@@ -151,7 +151,7 @@ fn claimed(seen: &Seen) -> Flow<&Goal> {
 
 /// A copy adopted paused; the tick ends (retried when the write failed).
 fn adopt<T>(seen: &Seen, source: String, rule: CopyRule) -> Flow<T> {
-    match &seen.owner.adopted {
+    match seen.written(Slot::Adopt) {
         None => {
             let change = Change::Adopt { source, rule };
             act(Effect::Write(super::Write { change, guard: Guard::SameId, keep_owner: false, slot: Slot::Adopt }))
@@ -164,7 +164,9 @@ fn adopt<T>(seen: &Seen, source: String, rule: CopyRule) -> Flow<T> {
 /// The goal waits for its directory's next owner list, and says so in its cause (the goal
 /// keeps naming no session); the list that is read wakes it.
 fn wait_for_list<T>(seen: &Seen, goal: &Goal, detail: &str) -> Flow<T> {
-    if !seen.waiting.noted && waiting_cause(goal.cause.as_ref(), &seen.session_id, detail, seen.first_at).is_some() {
+    if seen.written(Slot::Waiting).is_none()
+        && waiting_cause(goal.cause.as_ref(), &seen.session_id, detail, seen.first_at).is_some()
+    {
         let change = Change::WaitingForOpenCode { detail: detail.to_string() };
         return act(Effect::Write(super::Write { change, guard: Guard::Tick, keep_owner: true, slot: Slot::Waiting }));
     }
@@ -219,7 +221,7 @@ fn live_failed<T>(at: &Decide<'_>, failed: &[(Route, HttpError)]) -> Flow<T> {
     let seen = at.seen;
     if let Some((route, error)) = failed.first() {
         let detail = wait_detail(*route, error);
-        if !seen.waiting.noted
+        if seen.written(Slot::Waiting).is_none()
             && waiting_cause(at.goal.cause.as_ref(), &seen.session_id, &detail, seen.first_at).is_some()
         {
             return act(write(Change::WaitingForOpenCode { detail }, Slot::Waiting));
@@ -241,7 +243,7 @@ fn waiting_for_user<'s>(at: &Decide<'_>, live: &'s Live) -> Flow<&'s Live> {
         }
         Some(true) => {
             let reason = &at.goal.status_reason;
-            if !seen.waiting.noted && reason != WAITING_FOR_USER && reason != REASON_RESUMED {
+            if seen.written(Slot::Waiting).is_none() && reason != WAITING_FOR_USER && reason != REASON_RESUMED {
                 return act(write(Change::WaitingForUser, Slot::Waiting));
             }
             end(TickOutcome::Done)

@@ -8,6 +8,7 @@ use serde_json::{json, Map, Value};
 
 use super::change::ApplyWith;
 use super::decision::{Decision, Effect, Need, Slot};
+use super::observation::Observation;
 use super::seen::{Claim, Delivery, First, Held, Live, OwnerAnswer, ReadBack, Seen, Written};
 use super::{decide, lineage::OwnerView};
 use crate::config::GoalConfig;
@@ -151,30 +152,29 @@ fn walk(mut world: World) -> Walk {
                 walk.end = Some(end);
                 break;
             }
-            Decision::Read(need) => answer(&mut world, &mut seen, need, stored.as_ref()),
-            Decision::Act(effect) => act(&mut world, &mut seen, &mut walk, &mut stored, effect),
+            Decision::Read(need) => seen.absorb(answer(&world, &seen, need, stored.as_ref())),
+            Decision::Act(effect) => seen.absorb(act(&mut world, &mut walk, &mut stored, effect)),
         }
     }
     walk.stored = stored;
     walk
 }
 
-fn answer(world: &mut World, seen: &mut Seen, need: Need, stored: Option<&Goal>) {
+/// What the walker's world answers to `need`, as the gatherer would.
+fn answer(world: &World, seen: &Seen, need: Need, stored: Option<&Goal>) -> Observation {
     match need {
         Need::First => {
             let session = world.session.clone().map(|s| SessionView::from_value(&s).expect("a session"));
             let goal = session.as_ref().ok().and_then(SessionView::goal);
-            seen.first = Some(First { enabled: world.enabled, session, goal });
-            seen.first_at = NOW;
+            Observation::First(First { enabled: world.enabled, session, goal }, NOW)
         }
-        Need::Owners => seen.owner.answer = Some(world.owners.clone()),
+        Need::Owners => Observation::Owners(world.owners.clone()),
         Need::Objective => {
             let inline = seen.goal().map(|g| g.objective.clone());
-            seen.objective = Some(world.objective.clone().unwrap_or(inline));
+            Observation::Objective(world.objective.clone().unwrap_or(inline))
         }
-        Need::Live => {
-            seen.live_at = NOW;
-            seen.live = Some(match &world.messages {
+        Need::Live => Observation::Live(
+            match &world.messages {
                 Ok(raw) => Ok(Live {
                     status: world.status.clone(),
                     children: world.children.iter().filter_map(SessionView::from_value).collect(),
@@ -184,14 +184,15 @@ fn answer(world: &mut World, seen: &mut Seen, need: Need, stored: Option<&Goal>)
                     waiting_events: world.waiting_events,
                 }),
                 Err(error) => Err(vec![(super::wait_rules::Route::Messages, error.clone())]),
-            });
-        }
-        Need::OpenRequests => seen.waiting.requests_open = Some(world.requests_open),
-        Need::FreshTail => seen.provider.fresh_tail = Some(Ok(seen.live().expect("live").messages.clone())),
+            },
+            NOW,
+        ),
+        Need::OpenRequests => Observation::OpenRequests(world.requests_open),
+        Need::FreshTail => Observation::FreshTail(Ok(seen.live().expect("live").messages.clone())),
         Need::Evidence { tail, reply } => {
             let (goal, live) = (seen.goal().expect("goal").clone(), seen.live().expect("live").clone());
             let limits = world.config.evidence.limits.clone();
-            seen.audit.evidence = Some(super::verdict::evidence(&goal, &live.raw, None, None, &tail, &reply, &limits));
+            Observation::Evidence(super::verdict::evidence(&goal, &live.raw, None, None, &tail, &reply, &limits))
         }
         Need::ReadBack => {
             let mut session = SessionView::from_value(world.session.as_ref().expect("session")).expect("a session");
@@ -200,13 +201,14 @@ fn answer(world: &mut World, seen: &mut Seen, need: Need, stored: Option<&Goal>)
             }
             let newest = seen.live().and_then(|l| l.messages.last()).map(|m| m.id.clone()).unwrap_or_default();
             let newest = if world.newer_at_read_back { "msg_0000000a0009AAAAAAAAAAAAAA".into() } else { newest };
-            seen.deliver.read_back = Some(ReadBack { session: Ok(session), newest: Ok(newest) });
+            Observation::ReadBack(ReadBack { session: Ok(session), newest: Ok(newest) })
         }
         other => panic!("no answer for {other:?} in this walker"),
     }
 }
 
-fn act(world: &mut World, seen: &mut Seen, walk: &mut Walk, stored: &mut Option<Goal>, effect: Effect) {
+/// What carrying `effect` out on the walker's world does, as the executor would.
+fn act(world: &mut World, walk: &mut Walk, stored: &mut Option<Goal>, effect: Effect) -> Observation {
     let apply = |write: &super::Write, stored: &mut Option<Goal>| -> Written {
         if world.writes_fail {
             return Written::Failed;
@@ -223,33 +225,24 @@ fn act(world: &mut World, seen: &mut Seen, walk: &mut Walk, stored: &mut Option<
         }
     };
     match effect {
-        Effect::Write(write) => {
-            let written = apply(&write, stored);
-            seen.wrote(write.slot, written);
-        }
+        Effect::Write(write) => Observation::Wrote(write.slot, apply(&write, stored)),
         Effect::Settle { write, trail, notify } => {
-            if let Some(line) = trail {
-                walk.trail.push(line.record);
-            }
+            walk.trail.extend(trail.map(|line| line.record));
             let written = apply(&write, stored);
             walk.notified = notify && matches!(written, Written::Goal(_));
-            seen.settled = Some(written);
+            Observation::Wrote(write.slot, written)
         }
-        Effect::Watched(write) => {
-            let held = match apply(&write, stored) {
+        Effect::Watched(write) => Observation::Held(
+            write.slot,
+            match apply(&write, stored) {
                 Written::Goal(goal) => Held::Written { goal, contested: false, late: false },
                 Written::Stale => Held::Stale,
                 Written::Failed => Held::Failed,
-            };
-            match write.slot {
-                Slot::ChecksHeld => seen.checks.held = Some(held),
-                Slot::ReviewHeld => seen.review.held = Some(held),
-                _ => seen.deliver.reserved = Some(held),
-            }
-        }
+            },
+        ),
         Effect::Trail(line) => {
             walk.trail.push(line.record);
-            seen.trailed(line.slot);
+            Observation::Trailed(line.slot)
         }
         Effect::Audit(_) => {
             let answer = if world.audits.len() > 1 { world.audits.remove(0) } else { world.audits[0].clone() };
@@ -259,23 +252,23 @@ fn act(world: &mut World, seen: &mut Seen, walk: &mut Walk, stored: &mut Option<
                 model_id: "nano".into(),
                 tokens: Some(10),
             });
-            seen.audit.answer = Some((reply, NOW));
+            Observation::Audited(reply, NOW)
         }
-        Effect::ClaimDispatch => seen.plan.dispatch_claim = Some(true),
-        Effect::RememberCarrier => seen.owner.remembered = true,
-        Effect::CopyObjective { .. } => seen.owner.objective_copied = true,
-        Effect::InputsSettled(_) => seen.waiting.inputs_settled = true,
+        Effect::ClaimDispatch => Observation::DispatchClaimed(true),
+        Effect::RememberCarrier => Observation::CarrierRemembered,
+        Effect::CopyObjective { .. } => Observation::ObjectiveCopied,
+        Effect::InputsSettled(_) => Observation::InputsSettled,
         Effect::Post { .. } => {
             walk.posts += 1;
-            seen.deliver.delivery = Some(world.delivery);
+            Observation::Delivered(world.delivery)
         }
         Effect::Repost { .. } => {
             walk.posts += 1;
-            seen.plan.repost_sent = true;
+            Observation::Reposted
         }
-        Effect::Claim { .. } => seen.checks.current.claim = Some(Claim::Ours),
-        Effect::Pause(_) => seen.deliver.waited = true,
-        Effect::HearLate => seen.deliver.repaired_late = Some(false),
+        Effect::Claim { run, .. } => Observation::Claimed(run, Claim::Ours),
+        Effect::Pause(_) => Observation::Waited,
+        Effect::HearLate => Observation::HeardLate(false),
         other => panic!("no effect {other:?} in this walker"),
     }
 }

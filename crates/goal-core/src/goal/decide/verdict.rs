@@ -59,11 +59,11 @@ pub(super) fn audit(at: &Decide<'_>, objective: &str, basis: Basis) -> Flow<(Bas
     let Some((answer, answered_at)) = &audit_seen.answer else {
         return act(Effect::Audit(query(at, &basis, objective, evidence, derive, &items)));
     };
-    if !audit_seen.trail && !seen.current {
+    if !seen.trailed(Slot::AuditTrail) && !seen.current {
         return end(TickOutcome::Done);
     }
     let concluded = conclude(at, &basis, objective, evidence, answer.as_ref(), *answered_at, derive, items.len());
-    if !audit_seen.trail {
+    if !seen.trailed(Slot::AuditTrail) {
         let detached = matches!(concluded.decision, AfterAudit::Continue(_));
         return act(Effect::Trail(Line { record: concluded.line, detached, slot: Slot::AuditTrail }));
     }

@@ -1,0 +1,121 @@
+//! What a read answered or an effect did, as data: the gatherer (`goal/gather/`) and the executor
+//! (`goal/act/`) return one [`Observation`] (a read may return two), and [`Seen::absorb`] folds it
+//! into what the tick has seen. A new read or effect is one variant and one arm here; the
+//! compiler holds every observation to its place.
+
+use std::collections::HashSet;
+
+use serde_json::Value;
+
+use crate::error::HttpError;
+use crate::goal::decide::check_rules::CheckRun;
+use crate::goal::decide::decision::{ClaimFor, Slot};
+use crate::goal::decide::review_rules::ReviewAnswer;
+use crate::goal::decide::seen::{
+    CheckSeen, Claim, Delivery, Evidence, First, Held, Live, OwnerAnswer, ReadBack, ReviewerRun, Seen, Transcript,
+    Written,
+};
+use crate::goal::decide::wait_rules::Route;
+use crate::record::session::Message;
+use crate::record::small_model_call::SmallModelReply;
+
+/// One thing a tick learned.
+#[derive(Debug, Clone)]
+pub enum Observation {
+    /// The settings switches and the session, and when they answered.
+    First(First, f64),
+    /// The live state (`Err`: the routes that failed), and when it answered.
+    Live(Result<Live, Vec<(Route, HttpError)>>, f64),
+    /// What the owner lists told.
+    Owners(OwnerAnswer),
+    /// The effective objective (`None`: none could be read).
+    Objective(Option<String>),
+    /// Whether OpenCode lists an open permission or question of the session or its children.
+    OpenRequests(bool),
+    /// The transcript read again to confirm a cut turn.
+    FreshTail(Result<Vec<Message>, HttpError>),
+    /// The evidence of the turns since the last audit.
+    Evidence(Evidence),
+    /// The session just before the next check (`Err`: a read failed).
+    CheckTranscript(Result<Transcript, ()>),
+    /// A reviewer of this tail that already answered: its session, answer and cost.
+    FinishedReview(Option<(String, ReviewAnswer, f64)>),
+    /// Which cited files exist, and when they were looked up.
+    CitedFiles(HashSet<String>, f64),
+    /// The goal and the tail read back after the reservation.
+    ReadBack(ReadBack),
+    /// A guarded write in `slot` ended so.
+    Wrote(Slot, Written),
+    /// A watched write in `slot` ended so.
+    Held(Slot, Held),
+    /// The trail line of `slot` was written.
+    Trailed(Slot),
+    /// The small model's answer (`Err`: the failure, as the cause's detail), and when it came.
+    Audited(Result<SmallModelReply, String>, f64),
+    /// A claim across hosts of a check run or a review ended so.
+    Claimed(ClaimFor, Claim),
+    /// The check under way ran.
+    CheckRan(Result<CheckRun, HttpError>),
+    /// A check run was concluded (its trail line written).
+    CheckConcluded(CheckRun),
+    /// The reviewer was asked.
+    Reviewed(ReviewerRun),
+    /// The review's trail line was written; the `lastReview` value it leads to.
+    ReviewRecorded(Value),
+    /// The stranded message was posted again.
+    Reposted,
+    /// The source's objective file was copied (an adopted copy).
+    ObjectiveCopied,
+    /// That this session carries the goal was remembered.
+    CarrierRemembered,
+    /// The scheduler was told no request is open after all.
+    InputsSettled,
+    /// This process's dispatch claim of the session: taken, or another runtime holds it.
+    DispatchClaimed(bool),
+    /// The tick waited (another host's post had a moment to show).
+    Waited,
+    /// A late echo was looked for once more (`true`: it showed a user's change, written back).
+    HeardLate(bool),
+    /// How the continuation's post ended.
+    Delivered(Delivery),
+}
+
+impl Seen {
+    /// Folds in what a read answered or an effect did: every observation has its one place.
+    pub fn absorb(&mut self, observation: Observation) {
+        match observation {
+            Observation::First(first, at) => (self.first, self.first_at) = (Some(first), at),
+            Observation::Live(live, at) => (self.live, self.live_at) = (Some(live), at),
+            Observation::Owners(answer) => self.owner.answer = Some(answer),
+            Observation::Objective(objective) => self.objective = Some(objective),
+            Observation::OpenRequests(open) => self.waiting.requests_open = Some(open),
+            Observation::FreshTail(tail) => self.provider.fresh_tail = Some(tail),
+            Observation::Evidence(evidence) => self.audit.evidence = Some(evidence),
+            Observation::CheckTranscript(transcript) => self.checks.current.transcript = Some(transcript),
+            Observation::FinishedReview(finished) => self.review.finished = Some(finished),
+            Observation::CitedFiles(files, at) => self.review.files = Some((files, at)),
+            Observation::ReadBack(read_back) => self.deliver.read_back = Some(read_back),
+            Observation::Wrote(slot, written) => _ = self.written.insert(slot, written),
+            Observation::Held(slot, held) => _ = self.held.insert(slot, held),
+            Observation::Trailed(slot) => _ = self.trailed.insert(slot),
+            Observation::Audited(answer, at) => self.audit.answer = Some((answer, at)),
+            Observation::Claimed(ClaimFor::Check, claim) => self.checks.current.claim = Some(claim),
+            Observation::Claimed(ClaimFor::Review, claim) => self.review.claim = Some(claim),
+            Observation::CheckRan(run) => self.checks.current.run = Some(run),
+            Observation::CheckConcluded(run) => {
+                self.checks.runs.push(run);
+                self.checks.current = CheckSeen::default();
+            }
+            Observation::Reviewed(run) => self.review.run = Some(run),
+            Observation::ReviewRecorded(last) => self.review.recorded = Some(last),
+            Observation::Reposted => self.plan.repost_sent = true,
+            Observation::ObjectiveCopied => self.owner.objective_copied = true,
+            Observation::CarrierRemembered => self.owner.remembered = true,
+            Observation::InputsSettled => self.waiting.inputs_settled = true,
+            Observation::DispatchClaimed(claimed) => self.plan.dispatch_claim = Some(claimed),
+            Observation::Waited => self.deliver.waited = true,
+            Observation::HeardLate(repaired) => self.deliver.repaired_late = Some(repaired),
+            Observation::Delivered(delivery) => self.deliver.delivery = Some(delivery),
+        }
+    }
+}
