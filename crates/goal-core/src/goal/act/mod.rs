@@ -23,7 +23,6 @@ use crate::goal::act::echo::{echo_bound, EchoTarget, Heard, ReservationEcho, ECH
 use crate::goal::act::echo_watch::{WatchGuard, WriteEchoes};
 use crate::goal::act::own_posts::OwnPosts;
 use crate::goal::decide::change::{ApplyWith, Change};
-use crate::goal::decide::notify::goal_notification;
 use crate::goal::decide::seen::{Held, Seen, Written};
 use crate::goal::decide::{Effect, Guard, Line, Observation, Slot, Write};
 use crate::goal::gather::owners::Owners;
@@ -88,7 +87,8 @@ impl Executor<'_> {
     pub async fn run(&self, seen: &Seen, io: &mut TickIo, effect: Effect) -> Observation {
         match effect {
             Effect::Write(write) => Observation::Wrote(write.slot, self.write(seen, &write).await),
-            Effect::Settle { write, trail, notify } => self.settle(seen, write, trail, notify).await,
+            Effect::Settle { write, trail } => self.settle(seen, write, trail).await,
+            Effect::Announce { goal, notification } => self.announce(seen, &goal, notification),
             Effect::Watched(write) => Observation::Held(write.slot, self.watched(seen, io, &write).await),
             Effect::Trail(line) => {
                 let slot = line.slot;
@@ -226,27 +226,22 @@ impl Executor<'_> {
         write_change(at, &guard, marking, &write.change, &self.apply_with(seen), write.slot.label()).await
     }
 
-    /// A terminal write: its trail line first, the write, and for a settle the console line, the
-    /// owner memory forgotten and the host notified (the decision's `notify`: a pause the user
-    /// made is not announced, a pause the person asked for in the chat is).
-    async fn settle(&self, seen: &Seen, write: Write, trail: Option<Line>, notify: bool) -> Observation {
+    /// A terminal write: its trail line first, then the write.
+    async fn settle(&self, seen: &Seen, write: Write, trail: Option<Line>) -> Observation {
         if let Some(line) = trail {
             self.trail(seen, line.record, line.detached).await;
         }
-        let written = self.write(seen, &write).await;
-        if let (Written::Goal(goal), true) = (&written, notify) {
-            operator::settled(&seen.session_id, goal);
-            // Settled: its carriers need not be remembered (a copy seen later is listed again).
-            self.owners.holders().forget(&goal.id);
-            let flags = self.services.data_dir.flags().await;
-            if flags.notify_on_completion {
-                let objective = seen.objective.clone().flatten().filter(|o| !o.is_empty());
-                let objective =
-                    objective.unwrap_or_else(|| seen.goal().map(|g| g.objective.clone()).unwrap_or_default());
-                self.services.notifier.notify(goal_notification(&seen.session_id, &seen.directory, goal, &objective));
-            }
+        Observation::Wrote(write.slot, self.write(seen, &write).await)
+    }
+
+    /// A settled goal announced: the console line, its carriers forgotten, the notification.
+    fn announce(&self, seen: &Seen, goal: &Goal, notification: Option<Value>) -> Observation {
+        operator::settled(&seen.session_id, goal);
+        self.owners.holders().forget(&goal.id);
+        if let Some(notification) = notification {
+            self.services.notifier.notify(notification);
         }
-        Observation::Wrote(write.slot, written)
+        Observation::Announced
     }
 
     /// A write watched for its echo: the reservation (built on the tick's first read when that

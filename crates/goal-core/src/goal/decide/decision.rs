@@ -11,7 +11,7 @@ use crate::goal::decide::change::Change;
 use crate::goal::decide::check_rules::CheckRun;
 use crate::goal::decide::review_rules::ReviewerBody;
 use crate::record::session::Selection;
-use crate::record::AcceptanceCheck;
+use crate::record::{AcceptanceCheck, Goal};
 use crate::sched::outcome::TickOutcome;
 
 /// What the tick does next.
@@ -140,8 +140,10 @@ pub enum Slot {
     Reserved,
     /// The reserved turn given back.
     GiveBack,
-    /// A terminal write (and the trail line before it).
+    /// A terminal write (and the trail line before it), announced once written.
     Settled,
+    /// A pause after an abort the messages show: terminal, not announced (the user made it).
+    Paused,
 }
 
 impl Slot {
@@ -161,6 +163,7 @@ impl Slot {
             Slot::Reserved => "reserve",
             Slot::GiveBack => "give back",
             Slot::Settled => "settle",
+            Slot::Paused => "pause",
         }
     }
 }
@@ -189,16 +192,21 @@ impl ClaimFor {
 pub enum Effect {
     /// A guarded write of the goal.
     Write(Write),
-    /// A terminal write: its trail line first (when given), the write, the console line, and the
-    /// host's notification unless the goal was paused.
+    /// A terminal write: its trail line first (when given), then the write.
     Settle {
-        /// The write (a [`Change::Settle`] or [`Change::Pause`]).
+        /// The write (a [`Change::Settle`] in [`Slot::Settled`], or a [`Change::Pause`] in
+        /// [`Slot::Paused`]).
         write: Write,
         /// A trail line written before it.
         trail: Option<Line>,
-        /// Notify the host: a settle (a pause the person asked for in the chat included); a pause
-        /// the user made with a button or an abort is not announced.
-        notify: bool,
+    },
+    /// A settled goal announced: the console line, its carriers forgotten (a copy seen later is
+    /// listed again), and the host's notification when the settings file asks for one.
+    Announce {
+        /// The goal as settled.
+        goal: Box<Goal>,
+        /// The notification.
+        notification: Option<Value>,
     },
     /// A goal write watched for its echo (another writer's change it overwrote is written back):
     /// the reservation of a turn, or the lease of a check round or review.

@@ -64,8 +64,8 @@ type Flow<T = ()> = ControlFlow<Decision, T>;
 /// The next thing the tick does, given what it has seen, the runtime's settings and now.
 pub fn decide(seen: &Seen, config: &GoalConfig, now: f64) -> Decision {
     // A terminal write ends the tick whatever else changed since (the user may act meanwhile).
-    if let Some(end) = settled_end(seen, config) {
-        return Decision::End(end);
+    if let Some(settled) = settled(seen, config) {
+        return settled;
     }
     match branch_order(seen, config, now) {
         ControlFlow::Break(decision) => decision,
@@ -116,7 +116,7 @@ impl Decide<'_> {
     fn settle(&self, settlement: Settlement, extras: Extras, guard: Guard, trail: Option<Line>) -> Decision {
         let change = Change::Settle(Box::new(settlement), Box::new(extras));
         let write = Write { change, guard, keep_owner: false, slot: decision::Slot::Settled };
-        Decision::Act(Effect::Settle { write, trail, notify: true })
+        Decision::Act(Effect::Settle { write, trail })
     }
 }
 
@@ -130,17 +130,35 @@ fn late_retry(seen: &Seen, config: &GoalConfig, extra: u32) -> TickOutcome {
     TickOutcome::RetryIn(plain.max(continued))
 }
 
-/// How a tick ends once its terminal write was made: written, settled; the goal changed
+/// What follows a terminal write: a settle that was written is announced (a pause after an abort,
+/// which the user made, is not), then the tick ends: written, settled; the goal changed
 /// meanwhile, done (the change brings its own wake-up); failed, retried (a terminal decision
 /// never stored would leave the goal active with nothing armed), on the late backoff unless the
 /// tick made no request past its reads.
-fn settled_end(seen: &Seen, config: &GoalConfig) -> Option<TickOutcome> {
-    Some(match seen.written(Slot::Settled)? {
+fn settled(seen: &Seen, config: &GoalConfig) -> Option<Decision> {
+    let (written, announced) = match (seen.written(Slot::Settled), seen.written(Slot::Paused)) {
+        (Some(written), _) => (written, seen.announced),
+        (None, paused) => (paused?, true),
+    };
+    Some(Decision::End(match written {
+        Written::Goal(goal) if !announced => return Some(Decision::Act(announce(seen, goal))),
         Written::Goal(_) => TickOutcome::Settled,
         Written::Stale => TickOutcome::Done,
         Written::Failed if seen.live.as_ref().is_some_and(Result::is_err) => TickOutcome::Retry,
         Written::Failed => late_retry(seen, config, 0),
-    })
+    }))
+}
+
+/// A settled goal's announcement: the notification, when the settings file asks for one, with
+/// the effective objective (the file's text for a file-backed goal).
+fn announce(seen: &Seen, goal: &Goal) -> Effect {
+    let wanted = seen.first.as_ref().is_some_and(|first| first.notify);
+    let notification = wanted.then(|| {
+        let objective = seen.objective.clone().flatten().filter(|o| !o.is_empty());
+        let objective = objective.unwrap_or_else(|| seen.goal().map(|g| g.objective.clone()).unwrap_or_default());
+        notify::goal_notification(&seen.session_id, &seen.directory, goal, &objective)
+    });
+    Effect::Announce { goal: Box::new(goal.clone()), notification }
 }
 
 /// How a tick goes on after a write that does not end it: written, on; stale, done; failed,

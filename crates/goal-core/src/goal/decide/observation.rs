@@ -78,6 +78,8 @@ pub enum Observation {
     HeardLate(bool),
     /// How the continuation's post ended.
     Delivered(Delivery),
+    /// The terminal write was announced.
+    Announced,
 }
 
 impl Seen {
@@ -116,6 +118,7 @@ impl Seen {
             Observation::Waited => self.deliver.waited = true,
             Observation::HeardLate(repaired) => self.deliver.repaired_late = Some(repaired),
             Observation::Delivered(delivery) => self.deliver.delivery = Some(delivery),
+            Observation::Announced => self.announced = true,
         }
     }
 }

@@ -59,8 +59,8 @@ pub(super) fn plan(at: &Decide<'_>, live: &Live, window: &Window) -> Flow<Course
         Plan::Pause(_) if !seen.current => end(TickOutcome::Done),
         Plan::Pause(accounting) => {
             let write =
-                Write { change: Change::Pause(accounting), guard: Guard::Tick, keep_owner: false, slot: Slot::Settled };
-            act(Effect::Settle { write, trail: None, notify: false })
+                Write { change: Change::Pause(accounting), guard: Guard::Tick, keep_owner: false, slot: Slot::Paused };
+            act(Effect::Settle { write, trail: None })
         }
         Plan::Settle(settlement) => ControlFlow::Break(at.settle(settlement, Extras::default(), Guard::Tick, None)),
         Plan::ContinueUnaudited(mut basis) => {

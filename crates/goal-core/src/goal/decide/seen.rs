@@ -59,6 +59,8 @@ pub struct Seen {
     pub review: ReviewSeen,
     /// The reservation and the post.
     pub deliver: DeliverSeen,
+    /// The terminal write was announced (console, owner memory, notification).
+    pub announced: bool,
     /// Each guarded write's result, by its slot.
     pub(super) written: HashMap<Slot, Written>,
     /// Each watched write's result, by its slot.
@@ -72,6 +74,8 @@ pub struct Seen {
 pub struct First {
     /// Goals are switched on in the settings file.
     pub enabled: bool,
+    /// The settings file asks for a notification when a goal settles.
+    pub notify: bool,
     /// The session (with its goal), or why it could not be read.
     pub session: Result<SessionView, HttpError>,
     /// The session's goal, parsed once (whatever its status).

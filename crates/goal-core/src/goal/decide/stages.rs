@@ -141,7 +141,7 @@ impl Stage {
                 Effect::Write(write) if write.slot == Slot::GiveBack => Stage::Deliver,
                 Effect::Write(write) if write.slot == Slot::Reposted => Stage::Strand,
                 Effect::Repost { .. } => Stage::Strand,
-                Effect::Settle { .. } => Stage::Settle,
+                Effect::Settle { .. } | Effect::Announce { .. } => Stage::Settle,
                 Effect::Write(_)
                 | Effect::Trail(_)
                 | Effect::CopyObjective { .. }

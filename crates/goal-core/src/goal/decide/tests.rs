@@ -25,6 +25,8 @@ struct World {
     config: GoalConfig,
     attempt: u32,
     enabled: bool,
+    /// The settings file asks for a notification when a goal settles.
+    notify: bool,
     /// The session as OpenCode answers it (`Err`: the read fails).
     session: Result<Value, HttpError>,
     owners: OwnerAnswer,
@@ -56,6 +58,7 @@ impl World {
             config: GoalConfig::default(),
             attempt: 0,
             enabled: true,
+            notify: true,
             session: Ok(session(goal)),
             owners: OwnerAnswer::Listed(OwnerView { listed: true, oldest: None }),
             objective: None,
@@ -166,7 +169,7 @@ fn answer(world: &World, seen: &Seen, need: Need, stored: Option<&Goal>) -> Obse
         Need::First => {
             let session = world.session.clone().map(|s| SessionView::from_value(&s).expect("a session"));
             let goal = session.as_ref().ok().and_then(SessionView::goal);
-            Observation::First(First { enabled: world.enabled, session, goal }, NOW)
+            Observation::First(First { enabled: world.enabled, notify: world.notify, session, goal }, NOW)
         }
         Need::Owners => Observation::Owners(world.owners.clone()),
         Need::Objective => {
@@ -226,11 +229,13 @@ fn act(world: &mut World, walk: &mut Walk, stored: &mut Option<Goal>, effect: Ef
     };
     match effect {
         Effect::Write(write) => Observation::Wrote(write.slot, apply(&write, stored)),
-        Effect::Settle { write, trail, notify } => {
+        Effect::Settle { write, trail } => {
             walk.trail.extend(trail.map(|line| line.record));
-            let written = apply(&write, stored);
-            walk.notified = notify && matches!(written, Written::Goal(_));
-            Observation::Wrote(write.slot, written)
+            Observation::Wrote(write.slot, apply(&write, stored))
+        }
+        Effect::Announce { notification, .. } => {
+            walk.notified = notification.is_some();
+            Observation::Announced
         }
         Effect::Watched(write) => Observation::Held(
             write.slot,
@@ -386,6 +391,18 @@ fn every_settle_writes_its_cause() {
         assert_eq!(ended(&walk), TickOutcome::Settled, "{name}");
         assert_eq!(walk.notified, status != GoalStatus::Paused, "{name}: a settle notifies, a pause does not");
     }
+}
+
+/// A settle is announced (the console, the owner memory) whatever the settings file says; only
+/// the host's notification follows its switch.
+#[test]
+fn the_notification_follows_the_settings_switch() {
+    let mut quiet = World::new(goal(json!({}))).audit(json!({"verdict": "complete", "note": "done"}));
+    quiet.notify = false;
+    let walk = walk(quiet);
+    assert_eq!((walk.status(), ended(&walk)), (Some(GoalStatus::Complete), TickOutcome::Settled));
+    assert!(walk.did(|d| matches!(d, Decision::Act(Effect::Announce { notification: None, .. }))));
+    assert!(!walk.notified);
 }
 
 /// The gates before any audit: each ends the tick without a write or a post.

@@ -88,7 +88,8 @@ impl Reader<'_> {
         }
         let goal = session.as_ref().ok().and_then(SessionView::goal);
         let base = session.as_ref().ok().map(|s| (s.clone(), epoch, answered));
-        seen_now.push(Observation::First(First { enabled: flags.goal_enabled, session, goal }, now));
+        let first = First { enabled: flags.goal_enabled, notify: flags.notify_on_completion, session, goal };
+        seen_now.push(Observation::First(first, now));
         (seen_now, base)
     }
 
