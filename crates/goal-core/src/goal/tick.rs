@@ -8,14 +8,16 @@ use tracing::warn;
 
 use crate::goal::act::TickIo;
 use crate::goal::context::TickContext;
+use crate::goal::decide::check_rules::CLAIM_ROUNDS;
 use crate::goal::decide::stages::Stage;
 use crate::goal::decide::{decide, Decision, Need, Seen};
 use crate::record::MAX_CHECKS;
 use crate::sched::{TickOutcome, TickStart};
 
-/// More steps than any tick takes (each check is four, a review six): a decision that would go on
-/// for ever is cut here and looked at again with backoff.
-const MAX_STEPS: usize = 64 + 4 * MAX_CHECKS;
+/// More steps than any tick takes (each check is at most three and its claim's rounds, a review
+/// five and its claim's): a decision that would go on for ever is cut here and looked at again
+/// with backoff.
+const MAX_STEPS: usize = 64 + (3 + CLAIM_ROUNDS) * MAX_CHECKS + CLAIM_ROUNDS;
 
 /// Runs one tick. `start.attempt` counts consecutive read failures (0 on a normal wake-up).
 pub async fn run_tick(ctx: &TickContext, start: TickStart) -> TickOutcome {

@@ -99,8 +99,8 @@ impl Executor<'_> {
                 let answer = self.audit(query).await;
                 Observation::Audited(answer, self.now())
             }
-            Effect::Claim { run_id, hold, run, target } => {
-                Observation::Claimed(run, self.claim(seen, &run_id, hold, run.label(), &target).await)
+            Effect::Claim { claim_id, run, target } => {
+                Observation::Claimed(run, self.claim(seen, &claim_id, run.label(), &target).await)
             }
             Effect::RunCheck { index, check, message_id, target } => {
                 Observation::CheckRan(self.run_check(seen, index, &check, &message_id, &target).await)

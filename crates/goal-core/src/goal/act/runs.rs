@@ -15,25 +15,22 @@ use super::echo::follow_late_echo;
 use super::{operator, Executor, TickIo};
 use crate::error::HttpError;
 use crate::goal::decide::acceptance::SHELL_SLACK;
-use crate::goal::decide::check_rules::{self, first_claim, run_of_answer, CheckResult, CheckRun};
+use crate::goal::decide::check_rules::{self, first_claim, run_of_answer, CheckResult, CheckRun, ClaimRound};
 use crate::goal::decide::delivery::standing;
 use crate::goal::decide::plan_rules::parse_verdict;
 use crate::goal::decide::review_rules::{
     self, final_reply, no_answer_coming, parse_answer, reviewer_cost, ReviewerBody,
 };
-use crate::goal::decide::seen::{Claim, Delivery, Held, ReviewerRun, Seen};
+use crate::goal::decide::seen::{Delivery, Held, ReviewerRun, Seen};
 use crate::goal::decide::stages::AUDIT_SLACK;
 use crate::goal::decide::Slot;
 use crate::io::prompt_outcome::DispatchOutcome;
-use crate::record::check_id::check_claim_id;
 use crate::record::session::Selection;
 use crate::record::session::{live_status, LiveStatus, SessionView};
 use crate::record::small_model_call::{SmallModelQuery, SmallModelReply};
 use crate::record::AcceptanceCheck;
 use crate::text::jsonx::extract_json_object;
 
-/// Claims after an abandoned one, at most (each waits a whole hold first).
-const CLAIM_ROUNDS: usize = 3;
 /// How long an aborted run may take to come back before the run stops waiting for it.
 const ABORT_GRACE: Duration = Duration::from_secs(15);
 /// First and longest pause between two looks at the reviewer's session.
@@ -92,43 +89,24 @@ impl Executor<'_> {
         }
     }
 
-    /// Claims the run `run_id` across hosts before it runs: every host posts a `noReply` message
-    /// under the same claim id whose one part names the host; the host named by the first part
-    /// runs it. A claim older than `hold` with no run counts as abandoned, and the next claim's
-    /// id is derived from its winning part, so every host agrees on it.
-    pub(super) async fn claim(
-        &self,
-        seen: &Seen,
-        run_id: &str,
-        hold: Duration,
-        label: &str,
-        target: &Selection,
-    ) -> Claim {
+    /// One round of a claim across hosts: the claim posted under `claim_id`, its part naming this
+    /// host, and the claim message read back (whose first part wins; `check_rules::claim_step`
+    /// decides what follows).
+    pub(super) async fn claim(&self, seen: &Seen, claim_id: &str, label: &str, target: &Selection) -> ClaimRound {
         let (session_id, directory) = (seen.session_id.as_str(), seen.directory.as_str());
         let prefix = format!("{label} claimed by ");
-        let mut salt = String::new();
-        for _ in 0..CLAIM_ROUNDS {
-            let Some(claim_id) = check_claim_id(run_id, &salt) else { return Claim::Ours };
-            let body = claim_body(target, &claim_id, &format!("{prefix}{}", self.holder));
-            if let DispatchOutcome::NotAdmitted(_) = self.client.prompt_async(session_id, directory, &body).await {
-                return Claim::Unknown;
-            }
-            let Ok((_, raw)) = self.client.messages_with_raw(session_id, directory, self.config.message_limit).await
-            else {
-                return Claim::Unknown;
-            };
-            let Some(first) = first_claim(&raw, &claim_id, &prefix) else { return Claim::Unknown };
-            if first.holder == self.holder {
-                return Claim::Ours;
-            }
-            if self.now() - first.created < hold.as_millis() as f64 || first.part_id.is_empty() {
-                info!(target: "session_goal", session = session_id, label, "another host claimed this run");
-                return Claim::Theirs;
-            }
-            info!(target: "session_goal", session = session_id, "a claim of this run was never followed by it; claiming again");
-            salt = first.part_id;
+        let body = claim_body(target, claim_id, &format!("{prefix}{}", self.holder));
+        if let DispatchOutcome::NotAdmitted(_) = self.client.prompt_async(session_id, directory, &body).await {
+            return ClaimRound::Unknown;
         }
-        Claim::Theirs
+        let Ok((_, raw)) = self.client.messages_with_raw(session_id, directory, self.config.message_limit).await else {
+            return ClaimRound::Unknown;
+        };
+        let Some(first) = first_claim(&raw, claim_id, &prefix) else { return ClaimRound::Unknown };
+        if first.holder != self.holder {
+            info!(target: "session_goal", session = session_id, label, "another host's claim of this run came first");
+        }
+        ClaimRound::Read { first, at: self.now() }
     }
 
     /// Posts one check to the shell endpoint and waits for it, at most its time limit; past it

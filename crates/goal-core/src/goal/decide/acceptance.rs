@@ -14,15 +14,16 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::proof::{held, Input};
+use super::proof::{claimed, held, ClaimOf, Input};
 use super::{act, end, read, Decide, Flow, MARGIN};
 use crate::error::HttpError;
 use crate::goal::decide::change::Extras;
+use crate::goal::decide::check_rules::Claim;
 use crate::goal::decide::check_rules::{self, cut_in, recorded_run, run_cut, CheckResult, CheckRun};
 use crate::goal::decide::decision::Slot;
 use crate::goal::decide::notify::trail_line;
 use crate::goal::decide::plan_rules::{blocked, Basis, Reservation, Settlement};
-use crate::goal::decide::seen::{Claim, Transcript};
+use crate::goal::decide::seen::Transcript;
 use crate::goal::decide::{ClaimFor, Effect, Guard, Need};
 use crate::record::cause::CauseCode;
 use crate::record::check_id::check_message_id;
@@ -154,17 +155,14 @@ fn run_one(at: &Decide<'_>, basis: &Basis, index: usize, check: &AcceptanceCheck
             }
             None => {}
         }
-        match seen.claim {
-            None => {
-                let target = basis.target.clone();
-                return act(Effect::Claim { run_id: id.clone(), hold, run: ClaimFor::Check, target });
-            }
-            Some(Claim::Ours) => {}
+        let of = ClaimOf { run: ClaimFor::Check, run_id: id, rounds: &seen.claims, hold, target: &basis.target };
+        match claimed(at, of)? {
+            Claim::Ours => {}
             // A cut run's claim stands for the hold, then counts as abandoned: look again then.
-            Some(Claim::Theirs) if cut => return end(TickOutcome::BackOff(hold)),
+            Claim::Theirs if cut => return end(TickOutcome::BackOff(hold)),
             // The other host runs it; its end brings the next look.
-            Some(Claim::Theirs) => return end(TickOutcome::Done),
-            Some(Claim::Unknown) => return end(at.late_retry()),
+            Claim::Theirs => return end(TickOutcome::Done),
+            Claim::Unknown => return end(at.late_retry()),
         }
     }
     match &seen.run {

@@ -215,12 +215,11 @@ pub enum Effect {
     Trail(Line),
     /// The small model's verdict on the turn.
     Audit(crate::record::small_model_call::SmallModelQuery),
-    /// Claims a check run or a review across hosts before it runs.
+    /// One round of the claim of a check run or a review across hosts before it runs: the claim
+    /// posted under `claim_id`, and its message read back (`check_rules.rs`, `claim_step`).
     Claim {
-        /// The run's message id.
-        run_id: String,
-        /// How long a claim stands without its run.
-        hold: Duration,
+        /// The claim message's id.
+        claim_id: String,
         /// Which run it claims.
         run: ClaimFor,
         /// The session's model and agent (the claim's post names them).

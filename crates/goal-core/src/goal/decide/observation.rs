@@ -8,12 +8,11 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use crate::error::HttpError;
-use crate::goal::decide::check_rules::CheckRun;
+use crate::goal::decide::check_rules::{CheckRun, ClaimRound};
 use crate::goal::decide::decision::{ClaimFor, Slot};
 use crate::goal::decide::review_rules::ReviewAnswer;
 use crate::goal::decide::seen::{
-    CheckSeen, Claim, Delivery, Evidence, First, Held, Live, OwnerAnswer, ReadBack, ReviewerRun, Seen, Transcript,
-    Written,
+    CheckSeen, Delivery, Evidence, First, Held, Live, OwnerAnswer, ReadBack, ReviewerRun, Seen, Transcript, Written,
 };
 use crate::goal::decide::wait_rules::Route;
 use crate::record::session::Message;
@@ -52,8 +51,8 @@ pub enum Observation {
     Trailed(Slot),
     /// The small model's answer (`Err`: the failure, as the cause's detail), and when it came.
     Audited(Result<SmallModelReply, String>, f64),
-    /// A claim across hosts of a check run or a review ended so.
-    Claimed(ClaimFor, Claim),
+    /// One round of a claim across hosts of a check run or a review.
+    Claimed(ClaimFor, ClaimRound),
     /// The check under way ran.
     CheckRan(Result<CheckRun, HttpError>),
     /// A check run was concluded (its trail line written).
@@ -101,8 +100,8 @@ impl Seen {
             Observation::Held(slot, held) => _ = self.held.insert(slot, held),
             Observation::Trailed(slot) => _ = self.trailed.insert(slot),
             Observation::Audited(answer, at) => self.audit.answer = Some((answer, at)),
-            Observation::Claimed(ClaimFor::Check, claim) => self.checks.current.claim = Some(claim),
-            Observation::Claimed(ClaimFor::Review, claim) => self.review.claim = Some(claim),
+            Observation::Claimed(ClaimFor::Check, round) => self.checks.current.claims.push(round),
+            Observation::Claimed(ClaimFor::Review, round) => self.review.claims.push(round),
             Observation::CheckRan(run) => self.checks.current.run = Some(run),
             Observation::CheckConcluded(run) => {
                 self.checks.runs.push(run);

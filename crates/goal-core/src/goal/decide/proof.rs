@@ -8,11 +8,13 @@ use std::time::Duration;
 
 use super::{act, end, Decide, Flow};
 use crate::goal::decide::change::Change;
+use crate::goal::decide::check_rules::{claim_step, Claim, ClaimRound, ClaimStep};
 use crate::goal::decide::decision::Slot;
 use crate::goal::decide::grading::CriteriaUpdate;
 use crate::goal::decide::plan_rules::{Basis, Settlement};
 use crate::goal::decide::seen::Held;
-use crate::goal::decide::{Effect, Guard, Write};
+use crate::goal::decide::{ClaimFor, Effect, Guard, Write};
+use crate::record::session::Selection;
 
 /// What the checks and the review need to know about the completion under proof.
 pub(super) struct Input<'a> {
@@ -24,6 +26,29 @@ pub(super) struct Input<'a> {
     pub criteria: Option<CriteriaUpdate>,
     /// The audit's evidence items (`e1…`), for a review.
     pub items: Vec<String>,
+}
+
+/// The claim across hosts of the run `run_id` (a check's or the review's, posted on `target`),
+/// round by round: `Continue` with how it stands once it does.
+pub(super) struct ClaimOf<'a> {
+    /// Which run.
+    pub run: ClaimFor,
+    /// The run's message id.
+    pub run_id: &'a str,
+    /// The rounds so far.
+    pub rounds: &'a [ClaimRound],
+    /// How long a claim stands without its run.
+    pub hold: Duration,
+    /// The session's model and agent (the claim's post names them).
+    pub target: &'a Selection,
+}
+
+/// How the claim `of` stands, or its next round.
+pub(super) fn claimed(at: &Decide<'_>, of: ClaimOf<'_>) -> Flow<Claim> {
+    match claim_step(of.run_id, of.rounds, &at.seen.holder, of.hold) {
+        ClaimStep::Decided(claim) => ControlFlow::Continue(claim),
+        ClaimStep::Post(claim_id) => act(Effect::Claim { claim_id, run: of.run, target: of.target.clone() }),
+    }
 }
 
 /// The lease of a check round or a review, watched like a reservation: a user's stop that landed

@@ -9,15 +9,16 @@
 use crate::sched::outcome::TickOutcome;
 use std::ops::ControlFlow;
 
-use super::proof::{held, Input};
+use super::proof::{claimed, held, ClaimOf, Input};
 use super::{act, end, read, Decide, Flow};
 use crate::goal::decide::change::Extras;
+use crate::goal::decide::check_rules::Claim;
 use crate::goal::decide::decision::Slot;
 use crate::goal::decide::grading::{open_criteria_paragraph, CriteriaUpdate};
 use crate::goal::decide::notify::trail_line;
 use crate::goal::decide::plan_rules::{blocked, continuing, EvidenceFields, Reservation, Settlement};
 use crate::goal::decide::review_rules::{self, judge, Judgement, ReviewAnswer, ReviewerBody};
-use crate::goal::decide::seen::{Claim, ReviewerRun};
+use crate::goal::decide::seen::ReviewerRun;
 use crate::goal::decide::{ClaimFor, Effect, Guard, Need};
 use crate::record::cause::CauseCode;
 use crate::record::check_id::check_message_id;
@@ -44,17 +45,14 @@ pub(super) fn review(at: &Decide<'_>, objective: &str, input: Input<'_>) -> Flow
         return concluded(at, input, session, answer, *cost);
     }
     if let Some(id) = &review_id {
-        match seen.claim {
-            None => {
-                let (run_id, target) = (id.clone(), input.basis.target.clone());
-                return act(Effect::Claim { run_id, hold, run: ClaimFor::Review, target });
-            }
-            Some(Claim::Ours) => {}
+        let of = ClaimOf { run: ClaimFor::Review, run_id: id, rounds: &seen.claims, hold, target: &input.basis.target };
+        match claimed(at, of)? {
+            Claim::Ours => {}
             // The other host reviews. Its lease keeps this host waiting without an audit, and its
             // settle ends the wait; when this host's lease write landed last instead, the next
             // look finds the finished review by its title and settles on it.
-            Some(Claim::Theirs) => return end(TickOutcome::BackOff(config.idle_quiet)),
-            Some(Claim::Unknown) => return end(at.late_retry()),
+            Claim::Theirs => return end(TickOutcome::BackOff(config.idle_quiet)),
+            Claim::Unknown => return end(at.late_retry()),
         }
     }
     match &seen.run {

@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::error::HttpError;
 use crate::evidence::digest::Digest;
 use crate::evidence::no_progress::ProgressState;
-use crate::goal::decide::check_rules::CheckRun;
+use crate::goal::decide::check_rules::{CheckRun, ClaimRound};
 use crate::goal::decide::decision::Slot;
 use crate::goal::decide::lineage::OwnerView;
 use crate::goal::decide::review_rules::ReviewAnswer;
@@ -216,8 +216,8 @@ pub enum Held {
 pub struct CheckSeen {
     /// The status, transcript and session just before it (`Err`: one could not be read).
     pub transcript: Option<Result<Transcript, ()>>,
-    /// Its claim across hosts.
-    pub claim: Option<Claim>,
+    /// Its claim across hosts, round by round.
+    pub claims: Vec<ClaimRound>,
     /// Its run.
     pub run: Option<Result<CheckRun, HttpError>>,
 }
@@ -235,24 +235,13 @@ pub struct Transcript {
     pub goal: Option<Goal>,
 }
 
-/// Who may run a claimed run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Claim {
-    /// This host's claim came first.
-    Ours,
-    /// Another host's.
-    Theirs,
-    /// The claim could not be posted or read back.
-    Unknown,
-}
-
 /// The review.
 #[derive(Debug, Clone, Default)]
 pub struct ReviewSeen {
     /// A reviewer of this tail that already answered: its session, answer and cost.
     pub finished: Option<Option<(String, ReviewAnswer, f64)>>,
-    /// Its claim across hosts.
-    pub claim: Option<Claim>,
+    /// Its claim across hosts, round by round.
+    pub claims: Vec<ClaimRound>,
     /// The reviewer's run.
     pub run: Option<ReviewerRun>,
     /// Which cited files exist, and when they were looked up (the judgement's time).

@@ -7,9 +7,10 @@ use crate::sched::outcome::TickOutcome;
 use serde_json::{json, Map, Value};
 
 use super::change::ApplyWith;
+use super::check_rules::{ClaimRound, FirstClaim};
 use super::decision::{Decision, Effect, Need, Slot};
 use super::observation::Observation;
-use super::seen::{Claim, Delivery, First, Held, Live, OwnerAnswer, ReadBack, Seen, Written};
+use super::seen::{Delivery, First, Held, Live, OwnerAnswer, ReadBack, Seen, Written};
 use super::{decide, lineage::OwnerView};
 use crate::config::GoalConfig;
 use crate::error::HttpError;
@@ -271,7 +272,10 @@ fn act(world: &mut World, walk: &mut Walk, stored: &mut Option<Goal>, effect: Ef
             walk.posts += 1;
             Observation::Reposted
         }
-        Effect::Claim { run, .. } => Observation::Claimed(run, Claim::Ours),
+        Effect::Claim { run, .. } => {
+            let first = FirstClaim { holder: "me".into(), part_id: "prt_1".into(), created: NOW };
+            Observation::Claimed(run, ClaimRound::Read { first, at: NOW })
+        }
         Effect::Pause(_) => Observation::Waited,
         Effect::HearLate => Observation::HeardLate(false),
         other => panic!("no effect {other:?} in this walker"),
