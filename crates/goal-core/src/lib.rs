@@ -60,9 +60,9 @@
 //! | the audit: the evidence read before it, the verdict reviewed after it | `goal/decide/verdict.rs` (the reads: `goal/gather/mod.rs`; the call: `goal/act/runs.rs`) |
 //! | graded completion: each criterion graded against numbered evidence | `goal/decide/grading.rs` |
 //! | checks before settle-complete, claimed across hosts; the reviewer after them | `goal/decide/acceptance.rs`, `goal/decide/check_rules.rs`, `goal/decide/review.rs`, `goal/decide/review_rules.rs` (`record/review.rs`: the setting, the last review) |
-//! | reserve, read back, post under an idempotent message id, the outcome | `goal/decide/delivery.rs`, `goal/act/dispatch.rs`, `record/continuation_id.rs` |
+//! | reserve, read back, post under an idempotent message id, the outcome | `goal/decide/delivery.rs`, `goal/decide/dispatch_rules.rs`, `record/continuation_id.rs` |
 //! | the reads a decision asks for | `goal/gather/mod.rs` |
-//! | the one executor: writes, posts, notifications, trail lines | `goal/act/mod.rs`, `goal/act/runs.rs`, `goal/act/dispatch.rs` |
+//! | the one executor: writes, posts, notifications, trail lines, one attempt per effect | `goal/act/mod.rs`, `goal/act/runs.rs` |
 //! | lost-update repair around a watched write | `goal/act/echo_watch.rs`, `goal/act/echo.rs` |
 //! | the ids this runtime posted, so their events are no user activity | `goal/act/own_posts.rs` |
 //! | a code's stored cause; notification; console lines; the trail's lines | `goal/decide/causes.rs`, `goal/decide/notify.rs`, `goal/act/operator.rs` |

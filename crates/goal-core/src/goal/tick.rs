@@ -6,6 +6,7 @@
 
 use tracing::warn;
 
+use crate::config::GoalConfig;
 use crate::goal::act::TickIo;
 use crate::goal::context::TickContext;
 use crate::goal::decide::check_rules::CLAIM_ROUNDS;
@@ -15,9 +16,12 @@ use crate::record::MAX_CHECKS;
 use crate::sched::{TickOutcome, TickStart};
 
 /// More steps than any tick takes (each check is at most three and its claim's rounds, a review
-/// five and its claim's): a decision that would go on for ever is cut here and looked at again
-/// with backoff.
-const MAX_STEPS: usize = 64 + (3 + CLAIM_ROUNDS) * MAX_CHECKS + CLAIM_ROUNDS;
+/// five and its claim's, each post of the continuation four and two more): a decision that would
+/// go on for ever is cut here and looked at again with backoff.
+fn max_steps(config: &GoalConfig) -> usize {
+    let posts = 4 * config.max_dispatch_attempts as usize + 2;
+    64 + (3 + CLAIM_ROUNDS) * MAX_CHECKS + CLAIM_ROUNDS + posts
+}
 
 /// Runs one tick. `start.attempt` counts consecutive read failures (0 on a normal wake-up).
 pub async fn run_tick(ctx: &TickContext, start: TickStart) -> TickOutcome {
@@ -29,7 +33,7 @@ pub async fn run_tick(ctx: &TickContext, start: TickStart) -> TickOutcome {
     let mut io = TickIo { generation, base: None, watch: Some(watch_guard), dispatch_claim: None, late: None };
     let (reader, executor) = (ctx.reader(), ctx.executor());
     let mut stage = Some(Stage::Observe);
-    for _ in 0..MAX_STEPS {
+    for _ in 0..max_steps(&ctx.config) {
         seen.current = io.generation.is_current();
         let decision = decide(&seen, &ctx.config, ctx.now_ms());
         let checks = seen.goal().map(|g| g.checks.as_slice()).unwrap_or_default();

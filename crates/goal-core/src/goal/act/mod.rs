@@ -1,11 +1,11 @@
 //! Act: the one executor of a tick's effects. It alone writes the goal (through the guarded
 //! writer, each write under the guard its decision names), posts to a session (continuations,
 //! re-posts, check claims and runs, the reviewer), calls the small model, notifies the host and
-//! appends trail lines; every result goes into what the tick has [`Seen`]. Its memory lives here:
+//! appends trail lines; one attempt per effect, its result returned as an [`Observation`] (what
+//! follows a failed attempt is the decision's). Its memory lives here:
 //! the watches of goal writes (`echo_watch.rs`), the ids it posted (`own_posts.rs`), the dispatch
 //! claims of the process.
 
-pub mod dispatch;
 pub mod echo;
 pub mod echo_watch;
 pub mod operator;
@@ -23,6 +23,7 @@ use crate::goal::act::echo::{echo_bound, EchoTarget, Heard, ReservationEcho, ECH
 use crate::goal::act::echo_watch::{WatchGuard, WriteEchoes};
 use crate::goal::act::own_posts::OwnPosts;
 use crate::goal::decide::change::{ApplyWith, Change};
+use crate::goal::decide::dispatch_rules::DispatchStep;
 use crate::goal::decide::seen::{Held, Seen, Written};
 use crate::goal::decide::{Effect, Guard, Line, Observation, Slot, Write};
 use crate::goal::gather::owners::Owners;
@@ -128,8 +129,12 @@ impl Executor<'_> {
                 self.repost(seen, &message_id, &body).await;
                 Observation::Reposted
             }
-            Effect::Post { body, message_id, text, tail } => {
-                Observation::Delivered(self.post(seen, io, &body, message_id.as_deref(), &text, &tail).await)
+            Effect::Post { body, message_id } => {
+                Observation::Dispatched(DispatchStep::Posted(self.post(seen, &body, message_id.as_deref()).await))
+            }
+            Effect::AnnounceContinuation => {
+                self.announce_continuation(seen, io);
+                Observation::ContinuationAnnounced
             }
             Effect::CopyObjective { source } => {
                 match copy_objective(self.services.data_dir.root(), &source, session_id).await {
@@ -159,9 +164,9 @@ impl Executor<'_> {
                 io.dispatch_claim = self.memory.claims.claim(session_id);
                 Observation::DispatchClaimed(io.dispatch_claim.is_some())
             }
-            Effect::Pause(wait) => {
+            Effect::Pause { wait, before } => {
                 tokio::time::sleep(wait).await;
-                Observation::Waited
+                Observation::Waited(before)
             }
             Effect::HearLate => {
                 let repaired = match io.late.take() {

@@ -1,8 +1,7 @@
-//! The executor's longer effects: the small model's call, a check run's claim across hosts and
-//! the run itself, the reviewer's turns, and the continuation's post. Each waits on OpenCode or
-//! the small model within its own bound; what it decides on the way (who claimed first, whether
-//! the reviewer can still answer, whether a session is still the reserved one) is a pure rule of
-//! `goal/decide/`.
+//! The executor's longer effects, one attempt each: the small model's call, a round of a run's
+//! claim across hosts, a check run, the reviewer's turns, one post of the continuation. Each
+//! waits on OpenCode or the small model within its own bound; what follows (who claimed first, a
+//! retry, whether the reviewer can still answer) is a pure rule of `goal/decide/`.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -10,23 +9,22 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tracing::{info, warn};
 
-use super::dispatch::Dispatch;
 use super::echo::follow_late_echo;
 use super::{operator, Executor, TickIo};
 use crate::error::HttpError;
 use crate::goal::decide::acceptance::SHELL_SLACK;
 use crate::goal::decide::check_rules::{self, first_claim, run_of_answer, CheckResult, CheckRun, ClaimRound};
-use crate::goal::decide::delivery::standing;
+use crate::goal::decide::dispatch_rules::PostAnswer;
 use crate::goal::decide::plan_rules::parse_verdict;
 use crate::goal::decide::review_rules::{
     self, final_reply, no_answer_coming, parse_answer, reviewer_cost, ReviewerBody,
 };
-use crate::goal::decide::seen::{Delivery, Held, ReviewerRun, Seen};
+use crate::goal::decide::seen::{Held, ReviewerRun, Seen};
 use crate::goal::decide::stages::AUDIT_SLACK;
 use crate::goal::decide::Slot;
 use crate::io::prompt_outcome::DispatchOutcome;
 use crate::record::session::Selection;
-use crate::record::session::{live_status, LiveStatus, SessionView};
+use crate::record::session::{live_status, LiveStatus};
 use crate::record::small_model_call::{SmallModelQuery, SmallModelReply};
 use crate::record::AcceptanceCheck;
 use crate::text::jsonx::extract_json_object;
@@ -265,51 +263,36 @@ impl Executor<'_> {
         }
     }
 
-    /// Posts the reserved continuation (recorded as ours first): every attempt under the turn's
-    /// id, or without one the classified, reconciled post. Sent: a reservation's echo that had not
-    /// come is followed, and the console says so.
-    pub(super) async fn post(
-        &self,
-        seen: &Seen,
-        io: &mut TickIo,
-        body: &Value,
-        message_id: Option<&str>,
-        text: &str,
-        tail: &str,
-    ) -> Delivery {
-        let Some(Held::Written { goal: reserved, .. }) = seen.held(Slot::Reserved) else {
-            return Delivery::Stopped { unused: true };
-        };
+    /// One post of the reserved continuation (recorded as ours first, under its id).
+    pub(super) async fn post(&self, seen: &Seen, body: &Value, message_id: Option<&str>) -> PostAnswer {
         let (session_id, directory) = (seen.session_id.as_str(), seen.directory.as_str());
         if let Some(id) = message_id {
             self.memory.own_posts.record(session_id, id);
         }
-        let still_ours = |fresh: &SessionView| standing(fresh, reserved, self.holder, self.now()).is_none();
-        let dispatch = Dispatch {
-            client: self.client,
-            session_id,
-            directory,
-            config: self.config,
-            generation: &io.generation,
-            body,
-        };
-        let delivery = match message_id {
-            // Every attempt posts the same id: after a timeout or a 5xx it is posted again unless
-            // the transcript shows it stored.
-            Some(id) => dispatch.with_id(id, still_ours).await,
-            // Without an id (unknown tail format) a second post could make a second turn.
-            None => dispatch.classified(tail, text, still_ours).await,
-        };
-        if delivery == Delivery::Sent {
-            if let Some(late) = io.late.take() {
-                follow_late_echo(self.target(seen), late);
+        match self.client.prompt_async(session_id, directory, body).await {
+            DispatchOutcome::Sent => PostAnswer::Sent,
+            DispatchOutcome::NotAdmitted(code) => {
+                warn!(target: "session_goal", session = session_id, code, "continuation not admitted");
+                PostAnswer::Refused
             }
-            let turn = reserved.turns_used;
-            info!(target: "session_goal", session = session_id, turn, "continuation sent");
-            let max_turns = self.config.max_auto_turns;
-            operator::continuation_sent(session_id, turn, max_turns, reserved.tokens_used, reserved.token_budget);
+            DispatchOutcome::Ambiguous(why) => {
+                warn!(target: "session_goal", session = session_id, %why, "continuation outcome unknown");
+                PostAnswer::Unclear
+            }
         }
-        delivery
+    }
+
+    /// The continuation went out: a reservation's echo that had not come is followed, and the
+    /// console says so.
+    pub(super) fn announce_continuation(&self, seen: &Seen, io: &mut TickIo) {
+        let Some(Held::Written { goal: reserved, .. }) = seen.held(Slot::Reserved) else { return };
+        if let Some(late) = io.late.take() {
+            follow_late_echo(self.target(seen), late);
+        }
+        let (session_id, turn) = (seen.session_id.as_str(), reserved.turns_used);
+        info!(target: "session_goal", session = session_id, turn, "continuation sent");
+        let max_turns = self.config.max_auto_turns;
+        operator::continuation_sent(session_id, turn, max_turns, reserved.tokens_used, reserved.token_budget);
     }
 }
 

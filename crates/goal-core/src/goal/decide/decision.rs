@@ -63,6 +63,12 @@ pub enum Need {
     CitedFiles(Vec<String>),
     /// After the reservation: the goal and the tail read back.
     ReadBack,
+    /// Before a retry of the continuation's post: the session, fresh.
+    PostSession,
+    /// Whether the transcript holds the continuation's id.
+    Stored(String),
+    /// A post without an id reconciled: the status, the transcript and the session, at once.
+    Reconcile,
 }
 
 /// Which goal a write must still find (compare-and-set), as data.
@@ -166,6 +172,15 @@ impl Slot {
             Slot::Paused => "pause",
         }
     }
+}
+
+/// What a pause within the tick comes before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PauseBefore {
+    /// The read-back after a contested reservation.
+    ReadBack,
+    /// A retry of the continuation's post.
+    Retry,
 }
 
 /// What a claim across hosts is for: a check run or a review.
@@ -272,15 +287,14 @@ pub enum Effect {
     /// Posts the reserved continuation (every attempt under the same message id, when there is
     /// one) and says how it went.
     Post {
-        /// The `prompt_async` body (without `messageID`).
+        /// The `prompt_async` body (with its `messageID` when the turn has one).
         body: Value,
         /// The id every post of this turn uses.
         message_id: Option<String>,
-        /// The continuation's text (what a reconciliation looks for without an id).
-        text: String,
-        /// The tail the turn answers.
-        tail: String,
     },
+    /// The continuation went out: a reservation's echo that had not come is followed, and the
+    /// console says so.
+    AnnounceContinuation,
     /// Copies the source session's objective file to this session's path (an adopted copy).
     CopyObjective {
         /// The session the copy came from.
@@ -294,8 +308,14 @@ pub enum Effect {
     /// Takes this process's dispatch claim of the session (one dispatch per session at a time
     /// among the runtimes of a process).
     ClaimDispatch,
-    /// Waits within the tick (another host's post may be on its way).
-    Pause(Duration),
+    /// Waits within the tick: before the read-back (another host's post may be on its way), or
+    /// before a retry of the post.
+    Pause {
+        /// How long.
+        wait: Duration,
+        /// What it comes before.
+        before: PauseBefore,
+    },
     /// Looks once more for a reservation's echo that had not come (the tick ends without a
     /// post): a user's change it shows the reservation overwrote is written back.
     HearLate,

@@ -14,10 +14,11 @@ use super::planning::{budget_spent, hours};
 use super::{act, end, late_retry, read, Decide, Flow};
 use crate::goal::decide::change::{Change, Extras, ReservedTurn};
 use crate::goal::decide::decision::Slot;
+use crate::goal::decide::dispatch_rules::{next_classified, next_with_id, Delivery, DispatchNext, Judge};
 use crate::goal::decide::gates::lease_wait;
 use crate::goal::decide::plan_rules::{blocked, Basis, Reservation, Settlement};
-use crate::goal::decide::seen::{Delivery, Held, Written};
-use crate::goal::decide::{Effect, Guard, Need, Write};
+use crate::goal::decide::seen::{Held, Written};
+use crate::goal::decide::{Effect, Guard, Need, PauseBefore, Write};
 use crate::record::cause::CauseCode;
 use crate::record::continuation_id::continuation_message_id_for;
 use crate::record::part_id::part_id_for;
@@ -98,7 +99,7 @@ fn posted(at: &Decide<'_>, objective: &str, reservation: &Reservation, turn: &Tu
     if contested && !seen.waited {
         // The other host's post, if its read-back passed before our write replaced its lease,
         // shows up as a moved tail by then: one post at the wire, not two of the same id.
-        return act(Effect::Pause(at.config.dispatch_retry_delay));
+        return act(Effect::Pause { wait: at.config.dispatch_retry_delay, before: PauseBefore::ReadBack });
     }
     let Some(read_back) = &seen.read_back else { return read(Need::ReadBack) };
     let fresh = match &read_back.session {
@@ -125,15 +126,10 @@ fn posted(at: &Decide<'_>, objective: &str, reservation: &Reservation, turn: &Tu
         }
         _ => {}
     }
-    match seen.delivery {
-        None => {
-            if let Some(outcome) = out_of_time(at, turn) {
-                return ControlFlow::Break(outcome);
-            }
-            act(post(at, objective, reservation, turn))
-        }
-        Some(Delivery::Sent) => end(TickOutcome::Continued),
-        Some(Delivery::Stopped { unused }) => {
+    match dispatch(at, objective, reservation, turn)? {
+        Delivery::Sent if !seen.announced => act(Effect::AnnounceContinuation),
+        Delivery::Sent => end(TickOutcome::Continued),
+        Delivery::Stopped { unused } => {
             late_repair(at, turn)?;
             if unused && !turn.reused {
                 // Declined inside unless the stored goal is stopped and still holds this reservation.
@@ -143,13 +139,20 @@ fn posted(at: &Decide<'_>, objective: &str, reservation: &Reservation, turn: &Tu
             // user did.
             end(if at.seen.current { TickOutcome::Rearm } else { TickOutcome::Done })
         }
-        Some(Delivery::Failed { refused }) => failed(at, turn, refused),
+        Delivery::Failed { refused } => failed(at, turn, refused),
     }
 }
 
-/// The continuation's post: the prompt on the session's model, agent and variant, under the
-/// turn's message id (its text part under the id derived from it, so a re-post replaces the part).
-fn post(at: &Decide<'_>, objective: &str, reservation: &Reservation, turn: &Turn<'_>) -> Effect {
+/// The continuation's post, attempt by attempt (`dispatch_rules.rs`): the prompt on the session's
+/// model, agent and variant, under the turn's message id (its text part under the id derived
+/// from it, so a re-post replaces the part). `Continue` with how it ended.
+fn dispatch(at: &Decide<'_>, objective: &str, reservation: &Reservation, turn: &Turn<'_>) -> Flow<Delivery> {
+    let steps = &at.seen.deliver.dispatch;
+    if steps.is_empty() {
+        if let Some(outcome) = out_of_time(at, turn) {
+            return ControlFlow::Break(outcome);
+        }
+    }
     let reserved = turn.reserved;
     let mut text = prompts::continuation_prompt(
         objective,
@@ -162,8 +165,31 @@ fn post(at: &Decide<'_>, objective: &str, reservation: &Reservation, turn: &Turn
         text.push_str("\n\n");
         text.push_str(appendix);
     }
-    let body = prompt_body(turn.basis, &text, turn.message_id);
-    Effect::Post { body, message_id: turn.message_id.map(str::to_string), text, tail: turn.tail.to_string() }
+    let still_ours = |fresh: &SessionView| standing(fresh, reserved, &at.seen.holder, at.now).is_none();
+    let judge = Judge {
+        attempts: at.config.max_dispatch_attempts,
+        retry_delay: at.config.dispatch_retry_delay,
+        current: at.seen.current,
+        still_ours: &still_ours,
+        session_id: &at.seen.session_id,
+        tail: turn.tail,
+        text: &text,
+    };
+    let next = if turn.message_id.is_some() { next_with_id(steps, &judge) } else { next_classified(steps, &judge) };
+    match next {
+        DispatchNext::Post => {
+            let mut body = prompt_body(turn.basis, &text, turn.message_id);
+            if let Some(id) = turn.message_id {
+                body["messageID"] = Value::from(id);
+            }
+            act(Effect::Post { body, message_id: turn.message_id.map(str::to_string) })
+        }
+        DispatchNext::Pause(wait) => act(Effect::Pause { wait, before: PauseBefore::Retry }),
+        DispatchNext::ReadSession => read(Need::PostSession),
+        DispatchNext::ReadStored => read(Need::Stored(turn.message_id.unwrap_or_default().to_string())),
+        DispatchNext::Reconcile => read(Need::Reconcile),
+        DispatchNext::Done(delivery) => ControlFlow::Continue(delivery),
+    }
 }
 
 /// The `prompt_async` body: the continuation text on the session's model, agent and variant.
@@ -180,7 +206,7 @@ pub fn prompt_body(basis: &Basis, text: &str, message_id: Option<&str>) -> Value
 /// `None` when it is; otherwise how the tick ends. A paused, finished or cleared goal ends it;
 /// an edited (or replaced) goal still active is planned again after a quiet window, with its new
 /// objective; another runtime's lease backs off.
-pub fn standing(fresh: &SessionView, reserved: &Goal, holder: &str, now: f64) -> Option<TickOutcome> {
+fn standing(fresh: &SessionView, reserved: &Goal, holder: &str, now: f64) -> Option<TickOutcome> {
     let Some(goal) = fresh.goal().filter(|g| g.status == GoalStatus::Active) else {
         return Some(TickOutcome::Done);
     };

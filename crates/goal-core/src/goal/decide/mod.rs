@@ -16,6 +16,7 @@ pub mod causes;
 pub mod change;
 pub mod check_rules;
 pub mod decision;
+pub mod dispatch_rules;
 pub mod gates;
 pub mod grading;
 pub mod guard_rules;
@@ -47,7 +48,7 @@ use crate::sched::outcome::TickOutcome;
 use std::ops::ControlFlow;
 use std::time::Duration;
 
-pub use decision::{ClaimFor, Decision, Effect, Guard, Line, Need, Slot, Write};
+pub use decision::{ClaimFor, Decision, Effect, Guard, Line, Need, PauseBefore, Slot, Write};
 pub use observation::Observation;
 pub use seen::Seen;
 

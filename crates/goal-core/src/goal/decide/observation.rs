@@ -9,10 +9,11 @@ use serde_json::Value;
 
 use crate::error::HttpError;
 use crate::goal::decide::check_rules::{CheckRun, ClaimRound};
-use crate::goal::decide::decision::{ClaimFor, Slot};
+use crate::goal::decide::decision::{ClaimFor, PauseBefore, Slot};
+use crate::goal::decide::dispatch_rules::DispatchStep;
 use crate::goal::decide::review_rules::ReviewAnswer;
 use crate::goal::decide::seen::{
-    CheckSeen, Delivery, Evidence, First, Held, Live, OwnerAnswer, ReadBack, ReviewerRun, Seen, Transcript, Written,
+    CheckSeen, Evidence, First, Held, Live, OwnerAnswer, ReadBack, ReviewerRun, Seen, Transcript, Written,
 };
 use crate::goal::decide::wait_rules::Route;
 use crate::record::session::Message;
@@ -71,12 +72,14 @@ pub enum Observation {
     InputsSettled,
     /// This process's dispatch claim of the session: taken, or another runtime holds it.
     DispatchClaimed(bool),
-    /// The tick waited (another host's post had a moment to show).
-    Waited,
+    /// The tick waited.
+    Waited(PauseBefore),
     /// A late echo was looked for once more (`true`: it showed a user's change, written back).
     HeardLate(bool),
-    /// How the continuation's post ended.
-    Delivered(Delivery),
+    /// One step of the continuation's post.
+    Dispatched(DispatchStep),
+    /// The continuation's going out was announced.
+    ContinuationAnnounced,
     /// The terminal write was announced.
     Announced,
 }
@@ -114,9 +117,11 @@ impl Seen {
             Observation::CarrierRemembered => self.owner.remembered = true,
             Observation::InputsSettled => self.waiting.inputs_settled = true,
             Observation::DispatchClaimed(claimed) => self.plan.dispatch_claim = Some(claimed),
-            Observation::Waited => self.deliver.waited = true,
+            Observation::Waited(PauseBefore::ReadBack) => self.deliver.waited = true,
+            Observation::Waited(PauseBefore::Retry) => self.deliver.dispatch.push(DispatchStep::Waited),
             Observation::HeardLate(repaired) => self.deliver.repaired_late = Some(repaired),
-            Observation::Delivered(delivery) => self.deliver.delivery = Some(delivery),
+            Observation::Dispatched(step) => self.deliver.dispatch.push(step),
+            Observation::ContinuationAnnounced => self.deliver.announced = true,
             Observation::Announced => self.announced = true,
         }
     }

@@ -13,6 +13,7 @@ use crate::evidence::digest::Digest;
 use crate::evidence::no_progress::ProgressState;
 use crate::goal::decide::check_rules::{CheckRun, ClaimRound};
 use crate::goal::decide::decision::Slot;
+use crate::goal::decide::dispatch_rules::DispatchStep;
 use crate::goal::decide::lineage::OwnerView;
 use crate::goal::decide::review_rules::ReviewAnswer;
 use crate::goal::decide::wait_rules::Route;
@@ -287,8 +288,10 @@ pub struct DeliverSeen {
     /// A late echo looked for once more before ending without a post (`true`: it showed a
     /// user's change, written back).
     pub repaired_late: Option<bool>,
-    /// How the post went.
-    pub delivery: Option<Delivery>,
+    /// The continuation's post, step by step (`dispatch_rules.rs`).
+    pub dispatch: Vec<DispatchStep>,
+    /// Its going out was announced.
+    pub announced: bool,
 }
 
 /// The read-back after a reservation.
@@ -298,24 +301,6 @@ pub struct ReadBack {
     pub session: Result<SessionView, HttpError>,
     /// The newest message's id (`Err`: the transcript unreadable).
     pub newest: Result<String, HttpError>,
-}
-
-/// How a continuation's post ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Delivery {
-    /// OpenCode admitted it (or holds a message under its id).
-    Sent,
-    /// The user stopped, typed or changed the goal before a post; `unused`: no post can have
-    /// landed.
-    Stopped {
-        /// No attempt can have landed.
-        unused: bool,
-    },
-    /// Not delivered after every attempt; `refused`: every attempt was a definite refusal.
-    Failed {
-        /// Every attempt was refused.
-        refused: bool,
-    },
 }
 
 impl Seen {

@@ -124,7 +124,7 @@ impl Stage {
                 Need::Evidence { .. } => Stage::Audit,
                 Need::CheckTranscript => checks_stage(),
                 Need::FinishedReview { .. } | Need::CitedFiles(_) => Stage::Review,
-                Need::ReadBack => Stage::Deliver,
+                Need::ReadBack | Need::PostSession | Need::Stored(_) | Need::Reconcile => Stage::Deliver,
             },
             Decision::Act(effect) => match effect {
                 Effect::Audit(_) => Stage::Audit,
@@ -137,7 +137,9 @@ impl Stage {
                     _ => Stage::Reserve,
                 },
                 Effect::ClaimDispatch => Stage::Reserve,
-                Effect::Post { .. } | Effect::Pause(_) | Effect::HearLate => Stage::Deliver,
+                Effect::Post { .. } | Effect::Pause { .. } | Effect::HearLate | Effect::AnnounceContinuation => {
+                    Stage::Deliver
+                }
                 Effect::Write(write) if write.slot == Slot::GiveBack => Stage::Deliver,
                 Effect::Write(write) if write.slot == Slot::Reposted => Stage::Strand,
                 Effect::Repost { .. } => Stage::Strand,

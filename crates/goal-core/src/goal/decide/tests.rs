@@ -9,8 +9,9 @@ use serde_json::{json, Map, Value};
 use super::change::ApplyWith;
 use super::check_rules::{ClaimRound, FirstClaim};
 use super::decision::{Decision, Effect, Need, Slot};
+use super::dispatch_rules::{DispatchStep, PostAnswer};
 use super::observation::Observation;
-use super::seen::{Delivery, First, Held, Live, OwnerAnswer, ReadBack, Seen, Written};
+use super::seen::{First, Held, Live, OwnerAnswer, ReadBack, Seen, Written};
 use super::{decide, lineage::OwnerView};
 use crate::config::GoalConfig;
 use crate::error::HttpError;
@@ -45,8 +46,8 @@ struct World {
     writes_fail: bool,
     /// No user action during the tick.
     current: bool,
-    /// How the continuation's post goes.
-    delivery: Delivery,
+    /// What OpenCode answers every post of the continuation.
+    post: PostAnswer,
     /// A message newer than the tail shows at the read-back (the user typed, another host
     /// posted).
     newer_at_read_back: bool,
@@ -71,7 +72,7 @@ impl World {
             audits: vec![Ok(json!({"verdict": "continue", "note": "more to do"}))],
             writes_fail: false,
             current: true,
-            delivery: Delivery::Sent,
+            post: PostAnswer::Sent,
             newer_at_read_back: false,
         }
     }
@@ -207,6 +208,13 @@ fn answer(world: &World, seen: &Seen, need: Need, stored: Option<&Goal>) -> Obse
             let newest = if world.newer_at_read_back { "msg_0000000a0009AAAAAAAAAAAAAA".into() } else { newest };
             Observation::ReadBack(ReadBack { session: Ok(session), newest: Ok(newest) })
         }
+        // The goal as stored, still the one reserved; the continuation never stored.
+        Need::PostSession => {
+            let mut session = SessionView::from_value(world.session.as_ref().expect("session")).expect("a session");
+            session.metadata.insert("openchamber".into(), json!({"goal": stored.map(Goal::to_value)}));
+            Observation::Dispatched(DispatchStep::Session(Some(Box::new(session))))
+        }
+        Need::Stored(_) => Observation::Dispatched(DispatchStep::Stored(false)),
         other => panic!("no answer for {other:?} in this walker"),
     }
 }
@@ -266,7 +274,7 @@ fn act(world: &mut World, walk: &mut Walk, stored: &mut Option<Goal>, effect: Ef
         Effect::InputsSettled(_) => Observation::InputsSettled,
         Effect::Post { .. } => {
             walk.posts += 1;
-            Observation::Delivered(world.delivery)
+            Observation::Dispatched(DispatchStep::Posted(world.post))
         }
         Effect::Repost { .. } => {
             walk.posts += 1;
@@ -276,7 +284,8 @@ fn act(world: &mut World, walk: &mut Walk, stored: &mut Option<Goal>, effect: Ef
             let first = FirstClaim { holder: "me".into(), part_id: "prt_1".into(), created: NOW };
             Observation::Claimed(run, ClaimRound::Read { first, at: NOW })
         }
-        Effect::Pause(_) => Observation::Waited,
+        Effect::Pause { before, .. } => Observation::Waited(before),
+        Effect::AnnounceContinuation => Observation::ContinuationAnnounced,
         Effect::HearLate => Observation::HeardLate(false),
         other => panic!("no effect {other:?} in this walker"),
     }
@@ -521,9 +530,11 @@ fn a_user_action_during_the_tick_ends_it_before_anything_is_posted() {
 
 #[test]
 fn a_post_that_fails_is_retried_under_its_id_then_settles_blocked() {
-    let failed = World { delivery: Delivery::Failed { refused: false }, ..World::new(goal(json!({}))) };
-    assert!(matches!(ended(&walk(failed)), TickOutcome::RetryIn(_)), "the same id again later");
-    let exhausted = World { delivery: Delivery::Failed { refused: true }, attempt: 4, ..World::new(goal(json!({}))) };
+    let failed = walk(World { post: PostAnswer::Unclear, ..World::new(goal(json!({}))) });
+    assert!(matches!(ended(&failed), TickOutcome::RetryIn(_)), "the same id again later");
+    let retries = failed.decisions.iter().filter(|d| matches!(d, Decision::Act(Effect::Pause { .. })));
+    assert_eq!((failed.posts, retries.count()), (3, 2), "three posts, a pause before each retry");
+    let exhausted = World { post: PostAnswer::Refused, attempt: 4, ..World::new(goal(json!({}))) };
     let settled = walk(exhausted);
     assert_eq!((settled.status(), settled.cause()), (Some(GoalStatus::Blocked), Some(CauseCode::DispatchFailed)));
     assert_eq!(settled.stored.as_ref().map(|g| g.turns_used), Some(0), "a refused turn goes back");

@@ -19,6 +19,7 @@ use crate::config::GoalConfig;
 use crate::error::HttpError;
 use crate::evidence::digest;
 use crate::evidence::no_progress::ProgressState;
+use crate::goal::decide::dispatch_rules::{DispatchStep, ReconcileRead};
 use crate::goal::decide::review_rules::{final_reply, parse_answer, reviewer_cost};
 use crate::goal::decide::seen::{Evidence, First, Live, OwnerAnswer, ReadBack, Seen, Transcript};
 use crate::goal::decide::wait_rules::Route;
@@ -114,6 +115,17 @@ impl Reader<'_> {
                 Observation::CitedFiles(existing, self.client.clock().now_ms())
             }
             Need::ReadBack => Observation::ReadBack(self.read_back(id, dir).await),
+            Need::PostSession => Observation::Dispatched(DispatchStep::Session(
+                self.client.get_session(id, dir).await.ok().map(Box::new),
+            )),
+            Need::Stored(message_id) => {
+                let messages = self.client.messages(id, dir, self.config.message_limit).await;
+                let stored = messages.is_ok_and(|messages| messages.iter().any(|m| m.id == message_id));
+                Observation::Dispatched(DispatchStep::Stored(stored))
+            }
+            Need::Reconcile => {
+                Observation::Dispatched(DispatchStep::Reconciled(Box::new(self.reconcile(id, dir).await)))
+            }
         };
         vec![one]
     }
@@ -299,6 +311,16 @@ impl Reader<'_> {
             }
         }
         found
+    }
+
+    /// The status, the transcript and the session at once, to reconcile a post without an id.
+    async fn reconcile(&self, session_id: &str, directory: &str) -> ReconcileRead {
+        let (status, messages, session) = tokio::join!(
+            self.client.status_map(directory),
+            self.client.messages(session_id, directory, self.config.message_limit),
+            self.client.get_session(session_id, directory)
+        );
+        ReconcileRead { status: status.ok(), messages: messages.ok(), session: session.ok() }
     }
 
     /// The goal and the tail read back after the reservation: only a fresh read shows a user who
