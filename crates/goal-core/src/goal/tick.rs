@@ -16,11 +16,11 @@ use crate::record::MAX_CHECKS;
 use crate::sched::{TickOutcome, TickStart};
 
 /// More steps than any tick takes (each check is at most three and its claim's rounds, a review
-/// five and its claim's, each post of the continuation four and two more): a decision that would
+/// eight and its claim's, each post of the continuation four and two more): a decision that would
 /// go on for ever is cut here and looked at again with backoff.
 fn max_steps(config: &GoalConfig) -> usize {
     let posts = 4 * config.max_dispatch_attempts as usize + 2;
-    64 + (3 + CLAIM_ROUNDS) * MAX_CHECKS + CLAIM_ROUNDS + posts
+    64 + (3 + CLAIM_ROUNDS) * MAX_CHECKS + 8 + CLAIM_ROUNDS + posts
 }
 
 /// Runs one tick. `start.attempt` counts consecutive read failures (0 on a normal wake-up).

@@ -24,6 +24,7 @@ use crate::goal::act::echo_watch::{WatchGuard, WriteEchoes};
 use crate::goal::act::own_posts::OwnPosts;
 use crate::goal::decide::change::{ApplyWith, Change};
 use crate::goal::decide::dispatch_rules::DispatchStep;
+use crate::goal::decide::review_rules::ReviewerTurn;
 use crate::goal::decide::seen::{Held, Seen, Written};
 use crate::goal::decide::{Effect, Guard, Line, Observation, Slot, Write};
 use crate::goal::gather::owners::Owners;
@@ -111,7 +112,14 @@ impl Executor<'_> {
                 operator::check_finished(&seen.session_id, run.index + 1, total, run.result.as_str());
                 Observation::CheckConcluded(run)
             }
-            Effect::Review { title, body } => Observation::Reviewed(self.review(seen, io, &title, &body).await),
+            Effect::OpenReviewer { title } => Observation::ReviewerOpened(self.open_reviewer(seen, &title).await),
+            Effect::AskReviewer { session, body } => {
+                let turn = self.reviewer_turn(&seen.directory, &session, io, &body).await;
+                if let ReviewerTurn::TimedOut | ReviewerTurn::Refused(_) = &turn {
+                    info!(target: "session_goal", session = %seen.session_id, reviewer = %session, ?turn, "the reviewer gave no readable answer");
+                }
+                Observation::ReviewerAsked(turn)
+            }
             Effect::RecordReview { line, verdict, last } => {
                 self.trail(seen, line, false).await;
                 operator::review_finished(&seen.session_id, verdict);

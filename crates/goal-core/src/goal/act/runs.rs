@@ -16,10 +16,8 @@ use crate::goal::decide::acceptance::SHELL_SLACK;
 use crate::goal::decide::check_rules::{self, first_claim, run_of_answer, CheckResult, CheckRun, ClaimRound};
 use crate::goal::decide::dispatch_rules::PostAnswer;
 use crate::goal::decide::plan_rules::parse_verdict;
-use crate::goal::decide::review_rules::{
-    self, final_reply, no_answer_coming, parse_answer, reviewer_cost, ReviewerBody,
-};
-use crate::goal::decide::seen::{Held, ReviewerRun, Seen};
+use crate::goal::decide::review_rules::{final_reply, no_answer_coming, ReviewerBody, ReviewerTurn, REVIEWER_MESSAGES};
+use crate::goal::decide::seen::{Held, Seen};
 use crate::goal::decide::stages::AUDIT_SLACK;
 use crate::goal::decide::Slot;
 use crate::io::prompt_outcome::DispatchOutcome;
@@ -34,20 +32,6 @@ const ABORT_GRACE: Duration = Duration::from_secs(15);
 /// First and longest pause between two looks at the reviewer's session.
 const POLL_FIRST: Duration = Duration::from_millis(100);
 const POLL_MAX: Duration = Duration::from_millis(1000);
-/// Messages read of the reviewer's session (its cost is summed over them).
-const REVIEWER_MESSAGES: usize = 500;
-
-/// How one reviewer turn ended.
-enum Turn {
-    /// Its final text.
-    Answered(String),
-    /// No final answer within the timeout (the turn was aborted).
-    TimedOut,
-    /// The prompt was refused, or the turn can no longer answer: the detail.
-    Refused(String),
-    /// The user stepped in.
-    Interrupted,
-}
 
 impl Executor<'_> {
     /// The small model's verdict on the turn, within the audit's timeout: the reply, or why the
@@ -169,43 +153,18 @@ impl Executor<'_> {
         Ok(run)
     }
 
-    /// Opens the reviewer session, asks it (once more when it gave no readable answer), and reads
-    /// what it cost.
-    pub(super) async fn review(&self, seen: &Seen, io: &TickIo, title: &str, body: &ReviewerBody) -> ReviewerRun {
+    /// Opens the reviewer session, a child of the goal's session: its id, or why it could not be.
+    pub(super) async fn open_reviewer(&self, seen: &Seen, title: &str) -> Result<String, String> {
         let (parent, dir) = (seen.session_id.as_str(), seen.directory.as_str());
-        let session = match self.client.create_child_session(parent, dir, title).await {
-            Ok(session) => session,
+        match self.client.create_child_session(parent, dir, title).await {
+            Ok(session) => {
+                operator::review_started(parent, &session);
+                Ok(session)
+            }
             Err(error) => {
                 warn!(target: "session_goal", session = parent, %error, "the reviewer session could not be created");
-                return ReviewerRun::NotOpened(error.to_string());
+                Err(error.to_string())
             }
-        };
-        operator::review_started(parent, &session);
-        let mut failure = String::new();
-        let mut answer = None;
-        for attempt in 0..review_rules::ATTEMPTS {
-            let body = if attempt == 0 { body.clone() } else { body.with_text(review_rules::RETRY_PROMPT) };
-            match self.reviewer_turn(dir, &session, io, &body).await {
-                Turn::Answered(reply) => match parse_answer(&reply) {
-                    Some(parsed) => {
-                        answer = Some(parsed);
-                        break;
-                    }
-                    None => failure = "reply not readable".into(),
-                },
-                Turn::TimedOut => failure = "timed out".into(),
-                Turn::Refused(detail) => failure = detail,
-                Turn::Interrupted => return ReviewerRun::Interrupted,
-            }
-            info!(target: "session_goal", session = parent, reviewer = %session, attempt = attempt + 1, %failure, "the reviewer gave no readable answer");
-        }
-        let cost = match self.client.messages(&session, dir, REVIEWER_MESSAGES).await {
-            Ok(messages) => reviewer_cost(&messages),
-            Err(_) => 0.0,
-        };
-        match answer {
-            Some(answer) => ReviewerRun::Answered { session, answer: Box::new(answer), cost },
-            None => ReviewerRun::Unavailable { session, detail: failure, cost },
         }
     }
 
@@ -213,19 +172,27 @@ impl Executor<'_> {
     /// not a tool-call step), at most the review timeout; past it the turn is aborted. A turn that
     /// can no longer answer (cut by a restart, or never started) is found by the reviewer's
     /// status, read at most once a quiet window.
-    async fn reviewer_turn(&self, dir: &str, session: &str, io: &TickIo, body: &ReviewerBody) -> Turn {
+    pub(super) async fn reviewer_turn(
+        &self,
+        dir: &str,
+        session: &str,
+        io: &TickIo,
+        body: &ReviewerBody,
+    ) -> ReviewerTurn {
         let client = self.client;
         let seen: HashSet<String> = match client.messages(session, dir, REVIEWER_MESSAGES).await {
             Ok(messages) => messages.into_iter().map(|m| m.id).collect(),
-            Err(error) => return Turn::Refused(format!("reviewer messages: {error}")),
+            Err(error) => return ReviewerTurn::Refused(format!("reviewer messages: {error}")),
         };
         if !io.generation.is_current() {
-            return Turn::Interrupted;
+            return ReviewerTurn::Interrupted;
         }
         match client.prompt_async(session, dir, body).await {
             DispatchOutcome::Sent => {}
-            DispatchOutcome::NotAdmitted(status) => return Turn::Refused(format!("reviewer prompt HTTP {status}")),
-            DispatchOutcome::Ambiguous(detail) => return Turn::Refused(format!("reviewer prompt: {detail}")),
+            DispatchOutcome::NotAdmitted(status) => {
+                return ReviewerTurn::Refused(format!("reviewer prompt HTTP {status}"))
+            }
+            DispatchOutcome::Ambiguous(detail) => return ReviewerTurn::Refused(format!("reviewer prompt: {detail}")),
         }
         let deadline = tokio::time::Instant::now() + self.config.review_timeout;
         let quiet = self.config.idle_quiet;
@@ -234,18 +201,18 @@ impl Executor<'_> {
         loop {
             if !io.generation.is_current() {
                 let _ = client.abort(session, dir).await;
-                return Turn::Interrupted;
+                return ReviewerTurn::Interrupted;
             }
             if let Ok(messages) = client.messages(session, dir, REVIEWER_MESSAGES).await {
                 if let Some(reply) = final_reply(&messages, &seen) {
-                    return Turn::Answered(reply.text.clone());
+                    return ReviewerTurn::Answered(reply.text.clone());
                 }
                 if tokio::time::Instant::now() >= next_status_read && no_answer_coming(&messages, &seen) {
                     next_status_read = tokio::time::Instant::now() + quiet;
                     let idle =
                         client.status_map(dir).await.is_ok_and(|s| live_status(&s, session) != LiveStatus::Working);
                     if idle {
-                        return Turn::Refused(
+                        return ReviewerTurn::Refused(
                             "the reviewer's turn ended without an answer (cut or never started)".into(),
                         );
                     }
@@ -256,7 +223,7 @@ impl Executor<'_> {
                 if let Err(error) = client.abort(session, dir).await {
                     warn!(target: "session_goal", session, %error, "aborting the reviewer failed");
                 }
-                return Turn::TimedOut;
+                return ReviewerTurn::TimedOut;
             }
             tokio::time::sleep(pause.min(deadline - now)).await;
             pause = (pause * 2).min(POLL_MAX);

@@ -69,6 +69,8 @@ pub enum Need {
     Stored(String),
     /// A post without an id reconciled: the status, the transcript and the session, at once.
     Reconcile,
+    /// What the reviewer in this session cost.
+    ReviewerCost(String),
 }
 
 /// Which goal a write must still find (compare-and-set), as data.
@@ -260,12 +262,16 @@ pub enum Effect {
         /// The goal's number of checks.
         total: usize,
     },
-    /// Opens the reviewer session (`title`) and asks it, once more when it gave no readable
-    /// answer, then reads what it cost.
-    Review {
-        /// The reviewer session's title.
+    /// Opens the reviewer session, a child of the goal's session.
+    OpenReviewer {
+        /// Its title.
         title: String,
-        /// The first prompt's body (the retry's has another text).
+    },
+    /// Asks the reviewer once and waits for its final reply, at most the review timeout.
+    AskReviewer {
+        /// The reviewer session.
+        session: String,
+        /// The prompt's body.
         body: ReviewerBody,
     },
     /// The review's trail line and console line, and the `lastReview` value it leads to.

@@ -11,9 +11,9 @@ use crate::error::HttpError;
 use crate::goal::decide::check_rules::{CheckRun, ClaimRound};
 use crate::goal::decide::decision::{ClaimFor, PauseBefore, Slot};
 use crate::goal::decide::dispatch_rules::DispatchStep;
-use crate::goal::decide::review_rules::ReviewAnswer;
+use crate::goal::decide::review_rules::{ReviewAnswer, ReviewerTurn};
 use crate::goal::decide::seen::{
-    CheckSeen, Evidence, First, Held, Live, OwnerAnswer, ReadBack, ReviewerRun, Seen, Transcript, Written,
+    CheckSeen, Evidence, First, Held, Live, OwnerAnswer, ReadBack, Seen, Transcript, Written,
 };
 use crate::goal::decide::wait_rules::Route;
 use crate::record::session::Message;
@@ -58,8 +58,12 @@ pub enum Observation {
     CheckRan(Result<CheckRun, HttpError>),
     /// A check run was concluded (its trail line written).
     CheckConcluded(CheckRun),
-    /// The reviewer was asked.
-    Reviewed(ReviewerRun),
+    /// The reviewer session opened (`Err`: why it could not be).
+    ReviewerOpened(Result<String, String>),
+    /// One turn of the reviewer.
+    ReviewerAsked(ReviewerTurn),
+    /// What the reviewer cost.
+    ReviewerCost(f64),
     /// The review's trail line was written; the `lastReview` value it leads to.
     ReviewRecorded(Value),
     /// The stranded message was posted again.
@@ -110,7 +114,9 @@ impl Seen {
                 self.checks.runs.push(run);
                 self.checks.current = CheckSeen::default();
             }
-            Observation::Reviewed(run) => self.review.run = Some(run),
+            Observation::ReviewerOpened(opened) => self.review.opened = Some(opened),
+            Observation::ReviewerAsked(turn) => self.review.turns.push(turn),
+            Observation::ReviewerCost(cost) => self.review.cost = Some(cost),
             Observation::ReviewRecorded(last) => self.review.recorded = Some(last),
             Observation::Reposted => self.plan.repost_sent = true,
             Observation::ObjectiveCopied => self.owner.objective_copied = true,

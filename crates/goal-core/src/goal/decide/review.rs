@@ -17,8 +17,9 @@ use crate::goal::decide::decision::Slot;
 use crate::goal::decide::grading::{open_criteria_paragraph, CriteriaUpdate};
 use crate::goal::decide::notify::trail_line;
 use crate::goal::decide::plan_rules::{blocked, continuing, EvidenceFields, Reservation, Settlement};
-use crate::goal::decide::review_rules::{self, judge, Judgement, ReviewAnswer, ReviewerBody};
-use crate::goal::decide::seen::ReviewerRun;
+use crate::goal::decide::review_rules::{
+    self, judge, reviewer_step, Judgement, ReviewAnswer, ReviewerBody, ReviewerRun, ReviewerStep,
+};
 use crate::goal::decide::{ClaimFor, Effect, Guard, Need};
 use crate::record::cause::CauseCode;
 use crate::record::check_id::check_message_id;
@@ -55,25 +56,30 @@ pub(super) fn review(at: &Decide<'_>, objective: &str, input: Input<'_>) -> Flow
             Claim::Unknown => return end(at.late_retry()),
         }
     }
-    match &seen.run {
-        // The user may have stopped the goal while the claim was written: no reviewer then.
-        None if !at.seen.current => end(TickOutcome::Done),
-        None => {
+    // The user may have stopped the goal while the claim was written: no reviewer then.
+    if seen.opened.is_none() && !at.seen.current {
+        return end(TickOutcome::Done);
+    }
+    let run = match reviewer_step(seen.opened.as_ref(), &seen.turns, seen.cost) {
+        ReviewerStep::Open => return act(Effect::OpenReviewer { title }),
+        ReviewerStep::Ask { session, retry } => {
             let criteria = input.criteria.as_ref().map(|u| u.criteria.as_slice()).unwrap_or(&at.goal.criteria);
             let prompt = review_rules::review_prompt(objective, criteria, &input.items, &input.basis.assistant_text);
-            let target = at.goal.review_wanted().unwrap_or_default();
-            let body = ReviewerBody::new(&target, input.basis, &prompt);
-            act(Effect::Review { title, body })
+            let body = ReviewerBody::new(&at.goal.review_wanted().unwrap_or_default(), input.basis, &prompt);
+            let body = if retry { body.with_text(review_rules::RETRY_PROMPT) } else { body };
+            return act(Effect::AskReviewer { session, body });
         }
-        Some(ReviewerRun::NotOpened(error)) if at.exhausted() => {
+        ReviewerStep::ReadCost(session) => return read(Need::ReviewerCost(session)),
+        ReviewerStep::Done(run) => run,
+    };
+    match run {
+        ReviewerRun::NotOpened(error) if at.exhausted() => {
             unavailable(at, input, "", format!("POST /session: {error}"), 0.0)
         }
-        Some(ReviewerRun::NotOpened(_)) => end(at.late_retry()),
-        Some(ReviewerRun::Answered { session, answer, cost }) => concluded(at, input, session, answer, *cost),
-        Some(ReviewerRun::Unavailable { session, detail, cost }) => {
-            unavailable(at, input, session, detail.clone(), *cost)
-        }
-        Some(ReviewerRun::Interrupted) => end(TickOutcome::Done),
+        ReviewerRun::NotOpened(_) => end(at.late_retry()),
+        ReviewerRun::Answered { session, answer, cost } => concluded(at, input, &session, &answer, cost),
+        ReviewerRun::Unavailable { session, detail, cost } => unavailable(at, input, &session, detail, cost),
+        ReviewerRun::Interrupted => end(TickOutcome::Done),
     }
 }
 

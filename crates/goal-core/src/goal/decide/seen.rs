@@ -15,7 +15,7 @@ use crate::goal::decide::check_rules::{CheckRun, ClaimRound};
 use crate::goal::decide::decision::Slot;
 use crate::goal::decide::dispatch_rules::DispatchStep;
 use crate::goal::decide::lineage::OwnerView;
-use crate::goal::decide::review_rules::ReviewAnswer;
+use crate::goal::decide::review_rules::{ReviewAnswer, ReviewerTurn};
 use crate::goal::decide::wait_rules::Route;
 use crate::record::session::{Message, SessionView};
 use crate::record::small_model_call::SmallModelReply;
@@ -243,39 +243,16 @@ pub struct ReviewSeen {
     pub finished: Option<Option<(String, ReviewAnswer, f64)>>,
     /// Its claim across hosts, round by round.
     pub claims: Vec<ClaimRound>,
-    /// The reviewer's run.
-    pub run: Option<ReviewerRun>,
+    /// The reviewer session opened (`Err`: why it could not be).
+    pub opened: Option<Result<String, String>>,
+    /// The reviewer's turns so far.
+    pub turns: Vec<ReviewerTurn>,
+    /// What the reviewer cost, read after its turns.
+    pub cost: Option<f64>,
     /// Which cited files exist, and when they were looked up (the judgement's time).
     pub files: Option<(HashSet<String>, f64)>,
     /// Its trail line (and the `lastReview` it wrote).
     pub recorded: Option<Value>,
-}
-
-/// How asking the reviewer went.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ReviewerRun {
-    /// Its session could not be created.
-    NotOpened(String),
-    /// A readable answer, in `session`, and what the reviewer cost.
-    Answered {
-        /// The reviewer session.
-        session: String,
-        /// Its answer.
-        answer: Box<ReviewAnswer>,
-        /// Its cost in US dollars.
-        cost: f64,
-    },
-    /// No readable answer after the retry: why.
-    Unavailable {
-        /// The reviewer session.
-        session: String,
-        /// Why.
-        detail: String,
-        /// Its cost.
-        cost: f64,
-    },
-    /// The user stepped in.
-    Interrupted,
 }
 
 /// The reservation and the post.

@@ -123,14 +123,14 @@ impl Stage {
                 Need::FreshTail => Stage::Provider,
                 Need::Evidence { .. } => Stage::Audit,
                 Need::CheckTranscript => checks_stage(),
-                Need::FinishedReview { .. } | Need::CitedFiles(_) => Stage::Review,
+                Need::FinishedReview { .. } | Need::CitedFiles(_) | Need::ReviewerCost(_) => Stage::Review,
                 Need::ReadBack | Need::PostSession | Need::Stored(_) | Need::Reconcile => Stage::Deliver,
             },
             Decision::Act(effect) => match effect {
                 Effect::Audit(_) => Stage::Audit,
                 Effect::Claim { run: ClaimFor::Review, .. } => Stage::Review,
                 Effect::Claim { .. } | Effect::RunCheck { .. } | Effect::ConcludeCheck { .. } => checks_stage(),
-                Effect::Review { .. } | Effect::RecordReview { .. } => Stage::Review,
+                Effect::OpenReviewer { .. } | Effect::AskReviewer { .. } | Effect::RecordReview { .. } => Stage::Review,
                 Effect::Watched(write) => match write.slot {
                     Slot::ChecksHeld => checks_stage(),
                     Slot::ReviewHeld => Stage::Review,

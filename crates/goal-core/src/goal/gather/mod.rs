@@ -20,7 +20,7 @@ use crate::error::HttpError;
 use crate::evidence::digest;
 use crate::evidence::no_progress::ProgressState;
 use crate::goal::decide::dispatch_rules::{DispatchStep, ReconcileRead};
-use crate::goal::decide::review_rules::{final_reply, parse_answer, reviewer_cost};
+use crate::goal::decide::review_rules::{final_reply, parse_answer, reviewer_cost, REVIEWER_MESSAGES};
 use crate::goal::decide::seen::{Evidence, First, Live, OwnerAnswer, ReadBack, Seen, Transcript};
 use crate::goal::decide::wait_rules::Route;
 use crate::goal::decide::{Need, Observation};
@@ -30,9 +30,6 @@ use crate::io::services::Services;
 use crate::record::check_id::is_check_message;
 use crate::record::session::{chronological, Message, SessionView};
 use crate::sched::facts::TickFacts;
-
-/// Messages read of a reviewer's session (its cost is summed over them).
-const REVIEWER_MESSAGES: usize = 500;
 
 /// What the gatherer reads with.
 pub struct Reader<'a> {
@@ -125,6 +122,10 @@ impl Reader<'_> {
             }
             Need::Reconcile => {
                 Observation::Dispatched(DispatchStep::Reconciled(Box::new(self.reconcile(id, dir).await)))
+            }
+            Need::ReviewerCost(session) => {
+                let messages = self.client.messages(&session, dir, REVIEWER_MESSAGES).await;
+                Observation::ReviewerCost(messages.map(|messages| reviewer_cost(&messages)).unwrap_or(0.0))
             }
         };
         vec![one]
