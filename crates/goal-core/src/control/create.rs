@@ -255,7 +255,7 @@ pub async fn create_session_goal(ctx: &ControlContext, request: &NewGoal) -> Res
         return Err(GoalError::invalid("objective", "goal objective is required"));
     }
     let (objective_file, warning) = store_objective(ctx, &request.session_id, &fitted.text).await;
-    let mut goal = fresh_goal(&fitted.text, objective_file, now_ms());
+    let mut goal = fresh_goal(&fitted.text, objective_file, ctx.client.clock().now_ms());
     request.settings.apply_to(&mut goal);
     goal.session_id = Some(request.session_id.clone());
     let mut refusal: Option<GoalError> = None;

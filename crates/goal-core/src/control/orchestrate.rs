@@ -401,7 +401,7 @@ async fn pause_copied_goal(
         // The copy reads its objective from a file named after the fork: give it the source's.
         crate::io::objectives::copy_objective(&ctx.data_dir, &owner, &fork.id).await;
     }
-    let fork_id = fork.id.clone();
+    let (fork_id, now) = (fork.id.clone(), ctx.client.clock().now_ms());
     let result = crate::io::writer::try_write_goal(
         &ctx.client,
         &fork.id,
@@ -411,7 +411,7 @@ async fn pause_copied_goal(
             if g.status != crate::record::GoalStatus::Active || g.session_id.as_deref() == Some(fork_id.as_str()) {
                 return Err(crate::error::Cancelled);
             }
-            crate::goal::decide::lineage::adopt_paused(g, &fork_id, &owner, crate::time::clock::now_ms());
+            crate::goal::decide::lineage::adopt_paused(g, &fork_id, &owner, now);
             Ok(())
         },
     )
