@@ -12,7 +12,7 @@ use crate::control::create::{fit_objective, store_objective, ControlContext, Goa
 use crate::control::goal_settings::GoalSettings;
 use crate::control::orchestrate::locate_session;
 use crate::io::objectives::{delete_objective, read_objective};
-use crate::io::writer::{try_write_goal, write_namespace_key, GoalGuard, GoalUpdate};
+use crate::io::writer::{try_write_goal, write_namespace_key, GoalGuard, GoalUpdate, Marking};
 use crate::record::reasons::REASON_RESUMED;
 use crate::record::session::{live_status, LiveStatus, SessionView};
 use crate::record::{Goal, GoalStatus};
@@ -80,9 +80,10 @@ async fn update(
     directory: &str,
     mutate: impl FnOnce(&mut Goal) -> Result<(), Declined> + Send,
 ) -> Result<ActionReport, GoalError> {
-    let result = try_write_goal(&ctx.client, &target.session_id, directory, &target.guard(), mutate)
-        .await
-        .map_err(|error| GoalError::from_http("goal write", &error))?;
+    let result =
+        try_write_goal(&ctx.client, &target.session_id, directory, &target.guard(), Marking::MarkUnowned, mutate)
+            .await
+            .map_err(|error| GoalError::from_http("goal write", &error))?;
     let mut report =
         ActionReport { session_id: target.session_id.clone(), directory: directory.to_string(), ..Default::default() };
     match result {

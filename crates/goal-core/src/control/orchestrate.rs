@@ -407,6 +407,7 @@ async fn pause_copied_goal(
         &fork.id,
         directory,
         &crate::io::writer::GoalGuard::SameId(copied.id.clone()),
+        crate::io::writer::Marking::MarkUnowned,
         |g| {
             if g.status != crate::record::GoalStatus::Active || g.session_id.as_deref() == Some(fork_id.as_str()) {
                 return Err(crate::error::Cancelled);

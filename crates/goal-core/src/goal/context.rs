@@ -51,14 +51,6 @@ impl TickContext {
 
     /// The executor of this context's ticks.
     pub fn executor(&self) -> Executor<'_> {
-        Executor {
-            client: &self.client,
-            services: &self.services,
-            config: &self.config,
-            holder: &self.holder,
-            memory: &self.memory,
-            owners: &self.owners,
-            facts: &self.facts,
-        }
+        Executor { read: self.reader(), holder: &self.holder, memory: &self.memory }
     }
 }

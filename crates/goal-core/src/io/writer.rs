@@ -216,18 +216,6 @@ pub enum GoalUpdate<R> {
     Declined(R),
 }
 
-/// A guarded write of the goal (see [`write_goal_on`]) in which `mutate` sees the fresh goal and may decline, in which case nothing
-/// is written. Host actions use it to decide from the stored status, not from a stale copy.
-pub async fn try_write_goal<R: Send>(
-    client: &OpenCodeClient,
-    session_id: &str,
-    directory: &str,
-    guard: &GoalGuard,
-    mutate: impl FnOnce(&mut Goal) -> Result<(), R> + Send,
-) -> Result<GoalUpdate<R>, HttpError> {
-    try_write_goal_marking(client, session_id, directory, guard, Marking::MarkUnowned, mutate).await
-}
-
 /// Whether a write marks a goal that names no session as the written session's own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Marking {
@@ -238,8 +226,10 @@ pub enum Marking {
     KeepOwner,
 }
 
-/// [`try_write_goal`], saying whether an unowned goal gets marked.
-pub async fn try_write_goal_marking<R: Send>(
+/// A guarded write of the goal (see [`write_goal_on`]) in which `mutate` sees the fresh goal and may
+/// decline, in which case nothing is written (host actions decide from the stored status, not
+/// from a stale copy); `marking` says whether an unowned goal gets marked.
+pub async fn try_write_goal<R: Send>(
     client: &OpenCodeClient,
     session_id: &str,
     directory: &str,

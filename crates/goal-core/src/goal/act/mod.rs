@@ -17,7 +17,6 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 use tracing::{info, warn};
 
-use crate::config::GoalConfig;
 use crate::error::HttpError;
 use crate::goal::act::echo::{echo_bound, EchoTarget, Heard, ReservationEcho, ECHO_BOUND};
 use crate::goal::act::echo_watch::{WatchGuard, WriteEchoes};
@@ -27,16 +26,14 @@ use crate::goal::decide::dispatch_rules::DispatchStep;
 use crate::goal::decide::review_rules::ReviewerTurn;
 use crate::goal::decide::seen::{Held, Seen, Written};
 use crate::goal::decide::{Effect, Guard, Line, Observation, Slot, Write};
-use crate::goal::gather::owners::Owners;
+use crate::goal::gather::Reader;
 use crate::io::locks::{DispatchClaim, DispatchClaims};
 use crate::io::objectives::{copy_objective, ObjectiveCopy};
 use crate::io::opencode::OpenCodeClient;
 use crate::io::prompt_outcome::DispatchOutcome;
-use crate::io::services::Services;
 use crate::io::spawn_detached;
-use crate::io::writer::{try_write_goal_marking, BaseRead, GoalGuard, GoalUpdate, Marking};
+use crate::io::writer::{try_write_goal, BaseRead, GoalGuard, GoalUpdate, Marking};
 use crate::record::{continuation_for_of, Goal, GoalStatus};
-use crate::sched::facts::TickFacts;
 use crate::sched::Generation;
 
 /// The executor's memory, one per runtime.
@@ -66,24 +63,16 @@ pub struct TickIo {
     pub late: Option<ReservationEcho>,
 }
 
-/// What the executor acts with.
+/// What the executor acts with: what the gatherer reads with, this runtime's lease holder id
+/// and the executor's memory.
 pub struct Executor<'a> {
-    /// OpenCode.
-    pub client: &'a OpenCodeClient,
-    /// The host's services: the small model, the notifier, the data directory.
-    pub services: &'a Services,
-    /// The runtime's settings.
-    pub config: &'a GoalConfig,
+    /// OpenCode, the host's services, the settings, the scheduler's facts, the owner lists.
+    pub read: Reader<'a>,
     /// This runtime's lease holder id.
     pub holder: &'a str,
     /// The executor's memory.
     pub memory: &'a Memory,
-    /// The owner lists' memory (a carrier remembered, a settled goal forgotten).
-    pub owners: &'a Owners,
-    /// The scheduler's facts (a request found closed).
-    pub facts: &'a TickFacts,
 }
-
 impl Executor<'_> {
     /// Carries `effect` out, once, and says what it did.
     pub async fn run(&self, seen: &Seen, io: &mut TickIo, effect: Effect) -> Observation {
@@ -102,7 +91,7 @@ impl Executor<'_> {
                 Observation::Audited(answer, self.now())
             }
             Effect::Claim { claim_id, run, target } => {
-                Observation::Claimed(run, self.claim(seen, &claim_id, run.label(), &target).await)
+                Observation::Claimed(run, self.claim(seen, &claim_id, run.as_str(), &target).await)
             }
             Effect::RunCheck { index, check, message_id, target } => {
                 Observation::CheckRan(self.run_check(seen, index, &check, &message_id, &target).await)
@@ -145,7 +134,7 @@ impl Executor<'_> {
                 Observation::ContinuationAnnounced
             }
             Effect::CopyObjective { source } => {
-                match copy_objective(self.services.data_dir.root(), &source, session_id).await {
+                match copy_objective(self.read.services.data_dir.root(), &source, session_id).await {
                     ObjectiveCopy::Copied => {
                         info!(target: "session_goal", session = %session_id, "copied goal's objective file copied")
                     }
@@ -158,13 +147,13 @@ impl Executor<'_> {
             }
             Effect::RememberCarrier => {
                 if let (Some(goal), Some(session)) = (seen.goal(), seen.session()) {
-                    self.owners.holders().saw(&goal.id, session_id, session.created);
+                    self.read.owners.holders().saw(&goal.id, session_id, session.created);
                 }
                 Observation::CarrierRemembered
             }
             Effect::InputsSettled(sessions) => {
                 for session in &sessions {
-                    self.facts.inputs_settled(session);
+                    self.read.facts.inputs_settled(session);
                 }
                 Observation::InputsSettled
             }
@@ -188,11 +177,11 @@ impl Executor<'_> {
     }
 
     fn now(&self) -> f64 {
-        self.client.clock().now_ms()
+        self.read.client.clock().now_ms()
     }
 
     fn target(&self, seen: &Seen) -> EchoTarget {
-        EchoTarget::new(self.client, &seen.session_id, &seen.directory)
+        EchoTarget::new(self.read.client, &seen.session_id, &seen.directory)
     }
 
     /// The writer's guard for a decision's [`Guard`] (`None`: no goal to guard on).
@@ -226,7 +215,7 @@ impl Executor<'_> {
             session_id: &seen.session_id,
             holder: &seen.holder,
             now: self.now(),
-            lease_ms: self.config.lease.as_millis() as f64,
+            lease_ms: self.read.config.lease.as_millis() as f64,
         }
     }
 
@@ -235,8 +224,8 @@ impl Executor<'_> {
     async fn write(&self, seen: &Seen, write: &Write) -> Written {
         let Some(guard) = self.guard(seen, &write.guard) else { return Written::Stale };
         let marking = if write.keep_owner { Marking::KeepOwner } else { Marking::MarkUnowned };
-        let at = (self.client, seen.session_id.as_str(), seen.directory.as_str());
-        write_change(at, &guard, marking, &write.change, &self.apply_with(seen), write.slot.label()).await
+        let at = (self.read.client, seen.session_id.as_str(), seen.directory.as_str());
+        write_change(at, &guard, marking, &write.change, &self.apply_with(seen), write.slot.as_str()).await
     }
 
     /// A terminal write: its trail line first, then the write.
@@ -250,9 +239,9 @@ impl Executor<'_> {
     /// A settled goal announced: the console line, its carriers forgotten, the notification.
     fn announce(&self, seen: &Seen, goal: &Goal, notification: Option<Value>) -> Observation {
         operator::settled(&seen.session_id, goal);
-        self.owners.holders().forget(&goal.id);
+        self.read.owners.holders().forget(&goal.id);
         if let Some(notification) = notification {
-            self.services.notifier.notify(notification);
+            self.read.services.notifier.notify(notification);
         }
         Observation::Announced
     }
@@ -273,12 +262,12 @@ impl Executor<'_> {
         })
         .await;
         let landed = written.as_ref().map(|echo| echo.as_ref().map(|echo| &echo.reserved));
-        let (goal, echo) = match (said(&seen.session_id, write.slot.label(), landed), written) {
+        let (goal, echo) = match (said(&seen.session_id, write.slot.as_str(), landed), written) {
             (Written::Goal(goal), Ok(Some(echo))) => (goal, echo),
             (Written::Failed, _) => return Held::Failed,
             _ => return Held::Stale,
         };
-        match echo.hear(&target, echo_bound(self.config.idle_quiet)).await {
+        match echo.hear(&target, echo_bound(self.read.config.idle_quiet)).await {
             Heard::Repaired => Held::Repaired,
             Heard::Settled => Held::Written { goal, contested: false, late: false },
             Heard::Contested => Held::Written { goal, contested: true, late: false },
@@ -294,7 +283,7 @@ impl Executor<'_> {
 
     /// Appends a trail line, and waits for it unless it goes beside what follows.
     async fn trail(&self, seen: &Seen, record: Map<String, Value>, detached: bool) {
-        let (data_dir, max) = (self.services.data_dir.clone(), self.config.evidence.history_max_records);
+        let (data_dir, max) = (self.read.services.data_dir.clone(), self.read.config.evidence.history_max_records);
         let record = Value::Object(record);
         if detached {
             let session = seen.session_id.clone();
@@ -308,7 +297,7 @@ impl Executor<'_> {
     async fn repost(&self, seen: &Seen, message_id: &str, body: &Value) {
         let (session_id, directory) = (seen.session_id.as_str(), seen.directory.as_str());
         self.memory.own_posts.record(session_id, message_id);
-        match self.client.prompt_async(session_id, directory, body).await {
+        match self.read.client.prompt_async(session_id, directory, body).await {
             DispatchOutcome::Sent => {
                 info!(target: "session_goal", session = session_id, "unanswered message posted again under its own ids")
             }
@@ -344,7 +333,7 @@ async fn write_change(
     label: &str,
 ) -> Written {
     let (client, session_id, directory) = at;
-    let result = try_write_goal_marking(client, session_id, directory, guard, marking, |g| change.apply(g, with)).await;
+    let result = try_write_goal(client, session_id, directory, guard, marking, |g| change.apply(g, with)).await;
     let after = result.as_ref().map(|update| match update {
         GoalUpdate::Written { after, .. } => Some(after),
         GoalUpdate::Stale | GoalUpdate::Declined(_) => None,

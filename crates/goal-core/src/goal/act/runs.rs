@@ -37,8 +37,8 @@ impl Executor<'_> {
     /// The small model's verdict on the turn, within the audit's timeout: the reply, or why the
     /// call failed (the cause's detail). A failure is said on the console (never the reply).
     pub(super) async fn audit(&self, query: SmallModelQuery) -> Result<SmallModelReply, String> {
-        let timeout = self.config.audit_timeout;
-        let call = self.services.small_model.generate(query);
+        let timeout = self.read.config.audit_timeout;
+        let call = self.read.services.small_model.generate(query);
         match tokio::time::timeout(timeout + AUDIT_SLACK, call).await {
             Ok(Ok(reply)) => {
                 let object = extract_json_object(&reply.text);
@@ -78,10 +78,12 @@ impl Executor<'_> {
         let (session_id, directory) = (seen.session_id.as_str(), seen.directory.as_str());
         let prefix = format!("{label} claimed by ");
         let body = claim_body(target, claim_id, &format!("{prefix}{}", self.holder));
-        if let DispatchOutcome::NotAdmitted(_) = self.client.prompt_async(session_id, directory, &body).await {
+        if let DispatchOutcome::NotAdmitted(_) = self.read.client.prompt_async(session_id, directory, &body).await {
             return ClaimRound::Unknown;
         }
-        let Ok((_, raw)) = self.client.messages_with_raw(session_id, directory, self.config.message_limit).await else {
+        let Ok((_, raw)) =
+            self.read.client.messages_with_raw(session_id, directory, self.read.config.message_limit).await
+        else {
             return ClaimRound::Unknown;
         };
         let Some(first) = first_claim(&raw, claim_id, &prefix) else { return ClaimRound::Unknown };
@@ -114,7 +116,7 @@ impl Executor<'_> {
         let limit = check_rules::time_limit(check);
         let started = self.now();
         let (id, dir) = (seen.session_id.as_str(), seen.directory.as_str());
-        let call = self.client.shell(id, dir, &body, limit + SHELL_SLACK);
+        let call = self.read.client.shell(id, dir, &body, limit + SHELL_SLACK);
         tokio::pin!(call);
         let (answer, timed_out) = tokio::select! {
             // The answer first when both are ready: a run never counts as timed out by chance.
@@ -122,7 +124,7 @@ impl Executor<'_> {
             answer = &mut call => (answer, false),
             _ = tokio::time::sleep(limit) => {
                 info!(target: "session_goal", session = id, check = index + 1, "acceptance check past its time limit; aborting it");
-                if let Err(error) = self.client.abort(id, dir).await {
+                if let Err(error) = self.read.client.abort(id, dir).await {
                     warn!(target: "session_goal", session = id, %error, "aborting the check failed");
                 }
                 match tokio::time::timeout(ABORT_GRACE, &mut call).await {
@@ -156,7 +158,7 @@ impl Executor<'_> {
     /// Opens the reviewer session, a child of the goal's session: its id, or why it could not be.
     pub(super) async fn open_reviewer(&self, seen: &Seen, title: &str) -> Result<String, String> {
         let (parent, dir) = (seen.session_id.as_str(), seen.directory.as_str());
-        match self.client.create_child_session(parent, dir, title).await {
+        match self.read.client.create_child_session(parent, dir, title).await {
             Ok(session) => {
                 operator::review_started(parent, &session);
                 Ok(session)
@@ -179,7 +181,7 @@ impl Executor<'_> {
         io: &TickIo,
         body: &ReviewerBody,
     ) -> ReviewerTurn {
-        let client = self.client;
+        let client = self.read.client;
         let seen: HashSet<String> = match client.messages(session, dir, REVIEWER_MESSAGES).await {
             Ok(messages) => messages.into_iter().map(|m| m.id).collect(),
             Err(error) => return ReviewerTurn::Refused(format!("reviewer messages: {error}")),
@@ -194,8 +196,8 @@ impl Executor<'_> {
             }
             DispatchOutcome::Ambiguous(detail) => return ReviewerTurn::Refused(format!("reviewer prompt: {detail}")),
         }
-        let deadline = tokio::time::Instant::now() + self.config.review_timeout;
-        let quiet = self.config.idle_quiet;
+        let deadline = tokio::time::Instant::now() + self.read.config.review_timeout;
+        let quiet = self.read.config.idle_quiet;
         let mut next_status_read = tokio::time::Instant::now() + quiet;
         let mut pause = POLL_FIRST;
         loop {
@@ -236,7 +238,7 @@ impl Executor<'_> {
         if let Some(id) = message_id {
             self.memory.own_posts.record(session_id, id);
         }
-        match self.client.prompt_async(session_id, directory, body).await {
+        match self.read.client.prompt_async(session_id, directory, body).await {
             DispatchOutcome::Sent => PostAnswer::Sent,
             DispatchOutcome::NotAdmitted(code) => {
                 warn!(target: "session_goal", session = session_id, code, "continuation not admitted");
@@ -258,7 +260,7 @@ impl Executor<'_> {
         }
         let (session_id, turn) = (seen.session_id.as_str(), reserved.turns_used);
         info!(target: "session_goal", session = session_id, turn, "continuation sent");
-        let max_turns = self.config.max_auto_turns;
+        let max_turns = self.read.config.max_auto_turns;
         operator::continuation_sent(session_id, turn, max_turns, reserved.tokens_used, reserved.token_budget);
     }
 }

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::proof::{claimed, held, ClaimOf, Input};
+use super::proof::{claimed, held, Input};
 use super::{act, end, read, Decide, Flow, MARGIN};
 use crate::error::HttpError;
 use crate::goal::decide::change::Extras;
@@ -155,8 +155,7 @@ fn run_one(at: &Decide<'_>, basis: &Basis, index: usize, check: &AcceptanceCheck
             }
             None => {}
         }
-        let of = ClaimOf { run: ClaimFor::Check, run_id: id, rounds: &seen.claims, hold, target: &basis.target };
-        match claimed(at, of)? {
+        match claimed(at, ClaimFor::Check, id, &seen.claims, hold, &basis.target)? {
             Claim::Ours => {}
             // A cut run's claim stands for the hold, then counts as abandoned: look again then.
             Claim::Theirs if cut => return end(TickOutcome::BackOff(hold)),

@@ -111,68 +111,29 @@ pub struct Line {
     pub slot: Slot,
 }
 
-/// Where the result of a write or a trail line is seen: the observation it completes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Slot {
-    /// A resumed copy claimed.
-    Claim,
-    /// A copy adopted paused.
-    Adopt,
-    /// A waiting cause written.
-    Waiting,
-    /// A stale park ended.
-    ParkCleared,
-    /// A park written.
-    Park,
-    /// The park's trail line.
-    ParkTrail,
-    /// The wait for working hours, or its end, in the goal.
-    Hours,
-    /// Its trail line.
-    HoursTrail,
-    /// The wait for working hours on the clock of the post.
-    HoursAgain,
-    /// Its trail line.
-    HoursAgainTrail,
-    /// A cut turn's trail line.
-    CutTrail,
-    /// A stranded message's re-post recorded.
-    Reposted,
-    /// The audit's trail line.
-    AuditTrail,
-    /// The check round's lease.
-    ChecksHeld,
-    /// The review's lease.
-    ReviewHeld,
-    /// The reservation.
-    Reserved,
-    /// The reserved turn given back.
-    GiveBack,
-    /// A terminal write (and the trail line before it), announced once written.
-    Settled,
-    /// A pause after an abort the messages show: terminal, not announced (the user made it).
-    Paused,
-}
-
-impl Slot {
-    /// What the log calls the write.
-    pub fn label(self) -> &'static str {
-        match self {
-            Slot::Claim => "claim",
-            Slot::Adopt => "adopt",
-            Slot::Waiting => "waiting",
-            Slot::ParkCleared => "end park",
-            Slot::Park | Slot::ParkTrail => "park",
-            Slot::Hours | Slot::HoursTrail | Slot::HoursAgain | Slot::HoursAgainTrail => "hours",
-            Slot::CutTrail => "cut",
-            Slot::Reposted => "repost",
-            Slot::AuditTrail => "audit",
-            Slot::ChecksHeld | Slot::ReviewHeld => "hold",
-            Slot::Reserved => "reserve",
-            Slot::GiveBack => "give back",
-            Slot::Settled => "settle",
-            Slot::Paused => "pause",
-        }
+crate::wire::wire_enum! {
+    /// Where the result of a write or a trail line is seen (the observation it completes), and
+    /// what the log calls it.
+    pub enum Slot {
+        #[doc = "A resumed copy claimed."] Claim = "claim",
+        #[doc = "A copy adopted paused."] Adopt = "adopt",
+        #[doc = "A waiting cause written."] Waiting = "waiting",
+        #[doc = "A stale park ended."] ParkCleared = "end park",
+        #[doc = "A park written."] Park = "park",
+        #[doc = "The park's trail line."] ParkTrail = "park trail",
+        #[doc = "The wait for working hours, or its end, in the goal."] Hours = "hours",
+        #[doc = "Its trail line."] HoursTrail = "hours trail",
+        #[doc = "The wait for working hours on the clock of the post."] HoursAgain = "hours again",
+        #[doc = "Its trail line."] HoursAgainTrail = "hours again trail",
+        #[doc = "A cut turn's trail line."] CutTrail = "cut",
+        #[doc = "A stranded message's re-post recorded."] Reposted = "repost",
+        #[doc = "The audit's trail line."] AuditTrail = "audit",
+        #[doc = "The check round's lease."] ChecksHeld = "hold checks",
+        #[doc = "The review's lease."] ReviewHeld = "hold review",
+        #[doc = "The reservation."] Reserved = "reserve",
+        #[doc = "The reserved turn given back."] GiveBack = "give back",
+        #[doc = "A terminal write (and the trail line before it), announced once written."] Settled = "settle",
+        #[doc = "A pause after an abort the messages show: terminal, not announced."] Paused = "pause",
     }
 }
 
@@ -185,22 +146,11 @@ pub enum PauseBefore {
     Retry,
 }
 
-/// What a claim across hosts is for: a check run or a review.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClaimFor {
-    /// An acceptance check's run.
-    Check,
-    /// The goal's review.
-    Review,
-}
-
-impl ClaimFor {
-    /// What the claim's part names (`acceptance check claimed by …`).
-    pub fn label(self) -> &'static str {
-        match self {
-            ClaimFor::Check => "acceptance check",
-            ClaimFor::Review => "goal review",
-        }
+crate::wire::wire_enum! {
+    /// What a claim across hosts is for, and what its part names (`acceptance check claimed by …`).
+    pub enum ClaimFor {
+        #[doc = "An acceptance check's run."] Check = "acceptance check",
+        #[doc = "The goal's review."] Review = "goal review",
     }
 }
 

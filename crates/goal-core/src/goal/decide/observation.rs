@@ -97,7 +97,7 @@ impl Seen {
             Observation::Owners(answer) => self.owner.answer = Some(answer),
             Observation::Objective(objective) => self.objective = Some(objective),
             Observation::OpenRequests(open) => self.waiting.requests_open = Some(open),
-            Observation::FreshTail(tail) => self.provider.fresh_tail = Some(tail),
+            Observation::FreshTail(tail) => self.fresh_tail = Some(tail),
             Observation::Evidence(evidence) => self.audit.evidence = Some(evidence),
             Observation::CheckTranscript(transcript) => self.checks.current.transcript = Some(transcript),
             Observation::FinishedReview(finished) => self.review.finished = Some(finished),

@@ -28,26 +28,19 @@ pub(super) struct Input<'a> {
     pub items: Vec<String>,
 }
 
-/// The claim across hosts of the run `run_id` (a check's or the review's, posted on `target`),
-/// round by round: `Continue` with how it stands once it does.
-pub(super) struct ClaimOf<'a> {
-    /// Which run.
-    pub run: ClaimFor,
-    /// The run's message id.
-    pub run_id: &'a str,
-    /// The rounds so far.
-    pub rounds: &'a [ClaimRound],
-    /// How long a claim stands without its run.
-    pub hold: Duration,
-    /// The session's model and agent (the claim's post names them).
-    pub target: &'a Selection,
-}
-
-/// How the claim `of` stands, or its next round.
-pub(super) fn claimed(at: &Decide<'_>, of: ClaimOf<'_>) -> Flow<Claim> {
-    match claim_step(of.run_id, of.rounds, &at.seen.holder, of.hold) {
+/// The claim across hosts of `run`, whose message id is `run_id`, round by round (`rounds` so
+/// far, each claim standing `hold`, posted on `target`): `Continue` with how it stands.
+pub(super) fn claimed(
+    at: &Decide<'_>,
+    run: ClaimFor,
+    run_id: &str,
+    rounds: &[ClaimRound],
+    hold: Duration,
+    target: &Selection,
+) -> Flow<Claim> {
+    match claim_step(run_id, rounds, &at.seen.holder, hold) {
         ClaimStep::Decided(claim) => ControlFlow::Continue(claim),
-        ClaimStep::Post(claim_id) => act(Effect::Claim { claim_id, run: of.run, target: of.target.clone() }),
+        ClaimStep::Post(claim_id) => act(Effect::Claim { claim_id, run, target: target.clone() }),
     }
 }
 

@@ -99,7 +99,7 @@ pub(super) fn stage(at: &Decide<'_>, live: &Live) -> Flow<Window> {
 /// simulator found a finished turn continued as cut, its tokens never counted).
 fn confirm_cut(at: &Decide<'_>, messages: &[Message]) -> Flow {
     let Some(tail) = chronological(messages).last().map(|m| m.id.clone()) else { return ControlFlow::Continue(()) };
-    match &at.seen.provider.fresh_tail {
+    match &at.seen.fresh_tail {
         None => read(Need::FreshTail),
         Some(Ok(fresh)) => match fresh.iter().find(|m| m.id == tail) {
             Some(now) if now.is_completed() || now.error.is_some() => end(TickOutcome::Rearm),

@@ -9,7 +9,7 @@
 use crate::sched::outcome::TickOutcome;
 use std::ops::ControlFlow;
 
-use super::proof::{claimed, held, ClaimOf, Input};
+use super::proof::{claimed, held, Input};
 use super::{act, end, read, Decide, Flow};
 use crate::goal::decide::change::Extras;
 use crate::goal::decide::check_rules::Claim;
@@ -46,8 +46,7 @@ pub(super) fn review(at: &Decide<'_>, objective: &str, input: Input<'_>) -> Flow
         return concluded(at, input, session, answer, *cost);
     }
     if let Some(id) = &review_id {
-        let of = ClaimOf { run: ClaimFor::Review, run_id: id, rounds: &seen.claims, hold, target: &input.basis.target };
-        match claimed(at, of)? {
+        match claimed(at, ClaimFor::Review, id, &seen.claims, hold, &input.basis.target)? {
             Claim::Ours => {}
             // The other host reviews. Its lease keeps this host waiting without an audit, and its
             // settle ends the wait; when this host's lease write landed last instead, the next

@@ -48,8 +48,8 @@ pub struct Seen {
     pub live: Option<Result<Live, Vec<(Route, HttpError)>>>,
     /// What became of a goal that waits on the user or on OpenCode.
     pub waiting: WaitingSeen,
-    /// The provider stage.
-    pub provider: ProviderSeen,
+    /// The transcript read again to confirm a cut turn (`Err`: unreadable).
+    pub fresh_tail: Option<Result<Vec<Message>, HttpError>>,
     /// The time stage, the strand, and a cut turn's trace.
     pub plan: PlanSeen,
     /// The audit.
@@ -145,13 +145,6 @@ pub struct WaitingSeen {
     pub requests_open: Option<bool>,
     /// The scheduler was told no request is open after all.
     pub inputs_settled: bool,
-}
-
-/// The provider stage.
-#[derive(Debug, Clone, Default)]
-pub struct ProviderSeen {
-    /// The transcript read again to confirm a cut turn (`Err`: unreadable).
-    pub fresh_tail: Option<Result<Vec<Message>, HttpError>>,
 }
 
 /// The time stage, the strand, and the cut turn's trace.
