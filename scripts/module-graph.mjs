@@ -2,9 +2,11 @@
 // Structure checks for crates/goal-core and the binding (src/), run by scripts/test-all.sh and
 // .ci/run:
 // - the import graph between the core's top-level modules, and between its files (from
-//   `crate::…` and `super::…` paths in non-test code), must have no cycle;
-// - the import graph between the binding's modules must have no cycle (the crate root, lib.rs,
-//   declares every module and is left out, as the core's root is);
+//   `crate::…` and `super::…` paths in non-test code, each followed to the file it names), must
+//   have no cycle;
+// - the import graphs of the binding, between its top-level modules (a folder is one) and between
+//   its files, must have no cycle (the crate root, lib.rs, declares every module and is left
+//   out, as the core's root is);
 // - goal/'s folders import only downward, in the order of GOAL_FOLDERS (decide ← gather ←
 //   act): no two import each other both ways and none imports a folder above it;
 // - the decision (goal/decide/) is pure: it imports no I/O module, nothing of tokio, and has no
@@ -13,14 +15,19 @@
 // - no function outside tests, in goal-core or in the binding (src/), may be longer than 100
 //   lines;
 // - no source file outside tests may be longer than 600 lines;
-// - every source file must be named in docs/layout.md.
-// Usage: node scripts/module-graph.mjs [--graph] [--files] [--longest N] [--no-fail]
+// - every source file must be named in docs/layout.md;
+// - every source file must belong to one feature of the ledger, and docs/features.md must be
+//   current (scripts/features.mjs).
+// Usage: node scripts/module-graph.mjs [--graph] [--longest N] [--allow-long] [--no-fail] [--write]
 //   --graph     print the import graphs (top-level modules, goal/'s folders, the binding)
 //   --longest N print the N longest functions
 //   --allow-long  report functions over the limit without failing
-import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs'
+//   --write     write docs/features.md afresh
+import { readFileSync, readdirSync, statSync } from 'node:fs'
 import { join, relative, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { checkLedger } from './features.mjs'
+import { GENERATED_FILES, blockEnd, isTestFile, linesOutsideTests, sourceFiles, strip } from './source-files.mjs'
 
 const repo = process.env.MODULE_GRAPH_REPO ?? join(fileURLToPath(new URL('.', import.meta.url)), '..')
 const root = join(repo, 'crates', 'goal-core', 'src')
@@ -40,7 +47,7 @@ const MAX_WRITER_IMPORTERS = 2
 
 // Modules (a top-level module, or `top::file`) whose code must stay free of I/O: they may not
 // import any module listed in IO. A top-level name covers every file under it.
-const PURE = ['config', 'error', 'record', 'text', 'time', 'evidence', 'intake', 'goal::decide', 'sched::silence',
+const PURE = ['wire', 'config', 'error', 'record', 'text', 'time', 'evidence', 'intake', 'goal::decide', 'sched::silence', 'sched::outcome',
   'assist::content', 'small_model::catalog', 'small_model::wire', 'io::prompt_outcome']
 // Modules that perform I/O (network, files, tasks, locks and wake-ups).
 const IO = ['io', 'sched', 'runtime', 'embed', 'control', 'small_model', 'goal::tick', 'goal::context', 'goal::gather',
@@ -67,76 +74,6 @@ function modulePathUnder(base, file) {
   return parts
 }
 const modulePath = (file) => modulePathUnder(root, file)
-
-/** Source with comments, string and char literals blanked (newlines kept, so line numbers hold). */
-function strip(src) {
-  let out = ''
-  let i = 0
-  const n = src.length
-  while (i < n) {
-    const c = src[i]
-    const next = src[i + 1]
-    if (c === '/' && next === '/') {
-      while (i < n && src[i] !== '\n') i++
-    } else if (c === '/' && next === '*') {
-      let depth = 1
-      i += 2
-      while (i < n && depth > 0) {
-        if (src[i] === '/' && src[i + 1] === '*') (depth++, (i += 2))
-        else if (src[i] === '*' && src[i + 1] === '/') (depth--, (i += 2))
-        else (out += src[i] === '\n' ? '\n' : ''), i++
-      }
-    } else if (c === 'r' && (next === '"' || next === '#') && !/[A-Za-z0-9_]/.test((src[i - 1] === 'b' ? src[i - 2] : src[i - 1]) ?? '')) {
-      let j = i + 1
-      let hashes = 0
-      while (src[j] === '#') (hashes++, j++)
-      if (src[j] !== '"') {
-        out += c
-        i++
-        continue
-      }
-      const close = '"' + '#'.repeat(hashes)
-      const end = src.indexOf(close, j + 1)
-      const body = src.slice(i, end + close.length)
-      out += '""' + '\n'.repeat((body.match(/\n/g) ?? []).length)
-      i = end + close.length
-    } else if (c === '"') {
-      let j = i + 1
-      let lines = 0
-      while (j < n && src[j] !== '"') {
-        if (src[j] === '\\') j++
-        if (src[j] === '\n') lines++
-        j++
-      }
-      out += '""' + '\n'.repeat(lines)
-      i = j + 1
-    } else if (c === "'") {
-      // A char literal ('a', '\n', '\u{1F600}') or a lifetime ('a): only literals are blanked.
-      const m = /^'(\\u\{[0-9a-fA-F]+\}|\\.|[^\\'])'/u.exec(src.slice(i, i + 12))
-      if (m) {
-        out += "' '"
-        i += m[0].length
-      } else {
-        out += c
-        i++
-      }
-    } else {
-      out += c
-      i++
-    }
-  }
-  return out
-}
-
-/** Index just past the block whose `{` is at `open`. */
-function blockEnd(text, open) {
-  let depth = 0
-  for (let i = open; i < text.length; i++) {
-    if (text[i] === '{') depth++
-    else if (text[i] === '}' && --depth === 0) return i + 1
-  }
-  return text.length
-}
 
 /** Code with `#[cfg(test)]` items blanked (newlines kept). */
 function withoutTests(text) {
@@ -221,6 +158,12 @@ function crateRefs(text) {
 }
 
 const files = walk(root).filter((f) => !/(^|[\\/])tests?\.rs$/.test(f) && !f.includes(`${sep}tests${sep}`))
+const coreModules = new Set(files.map((f) => modulePath(f).join('::')))
+/** The file a path names: its longest prefix that is a file's module (`goal::decide::review`). */
+const coreModuleOf = (abs) => {
+  for (let n = abs.length; n > 0; n--) if (coreModules.has(abs.slice(0, n).join('::'))) return abs.slice(0, n).join('::')
+  return abs[0]
+}
 const edges = new Map() // top-level module → Map(target → [evidence])
 const fileEdges = new Map() // file module path → Set(file module path)
 const functions = []
@@ -245,30 +188,45 @@ for (const file of files) {
       to.get(target).push(where)
     }
     const from = self.join('::') || '(lib)'
+    const to = coreModuleOf(abs)
+    if (to === from) continue
     if (!fileEdges.has(from)) fileEdges.set(from, new Map())
-    fileEdges.get(from).set(abs.slice(0, 2).join('::'), where)
+    fileEdges.get(from).set(to, where)
   }
   functionLengths(text, relative(root, file))
 }
 
-// The binding: its functions count toward the length limit too, and its modules form a graph of
-// their own (an edge is a `crate::module…` path; items defined in lib.rs are not a module).
-const bindingEdges = new Map() // binding module path → Map(module path → evidence)
+// The binding: its functions count toward the length limit too, and its modules form graphs of
+// their own (an edge is a `crate::module…` path; items defined in lib.rs are not a module): one
+// between its top-level modules (`types` is one node, whichever of its files imports or is
+// imported) and one between its files.
+const bindingEdges = new Map() // top-level module → Map(top-level module → evidence)
+const bindingFileEdges = new Map() // file module path → Map(file module path → evidence)
 const bindingFiles = walk(bindingRoot)
 const bindingModules = new Set(bindingFiles.map((f) => modulePathUnder(bindingRoot, f).join('::')))
+/** The module of the binding a path names: its longest prefix that is a file's module. */
+const bindingModuleOf = (abs) => {
+  for (let n = abs.length; n > 0; n--) if (bindingModules.has(abs.slice(0, n).join('::'))) return abs.slice(0, n).join('::')
+  return null
+}
+const addEdge = (graph, from, to, where) => {
+  if (from === to) return
+  if (!graph.has(from)) graph.set(from, new Map())
+  graph.get(from).set(to, where)
+}
 for (const file of bindingFiles) {
   const self = modulePathUnder(bindingRoot, file)
   const text = withoutTests(strip(readFileSync(file, 'utf8')))
   extraAccesses += (text.match(/\.extra\b/g) ?? []).length
   functionLengths(text, `src/${relative(bindingRoot, file)}`)
   if (self.length === 0) continue
-  const from = self.join('::')
   for (const [path, line] of crateRefs(text)) {
     const abs = resolve(path, self)
-    const target = abs && abs.length > 0 ? abs[0] : null
-    if (!target || target === from || !bindingModules.has(target)) continue
-    if (!bindingEdges.has(from)) bindingEdges.set(from, new Map())
-    bindingEdges.get(from).set(target, `src/${relative(bindingRoot, file)}:${line} ${path}`)
+    const target = abs && abs.length > 0 ? bindingModuleOf(abs) : null
+    if (!target) continue
+    const where = `src/${relative(bindingRoot, file)}:${line} ${path}`
+    addEdge(bindingEdges, self[0], target.split('::')[0], where)
+    addEdge(bindingFileEdges, self.join('::'), target, where)
   }
 }
 
@@ -339,17 +297,16 @@ for (const comp of fileCycles) {
   console.log(`  IMPORT CYCLE between files: ${comp.join(', ')}`)
 }
 const bindingEdgeCount = [...bindingEdges.values()].reduce((n, m) => n + m.size, 0)
-const bindingCycles = cycles(bindingEdges)
-console.log(`binding (src/): ${bindingModules.size - 1} modules, ${bindingEdgeCount} import edges; cycles: ${bindingCycles.length === 0 ? 'none' : bindingCycles.length}`)
+const bindingCycles = [bindingEdges, bindingFileEdges].flatMap((graph) => cycles(graph).map((comp) => [comp, graph]))
+console.log(`binding (src/): ${bindingModules.size - 1} modules, ${bindingEdgeCount} import edges between its top-level modules; cycles (top-level or file-level): ${bindingCycles.length === 0 ? 'none' : bindingCycles.length}`)
 if (flag('--graph')) {
   for (const [from, to] of [...bindingEdges].sort()) console.log(`  src ${from} → ${[...to.keys()].sort().join(', ')}`)
 }
-for (const comp of bindingCycles) {
+for (const [comp, graph] of bindingCycles) {
   failed = true
   console.log(`  IMPORT CYCLE between binding modules: ${comp.join(', ')}`)
   const set = new Set(comp)
-  for (const from of comp)
-    for (const [to, where] of bindingEdges.get(from) ?? []) if (set.has(to)) console.log(`    ${from} → ${to}  (${where})`)
+  for (const from of comp) for (const [to, where] of graph.get(from) ?? []) if (set.has(to)) console.log(`    ${from} → ${to}  (${where})`)
 }
 // goal/'s folders: an edge is a file of one folder importing from another. The tick asks the
 // decision, reads and acts; a folder importing one above it in GOAL_FOLDERS (or two importing
@@ -406,49 +363,17 @@ if (writerImporters.length > MAX_WRITER_IMPORTERS) failed = true
 
 // Source files: every one is named in docs/layout.md (the core's by their path in
 // crates/goal-core/src/, the others by their path from the repository's root), and none outside
-// tests is longer than MAX_FILE_LINES (a Rust file's #[cfg(test)] module does not count).
-const SOURCE_DIRS = ['crates/goal-core/src', 'crates/goal-core/examples', 'src', 'crates/goal-sim/src', 'lib', 'bin', 'scripts', 'examples', 'bench']
-const SOURCE_ROOT_FILES = ['runtime.js', 'runtime.mjs', 'index.js', 'build.rs']
-// Written by a tool (`npx napi build`), not by hand: named in the layout, not measured.
-const GENERATED_FILES = ['index.js']
-const SOURCE_EXTENSIONS = /\.(rs|js|mjs|cjs|cts|mts|sh|c|html|css)$/
-const SKIPPED_DIRS = new Set(['node_modules', 'target', 'gen', 'icons'])
-// Test code: the core's tests.rs and *_tests.rs files, test folders, and the fault suite (a test
-// suite run by `npm test`, its classes and harness included).
-const isTestFile = (path) => /(^|\/)(tests?\.rs|[^/]*_tests\.rs)$/.test(path) || /(^|\/)(tests|__test__)\//.test(path) || path.startsWith('scripts/faults/')
-function sourceFiles(dir) {
-  const out = []
-  for (const name of readdirSync(join(repo, dir))) {
-    const path = `${dir}/${name}`
-    if (statSync(join(repo, path)).isDirectory()) {
-      if (!SKIPPED_DIRS.has(name)) out.push(...sourceFiles(path))
-    } else if (SOURCE_EXTENSIONS.test(name)) out.push(path)
-  }
-  return out
-}
+// tests is longer than MAX_FILE_LINES (counted as the feature ledger counts: scripts/source-files.mjs).
 const corePrefix = 'crates/goal-core/src/'
 const layoutName = (path) => (path.startsWith(corePrefix) ? path.slice(corePrefix.length) : path)
-/** Lines of a file outside its tests (a Rust file's #[cfg(test)] modules left out). */
-function linesOutsideTests(path) {
-  const text = readFileSync(join(repo, path), 'utf8')
-  const total = text.split('\n').length - (text.endsWith('\n') ? 1 : 0)
-  if (!path.endsWith('.rs')) return total
-  const stripped = strip(text)
-  let testLines = 0
-  for (const m of stripped.matchAll(/#\[cfg\(test\)\]\s*(pub\s+)?mod\s+\w+\s*\{/g)) {
-    const end = blockEnd(stripped, m.index + m[0].length - 1)
-    testLines += stripped.slice(m.index, end).split('\n').length
-  }
-  return total - testLines
-}
 const layoutDoc = readFileSync(join(repo, 'docs', 'layout.md'), 'utf8')
-const allSources = [...SOURCE_DIRS.flatMap(sourceFiles), ...SOURCE_ROOT_FILES.filter((f) => existsSync(join(repo, f)))]
+const allSources = sourceFiles(repo)
 const unlisted = []
 const tooBig = []
 for (const path of allSources) {
   if (isTestFile(path)) continue
   if (!layoutDoc.includes('`' + layoutName(path) + '`')) unlisted.push(layoutName(path))
-  const lines = GENERATED_FILES.includes(path) ? 0 : linesOutsideTests(path)
+  const lines = GENERATED_FILES.includes(path) ? 0 : linesOutsideTests(repo, path)
   if (lines > MAX_FILE_LINES) tooBig.push([path, lines])
 }
 console.log(`source files: ${allSources.filter((f) => !isTestFile(f)).length} outside tests; not in docs/layout.md: ${unlisted.length}; over ${MAX_FILE_LINES} lines: ${tooBig.length}`)
@@ -460,6 +385,11 @@ for (const [path, lines] of tooBig) {
   failed = true
   console.log(`  ${lines} lines outside tests: ${path} (split it by job)`)
 }
+// The feature ledger (scripts/features.mjs): every source file in one feature, docs/features.md
+// current (`--write` writes it).
+const features = checkLedger(repo, { write: flag('--write') })
+console.log(features.out.join('\n'))
+if (!features.ok) failed = true
 console.log(`goal record: ${extraAccesses} untyped \`.extra\` accesses outside tests`)
 functions.sort((a, b) => b.lines - a.lines)
 const tooLong = functions.filter((f) => f.lines > MAX_FUNCTION_LINES)

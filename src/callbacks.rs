@@ -15,7 +15,6 @@ use goal_core::{BoxFuture, Endpoint, RequestTarget};
 use goal_core::{Notifier, SmallModel, SmallModelError, SmallModelQuery, SmallModelReply};
 
 use crate::host_return::HostReturn;
-use crate::types::stream_status::EventStreamStatus;
 
 /// A host callback as the option structs take it: called with `Args`, weakly referenced (it
 /// never keeps Node alive), its return value settled by [`HostReturn`].
@@ -30,8 +29,6 @@ pub type ModelCallback = HostCallback<Value>;
 pub type NotifyCallback = HostCallback<Value>;
 /// `logger(level, message)`.
 pub type LoggerCallback = HostCallback<FnArgs<(String, String)>>;
-/// An event follower's `onStatus(status)`.
-pub type StatusCallback = HostCallback<EventStreamStatus>;
 /// An event follower's `onPayload(payload, directory)`.
 pub type PayloadCallback = HostCallback<FnArgs<(Value, String)>>;
 

@@ -10,10 +10,10 @@ use napi_derive::napi;
 
 use goal_core::{millis, EventFollowerBuilder, DEFAULT_ANSWER_TIMEOUT, DEFAULT_FIRST_RETRY};
 
-use crate::callbacks::{self, PayloadCallback, StatusCallback};
+use crate::callbacks::{self, PayloadCallback};
 use crate::env_context::EnvContext;
 use crate::options::OpenCodeConnection;
-use crate::types::stream_status::EventStreamStatus;
+use crate::types::stream_status::{EventStreamStatus, StatusCallback};
 
 /// Options of `createEventFollower`: the server (`openCode`, as the runtimes take it;
 /// OpenChamber's flat `buildOpenCodeUrl` and `getOpenCodeAuthHeaders` are moved into it by the

@@ -19,14 +19,14 @@ use goal_core::{ErrorKind, GoalError, WarningCode};
 /// an unknown code).
 #[napi(catch_unwind)]
 pub fn error_codes() -> Vec<String> {
-    ErrorKind::ALL.iter().map(|kind| kind.code().to_string()).collect()
+    ErrorKind::ALL.iter().map(|kind| kind.as_str().to_string()).collect()
 }
 
 /// Every warning `code` the native module can report, from the core's `WarningCode::ALL`
 /// (internal, for the same test).
 #[napi(catch_unwind)]
 pub fn warning_codes() -> Vec<String> {
-    WarningCode::ALL.iter().map(|code| code.code().to_string()).collect()
+    WarningCode::ALL.iter().map(|code| code.as_str().to_string()).collect()
 }
 
 /// The error to throw, or to reject a promise with, for `failure`: an `Error` object made in
@@ -41,7 +41,7 @@ pub(crate) fn thrown(env: &Env, failure: GoalError) -> Error {
 
 fn error_object<'env>(env: &'env Env, failure: &GoalError) -> Result<Object<'env>> {
     let mut error = env.create_error(Error::from_reason(failure.message.as_str()))?;
-    error.set("code", failure.kind.code())?;
+    error.set("code", failure.kind.as_str())?;
     if let Some(field) = failure.field {
         error.set("field", field)?;
     }

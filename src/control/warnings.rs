@@ -17,7 +17,7 @@ pub struct GoalWarning {
 impl From<&goal_core::Warning> for GoalWarning {
     fn from(warning: &goal_core::Warning) -> Self {
         GoalWarning {
-            code: warning.code.code().to_string(),
+            code: warning.code.as_str().to_string(),
             message: warning.message.clone(),
             field: warning.field.map(str::to_string),
         }

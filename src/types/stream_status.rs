@@ -5,6 +5,11 @@ use napi_derive::napi;
 
 use goal_core::StreamStatus;
 
+use crate::callbacks::HostCallback;
+
+/// An event follower's `onStatus(status)`.
+pub type StatusCallback = HostCallback<EventStreamStatus>;
+
 /// What became of OpenCode's event stream: `connected` when the server accepted a connection,
 /// `disconnected` (with why, and when the next attempt is) when it ended or could not be opened.
 #[napi(object, object_from_js = false)]

@@ -55,73 +55,27 @@ impl std::fmt::Display for Cancelled {
 
 impl std::error::Error for Cancelled {}
 
-/// Which step had already taken effect when an operation failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PartialAction {
-    /// A session was created; the goal or the dispatch failed afterwards.
-    SessionCreated,
-    /// A fork was created; its goal step (or, without a goal, the dispatch) failed.
-    ForkCreated,
-    /// The goal is installed; the dispatch failed.
-    GoalConfigured,
-}
-
-impl PartialAction {
-    /// Wire name (`session-created`, `fork-created`, `goal-configured`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PartialAction::SessionCreated => "session-created",
-            PartialAction::ForkCreated => "fork-created",
-            PartialAction::GoalConfigured => "goal-configured",
-        }
+crate::wire::wire_enum! {
+    /// Which step had already taken effect when an operation failed.
+    pub enum PartialAction {
+        #[doc = "A session was created; the goal or the dispatch failed afterwards."] SessionCreated = "session-created",
+        #[doc = "A fork was created; its goal step (or, without a goal, the dispatch) failed."] ForkCreated = "fork-created",
+        #[doc = "The goal is installed; the dispatch failed."] GoalConfigured = "goal-configured",
     }
 }
 
-/// What kind of failure a [`GoalError`] is. The binding names it (`ErrorKind::code`) and hosts
-/// branch on it; no HTTP status is implied (OpenCode's own answer, when there was one, is
-/// [`GoalError::opencode_status`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorKind {
-    /// The request itself is wrong (a bad id, a budget out of bounds, a missing field).
-    InvalidInput,
-    /// The session, goal or objective does not exist.
-    NotFound,
-    /// The goal's state does not allow it (not active, complete, a different goal now).
-    Conflict,
-    /// The input is over a size limit.
-    TooLarge,
-    /// OpenCode failed or refused.
-    OpenCode,
-    /// OpenCode did not answer in time.
-    Timeout,
-    /// Something on this machine failed (the file system, a task).
-    Local,
-}
-
-impl ErrorKind {
-    /// Every kind, in the order of the documented code list (docs/errors.md).
-    pub const ALL: [ErrorKind; 7] = [
-        ErrorKind::InvalidInput,
-        ErrorKind::NotFound,
-        ErrorKind::Conflict,
-        ErrorKind::TooLarge,
-        ErrorKind::OpenCode,
-        ErrorKind::Timeout,
-        ErrorKind::Local,
-    ];
-
-    /// The stable code hosts see (`invalidInput`, `notFound`, `conflict`, `tooLarge`,
-    /// `openCode`, `timeout`, `local`).
-    pub fn code(self) -> &'static str {
-        match self {
-            ErrorKind::InvalidInput => "invalidInput",
-            ErrorKind::NotFound => "notFound",
-            ErrorKind::Conflict => "conflict",
-            ErrorKind::TooLarge => "tooLarge",
-            ErrorKind::OpenCode => "openCode",
-            ErrorKind::Timeout => "timeout",
-            ErrorKind::Local => "local",
-        }
+crate::wire::wire_enum! {
+    /// What kind of failure a [`GoalError`] is. The binding names it (`ErrorKind::as_str`) and hosts
+    /// branch on it; no HTTP status is implied (OpenCode's own answer, when there was one, is
+    /// [`GoalError::opencode_status`]).
+    pub enum ErrorKind {
+        #[doc = "The request itself is wrong (a bad id, a budget out of bounds, a missing field)."] InvalidInput = "invalidInput",
+        #[doc = "The session, goal or objective does not exist."] NotFound = "notFound",
+        #[doc = "The goal's state does not allow it (not active, complete, a different goal now)."] Conflict = "conflict",
+        #[doc = "The input is over a size limit."] TooLarge = "tooLarge",
+        #[doc = "OpenCode failed or refused."] OpenCode = "openCode",
+        #[doc = "OpenCode did not answer in time."] Timeout = "timeout",
+        #[doc = "Something on this machine failed (the file system, a task)."] Local = "local",
     }
 }
 
@@ -209,29 +163,12 @@ impl GoalError {
     }
 }
 
-/// What went wrong in an operation that otherwise succeeded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WarningCode {
-    /// The objective file could not be written; the objective is stored in the goal itself.
-    ObjectiveInline,
-    /// The goal is paused or cleared, but the running turn could not be aborted.
-    AbortFailed,
-    /// OpenCode's command list could not be read; a slash prompt was sent as text.
-    CommandListUnavailable,
-}
-
-impl WarningCode {
-    /// Every warning code (the binding hands the list to a test that ties it to docs/errors.md).
-    pub const ALL: [WarningCode; 3] =
-        [WarningCode::ObjectiveInline, WarningCode::AbortFailed, WarningCode::CommandListUnavailable];
-
-    /// The stable code hosts see (`objectiveInline`, `abortFailed`, `commandListUnavailable`).
-    pub fn code(self) -> &'static str {
-        match self {
-            WarningCode::ObjectiveInline => "objectiveInline",
-            WarningCode::AbortFailed => "abortFailed",
-            WarningCode::CommandListUnavailable => "commandListUnavailable",
-        }
+crate::wire::wire_enum! {
+    /// What went wrong in an operation that otherwise succeeded.
+    pub enum WarningCode {
+        #[doc = "The objective file could not be written; the objective is stored in the goal itself."] ObjectiveInline = "objectiveInline",
+        #[doc = "The goal is paused or cleared, but the running turn could not be aborted."] AbortFailed = "abortFailed",
+        #[doc = "OpenCode's command list could not be read; a slash prompt was sent as text."] CommandListUnavailable = "commandListUnavailable",
     }
 }
 

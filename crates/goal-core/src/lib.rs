@@ -4,7 +4,7 @@
 //! it directly, through the items re-exported here (the modules themselves are private).
 //!
 //! # Layout: concept → file
-//! Layers, bottom up: 1. `record`, `config`, `error`, `text`, `time`; 2. `evidence`, `intake`;
+//! Layers, bottom up: 1. `wire`, `record`, `config`, `error`, `text`, `time`; 2. `evidence`, `intake`;
 //! 3. `io`, `sched`; 4. `goal`, `small_model`, `assist`, `control`; 5. `runtime`, `embed`. A
 //! module imports only from layers below it and pure modules import no I/O module
 //! (`scripts/module-graph.mjs` checks both, with the rest of the structure checks).
@@ -12,6 +12,7 @@
 //!
 //! | concept | file |
 //! |---|---|
+//! | an enum's wire names declared once (`wire_enum!`) | `wire.rs` |
 //! | the goal record: every field once, unknown fields kept | `record/fields.rs`, `record/mod.rs` |
 //! | why a goal stopped or waits: cause codes, their fixes, status reasons | `record/cause.rs` |
 //! | acceptance criteria as stored, with their grades | `record/criteria.rs` |
@@ -52,16 +53,16 @@
 //! | whose goal it is: a fork's copy adopted paused, a resumed copy claimed | `goal/decide/lineage.rs`; owner lists: `goal/gather/owners.rs`, `goal/gather/holders.rs`, `goal/decide/list_rules.rs`, `goal/gather/list_gate.rs` |
 //! | guards: an unreadable guard stops the goal (`invalidGoal`); lenient readings kept as stored | `goal/decide/guard_rules.rs`, `record/guard_read.rs` |
 //! | provider limits: park and resume, typed provider stops, cut turns | `goal/decide/provider.rs`, `goal/decide/limit_rules.rs` (`limit_rules/reset.rs`: reset headers) |
-//! | plan: decisions, gates, quiet window, token accounting | `goal/decide/plan.rs`, `goal/decide/gates.rs`, `goal/decide/accounting.rs` |
+//! | plan: decisions, gates, quiet window, token accounting | `goal/decide/plan_rules.rs`, `goal/decide/gates.rs`, `goal/decide/accounting.rs` |
 //! | the budgets, one file each with its rule and its check: tokens, cost (US dollars), active time | `goal/decide/budgets/` |
 //! | the time stage: a spent time budget, working hours (again on the clock of the post) | `goal/decide/planning.rs`, `goal/decide/delivery.rs` |
 //! | a stranded message posted again under its own ids | `goal/decide/planning.rs`, `goal/decide/strand_rules.rs` |
 //! | the audit: the evidence read before it, the verdict reviewed after it | `goal/decide/verdict.rs` (the reads: `goal/gather/mod.rs`; the call: `goal/act/runs.rs`) |
 //! | graded completion: each criterion graded against numbered evidence | `goal/decide/grading.rs` |
 //! | checks before settle-complete, claimed across hosts; the reviewer after them | `goal/decide/acceptance.rs`, `goal/decide/check_rules.rs`, `goal/decide/review.rs`, `goal/decide/review_rules.rs` (`record/review.rs`: the setting, the last review) |
-//! | reserve, read back, post under an idempotent message id, the outcome | `goal/decide/delivery.rs`, `goal/act/dispatch.rs`, `record/continuation_id.rs` |
+//! | reserve, read back, post under an idempotent message id, the outcome | `goal/decide/delivery.rs`, `goal/decide/dispatch_rules.rs`, `record/continuation_id.rs` |
 //! | the reads a decision asks for | `goal/gather/mod.rs` |
-//! | the one executor: writes, posts, notifications, trail lines | `goal/act/mod.rs`, `goal/act/runs.rs`, `goal/act/dispatch.rs` |
+//! | the one executor: writes, posts, notifications, trail lines, one attempt per effect | `goal/act/mod.rs`, `goal/act/runs.rs` |
 //! | lost-update repair around a watched write | `goal/act/echo_watch.rs`, `goal/act/echo.rs` |
 //! | the ids this runtime posted, so their events are no user activity | `goal/act/own_posts.rs` |
 //! | a code's stored cause; notification; console lines; the trail's lines | `goal/decide/causes.rs`, `goal/decide/notify.rs`, `goal/act/operator.rs` |
@@ -84,6 +85,7 @@ mod error;
 mod record;
 mod text;
 mod time;
+mod wire;
 // Layer 2: readings of OpenCode's data, no I/O (the evidence digest; the intake contract and
 // the registry that fans events out).
 mod evidence;
@@ -111,9 +113,8 @@ pub use config::{EvidenceConfig, EvidenceLimits, GoalConfig, ProviderLimits};
 
 // The goal record.
 pub use evidence::person_words::quote as quote_person;
-pub use goal::decide::budgets::cost::{
-    cost_used, format_usd, provider_reports_no_cost, MAX_COST_BUDGET, MIN_COST_BUDGET,
-};
+pub use goal::decide::accounting::cost_used;
+pub use goal::decide::budgets::cost::{format_usd, provider_reports_no_cost, MAX_COST_BUDGET, MIN_COST_BUDGET};
 pub use goal::decide::budgets::time::parse_duration;
 pub use goal::decide::causes::{cause_of, fix_action, fix_sentence};
 pub use goal::decide::limit_rules::wake_at as provider_wake_at;

@@ -6,10 +6,10 @@ use serde_json::{json, Map, Value};
 
 use crate::config::settings_file::SettingsFlags;
 use crate::record::session::{chronological, Message, Role};
-use crate::record::truncate_chars;
 use crate::text::jsonx::extract_json_object;
 use crate::text::prompts::clamp_chars;
 use crate::text::script_guard::introduces_foreign_script;
+use crate::text::truncate_chars;
 
 /// Most characters of each side of the exchange sent to the small model.
 pub const TRANSCRIPT_PART_CHAR_LIMIT: usize = 6000;
@@ -97,8 +97,8 @@ impl LastExchange {
             .unwrap_or_default();
         let exchange = LastExchange {
             assistant_id: reply.id.clone(),
-            provider_id: reply.provider_id.clone(),
-            model_id: reply.model_id.clone(),
+            provider_id: reply.selection.provider_id.clone(),
+            model_id: reply.selection.model_id.clone(),
             user_text,
             assistant_text: truncate_chars(&reply.text, TRANSCRIPT_PART_CHAR_LIMIT),
         };

@@ -3,20 +3,18 @@
 //! merges into the existing metadata. "Stop" means stop on both axes: pausing (or clearing) an
 //! active goal also aborts the running turn, as an abort pauses the goal.
 
-use crate::error::{ErrorKind, Warning, WarningCode};
-use crate::goal::decide::causes::cause_of;
-use crate::record::cause::CauseCode;
+use crate::error::{Cancelled, ErrorKind, Warning, WarningCode};
+use crate::goal::decide::change::{ApplyWith, Change, Refusal, UserAction};
 use crate::record::criteria::CriterionSource;
-use crate::time::clock::now_ms;
 use tracing::warn;
 
 use crate::control::create::{fit_objective, store_objective, ControlContext, GoalError, ModelChoice, ObjectiveFit};
 use crate::control::goal_settings::GoalSettings;
 use crate::control::orchestrate::locate_session;
 use crate::io::objectives::{delete_objective, read_objective};
-use crate::io::writer::{try_write_goal, GoalGuard, GoalUpdate};
-use crate::record::reasons::{REASON_MARKED_BY_USER, REASON_RESUMED};
-use crate::record::session::{live_status, merge_namespace_key, LiveStatus, SessionView};
+use crate::io::writer::{try_write_goal, write_namespace_key, GoalGuard, GoalUpdate, Marking};
+use crate::record::reasons::REASON_RESUMED;
+use crate::record::session::{live_status, LiveStatus, SessionView};
 use crate::record::{Goal, GoalStatus};
 
 /// Which goal an action targets.
@@ -82,9 +80,10 @@ async fn update(
     directory: &str,
     mutate: impl FnOnce(&mut Goal) -> Result<(), Declined> + Send,
 ) -> Result<ActionReport, GoalError> {
-    let result = try_write_goal(&ctx.client, &target.session_id, directory, &target.guard(), mutate)
-        .await
-        .map_err(|error| GoalError::from_http("goal write", &error))?;
+    let result =
+        try_write_goal(&ctx.client, &target.session_id, directory, &target.guard(), Marking::MarkUnowned, mutate)
+            .await
+            .map_err(|error| GoalError::from_http("goal write", &error))?;
     let mut report =
         ActionReport { session_id: target.session_id.clone(), directory: directory.to_string(), ..Default::default() };
     match result {
@@ -122,25 +121,7 @@ async fn abort_turn(ctx: &ControlContext, session_id: &str, directory: &str, rep
 /// tick in flight is invalidated before the abort lands. Already paused: unchanged.
 pub async fn pause_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<ActionReport, GoalError> {
     let (_, directory) = locate_session(ctx, &target.session_id, target.directory.trim()).await?;
-    let mut report = update(ctx, target, &directory, |goal| match goal.status {
-        GoalStatus::Active => {
-            goal.status = GoalStatus::Paused;
-            goal.status_reason = String::new();
-            goal.set_cause(Some(cause_of(CauseCode::UserPaused, now_ms(), &target.session_id, None)));
-            goal.blocked_streak = 0;
-            // A park ends with the pause.
-            crate::goal::decide::limit_rules::clear_park(goal);
-            // Paused time is not active time (time budget); the resume folds it in.
-            crate::time::active::begin_inactive(goal, crate::time::clock::now_ms());
-            Ok(())
-        }
-        GoalStatus::Paused => Err(Declined::Unchanged(Box::new(goal.clone()))),
-        other => Err(Declined::Refused(Box::new(GoalError::new(
-            ErrorKind::Conflict,
-            format!("goal is {}; only an active goal can be paused", other.as_str()),
-        )))),
-    })
-    .await?;
+    let mut report = transition(ctx, target, &directory, UserAction::Pause).await?;
     if report.changed {
         abort_turn(ctx, &target.session_id, &directory, &mut report).await;
     }
@@ -153,43 +134,34 @@ pub async fn pause_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<Act
 /// provider limit stops waiting and goes on now; any other active goal is unchanged.
 pub async fn resume_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<ActionReport, GoalError> {
     let (_, directory) = locate_session(ctx, &target.session_id, target.directory.trim()).await?;
-    let session_id = target.session_id.clone();
-    update(ctx, target, &directory, move |goal| {
-        if goal.status == GoalStatus::Active {
-            if crate::goal::decide::limit_rules::parked_for(goal).is_none() {
-                return Err(Declined::Unchanged(Box::new(goal.clone())));
-            }
-            crate::goal::decide::limit_rules::clear_park(goal);
-            goal.status_reason = REASON_RESUMED.into();
-            return Ok(());
-        }
-        crate::goal::decide::limit_rules::clear_park(goal);
-        // The time it stood still is not active time (time budget).
-        crate::time::active::count_stopped_time(goal, crate::time::clock::now_ms());
-        goal.status = GoalStatus::Active;
-        goal.status_reason = REASON_RESUMED.into();
-        // A goal that is simply running carries no cause.
-        goal.set_cause(None);
-        goal.turns_used = 0;
-        goal.blocked_streak = 0;
-        crate::goal::decide::lineage::mark_owner(goal, &session_id);
-        Ok(())
-    })
-    .await
+    transition(ctx, target, &directory, UserAction::Resume).await
 }
 
 /// Marks a goal complete (`marked by user`). Already complete: unchanged.
 pub async fn complete_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<ActionReport, GoalError> {
     let (_, directory) = locate_session(ctx, &target.session_id, target.directory.trim()).await?;
-    update(ctx, target, &directory, |goal| {
-        if goal.status == GoalStatus::Complete {
-            return Err(Declined::Unchanged(Box::new(goal.clone())));
+    transition(ctx, target, &directory, UserAction::Complete).await
+}
+
+/// The user's `action` on the goal read fresh, as the tick's transition table has it
+/// (`Change::User`), at the host clock's now.
+async fn transition(
+    ctx: &ControlContext,
+    target: &GoalTarget,
+    directory: &str,
+    action: UserAction,
+) -> Result<ActionReport, GoalError> {
+    let (now, session_id) = (ctx.client.clock().now_ms(), target.session_id.clone());
+    update(ctx, target, directory, move |goal| match action.admits(goal) {
+        Ok(()) => {
+            let with = ApplyWith { session_id: &session_id, holder: "", now, lease_ms: 0.0 };
+            Change::User(action).apply(goal, &with).map_err(|_| Declined::Unchanged(Box::new(goal.clone())))
         }
-        goal.status = GoalStatus::Complete;
-        goal.status_reason = REASON_MARKED_BY_USER.into();
-        goal.set_cause(Some(cause_of(CauseCode::UserComplete, now_ms(), &target.session_id, None)));
-        goal.blocked_streak = 0;
-        Ok(())
+        Err(Refusal::Unchanged) => Err(Declined::Unchanged(Box::new(goal.clone()))),
+        Err(Refusal::NotActive(status)) => Err(Declined::Refused(Box::new(GoalError::new(
+            ErrorKind::Conflict,
+            format!("goal is {}; only an active goal can be paused", status.as_str()),
+        )))),
     })
     .await
 }
@@ -246,7 +218,7 @@ pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionRe
         }
         None => None,
     };
-    let settings = edit.settings.clone();
+    let (settings, now) = (edit.settings.clone(), ctx.client.clock().now_ms());
     let mut report = update(ctx, target, &directory, move |goal| {
         if goal.status == GoalStatus::Complete {
             return Err(Declined::Refused(Box::new(GoalError::new(
@@ -263,7 +235,7 @@ pub async fn edit_goal(ctx: &ControlContext, edit: &GoalEdit) -> Result<ActionRe
             goal.set_criteria(kept);
         }
         settings.apply_to(goal);
-        crate::time::active::count_stopped_time(goal, crate::time::clock::now_ms());
+        crate::time::active::count_stopped_time(goal, now);
         // An edit ends a park: the goal goes on with its new content now.
         crate::goal::decide::limit_rules::clear_park(goal);
         goal.status = GoalStatus::Active;
@@ -285,26 +257,18 @@ pub async fn clear_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<Act
     let (_, directory) = locate_session(ctx, &target.session_id, target.directory.trim()).await?;
     let guard = target.guard();
     // The same fresh-read-and-merge as every goal write, removing the key instead of setting it.
-    let previous = {
-        let _slot = ctx.client.write_slots().acquire(&target.session_id).await;
-        let session = ctx
-            .client
-            .get_session(&target.session_id, &directory)
-            .await
-            .map_err(|error| GoalError::from_http("goal clear", &error))?;
-        let present = session.goal().filter(|goal| match &guard {
+    let mut previous = None;
+    write_namespace_key(&ctx.client, &target.session_id, &directory, "goal", |session| {
+        previous = session.goal().filter(|goal| match &guard {
             GoalGuard::SameId(id) => goal.id == *id,
             _ => true,
         });
-        let Some(goal) = present else {
-            return Err(target.missing());
-        };
-        let metadata = merge_namespace_key(&session.metadata, "goal", None);
-        ctx.client
-            .put_metadata(&target.session_id, &directory, metadata)
-            .await
-            .map_err(|error| GoalError::from_http("goal clear", &error))?;
-        goal
+        previous.as_ref().map(|_| None).ok_or(Cancelled)
+    })
+    .await
+    .map_err(|error| GoalError::from_http("goal clear", &error))?;
+    let Some(previous) = previous else {
+        return Err(target.missing());
     };
     let mut report = ActionReport {
         session_id: target.session_id.clone(),
@@ -320,25 +284,12 @@ pub async fn clear_goal(ctx: &ControlContext, target: &GoalTarget) -> Result<Act
     Ok(report)
 }
 
-/// Where a goal's effective objective came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ObjectiveSource {
-    /// The objective file.
-    File,
-    /// The inline objective (not file-backed, or the file is unreadable).
-    Inline,
-    /// File-backed, unreadable, and no inline text.
-    Missing,
-}
-
-impl ObjectiveSource {
-    /// Wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ObjectiveSource::File => "file",
-            ObjectiveSource::Inline => "inline",
-            ObjectiveSource::Missing => "missing",
-        }
+crate::wire::wire_enum! {
+    /// Where a goal's effective objective came from.
+    pub enum ObjectiveSource {
+        #[doc = "The objective file."] File = "file",
+        #[doc = "The inline objective (not file-backed, or the file is unreadable)."] Inline = "inline",
+        #[doc = "File-backed, unreadable, and no inline text."] Missing = "missing",
     }
 }
 

@@ -18,9 +18,10 @@ use crate::io::opencode::OpenCodeClient;
 use crate::io::services::{SmallModel, SmallModelQuery};
 use crate::io::writer::write_namespace_key;
 use crate::record::session::SessionView;
-use crate::record::{truncate_chars, Goal, GoalStatus, GOAL_OBJECTIVE_CHAR_LIMIT};
+use crate::record::{Goal, GoalStatus, GOAL_OBJECTIVE_CHAR_LIMIT};
 use crate::text::prompts;
 use crate::text::script_guard::introduces_foreign_script;
+use crate::text::truncate_chars;
 use crate::time::clock::now_ms;
 
 /// What goal creation and the host actions need: OpenCode, the data directory of the objective
@@ -91,25 +92,12 @@ fn to_base36(mut value: u64) -> String {
     String::from_utf8(digits).unwrap_or_default()
 }
 
-/// How the objective text was obtained.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ObjectiveFit {
-    /// Within 5,000 chars: used as written (trimmed).
-    Verbatim,
-    /// Distilled into completion criteria by the small model.
-    Distilled,
-    /// Head + tail excerpt (distillation unavailable, empty, or in another script).
-    Excerpt,
-}
-
-impl ObjectiveFit {
-    /// Wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ObjectiveFit::Verbatim => "verbatim",
-            ObjectiveFit::Distilled => "distilled",
-            ObjectiveFit::Excerpt => "excerpt",
-        }
+crate::wire::wire_enum! {
+    /// How the objective text was obtained.
+    pub enum ObjectiveFit {
+        #[doc = "Within 5,000 chars: used as written (trimmed)."] Verbatim = "verbatim",
+        #[doc = "Distilled into completion criteria by the small model."] Distilled = "distilled",
+        #[doc = "Head + tail excerpt (distillation unavailable, empty, or in another script)."] Excerpt = "excerpt",
     }
 }
 
@@ -267,7 +255,7 @@ pub async fn create_session_goal(ctx: &ControlContext, request: &NewGoal) -> Res
         return Err(GoalError::invalid("objective", "goal objective is required"));
     }
     let (objective_file, warning) = store_objective(ctx, &request.session_id, &fitted.text).await;
-    let mut goal = fresh_goal(&fitted.text, objective_file, now_ms());
+    let mut goal = fresh_goal(&fitted.text, objective_file, ctx.client.clock().now_ms());
     request.settings.apply_to(&mut goal);
     goal.session_id = Some(request.session_id.clone());
     let mut refusal: Option<GoalError> = None;

@@ -112,7 +112,7 @@ fn review_setting(goal: &Goal) -> Option<Value> {
 fn cost_of(goal: &Goal) -> GoalCost {
     GoalCost {
         budget: crate::goal::decide::budgets::cost::budget(goal),
-        used: crate::goal::decide::budgets::cost::cost_used(goal),
+        used: crate::goal::decide::accounting::cost_used(goal),
     }
 }
 

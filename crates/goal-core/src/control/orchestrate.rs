@@ -20,12 +20,12 @@ use crate::control::create::{
 use crate::control::goal_settings::GoalSettings;
 use crate::control::prompt::{
     check_prompt_options, check_selection, goal_intro_part, non_empty, pick_selection, prompt_body, recent_history,
-    CheckedPrompt, PromptOptions, Selection, MAX_PROMPT_BYTES,
+    CheckedPrompt, PromptOptions, MAX_PROMPT_BYTES,
 };
 use crate::control::slash_command::{command_body, resolve_command, ResolvedCommand};
 use crate::error::{ErrorKind, Warning};
 use crate::io::opencode::{session_path, DispatchOutcome};
-use crate::record::session::SessionView;
+use crate::record::session::{Selection, SessionView};
 
 /// How long a dispatch waits for its message to show up in the session (the reference's
 /// `waitForPromptLanded`: 5 s at 150 ms).
@@ -195,7 +195,12 @@ async fn goal_then_dispatch(
             session_id: session_id.to_string(),
             directory: directory.to_string(),
             objective,
-            model: selection.model.clone().unwrap_or_default(),
+            model: match selection.names_model() {
+                true => {
+                    ModelChoice { provider_id: selection.provider_id.clone(), model_id: selection.model_id.clone() }
+                }
+                false => ModelChoice::default(),
+            },
             settings: settings.clone(),
         };
         let goal = create_session_goal(ctx, &request).await.map_err(|e| fail(e, created))?;
@@ -396,17 +401,18 @@ async fn pause_copied_goal(
         // The copy reads its objective from a file named after the fork: give it the source's.
         crate::io::objectives::copy_objective(&ctx.data_dir, &owner, &fork.id).await;
     }
-    let fork_id = fork.id.clone();
+    let (fork_id, now) = (fork.id.clone(), ctx.client.clock().now_ms());
     let result = crate::io::writer::try_write_goal(
         &ctx.client,
         &fork.id,
         directory,
         &crate::io::writer::GoalGuard::SameId(copied.id.clone()),
+        crate::io::writer::Marking::MarkUnowned,
         |g| {
             if g.status != crate::record::GoalStatus::Active || g.session_id.as_deref() == Some(fork_id.as_str()) {
                 return Err(crate::error::Cancelled);
             }
-            crate::goal::decide::lineage::adopt_paused(g, &fork_id, &owner, crate::time::clock::now_ms());
+            crate::goal::decide::lineage::adopt_paused(g, &fork_id, &owner, now);
             Ok(())
         },
     )

@@ -3,14 +3,14 @@
 //! last user message's, checked against OpenCode's catalog), and the `prompt_async` body with
 //! the goal-mode intro part.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use tracing::debug;
 
 use crate::control::create::{ControlContext, GoalError, ModelChoice};
 use crate::control::goal_settings::GoalSettings;
 use crate::error::ErrorKind;
 use crate::io::opencode::session_path;
-use crate::record::session::{chronological, Message, Role};
+use crate::record::session::{chronological, Message, Role, Selection};
 use crate::text::prompts::goal_intro_text;
 
 /// Largest prompt accepted (the reference's JSON body limit).
@@ -97,17 +97,6 @@ pub fn check_prompt_options(options: &PromptOptions, prompt_required: bool) -> R
     })
 }
 
-/// The model, agent and variant a dispatch uses.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Selection {
-    /// Model (none: OpenCode's default).
-    pub model: Option<ModelChoice>,
-    /// Agent (none: OpenCode's default).
-    pub agent: Option<String>,
-    /// Variant.
-    pub variant: Option<String>,
-}
-
 /// What the recent messages of a session tell a dispatch.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct History {
@@ -124,34 +113,12 @@ fn read_history(raw: &Value) -> History {
         return History::default();
     };
     let ordered = chronological(&messages);
-    let newest = |role: Role| ordered.iter().rev().find(|m| m.role == role && !m.id.is_empty()).map(|m| m.id.clone());
-    let mut history =
-        History { last_user_id: newest(Role::User), last_assistant_id: newest(Role::Assistant), ..Default::default() };
-    // The selection lives on the user message's info (`model`, `agent`, `variant`), which the
-    // tolerant Message view does not keep: read it from the raw entry.
-    if let Some(id) = &history.last_user_id {
-        let info = raw
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|entry| entry.get("info"))
-            .find(|info| info.get("id").and_then(Value::as_str) == Some(id.as_str()));
-        if let Some(info) = info {
-            let text =
-                |value: Option<&Value>| value.and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string);
-            let model = info.get("model");
-            history.last_selection = Selection {
-                model: match (text(model.and_then(|m| m.get("providerID"))), text(model.and_then(|m| m.get("modelID"))))
-                {
-                    (Some(provider_id), Some(model_id)) => Some(ModelChoice { provider_id, model_id }),
-                    _ => None,
-                },
-                agent: text(info.get("agent")),
-                variant: text(model.and_then(|m| m.get("variant"))).or_else(|| text(info.get("variant"))),
-            };
-        }
+    let newest = |role: Role| ordered.iter().rev().find(|m| m.role == role && !m.id.is_empty());
+    History {
+        last_selection: newest(Role::User).map(|m| m.selection.clone()).unwrap_or_default(),
+        last_user_id: newest(Role::User).map(|m| m.id.clone()),
+        last_assistant_id: newest(Role::Assistant).map(|m| m.id.clone()),
     }
-    history
 }
 
 /// The recent messages of a session, read for its selection and the landing baseline (`None`:
@@ -213,12 +180,16 @@ pub(crate) async fn check_selection(
 /// The selection of a dispatch: what the caller chose, else what the session last used.
 pub(crate) fn pick_selection(checked: &CheckedPrompt, inherited: Option<&Selection>) -> Selection {
     let inherited = inherited.cloned().unwrap_or_default();
-    let same_model = checked.model.is_none();
-    Selection {
-        model: checked.model.clone().or(inherited.model),
-        agent: checked.agent.clone().or(inherited.agent),
+    let (provider_id, model_id, variant) = match &checked.model {
+        Some(model) => (model.provider_id.clone(), model.model_id.clone(), String::new()),
         // A variant belongs to its model: inherit it only with the model.
-        variant: checked.variant.clone().or(if same_model { inherited.variant } else { None }),
+        None => (inherited.provider_id, inherited.model_id, inherited.variant),
+    };
+    Selection {
+        provider_id,
+        model_id,
+        agent: checked.agent.clone().unwrap_or(inherited.agent),
+        variant: checked.variant.clone().unwrap_or(variant),
     }
 }
 
@@ -231,18 +202,7 @@ pub fn goal_intro_part(token_budget: Option<u64>) -> Value {
 pub fn prompt_body(prompt: &str, selection: &Selection, goal_intro: Option<Value>) -> Value {
     let mut parts = vec![json!({ "type": "text", "text": prompt })];
     parts.extend(goal_intro);
-    let mut body = Map::new();
-    body.insert("parts".into(), Value::Array(parts));
-    if let Some(model) = &selection.model {
-        body.insert("model".into(), json!({ "providerID": model.provider_id, "modelID": model.model_id }));
-    }
-    if let Some(agent) = &selection.agent {
-        body.insert("agent".into(), Value::from(agent.clone()));
-    }
-    if let Some(variant) = &selection.variant {
-        body.insert("variant".into(), Value::from(variant.clone()));
-    }
-    Value::Object(body)
+    Value::Object(selection.prompt_body(parts))
 }
 
 #[cfg(test)]
@@ -296,11 +256,8 @@ mod tests {
 
     #[test]
     fn bodies() {
-        let selection = Selection {
-            model: Some(ModelChoice { provider_id: "p".into(), model_id: "m".into() }),
-            agent: Some("build".into()),
-            variant: None,
-        };
+        let selection =
+            Selection { provider_id: "p".into(), model_id: "m".into(), agent: "build".into(), ..Default::default() };
         let body = prompt_body("do it", &selection, Some(goal_intro_part(Some(2000))));
         assert_eq!(body["parts"][0], json!({"type": "text", "text": "do it"}));
         assert_eq!(body["parts"][1]["synthetic"], json!(true));
@@ -319,15 +276,15 @@ mod tests {
         assert_eq!(history.last_user_id.as_deref(), Some("msg_1"));
         assert_eq!(history.last_assistant_id.as_deref(), Some("msg_2"));
         let inherited = pick_selection(&CheckedPrompt::default(), Some(&history.last_selection));
-        assert_eq!(inherited.agent.as_deref(), Some("plan"));
-        assert_eq!(inherited.variant.as_deref(), Some("high"));
+        assert_eq!((inherited.agent.as_str(), inherited.variant.as_str()), ("plan", "high"));
+        assert_eq!(inherited.model_path().as_deref(), Some("a/b"));
         let explicit = CheckedPrompt {
             model: Some(ModelChoice { provider_id: "x".into(), model_id: "y".into() }),
             ..Default::default()
         };
         let mixed = pick_selection(&explicit, Some(&history.last_selection));
-        assert_eq!(mixed.model.unwrap().provider_id, "x");
-        assert_eq!(mixed.variant, None, "a variant is not carried over to another model");
-        assert_eq!(mixed.agent.as_deref(), Some("plan"));
+        assert_eq!(mixed.model_path().as_deref(), Some("x/y"));
+        assert_eq!(mixed.variant, "", "a variant is not carried over to another model");
+        assert_eq!(mixed.agent, "plan");
     }
 }

@@ -2,11 +2,11 @@
 //! command (`POST /session/:id/command`), its expanded template the goal's objective; an
 //! unknown name, or a list that cannot be read, leaves an ordinary prompt.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::control::create::ControlContext;
-use crate::control::prompt::Selection;
 use crate::error::{Warning, WarningCode};
+use crate::record::session::Selection;
 use crate::text::commands::{command_list, command_objective, parse_slash, SlashInvocation};
 
 /// A slash invocation resolved against OpenCode's command list.
@@ -52,36 +52,28 @@ fn resolved(invocation: &SlashInvocation, template: Option<&str>) -> ResolvedCom
     }
 }
 
-/// `POST /session/:id/command` body (commands take the model as `provider/model`).
+/// `POST /session/:id/command` body: the selection as a prompt names it, but with the model as
+/// `provider/model` and no parts.
 pub fn command_body(command: &ResolvedCommand, selection: &Selection) -> Value {
-    let mut body = Map::new();
+    let mut body = selection.prompt_body(Vec::new());
+    body.remove("parts");
+    if let Some(model) = selection.model_path() {
+        body.insert("model".into(), Value::from(model));
+    }
     body.insert("command".into(), Value::from(command.name.clone()));
     body.insert("arguments".into(), Value::from(command.arguments.clone()));
-    if let Some(model) = &selection.model {
-        body.insert("model".into(), Value::from(format!("{}/{}", model.provider_id, model.model_id)));
-    }
-    if let Some(agent) = &selection.agent {
-        body.insert("agent".into(), Value::from(agent.clone()));
-    }
-    if let Some(variant) = &selection.variant {
-        body.insert("variant".into(), Value::from(variant.clone()));
-    }
     Value::Object(body)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::control::create::ModelChoice;
     use serde_json::json;
 
     #[test]
     fn command_bodies_take_the_model_as_provider_slash_model() {
-        let selection = Selection {
-            model: Some(ModelChoice { provider_id: "p".into(), model_id: "m".into() }),
-            agent: Some("build".into()),
-            variant: None,
-        };
+        let selection =
+            Selection { provider_id: "p".into(), model_id: "m".into(), agent: "build".into(), ..Default::default() };
         let command = ResolvedCommand { name: "review".into(), arguments: "a b".into(), objective: String::new() };
         assert_eq!(
             command_body(&command, &selection),

@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 
 use super::digest::{sanitize, tail_lines, Digest};
 use crate::config::EvidenceLimits;
-use crate::record::truncate_chars;
+use crate::text::truncate_chars;
 
 impl Digest {
     /// The digest as JSON (what the auditor reads, before escaping).

@@ -6,7 +6,8 @@ use serde_json::Value;
 
 use super::digest::{hex64, Digest};
 use crate::record::check_id::fnv1a_bytes;
-use crate::record::{truncate_chars, Goal, Stored};
+use crate::record::{Goal, Stored};
+use crate::text::truncate_chars;
 
 /// Failing commands remembered per goal.
 const MAX_OVERRIDES: usize = 32;

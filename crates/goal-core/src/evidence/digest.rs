@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::config::EvidenceLimits;
 use crate::record::check_id::fnv1a_bytes;
-use crate::record::truncate_chars;
+use crate::text::truncate_chars;
 
 /// A 64-bit hash as 16 hex digits (the stored form of reply and command hashes).
 pub(super) fn hex64(value: u64) -> String {

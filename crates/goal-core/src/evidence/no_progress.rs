@@ -9,7 +9,8 @@ use serde_json::{json, Value};
 
 use super::digest::{hex64, Cursor, Digest};
 use crate::record::check_id::fnv1a_bytes;
-use crate::record::{truncate_chars, Goal};
+use crate::record::Goal;
+use crate::text::truncate_chars;
 
 /// Trigram hashes kept per reply (bottom-k sketch; exact for replies of up to this many trigrams).
 const SKETCH_SIZE: usize = 48;

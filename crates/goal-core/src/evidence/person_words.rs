@@ -20,7 +20,8 @@ use serde_json::Value;
 use crate::record::check_id::is_check_info;
 use crate::record::continuation_id::continuation_message_id_for;
 use crate::record::reasons::REASON_RESUMED;
-use crate::record::{truncate_chars, Goal};
+use crate::record::Goal;
+use crate::text::truncate_chars;
 
 /// The most messages of a person's the auditor reads (the newest).
 pub const PERSON_MESSAGES_MAX: usize = 3;

@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 
 use super::digest::Digest;
-use crate::record::truncate_chars;
+use crate::text::truncate_chars;
 
 impl Digest {
     /// The counts kept in the audit trail.

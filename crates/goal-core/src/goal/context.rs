@@ -53,14 +53,6 @@ impl TickContext {
 
     /// The executor of this context's ticks, acting as `holder` (this runtime's holder id).
     pub fn executor<'a>(&'a self, holder: &'a str) -> Executor<'a> {
-        Executor {
-            client: &self.client,
-            services: &self.services,
-            config: &self.config,
-            holder,
-            memory: &self.memory,
-            owners: &self.owners,
-            facts: &self.facts,
-        }
+        Executor { read: self.reader(), holder, memory: &self.memory }
     }
 }

@@ -6,16 +6,22 @@
 
 use tracing::warn;
 
+use crate::config::GoalConfig;
 use crate::goal::act::TickIo;
 use crate::goal::context::TickContext;
+use crate::goal::decide::check_rules::CLAIM_ROUNDS;
 use crate::goal::decide::stages::Stage;
-use crate::goal::decide::{decide, Decision, End, Need, Seen};
+use crate::goal::decide::{decide, Decision, Need, Seen};
 use crate::record::MAX_CHECKS;
 use crate::sched::{TickOutcome, TickStart};
 
-/// More steps than any tick takes (each check is four, a review six): a decision that would go on
-/// for ever is cut here and looked at again with backoff.
-const MAX_STEPS: usize = 64 + 4 * MAX_CHECKS;
+/// More steps than any tick takes (each check is at most three and its claim's rounds, a review
+/// eight and its claim's, each post of the continuation four and two more): a decision that would
+/// go on for ever is cut here and looked at again with backoff.
+fn max_steps(config: &GoalConfig) -> usize {
+    let posts = 4 * config.max_dispatch_attempts as usize + 2;
+    64 + (3 + CLAIM_ROUNDS) * MAX_CHECKS + 8 + CLAIM_ROUNDS + posts
+}
 
 /// Runs one tick. `start.attempt` counts consecutive read failures (0 on a normal wake-up).
 pub async fn run_tick(ctx: &TickContext, start: TickStart) -> TickOutcome {
@@ -28,7 +34,7 @@ pub async fn run_tick(ctx: &TickContext, start: TickStart) -> TickOutcome {
     let mut io = TickIo { generation, base: None, watch: Some(watch_guard), dispatch_claim: None, late: None };
     let (reader, executor) = (ctx.reader(), ctx.executor(holder));
     let mut stage = Some(Stage::Observe);
-    for _ in 0..MAX_STEPS {
+    for _ in 0..max_steps(&ctx.config) {
         seen.current = io.generation.is_current();
         let decision = decide(&seen, &ctx.config, ctx.now_ms());
         let checks = seen.goal().map(|g| g.checks.as_slice()).unwrap_or_default();
@@ -37,26 +43,16 @@ pub async fn run_tick(ctx: &TickContext, start: TickStart) -> TickOutcome {
             stage = Some(next);
         }
         match decision {
-            Decision::Read(Need::First) => io.base = reader.first(&mut seen).await,
-            Decision::Read(need) => reader.read(&mut seen, need).await,
-            Decision::Act(effect) => executor.run(&mut seen, &mut io, effect).await,
-            Decision::End(end) => return outcome(end),
+            Decision::Read(Need::First) => {
+                let (observations, base) = reader.first(&seen).await;
+                io.base = base;
+                observations.into_iter().for_each(|observation| seen.absorb(observation));
+            }
+            Decision::Read(need) => reader.read(&seen, need).await.into_iter().for_each(|o| seen.absorb(o)),
+            Decision::Act(effect) => seen.absorb(executor.run(&seen, &mut io, effect).await),
+            Decision::End(outcome) => return outcome,
         }
     }
     warn!(target: "session_goal", session = %session_id, "a tick took more steps than any tick takes; looking again with backoff");
     TickOutcome::Retry
-}
-
-/// The scheduler's outcome of a decision's end.
-fn outcome(end: End) -> TickOutcome {
-    match end {
-        End::Done => TickOutcome::Done,
-        End::Busy => TickOutcome::Busy,
-        End::Rearm => TickOutcome::Rearm,
-        End::BackOff(wait) => TickOutcome::BackOff(wait),
-        End::Retry => TickOutcome::Retry,
-        End::RetryIn(wait) => TickOutcome::RetryIn(wait),
-        End::Continued => TickOutcome::Continued,
-        End::Settled => TickOutcome::Settled,
-    }
 }

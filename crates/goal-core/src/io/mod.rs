@@ -17,3 +17,10 @@ pub mod shared;
 pub mod trail_file;
 pub mod transport;
 pub mod writer;
+
+/// Runs side work that nothing waits for on the ambient tokio runtime. One boxed future type for
+/// every such site, so the task machinery is compiled once (the addon's size is budgeted). It
+/// runs in the caller's tracing span (the runtime's log identity).
+pub fn spawn_detached(work: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>) {
+    tokio::spawn(tracing::Instrument::in_current_span(work));
+}

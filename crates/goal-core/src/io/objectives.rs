@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::io::file_io;
-use crate::record::{truncate_chars, GOAL_OBJECTIVE_CHAR_LIMIT};
+use crate::record::GOAL_OBJECTIVE_CHAR_LIMIT;
+use crate::text::truncate_chars;
 
 pub use crate::error::ObjectiveError;
 

@@ -65,13 +65,16 @@ impl GoalGuard {
     }
 }
 
-/// Result of a guarded goal write.
+/// A goal write that landed: the goal it replaced, the goal now stored, and the whole metadata
+/// written.
 #[derive(Debug)]
-pub enum GoalWrite {
-    /// Written: the goal now stored.
-    Written(Box<Goal>),
-    /// The stored goal no longer matches the guard: nothing written.
-    Stale,
+pub struct Landed {
+    /// The goal as read (fresh, or on the base read).
+    pub before: Goal,
+    /// The goal now stored.
+    pub after: Goal,
+    /// The whole metadata written.
+    pub metadata: Value,
 }
 
 /// A session read a write may build on instead of reading again: taken just before (see
@@ -102,8 +105,8 @@ impl BaseRead {
 /// A guarded write of the goal (read fresh, the guard checked, `mutate` applied, the merged
 /// metadata written) on a base read taken just before: it saves the fresh read (one round trip)
 /// when the base is still [`BaseRead::usable`] and no write of this context to the session has
-/// been released since it was sent; otherwise the session is read fresh as usual. Also returns
-/// the whole metadata written (`None` when nothing was).
+/// been released since it was sent; otherwise the session is read fresh as usual. `None`: the
+/// stored goal did not match the guard, and nothing was written.
 pub async fn write_goal_on(
     client: &OpenCodeClient,
     session_id: &str,
@@ -111,42 +114,51 @@ pub async fn write_goal_on(
     guard: &GoalGuard,
     base: Option<&BaseRead>,
     mutate: impl FnOnce(&mut Goal) + Send,
-) -> Result<(GoalWrite, Option<Value>), HttpError> {
+) -> Result<Option<Landed>, HttpError> {
     let mut mutate = Some(mutate);
-    write_goal_dyn(client, session_id, directory, guard, base, &mut |g| {
+    let mut apply = |g: &mut Goal| {
         if let Some(mutate) = mutate.take() {
             mutate(g)
         }
-    })
-    .await
+        true
+    };
+    write_goal_dyn(client, session_id, directory, guard, base, Marking::MarkUnowned, &mut apply).await
 }
 
-/// The body of the goal writes, compiled once: callers pass their change as a `dyn` closure
-/// (one copy of this future instead of one per caller; the addon's size is budgeted).
+/// The one body of every goal write, compiled once: callers pass their change as a `dyn` closure
+/// (one copy of this future instead of one per caller; the addon's size is budgeted), which says
+/// whether to write. The write slot held, the session read fresh (or the base taken), the guard
+/// checked on the stored goal, the change applied, the goal marked and stamped, the merged
+/// metadata written. `None` when the guard did not admit the goal or the change declined.
 async fn write_goal_dyn(
     client: &OpenCodeClient,
     session_id: &str,
     directory: &str,
     guard: &GoalGuard,
     base: Option<&BaseRead>,
-    mutate: &mut (dyn FnMut(&mut Goal) + Send),
-) -> Result<(GoalWrite, Option<Value>), HttpError> {
+    marking: Marking,
+    mutate: &mut (dyn FnMut(&mut Goal) -> bool + Send),
+) -> Result<Option<Landed>, HttpError> {
     let _slot = client.write_slots().acquire(session_id).await;
     let base = base.filter(|b| b.usable() && b.epoch == client.write_slots().epoch(session_id));
     let session = match base {
         Some(base) => base.session.clone(),
         None => client.get_session(session_id, directory).await?,
     };
-    let Some(mut goal) = session.goal().filter(|g| guard.admits(g, client.clock().now_ms())) else {
-        return Ok((GoalWrite::Stale, None));
+    let Some(before) = session.goal().filter(|g| guard.admits(g, client.clock().now_ms())) else {
+        return Ok(None);
     };
-    let before = WrittenOver::of(&goal);
-    mutate(&mut goal);
-    goal.mark_if_unowned(session_id);
-    before.stamp(&mut goal, client.clock().now_ms());
-    let metadata = merge_namespace_key(&session.metadata, "goal", Some(goal.to_value()));
+    let mut after = before.clone();
+    if !mutate(&mut after) {
+        return Ok(None);
+    }
+    if marking == Marking::MarkUnowned {
+        after.mark_if_unowned(session_id);
+    }
+    WrittenOver::of(&before).stamp(&mut after, client.clock().now_ms());
+    let metadata = merge_namespace_key(&session.metadata, "goal", Some(after.to_value()));
     client.put_metadata(session_id, directory, metadata.clone()).await?;
-    Ok((GoalWrite::Written(Box::new(goal)), Some(Value::Object(metadata))))
+    Ok(Some(Landed { before, after, metadata: Value::Object(metadata) }))
 }
 
 /// Replaces (or removes, with `None`) `openchamber.<key>` from a fresh read; `decide` sees the
@@ -204,18 +216,6 @@ pub enum GoalUpdate<R> {
     Declined(R),
 }
 
-/// A guarded write of the goal (see [`write_goal_on`]) in which `mutate` sees the fresh goal and may decline, in which case nothing
-/// is written. Host actions use it to decide from the stored status, not from a stale copy.
-pub async fn try_write_goal<R: Send>(
-    client: &OpenCodeClient,
-    session_id: &str,
-    directory: &str,
-    guard: &GoalGuard,
-    mutate: impl FnOnce(&mut Goal) -> Result<(), R> + Send,
-) -> Result<GoalUpdate<R>, HttpError> {
-    try_write_goal_marking(client, session_id, directory, guard, Marking::MarkUnowned, mutate).await
-}
-
 /// Whether a write marks a goal that names no session as the written session's own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Marking {
@@ -226,8 +226,10 @@ pub enum Marking {
     KeepOwner,
 }
 
-/// [`try_write_goal`], saying whether an unowned goal gets marked.
-pub async fn try_write_goal_marking<R: Send>(
+/// A guarded write of the goal (see [`write_goal_on`]) in which `mutate` sees the fresh goal and may
+/// decline, in which case nothing is written (host actions decide from the stored status, not
+/// from a stale copy); `marking` says whether an unowned goal gets marked.
+pub async fn try_write_goal<R: Send>(
     client: &OpenCodeClient,
     session_id: &str,
     directory: &str,
@@ -244,40 +246,12 @@ pub async fn try_write_goal_marking<R: Send>(
         }
         _ => true,
     };
-    let update = try_write_goal_dyn(client, session_id, directory, guard, marking, &mut decide).await?;
+    let update = write_goal_dyn(client, session_id, directory, guard, None, marking, &mut decide).await?;
     Ok(match (update, declined) {
         (_, Some(reason)) => GoalUpdate::Declined(reason),
-        (Some((before, after)), None) => GoalUpdate::Written { before, after },
+        (Some(Landed { before, after, .. }), None) => GoalUpdate::Written { before, after },
         (None, None) => GoalUpdate::Stale,
     })
-}
-
-/// The body of [`try_write_goal`], compiled once (see `write_goal_dyn`): `mutate` says whether
-/// to write. `Some((before, after))` when written, `None` when stale or declined.
-async fn try_write_goal_dyn(
-    client: &OpenCodeClient,
-    session_id: &str,
-    directory: &str,
-    guard: &GoalGuard,
-    marking: Marking,
-    mutate: &mut (dyn FnMut(&mut Goal) -> bool + Send),
-) -> Result<Option<(Goal, Goal)>, HttpError> {
-    let _slot = client.write_slots().acquire(session_id).await;
-    let session = client.get_session(session_id, directory).await?;
-    let Some(before) = session.goal().filter(|g| guard.admits(g, client.clock().now_ms())) else {
-        return Ok(None);
-    };
-    let mut after = before.clone();
-    if !mutate(&mut after) {
-        return Ok(None);
-    }
-    if marking == Marking::MarkUnowned {
-        after.mark_if_unowned(session_id);
-    }
-    WrittenOver::of(&before).stamp(&mut after, client.clock().now_ms());
-    let metadata = merge_namespace_key(&session.metadata, "goal", Some(after.to_value()));
-    client.put_metadata(session_id, directory, metadata).await?;
-    Ok(Some((before, after)))
 }
 
 /// What a write needs to know of the goal it replaces to stamp the new one.

@@ -295,7 +295,7 @@ impl Cause {
 
     /// Adds a detail (bounded).
     pub fn with_detail(mut self, detail: impl AsRef<str>) -> Self {
-        let detail = crate::record::truncate_chars(detail.as_ref().trim(), CAUSE_DETAIL_CHAR_LIMIT);
+        let detail = crate::text::truncate_chars(detail.as_ref().trim(), CAUSE_DETAIL_CHAR_LIMIT);
         self.detail = (!detail.is_empty()).then_some(detail);
         self
     }
@@ -308,7 +308,7 @@ impl Cause {
 
     /// Adds the sentence a user can act on (bounded).
     pub fn with_fix(mut self, fix: impl AsRef<str>) -> Self {
-        let fix = crate::record::truncate_chars(fix.as_ref().trim(), CAUSE_FIX_CHAR_LIMIT);
+        let fix = crate::text::truncate_chars(fix.as_ref().trim(), CAUSE_FIX_CHAR_LIMIT);
         self.fix = (!fix.is_empty()).then_some(fix);
         self
     }
@@ -323,7 +323,7 @@ impl Cause {
             object
                 .get(key)
                 .and_then(Value::as_str)
-                .map(|s| crate::record::truncate_chars(s, limit))
+                .map(|s| crate::text::truncate_chars(s, limit))
                 .filter(|s| !s.is_empty())
         };
         Some(Cause {

@@ -4,7 +4,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::truncate_chars;
+use crate::text::truncate_chars;
 
 /// At most this many criteria per goal.
 pub const MAX_CRITERIA: usize = 8;
@@ -13,63 +13,20 @@ pub const CRITERION_CHAR_LIMIT: usize = 300;
 /// At most this many evidence ids kept per criterion.
 const MAX_CITED: usize = 8;
 
-/// Who wrote a criterion.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CriterionSource {
-    /// The user set it.
-    User,
-    /// The auditor derived it from the objective.
-    Derived,
-}
-
-/// Where a criterion stands after the latest audit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CriterionState {
-    /// Not graded yet.
-    Unmet,
-    /// Graded met, citing evidence that existed in that audit's digest.
-    Met,
-    /// Graded without proof (no grade, no cited id, or an unknown one).
-    Unclear,
-}
-
-impl CriterionSource {
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::User => "user",
-            Self::Derived => "derived",
-        }
-    }
-
-    /// Parses a wire name.
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "user" => Some(Self::User),
-            "derived" => Some(Self::Derived),
-            _ => None,
-        }
+crate::wire::wire_enum! {
+    /// Who wrote a criterion.
+    pub enum CriterionSource {
+        #[doc = "The user set it."] User = "user",
+        #[doc = "The auditor derived it from the objective."] Derived = "derived",
     }
 }
 
-impl CriterionState {
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Unmet => "unmet",
-            Self::Met => "met",
-            Self::Unclear => "unclear",
-        }
-    }
-
-    /// Parses a wire name (trimmed, any case).
-    pub fn parse(text: &str) -> Option<Self> {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "unmet" => Some(Self::Unmet),
-            "met" => Some(Self::Met),
-            "unclear" => Some(Self::Unclear),
-            _ => None,
-        }
+crate::wire::wire_enum! {
+    /// Where a criterion stands after the latest audit (read in any case).
+    pub enum CriterionState {
+        #[doc = "Not graded yet."] Unmet = "unmet",
+        #[doc = "Graded met, citing evidence that existed in that audit's digest."] Met = "met",
+        #[doc = "Graded without proof (no grade, no cited id, or an unknown one)."] Unclear = "unclear",
     }
 }
 
@@ -136,7 +93,7 @@ impl Criterion {
         let text = truncate_chars(stored, CRITERION_CHAR_LIMIT);
         let stored_text = (text.len() != stored.len()).then(|| stored.to_string());
         let source = CriterionSource::parse(value.get("source")?.as_str()?)?;
-        let state = CriterionState::parse(value.get("state")?.as_str()?)?;
+        let state = CriterionState::parse_any_case(value.get("state")?.as_str()?)?;
         let evidence = match value.get("evidence") {
             None => Vec::new(),
             Some(list) => list.as_array()?.iter().map(|e| e.as_str().map(str::to_string)).collect::<Option<_>>()?,
@@ -186,7 +143,7 @@ impl RecordedGrade {
         Some(RecordedGrade {
             id: value.get("id")?.as_str()?.to_string(),
             source: CriterionSource::parse(value.get("source")?.as_str()?)?,
-            state: CriterionState::parse(value.get("state")?.as_str()?)?,
+            state: CriterionState::parse_any_case(value.get("state")?.as_str()?)?,
             evidence,
         })
     }

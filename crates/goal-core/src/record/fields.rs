@@ -23,9 +23,10 @@ use super::criteria::{parse_stored_criteria, Criterion};
 use super::guard_read::{number_in_text, read_stored_checks};
 use super::review::ReviewSetting;
 use super::{
-    positive_count, string_field, truncate_chars, AcceptanceCheck, GoalStatus, GOAL_OBJECTIVE_CHAR_LIMIT,
-    NOTE_CHAR_LIMIT, REASON_CHAR_LIMIT,
+    positive_count, string_field, AcceptanceCheck, GoalStatus, GOAL_OBJECTIVE_CHAR_LIMIT, NOTE_CHAR_LIMIT,
+    REASON_CHAR_LIMIT,
 };
+use crate::text::truncate_chars;
 
 /// A goal field as stored: absent, readable (typed), or present in a shape this version cannot
 /// read, which is kept verbatim so no writer's data is lost.

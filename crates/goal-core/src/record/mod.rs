@@ -36,44 +36,15 @@ pub const NOTE_CHAR_LIMIT: usize = 280;
 /// Maximum characters of a status reason.
 pub const REASON_CHAR_LIMIT: usize = 200;
 
-/// The lifecycle status of a goal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum GoalStatus {
-    /// The loop keeps the session working.
-    #[default]
-    Active,
-    /// The user stopped the loop (pause button or abort).
-    Paused,
-    /// The loop cannot go on without the user.
-    Blocked,
-    /// The token budget is spent.
-    BudgetLimited,
-    /// The auditor (or the user) verified the objective.
-    Complete,
-}
-
-impl GoalStatus {
-    /// Parses the wire name; anything else is not a status.
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "active" => Some(Self::Active),
-            "paused" => Some(Self::Paused),
-            "blocked" => Some(Self::Blocked),
-            "budgetLimited" => Some(Self::BudgetLimited),
-            "complete" => Some(Self::Complete),
-            _ => None,
-        }
-    }
-
-    /// The wire name stored in metadata.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Active => "active",
-            Self::Paused => "paused",
-            Self::Blocked => "blocked",
-            Self::BudgetLimited => "budgetLimited",
-            Self::Complete => "complete",
-        }
+crate::wire::wire_enum! {
+    /// The lifecycle status of a goal.
+    #[derive(Default)]
+    pub enum GoalStatus {
+        #[doc = "The loop keeps the session working."] #[default] Active = "active",
+        #[doc = "The user stopped the loop (pause button or abort)."] Paused = "paused",
+        #[doc = "The loop cannot go on without the user."] Blocked = "blocked",
+        #[doc = "The token budget is spent."] BudgetLimited = "budgetLimited",
+        #[doc = "The auditor (or the user) verified the objective."] Complete = "complete",
     }
 }
 
@@ -177,14 +148,6 @@ pub fn positive_count(value: Option<&Value>) -> u64 {
 /// A string field; empty when absent or not a string.
 pub(crate) fn string_field(value: Option<&Value>) -> String {
     value.and_then(Value::as_str).unwrap_or("").to_string()
-}
-
-/// Keeps at most `max` characters (not bytes).
-pub fn truncate_chars(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((byte, _)) => text[..byte].to_string(),
-        None => text.to_string(),
-    }
 }
 
 impl Goal {

@@ -8,7 +8,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::record::truncate_chars;
+use crate::text::truncate_chars;
 
 /// Most response headers kept from one error (a provider sends a few dozen at most).
 pub const MAX_HEADERS: usize = 64;
@@ -121,7 +121,7 @@ pub enum ProviderFailure {
     ContentFilter,
     /// Any other error (unknown names and shapes, non-retryable 5xx, aborts, length cuts): not a
     /// provider failure. An abort pauses and a length cut is recovered; the rest settle `blocked`
-    /// at once with the error's name (`turnFailed`, see `goal/decide/plan.rs`).
+    /// at once with the error's name (`turnFailed`, see `goal/decide/plan_rules.rs`).
     Other,
 }
 

@@ -7,7 +7,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::truncate_chars;
+use crate::text::truncate_chars;
 
 /// Characters of an agent name or a model string in the setting.
 pub const REVIEW_NAME_CHAR_LIMIT: usize = 120;

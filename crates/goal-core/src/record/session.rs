@@ -64,14 +64,8 @@ pub struct Message {
     pub summary: bool,
     /// Token counters.
     pub tokens: Tokens,
-    /// Provider of the reply.
-    pub provider_id: String,
-    /// Model of the reply.
-    pub model_id: String,
-    /// Agent (falls back to `mode`).
-    pub agent: String,
-    /// Variant.
-    pub variant: String,
+    /// The model, agent and variant it ran with (a reply) or asked for (a user message).
+    pub selection: Selection,
     /// Text parts joined with `\n` (synthetic parts included, reasoning and tools ignored).
     pub text: String,
     /// `info.cost`: what this reply cost in US dollars (0 when absent, negative or not finite).
@@ -82,6 +76,66 @@ pub struct Message {
     pub produced_output: bool,
     /// Position in the fetched window (tie-break for equal timestamps).
     pub index: usize,
+}
+
+/// The model, agent and variant a message ran with, or a prompt runs with: the one selection of
+/// the package (a continuation, a check run's claim, a host's prompt and command). An empty field
+/// names none (OpenCode's default).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Selection {
+    /// Provider id.
+    pub provider_id: String,
+    /// Model id.
+    pub model_id: String,
+    /// Agent (or mode).
+    pub agent: String,
+    /// Variant.
+    pub variant: String,
+}
+
+impl Selection {
+    /// What a message's `info` names: a reply's `providerID`, `modelID` and `variant`, a user
+    /// message's `model: {providerID, modelID, variant}`; its `agent`, else its `mode`.
+    pub fn of_info(info: &Map<String, Value>) -> Selection {
+        let text = |value: Option<&Value>| value.and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string);
+        let model = info.get("model");
+        let field = |key: &str| text(info.get(key)).or_else(|| text(model.and_then(|m| m.get(key))));
+        Selection {
+            provider_id: field("providerID").unwrap_or_default(),
+            model_id: field("modelID").unwrap_or_default(),
+            agent: text(info.get("agent")).or_else(|| text(info.get("mode"))).unwrap_or_default(),
+            variant: text(model.and_then(|m| m.get("variant")))
+                .or_else(|| text(info.get("variant")))
+                .unwrap_or_default(),
+        }
+    }
+
+    /// `provider/model`, when it names a model.
+    pub fn model_path(&self) -> Option<String> {
+        self.names_model().then(|| format!("{}/{}", self.provider_id, self.model_id))
+    }
+
+    /// Whether it names a model (a provider and a model id).
+    pub fn names_model(&self) -> bool {
+        !self.provider_id.is_empty() && !self.model_id.is_empty()
+    }
+
+    /// The one prompt body: `parts`, then `model` (`{providerID, modelID}`), `agent` and `variant`,
+    /// each when it is named.
+    pub fn prompt_body(&self, parts: Vec<Value>) -> Map<String, Value> {
+        let mut body = Map::new();
+        body.insert("parts".into(), Value::Array(parts));
+        if self.names_model() {
+            let model = serde_json::json!({ "providerID": self.provider_id, "modelID": self.model_id });
+            body.insert("model".into(), model);
+        }
+        for (key, value) in [("agent", &self.agent), ("variant", &self.variant)] {
+            if !value.is_empty() {
+                body.insert(key.into(), Value::from(value.clone()));
+            }
+        }
+        body
+    }
 }
 
 /// The error name OpenCode uses for a user abort.
@@ -115,13 +169,6 @@ impl Message {
             .get("error")
             .and_then(Value::as_object)
             .map(|error| error.get("name").and_then(Value::as_str).unwrap_or("").to_string());
-        let agent = info
-            .get("agent")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .or_else(|| info.get("mode").and_then(Value::as_str))
-            .unwrap_or("")
-            .to_string();
         let parts = entry.get("parts").and_then(Value::as_array);
         let output_part = parts.is_some_and(|parts| {
             parts.iter().any(|part| match part.get("type").and_then(Value::as_str) {
@@ -156,10 +203,7 @@ impl Message {
                 cache_read: count(&["cache", "read"]),
                 cache_write: count(&["cache", "write"]),
             },
-            provider_id: string_field(info.get("providerID")),
-            model_id: string_field(info.get("modelID")),
-            agent,
-            variant: string_field(info.get("variant")),
+            selection: Selection::of_info(info),
             text,
             cost: info.get("cost").and_then(Value::as_f64).filter(|c| c.is_finite() && *c > 0.0).unwrap_or(0.0),
             provider_error: info.get("error").and_then(ProviderError::from_value),
@@ -440,6 +484,34 @@ pub fn is_addressable_session_id(session_id: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_selection_is_read_from_a_reply_or_a_user_message_and_names_only_what_it_has() {
+        let info = |v: Value| v.as_object().cloned().expect("an object");
+        let reply = Selection::of_info(&info(
+            serde_json::json!({"providerID": "p", "modelID": "m", "mode": "build", "variant": "high"}),
+        ));
+        assert_eq!(
+            (reply.model_path().as_deref(), reply.agent.as_str(), reply.variant.as_str()),
+            (Some("p/m"), "build", "high")
+        );
+        let user = Selection::of_info(&info(
+            serde_json::json!({"agent": "plan", "model": {"providerID": "a", "modelID": "b", "variant": "low"}}),
+        ));
+        assert_eq!(
+            (user.model_path().as_deref(), user.agent.as_str(), user.variant.as_str()),
+            (Some("a/b"), "plan", "low")
+        );
+        let body = user.prompt_body(vec![Value::from("part")]);
+        let expected = serde_json::json!({"parts": ["part"], "model": {"providerID": "a", "modelID": "b"}, "agent": "plan", "variant": "low"});
+        assert_eq!(Value::Object(body), expected);
+        let provider_only = Selection { provider_id: "a".into(), ..Default::default() };
+        assert_eq!(
+            Value::Object(provider_only.prompt_body(Vec::new())),
+            serde_json::json!({"parts": []}),
+            "no half a model"
+        );
+    }
     use serde_json::json;
 
     #[test]
@@ -455,7 +527,7 @@ mod tests {
         let messages = Message::list_from_value(&list).unwrap();
         assert_eq!(messages.len(), 3);
         assert_eq!(messages[1].text, "a\nb");
-        assert_eq!(messages[1].agent, "build");
+        assert_eq!(messages[1].selection.agent, "build");
         assert_eq!(messages[1].tokens.total(), 120);
         assert_eq!(messages[1].error.as_deref(), Some("APIError"));
         assert!(!messages[1].is_length_truncated(), "a non-length error wins over finish length");

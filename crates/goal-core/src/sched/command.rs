@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio::sync::{oneshot, OwnedSemaphorePermit};
 
 use crate::sched::facts::Seen;
-use crate::sched::job::TickOutcome;
+use crate::sched::outcome::TickOutcome;
 
 /// How an arm request treats a timer already pending.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

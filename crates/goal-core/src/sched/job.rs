@@ -1,5 +1,6 @@
-//! The contract between the scheduler and the jobs it runs: how a tick ended, and the
-//! per-session generation a job checks to know it was not invalidated meanwhile.
+//! The contract between the scheduler and the jobs it runs: what a tick is handed, and the
+//! per-session generation a job checks to know it was not invalidated meanwhile (how a tick
+//! ends: `outcome.rs`).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -7,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::sched::outcome::TickOutcome;
 use crate::sched::stage_watch::StageWatch;
 
 /// What a job is handed when a session's timer fires.
@@ -27,29 +29,6 @@ pub struct TickStart {
 
 /// A tick's work as the scheduler runs it: boxed, sendable, ending in a [`TickOutcome`].
 pub type TickFuture = Pin<Box<dyn Future<Output = TickOutcome> + Send>>;
-
-/// How a tick ended, for the scheduler.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TickOutcome {
-    /// Nothing more to do until the next event (or the sweep's next look).
-    Done,
-    /// OpenCode shows the session busy: its idle brings the next look, and the sweep re-reads
-    /// the status in case that idle is lost.
-    Busy,
-    /// Look again after one quiet window (a child is busy).
-    Rearm,
-    /// Another host's runtime holds the lease: look again once it expires.
-    BackOff(Duration),
-    /// A read failed: retry with backoff (the scheduler counts attempts).
-    Retry,
-    /// A post failed after the tick's own tries: retry (counted as an attempt) after this wait,
-    /// which continues the post's own doubling, so every try of it backs off as one request.
-    RetryIn(Duration),
-    /// A continuation was sent.
-    Continued,
-    /// The goal was settled or paused.
-    Settled,
-}
 
 /// A per-session counter bumped by every user action that invalidates in-flight work.
 #[derive(Debug, Clone)]

@@ -18,6 +18,7 @@ mod actor;
 mod command;
 pub mod facts;
 pub mod job;
+pub mod outcome;
 pub mod silence;
 pub mod snapshot;
 pub mod stage_watch;
@@ -25,7 +26,8 @@ mod tick_queue;
 pub mod watchdog;
 
 pub use command::{ArmMode, GoalSighting};
-pub use job::{Generation, Job, TickFuture, TickOutcome, TickStart};
+pub use job::{Generation, Job, TickFuture, TickStart};
+pub use outcome::TickOutcome;
 pub use snapshot::{SchedulerSnapshot, SessionSnapshot, Stats};
 
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -7,7 +7,7 @@
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::sched::job::TickOutcome;
+use crate::sched::outcome::TickOutcome;
 use crate::sched::stage_watch::StageWatch;
 
 /// How a supervised tick ended.

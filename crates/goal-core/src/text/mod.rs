@@ -5,3 +5,11 @@ pub mod commands;
 pub mod jsonx;
 pub mod prompts;
 pub mod script_guard;
+
+/// Keeps at most `max` characters (not bytes).
+pub fn truncate_chars(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((byte, _)) => text[..byte].to_string(),
+        None => text.to_string(),
+    }
+}

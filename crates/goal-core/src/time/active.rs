@@ -84,12 +84,10 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn goal(extra: serde_json::Value) -> Goal {
-        let mut base = json!({"id": "g", "status": "active", "objective": "x", "createdAt": 1_000_000.0, "updatedAt": 1_000_000.0});
-        for (k, v) in extra.as_object().unwrap() {
-            base[k] = v.clone();
-        }
-        Goal::from_value(&base).unwrap()
+    /// An active goal created at 1,000,000 ms, with `fields` over it.
+    fn goal(fields: serde_json::Value) -> Goal {
+        let base = json!({"id": "g", "status": "active", "objective": "x", "createdAt": 1_000_000.0, "updatedAt": 1_000_000.0});
+        crate::record::test_goal::goal_over(base, fields)
     }
 
     #[test]

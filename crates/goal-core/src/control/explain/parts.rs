@@ -52,22 +52,11 @@ pub struct ExplainReport {
     pub findings: Vec<Finding>,
 }
 
-/// What kind of request waits for the user.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PendingKind {
-    /// A permission request.
-    Permission,
-    /// A question.
-    Question,
-}
-
-impl PendingKind {
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Permission => "permission",
-            Self::Question => "question",
-        }
+crate::wire::wire_enum! {
+    /// What kind of request waits for the user.
+    pub enum PendingKind {
+        #[doc = "A permission request."] Permission = "permission",
+        #[doc = "A question."] Question = "question",
     }
 }
 

@@ -10,9 +10,9 @@ use tracing::{debug, info, warn};
 use crate::error::Cancelled;
 use crate::error::HttpError;
 use crate::goal::act::echo_watch::{Echo, WatchGuard};
-use crate::goal::act::spawn_detached;
 use crate::io::opencode::OpenCodeClient;
-use crate::io::writer::{write_goal_on, BaseRead, GoalGuard, GoalWrite};
+use crate::io::spawn_detached;
+use crate::io::writer::{write_goal_on, BaseRead, GoalGuard, Landed};
 use crate::record::metadata::foreign_part;
 use crate::record::{Goal, GoalStatus};
 
@@ -33,12 +33,12 @@ pub struct ReservationEcho {
     pub read_value: Value,
     /// The goal as written, as JSON.
     pub written_value: Value,
-    /// The whole metadata the write sent, when known.
-    pub written_metadata: Option<Value>,
+    /// The whole metadata the write sent.
+    pub written_metadata: Value,
     /// The goal as written.
     pub reserved: Goal,
     /// The goal as read.
-    pub read_goal: Option<Goal>,
+    pub read_goal: Goal,
 }
 
 /// Where a watched write went: what the reactions to its echo need, owned, so that a late echo
@@ -58,25 +58,17 @@ impl EchoTarget {
 }
 
 /// Writes the goal (fresh read, or `base`) under `guard`, remembering the goal the write built on,
-/// and returns the watch of its echo. `Err` carries what the write did instead (stale, or failed).
+/// and returns the watch of its echo (`None`: the goal no longer matched the guard, nothing was
+/// written).
 pub async fn write_watched(
     target: &EchoTarget,
     watch: WatchGuard,
     guard: &GoalGuard,
     base: Option<&BaseRead>,
     mutate: impl FnOnce(&mut Goal) + Send,
-) -> Result<ReservationEcho, Result<GoalWrite, HttpError>> {
-    let mut read = None;
-    let written = write_goal_on(&target.client, &target.session_id, &target.directory, guard, base, |g| {
-        read = Some(g.clone());
-        mutate(g);
-    })
-    .await;
-    match written {
-        Ok((GoalWrite::Written(goal), metadata)) => Ok(ReservationEcho::of_write(watch, read, *goal, metadata)),
-        Ok((other, _)) => Err(Ok(other)),
-        Err(error) => Err(Err(error)),
-    }
+) -> Result<Option<ReservationEcho>, HttpError> {
+    let landed = write_goal_on(&target.client, &target.session_id, &target.directory, guard, base, mutate).await?;
+    Ok(landed.map(|landed| ReservationEcho::of_write(watch, landed)))
 }
 
 /// What the watch of a reservation heard.
@@ -94,16 +86,15 @@ pub enum Heard {
 }
 
 impl ReservationEcho {
-    /// The watch of a goal write that landed: `read` is the goal it was built on, `written` the
-    /// goal it wrote, `metadata` the whole metadata it sent.
-    pub fn of_write(watch: WatchGuard, read: Option<Goal>, written: Goal, metadata: Option<Value>) -> Self {
+    /// The watch of a goal write that landed.
+    pub fn of_write(watch: WatchGuard, landed: Landed) -> Self {
         ReservationEcho {
             watch,
-            read_value: read.as_ref().map_or(Value::Null, Goal::to_value),
-            written_value: written.to_value(),
-            written_metadata: metadata,
-            reserved: written,
-            read_goal: read,
+            read_value: landed.before.to_value(),
+            written_value: landed.after.to_value(),
+            written_metadata: landed.metadata,
+            reserved: landed.after,
+            read_goal: landed.before,
         }
     }
 
@@ -116,8 +107,8 @@ impl ReservationEcho {
         }
         self.restore_lost_foreign_keys(target);
         match echo {
-            Echo::Overwrote(theirs) if !is_competing_reservation(theirs.as_ref(), self.read_goal.as_ref()) => {
-                give_back_to_the_user(target, &self.reserved, self.read_goal.as_ref(), theirs).await;
+            Echo::Overwrote(theirs) if !is_competing_reservation(theirs.as_ref(), &self.read_goal) => {
+                give_back_to_the_user(target, &self.reserved, &self.read_goal, theirs).await;
                 Heard::Repaired
             }
             Echo::Overwrote(_) => {
@@ -134,7 +125,7 @@ impl ReservationEcho {
     /// the state before our echo): they are put back beside the dispatch, which they do not
     /// concern.
     fn restore_lost_foreign_keys(&self, target: &EchoTarget) {
-        let Some(written) = self.written_metadata.as_ref() else { return };
+        let written = &self.written_metadata;
         let Some(theirs) = self.watch.lost_foreign(&self.written_value, written) else { return };
         info!(target: "session_goal", session = %target.session_id, "the reservation replaced keys another writer had just written; putting them back");
         let ours = foreign_part(written);
@@ -167,8 +158,8 @@ pub fn follow_late_echo(target: EchoTarget, late: ReservationEcho) {
 /// Whether the goal state our reservation overwrote was another host's reservation of the same
 /// turn rather than a user's change: the same goal, active before and after, with the same
 /// user-owned content (objective, budget, creation). Pure.
-fn is_competing_reservation(theirs: Option<&Value>, read: Option<&Goal>) -> bool {
-    let (Some(their_goal), Some(read)) = (theirs.and_then(Goal::from_value), read) else {
+fn is_competing_reservation(theirs: Option<&Value>, read: &Goal) -> bool {
+    let Some(their_goal) = theirs.and_then(Goal::from_value) else {
         return false;
     };
     their_goal.status == GoalStatus::Active
@@ -181,7 +172,7 @@ fn is_competing_reservation(theirs: Option<&Value>, read: Option<&Goal>) -> bool
 /// our write. The reserved turn goes back with it (their goal carries the count from before).
 /// Events carry the goal's known fields only, so theirs is laid over the goal as we read it
 /// (the state their writer started from too), which keeps any other field it had.
-async fn give_back_to_the_user(target: &EchoTarget, reserved: &Goal, read: Option<&Goal>, theirs: Option<Value>) {
+async fn give_back_to_the_user(target: &EchoTarget, reserved: &Goal, read: &Goal, theirs: Option<Value>) {
     let (session_id, directory) = (target.session_id.as_str(), target.directory.as_str());
     info!(target: "session_goal", session = session_id, "another writer changed the goal during the reservation; restoring it, nothing sent");
     let ours = reserved.updated_at;
@@ -203,8 +194,8 @@ async fn give_back_to_the_user(target: &EchoTarget, reserved: &Goal, read: Optio
 /// turns already spent stays counted: the accounting our write made (tokens, cost, the cursor)
 /// is kept over theirs, which was built on an older read. The turn count is theirs: the
 /// reserved turn was never posted.
-fn restored_goal(read: Option<&Goal>, theirs: Value, reserved: &Goal) -> Value {
-    let (Some(read), Some(their_fields)) = (read, theirs.as_object()) else { return theirs };
+fn restored_goal(read: &Goal, theirs: Value, reserved: &Goal) -> Value {
+    let Some(their_fields) = theirs.as_object() else { return theirs };
     if their_fields.get("id").and_then(Value::as_str) != Some(read.id.as_str()) {
         return theirs;
     }
@@ -243,7 +234,7 @@ mod tests {
         reserved.tokens_used = 2_500;
         reserved.last_accounted_message_id = "msg_b".into();
         let theirs = goal("paused", "Port the parser", 1);
-        let restored = Goal::from_value(&restored_goal(Some(&read), theirs, &reserved)).unwrap();
+        let restored = Goal::from_value(&restored_goal(&read, theirs, &reserved)).unwrap();
         assert_eq!((restored.status, restored.turns_used), (GoalStatus::Paused, 1));
         assert_eq!((restored.tokens_used, restored.last_accounted_message_id.as_str()), (2_500, "msg_b"));
     }
@@ -252,11 +243,10 @@ mod tests {
     fn another_hosts_reservation_is_not_a_user_change() {
         let read = Goal::from_value(&goal("active", "Port the parser", 1)).unwrap();
         // Another host reserved the same turn: only counters, lease and timestamps differ.
-        assert!(is_competing_reservation(Some(&goal("active", "Port the parser", 2)), Some(&read)));
+        assert!(is_competing_reservation(Some(&goal("active", "Port the parser", 2)), &read));
         // The user paused, edited or cleared: theirs is restored.
-        assert!(!is_competing_reservation(Some(&goal("paused", "Port the parser", 1)), Some(&read)));
-        assert!(!is_competing_reservation(Some(&goal("active", "Port the lexer", 1)), Some(&read)));
-        assert!(!is_competing_reservation(None, Some(&read)));
-        assert!(!is_competing_reservation(Some(&goal("active", "Port the parser", 2)), None));
+        assert!(!is_competing_reservation(Some(&goal("paused", "Port the parser", 1)), &read));
+        assert!(!is_competing_reservation(Some(&goal("active", "Port the lexer", 1)), &read));
+        assert!(!is_competing_reservation(None, &read));
     }
 }

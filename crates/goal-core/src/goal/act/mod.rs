@@ -1,11 +1,11 @@
 //! Act: the one executor of a tick's effects. It alone writes the goal (through the guarded
 //! writer, each write under the guard its decision names), posts to a session (continuations,
 //! re-posts, check claims and runs, the reviewer), calls the small model, notifies the host and
-//! appends trail lines; every result goes into what the tick has [`Seen`]. Its memory lives here:
+//! appends trail lines; one attempt per effect, its result returned as an [`Observation`] (what
+//! follows a failed attempt is the decision's). Its memory lives here:
 //! the watches of goal writes (`echo_watch.rs`), the ids it posted (`own_posts.rs`), the dispatch
 //! claims of the process.
 
-pub mod dispatch;
 pub mod echo;
 pub mod echo_watch;
 pub mod operator;
@@ -13,28 +13,27 @@ pub mod own_posts;
 mod runs;
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 use tracing::{info, warn};
 
-use crate::config::GoalConfig;
+use crate::error::HttpError;
 use crate::goal::act::echo::{echo_bound, EchoTarget, Heard, ReservationEcho, ECHO_BOUND};
 use crate::goal::act::echo_watch::{WatchGuard, WriteEchoes};
 use crate::goal::act::own_posts::OwnPosts;
 use crate::goal::decide::change::{ApplyWith, Change};
-use crate::goal::decide::notify::goal_notification;
+use crate::goal::decide::dispatch_rules::DispatchStep;
+use crate::goal::decide::review_rules::ReviewerTurn;
 use crate::goal::decide::seen::{Held, Seen, Written};
-use crate::goal::decide::{Effect, Guard, Line, Slot, Write};
-use crate::goal::gather::owners::Owners;
+use crate::goal::decide::{Effect, Guard, Line, Observation, Slot, Write};
+use crate::goal::gather::Reader;
 use crate::io::locks::{DispatchClaim, DispatchClaims};
 use crate::io::objectives::{copy_objective, ObjectiveCopy};
 use crate::io::opencode::OpenCodeClient;
 use crate::io::prompt_outcome::DispatchOutcome;
-use crate::io::services::Services;
-use crate::io::writer::{try_write_goal_marking, BaseRead, GoalGuard, GoalUpdate, Marking};
+use crate::io::spawn_detached;
+use crate::io::writer::{try_write_goal, BaseRead, GoalGuard, GoalUpdate, Marking};
 use crate::record::{continuation_for_of, Goal, GoalStatus};
-use crate::sched::facts::TickFacts;
 use crate::sched::Generation;
 
 /// The executor's memory, one per runtime.
@@ -64,87 +63,78 @@ pub struct TickIo {
     pub late: Option<ReservationEcho>,
 }
 
-/// What the executor acts with.
+/// What the executor acts with: what the gatherer reads with, this runtime's lease holder id
+/// and the executor's memory.
 pub struct Executor<'a> {
-    /// OpenCode.
-    pub client: &'a OpenCodeClient,
-    /// The host's services: the small model, the notifier, the data directory.
-    pub services: &'a Services,
-    /// The runtime's settings.
-    pub config: &'a GoalConfig,
+    /// OpenCode, the host's services, the settings, the scheduler's facts, the owner lists.
+    pub read: Reader<'a>,
     /// This runtime's lease holder id.
     pub holder: &'a str,
     /// The executor's memory.
     pub memory: &'a Memory,
-    /// The owner lists' memory (a carrier remembered, a settled goal forgotten).
-    pub owners: &'a Owners,
-    /// The scheduler's facts (a request found closed).
-    pub facts: &'a TickFacts,
 }
-
 impl Executor<'_> {
-    /// Carries `effect` out and writes its result into `seen`.
-    pub async fn run(&self, seen: &mut Seen, io: &mut TickIo, effect: Effect) {
+    /// Carries `effect` out, once, and says what it did.
+    pub async fn run(&self, seen: &Seen, io: &mut TickIo, effect: Effect) -> Observation {
         match effect {
-            Effect::Write(write) => {
-                let written = self.write(seen, &write).await;
-                seen.wrote(write.slot, written);
-            }
-            Effect::Settle { write, trail, notify } => self.settle(seen, write, trail, notify).await,
-            Effect::Watched(write) => {
-                let held = self.watched(seen, io, &write).await;
-                match write.slot {
-                    Slot::ChecksHeld => seen.checks.held = Some(held),
-                    Slot::ReviewHeld => seen.review.held = Some(held),
-                    _ => seen.deliver.reserved = Some(held),
-                }
-            }
+            Effect::Write(write) => Observation::Wrote(write.slot, self.write(seen, &write).await),
+            Effect::Settle { write, trail } => self.settle(seen, write, trail).await,
+            Effect::Announce { goal, notification } => self.announce(seen, &goal, notification),
+            Effect::Watched(write) => Observation::Held(write.slot, self.watched(seen, io, &write).await),
             Effect::Trail(line) => {
                 let slot = line.slot;
-                self.trail(seen, line).await;
-                seen.trailed(slot);
+                self.trail(seen, line.record, line.detached).await;
+                Observation::Trailed(slot)
             }
-            Effect::Audit(query) => seen.audit.answer = Some((self.audit(query).await, self.now())),
-            Effect::Claim { run_id, hold, label, target } => {
-                let claim = self.claim(seen, &run_id, hold, label, &target).await;
-                if label == crate::goal::decide::review_rules::REVIEW_LABEL {
-                    seen.review.claim = Some(claim);
-                } else {
-                    seen.checks.current.claim = Some(claim);
-                }
+            Effect::Audit(query) => {
+                let answer = self.audit(query).await;
+                Observation::Audited(answer, self.now())
+            }
+            Effect::Claim { claim_id, run, target } => {
+                Observation::Claimed(run, self.claim(seen, &claim_id, run.as_str(), &target).await)
             }
             Effect::RunCheck { index, check, message_id, target } => {
-                seen.checks.current.run = Some(self.run_check(seen, index, &check, &message_id, &target).await)
+                Observation::CheckRan(self.run_check(seen, index, &check, &message_id, &target).await)
             }
             Effect::ConcludeCheck { run, line, total } => {
-                self.trail(seen, Line { record: line, detached: false, slot: Slot::Settled }).await;
+                self.trail(seen, line, false).await;
                 operator::check_finished(&seen.session_id, run.index + 1, total, run.result.as_str());
-                seen.checks.runs.push(run);
-                seen.checks.current = Default::default();
+                Observation::CheckConcluded(run)
             }
-            Effect::Review { title, body } => seen.review.run = Some(self.review(seen, io, &title, &body).await),
+            Effect::OpenReviewer { title } => Observation::ReviewerOpened(self.open_reviewer(seen, &title).await),
+            Effect::AskReviewer { session, body } => {
+                let turn = self.reviewer_turn(&seen.directory, &session, io, &body).await;
+                if let ReviewerTurn::TimedOut | ReviewerTurn::Refused(_) = &turn {
+                    info!(target: "session_goal", session = %seen.session_id, reviewer = %session, ?turn, "the reviewer gave no readable answer");
+                }
+                Observation::ReviewerAsked(turn)
+            }
             Effect::RecordReview { line, verdict, last } => {
-                self.trail(seen, Line { record: line, detached: false, slot: Slot::Settled }).await;
+                self.trail(seen, line, false).await;
                 operator::review_finished(&seen.session_id, verdict);
-                seen.review.recorded = Some(last);
+                Observation::ReviewRecorded(last)
             }
             other => self.run_small(seen, io, other).await,
         }
     }
 
     /// The effects that take a line or two each.
-    async fn run_small(&self, seen: &mut Seen, io: &mut TickIo, effect: Effect) {
-        let session_id = seen.session_id.clone();
+    async fn run_small(&self, seen: &Seen, io: &mut TickIo, effect: Effect) -> Observation {
+        let session_id = seen.session_id.as_str();
         match effect {
             Effect::Repost { message_id, body } => {
                 self.repost(seen, &message_id, &body).await;
-                seen.plan.repost_sent = true;
+                Observation::Reposted
             }
-            Effect::Post { body, message_id, text, tail } => {
-                seen.deliver.delivery = Some(self.post(seen, io, &body, message_id.as_deref(), &text, &tail).await)
+            Effect::Post { body, message_id } => {
+                Observation::Dispatched(DispatchStep::Posted(self.post(seen, &body, message_id.as_deref()).await))
+            }
+            Effect::AnnounceContinuation => {
+                self.announce_continuation(seen, io);
+                Observation::ContinuationAnnounced
             }
             Effect::CopyObjective { source } => {
-                match copy_objective(self.services.data_dir.root(), &source, &session_id).await {
+                match copy_objective(self.read.services.data_dir.root(), &source, session_id).await {
                     ObjectiveCopy::Copied => {
                         info!(target: "session_goal", session = %session_id, "copied goal's objective file copied")
                     }
@@ -153,45 +143,45 @@ impl Executor<'_> {
                         warn!(target: "session_goal", session = %session_id, "copied goal's objective file could not be copied")
                     }
                 }
-                seen.owner.objective_copied = true;
+                Observation::ObjectiveCopied
             }
             Effect::RememberCarrier => {
                 if let (Some(goal), Some(session)) = (seen.goal(), seen.session()) {
-                    self.owners.holders().saw(&goal.id, &session_id, session.created);
+                    self.read.owners.holders().saw(&goal.id, session_id, session.created);
                 }
-                seen.owner.remembered = true;
+                Observation::CarrierRemembered
             }
             Effect::InputsSettled(sessions) => {
                 for session in &sessions {
-                    self.facts.inputs_settled(session);
+                    self.read.facts.inputs_settled(session);
                 }
-                seen.waiting.inputs_settled = true;
+                Observation::InputsSettled
             }
             Effect::ClaimDispatch => {
-                io.dispatch_claim = self.memory.claims.claim(&session_id);
-                seen.plan.dispatch_claim = Some(io.dispatch_claim.is_some());
+                io.dispatch_claim = self.memory.claims.claim(session_id);
+                Observation::DispatchClaimed(io.dispatch_claim.is_some())
             }
-            Effect::Pause(wait) => {
+            Effect::Pause { wait, before } => {
                 tokio::time::sleep(wait).await;
-                seen.deliver.waited = true;
+                Observation::Waited(before)
             }
             Effect::HearLate => {
                 let repaired = match io.late.take() {
                     Some(late) => matches!(late.hear(&self.target(seen), ECHO_BOUND).await, Heard::Repaired),
                     None => false,
                 };
-                seen.deliver.repaired_late = Some(repaired);
+                Observation::HeardLate(repaired)
             }
             _ => unreachable!("handled by run"),
         }
     }
 
     fn now(&self) -> f64 {
-        self.client.clock().now_ms()
+        self.read.client.clock().now_ms()
     }
 
     fn target(&self, seen: &Seen) -> EchoTarget {
-        EchoTarget::new(self.client, &seen.session_id, &seen.directory)
+        EchoTarget::new(self.read.client, &seen.session_id, &seen.directory)
     }
 
     /// The writer's guard for a decision's [`Guard`] (`None`: no goal to guard on).
@@ -212,7 +202,7 @@ impl Executor<'_> {
                     continuation_for: continuation_for_of(goal).map(str::to_string),
                 }
             }
-            Guard::Reserved => match &seen.deliver.reserved {
+            Guard::Reserved => match seen.held(Slot::Reserved) {
                 Some(Held::Written { goal, .. }) => exact(goal),
                 _ => return None,
             },
@@ -225,7 +215,7 @@ impl Executor<'_> {
             session_id: &seen.session_id,
             holder: &seen.holder,
             now: self.now(),
-            lease_ms: self.config.lease.as_millis() as f64,
+            lease_ms: self.read.config.lease.as_millis() as f64,
         }
     }
 
@@ -233,51 +223,27 @@ impl Executor<'_> {
     /// fresh goal), written back under the guard.
     async fn write(&self, seen: &Seen, write: &Write) -> Written {
         let Some(guard) = self.guard(seen, &write.guard) else { return Written::Stale };
-        let with = self.apply_with(seen);
         let marking = if write.keep_owner { Marking::KeepOwner } else { Marking::MarkUnowned };
-        let (session_id, directory) = (seen.session_id.as_str(), seen.directory.as_str());
-        let result = try_write_goal_marking(self.client, session_id, directory, &guard, marking, |g| {
-            write.change.apply(g, &with)
-        })
-        .await;
-        let label = write.slot.label();
-        match result {
-            Ok(GoalUpdate::Written { after, .. }) => {
-                info!(target: "session_goal", session = session_id, what = label, status = after.status.as_str(), "goal written");
-                Written::Goal(Box::new(after))
-            }
-            Ok(_) => {
-                info!(target: "session_goal", session = session_id, what = label, "goal changed during tick; write dropped");
-                Written::Stale
-            }
-            Err(error) => {
-                warn!(target: "session_goal", session = session_id, what = label, %error, "goal write failed");
-                Written::Failed
-            }
-        }
+        let at = (self.read.client, seen.session_id.as_str(), seen.directory.as_str());
+        write_change(at, &guard, marking, &write.change, &self.apply_with(seen), write.slot.as_str()).await
     }
 
-    /// A terminal write: its trail line first, the write, and for a settle the console line, the
-    /// owner memory forgotten and the host notified (the decision's `notify`: a pause the user
-    /// made is not announced, a pause the person asked for in the chat is).
-    async fn settle(&self, seen: &mut Seen, write: Write, trail: Option<Line>, notify: bool) {
+    /// A terminal write: its trail line first, then the write.
+    async fn settle(&self, seen: &Seen, write: Write, trail: Option<Line>) -> Observation {
         if let Some(line) = trail {
-            self.trail(seen, line).await;
+            self.trail(seen, line.record, line.detached).await;
         }
-        let written = self.write(seen, &write).await;
-        if let (Written::Goal(goal), true) = (&written, notify) {
-            operator::settled(&seen.session_id, goal);
-            // Settled: its carriers need not be remembered (a copy seen later is listed again).
-            self.owners.holders().forget(&goal.id);
-            let flags = self.services.data_dir.flags().await;
-            if flags.notify_on_completion {
-                let objective = seen.objective.clone().flatten().filter(|o| !o.is_empty());
-                let objective =
-                    objective.unwrap_or_else(|| seen.goal().map(|g| g.objective.clone()).unwrap_or_default());
-                self.services.notifier.notify(goal_notification(&seen.session_id, &seen.directory, goal, &objective));
-            }
+        Observation::Wrote(write.slot, self.write(seen, &write).await)
+    }
+
+    /// A settled goal announced: the console line, its carriers forgotten, the notification.
+    fn announce(&self, seen: &Seen, goal: &Goal, notification: Option<Value>) -> Observation {
+        operator::settled(&seen.session_id, goal);
+        self.read.owners.holders().forget(&goal.id);
+        if let Some(notification) = notification {
+            self.read.services.notifier.notify(notification);
         }
-        seen.settled = Some(written);
+        Observation::Announced
     }
 
     /// A write watched for its echo: the reservation (built on the tick's first read when that
@@ -295,21 +261,13 @@ impl Executor<'_> {
             let _ = write.change.apply(g, &with);
         })
         .await;
-        let label = write.slot.label();
-        let echo = match written {
-            Ok(echo) => echo,
-            Err(Ok(_)) => {
-                info!(target: "session_goal", session = %seen.session_id, what = label, "goal changed during tick; write dropped");
-                return Held::Stale;
-            }
-            Err(Err(error)) => {
-                warn!(target: "session_goal", session = %seen.session_id, what = label, %error, "goal write failed");
-                return Held::Failed;
-            }
+        let landed = written.as_ref().map(|echo| echo.as_ref().map(|echo| &echo.reserved));
+        let (goal, echo) = match (said(&seen.session_id, write.slot.as_str(), landed), written) {
+            (Written::Goal(goal), Ok(Some(echo))) => (goal, echo),
+            (Written::Failed, _) => return Held::Failed,
+            _ => return Held::Stale,
         };
-        info!(target: "session_goal", session = %seen.session_id, what = label, status = echo.reserved.status.as_str(), "goal written");
-        let goal = Box::new(echo.reserved.clone());
-        match echo.hear(&target, echo_bound(self.config.idle_quiet)).await {
+        match echo.hear(&target, echo_bound(self.read.config.idle_quiet)).await {
             Heard::Repaired => Held::Repaired,
             Heard::Settled => Held::Written { goal, contested: false, late: false },
             Heard::Contested => Held::Written { goal, contested: true, late: false },
@@ -324,10 +282,10 @@ impl Executor<'_> {
     }
 
     /// Appends a trail line, and waits for it unless it goes beside what follows.
-    async fn trail(&self, seen: &Seen, line: Line) {
-        let (data_dir, max) = (self.services.data_dir.clone(), self.config.evidence.history_max_records);
-        let record = Value::Object(line.record);
-        if line.detached {
+    async fn trail(&self, seen: &Seen, record: Map<String, Value>, detached: bool) {
+        let (data_dir, max) = (self.read.services.data_dir.clone(), self.read.config.evidence.history_max_records);
+        let record = Value::Object(record);
+        if detached {
             let session = seen.session_id.clone();
             spawn_detached(Box::pin(async move { data_dir.append_trail(&session, &record, max).await }));
         } else {
@@ -339,7 +297,7 @@ impl Executor<'_> {
     async fn repost(&self, seen: &Seen, message_id: &str, body: &Value) {
         let (session_id, directory) = (seen.session_id.as_str(), seen.directory.as_str());
         self.memory.own_posts.record(session_id, message_id);
-        match self.client.prompt_async(session_id, directory, body).await {
+        match self.read.client.prompt_async(session_id, directory, body).await {
             DispatchOutcome::Sent => {
                 info!(target: "session_goal", session = session_id, "unanswered message posted again under its own ids")
             }
@@ -359,28 +317,45 @@ pub async fn pause_after_abort(client: &OpenCodeClient, session_id: &str, direct
     let with = ApplyWith { session_id, holder: "", now: client.clock().now_ms(), lease_ms: 0.0 };
     let change = Change::PauseAfterAbort { aborted_at };
     let guard = GoalGuard::AnyWithStatus(GoalStatus::Active);
-    let result =
-        try_write_goal_marking(client, session_id, directory, &guard, Marking::MarkUnowned, |g| change.apply(g, &with))
-            .await;
+    let written =
+        write_change((client, session_id, directory), &guard, Marking::MarkUnowned, &change, &with, "abort-pause");
+    matches!(written.await, Written::Goal(goal) if goal.status == GoalStatus::Paused)
+}
+
+/// The one guarded write of a [`Change`] (decided again on the fresh goal) to the session `at`
+/// names, said in the log under `label`.
+async fn write_change(
+    at: (&OpenCodeClient, &str, &str),
+    guard: &GoalGuard,
+    marking: Marking,
+    change: &Change,
+    with: &ApplyWith<'_>,
+    label: &str,
+) -> Written {
+    let (client, session_id, directory) = at;
+    let result = try_write_goal(client, session_id, directory, guard, marking, |g| change.apply(g, with)).await;
+    let after = result.as_ref().map(|update| match update {
+        GoalUpdate::Written { after, .. } => Some(after),
+        GoalUpdate::Stale | GoalUpdate::Declined(_) => None,
+    });
+    said(session_id, label, after)
+}
+
+/// How a goal write ended, said in the log under `label` (`Ok(None)`: the goal changed meanwhile
+/// or the change declined, and nothing was written).
+fn said(session_id: &str, label: &str, result: Result<Option<&Goal>, &HttpError>) -> Written {
     match result {
-        Ok(GoalUpdate::Written { after, .. }) => {
-            info!(target: "session_goal", session = session_id, what = "abort-pause", status = after.status.as_str(), "goal written");
-            after.status == GoalStatus::Paused
+        Ok(Some(after)) => {
+            info!(target: "session_goal", session = session_id, what = label, status = after.status.as_str(), "goal written");
+            Written::Goal(Box::new(after.clone()))
         }
-        Ok(_) => false,
+        Ok(None) => {
+            info!(target: "session_goal", session = session_id, what = label, "goal changed meanwhile; write dropped");
+            Written::Stale
+        }
         Err(error) => {
-            warn!(target: "session_goal", session = session_id, what = "abort-pause", %error, "goal write failed");
-            false
+            warn!(target: "session_goal", session = session_id, what = label, %error, "goal write failed");
+            Written::Failed
         }
     }
 }
-
-/// Runs side work that nothing waits for on the ambient tokio runtime. One boxed future type for
-/// every such site, so the task machinery is compiled once (the addon's size is budgeted). It
-/// runs in the caller's tracing span (the runtime's log identity).
-pub fn spawn_detached(work: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>) {
-    tokio::spawn(tracing::Instrument::in_current_span(work));
-}
-
-/// Slack past a small-model call's own timeout before the call is given up.
-const CALL_SLACK: Duration = Duration::from_millis(500);

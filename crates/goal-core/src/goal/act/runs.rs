@@ -1,8 +1,7 @@
-//! The executor's longer effects: the small model's call, a check run's claim across hosts and
-//! the run itself, the reviewer's turns, and the continuation's post. Each waits on OpenCode or
-//! the small model within its own bound; what it decides on the way (who claimed first, whether
-//! the reviewer can still answer, whether a session is still the reserved one) is a pure rule of
-//! `goal/decide/`.
+//! The executor's longer effects, one attempt each: the small model's call, a round of a run's
+//! claim across hosts, a check run, the reviewer's turns, one post of the continuation. Each
+//! waits on OpenCode or the small model within its own bound; what follows (who claimed first, a
+//! retry, whether the reviewer can still answer) is a pure rule of `goal/decide/`.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -10,54 +9,37 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tracing::{info, warn};
 
-use super::dispatch::Dispatch;
 use super::echo::follow_late_echo;
-use super::{operator, Executor, TickIo, CALL_SLACK};
+use super::{operator, Executor, TickIo};
 use crate::error::HttpError;
-use crate::goal::decide::acceptance::CALL_SLACK as SHELL_SLACK;
-use crate::goal::decide::check_rules::{self, first_claim, run_of_answer, CheckResult, CheckRun};
-use crate::goal::decide::delivery::standing;
-use crate::goal::decide::plan::{parse_verdict, ExecutionTarget};
-use crate::goal::decide::review_rules::{
-    self, final_reply, no_answer_coming, parse_answer, reviewer_cost, ReviewerBody,
-};
-use crate::goal::decide::seen::{Claim, Delivery, Held, ReviewerRun, Seen};
+use crate::goal::decide::acceptance::SHELL_SLACK;
+use crate::goal::decide::check_rules::{self, first_claim, run_of_answer, CheckResult, CheckRun, ClaimRound};
+use crate::goal::decide::dispatch_rules::PostAnswer;
+use crate::goal::decide::plan_rules::parse_verdict;
+use crate::goal::decide::review_rules::{final_reply, no_answer_coming, ReviewerBody, ReviewerTurn, REVIEWER_MESSAGES};
+use crate::goal::decide::seen::{Held, Seen};
+use crate::goal::decide::stages::AUDIT_SLACK;
+use crate::goal::decide::Slot;
 use crate::io::prompt_outcome::DispatchOutcome;
-use crate::record::check_id::check_claim_id;
-use crate::record::session::{live_status, LiveStatus, SessionView};
+use crate::record::session::Selection;
+use crate::record::session::{live_status, LiveStatus};
 use crate::record::small_model_call::{SmallModelQuery, SmallModelReply};
 use crate::record::AcceptanceCheck;
 use crate::text::jsonx::extract_json_object;
 
-/// Claims after an abandoned one, at most (each waits a whole hold first).
-const CLAIM_ROUNDS: usize = 3;
 /// How long an aborted run may take to come back before the run stops waiting for it.
 const ABORT_GRACE: Duration = Duration::from_secs(15);
 /// First and longest pause between two looks at the reviewer's session.
 const POLL_FIRST: Duration = Duration::from_millis(100);
 const POLL_MAX: Duration = Duration::from_millis(1000);
-/// Messages read of the reviewer's session (its cost is summed over them).
-const REVIEWER_MESSAGES: usize = 500;
-
-/// How one reviewer turn ended.
-enum Turn {
-    /// Its final text.
-    Answered(String),
-    /// No final answer within the timeout (the turn was aborted).
-    TimedOut,
-    /// The prompt was refused, or the turn can no longer answer: the detail.
-    Refused(String),
-    /// The user stepped in.
-    Interrupted,
-}
 
 impl Executor<'_> {
     /// The small model's verdict on the turn, within the audit's timeout: the reply, or why the
     /// call failed (the cause's detail). A failure is said on the console (never the reply).
     pub(super) async fn audit(&self, query: SmallModelQuery) -> Result<SmallModelReply, String> {
-        let timeout = self.config.audit_timeout;
-        let call = self.services.small_model.generate(query);
-        match tokio::time::timeout(timeout + CALL_SLACK, call).await {
+        let timeout = self.read.config.audit_timeout;
+        let call = self.read.services.small_model.generate(query);
+        match tokio::time::timeout(timeout + AUDIT_SLACK, call).await {
             Ok(Ok(reply)) => {
                 let object = extract_json_object(&reply.text);
                 if object.as_ref().and_then(parse_verdict).is_none() {
@@ -89,43 +71,26 @@ impl Executor<'_> {
         }
     }
 
-    /// Claims the run `run_id` across hosts before it runs: every host posts a `noReply` message
-    /// under the same claim id whose one part names the host; the host named by the first part
-    /// runs it. A claim older than `hold` with no run counts as abandoned, and the next claim's
-    /// id is derived from its winning part, so every host agrees on it.
-    pub(super) async fn claim(
-        &self,
-        seen: &Seen,
-        run_id: &str,
-        hold: Duration,
-        label: &str,
-        target: &ExecutionTarget,
-    ) -> Claim {
+    /// One round of a claim across hosts: the claim posted under `claim_id`, its part naming this
+    /// host, and the claim message read back (whose first part wins; `check_rules::claim_step`
+    /// decides what follows).
+    pub(super) async fn claim(&self, seen: &Seen, claim_id: &str, label: &str, target: &Selection) -> ClaimRound {
         let (session_id, directory) = (seen.session_id.as_str(), seen.directory.as_str());
         let prefix = format!("{label} claimed by ");
-        let mut salt = String::new();
-        for _ in 0..CLAIM_ROUNDS {
-            let Some(claim_id) = check_claim_id(run_id, &salt) else { return Claim::Ours };
-            let body = claim_body(target, &claim_id, &format!("{prefix}{}", self.holder));
-            if let DispatchOutcome::NotAdmitted(_) = self.client.prompt_async(session_id, directory, &body).await {
-                return Claim::Unknown;
-            }
-            let Ok((_, raw)) = self.client.messages_with_raw(session_id, directory, self.config.message_limit).await
-            else {
-                return Claim::Unknown;
-            };
-            let Some(first) = first_claim(&raw, &claim_id, &prefix) else { return Claim::Unknown };
-            if first.holder == self.holder {
-                return Claim::Ours;
-            }
-            if self.now() - first.created < hold.as_millis() as f64 || first.part_id.is_empty() {
-                info!(target: "session_goal", session = session_id, label, "another host claimed this run");
-                return Claim::Theirs;
-            }
-            info!(target: "session_goal", session = session_id, "a claim of this run was never followed by it; claiming again");
-            salt = first.part_id;
+        let body = claim_body(target, claim_id, &format!("{prefix}{}", self.holder));
+        if let DispatchOutcome::NotAdmitted(_) = self.read.client.prompt_async(session_id, directory, &body).await {
+            return ClaimRound::Unknown;
         }
-        Claim::Theirs
+        let Ok((_, raw)) =
+            self.read.client.messages_with_raw(session_id, directory, self.read.config.message_limit).await
+        else {
+            return ClaimRound::Unknown;
+        };
+        let Some(first) = first_claim(&raw, claim_id, &prefix) else { return ClaimRound::Unknown };
+        if first.holder != self.holder {
+            info!(target: "session_goal", session = session_id, label, "another host's claim of this run came first");
+        }
+        ClaimRound::Read { first, at: self.now() }
     }
 
     /// Posts one check to the shell endpoint and waits for it, at most its time limit; past it
@@ -136,7 +101,7 @@ impl Executor<'_> {
         index: usize,
         check: &AcceptanceCheck,
         message_id: &str,
-        target: &ExecutionTarget,
+        target: &Selection,
     ) -> Result<CheckRun, HttpError> {
         let marker = check_rules::marker(message_id);
         let agent = if target.agent.is_empty() { "build" } else { target.agent.as_str() };
@@ -151,7 +116,7 @@ impl Executor<'_> {
         let limit = check_rules::time_limit(check);
         let started = self.now();
         let (id, dir) = (seen.session_id.as_str(), seen.directory.as_str());
-        let call = self.client.shell(id, dir, &body, limit + SHELL_SLACK);
+        let call = self.read.client.shell(id, dir, &body, limit + SHELL_SLACK);
         tokio::pin!(call);
         let (answer, timed_out) = tokio::select! {
             // The answer first when both are ready: a run never counts as timed out by chance.
@@ -159,7 +124,7 @@ impl Executor<'_> {
             answer = &mut call => (answer, false),
             _ = tokio::time::sleep(limit) => {
                 info!(target: "session_goal", session = id, check = index + 1, "acceptance check past its time limit; aborting it");
-                if let Err(error) = self.client.abort(id, dir).await {
+                if let Err(error) = self.read.client.abort(id, dir).await {
                     warn!(target: "session_goal", session = id, %error, "aborting the check failed");
                 }
                 match tokio::time::timeout(ABORT_GRACE, &mut call).await {
@@ -190,43 +155,18 @@ impl Executor<'_> {
         Ok(run)
     }
 
-    /// Opens the reviewer session, asks it (once more when it gave no readable answer), and reads
-    /// what it cost.
-    pub(super) async fn review(&self, seen: &Seen, io: &TickIo, title: &str, body: &ReviewerBody) -> ReviewerRun {
+    /// Opens the reviewer session, a child of the goal's session: its id, or why it could not be.
+    pub(super) async fn open_reviewer(&self, seen: &Seen, title: &str) -> Result<String, String> {
         let (parent, dir) = (seen.session_id.as_str(), seen.directory.as_str());
-        let session = match self.client.create_child_session(parent, dir, title).await {
-            Ok(session) => session,
+        match self.read.client.create_child_session(parent, dir, title).await {
+            Ok(session) => {
+                operator::review_started(parent, &session);
+                Ok(session)
+            }
             Err(error) => {
                 warn!(target: "session_goal", session = parent, %error, "the reviewer session could not be created");
-                return ReviewerRun::NotOpened(error.to_string());
+                Err(error.to_string())
             }
-        };
-        operator::review_started(parent, &session);
-        let mut failure = String::new();
-        let mut answer = None;
-        for attempt in 0..review_rules::ATTEMPTS {
-            let body = if attempt == 0 { body.clone() } else { body.with_text(review_rules::RETRY_PROMPT) };
-            match self.reviewer_turn(dir, &session, io, &body).await {
-                Turn::Answered(reply) => match parse_answer(&reply) {
-                    Some(parsed) => {
-                        answer = Some(parsed);
-                        break;
-                    }
-                    None => failure = "reply not readable".into(),
-                },
-                Turn::TimedOut => failure = "timed out".into(),
-                Turn::Refused(detail) => failure = detail,
-                Turn::Interrupted => return ReviewerRun::Interrupted,
-            }
-            info!(target: "session_goal", session = parent, reviewer = %session, attempt = attempt + 1, %failure, "the reviewer gave no readable answer");
-        }
-        let cost = match self.client.messages(&session, dir, REVIEWER_MESSAGES).await {
-            Ok(messages) => reviewer_cost(&messages),
-            Err(_) => 0.0,
-        };
-        match answer {
-            Some(answer) => ReviewerRun::Answered { session, answer: Box::new(answer), cost },
-            None => ReviewerRun::Unavailable { session, detail: failure, cost },
         }
     }
 
@@ -234,39 +174,47 @@ impl Executor<'_> {
     /// not a tool-call step), at most the review timeout; past it the turn is aborted. A turn that
     /// can no longer answer (cut by a restart, or never started) is found by the reviewer's
     /// status, read at most once a quiet window.
-    async fn reviewer_turn(&self, dir: &str, session: &str, io: &TickIo, body: &ReviewerBody) -> Turn {
-        let client = self.client;
+    pub(super) async fn reviewer_turn(
+        &self,
+        dir: &str,
+        session: &str,
+        io: &TickIo,
+        body: &ReviewerBody,
+    ) -> ReviewerTurn {
+        let client = self.read.client;
         let seen: HashSet<String> = match client.messages(session, dir, REVIEWER_MESSAGES).await {
             Ok(messages) => messages.into_iter().map(|m| m.id).collect(),
-            Err(error) => return Turn::Refused(format!("reviewer messages: {error}")),
+            Err(error) => return ReviewerTurn::Refused(format!("reviewer messages: {error}")),
         };
         if !io.generation.is_current() {
-            return Turn::Interrupted;
+            return ReviewerTurn::Interrupted;
         }
         match client.prompt_async(session, dir, body).await {
             DispatchOutcome::Sent => {}
-            DispatchOutcome::NotAdmitted(status) => return Turn::Refused(format!("reviewer prompt HTTP {status}")),
-            DispatchOutcome::Ambiguous(detail) => return Turn::Refused(format!("reviewer prompt: {detail}")),
+            DispatchOutcome::NotAdmitted(status) => {
+                return ReviewerTurn::Refused(format!("reviewer prompt HTTP {status}"))
+            }
+            DispatchOutcome::Ambiguous(detail) => return ReviewerTurn::Refused(format!("reviewer prompt: {detail}")),
         }
-        let deadline = tokio::time::Instant::now() + self.config.review_timeout;
-        let quiet = self.config.idle_quiet;
+        let deadline = tokio::time::Instant::now() + self.read.config.review_timeout;
+        let quiet = self.read.config.idle_quiet;
         let mut next_status_read = tokio::time::Instant::now() + quiet;
         let mut pause = POLL_FIRST;
         loop {
             if !io.generation.is_current() {
                 let _ = client.abort(session, dir).await;
-                return Turn::Interrupted;
+                return ReviewerTurn::Interrupted;
             }
             if let Ok(messages) = client.messages(session, dir, REVIEWER_MESSAGES).await {
                 if let Some(reply) = final_reply(&messages, &seen) {
-                    return Turn::Answered(reply.text.clone());
+                    return ReviewerTurn::Answered(reply.text.clone());
                 }
                 if tokio::time::Instant::now() >= next_status_read && no_answer_coming(&messages, &seen) {
                     next_status_read = tokio::time::Instant::now() + quiet;
                     let idle =
                         client.status_map(dir).await.is_ok_and(|s| live_status(&s, session) != LiveStatus::Working);
                     if idle {
-                        return Turn::Refused(
+                        return ReviewerTurn::Refused(
                             "the reviewer's turn ended without an answer (cut or never started)".into(),
                         );
                     }
@@ -277,71 +225,53 @@ impl Executor<'_> {
                 if let Err(error) = client.abort(session, dir).await {
                     warn!(target: "session_goal", session, %error, "aborting the reviewer failed");
                 }
-                return Turn::TimedOut;
+                return ReviewerTurn::TimedOut;
             }
             tokio::time::sleep(pause.min(deadline - now)).await;
             pause = (pause * 2).min(POLL_MAX);
         }
     }
 
-    /// Posts the reserved continuation (recorded as ours first): every attempt under the turn's
-    /// id, or without one the classified, reconciled post. Sent: a reservation's echo that had not
-    /// come is followed, and the console says so.
-    pub(super) async fn post(
-        &self,
-        seen: &Seen,
-        io: &mut TickIo,
-        body: &Value,
-        message_id: Option<&str>,
-        text: &str,
-        tail: &str,
-    ) -> Delivery {
-        let Some(Held::Written { goal: reserved, .. }) = &seen.deliver.reserved else {
-            return Delivery::Stopped { unused: true };
-        };
+    /// One post of the reserved continuation (recorded as ours first, under its id).
+    pub(super) async fn post(&self, seen: &Seen, body: &Value, message_id: Option<&str>) -> PostAnswer {
         let (session_id, directory) = (seen.session_id.as_str(), seen.directory.as_str());
         if let Some(id) = message_id {
             self.memory.own_posts.record(session_id, id);
         }
-        let still_ours = |fresh: &SessionView| standing(fresh, reserved, self.holder, self.now()).is_none();
-        let dispatch = Dispatch {
-            client: self.client,
-            session_id,
-            directory,
-            config: self.config,
-            generation: &io.generation,
-            body,
-        };
-        let delivery = match message_id {
-            // Every attempt posts the same id: after a timeout or a 5xx it is posted again unless
-            // the transcript shows it stored.
-            Some(id) => dispatch.with_id(id, still_ours).await,
-            // Without an id (unknown tail format) a second post could make a second turn.
-            None => dispatch.classified(tail, text, still_ours).await,
-        };
-        if delivery == Delivery::Sent {
-            if let Some(late) = io.late.take() {
-                follow_late_echo(self.target(seen), late);
+        match self.read.client.prompt_async(session_id, directory, body).await {
+            DispatchOutcome::Sent => PostAnswer::Sent,
+            DispatchOutcome::NotAdmitted(code) => {
+                warn!(target: "session_goal", session = session_id, code, "continuation not admitted");
+                PostAnswer::Refused
             }
-            let turn = reserved.turns_used;
-            info!(target: "session_goal", session = session_id, turn, "continuation sent");
-            let max_turns = self.config.max_auto_turns;
-            operator::continuation_sent(session_id, turn, max_turns, reserved.tokens_used, reserved.token_budget);
+            DispatchOutcome::Ambiguous(why) => {
+                warn!(target: "session_goal", session = session_id, %why, "continuation outcome unknown");
+                PostAnswer::Unclear
+            }
         }
-        delivery
+    }
+
+    /// The continuation went out: a reservation's echo that had not come is followed, and the
+    /// console says so.
+    pub(super) fn announce_continuation(&self, seen: &Seen, io: &mut TickIo) {
+        let Some(Held::Written { goal: reserved, .. }) = seen.held(Slot::Reserved) else { return };
+        if let Some(late) = io.late.take() {
+            follow_late_echo(self.target(seen), late);
+        }
+        let (session_id, turn) = (seen.session_id.as_str(), reserved.turns_used);
+        info!(target: "session_goal", session = session_id, turn, "continuation sent");
+        let max_turns = self.read.config.max_auto_turns;
+        operator::continuation_sent(session_id, turn, max_turns, reserved.tokens_used, reserved.token_budget);
     }
 }
 
 /// The `noReply` post of a claim: one part naming this host, out of the model's context.
-fn claim_body(target: &ExecutionTarget, claim_id: &str, text: &str) -> Value {
-    let mut body = json!({
-        "messageID": claim_id,
-        "noReply": true,
-        "model": { "providerID": target.provider_id, "modelID": target.model_id },
-        "parts": [{ "type": "text", "text": text, "synthetic": true, "ignored": true }],
-    });
-    if !target.agent.is_empty() {
-        body["agent"] = Value::from(target.agent.clone());
-    }
-    body
+fn claim_body(target: &Selection, claim_id: &str, text: &str) -> Value {
+    // A claim names no variant: it starts no turn.
+    let selection = Selection { variant: String::new(), ..target.clone() };
+    let mut body =
+        selection.prompt_body(vec![json!({ "type": "text", "text": text, "synthetic": true, "ignored": true })]);
+    body.insert("messageID".into(), Value::from(claim_id));
+    body.insert("noReply".into(), Value::Bool(true));
+    Value::Object(body)
 }

@@ -8,21 +8,23 @@
 //! before a restart, or another host's) is read, not run again; otherwise the run is claimed
 //! across hosts first, and only the first claimer runs it. The goal's lease is held for the round.
 
+use crate::sched::outcome::TickOutcome;
 use std::ops::ControlFlow;
 use std::time::Duration;
 
 use serde_json::json;
 
+use super::proof::{claimed, held, Input};
 use super::{act, end, read, Decide, Flow, MARGIN};
 use crate::error::HttpError;
-use crate::goal::decide::change::{Change, Extras};
+use crate::goal::decide::change::Extras;
+use crate::goal::decide::check_rules::Claim;
 use crate::goal::decide::check_rules::{self, cut_in, recorded_run, run_cut, CheckResult, CheckRun};
 use crate::goal::decide::decision::Slot;
-use crate::goal::decide::grading::CriteriaUpdate;
 use crate::goal::decide::notify::trail_line;
-use crate::goal::decide::plan::{blocked, Basis, Reservation, Settlement};
-use crate::goal::decide::seen::{Claim, Held, Live, Transcript};
-use crate::goal::decide::{Effect, End, Guard, Need, Write};
+use crate::goal::decide::plan_rules::{blocked, Basis, Reservation, Settlement};
+use crate::goal::decide::seen::Transcript;
+use crate::goal::decide::{ClaimFor, Effect, Guard, Need};
 use crate::record::cause::CauseCode;
 use crate::record::check_id::check_message_id;
 use crate::record::reasons::{REASON_CHECKS_PASSED, REASON_CHECKS_UNAVAILABLE};
@@ -30,31 +32,17 @@ use crate::record::{AcceptanceCheck, GoalStatus};
 
 /// Slack on the shell call's own HTTP time limit beyond the check's limit, and on the round's
 /// lease.
-pub const CALL_SLACK: Duration = Duration::from_secs(30);
-/// What a check run's claim part names.
-pub const CHECK_LABEL: &str = "acceptance check";
-
-/// What the checks and the review need to know about the completion under proof.
-pub(super) struct Input<'a> {
-    /// The turn the auditor judged complete.
-    pub basis: &'a Basis,
-    /// The `complete` settlement the proof stands before.
-    pub settlement: Settlement,
-    /// The criteria the audit graded (all met), written with the round's lease.
-    pub criteria: Option<CriteriaUpdate>,
-    /// The audit's evidence items (`e1…`), for a review.
-    pub items: Vec<String>,
-}
+pub const SHELL_SLACK: Duration = Duration::from_secs(30);
 
 /// The proof of a `complete`: the checks, then the review. `Continue` is the continuation's
 /// reservation (a check failed, or the reviewer rejected).
-pub(super) fn accept(at: &Decide<'_>, live: &Live, objective: &str, input: Input<'_>) -> Flow<Reservation> {
+pub(super) fn accept(at: &Decide<'_>, objective: &str, input: Input<'_>) -> Flow<Reservation> {
     if at.goal.checks.is_empty() {
-        return super::review::review(at, live, objective, input);
+        return super::review::review(at, objective, input);
     }
     match round(at, &input) {
         // A shell endpoint that kept failing through every retry: the goal cannot be proven.
-        ControlFlow::Break(super::Decision::End(End::Retry | End::RetryIn(_))) if at.exhausted() => {
+        ControlFlow::Break(super::Decision::End(TickOutcome::Retry | TickOutcome::RetryIn(_))) if at.exhausted() => {
             ControlFlow::Break(refused_settle(at, input, "shell endpoint unreachable".into()))
         }
         ControlFlow::Break(decision) => ControlFlow::Break(decision),
@@ -68,7 +56,7 @@ pub(super) fn accept(at: &Decide<'_>, live: &Live, objective: &str, input: Input
             settlement.cause = CauseCode::ChecksPassed;
             settlement.detail = Some(format!("{passed} of {} checks passed", at.goal.checks.len()));
             if at.goal.review_wanted().is_some() {
-                return super::review::review(at, live, objective, Input { settlement, ..input });
+                return super::review::review(at, objective, Input { settlement, ..input });
             }
             ControlFlow::Break(at.settle(settlement, Extras::default(), Guard::Tick, None))
         }
@@ -96,7 +84,7 @@ fn round(at: &Decide<'_>, input: &Input<'_>) -> Flow<Round> {
     let runs = &at.seen.checks.runs;
     if let Some(last) = runs.last() {
         if last.result == CheckResult::Aborted || stopped_after(at) {
-            return end(End::Done);
+            return end(TickOutcome::Done);
         }
         if !last.result.passed() {
             return ControlFlow::Continue(Round::Failed(last.clone()));
@@ -116,48 +104,27 @@ fn stopped_after(at: &Decide<'_>) -> bool {
     let seen = at.seen;
     !seen.current
         && seen.checks.current.transcript.is_none()
-        && seen.review.held.is_none()
-        && seen.deliver.reserved.is_none()
+        && seen.held(Slot::ReviewHeld).is_none()
+        && seen.held(Slot::Reserved).is_none()
         && seen.plan.dispatch_claim.is_none()
-}
-
-/// The lease of a check round or a review, watched like a reservation: a user's stop that landed
-/// between the tick's read and this write is heard in its echo and written back, and the round
-/// ends before anything is claimed or run.
-pub(super) fn held(at: &Decide<'_>, slot: Slot, hold: Duration, criteria: Option<CriteriaUpdate>) -> Flow {
-    let held = if slot == Slot::ChecksHeld { &at.seen.checks.held } else { &at.seen.review.held };
-    match held {
-        None => {
-            let change = Change::Hold { hold_ms: hold.as_millis() as f64, criteria };
-            act(Effect::Watched(Write { change, guard: Guard::Tick, keep_owner: false, slot }))
-        }
-        Some(Held::Written { .. }) => ControlFlow::Continue(()),
-        Some(Held::Repaired | Held::Stale) => end(End::Done),
-        Some(Held::Failed) => end(at.late_retry()),
-    }
 }
 
 /// The session just before a run: ends the round when it cannot be read, is busy, shows a user
 /// message after the tail, or the goal was stopped or edited.
-pub(super) fn fresh<'s>(
-    at: &Decide<'s>,
-    transcript: &'s Option<Result<Transcript, ()>>,
-    need: Need,
-    tail: &str,
-) -> Flow<&'s Transcript> {
+fn fresh<'s>(at: &Decide<'s>, transcript: &'s Option<Result<Transcript, ()>>, tail: &str) -> Flow<&'s Transcript> {
     if transcript.is_none() && !at.seen.current {
-        return end(End::Done);
+        return end(TickOutcome::Done);
     }
     match transcript {
-        None => read(need),
-        Some(Err(())) => end(End::Retry),
+        None => read(Need::CheckTranscript),
+        Some(Err(())) => end(TickOutcome::Retry),
         Some(Ok(fresh)) => {
             let same_goal = fresh
                 .goal
                 .as_ref()
                 .is_some_and(|g| g.status == GoalStatus::Active && g.revision() == at.goal.revision());
             if fresh.busy || fresh.newest != tail || !same_goal {
-                return end(End::Done);
+                return end(TickOutcome::Done);
             }
             ControlFlow::Continue(fresh)
         }
@@ -170,7 +137,7 @@ fn run_one(at: &Decide<'_>, basis: &Basis, index: usize, check: &AcceptanceCheck
     let seen = &at.seen.checks.current;
     let tail = basis.tail_message_id.as_str();
     let message_id = check_message_id(&at.goal.id, tail, index, &check.command);
-    let fresh = fresh(at, &seen.transcript, Need::CheckTranscript { index }, tail)?;
+    let fresh = fresh(at, &seen.transcript, tail)?;
     if let Some(id) = &message_id {
         let mut cut = false;
         match recorded_run(&fresh.raw, id, index, check) {
@@ -186,21 +153,17 @@ fn run_one(at: &Decide<'_>, basis: &Basis, index: usize, check: &AcceptanceCheck
             Some(None) => {
                 let quiet = at.config.idle_quiet;
                 let wait = cut_in(&fresh.raw, id, at.now, quiet).unwrap_or(quiet);
-                return end(End::BackOff(wait + MARGIN));
+                return end(TickOutcome::BackOff(wait + MARGIN));
             }
             None => {}
         }
-        match seen.claim {
-            None => {
-                let target = basis.target.clone();
-                return act(Effect::Claim { run_id: id.clone(), hold, label: CHECK_LABEL, target });
-            }
-            Some(Claim::Ours) => {}
+        match claimed(at, ClaimFor::Check, id, &seen.claims, hold, &basis.target)? {
+            Claim::Ours => {}
             // A cut run's claim stands for the hold, then counts as abandoned: look again then.
-            Some(Claim::Theirs) if cut => return end(End::BackOff(hold)),
+            Claim::Theirs if cut => return end(TickOutcome::BackOff(hold)),
             // The other host runs it; its end brings the next look.
-            Some(Claim::Theirs) => return end(End::Done),
-            Some(Claim::Unknown) => return end(at.late_retry()),
+            Claim::Theirs => return end(TickOutcome::Done),
+            Claim::Unknown => return end(at.late_retry()),
         }
     }
     match &seen.run {
@@ -215,7 +178,7 @@ fn run_one(at: &Decide<'_>, basis: &Basis, index: usize, check: &AcceptanceCheck
             Some(refused) => ControlFlow::Continue(refused),
             // Busy: a turn of the user's started. Look again a quiet window on rather than wait
             // for its idle, which may have come and gone before this answer.
-            None if matches!(error, HttpError::Status(409)) => end(End::Rearm),
+            None if matches!(error, HttpError::Status(409)) => end(TickOutcome::Rearm),
             None => end(at.late_retry()),
         },
     }

@@ -29,6 +29,11 @@ pub struct Accounting {
     pub cost_used: f64,
 }
 
+/// US dollars the goal has spent so far (0 when never counted).
+pub fn cost_used(goal: &Goal) -> f64 {
+    goal.cost_used.get().copied().unwrap_or(0.0)
+}
+
 impl Accounting {
     /// The goal's current fields, unchanged.
     pub fn of(goal: &Goal) -> Accounting {
@@ -38,7 +43,7 @@ impl Accounting {
             tokens_committed: goal.tokens_committed,
             last_accounted_message_id: goal.last_accounted_message_id.clone(),
             last_accounted_created: goal.last_accounted_created,
-            cost_used: crate::goal::decide::budgets::cost::cost_used(goal),
+            cost_used: cost_used(goal),
         }
     }
 
@@ -158,10 +163,12 @@ mod tests {
             finish: "stop".into(),
             summary,
             tokens: Tokens { input: total, ..Tokens::default() },
-            provider_id: "p".into(),
-            model_id: "m".into(),
-            agent: "build".into(),
-            variant: String::new(),
+            selection: crate::record::session::Selection {
+                provider_id: "p".into(),
+                model_id: "m".into(),
+                agent: "build".into(),
+                ..Default::default()
+            },
             text: String::new(),
             cost: 0.0,
             provider_error: None,

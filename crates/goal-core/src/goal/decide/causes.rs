@@ -1,5 +1,5 @@
 //! A cause as stored: the code the loop decided (a
-//! [`Settlement`](crate::goal::decide::plan::Settlement) carries it), its detail, and the fix
+//! [`Settlement`](crate::goal::decide::plan_rules::Settlement) carries it), its detail, and the fix
 //! sentence from the code's row in `record/cause.rs` with the session and the detail filled in.
 //! Every settle, pause and wait names its code where it is decided. Pure.
 

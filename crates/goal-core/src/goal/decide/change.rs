@@ -12,15 +12,17 @@ use crate::goal::decide::grading::CriteriaUpdate;
 use crate::goal::decide::guard_rules::instead_of_complete;
 use crate::goal::decide::limit_rules::{self, Park};
 use crate::goal::decide::lineage::{self, Ownership, Unlisted};
-use crate::goal::decide::plan::{Reservation, Settlement};
+use crate::goal::decide::plan_rules::{Reservation, Settlement};
 use crate::goal::decide::wait_rules::waiting_cause;
 use crate::record::cause::{Cause, CauseCode};
 use crate::record::lease::take_lease;
 use crate::record::reasons::{
-    NOTE_TURN_CUT, REASON_PAUSED_AFTER_ABORT, REASON_RESUMED, REASON_WAITING_FOR_HOURS, WAITING_FOR_USER,
+    NOTE_TURN_CUT, REASON_MARKED_BY_USER, REASON_PAUSED_AFTER_ABORT, REASON_RESUMED, REASON_WAITING_FOR_HOURS,
+    WAITING_FOR_USER,
 };
-use crate::record::{truncate_chars, Goal, GoalStatus, Reposted, NOTE_CHAR_LIMIT, REASON_CHAR_LIMIT};
-use crate::time::active::{begin_inactive, end_inactive};
+use crate::record::{Goal, GoalStatus, Reposted, NOTE_CHAR_LIMIT, REASON_CHAR_LIMIT};
+use crate::text::truncate_chars;
+use crate::time::active::{begin_inactive, count_stopped_time, end_inactive};
 
 /// What a change is applied with: whose it is, this runtime's lease holder id, now, and how long
 /// a reservation's lease lasts.
@@ -120,6 +122,8 @@ pub enum Change {
     },
     /// A copy the user resumed becomes this session's own (while still active).
     Claim,
+    /// What the user asks of the goal directly, decided again on the fresh goal.
+    User(UserAction),
     /// A copy from another session is adopted paused (while still active and still a copy).
     Adopt {
         /// The session it came from (`""` when unknown).
@@ -216,6 +220,10 @@ impl Change {
                 g.continuation_id.clear();
                 g.lease.clear();
             }
+            Change::User(action) => {
+                action.admits(g).map_err(|_| Cancelled)?;
+                action.apply(g, with);
+            }
             Change::Claim => {
                 if g.status != GoalStatus::Active {
                     return Err(Cancelled);
@@ -231,6 +239,78 @@ impl Change {
             }
         }
         Ok(())
+    }
+}
+
+/// What the user asks of a goal directly (`control/actions.rs`): its transitions join the
+/// tick's, applied to the goal read fresh at the host clock's now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UserAction {
+    /// Pause an active goal (the running turn is aborted after the write).
+    Pause,
+    /// Resume a goal that is not active, or one parked for a provider limit.
+    Resume,
+    /// Mark the goal complete.
+    Complete,
+}
+
+/// Why a user's action writes nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The goal is already where the action would take it.
+    Unchanged,
+    /// Only an active goal can be paused: this one's status.
+    NotActive(GoalStatus),
+}
+
+impl UserAction {
+    /// Whether the action changes `g`.
+    pub fn admits(self, g: &Goal) -> Result<(), Refusal> {
+        match (self, g.status) {
+            (UserAction::Pause, GoalStatus::Active) => Ok(()),
+            (UserAction::Pause, GoalStatus::Paused) => Err(Refusal::Unchanged),
+            (UserAction::Pause, status) => Err(Refusal::NotActive(status)),
+            // An active goal goes on as it is, unless it is parked: the park ends now.
+            (UserAction::Resume, GoalStatus::Active) if limit_rules::parked_for(g).is_none() => Err(Refusal::Unchanged),
+            (UserAction::Complete, GoalStatus::Complete) => Err(Refusal::Unchanged),
+            (UserAction::Resume | UserAction::Complete, _) => Ok(()),
+        }
+    }
+
+    /// The transition, on a goal it admits.
+    fn apply(self, g: &mut Goal, with: &ApplyWith<'_>) {
+        match self {
+            UserAction::Pause => {
+                g.status = GoalStatus::Paused;
+                g.status_reason.clear();
+                g.set_cause(Some(cause_of(CauseCode::UserPaused, with.now, with.session_id, None)));
+                g.blocked_streak = 0;
+                // A park ends with the pause; paused time is not active time (the resume folds it in).
+                limit_rules::clear_park(g);
+                begin_inactive(g, with.now);
+            }
+            UserAction::Resume => {
+                limit_rules::clear_park(g);
+                g.status_reason = REASON_RESUMED.into();
+                if g.status == GoalStatus::Active {
+                    return;
+                }
+                // The time it stood still is not active time (time budget).
+                count_stopped_time(g, with.now);
+                g.status = GoalStatus::Active;
+                // A goal that is simply running carries no cause.
+                g.set_cause(None);
+                g.turns_used = 0;
+                g.blocked_streak = 0;
+                lineage::mark_owner(g, with.session_id);
+            }
+            UserAction::Complete => {
+                g.status = GoalStatus::Complete;
+                g.status_reason = REASON_MARKED_BY_USER.into();
+                g.set_cause(Some(cause_of(CauseCode::UserComplete, with.now, with.session_id, None)));
+                g.blocked_streak = 0;
+            }
+        }
     }
 }
 
@@ -349,4 +429,35 @@ fn reserve(g: &mut Goal, turn: &ReservedTurn, with: &ApplyWith<'_>) {
         }
     }
     take_lease(g, with.holder, with.now, with.lease_ms);
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::record::test_goal::goal;
+
+    #[test]
+    fn the_user_s_transitions_apply_at_the_clock_they_are_given() {
+        let with = ApplyWith { session_id: "ses_1", holder: "", now: 5_000.0, lease_ms: 0.0 };
+        let mut active = goal(json!({"turnsUsed": 3, "blockedStreak": 2}));
+        Change::User(UserAction::Pause).apply(&mut active, &with).expect("an active goal pauses");
+        assert_eq!((active.status, active.blocked_streak), (GoalStatus::Paused, 0));
+        assert_eq!(active.cause.as_ref().map(|c| (c.code, c.since)), Some((CauseCode::UserPaused, 5_000.0)));
+        assert_eq!(active.inactive_since.get().copied(), Some(5_000.0), "paused from the host's now");
+        assert_eq!(UserAction::Pause.admits(&active), Err(Refusal::Unchanged));
+        Change::User(UserAction::Resume).apply(&mut active, &with).expect("a paused goal resumes");
+        assert_eq!(
+            (active.status, active.turns_used, active.session_id.as_deref()),
+            (GoalStatus::Active, 0, Some("ses_1"))
+        );
+        assert_eq!(UserAction::Resume.admits(&active), Err(Refusal::Unchanged), "an active goal that is not parked");
+        let mut blocked = goal(json!({"status": "blocked"}));
+        assert_eq!(UserAction::Pause.admits(&blocked), Err(Refusal::NotActive(GoalStatus::Blocked)));
+        assert_eq!(Change::User(UserAction::Pause).apply(&mut blocked, &with), Err(Cancelled));
+        Change::User(UserAction::Complete).apply(&mut blocked, &with).expect("any goal completes");
+        assert_eq!((blocked.status, blocked.status_reason.as_str()), (GoalStatus::Complete, REASON_MARKED_BY_USER));
+        assert_eq!(UserAction::Complete.admits(&blocked), Err(Refusal::Unchanged));
+    }
 }

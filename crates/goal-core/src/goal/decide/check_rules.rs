@@ -16,6 +16,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::evidence::digest::tail_lines;
+use crate::record::check_id::check_claim_id;
 use crate::record::AcceptanceCheck;
 
 /// Bytes of a run's output the shell keeps (the transcript's copy).
@@ -261,7 +262,7 @@ pub fn failure_prompt(run: &CheckRun, total: usize) -> String {
 }
 
 /// The first claim of a claim message.
-#[derive(Debug, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct FirstClaim {
     /// The host whose claim came first.
     pub holder: String,
@@ -280,6 +281,69 @@ pub fn first_claim(raw: &[Value], claim_id: &str, prefix: &str) -> Option<FirstC
         Some((text.strip_prefix(prefix)?, p.get("id").and_then(Value::as_str).unwrap_or("")))
     })?;
     Some(FirstClaim { holder: part.0.to_string(), part_id: part.1.to_string(), created })
+}
+
+/// One round of a claim across hosts: the claim posted and read back.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClaimRound {
+    /// The claim could not be posted, or not read back.
+    Unknown,
+    /// The first claim part of the claim message, as read at `at`.
+    Read {
+        /// The first claim.
+        first: FirstClaim,
+        /// When it was read.
+        at: f64,
+    },
+}
+
+/// Who may run a claimed run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claim {
+    /// This host's claim came first.
+    Ours,
+    /// Another host's.
+    Theirs,
+    /// The claim could not be posted or read back.
+    Unknown,
+}
+
+/// Claims after an abandoned one, at most (each waits a whole hold first).
+pub const CLAIM_ROUNDS: usize = 3;
+
+/// What a claim across hosts does next.
+#[derive(Debug, PartialEq)]
+pub enum ClaimStep {
+    /// It stands: the run is ours, another host's, or unknown.
+    Decided(Claim),
+    /// Post a claim under this id (the first, or the next after an abandoned one).
+    Post(String),
+}
+
+/// The claim of the run `run_id` after `rounds`: every host posts a `noReply` message under the
+/// same claim id whose one part names the host; the host named by the first part runs it. A
+/// claim older than `hold` with no run counts as abandoned, and the next claim's id is derived
+/// from its winning part (every host agrees on it), at most [`CLAIM_ROUNDS`] times. A run whose
+/// id gives no claim id is ours.
+pub fn claim_step(run_id: &str, rounds: &[ClaimRound], holder: &str, hold: Duration) -> ClaimStep {
+    let salt = match rounds.last() {
+        None => "",
+        Some(ClaimRound::Unknown) => return ClaimStep::Decided(Claim::Unknown),
+        Some(ClaimRound::Read { first, at }) => {
+            if first.holder == holder {
+                return ClaimStep::Decided(Claim::Ours);
+            }
+            let standing = at - first.created < hold.as_millis() as f64 || first.part_id.is_empty();
+            if standing || rounds.len() >= CLAIM_ROUNDS {
+                return ClaimStep::Decided(Claim::Theirs);
+            }
+            first.part_id.as_str()
+        }
+    };
+    match check_claim_id(run_id, salt) {
+        Some(claim_id) => ClaimStep::Post(claim_id),
+        None => ClaimStep::Decided(Claim::Ours),
+    }
 }
 
 /// The run read from the shell endpoint's answer (`{info, parts}` of the recorded reply).

@@ -1,7 +1,7 @@
 //! The decision as data: what a tick does next, given what it has seen. `decide` returns one
 //! [`Decision`] at a time; the tick's driver (`goal/tick.rs`) answers a [`Need`] by gathering
 //! (`goal/gather/`), carries an [`Effect`] out through the one executor (`goal/act/`), and stops
-//! at an [`End`]. Nothing here performs anything.
+//! at its end, a [`TickOutcome`]. Nothing here performs anything.
 
 use std::time::Duration;
 
@@ -9,9 +9,10 @@ use serde_json::{Map, Value};
 
 use crate::goal::decide::change::Change;
 use crate::goal::decide::check_rules::CheckRun;
-use crate::goal::decide::plan::ExecutionTarget;
 use crate::goal::decide::review_rules::ReviewerBody;
-use crate::record::AcceptanceCheck;
+use crate::record::session::Selection;
+use crate::record::{AcceptanceCheck, Goal};
+use crate::sched::outcome::TickOutcome;
 
 /// What the tick does next.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,29 +22,7 @@ pub enum Decision {
     /// Carry this out, then decide again on its result.
     Act(Effect),
     /// The tick ends.
-    End(End),
-}
-
-/// How a tick ends, for the scheduler (its `TickOutcome`; named here so the decision imports
-/// nothing of the scheduler).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum End {
-    /// Nothing more to do until an event, the watch or the sweep.
-    Done,
-    /// OpenCode shows the session busy: its idle brings the next look.
-    Busy,
-    /// Look again after one quiet window.
-    Rearm,
-    /// Look again after this wait (a lease, a park, a window, the quiet window).
-    BackOff(Duration),
-    /// A read failed: retry with the scheduler's backoff.
-    Retry,
-    /// Retry after this wait (counted as an attempt).
-    RetryIn(Duration),
-    /// A continuation was sent.
-    Continued,
-    /// The goal was settled or paused.
-    Settled,
+    End(TickOutcome),
 }
 
 /// What the decision needs to know next (read from OpenCode, the data directory or the
@@ -73,11 +52,8 @@ pub enum Need {
         /// Its text.
         reply: String,
     },
-    /// Before check `index` runs: the status, the transcript and the session, at once.
-    CheckTranscript {
-        /// The check.
-        index: usize,
-    },
+    /// Before the next check runs: the status, the transcript and the session, at once.
+    CheckTranscript,
     /// A reviewer session of this tail that already answered (named by its title).
     FinishedReview {
         /// The reviewer session's title.
@@ -87,6 +63,14 @@ pub enum Need {
     CitedFiles(Vec<String>),
     /// After the reservation: the goal and the tail read back.
     ReadBack,
+    /// Before a retry of the continuation's post: the session, fresh.
+    PostSession,
+    /// Whether the transcript holds the continuation's id.
+    Stored(String),
+    /// A post without an id reconciled: the status, the transcript and the session, at once.
+    Reconcile,
+    /// What the reviewer in this session cost.
+    ReviewerCost(String),
 }
 
 /// Which goal a write must still find (compare-and-set), as data.
@@ -127,65 +111,46 @@ pub struct Line {
     pub slot: Slot,
 }
 
-/// Where the result of a write or a trail line is seen: the observation it completes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Slot {
-    /// A resumed copy claimed.
-    Claim,
-    /// A copy adopted paused.
-    Adopt,
-    /// A waiting cause written.
-    Waiting,
-    /// A stale park ended.
-    ParkCleared,
-    /// A park written.
-    Park,
-    /// The park's trail line.
-    ParkTrail,
-    /// The wait for working hours, or its end, in the goal.
-    Hours,
-    /// Its trail line.
-    HoursTrail,
-    /// The wait for working hours on the clock of the post.
-    HoursAgain,
-    /// Its trail line.
-    HoursAgainTrail,
-    /// A cut turn's trail line.
-    CutTrail,
-    /// A stranded message's re-post recorded.
-    Reposted,
-    /// The audit's trail line.
-    AuditTrail,
-    /// The check round's lease.
-    ChecksHeld,
-    /// The review's lease.
-    ReviewHeld,
-    /// The reservation.
-    Reserved,
-    /// The reserved turn given back.
-    GiveBack,
-    /// A terminal write (and the trail line before it).
-    Settled,
+crate::wire::wire_enum! {
+    /// Where the result of a write or a trail line is seen (the observation it completes), and
+    /// what the log calls it.
+    pub enum Slot {
+        #[doc = "A resumed copy claimed."] Claim = "claim",
+        #[doc = "A copy adopted paused."] Adopt = "adopt",
+        #[doc = "A waiting cause written."] Waiting = "waiting",
+        #[doc = "A stale park ended."] ParkCleared = "end park",
+        #[doc = "A park written."] Park = "park",
+        #[doc = "The park's trail line."] ParkTrail = "park trail",
+        #[doc = "The wait for working hours, or its end, in the goal."] Hours = "hours",
+        #[doc = "Its trail line."] HoursTrail = "hours trail",
+        #[doc = "The wait for working hours on the clock of the post."] HoursAgain = "hours again",
+        #[doc = "Its trail line."] HoursAgainTrail = "hours again trail",
+        #[doc = "A cut turn's trail line."] CutTrail = "cut",
+        #[doc = "A stranded message's re-post recorded."] Reposted = "repost",
+        #[doc = "The audit's trail line."] AuditTrail = "audit",
+        #[doc = "The check round's lease."] ChecksHeld = "hold checks",
+        #[doc = "The review's lease."] ReviewHeld = "hold review",
+        #[doc = "The reservation."] Reserved = "reserve",
+        #[doc = "The reserved turn given back."] GiveBack = "give back",
+        #[doc = "A terminal write (and the trail line before it), announced once written."] Settled = "settle",
+        #[doc = "A pause after an abort the messages show: terminal, not announced."] Paused = "pause",
+    }
 }
 
-impl Slot {
-    /// What the log calls the write.
-    pub fn label(self) -> &'static str {
-        match self {
-            Slot::Claim => "claim",
-            Slot::Adopt => "adopt",
-            Slot::Waiting => "waiting",
-            Slot::ParkCleared => "end park",
-            Slot::Park | Slot::ParkTrail => "park",
-            Slot::Hours | Slot::HoursTrail | Slot::HoursAgain | Slot::HoursAgainTrail => "hours",
-            Slot::CutTrail => "cut",
-            Slot::Reposted => "repost",
-            Slot::AuditTrail => "audit",
-            Slot::ChecksHeld | Slot::ReviewHeld => "hold",
-            Slot::Reserved => "reserve",
-            Slot::GiveBack => "give back",
-            Slot::Settled => "settle",
-        }
+/// What a pause within the tick comes before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PauseBefore {
+    /// The read-back after a contested reservation.
+    ReadBack,
+    /// A retry of the continuation's post.
+    Retry,
+}
+
+crate::wire::wire_enum! {
+    /// What a claim across hosts is for, and what its part names (`acceptance check claimed by …`).
+    pub enum ClaimFor {
+        #[doc = "An acceptance check's run."] Check = "acceptance check",
+        #[doc = "The goal's review."] Review = "goal review",
     }
 }
 
@@ -194,16 +159,21 @@ impl Slot {
 pub enum Effect {
     /// A guarded write of the goal.
     Write(Write),
-    /// A terminal write: its trail line first (when given), the write, the console line, and the
-    /// host's notification unless the goal was paused.
+    /// A terminal write: its trail line first (when given), then the write.
     Settle {
-        /// The write (a [`Change::Settle`] or [`Change::Pause`]).
+        /// The write (a [`Change::Settle`] in [`Slot::Settled`], or a [`Change::Pause`] in
+        /// [`Slot::Paused`]).
         write: Write,
         /// A trail line written before it.
         trail: Option<Line>,
-        /// Notify the host: a settle (a pause the person asked for in the chat included); a pause
-        /// the user made with a button or an abort is not announced.
-        notify: bool,
+    },
+    /// A settled goal announced: the console line, its carriers forgotten (a copy seen later is
+    /// listed again), and the host's notification when the settings file asks for one.
+    Announce {
+        /// The goal as settled.
+        goal: Box<Goal>,
+        /// The notification.
+        notification: Option<Value>,
     },
     /// A goal write watched for its echo (another writer's change it overwrote is written back):
     /// the reservation of a turn, or the lease of a check round or review.
@@ -212,16 +182,15 @@ pub enum Effect {
     Trail(Line),
     /// The small model's verdict on the turn.
     Audit(crate::record::small_model_call::SmallModelQuery),
-    /// Claims a check run or a review across hosts (`label` says which) before it runs.
+    /// One round of the claim of a check run or a review across hosts before it runs: the claim
+    /// posted under `claim_id`, and its message read back (`check_rules.rs`, `claim_step`).
     Claim {
-        /// The run's message id.
-        run_id: String,
-        /// How long a claim stands without its run.
-        hold: Duration,
-        /// `acceptance check` or `goal review`.
-        label: &'static str,
+        /// The claim message's id.
+        claim_id: String,
+        /// Which run it claims.
+        run: ClaimFor,
         /// The session's model and agent (the claim's post names them).
-        target: ExecutionTarget,
+        target: Selection,
     },
     /// Runs one acceptance check through OpenCode's shell, within its time limit.
     RunCheck {
@@ -232,7 +201,7 @@ pub enum Effect {
         /// The run's message id (empty: none could be derived).
         message_id: String,
         /// The session's model and agent.
-        target: ExecutionTarget,
+        target: Selection,
     },
     /// A finished check run: its trail line and console line; the run is concluded.
     ConcludeCheck {
@@ -243,12 +212,16 @@ pub enum Effect {
         /// The goal's number of checks.
         total: usize,
     },
-    /// Opens the reviewer session (`title`) and asks it, once more when it gave no readable
-    /// answer, then reads what it cost.
-    Review {
-        /// The reviewer session's title.
+    /// Opens the reviewer session, a child of the goal's session.
+    OpenReviewer {
+        /// Its title.
         title: String,
-        /// The first prompt's body (the retry's has another text).
+    },
+    /// Asks the reviewer once and waits for its final reply, at most the review timeout.
+    AskReviewer {
+        /// The reviewer session.
+        session: String,
+        /// The prompt's body.
         body: ReviewerBody,
     },
     /// The review's trail line and console line, and the `lastReview` value it leads to.
@@ -270,15 +243,14 @@ pub enum Effect {
     /// Posts the reserved continuation (every attempt under the same message id, when there is
     /// one) and says how it went.
     Post {
-        /// The `prompt_async` body (without `messageID`).
+        /// The `prompt_async` body (with its `messageID` when the turn has one).
         body: Value,
         /// The id every post of this turn uses.
         message_id: Option<String>,
-        /// The continuation's text (what a reconciliation looks for without an id).
-        text: String,
-        /// The tail the turn answers.
-        tail: String,
     },
+    /// The continuation went out: a reservation's echo that had not come is followed, and the
+    /// console says so.
+    AnnounceContinuation,
     /// Copies the source session's objective file to this session's path (an adopted copy).
     CopyObjective {
         /// The session the copy came from.
@@ -292,8 +264,14 @@ pub enum Effect {
     /// Takes this process's dispatch claim of the session (one dispatch per session at a time
     /// among the runtimes of a process).
     ClaimDispatch,
-    /// Waits within the tick (another host's post may be on its way).
-    Pause(Duration),
+    /// Waits within the tick: before the read-back (another host's post may be on its way), or
+    /// before a retry of the post.
+    Pause {
+        /// How long.
+        wait: Duration,
+        /// What it comes before.
+        before: PauseBefore,
+    },
     /// Looks once more for a reservation's echo that had not come (the tick ends without a
     /// post): a user's change it shows the reservation overwrote is written back.
     HearLate,

@@ -5,6 +5,7 @@
 //! idempotent id, and how the tick ends on its outcome: sent; stopped by the user (an unused
 //! turn goes back); or failed (retried with the same id, or settled `blocked`).
 
+use crate::sched::outcome::TickOutcome;
 use std::ops::ControlFlow;
 
 use serde_json::{json, Value};
@@ -13,10 +14,11 @@ use super::planning::{budget_spent, hours};
 use super::{act, end, late_retry, read, Decide, Flow};
 use crate::goal::decide::change::{Change, Extras, ReservedTurn};
 use crate::goal::decide::decision::Slot;
+use crate::goal::decide::dispatch_rules::{next_classified, next_with_id, Delivery, DispatchNext, Judge};
 use crate::goal::decide::gates::lease_wait;
-use crate::goal::decide::plan::{blocked, Basis, Reservation, Settlement};
-use crate::goal::decide::seen::{Delivery, Held, Written};
-use crate::goal::decide::{Effect, End, Guard, Need, Write};
+use crate::goal::decide::plan_rules::{blocked, Basis, Reservation, Settlement};
+use crate::goal::decide::seen::{Held, Written};
+use crate::goal::decide::{Effect, Guard, Need, PauseBefore, Write};
 use crate::record::cause::CauseCode;
 use crate::record::continuation_id::continuation_message_id_for;
 use crate::record::part_id::part_id_for;
@@ -31,7 +33,7 @@ pub(super) fn deliver(at: &Decide<'_>, objective: &str, basis: Basis, reservatio
     let claim = seen.plan.dispatch_claim;
     if claim.is_none() {
         if !seen.current {
-            return end(End::Done);
+            return end(TickOutcome::Done);
         }
         budget_spent(at, &basis, at.now)?;
         if let crate::time::hours::HoursGate::WaitUntil(_) = crate::time::hours::goal_gate(at.goal, at.now) {
@@ -41,7 +43,7 @@ pub(super) fn deliver(at: &Decide<'_>, objective: &str, basis: Basis, reservatio
     match claim {
         None => return act(Effect::ClaimDispatch),
         // Another runtime of this process is dispatching this session.
-        Some(false) => return end(End::BackOff(at.config.idle_quiet)),
+        Some(false) => return end(TickOutcome::BackOff(at.config.idle_quiet)),
         Some(true) => {}
     }
     let goal = at.goal;
@@ -52,7 +54,7 @@ pub(super) fn deliver(at: &Decide<'_>, objective: &str, basis: Basis, reservatio
     // Every host and every retry derives this same id from the same tail; OpenCode answers a
     // repeated id once.
     let message_id = continuation_message_id_for(&goal.id, &tail, basis.tail_created);
-    let (reserved, contested, late) = match &seen.deliver.reserved {
+    let (reserved, contested, late) = match seen.held(Slot::Reserved) {
         None => {
             let turn = ReservedTurn {
                 reservation: reservation.clone(),
@@ -71,7 +73,7 @@ pub(super) fn deliver(at: &Decide<'_>, objective: &str, basis: Basis, reservatio
             }));
         }
         Some(Held::Written { goal, contested, late }) => (goal.as_ref(), *contested, *late),
-        Some(Held::Repaired | Held::Stale) => return end(End::Done),
+        Some(Held::Repaired | Held::Stale) => return end(TickOutcome::Done),
         Some(Held::Failed) => return end(at.late_retry()),
     };
     let turn = Turn { basis: &basis, reserved, reused, message_id: message_id.as_deref(), late, tail: &tail };
@@ -97,7 +99,7 @@ fn posted(at: &Decide<'_>, objective: &str, reservation: &Reservation, turn: &Tu
     if contested && !seen.waited {
         // The other host's post, if its read-back passed before our write replaced its lease,
         // shows up as a moved tail by then: one post at the wire, not two of the same id.
-        return act(Effect::Pause(at.config.dispatch_retry_delay));
+        return act(Effect::Pause { wait: at.config.dispatch_retry_delay, before: PauseBefore::ReadBack });
     }
     let Some(read_back) = &seen.read_back else { return read(Need::ReadBack) };
     let fresh = match &read_back.session {
@@ -120,19 +122,14 @@ fn posted(at: &Decide<'_>, objective: &str, reservation: &Reservation, turn: &Tu
             // message's turn is looked at after one quiet window: its events may never come (a
             // restart cut it, or they were lost while the stream was down).
             late_repair(at, turn)?;
-            return end(End::Rearm);
+            return end(TickOutcome::Rearm);
         }
         _ => {}
     }
-    match seen.delivery {
-        None => {
-            if let Some(outcome) = out_of_time(at, turn) {
-                return ControlFlow::Break(outcome);
-            }
-            act(post(at, objective, reservation, turn))
-        }
-        Some(Delivery::Sent) => end(End::Continued),
-        Some(Delivery::Stopped { unused }) => {
+    match dispatch(at, objective, reservation, turn)? {
+        Delivery::Sent if !seen.announced => act(Effect::AnnounceContinuation),
+        Delivery::Sent => end(TickOutcome::Continued),
+        Delivery::Stopped { unused } => {
             late_repair(at, turn)?;
             if unused && !turn.reused {
                 // Declined inside unless the stored goal is stopped and still holds this reservation.
@@ -140,15 +137,22 @@ fn posted(at: &Decide<'_>, objective: &str, reservation: &Reservation, turn: &Tu
             }
             // Stopped on a fresh read (no event said so): plan again, which settles on what the
             // user did.
-            end(if at.seen.current { End::Rearm } else { End::Done })
+            end(if at.seen.current { TickOutcome::Rearm } else { TickOutcome::Done })
         }
-        Some(Delivery::Failed { refused }) => failed(at, turn, refused),
+        Delivery::Failed { refused } => failed(at, turn, refused),
     }
 }
 
-/// The continuation's post: the prompt on the session's model, agent and variant, under the
-/// turn's message id (its text part under the id derived from it, so a re-post replaces the part).
-fn post(at: &Decide<'_>, objective: &str, reservation: &Reservation, turn: &Turn<'_>) -> Effect {
+/// The continuation's post, attempt by attempt (`dispatch_rules.rs`): the prompt on the session's
+/// model, agent and variant, under the turn's message id (its text part under the id derived
+/// from it, so a re-post replaces the part). `Continue` with how it ended.
+fn dispatch(at: &Decide<'_>, objective: &str, reservation: &Reservation, turn: &Turn<'_>) -> Flow<Delivery> {
+    let steps = &at.seen.deliver.dispatch;
+    if steps.is_empty() {
+        if let Some(outcome) = out_of_time(at, turn) {
+            return ControlFlow::Break(outcome);
+        }
+    }
     let reserved = turn.reserved;
     let mut text = prompts::continuation_prompt(
         objective,
@@ -161,8 +165,31 @@ fn post(at: &Decide<'_>, objective: &str, reservation: &Reservation, turn: &Turn
         text.push_str("\n\n");
         text.push_str(appendix);
     }
-    let body = prompt_body(turn.basis, &text, turn.message_id);
-    Effect::Post { body, message_id: turn.message_id.map(str::to_string), text, tail: turn.tail.to_string() }
+    let still_ours = |fresh: &SessionView| standing(fresh, reserved, &at.seen.holder, at.now).is_none();
+    let judge = Judge {
+        attempts: at.config.max_dispatch_attempts,
+        retry_delay: at.config.dispatch_retry_delay,
+        current: at.seen.current,
+        still_ours: &still_ours,
+        session_id: &at.seen.session_id,
+        tail: turn.tail,
+        text: &text,
+    };
+    let next = if turn.message_id.is_some() { next_with_id(steps, &judge) } else { next_classified(steps, &judge) };
+    match next {
+        DispatchNext::Post => {
+            let mut body = prompt_body(turn.basis, &text, turn.message_id);
+            if let Some(id) = turn.message_id {
+                body["messageID"] = Value::from(id);
+            }
+            act(Effect::Post { body, message_id: turn.message_id.map(str::to_string) })
+        }
+        DispatchNext::Pause(wait) => act(Effect::Pause { wait, before: PauseBefore::Retry }),
+        DispatchNext::ReadSession => read(Need::PostSession),
+        DispatchNext::ReadStored => read(Need::Stored(turn.message_id.unwrap_or_default().to_string())),
+        DispatchNext::Reconcile => read(Need::Reconcile),
+        DispatchNext::Done(delivery) => ControlFlow::Continue(delivery),
+    }
 }
 
 /// The `prompt_async` body: the continuation text on the session's model, agent and variant.
@@ -172,31 +199,21 @@ pub fn prompt_body(basis: &Basis, text: &str, message_id: Option<&str>) -> Value
     if let Some(id) = message_id.and_then(|id| part_id_for(id, 0)) {
         part["id"] = Value::from(id);
     }
-    let mut body = json!({
-        "model": { "providerID": basis.target.provider_id, "modelID": basis.target.model_id },
-        "parts": [part],
-    });
-    if !basis.target.agent.is_empty() {
-        body["agent"] = Value::from(basis.target.agent.clone());
-    }
-    if !basis.target.variant.is_empty() {
-        body["variant"] = Value::from(basis.target.variant.clone());
-    }
-    body
+    Value::Object(basis.target.prompt_body(vec![part]))
 }
 
 /// Whether the goal read back after the reservation is still the one this tick reserved for:
 /// `None` when it is; otherwise how the tick ends. A paused, finished or cleared goal ends it;
 /// an edited (or replaced) goal still active is planned again after a quiet window, with its new
 /// objective; another runtime's lease backs off.
-pub fn standing(fresh: &SessionView, reserved: &Goal, holder: &str, now: f64) -> Option<End> {
+fn standing(fresh: &SessionView, reserved: &Goal, holder: &str, now: f64) -> Option<TickOutcome> {
     let Some(goal) = fresh.goal().filter(|g| g.status == GoalStatus::Active) else {
-        return Some(End::Done);
+        return Some(TickOutcome::Done);
     };
     if goal.revision() != reserved.revision() {
-        return Some(End::Rearm);
+        return Some(TickOutcome::Rearm);
     }
-    lease_wait(&goal, holder, now).map(End::BackOff)
+    lease_wait(&goal, holder, now).map(TickOutcome::BackOff)
 }
 
 /// The time budget ran out between the reservation and the post (a slow read-back): no turn
@@ -218,7 +235,7 @@ fn out_of_time(at: &Decide<'_>, turn: &Turn<'_>) -> Option<super::Decision> {
 fn failed(at: &Decide<'_>, turn: &Turn<'_>, refused: bool) -> Flow {
     if !at.seen.current {
         late_repair(at, turn)?;
-        return end(End::Done);
+        return end(TickOutcome::Done);
     }
     if !refused && turn.message_id.is_some() && !at.exhausted() {
         return end(late_retry(at.seen, at.config, 1));
@@ -238,7 +255,7 @@ fn late_repair(at: &Decide<'_>, turn: &Turn<'_>) -> Flow {
     }
     match at.seen.deliver.repaired_late {
         None => act(Effect::HearLate),
-        Some(true) => end(End::Done),
+        Some(true) => end(TickOutcome::Done),
         Some(false) => ControlFlow::Continue(()),
     }
 }
@@ -246,7 +263,7 @@ fn late_repair(at: &Decide<'_>, turn: &Turn<'_>) -> Flow {
 /// The user stopped the goal after the reservation and before anything was posted: the turn was
 /// never used, so it goes back (only while the stored goal still carries this reservation).
 fn give_back(at: &Decide<'_>, turn: &Turn<'_>) -> Flow {
-    match &at.seen.deliver.gave_back {
+    match at.seen.written(Slot::GiveBack) {
         None => {
             let change = Change::GiveBackTurn { turns_used: turn.reserved.turns_used, tail: turn.tail.to_string() };
             act(Effect::Write(Write { change, guard: Guard::SameId, keep_owner: false, slot: Slot::GiveBack }))

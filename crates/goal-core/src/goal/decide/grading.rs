@@ -13,9 +13,10 @@ use crate::evidence::audit_block::escape_for_block;
 use crate::evidence::digest::Digest;
 use crate::record::criteria::MAX_CRITERIA;
 use crate::record::criteria::{assign_criteria, one_line, Criterion, CriterionSource, CriterionState, RecordedGrade};
-use crate::record::{truncate_chars, Goal, NOTE_CHAR_LIMIT};
+use crate::record::{Goal, NOTE_CHAR_LIMIT};
 use crate::text::prompts::xml_escape;
 use crate::text::script_guard::introduces_foreign_script;
+use crate::text::truncate_chars;
 
 /// Fewest derived criteria that make a usable list.
 pub const MIN_DERIVED: usize = 2;
@@ -39,42 +40,14 @@ pub struct Grade {
     pub evidence: Vec<String>,
 }
 
-/// What kind of help a blocked goal needs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BlockerKind {
-    /// A permission or credential.
-    Permission,
-    /// A decision only the user can make.
-    Decision,
-    /// A policy change.
-    Policy,
-    /// An outside system.
-    External,
-    /// Anything else.
-    Other,
-}
-
-impl BlockerKind {
-    /// The wire name (the cause's detail).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Permission => "permission",
-            Self::Decision => "decision",
-            Self::Policy => "policy",
-            Self::External => "external",
-            Self::Other => "other",
-        }
-    }
-
-    fn parse(text: &str) -> Option<Self> {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "permission" => Some(Self::Permission),
-            "decision" => Some(Self::Decision),
-            "policy" => Some(Self::Policy),
-            "external" => Some(Self::External),
-            "other" => Some(Self::Other),
-            _ => None,
-        }
+crate::wire::wire_enum! {
+    /// What kind of help a blocked goal needs (read in any case).
+    pub enum BlockerKind {
+        #[doc = "A permission or credential."] Permission = "permission",
+        #[doc = "A decision only the user can make."] Decision = "decision",
+        #[doc = "A policy change."] Policy = "policy",
+        #[doc = "An outside system."] External = "external",
+        #[doc = "Anything else."] Other = "other",
     }
 }
 
@@ -125,7 +98,7 @@ pub fn parse_grades(list: Option<&Value>, bounds: GradeBounds) -> Vec<Grade> {
     let items = list.and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]);
     let grade = |item: &Value| {
         let id = item.get("id")?.as_str()?.trim().to_string();
-        let state = item.get("state").and_then(Value::as_str).and_then(CriterionState::parse);
+        let state = item.get("state").and_then(Value::as_str).and_then(CriterionState::parse_any_case);
         Some(Grade { id, state, evidence: strings(item.get("evidence"), bounds.cited_chars, bounds.cited) })
     };
     items.iter().filter_map(grade).take(bounds.grades).collect()
@@ -138,7 +111,7 @@ pub fn parse_answer(object: &Map<String, Value>) -> GradingAnswer {
     let grades = parse_grades(object.get("criteria"), bounds);
     let derived = strings(object.get("derivedCriteria"), 2000, MAX_CRITERIA * 2);
     let blocker = object.get("blocker").and_then(|b| {
-        let kind = BlockerKind::parse(b.get("kind")?.as_str()?)?;
+        let kind = BlockerKind::parse_any_case(b.get("kind")?.as_str()?)?;
         let needs = truncate_chars(&one_line(b.get("needs")?.as_str()?), BLOCKER_PART_CHAR_LIMIT);
         let resume_when = truncate_chars(
             &one_line(b.get("resumeWhen").and_then(Value::as_str).unwrap_or("")),

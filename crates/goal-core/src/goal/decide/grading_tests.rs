@@ -1,7 +1,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::goal::decide::plan::{hold_completion, AfterAudit, Settlement};
+use crate::goal::decide::plan_rules::{hold_completion, AfterAudit, Settlement};
 use crate::record::test_goal::goal_over;
 
 fn criteria(texts: &[&str]) -> Vec<Criterion> {

@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use crate::goal::decide::plan::Settlement;
+use crate::goal::decide::plan_rules::Settlement;
 use crate::record::cause::CauseCode;
 use crate::record::reasons::REASON_INVALID_GOAL;
 use crate::record::{parse_checks, FieldState, Goal, GoalStatus, Guard, GuardShape, GUARDS};
@@ -155,7 +155,7 @@ fn criteria_problem(raw: &Value) -> String {
             Some("has no id c<n>")
         } else if text("source").and_then(CriterionSource::parse).is_none() {
             Some("has no source user or derived")
-        } else if text("state").and_then(CriterionState::parse).is_none() {
+        } else if text("state").and_then(CriterionState::parse_any_case).is_none() {
             Some("has no state unmet, met or unclear")
         } else if ids.contains(&text("id")) {
             Some("repeats an id")

@@ -115,7 +115,7 @@ pub fn tail_step(goal: &Goal, tail: &Message, now_ms: f64, limits: ParkLimits, c
         return TailStep::ContinueCut { nth };
     }
     let Some(error) = &tail.provider_error else { return TailStep::Usual };
-    match classify(error, &tail.provider_id) {
+    match classify(error, &tail.selection.provider_id) {
         ProviderFailure::Other => TailStep::Usual,
         ProviderFailure::Quota => {
             TailStep::Block(stop(CauseCode::ProviderQuota, REASON_PROVIDER_QUOTA, now_ms, provider(tail)))
@@ -162,7 +162,7 @@ fn resetting(goal: &Goal, tail: &Message, now_ms: f64, limits: ParkLimits, resum
     let jitter = jitter_unit(&format!("{}/{}", goal.id, tail.id));
     let wait = park_until(&error, completed, nth, jitter, limits.max_wait_ms);
     let status = error.status.map(|s| s.to_string()).unwrap_or_default();
-    let detail = [tail.provider_id.as_str(), status.as_str()]
+    let detail = [tail.selection.provider_id.as_str(), status.as_str()]
         .iter()
         .filter(|s| !s.is_empty())
         .copied()
@@ -180,7 +180,7 @@ pub fn is_cut(tail: &Message) -> bool {
 }
 
 fn provider(tail: &Message) -> Option<String> {
-    Some(tail.provider_id.clone()).filter(|p| !p.is_empty())
+    Some(tail.selection.provider_id.clone()).filter(|p| !p.is_empty())
 }
 
 /// A stop with its code and detail; the fix sentence comes from the code's row

@@ -8,7 +8,8 @@ use serde_json::{json, Map, Value};
 use crate::record::reasons::{
     REASON_ASKED_TO_PAUSE, REASON_COST_BUDGET, REASON_REPORTED_BY_AGENT, REASON_TIME_BUDGET, REASON_VERIFIED,
 };
-use crate::record::{truncate_chars, FieldState, Goal, GoalStatus, TIME_BUDGET_FIELD};
+use crate::record::{FieldState, Goal, GoalStatus, TIME_BUDGET_FIELD};
+use crate::text::truncate_chars;
 use crate::time::active::active_ms;
 
 /// The title the reference shows for a status.

@@ -2,6 +2,7 @@
 //! (a spent time budget, working hours), the quiet window, a stranded message posted again, and
 //! otherwise the turn to continue, audited or not.
 
+use crate::sched::outcome::TickOutcome;
 use std::ops::ControlFlow;
 use std::time::Duration;
 
@@ -12,12 +13,12 @@ use crate::goal::decide::causes::cause_of;
 use crate::goal::decide::change::{Change, Extras};
 use crate::goal::decide::gates::quiet_remaining;
 use crate::goal::decide::notify::trail_line;
-use crate::goal::decide::plan::{
+use crate::goal::decide::plan_rules::{
     blocked, plan_tick, unaudited_reservation, Basis, Plan, Reservation, Settlement, WaitReason,
 };
 use crate::goal::decide::seen::{Live, Written};
 use crate::goal::decide::strand_rules::{next_step, repost_body, stranded_tail, StrandStep, MAX_REPOSTS};
-use crate::goal::decide::{Effect, End, Guard, Line, Slot, Write};
+use crate::goal::decide::{Effect, Guard, Line, Slot, Write};
 use crate::record::cause::CauseCode;
 use crate::record::reasons::{
     NOTE_TURN_CUT, REASON_MESSAGE_UNANSWERED, REASON_RESUMED, REASON_TIME_BUDGET, REASON_TURN_FAILED,
@@ -48,18 +49,18 @@ pub(super) fn plan(at: &Decide<'_>, live: &Live, window: &Window) -> Flow<Course
         budget_spent(at, basis, now)?;
         hours(at, basis, now, Slot::Hours)?;
         if let Some(wait) = quiet_wait(goal, live, basis, now, at.config.idle_quiet) {
-            return end(End::BackOff(wait + MARGIN));
+            return end(TickOutcome::BackOff(wait + MARGIN));
         }
     }
     match plan {
         // Waiting for the user's first exchange is not being stuck.
-        Plan::Wait(WaitReason::NoReplyYet) => end(End::Done),
+        Plan::Wait(WaitReason::NoReplyYet) => end(TickOutcome::Done),
         Plan::Wait(reason) => waiting(at, live, reason),
-        Plan::Pause(_) if !seen.current => end(End::Done),
+        Plan::Pause(_) if !seen.current => end(TickOutcome::Done),
         Plan::Pause(accounting) => {
             let write =
-                Write { change: Change::Pause(accounting), guard: Guard::Tick, keep_owner: false, slot: Slot::Settled };
-            act(Effect::Settle { write, trail: None, notify: false })
+                Write { change: Change::Pause(accounting), guard: Guard::Tick, keep_owner: false, slot: Slot::Paused };
+            act(Effect::Settle { write, trail: None })
         }
         Plan::Settle(settlement) => ControlFlow::Break(at.settle(settlement, Extras::default(), Guard::Tick, None)),
         Plan::ContinueUnaudited(mut basis) => {
@@ -68,7 +69,7 @@ pub(super) fn plan(at: &Decide<'_>, live: &Live, window: &Window) -> Flow<Course
             if let Some(nth) = window.cut {
                 // Visible: the note while the next turn runs, and a line in the trail.
                 reservation.note = Some(NOTE_TURN_CUT.into());
-                if !seen.plan.cut_trail {
+                if !seen.trailed(Slot::CutTrail) {
                     let record = cut_record(goal, &basis, nth, at.now);
                     return act(Effect::Trail(Line { record, detached: true, slot: Slot::CutTrail }));
                 }
@@ -112,10 +113,8 @@ pub(super) fn budget_spent(at: &Decide<'_>, basis: &Basis, now: f64) -> Flow {
 /// plan's, [`Slot::Hours`], or the post's recheck, [`Slot::HoursAgain`]).
 pub(super) fn hours(at: &Decide<'_>, basis: &Basis, now: f64, slot: Slot) -> Flow {
     let goal = at.goal;
-    let (written, trailed, trail_slot) = match slot {
-        Slot::Hours => (&at.seen.plan.hours, at.seen.plan.hours_trail, Slot::HoursTrail),
-        _ => (&at.seen.deliver.hours, at.seen.deliver.hours_trail, Slot::HoursAgainTrail),
-    };
+    let trail_slot = if slot == Slot::Hours { Slot::HoursTrail } else { Slot::HoursAgainTrail };
+    let (written, trailed) = (at.seen.written(slot), at.seen.trailed(trail_slot));
     match hours::goal_gate(goal, now) {
         HoursGate::WaitUntil(opens) => {
             if goal.status_reason != REASON_WAITING_FOR_HOURS || !goal.inactive_since.is_present() {
@@ -132,7 +131,7 @@ pub(super) fn hours(at: &Decide<'_>, basis: &Basis, now: f64, slot: Slot) -> Flo
                     Some(_) => {}
                 }
             }
-            end(End::BackOff(Duration::from_millis(((opens - now).max(0.0) + 50.0) as u64)))
+            end(TickOutcome::BackOff(super::wait_until(opens, now)))
         }
         HoursGate::Open if goal.inactive_since.is_present() || goal.status_reason == REASON_WAITING_FOR_HOURS => {
             // Back from waiting (for the user or for working hours): the waiting period closes,
@@ -171,7 +170,7 @@ fn waiting<T>(at: &Decide<'_>, live: &Live, reason: WaitReason) -> Flow<T> {
         settlement.detail = Some("no reply".into());
         return ControlFlow::Break(at.settle(settlement, Extras::default(), Guard::Tick, None));
     }
-    end(End::Retry)
+    end(TickOutcome::Retry)
 }
 
 /// A stranded message: waits out the quiet window, is posted again under its own ids (each post
@@ -181,7 +180,7 @@ fn strand(at: &Decide<'_>, live: &Live) -> Flow {
     let Some(tail) = stranded_tail(&live.messages) else { return ControlFlow::Continue(()) };
     let (seen, quiet) = (at.seen, at.config.idle_quiet);
     match next_step(tail, at.goal.reposted.get(), seen.live_at, quiet) {
-        StrandStep::Wait(wait) => end(End::BackOff(wait + MARGIN)),
+        StrandStep::Wait(wait) => end(TickOutcome::BackOff(wait + MARGIN)),
         StrandStep::GiveUp => give_up(at, &tail.id),
         StrandStep::Repost { posts } => {
             let entry = live.raw.get(tail.index).filter(|e| e["info"]["id"].as_str() == Some(tail.id.as_str()));
@@ -197,12 +196,12 @@ fn strand(at: &Decide<'_>, live: &Live) -> Flow {
 fn repost(at: &Decide<'_>, message_id: &str, posts: u64, body: serde_json::Value) -> Flow {
     let plan = &at.seen.plan;
     match plan.dispatch_claim {
-        None if !at.seen.current => return end(End::Done),
+        None if !at.seen.current => return end(TickOutcome::Done),
         None => return act(Effect::ClaimDispatch),
-        Some(false) => return end(End::BackOff(at.config.idle_quiet)),
+        Some(false) => return end(TickOutcome::BackOff(at.config.idle_quiet)),
         Some(true) => {}
     }
-    match &plan.reposted {
+    match at.seen.written(Slot::Reposted) {
         None => {
             let record = Reposted { message_id: message_id.to_string(), posts, at: at.now };
             return act(write(Change::Reposted(record), Slot::Reposted));
@@ -211,11 +210,11 @@ fn repost(at: &Decide<'_>, message_id: &str, posts: u64, body: serde_json::Value
     }
     if !plan.repost_sent {
         if !at.seen.current {
-            return end(End::Done);
+            return end(TickOutcome::Done);
         }
         return act(Effect::Repost { message_id: message_id.to_string(), body });
     }
-    end(End::BackOff(at.config.idle_quiet + MARGIN))
+    end(TickOutcome::BackOff(at.config.idle_quiet + MARGIN))
 }
 
 /// Posted [`MAX_REPOSTS`] times (or not postable) and still unanswered: `blocked`; a resume is

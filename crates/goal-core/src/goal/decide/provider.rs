@@ -4,20 +4,21 @@
 //! continuation over the failed or cut reply (not audited). Decided on the time the live state
 //! was read.
 
+use crate::sched::outcome::TickOutcome;
 use std::ops::ControlFlow;
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use super::{act, after_write, end, read, write, Decide, Flow, MARGIN};
+use super::{act, after_write, end, read, wait_until, write, Decide, Flow};
 use crate::config::ProviderLimits;
 use crate::goal::decide::accounting::account;
 use crate::goal::decide::causes::cause_of;
 use crate::goal::decide::change::{Change, Extras};
 use crate::goal::decide::limit_rules::{self, Park, TailStep};
-use crate::goal::decide::plan::{Basis, Settlement};
+use crate::goal::decide::plan_rules::{Basis, Settlement};
 use crate::goal::decide::seen::{Live, Written};
-use crate::goal::decide::{Effect, End, Guard, Line, Need, Slot};
+use crate::goal::decide::{Effect, Guard, Line, Need, Slot};
 use crate::record::session::{chronological, Message, Role};
 use crate::record::{Goal, GoalStatus};
 
@@ -33,7 +34,7 @@ pub struct Window {
 
 /// What the tail means (the pure part of the stage).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Stage {
+pub enum TailMeaning {
     /// Nothing provider-related: goal as usual.
     Usual,
     /// Continue over the failed (or cut) reply without an audit, on `messages`, where that reply
@@ -56,28 +57,28 @@ pub enum Stage {
 pub(super) fn stage(at: &Decide<'_>, live: &Live) -> Flow<Window> {
     let (seen, config, goal) = (at.seen, at.config, at.goal);
     let now = seen.live_at;
-    match decide(goal, &live.messages, now, config.provider_limits, seen.attempt, config.idle_quiet) {
-        Stage::Usual => {
+    match tail_meaning(goal, &live.messages, now, config.provider_limits, seen.attempt, config.idle_quiet) {
+        TailMeaning::Usual => {
             let tail = chronological(&live.messages).last().map(|m| m.id.clone()).unwrap_or_default();
             if limit_rules::parked_for(goal).is_some_and(|parked| parked != tail) {
                 // A park the tail no longer matches (the user typed, the reply changed) goes.
-                match &seen.provider.park_cleared {
+                match seen.written(Slot::ParkCleared) {
                     None => return act(write(Change::ClearPark, Slot::ParkCleared)),
                     Some(written) => after_write(written, at.late_retry())?,
                 }
             }
             ControlFlow::Continue(Window::default())
         }
-        Stage::Continue { messages, cut: Some(nth) } => {
+        TailMeaning::Continue { messages, cut: Some(nth) } => {
             confirm_cut(at, &live.messages)?;
             ControlFlow::Continue(Window { messages: Some(messages), cut: Some(nth) })
         }
-        Stage::Continue { messages, cut: None } => {
+        TailMeaning::Continue { messages, cut: None } => {
             ControlFlow::Continue(Window { messages: Some(messages), cut: None })
         }
-        Stage::Wait(wait) => end(End::BackOff(wait)),
-        Stage::Park(park) => parked(at, live, park, now),
-        Stage::Block(stop) => {
+        TailMeaning::Wait(wait) => end(TickOutcome::BackOff(wait)),
+        TailMeaning::Park(park) => parked(at, live, park, now),
+        TailMeaning::Block(stop) => {
             let tail = chronological(&live.messages).last().map(|m| m.id.clone()).unwrap_or_default();
             let accounting = account(goal, &live.messages);
             let settlement = Settlement {
@@ -98,10 +99,10 @@ pub(super) fn stage(at: &Decide<'_>, live: &Live) -> Flow<Window> {
 /// simulator found a finished turn continued as cut, its tokens never counted).
 fn confirm_cut(at: &Decide<'_>, messages: &[Message]) -> Flow {
     let Some(tail) = chronological(messages).last().map(|m| m.id.clone()) else { return ControlFlow::Continue(()) };
-    match &at.seen.provider.fresh_tail {
+    match &at.seen.fresh_tail {
         None => read(Need::FreshTail),
         Some(Ok(fresh)) => match fresh.iter().find(|m| m.id == tail) {
-            Some(now) if now.is_completed() || now.error.is_some() => end(End::Rearm),
+            Some(now) if now.is_completed() || now.error.is_some() => end(TickOutcome::Rearm),
             _ => ControlFlow::Continue(()),
         },
         Some(Err(_)) => end(at.late_retry()),
@@ -111,7 +112,7 @@ fn confirm_cut(at: &Decide<'_>, messages: &[Message]) -> Flow {
 /// A park: written, then its trail line; the tick looks again at the wake-up time.
 fn parked<T>(at: &Decide<'_>, live: &Live, park: Park, now: f64) -> Flow<T> {
     let seen = at.seen;
-    match &seen.provider.parked {
+    match seen.written(Slot::Park) {
         None => {
             // The stored cause takes its fix sentence from the cause table, like every other cause.
             let mut park = park;
@@ -120,13 +121,13 @@ fn parked<T>(at: &Decide<'_>, live: &Live, park: Park, now: f64) -> Flow<T> {
             let accounting = account(at.goal, &live.messages);
             act(write(Change::Park(Box::new(park), accounting), Slot::Park))
         }
-        Some(Written::Goal(written)) if !seen.provider.park_trail => act(Effect::Trail(Line {
+        Some(Written::Goal(written)) if !seen.trailed(Slot::ParkTrail) => act(Effect::Trail(Line {
             record: park_record(written, &park, now),
             detached: false,
             slot: Slot::ParkTrail,
         })),
-        Some(Written::Goal(_)) => end(End::BackOff(wait_until(park.until, now))),
-        Some(Written::Stale) => end(End::Done),
+        Some(Written::Goal(_)) => end(TickOutcome::BackOff(wait_until(park.until, now))),
+        Some(Written::Stale) => end(TickOutcome::Done),
         Some(Written::Failed) => end(at.late_retry()),
     }
 }
@@ -137,34 +138,31 @@ pub fn cut_confirmed(tail: &Message, attempt: u32, now_ms: f64, quiet: Duration)
     attempt > 0 || tail.created.is_some_and(|created| now_ms - created >= quiet.as_millis() as f64)
 }
 
-/// Decides the stage from the goal and the message window (the session is idle).
-pub fn decide(
+/// What the tail means, from the goal and the message window (the session is idle).
+pub fn tail_meaning(
     goal: &Goal,
     messages: &[Message],
     now_ms: f64,
     limits: ProviderLimits,
     attempt: u32,
     quiet: Duration,
-) -> Stage {
+) -> TailMeaning {
     let ordered = chronological(messages);
-    let Some(tail) = ordered.last().copied() else { return Stage::Usual };
+    let Some(tail) = ordered.last().copied() else { return TailMeaning::Usual };
     if tail.role != Role::Assistant {
-        return Stage::Usual;
+        return TailMeaning::Usual;
     }
     let confirmed = cut_confirmed(tail, attempt, now_ms, quiet);
     match limit_rules::tail_step(goal, tail, now_ms, limits, confirmed) {
-        TailStep::Usual => Stage::Usual,
-        TailStep::Park(park) => Stage::Park(park),
-        TailStep::Parked { until } => Stage::Wait(wait_until(until, now_ms)),
-        TailStep::Block(stop) => Stage::Block(stop),
-        TailStep::Resume => Stage::Continue { messages: plannable(messages, &tail.id), cut: None },
-        TailStep::ContinueCut { nth } => Stage::Continue { messages: plannable(messages, &tail.id), cut: Some(nth) },
+        TailStep::Usual => TailMeaning::Usual,
+        TailStep::Park(park) => TailMeaning::Park(park),
+        TailStep::Parked { until } => TailMeaning::Wait(wait_until(until, now_ms)),
+        TailStep::Block(stop) => TailMeaning::Block(stop),
+        TailStep::Resume => TailMeaning::Continue { messages: plannable(messages, &tail.id), cut: None },
+        TailStep::ContinueCut { nth } => {
+            TailMeaning::Continue { messages: plannable(messages, &tail.id), cut: Some(nth) }
+        }
     }
-}
-
-/// How long until `until`, plus a little slack so the look lands after it.
-pub fn wait_until(until: f64, now_ms: f64) -> Duration {
-    Duration::from_millis(((until - now_ms).max(0.0) + MARGIN.as_millis() as f64).min(u64::MAX as f64 / 2.0) as u64)
 }
 
 /// The window with the reply `tail_id` reading as a finished, error-free reply, so the plan
@@ -238,12 +236,18 @@ mod tests {
             {"info": {"id": "m1", "role": "user", "time": {"created": 1000}}},
             {"info": {"id": "m2", "role": "assistant", "time": {"created": 1000}}},
         ]));
-        assert_eq!(decide(&goal, &cut, 1100.0, limits, 0, quiet), Stage::Usual, "may be a turn starting");
-        assert!(matches!(decide(&goal, &cut, 1100.0, limits, 1, quiet), Stage::Continue { cut: Some(1), .. }));
-        assert!(matches!(decide(&goal, &cut, 1500.0, limits, 0, quiet), Stage::Continue { cut: Some(1), .. }));
+        assert_eq!(tail_meaning(&goal, &cut, 1100.0, limits, 0, quiet), TailMeaning::Usual, "may be a turn starting");
+        assert!(matches!(
+            tail_meaning(&goal, &cut, 1100.0, limits, 1, quiet),
+            TailMeaning::Continue { cut: Some(1), .. }
+        ));
+        assert!(matches!(
+            tail_meaning(&goal, &cut, 1500.0, limits, 0, quiet),
+            TailMeaning::Continue { cut: Some(1), .. }
+        ));
         let user_tail = window(json!([{"info": {"id": "m1", "role": "user", "time": {"created": 1}}}]));
-        assert_eq!(decide(&goal, &user_tail, 5.0, limits, 3, quiet), Stage::Usual);
-        assert_eq!(decide(&goal, &[], 5.0, limits, 3, quiet), Stage::Usual);
+        assert_eq!(tail_meaning(&goal, &user_tail, 5.0, limits, 3, quiet), TailMeaning::Usual);
+        assert_eq!(tail_meaning(&goal, &[], 5.0, limits, 3, quiet), TailMeaning::Usual);
         assert_eq!(wait_until(1000.0, 2000.0), Duration::from_millis(20));
     }
 }

@@ -6,18 +6,21 @@
 //! answer after the retry: `blocked` (`reviewUnavailable`). Across hosts the review is claimed
 //! like a check run: one reviewer session per tail.
 
+use crate::sched::outcome::TickOutcome;
 use std::ops::ControlFlow;
 
-use super::acceptance::{held, Input};
+use super::proof::{claimed, held, Input};
 use super::{act, end, read, Decide, Flow};
 use crate::goal::decide::change::Extras;
+use crate::goal::decide::check_rules::Claim;
 use crate::goal::decide::decision::Slot;
 use crate::goal::decide::grading::{open_criteria_paragraph, CriteriaUpdate};
 use crate::goal::decide::notify::trail_line;
-use crate::goal::decide::plan::{blocked, continuing, EvidenceFields, Reservation, Settlement};
-use crate::goal::decide::review_rules::{self, judge, Judgement, ReviewAnswer, ReviewerBody};
-use crate::goal::decide::seen::{Claim, Live, ReviewerRun};
-use crate::goal::decide::{Effect, End, Guard, Need};
+use crate::goal::decide::plan_rules::{blocked, continuing, EvidenceFields, Reservation, Settlement};
+use crate::goal::decide::review_rules::{
+    self, judge, reviewer_step, Judgement, ReviewAnswer, ReviewerBody, ReviewerRun, ReviewerStep,
+};
+use crate::goal::decide::{ClaimFor, Effect, Guard, Need};
 use crate::record::cause::CauseCode;
 use crate::record::check_id::check_message_id;
 use crate::record::reasons::{REASON_COST_BUDGET, REASON_REVIEW_APPROVED, REASON_REVIEW_UNAVAILABLE};
@@ -27,7 +30,7 @@ use crate::record::GoalStatus;
 /// Reviews `input.settlement` (a `complete`): settled (approved, unavailable, or the cost budget
 /// reached), continued with the findings quoted (`Continue`), or ended without a verdict
 /// (another host reviews; the user stepped in).
-pub(super) fn review(at: &Decide<'_>, _live: &Live, objective: &str, input: Input<'_>) -> Flow<Reservation> {
+pub(super) fn review(at: &Decide<'_>, objective: &str, input: Input<'_>) -> Flow<Reservation> {
     let (seen, config) = (&at.seen.review, at.config);
     let tail = input.basis.tail_message_id.clone();
     let review_id = check_message_id(&at.goal.id, &tail, review_rules::REVIEW_INDEX, review_rules::REVIEW_COMMAND);
@@ -42,38 +45,39 @@ pub(super) fn review(at: &Decide<'_>, _live: &Live, objective: &str, input: Inpu
         return concluded(at, input, session, answer, *cost);
     }
     if let Some(id) = &review_id {
-        match seen.claim {
-            None => {
-                let (run_id, target) = (id.clone(), input.basis.target.clone());
-                return act(Effect::Claim { run_id, hold, label: review_rules::REVIEW_LABEL, target });
-            }
-            Some(Claim::Ours) => {}
+        match claimed(at, ClaimFor::Review, id, &seen.claims, hold, &input.basis.target)? {
+            Claim::Ours => {}
             // The other host reviews. Its lease keeps this host waiting without an audit, and its
             // settle ends the wait; when this host's lease write landed last instead, the next
             // look finds the finished review by its title and settles on it.
-            Some(Claim::Theirs) => return end(End::BackOff(config.idle_quiet)),
-            Some(Claim::Unknown) => return end(at.late_retry()),
+            Claim::Theirs => return end(TickOutcome::BackOff(config.idle_quiet)),
+            Claim::Unknown => return end(at.late_retry()),
         }
     }
-    match &seen.run {
-        // The user may have stopped the goal while the claim was written: no reviewer then.
-        None if !at.seen.current => end(End::Done),
-        None => {
+    // The user may have stopped the goal while the claim was written: no reviewer then.
+    if seen.opened.is_none() && !at.seen.current {
+        return end(TickOutcome::Done);
+    }
+    let run = match reviewer_step(seen.opened.as_ref(), &seen.turns, seen.cost) {
+        ReviewerStep::Open => return act(Effect::OpenReviewer { title }),
+        ReviewerStep::Ask { session, retry } => {
             let criteria = input.criteria.as_ref().map(|u| u.criteria.as_slice()).unwrap_or(&at.goal.criteria);
             let prompt = review_rules::review_prompt(objective, criteria, &input.items, &input.basis.assistant_text);
-            let target = at.goal.review_wanted().unwrap_or_default();
-            let body = ReviewerBody::new(&target, input.basis, &prompt);
-            act(Effect::Review { title, body })
+            let body = ReviewerBody::new(&at.goal.review_wanted().unwrap_or_default(), input.basis, &prompt);
+            let body = if retry { body.with_text(review_rules::RETRY_PROMPT) } else { body };
+            return act(Effect::AskReviewer { session, body });
         }
-        Some(ReviewerRun::NotOpened(error)) if at.exhausted() => {
+        ReviewerStep::ReadCost(session) => return read(Need::ReviewerCost(session)),
+        ReviewerStep::Done(run) => run,
+    };
+    match run {
+        ReviewerRun::NotOpened(error) if at.exhausted() => {
             unavailable(at, input, "", format!("POST /session: {error}"), 0.0)
         }
-        Some(ReviewerRun::NotOpened(_)) => end(at.late_retry()),
-        Some(ReviewerRun::Answered { session, answer, cost }) => concluded(at, input, session, answer, *cost),
-        Some(ReviewerRun::Unavailable { session, detail, cost }) => {
-            unavailable(at, input, session, detail.clone(), *cost)
-        }
-        Some(ReviewerRun::Interrupted) => end(End::Done),
+        ReviewerRun::NotOpened(_) => end(at.late_retry()),
+        ReviewerRun::Answered { session, answer, cost } => concluded(at, input, &session, &answer, cost),
+        ReviewerRun::Unavailable { session, detail, cost } => unavailable(at, input, &session, detail, cost),
+        ReviewerRun::Interrupted => end(TickOutcome::Done),
     }
 }
 

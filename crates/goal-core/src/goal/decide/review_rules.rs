@@ -11,14 +11,15 @@ use serde_json::{json, Value};
 use std::collections::HashSet;
 
 use crate::goal::decide::grading::{parse_grades, Grade, GradeBounds};
-use crate::goal::decide::plan::Basis;
+use crate::goal::decide::plan_rules::Basis;
 use crate::record::criteria::{one_line, Criterion, CriterionState};
 use crate::record::review::ReviewTarget;
 use crate::record::review::{FINDING_CHAR_LIMIT, MAX_CITED, MAX_FINDINGS};
 use crate::record::session::{Message, Role};
-use crate::record::{truncate_chars, NOTE_CHAR_LIMIT};
+use crate::record::NOTE_CHAR_LIMIT;
 use crate::text::jsonx::extract_json_object;
 use crate::text::prompts::xml_escape;
+use crate::text::truncate_chars;
 
 /// The reviewer's tool switches, in the order they go on the wire. OpenCode applies a prompt's
 /// `tools` map key by key and the last key that matches a tool wins, so the wildcard comes first
@@ -324,8 +325,104 @@ pub const REVIEW_INDEX: usize = 1_000_000;
 pub const REVIEW_COMMAND: &str = "goal review";
 /// Turns asked of one reviewer: the first, and one retry.
 pub const ATTEMPTS: u32 = 2;
-/// What a review's claim part names.
-pub const REVIEW_LABEL: &str = "goal review";
+
+/// How asking the reviewer went.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReviewerRun {
+    /// Its session could not be created.
+    NotOpened(String),
+    /// A readable answer, in `session`, and what the reviewer cost.
+    Answered {
+        /// The reviewer session.
+        session: String,
+        /// Its answer.
+        answer: Box<ReviewAnswer>,
+        /// Its cost in US dollars.
+        cost: f64,
+    },
+    /// No readable answer after the retry: why.
+    Unavailable {
+        /// The reviewer session.
+        session: String,
+        /// Why.
+        detail: String,
+        /// Its cost.
+        cost: f64,
+    },
+    /// The user stepped in.
+    Interrupted,
+}
+
+/// How one reviewer turn ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReviewerTurn {
+    /// Its final text.
+    Answered(String),
+    /// No final answer within the timeout (the turn was aborted).
+    TimedOut,
+    /// The prompt was refused, or the turn can no longer answer: the detail.
+    Refused(String),
+    /// The user stepped in.
+    Interrupted,
+}
+
+/// What asking the reviewer does next.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReviewerStep {
+    /// Open its session.
+    Open,
+    /// Ask it in `session`: the first prompt, or the retry's.
+    Ask {
+        /// The reviewer session.
+        session: String,
+        /// A turn gave no readable answer: this is the retry.
+        retry: bool,
+    },
+    /// Read what it cost.
+    ReadCost(String),
+    /// Asking it is over.
+    Done(ReviewerRun),
+}
+
+/// The reviewer after its session was `opened` and asked `turns`: asked once more when it gave
+/// no readable answer ([`ATTEMPTS`] turns in all), then its cost read.
+pub fn reviewer_step(
+    opened: Option<&Result<String, String>>,
+    turns: &[ReviewerTurn],
+    cost: Option<f64>,
+) -> ReviewerStep {
+    let session = match opened {
+        None => return ReviewerStep::Open,
+        Some(Err(error)) => return ReviewerStep::Done(ReviewerRun::NotOpened(error.clone())),
+        Some(Ok(session)) => session.clone(),
+    };
+    if turns.last() == Some(&ReviewerTurn::Interrupted) {
+        return ReviewerStep::Done(ReviewerRun::Interrupted);
+    }
+    let answer = turns.iter().find_map(|turn| match turn {
+        ReviewerTurn::Answered(reply) => parse_answer(reply),
+        _ => None,
+    });
+    if answer.is_none() && turns.len() < ATTEMPTS as usize {
+        return ReviewerStep::Ask { session, retry: !turns.is_empty() };
+    }
+    let Some(cost) = cost else { return ReviewerStep::ReadCost(session) };
+    ReviewerStep::Done(match answer {
+        Some(answer) => ReviewerRun::Answered { session, answer: Box::new(answer), cost },
+        None => {
+            let detail = match turns.last() {
+                Some(ReviewerTurn::Answered(_)) => "reply not readable".to_string(),
+                Some(ReviewerTurn::TimedOut) => "timed out".to_string(),
+                Some(ReviewerTurn::Refused(detail)) => detail.clone(),
+                Some(ReviewerTurn::Interrupted) | None => String::new(),
+            };
+            ReviewerRun::Unavailable { session, detail, cost }
+        }
+    })
+}
+
+/// Messages read of a reviewer's session (its answer is found, and its cost summed, over them).
+pub const REVIEWER_MESSAGES: usize = 500;
 
 /// The reviewer's prompt body. Its fields are written in this order and its `tools` map key by
 /// key ([`ToolsMap`]: the wildcard first), so what reaches OpenCode does not depend on how
@@ -397,6 +494,28 @@ pub fn reviewer_cost(messages: &[Message]) -> f64 {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+
+    #[test]
+    fn the_reviewer_is_asked_once_more_without_a_readable_answer_then_its_cost_is_read() {
+        use super::{reviewer_step, ReviewerRun, ReviewerStep, ReviewerTurn};
+        let opened = Ok("ses_r".to_string());
+        let step = |turns: &[ReviewerTurn], cost| reviewer_step(Some(&opened), turns, cost);
+        assert_eq!(reviewer_step(None, &[], None), ReviewerStep::Open);
+        let failed = Err("503".to_string());
+        assert_eq!(reviewer_step(Some(&failed), &[], None), ReviewerStep::Done(ReviewerRun::NotOpened("503".into())));
+        assert_eq!(step(&[], None), ReviewerStep::Ask { session: "ses_r".into(), retry: false });
+        let unreadable = [ReviewerTurn::Answered("no json".into())];
+        assert_eq!(step(&unreadable, None), ReviewerStep::Ask { session: "ses_r".into(), retry: true });
+        let twice = [ReviewerTurn::Answered("no json".into()), ReviewerTurn::TimedOut];
+        assert_eq!(step(&twice, None), ReviewerStep::ReadCost("ses_r".into()));
+        let unavailable = ReviewerRun::Unavailable { session: "ses_r".into(), detail: "timed out".into(), cost: 0.5 };
+        assert_eq!(step(&twice, Some(0.5)), ReviewerStep::Done(unavailable));
+        let approved = [ReviewerTurn::Answered(r#"{"verdict": "approve", "findings": []}"#.into())];
+        assert!(matches!(step(&approved, None), ReviewerStep::ReadCost(_)), "an answer ends the asking");
+        assert!(matches!(step(&approved, Some(0.1)), ReviewerStep::Done(ReviewerRun::Answered { .. })));
+        let stopped = [ReviewerTurn::Interrupted];
+        assert_eq!(step(&stopped, None), ReviewerStep::Done(ReviewerRun::Interrupted), "no cost read");
+    }
 
     use super::*;
     use crate::record::criteria::CriterionSource;
@@ -549,10 +668,7 @@ mod tests {
             finish: finish.into(),
             summary: false,
             tokens: crate::record::session::Tokens::default(),
-            provider_id: String::new(),
-            model_id: String::new(),
-            agent: String::new(),
-            variant: String::new(),
+            selection: Default::default(),
             text: format!("text of {id}"),
             cost: 0.0,
             provider_error: None,
@@ -581,7 +697,7 @@ mod tests {
     fn the_body_closes_every_tool_then_opens_the_reading_ones_and_takes_the_setting_model() {
         let basis = Basis {
             accounting: crate::goal::decide::accounting::Accounting::of(&crate::record::Goal::default()),
-            target: crate::goal::decide::plan::ExecutionTarget {
+            target: crate::record::session::Selection {
                 provider_id: "p".into(),
                 model_id: "m".into(),
                 agent: "build".into(),
@@ -609,7 +725,7 @@ mod tests {
         assert_eq!(body["agent"], json!("plan"));
         assert!(body.get("variant").is_none());
         let bare = Basis {
-            target: crate::goal::decide::plan::ExecutionTarget { agent: String::new(), ..basis.target.clone() },
+            target: crate::record::session::Selection { agent: String::new(), ..basis.target.clone() },
             ..basis
         };
         let body = serde_json::to_value(ReviewerBody::new(&ReviewTarget::default(), &bare, "x")).expect("serialisable");

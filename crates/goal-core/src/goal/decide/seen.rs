@@ -1,18 +1,21 @@
 //! What a tick has seen so far: the reads the gatherer answered and the results of the effects
-//! the executor carried out, one field per observation, each `None` until it is known. The
-//! decision is a function of this, the settings and the clock; nothing here performs anything.
+//! the executor carried out, each `None` until it is known; a write's, a watched write's and a
+//! trail line's results are kept by their [`Slot`]. Everything enters through one exhaustive
+//! `Seen::absorb` of an `Observation` (`observation.rs`). The decision is a function of this, the settings and
+//! the clock; nothing here performs anything.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
 use crate::error::HttpError;
 use crate::evidence::digest::Digest;
 use crate::evidence::no_progress::ProgressState;
-use crate::goal::decide::check_rules::CheckRun;
+use crate::goal::decide::check_rules::{CheckRun, ClaimRound};
 use crate::goal::decide::decision::Slot;
+use crate::goal::decide::dispatch_rules::DispatchStep;
 use crate::goal::decide::lineage::OwnerView;
-use crate::goal::decide::review_rules::ReviewAnswer;
+use crate::goal::decide::review_rules::{ReviewAnswer, ReviewerTurn};
 use crate::goal::decide::wait_rules::Route;
 use crate::record::session::{Message, SessionView};
 use crate::record::small_model_call::SmallModelReply;
@@ -45,8 +48,8 @@ pub struct Seen {
     pub live: Option<Result<Live, Vec<(Route, HttpError)>>>,
     /// What became of a goal that waits on the user or on OpenCode.
     pub waiting: WaitingSeen,
-    /// The provider stage.
-    pub provider: ProviderSeen,
+    /// The transcript read again to confirm a cut turn (`Err`: unreadable).
+    pub fresh_tail: Option<Result<Vec<Message>, HttpError>>,
     /// The time stage, the strand, and a cut turn's trace.
     pub plan: PlanSeen,
     /// The audit.
@@ -57,8 +60,14 @@ pub struct Seen {
     pub review: ReviewSeen,
     /// The reservation and the post.
     pub deliver: DeliverSeen,
-    /// The terminal write, when one was made.
-    pub settled: Option<Written>,
+    /// The terminal write was announced (console, owner memory, notification).
+    pub announced: bool,
+    /// Each guarded write's result, by its slot.
+    pub(super) written: HashMap<Slot, Written>,
+    /// Each watched write's result, by its slot.
+    pub(super) held: HashMap<Slot, Held>,
+    /// The trail lines written, by their slots.
+    pub(super) trailed: HashSet<Slot>,
 }
 
 /// The first reads.
@@ -66,6 +75,8 @@ pub struct Seen {
 pub struct First {
     /// Goals are switched on in the settings file.
     pub enabled: bool,
+    /// The settings file asks for a notification when a goal settles.
+    pub notify: bool,
     /// The session (with its goal), or why it could not be read.
     pub session: Result<SessionView, HttpError>,
     /// The session's goal, parsed once (whatever its status).
@@ -105,12 +116,8 @@ pub struct OwnerSeen {
     pub answer: Option<OwnerAnswer>,
     /// That this session carries the goal was remembered.
     pub remembered: bool,
-    /// A resumed copy written as this session's own.
-    pub claimed: Option<Written>,
     /// The source's objective file was copied (an adopted copy).
     pub objective_copied: bool,
-    /// The adoption of a copy, paused.
-    pub adopted: Option<Written>,
 }
 
 /// The live state of the session.
@@ -138,36 +145,13 @@ pub struct WaitingSeen {
     pub requests_open: Option<bool>,
     /// The scheduler was told no request is open after all.
     pub inputs_settled: bool,
-    /// The waiting cause was written (or found already there).
-    pub noted: bool,
-}
-
-/// The provider stage.
-#[derive(Debug, Clone, Default)]
-pub struct ProviderSeen {
-    /// A park the tail no longer matches was ended.
-    pub park_cleared: Option<Written>,
-    /// The transcript read again to confirm a cut turn (`Err`: unreadable).
-    pub fresh_tail: Option<Result<Vec<Message>, HttpError>>,
-    /// The park written.
-    pub parked: Option<Written>,
-    /// Its trail line.
-    pub park_trail: bool,
 }
 
 /// The time stage, the strand, and the cut turn's trace.
 #[derive(Debug, Clone, Default)]
 pub struct PlanSeen {
-    /// The wait for working hours written (or the end of the waiting period).
-    pub hours: Option<Written>,
-    /// Its trail line.
-    pub hours_trail: bool,
-    /// The cut turn's trail line.
-    pub cut_trail: bool,
     /// The dispatch claim of this process (the strand's or the continuation's).
     pub dispatch_claim: Option<bool>,
-    /// The re-post's number recorded.
-    pub reposted: Option<Written>,
     /// The stranded message was posted again.
     pub repost_sent: bool,
 }
@@ -179,8 +163,6 @@ pub struct AuditSeen {
     pub evidence: Option<Evidence>,
     /// The small model's answer, and when it came (`Err`: the failure, as the cause's detail).
     pub answer: Option<(Result<SmallModelReply, String>, f64)>,
-    /// The audit's trail line.
-    pub trail: bool,
 }
 
 /// The evidence around the audit.
@@ -197,8 +179,6 @@ pub struct Evidence {
 /// The acceptance checks.
 #[derive(Debug, Clone, Default)]
 pub struct ChecksSeen {
-    /// The round's lease (`Heard`: how its echo went).
-    pub held: Option<Held>,
     /// The checks concluded (their trail lines written), in order.
     pub runs: Vec<CheckRun>,
     /// The check under way (index `runs.len()`).
@@ -230,8 +210,8 @@ pub enum Held {
 pub struct CheckSeen {
     /// The status, transcript and session just before it (`Err`: one could not be read).
     pub transcript: Option<Result<Transcript, ()>>,
-    /// Its claim across hosts.
-    pub claim: Option<Claim>,
+    /// Its claim across hosts, round by round.
+    pub claims: Vec<ClaimRound>,
     /// Its run.
     pub run: Option<Result<CheckRun, HttpError>>,
 }
@@ -249,70 +229,28 @@ pub struct Transcript {
     pub goal: Option<Goal>,
 }
 
-/// Who may run a claimed run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Claim {
-    /// This host's claim came first.
-    Ours,
-    /// Another host's.
-    Theirs,
-    /// The claim could not be posted or read back.
-    Unknown,
-}
-
 /// The review.
 #[derive(Debug, Clone, Default)]
 pub struct ReviewSeen {
-    /// The review's lease.
-    pub held: Option<Held>,
     /// A reviewer of this tail that already answered: its session, answer and cost.
     pub finished: Option<Option<(String, ReviewAnswer, f64)>>,
-    /// Its claim across hosts.
-    pub claim: Option<Claim>,
-    /// The reviewer's run.
-    pub run: Option<ReviewerRun>,
+    /// Its claim across hosts, round by round.
+    pub claims: Vec<ClaimRound>,
+    /// The reviewer session opened (`Err`: why it could not be).
+    pub opened: Option<Result<String, String>>,
+    /// The reviewer's turns so far.
+    pub turns: Vec<ReviewerTurn>,
+    /// What the reviewer cost, read after its turns.
+    pub cost: Option<f64>,
     /// Which cited files exist, and when they were looked up (the judgement's time).
     pub files: Option<(HashSet<String>, f64)>,
     /// Its trail line (and the `lastReview` it wrote).
     pub recorded: Option<Value>,
 }
 
-/// How asking the reviewer went.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ReviewerRun {
-    /// Its session could not be created.
-    NotOpened(String),
-    /// A readable answer, in `session`, and what the reviewer cost.
-    Answered {
-        /// The reviewer session.
-        session: String,
-        /// Its answer.
-        answer: Box<ReviewAnswer>,
-        /// Its cost in US dollars.
-        cost: f64,
-    },
-    /// No readable answer after the retry: why.
-    Unavailable {
-        /// The reviewer session.
-        session: String,
-        /// Why.
-        detail: String,
-        /// Its cost.
-        cost: f64,
-    },
-    /// The user stepped in.
-    Interrupted,
-}
-
 /// The reservation and the post.
 #[derive(Debug, Clone, Default)]
 pub struct DeliverSeen {
-    /// The wait for working hours written on the clock of the post.
-    pub hours: Option<Written>,
-    /// Its trail line.
-    pub hours_trail: bool,
-    /// The reservation's watched write.
-    pub reserved: Option<Held>,
     /// Another host's post had a moment to show (a contested reservation).
     pub waited: bool,
     /// The goal and the tail read back after the reservation.
@@ -320,10 +258,10 @@ pub struct DeliverSeen {
     /// A late echo looked for once more before ending without a post (`true`: it showed a
     /// user's change, written back).
     pub repaired_late: Option<bool>,
-    /// The reserved turn given back.
-    pub gave_back: Option<Written>,
-    /// How the post went.
-    pub delivery: Option<Delivery>,
+    /// The continuation's post, step by step (`dispatch_rules.rs`).
+    pub dispatch: Vec<DispatchStep>,
+    /// Its going out was announced.
+    pub announced: bool,
 }
 
 /// The read-back after a reservation.
@@ -333,24 +271,6 @@ pub struct ReadBack {
     pub session: Result<SessionView, HttpError>,
     /// The newest message's id (`Err`: the transcript unreadable).
     pub newest: Result<String, HttpError>,
-}
-
-/// How a continuation's post ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Delivery {
-    /// OpenCode admitted it (or holds a message under its id).
-    Sent,
-    /// The user stopped, typed or changed the goal before a post; `unused`: no post can have
-    /// landed.
-    Stopped {
-        /// No attempt can have landed.
-        unused: bool,
-    },
-    /// Not delivered after every attempt; `refused`: every attempt was a definite refusal.
-    Failed {
-        /// Every attempt was refused.
-        refused: bool,
-    },
 }
 
 impl Seen {
@@ -368,7 +288,7 @@ impl Seen {
 
     /// The goal the tick drives: the session's active goal as first read, or as a claim wrote it.
     pub fn goal(&self) -> Option<&Goal> {
-        if let Some(Written::Goal(goal)) = &self.owner.claimed {
+        if let Some(Written::Goal(goal)) = self.written(Slot::Claim) {
             return Some(goal);
         }
         self.first.as_ref()?.goal.as_ref()
@@ -384,31 +304,40 @@ impl Seen {
         self.live.as_ref()?.as_ref().ok()
     }
 
-    /// A write's result, seen where its slot says.
-    pub fn wrote(&mut self, slot: Slot, written: Written) {
-        match slot {
-            Slot::Claim => self.owner.claimed = Some(written),
-            Slot::Adopt => self.owner.adopted = Some(written),
-            Slot::Waiting => self.waiting.noted = true,
-            Slot::ParkCleared => self.provider.park_cleared = Some(written),
-            Slot::Park => self.provider.parked = Some(written),
-            Slot::Hours => self.plan.hours = Some(written),
-            Slot::HoursAgain => self.deliver.hours = Some(written),
-            Slot::Reposted => self.plan.reposted = Some(written),
-            Slot::GiveBack => self.deliver.gave_back = Some(written),
-            _ => self.settled = Some(written),
-        }
+    /// A guarded write's result, when the write in `slot` was made.
+    pub fn written(&self, slot: Slot) -> Option<&Written> {
+        self.written.get(&slot)
     }
 
-    /// A trail line written, seen where its slot says.
-    pub fn trailed(&mut self, slot: Slot) {
-        match slot {
-            Slot::ParkTrail => self.provider.park_trail = true,
-            Slot::HoursTrail => self.plan.hours_trail = true,
-            Slot::HoursAgainTrail => self.deliver.hours_trail = true,
-            Slot::CutTrail => self.plan.cut_trail = true,
-            Slot::AuditTrail => self.audit.trail = true,
-            _ => {}
-        }
+    /// A watched write's result, when the write in `slot` was made.
+    pub fn held(&self, slot: Slot) -> Option<&Held> {
+        self.held.get(&slot)
+    }
+
+    /// Whether the trail line of `slot` was written.
+    pub fn trailed(&self, slot: Slot) -> bool {
+        self.trailed.contains(&slot)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::goal::decide::observation::Observation;
+
+    #[test]
+    fn a_result_is_seen_in_its_own_slot_and_nowhere_else() {
+        let mut seen = Seen::new("ses_1", "/p", "me", 0);
+        seen.absorb(Observation::Wrote(Slot::Hours, Written::Stale));
+        seen.absorb(Observation::Trailed(Slot::HoursTrail));
+        seen.absorb(Observation::Held(Slot::ChecksHeld, Held::Failed));
+        assert_eq!(seen.written(Slot::Hours), Some(&Written::Stale));
+        assert!(seen.trailed(Slot::HoursTrail));
+        assert_eq!(seen.held(Slot::ChecksHeld), Some(&Held::Failed));
+        // A write that is not the terminal one is no terminal write (the tick would end on it).
+        assert_eq!(seen.written(Slot::Settled), None);
+        assert_eq!(seen.written(Slot::HoursAgain), None);
+        assert!(!seen.trailed(Slot::HoursAgainTrail));
+        assert_eq!(seen.held(Slot::Reserved), None);
     }
 }

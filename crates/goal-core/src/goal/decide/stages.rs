@@ -8,25 +8,12 @@
 use std::time::Duration;
 
 use crate::config::GoalConfig;
-use crate::goal::decide::decision::{Decision, Effect, Need, Slot};
+use crate::goal::decide::decision::{ClaimFor, Decision, Effect, Need, Slot};
 use crate::record::AcceptanceCheck;
 
-/// Sequential request rounds a stage may make (a guarded write is about three: the slot, a
-/// read, the patch).
-const OBSERVE_ROUNDS: u32 = 8;
-const GUARD_ROUNDS: u32 = 4;
-const LIVE_ROUNDS: u32 = 4;
-const PROVIDER_ROUNDS: u32 = 6;
-const PLAN_ROUNDS: u32 = 6;
-const STRAND_ROUNDS: u32 = 6;
-const AUDIT_ROUNDS: u32 = 8;
-const CHECK_ROUNDS: u32 = 8;
-const REVIEW_ROUNDS: u32 = 12;
-const RESERVE_ROUNDS: u32 = 6;
-const DELIVER_ROUNDS: u32 = 4;
-const SETTLE_ROUNDS: u32 = 6;
-/// Slack past a small-model call's own timeout (its future is given up at timeout + 0.5 s).
-const CALL_SLACK: Duration = Duration::from_secs(1);
+/// Slack past the audit's own timeout before the executor gives the small model's call up; the
+/// audit stage's bound carries it.
+pub const AUDIT_SLACK: Duration = Duration::from_millis(500);
 /// What a check run may take past its `timeoutMs` (the abort and its answer).
 const CHECK_SLACK: Duration = Duration::from_secs(20);
 
@@ -81,29 +68,31 @@ impl Stage {
     /// How long the stage may take, on `config`, with `request` the bound of one request (the
     /// fetch timeout and its slack).
     pub fn bound(self, config: &GoalConfig, request: Duration) -> Duration {
+        // The sequential request rounds the stage may make (a guarded write is about three: the
+        // slot, a read, the patch).
         let rounds = |n: u32| request.saturating_mul(n);
         // An echo of a write waits at most the quiet window (`goal/act/echo.rs`).
         let echo = config.idle_quiet;
         match self {
-            Stage::Observe => rounds(OBSERVE_ROUNDS),
-            Stage::Guards => rounds(GUARD_ROUNDS),
-            Stage::Live => rounds(LIVE_ROUNDS),
-            Stage::Provider => rounds(PROVIDER_ROUNDS),
-            Stage::Plan => rounds(PLAN_ROUNDS) + echo,
-            Stage::Strand => rounds(STRAND_ROUNDS) + config.dispatch_retry_delay * config.max_dispatch_attempts,
-            Stage::Audit => rounds(AUDIT_ROUNDS) + config.audit_timeout + CALL_SLACK + echo,
-            Stage::Checks(timeouts) => rounds(CHECK_ROUNDS) + timeouts + CHECK_SLACK + echo,
-            Stage::Review => rounds(REVIEW_ROUNDS) + config.review_timeout * 2 + CALL_SLACK + echo,
-            Stage::Reserve => rounds(RESERVE_ROUNDS) + echo,
+            Stage::Observe => rounds(8),
+            Stage::Guards => rounds(4),
+            Stage::Live => rounds(4),
+            Stage::Provider => rounds(6),
+            Stage::Plan => rounds(6) + echo,
+            Stage::Strand => rounds(6) + config.dispatch_retry_delay * config.max_dispatch_attempts,
+            Stage::Audit => rounds(8) + config.audit_timeout + AUDIT_SLACK + echo,
+            Stage::Checks(timeouts) => rounds(8) + timeouts + CHECK_SLACK + echo,
+            Stage::Review => rounds(12) + config.review_timeout * 2 + echo,
+            Stage::Reserve => rounds(6) + echo,
             Stage::Deliver => {
                 let attempts = config.max_dispatch_attempts.max(1);
                 // Each post with its pause (doubling, capped), and the read of the transcript
                 // after an unclear answer.
-                rounds(DELIVER_ROUNDS + attempts * 2)
+                rounds(4 + attempts * 2)
                     + crate::time::backoff::MAX_RETRY_DELAY * attempts
                     + config.dispatch_retry_delay
             }
-            Stage::Settle => rounds(SETTLE_ROUNDS) + echo,
+            Stage::Settle => rounds(6) + echo,
         }
     }
 }
@@ -121,28 +110,28 @@ impl Stage {
                 Need::Live | Need::OpenRequests => Stage::Live,
                 Need::FreshTail => Stage::Provider,
                 Need::Evidence { .. } => Stage::Audit,
-                Need::CheckTranscript { .. } => checks_stage(),
-                Need::FinishedReview { .. } | Need::CitedFiles(_) => Stage::Review,
-                Need::ReadBack => Stage::Deliver,
+                Need::CheckTranscript => checks_stage(),
+                Need::FinishedReview { .. } | Need::CitedFiles(_) | Need::ReviewerCost(_) => Stage::Review,
+                Need::ReadBack | Need::PostSession | Need::Stored(_) | Need::Reconcile => Stage::Deliver,
             },
             Decision::Act(effect) => match effect {
                 Effect::Audit(_) => Stage::Audit,
-                Effect::Claim { label, .. } if *label == crate::goal::decide::review_rules::REVIEW_LABEL => {
-                    Stage::Review
-                }
+                Effect::Claim { run: ClaimFor::Review, .. } => Stage::Review,
                 Effect::Claim { .. } | Effect::RunCheck { .. } | Effect::ConcludeCheck { .. } => checks_stage(),
-                Effect::Review { .. } | Effect::RecordReview { .. } => Stage::Review,
+                Effect::OpenReviewer { .. } | Effect::AskReviewer { .. } | Effect::RecordReview { .. } => Stage::Review,
                 Effect::Watched(write) => match write.slot {
                     Slot::ChecksHeld => checks_stage(),
                     Slot::ReviewHeld => Stage::Review,
                     _ => Stage::Reserve,
                 },
                 Effect::ClaimDispatch => Stage::Reserve,
-                Effect::Post { .. } | Effect::Pause(_) | Effect::HearLate => Stage::Deliver,
+                Effect::Post { .. } | Effect::Pause { .. } | Effect::HearLate | Effect::AnnounceContinuation => {
+                    Stage::Deliver
+                }
                 Effect::Write(write) if write.slot == Slot::GiveBack => Stage::Deliver,
                 Effect::Write(write) if write.slot == Slot::Reposted => Stage::Strand,
                 Effect::Repost { .. } => Stage::Strand,
-                Effect::Settle { .. } => Stage::Settle,
+                Effect::Settle { .. } | Effect::Announce { .. } => Stage::Settle,
                 Effect::Write(_)
                 | Effect::Trail(_)
                 | Effect::CopyObjective { .. }

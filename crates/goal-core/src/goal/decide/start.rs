@@ -3,6 +3,7 @@
 //! that cannot be read, the objective, and the live state (busy, a child busy, a permission or a
 //! question open, or a read that keeps failing).
 
+use crate::sched::outcome::TickOutcome;
 use std::ops::ControlFlow;
 use std::time::Duration;
 
@@ -13,10 +14,10 @@ use crate::goal::decide::change::{Change, CopyRule, Extras};
 use crate::goal::decide::gates::{lease_wait, live_gate, LiveGate};
 use crate::goal::decide::guard_rules::{detail_of, unreadable_guards};
 use crate::goal::decide::lineage::{owner_without_list, ownership, Ownership, Unlisted};
-use crate::goal::decide::plan::blocked;
+use crate::goal::decide::plan_rules::blocked;
 use crate::goal::decide::seen::{Live, OwnerAnswer, Seen, Written};
 use crate::goal::decide::wait_rules::{wait_detail, waiting_cause, Route};
-use crate::goal::decide::{Effect, End, Guard, Need, Slot};
+use crate::goal::decide::{Effect, Guard, Need, Slot};
 use crate::record::cause::CauseCode;
 use crate::record::reasons::{
     REASON_INVALID_GOAL, REASON_MESSAGES_UNAVAILABLE, REASON_OBJECTIVE_UNAVAILABLE, REASON_RESUMED, WAITING_FOR_USER,
@@ -38,7 +39,7 @@ pub const GONE_LOOKS: u32 = 10;
 pub(super) fn first_read<'s>(seen: &'s Seen, config: &GoalConfig) -> Flow<&'s Goal> {
     let Some(first) = &seen.first else { return read(Need::First) };
     if !first.enabled {
-        return end(End::Done);
+        return end(TickOutcome::Done);
     }
     let session = match &first.session {
         Ok(session) => session,
@@ -46,7 +47,7 @@ pub(super) fn first_read<'s>(seen: &'s Seen, config: &GoalConfig) -> Flow<&'s Go
     };
     match &first.goal {
         Some(goal) if !session.is_subagent() && goal.status == GoalStatus::Active => ControlFlow::Continue(goal),
-        _ => end(End::Done),
+        _ => end(TickOutcome::Done),
     }
 }
 
@@ -54,14 +55,14 @@ pub(super) fn first_read<'s>(seen: &'s Seen, config: &GoalConfig) -> Flow<&'s Go
 /// [`GONE_RECHECK`] once the retries are spent, and dropped after [`GONE_LOOKS`] such looks; a
 /// server that is only slow or failing is never given up on (past the last retry the scheduler
 /// looks again at its longest backoff).
-pub fn unreadable(attempt: u32, config: &GoalConfig, error: &HttpError) -> End {
+pub fn unreadable(attempt: u32, config: &GoalConfig, error: &HttpError) -> TickOutcome {
     if attempt < config.max_retry_attempts || !error.is_definite() {
-        return End::Retry;
+        return TickOutcome::Retry;
     }
     if attempt - config.max_retry_attempts < GONE_LOOKS {
-        End::RetryIn(GONE_RECHECK)
+        TickOutcome::RetryIn(GONE_RECHECK)
     } else {
-        End::Done
+        TickOutcome::Done
     }
 }
 
@@ -80,7 +81,7 @@ pub(super) fn owner<'s>(seen: &'s Seen, goal: &'s Goal) -> Flow<&'s Goal> {
     };
     let at = seen.first_at;
     match lease_wait(driven, &seen.holder, at) {
-        Some(wait) => end(End::BackOff(wait)),
+        Some(wait) => end(TickOutcome::BackOff(wait)),
         None => ControlFlow::Continue(driven),
     }
 }
@@ -88,14 +89,14 @@ pub(super) fn owner<'s>(seen: &'s Seen, goal: &'s Goal) -> Flow<&'s Goal> {
 /// The decision on what a read list told (`listed`: a list holding every carrier was read).
 fn listed<'s>(seen: &'s Seen, goal: &'s Goal, listed: bool, older: Option<&str>) -> Flow<&'s Goal> {
     match ownership(goal, &seen.session_id, older) {
-        Ownership::Unmarked if !listed => end(End::Retry),
+        Ownership::Unmarked if !listed => end(TickOutcome::Retry),
         Ownership::Own | Ownership::Unmarked => {
             remembered(seen)?;
             ControlFlow::Continue(goal)
         }
         Ownership::Claimed => {
             remembered(seen)?;
-            claimed(seen, goal)
+            claimed(seen)
         }
         Ownership::Copy { source } => {
             if goal.objective_file && !seen.owner.objective_copied {
@@ -113,12 +114,12 @@ fn unlisted<'s>(seen: &'s Seen, goal: &'s Goal, session_created: f64) -> Flow<&'
     if ownership(goal, &seen.session_id, None) != Ownership::Unmarked {
         // A goal that names no session is either unmarked or resumed by the user (claimed).
         remembered(seen)?;
-        return claimed(seen, goal);
+        return claimed(seen);
     }
     match owner_without_list(goal, session_created) {
         Unlisted::Own => {
             remembered(seen)?;
-            claimed(seen, goal)
+            claimed(seen)
         }
         Unlisted::Copy => adopt(seen, String::new(), CopyRule::Unlisted { session_created }),
         Unlisted::Unknown => wait_for_list(seen, goal, &wait_detail(Route::List, &HttpError::Status(404))),
@@ -134,8 +135,8 @@ fn remembered(seen: &Seen) -> Flow {
 }
 
 /// A copy the user resumed, written as this session's own: the tick goes on with it.
-fn claimed<'s>(seen: &'s Seen, _goal: &'s Goal) -> Flow<&'s Goal> {
-    match &seen.owner.claimed {
+fn claimed(seen: &Seen) -> Flow<&Goal> {
+    match seen.written(Slot::Claim) {
         None => act(Effect::Write(super::Write {
             change: Change::Claim,
             guard: Guard::SameId,
@@ -143,31 +144,33 @@ fn claimed<'s>(seen: &'s Seen, _goal: &'s Goal) -> Flow<&'s Goal> {
             slot: Slot::Claim,
         })),
         Some(Written::Goal(goal)) => ControlFlow::Continue(goal),
-        Some(Written::Stale) => end(End::Done),
-        Some(Written::Failed) => end(End::Retry),
+        Some(Written::Stale) => end(TickOutcome::Done),
+        Some(Written::Failed) => end(TickOutcome::Retry),
     }
 }
 
 /// A copy adopted paused; the tick ends (retried when the write failed).
 fn adopt<T>(seen: &Seen, source: String, rule: CopyRule) -> Flow<T> {
-    match &seen.owner.adopted {
+    match seen.written(Slot::Adopt) {
         None => {
             let change = Change::Adopt { source, rule };
             act(Effect::Write(super::Write { change, guard: Guard::SameId, keep_owner: false, slot: Slot::Adopt }))
         }
-        Some(Written::Failed) => end(End::Retry),
-        Some(_) => end(End::Done),
+        Some(Written::Failed) => end(TickOutcome::Retry),
+        Some(_) => end(TickOutcome::Done),
     }
 }
 
 /// The goal waits for its directory's next owner list, and says so in its cause (the goal
 /// keeps naming no session); the list that is read wakes it.
 fn wait_for_list<T>(seen: &Seen, goal: &Goal, detail: &str) -> Flow<T> {
-    if !seen.waiting.noted && waiting_cause(goal.cause.as_ref(), &seen.session_id, detail, seen.first_at).is_some() {
+    if seen.written(Slot::Waiting).is_none()
+        && waiting_cause(goal.cause.as_ref(), &seen.session_id, detail, seen.first_at).is_some()
+    {
         let change = Change::WaitingForOpenCode { detail: detail.to_string() };
         return act(Effect::Write(super::Write { change, guard: Guard::Tick, keep_owner: true, slot: Slot::Waiting }));
     }
-    end(End::BackOff(LIST_WAIT_RECHECK))
+    end(TickOutcome::BackOff(LIST_WAIT_RECHECK))
 }
 
 /// The objective the tick works toward (read once the goal is known to be driven), after the
@@ -187,7 +190,7 @@ pub(super) fn objective(at: &Decide<'_>) -> Flow<String> {
             settlement.detail = Some("objective file".into());
             ControlFlow::Break(at.settle(settlement, Extras::default(), Guard::Tick, None))
         }
-        None => end(End::Retry),
+        None => end(TickOutcome::Retry),
     }
 }
 
@@ -203,8 +206,8 @@ pub(super) fn live<'s>(at: &Decide<'s>) -> Flow<&'s Live> {
     };
     match live_gate(&live.status, &seen.session_id, &live.children, |_| live.waiting_events) {
         LiveGate::Proceed => ControlFlow::Continue(live),
-        LiveGate::Busy => end(End::Busy),
-        LiveGate::ChildBusy => end(End::Rearm),
+        LiveGate::Busy => end(TickOutcome::Busy),
+        LiveGate::ChildBusy => end(TickOutcome::Rearm),
         LiveGate::WaitingForUser => waiting_for_user(at, live),
     }
 }
@@ -218,13 +221,13 @@ fn live_failed<T>(at: &Decide<'_>, failed: &[(Route, HttpError)]) -> Flow<T> {
     let seen = at.seen;
     if let Some((route, error)) = failed.first() {
         let detail = wait_detail(*route, error);
-        if !seen.waiting.noted
+        if seen.written(Slot::Waiting).is_none()
             && waiting_cause(at.goal.cause.as_ref(), &seen.session_id, &detail, seen.first_at).is_some()
         {
             return act(write(Change::WaitingForOpenCode { detail }, Slot::Waiting));
         }
     }
-    end(End::Retry)
+    end(TickOutcome::Retry)
 }
 
 /// Events said a permission or question is open: OpenCode's lists are read first (the answer's
@@ -240,10 +243,10 @@ fn waiting_for_user<'s>(at: &Decide<'_>, live: &'s Live) -> Flow<&'s Live> {
         }
         Some(true) => {
             let reason = &at.goal.status_reason;
-            if !seen.waiting.noted && reason != WAITING_FOR_USER && reason != REASON_RESUMED {
+            if seen.written(Slot::Waiting).is_none() && reason != WAITING_FOR_USER && reason != REASON_RESUMED {
                 return act(write(Change::WaitingForUser, Slot::Waiting));
             }
-            end(End::Done)
+            end(TickOutcome::Done)
         }
     }
 }

@@ -3,11 +3,15 @@
 //! carried out by the walker the way the gatherer and the executor would, and the walk's end and
 //! effects compared with the row. No runtime, no clock, no I/O.
 
+use crate::sched::outcome::TickOutcome;
 use serde_json::{json, Map, Value};
 
 use super::change::ApplyWith;
-use super::decision::{Decision, Effect, End, Need, Slot};
-use super::seen::{Claim, Delivery, First, Held, Live, OwnerAnswer, ReadBack, Seen, Written};
+use super::check_rules::{ClaimRound, FirstClaim};
+use super::decision::{Decision, Effect, Need, Slot};
+use super::dispatch_rules::{DispatchStep, PostAnswer};
+use super::observation::Observation;
+use super::seen::{First, Held, Live, OwnerAnswer, ReadBack, Seen, Written};
 use super::{decide, lineage::OwnerView};
 use crate::config::GoalConfig;
 use crate::error::HttpError;
@@ -23,6 +27,8 @@ struct World {
     config: GoalConfig,
     attempt: u32,
     enabled: bool,
+    /// The settings file asks for a notification when a goal settles.
+    notify: bool,
     /// The session as OpenCode answers it (`Err`: the read fails).
     session: Result<Value, HttpError>,
     owners: OwnerAnswer,
@@ -40,8 +46,8 @@ struct World {
     writes_fail: bool,
     /// No user action during the tick.
     current: bool,
-    /// How the continuation's post goes.
-    delivery: Delivery,
+    /// What OpenCode answers every post of the continuation.
+    post: PostAnswer,
     /// A message newer than the tail shows at the read-back (the user typed, another host
     /// posted).
     newer_at_read_back: bool,
@@ -54,6 +60,7 @@ impl World {
             config: GoalConfig::default(),
             attempt: 0,
             enabled: true,
+            notify: true,
             session: Ok(session(goal)),
             owners: OwnerAnswer::Listed(OwnerView { listed: true, oldest: None }),
             objective: None,
@@ -65,7 +72,7 @@ impl World {
             audits: vec![Ok(json!({"verdict": "continue", "note": "more to do"}))],
             writes_fail: false,
             current: true,
-            delivery: Delivery::Sent,
+            post: PostAnswer::Sent,
             newer_at_read_back: false,
         }
     }
@@ -114,7 +121,7 @@ fn exchange(text: &str) -> Value {
 #[derive(Default)]
 struct Walk {
     decisions: Vec<Decision>,
-    end: Option<End>,
+    end: Option<TickOutcome>,
     /// The goal as stored at the end.
     stored: Option<Goal>,
     trail: Vec<Map<String, Value>>,
@@ -150,30 +157,29 @@ fn walk(mut world: World) -> Walk {
                 walk.end = Some(end);
                 break;
             }
-            Decision::Read(need) => answer(&mut world, &mut seen, need, stored.as_ref()),
-            Decision::Act(effect) => act(&mut world, &mut seen, &mut walk, &mut stored, effect),
+            Decision::Read(need) => seen.absorb(answer(&world, &seen, need, stored.as_ref())),
+            Decision::Act(effect) => seen.absorb(act(&mut world, &mut walk, &mut stored, effect)),
         }
     }
     walk.stored = stored;
     walk
 }
 
-fn answer(world: &mut World, seen: &mut Seen, need: Need, stored: Option<&Goal>) {
+/// What the walker's world answers to `need`, as the gatherer would.
+fn answer(world: &World, seen: &Seen, need: Need, stored: Option<&Goal>) -> Observation {
     match need {
         Need::First => {
             let session = world.session.clone().map(|s| SessionView::from_value(&s).expect("a session"));
             let goal = session.as_ref().ok().and_then(SessionView::goal);
-            seen.first = Some(First { enabled: world.enabled, session, goal });
-            seen.first_at = NOW;
+            Observation::First(First { enabled: world.enabled, notify: world.notify, session, goal }, NOW)
         }
-        Need::Owners => seen.owner.answer = Some(world.owners.clone()),
+        Need::Owners => Observation::Owners(world.owners.clone()),
         Need::Objective => {
             let inline = seen.goal().map(|g| g.objective.clone());
-            seen.objective = Some(world.objective.clone().unwrap_or(inline));
+            Observation::Objective(world.objective.clone().unwrap_or(inline))
         }
-        Need::Live => {
-            seen.live_at = NOW;
-            seen.live = Some(match &world.messages {
+        Need::Live => Observation::Live(
+            match &world.messages {
                 Ok(raw) => Ok(Live {
                     status: world.status.clone(),
                     children: world.children.iter().filter_map(SessionView::from_value).collect(),
@@ -183,14 +189,15 @@ fn answer(world: &mut World, seen: &mut Seen, need: Need, stored: Option<&Goal>)
                     waiting_events: world.waiting_events,
                 }),
                 Err(error) => Err(vec![(super::wait_rules::Route::Messages, error.clone())]),
-            });
-        }
-        Need::OpenRequests => seen.waiting.requests_open = Some(world.requests_open),
-        Need::FreshTail => seen.provider.fresh_tail = Some(Ok(seen.live().expect("live").messages.clone())),
+            },
+            NOW,
+        ),
+        Need::OpenRequests => Observation::OpenRequests(world.requests_open),
+        Need::FreshTail => Observation::FreshTail(Ok(seen.live().expect("live").messages.clone())),
         Need::Evidence { tail, reply } => {
             let (goal, live) = (seen.goal().expect("goal").clone(), seen.live().expect("live").clone());
             let limits = world.config.evidence.limits.clone();
-            seen.audit.evidence = Some(super::verdict::evidence(&goal, &live.raw, None, None, &tail, &reply, &limits));
+            Observation::Evidence(super::verdict::evidence(&goal, &live.raw, None, None, &tail, &reply, &limits))
         }
         Need::ReadBack => {
             let mut session = SessionView::from_value(world.session.as_ref().expect("session")).expect("a session");
@@ -199,13 +206,21 @@ fn answer(world: &mut World, seen: &mut Seen, need: Need, stored: Option<&Goal>)
             }
             let newest = seen.live().and_then(|l| l.messages.last()).map(|m| m.id.clone()).unwrap_or_default();
             let newest = if world.newer_at_read_back { "msg_0000000a0009AAAAAAAAAAAAAA".into() } else { newest };
-            seen.deliver.read_back = Some(ReadBack { session: Ok(session), newest: Ok(newest) });
+            Observation::ReadBack(ReadBack { session: Ok(session), newest: Ok(newest) })
         }
+        // The goal as stored, still the one reserved; the continuation never stored.
+        Need::PostSession => {
+            let mut session = SessionView::from_value(world.session.as_ref().expect("session")).expect("a session");
+            session.metadata.insert("openchamber".into(), json!({"goal": stored.map(Goal::to_value)}));
+            Observation::Dispatched(DispatchStep::Session(Some(Box::new(session))))
+        }
+        Need::Stored(_) => Observation::Dispatched(DispatchStep::Stored(false)),
         other => panic!("no answer for {other:?} in this walker"),
     }
 }
 
-fn act(world: &mut World, seen: &mut Seen, walk: &mut Walk, stored: &mut Option<Goal>, effect: Effect) {
+/// What carrying `effect` out on the walker's world does, as the executor would.
+fn act(world: &mut World, walk: &mut Walk, stored: &mut Option<Goal>, effect: Effect) -> Observation {
     let apply = |write: &super::Write, stored: &mut Option<Goal>| -> Written {
         if world.writes_fail {
             return Written::Failed;
@@ -222,33 +237,26 @@ fn act(world: &mut World, seen: &mut Seen, walk: &mut Walk, stored: &mut Option<
         }
     };
     match effect {
-        Effect::Write(write) => {
-            let written = apply(&write, stored);
-            seen.wrote(write.slot, written);
+        Effect::Write(write) => Observation::Wrote(write.slot, apply(&write, stored)),
+        Effect::Settle { write, trail } => {
+            walk.trail.extend(trail.map(|line| line.record));
+            Observation::Wrote(write.slot, apply(&write, stored))
         }
-        Effect::Settle { write, trail, notify } => {
-            if let Some(line) = trail {
-                walk.trail.push(line.record);
-            }
-            let written = apply(&write, stored);
-            walk.notified = notify && matches!(written, Written::Goal(_));
-            seen.settled = Some(written);
+        Effect::Announce { notification, .. } => {
+            walk.notified = notification.is_some();
+            Observation::Announced
         }
-        Effect::Watched(write) => {
-            let held = match apply(&write, stored) {
+        Effect::Watched(write) => Observation::Held(
+            write.slot,
+            match apply(&write, stored) {
                 Written::Goal(goal) => Held::Written { goal, contested: false, late: false },
                 Written::Stale => Held::Stale,
                 Written::Failed => Held::Failed,
-            };
-            match write.slot {
-                Slot::ChecksHeld => seen.checks.held = Some(held),
-                Slot::ReviewHeld => seen.review.held = Some(held),
-                _ => seen.deliver.reserved = Some(held),
-            }
-        }
+            },
+        ),
         Effect::Trail(line) => {
             walk.trail.push(line.record);
-            seen.trailed(line.slot);
+            Observation::Trailed(line.slot)
         }
         Effect::Audit(_) => {
             let answer = if world.audits.len() > 1 { world.audits.remove(0) } else { world.audits[0].clone() };
@@ -258,28 +266,32 @@ fn act(world: &mut World, seen: &mut Seen, walk: &mut Walk, stored: &mut Option<
                 model_id: "nano".into(),
                 tokens: Some(10),
             });
-            seen.audit.answer = Some((reply, NOW));
+            Observation::Audited(reply, NOW)
         }
-        Effect::ClaimDispatch => seen.plan.dispatch_claim = Some(true),
-        Effect::RememberCarrier => seen.owner.remembered = true,
-        Effect::CopyObjective { .. } => seen.owner.objective_copied = true,
-        Effect::InputsSettled(_) => seen.waiting.inputs_settled = true,
+        Effect::ClaimDispatch => Observation::DispatchClaimed(true),
+        Effect::RememberCarrier => Observation::CarrierRemembered,
+        Effect::CopyObjective { .. } => Observation::ObjectiveCopied,
+        Effect::InputsSettled(_) => Observation::InputsSettled,
         Effect::Post { .. } => {
             walk.posts += 1;
-            seen.deliver.delivery = Some(world.delivery);
+            Observation::Dispatched(DispatchStep::Posted(world.post))
         }
         Effect::Repost { .. } => {
             walk.posts += 1;
-            seen.plan.repost_sent = true;
+            Observation::Reposted
         }
-        Effect::Claim { .. } => seen.checks.current.claim = Some(Claim::Ours),
-        Effect::Pause(_) => seen.deliver.waited = true,
-        Effect::HearLate => seen.deliver.repaired_late = Some(false),
+        Effect::Claim { run, .. } => {
+            let first = FirstClaim { holder: "me".into(), part_id: "prt_1".into(), created: NOW };
+            Observation::Claimed(run, ClaimRound::Read { first, at: NOW })
+        }
+        Effect::Pause { before, .. } => Observation::Waited(before),
+        Effect::AnnounceContinuation => Observation::ContinuationAnnounced,
+        Effect::HearLate => Observation::HeardLate(false),
         other => panic!("no effect {other:?} in this walker"),
     }
 }
 
-fn ended(walk: &Walk) -> End {
+fn ended(walk: &Walk) -> TickOutcome {
     walk.end.expect("the walk ended")
 }
 
@@ -287,16 +299,16 @@ fn ended(walk: &Walk) -> End {
 fn the_first_reads_end_a_tick_that_has_nothing_to_drive() {
     let mut off = World::new(goal(json!({})));
     off.enabled = false;
-    assert_eq!(ended(&walk(off)), End::Done, "goals switched off");
+    assert_eq!(ended(&walk(off)), TickOutcome::Done, "goals switched off");
     let paused = World::new(goal(json!({"status": "paused"})));
-    assert_eq!(ended(&walk(paused)), End::Done);
+    assert_eq!(ended(&walk(paused)), TickOutcome::Done);
     let mut child = World::new(goal(json!({})));
     child.session =
         Ok(json!({"id": "ses_1", "parentID": "ses_0", "metadata": {"openchamber": {"goal": goal(json!({}))}}}));
-    assert_eq!(ended(&walk(child)), End::Done, "a subagent carries no goal");
+    assert_eq!(ended(&walk(child)), TickOutcome::Done, "a subagent carries no goal");
     let mut failing = World::new(goal(json!({})));
     failing.session = Err(HttpError::Status(503));
-    assert_eq!(ended(&walk(failing)), End::Retry);
+    assert_eq!(ended(&walk(failing)), TickOutcome::Retry);
 }
 
 #[test]
@@ -307,16 +319,16 @@ fn a_session_that_is_not_there_is_looked_at_every_30_s_ten_times_then_let_go() {
         world.attempt = attempt;
         ended(&walk(world))
     };
-    assert_eq!(gone(0), End::Retry, "retries first");
-    assert_eq!(gone(4), End::RetryIn(super::start::GONE_RECHECK));
-    assert_eq!(gone(13), End::RetryIn(super::start::GONE_RECHECK));
-    assert_eq!(gone(14), End::Done, "let go after ten looks");
+    assert_eq!(gone(0), TickOutcome::Retry, "retries first");
+    assert_eq!(gone(4), TickOutcome::RetryIn(super::start::GONE_RECHECK));
+    assert_eq!(gone(13), TickOutcome::RetryIn(super::start::GONE_RECHECK));
+    assert_eq!(gone(14), TickOutcome::Done, "let go after ten looks");
 }
 
 #[test]
 fn an_audited_turn_is_reserved_then_posted_once() {
     let walk = walk(World::new(goal(json!({}))));
-    assert_eq!(ended(&walk), End::Continued);
+    assert_eq!(ended(&walk), TickOutcome::Continued);
     assert_eq!(walk.posts, 1);
     let stored = walk.stored.as_ref().expect("stored");
     assert_eq!(stored.turns_used, 1, "the turn counted at the reservation");
@@ -389,44 +401,59 @@ fn every_settle_writes_its_cause() {
         let walk = walk(world);
         assert_eq!((walk.status(), walk.cause()), (Some(status), Some(cause)), "{name}: {:?}", walk.end);
         assert_eq!(walk.posts, 0, "{name}: nothing posted");
-        assert_eq!(ended(&walk), End::Settled, "{name}");
+        assert_eq!(ended(&walk), TickOutcome::Settled, "{name}");
         assert_eq!(walk.notified, status != GoalStatus::Paused, "{name}: a settle notifies, a pause does not");
     }
+}
+
+/// A settle is announced (the console, the owner memory) whatever the settings file says; only
+/// the host's notification follows its switch.
+#[test]
+fn the_notification_follows_the_settings_switch() {
+    let mut quiet = World::new(goal(json!({}))).audit(json!({"verdict": "complete", "note": "done"}));
+    quiet.notify = false;
+    let walk = walk(quiet);
+    assert_eq!((walk.status(), ended(&walk)), (Some(GoalStatus::Complete), TickOutcome::Settled));
+    assert!(walk.did(|d| matches!(d, Decision::Act(Effect::Announce { notification: None, .. }))));
+    assert!(!walk.notified);
 }
 
 /// The gates before any audit: each ends the tick without a write or a post.
 #[test]
 fn the_gates_end_the_tick_as_the_live_state_says() {
     let busy = World { status: json!({"ses_1": {"type": "busy"}}), ..World::new(goal(json!({}))) };
-    assert_eq!(ended(&walk(busy)), End::Busy);
+    assert_eq!(ended(&walk(busy)), TickOutcome::Busy);
     let child = World {
         children: vec![json!({"id": "ses_c", "parentID": "ses_1"})],
         status: json!({"ses_c": {"type": "busy"}}),
         ..World::new(goal(json!({})))
     };
-    assert_eq!(ended(&walk(child)), End::Rearm);
+    assert_eq!(ended(&walk(child)), TickOutcome::Rearm);
     let lease = World::new(goal(json!({"lease": {"holder": "other", "expiresAt": NOW + 60_000.0}})));
-    assert!(matches!(ended(&walk(lease)), End::BackOff(_)), "another host's live lease");
+    assert!(matches!(ended(&walk(lease)), TickOutcome::BackOff(_)), "another host's live lease");
     let fresh = World::new(goal(json!({}))).messages(json!([
         {"info": {"id": "msg_0000000a0001AAAAAAAAAAAAAA", "role": "user", "time": {"created": NOW - 20_000.0}}, "parts": []},
         {"info": {"id": "msg_0000000a0002AAAAAAAAAAAAAA", "role": "assistant", "time": {"created": NOW - 10_000.0, "completed": NOW - 5_000.0},
             "finish": "stop", "providerID": "mock", "modelID": "mock-model"}, "parts": []},
     ]));
-    assert!(matches!(ended(&walk(fresh)), End::BackOff(wait) if wait.as_millis() > 9_000), "inside the quiet window");
+    assert!(
+        matches!(ended(&walk(fresh)), TickOutcome::BackOff(wait) if wait.as_millis() > 9_000),
+        "inside the quiet window"
+    );
     let none = World::new(goal(json!({}))).messages(json!([]));
-    assert_eq!(ended(&walk(none)), End::Done, "no reply yet");
+    assert_eq!(ended(&walk(none)), TickOutcome::Done, "no reply yet");
 }
 
 #[test]
 fn a_request_events_said_is_open_is_read_from_opencode_first() {
     let mut open = World { waiting_events: true, requests_open: true, ..World::new(goal(json!({}))) };
     let noted = walk(open);
-    assert_eq!(ended(&noted), End::Done);
+    assert_eq!(ended(&noted), TickOutcome::Done);
     assert_eq!(noted.cause(), Some(CauseCode::WaitingForUser));
     open = World { waiting_events: true, requests_open: false, ..World::new(goal(json!({}))) };
     let answered = walk(open);
     assert!(answered.did(|d| matches!(d, Decision::Act(Effect::InputsSettled(_)))));
-    assert_eq!(ended(&answered), End::Continued, "the answer's event was lost: going on");
+    assert_eq!(ended(&answered), TickOutcome::Continued, "the answer's event was lost: going on");
 }
 
 #[test]
@@ -434,7 +461,7 @@ fn a_failing_read_makes_the_goal_wait_and_say_so() {
     let mut world = World::new(goal(json!({})));
     world.messages = Err(HttpError::Status(500));
     let walk = walk(world);
-    assert_eq!(ended(&walk), End::Retry);
+    assert_eq!(ended(&walk), TickOutcome::Retry);
     let cause = walk.stored.as_ref().and_then(|g| g.cause.clone()).expect("a cause");
     assert_eq!(
         (cause.code, cause.detail.as_deref()),
@@ -445,12 +472,12 @@ fn a_failing_read_makes_the_goal_wait_and_say_so() {
 #[test]
 fn a_fork_s_copy_is_adopted_paused_and_a_goal_of_unknown_owner_waits() {
     let copy = walk(World::new(goal(json!({"sessionId": "ses_0"}))));
-    assert_eq!(ended(&copy), End::Done);
+    assert_eq!(ended(&copy), TickOutcome::Done);
     assert_eq!((copy.status(), copy.cause()), (Some(GoalStatus::Paused), Some(CauseCode::Inherited)));
     let mut failing = World::new(goal(json!({"sessionId": null})));
     failing.owners = OwnerAnswer::Failing { detail: "GET /session → 503".into() };
     let waiting = walk(failing);
-    assert_eq!(ended(&waiting), End::BackOff(super::start::LIST_WAIT_RECHECK));
+    assert_eq!(ended(&waiting), TickOutcome::BackOff(super::start::LIST_WAIT_RECHECK));
     assert_eq!(waiting.cause(), Some(CauseCode::WaitingForOpenCode));
     assert!(waiting.stored.as_ref().is_some_and(|g| g.session_id.is_none()), "the goal keeps naming no session");
 }
@@ -464,7 +491,7 @@ fn a_provider_limit_parks_the_goal_and_a_cut_turn_is_continued_visibly() {
                 "responseHeaders": {"retry-after": "60"}}}, "providerID": "mock", "modelID": "mock-model"}, "parts": []},
     ]));
     let parked = walk(limited);
-    assert!(matches!(ended(&parked), End::BackOff(_)));
+    assert!(matches!(ended(&parked), TickOutcome::BackOff(_)));
     assert_eq!(parked.cause(), Some(CauseCode::WaitingForProviderLimit));
     assert!(parked.trail.iter().any(|l| l["action"] == "park"));
     let cut = World::new(goal(json!({}))).messages(json!([
@@ -473,7 +500,7 @@ fn a_provider_limit_parks_the_goal_and_a_cut_turn_is_continued_visibly() {
             "providerID": "mock", "modelID": "mock-model"}, "parts": []},
     ]));
     let continued = walk(cut);
-    assert_eq!(ended(&continued), End::Continued);
+    assert_eq!(ended(&continued), TickOutcome::Continued);
     assert!(!continued.did(|d| matches!(d, Decision::Act(Effect::Audit(_)))), "a cut turn is not audited");
     assert_eq!(continued.stored.as_ref().map(|g| g.note.as_str()), Some(crate::record::reasons::NOTE_TURN_CUT));
     assert!(continued.trail.iter().any(|l| l["action"] == "continue (turn cut)" && l["cut"] == 1));
@@ -488,7 +515,7 @@ fn a_stranded_message_is_posted_again_under_its_ids() {
     ]));
     let walk = walk(stranded);
     assert_eq!(walk.posts, 1, "one re-post");
-    assert!(matches!(ended(&walk), End::BackOff(_)));
+    assert!(matches!(ended(&walk), TickOutcome::BackOff(_)));
     assert_eq!(walk.stored.as_ref().and_then(|g| g.reposted.get()).map(|r| r.posts), Some(1));
 }
 
@@ -496,16 +523,18 @@ fn a_stranded_message_is_posted_again_under_its_ids() {
 fn a_user_action_during_the_tick_ends_it_before_anything_is_posted() {
     let stopped = World { current: false, ..World::new(goal(json!({}))) };
     let walk = walk(stopped);
-    assert_eq!(ended(&walk), End::Done);
+    assert_eq!(ended(&walk), TickOutcome::Done);
     assert_eq!(walk.posts, 0);
     assert!(!walk.did(|d| matches!(d, Decision::Act(Effect::Audit(_)))));
 }
 
 #[test]
 fn a_post_that_fails_is_retried_under_its_id_then_settles_blocked() {
-    let failed = World { delivery: Delivery::Failed { refused: false }, ..World::new(goal(json!({}))) };
-    assert!(matches!(ended(&walk(failed)), End::RetryIn(_)), "the same id again later");
-    let exhausted = World { delivery: Delivery::Failed { refused: true }, attempt: 4, ..World::new(goal(json!({}))) };
+    let failed = walk(World { post: PostAnswer::Unclear, ..World::new(goal(json!({}))) });
+    assert!(matches!(ended(&failed), TickOutcome::RetryIn(_)), "the same id again later");
+    let retries = failed.decisions.iter().filter(|d| matches!(d, Decision::Act(Effect::Pause { .. })));
+    assert_eq!((failed.posts, retries.count()), (3, 2), "three posts, a pause before each retry");
+    let exhausted = World { post: PostAnswer::Refused, attempt: 4, ..World::new(goal(json!({}))) };
     let settled = walk(exhausted);
     assert_eq!((settled.status(), settled.cause()), (Some(GoalStatus::Blocked), Some(CauseCode::DispatchFailed)));
     assert_eq!(settled.stored.as_ref().map(|g| g.turns_used), Some(0), "a refused turn goes back");
@@ -514,7 +543,7 @@ fn a_post_that_fails_is_retried_under_its_id_then_settles_blocked() {
 #[test]
 fn a_write_that_fails_never_reports_the_goal_settled() {
     let failing = World { writes_fail: true, ..World::new(goal(json!({}))).audit(json!({"verdict": "complete"})) };
-    assert!(matches!(ended(&walk(failing)), End::RetryIn(_)));
+    assert!(matches!(ended(&walk(failing)), TickOutcome::RetryIn(_)));
 }
 
 /// The agent's first reply, then a person's message `words`, then the agent's answer to it.
@@ -539,7 +568,7 @@ fn a_person_s_stop_pauses_the_goal_and_a_groundless_pause_goes_on() {
     let words = "stop here, I'll finish it myself — the rest of the refactor is mine, thanks for the help so far, really appreciated it all";
     let pause = json!({"verdict": "pause", "note": "the person asked to stop"});
     let stopped = walk(World::new(goal(json!({}))).messages(person_said(words)).audit(pause.clone()));
-    assert_eq!(ended(&stopped), End::Settled);
+    assert_eq!(ended(&stopped), TickOutcome::Settled);
     assert_eq!((stopped.status(), stopped.cause()), (Some(GoalStatus::Paused), Some(CauseCode::UserAskedToPause)));
     let stored = stopped.stored.as_ref().expect("stored");
     let detail = stored.cause.as_ref().and_then(|c| c.detail.clone()).expect("a detail");
@@ -555,13 +584,17 @@ fn a_person_s_stop_pauses_the_goal_and_a_groundless_pause_goes_on() {
     assert!(stopped.trail.iter().any(|l| l["verdict"] == "pause" && l["action"] == "paused"));
 
     let groundless = walk(World::new(goal(json!({}))).audit(pause));
-    assert_eq!(ended(&groundless), End::Continued, "no person's message: the pause is not obeyed");
+    assert_eq!(ended(&groundless), TickOutcome::Continued, "no person's message: the pause is not obeyed");
     assert_eq!((groundless.status(), groundless.posts), (Some(GoalStatus::Active), 1));
     let action = crate::record::reasons::ACTION_PAUSE_UNFOUNDED;
     assert!(groundless.trail.iter().any(|l| l["verdict"] == "pause" && l["action"] == action), "the trail says why");
 
     let more = walk(World::new(goal(json!({}))).messages(person_said("also handle empty input")));
-    assert_eq!((ended(&more), more.posts), (End::Continued, 1), "a person's message that asks for more goes on");
+    assert_eq!(
+        (ended(&more), more.posts),
+        (TickOutcome::Continued, 1),
+        "a person's message that asks for more goes on"
+    );
 }
 
 /// A message newer than the reserved tail at the read-back (typed while the tick ran, or a turn a
@@ -570,5 +603,5 @@ fn a_person_s_stop_pauses_the_goal_and_a_groundless_pause_goes_on() {
 #[test]
 fn a_newer_message_at_the_read_back_posts_nothing_and_looks_again() {
     let walk = walk(World { newer_at_read_back: true, ..World::new(goal(json!({}))) });
-    assert_eq!((ended(&walk), walk.posts), (End::Rearm, 0));
+    assert_eq!((ended(&walk), walk.posts), (TickOutcome::Rearm, 0));
 }

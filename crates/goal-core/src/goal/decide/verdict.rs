@@ -3,6 +3,7 @@
 //! `complete` while a command fails goes on; criteria are graded or derived), the trail's line,
 //! and the decision it leads to: settle, run the checks or the review, or continue.
 
+use crate::sched::outcome::TickOutcome;
 use std::ops::ControlFlow;
 
 use serde_json::{json, Map, Value};
@@ -12,18 +13,19 @@ use crate::evidence::{audit_block, complete_override, no_progress, person_words}
 use crate::goal::decide::change::Extras;
 use crate::goal::decide::grading::{self, CriteriaUpdate, GradingAnswer};
 use crate::goal::decide::notify::trail_line;
-use crate::goal::decide::plan::{
+use crate::goal::decide::plan_rules::{
     after_audit, hold_completion, parse_verdict, AfterAudit, Audit, Basis, Reservation, Settlement, Verdict,
 };
-use crate::goal::decide::seen::{Evidence, Live};
-use crate::goal::decide::{Effect, End, Guard, Line, Need, Slot};
+use crate::goal::decide::seen::Evidence;
+use crate::goal::decide::{Effect, Guard, Line, Need, Slot};
 use crate::record::cause::CauseCode;
 use crate::record::reasons::{ACTION_PAUSE_UNFOUNDED, REASON_NO_PROGRESS};
 use crate::record::small_model_call::{SmallModelQuery, SmallModelReply};
-use crate::record::{truncate_chars, GoalStatus, NOTE_CHAR_LIMIT};
+use crate::record::{GoalStatus, NOTE_CHAR_LIMIT};
 use crate::text::jsonx::extract_json_object;
 use crate::text::prompts;
 use crate::text::script_guard::introduces_foreign_script;
+use crate::text::truncate_chars;
 
 /// What the audit's answer means: the verdict, the extras, the grading, and the decision.
 pub(super) struct Concluded {
@@ -39,11 +41,11 @@ pub(super) struct Concluded {
 
 /// The audit stage: `Continue` is the turn's reservation (the checks and the review, when the
 /// goal asks for them, already passed); a settle or the end of the tick otherwise.
-pub(super) fn audit(at: &Decide<'_>, live: &Live, objective: &str, basis: Basis) -> Flow<(Basis, Reservation)> {
+pub(super) fn audit(at: &Decide<'_>, objective: &str, basis: Basis) -> Flow<(Basis, Reservation)> {
     let seen = at.seen;
     let audit_seen = &seen.audit;
     if audit_seen.answer.is_none() && !seen.current {
-        return end(End::Done);
+        return end(TickOutcome::Done);
     }
     let Some(evidence) = &audit_seen.evidence else {
         return read(Need::Evidence { tail: basis.tail_message_id.clone(), reply: basis.assistant_text.clone() });
@@ -57,15 +59,15 @@ pub(super) fn audit(at: &Decide<'_>, live: &Live, objective: &str, basis: Basis)
     let Some((answer, answered_at)) = &audit_seen.answer else {
         return act(Effect::Audit(query(at, &basis, objective, evidence, derive, &items)));
     };
-    if !audit_seen.trail && !seen.current {
-        return end(End::Done);
+    if !seen.trailed(Slot::AuditTrail) && !seen.current {
+        return end(TickOutcome::Done);
     }
     let concluded = conclude(at, &basis, objective, evidence, answer.as_ref(), *answered_at, derive, items.len());
-    if !audit_seen.trail {
+    if !seen.trailed(Slot::AuditTrail) {
         let detached = matches!(concluded.decision, AfterAudit::Continue(_));
         return act(Effect::Trail(Line { record: concluded.line, detached, slot: Slot::AuditTrail }));
     }
-    decided(at, live, objective, basis, evidence, concluded)
+    decided(at, objective, basis, evidence, concluded)
 }
 
 /// The evidence of the turns since the previous audit, up to `tail` (the transcript without the
@@ -332,7 +334,6 @@ fn trail_entry(
 /// to its reservation.
 fn decided(
     at: &Decide<'_>,
-    live: &Live,
     objective: &str,
     basis: Basis,
     evidence: &Evidence,
@@ -347,8 +348,8 @@ fn decided(
                 && (!at.goal.checks.is_empty() || at.goal.review_wanted().is_some()) =>
         {
             let items = grading::evidence_items(&evidence.digest);
-            let input = super::acceptance::Input { basis: &basis, settlement, criteria: update, items };
-            let mut reservation = super::acceptance::accept(at, live, objective, input)?;
+            let input = super::proof::Input { basis: &basis, settlement, criteria: update, items };
+            let mut reservation = super::acceptance::accept(at, objective, input)?;
             // A failed check is a turn like any other: the no-progress breaker counts it.
             reservation.evidence.progress = evidence.state.to_value().as_object().cloned();
             ControlFlow::Continue((basis, reservation))

@@ -8,29 +8,14 @@ use crate::error::HttpError;
 use crate::goal::decide::causes::cause_of;
 use crate::record::cause::{Cause, CauseCode};
 
-/// A request of the loop, named by its route (ids left out: the detail reads the same for
-/// every session).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Route {
-    /// `GET /session` (a directory's session list).
-    List,
-    /// `GET /session/status`.
-    Status,
-    /// `GET /session/:id/children`.
-    Children,
-    /// `GET /session/:id/message`.
-    Messages,
-}
-
-impl Route {
-    /// The request as a user reads it in the cause's detail.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Route::List => "GET /session",
-            Route::Status => "GET /session/status",
-            Route::Children => "GET /session/:id/children",
-            Route::Messages => "GET /session/:id/message",
-        }
+crate::wire::wire_enum! {
+    /// A request of the loop, named by its route (ids left out: the detail reads the same for
+    /// every session).
+    pub enum Route {
+        #[doc = "`GET /session` (a directory's session list)."] List = "GET /session",
+        #[doc = "`GET /session/status`."] Status = "GET /session/status",
+        #[doc = "`GET /session/:id/children`."] Children = "GET /session/:id/children",
+        #[doc = "`GET /session/:id/message`."] Messages = "GET /session/:id/message",
     }
 }
 

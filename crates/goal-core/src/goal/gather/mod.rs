@@ -1,5 +1,5 @@
-//! Gather: the reads a decision asks for ([`Need`]), made and written into what the tick has
-//! [`Seen`]. Reads only: OpenCode's routes, the data directory, and the runtime's memory of
+//! Gather: the reads a decision asks for ([`Need`]), made and returned as [`Observation`]s (what
+//! the tick has [`Seen`] absorbs them). Reads only: OpenCode's routes, the data directory, and the runtime's memory of
 //! owners (`owners.rs`, `holders.rs`, `list_gate.rs`) and of what events showed (the scheduler's
 //! facts). Reads that belong together are made at once (the session beside the live state, the
 //! live state beside an owner list), so a tick spends as few round trips as it can.
@@ -19,19 +19,17 @@ use crate::config::GoalConfig;
 use crate::error::HttpError;
 use crate::evidence::digest;
 use crate::evidence::no_progress::ProgressState;
-use crate::goal::decide::review_rules::{final_reply, parse_answer, reviewer_cost};
+use crate::goal::decide::dispatch_rules::{DispatchStep, ReconcileRead};
+use crate::goal::decide::review_rules::{final_reply, parse_answer, reviewer_cost, REVIEWER_MESSAGES};
 use crate::goal::decide::seen::{Evidence, First, Live, OwnerAnswer, ReadBack, Seen, Transcript};
 use crate::goal::decide::wait_rules::Route;
-use crate::goal::decide::Need;
+use crate::goal::decide::{Need, Observation};
 use crate::goal::gather::owners::{ListAnswer, Owners};
 use crate::io::opencode::OpenCodeClient;
 use crate::io::services::Services;
 use crate::record::check_id::is_check_message;
 use crate::record::session::{chronological, Message, SessionView};
 use crate::sched::facts::TickFacts;
-
-/// Messages read of a reviewer's session (its cost is summed over them).
-const REVIEWER_MESSAGES: usize = 500;
 
 /// What the gatherer reads with.
 pub struct Reader<'a> {
@@ -65,7 +63,7 @@ impl Reader<'_> {
     /// fails, one request, not five; so does a tick in a directory whose lists are failing).
     /// Returns the session read as a base a write may build on: the session, the write epoch
     /// taken before it was sent, and when it was answered.
-    pub async fn first(&self, seen: &mut Seen) -> Option<FirstRead> {
+    pub async fn first(&self, seen: &Seen) -> (Vec<Observation>, Option<FirstRead>) {
         let (session_id, directory) = (seen.session_id.clone(), seen.directory.clone());
         let epoch = self.client.write_slots().epoch(&session_id);
         let early = seen.attempt == 0 && self.facts.known_active(&session_id) && !self.owners.backing_off(&directory);
@@ -82,46 +80,55 @@ impl Reader<'_> {
             }
         });
         let now = self.client.clock().now_ms();
-        if let Some(live) = live {
-            self.set_live(seen, live, now);
-        }
+        let mut seen_now: Vec<Observation> = live.map(|live| self.live(seen, live, now)).into_iter().collect();
         if let Err(error) = &session {
             warn!(target: "session_goal", session = %session_id, %error, attempt = seen.attempt, "session unreadable");
         }
         let goal = session.as_ref().ok().and_then(SessionView::goal);
         let base = session.as_ref().ok().map(|s| (s.clone(), epoch, answered));
-        seen.first = Some(First { enabled: flags.goal_enabled, session, goal });
-        seen.first_at = now;
-        base
+        let first = First { enabled: flags.goal_enabled, notify: flags.notify_on_completion, session, goal };
+        seen_now.push(Observation::First(first, now));
+        (seen_now, base)
     }
 
-    /// Answers `need` into `seen`.
-    pub async fn read(&self, seen: &mut Seen, need: Need) {
-        let (session_id, directory) = (seen.session_id.clone(), seen.directory.clone());
-        let (id, dir) = (session_id.as_str(), directory.as_str());
-        match need {
-            Need::First => {
-                self.first(seen).await;
-            }
-            Need::Owners => self.owners(seen).await,
-            Need::Objective => seen.objective = Some(self.objective(seen).await),
+    /// Answers `need`: what it showed (two observations when a read went beside another).
+    pub async fn read(&self, seen: &Seen, need: Need) -> Vec<Observation> {
+        let (id, dir) = (seen.session_id.as_str(), seen.directory.as_str());
+        let one = match need {
+            Need::First => return self.first(seen).await.0,
+            Need::Owners => return self.owners(seen).await,
+            Need::Objective => Observation::Objective(self.objective(seen).await),
             Need::Live => {
                 let live = self.read_live(id, dir).await;
-                self.set_live(seen, live, self.client.clock().now_ms());
+                self.live(seen, live, self.client.clock().now_ms())
             }
-            Need::OpenRequests => seen.waiting.requests_open = Some(self.requests_open(seen).await),
-            Need::FreshTail => {
-                seen.provider.fresh_tail = Some(self.client.messages(id, dir, self.config.message_limit).await)
-            }
-            Need::Evidence { tail, reply } => seen.audit.evidence = Some(self.evidence(seen, &tail, &reply).await),
-            Need::CheckTranscript { .. } => seen.checks.current.transcript = Some(self.transcript(id, dir).await),
-            Need::FinishedReview { title } => seen.review.finished = Some(self.finished_review(id, dir, &title).await),
+            Need::OpenRequests => Observation::OpenRequests(self.requests_open(seen).await),
+            Need::FreshTail => Observation::FreshTail(self.client.messages(id, dir, self.config.message_limit).await),
+            Need::Evidence { tail, reply } => Observation::Evidence(self.evidence(seen, &tail, &reply).await),
+            Need::CheckTranscript => Observation::CheckTranscript(self.transcript(id, dir).await),
+            Need::FinishedReview { title } => Observation::FinishedReview(self.finished_review(id, dir, &title).await),
             Need::CitedFiles(files) => {
                 let existing = self.existing_files(dir, &files).await;
-                seen.review.files = Some((existing, self.client.clock().now_ms()));
+                Observation::CitedFiles(existing, self.client.clock().now_ms())
             }
-            Need::ReadBack => seen.deliver.read_back = Some(self.read_back(id, dir).await),
-        }
+            Need::ReadBack => Observation::ReadBack(self.read_back(id, dir).await),
+            Need::PostSession => Observation::Dispatched(DispatchStep::Session(
+                self.client.get_session(id, dir).await.ok().map(Box::new),
+            )),
+            Need::Stored(message_id) => {
+                let messages = self.client.messages(id, dir, self.config.message_limit).await;
+                let stored = messages.is_ok_and(|messages| messages.iter().any(|m| m.id == message_id));
+                Observation::Dispatched(DispatchStep::Stored(stored))
+            }
+            Need::Reconcile => {
+                Observation::Dispatched(DispatchStep::Reconciled(Box::new(self.reconcile(id, dir).await)))
+            }
+            Need::ReviewerCost(session) => {
+                let messages = self.client.messages(&session, dir, REVIEWER_MESSAGES).await;
+                Observation::ReviewerCost(messages.map(|messages| reviewer_cost(&messages)).unwrap_or(0.0))
+            }
+        };
+        vec![one]
     }
 
     /// Status, children, messages and todos at once. The todo list is evidence for the audit:
@@ -136,9 +143,9 @@ impl Reader<'_> {
         )
     }
 
-    fn set_live(&self, seen: &mut Seen, reads: LiveReads, now: f64) {
-        seen.live_at = now;
-        seen.live = Some(match reads {
+    /// The live state as read at `now`.
+    fn live(&self, seen: &Seen, reads: LiveReads, now: f64) -> Observation {
+        let live = match reads {
             (Ok(status), Ok(children), Ok((messages, raw)), todos) => {
                 let waiting = |id: &str| self.facts.waiting_for_user(id);
                 let waiting_events = waiting(&seen.session_id) || children.iter().any(|c| waiting(&c.id));
@@ -157,14 +164,16 @@ impl Reader<'_> {
                 warn!(target: "session_goal", session = %seen.session_id, failed = %which, attempt = seen.attempt, "live state unreadable");
                 Err(failed)
             }
-        });
+        };
+        Observation::Live(live, now)
     }
 
     /// What the owner lists tell of the goal's carriers: for a goal that names no session, the
     /// list that tells its owner is waited for (started at intake, or here), the live state read
     /// meanwhile when it was not read yet, so the list costs the tick no round trip of its own.
-    async fn owners(&self, seen: &mut Seen) {
-        let Some(goal) = seen.goal().cloned() else { return };
+    async fn owners(&self, seen: &Seen) -> Vec<Observation> {
+        let Some(goal) = seen.goal().cloned() else { return Vec::new() };
+        let mut observations = Vec::new();
         let (session_id, directory) = (seen.session_id.clone(), seen.directory.clone());
         let answer = if !self.owners.needs_list(&goal) {
             let oldest = self.owners.holders().older_than(&goal.id, &session_id);
@@ -174,16 +183,17 @@ impl Reader<'_> {
                 self.owners.wait_listed(&directory, &goal, &session_id),
                 self.read_live(&session_id, &directory)
             );
-            self.set_live(seen, live, self.client.clock().now_ms());
+            observations.push(self.live(seen, live, self.client.clock().now_ms()));
             listed
         } else {
             self.owners.wait_listed(&directory, &goal, &session_id).await
         };
-        seen.owner.answer = Some(match answer {
+        observations.push(Observation::Owners(match answer {
             ListAnswer::Listed(view) => OwnerAnswer::Listed(view),
             ListAnswer::CannotList => OwnerAnswer::CannotList,
             ListAnswer::Failing { detail, .. } => OwnerAnswer::Failing { detail },
-        });
+        }));
+        observations
     }
 
     /// The objective the tick works toward: the objective file's text for a file-backed goal (the
@@ -302,6 +312,16 @@ impl Reader<'_> {
             }
         }
         found
+    }
+
+    /// The status, the transcript and the session at once, to reconcile a post without an id.
+    async fn reconcile(&self, session_id: &str, directory: &str) -> ReconcileRead {
+        let (status, messages, session) = tokio::join!(
+            self.client.status_map(directory),
+            self.client.messages(session_id, directory, self.config.message_limit),
+            self.client.get_session(session_id, directory)
+        );
+        ReconcileRead { status: status.ok(), messages: messages.ok(), session: session.ok() }
     }
 
     /// The goal and the tail read back after the reservation: only a fresh read shows a user who

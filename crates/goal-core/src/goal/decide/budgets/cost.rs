@@ -3,9 +3,10 @@
 //! `costUsed` is the sum of those prices since the goal began, compaction summaries included,
 //! counted by the accounting pass (`goal/decide/accounting.rs`). A model without a price reports 0, so
 //! its goal never reaches the budget; `explain` says so. Its rule is the one check of a host's
-//! value; its check is read by the plan (`goal/decide/plan.rs`), which settles a spent budget
+//! value; its check is read by the plan (`goal/decide/plan_rules.rs`), which settles a spent budget
 //! `budgetLimited`. Pure: no I/O.
 
+use crate::goal::decide::accounting::cost_used;
 use crate::goal::decide::budgets::TurnBudget;
 use crate::record::cause::{reasons::REASON_COST_BUDGET, CauseCode};
 use crate::record::Goal;
@@ -28,11 +29,6 @@ pub fn check_budget(dollars: f64) -> Result<f64, String> {
 /// The goal's cost budget, when it has a valid one.
 pub fn budget(goal: &Goal) -> Option<f64> {
     goal.cost_budget.get().copied()
-}
-
-/// US dollars the goal has spent so far (0 when never counted).
-pub fn cost_used(goal: &Goal) -> f64 {
-    goal.cost_used.get().copied().unwrap_or(0.0)
 }
 
 /// The budget as the plan checks it after each turn.

@@ -1,7 +1,7 @@
 //! A goal's budgets, one file each with its rule (the one check of a host's value, applied by
 //! `control/goal_settings.rs`) and its check (whether the goal has spent it): tokens (`tokens`),
 //! US dollars (`cost`) and active time (`time`). Each is read where the tick decides: a budget
-//! counted per turn is a row of [`PER_TURN`], which the plan (`goal/decide/plan.rs`) walks after
+//! counted per turn is a row of [`PER_TURN`], which the plan (`goal/decide/plan_rules.rs`) walks after
 //! each turn; time is read on the clock by the time stage (`goal/decide/planning.rs`). A spent
 //! budget settles the goal `budgetLimited`. Provider limits, which are not a goal's budget, are
 //! `goal/decide/provider.rs` and `goal/decide/limit_rules.rs`. Pure.

@@ -74,22 +74,22 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn goal(extra: serde_json::Value) -> Goal {
-        let mut base = json!({"id": "g", "status": "active", "objective": "x", "createdAt": 1_000_000.0, "updatedAt": 1_000_000.0});
-        for (k, v) in extra.as_object().unwrap() {
-            base[k] = v.clone();
-        }
-        Goal::from_value(&base).unwrap()
-    }
-
     #[test]
     fn the_budget_is_reached_on_active_time_only() {
-        let g = goal(json!({"timeBudgetMs": 60_000, "inactiveMs": 10_000}));
-        assert!(!budget_reached(&g, 1_069_999.0));
-        assert!(budget_reached(&g, 1_070_000.0), "at the budget counts as reached");
-        let waiting = goal(json!({"timeBudgetMs": 60_000, "inactiveMs": 10_000, "inactiveSince": 1_030_000.0}));
-        assert!(!budget_reached(&waiting, 1_200_000.0), "waiting never spends the budget");
-        assert!(!budget_reached(&goal(json!({})), 9e12), "no budget, never reached");
+        let created = json!({"id": "g", "status": "active", "objective": "x", "createdAt": 1_000_000.0});
+        let budget = json!({"timeBudgetMs": 60_000, "inactiveMs": 10_000});
+        let waiting = json!({"timeBudgetMs": 60_000, "inactiveMs": 10_000, "inactiveSince": 1_030_000.0});
+        // (fields over the goal, now, reached, why)
+        let rows = [
+            (&budget, 1_069_999.0, false, "a millisecond short"),
+            (&budget, 1_070_000.0, true, "at the budget counts as reached"),
+            (&waiting, 1_200_000.0, false, "waiting never spends the budget"),
+            (&json!({}), 9e12, false, "no budget, never reached"),
+        ];
+        for (fields, now, reached, why) in rows {
+            let goal = crate::record::test_goal::goal_over(created.clone(), fields.clone());
+            assert_eq!(budget_reached(&goal, now), reached, "{why}");
+        }
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The token budget: tokens a goal may spend (`tokenBudget`), counted by the accounting pass
 //! (`goal/decide/accounting.rs`: input, output and reasoning tokens of every reply since the
 //! goal began, compaction summaries included). Its rule is the one check of a host's value; its
-//! check is read by the plan (`goal/decide/plan.rs`), which settles a spent budget
+//! check is read by the plan (`goal/decide/plan_rules.rs`), which settles a spent budget
 //! `budgetLimited`. Pure: no I/O.
 
 use crate::goal::decide::budgets::TurnBudget;

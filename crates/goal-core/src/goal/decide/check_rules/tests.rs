@@ -4,6 +4,8 @@
 use super::*;
 use serde_json::json;
 
+use crate::record::check_id::check_message_id;
+
 /// Runs `command` wrapped, inside `eval <JSON string>` as OpenCode does; the captured output.
 fn run_like_opencode(command: &str, id: &str) -> Option<String> {
     let wrapped = wrap_command(command, &marker(id));
@@ -174,4 +176,29 @@ mod claims {
         let foreign = vec![json!({"info": {"id": "msg_claim"}, "parts": [{"type": "text", "text": "something else"}]})];
         assert_eq!(first_claim(&foreign, "msg_claim", "acceptance check claimed by "), None);
     }
+}
+
+#[test]
+fn a_claim_is_ours_theirs_or_claimed_again_once_abandoned() {
+    let run_id = check_message_id("g", "msg_0000000a0002AAAAAAAAAAAAAA", 0, "npm test").expect("an id");
+    let hold = Duration::from_secs(60);
+    let read = |holder: &str, part_id: &str, created: f64, at: f64| ClaimRound::Read {
+        first: FirstClaim { holder: holder.into(), part_id: part_id.into(), created },
+        at,
+    };
+    let ClaimStep::Post(first_id) = claim_step(&run_id, &[], "me", hold) else { panic!("the first round posts") };
+    assert_eq!(claim_step(&run_id, &[read("me", "prt_1", 0.0, 10.0)], "me", hold), ClaimStep::Decided(Claim::Ours));
+    let standing = read("other", "prt_1", 0.0, 59_999.0);
+    assert_eq!(claim_step(&run_id, &[standing], "me", hold), ClaimStep::Decided(Claim::Theirs));
+    assert_eq!(claim_step(&run_id, &[ClaimRound::Unknown], "me", hold), ClaimStep::Decided(Claim::Unknown));
+    // Held past its hold with no run: abandoned, claimed again under an id every host derives.
+    let abandoned = read("other", "prt_1", 0.0, 60_000.0);
+    let ClaimStep::Post(next) = claim_step(&run_id, std::slice::from_ref(&abandoned), "me", hold) else {
+        panic!("claimed again")
+    };
+    assert_ne!(next, first_id);
+    assert_eq!(Some(next), check_claim_id(&run_id, "prt_1"));
+    let rounds = vec![abandoned; CLAIM_ROUNDS];
+    assert_eq!(claim_step(&run_id, &rounds, "me", hold), ClaimStep::Decided(Claim::Theirs), "at most three rounds");
+    assert_eq!(claim_step("not a check id", &[], "me", hold), ClaimStep::Decided(Claim::Ours), "no claim id: ours");
 }

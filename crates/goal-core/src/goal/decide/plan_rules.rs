@@ -11,8 +11,9 @@ use crate::record::reasons::{
     REASON_DISPATCH_FAILED, REASON_REPEATED_TRUNCATION, REASON_RESUMED, REASON_TURN_CAP, REASON_TURN_FAILED,
     REASON_VERIFIED,
 };
-use crate::record::session::{chronological, Message, Role};
-use crate::record::{truncate_chars, Goal, GoalStatus, NOTE_CHAR_LIMIT};
+use crate::record::session::{chronological, Message, Role, Selection};
+use crate::record::{Goal, GoalStatus, NOTE_CHAR_LIMIT};
+use crate::text::truncate_chars;
 
 /// Consecutive `blocked` verdicts that settle a goal.
 pub const BLOCKED_STREAK_LIMIT: u64 = 3;
@@ -30,19 +31,6 @@ pub enum WaitReason {
     ReplyRunning,
     /// No reply yet: nothing to continue with.
     NoReplyYet,
-}
-
-/// How to continue: the model, agent and variant of the newest non-summary reply.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExecutionTarget {
-    /// Provider id.
-    pub provider_id: String,
-    /// Model id.
-    pub model_id: String,
-    /// Agent (or mode).
-    pub agent: String,
-    /// Variant.
-    pub variant: String,
 }
 
 /// A terminal write.
@@ -93,7 +81,7 @@ pub struct Basis {
     /// Fresh accounting.
     pub accounting: Accounting,
     /// Where to send the continuation.
-    pub target: ExecutionTarget,
+    pub target: Selection,
     /// The reply the tick judged (the tail re-check compares against it).
     pub tail_message_id: String,
     /// The reply's text for the auditor (≤ 6000 chars).
@@ -159,19 +147,14 @@ pub fn plan_tick(goal: &Goal, messages: &[Message], max_auto_turns: u64) -> Plan
     }
 
     let execution = ordered.iter().rev().find(|m| m.role == Role::Assistant && !m.summary).copied().unwrap_or(tail);
-    if execution.provider_id.is_empty() || execution.model_id.is_empty() {
+    if !execution.selection.names_model() {
         return settle(GoalStatus::Blocked, REASON_DISPATCH_FAILED, CauseCode::DispatchFailed);
     }
     let basis = Basis {
         accounting: accounting.clone(),
-        target: ExecutionTarget {
-            provider_id: execution.provider_id.clone(),
-            model_id: execution.model_id.clone(),
-            agent: execution.agent.clone(),
-            variant: execution.variant.clone(),
-        },
+        target: execution.selection.clone(),
         tail_message_id: last.id.clone(),
-        assistant_text: crate::record::truncate_chars(&tail.text, TRANSCRIPT_PART_CHAR_LIMIT),
+        assistant_text: crate::text::truncate_chars(&tail.text, TRANSCRIPT_PART_CHAR_LIMIT),
         tail_created: last.created,
         tail_output: tail.produced_output,
         cut_turn: None,
@@ -210,10 +193,10 @@ pub fn turn_failure(tail: &Message) -> Option<TurnFailure> {
     if tail.is_aborted() || tail.is_length_truncated() {
         return None;
     }
-    let name = crate::record::truncate_chars(name.trim(), TURN_ERROR_NAME_CHAR_LIMIT);
+    let name = crate::text::truncate_chars(name.trim(), TURN_ERROR_NAME_CHAR_LIMIT);
     let reason = if name.is_empty() { REASON_TURN_FAILED } else { name.as_str() };
     let message = tail.provider_error.as_ref().map(|e| e.message.trim()).unwrap_or("");
-    let message = crate::record::truncate_chars(message, TURN_ERROR_MESSAGE_CHAR_LIMIT);
+    let message = crate::text::truncate_chars(message, TURN_ERROR_MESSAGE_CHAR_LIMIT);
     let detail = if message.is_empty() { reason.to_string() } else { format!("{reason}: {message}") };
     Some(TurnFailure { reason: reason.to_string(), detail })
 }
@@ -237,29 +220,14 @@ pub fn has_repeated_length_tail(ordered: &[&Message], latest: &Message, goal_cre
     }
 }
 
-/// The auditor's verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
-    /// Keep going.
-    Continue,
-    /// Verified done.
-    Complete,
-    /// Cannot go on without the user.
-    Blocked,
-    /// The person asked, in the chat, to stop or pause the goal's work (obeyed only when a
-    /// person's message since the last continuation exists: `evidence/person_words.rs`).
-    Pause,
-}
-
-impl Verdict {
-    /// The wire name the auditor answers and the trail records.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Continue => "continue",
-            Verdict::Complete => "complete",
-            Verdict::Blocked => "blocked",
-            Verdict::Pause => "pause",
-        }
+crate::wire::wire_enum! {
+    /// The auditor's verdict (its wire name the auditor answers, in any case, and the trail
+    /// records).
+    pub enum Verdict {
+        #[doc = "Keep going."] Continue = "continue",
+        #[doc = "Verified done."] Complete = "complete",
+        #[doc = "Cannot go on without the user."] Blocked = "blocked",
+        #[doc = "A person asked in the chat to stop (obeyed only after one: `evidence/person_words.rs`)."] Pause = "pause",
     }
 }
 
@@ -424,13 +392,7 @@ pub fn continuing(settlement: Settlement) -> Reservation {
 
 /// Parses the auditor's JSON object into a verdict and a raw note.
 pub fn parse_verdict(object: &serde_json::Map<String, serde_json::Value>) -> Option<(Verdict, String)> {
-    let verdict = match object.get("verdict")?.as_str()?.trim().to_lowercase().as_str() {
-        "continue" => Verdict::Continue,
-        "complete" => Verdict::Complete,
-        "blocked" => Verdict::Blocked,
-        "pause" => Verdict::Pause,
-        _ => return None,
-    };
+    let verdict = Verdict::parse_any_case(object.get("verdict")?.as_str()?)?;
     let note = object.get("note").and_then(|n| n.as_str()).unwrap_or("").to_string();
     Some((verdict, note))
 }

@@ -28,10 +28,7 @@ fn user(id: &str, created: f64) -> Message {
         finish: String::new(),
         summary: false,
         tokens: Tokens::default(),
-        provider_id: String::new(),
-        model_id: String::new(),
-        agent: String::new(),
-        variant: String::new(),
+        selection: Default::default(),
         text: "do it".into(),
         cost: 0.0,
         provider_error: None,
@@ -45,9 +42,12 @@ fn reply(id: &str, created: f64) -> Message {
         role: Role::Assistant,
         completed: Some(created + 1.0),
         finish: "stop".into(),
-        provider_id: "prov".into(),
-        model_id: "model".into(),
-        agent: "build".into(),
+        selection: Selection {
+            provider_id: "prov".into(),
+            model_id: "model".into(),
+            agent: "build".into(),
+            ..Default::default()
+        },
         text: "did it".into(),
         tokens: Tokens { input: 1000, ..Tokens::default() },
         ..user(id, created)
@@ -87,10 +87,10 @@ fn audits_an_ordinary_reply_with_its_model() {
     let goal = goal_with(json!({}));
     let mut summary = reply("a2", 300.0);
     summary.summary = true;
-    summary.agent = "compaction".into();
-    summary.model_id = "summarizer".into();
+    summary.selection.agent = "compaction".into();
+    summary.selection.model_id = "summarizer".into();
     let mut ordinary = reply("a1", 200.0);
-    ordinary.variant = "high".into();
+    ordinary.selection.variant = "high".into();
     let plan = plan_tick(&goal, &window(vec![user("u", 150.0), ordinary.clone()]), 20);
     match plan {
         Plan::Audit(basis) => {
@@ -155,7 +155,7 @@ fn unnamed_errors() -> Vec<(&'static str, serde_json::Value)> {
 
 #[test]
 fn errors_the_provider_table_does_not_name_block_at_once_with_their_name() {
-    use crate::goal::decide::provider::{decide, Stage};
+    use crate::goal::decide::provider::{tail_meaning, TailMeaning};
     let quiet = std::time::Duration::from_millis(400);
     // Over the token budget too: the failure is checked first (cheapest first, as the seed says).
     let goal = goal_with(json!({"tokenBudget": 1000}));
@@ -163,8 +163,8 @@ fn errors_the_provider_table_does_not_name_block_at_once_with_their_name() {
         for (name, error) in unnamed_errors() {
             let messages = failed_window(error.clone(), finish);
             // Not the provider stage's: no park, no provider settle.
-            let stage = decide(&goal, &messages, 10_000.0, Default::default(), 0, quiet);
-            assert_eq!(stage, Stage::Usual, "{name} {finish}");
+            let stage = tail_meaning(&goal, &messages, 10_000.0, Default::default(), 0, quiet);
+            assert_eq!(stage, TailMeaning::Usual, "{name} {finish}");
             // Settled blocked at once, never audited; a length finish does not override it.
             match plan_tick(&goal, &messages, 20) {
                 Plan::Settle(s) => {
@@ -309,7 +309,7 @@ fn budget_and_cap_come_before_truncation_recovery() {
 #[test]
 fn missing_model_settles_instead_of_stranding() {
     let mut anonymous = reply("a1", 200.0);
-    anonymous.provider_id.clear();
+    anonymous.selection.provider_id.clear();
     assert_eq!(settled(&plan_tick(&goal_with(json!({})), &window(vec![anonymous]), 20)).1, REASON_DISPATCH_FAILED);
 }
 
@@ -416,7 +416,7 @@ fn every_settle_path_of_the_plan_names_its_cause() {
     let truncations = window(vec![truncated("z", 200.0, false), truncated("a", 300.0, false)]);
     assert_eq!(cause_of_plan(&plan_tick(&goal_with(json!({})), &truncations, 20)), CauseCode::NoProgress);
     let mut anonymous = reply("a1", 200.0);
-    anonymous.provider_id.clear();
+    anonymous.selection.provider_id.clear();
     assert_eq!(
         cause_of_plan(&plan_tick(&goal_with(json!({})), &window(vec![anonymous]), 20)),
         CauseCode::DispatchFailed
