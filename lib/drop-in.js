@@ -139,7 +139,7 @@ function orchestrationRequest(request) {
 const GOAL_TUNABLES = Object.freeze([
   'idleQuietMs', 'kickoffQuietMs', 'resumeKickoffMs', 'maxAutoTurns', 'messageFetchLimit', 'auditTimeoutMs',
   'maxRetryAttempts', 'maxDispatchAttempts', 'leaseMs', 'sweepIntervalMs', 'noProgressTurns', 'evidence',
-  'maxProviderWaitMs', 'maxProviderWaits', 'deriveCriteria', 'reviewTimeoutMs',
+  'maxProviderWaitMs', 'maxProviderWaits', 'deriveCriteria', 'reviewTimeoutMs', 'wrapUp',
 ])
 const ASSIST_TUNABLES = Object.freeze(['quietMs', 'messageFetchLimit', 'modelTimeoutMs'])
 

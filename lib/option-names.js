@@ -19,8 +19,9 @@ const sizes = (list) => Object.freeze(Object.fromEntries(list.map((name) => [nam
 const EVIDENCE = sizes(['maxToolCalls', 'maxCommandChars', 'outputTailLines', 'outputTailChars', 'maxFiles', 'maxTodos', 'maxDigestChars', 'historyMaxRecords'])
 
 // A tunable is a number of milliseconds when its name says so (`…Ms`), else a count; the goal
-// runtime's two others are a switch and the evidence sizes.
-const tunableKind = (name) => (name === 'evidence' ? EVIDENCE : name === 'deriveCriteria' ? SWITCH : name.endsWith('Ms') ? MILLISECONDS : NUMBER)
+// runtime's others are switches and the evidence sizes.
+const tunableKind = (name) => (name === 'evidence' ? EVIDENCE : SWITCHES.has(name) ? SWITCH : name.endsWith('Ms') ? MILLISECONDS : NUMBER)
+const SWITCHES = new Set(['deriveCriteria', 'wrapUp'])
 const tunables = (list) => Object.freeze(Object.fromEntries(list.map((name) => [name, tunableKind(name)])))
 const GOAL_TUNABLES_SHAPE = tunables(GOAL_TUNABLES)
 const ASSIST_TUNABLES_SHAPE = tunables(ASSIST_TUNABLES)

@@ -115,7 +115,17 @@ export const FEATURES = [
   {
     name: 'budgets',
     about: 'token, cost and time budgets',
-    files: [`${CORE}goal/decide/budgets/`],
+    files: [
+      `${CORE}goal/decide/budgets/mod.rs`,
+      `${CORE}goal/decide/budgets/tokens.rs`,
+      `${CORE}goal/decide/budgets/cost.rs`,
+      `${CORE}goal/decide/budgets/time.rs`,
+    ],
+  },
+  {
+    name: 'wrap-up',
+    about: 'near a limit, one last turn that hands off (done, verified, left, next step) inside it, forecast from the goal’s own turns',
+    files: [`${CORE}goal/decide/wrap_up.rs`, `${CORE}goal/decide/budgets/forecast.rs`],
   },
   {
     name: 'provider limits',

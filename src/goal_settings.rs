@@ -48,6 +48,10 @@ pub struct GoalSettingsInput {
     /// child session of the goal's session (docs/review.md).
     #[napi(ts_type = "boolean | { agent?: string; model?: string }")]
     pub review: Option<serde_json::Value>,
+    /// Whether the goal, near its token, cost or time budget or its turn cap, ends with one
+    /// wrap-up turn inside it (a handoff: what is done, verified, left, and the next step) before
+    /// it settles; absent: the host's default (`wrapUp`, true). docs/verdicts.md.
+    pub wrap_up: Option<bool>,
 }
 
 /// An edit's removals, beside its `GoalSettingsInput` (a setting and its removal together are
@@ -69,6 +73,8 @@ pub struct GoalSettingsRemoval {
     pub clear_criteria: Option<bool>,
     /// Remove the review setting (no review).
     pub clear_review: Option<bool>,
+    /// Remove the wrap-up setting (the host's default applies).
+    pub clear_wrap_up: Option<bool>,
 }
 
 /// Settings as one request carries them: the values, the removals (edits only) and whether they
@@ -153,6 +159,12 @@ impl TryFrom<SettingsRequest> for GoalSettings {
                 removals.clear_review,
                 (field!(nested, "review"), "clearReview"),
                 rule::review,
+            )?,
+            wrap_up: SettingChange::given(
+                values.wrap_up,
+                removals.clear_wrap_up,
+                (field!(nested, "wrapUp"), "clearWrapUp"),
+                Ok::<bool, String>,
             )?,
         })
     }
@@ -328,6 +340,23 @@ pub struct GoalRecord {
     #[napi(ts_type = "true | { agent?: string; model?: string }")]
     #[serde(skip)]
     pub review: Option<serde_json::Value>,
+    /// The goal's own wrap-up setting, when it has one (absent: the host's default).
+    #[serde(skip)]
+    pub wrap_up: Option<bool>,
+    /// The wrap-up turn posted before a limit, while the goal waits for its reply: the
+    /// continuation's message id and the limit's cause code.
+    #[serde(skip)]
+    pub wrapped_up: Option<GoalWrappedUp>,
+}
+
+/// The wrap-up turn a goal posted before a limit.
+#[napi(object, object_from_js = false)]
+#[derive(Debug, Clone, Default)]
+pub struct GoalWrappedUp {
+    /// The wrap-up continuation's message id.
+    pub message_id: String,
+    /// The limit it hands off before (the cause code the goal settles with after its reply).
+    pub cause: String,
 }
 
 impl From<&Goal> for GoalRecord {
@@ -349,6 +378,11 @@ impl From<&Goal> for GoalRecord {
             review: goal
                 .review_wanted()
                 .map(|_| goal.review.get().map_or(serde_json::Value::Bool(true), |r| r.to_value())),
+            wrap_up: goal.wrap_up.get().copied(),
+            wrapped_up: goal
+                .wrapped_up
+                .get()
+                .map(|w| GoalWrappedUp { message_id: w.message_id.clone(), cause: w.cause.as_str().to_string() }),
             ..stored
         }
     }

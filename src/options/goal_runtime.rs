@@ -111,6 +111,8 @@ pub struct GoalRuntimeDefaults {
     pub review_timeout_ms: f64,
     /// Whether a goal without criteria gets them from its first audit (`tunables.deriveCriteria`).
     pub derive_criteria: bool,
+    /// Whether a goal near one of its limits ends with a wrap-up turn (`tunables.wrapUp`).
+    pub wrap_up: bool,
 }
 
 /// The goal runtime's option defaults (`createSessionGoalRuntime` uses exactly these).
@@ -135,5 +137,6 @@ pub fn goal_runtime_defaults() -> GoalRuntimeDefaults {
         max_provider_waits: defaults.provider_limits.max_waits as f64,
         review_timeout_ms: ms(defaults.review_timeout),
         derive_criteria: defaults.derive_criteria,
+        wrap_up: defaults.wrap_up,
     }
 }

@@ -150,6 +150,13 @@ impl GoalRuntimeBuilder {
         self
     }
 
+    /// Whether a goal near one of its limits ends with a wrap-up turn when its own `wrapUp` says
+    /// nothing (`wrapUp`, default true).
+    pub fn wrap_up(mut self, wrap_up: bool) -> Self {
+        self.config.wrap_up = wrap_up;
+        self
+    }
+
     /// Delay before a resumed goal is kicked off (`resumeKickoffMs`, default 250 ms).
     pub fn resume_kickoff(mut self, delay: Duration) -> Self {
         self.config.resume_kickoff = delay;

@@ -48,6 +48,9 @@ pub struct GoalConfig {
     /// How long one reviewer turn may take before it is aborted and retried once
     /// (`reviewTimeoutMs`, 10 minutes; see `goal/act/runs.rs`).
     pub review_timeout: Duration,
+    /// Whether a goal near one of its limits ends with a wrap-up turn, for goals whose own
+    /// `wrapUp` setting says nothing (`wrapUp`, default true; see `goal/decide/wrap_up.rs`).
+    pub wrap_up: bool,
     /// The silence watch (`sched/silence.rs`): on by default and in every host. Not an option
     /// of any host: it is off only where the simulator plants its absence, to show that its
     /// promise of bounded silence can fail.
@@ -88,6 +91,7 @@ impl Default for GoalConfig {
             provider_limits: ProviderLimits::default(),
             derive_criteria: true,
             review_timeout: Duration::from_millis(600_000),
+            wrap_up: true,
             silence_watch: true,
         }
     }

@@ -114,6 +114,10 @@ macro_rules! goal_tunables {
             #[doc = " Time one reviewer turn (a goal with `review`) may take before it is aborted and asked"]
             #[doc = " once more (default 600000 ms)."]
             review_timeout_ms: f64,
+            #[doc = " Whether a goal near its token, cost or time budget or its turn cap ends with one"]
+            #[doc = " wrap-up turn (a handoff) inside it, for goals whose own `wrapUp` says nothing"]
+            #[doc = " (default true)."]
+            wrap_up: bool,
         }
     };
 }
@@ -212,6 +216,7 @@ impl From<GoalTunables> for GoalConfig {
             provider_limits: provider_limits(tunables.max_provider_waits, tunables.max_provider_wait_ms),
             derive_criteria: tunables.derive_criteria.unwrap_or(defaults.derive_criteria),
             review_timeout: millis(tunables.review_timeout_ms, defaults.review_timeout),
+            wrap_up: tunables.wrap_up.unwrap_or(defaults.wrap_up),
             silence_watch: defaults.silence_watch,
         }
     }
@@ -311,6 +316,7 @@ mod tests {
             max_provider_waits: Some(14.0),
             derive_criteria: Some(false),
             review_timeout_ms: Some(15.0),
+            wrap_up: Some(false),
         });
         let c = &config;
         assert_eq!(c.review_timeout, ms(15));
@@ -322,6 +328,7 @@ mod tests {
         assert_eq!(c.evidence.limits.max_digest_chars, EvidenceLimits::default().max_digest_chars);
         assert_eq!((c.provider_limits.max_wait_ms, c.provider_limits.max_waits), (13, 14));
         assert!(!c.derive_criteria);
+        assert!(!c.wrap_up);
     }
 
     #[test]

@@ -88,6 +88,8 @@ pub struct GoalSettings {
     pub criteria: SettingChange<Vec<String>>,
     /// A reviewer before `complete` (`review`: `true` or `{agent?, model?}`; `false` is off).
     pub review: SettingChange<crate::record::review::ReviewSetting>,
+    /// A wrap-up turn before a limit (`wrapUp`; cleared: the host's default).
+    pub wrap_up: SettingChange<bool>,
 }
 
 impl GoalSettings {
@@ -122,6 +124,7 @@ impl GoalSettings {
             SettingChange::Set(texts) => set_user_criteria(goal, texts),
         }
         self.review.apply_stored(&mut goal.review, Clone::clone);
+        self.wrap_up.apply_stored(&mut goal.wrap_up, |on| *on);
     }
 }
 
@@ -219,6 +222,7 @@ mod tests {
             checks: SettingChange::Set(rule::checks(json!(["npm test"])).unwrap()),
             criteria: SettingChange::Set(vec!["tests pass".into()]),
             review: SettingChange::Set(rule::review(json!({"model": "p/m"})).unwrap()),
+            wrap_up: SettingChange::Set(false),
         };
         let mut goal = goal();
         settings.apply_to(&mut goal);
@@ -231,6 +235,7 @@ mod tests {
         assert_eq!(stored["criteria"][0]["id"], json!("c1"));
         assert_eq!(stored["criteriaIssued"], json!(1));
         assert_eq!(stored["review"], json!({"model": "p/m"}));
+        assert_eq!(stored["wrapUp"], json!(false));
         assert!(rule::review(json!("yes")).is_err() && rule::review(json!({"model": "no-slash"})).is_err());
         assert!(!settings.is_unchanged() && GoalSettings::default().is_unchanged());
 
@@ -251,10 +256,11 @@ mod tests {
             checks: SettingChange::Clear,
             criteria: SettingChange::Clear,
             review: SettingChange::Clear,
+            wrap_up: SettingChange::Clear,
         };
         clear_all.apply_to(&mut goal);
         let stored = goal.to_value();
-        for key in ["costBudget", "timeBudgetMs", "activeHours", "checks", "criteria", "review"] {
+        for key in ["costBudget", "timeBudgetMs", "activeHours", "checks", "criteria", "review", "wrapUp"] {
             assert!(stored.get(key).is_none(), "{key} cleared");
         }
         assert_eq!(stored["tokenBudget"], json!(null));

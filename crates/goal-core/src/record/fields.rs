@@ -158,6 +158,17 @@ pub struct Lease {
     pub expires_at: f64,
 }
 
+/// The wrap-up turn posted for this goal (`wrappedUp: {messageId, cause}`): the continuation that
+/// asked for a handoff before a limit, and the limit's cause (`goal/decide/wrap_up.rs`). Written
+/// with its reservation, so every host and every restart knows one is out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WrappedUp {
+    /// The wrap-up continuation's message id.
+    pub message_id: String,
+    /// The limit it hands off before.
+    pub cause: crate::record::cause::CauseCode,
+}
+
 /// The re-posts of a stranded message (`reposted: {messageId, posts, at}`): a user message
 /// OpenCode stored but never answered, posted again under its own ids (`goal/decide/planning.rs`,
 /// `goal/decide/strand_rules.rs`).
@@ -449,6 +460,16 @@ goal_fields! {
         review: ReviewSetting = REVIEW_FIELD, ReviewSetting::parse, ReviewSetting::to_value;
         /// The last review (`lastReview`: session, verdict, findings, cited files; shown by `explain`).
         last_review: Value = "lastReview", |v: &Value| v.is_object().then(|| v.clone()), |v: &Value| v.clone();
+        /// Whether the goal ends with a wrap-up turn before a limit (`wrapUp`; absent: the host's
+        /// default, `tunables.wrapUp`; see `goal/decide/wrap_up.rs`).
+        wrap_up: bool = WRAP_UP_FIELD, Value::as_bool, |v: &bool| Value::from(*v);
+        /// The wrap-up turn posted (`wrappedUp`, see [`WrappedUp`]).
+        wrapped_up: WrappedUp = "wrappedUp",
+            |v: &Value| Some(WrappedUp {
+                message_id: v.get("messageId")?.as_str()?.to_string(),
+                cause: crate::record::cause::CauseCode::parse(v.get("cause")?.as_str()?)?,
+            }),
+            |v: &WrappedUp| json!({ "messageId": v.message_id, "cause": v.cause.as_str() });
     }
 }
 
@@ -466,6 +487,8 @@ pub const COST_USED_FIELD: &str = "costUsed";
 pub const CHECKS_FIELD: &str = "checks";
 /// Goal field asking for a reviewer before `complete`.
 pub const REVIEW_FIELD: &str = "review";
+/// Goal field saying whether the goal ends with a wrap-up turn before a limit.
+pub const WRAP_UP_FIELD: &str = "wrapUp";
 /// Goal field holding the acceptance criteria.
 pub const CRITERIA_FIELD: &str = "criteria";
 /// Goal field counting objective edits (part of the revision key).

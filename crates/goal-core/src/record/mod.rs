@@ -25,8 +25,8 @@ use serde_json::{Map, Value};
 use crate::record::cause::Cause;
 
 pub use fields::{
-    FieldState, Goal, Guard, GuardShape, Lease, Reposted, Stored, CAUSE_FIELD, CHECKS_FIELD, CRITERIA_FIELD, GUARDS,
-    KNOWN_GOAL_FIELDS, OBJECTIVE_REVISION_FIELD, REVISION_LIST_FIELDS, SESSION_ID_FIELD, TIME_BUDGET_FIELD,
+    FieldState, Goal, Guard, GuardShape, Lease, Reposted, Stored, WrappedUp, CAUSE_FIELD, CHECKS_FIELD, CRITERIA_FIELD,
+    GUARDS, KNOWN_GOAL_FIELDS, OBJECTIVE_REVISION_FIELD, REVISION_LIST_FIELDS, SESSION_ID_FIELD, TIME_BUDGET_FIELD,
 };
 
 /// Maximum characters of an inline objective (and of an objective file).

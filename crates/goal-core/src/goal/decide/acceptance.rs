@@ -221,5 +221,6 @@ fn failed_reservation(basis: &Basis, settlement: Settlement, run: &CheckRun, tot
         evaluation: settlement.evaluation,
         evidence: Default::default(),
         appendix: Some(check_rules::failure_prompt(run, total)),
+        wrap_up: None,
     }
 }

@@ -428,6 +428,14 @@ fn reserve(g: &mut Goal, turn: &ReservedTurn, with: &ApplyWith<'_>) {
             g.continuation_id.clear();
         }
     }
+    // A wrap-up's reservation says one is out (every host and restart reads it); any other
+    // turn's ends what an earlier stretch of the goal left.
+    match (reservation.wrap_up, &turn.message_id) {
+        (Some(cause), Some(id)) => g.wrapped_up.set(crate::record::WrappedUp { message_id: id.clone(), cause }),
+        _ => {
+            g.wrapped_up.clear();
+        }
+    }
     take_lease(g, with.holder, with.now, with.lease_ms);
 }
 

@@ -71,6 +71,8 @@ pub enum Need {
     Reconcile,
     /// What the reviewer in this session cost.
     ReviewerCost(String),
+    /// The files the session changed since it began (OpenCode's diff), for a wrap-up's handoff.
+    ChangedFiles,
 }
 
 /// Which goal a write must still find (compare-and-set), as data.

@@ -154,13 +154,16 @@ fn dispatch(at: &Decide<'_>, objective: &str, reservation: &Reservation, turn: &
         }
     }
     let reserved = turn.reserved;
-    let mut text = prompts::continuation_prompt(
-        objective,
-        reserved.tokens_used,
-        reserved.token_budget,
-        reserved.turns_used.min(u32::MAX as u64) as u32,
-        at.config.max_auto_turns.min(u32::MAX as u64) as u32,
-    );
+    let mut text = match reservation.wrap_up {
+        Some(limit) => super::wrap_up::prompt(objective, reserved, limit, at.config.max_auto_turns, at.now),
+        None => prompts::continuation_prompt(
+            objective,
+            reserved.tokens_used,
+            reserved.token_budget,
+            reserved.turns_used.min(u32::MAX as u64) as u32,
+            at.config.max_auto_turns.min(u32::MAX as u64) as u32,
+        ),
+    };
     if let Some(appendix) = &reservation.appendix {
         text.push_str("\n\n");
         text.push_str(appendix);

@@ -5,9 +5,9 @@
 //!
 //! The branch order is the reference runtime's (OpenChamber's JavaScript goal loop), extended:
 //! the first reads → whose goal it is, the lease → guards that cannot be read → the objective →
-//! the live state → provider limits and cut turns → the plan (budgets, the time stage, the quiet
-//! window, a stranded message) → the audit and the evidence → acceptance checks and the review →
-//! the reservation and the post. Each step's rules live in the file named after it; this file
+//! the live state → a wrap-up's reply → provider limits and cut turns → the plan (budgets, the
+//! time stage, the quiet window, a stranded message) → the audit and the evidence → acceptance
+//! checks and the review → the wrap-up's forecast → the reservation and the post. Each step's rules live in the file named after it; this file
 //! composes them.
 
 pub mod accounting;
@@ -40,6 +40,7 @@ pub mod provider;
 pub mod review;
 pub mod start;
 pub mod verdict;
+pub mod wrap_up;
 
 #[cfg(test)]
 mod tests;
@@ -80,13 +81,18 @@ fn branch_order(seen: &Seen, config: &GoalConfig, now: f64) -> Flow {
     let at = Decide { seen, config, now, goal };
     let objective = start::objective(&at)?;
     let live = start::live(&at)?;
+    wrap_up::answered(&at, live)?;
     let window = provider::stage(&at, live)?;
     let course = planning::plan(&at, live, &window)?;
-    let reservation = match course {
+    let (basis, reservation) = match course {
         planning::Course::Continue(basis, reservation) => (basis, *reservation),
-        planning::Course::Audit(basis) => verdict::audit(&at, &objective, basis)?,
+        planning::Course::Audit(basis) => match wrap_up::standing(&at, &basis) {
+            Some(reservation) => (basis, reservation),
+            None => verdict::audit(&at, &objective, basis)?,
+        },
     };
-    delivery::deliver(&at, &objective, reservation.0, reservation.1)
+    let reservation = wrap_up::plan(&at, live, &basis, reservation)?;
+    delivery::deliver(&at, &objective, basis, reservation)
 }
 
 /// What every step of one decision reads.

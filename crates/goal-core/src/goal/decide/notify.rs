@@ -29,7 +29,14 @@ pub fn goal_notification(session_id: &str, directory: &str, goal: &Goal, objecti
     goal_value["objective"] = Value::from(objective.to_string());
     let checks_passed = goal.cause.as_ref().filter(|c| c.code == crate::record::cause::CauseCode::ChecksPassed);
     let quoted = goal.status_reason == REASON_ASKED_TO_PAUSE;
-    let detail = if quoted || goal.status_reason == REASON_VERIFIED || goal.status_reason == REASON_REPORTED_BY_AGENT {
+    // A goal settled after its wrap-up turn: the handoff's start, which its note holds.
+    let handed_off = goal.status != GoalStatus::Active
+        && goal.wrapped_up.get().zip(goal.cause.as_ref()).is_some_and(|(wrapped, cause)| wrapped.cause == cause.code);
+    let detail = if handed_off
+        || quoted
+        || goal.status_reason == REASON_VERIFIED
+        || goal.status_reason == REASON_REPORTED_BY_AGENT
+    {
         goal.note.clone()
     } else if let Some(detail) = checks_passed.and_then(|c| c.detail.clone()) {
         // How many checks passed ("2 of 2 checks passed").

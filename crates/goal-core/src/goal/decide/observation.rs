@@ -64,6 +64,8 @@ pub enum Observation {
     ReviewerAsked(ReviewerTurn),
     /// What the reviewer cost.
     ReviewerCost(f64),
+    /// The files the session changed (`None`: the diff could not be read).
+    ChangedFiles(Option<Vec<String>>),
     /// The review's trail line was written; the `lastReview` value it leads to.
     ReviewRecorded(Value),
     /// The stranded message was posted again.
@@ -117,6 +119,7 @@ impl Seen {
             Observation::ReviewerOpened(opened) => self.review.opened = Some(opened),
             Observation::ReviewerAsked(turn) => self.review.turns.push(turn),
             Observation::ReviewerCost(cost) => self.review.cost = Some(cost),
+            Observation::ChangedFiles(files) => self.changed_files = Some(files),
             Observation::ReviewRecorded(last) => self.review.recorded = Some(last),
             Observation::Reposted => self.plan.repost_sent = true,
             Observation::ObjectiveCopied => self.owner.objective_copied = true,

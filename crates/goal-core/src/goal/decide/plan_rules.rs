@@ -262,6 +262,9 @@ pub struct Reservation {
     pub evidence: EvidenceFields,
     /// A paragraph appended to the continuation (a failed acceptance check, quoted as data).
     pub appendix: Option<String>,
+    /// The turn is the wrap-up before this limit (`goal/decide/wrap_up.rs`): its prompt asks for
+    /// a handoff, and its reservation records that one is out.
+    pub wrap_up: Option<CauseCode>,
 }
 
 /// Evidence fields a reservation writes (`None`: left as they are).
@@ -297,6 +300,7 @@ pub fn unaudited_reservation(goal: &Goal, basis: &Basis) -> Reservation {
         evaluation: None,
         evidence: EvidenceFields::default(),
         appendix: None,
+        wrap_up: None,
     }
 }
 
@@ -320,6 +324,7 @@ pub fn after_audit(goal: &Goal, basis: &Basis, audit: Option<Audit>, person: Opt
             evaluation: None,
             evidence: EvidenceFields::default(),
             appendix: None,
+            wrap_up: None,
         });
     };
     let evaluation =
@@ -357,6 +362,7 @@ pub fn after_audit(goal: &Goal, basis: &Basis, audit: Option<Audit>, person: Opt
             evaluation,
             evidence: EvidenceFields::default(),
             appendix: None,
+            wrap_up: None,
         }),
     }
 }
@@ -387,6 +393,7 @@ pub fn continuing(settlement: Settlement) -> Reservation {
         evaluation: settlement.evaluation,
         evidence: Default::default(),
         appendix: None,
+        wrap_up: None,
     }
 }
 

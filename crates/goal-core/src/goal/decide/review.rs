@@ -171,6 +171,7 @@ fn rejected_reservation(
     Reservation {
         evidence: EvidenceFields { criteria: update, last_review: Some(last), ..Default::default() },
         appendix: Some(appendix),
+        wrap_up: None,
         ..continuing(settlement)
     }
 }

@@ -58,6 +58,8 @@ pub struct Seen {
     pub checks: ChecksSeen,
     /// The review.
     pub review: ReviewSeen,
+    /// The files the session changed, for a wrap-up's handoff (`Some(None)`: unreadable).
+    pub changed_files: Option<Option<Vec<String>>>,
     /// The reservation and the post.
     pub deliver: DeliverSeen,
     /// The terminal write was announced (console, owner memory, notification).

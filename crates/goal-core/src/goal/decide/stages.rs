@@ -108,7 +108,7 @@ impl Stage {
                 Need::First | Need::Owners => Stage::Observe,
                 Need::Objective => Stage::Guards,
                 Need::Live | Need::OpenRequests => Stage::Live,
-                Need::FreshTail => Stage::Provider,
+                Need::FreshTail | Need::ChangedFiles => Stage::Provider,
                 Need::Evidence { .. } => Stage::Audit,
                 Need::CheckTranscript => checks_stage(),
                 Need::FinishedReview { .. } | Need::CitedFiles(_) | Need::ReviewerCost(_) => Stage::Review,

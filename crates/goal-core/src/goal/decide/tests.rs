@@ -126,7 +126,11 @@ struct Walk {
     stored: Option<Goal>,
     trail: Vec<Map<String, Value>>,
     posts: usize,
+    /// The bodies of the continuation's posts.
+    bodies: Vec<Value>,
     notified: bool,
+    /// The notification, when one was made.
+    notification: Option<Value>,
 }
 
 impl Walk {
@@ -215,6 +219,7 @@ fn answer(world: &World, seen: &Seen, need: Need, stored: Option<&Goal>) -> Obse
             Observation::Dispatched(DispatchStep::Session(Some(Box::new(session))))
         }
         Need::Stored(_) => Observation::Dispatched(DispatchStep::Stored(false)),
+        Need::ChangedFiles => Observation::ChangedFiles(Some(vec!["src/parser.rs".into()])),
         other => panic!("no answer for {other:?} in this walker"),
     }
 }
@@ -244,6 +249,7 @@ fn act(world: &mut World, walk: &mut Walk, stored: &mut Option<Goal>, effect: Ef
         }
         Effect::Announce { notification, .. } => {
             walk.notified = notification.is_some();
+            walk.notification = notification;
             Observation::Announced
         }
         Effect::Watched(write) => Observation::Held(
@@ -272,8 +278,9 @@ fn act(world: &mut World, walk: &mut Walk, stored: &mut Option<Goal>, effect: Ef
         Effect::RememberCarrier => Observation::CarrierRemembered,
         Effect::CopyObjective { .. } => Observation::ObjectiveCopied,
         Effect::InputsSettled(_) => Observation::InputsSettled,
-        Effect::Post { .. } => {
+        Effect::Post { body, .. } => {
             walk.posts += 1;
+            walk.bodies.push(body);
             Observation::Dispatched(DispatchStep::Posted(world.post))
         }
         Effect::Repost { .. } => {
@@ -604,4 +611,170 @@ fn a_person_s_stop_pauses_the_goal_and_a_groundless_pause_goes_on() {
 fn a_newer_message_at_the_read_back_posts_nothing_and_looks_again() {
     let walk = walk(World { newer_at_read_back: true, ..World::new(goal(json!({}))) });
     assert_eq!((ended(&walk), walk.posts), (TickOutcome::Rearm, 0));
+}
+
+/// Two turns of the goal: its first prompt and a continuation, whose replies left the context at
+/// 10,000 and then 14,000 tokens (a turn forecast at 4,000 and a quarter: 5,000), and `more` after.
+fn two_turns(more: Value) -> Value {
+    let mut list = json!([
+        {"info": {"id": "msg_0000000a0001AAAAAAAAAAAAAA", "role": "user", "time": {"created": NOW - 300_000.0}}, "parts": []},
+        {"info": {"id": "msg_0000000a0002AAAAAAAAAAAAAA", "role": "assistant", "parentID": "msg_0000000a0001AAAAAAAAAAAAAA",
+            "time": {"created": NOW - 299_000.0, "completed": NOW - 290_000.0}, "finish": "stop",
+            "providerID": "mock", "modelID": "mock-model", "agent": "build", "tokens": {"input": 10_000, "output": 0}},
+         "parts": [{"type": "text", "text": "Started: the skeleton is in place."}]},
+        {"info": {"id": "msg_0000000a0003AAAAAAAAAAAAAA", "role": "user", "time": {"created": NOW - 200_000.0}}, "parts": []},
+        {"info": {"id": "msg_0000000a0004AAAAAAAAAAAAAA", "role": "assistant", "parentID": "msg_0000000a0003AAAAAAAAAAAAAA",
+            "time": {"created": NOW - 199_000.0, "completed": NOW - 60_000.0}, "finish": "stop",
+            "providerID": "mock", "modelID": "mock-model", "agent": "build", "tokens": {"input": 14_000, "output": 0}},
+         "parts": [{"type": "text", "text": "Nesting half done."}]},
+    ]);
+    list.as_array_mut().expect("a list").extend(more.as_array().cloned().unwrap_or_default());
+    list
+}
+
+/// The text of a walk's first post.
+fn posted_text(walk: &Walk) -> String {
+    walk.bodies.first().map(|b| b["parts"][0]["text"].as_str().unwrap_or_default().to_string()).unwrap_or_default()
+}
+
+/// Near a limit, the turn after which a wrap-up would not fit is the wrap-up (its reservation
+/// says so); with room for a turn and a wrap-up, a normal turn; with no room for even one turn,
+/// the goal stops before it; a goal that does not wrap up goes on as it always did.
+#[test]
+fn the_wrap_up_replaces_the_turn_that_would_leave_no_room_for_it() {
+    let near = |budget: u64, fields: Value| {
+        let mut fields = fields;
+        fields["tokenBudget"] = json!(budget);
+        fields["turnsUsed"] = json!(2);
+        walk(World::new(goal(fields)).messages(two_turns(json!([]))))
+    };
+    let wrap = near(20_000, json!({}));
+    assert_eq!((ended(&wrap), wrap.posts), (TickOutcome::Continued, 1));
+    assert!(posted_text(&wrap).starts_with("Wrap up the session goal"), "{}", posted_text(&wrap));
+    assert!(posted_text(&wrap).contains("Tokens used: 14000 of the budget of 20000."));
+    let stored = wrap.stored.as_ref().expect("stored");
+    let marker = stored.wrapped_up.get().expect("the wrap-up is recorded with its reservation");
+    assert_eq!((marker.cause, Some(&marker.message_id)), (CauseCode::TokenBudget, stored.continuation_id.get()));
+    assert_eq!(stored.turns_used, 3, "a wrap-up counts toward the turns");
+
+    let room = near(30_000, json!({}));
+    assert!(posted_text(&room).starts_with("Keep working toward the session goal"));
+    assert!(room.stored.as_ref().expect("stored").wrapped_up.get().is_none());
+
+    let none = near(18_000, json!({}));
+    assert_eq!((ended(&none), none.posts), (TickOutcome::Settled, 0));
+    assert_eq!((none.status(), none.cause()), (Some(GoalStatus::BudgetLimited), Some(CauseCode::TokenBudget)));
+    let note = &none.stored.as_ref().expect("stored").note;
+    assert_eq!(note, "Stopped before the token budget: 4,000 tokens left, and a turn takes about 5,000.");
+    assert!(none.trail.iter().any(|l| l.contains_key("noRoomForWrapUp")));
+
+    let off = near(20_000, json!({"wrapUp": false}));
+    assert!(posted_text(&off).starts_with("Keep working toward the session goal"), "the goal's own setting wins");
+    let mut host_off = World::new(goal(json!({"tokenBudget": 20_000, "turnsUsed": 2}))).messages(two_turns(json!([])));
+    host_off.config.wrap_up = false;
+    assert!(posted_text(&walk(host_off)).starts_with("Keep working"), "the host's default");
+}
+
+/// The last turn the cap allows is the wrap-up; its reply settles the goal as the cap does today.
+#[test]
+fn the_last_turn_the_cap_allows_is_the_wrap_up() {
+    let last = walk(World::new(goal(json!({"turnsUsed": 19}))));
+    assert!(posted_text(&last).contains("Auto-continuations used: 20 of 20."), "{}", posted_text(&last));
+    assert_eq!(last.stored.as_ref().and_then(|g| g.wrapped_up.get()).map(|w| w.cause), Some(CauseCode::TurnCap));
+}
+
+/// The goal of `two_turns` with a wrap-up out for its last reply (`msg_…04`), and the transcript
+/// after it: the wrap-up message and `reply`.
+fn after_wrap_up(cause: &str, reply: Value) -> World {
+    let tail = "msg_0000000a0004AAAAAAAAAAAAAA";
+    let derived = crate::record::continuation_id::continuation_message_id_for("g", tail, Some(NOW - 199_000.0));
+    let marker = derived.expect("an id in OpenCode's form");
+    let marker = marker.as_str();
+    let fields = json!({"tokenBudget": 20_000, "turnsUsed": 3, "continuationFor": "msg_0000000a0004AAAAAAAAAAAAAA",
+        "continuationId": marker, "wrappedUp": {"messageId": marker, "cause": cause}});
+    let mut more =
+        vec![json!({"info": {"id": marker, "role": "user", "time": {"created": NOW - 50_000.0}}, "parts": []})];
+    if !reply.is_null() {
+        more.push(reply);
+    }
+    World::new(goal(fields)).messages(two_turns(Value::from(more)))
+}
+
+fn wrap_up_reply(text: &str, info: Value) -> Value {
+    let wrap_up = crate::record::continuation_id::continuation_message_id_for(
+        "g",
+        "msg_0000000a0004AAAAAAAAAAAAAA",
+        Some(NOW - 199_000.0),
+    );
+    let mut reply = json!({"info": {"id": "msg_0000000a0006AAAAAAAAAAAAAA", "role": "assistant", "parentID": wrap_up,
+        "time": {"created": NOW - 49_000.0, "completed": NOW - 20_000.0}, "finish": "stop",
+        "providerID": "mock", "modelID": "mock-model", "tokens": {"input": 18_500, "output": 0}},
+        "parts": [{"type": "text", "text": text}]});
+    for (key, value) in info.as_object().expect("fields") {
+        reply["info"][key] = value.clone();
+    }
+    reply
+}
+
+/// The wrap-up's reply settles the goal at once, with no audit: the limit's status and cause,
+/// the handoff's start as the note and in the notification, the whole of it and the changed
+/// files in the trail.
+#[test]
+fn the_wrap_up_s_reply_settles_the_goal_with_its_handoff() {
+    let handoff = "## Done\nNested lists parse (src/parser.rs, `npm test` passes).\n## Remaining\nEmpty lists.";
+    let settled = walk(after_wrap_up("tokenBudget", wrap_up_reply(handoff, json!({}))));
+    assert_eq!((ended(&settled), settled.posts), (TickOutcome::Settled, 0));
+    assert!(!settled.did(|d| matches!(d, Decision::Act(Effect::Audit(_)))), "no audit after a wrap-up");
+    assert_eq!((settled.status(), settled.cause()), (Some(GoalStatus::BudgetLimited), Some(CauseCode::TokenBudget)));
+    let note = settled.stored.as_ref().expect("stored").note.clone();
+    assert_eq!(note, "Handoff: Done Nested lists parse (src/parser.rs, `npm test` passes). Remaining Empty lists.");
+    let line = settled.trail.iter().find(|l| l.contains_key("handoff")).expect("the handoff in the trail");
+    assert_eq!((line["handoff"].as_str(), &line["changedFiles"]), (Some(handoff), &json!(["src/parser.rs"])));
+    let body = settled.notification.as_ref().expect("notified")["body"].as_str().unwrap_or_default().to_string();
+    assert!(body.contains("Handoff: Done Nested lists parse"), "{body}");
+
+    let capped = walk_wrap_up("turnCap");
+    assert_eq!((capped.status(), capped.cause()), (Some(GoalStatus::Blocked), Some(CauseCode::TurnCap)));
+    let failed =
+        walk(after_wrap_up("costBudget", wrap_up_reply("", json!({"error": {"name": "APIError", "data": {}}}))));
+    assert_eq!((failed.status(), failed.cause()), (Some(GoalStatus::BudgetLimited), Some(CauseCode::CostBudget)));
+    assert_eq!(
+        failed.stored.as_ref().expect("stored").note,
+        "Handoff: the wrap-up turn ended with APIError and no handoff."
+    );
+}
+
+fn walk_wrap_up(cause: &str) -> Walk {
+    walk(after_wrap_up(cause, wrap_up_reply("Done: all of it.", json!({}))))
+}
+
+/// Never where it does not belong: a user's abort of the wrap-up pauses the goal; a wrap-up
+/// reserved and not posted (its host killed in between) is posted as it was decided, not audited
+/// or decided again; a resume ends the stretch the wrap-up belonged to.
+#[test]
+fn a_wrap_up_is_paused_by_an_abort_posted_as_decided_and_ended_by_a_resume() {
+    let aborted = wrap_up_reply("", json!({"error": {"name": "MessageAbortedError", "data": {}}}));
+    let paused = walk(after_wrap_up("tokenBudget", aborted));
+    assert_eq!((paused.status(), paused.cause()), (Some(GoalStatus::Paused), Some(CauseCode::UserAborted)));
+
+    // Reserved for `msg_…04`, never posted: the transcript ends at that reply.
+    let mut unposted = after_wrap_up("timeBudget", Value::Null);
+    unposted.messages = Ok(two_turns(json!([])));
+    let walk_unposted = walk(unposted);
+    assert!(!walk_unposted.did(|d| matches!(d, Decision::Act(Effect::Audit(_)))), "decided before: no audit");
+    assert_eq!(walk_unposted.posts, 1);
+    assert!(posted_text(&walk_unposted).starts_with("Wrap up the session goal"));
+    let reserved = walk_unposted.stored.as_ref().and_then(|g| g.continuation_id.get().cloned());
+    assert_eq!(walk_unposted.bodies[0]["messageID"].as_str().map(str::to_string), reserved, "the same message id");
+    assert_eq!(walk_unposted.stored.as_ref().expect("stored").turns_used, 3, "counted once, at its reservation");
+
+    let mut resumed = after_wrap_up("tokenBudget", wrap_up_reply("Done: all of it.", json!({})));
+    if let Ok(session) = resumed.session.as_mut() {
+        session["metadata"]["openchamber"]["goal"]["statusReason"] = json!("resumed");
+        session["metadata"]["openchamber"]["goal"]["tokenBudget"] = json!(1_000_000);
+    }
+    let after_resume = walk(resumed);
+    assert!(after_resume.did(|d| matches!(d, Decision::Act(Effect::Audit(_)))), "a resume goes on with an audit");
+    assert!(posted_text(&after_resume).starts_with("Keep working"));
+    assert!(after_resume.stored.as_ref().expect("stored").wrapped_up.get().is_none(), "its next turn ends the marker");
 }

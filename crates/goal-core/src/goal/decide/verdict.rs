@@ -245,6 +245,7 @@ fn override_complete(
                 evaluation: settlement.evaluation,
                 evidence: Default::default(),
                 appendix: None,
+                wrap_up: None,
             };
             (AfterAudit::Continue(reservation), Some(used))
         }

@@ -127,6 +127,9 @@ impl Reader<'_> {
                 let messages = self.client.messages(&session, dir, REVIEWER_MESSAGES).await;
                 Observation::ReviewerCost(messages.map(|messages| reviewer_cost(&messages)).unwrap_or(0.0))
             }
+            Need::ChangedFiles => Observation::ChangedFiles(
+                self.client.session_evidence(id, dir, "/diff", None).await.as_ref().map(changed_files),
+            ),
         };
         vec![one]
     }
@@ -340,4 +343,16 @@ impl Reader<'_> {
         }
         ReadBack { session, newest }
     }
+}
+
+/// The paths a session diff names, once each, in its order.
+fn changed_files(diff: &serde_json::Value) -> Vec<String> {
+    let mut files: Vec<String> = Vec::new();
+    for entry in diff.as_array().into_iter().flatten() {
+        let path = entry.get("file").or_else(|| entry.get("path")).and_then(serde_json::Value::as_str);
+        if let Some(path) = path.filter(|p| !p.is_empty() && !files.iter().any(|f| f == p)) {
+            files.push(path.to_string());
+        }
+    }
+    files
 }

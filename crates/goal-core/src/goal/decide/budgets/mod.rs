@@ -3,10 +3,12 @@
 //! US dollars (`cost`) and active time (`time`). Each is read where the tick decides: a budget
 //! counted per turn is a row of [`PER_TURN`], which the plan (`goal/decide/plan_rules.rs`) walks after
 //! each turn; time is read on the clock by the time stage (`goal/decide/planning.rs`). A spent
-//! budget settles the goal `budgetLimited`. Provider limits, which are not a goal's budget, are
+//! budget settles the goal `budgetLimited`; before it, the wrap-up's forecast (`forecast`) says
+//! when the next turn must be the handoff (`goal/decide/wrap_up.rs`). Provider limits, which are not a goal's budget, are
 //! `goal/decide/provider.rs` and `goal/decide/limit_rules.rs`. Pure.
 
 pub mod cost;
+pub mod forecast;
 pub mod time;
 pub mod tokens;
 
