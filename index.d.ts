@@ -713,6 +713,20 @@ export interface GoalHistoryRecord {
    * number in the row of cut turns.
    */
   cut?: number
+  /** For the settle after a wrap-up turn: the limit it wrapped up before. */
+  wrapUp?: 'tokenBudget' | 'costBudget' | 'timeBudget' | 'turnCap'
+  /**
+   * For the settle after a wrap-up turn: the agent's whole handoff (at most 20,000
+   * characters; the note holds its start).
+   */
+  handoff?: string
+  /**
+   * For the settle after a wrap-up turn: the files the session changed, from OpenCode's diff
+   * (absent when the diff could not be read).
+   */
+  changedFiles?: Array<string>
+  /** For a goal stopped before a limit because not even a wrap-up turn fit: why. */
+  noRoomForWrapUp?: string
 }
 
 /** The last review of a goal (see docs/review.md). */
@@ -843,6 +857,13 @@ export interface GoalRecord {
   cause?: GoalCause
   /** The review setting, when the goal asks for a reviewer before `complete`. */
   review?: true | { agent?: string; model?: string }
+  /** The goal's own wrap-up setting, when it has one (absent: the host's default). */
+  wrapUp?: boolean
+  /**
+   * The wrap-up turn posted before a limit, while the goal waits for its reply: the
+   * continuation's message id and the limit's cause code.
+   */
+  wrappedUp?: GoalWrappedUp
 }
 
 /** The goal runtime's option defaults (`createSessionGoalRuntime` uses exactly these). */
@@ -887,6 +908,8 @@ export interface GoalRuntimeDefaults {
   reviewTimeoutMs: number
   /** Whether a goal without criteria gets them from its first audit (`tunables.deriveCriteria`). */
   deriveCriteria: boolean
+  /** Whether a goal near one of its limits ends with a wrap-up turn (`tunables.wrapUp`). */
+  wrapUp: boolean
 }
 
 /** A goal's settings (`goal: true` is the same as `goal: {}`: no limits). */
@@ -922,6 +945,12 @@ export interface GoalSettingsInput {
    * child session of the goal's session (docs/review.md).
    */
   review?: boolean | { agent?: string; model?: string }
+  /**
+   * Whether the goal, near its token, cost or time budget or its turn cap, ends with one
+   * wrap-up turn inside it (a handoff: what is done, verified, left, and the next step) before
+   * it settles; absent: the host's default (`wrapUp`, true). docs/verdicts.md.
+   */
+  wrapUp?: boolean
 }
 
 /**
@@ -943,6 +972,8 @@ export interface GoalSettingsRemoval {
   clearCriteria?: boolean
   /** Remove the review setting (no review). */
   clearReview?: boolean
+  /** Remove the wrap-up setting (the host's default applies). */
+  clearWrapUp?: boolean
 }
 
 /** How many todos there are and how many are done. */
@@ -1026,6 +1057,12 @@ export interface GoalTunablesInput {
    * once more (default 600000 ms).
    */
   reviewTimeoutMs?: number
+  /**
+   * Whether a goal near its token, cost or time budget or its turn cap ends with one
+   * wrap-up turn (a handoff) inside it, for goals whose own `wrapUp` says nothing
+   * (default true).
+   */
+  wrapUp?: boolean
 }
 
 /** A partial success's caveat: the operation took effect, with this warning. */
@@ -1036,6 +1073,14 @@ export interface GoalWarning {
   message: string
   /** The request field concerned, when one is. */
   field?: string
+}
+
+/** The wrap-up turn a goal posted before a limit. */
+export interface GoalWrappedUp {
+  /** The wrap-up continuation's message id. */
+  messageId: string
+  /** The limit it hands off before (the cause code the goal settles with after its reply). */
+  cause: string
 }
 
 /** A goal just installed on a session. */

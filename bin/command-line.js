@@ -50,6 +50,8 @@ Options for create, send, fork:
                                evidence, before the goal completes (requires --goal)
   --goal-review                A reviewer (a read-only child session on the goal's model) signs
                                off before the goal completes; see docs/review.md (requires --goal)
+  --goal-no-wrap-up            Stop cold at a limit: no wrap-up turn (a handoff posted in place of
+                               the turn that would cross it; docs/verdicts.md) (requires --goal)
   --model <provider/model>     Model (send/fork default: the last user message's)
   --agent <name>               Agent
   --variant <name>             Model variant
@@ -160,6 +162,8 @@ const GOAL_FLAGS = [
     read: (texts, rules) => accepted(rules.criteria(texts), texts),
   },
   { flag: 'goal-review', field: 'review', switch: true, read: () => ({ value: true }) },
+  // Wrapping up is on by default (the host's wrapUp): the flag only turns it off for this goal.
+  { flag: 'goal-no-wrap-up', field: 'wrapUp', switch: true, read: () => ({ value: false }) },
 ]
 const BUDGET_FLAGS = GOAL_FLAGS.filter((setting) => setting.budget).map((setting) => setting.flag)
 

@@ -69,6 +69,17 @@ pub struct GoalHistoryRecord {
     /// For a continuation over a turn cut by a restart (`action: "continue (turn cut)"`): its
     /// number in the row of cut turns.
     pub cut: Option<f64>,
+    /// For the settle after a wrap-up turn: the limit it wrapped up before.
+    #[napi(ts_type = "'tokenBudget' | 'costBudget' | 'timeBudget' | 'turnCap'")]
+    pub wrap_up: Option<String>,
+    /// For the settle after a wrap-up turn: the agent's whole handoff (at most 20,000
+    /// characters; the note holds its start).
+    pub handoff: Option<String>,
+    /// For the settle after a wrap-up turn: the files the session changed, from OpenCode's diff
+    /// (absent when the diff could not be read).
+    pub changed_files: Option<Vec<String>>,
+    /// For a goal stopped before a limit because not even a wrap-up turn fit: why.
+    pub no_room_for_wrap_up: Option<String>,
 }
 
 /// A host's `limit` for the history, as the core reads it: a whole count of at least one (at
