@@ -63,21 +63,28 @@ describe('restart recovery', () => {
     expect(goalOf(env.mock, session.id).turnsUsed).toBe(1)
   })
 
-  it('a reconnection (server.connected after the first) finds every active goal on the server again', async () => {
+  it('the first connection finds what was made between the scan at start and it; a reconnection finds every active goal again', async () => {
     env = await setup({ auditor: scriptedAuditor([continueVerdict]), forward: false, runtimeOptions: { kickoffQuietMs: 50 } })
-    const censuses = () => env.mock.requests.filter((r) => r.path === '/experimental/session').length
-    // The stream's first connection comes with the start, whose own census was read.
-    env.runtime.processPayload({ type: 'server.connected', properties: {} }, '')
-    await sleep(100)
-    expect(censuses()).toBe(1)
-    // A goal whose events this host never heard, in a directory no event named.
-    const session = sessionWithReply(env.mock, { directory: '/tmp/unheard' })
-    await sleep(100)
-    expect(env.mock.prompts).toHaveLength(0)
+    const censuses = () => env.mock.requests.filter((r) => r.path === '/experimental/session')
+    expect(censuses()).toHaveLength(1)
+    // Made after the scan at start listed the server, before the stream was up: no event of it
+    // reaches this host, in a directory no event named.
+    await sleep(5)
+    const early = sessionWithReply(env.mock, { directory: '/tmp/unheard' })
     env.runtime.processPayload({ type: 'server.connected', properties: {} }, '')
     await waitFor(() => env.mock.prompts.length === 1, 5000)
-    expect(env.mock.prompts[0].sessionId).toBe(session.id)
-    expect(censuses()).toBe(2)
+    expect(env.mock.prompts[0].sessionId).toBe(early.id)
+    // That census reached back only to the newest update the scan at start saw: one page.
+    expect(censuses()).toHaveLength(2)
+    expect(Number(censuses()[1].query.cursor ?? 0)).toBe(0)
+    // A reconnection later: a whole census again.
+    const late = sessionWithReply(env.mock, { directory: '/tmp/unheard-too' })
+    await sleep(100)
+    expect(env.mock.prompts).toHaveLength(1)
+    env.runtime.processPayload({ type: 'server.connected', properties: {} }, '')
+    await waitFor(() => env.mock.prompts.length === 2, 5000)
+    expect(env.mock.prompts[1].sessionId).toBe(late.id)
+    expect(censuses()).toHaveLength(3)
   })
 
 })

@@ -178,7 +178,7 @@ cargo_test() {
 
 # The simulator (crates/goal-sim, docs/simulator.md): the real loop over 10,000 random worlds on
 # tokio's paused clock; two worlds replayed twice must print the same trace (a seed is a replay);
-# then one planted defect per promise (a)-(g), each of which these seeds must catch.
+# then one planted defect per promise (a)-(h), each of which these seeds must catch.
 simulator() {
   cargo build --quiet --profile sim -p goal-sim --target x86_64-unknown-linux-gnu || return
   local sim=target/x86_64-unknown-linux-gnu/sim/goal-sim seed

@@ -173,6 +173,7 @@ impl Fleet {
             .data_dir_in_memory(self.memories[index].clone())
             .config(GoalConfig {
                 silence_watch: world.mutation != Some(crate::mutation::Mutation::NoSilenceWatch),
+                wrap_up: world.wrap_up,
                 ..config(&world.timing)
             })
             .fetch_timeout(Duration::from_millis(world.timing.fetch_timeout_ms))

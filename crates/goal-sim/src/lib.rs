@@ -19,13 +19,16 @@
 //! | hosts (real runtimes) and the scripted auditor | `host.rs` |
 //! | one run, the driver of disturbances | `run.rs` |
 //! | what happened: steps and facts | `record.rs` |
-//! | the promises (a)–(g) | `invariants.rs` |
+//! | the promises (a)–(d), (f) | `invariants.rs` |
+//! | the promises (e) and (g): liveness | `liveness.rs` |
+//! | the promise (h): the wrap-up turn | `wrap_up.rs` |
 //! | shrinking a failing world | `shrink.rs` |
 //! | defects planted at the seam, to show each promise can fail | `mutation.rs` |
 
 pub mod bus;
 pub mod host;
 pub mod invariants;
+pub mod liveness;
 pub mod mutation;
 pub mod record;
 pub mod rng;
@@ -34,6 +37,7 @@ pub mod server;
 pub mod shrink;
 pub mod transport;
 pub mod world;
+pub mod wrap_up;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -74,6 +78,10 @@ pub struct Summary {
     pub crossed_writes: u64,
     /// Goals paused at a person's request, over all worlds.
     pub person_pauses: u64,
+    /// Wrap-up turns posted, over all worlds.
+    pub wrap_ups: u64,
+    /// Steady goals a limit stopped after their one wrap-up, over all worlds.
+    pub handoffs: u64,
     /// The first failure (the lowest failing seed), shrunk.
     pub failure: Option<Failure>,
 }
@@ -85,6 +93,7 @@ pub fn run_seeds(from: u64, count: u64, jobs: usize, mutation: Option<Mutation>)
     let next = AtomicU64::new(from);
     let (settled, goals, simulated) = (AtomicUsize::new(0), AtomicUsize::new(0), AtomicU64::new(0));
     let (crossed, person_pauses) = (AtomicU64::new(0), AtomicU64::new(0));
+    let (wrap_ups, handoffs) = (AtomicU64::new(0), AtomicU64::new(0));
     let failing: Mutex<Option<(u64, Violation)>> = Mutex::new(None);
     let ran = AtomicU64::new(0);
     std::thread::scope(|scope| {
@@ -102,6 +111,8 @@ pub fn run_seeds(from: u64, count: u64, jobs: usize, mutation: Option<Mutation>)
                 simulated.fetch_add(outcome.simulated_ms, Ordering::Relaxed);
                 crossed.fetch_add(outcome.crossed_writes, Ordering::Relaxed);
                 person_pauses.fetch_add(outcome.person_pauses, Ordering::Relaxed);
+                wrap_ups.fetch_add(outcome.wrap_ups.0, Ordering::Relaxed);
+                handoffs.fetch_add(outcome.wrap_ups.1, Ordering::Relaxed);
                 if let Some(violation) = outcome.violations.first() {
                     let mut failing = failing.lock().expect("not poisoned");
                     if failing.as_ref().is_none_or(|(s, _)| seed < *s) {
@@ -121,6 +132,8 @@ pub fn run_seeds(from: u64, count: u64, jobs: usize, mutation: Option<Mutation>)
         wall: started.elapsed(),
         crossed_writes: crossed.into_inner(),
         person_pauses: person_pauses.into_inner(),
+        wrap_ups: wrap_ups.into_inner(),
+        handoffs: handoffs.into_inner(),
         failure,
     }
 }

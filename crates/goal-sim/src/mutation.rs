@@ -31,6 +31,9 @@ pub enum Mutation {
     /// of its projects come back empty, so a host started again knows no goal whose session
     /// stays silent.
     CensusBlind,
+    /// (h) The loop forgets the wrap-up it posted: the goal's `wrappedUp` marker and the stored
+    /// wrap-up prompt's text are lost on every read, so its reply is judged as any turn's.
+    WrapUpForgotten,
 }
 
 impl Mutation {
@@ -38,7 +41,7 @@ impl Mutation {
     pub const GUARD_FIELDS: [&'static str; 3] = ["tokenBudget", "costBudget", "timeBudgetMs"];
 
     /// Every planted defect, with the invariant it must break.
-    pub const ALL: [(Mutation, char); 8] = [
+    pub const ALL: [(Mutation, char); 9] = [
         (Mutation::SecondContinuation, 'a'),
         (Mutation::StaleStop, 'b'),
         (Mutation::DroppedGuards, 'c'),
@@ -47,6 +50,7 @@ impl Mutation {
         (Mutation::RetryStorm, 'f'),
         (Mutation::NoSilenceWatch, 'g'),
         (Mutation::CensusBlind, 'g'),
+        (Mutation::WrapUpForgotten, 'h'),
     ];
 
     /// Its name on the command line.
@@ -60,6 +64,7 @@ impl Mutation {
             Mutation::RetryStorm => "retry-storm",
             Mutation::NoSilenceWatch => "no-silence-watch",
             Mutation::CensusBlind => "census-blind",
+            Mutation::WrapUpForgotten => "wrap-up-forgotten",
         }
     }
 
@@ -82,7 +87,23 @@ impl Mutation {
                     goal.remove(field);
                 }
             }
+            Mutation::WrapUpForgotten => {
+                goal.remove("wrappedUp");
+            }
             _ => {}
+        }
+    }
+
+    /// A session's messages as the defective loop reads them.
+    pub fn read_messages(self, messages: &mut Value) {
+        if self != Mutation::WrapUpForgotten {
+            return;
+        }
+        let parts = messages.as_array_mut().into_iter().flatten().filter_map(|m| m["parts"].as_array_mut()).flatten();
+        for part in parts {
+            if part["text"].as_str().is_some_and(|t| t.starts_with(crate::wrap_up::WRAP_UP_LEAD)) {
+                part["text"] = "Keep working toward the session goal.".into();
+            }
         }
     }
 

@@ -11,7 +11,7 @@ use serde_json::Value;
 /// One broken promise.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Violation {
-    /// Which invariant: `a` to `f`.
+    /// Which invariant: `a` to `h`.
     pub invariant: char,
     /// What happened.
     pub detail: String,
@@ -74,6 +74,8 @@ pub struct GoalFacts {
     pub lost_turns: u64,
     /// When the user last changed it (or it was set): the loop's clock for it starts again.
     pub touched_at: f64,
+    /// Wrap-up prompts posted since it was set or the user last resumed it, by message id.
+    pub wrap_ups: BTreeSet<String>,
 }
 
 /// The run's record.
@@ -111,6 +113,10 @@ pub struct Inner {
     pub crossed_writes: u64,
     /// Goals a host paused at a person's request (their stop, quoted).
     pub person_pauses: u64,
+    /// Wrap-up turns posted (each id once).
+    pub wrap_ups: u64,
+    /// Steady goals stopped by a limit after their one wrap-up, its handoff the note (promise (h)).
+    pub handoffs: u64,
     /// When each host last received an event showing each session's goal not active.
     pub stop_events: BTreeMap<(usize, String), f64>,
     /// Whether the trace keeps every step (a replay) or none (a fast run).

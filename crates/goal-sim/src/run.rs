@@ -14,7 +14,7 @@ use tokio::time::Instant;
 
 use crate::bus::{self, Link, Links};
 use crate::host::{Fleet, SimAuditor};
-use crate::invariants::{self, Health};
+use crate::liveness::{self, Health};
 use crate::record::{Record, Violation};
 use crate::rng::Rng;
 use crate::server::{objective_of, Server};
@@ -41,6 +41,8 @@ pub struct Outcome {
     pub crossed_writes: u64,
     /// Goals paused at a person's request.
     pub person_pauses: u64,
+    /// Wrap-up turns posted, and steady goals a limit stopped after theirs (promise (h)).
+    pub wrap_ups: (u64, u64),
 }
 
 /// Runs `world` (every step recorded when `tracing`).
@@ -107,10 +109,10 @@ async fn drive(world: &World, tracing: bool, data_dir: std::path::PathBuf) -> Ou
             let (hosts_up, host_up_at) = record.with(|r| (r.hosts_down.len() < world.hosts.len(), r.host_up_at));
             Health { healthy: faults.healthy(now) && hosts_up, healed_at: faults.healed_at(now).max(host_up_at) }
         };
-        invariants::observe_idle(&server, now);
-        invariants::check_liveness(&server, &world.timing, &health, now);
+        liveness::observe_idle(&server, now);
+        liveness::check_liveness(&server, &world.timing, &health, now);
         if world.timing.is_real() {
-            invariants::check_silence(&server, &health, now);
+            liveness::check_silence(&server, &health, now);
         }
         let all_set = server.goal_sessions.lock().iter().all(Option::is_some);
         if record.failed() || (all_set && active_goals(&server) == 0) || start.elapsed() >= world.horizon {
@@ -132,6 +134,7 @@ async fn drive(world: &World, tracing: bool, data_dir: std::path::PathBuf) -> Ou
         simulated_ms,
         crossed_writes: r.crossed_writes,
         person_pauses: r.person_pauses,
+        wrap_ups: (r.wrap_ups, r.handoffs),
     })
 }
 

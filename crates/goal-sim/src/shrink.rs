@@ -4,7 +4,7 @@
 //! what a failing seed prints.
 
 use crate::run::run_world;
-use crate::world::{Disturbance, TurnKind, World};
+use crate::world::{Disturbance, World};
 
 /// Runs `world` and says whether it breaks invariant `invariant`.
 fn breaks(world: &World, invariant: char) -> bool {
@@ -55,7 +55,7 @@ pub fn shrink(world: &World, invariant: char, budget: usize) -> World {
     for goal in 0..best.goals.len() {
         for turn in 0..best.goals[goal].turns.len() {
             let mut candidate = best.clone();
-            candidate.goals[goal].turns[turn] = TurnKind::Finish { ms: 2_000, tokens: 800, micro_usd: 1_000 };
+            candidate.goals[goal].turns[turn] = candidate.goals[goal].ordinary_turn();
             if candidate != best {
                 attempt(candidate, &mut best);
             }

@@ -164,10 +164,18 @@ impl SimTransport {
         let parsed = Parsed::of(&request);
         let Ok(mut answer) = answer else { return answer };
         match mutation {
-            Mutation::StaleStop | Mutation::DroppedGuards if route_of(&parsed) == Route::Session => {
+            Mutation::StaleStop | Mutation::DroppedGuards | Mutation::WrapUpForgotten
+                if route_of(&parsed) == Route::Session =>
+            {
                 if let Ok(mut session) = serde_json::from_slice::<serde_json::Value>(&answer.body) {
                     mutation.read_session(&mut session);
                     answer.body = serde_json::to_vec(&session).unwrap_or_default();
+                }
+            }
+            Mutation::WrapUpForgotten if route_of(&parsed) == Route::Messages => {
+                if let Ok(mut messages) = serde_json::from_slice::<serde_json::Value>(&answer.body) {
+                    mutation.read_messages(&mut messages);
+                    answer.body = serde_json::to_vec(&messages).unwrap_or_default();
                 }
             }
             Mutation::BusyForever if route_of(&parsed) == Route::Status => {

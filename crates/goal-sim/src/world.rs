@@ -4,7 +4,8 @@
 //! lost, repeated, late and out of order; streams that break; server restarts; hosts killed and
 //! started again knowing nothing; routes that fail, hang or answer garbage; the user pausing,
 //! resuming, editing, clearing, aborting, typing). The server may be an older OpenCode that lists
-//! no sessions across directories.
+//! no sessions across directories. Goals wrap up before a limit (the hosts' `wrapUp`, a goal's
+//! own), and some spend alike on every turn (steady: promise (h) judges them).
 //!
 //! A world is plain data, so a failing one can be shrunk (`shrink.rs`): disturbances dropped,
 //! turns made ordinary, goals removed, while the failure holds.
@@ -157,6 +158,35 @@ pub struct GoalSpec {
     pub turns: Vec<TurnKind>,
     /// The auditor's answers.
     pub verdicts: Vec<Verdict>,
+    /// The goal's own `wrapUp` (`None`: the hosts' default decides).
+    pub wrap_up: Option<bool>,
+    /// Every finished turn of its session spends alike: no turn is larger than the ones before
+    /// it, so a wrap-up is forecast right (promise (h)).
+    pub steady: Option<Steady>,
+}
+
+/// What each turn of a steady goal spends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Steady {
+    /// Tokens the context grows by.
+    pub tokens: u64,
+    /// Cost, in millionths of a dollar.
+    pub micro_usd: u64,
+}
+
+impl GoalSpec {
+    /// The turn a prompt gets past the end of its script (and a shrunk world's ordinary one).
+    pub fn ordinary_turn(&self) -> TurnKind {
+        match self.steady {
+            Some(steady) => TurnKind::Finish { ms: 2_000, tokens: steady.tokens, micro_usd: steady.micro_usd },
+            None => TurnKind::Finish { ms: 2_000, tokens: 800, micro_usd: 1_000 },
+        }
+    }
+
+    /// Whether the goal wraps up before its limits, with `host_default` as the hosts' option.
+    pub fn wraps_up(&self, host_default: bool) -> bool {
+        self.wrap_up.unwrap_or(host_default)
+    }
 }
 
 /// Something the world does to the loop at an instant.
@@ -274,6 +304,8 @@ pub struct World {
     /// The server is an older OpenCode: no `GET /experimental/session` (the hosts list each
     /// directory they know instead).
     pub old_server: bool,
+    /// The hosts' `wrapUp` (a real host passes none: on).
+    pub wrap_up: bool,
 }
 
 /// The share of worlds drawn at a real host's settings ([`Timing::real`]), in percent.
@@ -305,6 +337,13 @@ impl World {
         }
         disturbances.extend(draw_host_restarts(&mut restarts, hosts.len()));
         disturbances.sort_by_key(|s| s.at_ms);
+        // The wrap-up's ingredients, from a generator of their own as well.
+        let mut wrap = rng.fork();
+        let wrap_up = timing.is_real() || wrap.chance(WRAP_UP_HOST_PERCENT);
+        let mut goals = goals;
+        for goal in goals.iter_mut() {
+            draw_wrap_up(&mut wrap, goal);
+        }
         World {
             seed,
             timing,
@@ -314,17 +353,20 @@ impl World {
             horizon: Duration::from_secs(1_800),
             mutation: None,
             old_server,
+            wrap_up,
         }
     }
 
     /// The world as a replay line and a short description.
     pub fn describe(&self) -> String {
         format!(
-            "{} host(s), {} goal(s), {} disturbance(s); {}{}quiet {} ms, sweep {} ms, fetch timeout {} ms",
+            "{} host(s), {} goal(s) ({} steady), {} disturbance(s); {}{}{}quiet {} ms, sweep {} ms, fetch timeout {} ms",
             self.hosts.len(),
             self.goals.len(),
+            self.goals.iter().filter(|g| g.steady.is_some()).count(),
             self.disturbances.len(),
             if self.old_server { "an older server (no list across directories); " } else { "" },
+            if self.wrap_up { "" } else { "hosts with wrapUp off; " },
             if self.timing.is_real() { "a real host's settings: " } else { "" },
             self.timing.idle_quiet_ms,
             self.timing.sweep_ms,
@@ -387,6 +429,41 @@ fn draw_host_restarts(rng: &mut Rng, hosts: usize) -> Vec<Scheduled> {
         .collect()
 }
 
+/// The share of worlds whose hosts wrap up by default (a real host's always do), in percent.
+pub const WRAP_UP_HOST_PERCENT: u64 = 85;
+/// The share of goals whose turns all spend alike, in percent.
+pub const STEADY_PERCENT: u64 = 40;
+
+/// A goal's own `wrapUp` (mostly unset), and whether it is steady: then every finished turn
+/// spends one drawn amount, and its budgets leave room for its first, unforecast turns (a posted
+/// first prompt's reply carries the session's whole starting context, 1,000 tokens, plus a
+/// turn) and a wrap-up after them (`2.25` turns), plus up to six turns more.
+fn draw_wrap_up(rng: &mut Rng, goal: &mut GoalSpec) {
+    goal.wrap_up = match rng.range(0, 10) {
+        0 => Some(false),
+        1 => Some(true),
+        _ => None,
+    };
+    if !rng.chance(STEADY_PERCENT) {
+        return;
+    }
+    let steady = Steady { tokens: rng.range(500, 4_000), micro_usd: rng.range(0, 30_000) };
+    for turn in goal.turns.iter_mut() {
+        if let TurnKind::Finish { tokens, micro_usd, .. } = turn {
+            (*tokens, *micro_usd) = (steady.tokens, steady.micro_usd);
+        }
+    }
+    if goal.token_budget.is_some() {
+        let first = 1_000 + steady.tokens;
+        goal.token_budget = Some(first * 9 / 4 + 1 + rng.range(0, 6 * steady.tokens + 1));
+    }
+    if goal.cost_budget_micro.is_some() {
+        let least = steady.micro_usd * 9 / 4 + 1;
+        goal.cost_budget_micro = Some((least + rng.range(0, 6 * steady.micro_usd + 1)).max(10_000));
+    }
+    goal.steady = Some(steady);
+}
+
 fn draw_goal(rng: &mut Rng, directories: u64) -> GoalSpec {
     let turns = (0..rng.range(0, 8)).map(|_| draw_turn(rng)).collect();
     let complete_after = rng.range(0, 6) as usize;
@@ -412,6 +489,8 @@ fn draw_goal(rng: &mut Rng, directories: u64) -> GoalSpec {
         review: rng.chance(20).then(|| (0..rng.range(1, 3)).map(|_| rng.chance(70)).collect()),
         turns,
         verdicts,
+        wrap_up: None,
+        steady: None,
     }
 }
 
@@ -517,6 +596,28 @@ mod tests {
         assert!(real_with_restarts >= 150, "{real_with_restarts} at a real host's settings");
         assert!(worlds.iter().filter(|w| w.timing.is_real()).all(|w| w.hosts.iter().all(|h| !h.names_directories)));
         assert!(worlds.iter().any(|w| w.old_server) && worlds.iter().any(|w| !w.old_server));
+    }
+
+    #[test]
+    fn steady_goals_spend_alike_and_leave_room_for_their_first_turns_and_a_wrap_up() {
+        let worlds: Vec<World> = (1..=2_000).map(World::draw).collect();
+        let goals: Vec<&GoalSpec> = worlds.iter().flat_map(|w| w.goals.iter()).collect();
+        let steady: Vec<&&GoalSpec> = goals.iter().filter(|g| g.steady.is_some()).collect();
+        assert!(steady.len() * 100 >= goals.len() * 30, "{} of {} goals steady", steady.len(), goals.len());
+        for goal in steady {
+            let Steady { tokens, micro_usd } = goal.steady.expect("steady");
+            let ordinary = goal.ordinary_turn();
+            let finished = goal.turns.iter().chain(std::iter::once(&ordinary)).filter_map(|t| match t {
+                TurnKind::Finish { tokens, micro_usd, .. } => Some((*tokens, *micro_usd)),
+                _ => None,
+            });
+            assert!(finished.into_iter().all(|spent| spent == (tokens, micro_usd)));
+            if let Some(budget) = goal.token_budget {
+                assert!(budget * 4 > (1_000 + tokens) * 9, "{budget} for turns of {tokens}");
+            }
+        }
+        assert!(worlds.iter().any(|w| !w.wrap_up) && worlds.iter().filter(|w| w.timing.is_real()).all(|w| w.wrap_up));
+        assert!(goals.iter().any(|g| g.wrap_up == Some(false)) && goals.iter().any(|g| g.wrap_up == Some(true)));
     }
 
     #[test]

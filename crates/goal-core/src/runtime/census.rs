@@ -21,6 +21,9 @@ pub(super) const CENSUS_PAGE: usize = 1_000;
 /// cannot hold it for ever.
 const MAX_PAGES: usize = 1_000;
 
+/// How often the first connection's census looks whether the scan at start is done.
+pub(super) const AFTER_START_POLL: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// The list gate's key for the census (`goal/gather/list_gate.rs`): no directory is empty, so
 /// the census backs off on its own, by the same rule as a directory's lists.
 const EVERYWHERE: &str = "";
@@ -31,23 +34,28 @@ pub(super) struct Found {
     pub carriers: Vec<ListedSession>,
     /// Every place was read: the whole server, or each directory of the fallback.
     pub whole: bool,
+    /// The newest `time.updated` the server-wide list showed (OpenCode's clock): a session made
+    /// or changed after this census lists at or after it.
+    pub newest: Option<f64>,
 }
 
 impl Inner {
     /// Takes a census: `patient` waits out the census's backoff (at start), otherwise a census
-    /// whose backoff runs, or one already being read, is skipped (`None`). A failing census
-    /// backs off by the one rule and says so in the log; `None` then too.
-    pub(super) async fn take_census(&self, patient: bool) -> Option<Found> {
+    /// whose backoff runs, or one already being read, is skipped (`None`). `since`: the sessions
+    /// updated at or after it are enough (the server-wide list stops paging there; the fallback
+    /// lists each directory whole). A failing census backs off by the one rule and says so in
+    /// the log; `None` then too.
+    pub(super) async fn take_census(&self, patient: bool, since: Option<f64>) -> Option<Found> {
         let gate = self.ctx.owners.gate();
         let permit = if patient { gate.begin(EVERYWHERE).await } else { gate.try_begin(EVERYWHERE)? };
         if self.stopped.load(std::sync::atomic::Ordering::SeqCst) {
             return None;
         }
-        match self.list_everywhere().await {
-            Ok(carriers) => {
+        match self.list_everywhere(since).await {
+            Ok((carriers, newest)) => {
                 permit.read();
                 debug!(target: "session_goal", goals = carriers.len(), "census of the server's sessions read");
-                Some(Found { carriers, whole: true })
+                Some(Found { carriers, whole: true, newest })
             }
             Err(error) => {
                 // A 404 is also what a failing server may answer for every route: the server-wide
@@ -63,14 +71,17 @@ impl Inner {
         }
     }
 
-    /// Every top-level session holding a goal, from the server-wide list, page by page.
-    async fn list_everywhere(&self) -> Result<Vec<ListedSession>, HttpError> {
+    /// Every top-level session holding a goal, from the server-wide list, page by page (newest
+    /// first: none after a page reaching back before `since`), and the newest update listed.
+    async fn list_everywhere(&self, since: Option<f64>) -> Result<(Vec<ListedSession>, Option<f64>), HttpError> {
         let mut carriers = Vec::new();
         let mut seen = HashSet::new();
         let mut cursor = None;
+        let mut newest = None;
         for _ in 0..MAX_PAGES {
             let page = self.ctx.client.list_goal_sessions_everywhere(CENSUS_PAGE, cursor).await?;
-            let next = next_cursor(&page, CENSUS_PAGE);
+            newest = newest.or(page.first().map(|s| s.updated));
+            let next = next_cursor(&page, CENSUS_PAGE).filter(|next| since.is_none_or(|since| *next > since));
             for session in page {
                 // A page after the first repeats the sessions of the last one's oldest instant.
                 if session.goal.is_some() && !session.is_subagent() && seen.insert(session.id.clone()) {
@@ -79,11 +90,11 @@ impl Inner {
             }
             match next {
                 Some(next) => cursor = Some(next),
-                None => return Ok(carriers),
+                None => return Ok((carriers, newest)),
             }
         }
         warn!(target: "session_goal", pages = MAX_PAGES, "the census stopped at its page limit");
-        Ok(carriers)
+        Ok((carriers, newest))
     }
 
     /// The fallback of a server with no server-wide list: each directory its projects name, the
@@ -96,7 +107,7 @@ impl Inner {
         });
         directories.extend(self.known_directories());
         let mut listed = HashSet::new();
-        let mut found = Found { carriers: Vec::new(), whole: true };
+        let mut found = Found { carriers: Vec::new(), whole: true, newest: None };
         for directory in directories {
             if !listed.insert(directory.clone()) {
                 continue;

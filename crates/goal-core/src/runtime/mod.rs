@@ -106,9 +106,12 @@ struct Inner {
     /// The scan at start is still trying (it tries until OpenCode answers): a connection leaves
     /// the finding to it.
     scanning_at_start: AtomicBool,
-    /// The runtime scans at start: the stream's first connection, which comes with the start,
-    /// finds nothing the scan at start does not.
+    /// The runtime scans at start: the stream's first connection needs only the sessions
+    /// updated since that scan listed the server, which it may have done before the stream was up.
     scans_at_start: bool,
+    /// The newest update the scan at start listed (OpenCode's clock; `None`: none listed, or a
+    /// server without the server-wide list).
+    start_newest: Mutex<Option<f64>>,
     /// Connections of the stream so far.
     connections: AtomicU64,
 }
@@ -184,6 +187,7 @@ impl GoalLoop {
             hole: AtomicBool::new(false),
             scanning_at_start: AtomicBool::new(false),
             scans_at_start: parts.recover_on_start,
+            start_newest: Mutex::new(None),
             connections: AtomicU64::new(0),
         });
         let consumer: Arc<dyn Consumer> = inner.clone();
@@ -292,7 +296,7 @@ impl GoalLoop {
         let span = self.inner.log_span.clone();
         self.inner.runtime.spawn(
             async move {
-                inner.recover(ArmMode::IfIdleTimer, true).await;
+                inner.recover(ArmMode::IfIdleTimer, true, None).await;
             }
             .instrument(span),
         );
@@ -338,18 +342,26 @@ impl Inner {
 impl Inner {
     /// OpenCode's stream connected again (it may have restarted, cutting turns and losing
     /// events): a census finds every active goal, and each idle one is looked at. The stream's
-    /// first connection comes with the runtime's start, whose own scan finds them (while it is
-    /// still trying, as soon as OpenCode answers).
+    /// first connection, where the runtime scans at start, looks only for what that scan may
+    /// have missed: a session made before the stream was up and after the scan listed the
+    /// server, which lists at or after the newest update the scan saw (after the scan at start,
+    /// a census of those; on a server with the server-wide list, one page).
     fn connected(&self) {
         let first = self.connections.fetch_add(1, Ordering::SeqCst) == 0;
-        if (first && self.scans_at_start) || self.scanning_at_start.load(Ordering::SeqCst) {
-            return;
-        }
+        let catch_up = first && self.scans_at_start;
         if let Some(me) = self.me.upgrade() {
-            debug!(target: "session_goal", "OpenCode connected; finding its active goals");
+            debug!(target: "session_goal", catch_up, "OpenCode connected; finding its active goals");
             self.runtime.spawn(
                 async move {
-                    me.recover(ArmMode::IfIdleTimer, true).await;
+                    // The scan at start first (a census waits for the one being read).
+                    while catch_up && me.scanning_at_start.load(Ordering::SeqCst) {
+                        if me.stopped.load(Ordering::SeqCst) {
+                            return;
+                        }
+                        tokio::time::sleep(census::AFTER_START_POLL).await;
+                    }
+                    let since = catch_up.then(|| me.start_newest.lock().unwrap_or(0.0));
+                    me.recover(ArmMode::IfIdleTimer, true, since).await;
                 }
                 .instrument(self.log_span.clone()),
             );

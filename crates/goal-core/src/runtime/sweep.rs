@@ -54,14 +54,16 @@ enum Look {
 }
 
 impl Inner {
-    /// The recovery scan: a census (`patient`: waiting out its backoff), every goal it found
-    /// reported to the scheduler and each active one armed with `arm` (after a connection,
-    /// whatever events said about busy: the tick re-checks everything). Returns whether a census
-    /// was read.
-    pub(super) async fn recover(&self, arm: ArmMode, patient: bool) -> bool {
-        let Some(found) = self.take_census(patient).await else { return false };
+    /// The recovery scan: a census (`patient`: waiting out its backoff; `since`: of the sessions
+    /// updated since then only), every goal it found reported to the scheduler and each active
+    /// one armed with `arm` (after a connection, whatever events said about busy: the tick
+    /// re-checks everything). Returns `None` when no census was read, else the newest update it
+    /// listed (`census::Found::newest`).
+    pub(super) async fn recover(&self, arm: ArmMode, patient: bool, since: Option<f64>) -> Option<Option<f64>> {
+        let found = self.take_census(patient, since).await?;
+        let newest = found.newest;
         self.walk(found, Look::Arm(arm)).await;
-        true
+        Some(newest)
     }
 
     /// The scan at start: censuses until one is read (a host may start before its OpenCode
@@ -73,7 +75,8 @@ impl Inner {
             async move {
                 // Each try waits out the census's backoff first: no spin.
                 while !me.stopped.load(Ordering::SeqCst) {
-                    if me.recover(ArmMode::IfIdleTimer, true).await {
+                    if let Some(newest) = me.recover(ArmMode::IfIdleTimer, true, None).await {
+                        *me.start_newest.lock() = newest;
                         break;
                     }
                 }
@@ -90,7 +93,7 @@ impl Inner {
     /// directory that fails backs off by the one rule (`goal/gather/list_gate.rs`). Returns
     /// whether every place was listed and read.
     pub(super) async fn sweep(&self) -> bool {
-        let Some(found) = self.take_census(false).await else { return false };
+        let Some(found) = self.take_census(false, None).await else { return false };
         self.walk(found, Look::Status).await
     }
 
@@ -98,7 +101,7 @@ impl Inner {
     /// goal's status reported, the directories holding active goals kept, and each active goal
     /// looked at as `look` says. Returns whether every place was read.
     async fn walk(&self, found: Found, look: Look) -> bool {
-        let Found { carriers, mut whole } = found;
+        let Found { carriers, mut whole, .. } = found;
         self.ctx.owners.holders().saw_list(
             carriers.iter().filter_map(|s| s.goal.as_ref().map(|g| (g.id.as_str(), s.id.as_str(), s.created))),
             None,

@@ -103,7 +103,7 @@ fn main() -> ExitCode {
 fn print_summary(summary: &Summary, mutation: Option<Mutation>) {
     let planted = mutation.map(|m| format!(" with {} planted", m.name())).unwrap_or_default();
     println!(
-        "simulator: {} seeds{planted} in {:.1} s on the wall clock; {:.1} simulated hours; {} of {} goals settled; {} crossed writes of two hosts; {} paused at a person's request; {}",
+        "simulator: {} seeds{planted} in {:.1} s on the wall clock; {:.1} simulated hours; {} of {} goals settled; {} crossed writes of two hosts; {} paused at a person's request; {} wrap-ups posted, {} steady goals stopped by a limit after theirs; {}",
         summary.seeds,
         summary.wall.as_secs_f64(),
         summary.simulated_ms as f64 / 3_600_000.0,
@@ -111,6 +111,8 @@ fn print_summary(summary: &Summary, mutation: Option<Mutation>) {
         summary.goals,
         summary.crossed_writes,
         summary.person_pauses,
+        summary.wrap_ups,
+        summary.handoffs,
         if summary.failure.is_some() { "a promise broke" } else { "every promise held" }
     );
 }

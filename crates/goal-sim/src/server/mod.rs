@@ -62,6 +62,8 @@ pub struct Server {
     pub record: Arc<Record>,
     /// An older OpenCode: no `GET /experimental/session`.
     pub old_server: bool,
+    /// The hosts' `wrapUp` (promise (h) knows which goals wrap up).
+    pub wrap_up: bool,
 }
 
 impl Server {
@@ -75,6 +77,7 @@ impl Server {
             goal_sessions: Mutex::new(vec![None; world.goals.len()]),
             record,
             old_server: world.old_server,
+            wrap_up: world.wrap_up,
         })
     }
 
@@ -176,10 +179,13 @@ fn goal_record(index: usize, spec: &GoalSpec, now: f64) -> Value {
     if spec.review.is_some() {
         goal["review"] = json!(true);
     }
+    if let Some(wrap_up) = spec.wrap_up {
+        goal["wrapUp"] = json!(wrap_up);
+    }
     goal
 }
 
 /// Whether a turn kind is one a prompt of this session gets next.
 pub fn next_turn(spec: &GoalSpec, prompt: usize) -> TurnKind {
-    spec.turns.get(prompt).copied().unwrap_or(TurnKind::Finish { ms: 2_000, tokens: 800, micro_usd: 1_000 })
+    spec.turns.get(prompt).copied().unwrap_or_else(|| spec.ordinary_turn())
 }

@@ -193,9 +193,11 @@ impl Server {
         }
         session.updated = now;
         let (answer, after) = (session.to_value(), session.goal().cloned());
+        let usage = crate::invariants::Usage::of(session, after.as_ref());
         state.emit_session(id);
         drop(state);
         self.record.goal_written(Some(host), id, before.as_ref(), after.as_ref(), now);
+        crate::wrap_up::on_host_write(self, id, before.as_ref(), after.as_ref(), &usage, now);
         json_answer(200, &answer)
     }
 

@@ -53,6 +53,9 @@ pub struct Extras {
     pub clear_reposted: bool,
     /// The last review.
     pub last_review: Option<Value>,
+    /// The wrap-up this settlement answers (recorded again: a crossed write of another host may
+    /// have dropped its reservation's marker).
+    pub wrapped_up: Option<crate::record::WrappedUp>,
 }
 
 /// How the adopted copy is told from the session's own goal, decided again on the fresh goal.
@@ -356,6 +359,9 @@ fn settle(g: &mut Goal, settlement: &Settlement, extras: &Extras, with: &ApplyWi
     begin_inactive(g, with.now);
     if let Some(update) = &extras.criteria {
         update.apply(g);
+    }
+    if let Some(wrapped) = &extras.wrapped_up {
+        g.wrapped_up.set(wrapped.clone());
     }
     // Only the auditor's own stop takes the blocker's fix.
     let blocked = g.cause.as_mut().filter(|c| c.code == CauseCode::AuditorBlocked);

@@ -139,7 +139,12 @@ pub fn plan_tick(goal: &Goal, messages: &[Message], max_auto_turns: u64) -> Plan
     if let Some(spent) = per_turn.iter().find(|budget| (budget.reached)(goal, &accounting)) {
         return settle(GoalStatus::BudgetLimited, spent.reason, spent.code);
     }
-    if goal.turns_used >= max_auto_turns {
+    // A turn reserved after this tail already counts itself: its post (lost, or its answer
+    // never came) goes out under its id and is no turn past the cap. The last allowed turn,
+    // often the wrap-up, is not lost to a write whose answer never came.
+    let reserved_here = !resumed && goal.continuation_for.get() == Some(&last.id) && goal.continuation_id.is_present();
+    let counted = if reserved_here { goal.turns_used.saturating_sub(1) } else { goal.turns_used };
+    if counted >= max_auto_turns {
         return settle(GoalStatus::Blocked, REASON_TURN_CAP, CauseCode::TurnCap);
     }
     if truncated && !resumed && has_repeated_length_tail(&ordered, tail, goal.created_at) {

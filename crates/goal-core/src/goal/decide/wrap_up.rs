@@ -32,6 +32,7 @@ use crate::record::reasons::{REASON_BUDGET, REASON_COST_BUDGET, REASON_RESUMED, 
 use crate::record::session::{chronological, Message, Role};
 use crate::record::{Goal, GoalStatus, WrappedUp, NOTE_CHAR_LIMIT};
 use crate::sched::outcome::TickOutcome;
+use crate::text::prompts::WRAP_UP_LEAD;
 use crate::text::truncate_chars;
 use crate::time::active::active_ms;
 
@@ -51,6 +52,28 @@ pub fn out(goal: &Goal) -> Option<&WrappedUp> {
     let wrapped = goal.wrapped_up.get()?;
     let current = goal.continuation_id.get() == Some(&wrapped.message_id);
     (current && goal.status_reason != REASON_RESUMED).then_some(wrapped)
+}
+
+/// The wrap-up out as the record says, or as the transcript does: the current reservation's
+/// message stored as a wrap-up prompt. Two hosts that reserved the same turn write the same id;
+/// where their forecasts differed (a clock ahead by seconds against a time budget) the marker
+/// of one write may be lost to the other, never the prompt OpenCode stored.
+pub fn out_in(goal: &Goal, messages: &[Message]) -> Option<WrappedUp> {
+    if let Some(wrapped) = out(goal) {
+        return Some(wrapped.clone());
+    }
+    let id = goal.continuation_id.get().filter(|_| goal.status_reason != REASON_RESUMED)?;
+    let prompt = messages.iter().find(|m| m.id == *id && m.role == Role::User)?;
+    let cause = limit_of_prompt(&prompt.text)?;
+    Some(WrappedUp { message_id: id.clone(), cause })
+}
+
+/// The limit a wrap-up prompt names on its first line (`text/prompts.rs`); `None` for any other text.
+fn limit_of_prompt(text: &str) -> Option<CauseCode> {
+    let line = text.lines().find(|line| line.starts_with(WRAP_UP_LEAD))?;
+    [CauseCode::TokenBudget, CauseCode::CostBudget, CauseCode::TimeBudget, CauseCode::TurnCap]
+        .into_iter()
+        .find(|code| line.contains(&format!("its {} is about", limit_name(*code))))
 }
 
 /// The status and reason a goal settles with at `limit`: today's (the turn cap's is `blocked`).
@@ -122,7 +145,7 @@ pub(super) fn standing(at: &Decide<'_>, basis: &Basis) -> Option<Reservation> {
 /// The wrap-up's reply ends the goal. `Continue`: no wrap-up is out, it has no reply yet, or
 /// the user aborted it (the plan pauses the goal).
 pub(super) fn answered(at: &Decide<'_>, live: &Live) -> Flow {
-    let Some(wrapped) = out(at.goal) else { return ControlFlow::Continue(()) };
+    let Some(wrapped) = out_in(at.goal, &live.messages) else { return ControlFlow::Continue(()) };
     let ordered = chronological(&live.messages);
     let replies: Vec<&Message> =
         ordered.iter().filter(|m| m.role == Role::Assistant && m.parent_id == wrapped.message_id).copied().collect();
@@ -148,7 +171,8 @@ pub(super) fn answered(at: &Decide<'_>, live: &Live) -> Flow {
     record.insert("handoff".into(), Value::from(truncate_chars(&handoff, HANDOFF_CHAR_LIMIT)));
     record.insert("changedFiles".into(), files.as_ref().map_or(Value::Null, |files| json!(files)));
     let line = Line { record, detached: false, slot: Slot::Settled };
-    ControlFlow::Break(at.settle(settlement, Extras { clear_park: true, ..Extras::default() }, Guard::Tick, Some(line)))
+    let extras = Extras { clear_park: true, wrapped_up: Some(wrapped), ..Extras::default() };
+    ControlFlow::Break(at.settle(settlement, extras, Guard::Tick, Some(line)))
 }
 
 /// The wrap-up turn's prompt: the objective, where the goal stands against `limit` (as the
@@ -226,6 +250,27 @@ mod tests {
         moved["continuationId"] = json!("msg_next");
         assert!(out(&goal(moved)).is_none(), "a later turn's reservation is not the wrap-up");
         assert!(out(&goal(json!({"wrappedUp": {"messageId": "msg_w", "cause": "nonsense"}}))).is_none());
+    }
+
+    #[test]
+    fn the_transcript_tells_a_wrap_up_whose_marker_a_crossed_write_dropped() {
+        let prompt = crate::text::prompts::wrap_up_prompt("Ship it", limit_name(CauseCode::CostBudget), "Cost so far.");
+        let stored = Message::from_value(
+            &json!({"info": {"id": "msg_w", "role": "user", "time": {"created": 1.0}}, "parts": [{"type": "text", "text": prompt}]}),
+            0,
+        )
+        .expect("a message");
+        let reserved = goal(json!({"continuationId": "msg_w"}));
+        assert_eq!(out_in(&reserved, std::slice::from_ref(&stored)).map(|w| w.cause), Some(CauseCode::CostBudget));
+        let resumed = goal(json!({"continuationId": "msg_w", "statusReason": REASON_RESUMED}));
+        assert!(out_in(&resumed, std::slice::from_ref(&stored)).is_none());
+        let other = goal(json!({"continuationId": "msg_other"}));
+        assert!(out_in(&other, std::slice::from_ref(&stored)).is_none());
+        for code in [CauseCode::TokenBudget, CauseCode::TimeBudget, CauseCode::TurnCap] {
+            let text = crate::text::prompts::wrap_up_prompt("x", limit_name(code), "");
+            assert_eq!(limit_of_prompt(&text), Some(code));
+        }
+        assert_eq!(limit_of_prompt("Keep working toward the session goal"), None);
     }
 
     #[test]

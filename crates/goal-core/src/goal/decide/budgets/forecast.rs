@@ -102,6 +102,10 @@ pub fn measured(goal: &Goal, messages: &[Message], now: f64) -> TurnSpends {
         .filter(|m| m.created.is_some_and(|created| created >= goal.created_at))
         .copied()
         .collect();
+    // The goal's first prompt is the first of those only when the messages read reach back to
+    // before the goal began (or no turn was sent yet); its growth is counted from the goal's
+    // baseline, as the budget counts.
+    let reaches_start = ordered.first().and_then(|m| m.created).is_some_and(|first| first < goal.created_at);
     let mut spends = TurnSpends::default();
     let mut previous: Option<u64> = None;
     for (index, start) in starts.iter().enumerate() {
@@ -112,7 +116,7 @@ pub fn measured(goal: &Goal, messages: &[Message], now: f64) -> TurnSpends {
         }
         let snapshot = replies.iter().rev().map(|m| m.tokens.total()).find(|total| *total > 0);
         let compacted = replies.iter().any(|m| m.summary);
-        let first_of_goal = index == 0 && goal.turns_used == 0;
+        let first_of_goal = index == 0 && (goal.turns_used == 0 || reaches_start);
         match (previous, snapshot) {
             (Some(before), Some(after)) if !compacted => spends.tokens.push(after.saturating_sub(before)),
             (None, Some(after)) if first_of_goal => spends.tokens.push(after.saturating_sub(goal.tokens_baseline)),
@@ -210,6 +214,11 @@ mod tests {
         // The goal's first turn grew the context from its baseline.
         let first = goal(json!({"createdAt": T0, "turnsUsed": 0, "tokensBaseline": 2_000}));
         assert_eq!(measured(&first, &turns(&[(T0 + 10.0, 9_000, 0.0)]), T0 + 20.0).tokens, vec![7_000]);
+        // Read back to before the goal began (an exchange it was set on): its first prompt is
+        // known, so its growth counts even after that turn was sent.
+        let set_on_an_exchange = goal(json!({"createdAt": T0, "turnsUsed": 1, "tokensBaseline": 2_000}));
+        let messages = turns(&[(T0 - 5_000.0, 2_000, 0.0), (T0 + 10.0, 5_000, 0.0)]);
+        assert_eq!(measured(&set_on_an_exchange, &messages, T0 + 20.0).tokens, vec![3_000]);
     }
 
     #[test]

@@ -433,3 +433,18 @@ fn every_settle_path_of_the_plan_names_its_cause() {
     let failing = goal_with(json!({"auditFailStreak": 1}));
     assert_eq!(cause_after(after_audit(&failing, &b, None, None)), CauseCode::AuditUnavailable);
 }
+
+#[test]
+fn the_last_turn_reserved_after_this_tail_is_no_turn_past_the_cap() {
+    let w = window(vec![user("u", 150.0), reply("a1", 200.0)]);
+    // The 7th of 7 turns was reserved after a1 (counted then); its post never got its answer.
+    let reserved = goal_with(json!({"turnsUsed": 7, "continuationFor": "a1", "continuationId": "msg_c7"}));
+    assert!(matches!(plan_tick(&reserved, &w, 7), Plan::Audit(_)), "its post goes out under its id");
+    // Reserved after an older tail: the cap stands.
+    let older = goal_with(json!({"turnsUsed": 7, "continuationFor": "a0", "continuationId": "msg_c7"}));
+    assert_eq!(cause_of_plan(&plan_tick(&older, &w, 7)), CauseCode::TurnCap);
+    let resumed = goal_with(
+        json!({"turnsUsed": 7, "continuationFor": "a1", "continuationId": "msg_c7", "statusReason": "resumed"}),
+    );
+    assert_eq!(cause_of_plan(&plan_tick(&resumed, &w, 7)), CauseCode::TurnCap);
+}
