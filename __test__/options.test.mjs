@@ -28,7 +28,9 @@ describe('options', () => {
     const defaults = pkg.goalRuntimeDefaults()
     expect(defaults).toMatchObject({ idleQuietMs: 15000, kickoffQuietMs: 3000, resumeKickoffMs: 250, maxAutoTurns: 20, maxProviderWaitMs: 21600000, maxProviderWaits: 6 })
     expect(defaults.deriveCriteria).toBe(true)
-    for (const [name, value] of Object.entries(defaults)) if (name !== 'deriveCriteria') expect(value, name).toBeGreaterThan(0)
+    expect(defaults.wrapUp).toBe(true)
+    const switches = ['deriveCriteria', 'wrapUp']
+    for (const [name, value] of Object.entries(defaults)) if (!switches.includes(name)) expect(value, name).toBeGreaterThan(0)
   })
 
   it('an unset quiet window is the exported default', async () => {
