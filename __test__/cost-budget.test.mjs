@@ -39,7 +39,8 @@ function pricedSession(mock, goal, costs) {
 describe('the cost budget', () => {
   it('sums info.cost since the goal began, summaries included, and settles budgetLimited / costBudget when it is reached', async () => {
     const auditor = scriptedAuditor([continueVerdict])
-    env = await setup({ auditor })
+    // The budget as it stops cold (wrapUp off): the wrap-up before it is __test__/wrap-up.test.mjs.
+    env = await setup({ auditor, runtimeOptions: { wrapUp: false } })
     const { mock } = env
     // Before the continuation: 0.3 + 0.25 (the summary) + 0.2 = 0.75 of 1.00; the reply from
     // before the goal (5.00) is not the goal's. The continuation's reply costs 0.30: 1.05.
@@ -87,7 +88,7 @@ describe('the cost budget', () => {
 
   it('editGoal raises the budget (the goal goes on) and clears it; bad budgets are refused with nothing written', async () => {
     const auditor = scriptedAuditor([continueVerdict])
-    env = await setup({ auditor })
+    env = await setup({ auditor, runtimeOptions: { wrapUp: false } })
     const { mock } = env
     const session = pricedSession(mock, { costBudget: 0.5 }, [0.3, 0.25, 0.2])
     mock.scriptReplies(session.id, [{ text: 'More done.', cost: 0.4, tokens: { input: 1500, output: 200 } }])
