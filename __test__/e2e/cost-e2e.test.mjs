@@ -29,8 +29,9 @@ describe('cost budget on a real OpenCode server', () => {
       audits: [{ verdict: 'continue', note: 'more to do' }],
     })
     const host = await startForwardingHost(oc)
-    // A goal with a budget of $1.00, written before the first prompt (as goalCostBudget does).
-    const { sessionId } = await createGoalSession(oc.api, { objective: `Make the parser handle nested lists ${tag}`, goalFields: { costBudget: 1 } })
+    // A goal with a budget of $1.00, written before the first prompt (as goalCostBudget does),
+    // that stops cold at it (wrapUp off: the wrap-up before a budget is wrap-up-e2e.test.mjs).
+    const { sessionId } = await createGoalSession(oc.api, { objective: `Make the parser handle nested lists ${tag}`, goalFields: { costBudget: 1, wrapUp: false } })
 
     const goal = await waitFor(
       async () => {

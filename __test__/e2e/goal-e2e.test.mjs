@@ -140,7 +140,8 @@ describe('goal loop on a real OpenCode server', () => {
       audits: [{ verdict: 'continue', note: 'second half left' }],
     })
     host = await startHost()
-    const { sessionId } = await createGoalSession(oc.api, { objective: `Port the module ${tag}`, tokenBudget: 5000 })
+    // Stopping cold at the budget (wrapUp off: the wrap-up before it is wrap-up-e2e.test.mjs).
+    const { sessionId } = await createGoalSession(oc.api, { objective: `Port the module ${tag}`, tokenBudget: 5000, goalFields: { wrapUp: false } })
 
     const goal = await settled(sessionId, 'budgetLimited')
     expect(goal.statusReason).toBe('token budget reached')
