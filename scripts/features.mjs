@@ -125,7 +125,7 @@ export const FEATURES = [
   {
     name: 'wrap-up',
     about: 'near a limit, one last turn that hands off (done, verified, left, next step) inside it, forecast from the goal’s own turns',
-    files: [`${CORE}goal/decide/wrap_up.rs`, `${CORE}goal/decide/budgets/forecast.rs`],
+    files: [`${CORE}goal/decide/wrap_up.rs`, `${CORE}goal/decide/budgets/forecast.rs`, `${CORE}goal/gather/changed_files.rs`],
   },
   {
     name: 'provider limits',

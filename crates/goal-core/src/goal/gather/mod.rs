@@ -4,6 +4,7 @@
 //! facts). Reads that belong together are made at once (the session beside the live state, the
 //! live state beside an owner list), so a tick spends as few round trips as it can.
 
+mod changed_files;
 pub mod holders;
 pub mod list_gate;
 pub mod owners;
@@ -127,9 +128,7 @@ impl Reader<'_> {
                 let messages = self.client.messages(&session, dir, REVIEWER_MESSAGES).await;
                 Observation::ReviewerCost(messages.map(|messages| reviewer_cost(&messages)).unwrap_or(0.0))
             }
-            Need::ChangedFiles => Observation::ChangedFiles(
-                self.client.session_evidence(id, dir, "/diff", None).await.as_ref().map(changed_files),
-            ),
+            Need::ChangedFiles => Observation::ChangedFiles(self.changed_files(seen).await),
         };
         vec![one]
     }
@@ -343,16 +342,4 @@ impl Reader<'_> {
         }
         ReadBack { session, newest }
     }
-}
-
-/// The paths a session diff names, once each, in its order.
-fn changed_files(diff: &serde_json::Value) -> Vec<String> {
-    let mut files: Vec<String> = Vec::new();
-    for entry in diff.as_array().into_iter().flatten() {
-        let path = entry.get("file").or_else(|| entry.get("path")).and_then(serde_json::Value::as_str);
-        if let Some(path) = path.filter(|p| !p.is_empty() && !files.iter().any(|f| f == p)) {
-            files.push(path.to_string());
-        }
-    }
-    files
 }
