@@ -186,3 +186,15 @@ export async function waitFor(fn, timeoutMs = 5000, intervalMs = 10) {
     await sleep(intervalMs)
   }
 }
+
+/**
+ * When a runtime (any host) first acted on the session at or after `since`: a turn-starting
+ * post or a goal write; `null` before it did.
+ */
+export function firstActionAt(mock, sessionId, since) {
+  const times = [
+    ...mock.sends(sessionId).map((r) => r.at),
+    ...mock.patches.filter((p) => p.sessionId === sessionId && p.body?.metadata?.openchamber?.goal).map((p) => p.at),
+  ].filter((at) => at >= since)
+  return times.length ? Math.min(...times) : null
+}

@@ -10,7 +10,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { goalMetadata, goalOf, tempDataDir, waitFor } from './helpers.mjs'
+import { firstActionAt, goalMetadata, goalOf, tempDataDir, waitFor } from './helpers.mjs'
 import { startMockOpenCode } from './mock/opencode.mjs'
 import { startHostProcess } from './host-process.mjs'
 
@@ -61,14 +61,6 @@ function goalAfterTurn(mock, directory, agoMs = 0) {
   return session
 }
 
-/** When the hosts first acted on the session at or after `since`: a turn-starting post or a goal write. */
-function firstActionAt(mock, sessionId, since) {
-  const times = [
-    ...mock.sends(sessionId).map((r) => r.at),
-    ...mock.patches.filter((p) => p.sessionId === sessionId && p.body?.metadata?.openchamber?.goal).map((p) => p.at),
-  ].filter((at) => at >= since)
-  return times.length ? Math.min(...times) : null
-}
 
 /** Waits for the session's first action after `since` and checks it came within the bound. */
 async function expectActedWithinBound(mock, sessionId, since, name, { quiet = false } = {}) {

@@ -11,7 +11,7 @@
 // the wire, and then complete. The scenarios run at once, so the file takes about a minute; each
 // prints how long its runtime took to act.
 import { describe, expect, it } from 'vitest'
-import { goalMetadata, goalOf, tempDataDir, waitFor } from './helpers.mjs'
+import { firstActionAt, goalMetadata, goalOf, tempDataDir, waitFor } from './helpers.mjs'
 import { startMockOpenCode } from './mock/opencode.mjs'
 import { startOpenChamberWorker } from './openchamber-worker.mjs'
 
@@ -70,14 +70,6 @@ function cutTheTurn(mock, sessionId) {
   expect(reply.time.completed ?? reply.finish ?? reply.error).toBeUndefined()
 }
 
-/** When the runtime first acted on the session at or after `since`: a turn-starting post or a goal write. */
-function firstActionAt(mock, sessionId, since) {
-  const times = [
-    ...mock.sends(sessionId).map((r) => r.at),
-    ...mock.patches.filter((p) => p.sessionId === sessionId && p.body?.metadata?.openchamber?.goal).map((p) => p.at),
-  ].filter((at) => at >= since)
-  return times.length ? Math.min(...times) : null
-}
 
 /** Waits for the first continuation after `since`, and checks it and the first action came within the bound. */
 async function expectActedWithinBound(mock, sessionId, since, name) {

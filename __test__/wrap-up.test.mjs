@@ -160,14 +160,20 @@ describe('one wrap-up turn in place of the turn that would cross a limit', () =>
   })
 })
 
+/** A goal near its token budget whose wrap-up was posted and runs (its reply never finishes). */
+async function wrapUpRunning(env) {
+  const session = sessionAfterOneTurn(env.mock, { tokenBudget: 30_000 })
+  env.mock.scriptReplies(session.id, [handoffReply({ completed: false })])
+  env.mock.setStatus(session.id, 'idle')
+  await waitFor(() => wrapUps(env.mock, session.id).length === 1, 8000)
+  await waitFor(() => env.mock.status(session.id).type === 'busy')
+  return session
+}
+
 describe('never where it does not belong', () => {
   it('a pause while the wrap-up runs aborts it: the goal stays paused, nothing more is posted', async () => {
     env = await setup({ auditor: scriptedAuditor([continueVerdict]) })
-    const session = sessionAfterOneTurn(env.mock, { tokenBudget: 30_000 })
-    env.mock.scriptReplies(session.id, [handoffReply({ completed: false })])
-    env.mock.setStatus(session.id, 'idle')
-    await waitFor(() => wrapUps(env.mock, session.id).length === 1, 8000)
-    await waitFor(() => env.mock.status(session.id).type === 'busy')
+    const session = await wrapUpRunning(env)
     const control = createSessionGoalControl({ openCode: { baseUrl: env.mock.url }, dataDir: env.dataDir })
     await control.pauseGoal({ sessionId: session.id })
     expect(env.mock.aborts).toContain(session.id)
@@ -179,11 +185,7 @@ describe('never where it does not belong', () => {
 
   it("a user's abort of the wrap-up pauses the goal, as any abort does; no second wrap-up", async () => {
     env = await setup({ auditor: scriptedAuditor([continueVerdict]) })
-    const session = sessionAfterOneTurn(env.mock, { tokenBudget: 30_000 })
-    env.mock.scriptReplies(session.id, [handoffReply({ completed: false })])
-    env.mock.setStatus(session.id, 'idle')
-    await waitFor(() => wrapUps(env.mock, session.id).length === 1, 8000)
-    await waitFor(() => env.mock.status(session.id).type === 'busy')
+    const session = await wrapUpRunning(env)
     // The person presses stop in OpenCode's own UI: the abort does not come from the runtime.
     await fetch(`${env.mock.url}/session/${session.id}/abort?directory=/tmp/project`, { method: 'POST' })
     await waitFor(() => goalOf(env.mock, session.id)?.status === 'paused', 8000)
