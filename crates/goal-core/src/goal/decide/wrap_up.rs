@@ -54,18 +54,26 @@ pub fn out(goal: &Goal) -> Option<&WrappedUp> {
     (current && goal.status_reason != REASON_RESUMED).then_some(wrapped)
 }
 
-/// The wrap-up out as the record says, or as the transcript does: the current reservation's
-/// message stored as a wrap-up prompt. Two hosts that reserved the same turn write the same id;
-/// where their forecasts differed (a clock ahead by seconds against a time budget) the marker
-/// of one write may be lost to the other, never the prompt OpenCode stored.
+/// The wrap-up out as the record says, or as the transcript does: the newest reply answers a
+/// stored wrap-up prompt, and nothing came after it (no reservation after that reply, no resume,
+/// whose fresh allowance leaves `turnsUsed` at 0 until its first turn). Two hosts' writes cross
+/// (OpenCode's PATCH has no compare-and-set): the one that lands last may drop the other's
+/// reservation, marker and all, never the prompt OpenCode stored.
 pub fn out_in(goal: &Goal, messages: &[Message]) -> Option<WrappedUp> {
     if let Some(wrapped) = out(goal) {
         return Some(wrapped.clone());
     }
-    let id = goal.continuation_id.get().filter(|_| goal.status_reason != REASON_RESUMED)?;
-    let prompt = messages.iter().find(|m| m.id == *id && m.role == Role::User)?;
+    if goal.status_reason == REASON_RESUMED || goal.turns_used == 0 {
+        return None;
+    }
+    let ordered = chronological(messages);
+    let reply = ordered.iter().rev().find(|m| m.role == Role::Assistant)?;
+    if goal.continuation_for.get() == Some(&reply.id) {
+        return None;
+    }
+    let prompt = ordered.iter().find(|m| m.id == reply.parent_id && m.role == Role::User)?;
     let cause = limit_of_prompt(&prompt.text)?;
-    Some(WrappedUp { message_id: id.clone(), cause })
+    Some(WrappedUp { message_id: prompt.id.clone(), cause })
 }
 
 /// The limit a wrap-up prompt names on its first line (`text/prompts.rs`); `None` for any other text.
@@ -260,12 +268,17 @@ mod tests {
             0,
         )
         .expect("a message");
-        let reserved = goal(json!({"continuationId": "msg_w"}));
-        assert_eq!(out_in(&reserved, std::slice::from_ref(&stored)).map(|w| w.cause), Some(CauseCode::CostBudget));
-        let resumed = goal(json!({"continuationId": "msg_w", "statusReason": REASON_RESUMED}));
-        assert!(out_in(&resumed, std::slice::from_ref(&stored)).is_none());
-        let other = goal(json!({"continuationId": "msg_other"}));
-        assert!(out_in(&other, std::slice::from_ref(&stored)).is_none());
+        let answered = vec![stored.clone(), reply("the handoff", None)];
+        // The reservation and its marker lost to another host's write; the turn it counted too.
+        let crossed = goal(json!({"turnsUsed": 1, "continuationFor": "msg_before"}));
+        let found = out_in(&crossed, &answered).expect("told by the stored prompt");
+        assert_eq!((found.message_id.as_str(), found.cause), ("msg_w", CauseCode::CostBudget));
+        let resumed = goal(json!({"turnsUsed": 1, "statusReason": REASON_RESUMED}));
+        assert!(out_in(&resumed, &answered).is_none(), "a resume goes on from the handoff");
+        assert!(out_in(&goal(json!({"turnsUsed": 0})), &answered).is_none(), "a resume's fresh allowance");
+        let reserved_after = goal(json!({"turnsUsed": 2, "continuationFor": "msg_r", "continuationId": "msg_next"}));
+        assert!(out_in(&reserved_after, &answered).is_none(), "a turn reserved after the handoff");
+        assert!(out_in(&crossed, std::slice::from_ref(&stored)).is_none(), "no reply yet");
         for code in [CauseCode::TokenBudget, CauseCode::TimeBudget, CauseCode::TurnCap] {
             let text = crate::text::prompts::wrap_up_prompt("x", limit_name(code), "");
             assert_eq!(limit_of_prompt(&text), Some(code));
