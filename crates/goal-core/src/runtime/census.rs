@@ -101,13 +101,15 @@ impl Inner {
     /// host named, or the runtime learned, listed whole (a directory whose list backs off or fails
     /// is left for the next census).
     async fn list_each_directory(&self) -> Found {
-        let mut directories = self.ctx.client.list_project_directories().await.unwrap_or_else(|error| {
+        let projects = self.ctx.client.list_project_directories().await;
+        // Unread projects: whatever else is listed, the census is not whole.
+        let mut found = Found { carriers: Vec::new(), whole: projects.is_ok(), newest: None };
+        let mut directories = projects.unwrap_or_else(|error| {
             debug!(target: "session_goal", %error, "the server's projects could not be listed");
             Vec::new()
         });
         directories.extend(self.known_directories());
         let mut listed = HashSet::new();
-        let mut found = Found { carriers: Vec::new(), whole: true, newest: None };
         for directory in directories {
             if !listed.insert(directory.clone()) {
                 continue;

@@ -53,31 +53,40 @@ enum Look {
     Status,
 }
 
+/// Censuses read in part (a directory whose list failed) the scan at start tries again.
+const PARTIAL_TRIES: usize = 30;
+
 impl Inner {
     /// The recovery scan: a census (`patient`: waiting out its backoff; `since`: of the sessions
     /// updated since then only), every goal it found reported to the scheduler and each active
     /// one armed with `arm` (after a connection, whatever events said about busy: the tick
-    /// re-checks everything). Returns `None` when no census was read, else the newest update it
-    /// listed (`census::Found::newest`).
-    pub(super) async fn recover(&self, arm: ArmMode, patient: bool, since: Option<f64>) -> Option<Option<f64>> {
+    /// re-checks everything). Returns `None` when no census was read, else what it read: the
+    /// newest update it listed (`census::Found::newest`), and whether every place was read.
+    pub(super) async fn recover(&self, arm: ArmMode, patient: bool, since: Option<f64>) -> Option<(Option<f64>, bool)> {
         let found = self.take_census(patient, since).await?;
-        let newest = found.newest;
+        let read = (found.newest, found.whole);
         self.walk(found, Look::Arm(arm)).await;
-        Some(newest)
+        Some(read)
     }
 
-    /// The scan at start: censuses until one is read (a host may start before its OpenCode
-    /// answers; each try waits out the census's backoff), or the runtime stops.
+    /// The scan at start: censuses until one is read whole (a host may start before its
+    /// OpenCode answers, or while its lists fail; each try waits out the census's backoff), or
+    /// the runtime stops. A census read in part is tried again [`PARTIAL_TRIES`] times at most
+    /// (five minutes at the backoff's longest wait, when the periodic sweep takes over).
     pub(super) fn recover_at_start(self: &Arc<Self>) {
         let me = self.clone();
         self.scanning_at_start.store(true, Ordering::SeqCst);
         self.runtime.spawn(
             async move {
                 // Each try waits out the census's backoff first: no spin.
+                let mut partial = 0;
                 while !me.stopped.load(Ordering::SeqCst) {
-                    if let Some(newest) = me.recover(ArmMode::IfIdleTimer, true, None).await {
+                    if let Some((newest, whole)) = me.recover(ArmMode::IfIdleTimer, true, None).await {
                         *me.start_newest.lock() = newest;
-                        break;
+                        partial += 1;
+                        if whole || partial >= PARTIAL_TRIES {
+                            break;
+                        }
                     }
                 }
                 me.scanning_at_start.store(false, Ordering::SeqCst);

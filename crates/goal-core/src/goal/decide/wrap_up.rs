@@ -157,10 +157,16 @@ pub(super) fn answered(at: &Decide<'_>, live: &Live) -> Flow {
     let ordered = chronological(&live.messages);
     let replies: Vec<&Message> =
         ordered.iter().filter(|m| m.role == Role::Assistant && m.parent_id == wrapped.message_id).copied().collect();
-    let Some(last) = replies.last() else { return ControlFlow::Continue(()) };
-    if last.is_aborted() {
-        return ControlFlow::Continue(());
-    }
+    let last = match replies.last() {
+        Some(last) if last.is_aborted() => return ControlFlow::Continue(()),
+        Some(last) => *last,
+        // Never answered (stored, its turn never began) and a later turn ran instead, a person's:
+        // the goal stops at its limit rather than wrap up again.
+        None => match passed_over(&ordered, &wrapped.message_id) {
+            Some(later) => later,
+            None => return ControlFlow::Continue(()),
+        },
+    };
     if !last.is_completed() && last.error.is_none() {
         // Unfinished on an idle session: cut once it is older than the quiet window.
         if let Some(wait) = quiet_remaining(Some(last), None, at.seen.live_at, at.config.idle_quiet) {
@@ -170,8 +176,12 @@ pub(super) fn answered(at: &Decide<'_>, live: &Live) -> Flow {
     let Some(files) = &at.seen.changed_files else { return read(Need::ChangedFiles) };
     let handoff = handoff_text(&replies);
     let (status, reason) = settles_as(wrapped.cause);
+    let note = match replies.is_empty() {
+        true => format!("{HANDOFF_NOTE_LEAD} the wrap-up turn never ran: a later turn came first."),
+        false => handoff_note(&handoff, last),
+    };
     let settlement = Settlement {
-        note: Some(handoff_note(&handoff, last)),
+        note: Some(note),
         ..Settlement::new(status, reason, wrapped.cause, account(at.goal, &live.messages))
     };
     let mut record = trail_line(at.goal, &last.id, status.as_str(), reason, at.now);
@@ -181,6 +191,13 @@ pub(super) fn answered(at: &Decide<'_>, live: &Live) -> Flow {
     let line = Line { record, detached: false, slot: Slot::Settled };
     let extras = Extras { clear_park: true, wrapped_up: Some(wrapped), ..Extras::default() };
     ControlFlow::Break(at.settle(settlement, extras, Guard::Tick, Some(line)))
+}
+
+/// The newest reply after the wrap-up prompt `message_id` that answers another prompt: the
+/// wrap-up was passed over. `None` while nothing came after it (or it is not in the window).
+fn passed_over<'a>(ordered: &[&'a Message], message_id: &str) -> Option<&'a Message> {
+    let at = ordered.iter().position(|m| m.id == message_id)?;
+    ordered[at + 1..].iter().rev().find(|m| m.role == Role::Assistant && m.parent_id != message_id).copied()
 }
 
 /// The wrap-up turn's prompt: the objective, where the goal stands against `limit` (as the
@@ -284,6 +301,23 @@ mod tests {
             assert_eq!(limit_of_prompt(&text), Some(code));
         }
         assert_eq!(limit_of_prompt("Keep working toward the session goal"), None);
+    }
+
+    #[test]
+    fn a_wrap_up_a_later_turn_ran_past_is_passed_over() {
+        let message = |id: &str, role: &str, parent: &str, created: f64| {
+            let info = json!({"id": id, "role": role, "parentID": parent, "time": {"created": created, "completed": created + 1.0}});
+            Message::from_value(&json!({"info": info, "parts": []}), 0).expect("a message")
+        };
+        let before = [message("msg_u", "user", "", 1.0), message("msg_a", "assistant", "msg_u", 2.0)];
+        let wrap_up = message("msg_w", "user", "", 3.0);
+        let person = [message("msg_p", "user", "", 4.0), message("msg_b", "assistant", "msg_p", 5.0)];
+        let all: Vec<Message> = before.iter().chain([&wrap_up]).chain(person.iter()).cloned().collect();
+        let ordered = chronological(&all);
+        assert_eq!(passed_over(&ordered, "msg_w").map(|m| m.id.as_str()), Some("msg_b"));
+        let waiting: Vec<Message> = before.iter().chain([&wrap_up]).cloned().collect();
+        assert!(passed_over(&chronological(&waiting), "msg_w").is_none(), "stranded, nothing after it: posted again");
+        assert!(passed_over(&ordered, "msg_gone").is_none());
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //! OpenCode 1.18 records each turn's changes on the user message that started it
 //! (`info.summary.diffs`, the list `GET /session/:id/diff?messageID=` returns); its session-wide
 //! `/diff` answers `[]` (docs/opencode.md). So the list is the union over the goal's prompts:
-//! their summaries, the diff route for a prompt without one (the newest few), and the
-//! session-wide route for a server that fills it.
+//! their summaries, and the diff route for the newest prompts without one (a turn OpenCode has
+//! not summed up yet); the session-wide route only where no prompt has a summary (a server that
+//! keeps none). A few requests, since a settle that fails to write reads them again.
 
 use serde_json::Value;
 
@@ -14,7 +15,7 @@ use crate::record::check_id::is_check_message;
 /// Messages read to reach back to the goal's first prompt when the tick's window does not.
 const WHOLE_SESSION: usize = 1_000;
 /// Prompts without a summary whose diff is read (the newest first).
-const DIFF_READS: usize = 8;
+const DIFF_READS: usize = 2;
 
 impl Reader<'_> {
     /// The files the goal's turns changed, in the order first changed; `None` when nothing
@@ -38,13 +39,16 @@ impl Reader<'_> {
                 None => unrecorded.push(message_id.as_str()),
             }
         }
+        let summed_up = files.is_some();
         for message_id in unrecorded.iter().rev().take(DIFF_READS) {
             if let Some(diff) = self.client.session_evidence(id, dir, "/diff", Some(message_id)).await {
                 add(&mut files, &diff);
             }
         }
-        if let Some(diff) = self.client.session_evidence(id, dir, "/diff", None).await {
-            add(&mut files, &diff);
+        if !summed_up {
+            if let Some(diff) = self.client.session_evidence(id, dir, "/diff", None).await {
+                add(&mut files, &diff);
+            }
         }
         files
     }
