@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { pkg, setup, scriptedAuditor, goalMetadata, goalOf, waitFor, sleep, tempDataDir, startScanRead } from './helpers.mjs'
 import { startMockOpenCode } from './mock/opencode.mjs'
 import { startHostProcess } from './host-process.mjs'
+import { runCli } from './control-helpers.mjs'
 
 const { createSessionGoalControl } = pkg
 
@@ -305,6 +306,23 @@ describe('never where it does not belong', () => {
     expect(wrapUps(env.mock, off.id)).toHaveLength(0)
     await control.editGoal({ sessionId: off.id, clearWrapUp: true })
     expect(goalOf(env.mock, off.id).wrapUp).toBeUndefined()
+  })
+})
+
+describe('the setting', () => {
+  it('the CLI: --goal-no-wrap-up needs --goal and writes wrapUp: false; without it the goal has none (the host decides)', async () => {
+    env = await setup({ forward: false })
+    const common = ['--url', env.mock.url, '--directory', '/tmp/project', '--data-dir', tempDataDir()]
+    const usage = await runCli(['create', ...common, '--prompt', 'x', '--goal-no-wrap-up'])
+    expect(usage.code).toBe(2)
+    expect(usage.stderr).toContain('--goal-no-wrap-up requires --goal.')
+    const off = await runCli(['create', ...common, '--prompt', 'Port the parser', '--goal', '--goal-no-wrap-up', '--json'])
+    expect(off.code, off.stderr).toBe(0)
+    const plain = await runCli(['create', ...common, '--prompt', 'Port the lexer', '--goal', '--json'])
+    expect(plain.code, plain.stderr).toBe(0)
+    const [offId, plainId] = [off, plain].map((run) => JSON.parse(run.stdout).sessionId)
+    expect(goalOf(env.mock, offId).wrapUp).toBe(false)
+    expect(goalOf(env.mock, plainId)).not.toHaveProperty('wrapUp')
   })
 })
 
