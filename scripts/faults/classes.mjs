@@ -1047,7 +1047,7 @@ export const CLASSES = [
   },
   {
     name: 'dropped-events', title: 'dropped events (sweep)', run: droppedEvents,
-    judged: 'The host forwards no event of the sessions at all (the goal being set, every idle); sweepIntervalMs 400 (a census of the server's goals): `complete` after exactly one continuation.',
+    judged: 'The host forwards no event of the sessions at all (the goal being set, every idle); sweepIntervalMs 400 (a census of the server’s goals): `complete` after exactly one continuation.',
   },
   {
     name: '5xx', title: 'HTTP 5xx / 429 on every endpoint', run: http5xx,
