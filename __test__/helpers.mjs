@@ -105,11 +105,15 @@ export async function setup({ runtimeOptions = {}, mockOptions = {}, auditor, fo
   // The runtime lists the server at start (its census, docs/forks-and-restarts.md): a session the
   // test makes after that is found by its events, as on a server the host was started before.
   // (A host URL of the test's own making may not reach the mock at all.)
-  if (runtimeOptions.recoverOnStart !== false && !runtimeOptions.buildOpenCodeUrl) await startScanRead(mock)
+  const scans = runtimeOptions.recoverOnStart !== false && !runtimeOptions.buildOpenCodeUrl
+  if (scans) await startScanRead(mock)
   let stream = null
   if (forward) {
     stream = forwardEvents(mock.url, runtime)
     await mock.waitFor(() => mock.eventStreams > 0, { timeoutMs: 3000 })
+    // The stream's first connection takes one more census (of what the scan at start may have
+    // missed): it is read before the test makes its sessions, which its events then announce.
+    if (scans) await startScanRead(mock, 1)
   }
   const cleanup = async () => {
     stream?.close()
@@ -160,7 +164,8 @@ export async function startSecondHost(env, { idleQuietMs, auditor }) {
     await runtime.stop()
   }
   await waitFor(() => env.mock.eventStreams >= 2)
-  await startScanRead(env.mock, censuses)
+  // Its scan at start, then the census its stream's first connection takes.
+  await startScanRead(env.mock, censuses + 1)
   return { runtime, stop }
 }
 

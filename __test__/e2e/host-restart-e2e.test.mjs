@@ -8,7 +8,7 @@
 // repository, and a second goal lives in a plain directory beside it: both are found again.
 import fs from 'node:fs'
 import path from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { tempDataDir, waitFor } from '../helpers.mjs'
 import { startHostProcess } from '../host-process.mjs'
 import { startProxy } from '../../scripts/chaos-real/proxy.mjs'
@@ -33,8 +33,14 @@ beforeAll(async () => {
   proxy = await startProxy(oc.url)
   plain = oc.besideProject('plain')
 })
+// Each case is a scenario of its own: the hosts of an earlier one are gone (a live host left
+// over would act on this case's goal too, with its own data directory and trail).
+const stopHosts = async () => {
+  for (const host of hosts.splice(0)) await host.stop()
+}
+beforeEach(stopHosts)
 afterAll(async () => {
-  for (const host of hosts) await host.stop()
+  await stopHosts()
   await proxy?.close()
 })
 
