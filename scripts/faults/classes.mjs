@@ -756,6 +756,8 @@ async function hostileSessionIds() {
     const outside = () =>
       h.mock.requests.slice(before).filter((q) => {
         if (q.path === '/session' || q.path === '/session/status') return false
+        // The server-wide lists of a census (at a connection of the stream, at a sweep) name no id.
+        if (q.path === '/experimental/session' || q.path === '/project') return false
         const m = /^\/session\/([^/]+)(\/(message|children|prompt_async|abort|diff|todo))?$/.exec(q.path)
         return !m
       })
@@ -1131,7 +1133,7 @@ export const CLASSES = [
   },
   {
     name: 'hostile-session-ids', title: 'hostile session ids', run: hostileSessionIds,
-    judged: 'Real sessions whose ids hold `../`, `%2F`, `?`, `#`, non-ASCII and `/`, 600 characters, spaces, bidi controls, `%00`: `complete` after exactly one continuation, every request addressed to exactly that id. Events naming 14 ids that are no session ("", blanks, ".", "..", "../../global/health", "/", "%2e%2e", 100,000 characters, NUL, a missing session, non-strings): no request outside /session/<one segment>, no prompt, nothing tracked once the retries end but the 30 s re-look of a session the server said is not there (or not valid).',
+    judged: 'Real sessions whose ids hold `../`, `%2F`, `?`, `#`, non-ASCII and `/`, 600 characters, spaces, bidi controls, `%00`: `complete` after exactly one continuation, every request addressed to exactly that id. Events naming 14 ids that are no session ("", blanks, ".", "..", "../../global/health", "/", "%2e%2e", 100,000 characters, NUL, a missing session, non-strings): no request outside /session/<one segment> (but the server-wide lists of a census), no prompt, nothing tracked once the retries end but the 30 s re-look of a session the server said is not there (or not valid).',
   },
   {
     name: 'wrong-type-metadata', title: 'every metadata field of the wrong type', run: wrongTypes,
