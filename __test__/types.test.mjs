@@ -161,6 +161,53 @@ describe('typed answers', () => {
   })
 })
 
+describe('stored records read field by field', () => {
+  it('a goal record carries every stored reference field; a hand-edited trail line of another shape is left out, the rest read', async () => {
+    const mock = await startMockOpenCode({ heartbeatMs: 60_000 })
+    env = { cleanup: () => mock.close() }
+    const dataDir = tempDataDir()
+    const goal = {
+      id: 'g-fields',
+      objective: 'Ship it',
+      objectiveFile: false,
+      status: 'paused',
+      tokenBudget: 5000,
+      tokensUsed: 1234,
+      tokensBaseline: 200,
+      tokensCommitted: 300,
+      turnsUsed: 3,
+      blockedStreak: 1,
+      auditFailStreak: 2,
+      note: 'half done',
+      statusReason: 'paused by the user',
+      evaluationProviderID: 'small',
+      evaluationModelID: 'nano',
+      lastAccountedMessageID: 'msg_9',
+      createdAt: 1000,
+      updatedAt: 2000,
+    }
+    const session = mock.createSession({ directory: '/tmp/project', metadata: goalMetadata(goal) })
+    const control = pkg.createSessionGoalControl({ openCode: { baseUrl: mock.url }, dataDir })
+    const view = await control.getGoal(session.id, '/tmp/project')
+    expect(view.goal).toMatchObject(goal)
+
+    const lines = [
+      JSON.stringify({ time: 1, turn: 1, tail: 'msg_1', action: 'continue', verdict: 'continue', evidence: ['e1'], changedFiles: ['a.js'] }),
+      JSON.stringify(['not', 'a', 'record']),
+      JSON.stringify({ time: 2, turn: 'two', tail: 'msg_2', action: 'continue' }),
+      JSON.stringify({ time: 3, turn: 2, tail: 'msg_3', action: 'continue', evidence: ['e1', 7] }),
+      JSON.stringify({ time: 4, turn: 2, tail: 'msg_4', action: 'budgetLimited', note: null, wrapUp: 'tokenBudget', handoff: 'Done: the parser.' }),
+    ]
+    fs.mkdirSync(path.join(dataDir, 'goals'), { recursive: true })
+    fs.writeFileSync(path.join(dataDir, 'goals', `${session.id}.history.jsonl`), lines.join('\n') + '\n')
+    const history = await control.history(session.id)
+    expect(history).toEqual([
+      { time: 1, turn: 1, tail: 'msg_1', action: 'continue', verdict: 'continue', evidence: ['e1'], changedFiles: ['a.js'], activeMs: 0 },
+      { time: 4, turn: 2, tail: 'msg_4', action: 'budgetLimited', wrapUp: 'tokenBudget', handoff: 'Done: the parser.', activeMs: 0 },
+    ])
+  })
+})
+
 describe('what passes through the host callbacks', () => {
   // A request member no request of the runtimes sets today: declared for a host's service.
   const NEVER_SENT = ['maxOutputTokens']

@@ -212,6 +212,7 @@ export const FEATURES = [
       'src/types/small_model.rs',
       'src/types/snapshot.rs',
       'src/types/nullable.rs',
+      'src/types/stored_fields.rs',
       'src/callbacks.rs',
       'src/host_return.rs',
       'src/payload.rs',

@@ -18,6 +18,7 @@ use serde_json::{json, Value};
 use goal_core::{rule, Goal, GoalError, GoalSettings, HoursPart, SettingChange};
 
 use crate::types::goal_parts::{GoalActiveHours, GoalCause, GoalCheck, GoalCriterion};
+use crate::types::stored_fields::StoredFields;
 use crate::validate::RuleOutcome;
 
 /// A goal's settings (`goal: true` is the same as `goal: {}`: no limits).
@@ -259,12 +260,11 @@ impl<Request: ValidateNapiValue, Settings> ValidateNapiValue for Beside<Request,
 }
 
 // The reference's fields are read from the goal's stored form (the core's field table defines
-// each once). The settings and the derived values (`serde(skip)`) are read typed from the core,
+// each once). The settings and the derived values are read typed from the core,
 // so a stored value this version cannot read shows as absent instead of failing the record.
 /// A goal as stored in `metadata.openchamber.goal`.
 #[napi(object, object_from_js = false)]
-#[derive(Default, serde::Deserialize)]
-#[serde(default, rename_all = "camelCase")]
+#[derive(Default)]
 pub struct GoalRecord {
     /// Goal id (`Date.now().toString(36)` + 6 random base-36 chars for new goals).
     pub id: String,
@@ -294,58 +294,44 @@ pub struct GoalRecord {
     pub status_reason: String,
     /// Provider of the latest audit.
     #[napi(js_name = "evaluationProviderID")]
-    #[serde(rename = "evaluationProviderID")]
     pub evaluation_provider_id: String,
     /// Model of the latest audit.
     #[napi(js_name = "evaluationModelID")]
-    #[serde(rename = "evaluationModelID")]
     pub evaluation_model_id: String,
     /// Accounting cursor.
     #[napi(js_name = "lastAccountedMessageID")]
-    #[serde(rename = "lastAccountedMessageID")]
     pub last_accounted_message_id: String,
     /// Creation time (ms since the epoch).
     pub created_at: f64,
     /// Last write (ms since the epoch).
     pub updated_at: f64,
     /// Time budget (ms), if any.
-    #[serde(skip)]
     pub time_budget_ms: Option<f64>,
     /// Cost budget in US dollars, if any.
-    #[serde(skip)]
     pub cost_budget: Option<f64>,
     /// US dollars the session's replies cost since the goal began (0 on a model without a price).
-    #[serde(skip)]
     pub cost_used: f64,
     /// Active time so far (ms): since `createdAt`, minus time paused or waiting.
-    #[serde(skip)]
     pub active_ms: f64,
     /// Working hours, if any.
-    #[serde(skip)]
     pub active_hours: Option<GoalActiveHours>,
     /// The session the goal belongs to (`sessionId`), when it names one.
     pub session_id: Option<String>,
     /// When a goal parked on a provider limit goes on by itself (ms since the epoch).
     pub wake_at: Option<f64>,
     /// Acceptance checks run before the goal may settle `complete`, if any.
-    #[serde(skip)]
     pub checks: Option<Vec<GoalCheck>>,
     /// Acceptance criteria the auditor grades one by one against evidence, if any.
-    #[serde(skip)]
     pub criteria: Option<Vec<GoalCriterion>>,
     /// Why the goal stopped or waits; absent while it runs.
-    #[serde(skip)]
     pub cause: Option<GoalCause>,
     /// The review setting, when the goal asks for a reviewer before `complete`.
     #[napi(ts_type = "true | { agent?: string; model?: string }")]
-    #[serde(skip)]
     pub review: Option<serde_json::Value>,
     /// The goal's own wrap-up setting, when it has one (absent: the host's default).
-    #[serde(skip)]
     pub wrap_up: Option<bool>,
     /// The wrap-up turn posted before a limit, while the goal waits for its reply: the
     /// continuation's message id and the limit's cause code.
-    #[serde(skip)]
     pub wrapped_up: Option<GoalWrappedUp>,
 }
 
@@ -363,8 +349,30 @@ impl From<&Goal> for GoalRecord {
     fn from(goal: &Goal) -> Self {
         // The stored form is well typed by construction; a mismatch could only come from a change in
         // the core, and then the fields that did read are still shown rather than failing the call.
-        let stored: GoalRecord = serde_json::from_value(goal.to_value()).unwrap_or_default();
+        let stored = goal.to_value();
+        let fields = StoredFields::of(&stored).ok();
+        let number_or_unset = |key: &str| fields.as_ref().and_then(|f| f.number(key).ok().flatten());
+        let text = |key: &str| fields.as_ref().and_then(|f| f.text(key).ok().flatten()).unwrap_or_default();
+        let number = |key: &str| number_or_unset(key).unwrap_or_default();
         GoalRecord {
+            id: text("id"),
+            objective: text("objective"),
+            objective_file: fields.as_ref().and_then(|f| f.flag("objectiveFile").ok().flatten()).unwrap_or_default(),
+            status: text("status"),
+            token_budget: number_or_unset("tokenBudget"),
+            tokens_used: number("tokensUsed"),
+            tokens_baseline: number("tokensBaseline"),
+            tokens_committed: number("tokensCommitted"),
+            turns_used: number("turnsUsed"),
+            blocked_streak: number("blockedStreak"),
+            audit_fail_streak: number("auditFailStreak"),
+            note: text("note"),
+            status_reason: text("statusReason"),
+            evaluation_provider_id: text("evaluationProviderID"),
+            evaluation_model_id: text("evaluationModelID"),
+            last_accounted_message_id: text("lastAccountedMessageID"),
+            created_at: number("createdAt"),
+            updated_at: number("updatedAt"),
             time_budget_ms: goal.time_budget_ms.get().map(|ms| *ms as f64),
             cost_budget: goal.cost_budget.get().copied(),
             cost_used: goal_core::cost_used(goal),
@@ -383,7 +391,6 @@ impl From<&Goal> for GoalRecord {
                 .wrapped_up
                 .get()
                 .map(|w| GoalWrappedUp { message_id: w.message_id.clone(), cause: w.cause.as_str().to_string() }),
-            ..stored
         }
     }
 }

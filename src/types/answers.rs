@@ -3,19 +3,20 @@
 //! is returned (`explain`: `explanation.rs`).
 
 use napi_derive::napi;
+use serde_json::Value;
 
 use goal_core::{CheckRun, DigestSummary, LastReview, RecordedGrade};
 
 use crate::types::explanation::{GoalCheckRun, GoalLastReview};
 use crate::types::nullable::Nullable;
+use crate::types::stored_fields::{Misshapen, StoredFields};
 
 /// One record of a goal's audit trail (`history(sessionId)`). Written for every verdict and
 /// for every decision the runtime made without one (time budget, working hours, breaker).
 /// Built from the stored record field by field, so what JavaScript gets is exactly what this
 /// type (and index.d.ts) says.
 #[napi(object, object_from_js = false)]
-#[derive(Default, serde::Deserialize)]
-#[serde(default, rename_all = "camelCase")]
+#[derive(Default)]
 pub struct GoalHistoryRecord {
     /// When (ms since epoch).
     pub time: f64,
@@ -34,7 +35,6 @@ pub struct GoalHistoryRecord {
     /// The status reason written, when the goal settled or waits.
     pub reason: Option<String>,
     /// Counts from the evidence digest the audit read.
-    #[serde(skip)]
     pub digest: Option<GoalDigestSummary>,
     /// The recorded facts the auditor said it relied on.
     pub evidence: Option<Vec<String>>,
@@ -49,16 +49,13 @@ pub struct GoalHistoryRecord {
     /// The goal's time budget (ms), when set.
     pub time_budget_ms: Option<f64>,
     /// For an acceptance check run (`action: "check"`): the run.
-    #[serde(skip)]
     pub check: Option<GoalCheckRun>,
     /// For a check run: how many checks the round has.
     pub checks: Option<f64>,
     /// For an audit that graded criteria: each criterion's grade.
-    #[serde(skip)]
     pub criteria: Option<Vec<GoalCriterionGrade>>,
     /// For a review (`action: "review"`): the reviewer session, verdict, findings, cited files
     /// and cost (`tail` and `at` are the record's own `tail` and `time`).
-    #[serde(skip)]
     pub review: Option<GoalLastReview>,
     /// For a provider-limit park (`action: "park"`): when the wait ends (ms since epoch).
     pub until: Option<f64>,
@@ -96,35 +93,65 @@ impl From<Option<f64>> for HistoryLimit {
 /// (a hand-edited line) is left out rather than failing the whole read.
 pub(crate) struct GoalHistory(pub Vec<GoalHistoryRecord>);
 
-impl From<Vec<serde_json::Value>> for GoalHistory {
-    fn from(records: Vec<serde_json::Value>) -> Self {
+impl From<Vec<Value>> for GoalHistory {
+    fn from(records: Vec<Value>) -> Self {
         GoalHistory(records.iter().filter_map(|stored| GoalHistoryRecord::try_from(stored).ok()).collect())
     }
 }
 
-/// One stored trail record; fails when it does not have the record's shape.
-impl TryFrom<&serde_json::Value> for GoalHistoryRecord {
-    type Error = serde_json::Error;
+/// One stored trail record; fails when it does not have the record's shape: not an object, or
+/// a field of another type than its own (a field absent or `null` is unset).
+impl TryFrom<&Value> for GoalHistoryRecord {
+    type Error = Misshapen;
 
-    fn try_from(stored: &serde_json::Value) -> Result<Self, Self::Error> {
-        let record: GoalHistoryRecord = serde::Deserialize::deserialize(stored)?;
+    fn try_from(stored: &Value) -> Result<Self, Self::Error> {
+        let fields = StoredFields::of(stored)?;
+        let time = fields.number("time")?.unwrap_or_default();
+        let tail = fields.text("tail")?.unwrap_or_default();
         // The nested parts are read by the core's own readers of what it recorded.
         let check = stored
             .get("check")
             .and_then(CheckRun::from_value)
-            .map(|run| GoalCheckRun::from(goal_core::RecordedCheckRun { run, time: record.time }));
+            .map(|run| GoalCheckRun::from(goal_core::RecordedCheckRun { run, time }));
         let digest = stored.get("digest").and_then(DigestSummary::from_value).map(GoalDigestSummary::from);
         let criteria = stored
             .get("criteria")
-            .and_then(serde_json::Value::as_array)
+            .and_then(Value::as_array)
             .map(|grades| grades.iter().filter_map(RecordedGrade::from_value).map(GoalCriterionGrade::from).collect());
         let review = stored.get("review").and_then(LastReview::from_value).map(|r| {
             let mut review = GoalLastReview::from(r);
-            review.tail = record.tail.clone();
-            review.at = record.time;
+            review.tail = tail.clone();
+            review.at = time;
             review
         });
-        Ok(GoalHistoryRecord { check, digest, criteria, review, ..record })
+        Ok(GoalHistoryRecord {
+            time,
+            turn: fields.number("turn")?.unwrap_or_default(),
+            tail,
+            verdict: fields.text("verdict")?,
+            note: fields.text("note")?,
+            action: fields.text("action")?.unwrap_or_default(),
+            reason: fields.text("reason")?,
+            digest,
+            evidence: fields.texts("evidence")?,
+            missing: fields.texts("missing")?,
+            audit_tokens: fields.number("auditTokens")?,
+            auditor: fields.text("auditor")?,
+            active_ms: fields.number("activeMs")?.unwrap_or_default(),
+            time_budget_ms: fields.number("timeBudgetMs")?,
+            check,
+            checks: fields.number("checks")?,
+            criteria,
+            review,
+            until: fields.number("until")?,
+            park: fields.number("park")?,
+            detail: fields.text("detail")?,
+            cut: fields.number("cut")?,
+            wrap_up: fields.text("wrapUp")?,
+            handoff: fields.text("handoff")?,
+            changed_files: fields.texts("changedFiles")?,
+            no_room_for_wrap_up: fields.text("noRoomForWrapUp")?,
+        })
     }
 }
 

@@ -10,4 +10,5 @@ pub mod notification;
 pub mod nullable;
 pub mod small_model;
 pub mod snapshot;
+pub mod stored_fields;
 pub mod stream_status;

@@ -4,9 +4,8 @@
 use napi::bindgen_prelude::{Null, ToNapiValue};
 use napi::sys;
 
-/// A value or `null` (serde reads it as an `Option`, so JSON `null` and a missing key are `null`).
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(transparent)]
+/// A value or `null`.
+#[derive(Debug, Default)]
 pub struct Nullable<T>(pub Option<T>);
 
 impl<T: ToNapiValue> ToNapiValue for Nullable<T> {
