@@ -58,7 +58,7 @@ const cases = {
     // A wrong type is refused in the package's words, naming the option (__test__/option-types).
     const typed = await failureOf(() => pkg.createSessionGoalRuntime({ openCode: { baseUrl: 42 } }))
     expectError(typed, 'invalidInput', { field: 'openCode.baseUrl', message: 'openCode.baseUrl must be a string' })
-    const runtime = pkg.createSessionGoalRuntime({ openCode: { baseUrl: await deadUrl() }, logger: null, dataDir: tempDataDir() })
+    const runtime = pkg.createSessionGoalRuntime({ openCode: { baseUrl: await deadUrl() }, logger: null, settings: { dataDir: tempDataDir() } })
     cleanups.push(() => runtime.stop())
     expectError(await failureOf(() => runtime.explain('ses_unreach1', '/tmp/project')), 'openCode')
   },

@@ -4,7 +4,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startMockOpenCode } from './mock/opencode.mjs'
-import { goalMetadata } from './helpers.mjs'
+import { goalMetadata, tempDataDir } from './helpers.mjs'
 
 const child = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures', 'exit-child.cjs')
 let mock
@@ -15,7 +15,9 @@ afterAll(async () => mock?.close())
 
 function run(args) {
   return new Promise((resolve) => {
-    const proc = spawn(process.execPath, [child, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+    // The child's runtime keeps its host identity in its data directory: a temp one, never the home's.
+    const env = { ...process.env, OPENCHAMBER_DATA_DIR: tempDataDir() }
+    const proc = spawn(process.execPath, [child, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env })
     let out = ''
     let err = ''
     let markAt = 0
