@@ -6,12 +6,17 @@
 //! sharing a data directory (a web server and a desktop app) take two different files, and a
 //! file whose process died is free for the next one. Where no file can be held (no lock on this
 //! file system, every slot taken, no data directory), the identity is this process's own.
+//! The file is let go when the last runtime of the process on that directory stops (or is
+//! dropped): a stopped host leaves its data directory free to remove (Windows refuses to remove
+//! a file some process holds open), and a runtime started again in the same process takes the
+//! same free file, so the same identity.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::hash::{BuildHasher, Hasher};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 use parking_lot::Mutex;
@@ -28,11 +33,29 @@ const IDENTITY_FILE: &str = "goals/host-identity";
 /// identity of their own that no successor takes up.
 const SLOTS: usize = 8;
 
+/// An identity file this process holds: its seed, the open (and so locked) file, and how many
+/// of the process's runtimes use it.
+struct Held {
+    seed: u64,
+    _file: File,
+    users: usize,
+}
+
 /// The identity seeds this process holds, by data directory; each one's file is kept open, and
-/// so locked, for the life of the process.
-fn held() -> &'static Mutex<HashMap<PathBuf, (u64, File)>> {
-    static HELD: OnceLock<Mutex<HashMap<PathBuf, (u64, File)>>> = OnceLock::new();
+/// so locked, while a runtime of the process uses it.
+fn held() -> &'static Mutex<HashMap<PathBuf, Held>> {
+    static HELD: OnceLock<Mutex<HashMap<PathBuf, Held>>> = OnceLock::new();
     HELD.get_or_init(Mutex::default)
+}
+
+/// One user of the identity held in `root` is done with it: the last one lets the file go.
+pub fn release_in(root: &Path) {
+    let mut held = held().lock();
+    let Some(entry) = held.get_mut(root) else { return };
+    entry.users = entry.users.saturating_sub(1);
+    if entry.users == 0 {
+        held.remove(root);
+    }
 }
 
 /// This process's own seed: random, the same for every runtime of the process.
@@ -52,11 +75,13 @@ fn fresh_seed() -> u64 {
 
 /// The seed of the identity this process holds in the data directory `root`: the first
 /// identity file no live process holds, locked now (its seed written when it has none yet).
-/// `None` when none can be held. Blocking file work: call it on the blocking pool.
+/// `None` when none can be held. Each `Some` counts one user until [`release_in`]. Blocking file
+/// work: call it on the blocking pool.
 pub fn seed_in(root: &Path) -> Option<u64> {
     let mut held = held().lock();
-    if let Some((seed, _)) = held.get(root) {
-        return Some(*seed);
+    if let Some(entry) = held.get_mut(root) {
+        entry.users += 1;
+        return Some(entry.seed);
     }
     let base = root.join(IDENTITY_FILE);
     std::fs::create_dir_all(base.parent()?).ok()?;
@@ -70,7 +95,7 @@ pub fn seed_in(root: &Path) -> Option<u64> {
             continue;
         }
         let Some((seed, file)) = seed_of(file) else { continue };
-        held.insert(root.to_path_buf(), (seed, file));
+        held.insert(root.to_path_buf(), Held { seed, _file: file, users: 1 });
         return Some(seed);
     }
     None
@@ -98,12 +123,20 @@ pub struct HolderId {
     group: String,
     data_dir: DataDir,
     id: OnceCell<String>,
+    /// Whether its seed came from an identity file this process holds (then it is one of the
+    /// file's users until [`HolderId::release`]).
+    holds_file: AtomicBool,
 }
 
 impl HolderId {
     /// The holder id of a runtime on the OpenCode server `group` with its data directory.
     pub fn new(group: &str, data_dir: &DataDir) -> HolderId {
-        HolderId { group: group.to_string(), data_dir: data_dir.clone(), id: OnceCell::new() }
+        HolderId {
+            group: group.to_string(),
+            data_dir: data_dir.clone(),
+            id: OnceCell::new(),
+            holds_file: AtomicBool::new(false),
+        }
     }
 
     /// The id (found once).
@@ -122,7 +155,26 @@ impl HolderId {
             return hasher.finish();
         }
         let root = self.data_dir.root().to_path_buf();
-        crate::io::file_io::run(move || seed_in(&root)).await.flatten().unwrap_or_else(process_seed)
+        match crate::io::file_io::run(move || seed_in(&root)).await.flatten() {
+            Some(seed) => {
+                self.holds_file.store(true, Ordering::SeqCst);
+                seed
+            }
+            None => process_seed(),
+        }
+    }
+
+    /// The runtime stopped: it no longer holds the identity file (the id it has stays its own).
+    pub fn release(&self) {
+        if self.holds_file.swap(false, Ordering::SeqCst) {
+            release_in(self.data_dir.root());
+        }
+    }
+}
+
+impl Drop for HolderId {
+    fn drop(&mut self) {
+        self.release();
     }
 }
 
@@ -158,9 +210,26 @@ mod tests {
         // The process that held it is gone (its file closed, its lock released).
         held().lock().remove(&root);
         assert_eq!(seed_in(&root), Some(first), "a successor is the same host");
-        let (_, file) = held().lock().remove(&root).expect("held");
-        drop(file);
+        held().lock().remove(&root).expect("held");
         let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn the_file_is_let_go_when_its_last_user_releases_it_and_taken_again_with_its_seed() {
+        let root = temp_root("release");
+        let seed = seed_in(&root).expect("a slot");
+        assert_eq!(seed_in(&root), Some(seed), "a second runtime of the process");
+        let probe = || OpenOptions::new().read(true).write(true).open(root.join("goals/host-identity-0")).unwrap();
+        release_in(&root);
+        assert!(probe().try_lock().is_err(), "one runtime still uses it");
+        release_in(&root);
+        let free = probe();
+        assert!(free.try_lock().is_ok(), "the last user let it go");
+        drop(free);
+        assert_eq!(seed_in(&root), Some(seed), "a runtime started again is the same host");
+        release_in(&root);
+        assert!(held().lock().get(&root).is_none());
+        std::fs::remove_dir_all(&root).expect("a directory no process holds a file of can be removed");
     }
 
     #[test]
@@ -176,8 +245,7 @@ mod tests {
         let text = std::fs::read_to_string(root.join("goals/host-identity-1")).unwrap();
         assert_eq!(u64::from_str_radix(text.trim(), 16).unwrap(), seed);
         drop(elsewhere);
-        let (_, file) = held().lock().remove(&root).expect("held");
-        drop(file);
+        held().lock().remove(&root).expect("held");
         let _ = std::fs::remove_dir_all(&root);
     }
 }

@@ -233,6 +233,8 @@ impl GoalLoop {
         self.inner.stopped.store(true, Ordering::SeqCst);
         self.inner.ctx.owners.stop();
         self.inner.scheduler.stop().await;
+        // Its work is over: the identity file is let go (docs/forks-and-restarts.md).
+        self.inner.ctx.holder.release();
     }
 
     /// The goal's audit trail, oldest first (`limit` keeps the newest).
