@@ -42,7 +42,7 @@
 // host left; a goal whose next action comes after the next kill is counted under that one
 // instead. Each run reports the p50 and the max, and how many came later than the bound.
 // Figures per seed: goals settled correctly (complete; or `blocked` turnInterrupted when the
-// transcript ends in two cut turns in a row, as SPEC A.6 asks), goals stuck (still active when
+// transcript ends in two cut turns in a row: docs/provider-limits.md), goals stuck (still active when
 // the stuck deadline passes, see STUCK_AFTER_MS), actions later than the 60 s bound after an
 // OpenCode restart (openchamber), posts of an id already posted (at the wire,
 // delivered; a stranded message posted again is one, and is allowed; one made after the message

@@ -40,7 +40,8 @@ function twoCutTurns(messages) {
 
 /**
  * The settled state a goal that is not complete is counted under. `blocked` with
- * `turnInterrupted` is what SPEC A.6 asks for after two turns in a row cut by restarts; it is
+ * `turnInterrupted` is what the loop settles after two turns in a row cut by restarts
+ * (docs/provider-limits.md); it is
  * allowed only when the transcript shows them.
  */
 function settledOtherwise({ goal, messages }) {
